@@ -1,0 +1,1 @@
+//! Linearizability checking (placeholder; see issue 3).

@@ -1,0 +1,3 @@
+//! Clients that perform workload ops against a system (placeholder).
+
+pub mod etcd;

@@ -1,0 +1,1 @@
+//! Remote command execution over SSH (placeholder).

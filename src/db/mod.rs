@@ -1,0 +1,1 @@
+//! Database systems under test (placeholder).

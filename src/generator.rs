@@ -1,0 +1,1 @@
+//! Pure op generators (placeholder).

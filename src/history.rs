@@ -1,0 +1,416 @@
+//! Operation histories: the `Op` record, JSONL reading and writing, and invoke↔completion pairing.
+//!
+//! Owns the on-disk history format (one JSON object per line, see DESIGN.md) and the pure views the
+//! checkers need. Does not own file layout (that is `store`) or who writes the history (only the
+//! interpreter does). Reading never panics: a malformed line is an `Err` naming the line; a torn
+//! *last* line (a crash mid-write) is skipped with a warning.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+use std::fmt;
+use std::io::{BufRead, Write};
+use std::path::Path;
+
+/// The four op types of Jepsen histories.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OpType {
+    /// The op was issued.
+    Invoke,
+    /// The op completed and took effect.
+    Ok,
+    /// The op definitely did not take effect.
+    Fail,
+    /// The op may or may not have taken effect (timeouts, crashes, unknown errors).
+    Info,
+}
+
+/// Who issued an op: a numbered client process or the nemesis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Process {
+    /// A logical client process. A thread whose op ends `info` continues under a new process id.
+    Client(u64),
+    /// The fault injector.
+    Nemesis,
+}
+
+impl Process {
+    /// The client process number, if this is a client.
+    pub fn client(self) -> Option<u64> {
+        match self {
+            Process::Client(p) => Some(p),
+            Process::Nemesis => None,
+        }
+    }
+}
+
+impl fmt::Display for Process {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Process::Client(p) => write!(f, "{p}"),
+            Process::Nemesis => f.write_str("nemesis"),
+        }
+    }
+}
+
+impl Serialize for Process {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Process::Client(p) => s.serialize_u64(*p),
+            Process::Nemesis => s.serialize_str("nemesis"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Process {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match Value::deserialize(d)? {
+            Value::Number(n) => n
+                .as_u64()
+                .map(Process::Client)
+                .ok_or_else(|| serde::de::Error::custom("process must be a non-negative integer")),
+            Value::String(s) if s == "nemesis" => Ok(Process::Nemesis),
+            Value::String(s) => s.parse().map(Process::Client).map_err(|_| {
+                serde::de::Error::custom(format!(
+                    "process must be an integer or \"nemesis\", got {s:?}"
+                ))
+            }),
+            other => Err(serde::de::Error::custom(format!(
+                "process must be an integer or \"nemesis\", got {other}"
+            ))),
+        }
+    }
+}
+
+/// Keys are strings in memory; integer keys in input files are accepted and stringified.
+fn de_key<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    match Option::<Value>::deserialize(d)? {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(Value::Number(n)) => Ok(Some(n.to_string())),
+        Some(other) => Err(serde::de::Error::custom(format!(
+            "key must be a string or integer, got {other}"
+        ))),
+    }
+}
+
+/// One history event. Field order matches the documented JSONL format.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Op {
+    /// Position in the history, 0-based, dense.
+    #[serde(default)]
+    pub index: u64,
+    /// Nanoseconds since the run started, from a monotonic clock.
+    #[serde(rename = "time", default)]
+    pub time_ns: u64,
+    /// invoke | ok | fail | info.
+    #[serde(rename = "type")]
+    pub op_type: OpType,
+    /// Issuing process.
+    pub process: Process,
+    /// Function name: `read`, `write`, `cas`, or a nemesis verb such as `start-partition`.
+    pub f: String,
+    /// Key for independent-key workloads.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "de_key"
+    )]
+    pub key: Option<String>,
+    /// Argument on invoke, result on completion (`null` when unknown).
+    #[serde(default)]
+    pub value: Value,
+    /// Node the client thread is bound to, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// Error text for fail/info completions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// System-provided version of the value read or written (e.g. etcd mod_revision), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<i64>,
+}
+
+impl Op {
+    /// A fresh op with empty optional fields.
+    pub fn new(op_type: OpType, process: Process, f: impl Into<String>, value: Value) -> Op {
+        Op {
+            index: 0,
+            time_ns: 0,
+            op_type,
+            process,
+            f: f.into(),
+            key: None,
+            value,
+            node: None,
+            error: None,
+            version: None,
+        }
+    }
+
+    /// True for client (non-nemesis) ops.
+    pub fn is_client(&self) -> bool {
+        matches!(self.process, Process::Client(_))
+    }
+}
+
+/// Why a history could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    /// The file could not be opened or read.
+    #[error("{path}: {source}")]
+    Io {
+        /// File that failed.
+        path: String,
+        /// Underlying error.
+        source: std::io::Error,
+    },
+    /// A line is not a valid op.
+    #[error("{path}:{line}: {message}")]
+    Malformed {
+        /// File containing the line.
+        path: String,
+        /// 1-based line number.
+        line: usize,
+        /// What was wrong and what was expected.
+        message: String,
+    },
+    /// Ops are individually valid but do not form a well-formed history.
+    #[error("{path}: ill-formed history: {message}")]
+    IllFormed {
+        /// File containing the history.
+        path: String,
+        /// What is inconsistent (e.g. a completion with no invoke).
+        message: String,
+    },
+}
+
+/// A parsed history plus what reading it noticed.
+#[derive(Debug, Clone, Default)]
+pub struct History {
+    /// Ops in history order.
+    pub ops: Vec<Op>,
+    /// Non-fatal problems (e.g. a torn last line), for the user to see.
+    pub warnings: Vec<String>,
+}
+
+impl History {
+    /// Wrap ops, renumbering `index` densely.
+    pub fn from_ops(mut ops: Vec<Op>) -> History {
+        for (i, op) in ops.iter_mut().enumerate() {
+            op.index = i as u64;
+        }
+        History {
+            ops,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Parse JSONL from a reader. `name` labels errors (usually the file path).
+    pub fn read_jsonl(reader: impl BufRead, name: &str) -> Result<History, HistoryError> {
+        let mut ops = Vec::new();
+        let mut warnings = Vec::new();
+        let mut pending_err: Option<HistoryError> = None;
+        for (i, line) in reader.split(b'\n').enumerate() {
+            let line = line.map_err(|source| HistoryError::Io {
+                path: name.to_string(),
+                source,
+            })?;
+            // An error on a line that is followed by more lines is fatal; on the last line it is a
+            // torn write and only warned about.
+            if let Some(e) = pending_err.take() {
+                return Err(e);
+            }
+            let trimmed = line.trim_ascii();
+            if trimmed.is_empty() {
+                continue;
+            }
+            match serde_json::from_slice::<Op>(trimmed) {
+                Ok(op) => ops.push(op),
+                Err(e) => {
+                    pending_err = Some(HistoryError::Malformed {
+                        path: name.to_string(),
+                        line: i + 1,
+                        message: format!("expected a JSON op object: {e}"),
+                    })
+                }
+            }
+        }
+        if let Some(HistoryError::Malformed { line, message, .. }) = pending_err {
+            warnings.push(format!(
+                "{name}:{line}: ignoring torn last line ({message})"
+            ));
+        }
+        Ok(History { ops, warnings })
+    }
+
+    /// Read a JSONL history file.
+    pub fn read_file(path: &Path) -> Result<History, HistoryError> {
+        let name = path.display().to_string();
+        let f = std::fs::File::open(path).map_err(|source| HistoryError::Io {
+            path: name.clone(),
+            source,
+        })?;
+        History::read_jsonl(std::io::BufReader::new(f), &name)
+    }
+
+    /// Pair every invoke with its completion. `pairs[i]` is `Some(j)` when op `i` is an invoke
+    /// completed by op `j`, `None` for invokes with no completion and for non-invokes.
+    /// Errors on a completion without an open invoke or a second invoke on a busy process.
+    pub fn pairs(&self) -> Result<Vec<Option<usize>>, String> {
+        let mut open: std::collections::HashMap<Process, usize> = std::collections::HashMap::new();
+        let mut pairs = vec![None; self.ops.len()];
+        for (i, op) in self.ops.iter().enumerate() {
+            if op.process == Process::Nemesis {
+                continue;
+            }
+            match op.op_type {
+                OpType::Invoke => {
+                    if let Some(prev) = open.insert(op.process, i) {
+                        return Err(format!(
+                            "process {} invoked op {} while op {} was still open",
+                            op.process, self.ops[i].index, self.ops[prev].index
+                        ));
+                    }
+                }
+                _ => match open.remove(&op.process) {
+                    Some(inv) => pairs[inv] = Some(i),
+                    None => {
+                        return Err(format!(
+                            "op {} ({:?} by process {}) completes nothing: no open invoke",
+                            op.index, op.op_type, op.process
+                        ));
+                    }
+                },
+            }
+        }
+        Ok(pairs)
+    }
+}
+
+/// Appends ops to a JSONL file, one `write` per line, so a crash loses at most the line being
+/// written. Assigns `index` densely.
+pub struct HistoryWriter<W: Write> {
+    out: W,
+    next_index: u64,
+    buf: Vec<u8>,
+}
+
+impl<W: Write> HistoryWriter<W> {
+    /// Wrap a writer (normally an append-mode file).
+    pub fn new(out: W) -> Self {
+        HistoryWriter {
+            out,
+            next_index: 0,
+            buf: Vec::with_capacity(256),
+        }
+    }
+
+    /// Number of ops written so far.
+    pub fn len(&self) -> u64 {
+        self.next_index
+    }
+
+    /// True if nothing was written yet.
+    pub fn is_empty(&self) -> bool {
+        self.next_index == 0
+    }
+
+    /// Assign the next index to `op`, write it as one line, and return the index.
+    pub fn append(&mut self, op: &mut Op) -> std::io::Result<u64> {
+        op.index = self.next_index;
+        self.buf.clear();
+        serde_json::to_writer(&mut self.buf, op).map_err(std::io::Error::other)?;
+        self.buf.push(b'\n');
+        self.out.write_all(&self.buf)?;
+        self.next_index += 1;
+        Ok(op.index)
+    }
+
+    /// Flush the underlying writer.
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn round_trips_design_md_example_lines() {
+        let text = r#"{"index":17,"time":1843211022,"type":"invoke","process":3,"f":"cas","key":"k2","value":[1,4]}
+{"index":18,"time":1846002113,"type":"ok","process":3,"f":"cas","key":"k2","value":[1,4]}
+{"index":19,"time":1901112000,"type":"info","process":"nemesis","f":"start-partition","value":{"grudge":{"n1":["n2","n3"]}}}
+"#;
+        let h = History::read_jsonl(text.as_bytes(), "t").unwrap();
+        assert_eq!(h.ops.len(), 3);
+        assert_eq!(h.ops[0].process, Process::Client(3));
+        assert_eq!(h.ops[0].value, json!([1, 4]));
+        assert_eq!(h.ops[2].process, Process::Nemesis);
+        assert_eq!(h.ops[1].op_type, OpType::Ok);
+        let line = serde_json::to_string(&h.ops[0]).unwrap();
+        assert_eq!(line, text.lines().next().unwrap());
+    }
+
+    #[test]
+    fn torn_last_line_is_a_warning_not_an_error() {
+        let text = "{\"type\":\"invoke\",\"process\":0,\"f\":\"read\"}\n{\"type\":\"ok\",\"proc";
+        let h = History::read_jsonl(text.as_bytes(), "h.jsonl").unwrap();
+        assert_eq!(h.ops.len(), 1);
+        assert_eq!(h.warnings.len(), 1);
+        assert!(h.warnings[0].contains("h.jsonl:2"), "{:?}", h.warnings);
+    }
+
+    #[test]
+    fn malformed_middle_line_names_the_line() {
+        let text = "{\"type\":\"invoke\",\"process\":0,\"f\":\"read\"}\n{\"type\":\"bogus\",\"process\":0,\"f\":\"read\"}\n{\"type\":\"ok\",\"process\":0,\"f\":\"read\"}\n";
+        let err = History::read_jsonl(text.as_bytes(), "h.jsonl").unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.starts_with("h.jsonl:2:"), "{msg}");
+    }
+
+    #[test]
+    fn integer_keys_are_accepted() {
+        let h = History::read_jsonl(
+            r#"{"type":"invoke","process":0,"f":"read","key":7}"#.as_bytes(),
+            "t",
+        )
+        .unwrap();
+        assert_eq!(h.ops[0].key.as_deref(), Some("7"));
+    }
+
+    #[test]
+    fn pairs_match_invokes_to_completions_and_reject_orphans() {
+        let mk = |t, p| Op::new(t, Process::Client(p), "read", Value::Null);
+        let h = History::from_ops(vec![
+            mk(OpType::Invoke, 0),
+            mk(OpType::Invoke, 1),
+            mk(OpType::Ok, 1),
+            mk(OpType::Info, 0),
+            mk(OpType::Invoke, 2),
+        ]);
+        assert_eq!(h.pairs().unwrap(), vec![Some(3), Some(2), None, None, None]);
+        let bad = History::from_ops(vec![mk(OpType::Ok, 0)]);
+        assert!(bad.pairs().unwrap_err().contains("no open invoke"));
+        let busy = History::from_ops(vec![mk(OpType::Invoke, 0), mk(OpType::Invoke, 0)]);
+        assert!(busy.pairs().unwrap_err().contains("still open"));
+    }
+
+    #[test]
+    fn writer_assigns_dense_indices_one_line_each() {
+        let mut w = HistoryWriter::new(Vec::new());
+        let mut a = Op::new(OpType::Invoke, Process::Client(0), "read", Value::Null);
+        let mut b = Op::new(OpType::Ok, Process::Client(0), "read", json!(3));
+        w.append(&mut a).unwrap();
+        w.append(&mut b).unwrap();
+        let text = String::from_utf8(w.out.clone()).unwrap();
+        let h = History::read_jsonl(text.as_bytes(), "t").unwrap();
+        assert_eq!(
+            h.ops.iter().map(|o| o.index).collect::<Vec<_>>(),
+            vec![0, 1]
+        );
+        assert_eq!(text.lines().count(), 2);
+    }
+}

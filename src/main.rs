@@ -1,0 +1,5 @@
+//! The `shakedown` binary: parses the command line and hands over to the library.
+
+fn main() {
+    println!("shakedown");
+}

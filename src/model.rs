@@ -1,0 +1,1 @@
+//! Sequential specifications (models) for the linearizability checker (placeholder).
