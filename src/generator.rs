@@ -1,1 +1,0 @@
-//! Pure op generators (placeholder).
