@@ -16,6 +16,8 @@ mod combinators;
 mod nemesis;
 #[cfg(test)]
 mod sim;
+#[cfg(test)]
+mod tests;
 mod workload;
 
 pub use combinators::{
@@ -215,7 +217,7 @@ pub(crate) fn pick_free_client_avoiding(
 }
 
 #[cfg(test)]
-mod tests {
+mod unit_tests {
     use super::*;
 
     #[test]

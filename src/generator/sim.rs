@@ -5,7 +5,7 @@
 //! every invoke and completion in order, and a thread whose op ends `info` gets a new process.
 
 use super::{Context, Generator, Invocation, NEMESIS_THREAD, Next, ThreadId};
-use crate::history::{Op, OpType, Process};
+use crate::history::{Op, OpType};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
@@ -176,10 +176,5 @@ impl Sim {
     /// Completions in history order.
     pub fn completions(&self) -> impl Iterator<Item = &Op> {
         self.history.iter().filter(|o| o.op_type != OpType::Invoke)
-    }
-
-    /// Client invokes in history order.
-    pub fn client_invokes(&self) -> impl Iterator<Item = &Op> {
-        self.invokes().filter(|o| o.process != Process::Nemesis)
     }
 }
