@@ -21,7 +21,8 @@ pub struct Once {
     thread: Option<ThreadId>,
 }
 
-/// One op on a uniformly random free client thread, then Done.
+/// One op on a uniformly random free client thread, then Done (Done at once without client
+/// threads).
 pub fn once(spec: OpSpec) -> Once {
     Once {
         spec: Some(spec),
@@ -45,6 +46,7 @@ impl Generator for Once {
         let thread = match self.thread {
             Some(t) if ctx.is_free(t) => t,
             Some(_) => return Next::Pending,
+            None if ctx.client_threads == 0 => return Next::Done,
             None => match pick_free_client(ctx, rng) {
                 Some(t) => t,
                 None => return Next::Pending,
@@ -63,7 +65,8 @@ pub struct Repeat<F> {
     done: bool,
 }
 
-/// Ops from `f` on uniformly random free client threads until `f` returns `None` (then Done).
+/// Ops from `f` on uniformly random free client threads until `f` returns `None` (then Done;
+/// also Done without client threads).
 /// `f` is only called when a client thread is free, so every call yields an op.
 pub fn repeat<F>(f: F) -> Repeat<F>
 where
@@ -77,7 +80,7 @@ where
     F: FnMut(&Context, &mut ChaCha8Rng) -> Option<OpSpec> + Send,
 {
     fn next(&mut self, ctx: &Context, rng: &mut ChaCha8Rng) -> Next {
-        if self.done {
+        if self.done || ctx.client_threads == 0 {
             return Next::Done;
         }
         let Some(thread) = pick_free_client(ctx, rng) else {

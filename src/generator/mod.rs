@@ -11,11 +11,33 @@
 //! uniformly random free *client* thread (`0..client_threads`) from the context they are given;
 //! [`on_threads`] and [`each_thread`] narrow that context. Nemesis generators use
 //! [`NEMESIS_THREAD`] only. [`once_on`] targets one named thread.
+//!
+//! Typical roots (the interpreter runs the phases itself):
+//! ```
+//! use rand::SeedableRng;
+//! use shakedown::generator::*;
+//! let workload = register_workload(RegisterConfig::default()).unwrap();
+//! let keys = workload.keys_used();
+//! // main phase, client root: ~100 ops/s for 60 s
+//! let mut clients = time_limit(60_000_000_000, stagger(10_000_000, workload));
+//! // main phase, nemesis root
+//! let schedule = NemesisSchedule { faults: vec![], interval_ns: 5_000_000_000 };
+//! let _nemesis = time_limit(60_000_000_000, nemesis_cycle(schedule.clone()));
+//! // then: nemesis_heal(&schedule) on the nemesis root, final_reads(keys) on the client root
+//! let _heal = nemesis_heal(&schedule);
+//! let _reads = final_reads(keys);
+//! let ctx = Context::new(4, vec!["n1".to_string(), "n2".to_string()]);
+//! let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+//! match clients.next(&ctx, &mut rng) {
+//!     Next::Op(op) => assert!(ctx.is_free(op.thread) && op.key.is_some()),
+//!     other => panic!("expected an op, got {other:?}"),
+//! }
+//! ```
 
 mod combinators;
 mod nemesis;
 #[cfg(test)]
-mod sim;
+pub(crate) mod sim;
 #[cfg(test)]
 mod tests;
 mod workload;

@@ -801,3 +801,20 @@ fn nemesis_heal_emits_every_distinct_stop_once() {
     );
     assert!(sim.dispatched.iter().all(|i| i.thread == NEMESIS_THREAD));
 }
+
+#[test]
+fn client_leaves_are_done_without_client_threads() {
+    let ctx = Context::new(0, vec![]);
+    let mut r = rng(1);
+    assert_eq!(once(spec("read")).next(&ctx, &mut r), Next::Done);
+    assert_eq!(ops("read").next(&ctx, &mut r), Next::Done);
+    assert_eq!(
+        register_workload(RegisterConfig::default())
+            .unwrap()
+            .next(&ctx, &mut r),
+        Next::Done
+    );
+    let keys = KeyLog::from_keys(["a".to_string()]);
+    assert_eq!(final_reads(keys).next(&ctx, &mut r), Next::Done);
+    assert_eq!(each_thread(|_| ops("read")).next(&ctx, &mut r), Next::Done);
+}

@@ -290,7 +290,8 @@ pub fn final_reads(keys: KeyLog) -> FinalReads {
 /// spread over free client threads, at most one read of a key at a time. A read that ends `fail`
 /// or `info` is retried, on another thread when one is free, `retry_delay_ns` after it completed,
 /// up to `max_attempts` reads per key. Done once every key has an `ok` read or ran out of
-/// attempts and no read is in flight. Needs `update` to see completions.
+/// attempts and no read is in flight (or at once without client threads). Needs `update` to see
+/// completions.
 pub fn final_reads_with(keys: KeyLog, cfg: FinalReadsConfig) -> FinalReads {
     FinalReads {
         keys,
@@ -314,6 +315,10 @@ impl Generator for FinalReads {
                 })
                 .collect()
         });
+        if ctx.client_threads == 0 {
+            // Nobody can ever read: give up rather than wait forever.
+            return Next::Done;
+        }
         let Some(front) = queue.front() else {
             return if self.in_flight.is_empty() {
                 Next::Done
