@@ -15,45 +15,65 @@ use std::collections::VecDeque;
 // ---------------------------------------------------------------------------------------------
 // Leaves
 
-/// Emits one op, then Done. See [`once`] and [`once_on`].
-pub struct Once {
-    spec: Option<OpSpec>,
-    thread: Option<ThreadId>,
+/// What [`once`] emits: an op for any free client thread, or a fixed invocation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OnceOp {
+    /// On a uniformly random free client thread, now.
+    AnyClient(OpSpec),
+    /// On exactly `thread` (client or [`super::NEMESIS_THREAD`]) once it is free, not before
+    /// `time_ns`.
+    Fixed(Invocation),
 }
 
-/// One op on a uniformly random free client thread, then Done (Done at once without client
-/// threads).
-pub fn once(spec: OpSpec) -> Once {
+impl From<OpSpec> for OnceOp {
+    fn from(spec: OpSpec) -> OnceOp {
+        OnceOp::AnyClient(spec)
+    }
+}
+
+impl From<Invocation> for OnceOp {
+    fn from(inv: Invocation) -> OnceOp {
+        OnceOp::Fixed(inv)
+    }
+}
+
+/// Emits one op, then Done. See [`once`] and [`once_on`].
+pub struct Once {
+    op: Option<OnceOp>,
+}
+
+/// One op, then Done. An [`OpSpec`] goes to a uniformly random free client thread (Done at once
+/// without client threads); an [`Invocation`] template goes to its own thread as soon as that is
+/// free, scheduled at `max(template.time_ns, now)`.
+pub fn once(op: impl Into<OnceOp>) -> Once {
     Once {
-        spec: Some(spec),
-        thread: None,
+        op: Some(op.into()),
     }
 }
 
 /// One op on `thread` (which may be [`super::NEMESIS_THREAD`]) as soon as it is free, then Done.
 pub fn once_on(thread: ThreadId, spec: OpSpec) -> Once {
-    Once {
-        spec: Some(spec),
-        thread: Some(thread),
-    }
+    once(spec.at(thread, 0))
 }
 
 impl Generator for Once {
     fn next(&mut self, ctx: &Context, rng: &mut ChaCha8Rng) -> Next {
-        if self.spec.is_none() {
-            return Next::Done;
-        }
-        let thread = match self.thread {
-            Some(t) if ctx.is_free(t) => t,
-            Some(_) => return Next::Pending,
-            None if ctx.client_threads == 0 => return Next::Done,
-            None => match pick_free_client(ctx, rng) {
+        let thread = match &self.op {
+            None => return Next::Done,
+            Some(OnceOp::Fixed(inv)) if ctx.is_free(inv.thread) => inv.thread,
+            Some(OnceOp::Fixed(_)) => return Next::Pending,
+            Some(OnceOp::AnyClient(_)) if ctx.client_threads == 0 => return Next::Done,
+            Some(OnceOp::AnyClient(_)) => match pick_free_client(ctx, rng) {
                 Some(t) => t,
                 None => return Next::Pending,
             },
         };
-        match self.spec.take() {
-            Some(spec) => Next::Op(spec.at(thread, ctx.time_ns)),
+        match self.op.take() {
+            Some(OnceOp::AnyClient(spec)) => Next::Op(spec.at(thread, ctx.time_ns)),
+            Some(OnceOp::Fixed(mut inv)) => {
+                inv.time_ns = inv.time_ns.max(ctx.time_ns);
+                Next::Op(inv)
+            }
             None => Next::Done,
         }
     }

@@ -10,7 +10,7 @@
 //! Thread choice: leaf generators ([`once`], [`repeat`], [`from_fn`] users, the workloads) pick a
 //! uniformly random free *client* thread (`0..client_threads`) from the context they are given;
 //! [`on_threads`] and [`each_thread`] narrow that context. Nemesis generators use
-//! [`NEMESIS_THREAD`] only. [`once_on`] targets one named thread.
+//! [`NEMESIS_THREAD`] only. [`once_on`] (or [`once`] of an [`Invocation`]) targets one named thread.
 //!
 //! Typical roots (the interpreter runs the phases itself):
 //! ```
@@ -43,8 +43,8 @@ mod tests;
 mod workload;
 
 pub use combinators::{
-    Cycle, Delay, EachThread, FlipFlop, FromFn, Limit, Mix, OnThreads, Once, Repeat, Seq, Sleep,
-    Stagger, TimeLimit, UntilOk, cycle, delay, each_thread, flip_flop, from_fn, limit, mix,
+    Cycle, Delay, EachThread, FlipFlop, FromFn, Limit, Mix, OnThreads, Once, OnceOp, Repeat, Seq,
+    Sleep, Stagger, TimeLimit, UntilOk, cycle, delay, each_thread, flip_flop, from_fn, limit, mix,
     on_threads, once, once_on, phases, repeat, seq, sleep, stagger, time_limit, until_ok,
 };
 pub use nemesis::{

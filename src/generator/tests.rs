@@ -818,3 +818,35 @@ fn client_leaves_are_done_without_client_threads() {
     assert_eq!(final_reads(keys).next(&ctx, &mut r), Next::Done);
     assert_eq!(each_thread(|_| ops("read")).next(&ctx, &mut r), Next::Done);
 }
+
+#[test]
+fn once_with_an_invocation_template_keeps_its_thread_and_earliest_time() {
+    let mut g = once(Invocation {
+        thread: 2,
+        time_ns: 3 * S,
+        f: "write".to_string(),
+        key: Some("k".to_string()),
+        value: json!(1),
+    });
+    let mut sim = Sim::new(3, 1);
+    sim.ctx.free.remove(&2);
+    let mut r = rng(1);
+    assert_eq!(g.next(&sim.ctx, &mut r), Next::Pending);
+    sim.ctx.free.insert(2);
+    assert_eq!(sim.run(&mut g, 10 * S), End::Done);
+    assert_eq!(sim.dispatched.len(), 1);
+    assert_eq!(
+        (sim.dispatched[0].thread, sim.dispatched[0].time_ns),
+        (2, 3 * S)
+    );
+}
+
+#[test]
+fn register_config_reads_partial_toml_and_rejects_unknown_fields() {
+    let cfg: RegisterConfig = toml::from_str("ops_per_key = 7\nkey_prefix = \"r\"").unwrap();
+    assert_eq!(cfg.ops_per_key, 7);
+    assert_eq!(cfg.key_prefix.as_deref(), Some("r"));
+    assert_eq!(cfg.read_weight, RegisterConfig::default().read_weight);
+    let err = toml::from_str::<RegisterConfig>("ops_per_kee = 7").unwrap_err();
+    assert!(err.to_string().contains("ops_per_kee"), "{err}");
+}

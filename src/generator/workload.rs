@@ -70,8 +70,10 @@ impl KeyLog {
     }
 }
 
-/// Configuration of [`register_workload`].
+/// Configuration of [`register_workload`]. Deserializes with defaults for missing fields and
+/// rejects unknown ones.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct RegisterConfig {
     /// Relative weight of `read` ops.
     pub read_weight: u32,
@@ -247,10 +249,11 @@ impl Generator for RegisterWorkload {
     }
 }
 
-/// Configuration of [`final_reads_with`].
+/// Configuration of [`final_reads_with`]. Deserializes with defaults for missing fields.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct FinalReadsConfig {
-    /// Reads of one key before giving up on it (at least 1).
+    /// Reads of one key before giving up on it (0 counts as 1).
     pub max_attempts: u32,
     /// Wait after a failed read before retrying that key, in ns.
     pub retry_delay_ns: u64,
