@@ -3,8 +3,9 @@
 //! `cycle`, `flip_flop`), thread scoping (`each_thread`, `on_threads`) and retry (`until_ok`).
 //!
 //! Owns no workload knowledge (that is `workload`) and no fault knowledge (that is `nemesis`).
-//! Every combinator asks a child at most once per op it returns, except where noted, so the
-//! "commit state when returning Op" contract composes.
+//! No combinator discards an op a child returned (children commit their state when they return
+//! one; `each_thread` keeps a losing op for later), except `time_limit`, which then ends for good.
+//! So the "commit state when returning Op" contract composes.
 
 use super::{Context, Generator, Invocation, Next, OpSpec, ThreadId, pick_free_client};
 use crate::history::{Op, OpType, Process};

@@ -850,3 +850,53 @@ fn register_config_reads_partial_toml_and_rejects_unknown_fields() {
     let err = toml::from_str::<RegisterConfig>("ops_per_kee = 7").unwrap_err();
     assert!(err.to_string().contains("ops_per_kee"), "{err}");
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// Any register configuration, thread count, latency and crash rate: only free threads are
+    /// used (the sim asserts it), each key stays within one group of at most `threads_per_key`
+    /// threads and gets at most `ops_per_key` ops, and the same seed replays the same history.
+    #[test]
+    fn register_workload_invariants_hold_for_any_config(
+        threads in 1usize..9,
+        tpk in 1usize..5,
+        ops_per_key in 1u64..30,
+        weights in (0u32..4, 0u32..4, 1u32..4),
+        max_latency_ms in 1u64..40,
+        info_pct in 0u32..40,
+        seed in 0u64..1000,
+    ) {
+        let cfg = RegisterConfig {
+            read_weight: weights.0,
+            write_weight: weights.1,
+            cas_weight: weights.2,
+            max_value: 5,
+            threads_per_key: tpk,
+            ops_per_key,
+            key_prefix: None,
+        };
+        let run = || {
+            let mut g = limit(300, stagger(MS, register_workload(cfg.clone()).unwrap()));
+            let mut sim = Sim::new(threads, seed).with_uniform_latency(0, max_latency_ms * MS);
+            sim.outcome = Box::new(move |_, r| {
+                use rand::RngExt;
+                if r.random_ratio(info_pct, 100) { OpType::Info } else { OpType::Ok }
+            });
+            assert_eq!(sim.run(&mut g, 1000 * S), End::Done);
+            sim
+        };
+        let sim = run();
+        proptest::prop_assert_eq!(sim.dispatched.len(), 300);
+        let groups = threads.div_ceil(tpk) as u64;
+        for (key, (count, used)) in key_stats(&sim) {
+            let index: u64 = key.parse().unwrap();
+            proptest::prop_assert!(count as u64 <= ops_per_key);
+            proptest::prop_assert!(used.len() <= tpk);
+            for t in used {
+                proptest::prop_assert_eq!((t / tpk) as u64, index % groups);
+            }
+        }
+        proptest::prop_assert_eq!(&sim.history, &run().history);
+    }
+}
