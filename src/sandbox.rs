@@ -623,6 +623,24 @@ fn create_dir(path: &Path, mode: u32) -> Result<()> {
     fs::set_permissions(path, fs::Permissions::from_mode(mode)).map_err(io_err("chmod", path))
 }
 
+/// An exclusive lock on `<state_dir>/.lock` serializing `up` and `down` of one sandbox; released
+/// when dropped. The descriptor is close-on-exec, so node processes do not inherit it.
+struct StateLock {
+    _file: fs::File,
+}
+
+fn lock(state_dir: &Path) -> Result<StateLock> {
+    let path = state_dir.join(".lock");
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io_err("open lock file", &path))?;
+    file.lock().map_err(io_err("lock", &path))?;
+    Ok(StateLock { _file: file })
+}
+
 /// Loads the state of the sandbox whose state directory is `state_dir`.
 pub fn load(state_dir: &Path) -> Result<SandboxInfo> {
     let path = state_dir.join(STATE_FILE);
@@ -976,7 +994,9 @@ fn write_files(info: &SandboxInfo) -> Result<PathBuf> {
     let mut known_hosts = String::new();
     for node in &info.nodes {
         let host_pub = read_public_key(&node.dir.join("ssh_host_ed25519_key.pub"))?;
-        known_hosts.push_str(&format!("{},{} {host_pub}\n", node.name, node.address));
+        // One line per name: every client (OpenSSH, libssh2) reads this form.
+        known_hosts.push_str(&format!("{} {host_pub}\n", node.name));
+        known_hosts.push_str(&format!("{} {host_pub}\n", node.address));
         write_file(
             &node.dir.join("sshd_config"),
             &sshd_config(node, &authorized_keys),
@@ -1193,6 +1213,11 @@ pub fn up(cfg: &SandboxConfig) -> Result<SandboxInfo> {
     require_root()?;
     ensure_packages()?;
     let state_dir = cfg.state_dir();
+    check_strict_modes(&state_dir)?;
+    create_dir(&state_dir, 0o755)?;
+    // Directories create_dir_all made above state_dir follow the umask: check again.
+    check_strict_modes(&state_dir)?;
+    let _lock = lock(&state_dir)?;
     match load(&state_dir) {
         Ok(existing) => {
             let requested = format!("{} nodes on {}", cfg.nodes, subnet);
@@ -1220,8 +1245,6 @@ pub fn up(cfg: &SandboxConfig) -> Result<SandboxInfo> {
         Err(e) => return Err(e),
     }
 
-    check_strict_modes(&state_dir)?;
-    create_dir(&state_dir, 0o755)?;
     let mut info = plan(cfg, &subnet);
     check_conflicts(&subnet, &names(&cfg.name, cfg.nodes), &info.state_file())?;
     save(&info)?;
@@ -1271,7 +1294,12 @@ pub struct DownReport {
 pub fn down(cfg: &SandboxConfig) -> Result<DownReport> {
     validate_name(&cfg.name)?;
     require_root()?;
-    match load(&cfg.state_dir()) {
+    let state_dir = cfg.state_dir();
+    if !state_dir.join(STATE_FILE).exists() {
+        return Ok(DownReport::default());
+    }
+    let _lock = lock(&state_dir)?;
+    match load(&state_dir) {
         Ok(info) => teardown(&info),
         Err(SandboxError::NotUp { .. }) => Ok(DownReport::default()),
         Err(e) => Err(e),

@@ -255,7 +255,7 @@ fn sandbox_two_names_coexist_and_crashed_node_is_detected() {
     assert!(kill.status.success());
     let deadline = Instant::now() + std::time::Duration::from_secs(3);
     let mut st = sandbox::status(&b).expect("status b");
-    while st.nodes[0].sshd_alive && Instant::now() < deadline {
+    while (st.nodes[0].sshd_alive || st.nodes[0].ssh_port_open) && Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(20));
         st = sandbox::status(&b).expect("status b");
     }
@@ -266,6 +266,13 @@ fn sandbox_two_names_coexist_and_crashed_node_is_detected() {
     );
     assert!(st.nodes[1].ssh_port_open, "{st}");
     assert!(st.to_string().contains("DEGRADED"), "{st}");
+
+    // up over a degraded sandbox tears the stale state down and starts fresh.
+    let ib2 = sandbox::up(&b).expect("up b again");
+    assert!(sandbox::status(&b).expect("status b").healthy());
+    assert!(!process_exists(ib.nodes[1].sshd_pid.expect("old sshd pid")));
+    assert_ne!(ib2.nodes[0].sshd_pid, ib.nodes[0].sshd_pid);
+    let ib = ib2;
 
     // Down on b leaves a intact.
     sandbox::down(&b).expect("down b");
@@ -295,4 +302,47 @@ fn sandbox_bad_config_is_rejected_without_side_effects() {
         assert!(err.contains("StrictModes"), "{err}");
     }
     assert!(!Path::new("/tmp/shakedown-sdbad").exists());
+}
+
+#[test]
+fn sandbox_failed_up_cleans_up_and_down_after_partial_state_is_safe() {
+    if !is_root() {
+        eprintln!("skipping: sandbox tests need root (network namespaces, bridges)");
+        return;
+    }
+    let mut cfg = config("sdpart", "10.76.2.0/24", 2);
+    let _ = sandbox::down(&cfg);
+    let _guard = DownGuard(cfg.clone());
+
+    // sshd cannot be ready within 0 ms: up fails naming the node and its log, and removes
+    // everything it created.
+    cfg.ready_timeout_ms = 0;
+    let err = sandbox::up(&cfg).unwrap_err().to_string();
+    assert!(err.contains("node n") && err.contains("sshd.log"), "{err}");
+    let names = sandbox::names(&cfg.name, cfg.nodes);
+    assert!(!Path::new("/sys/class/net").join(&names.bridge).exists());
+    for (_, netns, _) in &names.nodes {
+        assert!(
+            !Path::new("/run/netns").join(netns).exists(),
+            "{netns} left"
+        );
+    }
+    assert!(!cfg.state_dir().join("sandbox.json").exists());
+
+    // A sandbox half removed by hand (one namespace deleted, one sshd killed): down removes the
+    // rest, twice is fine.
+    cfg.ready_timeout_ms = 5_000;
+    let info = sandbox::up(&cfg).expect("up");
+    let del = sh(Command::new("ip").args(["netns", "del", &info.nodes[0].netns]));
+    assert!(del.status.success());
+    let pid = info.nodes[1].sshd_pid.expect("sshd pid").to_string();
+    assert!(
+        sh(Command::new("kill").args(["-KILL", &pid]))
+            .status
+            .success()
+    );
+    let report = sandbox::down(&cfg).expect("down after partial removal");
+    assert!(report.was_recorded);
+    assert_gone(&info);
+    assert!(!sandbox::down(&cfg).expect("second down").was_recorded);
 }
