@@ -173,6 +173,7 @@ pub type Result<T> = std::result::Result<T, SandboxError>;
 
 /// How to build a sandbox. Parse CLI flags into this, then [`SandboxConfig::validate`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SandboxConfig {
     /// Sandbox name: 1..=32 chars of `[a-z0-9-]`, starting with a letter. All namespace, bridge
     /// and veth names derive from it, so sandboxes with different names coexist.
@@ -853,9 +854,21 @@ fn forward_rule_needed() -> Result<bool> {
         return Ok(false);
     }
     let out = run(Command::new("iptables").args(["-w", "-S", "FORWARD"]))?;
-    let rules = String::from_utf8_lossy(&out.stdout);
-    let lines: Vec<&str> = rules.lines().collect();
-    Ok(lines != ["-P FORWARD ACCEPT"])
+    Ok(forward_chain_may_drop(&String::from_utf8_lossy(
+        &out.stdout,
+    )))
+}
+
+/// Given `iptables -S FORWARD` output (with br_netfilter passing bridged frames to iptables):
+/// anything but a bare ACCEPT policy may drop node-to-node traffic, so `up` adds its own tagged
+/// ACCEPT rule for bridge-to-bridge traffic at the top of the chain.
+fn forward_chain_may_drop(rules: &str) -> bool {
+    let lines: Vec<&str> = rules
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines != ["-P FORWARD ACCEPT"]
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1500,7 +1513,7 @@ impl fmt::Display for SandboxStatus {
         )?;
         writeln!(
             f,
-            "{:<6} {:<15} {:<7} {:<10} {:<6}",
+            "{:<6} {:<15} {:<7} {:<10} {}",
             "node", "address", "netns", "sshd pid", "ssh:22"
         )?;
         let yes_no = |b: bool| if b { "yes" } else { "no" };
@@ -1512,7 +1525,7 @@ impl fmt::Display for SandboxStatus {
             };
             writeln!(
                 f,
-                "{:<6} {:<15} {:<7} {:<10} {:<6}",
+                "{:<6} {:<15} {:<7} {:<10} {}",
                 n.name,
                 n.address.to_string(),
                 yes_no(n.netns_exists),
@@ -1689,6 +1702,68 @@ mod tests {
         let hosts = hosts_file(&info, &info.nodes[1]);
         assert!(hosts.contains("10.78.0.5\tn5\n"));
         assert!(hosts.contains("127.0.1.1\tn2\n"));
+    }
+
+    #[test]
+    fn forward_rule_only_when_forward_chain_may_drop() {
+        assert!(!forward_chain_may_drop("-P FORWARD ACCEPT\n"));
+        assert!(forward_chain_may_drop("-P FORWARD DROP\n"));
+        assert!(forward_chain_may_drop(
+            "-P FORWARD ACCEPT\n-A FORWARD -j DOCKER-USER\n"
+        ));
+        let info = plan(
+            &SandboxConfig::named("unit"),
+            &Subnet::parse("10.78.0.0/24").unwrap(),
+        );
+        let rule = forward_rule(&info).join(" ");
+        assert!(rule.starts_with("FORWARD -i sd"), "{rule}");
+        assert!(
+            rule.contains("--comment shakedown-sandbox:unit -j ACCEPT"),
+            "{rule}"
+        );
+    }
+
+    #[test]
+    fn missing_packages_lists_only_uninstalled() {
+        if Command::new("dpkg-query")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            eprintln!("skipping: no dpkg-query (not a Debian-like host)");
+            return;
+        }
+        let missing = missing_packages(&["dpkg", "shakedown-no-such-package"]).unwrap();
+        assert_eq!(missing, ["shakedown-no-such-package"]);
+    }
+
+    #[test]
+    fn status_display_is_a_table() {
+        let st = SandboxStatus {
+            name: "unit".to_string(),
+            state_dir: PathBuf::from("/var/lib/shakedown/sandbox/unit"),
+            phase: Some(Phase::Up),
+            subnet: Some("10.78.0.0/24".to_string()),
+            bridge: Some("sdunit1234br".to_string()),
+            bridge_exists: true,
+            nodes: vec![NodeStatus {
+                name: "n1".to_string(),
+                address: Ipv4Addr::new(10, 78, 0, 1),
+                netns_exists: true,
+                sshd_pid: Some(42),
+                sshd_alive: false,
+                ssh_port_open: false,
+            }],
+        };
+        assert!(!st.healthy());
+        let text = st.to_string();
+        assert!(text.contains("DEGRADED"), "{text}");
+        assert!(
+            text.contains("n1     10.78.0.1       yes     42 dead    closed"),
+            "{text}"
+        );
+        let json = serde_json::to_string(&st).unwrap();
+        assert_eq!(serde_json::from_str::<SandboxStatus>(&json).unwrap(), st);
     }
 
     #[test]
