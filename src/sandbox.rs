@@ -1513,8 +1513,8 @@ impl fmt::Display for SandboxStatus {
         )?;
         writeln!(
             f,
-            "{:<6} {:<15} {:<7} {:<10} {}",
-            "node", "address", "netns", "sshd pid", "ssh:22"
+            "{:<6} {:<15} {:<7} {:<10} ssh:22",
+            "node", "address", "netns", "sshd pid"
         )?;
         let yes_no = |b: bool| if b { "yes" } else { "no" };
         for n in &self.nodes {
