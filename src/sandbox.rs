@@ -1347,6 +1347,28 @@ fn teardown(info: &SandboxInfo) -> Result<DownReport> {
             (node.launcher_pid, node.launcher_start_ticks),
         ]);
     }
+    // Processes still inside a recorded namespace (e.g. an sshd whose PID was never recorded
+    // because `up` was interrupted) belong to this sandbox too.
+    for node in &info.nodes {
+        if !netns_exists(&node.netns) {
+            continue;
+        }
+        let Ok(out) = run(Command::new("ip").args(["netns", "pids", &node.netns])) else {
+            continue;
+        };
+        for pid in String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .filter_map(|p| p.parse::<u32>().ok())
+        {
+            let start = proc_stat(pid).map(|(start, _)| start);
+            if kill_recorded(Some(pid), start) {
+                report
+                    .removed
+                    .push(format!("process {pid} (in {})", node.netns));
+                killed.push((Some(pid), start));
+            }
+        }
+    }
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         for (pid, _) in &killed {

@@ -345,4 +345,24 @@ fn sandbox_failed_up_cleans_up_and_down_after_partial_state_is_safe() {
     assert!(report.was_recorded);
     assert_gone(&info);
     assert!(!sandbox::down(&cfg).expect("second down").was_recorded);
+
+    // `up` interrupted before it recorded a node's PIDs: down still kills that node's processes
+    // (they live in the recorded namespace).
+    let info = sandbox::up(&cfg).expect("up again");
+    let mut partial = info.clone();
+    partial.nodes[0].launcher_pid = None;
+    partial.nodes[0].launcher_start_ticks = None;
+    partial.nodes[0].sshd_pid = None;
+    partial.nodes[0].sshd_start_ticks = None;
+    let json = serde_json::to_string_pretty(&partial).expect("serialize");
+    std::fs::write(info.state_file(), json).expect("rewrite state file");
+    let report = sandbox::down(&cfg).expect("down with unrecorded pids");
+    let sshd = info.nodes[0].sshd_pid.expect("sshd pid");
+    assert!(
+        report
+            .removed
+            .contains(&format!("process {sshd} (in {})", info.nodes[0].netns)),
+        "{report:?}"
+    );
+    assert_gone(&info);
 }
