@@ -1224,7 +1224,9 @@ fn plan(cfg: &SandboxConfig, subnet: &Subnet) -> SandboxInfo {
 pub fn up(cfg: &SandboxConfig) -> Result<SandboxInfo> {
     let subnet = cfg.validate()?;
     require_root()?;
+    let t0 = Instant::now();
     ensure_packages()?;
+    tracing::debug!(elapsed_ms = t0.elapsed().as_millis(), "packages checked");
     let state_dir = cfg.state_dir();
     check_strict_modes(&state_dir)?;
     create_dir(&state_dir, 0o755)?;
@@ -1273,9 +1275,13 @@ pub fn up(cfg: &SandboxConfig) -> Result<SandboxInfo> {
 }
 
 fn start(info: &mut SandboxInfo, subnet: &Subnet, ready_timeout_ms: u64) -> Result<()> {
+    let t0 = Instant::now();
+    let ms = || t0.elapsed().as_millis();
     let sshd = find_sshd()?;
     write_files(info)?;
+    tracing::debug!(sandbox = %info.name, elapsed_ms = ms(), "keys and files written");
     create_network(info, subnet)?;
+    tracing::debug!(sandbox = %info.name, elapsed_ms = ms(), "network created");
     if forward_rule_needed()? {
         let rule = forward_rule(info);
         info.iptables_rules.push(rule.clone());
@@ -1287,7 +1293,9 @@ fn start(info: &mut SandboxInfo, subnet: &Subnet, ready_timeout_ms: u64) -> Resu
         save(info)?;
         started?;
     }
+    tracing::debug!(sandbox = %info.name, elapsed_ms = ms(), "sshd launched");
     wait_ready(info, ready_timeout_ms)?;
+    tracing::debug!(sandbox = %info.name, elapsed_ms = ms(), "every sshd accepts");
     info.phase = Phase::Up;
     save(info)
 }
