@@ -64,6 +64,40 @@ fn ssh(info: &SandboxInfo, node: &str, remote: &str) -> Output {
         .arg(remote))
 }
 
+/// Runs `remote` on `node` with ssh2, verifying the host key against `known_hosts` both by
+/// address and by name; returns trimmed stdout.
+fn ssh2_exec(info: &SandboxInfo, node: &str, remote: &str) -> String {
+    use std::io::Read;
+    let n = info.node(node).expect("node exists");
+    let tcp = std::net::TcpStream::connect((n.address, info.ssh_port)).expect("tcp connect");
+    let mut session = ssh2::Session::new().expect("ssh2 session");
+    session.set_tcp_stream(tcp);
+    session.handshake().expect("ssh2 handshake");
+    let (key, _) = session.host_key().expect("host key");
+    let key = key.to_vec();
+    let mut known = session.known_hosts().expect("known hosts");
+    known
+        .read_file(&info.known_hosts, ssh2::KnownHostFileKind::OpenSSH)
+        .expect("read known_hosts");
+    for host in [n.address.to_string(), n.name.clone()] {
+        let check = known.check_port(&host, info.ssh_port, &key);
+        assert!(
+            matches!(check, ssh2::CheckResult::Match),
+            "{host}: {check:?}"
+        );
+    }
+    session
+        .userauth_pubkey_file(&info.user, None, &info.private_key, None)
+        .expect("ssh2 pubkey auth");
+    let mut channel = session.channel_session().expect("channel");
+    channel.exec(remote).expect("exec");
+    let mut out = String::new();
+    channel.read_to_string(&mut out).expect("read stdout");
+    channel.wait_close().expect("close");
+    assert_eq!(channel.exit_status().expect("exit status"), 0, "{remote}");
+    out.trim().to_string()
+}
+
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
@@ -149,6 +183,11 @@ fn sandbox_up_isolates_nodes_and_down_removes_everything() {
         let out = ssh(&info, &node.name, "hostname");
         assert!(out.status.success(), "ssh {}: {out:?}", node.name);
         assert_eq!(stdout(&out), node.name);
+    }
+
+    // The runner's SSH library (ssh2/libssh2) accepts the key and known_hosts as written.
+    for node in &info.nodes {
+        assert_eq!(ssh2_exec(&info, &node.name, "hostname"), node.name);
     }
 
     // sshd is PID 1 of the node; the per-node /etc/hosts resolves the other nodes.
