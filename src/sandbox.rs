@@ -797,18 +797,14 @@ fn check_conflicts(subnet: &Subnet, names: &Names, state_file: &Path) -> Result<
         }
     }
     for (dev, addr, len) in host_addresses()? {
-        let theirs = Subnet {
-            network: addr,
-            prefix_len: len,
-        };
-        if len == 0 || len > 32 {
+        if len == 0 || len > 32 || addr.is_loopback() {
             continue;
         }
-        let theirs_net = Subnet {
+        let theirs = Subnet {
             network: Ipv4Addr::from(u32::from(addr) & (u32::MAX << (32 - u32::from(len)))),
-            ..theirs
+            prefix_len: len,
         };
-        if subnet.overlaps(&theirs_net) && !addr.is_loopback() {
+        if subnet.overlaps(&theirs) {
             return Err(conflict(format!(
                 "address {addr}/{len} on {dev} (overlaps subnet {subnet})"
             )));
@@ -1391,36 +1387,35 @@ fn teardown(info: &SandboxInfo) -> Result<DownReport> {
     }
 
     let mut errors = Vec::new();
-    let mut ip =
-        |args: &[&str], what: String, report: &mut DownReport| match run(
-            Command::new("ip").args(args)
-        ) {
+    // Deletes an object if it exists. The kernel destroys a veth asynchronously when its peer's
+    // namespace goes away, so "it vanished meanwhile" counts as success.
+    let mut remove = |args: &[&str], what: String, exists: &dyn Fn() -> bool| {
+        if !exists() {
+            return;
+        }
+        match run(Command::new("ip").args(args)) {
             Ok(_) => report.removed.push(what),
+            Err(_) if !exists() => {}
             Err(e) => errors.push(e),
-        };
+        }
+    };
     for node in &info.nodes {
-        if link_exists(&node.veth) {
-            ip(
-                &["link", "del", &node.veth],
-                format!("interface {}", node.veth),
-                &mut report,
-            );
-        }
-        if netns_exists(&node.netns) {
-            ip(
-                &["netns", "del", &node.netns],
-                format!("network namespace {}", node.netns),
-                &mut report,
-            );
-        }
-    }
-    if link_exists(&info.bridge.name) {
-        ip(
-            &["link", "del", &info.bridge.name],
-            format!("interface {}", info.bridge.name),
-            &mut report,
+        remove(
+            &["link", "del", &node.veth],
+            format!("interface {}", node.veth),
+            &|| link_exists(&node.veth),
+        );
+        remove(
+            &["netns", "del", &node.netns],
+            format!("network namespace {}", node.netns),
+            &|| netns_exists(&node.netns),
         );
     }
+    remove(
+        &["link", "del", &info.bridge.name],
+        format!("interface {}", info.bridge.name),
+        &|| link_exists(&info.bridge.name),
+    );
     for node in &info.nodes {
         let etc = Path::new("/etc/netns").join(&node.netns);
         if etc.exists() {
