@@ -19,6 +19,13 @@
 //!   private `/tmp` or `/root`**, never under `/var`;
 //! - sshd runs under `setpriv --bounding-set -sys_time`: nothing on a node can step the host clock.
 //!
+//! Routing: the controller reaches the nodes directly over the bridge (connected route of the
+//! bridge address), and nodes reach each other at layer 2 on the bridge; `ip_forward` is neither
+//! needed nor touched, and nodes have no default route, so node traffic never leaves the bridge.
+//! When `br_netfilter` passes bridged frames through iptables and the host FORWARD chain is not a
+//! bare ACCEPT policy, `up` inserts one ACCEPT rule for bridge-to-bridge traffic tagged with the
+//! comment `shakedown-sandbox:<name>`, records it, and `down` deletes exactly that rule.
+//!
 //! `up` on a sandbox that is already up and healthy is a no-op that returns the recorded
 //! [`SandboxInfo`] (it fails with [`SandboxError::ConfigMismatch`] when the node count or subnet
 //! differ); `up` over stale state (a crashed or partial sandbox) first runs `down` on it. `down` is
@@ -1230,6 +1237,15 @@ pub fn up(cfg: &SandboxConfig) -> Result<SandboxInfo> {
     check_strict_modes(&state_dir)?;
     let _lock = lock(&state_dir)?;
     match load(&state_dir) {
+        Ok(existing) if existing.name != cfg.name => {
+            return Err(SandboxError::State {
+                path: existing.state_file(),
+                reason: format!(
+                    "belongs to sandbox {:?}, not {:?}; use another state_dir",
+                    existing.name, cfg.name
+                ),
+            });
+        }
         Ok(existing) => {
             let requested = format!("{} nodes on {}", cfg.nodes, subnet);
             let recorded = format!("{} nodes on {}", existing.nodes.len(), existing.subnet);
