@@ -336,9 +336,14 @@ fn sandbox_bad_config_is_rejected_without_side_effects() {
     assert!(err.contains("name"), "{err}");
     cfg.name = "sdbad".to_string();
     cfg.state_dir = Some("/tmp/shakedown-sdbad".into());
+    let err = sandbox::up(&cfg).unwrap_err().to_string();
     if is_root() {
-        let err = sandbox::up(&cfg).unwrap_err().to_string();
         assert!(err.contains("StrictModes"), "{err}");
+    } else {
+        assert!(
+            err.contains("needs root") && err.contains("namespaces"),
+            "{err}"
+        );
     }
     assert!(!Path::new("/tmp/shakedown-sdbad").exists());
 }
