@@ -755,6 +755,44 @@ fn children(pid: u32) -> Vec<u32> {
 // ---------------------------------------------------------------------------------------------
 // Host inspection
 
+/// Processes (root-namespace PIDs) whose network namespace is one of the named ones, found the way
+/// `ip netns pids` does: by comparing `/proc/<pid>/ns/net` with `/run/netns/<name>`.
+fn pids_in_netns<'a>(names: impl Iterator<Item = &'a str>) -> Vec<(u32, String)> {
+    use std::os::unix::fs::MetadataExt;
+    let inodes: Vec<((u64, u64), &str)> = names
+        .filter_map(|name| {
+            let meta = fs::metadata(Path::new("/run/netns").join(name)).ok()?;
+            Some(((meta.dev(), meta.ino()), name))
+        })
+        .collect();
+    if inodes.is_empty() {
+        return Vec::new();
+    }
+    let Ok(procs) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for entry in procs.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(meta) = fs::metadata(entry.path().join("ns/net")) else {
+            continue;
+        };
+        if let Some((_, name)) = inodes
+            .iter()
+            .find(|(id, _)| *id == (meta.dev(), meta.ino()))
+        {
+            found.push((pid, name.to_string()));
+        }
+    }
+    found
+}
+
 fn netns_exists(netns: &str) -> bool {
     Path::new("/run/netns").join(netns).exists()
 }
@@ -1339,6 +1377,20 @@ pub fn down(cfg: &SandboxConfig) -> Result<DownReport> {
     }
 }
 
+/// Reaps and waits (at most 5 s) until every killed (pid, start) process is gone.
+fn wait_dead(killed: &[(Option<u32>, Option<u64>)]) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        for pid in killed.iter().filter_map(|(pid, _)| *pid) {
+            reap(pid);
+        }
+        if !killed.iter().any(|(pid, start)| alive(*pid, *start)) || Instant::now() > deadline {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 fn teardown(info: &SandboxInfo) -> Result<DownReport> {
     let mut report = DownReport {
         was_recorded: true,
@@ -1367,71 +1419,68 @@ fn teardown(info: &SandboxInfo) -> Result<DownReport> {
             (node.launcher_pid, node.launcher_start_ticks),
         ]);
     }
+    wait_dead(&killed);
     // Processes still inside a recorded namespace (e.g. an sshd whose PID was never recorded
     // because `up` was interrupted) belong to this sandbox too.
-    for node in &info.nodes {
-        if !netns_exists(&node.netns) {
-            continue;
-        }
-        let Ok(out) = run(Command::new("ip").args(["netns", "pids", &node.netns])) else {
-            continue;
-        };
-        for pid in String::from_utf8_lossy(&out.stdout)
-            .split_whitespace()
-            .filter_map(|p| p.parse::<u32>().ok())
-        {
-            let start = proc_stat(pid).map(|(start, _)| start);
-            if kill_recorded(Some(pid), start) {
-                report
-                    .removed
-                    .push(format!("process {pid} (in {})", node.netns));
-                killed.push((Some(pid), start));
-            }
+    let mut swept = Vec::new();
+    for (pid, netns) in pids_in_netns(info.nodes.iter().map(|n| n.netns.as_str())) {
+        let start = proc_stat(pid).map(|(start, _)| start);
+        if kill_recorded(Some(pid), start) {
+            report.removed.push(format!("process {pid} (in {netns})"));
+            swept.push((Some(pid), start));
         }
     }
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        for (pid, _) in &killed {
-            if let Some(pid) = pid {
-                reap(*pid);
-            }
-        }
-        if !killed.iter().any(|(pid, start)| alive(*pid, *start)) || Instant::now() > deadline {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_dead(&swept);
 
     let mut errors = Vec::new();
-    // Deletes an object if it exists. The kernel destroys a veth asynchronously when its peer's
-    // namespace goes away, so "it vanished meanwhile" counts as success.
-    let mut remove = |args: &[&str], what: String, exists: &dyn Fn() -> bool| {
-        if !exists() {
-            return;
-        }
-        match run(Command::new("ip").args(args)) {
-            Ok(_) => report.removed.push(what),
-            Err(_) if !exists() => {}
-            Err(e) => errors.push(e),
+    // One `ip -force -batch` deletes every recorded object that exists; afterwards each one is
+    // checked. The kernel destroys a veth asynchronously when its peer's namespace goes away, so
+    // an object that vanished meanwhile counts as removed.
+    let mut objects: Vec<(String, String, bool)> = Vec::new(); // (batch line, description, link?)
+    for node in &info.nodes {
+        objects.push((format!("link del {}", node.veth), node.veth.clone(), true));
+        objects.push((
+            format!("netns del {}", node.netns),
+            node.netns.clone(),
+            false,
+        ));
+    }
+    objects.push((
+        format!("link del {}", info.bridge.name),
+        info.bridge.name.clone(),
+        true,
+    ));
+    let exists = |name: &str, link: bool| {
+        if link {
+            link_exists(name)
+        } else {
+            netns_exists(name)
         }
     };
-    for node in &info.nodes {
-        remove(
-            &["link", "del", &node.veth],
-            format!("interface {}", node.veth),
-            &|| link_exists(&node.veth),
-        );
-        remove(
-            &["netns", "del", &node.netns],
-            format!("network namespace {}", node.netns),
-            &|| netns_exists(&node.netns),
-        );
+    objects.retain(|(_, name, link)| exists(name, *link));
+    if !objects.is_empty() {
+        let batch: String = objects
+            .iter()
+            .map(|(line, _, _)| format!("{line}\n"))
+            .collect();
+        let result = run_with_input(Command::new("ip").args(["-force", "-batch", "-"]), &batch);
+        let mut failed = false;
+        for (_, name, link) in &objects {
+            let kind = if *link {
+                "interface"
+            } else {
+                "network namespace"
+            };
+            if exists(name, *link) {
+                failed = true;
+            } else {
+                report.removed.push(format!("{kind} {name}"));
+            }
+        }
+        if let (true, Err(e)) = (failed, result) {
+            errors.push(e);
+        }
     }
-    remove(
-        &["link", "del", &info.bridge.name],
-        format!("interface {}", info.bridge.name),
-        &|| link_exists(&info.bridge.name),
-    );
     for node in &info.nodes {
         let etc = Path::new("/etc/netns").join(&node.netns);
         if etc.exists() {
