@@ -1495,9 +1495,13 @@ fn teardown(info: &SandboxInfo) -> Result<DownReport> {
         }
     }
     for rule in &info.iptables_rules {
-        let check = output(Command::new("iptables").args(["-w", "-C"]).args(rule))?;
-        if !check.status.success() {
-            continue;
+        match output(Command::new("iptables").args(["-w", "-C"]).args(rule)) {
+            Ok(check) if check.status.success() => {}
+            Ok(_) => continue, // Already gone.
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
         }
         match run(Command::new("iptables").args(["-w", "-D"]).args(rule)) {
             Ok(_) => report
