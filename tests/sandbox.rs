@@ -176,7 +176,17 @@ fn sandbox_up_isolates_nodes_and_down_removes_everything() {
         assert!(routes.status.success());
         assert_eq!(stdout(&routes), "", "{} has a default route", node.name);
 
+        // The recorded sshd is PID 1 of its own PID namespace (NSpid: <host pid> 1).
         let pid = node.sshd_pid.expect("sshd pid recorded").to_string();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("sshd status");
+        let nspid = status
+            .lines()
+            .find(|l| l.starts_with("NSpid:"))
+            .unwrap_or("");
+        assert_eq!(
+            nspid.split_whitespace().collect::<Vec<_>>(),
+            ["NSpid:", &pid, "1"]
+        );
         let host = sh(Command::new("nsenter").args(["-t", &pid, "-u", "hostname"]));
         assert_eq!(stdout(&host), node.name);
 

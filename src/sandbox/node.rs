@@ -279,6 +279,21 @@ pub(super) fn start_node(node: &mut NodeInfo, sshd: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The first descendant of `pid` (at most 3 levels down) whose command name is `sshd`.
+fn find_sshd_below(pid: u32) -> Option<u32> {
+    let mut level = vec![pid];
+    for _ in 0..3 {
+        level = level.into_iter().flat_map(children).collect();
+        let found = level.iter().copied().find(|child| {
+            fs::read_to_string(format!("/proc/{child}/comm")).is_ok_and(|c| c.trim() == "sshd")
+        });
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
+}
+
 /// Waits until every node's sshd accepts TCP connections and records each sshd PID.
 pub(super) fn wait_ready(info: &mut SandboxInfo, timeout_ms: u64) -> Result<()> {
     let started = Instant::now();
@@ -311,9 +326,9 @@ pub(super) fn wait_ready(info: &mut SandboxInfo, timeout_ms: u64) -> Result<()> 
         std::thread::sleep(Duration::from_millis(10));
     }
     for node in &mut info.nodes {
-        // launcher (ip netns exec → unshare) has exactly one child: sh, which exec'd sshd.
-        let sshd = node.launcher_pid.map(children).unwrap_or_default();
-        node.sshd_pid = sshd.first().copied();
+        // The launcher (`ip netns exec`, which exec's `unshare`) forks sh, which exec's sshd.
+        // Search a few levels down in case an `ip` version forks on `netns exec`.
+        node.sshd_pid = node.launcher_pid.and_then(find_sshd_below);
         node.sshd_start_ticks = node.sshd_pid.and_then(proc_stat).map(|(start, _)| start);
     }
     Ok(())
