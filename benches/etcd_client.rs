@@ -41,6 +41,29 @@ fn env_num(name: &str, default: u64) -> Result<u64, String> {
     }
 }
 
+/// CPU time (user + system) of this process so far, in milliseconds.
+fn self_cpu_ms() -> Option<f64> {
+    // SAFETY: getrusage only writes into the zeroed struct we pass.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return None;
+    }
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1000.0 + t.tv_usec as f64 / 1000.0;
+    Some(ms(usage.ru_utime) + ms(usage.ru_stime))
+}
+
+/// CPU time (user + system) of another process so far, from /proc/PID/stat, in milliseconds.
+fn proc_cpu_ms(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the parenthesized command name; utime and stime are fields 14 and 15.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (hz > 0).then(|| ticks * 1000.0 / hz as f64)
+}
+
 async fn start_etcd() -> Result<(LocalEtcd, String), String> {
     let dir = match std::env::var("BENCH_DATA_DIR") {
         Ok(parent) => tempfile::tempdir_in(&parent),
@@ -88,6 +111,8 @@ async fn run() -> Result<(), String> {
     eprintln!(
         "bare loop: {concurrency} clients, {seconds} s, endpoints {endpoints:?}, mix read:write:cas 1:1:1"
     );
+    let etcd_cpu_before = _etcd.as_ref().and_then(|e| proc_cpu_ms(e.child.id()));
+    let self_cpu_before = self_cpu_ms();
     let stats = bare_loop(
         endpoints,
         concurrency,
@@ -97,6 +122,17 @@ async fn run() -> Result<(), String> {
     .await
     .map_err(|e| e.to_string())?;
     println!("{stats}");
+    let per_op = |ms: f64| ms * 1000.0 / stats.ops.max(1) as f64;
+    if let Some(before) = self_cpu_before
+        && let Some(after) = self_cpu_ms()
+    {
+        println!("client CPU: {:.1} us/op", per_op(after - before));
+    }
+    if let Some(before) = etcd_cpu_before
+        && let Some(after) = _etcd.as_ref().and_then(|e| proc_cpu_ms(e.child.id()))
+    {
+        println!("etcd CPU:   {:.1} us/op", per_op(after - before));
+    }
     Ok(())
 }
 
