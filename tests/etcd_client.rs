@@ -1,9 +1,10 @@
 //! Integration tests of `shakedown::client::etcd` against a real single-node etcd 3.4.
 //!
 //! Owns the `LocalEtcd` fixture (starts `etcd` on loopback with free ports and a temporary data
-//! dir, waits for health, kills it by PID on drop). Does not test classification tables on canned
-//! responses (those are unit tests in `src/client/etcd.rs`). Each test starts its own etcd so the
-//! pause (SIGSTOP) test cannot disturb the others.
+//! dir, waits for health, kills it by PID on drop) and a canned loopback HTTP server used to drive
+//! the client through gateway errors and dropped connections end to end. Does not test the
+//! classification table entry by entry (those are unit tests in `src/client/etcd.rs`). Each test
+//! starts its own etcd so the pause (SIGSTOP) test cannot disturb the others.
 
 use serde_json::{Value, json};
 use shakedown::client::etcd::{CasOutcome, EtcdClient, EtcdClientConfig, ReadMode};
@@ -280,4 +281,151 @@ async fn paused_etcd_write_is_info_within_timeout_and_read_is_fail() {
     let (value, _) = expect_ok(c.invoke("read", Some("p"), &Value::Null).await);
     let v = value.as_i64().expect("integer");
     assert!([1, 2, 3, 4].contains(&v), "read {v}");
+}
+
+/// What the canned HTTP server does with each request.
+#[derive(Clone, Copy)]
+enum Canned {
+    /// Answer with this status and body.
+    Respond(u16, &'static str),
+    /// Read the whole request, then close the connection without answering.
+    CloseAfterRequest,
+}
+
+/// Read one HTTP request (headers + content-length body) from `sock`.
+async fn read_request(sock: &mut tokio::net::TcpStream) -> std::io::Result<()> {
+    use tokio::io::AsyncReadExt;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = sock.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&buf).to_string();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let len = text[..end]
+                .lines()
+                .find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.eq_ignore_ascii_case("content-length")
+                        .then(|| v.trim().parse::<usize>().ok())?
+                })
+                .unwrap_or(0);
+            if buf.len() >= end + 4 + len {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// A loopback HTTP server answering every request the same canned way. Returns its endpoint.
+async fn canned_server(behaviour: Canned) -> String {
+    use tokio::io::AsyncWriteExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                if read_request(&mut sock).await.is_err() {
+                    return;
+                }
+                if let Canned::Respond(status, body) = behaviour {
+                    let resp = format!(
+                        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = sock.write_all(resp.as_bytes()).await;
+                }
+                let _ = sock.shutdown().await;
+            });
+        }
+    });
+    endpoint
+}
+
+fn client_for(endpoint: &str) -> EtcdClient {
+    EtcdClient::new(EtcdClientConfig {
+        endpoint: endpoint.to_string(),
+        timeout_ms: 1000,
+        ..EtcdClientConfig::default()
+    })
+    .unwrap()
+}
+
+/// Invoke read, write and cas; return (read, write, cas) completions.
+async fn all_three(c: &mut EtcdClient) -> [Completion; 3] {
+    [
+        c.invoke("read", Some("k"), &Value::Null).await,
+        c.invoke("write", Some("k"), &json!(1)).await,
+        c.invoke("cas", Some("k"), &json!([1, 2])).await,
+    ]
+}
+
+#[tokio::test]
+async fn ambiguous_server_error_is_info_for_writes_and_fail_for_reads() {
+    let ep = canned_server(Canned::Respond(
+        503,
+        r#"{"error":"etcdserver: request timed out","message":"etcdserver: request timed out","code":14}"#,
+    ))
+    .await;
+    let [read, write, cas] = all_three(&mut client_for(&ep)).await;
+    assert!(
+        matches!(&read, Completion::Fail { error, .. } if error.starts_with("server: ") && error.contains("request timed out")),
+        "{read:?}"
+    );
+    for c in [write, cas] {
+        assert!(
+            matches!(&c, Completion::Info { error } if error.contains(&ep) && error.contains("HTTP 503")),
+            "{c:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn definite_server_error_is_fail_for_writes() {
+    let ep = canned_server(Canned::Respond(
+        429,
+        r#"{"error":"etcdserver: too many requests","message":"etcdserver: too many requests","code":8}"#,
+    ))
+    .await;
+    for c in all_three(&mut client_for(&ep)).await {
+        assert!(
+            matches!(&c, Completion::Fail { error, .. } if error.contains("too many requests")),
+            "{c:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn undecodable_ok_body_is_info_with_body_for_writes() {
+    let ep = canned_server(Canned::Respond(200, "surprise, not json")).await;
+    let [read, write, cas] = all_three(&mut client_for(&ep)).await;
+    assert!(
+        matches!(&read, Completion::Fail { error, .. } if error.starts_with("decode: ")),
+        "{read:?}"
+    );
+    for c in [write, cas] {
+        assert!(
+            matches!(&c, Completion::Info { error } if error.starts_with("decode: ") && error.contains("surprise, not json")),
+            "{c:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn connection_closed_after_request_is_info_for_writes() {
+    let ep = canned_server(Canned::CloseAfterRequest).await;
+    let [read, write, cas] = all_three(&mut client_for(&ep)).await;
+    assert!(
+        matches!(&read, Completion::Fail { error, .. } if error.starts_with("transport: ")),
+        "{read:?}"
+    );
+    for c in [write, cas] {
+        assert!(
+            matches!(&c, Completion::Info { error } if error.starts_with("transport: ") && error.contains(&ep)),
+            "{c:?}"
+        );
+    }
 }

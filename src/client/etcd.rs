@@ -19,25 +19,25 @@
 //! Error classification (`EtcdError::definitely_not_applied`). Reads never change state, so every
 //! read error is `Fail`. For `write` and `cas`:
 //!
-//! | error                                                             | completion |
-//! |-------------------------------------------------------------------|------------|
-//! | invalid op / argument (never sent)                                | Fail       |
-//! | connect error: refused, unreachable, DNS, connect timeout         | Fail       |
-//! | timeout after the connection was established (request sent)      | Info       |
-//! | connection reset / closed / body error after sending              | Info       |
-//! | gRPC code 3 InvalidArgument (gateway JSON errors, validation,     | Fail       |
-//! |   "request is too large", "duplicate key given in txn request")   |            |
-//! | gRPC code 7 PermissionDenied, 16 Unauthenticated, 12 Unimplemented| Fail       |
-//! | "etcdserver: too many requests" (rejected before proposing)       | Fail       |
-//! | "raft proposal dropped" (no leader / leader transfer, not proposed)| Fail      |
-//! | "etcdserver: mvcc: database space exceeded" (rejected, or applied  | Fail       |
-//! |   as a no-op under the NOSPACE alarm)                              |            |
-//! | "etcdserver: no leader", "etcdserver: not capable",               | Fail       |
-//! |   "etcdserver: rpc not supported for learner" (interceptor checks) |            |
-//! | "etcdserver: request timed out" (all variants), "leader changed", | Info       |
-//! |   "server stopped", "context canceled/deadline exceeded", any     |            |
-//! |   other gRPC / HTTP 5xx error                                     |            |
-//! | a response that cannot be decoded (raw body kept, truncated)      | Info       |
+//! | error                                                                  | completion |
+//! |------------------------------------------------------------------------|------------|
+//! | invalid op or argument (never sent)                                    | Fail       |
+//! | connect error: refused, unreachable, DNS, connect timeout (not sent)   | Fail       |
+//! | timeout after the connection was established (request may be sent)     | Info       |
+//! | connection reset or closed, body error, after sending                  | Info       |
+//! | gRPC code 3 InvalidArgument: gateway JSON errors, request validation,  | Fail       |
+//! |   "request is too large", "duplicate key given in txn request"         |            |
+//! | gRPC code 7 PermissionDenied, 12 Unimplemented, 16 Unauthenticated     | Fail       |
+//! | "etcdserver: too many requests" (rejected before proposing)            | Fail       |
+//! | "raft proposal dropped" (no leader or leader transfer; not proposed)   | Fail       |
+//! | "etcdserver: mvcc: database space exceeded" (quota check, or applied   | Fail       |
+//! |   as a no-op under the NOSPACE alarm)                                  |            |
+//! | "etcdserver: no leader", "etcdserver: not capable",                    | Fail       |
+//! |   "etcdserver: rpc not supported for learner" (interceptor checks)     |            |
+//! | "etcdserver: request timed out" (all variants), "leader changed",      | Info       |
+//! |   "server stopped", "context canceled", "context deadline exceeded",   |            |
+//! |   any other gRPC or HTTP error with a gateway body                     |            |
+//! | a response that cannot be decoded (raw body kept, truncated)           | Info       |
 //!
 //! The definite server errors are those etcd returns before handing the request to raft
 //! (`processInternalRaftRequestOnce`, the gRPC interceptors, request validation) or that are
@@ -218,9 +218,9 @@ impl EtcdError {
             EtcdError::Server {
                 grpc_code, message, ..
             } => server_error_is_definite(*grpc_code, message),
-            // A response told us the key's value; the write side of a cas never ran.
-            EtcdError::NotAnInteger { .. } => false,
-            EtcdError::Timeout { .. }
+            // Only reads decode stored values, and every read error is a Fail anyway.
+            EtcdError::NotAnInteger { .. }
+            | EtcdError::Timeout { .. }
             | EtcdError::Transport { .. }
             | EtcdError::Decode { .. }
             | EtcdError::Unhealthy { .. } => false,
