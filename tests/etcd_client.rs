@@ -220,6 +220,17 @@ async fn connection_refused_is_fail_naming_endpoint() {
         );
     }
     assert_eq!(c.health().await.unwrap_err().kind(), "connect");
+    let t0 = Instant::now();
+    let e = c.wait_healthy(300).await.unwrap_err();
+    assert!(
+        t0.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        t0.elapsed()
+    );
+    assert!(
+        e.to_string().contains("not healthy within 300 ms") && e.to_string().contains("connect"),
+        "{e}"
+    );
 }
 
 #[tokio::test]
