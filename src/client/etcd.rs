@@ -1,1 +1,1335 @@
-//! etcd v3 client (placeholder).
+//! etcd v3 client for the register workload, over etcd's JSON gRPC gateway.
+//!
+//! Owns: talking to one etcd endpoint (`POST /v3/kv/range`, `/v3/kv/put`, `/v3/kv/txn`,
+//! `GET /health`) over keep-alive HTTP/1.1, decoding the gateway's JSON (keys and values base64,
+//! int64 fields as strings, absent fields omitted), mapping register ops (`read`, `write`, `cas`)
+//! onto etcd requests, and classifying every error as *definitely not applied* (`Fail`) or
+//! *unknown* (`Info`). Also owns `bare_loop`, a client-only load loop used to measure the client's
+//! own throughput and latency. Does not own starting or stopping etcd (that is `db`), retries
+//! (there are none: one attempt per op), or history writing.
+//!
+//! Register semantics: values are integers stored as decimal text under
+//! `key_prefix + key` (`key_prefix` alone when the op has no key).
+//! - `read`, value null → `Ok { value: int | null (absent key), version: mod_revision | None }`.
+//! - `write`, value v → Put → `Ok { value: v, version: header.revision }`.
+//! - `cas`, value `[old, new]` → Txn(if VALUE == old then Put new) → `Ok { value: [old, new],
+//!   version: header.revision }` when it succeeded, otherwise `Fail { error: "cas-mismatch" }`
+//!   (a definite negative: the txn was applied and saw a value other than `old`, or no key).
+//!
+//! Error classification (`EtcdError::definitely_not_applied`). Reads never change state, so every
+//! read error is `Fail`. For `write` and `cas`:
+//!
+//! | error                                                                  | completion |
+//! |------------------------------------------------------------------------|------------|
+//! | invalid op or argument (never sent)                                    | Fail       |
+//! | connect error: refused, unreachable, DNS, connect timeout (not sent)   | Fail       |
+//! | timeout after the connection was established (request may be sent)     | Info       |
+//! | connection reset or closed, body error, after sending                  | Info       |
+//! | gRPC code 3 InvalidArgument: gateway JSON errors, request validation,  | Fail       |
+//! |   "request is too large", "duplicate key given in txn request"         |            |
+//! | gRPC code 7 PermissionDenied, 12 Unimplemented, 16 Unauthenticated     | Fail       |
+//! | "etcdserver: too many requests" (rejected before proposing)            | Fail       |
+//! | "raft proposal dropped" (no leader or leader transfer; not proposed)   | Fail       |
+//! | "etcdserver: mvcc: database space exceeded" (quota check, or applied   | Fail       |
+//! |   as a no-op under the NOSPACE alarm)                                  |            |
+//! | "etcdserver: no leader", "etcdserver: not capable",                    | Fail       |
+//! |   "etcdserver: rpc not supported for learner" (interceptor checks)     |            |
+//! | "etcdserver: request timed out" (all variants), "leader changed",      | Info       |
+//! |   "server stopped", "context canceled", "context deadline exceeded",   |            |
+//! |   any other gRPC or HTTP error with a gateway body                     |            |
+//! | a response that cannot be decoded (raw body kept, truncated)           | Info       |
+//!
+//! The definite server errors are those etcd returns before handing the request to raft
+//! (`processInternalRaftRequestOnce`, the gRPC interceptors, request validation) or that are
+//! applied as no-ops; everything that may have been proposed is `Info`.
+
+use super::{Client, Completion};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as B64;
+use rand::RngExt;
+use rand::SeedableRng;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+/// Extra time allowed beyond `timeout_ms` before `invoke` gives up on its own (the HTTP client's
+/// timeout normally fires first).
+pub const TIMEOUT_SLACK_MS: u64 = 250;
+
+/// Longest response body kept in an error message, in bytes.
+const MAX_BODY_IN_ERROR_BYTES: usize = 512;
+
+/// The exact error string of a cas whose comparison failed. The checker relies on it.
+pub const CAS_MISMATCH: &str = "cas-mismatch";
+
+/// Server error messages that etcd only returns when the request was not applied.
+const DEFINITE_SERVER_MESSAGES: &[&str] = &[
+    "etcdserver: too many requests",
+    "etcdserver: request is too large",
+    "etcdserver: mvcc: database space exceeded",
+    "etcdserver: no leader",
+    "etcdserver: not capable",
+    "etcdserver: rpc not supported for learner",
+    "raft proposal dropped",
+];
+
+/// gRPC status codes that mean the request was rejected before it could take effect.
+const DEFINITE_GRPC_CODES: &[i64] = &[
+    3,  // InvalidArgument: validation and gateway decoding happen before proposing
+    7,  // PermissionDenied: auth check fails, request not applied
+    12, // Unimplemented
+    16, // Unauthenticated
+];
+
+/// Consistency of reads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReadMode {
+    /// Quorum (ReadIndex) reads: linearizable.
+    #[default]
+    Linearizable,
+    /// Local reads from the contacted member: may be stale.
+    Serializable,
+}
+
+/// How to reach one etcd member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EtcdClientConfig {
+    /// Client URL of the member, e.g. `http://10.78.0.1:2379` (plain HTTP only).
+    pub endpoint: String,
+    /// Consistency of `read` ops.
+    pub read_mode: ReadMode,
+    /// Total time allowed per request (connect + send + response), in milliseconds.
+    pub timeout_ms: u64,
+    /// Prefix prepended to op keys, e.g. `/shakedown/register/`.
+    pub key_prefix: String,
+}
+
+impl Default for EtcdClientConfig {
+    fn default() -> Self {
+        EtcdClientConfig {
+            endpoint: "http://127.0.0.1:2379".to_string(),
+            read_mode: ReadMode::Linearizable,
+            timeout_ms: 1000,
+            key_prefix: "/shakedown/register/".to_string(),
+        }
+    }
+}
+
+/// Why an etcd request did not produce a result. Every variant names the endpoint.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EtcdError {
+    /// The client configuration or the op's arguments are unusable; nothing was sent.
+    #[error("etcd {endpoint}: {message}")]
+    Invalid {
+        /// Endpoint the client is bound to.
+        endpoint: String,
+        /// What is wrong and what was expected.
+        message: String,
+    },
+    /// The connection could not be established; the request was never sent.
+    #[error("etcd {endpoint}: connect failed, request not sent: {message}")]
+    Connect {
+        /// Endpoint the client is bound to.
+        endpoint: String,
+        /// Underlying error chain.
+        message: String,
+    },
+    /// No complete response within the timeout; the request may have been sent.
+    #[error("etcd {endpoint}: no response within {timeout_ms} ms")]
+    Timeout {
+        /// Endpoint the client is bound to.
+        endpoint: String,
+        /// The configured timeout.
+        timeout_ms: u64,
+    },
+    /// The connection failed after the request may have been sent (reset, closed, body error).
+    #[error("etcd {endpoint}: transport error: {message}")]
+    Transport {
+        /// Endpoint the client is bound to.
+        endpoint: String,
+        /// Underlying error chain.
+        message: String,
+    },
+    /// etcd (or its gateway) answered with an error status and a gateway error body.
+    #[error("etcd {endpoint}: HTTP {http_status}, gRPC code {grpc_code}: {message}")]
+    Server {
+        /// Endpoint the client is bound to.
+        endpoint: String,
+        /// HTTP status of the response.
+        http_status: u16,
+        /// gRPC status code from the body (`-1` when absent).
+        grpc_code: i64,
+        /// Error message from the body, e.g. `etcdserver: request timed out`.
+        message: String,
+    },
+    /// The response could not be decoded.
+    #[error("etcd {endpoint}: undecodable response (HTTP {http_status}): {message}; body: {body}")]
+    Decode {
+        /// Endpoint the client is bound to.
+        endpoint: String,
+        /// HTTP status of the response.
+        http_status: u16,
+        /// What was wrong.
+        message: String,
+        /// The raw body, truncated.
+        body: String,
+    },
+    /// A key holds a value that is not a decimal integer.
+    #[error("etcd {endpoint}: key {key:?} holds {raw:?}, not a decimal integer")]
+    NotAnInteger {
+        /// Endpoint the client is bound to.
+        endpoint: String,
+        /// The full etcd key.
+        key: String,
+        /// The stored value, lossily decoded.
+        raw: String,
+    },
+    /// `/health` reported the member unhealthy.
+    #[error("etcd {endpoint}: unhealthy: {message}")]
+    Unhealthy {
+        /// Endpoint the client is bound to.
+        endpoint: String,
+        /// The reason etcd gave, or the raw body.
+        message: String,
+    },
+}
+
+impl EtcdError {
+    /// Short category, used as the prefix of completion error strings.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            EtcdError::Invalid { .. } => "invalid",
+            EtcdError::Connect { .. } => "connect",
+            EtcdError::Timeout { .. } => "timeout",
+            EtcdError::Transport { .. } => "transport",
+            EtcdError::Server { .. } => "server",
+            EtcdError::Decode { .. } => "decode",
+            EtcdError::NotAnInteger { .. } => "not-an-integer",
+            EtcdError::Unhealthy { .. } => "unhealthy",
+        }
+    }
+
+    /// True when a write/cas that ended with this error certainly did not take effect (see the
+    /// module doc's table). False means "unknown".
+    pub fn definitely_not_applied(&self) -> bool {
+        match self {
+            EtcdError::Invalid { .. } | EtcdError::Connect { .. } => true,
+            EtcdError::Server {
+                grpc_code, message, ..
+            } => server_error_is_definite(*grpc_code, message),
+            // Only reads decode stored values, and every read error is a Fail anyway.
+            EtcdError::NotAnInteger { .. }
+            | EtcdError::Timeout { .. }
+            | EtcdError::Transport { .. }
+            | EtcdError::Decode { .. }
+            | EtcdError::Unhealthy { .. } => false,
+        }
+    }
+
+    /// `kind: message`, the text recorded in the history's `error` field.
+    pub fn to_completion_error(&self) -> String {
+        format!("{}: {}", self.kind(), self)
+    }
+}
+
+/// True when a gateway error (gRPC code + message) means the request was not applied.
+pub fn server_error_is_definite(grpc_code: i64, message: &str) -> bool {
+    DEFINITE_GRPC_CODES.contains(&grpc_code)
+        || DEFINITE_SERVER_MESSAGES.iter().any(|m| message.contains(m))
+}
+
+/// Outcome of a compare-and-set transaction that reached etcd.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CasOutcome {
+    /// The key held `old`; it now holds `new`.
+    Swapped {
+        /// Store revision after the put (the key's new mod_revision).
+        revision: i64,
+    },
+    /// The key was absent or held something other than `old`; nothing was written.
+    Mismatch,
+}
+
+/// Accepts an int64 encoded as a JSON string (the gateway's encoding) or a number.
+fn de_opt_i64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    match Option::<Value>::deserialize(d)? {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => s
+            .parse()
+            .map(Some)
+            .map_err(|_| serde::de::Error::custom(format!("expected an int64, got {s:?}"))),
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .map(Some)
+            .ok_or_else(|| serde::de::Error::custom(format!("expected an int64, got {n}"))),
+        Some(other) => Err(serde::de::Error::custom(format!(
+            "expected an int64, got {other}"
+        ))),
+    }
+}
+
+/// `ResponseHeader`, the part we use.
+#[derive(Debug, Default, Deserialize)]
+struct Header {
+    #[serde(default, deserialize_with = "de_opt_i64")]
+    revision: Option<i64>,
+}
+
+/// `mvccpb.KeyValue`, the part we use.
+#[derive(Debug, Deserialize)]
+struct KeyValue {
+    #[serde(default)]
+    key: String,
+    /// Absent when the value is empty.
+    #[serde(default)]
+    value: String,
+    #[serde(default, deserialize_with = "de_opt_i64")]
+    mod_revision: Option<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RangeResponse {
+    #[serde(default)]
+    kvs: Vec<KeyValue>,
+}
+
+#[derive(Debug, Deserialize)]
+struct PutResponse {
+    #[serde(default)]
+    header: Header,
+}
+
+#[derive(Debug, Deserialize)]
+struct TxnResponse {
+    #[serde(default)]
+    header: Header,
+    /// Absent when false.
+    #[serde(default)]
+    succeeded: bool,
+}
+
+/// The grpc-gateway error body: `{"error": ..., "message": ..., "code": n}`.
+#[derive(Debug, Deserialize)]
+struct GatewayError {
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    code: Option<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct HealthResponse {
+    #[serde(default)]
+    health: Option<String>,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// The body as text for an error message, truncated to `MAX_BODY_IN_ERROR_BYTES`.
+fn truncated_body(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    if text.len() <= MAX_BODY_IN_ERROR_BYTES {
+        return text.into_owned();
+    }
+    let mut end = MAX_BODY_IN_ERROR_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes total)", &text[..end], body.len())
+}
+
+fn decode_error(endpoint: &str, http_status: u16, message: String, body: &[u8]) -> EtcdError {
+    EtcdError::Decode {
+        endpoint: endpoint.to_string(),
+        http_status,
+        message,
+        body: truncated_body(body),
+    }
+}
+
+/// Decode a non-2xx gateway response into `EtcdError::Server` (or `Decode` if the body is not a
+/// gateway error).
+pub fn decode_error_response(endpoint: &str, http_status: u16, body: &[u8]) -> EtcdError {
+    match serde_json::from_slice::<GatewayError>(body) {
+        Ok(GatewayError {
+            error,
+            message,
+            code,
+        }) if message.is_some() || error.is_some() => EtcdError::Server {
+            endpoint: endpoint.to_string(),
+            http_status,
+            grpc_code: code.unwrap_or(-1),
+            message: message.or(error).unwrap_or_default(),
+        },
+        Ok(_) => decode_error(
+            endpoint,
+            http_status,
+            "error response without a message".to_string(),
+            body,
+        ),
+        Err(e) => decode_error(
+            endpoint,
+            http_status,
+            format!("error response is not gateway JSON: {e}"),
+            body,
+        ),
+    }
+}
+
+fn parse_json<'a, T: Deserialize<'a>>(
+    endpoint: &str,
+    what: &str,
+    body: &'a [u8],
+) -> Result<T, EtcdError> {
+    serde_json::from_slice(body)
+        .map_err(|e| decode_error(endpoint, 200, format!("bad {what} response: {e}"), body))
+}
+
+/// Decode a successful `/v3/kv/range` body for a single key: `None` if absent, else the value
+/// (decimal text) and its mod_revision.
+pub fn decode_range(
+    endpoint: &str,
+    key: &str,
+    body: &[u8],
+) -> Result<Option<(i64, i64)>, EtcdError> {
+    let resp: RangeResponse = parse_json(endpoint, "range", body)?;
+    let Some(kv) = resp.kvs.into_iter().next() else {
+        return Ok(None);
+    };
+    let raw = B64.decode(kv.value.as_bytes()).map_err(|e| {
+        decode_error(
+            endpoint,
+            200,
+            format!("range value of {:?} is not base64: {e}", kv.key),
+            body,
+        )
+    })?;
+    let value = std::str::from_utf8(&raw)
+        .ok()
+        .and_then(|s| s.parse::<i64>().ok())
+        .ok_or_else(|| EtcdError::NotAnInteger {
+            endpoint: endpoint.to_string(),
+            key: key.to_string(),
+            raw: String::from_utf8_lossy(&raw).into_owned(),
+        })?;
+    let mod_revision = kv.mod_revision.ok_or_else(|| {
+        decode_error(
+            endpoint,
+            200,
+            "range kv has no mod_revision".to_string(),
+            body,
+        )
+    })?;
+    Ok(Some((value, mod_revision)))
+}
+
+/// Decode a successful `/v3/kv/put` body into the store revision after the put.
+pub fn decode_put(endpoint: &str, body: &[u8]) -> Result<i64, EtcdError> {
+    let resp: PutResponse = parse_json(endpoint, "put", body)?;
+    resp.header.revision.ok_or_else(|| {
+        decode_error(
+            endpoint,
+            200,
+            "put response has no header.revision".to_string(),
+            body,
+        )
+    })
+}
+
+/// Decode a successful `/v3/kv/txn` body of a compare-and-set.
+pub fn decode_cas(endpoint: &str, body: &[u8]) -> Result<CasOutcome, EtcdError> {
+    let resp: TxnResponse = parse_json(endpoint, "txn", body)?;
+    if !resp.succeeded {
+        return Ok(CasOutcome::Mismatch);
+    }
+    let revision = resp.header.revision.ok_or_else(|| {
+        decode_error(
+            endpoint,
+            200,
+            "txn response has no header.revision".to_string(),
+            body,
+        )
+    })?;
+    Ok(CasOutcome::Swapped { revision })
+}
+
+/// Decode a `/health` body (any status): Ok if etcd says `"health": "true"`.
+pub fn decode_health(endpoint: &str, http_status: u16, body: &[u8]) -> Result<(), EtcdError> {
+    match serde_json::from_slice::<HealthResponse>(body) {
+        Ok(h) if h.health.as_deref() == Some("true") && (200..300).contains(&http_status) => Ok(()),
+        Ok(h) => Err(EtcdError::Unhealthy {
+            endpoint: endpoint.to_string(),
+            message: match h.reason {
+                Some(r) if !r.is_empty() => format!("HTTP {http_status}: {r}"),
+                _ => format!("HTTP {http_status}: {}", truncated_body(body)),
+            },
+        }),
+        Err(e) => Err(decode_error(
+            endpoint,
+            http_status,
+            format!("bad health response: {e}"),
+            body,
+        )),
+    }
+}
+
+/// The error and all its sources, joined with ": ".
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
+}
+
+/// Map a transport-level reqwest error onto the classification.
+fn classify_reqwest(endpoint: &str, timeout_ms: u64, e: &reqwest::Error) -> EtcdError {
+    if e.is_connect() || e.is_dns() {
+        // HTTP/1 writes the request only after the connection is up: nothing was sent.
+        EtcdError::Connect {
+            endpoint: endpoint.to_string(),
+            message: error_chain(e),
+        }
+    } else if e.is_timeout() {
+        EtcdError::Timeout {
+            endpoint: endpoint.to_string(),
+            timeout_ms,
+        }
+    } else {
+        EtcdError::Transport {
+            endpoint: endpoint.to_string(),
+            message: error_chain(e),
+        }
+    }
+}
+
+/// A register value from an op argument.
+fn as_register_value(v: &Value) -> Option<i64> {
+    v.as_i64()
+}
+
+/// An etcd v3 client bound to one member. Holds one keep-alive HTTP connection pool.
+#[derive(Debug, Clone)]
+pub struct EtcdClient {
+    config: EtcdClientConfig,
+    http: reqwest::Client,
+}
+
+impl EtcdClient {
+    /// Build a client. Fails if the endpoint is not an `http://` URL or `timeout_ms` is 0.
+    pub fn new(mut config: EtcdClientConfig) -> Result<EtcdClient, EtcdError> {
+        while config.endpoint.ends_with('/') {
+            config.endpoint.pop();
+        }
+        let invalid = |message: String| EtcdError::Invalid {
+            endpoint: config.endpoint.clone(),
+            message,
+        };
+        let url = reqwest::Url::parse(&config.endpoint)
+            .map_err(|e| invalid(format!("endpoint is not a URL: {e}")))?;
+        if url.scheme() != "http" {
+            return Err(invalid(format!(
+                "endpoint scheme must be http (built without TLS), got {:?}",
+                url.scheme()
+            )));
+        }
+        if url.host_str().is_none() {
+            return Err(invalid("endpoint has no host".to_string()));
+        }
+        if config.timeout_ms == 0 {
+            return Err(invalid("timeout_ms must be positive".to_string()));
+        }
+        let timeout = Duration::from_millis(config.timeout_ms);
+        // Shorter than the total timeout so an unreachable member surfaces as a connect error
+        // (definitely not sent) rather than an ambiguous total timeout.
+        let connect_timeout = Duration::from_millis((config.timeout_ms * 3 / 4).max(1));
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(timeout)
+            .connect_timeout(connect_timeout)
+            .tcp_nodelay(true)
+            .pool_max_idle_per_host(4)
+            .build()
+            .map_err(|e| invalid(format!("cannot build HTTP client: {}", error_chain(&e))))?;
+        Ok(EtcdClient { config, http })
+    }
+
+    /// The endpoint this client talks to (without trailing slash).
+    pub fn endpoint(&self) -> &str {
+        &self.config.endpoint
+    }
+
+    /// The configuration this client was built with (endpoint normalized).
+    pub fn config(&self) -> &EtcdClientConfig {
+        &self.config
+    }
+
+    /// The full etcd key for an op key.
+    pub fn full_key(&self, key: Option<&str>) -> String {
+        format!("{}{}", self.config.key_prefix, key.unwrap_or(""))
+    }
+
+    /// POST a JSON body; returns the 2xx body, or the classified error.
+    async fn post(&self, path: &str, body: &Value) -> Result<Vec<u8>, EtcdError> {
+        let endpoint = self.endpoint();
+        let url = format!("{endpoint}{path}");
+        let resp = self
+            .http
+            .post(&url)
+            .json(body)
+            .send()
+            .await
+            .map_err(|e| classify_reqwest(endpoint, self.config.timeout_ms, &e))?;
+        let status = resp.status().as_u16();
+        let bytes = resp
+            .bytes()
+            .await
+            .map_err(|e| classify_reqwest(endpoint, self.config.timeout_ms, &e))?;
+        if (200..300).contains(&status) {
+            Ok(bytes.to_vec())
+        } else {
+            Err(decode_error_response(endpoint, status, &bytes))
+        }
+    }
+
+    /// Read `key` (a full etcd key): `None` if absent, else (value, mod_revision). Uses the
+    /// configured read mode.
+    pub async fn get(&self, key: &str) -> Result<Option<(i64, i64)>, EtcdError> {
+        let mut req = json!({ "key": B64.encode(key) });
+        if self.config.read_mode == ReadMode::Serializable {
+            req["serializable"] = Value::Bool(true);
+        }
+        let body = self.post("/v3/kv/range", &req).await?;
+        decode_range(self.endpoint(), key, &body)
+    }
+
+    /// Put `value` (as decimal text) at `key` (a full etcd key); returns the new store revision.
+    pub async fn put(&self, key: &str, value: i64) -> Result<i64, EtcdError> {
+        let req = json!({ "key": B64.encode(key), "value": B64.encode(value.to_string()) });
+        let body = self.post("/v3/kv/put", &req).await?;
+        decode_put(self.endpoint(), &body)
+    }
+
+    /// If `key` (a full etcd key) holds `old`, set it to `new`, atomically.
+    pub async fn cas(&self, key: &str, old: i64, new: i64) -> Result<CasOutcome, EtcdError> {
+        let k = B64.encode(key);
+        let req = json!({
+            "compare": [{
+                "key": k,
+                "target": "VALUE",
+                "result": "EQUAL",
+                "value": B64.encode(old.to_string()),
+            }],
+            "success": [{ "request_put": { "key": k, "value": B64.encode(new.to_string()) } }],
+        });
+        let body = self.post("/v3/kv/txn", &req).await?;
+        decode_cas(self.endpoint(), &body)
+    }
+
+    /// `GET /health` once: Ok if the member reports itself healthy (it has a leader and can
+    /// serve a quorum read).
+    pub async fn health(&self) -> Result<(), EtcdError> {
+        let endpoint = self.endpoint();
+        let resp = self
+            .http
+            .get(format!("{endpoint}/health"))
+            .send()
+            .await
+            .map_err(|e| classify_reqwest(endpoint, self.config.timeout_ms, &e))?;
+        let status = resp.status().as_u16();
+        let bytes = resp
+            .bytes()
+            .await
+            .map_err(|e| classify_reqwest(endpoint, self.config.timeout_ms, &e))?;
+        decode_health(endpoint, status, &bytes)
+    }
+
+    /// Poll `health()` every 100 ms until it succeeds or `within_ms` elapses; returns the last
+    /// error on timeout.
+    pub async fn wait_healthy(&self, within_ms: u64) -> Result<(), EtcdError> {
+        let deadline = Instant::now() + Duration::from_millis(within_ms);
+        loop {
+            let err = match self.health().await {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            if Instant::now() >= deadline {
+                return Err(EtcdError::Unhealthy {
+                    endpoint: self.endpoint().to_string(),
+                    message: format!("not healthy within {within_ms} ms; last error: {err}"),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// One register op, without the outer timeout guard.
+    async fn invoke_inner(&self, f: &str, key: Option<&str>, value: &Value) -> Completion {
+        let full_key = self.full_key(key);
+        let invalid = |message: String| Completion::Fail {
+            error: EtcdError::Invalid {
+                endpoint: self.endpoint().to_string(),
+                message,
+            }
+            .to_completion_error(),
+            value: value.clone(),
+        };
+        match f {
+            "read" => match self.get(&full_key).await {
+                Ok(Some((v, rev))) => Completion::Ok {
+                    value: json!(v),
+                    version: Some(rev),
+                },
+                Ok(None) => Completion::Ok {
+                    value: Value::Null,
+                    version: None,
+                },
+                // Reads do not change state: every failed read is a definite fail.
+                Err(e) => Completion::Fail {
+                    error: e.to_completion_error(),
+                    value: value.clone(),
+                },
+            },
+            "write" => {
+                let Some(v) = as_register_value(value) else {
+                    return invalid(format!("write value must be an integer, got {value}"));
+                };
+                match self.put(&full_key, v).await {
+                    Ok(rev) => Completion::Ok {
+                        value: value.clone(),
+                        version: Some(rev),
+                    },
+                    Err(e) => write_error(e, value),
+                }
+            }
+            "cas" => {
+                let pair = value.as_array().and_then(|a| match a.as_slice() {
+                    [old, new] => Some((as_register_value(old)?, as_register_value(new)?)),
+                    _ => None,
+                });
+                let Some((old, new)) = pair else {
+                    return invalid(format!(
+                        "cas value must be [old, new] integers, got {value}"
+                    ));
+                };
+                match self.cas(&full_key, old, new).await {
+                    Ok(CasOutcome::Swapped { revision }) => Completion::Ok {
+                        value: value.clone(),
+                        version: Some(revision),
+                    },
+                    Ok(CasOutcome::Mismatch) => Completion::Fail {
+                        error: CAS_MISMATCH.to_string(),
+                        value: value.clone(),
+                    },
+                    Err(e) => write_error(e, value),
+                }
+            }
+            other => invalid(format!(
+                "unsupported op f={other:?} (expected read, write or cas)"
+            )),
+        }
+    }
+}
+
+/// Completion of a write/cas that ended in an error.
+fn write_error(e: EtcdError, value: &Value) -> Completion {
+    if e.definitely_not_applied() {
+        Completion::Fail {
+            error: e.to_completion_error(),
+            value: value.clone(),
+        }
+    } else {
+        Completion::Info {
+            error: e.to_completion_error(),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Client for EtcdClient {
+    async fn invoke(&mut self, f: &str, key: Option<&str>, value: &Value) -> Completion {
+        let guard = Duration::from_millis(self.config.timeout_ms + TIMEOUT_SLACK_MS);
+        match tokio::time::timeout(guard, self.invoke_inner(f, key, value)).await {
+            Ok(c) => c,
+            Err(_) => {
+                let e = EtcdError::Timeout {
+                    endpoint: self.endpoint().to_string(),
+                    timeout_ms: self.config.timeout_ms,
+                };
+                if f == "read" {
+                    Completion::Fail {
+                        error: e.to_completion_error(),
+                        value: value.clone(),
+                    }
+                } else {
+                    Completion::Info {
+                        error: e.to_completion_error(),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Op mix and key space for `bare_loop`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpMix {
+    /// Relative weight of `read` ops.
+    pub read_weight: u32,
+    /// Relative weight of `write` ops.
+    pub write_weight: u32,
+    /// Relative weight of `cas` ops.
+    pub cas_weight: u32,
+    /// Number of distinct keys the ops are spread over.
+    pub key_count: u32,
+    /// Values written are drawn from `0..value_count`.
+    pub value_count: u32,
+}
+
+impl Default for OpMix {
+    fn default() -> Self {
+        OpMix {
+            read_weight: 1,
+            write_weight: 1,
+            cas_weight: 1,
+            key_count: 8,
+            value_count: 5,
+        }
+    }
+}
+
+/// Latency distribution of a set of ops, in microseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LatencySummary {
+    /// Number of ops measured.
+    pub count: u64,
+    /// Median latency.
+    pub p50_us: u64,
+    /// 99th percentile latency.
+    pub p99_us: u64,
+    /// Largest latency.
+    pub max_us: u64,
+}
+
+impl LatencySummary {
+    /// Summarize latencies (sorts in place). Nearest-rank percentiles.
+    pub fn from_latencies(latencies_us: &mut [u64]) -> LatencySummary {
+        if latencies_us.is_empty() {
+            return LatencySummary::default();
+        }
+        latencies_us.sort_unstable();
+        let n = latencies_us.len();
+        let rank = |p: f64| latencies_us[((p * n as f64).ceil() as usize).clamp(1, n) - 1];
+        LatencySummary {
+            count: n as u64,
+            p50_us: rank(0.50),
+            p99_us: rank(0.99),
+            max_us: latencies_us[n - 1],
+        }
+    }
+}
+
+/// What `bare_loop` measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BareLoopStats {
+    /// Number of concurrent client tasks.
+    pub concurrency: usize,
+    /// Wall time from start until the last task finished, in milliseconds.
+    pub elapsed_ms: u64,
+    /// Ops completed (any outcome).
+    pub ops: u64,
+    /// Ops that completed `Ok`.
+    pub ok: u64,
+    /// Ops that completed `Fail` (including cas mismatches).
+    pub fail: u64,
+    /// Ops that completed `Info`.
+    pub info: u64,
+    /// Completed ops per second of wall time.
+    pub ops_per_sec: f64,
+    /// Latency over all ops.
+    pub latency: LatencySummary,
+    /// Latency per op function, in the order read, write, cas.
+    pub latency_by_f: Vec<(String, LatencySummary)>,
+    /// Up to 5 distinct non-mismatch error strings seen, for diagnosis.
+    pub sample_errors: Vec<String>,
+}
+
+impl std::fmt::Display for BareLoopStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "{} tasks, {} ms: {} ops ({} ok, {} fail, {} info), {:.0} ops/s",
+            self.concurrency,
+            self.elapsed_ms,
+            self.ops,
+            self.ok,
+            self.fail,
+            self.info,
+            self.ops_per_sec
+        )?;
+        let l = &self.latency;
+        write!(
+            f,
+            "latency all:   p50 {} us, p99 {} us, max {} us",
+            l.p50_us, l.p99_us, l.max_us
+        )?;
+        for (name, l) in &self.latency_by_f {
+            write!(
+                f,
+                "\nlatency {name:<6} p50 {} us, p99 {} us, max {} us (n={})",
+                l.p50_us, l.p99_us, l.max_us, l.count
+            )?;
+        }
+        for e in &self.sample_errors {
+            write!(f, "\nerror: {e}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Why `bare_loop` could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum BareLoopError {
+    /// A client could not be built.
+    #[error(transparent)]
+    Client(#[from] EtcdError),
+    /// The arguments are unusable.
+    #[error("bare loop: {0}")]
+    Invalid(String),
+    /// A worker task died.
+    #[error("bare loop worker {worker}: {message}")]
+    Worker {
+        /// Index of the worker task.
+        worker: usize,
+        /// Why it died.
+        message: String,
+    },
+}
+
+/// Per-worker measurements.
+#[derive(Default)]
+struct WorkerResult {
+    latencies_us: [Vec<u64>; 3],
+    ok: u64,
+    fail: u64,
+    info: u64,
+    errors: Vec<String>,
+}
+
+const OP_NAMES: [&str; 3] = ["read", "write", "cas"];
+
+/// Run `concurrency` tokio tasks for `duration`, each with its own `EtcdClient` (task i bound to
+/// `endpoints[i % len]`, keys under `/shakedown/bench/`), issuing a random read/write/cas mix
+/// back-to-back, and report throughput and latency. Measures the client alone, without generator,
+/// history or checker.
+pub async fn bare_loop(
+    endpoints: Vec<String>,
+    concurrency: usize,
+    duration: Duration,
+    mix: OpMix,
+) -> Result<BareLoopStats, BareLoopError> {
+    if endpoints.is_empty() {
+        return Err(BareLoopError::Invalid("no endpoints given".to_string()));
+    }
+    if concurrency == 0 {
+        return Err(BareLoopError::Invalid(
+            "concurrency must be positive".to_string(),
+        ));
+    }
+    let total_weight =
+        u64::from(mix.read_weight) + u64::from(mix.write_weight) + u64::from(mix.cas_weight);
+    if total_weight == 0 || mix.key_count == 0 || mix.value_count == 0 {
+        return Err(BareLoopError::Invalid(format!(
+            "op mix needs a positive weight, key_count and value_count, got {mix:?}"
+        )));
+    }
+    let clients = (0..concurrency)
+        .map(|i| {
+            EtcdClient::new(EtcdClientConfig {
+                endpoint: endpoints[i % endpoints.len()].clone(),
+                key_prefix: "/shakedown/bench/".to_string(),
+                ..EtcdClientConfig::default()
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let start = Instant::now();
+    let deadline = start + duration;
+    let tasks: Vec<_> = clients
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut client)| {
+            tokio::spawn(async move {
+                let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(i as u64);
+                let mut r = WorkerResult::default();
+                while Instant::now() < deadline {
+                    let pick = rng.random_range(0..total_weight);
+                    let fi = if pick < u64::from(mix.read_weight) {
+                        0
+                    } else if pick < u64::from(mix.read_weight) + u64::from(mix.write_weight) {
+                        1
+                    } else {
+                        2
+                    };
+                    let key = rng.random_range(0..mix.key_count).to_string();
+                    let value = match fi {
+                        0 => Value::Null,
+                        1 => json!(rng.random_range(0..mix.value_count)),
+                        _ => json!([
+                            rng.random_range(0..mix.value_count),
+                            rng.random_range(0..mix.value_count)
+                        ]),
+                    };
+                    let t0 = Instant::now();
+                    let c = client.invoke(OP_NAMES[fi], Some(&key), &value).await;
+                    r.latencies_us[fi].push(t0.elapsed().as_micros() as u64);
+                    match &c {
+                        Completion::Ok { .. } => r.ok += 1,
+                        Completion::Fail { .. } => r.fail += 1,
+                        Completion::Info { .. } => r.info += 1,
+                    }
+                    if let Some(e) = c.error()
+                        && e != CAS_MISMATCH
+                        && r.errors.len() < 5
+                        && !r.errors.iter().any(|x| x == e)
+                    {
+                        r.errors.push(e.to_string());
+                    }
+                }
+                client.close().await;
+                r
+            })
+        })
+        .collect();
+    let mut results = Vec::with_capacity(tasks.len());
+    for (worker, t) in tasks.into_iter().enumerate() {
+        results.push(t.await.map_err(|e| BareLoopError::Worker {
+            worker,
+            message: e.to_string(),
+        })?);
+    }
+    let elapsed = start.elapsed();
+    let mut all = Vec::new();
+    let mut by_f: [Vec<u64>; 3] = Default::default();
+    let (mut ok, mut fail, mut info) = (0, 0, 0);
+    let mut sample_errors: Vec<String> = Vec::new();
+    for r in results {
+        ok += r.ok;
+        fail += r.fail;
+        info += r.info;
+        for (fi, lat) in r.latencies_us.into_iter().enumerate() {
+            all.extend_from_slice(&lat);
+            by_f[fi].extend(lat);
+        }
+        for e in r.errors {
+            if sample_errors.len() < 5 && !sample_errors.contains(&e) {
+                sample_errors.push(e);
+            }
+        }
+    }
+    let ops = ok + fail + info;
+    Ok(BareLoopStats {
+        concurrency,
+        elapsed_ms: elapsed.as_millis() as u64,
+        ops,
+        ok,
+        fail,
+        info,
+        ops_per_sec: ops as f64 / elapsed.as_secs_f64().max(1e-9),
+        latency: LatencySummary::from_latencies(&mut all),
+        latency_by_f: OP_NAMES
+            .iter()
+            .zip(by_f.iter_mut())
+            .map(|(name, lat)| (name.to_string(), LatencySummary::from_latencies(lat)))
+            .collect(),
+        sample_errors,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EP: &str = "http://127.0.0.1:2379";
+
+    #[test]
+    fn range_absent_key_is_none() {
+        let body = br#"{"header":{"cluster_id":"15118495548433857066","member_id":"13668033151171901709","revision":"1","raft_term":"2"}}"#;
+        assert_eq!(decode_range(EP, "/k", body).unwrap(), None);
+    }
+
+    #[test]
+    fn range_present_key_decodes_value_and_mod_revision() {
+        // "MTI=" is "12"
+        let body = br#"{"header":{"revision":"9","raft_term":"2"},"kvs":[{"key":"Zm9v","create_revision":"2","mod_revision":"7","version":"3","value":"MTI="}],"count":"1"}"#;
+        assert_eq!(decode_range(EP, "/k", body).unwrap(), Some((12, 7)));
+    }
+
+    #[test]
+    fn range_accepts_numeric_int64_fields() {
+        let body = br#"{"kvs":[{"key":"Zm9v","mod_revision":7,"value":"LTM="}]}"#;
+        assert_eq!(decode_range(EP, "/k", body).unwrap(), Some((-3, 7)));
+    }
+
+    #[test]
+    fn range_non_integer_value_is_an_error_naming_key() {
+        // "YWJj" is "abc"; an absent value field is the empty string.
+        let body = br#"{"kvs":[{"key":"Zm9v","mod_revision":"7","value":"YWJj"}]}"#;
+        let e = decode_range(EP, "/k", body).unwrap_err();
+        assert_eq!(
+            e,
+            EtcdError::NotAnInteger {
+                endpoint: EP.to_string(),
+                key: "/k".to_string(),
+                raw: "abc".to_string()
+            }
+        );
+        let body = br#"{"kvs":[{"key":"Zm9v","mod_revision":"7"}]}"#;
+        assert!(matches!(
+            decode_range(EP, "/k", body),
+            Err(EtcdError::NotAnInteger { raw, .. }) if raw.is_empty()
+        ));
+    }
+
+    #[test]
+    fn range_missing_mod_revision_or_garbage_is_decode_error() {
+        let body = br#"{"kvs":[{"key":"Zm9v","value":"MQ=="}]}"#;
+        assert_eq!(decode_range(EP, "/k", body).unwrap_err().kind(), "decode");
+        let body = b"<html>proxy error</html>";
+        let e = decode_range(EP, "/k", body).unwrap_err();
+        assert_eq!(e.kind(), "decode");
+        assert!(e.to_string().contains("<html>proxy error</html>"), "{e}");
+        assert!(e.to_string().contains(EP), "{e}");
+    }
+
+    #[test]
+    fn put_decodes_header_revision() {
+        let body =
+            br#"{"header":{"cluster_id":"1","member_id":"2","revision":"42","raft_term":"2"}}"#;
+        assert_eq!(decode_put(EP, body).unwrap(), 42);
+        assert_eq!(decode_put(EP, b"{}").unwrap_err().kind(), "decode");
+    }
+
+    #[test]
+    fn txn_succeeded_and_omitted_succeeded() {
+        let ok = br#"{"header":{"revision":"3","raft_term":"2"},"succeeded":true,"responses":[{"response_put":{"header":{"revision":"3"}}}]}"#;
+        assert_eq!(
+            decode_cas(EP, ok).unwrap(),
+            CasOutcome::Swapped { revision: 3 }
+        );
+        // etcd omits `succeeded` when false.
+        let mismatch = br#"{"header":{"revision":"3","raft_term":"2"}}"#;
+        assert_eq!(decode_cas(EP, mismatch).unwrap(), CasOutcome::Mismatch);
+    }
+
+    #[test]
+    fn error_bodies_decode_to_server_errors() {
+        let body = br#"{"error":"etcdserver: request timed out","message":"etcdserver: request timed out","code":14}"#;
+        let e = decode_error_response(EP, 503, body);
+        assert_eq!(
+            e,
+            EtcdError::Server {
+                endpoint: EP.to_string(),
+                http_status: 503,
+                grpc_code: 14,
+                message: "etcdserver: request timed out".to_string()
+            }
+        );
+        assert!(!e.definitely_not_applied());
+        let e = decode_error_response(EP, 502, b"Bad Gateway");
+        assert_eq!(e.kind(), "decode");
+        assert!(!e.definitely_not_applied());
+    }
+
+    #[test]
+    fn server_error_classification_table() {
+        let definite = [
+            (8, "etcdserver: too many requests"),
+            (3, "etcdserver: request is too large"),
+            (3, "etcdserver: duplicate key given in txn request"),
+            (
+                3,
+                "json: cannot unmarshal number into Go value of type []uint8",
+            ),
+            (8, "etcdserver: mvcc: database space exceeded"),
+            (14, "etcdserver: no leader"),
+            (2, "raft proposal dropped"),
+            (7, "etcdserver: permission denied"),
+            (16, "etcdserver: invalid auth token"),
+        ];
+        for (code, msg) in definite {
+            assert!(server_error_is_definite(code, msg), "{code} {msg}");
+        }
+        let unknown = [
+            (14, "etcdserver: request timed out"),
+            (
+                14,
+                "etcdserver: request timed out, possibly due to previous leader failure",
+            ),
+            (14, "etcdserver: leader changed"),
+            (14, "etcdserver: server stopped"),
+            (1, "context canceled"),
+            (4, "context deadline exceeded"),
+            (2, "something new"),
+            (13, "etcdserver: internal error"),
+            (-1, ""),
+        ];
+        for (code, msg) in unknown {
+            assert!(!server_error_is_definite(code, msg), "{code} {msg}");
+        }
+    }
+
+    #[test]
+    fn transport_error_classes() {
+        let e = |kind: &str| match kind {
+            "connect" => EtcdError::Connect {
+                endpoint: EP.into(),
+                message: "refused".into(),
+            },
+            "timeout" => EtcdError::Timeout {
+                endpoint: EP.into(),
+                timeout_ms: 5,
+            },
+            _ => EtcdError::Transport {
+                endpoint: EP.into(),
+                message: "reset".into(),
+            },
+        };
+        assert!(e("connect").definitely_not_applied());
+        assert!(!e("timeout").definitely_not_applied());
+        assert!(!e("transport").definitely_not_applied());
+        for k in ["connect", "timeout", "transport"] {
+            let text = e(k).to_completion_error();
+            assert!(text.starts_with(k), "{text}");
+            assert!(text.contains(EP), "{text}");
+        }
+    }
+
+    #[test]
+    fn write_error_maps_to_fail_or_info() {
+        let v = json!(3);
+        let definite = EtcdError::Server {
+            endpoint: EP.into(),
+            http_status: 429,
+            grpc_code: 8,
+            message: "etcdserver: too many requests".into(),
+        };
+        assert!(matches!(write_error(definite, &v), Completion::Fail { value, .. } if value == v));
+        let unknown = EtcdError::Server {
+            endpoint: EP.into(),
+            http_status: 503,
+            grpc_code: 14,
+            message: "etcdserver: leader changed".into(),
+        };
+        assert!(matches!(write_error(unknown, &v), Completion::Info { .. }));
+    }
+
+    #[test]
+    fn health_decoding() {
+        assert!(decode_health(EP, 200, br#"{"health":"true"}"#).is_ok());
+        assert!(decode_health(EP, 200, br#"{"health":"true","reason":""}"#).is_ok());
+        let e =
+            decode_health(EP, 503, br#"{"health":"false","reason":"RAFT NO LEADER"}"#).unwrap_err();
+        assert!(e.to_string().contains("RAFT NO LEADER"), "{e}");
+        assert_eq!(e.kind(), "unhealthy");
+        assert_eq!(
+            decode_health(EP, 200, b"nope").unwrap_err().kind(),
+            "decode"
+        );
+    }
+
+    #[test]
+    fn long_bodies_are_truncated() {
+        let body = vec![b'x'; 5000];
+        let t = truncated_body(&body);
+        assert!(t.len() < 600, "{}", t.len());
+        assert!(t.ends_with("(5000 bytes total)"), "{t}");
+    }
+
+    #[test]
+    fn config_validation() {
+        let bad = |endpoint: &str, timeout_ms| {
+            EtcdClient::new(EtcdClientConfig {
+                endpoint: endpoint.to_string(),
+                timeout_ms,
+                ..EtcdClientConfig::default()
+            })
+            .unwrap_err()
+        };
+        assert!(
+            bad("https://127.0.0.1:2379", 100)
+                .to_string()
+                .contains("http")
+        );
+        assert!(
+            bad("127.0.0.1:2379", 100)
+                .to_string()
+                .contains("127.0.0.1:2379")
+        );
+        assert!(
+            bad("http://127.0.0.1:2379", 0)
+                .to_string()
+                .contains("timeout_ms")
+        );
+        let c = EtcdClient::new(EtcdClientConfig {
+            endpoint: "http://127.0.0.1:2379/".to_string(),
+            ..EtcdClientConfig::default()
+        })
+        .unwrap();
+        assert_eq!(c.endpoint(), "http://127.0.0.1:2379");
+        assert_eq!(c.full_key(Some("7")), "/shakedown/register/7");
+        assert_eq!(c.full_key(None), "/shakedown/register/");
+    }
+
+    #[tokio::test]
+    async fn invalid_arguments_fail_without_sending() {
+        // Nothing listens on port 9 of 127.0.0.1 in the test environment, but invalid
+        // arguments must fail before any connection attempt regardless.
+        let mut c = EtcdClient::new(EtcdClientConfig {
+            endpoint: "http://127.0.0.1:9".to_string(),
+            ..EtcdClientConfig::default()
+        })
+        .unwrap();
+        for (f, v) in [
+            ("write", json!("x")),
+            ("cas", json!([1])),
+            ("cas", json!([1, "2"])),
+            ("append", json!(1)),
+        ] {
+            match c.invoke(f, Some("k"), &v).await {
+                Completion::Fail { error, value } => {
+                    assert!(error.starts_with("invalid: "), "{error}");
+                    assert_eq!(value, v);
+                }
+                other => panic!("{f} {v}: expected Fail, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn latency_percentiles_nearest_rank() {
+        let mut l: Vec<u64> = (1..=100).rev().collect();
+        let s = LatencySummary::from_latencies(&mut l);
+        assert_eq!(
+            s,
+            LatencySummary {
+                count: 100,
+                p50_us: 50,
+                p99_us: 99,
+                max_us: 100
+            }
+        );
+        assert_eq!(
+            LatencySummary::from_latencies(&mut []),
+            LatencySummary::default()
+        );
+    }
+}
