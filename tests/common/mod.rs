@@ -1,0 +1,2 @@
+//! Shared test fixtures. Owns nothing but the module list.
+pub mod sshd;
