@@ -6,12 +6,13 @@
 //! measurement (`measure_latency`, ignored by default). It does not own pure `Cmd`/`quote` tests:
 //! those are unit tests in `src/control/cmd.rs`.
 
-mod common;
+#[path = "common/sshd.rs"]
+mod sshd;
 
-use common::sshd::Sshd;
 use shakedown::control::{
     Cmd, ExecError, Remote, SshConfig, SshRemote, connect_all, exec_async, on_all,
 };
+use sshd::Sshd;
 use std::net::{Ipv4Addr, TcpListener};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -222,6 +223,7 @@ fn timeout_fires_and_session_works_afterwards() {
         r.exec_ok(&Cmd::new("echo").arg("after")).unwrap(),
         "after\n"
     );
+    assert_eq!(r.sessions_opened(), 2, "the timed-out session was replaced");
 
     // The config-wide timeout applies too, even to a command that keeps printing.
     let sshd2 = Sshd::start().unwrap();
@@ -486,6 +488,8 @@ fn dead_idle_session_is_reconnected_and_the_command_runs_once() {
         "x\n",
         "ran exactly once"
     );
+    assert_eq!(r.sessions_opened(), 2, "the dead session was replaced");
+    assert_eq!(r.open_sessions(), 1);
 }
 
 #[test]

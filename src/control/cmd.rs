@@ -220,3 +220,134 @@ impl fmt::Display for Cmd {
         write!(f, "{cut}...")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::process::Command;
+
+    /// Run `shell` with the local `/bin/sh` and return stdout bytes.
+    fn sh(shell: &str, path_prefix: Option<&std::path::Path>) -> Vec<u8> {
+        let mut c = Command::new("/bin/sh");
+        c.arg("-c").arg(shell);
+        if let Some(p) = path_prefix {
+            let path = std::env::var("PATH").unwrap_or_default();
+            c.env("PATH", format!("{}:{path}", p.display()));
+        }
+        let out = c.output().expect("run /bin/sh");
+        assert!(out.status.success(), "sh failed: {out:?}");
+        out.stdout
+    }
+
+    #[test]
+    fn quote_cases() {
+        assert_eq!(quote(""), "''");
+        assert_eq!(quote("abc"), "abc");
+        assert_eq!(quote("/usr/bin/etcd-3.5"), "/usr/bin/etcd-3.5");
+        assert_eq!(quote("--name=x"), "'--name=x'");
+        assert_eq!(quote("a b"), "'a b'");
+        assert_eq!(quote("it's"), "'it'\\''s'");
+        assert_eq!(quote("'"), "''\\'''");
+        assert_eq!(quote("a\nb"), "'a\nb'");
+        assert_eq!(quote("$(x)"), "'$(x)'");
+        assert_eq!(quote("ü"), "'ü'");
+        assert_eq!(quote("~"), "'~'");
+        assert_eq!(quote("*"), "'*'");
+    }
+
+    #[test]
+    fn quote_round_trips_through_sh_for_fixed_nasty_strings() {
+        for s in [
+            "", "'", "''", "\"", "\\", "$(id)", "`id`", "a\nb", "\n", " x ", "ü🚀", "*", "~", "-n",
+            "a=b", "!x", "%s", "\t",
+        ] {
+            let got = sh(&format!("printf %s {}", quote(s)), None);
+            assert_eq!(got, s.as_bytes(), "{s:?}");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn quote_round_trips_through_sh(s in "[^\\x00]{0,40}") {
+            let got = sh(&format!("printf %s {}", quote(&s)), None);
+            prop_assert_eq!(got, s.as_bytes());
+        }
+    }
+
+    #[test]
+    fn to_shell_shapes() {
+        assert_eq!(Cmd::new("true").to_shell(), "true");
+        assert_eq!(
+            Cmd::new("etcd")
+                .arg("--name")
+                .arg("n 1")
+                .args(["a", "b'c"])
+                .to_shell(),
+            "etcd --name 'n 1' a 'b'\\''c'"
+        );
+        assert_eq!(
+            Cmd::new("ls")
+                .cwd("/tmp/x y")
+                .env("A", "1")
+                .env("B", "$x")
+                .to_shell(),
+            "cd '/tmp/x y' && env 'A=1' 'B=$x' ls"
+        );
+        assert_eq!(
+            Cmd::script("echo \"$1\"", ["$(id)"]).to_shell(),
+            "sh -c 'echo \"$1\"' sh '$(id)'"
+        );
+    }
+
+    #[test]
+    fn sudo_wraps_only_for_non_root_users() {
+        let c = Cmd::new("cat").arg("/etc/shadow file").sudo(true);
+        assert_eq!(c.to_shell_as("root"), "cat '/etc/shadow file'");
+        assert_eq!(
+            c.to_shell_as("admin"),
+            "sudo -n -- sh -c 'cat '\\''/etc/shadow file'\\'''"
+        );
+        let plain = Cmd::new("id");
+        assert_eq!(plain.to_shell_as("admin"), "id");
+        assert!(c.wants_sudo() && !plain.wants_sudo());
+    }
+
+    #[test]
+    fn sudo_wrapped_command_runs_byte_exact_through_a_fake_sudo() {
+        // A `sudo` that drops `-n --` and runs the rest, to check the double quoting end to end.
+        let dir = tempfile::tempdir().unwrap();
+        let sudo = dir.path().join("sudo");
+        std::fs::write(
+            &sudo,
+            "#!/bin/sh\n[ \"$1\" = -n ] || exit 90\nshift\n[ \"$1\" = -- ] || exit 91\nshift\nexec \"$@\"\n",
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&sudo, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let nasty = ["it's", "$(id)", "a\nb", "", "ü \\ \""];
+        let c = Cmd::script(
+            "for a; do printf '%s|' \"$a\"; done; printf %s \"$V\"",
+            nasty,
+        )
+        .env("V", "v'$x")
+        .cwd("/")
+        .sudo(true);
+        let shell = c.to_shell_as("admin");
+        assert!(shell.starts_with("sudo -n -- sh -c "), "{shell}");
+        let got = sh(&shell, Some(dir.path()));
+        assert_eq!(
+            String::from_utf8(got).unwrap(),
+            "it's|$(id)|a\nb||ü \\ \"|v'$x"
+        );
+    }
+
+    #[test]
+    fn display_cuts_long_commands() {
+        let c = Cmd::new("echo").arg("x".repeat(500));
+        let s = c.to_string();
+        assert!(s.ends_with("...") && s.chars().count() == DISPLAY_MAX_CHARS + 3);
+        assert_eq!(Cmd::new("echo").arg("hi").to_string(), "echo hi");
+    }
+}

@@ -20,6 +20,7 @@ use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -157,6 +158,8 @@ pub struct SshRemote {
     cfg: SshConfig,
     pool: Mutex<Pool>,
     slot_freed: Condvar,
+    /// Sessions successfully opened over this remote's lifetime (first one included).
+    sessions_opened: AtomicU64,
 }
 
 impl std::fmt::Debug for SshRemote {
@@ -219,6 +222,7 @@ impl SshRemote {
                 open: 0,
             }),
             slot_freed: Condvar::new(),
+            sessions_opened: AtomicU64::new(0),
         };
         let conn = remote.open_conn()?;
         {
@@ -232,6 +236,12 @@ impl SshRemote {
     /// The configuration this remote was opened with.
     pub fn config(&self) -> &SshConfig {
         &self.cfg
+    }
+
+    /// Sessions opened since `connect` (including the first): more than `open_sessions()` means
+    /// sessions were replaced after a timeout, transport error or dead connection.
+    pub fn sessions_opened(&self) -> u64 {
+        self.sessions_opened.load(Ordering::Relaxed)
     }
 
     /// Number of sessions currently open to the node (idle + in use).
@@ -312,6 +322,7 @@ impl SshRemote {
         self.authenticate(&sess)?;
         sess.set_timeout(0);
         sess.set_blocking(false);
+        self.sessions_opened.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(node = %self.node, addr = %addr, "ssh session open");
         Ok(Conn { sess, fd })
     }

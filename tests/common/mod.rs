@@ -1,2 +1,0 @@
-//! Shared test fixtures. Owns nothing but the module list.
-pub mod sshd;
