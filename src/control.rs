@@ -1,1 +1,0 @@
-//! Remote command execution over SSH (placeholder).
