@@ -13,6 +13,8 @@
 //! completed op is linearized. Budgets never panic or hang: exceeding one yields `Unknown` with the
 //! reason, per part.
 
+pub mod histgen;
+
 use crate::checker::{CheckResult, Checker, Verdict};
 use crate::history::{History, Op, OpType};
 use crate::model::{Convert, Model};
