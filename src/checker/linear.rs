@@ -381,7 +381,7 @@ fn search<M: Model>(
             break Outcome::Valid;
         }
         iters += 1;
-        if iters % CHECK_EVERY == 0 {
+        if iters.is_multiple_of(CHECK_EVERY) {
             let bytes = hashes.len() * entry_bytes + stack.len() * 32;
             if bytes > reported {
                 limits
