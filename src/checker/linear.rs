@@ -320,6 +320,87 @@ fn state_hash<S: Hash>(s: &S) -> u64 {
     h.finish()
 }
 
+/// The set of linearized ops, kept so that its cache key is small: completed ops are mostly
+/// linearized in invoke order, so the key is the watermark `w` (every completed op below it is
+/// linearized) plus the bitset words from `w` to the highest set bit, plus the (small) bitset of
+/// pending ops. The key determines the set exactly.
+struct LinSet {
+    /// For each part-local op id: (is completed, index within its class).
+    class: Vec<(bool, u32)>,
+    comp: Vec<u64>,
+    comp_len: usize,
+    pend: Vec<u64>,
+    /// Lowest unlinearized completed index.
+    w: usize,
+    /// Highest nonzero word of `comp`, or -1.
+    top: isize,
+}
+
+impl LinSet {
+    fn new(completed: impl Iterator<Item = bool>) -> LinSet {
+        let (mut nc, mut np) = (0u32, 0u32);
+        let class: Vec<(bool, u32)> = completed
+            .map(|c| {
+                let slot = if c { &mut nc } else { &mut np };
+                *slot += 1;
+                (c, *slot - 1)
+            })
+            .collect();
+        LinSet {
+            class,
+            comp: vec![0; (nc as usize).div_ceil(64)],
+            comp_len: nc as usize,
+            pend: vec![0; (np as usize).div_ceil(64)],
+            w: 0,
+            top: -1,
+        }
+    }
+
+    #[inline]
+    fn set(&mut self, id: usize) {
+        let (completed, i) = self.class[id];
+        let i = i as usize;
+        if !completed {
+            self.pend[i / 64] |= 1 << (i % 64);
+            return;
+        }
+        self.comp[i / 64] |= 1 << (i % 64);
+        self.top = self.top.max((i / 64) as isize);
+        if i == self.w {
+            while self.w < self.comp_len && self.comp[self.w / 64] & (1 << (self.w % 64)) != 0 {
+                self.w += 1;
+            }
+        }
+    }
+
+    #[inline]
+    fn clear(&mut self, id: usize) {
+        let (completed, i) = self.class[id];
+        let i = i as usize;
+        if !completed {
+            self.pend[i / 64] &= !(1 << (i % 64));
+            return;
+        }
+        self.comp[i / 64] &= !(1 << (i % 64));
+        self.w = self.w.min(i);
+        while self.top >= 0 && self.comp[self.top as usize] == 0 {
+            self.top -= 1;
+        }
+    }
+
+    /// Write the cache key into `out`.
+    #[inline]
+    fn key(&self, out: &mut Vec<u64>) {
+        out.clear();
+        out.push(self.w as u64);
+        let lo = self.w / 64;
+        if self.top >= lo as isize {
+            out.extend_from_slice(&self.comp[lo..=self.top as usize]);
+        }
+        out.extend_from_slice(&self.pend);
+    }
+}
+
 /// The WGL/Lowe search over one part. `ops[i]` are in invoke order.
 fn search<M: Model>(
     model: &M,
@@ -356,9 +437,9 @@ fn search<M: Model>(
         last = node;
     }
 
-    let words = n.div_ceil(64);
     let zobrist: Vec<u64> = (0..n as u64).map(|i| splitmix(i ^ 0x5EED)).collect();
-    let mut lin = vec![0u64; words];
+    let mut lin = LinSet::new(ops.iter().map(|o| o.ret.is_some()));
+    let mut key: Vec<u64> = Vec::new();
     let mut lin_hash = 0u64;
     let mut state = model.init();
     let mut remaining = ops.iter().filter(|o| o.ret.is_some()).count();
@@ -366,9 +447,10 @@ fn search<M: Model>(
     // Cache: open-addressed table of indices into flat arenas.
     let mut table: HashTable<u32> = HashTable::new();
     let mut arena: Vec<u64> = Vec::new();
-    let mut hashes: Vec<u64> = Vec::new();
+    // Per cache entry: (hash, arena offset, key length in words).
+    let mut meta: Vec<(u64, usize, usize)> = Vec::new();
     let mut states: Vec<M::State> = Vec::new();
-    let entry_bytes = words * 8 + std::mem::size_of::<M::State>() + 8 + 8;
+    let entry_bytes = std::mem::size_of::<M::State>() + 24 + 8;
 
     let mut stack: Vec<(u32, M::State)> = Vec::new();
     let mut best: Option<(u64, usize, Blocked)> = None;
@@ -382,7 +464,7 @@ fn search<M: Model>(
         }
         iters += 1;
         if iters.is_multiple_of(CHECK_EVERY) {
-            let bytes = hashes.len() * entry_bytes + stack.len() * 32;
+            let bytes = meta.len() * entry_bytes + arena.len() * 8 + stack.len() * 32;
             if bytes > reported {
                 limits
                     .mem_used
@@ -397,7 +479,7 @@ fn search<M: Model>(
                 break Outcome::Aborted(format!(
                     "cache memory cap of {} bytes exceeded ({} configurations cached)",
                     limits.mem_cap,
-                    hashes.len()
+                    meta.len()
                 ));
             }
             if let Some(d) = limits.deadline
@@ -405,7 +487,7 @@ fn search<M: Model>(
             {
                 break Outcome::Aborted(format!(
                     "time limit exceeded after {} configurations ({} of {} ops linearized at the time)",
-                    hashes.len(),
+                    meta.len(),
                     stack.len(),
                     n
                 ));
@@ -419,28 +501,25 @@ fn search<M: Model>(
         if e & 1 == 1 {
             let id = (e - 1) / 2;
             if let Some(ns) = model.step(&state, &ops[id].op) {
-                let w = id / 64;
-                let bit = 1u64 << (id % 64);
-                lin[w] |= bit;
+                lin.set(id);
+                lin.key(&mut key);
                 let lh = lin_hash ^ zobrist[id];
                 let h = lh ^ state_hash(&ns).wrapping_mul(0x9E37_79B9_7F4A_7C15);
                 let seen = table
                     .find(h, |&c| {
-                        let c = c as usize;
-                        hashes[c] == h
-                            && states[c] == ns
-                            && arena[c * words..(c + 1) * words] == lin[..]
+                        let (ch, off, len) = meta[c as usize];
+                        ch == h && arena[off..off + len] == key[..] && states[c as usize] == ns
                     })
                     .is_some();
                 if seen {
-                    lin[w] &= !bit;
+                    lin.clear(id);
                     entry = next[e];
                 } else {
-                    let idx = hashes.len() as u32;
-                    arena.extend_from_slice(&lin);
-                    hashes.push(h);
+                    let idx = meta.len() as u32;
+                    meta.push((h, arena.len(), key.len()));
+                    arena.extend_from_slice(&key);
                     states.push(ns.clone());
-                    table.insert_unique(h, idx, |&c| hashes[c as usize]);
+                    table.insert_unique(h, idx, |&c| meta[c as usize].0);
                     lin_hash = lh;
                     stack.push((entry, std::mem::replace(&mut state, ns)));
                     if ops[id].ret.is_some() {
@@ -482,7 +561,7 @@ fn search<M: Model>(
                 Some((node, s)) => {
                     let c = node as usize;
                     let cid = (c - 1) / 2;
-                    lin[cid / 64] &= !(1u64 << (cid % 64));
+                    lin.clear(cid);
                     lin_hash ^= zobrist[cid];
                     state = s;
                     if ops[cid].ret.is_some() {
@@ -501,9 +580,9 @@ fn search<M: Model>(
             }
         }
     };
-    let bytes = hashes.len() * entry_bytes + stack.len() * 32;
+    let bytes = meta.len() * entry_bytes + arena.len() * 8 + stack.len() * 32;
     stats.cache_bytes = stats.cache_bytes.max(bytes);
-    stats.cache_entries = hashes.len();
+    stats.cache_entries = meta.len();
     limits.mem_used.fetch_sub(reported, Ordering::Relaxed);
     (outcome, stats)
 }
