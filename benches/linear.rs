@@ -3,7 +3,8 @@
 //! Owns two scenarios: (a) 1,000,000 operations over 100 keys with 10 processes per key, (b) one key
 //! with 20 concurrent processes that crash often (info ops), 2,000 operations. Run with
 //! `cargo bench --bench linear`; with `LINEAR_BENCH_ONCE=1` each scenario runs once and prints
-//! verdict, time, ops/s and peak RSS (VmHWM) instead of a criterion statistics run.
+//! verdict, time, ops/s and peak RSS (VmHWM) instead of a criterion statistics run
+//! (`LINEAR_BENCH_ONCE=a|b|c` runs one scenario; `c` is a budget stress case with 40% crashes).
 
 use criterion::{Criterion, criterion_group};
 use shakedown::checker::Verdict;
@@ -61,6 +62,15 @@ fn once() {
     let scenarios = [
         ("a", "1M ops / 100 keys / 10 procs per key", big()),
         ("b", "1 key / 20 procs / crashes / 2k ops", crashy()),
+        (
+            "c",
+            "budget stress: 1 key / 20 procs / 40% crashes / 2k ops",
+            GenConfig {
+                info_probability: 0.4,
+                seed: 3,
+                ..crashy()
+            },
+        ),
     ];
     for (id, name, g) in scenarios {
         if which != "1" && which != id {
