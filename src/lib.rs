@@ -8,6 +8,7 @@ pub mod checker;
 pub mod client;
 pub mod control;
 pub mod db;
+pub mod edn;
 pub mod generator;
 pub mod history;
 pub mod model;
