@@ -569,15 +569,32 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 /// Latency/throughput numbers; run with
-/// `cargo test --test control measure_latency -- --ignored --nocapture`.
+/// `cargo test --release --test control measure_latency -- --ignored --nocapture`.
+///
+/// Variants: `TCP_NODELAY` on/off, and the fixture's sshd with `SetEnv SHLVL=1`, which stops bash
+/// from sourcing root's `~/.bashrc` for every command (bash does that when started by sshd with
+/// `SHLVL` unset), so the transport's own cost is visible.
 #[test]
 #[ignore]
 fn measure_latency() {
-    for nodelay in [true, false] {
-        let sshd = Sshd::start().unwrap();
+    for (nodelay, extra, max_channels) in [
+        (true, "", 8),
+        (true, sshd::SKIP_BASHRC, 8),
+        (true, sshd::SKIP_BASHRC, 1),
+        (false, sshd::SKIP_BASHRC, 8),
+    ] {
+        let sshd = Sshd::start_with(extra).unwrap();
+        let label = format!(
+            "nodelay={nodelay} bashrc={}",
+            if extra.is_empty() {
+                "sourced"
+            } else {
+                "skipped"
+            }
+        );
         let mut cfg = config(&sshd);
         cfg.tcp_nodelay = nodelay;
-        cfg.max_channels = 8;
+        cfg.max_channels = max_channels;
         let t0 = Instant::now();
         let r = Arc::new(SshRemote::connect("n1", "127.0.0.1", &cfg).unwrap());
         let connect = t0.elapsed();
@@ -590,7 +607,7 @@ fn measure_latency() {
         lat.sort();
         let mean = lat.iter().sum::<Duration>() / lat.len() as u32;
         println!(
-            "nodelay={nodelay}: connect {connect:?}; sequential `true` x200: mean {mean:?} p50 {:?} p99 {:?}",
+            "{label}: connect {connect:?}; sequential `true` x200: mean {mean:?} p50 {:?} p99 {:?}",
             percentile(&lat, 0.5),
             percentile(&lat, 0.99)
         );
@@ -611,7 +628,7 @@ fn measure_latency() {
         }
         let el = t.elapsed();
         println!(
-            "nodelay={nodelay}: parallel 8 threads x 50 `true`: {el:?} -> {:.0} cmds/s ({} sessions)",
+            "{label}: parallel 8 threads x 50 `true`: {el:?} -> {:.0} cmds/s ({} sessions)",
             400.0 / el.as_secs_f64(),
             r.open_sessions()
         );
