@@ -633,4 +633,53 @@ fn measure_latency() {
             r.open_sessions()
         );
     }
+
+    // For comparison: the design we did not choose, one ssh2 session shared by 8 threads with a
+    // channel each (blocking mode, as ssh2's API invites).
+    let sshd = Sshd::start().unwrap();
+    let tcp = std::net::TcpStream::connect(("127.0.0.1", sshd.port)).unwrap();
+    tcp.set_nodelay(true).unwrap();
+    let mut sess = ssh2::Session::new().unwrap();
+    sess.set_tcp_stream(tcp);
+    sess.handshake().unwrap();
+    sess.userauth_pubkey_file("root", None, &sshd.client_key, None)
+        .unwrap();
+    let t = Instant::now();
+    let handles: Vec<_> = (0..8)
+        .map(|_| {
+            let sess = sess.clone();
+            std::thread::spawn(move || {
+                use std::io::Read;
+                let mut failures = Vec::new();
+                for _ in 0..50 {
+                    let r = (|| -> Result<i32, Box<dyn std::error::Error>> {
+                        let mut ch = sess.channel_session()?;
+                        ch.exec("true")?;
+                        let mut out = String::new();
+                        ch.read_to_string(&mut out)?;
+                        ch.stderr().read_to_string(&mut out)?;
+                        ch.wait_close()?;
+                        Ok(ch.exit_status()?)
+                    })();
+                    if let Err(e) = r {
+                        failures.push(e.to_string());
+                    }
+                }
+                failures
+            })
+        })
+        .collect();
+    let mut failures = Vec::new();
+    for h in handles {
+        failures.extend(h.join().unwrap());
+    }
+    let el = t.elapsed();
+    println!(
+        "shared single session, 8 threads x 50 `true` on own channels: {el:?}, {} of 400 failed{}",
+        failures.len(),
+        failures
+            .first()
+            .map(|e| format!(" (first: {e})"))
+            .unwrap_or_default()
+    );
 }
