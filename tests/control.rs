@@ -45,12 +45,7 @@ fn start() -> (Sshd, SshRemote) {
 #[test]
 fn exec_returns_status_stdout_and_stderr() {
     let (_sshd, r) = start();
-    let out = r
-        .exec(&Cmd::script(
-            "echo out; echo err >&2; exit 3",
-            Vec::<String>::new(),
-        ))
-        .unwrap();
+    let out = r.exec(&Cmd::sh("echo out; echo err >&2; exit 3")).unwrap();
     assert_eq!(out.status, 3);
     assert_eq!(out.stdout, "out\n");
     assert_eq!(out.stderr, "err\n");
@@ -58,7 +53,7 @@ fn exec_returns_status_stdout_and_stderr() {
     assert!(!out.success());
 
     assert_eq!(r.exec_ok(&Cmd::new("echo").arg("hi")).unwrap(), "hi\n");
-    match r.exec_ok(&Cmd::script("echo boom >&2; exit 7", Vec::<String>::new())) {
+    match r.exec_ok(&Cmd::sh("echo boom >&2; exit 7")) {
         Err(ExecError::Failed {
             node,
             status,
@@ -76,9 +71,7 @@ fn exec_returns_status_stdout_and_stderr() {
 #[test]
 fn signal_death_reports_128_plus_signal() {
     let (_sshd, r) = start();
-    let out = r
-        .exec(&Cmd::script("kill -9 $$", Vec::<String>::new()))
-        .unwrap();
+    let out = r.exec(&Cmd::sh("kill -9 $$")).unwrap();
     assert_eq!(out.signal.as_deref(), Some("KILL"));
     assert_eq!(out.status, 137);
     assert!(r.exec_ok(&Cmd::new("true")).is_ok(), "session reusable");
@@ -141,7 +134,7 @@ fn quoting_survives_nasty_arguments_byte_exact() {
             .unwrap();
         assert_eq!(&echoed, a, "script arg");
         let env = r
-            .exec_ok(&Cmd::script("printf %s \"$V\"", Vec::<String>::new()).env("V", a.clone()))
+            .exec_ok(&Cmd::sh("printf %s \"$V\"").env("V", a.clone()))
             .unwrap();
         assert_eq!(&env, a, "env value");
     }
@@ -186,10 +179,7 @@ fn large_stdout_and_stderr_together_do_not_deadlock() {
     // 4 MB on each stream, interleaved in 64 KiB pieces: more than libssh2's 2 MiB window.
     let out = r
         .exec(
-            &Cmd::script(
-                "i=0; while [ $i -lt 64 ]; do head -c 65536 /dev/zero | tr '\\0' o; head -c 65536 /dev/zero | tr '\\0' e >&2; i=$((i+1)); done",
-                Vec::<String>::new(),
-            )
+            &Cmd::sh("i=0; while [ $i -lt 64 ]; do head -c 65536 /dev/zero | tr '\\0' o; head -c 65536 /dev/zero | tr '\\0' e >&2; i=$((i+1)); done")
             .timeout_ms(30_000),
         )
         .unwrap();
@@ -232,10 +222,7 @@ fn timeout_fires_and_session_works_afterwards() {
     let r2 = SshRemote::connect("n2", "127.0.0.1", &cfg).unwrap();
     let t0 = Instant::now();
     let err = r2
-        .exec(&Cmd::script(
-            "while :; do echo tick; sleep 0.1; done",
-            Vec::<String>::new(),
-        ))
+        .exec(&Cmd::sh("while :; do echo tick; sleep 0.1; done"))
         .unwrap_err();
     assert!(matches!(err, ExecError::Timeout { .. }), "{err:?}");
     assert!(t0.elapsed() < Duration::from_millis(2_000));
@@ -469,10 +456,7 @@ fn fifty_parallel_commands_on_one_node_are_bounded() {
 fn dead_idle_session_is_reconnected_and_the_command_runs_once() {
     let (sshd, r) = start();
     // Kill (by PID) the per-connection sshd process serving this session, after we return.
-    r.exec_ok(&Cmd::script(
-        "p=$$; while [ \"$(cat /proc/$p/comm)\" != sshd ]; do p=$(cut -d' ' -f4 /proc/$p/stat); done; (sleep 0.2; kill -9 $p) >/dev/null 2>&1 &",
-        Vec::<String>::new(),
-    ))
+    r.exec_ok(&Cmd::sh("p=$$; while [ \"$(cat /proc/$p/comm)\" != sshd ]; do p=$(cut -d' ' -f4 /proc/$p/stat); done; (sleep 0.2; kill -9 $p) >/dev/null 2>&1 &"))
     .unwrap();
     std::thread::sleep(Duration::from_millis(600));
     let count = sshd.dir.path().join("count");
