@@ -69,6 +69,26 @@ fn exec_returns_status_stdout_and_stderr() {
 }
 
 #[test]
+fn background_process_with_redirected_output_does_not_block() {
+    let (_sshd, r) = start();
+    let t0 = Instant::now();
+    r.exec_ok(&Cmd::sh(
+        "sleep 3 >/dev/null 2>&1 </dev/null & echo started",
+    ))
+    .unwrap();
+    assert!(
+        t0.elapsed() < Duration::from_millis(2_000),
+        "{:?}",
+        t0.elapsed()
+    );
+    // Inherited stdout keeps the command open: it runs into the timeout.
+    let err = r
+        .exec(&Cmd::sh("sleep 3 & echo started").timeout_ms(700))
+        .unwrap_err();
+    assert!(matches!(err, ExecError::Timeout { .. }), "{err:?}");
+}
+
+#[test]
 fn signal_death_reports_128_plus_signal() {
     let (_sshd, r) = start();
     let out = r.exec(&Cmd::sh("kill -9 $$")).unwrap();

@@ -36,7 +36,10 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// How to reach and authenticate to nodes, shared by every node of a test.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Deserializable (e.g. from TOML); missing fields take the `Default` values.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct SshConfig {
     /// SSH user name. When it is not `root`, commands built with `Cmd::sudo(true)` (and uploads
     /// and downloads) go through `sudo -n`.
