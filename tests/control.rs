@@ -476,8 +476,7 @@ fn fifty_parallel_commands_on_one_node_are_bounded() {
 fn dead_idle_session_is_reconnected_and_the_command_runs_once() {
     let (sshd, r) = start();
     // Kill (by PID) the per-connection sshd process serving this session, after we return.
-    r.exec_ok(&Cmd::sh("p=$$; while [ \"$(cat /proc/$p/comm)\" != sshd ]; do p=$(cut -d' ' -f4 /proc/$p/stat); done; (sleep 0.2; kill -9 $p) >/dev/null 2>&1 &"))
-    .unwrap();
+    r.exec_ok(&Cmd::sh(KILL_MY_SESSION)).unwrap();
     std::thread::sleep(Duration::from_millis(600));
     let count = sshd.dir.path().join("count");
     let out = r
@@ -494,6 +493,30 @@ fn dead_idle_session_is_reconnected_and_the_command_runs_once() {
     );
     assert_eq!(r.sessions_opened(), 2, "the dead session was replaced");
     assert_eq!(r.open_sessions(), 1);
+}
+
+/// Script that kills (by PID, after 0.2 s) the per-connection sshd process serving this session.
+const KILL_MY_SESSION: &str = "p=$$; while [ \"$(cat /proc/$p/comm)\" != sshd ]; do p=$(cut -d' ' -f4 /proc/$p/stat); done; (sleep 0.2; kill -9 $p) >/dev/null 2>&1 &";
+
+#[test]
+fn node_gone_for_good_is_a_connect_error_after_retries() {
+    let (sshd, r) = start();
+    let port = sshd.port;
+    r.exec_ok(&Cmd::sh(KILL_MY_SESSION)).unwrap();
+    drop(sshd); // the listener is gone too
+    std::thread::sleep(Duration::from_millis(600));
+    let t0 = Instant::now();
+    let err = r.exec(&Cmd::new("true")).unwrap_err();
+    match &err {
+        ExecError::Connect { node, addr, .. } => {
+            assert_eq!(node, "n1");
+            assert_eq!(addr, &format!("127.0.0.1:{port}"));
+        }
+        other => panic!("expected Connect, got {other:?}"),
+    }
+    // retries = 2, backoff 50 ms: a refused port fails fast, no hang.
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    assert_eq!(r.open_sessions(), 0);
 }
 
 #[test]
