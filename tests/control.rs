@@ -45,12 +45,7 @@ fn start() -> (Sshd, SshRemote) {
 #[test]
 fn exec_returns_status_stdout_and_stderr() {
     let (_sshd, r) = start();
-    let out = r
-        .exec(&Cmd::script(
-            "echo out; echo err >&2; exit 3",
-            Vec::<String>::new(),
-        ))
-        .unwrap();
+    let out = r.exec(&Cmd::sh("echo out; echo err >&2; exit 3")).unwrap();
     assert_eq!(out.status, 3);
     assert_eq!(out.stdout, "out\n");
     assert_eq!(out.stderr, "err\n");
@@ -58,7 +53,7 @@ fn exec_returns_status_stdout_and_stderr() {
     assert!(!out.success());
 
     assert_eq!(r.exec_ok(&Cmd::new("echo").arg("hi")).unwrap(), "hi\n");
-    match r.exec_ok(&Cmd::script("echo boom >&2; exit 7", Vec::<String>::new())) {
+    match r.exec_ok(&Cmd::sh("echo boom >&2; exit 7")) {
         Err(ExecError::Failed {
             node,
             status,
@@ -74,11 +69,29 @@ fn exec_returns_status_stdout_and_stderr() {
 }
 
 #[test]
+fn background_process_with_redirected_output_does_not_block() {
+    let (_sshd, r) = start();
+    let t0 = Instant::now();
+    r.exec_ok(&Cmd::sh(
+        "sleep 3 >/dev/null 2>&1 </dev/null & echo started",
+    ))
+    .unwrap();
+    assert!(
+        t0.elapsed() < Duration::from_millis(2_000),
+        "{:?}",
+        t0.elapsed()
+    );
+    // Inherited stdout keeps the command open: it runs into the timeout.
+    let err = r
+        .exec(&Cmd::sh("sleep 3 & echo started").timeout_ms(700))
+        .unwrap_err();
+    assert!(matches!(err, ExecError::Timeout { .. }), "{err:?}");
+}
+
+#[test]
 fn signal_death_reports_128_plus_signal() {
     let (_sshd, r) = start();
-    let out = r
-        .exec(&Cmd::script("kill -9 $$", Vec::<String>::new()))
-        .unwrap();
+    let out = r.exec(&Cmd::sh("kill -9 $$")).unwrap();
     assert_eq!(out.signal.as_deref(), Some("KILL"));
     assert_eq!(out.status, 137);
     assert!(r.exec_ok(&Cmd::new("true")).is_ok(), "session reusable");
@@ -141,7 +154,7 @@ fn quoting_survives_nasty_arguments_byte_exact() {
             .unwrap();
         assert_eq!(&echoed, a, "script arg");
         let env = r
-            .exec_ok(&Cmd::script("printf %s \"$V\"", Vec::<String>::new()).env("V", a.clone()))
+            .exec_ok(&Cmd::sh("printf %s \"$V\"").env("V", a.clone()))
             .unwrap();
         assert_eq!(&env, a, "env value");
     }
@@ -186,10 +199,7 @@ fn large_stdout_and_stderr_together_do_not_deadlock() {
     // 4 MB on each stream, interleaved in 64 KiB pieces: more than libssh2's 2 MiB window.
     let out = r
         .exec(
-            &Cmd::script(
-                "i=0; while [ $i -lt 64 ]; do head -c 65536 /dev/zero | tr '\\0' o; head -c 65536 /dev/zero | tr '\\0' e >&2; i=$((i+1)); done",
-                Vec::<String>::new(),
-            )
+            &Cmd::sh("i=0; while [ $i -lt 64 ]; do head -c 65536 /dev/zero | tr '\\0' o; head -c 65536 /dev/zero | tr '\\0' e >&2; i=$((i+1)); done")
             .timeout_ms(30_000),
         )
         .unwrap();
@@ -232,10 +242,7 @@ fn timeout_fires_and_session_works_afterwards() {
     let r2 = SshRemote::connect("n2", "127.0.0.1", &cfg).unwrap();
     let t0 = Instant::now();
     let err = r2
-        .exec(&Cmd::script(
-            "while :; do echo tick; sleep 0.1; done",
-            Vec::<String>::new(),
-        ))
+        .exec(&Cmd::sh("while :; do echo tick; sleep 0.1; done"))
         .unwrap_err();
     assert!(matches!(err, ExecError::Timeout { .. }), "{err:?}");
     assert!(t0.elapsed() < Duration::from_millis(2_000));
@@ -469,11 +476,7 @@ fn fifty_parallel_commands_on_one_node_are_bounded() {
 fn dead_idle_session_is_reconnected_and_the_command_runs_once() {
     let (sshd, r) = start();
     // Kill (by PID) the per-connection sshd process serving this session, after we return.
-    r.exec_ok(&Cmd::script(
-        "p=$$; while [ \"$(cat /proc/$p/comm)\" != sshd ]; do p=$(cut -d' ' -f4 /proc/$p/stat); done; (sleep 0.2; kill -9 $p) >/dev/null 2>&1 &",
-        Vec::<String>::new(),
-    ))
-    .unwrap();
+    r.exec_ok(&Cmd::sh(KILL_MY_SESSION)).unwrap();
     std::thread::sleep(Duration::from_millis(600));
     let count = sshd.dir.path().join("count");
     let out = r
@@ -490,6 +493,30 @@ fn dead_idle_session_is_reconnected_and_the_command_runs_once() {
     );
     assert_eq!(r.sessions_opened(), 2, "the dead session was replaced");
     assert_eq!(r.open_sessions(), 1);
+}
+
+/// Script that kills (by PID, after 0.2 s) the per-connection sshd process serving this session.
+const KILL_MY_SESSION: &str = "p=$$; while [ \"$(cat /proc/$p/comm)\" != sshd ]; do p=$(cut -d' ' -f4 /proc/$p/stat); done; (sleep 0.2; kill -9 $p) >/dev/null 2>&1 &";
+
+#[test]
+fn node_gone_for_good_is_a_connect_error_after_retries() {
+    let (sshd, r) = start();
+    let port = sshd.port;
+    r.exec_ok(&Cmd::sh(KILL_MY_SESSION)).unwrap();
+    drop(sshd); // the listener is gone too
+    std::thread::sleep(Duration::from_millis(600));
+    let t0 = Instant::now();
+    let err = r.exec(&Cmd::new("true")).unwrap_err();
+    match &err {
+        ExecError::Connect { node, addr, .. } => {
+            assert_eq!(node, "n1");
+            assert_eq!(addr, &format!("127.0.0.1:{port}"));
+        }
+        other => panic!("expected Connect, got {other:?}"),
+    }
+    // retries = 2, backoff 50 ms: a refused port fails fast, no hang.
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    assert_eq!(r.open_sessions(), 0);
 }
 
 #[test]
@@ -569,15 +596,32 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 /// Latency/throughput numbers; run with
-/// `cargo test --test control measure_latency -- --ignored --nocapture`.
+/// `cargo test --release --test control measure_latency -- --ignored --nocapture`.
+///
+/// Variants: `TCP_NODELAY` on/off, and the fixture's sshd with `SetEnv SHLVL=1`, which stops bash
+/// from sourcing root's `~/.bashrc` for every command (bash does that when started by sshd with
+/// `SHLVL` unset), so the transport's own cost is visible.
 #[test]
 #[ignore]
 fn measure_latency() {
-    for nodelay in [true, false] {
-        let sshd = Sshd::start().unwrap();
+    for (nodelay, extra, max_channels) in [
+        (true, "", 8),
+        (true, sshd::SKIP_BASHRC, 8),
+        (true, sshd::SKIP_BASHRC, 1),
+        (false, sshd::SKIP_BASHRC, 8),
+    ] {
+        let sshd = Sshd::start_with(extra).unwrap();
+        let label = format!(
+            "nodelay={nodelay} bashrc={}",
+            if extra.is_empty() {
+                "sourced"
+            } else {
+                "skipped"
+            }
+        );
         let mut cfg = config(&sshd);
         cfg.tcp_nodelay = nodelay;
-        cfg.max_channels = 8;
+        cfg.max_channels = max_channels;
         let t0 = Instant::now();
         let r = Arc::new(SshRemote::connect("n1", "127.0.0.1", &cfg).unwrap());
         let connect = t0.elapsed();
@@ -590,7 +634,7 @@ fn measure_latency() {
         lat.sort();
         let mean = lat.iter().sum::<Duration>() / lat.len() as u32;
         println!(
-            "nodelay={nodelay}: connect {connect:?}; sequential `true` x200: mean {mean:?} p50 {:?} p99 {:?}",
+            "{label}: connect {connect:?}; sequential `true` x200: mean {mean:?} p50 {:?} p99 {:?}",
             percentile(&lat, 0.5),
             percentile(&lat, 0.99)
         );
@@ -611,9 +655,58 @@ fn measure_latency() {
         }
         let el = t.elapsed();
         println!(
-            "nodelay={nodelay}: parallel 8 threads x 50 `true`: {el:?} -> {:.0} cmds/s ({} sessions)",
+            "{label}: parallel 8 threads x 50 `true`: {el:?} -> {:.0} cmds/s ({} sessions)",
             400.0 / el.as_secs_f64(),
             r.open_sessions()
         );
     }
+
+    // For comparison: the design we did not choose, one ssh2 session shared by 8 threads with a
+    // channel each (blocking mode, as ssh2's API invites).
+    let sshd = Sshd::start().unwrap();
+    let tcp = std::net::TcpStream::connect(("127.0.0.1", sshd.port)).unwrap();
+    tcp.set_nodelay(true).unwrap();
+    let mut sess = ssh2::Session::new().unwrap();
+    sess.set_tcp_stream(tcp);
+    sess.handshake().unwrap();
+    sess.userauth_pubkey_file("root", None, &sshd.client_key, None)
+        .unwrap();
+    let t = Instant::now();
+    let handles: Vec<_> = (0..8)
+        .map(|_| {
+            let sess = sess.clone();
+            std::thread::spawn(move || {
+                use std::io::Read;
+                let mut failures = Vec::new();
+                for _ in 0..50 {
+                    let r = (|| -> Result<i32, Box<dyn std::error::Error>> {
+                        let mut ch = sess.channel_session()?;
+                        ch.exec("true")?;
+                        let mut out = String::new();
+                        ch.read_to_string(&mut out)?;
+                        ch.stderr().read_to_string(&mut out)?;
+                        ch.wait_close()?;
+                        Ok(ch.exit_status()?)
+                    })();
+                    if let Err(e) = r {
+                        failures.push(e.to_string());
+                    }
+                }
+                failures
+            })
+        })
+        .collect();
+    let mut failures = Vec::new();
+    for h in handles {
+        failures.extend(h.join().unwrap());
+    }
+    let el = t.elapsed();
+    println!(
+        "shared single session, 8 threads x 50 `true` on own channels: {el:?}, {} of 400 failed{}",
+        failures.len(),
+        failures
+            .first()
+            .map(|e| format!(" (first: {e})"))
+            .unwrap_or_default()
+    );
 }

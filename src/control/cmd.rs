@@ -86,6 +86,12 @@ impl Cmd {
         Cmd::with_program(Program::Script(script)).args(args)
     }
 
+    /// A fixed shell script without positional arguments: `Cmd::script(script, [])` without the
+    /// type annotation. More can still be added with `arg`/`args` (as `$1`, `$2`, ...).
+    pub fn sh(script: &'static str) -> Cmd {
+        Cmd::with_program(Program::Script(script))
+    }
+
     fn with_program(program: Program) -> Cmd {
         Cmd {
             program,
@@ -298,6 +304,11 @@ mod tests {
         assert_eq!(
             Cmd::script("echo \"$1\"", ["$(id)"]).to_shell(),
             "sh -c 'echo \"$1\"' sh '$(id)'"
+        );
+        assert_eq!(Cmd::sh("exit 3").to_shell(), "sh -c 'exit 3' sh");
+        assert_eq!(
+            Cmd::sh("echo \"$1\"").arg("x y"),
+            Cmd::script("echo \"$1\"", ["x y"])
         );
     }
 

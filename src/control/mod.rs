@@ -188,6 +188,10 @@ pub trait Remote: Send + Sync {
 
     /// Run `cmd` and wait for it. Any exit status is `Ok`; `Err` means the command could not be
     /// run or its outcome is unknown (timeout, transport).
+    ///
+    /// The command ends when its stdout and stderr are closed and it exited: a background process
+    /// that inherits them keeps it running until the timeout. Start daemons with their output
+    /// redirected (`daemon >log 2>&1 &`, or `setsid`/`start-stop-daemon`).
     fn exec(&self, cmd: &Cmd) -> Result<ExecOutput, ExecError>;
 
     /// Run `cmd`; a non-zero exit (or a signal) becomes `ExecError::Failed` carrying stderr.
@@ -278,5 +282,44 @@ pub async fn exec_async(remote: Arc<dyn Remote>, cmd: Cmd) -> Result<ExecOutput,
             node,
             reason: e.to_string(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ssh_config_from_partial_toml_uses_defaults() {
+        let cfg: SshConfig = toml::from_str(
+            "user = \"admin\"\nprivate_key = \"/k/id\"\nstrict_host_key_checking = false\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.user, "admin");
+        assert_eq!(cfg.private_key, Some(PathBuf::from("/k/id")));
+        assert!(!cfg.strict_host_key_checking);
+        assert_eq!(cfg.port, 22);
+        assert_eq!(cfg.max_channels, SshConfig::default().max_channels);
+        let err = toml::from_str::<SshConfig>("usr = \"x\"").unwrap_err();
+        assert!(err.to_string().contains("usr"), "{err}");
+    }
+
+    #[test]
+    fn exec_error_messages_name_the_node() {
+        let e = ExecError::Connect {
+            node: "n2".into(),
+            addr: "10.0.0.2:22".into(),
+            reason: "connection refused".into(),
+        };
+        assert_eq!(e.node(), "n2");
+        assert_eq!(
+            e.to_string(),
+            "node n2: cannot connect to 10.0.0.2:22: connection refused"
+        );
+        let all = ConnectAllError { failures: vec![e] };
+        assert_eq!(
+            all.to_string(),
+            "1 node(s) unreachable; node n2: cannot connect to 10.0.0.2:22: connection refused"
+        );
     }
 }
