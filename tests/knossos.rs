@@ -138,3 +138,26 @@ proptest! {
         prop_assert_eq!(w.op.index, invoke, "{}", r.explain());
     }
 }
+
+#[test]
+fn invalid_results_explain_the_failure_in_one_screen() {
+    for f in files("cas-register/bad")
+        .into_iter()
+        .chain(files("mutex/bad"))
+    {
+        let h = read_file(&f, EdnOptions::default()).unwrap();
+        let r = if f.to_string_lossy().contains("mutex") {
+            check_history(&MutexModel, &h, &LinearConfig::default())
+        } else {
+            check_history(&knossos_cas(), &h, &LinearConfig::default())
+        };
+        let text = r.explain();
+        println!("{}:\n{text}\n", f.display());
+        assert!(text.starts_with("invalid: "), "{text}");
+        assert!(text.contains("cannot linearize op"), "{text}");
+        let w = r.parts[0].witness.as_ref().unwrap();
+        // The blocked op is not part of the linearizable prefix, and the prefix replays.
+        assert!(w.prefix_tail.iter().all(|s| s.op.index != w.op.index));
+        assert!(w.prefix_tail.len() <= 50);
+    }
+}

@@ -104,7 +104,9 @@ pub struct Witness {
     pub prefix_tail: Vec<WitnessStep>,
     /// Model state after the prefix.
     pub last_state: String,
-    /// A minimal invalid sub-history found by delta debugging (ops in history order), if run.
+    /// Essential ops found by delta debugging (history order), if run: even if every other read
+    /// in the window is ignored and every other write may have taken effect at any time after its
+    /// invoke or never, these ops cannot be linearized.
     pub minimized: Option<Vec<WitnessOp>>,
     /// True when minimization ran to a 1-minimal result within its budget.
     pub minimized_complete: bool,
@@ -200,11 +202,23 @@ impl LinearResult {
                         w.prefix_len
                     ));
                     if let Some(m) = &w.minimized {
-                        let ops: Vec<String> = m
+                        const SHOWN: usize = 12;
+                        let mut ops: Vec<String> = m
                             .iter()
-                            .map(|o| format!("{}:{} {}", o.index, o.process, o.description))
+                            .take(SHOWN)
+                            .map(|o| {
+                                format!("op {} (process {} {})", o.index, o.process, o.description)
+                            })
                             .collect();
-                        out.push(format!("  minimal invalid ops: {}", ops.join("; ")));
+                        if m.len() > SHOWN {
+                            ops.push(format!("… {} more", m.len() - SHOWN));
+                        }
+                        let how = if w.minimized_complete {
+                            "minimal"
+                        } else {
+                            "reduced, budget ran out"
+                        };
+                        out.push(format!("  essential ops ({how}): {}", ops.join("; ")));
                     }
                 }
                 (Verdict::Unknown, _) => out.push(format!(
@@ -617,8 +631,14 @@ fn witness_op<M: Model>(model: &M, history: &History, p: &PartOp<M::Op>) -> Witn
     }
 }
 
-/// Delta-debug `ops` (already invalid) down to a 1-minimal invalid subset, within `budget`.
-/// Returns the kept part-local ids and whether the result is 1-minimal.
+/// Delta-debug an invalid part into a small set of *essential* ops, within `budget`.
+///
+/// Only relaxations are tried, so the result never blames ops for a violation that removing other
+/// ops created: a non-essential read-only op is dropped, a non-essential mutating op becomes pending
+/// (it may have taken effect at any time after its invoke, or never). The returned ops (part-local
+/// ids, history order) are 1-minimal when the flag is true: relaxing any one of them makes the window
+/// linearizable. Ops invoked after the blocking return cannot take part in the failure and are
+/// excluded from the window first.
 fn minimize<M: Model>(
     model: &M,
     ops: &[PartOp<M::Op>],
@@ -628,23 +648,55 @@ fn minimize<M: Model>(
     let deadline = Instant::now() + budget;
     let cancel = AtomicBool::new(false);
     let mem = AtomicUsize::new(0);
-    let limits = Limits {
-        deadline: Some(deadline),
-        cancel: &cancel,
-        mem_used: &mem,
-        mem_cap: 256 << 20,
-    };
-    let invalid = |ids: &[usize]| {
-        let sub: Vec<PartOp<M::Op>> = ids.iter().map(|&i| ops[i].clone()).collect();
+    // Relaxed candidates can be expensive to search; each gets a slice of the budget, and a
+    // candidate whose search runs out counts as "not shown invalid" (it is kept unrelaxed).
+    let per_check = (budget / 16).max(Duration::from_millis(10));
+    let mut essential_mark = vec![false; ops.len()];
+    let mut invalid = |window: &[usize], essential: &[usize]| {
+        for &i in essential {
+            essential_mark[i] = true;
+        }
+        let sub: Vec<PartOp<M::Op>> = window
+            .iter()
+            .filter_map(|&i| {
+                if essential_mark[i] {
+                    Some(ops[i].clone())
+                } else if model.is_read_only(&ops[i].op) {
+                    None
+                } else {
+                    let mut o = ops[i].clone();
+                    o.ret = None;
+                    Some(o)
+                }
+            })
+            .collect();
+        for &i in essential {
+            essential_mark[i] = false;
+        }
+        let limits = Limits {
+            deadline: Some((Instant::now() + per_check).min(deadline)),
+            cancel: &cancel,
+            mem_used: &mem,
+            mem_cap: 256 << 20,
+        };
         matches!(search(model, &sub, &limits, false).0, Outcome::Invalid(_))
     };
-    // Ops invoked after the blocking return never take part in the failure: drop them first.
-    let mut cur: Vec<usize> = (0..ops.len())
+    let all: Vec<usize> = (0..ops.len()).collect();
+    let mut window: Vec<usize> = all
+        .iter()
+        .copied()
         .filter(|&i| ops[i].call <= blocked_ret)
         .collect();
-    if !invalid(&cur) {
-        cur = (0..ops.len()).collect();
+    let completed = |w: &[usize]| -> Vec<usize> {
+        w.iter()
+            .copied()
+            .filter(|&i| ops[i].ret.is_some())
+            .collect()
+    };
+    if !invalid(&window, &completed(&window)) {
+        window = all;
     }
+    let mut cur = completed(&window);
     let mut gran = 2usize;
     while cur.len() >= 2 {
         if Instant::now() >= deadline {
@@ -659,7 +711,7 @@ fn minimize<M: Model>(
             }
             let end = (start + chunk).min(cur.len());
             let cand: Vec<usize> = cur[..start].iter().chain(&cur[end..]).copied().collect();
-            if invalid(&cand) {
+            if invalid(&window, &cand) {
                 cur = cand;
                 gran = (gran - 1).max(2);
                 reduced = true;
