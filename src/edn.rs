@@ -351,8 +351,11 @@ pub fn parse_all(src: &str) -> Result<Vec<Located>, EdnError> {
     Ok(parse_forms(src)?.into_iter().map(|(l, _)| l).collect())
 }
 
+/// A top-level form and the (line, column) start positions of its elements.
+type FormWithChildren = (Located, Vec<(usize, usize)>);
+
 /// Top-level forms, each with the start positions of its elements when it is a collection.
-fn parse_forms(src: &str) -> Result<Vec<(Located, Vec<(usize, usize)>)>, EdnError> {
+fn parse_forms(src: &str) -> Result<Vec<FormWithChildren>, EdnError> {
     let mut p = Parser {
         src,
         pos: 0,
