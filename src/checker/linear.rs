@@ -467,7 +467,12 @@ fn search<M: Model>(
     let entry_bytes = std::mem::size_of::<M::State>() + 24 + 8;
 
     let mut stack: Vec<(u32, M::State)> = Vec::new();
-    let mut best: Option<(u64, usize, Blocked)> = None;
+    // Furthest blocking point so far: (return position, depth, blocked op), and its prefix. The
+    // saved prefix is updated incrementally: `stable` is the lowest stack depth since the last save,
+    // below which the stack and the saved prefix agree.
+    let mut best: Option<(u64, usize, usize)> = None;
+    let mut best_prefix: Vec<u32> = Vec::new();
+    let mut stable = 0usize;
     let mut reported = 0usize;
     let mut iters = 0u64;
     let mut entry = next[0];
@@ -561,18 +566,22 @@ fn search<M: Model>(
                     Some((bp, bd, _)) => (pos, stack.len()) > (*bp, *bd),
                 };
                 if better {
-                    let prefix = stack.iter().map(|(nd, _)| (*nd - 1) / 2).collect();
-                    best = Some((pos, stack.len(), Blocked { op: id, prefix }));
+                    best_prefix.truncate(stable);
+                    best_prefix.extend(stack[stable..].iter().map(|(nd, _)| (*nd - 1) / 2));
+                    stable = stack.len();
+                    best = Some((pos, stack.len(), id));
                 }
             }
             match stack.pop() {
                 None => {
-                    break Outcome::Invalid(best.take().map(|b| b.2).unwrap_or(Blocked {
-                        op: id,
-                        prefix: Vec::new(),
-                    }));
+                    let op = best.map_or(id, |b| b.2);
+                    break Outcome::Invalid(Blocked {
+                        op,
+                        prefix: std::mem::take(&mut best_prefix),
+                    });
                 }
                 Some((node, s)) => {
+                    stable = stable.min(stack.len());
                     let c = node as usize;
                     let cid = (c - 1) / 2;
                     lin.clear(cid);
@@ -1081,6 +1090,60 @@ mod tests {
         if r.verdict == Verdict::Unknown {
             assert!(r.parts[0].reason.as_ref().unwrap().contains("time limit"));
         }
+    }
+
+    #[test]
+    fn blocked_prefix_replays_and_respects_real_time() {
+        use super::histgen::{GenConfig, generate_register_history};
+        let m = cas();
+        let mut aborted = 0;
+        for seed in 0..40 {
+            let g = GenConfig {
+                processes_per_key: 4,
+                ops: 120,
+                info_probability: 0.03,
+                seed,
+                ..GenConfig::default()
+            };
+            let mut h = generate_register_history(&g);
+            let Some(t) = h
+                .ops
+                .iter()
+                .rposition(|o| o.op_type == OpType::Ok && o.f == "read")
+            else {
+                continue;
+            };
+            h.ops[t].value = json!(-5);
+            let parts = prepare(&m, &h).unwrap();
+            let cancel = AtomicBool::new(false);
+            let mem = AtomicUsize::new(0);
+            let limits = Limits {
+                deadline: Some(Instant::now() + Duration::from_secs(5)),
+                cancel: &cancel,
+                mem_used: &mem,
+                mem_cap: 512 << 20,
+            };
+            let ops = &parts[0].ops;
+            let b = match search(&m, ops, &limits, true).0 {
+                Outcome::Invalid(b) => b,
+                Outcome::Aborted(_) => {
+                    aborted += 1;
+                    continue;
+                }
+                Outcome::Valid => panic!("seed {seed}: expected invalid"),
+            };
+            assert_eq!(ops[b.op].completion_idx, Some(t), "seed {seed}");
+            let mut s = m.init();
+            for (k, &id) in b.prefix.iter().enumerate() {
+                s = m.step(&s, &ops[id as usize].op).expect("prefix replays");
+                // No later prefix op may have returned before this one was invoked.
+                for &later in &b.prefix[k + 1..] {
+                    let r = ops[later as usize].ret.unwrap_or(u64::MAX);
+                    assert!(r > ops[id as usize].call, "seed {seed}: real-time order");
+                }
+            }
+        }
+        assert!(aborted < 10, "{aborted} of 40 searches hit the budget");
     }
 
     #[test]
