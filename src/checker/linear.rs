@@ -5,7 +5,13 @@
 //! `checkSingle`: a doubly linked list of call/return entries, lift/unlift, and a cache of
 //! (linearized-op bitset, model state)), budgets (wall time, cache memory) and witnesses (the op that
 //! cannot be linearized, the longest linearizable prefix, a delta-debugged minimal sub-history).
-//! Does not own the sequential specifications (`crate::model`) or history parsing.
+//! Does not own the sequential specifications (`crate::model`) or history parsing. The submodule
+//! `histgen` generates linearizable-by-construction histories for tests and benchmarks.
+//!
+//! Cache keys stay small: a configuration is (model state, set of linearized ops), and the set is
+//! encoded as a watermark over completed ops in invoke order (all below it linearized) plus the
+//! bitset words above it, plus a bitset of pending ops; the hash is Zobrist (XOR of per-op random
+//! words), updated in O(1) per lift/unlift.
 //!
 //! Semantics: an op converted to `Convert::Completed` must take effect between its invoke and its
 //! completion; a `Convert::Pending` op (crashed, `info`, or never completed) has its return entry at
