@@ -68,9 +68,9 @@ impl Default for LinearConfig {
 /// A history op as shown in a witness.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct WitnessOp {
-    /// History index of the invoke.
+    /// Position of the invoke in the history (0-based; equals `Op::index` in dense histories).
     pub index: u64,
-    /// History index of the completion, if any.
+    /// Position of the completion, if any.
     pub completion_index: Option<u64>,
     /// Completion type: `ok`, `fail`, `info`, or `none` when the op never completed.
     pub outcome: String,
@@ -633,8 +633,8 @@ fn witness_op<M: Model>(model: &M, history: &History, p: &PartOp<M::Op>) -> Witn
         _ => inv.value.clone(),
     };
     WitnessOp {
-        index: inv.index,
-        completion_index: comp.map(|c| c.index),
+        index: p.invoke_idx as u64,
+        completion_index: p.completion_idx.map(|j| j as u64),
         outcome: outcome.to_string(),
         process: inv.process.to_string(),
         f: inv.f.clone(),
@@ -1150,6 +1150,46 @@ mod tests {
             }
         }
         assert!(aborted < 10, "{aborted} of 40 searches hit the budget");
+    }
+
+    #[test]
+    fn etcd_jsonl_history_with_absent_reads_and_cas_mismatch() {
+        let text = r#"{"type":"invoke","process":0,"f":"read","key":"k1","value":null}
+{"type":"ok","process":0,"f":"read","key":"k1","value":null}
+{"type":"invoke","process":1,"f":"cas","key":"k1","value":[0,1]}
+{"type":"fail","process":1,"f":"cas","key":"k1","value":[0,1],"error":"cas-mismatch"}
+{"type":"invoke","process":2,"f":"write","key":"k1","value":3}
+{"type":"info","process":2,"f":"write","key":"k1","value":3,"error":"timeout"}
+{"type":"invoke","process":"nemesis","f":"start-partition","value":null}
+{"type":"invoke","process":0,"f":"cas","key":"k1","value":[3,4]}
+{"type":"ok","process":0,"f":"cas","key":"k1","value":[3,4]}
+{"type":"invoke","process":1,"f":"read","key":"k2","value":null}
+{"type":"ok","process":1,"f":"read","key":"k2","value":null}
+"#;
+        let h = History::read_jsonl(text.as_bytes(), "etcd.jsonl").unwrap();
+        let r = check_history(&cas(), &h, &LinearConfig::default());
+        assert_eq!(r.verdict, Verdict::Valid, "{}", r.explain());
+        assert_eq!(r.parts.len(), 2);
+        assert_eq!(
+            r.parts[0].op_count, 4,
+            "read, cas-mismatch, info write, cas"
+        );
+        assert_eq!(r.parts[0].pending_count, 1);
+        // A later read of "absent" on k1 contradicts the successful cas.
+        let bad = format!(
+            "{text}{}\n{}\n",
+            r#"{"type":"invoke","process":3,"f":"read","key":"k1","value":null}"#,
+            r#"{"type":"ok","process":3,"f":"read","key":"k1","value":null}"#
+        );
+        let h = History::read_jsonl(bad.as_bytes(), "etcd.jsonl").unwrap();
+        let r = check_history(&cas(), &h, &LinearConfig::default());
+        assert_eq!(r.verdict, Verdict::Invalid);
+        assert!(
+            r.explain()
+                .contains("key k1: cannot linearize op 11 (process 3 read → absent"),
+            "{}",
+            r.explain()
+        );
     }
 
     #[test]
