@@ -269,7 +269,14 @@ fn prepare<M: Model>(model: &M, history: &History) -> Result<Vec<Part<M::Op>>, S
         }
         let completion_idx = pairs[i];
         let completion = completion_idx.map(|j| &history.ops[j]);
-        let (mop, ret) = match model.convert(op, completion)? {
+        let converted = model.convert(op, completion).map_err(|e| {
+            if op.index as usize == i {
+                e
+            } else {
+                format!("history position {i}: {e}")
+            }
+        })?;
+        let (mop, ret) = match converted {
             Convert::Skip => continue,
             Convert::Completed(m) => match completion_idx {
                 Some(j) => (m, Some(j as u64)),
