@@ -60,6 +60,12 @@ pub trait Model: Send + Sync {
     fn convert(&self, invoke: &Op, completion: Option<&Op>) -> Result<Convert<Self::Op>, String>;
     /// Apply `op` with its observed output to `s`: the next state, or `None` if inconsistent.
     fn step(&self, s: &Self::State, op: &Self::Op) -> Option<Self::State>;
+    /// True when `op` never changes the state (a pure observation). Witness minimization may drop
+    /// such ops; others it only relaxes. The default `false` is always safe.
+    fn is_read_only(&self, op: &Self::Op) -> bool {
+        let _ = op;
+        false
+    }
     /// Human description of an op, e.g. `read → 3`.
     fn describe_op(&self, op: &Self::Op) -> String;
     /// Human description of a state.
@@ -267,6 +273,10 @@ impl Model for RegisterModel {
         }
     }
 
+    fn is_read_only(&self, op: &RegisterOp) -> bool {
+        matches!(op, RegisterOp::Read(_) | RegisterOp::CasMismatch(_))
+    }
+
     fn describe_op(&self, op: &RegisterOp) -> String {
         match *op {
             RegisterOp::Read(v) => format!("read → {}", show_opt(v)),
@@ -382,6 +392,10 @@ impl Model for MultiRegisterModel {
         Some(next)
     }
 
+    fn is_read_only(&self, op: &Vec<MicroOp>) -> bool {
+        op.iter().all(|m| matches!(m, MicroOp::Read(..)))
+    }
+
     fn describe_op(&self, op: &Vec<MicroOp>) -> String {
         let parts: Vec<String> = op
             .iter()
@@ -485,6 +499,10 @@ impl Model for KvModel {
         }
     }
 
+    fn is_read_only(&self, op: &KvOp) -> bool {
+        matches!(op, KvOp::Get(..))
+    }
+
     fn describe_op(&self, op: &KvOp) -> String {
         match op {
             KvOp::Get(k, v) => format!("get {k} → {v:?}"),
@@ -568,6 +586,10 @@ impl Model for SetModel {
             }
             SetOp::Read(r) => (s == r).then(|| s.clone()),
         }
+    }
+
+    fn is_read_only(&self, op: &SetOp) -> bool {
+        matches!(op, SetOp::Read(_))
     }
 
     fn describe_op(&self, op: &SetOp) -> String {
@@ -662,6 +684,10 @@ impl Model for QueueModel {
                 Some(n)
             }
         }
+    }
+
+    fn is_read_only(&self, op: &QueueOp) -> bool {
+        matches!(op, QueueOp::Dequeue(None))
     }
 
     fn describe_op(&self, op: &QueueOp) -> String {
@@ -798,6 +824,10 @@ impl Model for CounterModel {
             CounterOp::Add(d) => s.checked_add(d),
             CounterOp::Read(v) => (*s == v).then_some(*s),
         }
+    }
+
+    fn is_read_only(&self, op: &CounterOp) -> bool {
+        matches!(op, CounterOp::Read(_))
     }
 
     fn describe_op(&self, op: &CounterOp) -> String {

@@ -10,7 +10,9 @@ use shakedown::checker::linear::histgen::{GenConfig, generate_register_history};
 use shakedown::checker::linear::{LinearConfig, check_history};
 use shakedown::edn::{EdnOptions, read_file};
 use shakedown::history::{History, OpType};
-use shakedown::model::{Model, MultiRegisterModel, MutexModel, RegisterConfig, RegisterModel};
+use shakedown::model::{
+    Convert, Model, MultiRegisterModel, MutexModel, RegisterConfig, RegisterModel, RegisterOp,
+};
 use std::path::{Path, PathBuf};
 
 fn data(rel: &str) -> PathBuf {
@@ -137,4 +139,190 @@ proptest! {
         let w = r.parts[0].witness.as_ref().unwrap();
         prop_assert_eq!(w.op.index, invoke, "{}", r.explain());
     }
+}
+
+#[test]
+fn invalid_results_explain_the_failure_in_one_screen() {
+    for f in files("cas-register/bad")
+        .into_iter()
+        .chain(files("mutex/bad"))
+    {
+        let h = read_file(&f, EdnOptions::default()).unwrap();
+        let cfg = LinearConfig {
+            minimize_time_limit: Some(std::time::Duration::from_millis(300)),
+            ..LinearConfig::default()
+        };
+        let r = if f.to_string_lossy().contains("mutex") {
+            check_history(&MutexModel, &h, &cfg)
+        } else {
+            check_history(&knossos_cas(), &h, &cfg)
+        };
+        let text = r.explain();
+        println!("{}:\n{text}\n", f.display());
+        assert!(text.starts_with("invalid: "), "{text}");
+        assert!(text.contains("cannot linearize op"), "{text}");
+        let w = r.parts[0].witness.as_ref().unwrap();
+        // The blocked op is not part of the linearizable prefix, and the prefix replays.
+        assert!(w.prefix_tail.iter().all(|s| s.op.index != w.op.index));
+        assert!(w.prefix_tail.len() <= 50);
+    }
+}
+
+/// Reference checker: try every order of the converted ops that respects real time, with each
+/// pending op either placed somewhere after its invoke or never. Exponential; small inputs only.
+fn brute_force_valid(h: &History) -> bool {
+    let m = RegisterModel::cas_register(RegisterConfig::etcd());
+    let pairs = h.pairs().unwrap();
+    let mut ops = Vec::new();
+    for (i, op) in h.ops.iter().enumerate() {
+        if op.op_type != OpType::Invoke {
+            continue;
+        }
+        let c = pairs[i].map(|j| &h.ops[j]);
+        match m.convert(op, c).unwrap() {
+            Convert::Skip => {}
+            Convert::Completed(o) => ops.push((i, pairs[i], o)),
+            Convert::Pending(o) => ops.push((i, None, o)),
+        }
+    }
+    fn go(
+        m: &RegisterModel,
+        ops: &[(usize, Option<usize>, RegisterOp)],
+        done: &mut Vec<bool>,
+        s: Option<i64>,
+    ) -> bool {
+        if ops
+            .iter()
+            .zip(done.iter())
+            .all(|(o, d)| *d || o.1.is_none())
+        {
+            return true;
+        }
+        for k in 0..ops.len() {
+            if done[k] {
+                continue;
+            }
+            // k may go next only if no other unplaced completed op returned before k was invoked.
+            let blocked = ops
+                .iter()
+                .enumerate()
+                .any(|(j, o)| !done[j] && j != k && o.1.is_some_and(|r| r < ops[k].0));
+            if blocked {
+                continue;
+            }
+            if let Some(ns) = m.step(&s, &ops[k].2) {
+                done[k] = true;
+                let ok = go(m, ops, done, ns);
+                done[k] = false;
+                if ok {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+    let mut done = vec![false; ops.len()];
+    go(&m, &ops, &mut done, m.init())
+}
+
+/// A random well-formed small history: 3 processes, small values, ok/fail/info completions, some
+/// invokes left open.
+fn random_history() -> impl Strategy<Value = History> {
+    proptest::collection::vec((0u64..3, 0u8..10, 0i64..3, 0i64..3, 0u8..10), 1..16).prop_map(
+        |steps| {
+            use shakedown::history::{Op, Process};
+            let mut open: [Option<(String, serde_json::Value)>; 3] = [None, None, None];
+            let mut ops = Vec::new();
+            for (p, kind, a, b, outcome) in steps {
+                let proc_ = Process::Client(p);
+                match open[p as usize].take() {
+                    None => {
+                        let (f, v) = match kind % 3 {
+                            0 => ("read", serde_json::Value::Null),
+                            1 => ("write", serde_json::json!(a)),
+                            _ => ("cas", serde_json::json!([a, b])),
+                        };
+                        ops.push(Op::new(OpType::Invoke, proc_, f, v.clone()));
+                        open[p as usize] = Some((f.to_string(), v));
+                    }
+                    Some((f, v)) => {
+                        let t = match outcome {
+                            0..6 => OpType::Ok,
+                            6..8 => OpType::Fail,
+                            _ => OpType::Info,
+                        };
+                        let v = if f == "read" && t == OpType::Ok {
+                            if a == 2 {
+                                serde_json::Value::Null
+                            } else {
+                                serde_json::json!(b)
+                            }
+                        } else {
+                            v
+                        };
+                        let mut op = Op::new(t, proc_, f.as_str(), v);
+                        if f == "cas" && t == OpType::Fail && kind % 2 == 0 {
+                            op.error = Some("cas-mismatch".into());
+                        }
+                        ops.push(op);
+                    }
+                }
+            }
+            History::from_ops(ops)
+        },
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, .. ProptestConfig::default() })]
+
+    #[test]
+    fn search_agrees_with_brute_force(h in random_history()) {
+        let expect = if brute_force_valid(&h) { Verdict::Valid } else { Verdict::Invalid };
+        let r = check_history(&RegisterModel::cas_register(RegisterConfig::etcd()), &h, &cfg_fast());
+        prop_assert_eq!(r.verdict, expect, "{:#?}\n{}", h.ops, r.explain());
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
+
+    #[test]
+    fn multi_key_histories_split_and_name_the_bad_key(seed in any::<u64>(), keys in 2usize..6, pick in any::<prop::sample::Index>()) {
+        let g = GenConfig { keys, processes_per_key: 3, ops: 300, info_probability: 0.05, seed, ..GenConfig::default() };
+        let mut h = generate_register_history(&g);
+        let m = RegisterModel::cas_register(RegisterConfig::etcd());
+        let r = check_history(&m, &h, &cfg_fast());
+        prop_assert_eq!(r.verdict, Verdict::Valid, "{}", r.explain());
+        prop_assert_eq!(r.parts.len(), keys);
+        let reads: Vec<usize> = h.ops.iter().enumerate()
+            .filter(|(_, o)| o.op_type == OpType::Ok && o.f == "read")
+            .map(|(i, _)| i).collect();
+        prop_assume!(!reads.is_empty());
+        let target = reads[pick.index(reads.len())];
+        h.ops[target].value = serde_json::json!(-1);
+        let bad_key = h.ops[target].key.clone();
+        let r = check_history(&m, &h, &cfg_fast());
+        prop_assert_eq!(r.verdict, Verdict::Invalid);
+        let bad: Vec<_> = r.parts.iter().filter(|p| p.verdict == Verdict::Invalid).collect();
+        prop_assert_eq!(bad.len(), 1);
+        prop_assert_eq!(&bad[0].key, &bad_key);
+    }
+}
+
+#[test]
+fn random_histories_cover_both_verdicts() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let mut runner = TestRunner::deterministic();
+    let strategy = random_history();
+    let mut valid = 0;
+    let n = 300;
+    for _ in 0..n {
+        let h = strategy.new_tree(&mut runner).unwrap().current();
+        if brute_force_valid(&h) {
+            valid += 1;
+        }
+    }
+    assert!(valid > n / 10 && valid < n * 9 / 10, "{valid} of {n} valid");
 }

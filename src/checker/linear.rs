@@ -5,7 +5,13 @@
 //! `checkSingle`: a doubly linked list of call/return entries, lift/unlift, and a cache of
 //! (linearized-op bitset, model state)), budgets (wall time, cache memory) and witnesses (the op that
 //! cannot be linearized, the longest linearizable prefix, a delta-debugged minimal sub-history).
-//! Does not own the sequential specifications (`crate::model`) or history parsing.
+//! Does not own the sequential specifications (`crate::model`) or history parsing. The submodule
+//! `histgen` generates linearizable-by-construction histories for tests and benchmarks.
+//!
+//! Cache keys stay small: a configuration is (model state, set of linearized ops), and the set is
+//! encoded as a watermark over completed ops in invoke order (all below it linearized) plus the
+//! bitset words above it, plus a bitset of pending ops; the hash is Zobrist (XOR of per-op random
+//! words), updated in O(1) per lift/unlift.
 //!
 //! Semantics: an op converted to `Convert::Completed` must take effect between its invoke and its
 //! completion; a `Convert::Pending` op (crashed, `info`, or never completed) has its return entry at
@@ -62,9 +68,9 @@ impl Default for LinearConfig {
 /// A history op as shown in a witness.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct WitnessOp {
-    /// History index of the invoke.
+    /// Position of the invoke in the history (0-based; equals `Op::index` in dense histories).
     pub index: u64,
-    /// History index of the completion, if any.
+    /// Position of the completion, if any.
     pub completion_index: Option<u64>,
     /// Completion type: `ok`, `fail`, `info`, or `none` when the op never completed.
     pub outcome: String,
@@ -104,7 +110,9 @@ pub struct Witness {
     pub prefix_tail: Vec<WitnessStep>,
     /// Model state after the prefix.
     pub last_state: String,
-    /// A minimal invalid sub-history found by delta debugging (ops in history order), if run.
+    /// Essential ops found by delta debugging (history order), if run: even if every other read
+    /// in the window is ignored and every other write may have taken effect at any time after its
+    /// invoke or never, these ops cannot be linearized.
     pub minimized: Option<Vec<WitnessOp>>,
     /// True when minimization ran to a 1-minimal result within its budget.
     pub minimized_complete: bool,
@@ -200,11 +208,23 @@ impl LinearResult {
                         w.prefix_len
                     ));
                     if let Some(m) = &w.minimized {
-                        let ops: Vec<String> = m
+                        const SHOWN: usize = 12;
+                        let mut ops: Vec<String> = m
                             .iter()
-                            .map(|o| format!("{}:{} {}", o.index, o.process, o.description))
+                            .take(SHOWN)
+                            .map(|o| {
+                                format!("op {} (process {} {})", o.index, o.process, o.description)
+                            })
                             .collect();
-                        out.push(format!("  minimal invalid ops: {}", ops.join("; ")));
+                        if m.len() > SHOWN {
+                            ops.push(format!("… {} more", m.len() - SHOWN));
+                        }
+                        let how = if w.minimized_complete {
+                            "minimal"
+                        } else {
+                            "reduced, budget ran out"
+                        };
+                        out.push(format!("  essential ops ({how}): {}", ops.join("; ")));
                     }
                 }
                 (Verdict::Unknown, _) => out.push(format!(
@@ -249,7 +269,14 @@ fn prepare<M: Model>(model: &M, history: &History) -> Result<Vec<Part<M::Op>>, S
         }
         let completion_idx = pairs[i];
         let completion = completion_idx.map(|j| &history.ops[j]);
-        let (mop, ret) = match model.convert(op, completion)? {
+        let converted = model.convert(op, completion).map_err(|e| {
+            if op.index as usize == i {
+                e
+            } else {
+                format!("history position {i}: {e}")
+            }
+        })?;
+        let (mop, ret) = match converted {
             Convert::Skip => continue,
             Convert::Completed(m) => match completion_idx {
                 Some(j) => (m, Some(j as u64)),
@@ -453,7 +480,12 @@ fn search<M: Model>(
     let entry_bytes = std::mem::size_of::<M::State>() + 24 + 8;
 
     let mut stack: Vec<(u32, M::State)> = Vec::new();
-    let mut best: Option<(u64, usize, Blocked)> = None;
+    // Furthest blocking point so far: (return position, depth, blocked op), and its prefix. The
+    // saved prefix is updated incrementally: `stable` is the lowest stack depth since the last save,
+    // below which the stack and the saved prefix agree.
+    let mut best: Option<(u64, usize, usize)> = None;
+    let mut best_prefix: Vec<u32> = Vec::new();
+    let mut stable = 0usize;
     let mut reported = 0usize;
     let mut iters = 0u64;
     let mut entry = next[0];
@@ -547,18 +579,22 @@ fn search<M: Model>(
                     Some((bp, bd, _)) => (pos, stack.len()) > (*bp, *bd),
                 };
                 if better {
-                    let prefix = stack.iter().map(|(nd, _)| (*nd - 1) / 2).collect();
-                    best = Some((pos, stack.len(), Blocked { op: id, prefix }));
+                    best_prefix.truncate(stable);
+                    best_prefix.extend(stack[stable..].iter().map(|(nd, _)| (*nd - 1) / 2));
+                    stable = stack.len();
+                    best = Some((pos, stack.len(), id));
                 }
             }
             match stack.pop() {
                 None => {
-                    break Outcome::Invalid(best.take().map(|b| b.2).unwrap_or(Blocked {
-                        op: id,
-                        prefix: Vec::new(),
-                    }));
+                    let op = best.map_or(id, |b| b.2);
+                    break Outcome::Invalid(Blocked {
+                        op,
+                        prefix: std::mem::take(&mut best_prefix),
+                    });
                 }
                 Some((node, s)) => {
+                    stable = stable.min(stack.len());
                     let c = node as usize;
                     let cid = (c - 1) / 2;
                     lin.clear(cid);
@@ -604,8 +640,8 @@ fn witness_op<M: Model>(model: &M, history: &History, p: &PartOp<M::Op>) -> Witn
         _ => inv.value.clone(),
     };
     WitnessOp {
-        index: inv.index,
-        completion_index: comp.map(|c| c.index),
+        index: p.invoke_idx as u64,
+        completion_index: p.completion_idx.map(|j| j as u64),
         outcome: outcome.to_string(),
         process: inv.process.to_string(),
         f: inv.f.clone(),
@@ -617,8 +653,14 @@ fn witness_op<M: Model>(model: &M, history: &History, p: &PartOp<M::Op>) -> Witn
     }
 }
 
-/// Delta-debug `ops` (already invalid) down to a 1-minimal invalid subset, within `budget`.
-/// Returns the kept part-local ids and whether the result is 1-minimal.
+/// Delta-debug an invalid part into a small set of *essential* ops, within `budget`.
+///
+/// Only relaxations are tried, so the result never blames ops for a violation that removing other
+/// ops created: a non-essential read-only op is dropped, a non-essential mutating op becomes pending
+/// (it may have taken effect at any time after its invoke, or never). The returned ops (part-local
+/// ids, history order) are 1-minimal when the flag is true: relaxing any one of them makes the window
+/// linearizable. Ops invoked after the blocking return cannot take part in the failure and are
+/// excluded from the window first.
 fn minimize<M: Model>(
     model: &M,
     ops: &[PartOp<M::Op>],
@@ -628,23 +670,55 @@ fn minimize<M: Model>(
     let deadline = Instant::now() + budget;
     let cancel = AtomicBool::new(false);
     let mem = AtomicUsize::new(0);
-    let limits = Limits {
-        deadline: Some(deadline),
-        cancel: &cancel,
-        mem_used: &mem,
-        mem_cap: 256 << 20,
-    };
-    let invalid = |ids: &[usize]| {
-        let sub: Vec<PartOp<M::Op>> = ids.iter().map(|&i| ops[i].clone()).collect();
+    // Relaxed candidates can be expensive to search; each gets a slice of the budget, and a
+    // candidate whose search runs out counts as "not shown invalid" (it is kept unrelaxed).
+    let per_check = (budget / 16).max(Duration::from_millis(10));
+    let mut essential_mark = vec![false; ops.len()];
+    let mut invalid = |window: &[usize], essential: &[usize]| {
+        for &i in essential {
+            essential_mark[i] = true;
+        }
+        let sub: Vec<PartOp<M::Op>> = window
+            .iter()
+            .filter_map(|&i| {
+                if essential_mark[i] {
+                    Some(ops[i].clone())
+                } else if model.is_read_only(&ops[i].op) {
+                    None
+                } else {
+                    let mut o = ops[i].clone();
+                    o.ret = None;
+                    Some(o)
+                }
+            })
+            .collect();
+        for &i in essential {
+            essential_mark[i] = false;
+        }
+        let limits = Limits {
+            deadline: Some((Instant::now() + per_check).min(deadline)),
+            cancel: &cancel,
+            mem_used: &mem,
+            mem_cap: 256 << 20,
+        };
         matches!(search(model, &sub, &limits, false).0, Outcome::Invalid(_))
     };
-    // Ops invoked after the blocking return never take part in the failure: drop them first.
-    let mut cur: Vec<usize> = (0..ops.len())
+    let all: Vec<usize> = (0..ops.len()).collect();
+    let mut window: Vec<usize> = all
+        .iter()
+        .copied()
         .filter(|&i| ops[i].call <= blocked_ret)
         .collect();
-    if !invalid(&cur) {
-        cur = (0..ops.len()).collect();
+    let completed = |w: &[usize]| -> Vec<usize> {
+        w.iter()
+            .copied()
+            .filter(|&i| ops[i].ret.is_some())
+            .collect()
+    };
+    if !invalid(&window, &completed(&window)) {
+        window = all;
     }
+    let mut cur = completed(&window);
     let mut gran = 2usize;
     while cur.len() >= 2 {
         if Instant::now() >= deadline {
@@ -659,7 +733,7 @@ fn minimize<M: Model>(
             }
             let end = (start + chunk).min(cur.len());
             let cand: Vec<usize> = cur[..start].iter().chain(&cur[end..]).copied().collect();
-            if invalid(&cand) {
+            if invalid(&window, &cand) {
                 cur = cand;
                 gran = (gran - 1).max(2);
                 reduced = true;
@@ -1029,6 +1103,100 @@ mod tests {
         if r.verdict == Verdict::Unknown {
             assert!(r.parts[0].reason.as_ref().unwrap().contains("time limit"));
         }
+    }
+
+    #[test]
+    fn blocked_prefix_replays_and_respects_real_time() {
+        use super::histgen::{GenConfig, generate_register_history};
+        let m = cas();
+        let mut aborted = 0;
+        for seed in 0..40 {
+            let g = GenConfig {
+                processes_per_key: 4,
+                ops: 120,
+                info_probability: 0.03,
+                seed,
+                ..GenConfig::default()
+            };
+            let mut h = generate_register_history(&g);
+            let Some(t) = h
+                .ops
+                .iter()
+                .rposition(|o| o.op_type == OpType::Ok && o.f == "read")
+            else {
+                continue;
+            };
+            h.ops[t].value = json!(-5);
+            let parts = prepare(&m, &h).unwrap();
+            let cancel = AtomicBool::new(false);
+            let mem = AtomicUsize::new(0);
+            let limits = Limits {
+                deadline: Some(Instant::now() + Duration::from_secs(5)),
+                cancel: &cancel,
+                mem_used: &mem,
+                mem_cap: 512 << 20,
+            };
+            let ops = &parts[0].ops;
+            let b = match search(&m, ops, &limits, true).0 {
+                Outcome::Invalid(b) => b,
+                Outcome::Aborted(_) => {
+                    aborted += 1;
+                    continue;
+                }
+                Outcome::Valid => panic!("seed {seed}: expected invalid"),
+            };
+            assert_eq!(ops[b.op].completion_idx, Some(t), "seed {seed}");
+            let mut s = m.init();
+            for (k, &id) in b.prefix.iter().enumerate() {
+                s = m.step(&s, &ops[id as usize].op).expect("prefix replays");
+                // No later prefix op may have returned before this one was invoked.
+                for &later in &b.prefix[k + 1..] {
+                    let r = ops[later as usize].ret.unwrap_or(u64::MAX);
+                    assert!(r > ops[id as usize].call, "seed {seed}: real-time order");
+                }
+            }
+        }
+        assert!(aborted < 10, "{aborted} of 40 searches hit the budget");
+    }
+
+    #[test]
+    fn etcd_jsonl_history_with_absent_reads_and_cas_mismatch() {
+        let text = r#"{"type":"invoke","process":0,"f":"read","key":"k1","value":null}
+{"type":"ok","process":0,"f":"read","key":"k1","value":null}
+{"type":"invoke","process":1,"f":"cas","key":"k1","value":[0,1]}
+{"type":"fail","process":1,"f":"cas","key":"k1","value":[0,1],"error":"cas-mismatch"}
+{"type":"invoke","process":2,"f":"write","key":"k1","value":3}
+{"type":"info","process":2,"f":"write","key":"k1","value":3,"error":"timeout"}
+{"type":"invoke","process":"nemesis","f":"start-partition","value":null}
+{"type":"invoke","process":0,"f":"cas","key":"k1","value":[3,4]}
+{"type":"ok","process":0,"f":"cas","key":"k1","value":[3,4]}
+{"type":"invoke","process":1,"f":"read","key":"k2","value":null}
+{"type":"ok","process":1,"f":"read","key":"k2","value":null}
+"#;
+        let h = History::read_jsonl(text.as_bytes(), "etcd.jsonl").unwrap();
+        let r = check_history(&cas(), &h, &LinearConfig::default());
+        assert_eq!(r.verdict, Verdict::Valid, "{}", r.explain());
+        assert_eq!(r.parts.len(), 2);
+        assert_eq!(
+            r.parts[0].op_count, 4,
+            "read, cas-mismatch, info write, cas"
+        );
+        assert_eq!(r.parts[0].pending_count, 1);
+        // A later read of "absent" on k1 contradicts the successful cas.
+        let bad = format!(
+            "{text}{}\n{}\n",
+            r#"{"type":"invoke","process":3,"f":"read","key":"k1","value":null}"#,
+            r#"{"type":"ok","process":3,"f":"read","key":"k1","value":null}"#
+        );
+        let h = History::read_jsonl(bad.as_bytes(), "etcd.jsonl").unwrap();
+        let r = check_history(&cas(), &h, &LinearConfig::default());
+        assert_eq!(r.verdict, Verdict::Invalid);
+        assert!(
+            r.explain()
+                .contains("key k1: cannot linearize op 11 (process 3 read → absent"),
+            "{}",
+            r.explain()
+        );
     }
 
     #[test]
