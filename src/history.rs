@@ -327,6 +327,11 @@ impl<W: Write> HistoryWriter<W> {
         Ok(op.index)
     }
 
+    /// The underlying writer.
+    pub fn get_ref(&self) -> &W {
+        &self.out
+    }
+
     /// Flush the underlying writer.
     pub fn flush(&mut self) -> std::io::Result<()> {
         self.out.flush()

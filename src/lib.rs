@@ -1,15 +1,25 @@
 //! shakedown: a Jepsen-style fault-injection test harness.
 //!
 //! See ARCHITECTURE.md for the bird's-eye view. Pure core: `history`, `generator`, `model`,
-//! `checker`. Impure shell: `control`, `sandbox`, `db`, `client`, `nemesis`, `interpreter`,
-//! `store`, `cli`.
+//! `checker`, `edn`, `spec`, `config`, `summary`. Impure shell: `control`, `sandbox`, `db`,
+//! `client`, `nemesis`, `interpreter`, `store`, `runner`, `bench`, `cli`, `app`.
 
+pub mod app;
+pub mod bench;
 pub mod checker;
+pub mod cli;
 pub mod client;
+pub mod config;
 pub mod control;
 pub mod db;
 pub mod edn;
 pub mod generator;
 pub mod history;
+pub mod interpreter;
 pub mod model;
+pub mod nemesis;
+pub mod runner;
 pub mod sandbox;
+pub mod spec;
+pub mod store;
+pub mod summary;

@@ -1,5 +1,42 @@
-//! The `shakedown` binary: parses the command line and hands over to the library.
+//! The `shakedown` binary: parses the command line, runs the command, maps outcomes to exit codes
+//! (0 valid, 1 invalid, 2 unknown, 3 usage/configuration error, 4 runtime error).
 
-fn main() {
-    println!("shakedown");
+use clap::Parser;
+use shakedown::cli::{Cli, Command, EXIT_RUNTIME, EXIT_USAGE, SandboxAction};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code as u8);
+        }
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let code = match cli.command {
+        Command::Run(args) => shakedown::app::run(args),
+        Command::Check(args) => shakedown::app::check(args),
+        Command::Sandbox(s) => match s.sandbox.to_config() {
+            Err(e) => {
+                eprintln!("error: {e}");
+                EXIT_USAGE
+            }
+            Ok(cfg) => shakedown::app::sandbox(
+                cfg,
+                matches!(s.action, SandboxAction::Up),
+                matches!(s.action, SandboxAction::Down),
+            ),
+        },
+        Command::Bench(args) => shakedown::app::bench(args),
+    };
+    let _ = EXIT_RUNTIME;
+    ExitCode::from(code as u8)
 }

@@ -1333,3 +1333,12 @@ mod tests {
         );
     }
 }
+
+impl std::fmt::Display for ReadMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ReadMode::Linearizable => "linearizable",
+            ReadMode::Serializable => "serializable",
+        })
+    }
+}

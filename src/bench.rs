@@ -1,0 +1,187 @@
+//! `shakedown bench`: the controller's overhead against a bare client loop on the same cluster.
+//!
+//! Brings up the sandbox and a fresh etcd, then alternates a bare loop of etcd clients
+//! (`client::etcd::bare_loop`, no generator, no history) with the full interpreter (register
+//! workload, unlimited rate, history written to a scratch run directory, no faults), each for
+//! `--duration` seconds at the same concurrency, twice each, and reports ops/s and the throughput
+//! loss. The scratch run directories live under a temporary directory and are removed.
+
+use crate::cli::BenchArgs;
+use crate::client::etcd::{OpMix, bare_loop};
+use crate::config::TestConfig;
+use crate::db::Db;
+use crate::db::etcd::{Etcd, EtcdConfig};
+use crate::runner::{RunError, connect, on_nodes};
+use crate::store::RunDir;
+use std::time::Duration;
+
+/// Measured throughput of both sides.
+#[derive(Debug, serde::Serialize)]
+pub struct OverheadReport {
+    /// Concurrent clients on both sides.
+    pub concurrency: usize,
+    /// Seconds per measurement.
+    pub duration_s: f64,
+    /// Bare-loop ops/s, one per round.
+    pub bare_ops_per_s: Vec<f64>,
+    /// Controller ops/s (client completions / main phase), one per round.
+    pub controller_ops_per_s: Vec<f64>,
+    /// 1 - median(controller) / median(bare), in percent.
+    pub overhead_pct: f64,
+}
+
+impl std::fmt::Display for OverheadReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let fmt = |v: &[f64]| {
+            v.iter()
+                .map(|x| format!("{x:.0}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        writeln!(
+            f,
+            "concurrency {} · {} s per round",
+            self.concurrency, self.duration_s
+        )?;
+        writeln!(f, "bare client loop:   {} ops/s", fmt(&self.bare_ops_per_s))?;
+        writeln!(
+            f,
+            "shakedown run loop: {} ops/s",
+            fmt(&self.controller_ops_per_s)
+        )?;
+        write!(
+            f,
+            "controller overhead: {:.1} % throughput loss (median vs median)",
+            self.overhead_pct
+        )
+    }
+}
+
+/// A scratch directory removed on drop.
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    if s.is_empty() { 0.0 } else { s[s.len() / 2] }
+}
+
+/// Run the overhead benchmark.
+pub async fn overhead(args: BenchArgs) -> Result<OverheadReport, RunError> {
+    if !(args.duration.is_finite() && args.duration > 0.0) || args.concurrency == 0 {
+        return Err(crate::config::ConfigError::new(
+            "bench",
+            "--duration and --concurrency must be positive",
+        )
+        .into());
+    }
+    let scratch =
+        Scratch(std::env::temp_dir().join(format!("shakedown-bench-{}", std::process::id())));
+    std::fs::create_dir_all(scratch.path())
+        .map_err(|e| RunError::Control(format!("{}: {e}", scratch.path().display())))?;
+    let run_args = crate::cli::RunArgs {
+        nemesis: "none".into(),
+        rate: 0.0,
+        time_limit: args.duration,
+        concurrency: args.concurrency,
+        settle: 0.0,
+        reports: scratch.path().to_path_buf(),
+        quiet: true,
+        ..crate::cli::RunArgs::defaults(args.sandbox.clone())
+    };
+    let mut cfg: TestConfig = run_args.into_config()?;
+    // Same op mix on both sides.
+    cfg.workload.read_weight = 1;
+    cfg.workload.write_weight = 1;
+    cfg.workload.cas_weight = 1;
+    let nodes = crate::runner::resolve_nodes(&mut cfg)?;
+    let ssh = cfg.ssh.clone();
+    let remotes = {
+        let nodes = nodes.clone();
+        tokio::task::spawn_blocking(move || connect(&nodes, &ssh))
+            .await
+            .expect("connect task")?
+    };
+    let etcd = Etcd::new(EtcdConfig::default());
+    {
+        let (remotes, nodes, etcd) = (remotes.clone(), nodes.clone(), etcd.clone());
+        tokio::task::spawn_blocking(move || -> Result<(), RunError> {
+            for r in on_nodes(&remotes, &nodes, |r, n| {
+                etcd.install(r).and_then(|_| etcd.setup(r, n, &nodes))
+            }) {
+                r?;
+            }
+            for r in on_nodes(&remotes, &nodes, |r, n| etcd.await_ready(r, n)) {
+                r?;
+            }
+            Ok(())
+        })
+        .await
+        .expect("setup task")?;
+    }
+    let endpoints: Vec<String> = nodes.iter().map(|n| etcd.endpoint(n)).collect();
+    let duration = Duration::from_secs_f64(args.duration);
+    let mut report = OverheadReport {
+        concurrency: args.concurrency,
+        duration_s: args.duration,
+        bare_ops_per_s: vec![],
+        controller_ops_per_s: vec![],
+        overhead_pct: 0.0,
+    };
+    let mut failure = None;
+    for _round in 0..2 {
+        match bare_loop(
+            endpoints.clone(),
+            args.concurrency,
+            duration,
+            OpMix::default(),
+        )
+        .await
+        {
+            Ok(s) => report.bare_ops_per_s.push(s.ops_per_sec),
+            Err(e) => {
+                failure = Some(RunError::Control(format!("bare loop: {e}")));
+                break;
+            }
+        }
+        let run_dir = RunDir::create(scratch.path(), "bench")?;
+        match crate::runner::drive(&cfg, &nodes, &remotes, &etcd, None, &run_dir, None).await {
+            Ok((_, (ok, fail, info), main, _)) => report
+                .controller_ops_per_s
+                .push((ok + fail + info) as f64 / main.as_secs_f64()),
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        }
+    }
+    let (remotes2, nodes2, etcd2) = (remotes.clone(), nodes.clone(), etcd.clone());
+    let _ = tokio::task::spawn_blocking(move || {
+        on_nodes(&remotes2, &nodes2, |r, n| etcd2.teardown(r, n))
+    })
+    .await;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    report.overhead_pct = (1.0
+        - median(&report.controller_ops_per_s) / median(&report.bare_ops_per_s).max(1e-9))
+        * 100.0;
+    if let Some(out) = &args.out {
+        let text = serde_json::to_string_pretty(&report).unwrap_or_default();
+        std::fs::write(out, text)
+            .map_err(|e| RunError::Control(format!("{}: {e}", out.display())))?;
+    }
+    Ok(report)
+}

@@ -1,0 +1,398 @@
+//! Command-line interface: clap types, and their conversion into validated configs.
+//!
+//! clap types stop here: `RunArgs::into_config` produces a `TestConfig`, and the rest of the
+//! program never sees clap. Exit codes: 0 valid, 1 invalid, 2 unknown, 3 usage or configuration
+//! error, 4 runtime error (cluster, SSH, IO).
+
+use crate::config::{ConfigError, TestConfig, parse_nodes};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Exit code for bad usage or configuration.
+pub const EXIT_USAGE: i32 = 3;
+/// Exit code for a runtime failure (unreachable node, setup failure, IO).
+pub const EXIT_RUNTIME: i32 = 4;
+
+/// shakedown: fault-injection testing of distributed databases.
+#[derive(Debug, Parser)]
+#[command(name = "shakedown", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a test: set up the DB, drive the workload under faults, check the history.
+    Run(RunArgs),
+    /// Check a history file or run directory offline.
+    Check(CheckArgs),
+    /// Manage the built-in local cluster (network namespaces + sshd).
+    Sandbox(SandboxCmd),
+    /// Measure the controller's overhead against a bare client loop on the same cluster.
+    Bench(BenchArgs),
+}
+
+/// Read consistency for etcd reads.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ReadModeArg {
+    /// Quorum reads through the leader (etcd default).
+    Linearizable,
+    /// Local reads from whichever member the client talks to (may be stale).
+    Serializable,
+}
+
+impl From<ReadModeArg> for crate::client::etcd::ReadMode {
+    fn from(r: ReadModeArg) -> Self {
+        match r {
+            ReadModeArg::Linearizable => crate::client::etcd::ReadMode::Linearizable,
+            ReadModeArg::Serializable => crate::client::etcd::ReadMode::Serializable,
+        }
+    }
+}
+
+/// Sandbox selection shared by several commands.
+#[derive(Debug, Clone, Args)]
+pub struct SandboxArgs {
+    /// Sandbox name; namespaces, bridge and state directory derive from it.
+    #[arg(long = "sandbox-name", default_value = "shakedown")]
+    pub sandbox_name: String,
+    /// Sandbox subnet (IPv4 /24 or larger; nodes get .1, .2, …; the bridge .254).
+    #[arg(long = "sandbox-subnet", default_value = "10.78.0.0/24")]
+    pub sandbox_subnet: String,
+    /// Number of sandbox nodes.
+    #[arg(long = "sandbox-nodes", default_value_t = 5)]
+    pub sandbox_nodes: usize,
+}
+
+impl SandboxArgs {
+    /// Validated sandbox config.
+    pub fn to_config(&self) -> Result<crate::sandbox::SandboxConfig, ConfigError> {
+        let cfg = crate::sandbox::SandboxConfig {
+            name: self.sandbox_name.clone(),
+            nodes: self.sandbox_nodes,
+            subnet: self.sandbox_subnet.clone(),
+            ..Default::default()
+        };
+        cfg.validate()
+            .map_err(|e| ConfigError::new("sandbox", e.to_string()))?;
+        Ok(cfg)
+    }
+}
+
+/// `shakedown run` flags.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Nodes to test: `host,host,…` or `name=host,…`; default: the built-in sandbox.
+    #[arg(long)]
+    pub nodes: Option<String>,
+    /// File with one node per line (`host` or `name=host`), instead of --nodes.
+    #[arg(long, conflicts_with = "nodes")]
+    pub nodes_file: Option<PathBuf>,
+    /// SSH user.
+    #[arg(long, default_value = "root")]
+    pub username: String,
+    /// SSH private key (default: the sandbox key, else the ssh-agent).
+    #[arg(long)]
+    pub ssh_key: Option<PathBuf>,
+    /// known_hosts file to check host keys against (default: sandbox's, else ~/.ssh/known_hosts).
+    #[arg(long)]
+    pub known_hosts: Option<PathBuf>,
+    /// Do not check SSH host keys (unsafe outside throwaway clusters).
+    #[arg(long)]
+    pub no_host_key_check: bool,
+    /// SSH port.
+    #[arg(long, default_value_t = 22)]
+    pub ssh_port: u16,
+    /// Client threads.
+    #[arg(long, default_value_t = 10)]
+    pub concurrency: usize,
+    /// Client ops per second over all threads (0 = as fast as possible).
+    #[arg(long, default_value_t = 200.0)]
+    pub rate: f64,
+    /// Seconds of workload (main phase).
+    #[arg(long, default_value_t = 60.0)]
+    pub time_limit: f64,
+    /// Random seed (default: random, printed and stored in test.json).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// System under test.
+    #[arg(long, default_value = "etcd")]
+    pub db: String,
+    /// Workload: a name under workloads/ or a path to a .toml spec.
+    #[arg(long, default_value = "register")]
+    pub workload: String,
+    /// Nemesis: packages `partition,kill,pause,isolate`, `none`, a name under nemeses/ or a path.
+    #[arg(long, default_value = "partition,kill,pause")]
+    pub nemesis: String,
+    /// Seconds between fault transitions (overrides the schedule's interval_s).
+    #[arg(long)]
+    pub nemesis_interval: Option<f64>,
+    /// etcd read consistency.
+    #[arg(long, value_enum, default_value_t = ReadModeArg::Linearizable)]
+    pub read_mode: ReadModeArg,
+    /// Client op timeout in milliseconds; timed-out ops are recorded as info.
+    #[arg(long, default_value_t = 1000)]
+    pub op_timeout_ms: u64,
+    /// Directory holding run directories.
+    #[arg(long, default_value = "reports")]
+    pub reports: PathBuf,
+    /// Test name (run directory under --reports).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Seconds to let the cluster settle after healing, before final reads.
+    #[arg(long, default_value_t = 3.0)]
+    pub settle: f64,
+    /// Time budget for the linearizability check, in seconds.
+    #[arg(long, default_value_t = 60.0)]
+    pub check_time_limit: f64,
+    /// etcd release tarball URL to install on nodes without etcd (default: apt-get).
+    #[arg(long)]
+    pub etcd_tarball: Option<String>,
+    /// Directory on each node for etcd data, logs and pidfile.
+    #[arg(long, default_value = "/tmp/shakedown/etcd")]
+    pub etcd_dir: String,
+    /// No progress bar; only the final summary.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Print the outcome as one JSON object (implies --quiet).
+    #[arg(long)]
+    pub json: bool,
+    /// Sandbox selection (used when no --nodes are given).
+    #[command(flatten)]
+    pub sandbox: SandboxArgs,
+}
+
+impl RunArgs {
+    /// The defaults of `shakedown run`, with the given sandbox selection.
+    pub fn defaults(sandbox: SandboxArgs) -> RunArgs {
+        match Cli::parse_from(["shakedown", "run"]).command {
+            Command::Run(mut r) => {
+                r.sandbox = sandbox;
+                r
+            }
+            _ => unreachable!("parsed a run command"),
+        }
+    }
+}
+
+fn positive(name: &str, v: f64) -> Result<f64, ConfigError> {
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(ConfigError::new(
+            name,
+            format!("{v}: expected a positive number"),
+        ))
+    }
+}
+
+impl RunArgs {
+    /// Validate and convert into a `TestConfig`.
+    pub fn into_config(self) -> Result<TestConfig, ConfigError> {
+        let nodes = match (&self.nodes, &self.nodes_file) {
+            (Some(list), _) => Some(parse_nodes(list, "--nodes")?),
+            (None, Some(path)) => {
+                let label = path.display().to_string();
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| ConfigError::new(&label, e.to_string()))?;
+                let cleaned: Vec<&str> = text
+                    .lines()
+                    .map(|l| l.split('#').next().unwrap_or("").trim())
+                    .filter(|l| !l.is_empty())
+                    .collect();
+                Some(parse_nodes(&cleaned.join(","), &label)?)
+            }
+            (None, None) => None,
+        };
+        if self.db != "etcd" {
+            return Err(ConfigError::new(
+                "--db",
+                format!("{:?}: supported systems: etcd", self.db),
+            ));
+        }
+        if self.concurrency == 0 {
+            return Err(ConfigError::new("--concurrency", "must be at least 1"));
+        }
+        if !(self.rate.is_finite() && self.rate >= 0.0) {
+            return Err(ConfigError::new(
+                "--rate",
+                format!("{}: expected 0 (unlimited) or a positive number", self.rate),
+            ));
+        }
+        let time_limit_s = positive("--time-limit", self.time_limit)?;
+        if self.op_timeout_ms == 0 {
+            return Err(ConfigError::new("--op-timeout-ms", "must be at least 1"));
+        }
+        if !(self.settle.is_finite() && self.settle >= 0.0) {
+            return Err(ConfigError::new(
+                "--settle",
+                format!("{}: expected a non-negative number", self.settle),
+            ));
+        }
+        let check_time_limit_s = positive("--check-time-limit", self.check_time_limit)?;
+        for (flag, p) in [
+            ("--ssh-key", &self.ssh_key),
+            ("--known-hosts", &self.known_hosts),
+        ] {
+            if let Some(p) = p {
+                if !p.is_file() {
+                    return Err(ConfigError::new(
+                        flag,
+                        format!("{}: no such file", p.display()),
+                    ));
+                }
+            }
+        }
+        let workload = crate::spec::load_workload(&self.workload)?;
+        let mut nemesis = crate::spec::load_nemesis(&self.nemesis)?;
+        if let Some(i) = self.nemesis_interval {
+            nemesis.interval_s = positive("--nemesis-interval", i)?;
+        }
+        let sandbox = self.sandbox.to_config()?;
+        let seed = self.seed.unwrap_or_else(rand::random);
+        let name = self
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("{}-{}", self.db, workload.kind));
+        if name.is_empty() || name.contains('/') || name.starts_with('.') {
+            return Err(ConfigError::new(
+                "--name",
+                format!("{name:?}: expected a plain directory name"),
+            ));
+        }
+        let ssh = crate::control::SshConfig {
+            user: self.username.clone(),
+            port: self.ssh_port,
+            private_key: self.ssh_key.clone(),
+            known_hosts: self.known_hosts.clone(),
+            strict_host_key_checking: !self.no_host_key_check,
+            ..crate::control::SshConfig::default()
+        };
+        Ok(TestConfig {
+            name,
+            nodes,
+            sandbox,
+            ssh,
+            concurrency: self.concurrency,
+            rate: self.rate,
+            time_limit_s,
+            seed,
+            etcd: crate::db::etcd::EtcdConfig {
+                base_dir: self.etcd_dir.clone(),
+                tarball_url: self.etcd_tarball.clone(),
+                ..Default::default()
+            },
+            workload_name: self.workload.clone(),
+            workload,
+            nemesis_name: self.nemesis.clone(),
+            nemesis,
+            read_mode: self.read_mode.into(),
+            op_timeout_ms: self.op_timeout_ms,
+            reports_dir: self.reports.clone(),
+            settle_s: self.settle,
+            check_time_limit_s,
+        })
+    }
+}
+
+/// `shakedown check` flags.
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    /// A run directory or a history file (JSONL or Jepsen EDN).
+    pub path: PathBuf,
+    /// Model: register, cas-register (default for run histories), mutex, …
+    #[arg(long, default_value = "cas-register")]
+    pub model: String,
+    /// Time budget in seconds; past it the verdict is unknown.
+    #[arg(long, default_value_t = 60.0)]
+    pub time_limit: f64,
+    /// Input format: auto, jsonl or edn.
+    #[arg(long, default_value = "auto")]
+    pub format: String,
+    /// Print the outcome as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `shakedown sandbox` subcommands.
+#[derive(Debug, Clone, Args)]
+pub struct SandboxCmd {
+    /// up, down or status.
+    #[command(subcommand)]
+    pub action: SandboxAction,
+    /// Which sandbox.
+    #[command(flatten)]
+    pub sandbox: SandboxArgs,
+}
+
+/// Sandbox actions.
+#[derive(Debug, Clone, Subcommand)]
+pub enum SandboxAction {
+    /// Create the namespaces and start sshd on every node.
+    Up,
+    /// Remove everything `up` created (safe to run twice).
+    Down,
+    /// Show each node's state.
+    Status,
+}
+
+/// `shakedown bench` flags.
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    /// Seconds per measurement.
+    #[arg(long, default_value_t = 10.0)]
+    pub duration: f64,
+    /// Concurrent clients.
+    #[arg(long, default_value_t = 10)]
+    pub concurrency: usize,
+    /// Where to write the JSON report (default: print only).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Sandbox selection.
+    #[command(flatten)]
+    pub sandbox: SandboxArgs,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("shakedown").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn run_defaults_validate() {
+        let Command::Run(r) = parse(&["run"]).unwrap().command else {
+            panic!("not run")
+        };
+        let cfg = r.into_config().unwrap();
+        assert_eq!(cfg.concurrency, 10);
+        assert_eq!(cfg.time_limit_s, 60.0);
+        assert!(cfg.nodes.is_none());
+        assert_eq!(cfg.nemesis.faults.len(), 4);
+        assert_eq!(cfg.name, "etcd-register");
+    }
+
+    #[test]
+    fn bad_flags_are_config_errors_naming_the_flag() {
+        for (args, needle) in [
+            (vec!["run", "--nodes", "a,,b"], "--nodes"),
+            (vec!["run", "--concurrency", "0"], "--concurrency"),
+            (vec!["run", "--time-limit=-1"], "--time-limit"),
+            (vec!["run", "--db", "mysql"], "--db"),
+            (vec!["run", "--nemesis", "meteor"], "meteor"),
+            (vec!["run", "--ssh-key", "/nonexistent/key"], "--ssh-key"),
+        ] {
+            let Command::Run(r) = parse(&args).unwrap().command else {
+                panic!("not run")
+            };
+            let e = r.into_config().unwrap_err().to_string();
+            assert!(e.contains(needle), "{args:?}: {e}");
+        }
+        assert!(parse(&["run", "--concurrency", "many"]).is_err());
+    }
+}

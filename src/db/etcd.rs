@@ -1,0 +1,300 @@
+//! etcd as a system under test: install, configure a cluster of all nodes, start as a daemon with
+//! a pidfile, wait until healthy, kill -9 / restart, pause / resume, wipe, logs.
+//!
+//! Runs the same commands on the sandbox and on real hosts. Layout on a node (all under
+//! `base_dir`, default `/tmp/shakedown/etcd`, which is private per sandbox node):
+//! `data/` (member data, wiped by `setup`), `etcd.log`, `etcd.pid`, and `bin/` when installed from a
+//! release tarball. Binaries come from `bin/` if present, else from `PATH` (Debian's
+//! `etcd-server`/`etcd-client`, installed with apt-get when missing and no tarball URL is given).
+//! Does not own the client protocol (that is `client::etcd`).
+
+use super::{Db, DbError, Kill, Pause};
+use crate::config::Node;
+use crate::control::{Cmd, Remote};
+use std::time::{Duration, Instant};
+
+/// How to run etcd on the nodes.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct EtcdConfig {
+    /// Directory on each node holding data, log, pidfile and (optionally) binaries.
+    pub base_dir: String,
+    /// Release tarball URL (e.g. etcd-v3.5.x-linux-amd64.tar.gz) used when etcd is not installed;
+    /// `None` installs Debian's packages with apt-get.
+    pub tarball_url: Option<String>,
+    /// Client port (the workload's gateway).
+    pub client_port: u16,
+    /// Peer port.
+    pub peer_port: u16,
+    /// How long to wait for the cluster to become healthy.
+    pub ready_timeout_ms: u64,
+}
+
+impl Default for EtcdConfig {
+    fn default() -> Self {
+        EtcdConfig {
+            base_dir: "/tmp/shakedown/etcd".into(),
+            tarball_url: None,
+            client_port: 2379,
+            peer_port: 2380,
+            ready_timeout_ms: 30_000,
+        }
+    }
+}
+
+/// The etcd system.
+#[derive(Debug, Clone, Default)]
+pub struct Etcd {
+    /// Settings.
+    pub cfg: EtcdConfig,
+}
+
+/// Start etcd unless the pidfile names a live etcd. `$1` = base dir, the rest = the command.
+const START_SCRIPT: &str = r#"set -e
+dir="$1"; shift
+mkdir -p "$dir"
+pid=$(cat "$dir/etcd.pid" 2>/dev/null || true)
+if [ -n "$pid" ] && grep -q etcd "/proc/$pid/cmdline" 2>/dev/null; then exit 0; fi
+cd "$dir"
+setsid "$@" >> "$dir/etcd.log" 2>&1 < /dev/null &
+echo $! > "$dir/etcd.pid"
+"#;
+
+/// Send a signal to the pidfile's process if it is a live etcd; `$1` = base dir, `$2` = signal.
+/// With KILL, wait until the process is gone.
+const SIGNAL_SCRIPT: &str = r#"dir="$1"; sig="$2"
+pid=$(cat "$dir/etcd.pid" 2>/dev/null || true)
+[ -n "$pid" ] || exit 0
+grep -q etcd "/proc/$pid/cmdline" 2>/dev/null || exit 0
+kill -s "$sig" "$pid" 2>/dev/null || true
+if [ "$sig" = KILL ]; then
+  i=0
+  while grep -q etcd "/proc/$pid/cmdline" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+  rm -f "$dir/etcd.pid"
+fi
+"#;
+
+/// Install etcd if missing: `$1` = base dir, `$2` = tarball URL or empty.
+const INSTALL_SCRIPT: &str = r#"set -e
+dir="$1"; url="$2"
+[ -x "$dir/bin/etcd" ] && exit 0
+command -v etcd >/dev/null 2>&1 && command -v etcdctl >/dev/null 2>&1 && exit 0
+if [ -n "$url" ]; then
+  mkdir -p "$dir/bin" "$dir/dl"
+  if command -v curl >/dev/null 2>&1; then curl -fsSL -o "$dir/dl/etcd.tar.gz" "$url";
+  else wget -q -O "$dir/dl/etcd.tar.gz" "$url"; fi
+  tar -xzf "$dir/dl/etcd.tar.gz" -C "$dir/bin" --strip-components=1
+  exit 0
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get install -y -q etcd-server etcd-client >/dev/null
+"#;
+
+impl Etcd {
+    /// An etcd system with the given settings.
+    pub fn new(cfg: EtcdConfig) -> Etcd {
+        Etcd { cfg }
+    }
+
+    fn bin(&self, name: &str) -> String {
+        // Resolved on the node: prefer the tarball install.
+        format!("{}/bin/{name}", self.cfg.base_dir)
+    }
+
+    fn client_url(&self, node: &Node) -> String {
+        format!("http://{}:{}", node.host, self.cfg.client_port)
+    }
+
+    fn peer_url(&self, node: &Node) -> String {
+        format!("http://{}:{}", node.host, self.cfg.peer_port)
+    }
+
+    /// The client endpoint of a node (for the workload client).
+    pub fn endpoint(&self, node: &Node) -> String {
+        self.client_url(node)
+    }
+
+    /// The full etcd command line for a node.
+    fn command(&self, node: &Node, cluster: &[Node]) -> Vec<String> {
+        let initial: Vec<String> = cluster
+            .iter()
+            .map(|n| format!("{}={}", n.name, self.peer_url(n)))
+            .collect();
+        vec![
+            "sh".into(),
+            "-c".into(),
+            // Pick the tarball binary if present, else PATH; exec so the pidfile names etcd.
+            r#"b="$0"; [ -x "$b" ] || b=etcd; exec "$b" "$@""#.into(),
+            self.bin("etcd"),
+            "--name".into(),
+            node.name.clone(),
+            "--data-dir".into(),
+            format!("{}/data", self.cfg.base_dir),
+            "--listen-client-urls".into(),
+            self.client_url(node),
+            "--advertise-client-urls".into(),
+            self.client_url(node),
+            "--listen-peer-urls".into(),
+            self.peer_url(node),
+            "--initial-advertise-peer-urls".into(),
+            self.peer_url(node),
+            "--initial-cluster".into(),
+            initial.join(","),
+            "--initial-cluster-state".into(),
+            "new".into(),
+            "--initial-cluster-token".into(),
+            "shakedown".into(),
+            "--logger".into(),
+            "zap".into(),
+        ]
+    }
+
+    fn signal(&self, remote: &dyn Remote, sig: &str) -> Result<(), DbError> {
+        remote.exec_ok(&Cmd::script(
+            SIGNAL_SCRIPT,
+            [self.cfg.base_dir.as_str(), sig],
+        ))?;
+        Ok(())
+    }
+
+    fn start_process(
+        &self,
+        remote: &dyn Remote,
+        node: &Node,
+        cluster: &[Node],
+    ) -> Result<(), DbError> {
+        let mut args = vec![self.cfg.base_dir.clone()];
+        args.extend(self.command(node, cluster));
+        remote.exec_ok(&Cmd::script(START_SCRIPT, args))?;
+        Ok(())
+    }
+
+    /// Block until `node` reports healthy (has a leader and answers), or time out.
+    pub fn await_ready(&self, remote: &dyn Remote, node: &Node) -> Result<(), DbError> {
+        let start = Instant::now();
+        let deadline = start + Duration::from_millis(self.cfg.ready_timeout_ms);
+        let script = r#"c="$1"; shift; [ -x "$c" ] || c=etcdctl; ETCDCTL_API=3 exec "$c" "$@""#;
+        let cmd = Cmd::script(
+            script,
+            [
+                self.bin("etcdctl"),
+                "--endpoints".into(),
+                self.client_url(node),
+                "--command-timeout=1s".into(),
+                "endpoint".into(),
+                "health".into(),
+            ],
+        );
+        loop {
+            let out = remote.exec(&cmd)?;
+            if out.status == 0 {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(DbError::NotReady {
+                    node: node.name.clone(),
+                    what: "etcd".into(),
+                    waited_ms: start.elapsed().as_millis() as u64,
+                    detail: format!("{} {}", out.stdout.trim(), out.stderr.trim()),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Db for Etcd {
+    fn name(&self) -> &str {
+        "etcd"
+    }
+
+    fn install(&self, remote: &dyn Remote) -> Result<(), DbError> {
+        let url = self.cfg.tarball_url.clone().unwrap_or_default();
+        remote
+            .exec_ok(&Cmd::script(INSTALL_SCRIPT, [self.cfg.base_dir.clone(), url]).sudo(true))?;
+        Ok(())
+    }
+
+    fn setup(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
+        // Kill anything left from a previous run (resume first: a stopped process still dies on
+        // KILL, but be explicit), then wipe data and the old log.
+        self.signal(remote, "CONT")?;
+        self.signal(remote, "KILL")?;
+        let dir = &self.cfg.base_dir;
+        remote.exec_ok(&Cmd::new("rm").args([
+            "-rf",
+            &format!("{dir}/data"),
+            &format!("{dir}/etcd.log"),
+        ]))?;
+        remote.exec_ok(&Cmd::new("mkdir").args(["-p", dir]))?;
+        self.start_process(remote, node, cluster)
+    }
+
+    fn teardown(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
+        self.signal(remote, "CONT")?;
+        self.signal(remote, "KILL")
+    }
+
+    fn log_files(&self, _node: &Node) -> Vec<String> {
+        vec![format!("{}/etcd.log", self.cfg.base_dir)]
+    }
+
+    fn version(&self, remote: &dyn Remote) -> Option<String> {
+        let script = r#"b="$1"; [ -x "$b" ] || b=etcd; exec "$b" --version"#;
+        let out = remote
+            .exec_ok(&Cmd::script(script, [self.bin("etcd")]))
+            .ok()?;
+        out.lines().next().map(|l| l.trim().to_string())
+    }
+
+    fn as_kill(&self) -> Option<&dyn Kill> {
+        Some(self)
+    }
+
+    fn as_pause(&self) -> Option<&dyn Pause> {
+        Some(self)
+    }
+}
+
+impl Kill for Etcd {
+    fn kill(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
+        self.signal(remote, "KILL")
+    }
+
+    fn start(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
+        self.start_process(remote, node, cluster)
+    }
+}
+
+impl Pause for Etcd {
+    fn pause(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
+        self.signal(remote, "STOP")
+    }
+
+    fn resume(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
+        self.signal(remote, "CONT")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_names_every_member_and_binds_to_the_node_address() {
+        let nodes: Vec<Node> = (1..=3)
+            .map(|i| Node {
+                name: format!("n{i}"),
+                host: format!("10.78.0.{i}"),
+            })
+            .collect();
+        let etcd = Etcd::default();
+        let cmd = etcd.command(&nodes[1], &nodes);
+        let joined = cmd.join(" ");
+        assert!(joined.contains("--name n2"));
+        assert!(joined.contains("--listen-client-urls http://10.78.0.2:2379"));
+        assert!(joined.contains(
+            "n1=http://10.78.0.1:2380,n2=http://10.78.0.2:2380,n3=http://10.78.0.3:2380"
+        ));
+        assert!(joined.contains("--data-dir /tmp/shakedown/etcd/data"));
+    }
+}

@@ -1,0 +1,651 @@
+//! The one scheduler: runs generators against workers and records the history.
+//!
+//! An owner task holds the generators, the `Context` and the history writer; one worker task per
+//! logical thread (client threads bound to nodes, plus the nemesis thread) performs ops through a
+//! `Client`. Workers only ever talk to the owner over channels, so only the owner writes the
+//! history (invariant 2), and every invoke is appended before its op is sent and every completion
+//! as soon as it arrives. Times are nanoseconds since the run started from a monotonic clock.
+//!
+//! Shutdown protocol: `Interpreter::shutdown_handle` gives a `watch` sender; once it is set the
+//! owner stops asking generators for ops, waits for in-flight ops (each bounded by its worker's
+//! timeout), and returns. Dropping the interpreter closes the job channels; workers exit and
+//! close their clients. Phases (main → heal → final reads) are sequenced by the caller.
+
+use crate::client::{Client, Completion};
+use crate::generator::{Context, Generator, Invocation, NEMESIS_THREAD, Next, ThreadId};
+use crate::history::{HistoryWriter, Op, OpType, Process};
+use rand_chacha::ChaCha8Rng;
+use serde_json::Value;
+use std::collections::{BTreeSet, HashMap};
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+/// Counters shared with the progress display.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Client ops completed ok.
+    pub ok: AtomicU64,
+    /// Client ops completed fail.
+    pub fail: AtomicU64,
+    /// Client ops completed info.
+    pub info: AtomicU64,
+    /// Nemesis ops performed.
+    pub nemesis: AtomicU64,
+    /// Human-readable list of active faults, updated by the nemesis.
+    pub active_faults: std::sync::Mutex<String>,
+}
+
+/// Why the interpreter stopped abnormally.
+#[derive(Debug, thiserror::Error)]
+pub enum InterpreterError {
+    /// Writing the history failed: nothing more can be recorded safely.
+    #[error("writing history: {0}")]
+    History(#[from] std::io::Error),
+    /// A generator broke its contract (bug in a generator, reported instead of panicking).
+    #[error("generator contract violated: {0}")]
+    Generator(String),
+}
+
+/// One logical thread's performer.
+pub struct Worker {
+    /// Performs the ops.
+    pub client: Box<dyn Client>,
+    /// Node this thread is bound to (recorded on each op), if any.
+    pub node: Option<String>,
+    /// Upper bound on one op; when exceeded the op completes `info` with a timeout error.
+    pub timeout: Duration,
+}
+
+struct Job {
+    f: String,
+    key: Option<String>,
+    value: Value,
+}
+
+struct Done {
+    thread: ThreadId,
+    completion: Completion,
+}
+
+/// The scheduler state that persists across phases.
+pub struct Interpreter<W: Write> {
+    start: Instant,
+    writer: HistoryWriter<W>,
+    ctx: Context,
+    rng: ChaCha8Rng,
+    jobs: HashMap<ThreadId, mpsc::Sender<Job>>,
+    nodes_of: HashMap<ThreadId, Option<String>>,
+    events: mpsc::Receiver<Done>,
+    in_flight: HashMap<ThreadId, Op>,
+    stats: Arc<Stats>,
+    shutdown: watch::Receiver<bool>,
+    shutdown_tx: watch::Sender<bool>,
+    tick: Duration,
+}
+
+impl<W: Write> Interpreter<W> {
+    /// Spawn one worker task per client plus an optional nemesis worker. `start` is the run's
+    /// time origin. Must be called inside a tokio runtime.
+    pub fn new(
+        start: Instant,
+        writer: HistoryWriter<W>,
+        clients: Vec<Worker>,
+        nemesis: Option<Worker>,
+        nodes: Vec<String>,
+        rng: ChaCha8Rng,
+        stats: Arc<Stats>,
+    ) -> Interpreter<W> {
+        let (done_tx, events) = mpsc::channel::<Done>(clients.len() + 2);
+        let mut jobs = HashMap::new();
+        let mut nodes_of = HashMap::new();
+        let n_clients = clients.len();
+        let workers = clients
+            .into_iter()
+            .enumerate()
+            .chain(nemesis.map(|w| (NEMESIS_THREAD, w)));
+        for (thread, worker) in workers {
+            let (tx, rx) = mpsc::channel::<Job>(1);
+            jobs.insert(thread, tx);
+            nodes_of.insert(thread, worker.node.clone());
+            tokio::spawn(run_worker(thread, worker, rx, done_tx.clone()));
+        }
+        let mut free: BTreeSet<ThreadId> = (0..n_clients).collect();
+        if jobs.contains_key(&NEMESIS_THREAD) {
+            free.insert(NEMESIS_THREAD);
+        }
+        let ctx = Context {
+            time_ns: 0,
+            free,
+            processes: (0..n_clients as u64).collect(),
+            client_threads: n_clients,
+            nodes,
+        };
+        let (shutdown_tx, shutdown) = watch::channel(false);
+        Interpreter {
+            start,
+            writer,
+            ctx,
+            rng,
+            jobs,
+            nodes_of,
+            events,
+            in_flight: HashMap::new(),
+            stats,
+            shutdown,
+            shutdown_tx,
+            tick: Duration::from_millis(100),
+        }
+    }
+
+    /// A handle that stops the interpreter gracefully when set to `true`.
+    pub fn shutdown_handle(&self) -> watch::Sender<bool> {
+        self.shutdown_tx.clone()
+    }
+
+    /// True once shutdown was requested.
+    pub fn is_shutting_down(&self) -> bool {
+        *self.shutdown.borrow()
+    }
+
+    /// Number of history events written.
+    pub fn ops_written(&self) -> u64 {
+        self.writer.len()
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+
+    /// Run client and nemesis generators until both are done (or shutdown) and nothing is in
+    /// flight. Either may be `None`.
+    pub async fn run_phase(
+        &mut self,
+        client_gen: Option<Box<dyn Generator>>,
+        nemesis_gen: Option<Box<dyn Generator>>,
+    ) -> Result<(), InterpreterError> {
+        let mut gens: [Option<Box<dyn Generator>>; 2] = [client_gen, nemesis_gen];
+        let mut held: [Option<Invocation>; 2] = [None, None];
+        loop {
+            let shutting_down = *self.shutdown.borrow();
+            if shutting_down {
+                gens = [None, None];
+                held = [None, None];
+            }
+            self.ctx.time_ns = self.now_ns();
+            let mut pending = false;
+            for root in 0..2 {
+                if held[root].is_some() {
+                    continue;
+                }
+                let Some(g) = gens[root].as_mut() else {
+                    continue;
+                };
+                match g.next(&self.ctx, &mut self.rng) {
+                    Next::Op(inv) => {
+                        if !self.ctx.free.contains(&inv.thread)
+                            || !self.jobs.contains_key(&inv.thread)
+                        {
+                            return Err(InterpreterError::Generator(format!(
+                                "op {} for thread {} which is busy or does not exist",
+                                inv.f, inv.thread
+                            )));
+                        }
+                        held[root] = Some(inv);
+                    }
+                    Next::Pending => pending = true,
+                    Next::Done => gens[root] = None,
+                }
+            }
+            let now = self.now_ns();
+            let mut dispatched = false;
+            for slot in held.iter_mut() {
+                if slot.as_ref().is_some_and(|inv| inv.time_ns <= now) {
+                    let inv = slot.take().expect("checked above");
+                    self.dispatch(inv, &mut gens).await?;
+                    dispatched = true;
+                }
+            }
+            if dispatched {
+                continue;
+            }
+            let idle = gens.iter().all(Option::is_none) && held.iter().all(Option::is_none);
+            if idle && self.in_flight.is_empty() {
+                return Ok(());
+            }
+            let mut wake = held.iter().flatten().map(|inv| inv.time_ns).min();
+            if pending || (wake.is_none() && !idle) {
+                let t = now + self.tick.as_nanos() as u64;
+                wake = Some(wake.map_or(t, |w| w.min(t)));
+            }
+            let sleep_for = wake.map(|w| Duration::from_nanos(w.saturating_sub(now)));
+            let mut shutdown = self.shutdown.clone();
+            tokio::select! {
+                ev = self.events.recv() => {
+                    if let Some(done) = ev {
+                        self.complete(done, &mut gens)?;
+                    }
+                }
+                _ = async {
+                    match sleep_for {
+                        Some(d) => tokio::time::sleep(d).await,
+                        None => std::future::pending::<()>().await,
+                    }
+                } => {}
+                _ = shutdown.changed(), if !shutting_down => {}
+            }
+        }
+    }
+
+    async fn dispatch(
+        &mut self,
+        inv: Invocation,
+        gens: &mut [Option<Box<dyn Generator>>; 2],
+    ) -> Result<(), InterpreterError> {
+        let thread = inv.thread;
+        let (process, op_type) = if thread == NEMESIS_THREAD {
+            (Process::Nemesis, OpType::Info)
+        } else {
+            (Process::Client(self.ctx.processes[thread]), OpType::Invoke)
+        };
+        let mut op = Op::new(op_type, process, inv.f.clone(), inv.value.clone());
+        op.key = inv.key.clone();
+        op.node = self.nodes_of.get(&thread).cloned().flatten();
+        op.time_ns = self.now_ns();
+        self.writer.append(&mut op)?;
+        self.ctx.time_ns = op.time_ns;
+        self.ctx.free.remove(&thread);
+        for g in gens.iter_mut().flatten() {
+            g.update(&self.ctx, &op);
+        }
+        self.in_flight.insert(thread, op);
+        let job = Job {
+            f: inv.f,
+            key: inv.key,
+            value: inv.value,
+        };
+        if self.jobs[&thread].send(job).await.is_err() {
+            // The worker is gone (its task ended): complete the op as info so nothing hangs.
+            let completion = Completion::Info {
+                error: "worker task ended".into(),
+            };
+            self.complete(Done { thread, completion }, gens)?;
+        }
+        Ok(())
+    }
+
+    fn complete(
+        &mut self,
+        done: Done,
+        gens: &mut [Option<Box<dyn Generator>>; 2],
+    ) -> Result<(), InterpreterError> {
+        let Some(invoke) = self.in_flight.remove(&done.thread) else {
+            return Err(InterpreterError::Generator(format!(
+                "completion for thread {} with no op in flight",
+                done.thread
+            )));
+        };
+        let nemesis = done.thread == NEMESIS_THREAD;
+        let mut op = invoke.clone();
+        op.error = None;
+        match done.completion {
+            Completion::Ok { value, version } => {
+                op.op_type = OpType::Ok;
+                op.value = value;
+                op.version = version;
+            }
+            Completion::Fail { error, value } => {
+                op.op_type = OpType::Fail;
+                if !value.is_null() {
+                    op.value = value;
+                }
+                op.error = Some(error);
+            }
+            Completion::Info { error } => {
+                op.op_type = OpType::Info;
+                op.error = Some(error);
+            }
+        }
+        if nemesis {
+            // Jepsen convention: nemesis events are info on both ends.
+            op.op_type = OpType::Info;
+            self.stats.nemesis.fetch_add(1, Ordering::Relaxed);
+        } else {
+            let counter = match op.op_type {
+                OpType::Ok => &self.stats.ok,
+                OpType::Fail => &self.stats.fail,
+                _ => &self.stats.info,
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+        op.time_ns = self.now_ns();
+        self.writer.append(&mut op)?;
+        self.ctx.time_ns = op.time_ns;
+        if !nemesis && op.op_type == OpType::Info {
+            // The old process may still be in flight forever: continue under a new one.
+            self.ctx.processes[done.thread] += self.ctx.client_threads as u64;
+        }
+        self.ctx.free.insert(done.thread);
+        for g in gens.iter_mut().flatten() {
+            g.update(&self.ctx, &op);
+        }
+        Ok(())
+    }
+
+    /// Flush the history writer.
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        self.writer.flush()
+    }
+}
+
+async fn run_worker(
+    thread: ThreadId,
+    mut worker: Worker,
+    mut rx: mpsc::Receiver<Job>,
+    done: mpsc::Sender<Done>,
+) {
+    while let Some(job) = rx.recv().await {
+        let fut = worker.client.invoke(&job.f, job.key.as_deref(), &job.value);
+        let completion = match tokio::time::timeout(worker.timeout, fut).await {
+            Ok(c) => c,
+            Err(_) => Completion::Info {
+                error: format!("timed out after {} ms", worker.timeout.as_millis()),
+            },
+        };
+        if done.send(Done { thread, completion }).await.is_err() {
+            break;
+        }
+    }
+    worker.client.close().await;
+}
+
+#[cfg(test)]
+mod tests {
+    //! The interpreter against in-memory clients (pure logic; the real etcd path is covered by
+    //! tests/run.rs) on a paused tokio clock.
+    use super::*;
+    use crate::generator::{self, FaultSpec, NemesisSchedule};
+    use crate::history::History;
+    use rand::SeedableRng;
+    use serde_json::json;
+    use std::sync::Mutex;
+
+    /// An atomic in-memory register map; every `every_nth_info`-th op ends info (after applying).
+    struct MemClient {
+        data: Arc<Mutex<HashMap<String, i64>>>,
+        n: u64,
+        every_nth_info: u64,
+        hang_on: Option<&'static str>,
+    }
+
+    #[async_trait::async_trait]
+    impl Client for MemClient {
+        async fn invoke(&mut self, f: &str, key: Option<&str>, value: &Value) -> Completion {
+            self.n += 1;
+            if self.hang_on == Some(f) {
+                std::future::pending::<()>().await;
+            }
+            tokio::time::sleep(Duration::from_millis(1 + self.n % 3)).await;
+            let key = key.unwrap_or("").to_string();
+            let mut d = self.data.lock().unwrap();
+            let c = match f {
+                "read" => Completion::Ok {
+                    value: d.get(&key).copied().map_or(Value::Null, |v| json!(v)),
+                    version: None,
+                },
+                "write" => {
+                    d.insert(key, value.as_i64().unwrap());
+                    Completion::Ok {
+                        value: value.clone(),
+                        version: None,
+                    }
+                }
+                "cas" => {
+                    let (old, new) = (value[0].as_i64(), value[1].as_i64().unwrap());
+                    if d.get(&key).copied() == old {
+                        d.insert(key, new);
+                        Completion::Ok {
+                            value: value.clone(),
+                            version: None,
+                        }
+                    } else {
+                        Completion::Fail {
+                            error: "cas-mismatch".into(),
+                            value: Value::Null,
+                        }
+                    }
+                }
+                _ => Completion::Fail {
+                    error: format!("unknown f {f}"),
+                    value: Value::Null,
+                },
+            };
+            if self.every_nth_info > 0 && self.n % self.every_nth_info == 0 {
+                return Completion::Info {
+                    error: "simulated indeterminate".into(),
+                };
+            }
+            c
+        }
+    }
+
+    struct FaultClient;
+    #[async_trait::async_trait]
+    impl Client for FaultClient {
+        async fn invoke(&mut self, f: &str, _key: Option<&str>, _value: &Value) -> Completion {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            Completion::Ok {
+                value: json!(format!("did {f}")),
+                version: None,
+            }
+        }
+    }
+
+    fn workers(n: usize, every_nth_info: u64, hang_on: Option<&'static str>) -> Vec<Worker> {
+        let data = Arc::new(Mutex::new(HashMap::new()));
+        (0..n)
+            .map(|i| Worker {
+                client: Box::new(MemClient {
+                    data: data.clone(),
+                    n: i as u64,
+                    every_nth_info,
+                    hang_on,
+                }),
+                node: Some(format!("n{}", i % 3 + 1)),
+                timeout: Duration::from_millis(500),
+            })
+            .collect()
+    }
+
+    fn register(threads: usize) -> (Box<dyn Generator>, generator::KeyLog) {
+        let w = generator::register_workload(generator::RegisterConfig {
+            threads_per_key: threads.min(2),
+            ops_per_key: 50,
+            ..Default::default()
+        })
+        .unwrap();
+        let keys = w.keys_used();
+        (Box::new(w), keys)
+    }
+
+    async fn run_main(
+        seed: u64,
+        every_nth_info: u64,
+        with_nemesis: bool,
+    ) -> (History, generator::KeyLog) {
+        let nodes: Vec<String> = (1..=3).map(|i| format!("n{i}")).collect();
+        let nemesis = with_nemesis.then(|| Worker {
+            client: Box::new(FaultClient),
+            node: None,
+            timeout: Duration::from_secs(5),
+        });
+        let mut interp = Interpreter::new(
+            Instant::now(),
+            HistoryWriter::new(Vec::new()),
+            workers(4, every_nth_info, None),
+            nemesis,
+            nodes,
+            ChaCha8Rng::seed_from_u64(seed),
+            Arc::new(Stats::default()),
+        );
+        let (g, keys) = register(4);
+        let g = Box::new(generator::time_limit(
+            2_000_000_000,
+            generator::stagger(2_000_000, g),
+        ));
+        let schedule = NemesisSchedule {
+            faults: vec![FaultSpec {
+                start_f: "start-partition".into(),
+                start_value: json!("one"),
+                stop_f: "stop-partition".into(),
+                stop_value: Value::Null,
+            }],
+            interval_ns: 300_000_000,
+        };
+        let nem: Option<Box<dyn Generator>> = with_nemesis.then(|| {
+            Box::new(generator::time_limit(
+                2_000_000_000,
+                generator::nemesis_cycle(schedule.clone()),
+            )) as Box<dyn Generator>
+        });
+        interp.run_phase(Some(g), nem).await.unwrap();
+        if with_nemesis {
+            interp
+                .run_phase(None, Some(Box::new(generator::nemesis_heal(&schedule))))
+                .await
+                .unwrap();
+        }
+        interp
+            .run_phase(Some(Box::new(generator::final_reads(keys.clone()))), None)
+            .await
+            .unwrap();
+        let bytes = interp.writer.get_ref().clone();
+        (History::read_jsonl(bytes.as_slice(), "mem").unwrap(), keys)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn every_invoke_completes_and_times_are_monotonic() {
+        let (h, keys) = run_main(1, 0, false).await;
+        assert!(h.ops.len() > 1000, "only {} events", h.ops.len());
+        let pairs = h.pairs().unwrap();
+        for (i, op) in h.ops.iter().enumerate() {
+            assert_eq!(op.index, i as u64);
+            if op.op_type == OpType::Invoke {
+                assert!(pairs[i].is_some(), "invoke {i} never completed");
+            }
+        }
+        assert!(h.ops.windows(2).all(|w| w[0].time_ns <= w[1].time_ns));
+        // Final reads: one ok read of every key after the main phase.
+        let last_reads = h
+            .ops
+            .iter()
+            .rev()
+            .take_while(|o| o.f == "read")
+            .filter(|o| o.op_type == OpType::Ok)
+            .count();
+        assert!(
+            last_reads >= keys.len(),
+            "{last_reads} final reads for {} keys",
+            keys.len()
+        );
+        // Main phase stopped at the time limit (+ final reads and in-flight slack).
+        assert!(h.ops.last().unwrap().time_ns < 2_200_000_000);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn info_ops_move_the_thread_to_a_new_process() {
+        let (h, _) = run_main(2, 7, false).await;
+        let infos: Vec<&Op> = h.ops.iter().filter(|o| o.op_type == OpType::Info).collect();
+        assert!(!infos.is_empty());
+        for info in infos {
+            let p = info.process.client().unwrap();
+            let later_invoke = h
+                .ops
+                .iter()
+                .skip(info.index as usize + 1)
+                .any(|o| o.op_type == OpType::Invoke && o.process == Process::Client(p));
+            assert!(
+                !later_invoke,
+                "process {p} reused after its info op {}",
+                info.index
+            );
+        }
+        assert!(h.pairs().is_ok());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn same_seed_same_ops() {
+        let strip = |h: History| -> Vec<(String, Option<String>, Value)> {
+            h.ops
+                .into_iter()
+                .filter(|o| o.op_type == OpType::Invoke)
+                .map(|o| (o.f, o.key, o.value))
+                .collect()
+        };
+        let (a, _) = run_main(9, 0, true).await;
+        let (b, _) = run_main(9, 0, true).await;
+        let (c, _) = run_main(10, 0, true).await;
+        let (a, b, c) = (strip(a), strip(b), strip(c));
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn nemesis_events_are_recorded_and_healed() {
+        let (h, _) = run_main(3, 0, true).await;
+        let nem: Vec<&Op> = h
+            .ops
+            .iter()
+            .filter(|o| o.process == Process::Nemesis)
+            .collect();
+        assert!(nem.iter().all(|o| o.op_type == OpType::Info));
+        let starts = nem.iter().filter(|o| o.f == "start-partition").count();
+        let stops = nem.iter().filter(|o| o.f == "stop-partition").count();
+        assert!(starts >= 4, "{starts} partition events");
+        // Each start has an invoke and completion; the final heal stops whatever is left.
+        assert!(stops >= starts, "{starts} starts, {stops} stops");
+        assert_eq!(nem.last().unwrap().f, "stop-partition");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn hung_ops_time_out_as_info_and_shutdown_stops_early() {
+        let mut interp = Interpreter::new(
+            Instant::now(),
+            HistoryWriter::new(Vec::new()),
+            workers(2, 0, Some("write")),
+            None,
+            vec!["n1".into()],
+            ChaCha8Rng::seed_from_u64(5),
+            Arc::new(Stats::default()),
+        );
+        let stop = interp.shutdown_handle();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            let _ = stop.send(true);
+        });
+        let (g, _) = register(2);
+        let g = Box::new(generator::time_limit(
+            60_000_000_000,
+            generator::stagger(10_000_000, g),
+        ));
+        interp.run_phase(Some(g), None).await.unwrap();
+        let h = History::read_jsonl(interp.writer.get_ref().as_slice(), "mem").unwrap();
+        let last = h.ops.last().unwrap().time_ns;
+        assert!(last < 4_000_000_000, "shutdown took until {last} ns");
+        let timed_out = h
+            .ops
+            .iter()
+            .filter(|o| o.error.as_deref().is_some_and(|e| e.contains("timed out")))
+            .count();
+        assert!(timed_out > 0);
+        assert!(
+            h.ops
+                .iter()
+                .filter(|o| o.f == "write" && o.op_type != OpType::Invoke)
+                .all(|o| o.op_type == OpType::Info)
+        );
+    }
+}

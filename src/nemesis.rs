@@ -1,0 +1,497 @@
+//! Fault injection: network partitions (iptables in a chain the tool owns), process kills and
+//! pauses through the `Db` abilities, and healing all of them.
+//!
+//! Pure part: grudges (node → nodes it must not hear from) built by small functions, and target
+//! selection, all unit-tested and driven by a seeded RNG. Impure part: `Nemesis`, which applies
+//! faults over `Remote`s and remembers what it did so `heal_all` can undo exactly that. The
+//! controller's own SSH traffic is never dropped: rules match only the nodes' addresses.
+//! The fault journal and clock/packet faults belong to a later issue.
+
+use crate::client::Completion;
+use crate::config::Node;
+use crate::control::{Cmd, Remote};
+use crate::db::Db;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// Node name → names of nodes whose packets it drops.
+pub type Grudge = BTreeMap<String, BTreeSet<String>>;
+
+/// A grudge in which every node drops traffic from every node outside its own component.
+pub fn complete_grudge(components: &[Vec<String>]) -> Grudge {
+    let mut g = Grudge::new();
+    for (i, comp) in components.iter().enumerate() {
+        let others: BTreeSet<String> = components
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .flat_map(|(_, c)| c.iter().cloned())
+            .collect();
+        for n in comp {
+            if !others.is_empty() {
+                g.insert(n.clone(), others.clone());
+            }
+        }
+    }
+    g
+}
+
+/// Cut one random node off from all others.
+pub fn isolate_one(nodes: &[String], rng: &mut ChaCha8Rng) -> Grudge {
+    let mut shuffled = nodes.to_vec();
+    shuffled.shuffle(rng);
+    let Some((one, rest)) = shuffled.split_first() else {
+        return Grudge::new();
+    };
+    complete_grudge(&[vec![one.clone()], rest.to_vec()])
+}
+
+/// Split the nodes into two random halves (the smaller half is the minority).
+pub fn random_halves(nodes: &[String], rng: &mut ChaCha8Rng) -> Grudge {
+    let mut shuffled = nodes.to_vec();
+    shuffled.shuffle(rng);
+    let (a, b) = shuffled.split_at(nodes.len() / 2);
+    complete_grudge(&[a.to_vec(), b.to_vec()])
+}
+
+/// Which nodes a process fault hits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Targets {
+    /// One random node.
+    One,
+    /// A random minority (fewer than half).
+    Minority,
+    /// A random majority.
+    Majority,
+    /// Every node.
+    All,
+}
+
+impl Targets {
+    /// Parse a target name as used in schedules and op values.
+    pub fn parse(s: &str) -> Option<Targets> {
+        Some(match s {
+            "one" => Targets::One,
+            "minority" => Targets::Minority,
+            "majority" => Targets::Majority,
+            "all" => Targets::All,
+            _ => return None,
+        })
+    }
+}
+
+/// Choose the nodes a process fault hits.
+pub fn select_targets(targets: Targets, nodes: &[String], rng: &mut ChaCha8Rng) -> Vec<String> {
+    let mut shuffled = nodes.to_vec();
+    shuffled.shuffle(rng);
+    let n = nodes.len();
+    let k = match targets {
+        Targets::One => 1.min(n),
+        Targets::Minority => (n.saturating_sub(1) / 2).max(1).min(n),
+        Targets::Majority => n / 2 + 1,
+        Targets::All => n,
+    };
+    shuffled.truncate(k.min(n));
+    shuffled.sort();
+    shuffled
+}
+
+/// Settings for the partitioner.
+#[derive(Debug, Clone)]
+pub struct PartitionConfig {
+    /// Name of the iptables chain the tool owns (jumped to from INPUT).
+    pub chain: String,
+}
+
+impl Default for PartitionConfig {
+    fn default() -> Self {
+        PartitionConfig {
+            chain: "SHAKEDOWN".into(),
+        }
+    }
+}
+
+const SETUP_CHAIN: &str = r#"set -e
+c="$1"
+iptables -w -N "$c" 2>/dev/null || true
+iptables -w -C INPUT -j "$c" 2>/dev/null || iptables -w -I INPUT 1 -j "$c"
+iptables -w -F "$c"
+"#;
+
+const DROP_FROM: &str = r#"set -e
+c="$1"; shift
+for src in "$@"; do iptables -w -A "$c" -s "$src" -j DROP; done
+"#;
+
+const TEARDOWN_CHAIN: &str = r#"c="$1"
+iptables -w -F "$c" 2>/dev/null || true
+while iptables -w -D INPUT -j "$c" 2>/dev/null; do :; done
+iptables -w -X "$c" 2>/dev/null || true
+"#;
+
+/// Everything a fault needs to reach the cluster.
+pub struct NemesisConfig {
+    /// Cluster nodes, in the same order as `remotes`.
+    pub nodes: Vec<Node>,
+    /// One remote per node.
+    pub remotes: Vec<Arc<dyn Remote>>,
+    /// The system under test, for kill/pause abilities.
+    pub db: Arc<dyn Db>,
+    /// Partition settings.
+    pub partition: PartitionConfig,
+    /// Seeded RNG for target choice.
+    pub rng: ChaCha8Rng,
+}
+
+/// Applies and heals faults, remembering what is active.
+pub struct Nemesis {
+    cfg: NemesisConfig,
+    partitioned: bool,
+    killed: BTreeSet<String>,
+    paused: BTreeSet<String>,
+}
+
+impl Nemesis {
+    /// A nemesis over the given cluster. Call `setup` before use.
+    pub fn new(cfg: NemesisConfig) -> Nemesis {
+        Nemesis {
+            cfg,
+            partitioned: false,
+            killed: BTreeSet::new(),
+            paused: BTreeSet::new(),
+        }
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.cfg.nodes.iter().map(|n| n.name.clone()).collect()
+    }
+
+    fn index_of(&self, name: &str) -> Option<usize> {
+        self.cfg.nodes.iter().position(|n| n.name == name)
+    }
+
+    /// Run `f` on the given node indices in parallel; collect errors as "node: error" strings.
+    fn on_nodes<F>(&self, idx: &[usize], f: F) -> Vec<String>
+    where
+        F: Fn(&dyn Remote, &Node) -> Result<(), String> + Sync,
+    {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = idx
+                .iter()
+                .map(|&i| {
+                    let f = &f;
+                    let remote = self.cfg.remotes[i].clone();
+                    let node = &self.cfg.nodes[i];
+                    s.spawn(move || {
+                        f(remote.as_ref(), node).map_err(|e| format!("{}: {e}", node.name))
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .filter_map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err("fault thread panicked".into()))
+                        .err()
+                })
+                .collect()
+        })
+    }
+
+    fn all_idx(&self) -> Vec<usize> {
+        (0..self.cfg.nodes.len()).collect()
+    }
+
+    /// Create the tool's iptables chain on every node (flushed, jumped to from INPUT).
+    pub fn setup(&mut self) -> Result<(), String> {
+        let chain = self.cfg.partition.chain.clone();
+        let errs = self.on_nodes(&self.all_idx(), |r, _| {
+            r.exec_ok(&Cmd::script(SETUP_CHAIN, [chain.as_str()]).sudo(true))
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        });
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(errs.join("; "))
+        }
+    }
+
+    /// Apply a grudge: each node drops packets from the nodes it holds a grudge against.
+    pub fn partition(&mut self, grudge: &Grudge) -> Result<(), String> {
+        let chain = self.cfg.partition.chain.clone();
+        let hosts: BTreeMap<String, String> = self
+            .cfg
+            .nodes
+            .iter()
+            .map(|n| (n.name.clone(), n.host.clone()))
+            .collect();
+        let idx: Vec<usize> = grudge.keys().filter_map(|n| self.index_of(n)).collect();
+        self.partitioned = true;
+        let errs = self.on_nodes(&idx, |r, node| {
+            let mut args = vec![chain.clone()];
+            args.extend(
+                grudge[&node.name]
+                    .iter()
+                    .filter_map(|n| hosts.get(n).cloned()),
+            );
+            r.exec_ok(&Cmd::script(DROP_FROM, args).sudo(true))
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        });
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(errs.join("; "))
+        }
+    }
+
+    /// Remove every partition rule (flush the tool's chain on every node).
+    pub fn heal_partition(&mut self) -> Result<(), String> {
+        let chain = self.cfg.partition.chain.clone();
+        let errs = self.on_nodes(&self.all_idx(), |r, _| {
+            r.exec_ok(
+                &Cmd::new("iptables")
+                    .args(["-w", "-F", chain.as_str()])
+                    .sudo(true),
+            )
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+        });
+        if errs.is_empty() {
+            self.partitioned = false;
+            Ok(())
+        } else {
+            Err(errs.join("; "))
+        }
+    }
+
+    /// Remove the chain and its jump from every node.
+    pub fn teardown(&mut self) -> Result<(), String> {
+        let chain = self.cfg.partition.chain.clone();
+        let errs = self.on_nodes(&self.all_idx(), |r, _| {
+            r.exec_ok(&Cmd::script(TEARDOWN_CHAIN, [chain.as_str()]).sudo(true))
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        });
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(errs.join("; "))
+        }
+    }
+
+    fn targets(&mut self, value: &Value) -> Result<Vec<usize>, String> {
+        let spec = value.as_str().unwrap_or("one");
+        let t = Targets::parse(spec).ok_or_else(|| {
+            format!("unknown target {spec:?}: expected one, minority, majority or all")
+        })?;
+        let names = self.names();
+        let chosen = select_targets(t, &names, &mut self.cfg.rng);
+        Ok(chosen.iter().filter_map(|n| self.index_of(n)).collect())
+    }
+
+    fn node_names(&self, idx: &[usize]) -> Vec<String> {
+        idx.iter()
+            .map(|&i| self.cfg.nodes[i].name.clone())
+            .collect()
+    }
+
+    /// Perform one nemesis op. Unknown ops and failures are reported, never panicked on.
+    pub fn invoke(&mut self, f: &str, value: &Value) -> Completion {
+        let result: Result<Value, String> = match f {
+            "start-partition" => {
+                let names = self.names();
+                let grudge = match value.as_str().unwrap_or("one") {
+                    "one" => isolate_one(&names, &mut self.cfg.rng),
+                    "halves" => random_halves(&names, &mut self.cfg.rng),
+                    other => {
+                        return Completion::Fail {
+                            error: format!(
+                                "unknown partition shape {other:?}: expected one or halves"
+                            ),
+                            value: value.clone(),
+                        };
+                    }
+                };
+                self.partition(&grudge)
+                    .map(|()| json!({ "grudge": grudge }))
+            }
+            "stop-partition" => self.heal_partition().map(|()| json!("healed")),
+            "kill" => self.kill(value),
+            "start" => self.start_all().map(|nodes| json!({ "nodes": nodes })),
+            "pause" => self.pause(value),
+            "resume" => self.resume_all().map(|nodes| json!({ "nodes": nodes })),
+            other => Err(format!("unknown nemesis op {other:?}")),
+        };
+        match result {
+            Ok(value) => Completion::Ok {
+                value,
+                version: None,
+            },
+            Err(error) => Completion::Info { error },
+        }
+    }
+
+    fn kill(&mut self, value: &Value) -> Result<Value, String> {
+        let db = self.cfg.db.clone();
+        let kill = db
+            .as_kill()
+            .ok_or_else(|| format!("{} cannot be killed", db.name()))?;
+        let idx = self.targets(value)?;
+        let names = self.node_names(&idx);
+        self.killed.extend(names.iter().cloned());
+        let errs = self.on_nodes(&idx, |r, n| kill.kill(r, n).map_err(|e| e.to_string()));
+        if errs.is_empty() {
+            Ok(json!({ "nodes": names }))
+        } else {
+            Err(errs.join("; "))
+        }
+    }
+
+    /// Start the system on every node where the nemesis killed it (idempotent on all nodes).
+    pub fn start_all(&mut self) -> Result<Vec<String>, String> {
+        let db = self.cfg.db.clone();
+        let Some(kill) = db.as_kill() else {
+            return Ok(vec![]);
+        };
+        let cluster = self.cfg.nodes.clone();
+        let errs = self.on_nodes(&self.all_idx(), |r, n| {
+            kill.start(r, n, &cluster).map_err(|e| e.to_string())
+        });
+        if !errs.is_empty() {
+            return Err(errs.join("; "));
+        }
+        Ok(std::mem::take(&mut self.killed).into_iter().collect())
+    }
+
+    fn pause(&mut self, value: &Value) -> Result<Value, String> {
+        let db = self.cfg.db.clone();
+        let pause = db
+            .as_pause()
+            .ok_or_else(|| format!("{} cannot be paused", db.name()))?;
+        let idx = self.targets(value)?;
+        let names = self.node_names(&idx);
+        self.paused.extend(names.iter().cloned());
+        let errs = self.on_nodes(&idx, |r, n| pause.pause(r, n).map_err(|e| e.to_string()));
+        if errs.is_empty() {
+            Ok(json!({ "nodes": names }))
+        } else {
+            Err(errs.join("; "))
+        }
+    }
+
+    /// Resume the system on every node (idempotent).
+    pub fn resume_all(&mut self) -> Result<Vec<String>, String> {
+        let db = self.cfg.db.clone();
+        let Some(pause) = db.as_pause() else {
+            return Ok(vec![]);
+        };
+        let errs = self.on_nodes(&self.all_idx(), |r, n| {
+            pause.resume(r, n).map_err(|e| e.to_string())
+        });
+        if !errs.is_empty() {
+            return Err(errs.join("; "));
+        }
+        Ok(std::mem::take(&mut self.paused).into_iter().collect())
+    }
+
+    /// Undo every fault: heal partitions, resume paused and restart killed processes. Tries all
+    /// three even if one fails; returns the errors.
+    pub fn heal_all(&mut self) -> Vec<String> {
+        let mut errs = Vec::new();
+        if let Err(e) = self.heal_partition() {
+            errs.push(format!("heal partition: {e}"));
+        }
+        if let Err(e) = self.resume_all() {
+            errs.push(format!("resume: {e}"));
+        }
+        if let Err(e) = self.start_all() {
+            errs.push(format!("restart: {e}"));
+        }
+        errs
+    }
+
+    /// Names of faults currently active, for the progress display.
+    pub fn active(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if self.partitioned {
+            v.push("partition".to_string());
+        }
+        if !self.killed.is_empty() {
+            v.push(format!(
+                "killed {}",
+                self.killed.iter().cloned().collect::<Vec<_>>().join(",")
+            ));
+        }
+        if !self.paused.is_empty() {
+            v.push(format!(
+                "paused {}",
+                self.paused.iter().cloned().collect::<Vec<_>>().join(",")
+            ));
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    fn nodes(n: usize) -> Vec<String> {
+        (1..=n).map(|i| format!("n{i}")).collect()
+    }
+
+    #[test]
+    fn complete_grudge_is_symmetric_across_components() {
+        let g = complete_grudge(&[vec!["n1".into()], vec!["n2".into(), "n3".into()]]);
+        assert_eq!(
+            g["n1"],
+            BTreeSet::from(["n2".to_string(), "n3".to_string()])
+        );
+        assert_eq!(g["n2"], BTreeSet::from(["n1".to_string()]));
+        assert_eq!(g["n3"], BTreeSet::from(["n1".to_string()]));
+    }
+
+    #[test]
+    fn isolate_one_cuts_exactly_one_node_off() {
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        for _ in 0..50 {
+            let g = isolate_one(&nodes(5), &mut rng);
+            let lonely: Vec<_> = g.iter().filter(|(_, s)| s.len() == 4).collect();
+            assert_eq!(lonely.len(), 1);
+            assert!(g.values().filter(|s| s.len() == 1).count() == 4);
+        }
+    }
+
+    #[test]
+    fn halves_split_into_minority_and_majority() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let g = random_halves(&nodes(5), &mut rng);
+        assert_eq!(g.values().filter(|s| s.len() == 3).count(), 2);
+        assert_eq!(g.values().filter(|s| s.len() == 2).count(), 3);
+        // Same seed, same split.
+        let g2 = random_halves(&nodes(5), &mut ChaCha8Rng::seed_from_u64(1));
+        assert_eq!(g, g2);
+    }
+
+    #[test]
+    fn target_sizes() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let n = nodes(5);
+        assert_eq!(select_targets(Targets::One, &n, &mut rng).len(), 1);
+        assert_eq!(select_targets(Targets::Minority, &n, &mut rng).len(), 2);
+        assert_eq!(select_targets(Targets::Majority, &n, &mut rng).len(), 3);
+        assert_eq!(select_targets(Targets::All, &n, &mut rng).len(), 5);
+        assert_eq!(
+            select_targets(Targets::Minority, &nodes(1), &mut rng).len(),
+            1
+        );
+        assert!(Targets::parse("most").is_none());
+    }
+}

@@ -1,0 +1,513 @@
+//! One test run, end to end: nodes → SSH sessions → DB setup → clients + nemesis → interpreter
+//! phases (main, heal, settle, final reads) → teardown + logs → check → results.
+//!
+//! The only module that sequences the impure parts. Teardown, healing and log collection run on
+//! every exit path after the cluster was touched (normal end, Ctrl-C, error), and the history is
+//! appended as ops happen, so an aborted run still leaves a checkable run directory.
+
+use crate::checker::{CheckResult, Verdict};
+use crate::client::Client;
+use crate::client::etcd::{EtcdClient, EtcdClientConfig, ReadMode};
+use crate::config::{Node, TestConfig};
+use crate::control::{Remote, SshConfig};
+use crate::db::Db;
+use crate::db::etcd::Etcd;
+use crate::generator::{self, Generator};
+use crate::history::{History, HistoryWriter};
+use crate::interpreter::{Interpreter, Stats, Worker};
+use crate::nemesis::{Nemesis, NemesisConfig, PartitionConfig};
+use crate::store::{RESULTS_FILE, RunDir, TEST_FILE};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde_json::{Value, json};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Errors that end a run early. Messages name the node/command/file.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Bad configuration.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// Could not create or write the run directory.
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    /// SSH problems (unreachable node, bad key, host key mismatch).
+    #[error("{0}")]
+    Control(String),
+    /// The system under test could not be set up.
+    #[error(transparent)]
+    Db(#[from] crate::db::DbError),
+    /// The sandbox could not be brought up or read.
+    #[error("sandbox: {0}")]
+    Sandbox(String),
+    /// The interpreter stopped abnormally.
+    #[error(transparent)]
+    Interpreter(#[from] crate::interpreter::InterpreterError),
+    /// Reading back the history failed.
+    #[error(transparent)]
+    History(#[from] crate::history::HistoryError),
+}
+
+/// What a finished run produced.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// The run directory.
+    pub run_dir: RunDir,
+    /// Merged verdict.
+    pub verdict: Verdict,
+    /// Per-checker results.
+    pub results: Vec<CheckResult>,
+    /// Number of history events recorded.
+    pub events: u64,
+    /// Client ops completed ok / fail / info.
+    pub counts: (u64, u64, u64),
+    /// Wall time of the main phase.
+    pub main_phase: Duration,
+    /// True if the run was interrupted (Ctrl-C) before its time limit.
+    pub interrupted: bool,
+}
+
+/// Run `f` on every node in parallel (one thread each), results in node order.
+pub fn on_nodes<T: Send>(
+    remotes: &[Arc<dyn Remote>],
+    nodes: &[Node],
+    f: impl Fn(&dyn Remote, &Node) -> T + Sync,
+) -> Vec<T> {
+    std::thread::scope(|s| {
+        let f = &f;
+        let hs: Vec<_> = remotes
+            .iter()
+            .zip(nodes)
+            .map(|(r, n)| s.spawn(move || f(r.as_ref(), n)))
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().expect("node task panicked"))
+            .collect()
+    })
+}
+
+fn first_err<E: std::fmt::Display>(results: Vec<Result<(), E>>) -> Result<(), String> {
+    let errs: Vec<String> = results
+        .into_iter()
+        .filter_map(|r| r.err().map(|e| e.to_string()))
+        .collect();
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(errs.join("; "))
+    }
+}
+
+/// A `Client` that performs nemesis ops on a blocking thread.
+struct NemesisClient {
+    nemesis: Arc<Mutex<Nemesis>>,
+    stats: Arc<Stats>,
+}
+
+#[async_trait::async_trait]
+impl Client for NemesisClient {
+    async fn invoke(
+        &mut self,
+        f: &str,
+        _key: Option<&str>,
+        value: &Value,
+    ) -> crate::client::Completion {
+        let nemesis = self.nemesis.clone();
+        let stats = self.stats.clone();
+        let (f, value) = (f.to_string(), value.clone());
+        tokio::task::spawn_blocking(move || {
+            let mut n = nemesis.lock().unwrap_or_else(|p| p.into_inner());
+            let c = n.invoke(&f, &value);
+            *stats
+                .active_faults
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = n.active().join(" ");
+            c
+        })
+        .await
+        .unwrap_or_else(|e| crate::client::Completion::Info {
+            error: format!("nemesis task failed: {e}"),
+        })
+    }
+}
+
+/// The test metadata written to test.json.
+fn test_json(
+    cfg: &TestConfig,
+    nodes: &[Node],
+    db_version: Option<String>,
+    wall_start: &str,
+) -> Value {
+    json!({
+        "name": cfg.name,
+        "seed": cfg.seed,
+        "start_time": wall_start,
+        "shakedown_version": env!("CARGO_PKG_VERSION"),
+        "db": { "name": "etcd", "version": db_version, "config": cfg.etcd },
+        "nodes": nodes,
+        "ssh": { "user": cfg.ssh.user, "port": cfg.ssh.port },
+        "concurrency": cfg.concurrency,
+        "rate": cfg.rate,
+        "time_limit_s": cfg.time_limit_s,
+        "op_timeout_ms": cfg.op_timeout_ms,
+        "read_mode": cfg.read_mode,
+        "workload": { "name": cfg.workload_name, "spec": cfg.workload },
+        "nemesis": { "name": cfg.nemesis_name, "spec": cfg.nemesis },
+        "rerun": cfg.rerun_command(),
+    })
+}
+
+/// Resolve the cluster: explicit nodes, or the sandbox (brought up if it is not).
+pub fn resolve_nodes(cfg: &mut TestConfig) -> Result<Vec<Node>, RunError> {
+    if let Some(nodes) = &cfg.nodes {
+        return Ok(nodes.clone());
+    }
+    let info = crate::sandbox::up(&cfg.sandbox).map_err(|e| RunError::Sandbox(e.to_string()))?;
+    // The sandbox tells us how to reach it unless the user overrode those settings.
+    if cfg.ssh.private_key.is_none() {
+        cfg.ssh.private_key = Some(info.private_key.clone());
+    }
+    if cfg.ssh.known_hosts.is_none() {
+        cfg.ssh.known_hosts = Some(info.known_hosts.clone());
+    }
+    Ok(info
+        .nodes
+        .iter()
+        .map(|n| Node {
+            name: n.name.clone(),
+            host: n.address.to_string(),
+        })
+        .collect())
+}
+
+/// Connect to every node; the error names each node that failed and why.
+pub fn connect(nodes: &[Node], ssh: &SshConfig) -> Result<Vec<Arc<dyn Remote>>, RunError> {
+    let pairs: Vec<(String, String)> = nodes
+        .iter()
+        .map(|n| (n.name.clone(), n.host.clone()))
+        .collect();
+    crate::control::connect_all(&pairs, ssh).map_err(|e| RunError::Control(e.to_string()))
+}
+
+fn build_client_gen(cfg: &TestConfig) -> Result<(Box<dyn Generator>, generator::KeyLog), RunError> {
+    let w = &cfg.workload;
+    let workload = generator::register_workload(generator::RegisterConfig {
+        read_weight: w.read_weight,
+        write_weight: w.write_weight,
+        cas_weight: w.cas_weight,
+        max_value: u64::from(w.max_value),
+        threads_per_key: w.threads_per_key.min(cfg.concurrency).max(1),
+        ops_per_key: w.ops_per_key,
+        key_prefix: None,
+    })
+    .map_err(|e| crate::config::ConfigError::new(&cfg.workload_name, e.to_string()))?;
+    let keys = workload.keys_used();
+    let mut g: Box<dyn Generator> = Box::new(workload);
+    if cfg.rate > 0.0 {
+        g = Box::new(generator::stagger((1e9 / cfg.rate) as u64, g));
+    }
+    Ok((
+        Box::new(generator::time_limit((cfg.time_limit_s * 1e9) as u64, g)),
+        keys,
+    ))
+}
+
+fn nemesis_schedule(cfg: &TestConfig) -> generator::NemesisSchedule {
+    generator::NemesisSchedule {
+        faults: cfg
+            .nemesis
+            .faults
+            .iter()
+            .map(|f| {
+                let (start_f, start_value, stop_f) = f.ops();
+                generator::FaultSpec {
+                    start_f: start_f.into(),
+                    start_value,
+                    stop_f: stop_f.into(),
+                    stop_value: Value::Null,
+                }
+            })
+            .collect(),
+        interval_ns: (cfg.nemesis.interval_s * 1e9) as u64,
+    }
+}
+
+/// Run a whole test. Progress goes to `progress` (None = quiet).
+pub async fn run(
+    mut cfg: TestConfig,
+    progress: Option<indicatif::ProgressBar>,
+) -> Result<RunOutcome, RunError> {
+    let nodes = resolve_nodes(&mut cfg)?;
+    let run_dir = RunDir::create(&cfg.reports_dir, &cfg.name)?;
+    let wall_start = chrono::Utc::now().to_rfc3339();
+    run_dir.write_json(TEST_FILE, &test_json(&cfg, &nodes, None, &wall_start))?;
+    run_dir.update_latest()?;
+    tracing::info!(run_dir = %run_dir.path.display(), seed = cfg.seed, "starting run");
+
+    let ssh = cfg.ssh.clone();
+    let remotes = {
+        let nodes = nodes.clone();
+        tokio::task::spawn_blocking(move || connect(&nodes, &ssh))
+            .await
+            .expect("connect task")?
+    };
+    let etcd = Arc::new(Etcd::new(cfg.etcd.clone()));
+    let db: Arc<dyn Db> = etcd.clone();
+
+    // Heal leftovers of an earlier run against the same nodes, then install and start the DB.
+    let mut nemesis = Nemesis::new(NemesisConfig {
+        nodes: nodes.clone(),
+        remotes: remotes.clone(),
+        db: db.clone(),
+        partition: PartitionConfig::default(),
+        rng: ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_add(1)),
+    });
+    let setup = {
+        let (remotes, nodes, db) = (remotes.clone(), nodes.clone(), db.clone());
+        tokio::task::spawn_blocking(move || -> Result<Option<String>, RunError> {
+            first_err(on_nodes(&remotes, &nodes, |r, _| db.install(r)))
+                .map_err(RunError::Control)?;
+            first_err(on_nodes(&remotes, &nodes, |r, n| db.setup(r, n, &nodes)))
+                .map_err(RunError::Control)?;
+            Ok(db.version(remotes[0].as_ref()))
+        })
+    };
+    let nemesis_ready = tokio::task::spawn_blocking(move || {
+        let r = nemesis.setup();
+        (nemesis, r)
+    });
+    let version = setup.await.expect("setup task")?;
+    let (nemesis, nemesis_setup) = nemesis_ready.await.expect("nemesis task");
+    nemesis_setup.map_err(RunError::Control)?;
+    run_dir.write_json(TEST_FILE, &test_json(&cfg, &nodes, version, &wall_start))?;
+
+    let nemesis = Arc::new(Mutex::new(nemesis));
+    let result = drive(
+        &cfg,
+        &nodes,
+        &remotes,
+        &etcd,
+        Some(nemesis.clone()),
+        &run_dir,
+        progress,
+    )
+    .await;
+
+    // Always: heal, collect logs, stop the DB.
+    let cleanup = {
+        let (remotes, nodes, db, run_dir) =
+            (remotes.clone(), nodes.clone(), db.clone(), run_dir.clone());
+        tokio::task::spawn_blocking(move || {
+            let mut n = nemesis.lock().unwrap_or_else(|p| p.into_inner());
+            let mut errs = n.heal_all();
+            if let Err(e) = n.teardown() {
+                errs.push(format!("removing iptables chain: {e}"));
+            }
+            for (r, node) in remotes.iter().zip(&nodes) {
+                let Ok(dir) = run_dir.node_log_dir(&node.name) else {
+                    continue;
+                };
+                for f in db.log_files(node) {
+                    let name = std::path::Path::new(&f)
+                        .file_name()
+                        .map(|s| s.to_owned())
+                        .unwrap_or_default();
+                    if let Err(e) = r.download(&f, &dir.join(name)) {
+                        errs.push(format!("{}: downloading {f}: {e}", node.name));
+                    }
+                }
+            }
+            if let Err(e) = first_err(on_nodes(&remotes, &nodes, |r, n| db.teardown(r, n))) {
+                errs.push(format!("teardown: {e}"));
+            }
+            errs
+        })
+    };
+    for e in cleanup.await.unwrap_or_default() {
+        tracing::warn!("cleanup: {e}");
+    }
+    let (events, counts, main_phase, interrupted) = result?;
+
+    let history = History::read_file(&run_dir.history_path())?;
+    let (verdict, results) = check(&history, cfg.check_time_limit_s);
+    run_dir.write_json(RESULTS_FILE, &results_json(verdict, &results))?;
+    Ok(RunOutcome {
+        run_dir,
+        verdict,
+        results,
+        events,
+        counts,
+        main_phase,
+        interrupted,
+    })
+}
+
+/// Results file contents.
+pub fn results_json(verdict: Verdict, results: &[CheckResult]) -> Value {
+    json!({ "valid": verdict, "checkers": results })
+}
+
+/// The checks a register run gets.
+pub fn check(history: &History, time_limit_s: f64) -> (Verdict, Vec<CheckResult>) {
+    match crate::app::check_with_model(
+        "cas-register",
+        history,
+        false,
+        Duration::from_secs_f64(time_limit_s),
+    ) {
+        Ok((result, _)) => (result.verdict, vec![result]),
+        Err(e) => unreachable!("built-in model name: {e}"),
+    }
+}
+
+type DriveOutcome = (u64, (u64, u64, u64), Duration, bool);
+
+/// Wait for the DB, then run the interpreter phases against an already set-up cluster, appending
+/// to the run directory's history. Returns (events, (ok, fail, info), main phase, interrupted).
+pub(crate) async fn drive(
+    cfg: &TestConfig,
+    nodes: &[Node],
+    remotes: &[Arc<dyn Remote>],
+    etcd: &Etcd,
+    nemesis: Option<Arc<Mutex<Nemesis>>>,
+    run_dir: &RunDir,
+    progress: Option<indicatif::ProgressBar>,
+) -> Result<DriveOutcome, RunError> {
+    // Wait for the cluster before the clock starts.
+    {
+        let (remotes, nodes, etcd) = (remotes.to_vec(), nodes.to_vec(), etcd.clone());
+        tokio::task::spawn_blocking(move || {
+            first_err(on_nodes(&remotes, &nodes, |r, n| etcd.await_ready(r, n)))
+        })
+        .await
+        .expect("ready task")
+        .map_err(RunError::Control)?;
+    }
+    let stats = Arc::new(Stats::default());
+    let op_timeout = Duration::from_millis(cfg.op_timeout_ms);
+    let mut workers = Vec::new();
+    for t in 0..cfg.concurrency {
+        let node = &nodes[t % nodes.len()];
+        let client = EtcdClient::new(EtcdClientConfig {
+            endpoint: etcd.endpoint(node),
+            read_mode: cfg.read_mode,
+            timeout_ms: cfg.op_timeout_ms,
+            key_prefix: format!("/shakedown/{}/", cfg.seed),
+        })
+        .map_err(|e| RunError::Control(format!("{}: creating etcd client: {e}", node.name)))?;
+        workers.push(Worker {
+            client: Box::new(client),
+            node: Some(node.name.clone()),
+            timeout: op_timeout + Duration::from_millis(500),
+        });
+    }
+    let nemesis_worker = nemesis.map(|nemesis| Worker {
+        client: Box::new(NemesisClient {
+            nemesis,
+            stats: stats.clone(),
+        }),
+        node: None,
+        timeout: Duration::from_secs(120),
+    });
+    let interp_has_nemesis = nemesis_worker.is_some();
+    let file = run_dir.open_history()?;
+    let start = Instant::now();
+    let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
+    let mut interp = Interpreter::new(
+        start,
+        HistoryWriter::new(file),
+        workers,
+        nemesis_worker,
+        names,
+        ChaCha8Rng::seed_from_u64(cfg.seed),
+        stats.clone(),
+    );
+    let stop = interp.shutdown_handle();
+    let ctrl_c = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("\ninterrupted: finishing in-flight ops, then healing and tearing down");
+            let _ = stop.send(true);
+        }
+    });
+    let ticker = progress.clone().map(|pb| {
+        let stats = stats.clone();
+        tokio::spawn(async move {
+            loop {
+                pb.set_position(start.elapsed().as_millis() as u64);
+                let faults = stats
+                    .active_faults
+                    .lock()
+                    .map(|s| s.clone())
+                    .unwrap_or_default();
+                pb.set_message(format!(
+                    "ok {} fail {} info {} | faults: {}",
+                    stats.ok.load(Ordering::Relaxed),
+                    stats.fail.load(Ordering::Relaxed),
+                    stats.info.load(Ordering::Relaxed),
+                    if faults.is_empty() {
+                        "none".to_string()
+                    } else {
+                        faults
+                    }
+                ));
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        })
+    });
+
+    let (client_gen, keys) = build_client_gen(cfg)?;
+    let schedule = nemesis_schedule(cfg);
+    let with_nemesis = !schedule.faults.is_empty() && interp_has_nemesis;
+    let nemesis_gen: Option<Box<dyn Generator>> = if !with_nemesis {
+        None
+    } else {
+        Some(Box::new(generator::time_limit(
+            (cfg.time_limit_s * 1e9) as u64,
+            generator::nemesis_cycle(schedule.clone()),
+        )))
+    };
+    let phase = interp.run_phase(Some(client_gen), nemesis_gen).await;
+    let main_phase = start.elapsed();
+    let interrupted = interp.is_shutting_down();
+    // Final phase: heal through the history (so fault ends are recorded), settle, final reads.
+    let heal = if with_nemesis {
+        interp
+            .run_phase(None, Some(Box::new(generator::nemesis_heal(&schedule))))
+            .await
+    } else {
+        Ok(())
+    };
+    if phase.is_ok() && heal.is_ok() && !interrupted {
+        if let Some(pb) = &progress {
+            pb.set_message("healed; settling before final reads");
+        }
+        tokio::time::sleep(Duration::from_secs_f64(cfg.settle_s)).await;
+        interp
+            .run_phase(Some(Box::new(generator::final_reads(keys))), None)
+            .await?;
+    }
+    if let Some(t) = ticker {
+        t.abort();
+    }
+    ctrl_c.abort();
+    if let Some(pb) = &progress {
+        pb.finish_and_clear();
+    }
+    let _ = interp.flush();
+    phase?;
+    heal?;
+    let counts = (
+        stats.ok.load(Ordering::Relaxed),
+        stats.fail.load(Ordering::Relaxed),
+        stats.info.load(Ordering::Relaxed),
+    );
+    Ok((interp.ops_written(), counts, main_phase, interrupted))
+}
+
+/// Default read mode for serialization into test.json.
+pub fn default_read_mode() -> ReadMode {
+    ReadMode::Linearizable
+}

@@ -1,0 +1,196 @@
+//! Run directory layout: the only module that knows where files of a run live.
+//!
+//! A run lives in `<reports>/<test>/<timestamp>/` and holds `history.jsonl` (appended as the run
+//! happens), `test.json` (configuration, seed, versions, wall-clock start), `results.json` (checker
+//! output), `faults.jsonl` (nemesis journal, later issue) and `logs/<node>/…` (DB logs). After each
+//! run `<reports>/<test>/latest` and `<reports>/latest` point at it. Does not know what is inside the
+//! files beyond serializing JSON values given to it.
+
+use std::path::{Path, PathBuf};
+
+/// File names inside a run directory.
+pub const HISTORY_FILE: &str = "history.jsonl";
+/// Test configuration and metadata.
+pub const TEST_FILE: &str = "test.json";
+/// Checker results.
+pub const RESULTS_FILE: &str = "results.json";
+/// Directory of per-node logs.
+pub const LOGS_DIR: &str = "logs";
+
+/// Errors creating or writing a run directory.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A filesystem operation failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// Path involved.
+        path: String,
+        /// Underlying error.
+        source: std::io::Error,
+    },
+    /// The given path is neither a run directory nor a history file.
+    #[error("{0}: not a run directory (no {HISTORY_FILE}) and not a file")]
+    NotARun(String),
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// One run's directory.
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    /// Absolute or cwd-relative path of the run directory.
+    pub path: PathBuf,
+}
+
+impl RunDir {
+    /// Create `<reports>/<test>/<timestamp>/` (timestamp from the wall clock, UTC, ms precision;
+    /// a numeric suffix is added if two runs start in the same millisecond).
+    pub fn create(reports: &Path, test_name: &str) -> Result<RunDir, StoreError> {
+        let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ").to_string();
+        let parent = reports.join(test_name);
+        std::fs::create_dir_all(&parent).map_err(io_err(&parent))?;
+        let mut path = parent.join(&stamp);
+        let mut n = 1;
+        loop {
+            match std::fs::create_dir(&path) {
+                Ok(()) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    n += 1;
+                    path = parent.join(format!("{stamp}-{n}"));
+                }
+                Err(e) => return Err(io_err(&path)(e)),
+            }
+        }
+        Ok(RunDir { path })
+    }
+
+    /// Open an existing run directory.
+    pub fn open(path: &Path) -> RunDir {
+        RunDir {
+            path: path.to_path_buf(),
+        }
+    }
+
+    /// Path of the history file.
+    pub fn history_path(&self) -> PathBuf {
+        self.path.join(HISTORY_FILE)
+    }
+
+    /// Open the history file for appending (created if missing).
+    pub fn open_history(&self) -> Result<std::fs::File, StoreError> {
+        let p = self.history_path();
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&p)
+            .map_err(io_err(&p))
+    }
+
+    /// Directory for one node's logs, created on demand.
+    pub fn node_log_dir(&self, node: &str) -> Result<PathBuf, StoreError> {
+        let p = self.path.join(LOGS_DIR).join(node);
+        std::fs::create_dir_all(&p).map_err(io_err(&p))?;
+        Ok(p)
+    }
+
+    /// Write a JSON value to a file in the run directory, atomically (write temp + rename) so a
+    /// crash never leaves a half-written file.
+    pub fn write_json(&self, name: &str, value: &serde_json::Value) -> Result<(), StoreError> {
+        let dest = self.path.join(name);
+        let tmp = self.path.join(format!(".{name}.tmp"));
+        let text = serde_json::to_vec_pretty(value).map_err(|e| StoreError::Io {
+            path: dest.display().to_string(),
+            source: std::io::Error::other(e),
+        })?;
+        std::fs::write(&tmp, text).map_err(io_err(&tmp))?;
+        std::fs::rename(&tmp, &dest).map_err(io_err(&dest))
+    }
+
+    /// Point `<reports>/<test>/latest` and `<reports>/latest` at this run (relative symlinks).
+    pub fn update_latest(&self) -> Result<(), StoreError> {
+        let Some(test_dir) = self.path.parent() else {
+            return Ok(());
+        };
+        let Some(stamp) = self.path.file_name() else {
+            return Ok(());
+        };
+        replace_symlink(Path::new(stamp), &test_dir.join("latest"))?;
+        if let (Some(reports), Some(test)) = (test_dir.parent(), test_dir.file_name()) {
+            replace_symlink(&Path::new(test).join(stamp), &reports.join("latest"))?;
+        }
+        Ok(())
+    }
+}
+
+fn replace_symlink(target: &Path, link: &Path) -> Result<(), StoreError> {
+    let tmp = link.with_extension("tmp-link");
+    let _ = std::fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(target, &tmp).map_err(io_err(&tmp))?;
+    std::fs::rename(&tmp, link).map_err(io_err(link))
+}
+
+/// Resolve a `check`/`report` argument: a run directory (its history file) or a history file.
+pub fn resolve_history(path: &Path) -> Result<PathBuf, StoreError> {
+    if path.is_dir() {
+        let h = path.join(HISTORY_FILE);
+        if h.is_file() {
+            return Ok(h);
+        }
+        return Err(StoreError::NotARun(path.display().to_string()));
+    }
+    if path.is_file() {
+        return Ok(path.to_path_buf());
+    }
+    Err(StoreError::Io {
+        path: path.display().to_string(),
+        source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file or directory"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn creates_unique_run_dirs_and_latest_links() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = RunDir::create(tmp.path(), "etcd-register").unwrap();
+        let b = RunDir::create(tmp.path(), "etcd-register").unwrap();
+        assert_ne!(a.path, b.path);
+        a.write_json(TEST_FILE, &serde_json::json!({"seed": 1}))
+            .unwrap();
+        std::fs::write(a.history_path(), "").unwrap();
+        a.update_latest().unwrap();
+        let latest = tmp.path().join("etcd-register/latest");
+        assert_eq!(
+            std::fs::canonicalize(&latest).unwrap(),
+            std::fs::canonicalize(&a.path).unwrap()
+        );
+        let top = tmp.path().join("latest");
+        assert_eq!(
+            std::fs::canonicalize(&top).unwrap(),
+            std::fs::canonicalize(&a.path).unwrap()
+        );
+        b.update_latest().unwrap();
+        assert_eq!(
+            std::fs::canonicalize(&latest).unwrap(),
+            std::fs::canonicalize(&b.path).unwrap()
+        );
+        assert_eq!(resolve_history(&a.path).unwrap(), a.history_path());
+        assert!(matches!(
+            resolve_history(&b.path),
+            Err(StoreError::NotARun(_))
+        ));
+        assert!(
+            resolve_history(&tmp.path().join("nope"))
+                .unwrap_err()
+                .to_string()
+                .contains("nope")
+        );
+    }
+}

@@ -1,0 +1,131 @@
+//! Terminal summary of a run: op counts by function and outcome, latencies, verdicts.
+//!
+//! Pure: computed from a `History` and check results, rendered as a small aligned text table.
+
+use crate::checker::CheckResult;
+use crate::history::{History, OpType};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Counts and latency for one function.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct FnSummary {
+    /// Completed ok.
+    pub ok: u64,
+    /// Completed fail.
+    pub fail: u64,
+    /// Completed info (or never completed).
+    pub info: u64,
+    /// Median latency of ok ops, milliseconds.
+    pub p50_ms: f64,
+    /// 99th percentile latency of ok ops, milliseconds.
+    pub p99_ms: f64,
+}
+
+/// Per-function summary of client ops, keyed by `f`.
+pub fn summarize(history: &History) -> BTreeMap<String, FnSummary> {
+    let mut out: BTreeMap<String, FnSummary> = BTreeMap::new();
+    let mut lat: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    let mut open: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+    for op in history.ops.iter().filter(|o| o.is_client()) {
+        let p = op.process.client().unwrap_or(0);
+        let s = out.entry(op.f.clone()).or_default();
+        match op.op_type {
+            OpType::Invoke => {
+                open.insert(p, op.time_ns);
+            }
+            t => {
+                match t {
+                    OpType::Ok => s.ok += 1,
+                    OpType::Fail => s.fail += 1,
+                    _ => s.info += 1,
+                }
+                if let Some(start) = open.remove(&p) {
+                    if t == OpType::Ok {
+                        lat.entry(op.f.clone())
+                            .or_default()
+                            .push(op.time_ns.saturating_sub(start));
+                    }
+                }
+            }
+        }
+    }
+    // Invokes that never completed count as info.
+    for op in history
+        .ops
+        .iter()
+        .filter(|o| o.is_client() && o.op_type == OpType::Invoke)
+    {
+        let p = op.process.client().unwrap_or(0);
+        if open.get(&p) == Some(&op.time_ns) {
+            if let Some(s) = out.get_mut(&op.f) {
+                s.info += 1;
+            }
+            open.remove(&p);
+        }
+    }
+    for (f, mut v) in lat {
+        v.sort_unstable();
+        let q = |x: f64| v[((v.len() - 1) as f64 * x).round() as usize] as f64 / 1e6;
+        if let Some(s) = out.get_mut(&f) {
+            s.p50_ms = q(0.5);
+            s.p99_ms = q(0.99);
+        }
+    }
+    out
+}
+
+/// Render the table and the verdict lines.
+pub fn render(summary: &BTreeMap<String, FnSummary>, results: &[CheckResult]) -> String {
+    let mut s = String::new();
+    s.push_str(&format!(
+        "{:<8} {:>8} {:>8} {:>8} {:>9} {:>9}\n",
+        "f", "ok", "fail", "info", "p50 ms", "p99 ms"
+    ));
+    for (f, x) in summary {
+        s.push_str(&format!(
+            "{:<8} {:>8} {:>8} {:>8} {:>9.2} {:>9.2}\n",
+            f, x.ok, x.fail, x.info, x.p50_ms, x.p99_ms
+        ));
+    }
+    for r in results {
+        s.push_str(&format!(
+            "{:<14} {:<8} {}\n",
+            r.checker,
+            r.verdict.to_string(),
+            r.summary
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::{Op, Process};
+    use serde_json::Value;
+
+    #[test]
+    fn counts_outcomes_and_open_invokes() {
+        let mk = |t, p, f: &str, time| {
+            let mut o = Op::new(t, Process::Client(p), f, Value::Null);
+            o.time_ns = time;
+            o
+        };
+        let h = History::from_ops(vec![
+            mk(OpType::Invoke, 0, "read", 0),
+            mk(OpType::Ok, 0, "read", 2_000_000),
+            mk(OpType::Invoke, 1, "write", 1),
+            mk(OpType::Info, 1, "write", 5),
+            mk(OpType::Invoke, 2, "cas", 7),
+            mk(OpType::Fail, 2, "cas", 9),
+            mk(OpType::Invoke, 3, "write", 10),
+        ]);
+        let s = summarize(&h);
+        assert_eq!((s["read"].ok, s["read"].p50_ms), (1, 2.0));
+        assert_eq!(s["write"].info, 2);
+        assert_eq!(s["cas"].fail, 1);
+        let text = render(&s, &[]);
+        assert!(text.contains("write"));
+    }
+}
