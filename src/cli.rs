@@ -26,7 +26,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a test: set up the DB, drive the workload under faults, check the history.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Check a history file or run directory offline.
     Check(CheckArgs),
     /// Manage the built-in local cluster (network namespaces + sshd).
@@ -171,7 +171,7 @@ impl RunArgs {
         match Cli::parse_from(["shakedown", "run"]).command {
             Command::Run(mut r) => {
                 r.sandbox = sandbox;
-                r
+                *r
             }
             _ => unreachable!("parsed a run command"),
         }
@@ -237,13 +237,13 @@ impl RunArgs {
             ("--ssh-key", &self.ssh_key),
             ("--known-hosts", &self.known_hosts),
         ] {
-            if let Some(p) = p {
-                if !p.is_file() {
-                    return Err(ConfigError::new(
-                        flag,
-                        format!("{}: no such file", p.display()),
-                    ));
-                }
+            if let Some(p) = p
+                && !p.is_file()
+            {
+                return Err(ConfigError::new(
+                    flag,
+                    format!("{}: no such file", p.display()),
+                ));
             }
         }
         let workload = crate::spec::load_workload(&self.workload)?;

@@ -423,7 +423,7 @@ mod tests {
                     value: Value::Null,
                 },
             };
-            if self.every_nth_info > 0 && self.n % self.every_nth_info == 0 {
+            if self.every_nth_info > 0 && self.n.is_multiple_of(self.every_nth_info) {
                 return Completion::Info {
                     error: "simulated indeterminate".into(),
                 };

@@ -22,7 +22,7 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let code = match cli.command {
-        Command::Run(args) => shakedown::app::run(args),
+        Command::Run(args) => shakedown::app::run(*args),
         Command::Check(args) => shakedown::app::check(args),
         Command::Sandbox(s) => match s.sandbox.to_config() {
             Err(e) => {

@@ -140,14 +140,14 @@ fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, label: &str) -> Result
             .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
         // toml reports unknown fields of the top-level table with a span over the whole
         // document; find the key's own line instead.
-        if let Some(field) = e
+        let field = e
             .message()
             .strip_prefix("unknown field `")
-            .and_then(|m| m.split('`').next())
+            .and_then(|m| m.split('`').next());
+        if let Some(field) = field
+            && let Some(i) = text.lines().position(|l| l.trim_start().starts_with(field))
         {
-            if let Some(i) = text.lines().position(|l| l.trim_start().starts_with(field)) {
-                line = Some(i + 1);
-            }
+            line = Some(i + 1);
         }
         let what = match line {
             Some(l) => format!("{label}:{l}"),

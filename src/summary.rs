@@ -40,12 +40,12 @@ pub fn summarize(history: &History) -> BTreeMap<String, FnSummary> {
                     OpType::Fail => s.fail += 1,
                     _ => s.info += 1,
                 }
-                if let Some(start) = open.remove(&p) {
-                    if t == OpType::Ok {
-                        lat.entry(op.f.clone())
-                            .or_default()
-                            .push(op.time_ns.saturating_sub(start));
-                    }
+                if let Some(start) = open.remove(&p)
+                    && t == OpType::Ok
+                {
+                    lat.entry(op.f.clone())
+                        .or_default()
+                        .push(op.time_ns.saturating_sub(start));
                 }
             }
         }

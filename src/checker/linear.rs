@@ -189,6 +189,7 @@ impl LinearResult {
     /// and one per unknown part.
     pub fn explain(&self) -> String {
         let mut out = vec![self.summary()];
+        let mut cancelled = 0usize;
         for p in &self.parts {
             match (p.verdict, &p.witness) {
                 (Verdict::Invalid, Some(w)) => {
@@ -227,6 +228,7 @@ impl LinearResult {
                         out.push(format!("  essential ops ({how}): {}", ops.join("; ")));
                     }
                 }
+                (Verdict::Unknown, _) if p.reason.as_deref() == Some(CANCELLED) => cancelled += 1,
                 (Verdict::Unknown, _) => out.push(format!(
                     "{}: unknown ({})",
                     key_label(&p.key),
@@ -235,9 +237,15 @@ impl LinearResult {
                 _ => {}
             }
         }
+        if cancelled > 0 {
+            out.push(format!("{cancelled} other parts not checked ({CANCELLED})"));
+        }
         out.join("\n")
     }
 }
+
+/// Reason recorded on parts stopped because another part was already invalid.
+const CANCELLED: &str = "cancelled: another part was invalid";
 
 /// One model op of a part, with its real-time interval in history positions.
 #[derive(Debug, Clone)]
@@ -505,7 +513,7 @@ fn search<M: Model>(
             }
             stats.cache_bytes = stats.cache_bytes.max(bytes);
             if limits.cancel.load(Ordering::Relaxed) {
-                break Outcome::Aborted("cancelled: another part was invalid".into());
+                break Outcome::Aborted(CANCELLED.into());
             }
             if limits.mem_used.load(Ordering::Relaxed) > limits.mem_cap {
                 break Outcome::Aborted(format!(
@@ -834,7 +842,7 @@ pub fn check_history<M: Model>(
         let t0 = Instant::now();
         let (outcome, stats) = if cancel.load(Ordering::Relaxed) {
             (
-                Outcome::Aborted("cancelled: another part was invalid".into()),
+                Outcome::Aborted(CANCELLED.into()),
                 Stats {
                     cache_entries: 0,
                     cache_bytes: 0,

@@ -1054,6 +1054,15 @@ pub async fn bare_loop(
     })
 }
 
+impl std::fmt::Display for ReadMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ReadMode::Linearizable => "linearizable",
+            ReadMode::Serializable => "serializable",
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1331,14 +1340,5 @@ mod tests {
             LatencySummary::from_latencies(&mut []),
             LatencySummary::default()
         );
-    }
-}
-
-impl std::fmt::Display for ReadMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            ReadMode::Linearizable => "linearizable",
-            ReadMode::Serializable => "serializable",
-        })
     }
 }
