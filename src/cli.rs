@@ -57,13 +57,13 @@ impl From<ReadModeArg> for crate::client::etcd::ReadMode {
 #[derive(Debug, Clone, Args)]
 pub struct SandboxArgs {
     /// Sandbox name; namespaces, bridge and state directory derive from it.
-    #[arg(long = "sandbox-name", default_value = "shakedown")]
+    #[arg(long = "sandbox-name", default_value = "shakedown", global = true)]
     pub sandbox_name: String,
     /// Sandbox subnet (IPv4 /24 or larger; nodes get .1, .2, …; the bridge .254).
-    #[arg(long = "sandbox-subnet", default_value = "10.78.0.0/24")]
+    #[arg(long = "sandbox-subnet", default_value = "10.78.0.0/24", global = true)]
     pub sandbox_subnet: String,
     /// Number of sandbox nodes.
-    #[arg(long = "sandbox-nodes", default_value_t = 5)]
+    #[arg(long = "sandbox-nodes", default_value_t = 5, global = true)]
     pub sandbox_nodes: usize,
 }
 

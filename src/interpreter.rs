@@ -76,7 +76,9 @@ pub struct Interpreter<W: Write> {
     start: Instant,
     writer: HistoryWriter<W>,
     ctx: Context,
-    rng: ChaCha8Rng,
+    /// RNG of the client root; the nemesis root has its own stream so fault choices do not
+    /// depend on how many client ops happened to be generated in between.
+    rngs: [ChaCha8Rng; 2],
     jobs: HashMap<ThreadId, mpsc::Sender<Job>>,
     nodes_of: HashMap<ThreadId, Option<String>>,
     events: mpsc::Receiver<Done>,
@@ -125,11 +127,13 @@ impl<W: Write> Interpreter<W> {
             nodes,
         };
         let (shutdown_tx, shutdown) = watch::channel(false);
+        let mut nemesis_rng = rng.clone();
+        nemesis_rng.set_stream(1);
         Interpreter {
             start,
             writer,
             ctx,
-            rng,
+            rngs: [rng, nemesis_rng],
             jobs,
             nodes_of,
             events,
@@ -184,7 +188,7 @@ impl<W: Write> Interpreter<W> {
                 let Some(g) = gens[root].as_mut() else {
                     continue;
                 };
-                match g.next(&self.ctx, &mut self.rng) {
+                match g.next(&self.ctx, &mut self.rngs[root]) {
                     Next::Op(inv) => {
                         if !self.ctx.free.contains(&inv.thread)
                             || !self.jobs.contains_key(&inv.thread)
@@ -504,6 +508,7 @@ mod tests {
                 stop_value: Value::Null,
             }],
             interval_ns: 300_000_000,
+            sequential: false,
         };
         let nem: Option<Box<dyn Generator>> = with_nemesis.then(|| {
             Box::new(generator::time_limit(

@@ -232,6 +232,7 @@ fn nemesis_schedule(cfg: &TestConfig) -> generator::NemesisSchedule {
             })
             .collect(),
         interval_ns: (cfg.nemesis.interval_s * 1e9) as u64,
+        sequential: cfg.nemesis.order == crate::spec::FaultOrder::Sequential,
     }
 }
 
@@ -279,22 +280,30 @@ pub async fn run(
         let r = nemesis.setup();
         (nemesis, r)
     });
-    let version = setup.await.expect("setup task")?;
+    let version = setup.await.expect("setup task");
     let (nemesis, nemesis_setup) = nemesis_ready.await.expect("nemesis task");
-    nemesis_setup.map_err(RunError::Control)?;
-    run_dir.write_json(TEST_FILE, &test_json(&cfg, &nodes, version, &wall_start))?;
-
     let nemesis = Arc::new(Mutex::new(nemesis));
-    let result = drive(
-        &cfg,
-        &nodes,
-        &remotes,
-        &etcd,
-        Some(nemesis.clone()),
-        &run_dir,
-        progress,
-    )
-    .await;
+    let result = match (version, nemesis_setup) {
+        (Err(e), _) => Err(e),
+        (_, Err(e)) => Err(RunError::Control(format!("setting up partitions: {e}"))),
+        (Ok(version), Ok(())) => {
+            match run_dir.write_json(TEST_FILE, &test_json(&cfg, &nodes, version, &wall_start)) {
+                Err(e) => Err(e.into()),
+                Ok(()) => {
+                    drive(
+                        &cfg,
+                        &nodes,
+                        &remotes,
+                        &etcd,
+                        Some(nemesis.clone()),
+                        &run_dir,
+                        progress,
+                    )
+                    .await
+                }
+            }
+        }
+    };
 
     // Always: heal, collect logs, stop the DB.
     let cleanup = {

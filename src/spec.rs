@@ -113,9 +113,23 @@ pub struct NemesisSpec {
     /// Seconds between fault transitions (start → stop → start …).
     #[serde(default = "d_interval")]
     pub interval_s: f64,
-    /// Fault kinds to draw from at random.
+    /// Fault kinds to start.
     #[serde(default)]
     pub faults: Vec<FaultKind>,
+    /// Which fault to start next: `random` (default) or `sequential` (list order, round-robin).
+    #[serde(default)]
+    pub order: FaultOrder,
+}
+
+/// How a schedule picks the next fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FaultOrder {
+    /// Uniformly at random (seeded).
+    #[default]
+    Random,
+    /// In list order, round-robin.
+    Sequential,
 }
 
 fn d_interval() -> f64 {
@@ -243,6 +257,7 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
         return Ok(NemesisSpec {
             interval_s: d_interval(),
             faults,
+            order: FaultOrder::Random,
         });
     }
     let (label, text) = locate(arg, "nemeses", BUILTIN_NEMESES).map_err(|e| {

@@ -73,6 +73,22 @@ if [ "$sig" = KILL ]; then
 fi
 "#;
 
+/// Exit status of READY_SCRIPT when the etcd process is gone.
+const NOT_RUNNING: i32 = 3;
+
+/// Health probe that fails fast when etcd died: `$1` = etcdctl path, `$2` = base dir, the rest
+/// = etcdctl arguments. Prints the last log lines (cut to 300 characters) when etcd is gone.
+const READY_SCRIPT: &str = r#"c="$1"; dir="$2"; shift 2
+pid=$(cat "$dir/etcd.pid" 2>/dev/null || true)
+if [ -z "$pid" ] || ! grep -q etcd "/proc/$pid/cmdline" 2>/dev/null; then
+  echo "last log lines of $dir/etcd.log:"
+  tail -n 3 "$dir/etcd.log" 2>/dev/null | cut -c1-300
+  exit 3
+fi
+[ -x "$c" ] || c=etcdctl
+ETCDCTL_API=3 exec "$c" "$@"
+"#;
+
 /// Install etcd if missing: `$1` = base dir, `$2` = tarball URL or empty.
 const INSTALL_SCRIPT: &str = r#"set -e
 dir="$1"; url="$2"
@@ -172,11 +188,11 @@ impl Etcd {
     pub fn await_ready(&self, remote: &dyn Remote, node: &Node) -> Result<(), DbError> {
         let start = Instant::now();
         let deadline = start + Duration::from_millis(self.cfg.ready_timeout_ms);
-        let script = r#"c="$1"; shift; [ -x "$c" ] || c=etcdctl; ETCDCTL_API=3 exec "$c" "$@""#;
         let cmd = Cmd::script(
-            script,
+            READY_SCRIPT,
             [
                 self.bin("etcdctl"),
+                self.cfg.base_dir.clone(),
                 "--endpoints".into(),
                 self.client_url(node),
                 "--command-timeout=1s".into(),
@@ -189,6 +205,15 @@ impl Etcd {
             if out.status == 0 {
                 return Ok(());
             }
+            if out.status == NOT_RUNNING {
+                return Err(DbError::Other {
+                    node: node.name.clone(),
+                    message: format!(
+                        "etcd exited during startup: {}",
+                        startup_failure(&out.stdout)
+                    ),
+                });
+            }
             if Instant::now() >= deadline {
                 return Err(DbError::NotReady {
                     node: node.name.clone(),
@@ -199,6 +224,24 @@ impl Etcd {
             }
             std::thread::sleep(Duration::from_millis(200));
         }
+    }
+}
+
+/// The most telling line of etcd's (zap JSON) log tail: the last entry with an `error` field as
+/// "msg: error", else the raw tail.
+fn startup_failure(log_tail: &str) -> String {
+    let errors: Vec<String> = log_tail
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| {
+            let err = v.get("error")?.as_str()?.to_string();
+            let msg = v.get("msg").and_then(|m| m.as_str()).unwrap_or("error");
+            Some(format!("{msg}: {err}"))
+        })
+        .collect();
+    match errors.last() {
+        Some(e) => e.clone(),
+        None => log_tail.trim().to_string(),
     }
 }
 
@@ -278,6 +321,16 @@ impl Pause for Etcd {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn startup_failure_picks_the_error_entry() {
+        let tail = "last log lines of /tmp/x/etcd.log:\n{\"level\":\"info\",\"msg\":\"closed etcd server\"}\n{\"level\":\"fatal\",\"msg\":\"discovery failed\",\"error\":\"listen tcp 10.75.0.1:2379: bind: address already in use\"}";
+        assert_eq!(
+            startup_failure(tail),
+            "discovery failed: listen tcp 10.75.0.1:2379: bind: address already in use"
+        );
+        assert_eq!(startup_failure("no log"), "no log");
+    }
 
     #[test]
     fn command_names_every_member_and_binds_to_the_node_address() {

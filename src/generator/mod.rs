@@ -21,7 +21,7 @@
 //! // main phase, client root: ~100 ops/s for 60 s
 //! let mut clients = time_limit(60_000_000_000, stagger(10_000_000, workload));
 //! // main phase, nemesis root
-//! let schedule = NemesisSchedule { faults: vec![], interval_ns: 5_000_000_000 };
+//! let schedule = NemesisSchedule { faults: vec![], interval_ns: 5_000_000_000, sequential: false };
 //! let _nemesis = time_limit(60_000_000_000, nemesis_cycle(schedule.clone()));
 //! // then: nemesis_heal(&schedule) on the nemesis root, final_reads(keys) on the client root
 //! let _heal = nemesis_heal(&schedule);

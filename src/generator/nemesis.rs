@@ -31,6 +31,9 @@ pub struct NemesisSchedule {
     pub faults: Vec<FaultSpec>,
     /// Quiet time before each start and each stop, in ns.
     pub interval_ns: u64,
+    /// Start faults in list order, round-robin, instead of uniformly at random.
+    #[serde(default)]
+    pub sequential: bool,
 }
 
 /// The start/stop loop; see [`nemesis_cycle`].
@@ -44,6 +47,8 @@ pub struct NemesisCycle {
     awaiting: bool,
     /// Time of the last nemesis completion seen through `update`.
     completed_at_ns: Option<u64>,
+    /// Faults started so far (drives the round-robin order).
+    started: usize,
 }
 
 /// Forever: wait `interval_ns`, start a uniformly random fault, wait `interval_ns` after that op
@@ -59,6 +64,7 @@ pub fn nemesis_cycle(schedule: NemesisSchedule) -> NemesisCycle {
         active: None,
         awaiting: false,
         completed_at_ns: None,
+        started: 0,
     }
 }
 
@@ -98,7 +104,12 @@ impl Generator for NemesisCycle {
                 nemesis_op(at, &fault.stop_f, &fault.stop_value)
             }
             None => {
-                let i = rng.random_range(0..n);
+                let i = if self.schedule.sequential {
+                    self.started % n
+                } else {
+                    rng.random_range(0..n)
+                };
+                self.started += 1;
                 self.active = Some(i);
                 let fault = &self.schedule.faults[i];
                 nemesis_op(at, &fault.start_f, &fault.start_value)

@@ -728,7 +728,33 @@ fn schedule() -> NemesisSchedule {
             },
         ],
         interval_ns: 5 * S,
+        sequential: false,
     }
+}
+
+#[test]
+fn sequential_nemesis_cycle_starts_faults_round_robin() {
+    let sched = NemesisSchedule {
+        sequential: true,
+        ..schedule()
+    };
+    let mut g = time_limit(60 * S, nemesis_cycle(sched.clone()));
+    let mut sim = Sim::new(1, 5);
+    assert_eq!(sim.run(&mut g, 100 * S), End::Done);
+    let starts: Vec<Value> = sim
+        .dispatched
+        .iter()
+        .step_by(2)
+        .map(|i| i.value.clone())
+        .collect();
+    let expected: Vec<Value> = sched
+        .faults
+        .iter()
+        .cycle()
+        .take(starts.len())
+        .map(|f| f.start_value.clone())
+        .collect();
+    assert_eq!(starts, expected);
 }
 
 #[test]
@@ -778,6 +804,7 @@ fn nemesis_cycle_waits_for_the_nemesis_thread_and_handles_no_faults() {
     let mut empty = nemesis_cycle(NemesisSchedule {
         faults: vec![],
         interval_ns: S,
+        sequential: false,
     });
     assert_eq!(empty.next(&Context::new(2, vec![]), &mut r), Next::Done);
 }

@@ -1,0 +1,346 @@
+//! End-to-end runs of the `shakedown` binary against a real sandbox cluster: network
+//! namespaces, sshd, etcd, iptables, signals. Needs root (CI runs as root); when not root each
+//! test prints why it did nothing. Tests take a lock so only one cluster runs at a time, and each
+//! brings its own sandbox (`sdrun`, 10.75.0.0/24) down at the end, also on failure.
+
+use serde_json::Value;
+use shakedown::history::{History, OpType, Process};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+const SANDBOX: [&str; 4] = [
+    "--sandbox-name",
+    "sdrun",
+    "--sandbox-subnet",
+    "10.75.0.0/24",
+];
+
+fn root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("skipping: sandbox tests need root (network namespaces, iptables)");
+    }
+    root
+}
+
+fn shakedown(args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_shakedown"))
+        .args(args)
+        .output()
+        .expect("run shakedown binary");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "shakedown panicked: {stderr}");
+    out
+}
+
+/// Brings the test sandbox down when dropped.
+struct SandboxGuard;
+
+impl Drop for SandboxGuard {
+    fn drop(&mut self) {
+        let mut args = vec!["sandbox", "down"];
+        args.extend(SANDBOX);
+        let out = shakedown(&args);
+        if !out.status.success() {
+            eprintln!(
+                "sandbox down failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
+
+fn run_json(extra: &[&str], reports: &Path) -> (i32, Value, String) {
+    let mut args = vec!["run", "--json", "--reports", reports.to_str().unwrap()];
+    args.extend(SANDBOX);
+    args.extend(extra);
+    let out = shakedown(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let v: Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {stdout}\nstderr: {stderr}"));
+    (out.status.code().unwrap_or(-1), v, stderr)
+}
+
+fn nemesis_file(dir: &Path, body: &str) -> PathBuf {
+    let p = dir.join("nemesis.toml");
+    std::fs::write(&p, body).unwrap();
+    p
+}
+
+#[test]
+fn partitions_kills_and_pauses_keep_linearizable_reads_valid() {
+    if !root() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = SandboxGuard;
+    let tmp = tempfile::tempdir().unwrap();
+    let nem = nemesis_file(
+        tmp.path(),
+        r#"interval_s = 2.0
+order = "sequential"
+[[faults]]
+kind = "partition"
+shape = "one"
+[[faults]]
+kind = "kill"
+targets = "one"
+[[faults]]
+kind = "pause"
+targets = "one"
+[[faults]]
+kind = "partition"
+shape = "halves"
+"#,
+    );
+    let reports = tmp.path().join("reports");
+    let (code, out, stderr) = run_json(
+        &[
+            "--time-limit",
+            "20",
+            "--seed",
+            "42",
+            "--nemesis",
+            nem.to_str().unwrap(),
+        ],
+        &reports,
+    );
+    let run_dir = PathBuf::from(out["run_dir"].as_str().unwrap());
+    assert_eq!(
+        code,
+        0,
+        "verdict {} ({stderr}); run dir {}",
+        out["valid"],
+        run_dir.display()
+    );
+    assert_eq!(out["valid"], "valid");
+
+    let h = History::read_file(&run_dir.join("history.jsonl")).unwrap();
+    assert!(h.warnings.is_empty(), "{:?}", h.warnings);
+    let pairs = h.pairs().expect("well-formed history");
+    let invokes: Vec<usize> = (0..h.ops.len())
+        .filter(|&i| h.ops[i].is_client() && h.ops[i].op_type == OpType::Invoke)
+        .collect();
+    assert!(invokes.len() > 1000, "only {} client ops", invokes.len());
+    for &i in &invokes {
+        let done = pairs[i].unwrap_or_else(|| panic!("invoke {i} has no completion"));
+        assert!(matches!(
+            h.ops[done].op_type,
+            OpType::Ok | OpType::Fail | OpType::Info
+        ));
+    }
+    // Every fault kind was injected and recorded with what it did, then undone.
+    let nemesis: Vec<_> = h
+        .ops
+        .iter()
+        .filter(|o| o.process == Process::Nemesis)
+        .collect();
+    let completed = |f: &str| {
+        nemesis
+            .iter()
+            .filter(|o| o.f == f && o.value.is_object())
+            .count()
+    };
+    assert!(
+        completed("start-partition") >= 2,
+        "partitions: {nemesis:#?}"
+    );
+    assert!(
+        completed("kill") >= 1 && completed("pause") >= 1,
+        "{nemesis:#?}"
+    );
+    assert!(completed("stop-partition") >= 2 || nemesis.iter().any(|o| o.f == "stop-partition"));
+    let grudge = nemesis
+        .iter()
+        .find(|o| o.f == "start-partition" && o.value.is_object())
+        .map(|o| o.value["grudge"].clone())
+        .unwrap();
+    assert!(
+        grudge.as_object().is_some_and(|g| !g.is_empty()),
+        "{grudge}"
+    );
+    // Faults happened while clients were running: client ops after the first fault.
+    let first_fault = nemesis
+        .iter()
+        .find(|o| o.f == "start-partition")
+        .unwrap()
+        .index;
+    assert!(invokes.iter().any(|&i| h.ops[i].index > first_fault));
+    // The run directory is complete.
+    let test: Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("test.json")).unwrap()).unwrap();
+    assert_eq!(test["seed"], 42);
+    assert!(
+        test["db"]["version"]
+            .as_str()
+            .unwrap_or("")
+            .contains("etcd"),
+        "{test}"
+    );
+    let results: Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["valid"], "valid");
+    for n in 1..=5 {
+        let log = run_dir.join(format!("logs/n{n}/etcd.log"));
+        assert!(
+            std::fs::metadata(&log)
+                .map(|m| m.len() > 0)
+                .unwrap_or(false),
+            "{log:?}"
+        );
+    }
+    // The offline check reproduces the verdict from the run directory alone.
+    let out = shakedown(&["check", run_dir.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn serializable_reads_under_isolation_are_caught() {
+    if !root() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = SandboxGuard;
+    let tmp = tempfile::tempdir().unwrap();
+    let reports = tmp.path().join("reports");
+    let (code, out, stderr) = run_json(
+        &[
+            "--time-limit",
+            "25",
+            "--read-mode",
+            "serializable",
+            "--nemesis",
+            "isolate",
+            "--nemesis-interval",
+            "2",
+            "--rate",
+            "500",
+        ],
+        &reports,
+    );
+    assert_eq!(code, 1, "expected stale reads to be found: {out} {stderr}");
+    assert_eq!(out["valid"], "invalid");
+    let lin = &out["checkers"][0];
+    assert_eq!(lin["checker"], "linearizable");
+    let parts = lin["details"]["parts"].as_array().unwrap();
+    let bad = parts
+        .iter()
+        .find(|p| p["verdict"] == "invalid")
+        .expect("an invalid part");
+    // The witness is a read (serializable reads are what can be stale).
+    assert!(
+        bad["witness"]["op"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("read"),
+        "{bad}"
+    );
+}
+
+#[test]
+fn bad_inputs_give_clear_errors_not_panics() {
+    if !root() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = SandboxGuard;
+    let tmp = tempfile::tempdir().unwrap();
+    let reports = tmp.path().join("reports");
+    let reports = reports.to_str().unwrap();
+
+    // A malformed node list is a usage error naming the flag.
+    let out = shakedown(&["run", "--nodes", "n1,,n2", "--reports", reports]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--nodes"));
+
+    // An unreachable node is named with its address.
+    let out = shakedown(&[
+        "run",
+        "--nodes",
+        "ghost=127.0.0.1",
+        "--ssh-port",
+        "1",
+        "--no-host-key-check",
+        "--reports",
+        reports,
+    ]);
+    assert_eq!(out.status.code(), Some(4));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("ghost") && err.contains("127.0.0.1:1"),
+        "{err}"
+    );
+
+    // A key the nodes do not accept is an authentication error naming node and user.
+    let mut up = vec!["sandbox", "up"];
+    up.extend(SANDBOX);
+    let o = shakedown(&up);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let state = Path::new("/var/lib/shakedown/sandbox/sdrun/ssh");
+    let wrong = tmp.path().join("wrong_key");
+    let kg = Command::new("ssh-keygen")
+        .args([
+            "-q",
+            "-t",
+            "ed25519",
+            "-N",
+            "",
+            "-f",
+            wrong.to_str().unwrap(),
+        ])
+        .status()
+        .unwrap();
+    assert!(kg.success());
+    let kh = state.join("known_hosts");
+    let out = shakedown(&[
+        "run",
+        "--nodes",
+        "n1=10.75.0.1",
+        "--ssh-key",
+        wrong.to_str().unwrap(),
+        "--known-hosts",
+        kh.to_str().unwrap(),
+        "--reports",
+        reports,
+    ]);
+    assert_eq!(out.status.code(), Some(4));
+    let err = String::from_utf8_lossy(&out.stderr).to_lowercase();
+    assert!(
+        err.contains("n1") && err.contains("auth") && err.contains("root"),
+        "{err}"
+    );
+
+    // A DB port already in use on a node: etcd cannot start, and the error says so.
+    let mut blocker = Command::new("ip")
+        .args(["netns", "exec", "sd-sdrun-n1", "perl", "-MIO::Socket::INET", "-e"])
+        .arg("my $s = IO::Socket::INET->new(LocalAddr => '10.75.0.1:2379', Listen => 5, ReuseAddr => 1) or die $!; sleep 120")
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let t = std::time::Instant::now();
+    let mut args = vec!["run", "--time-limit", "5", "--reports", reports];
+    args.extend(SANDBOX);
+    let out = shakedown(&args);
+    let _ = blocker.kill();
+    let _ = blocker.wait();
+    assert_eq!(out.status.code(), Some(4));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("n1") && err.contains("address already in use"),
+        "{err}"
+    );
+    assert!(
+        t.elapsed().as_secs() < 30,
+        "took {:?} to notice",
+        t.elapsed()
+    );
+}
