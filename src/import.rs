@@ -11,7 +11,7 @@
 //! - `jepsen-log`: Jepsen console logs. Op lines contain `jepsen.util`, then (after an optional `-`
 //!   or `:`) the process (integer or `:nemesis`), the type (`:invoke`, `:ok`, `:fail`, `:info`), the
 //!   function and the value as EDN, separated by tabs or spaces, optionally followed by error text,
-//!   e.g. `INFO  jepsen.util - 3	:invoke	:read	nil`. Lines without `jepsen.util`, or where it is not
+//!   e.g. `INFO  jepsen.util - 3<TAB>:invoke<TAB>:read<TAB>nil`. Lines without `jepsen.util`, or where it is not
 //!   followed by a process, are ignored; a line with a process but a malformed rest is an error.
 //! - `porcupine`: one EDN op map per line with a `:key`, as Porcupine's kv test data:
 //!   `{:process 0, :type :invoke, :f :put, :key "1", :value "x"}`; `:f` get/put/append suit the `kv`

@@ -110,9 +110,9 @@ tr.conflict td{background:#fde0dc}
 pub fn render_witness_html(result: &LinearResult, history: &History) -> String {
     let mut out = String::with_capacity(64 * 1024);
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<title>shakedown: {} {}</title><style>{CSS}</style></head><body>\n",
+        "<title>shakedown: {} {}</title><style>{CSS}</style></head><body>",
         esc(&result.model),
         result.verdict
     );
