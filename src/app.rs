@@ -277,6 +277,11 @@ pub fn check(args: CheckArgs) -> i32 {
         }
         println!("verdict: {}", result.verdict);
     }
+    if let Some(reason) = &result.reason {
+        // The history could not be interpreted for this model at all: malformed input.
+        eprintln!("error: {}: {reason}", args.path.display());
+        return EXIT_USAGE;
+    }
     result.verdict.exit_code()
 }
 

@@ -41,7 +41,9 @@ const MAX_EXPLAIN_CHARS: usize = 20_000;
 const LANE_H: f64 = 22.0;
 const BAR_H: f64 = 14.0;
 const LABEL_W: f64 = 90.0;
-const PLOT_W: f64 = 1100.0;
+/// Plot width bounds in pixels; the width grows with the number of ops drawn.
+const PLOT_W_MIN: f64 = 1100.0;
+const PLOT_W_MAX: f64 = 4000.0;
 const AXIS_H: f64 = 30.0;
 
 fn esc(s: &str) -> String {
@@ -83,7 +85,8 @@ th{background:#f3f3f3}
 pre{background:#f7f7f7;border:1px solid #ddd;padding:.6em;white-space:pre-wrap;font-size:.85em}
 .verdict-valid{color:#1a7f37;font-weight:bold}.verdict-invalid{color:#c62828;font-weight:bold}
 .verdict-unknown{color:#b26a00;font-weight:bold}
-.timeline{border:1px solid #ddd;background:#fff;overflow:visible}
+.scroll{overflow-x:auto;max-width:100%}
+.timeline{border:1px solid #ddd;background:#fff}
 .lane-label{font:11px monospace;fill:#444}
 .lane-line{stroke:#eee}
 .axis{stroke:#888}.tick{font:10px monospace;fill:#666}
@@ -92,8 +95,8 @@ pre{background:#f7f7f7;border:1px solid #ddd;padding:.6em;white-space:pre-wrap;f
 .op.pending rect{fill:url(#hatch)}
 .op.window rect{stroke:#000;stroke-width:1.6}
 .op.window.ok rect{fill:#7fb3e8}
-.op.conflict rect{fill:#e53935;stroke:#8b0000;stroke-width:2}
-.op.conflict.pending rect{fill:url(#hatch-red)}
+.op.conflict rect{fill:#e53935!important;stroke:#8b0000!important;stroke-width:2!important}
+.op.conflict.pending rect{fill:url(#hatch-red)!important}
 .op text{font:10px monospace;fill:#111;pointer-events:none}
 .op.conflict text{fill:#fff;font-weight:bold}
 .lin circle{fill:#2e7d32;stroke:#fff;stroke-width:1}
@@ -298,7 +301,8 @@ fn render_invalid_part(
     // Pending ops run to the right edge, a little past the last completion.
     let span = t_max - t_min;
     let t_edge = t_max + span * 0.04;
-    let x = |tv: f64| LABEL_W + (tv - t_min) / (t_edge - t_min) * PLOT_W;
+    let plot_w = (drawn.len() as f64 * 6.0).clamp(PLOT_W_MIN, PLOT_W_MAX);
+    let x = |tv: f64| LABEL_W + (tv - t_min) / (t_edge - t_min) * plot_w;
 
     // Lanes: one per process, in process order.
     let mut lanes: BTreeMap<crate::history::Process, usize> = BTreeMap::new();
@@ -309,7 +313,7 @@ fn render_invalid_part(
         *v = n;
     }
     let height = AXIS_H + LANE_H * lanes.len() as f64 + 10.0;
-    let width = LABEL_W + PLOT_W + 20.0;
+    let width = LABEL_W + plot_w + 20.0;
     let _ = writeln!(
         out,
         "<p class=\"note\">Drawn: {} ops of this part (the witness ops plus up to {} neighbours nearest \
@@ -329,7 +333,7 @@ fn render_invalid_part(
     );
     let _ = writeln!(
         out,
-        "<svg class=\"timeline\" width=\"{width:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {width:.0} {height:.0}\">"
+        "<div class=\"scroll\"><svg class=\"timeline\" width=\"{width:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {width:.0} {height:.0}\">"
     );
     out.push_str(
         "<defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\">\
@@ -341,13 +345,16 @@ fn render_invalid_part(
     let _ = writeln!(
         out,
         "<line class=\"axis\" x1=\"{LABEL_W}\" y1=\"{a:.1}\" x2=\"{:.1}\" y2=\"{a:.1}\"/>",
-        LABEL_W + PLOT_W,
+        LABEL_W + plot_w,
         a = AXIS_H - 8.0
     );
+    // Enough decimals that neighbouring tick labels differ.
+    let step_s = (t_edge - t_min) / 8.0 / 1e9;
+    let decimals = (-step_s.log10()).ceil().clamp(0.0, 9.0) as usize + 1;
     for k in 0..=8 {
         let tv = t_min + (t_edge - t_min) * k as f64 / 8.0;
         let label = if use_time {
-            format!("{:.3}s", tv / 1e9)
+            format!("{:.*}s", decimals, tv / 1e9)
         } else {
             format!("#{:.0}", tv)
         };
@@ -365,7 +372,7 @@ fn render_invalid_part(
             "<text class=\"lane-label\" x=\"4\" y=\"{:.1}\">process {}</text><line class=\"lane-line\" x1=\"{LABEL_W}\" y1=\"{y2:.1}\" x2=\"{:.1}\" y2=\"{y2:.1}\"/>",
             y + BAR_H - 2.0,
             esc(&proc_.to_string()),
-            LABEL_W + PLOT_W,
+            LABEL_W + plot_w,
             y2 = y + LANE_H - 2.0
         );
     }
@@ -448,7 +455,7 @@ fn render_invalid_part(
         if let Some(&(x0, x1, y)) = bar_of.get(&(s.op.index as usize)) {
             let px = prev_x.max(x0 + 3.0).min(x1 - 1.0).max(x0);
             prev_x = px;
-            pts.push((px, y + BAR_H / 2.0, first_step + k + 1));
+            pts.push((px, y + BAR_H / 2.0, k + 1));
         }
     }
     if pts.len() > 1 {
@@ -461,12 +468,12 @@ fn render_invalid_part(
     for (px, py, step) in &pts {
         let _ = writeln!(
             out,
-            "<g class=\"lin\"><title>linearization step {step}</title><circle cx=\"{px:.1}\" cy=\"{py:.1}\" r=\"6\"/><text x=\"{px:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text></g>",
-            py + 3.0,
-            step % 1000
+            "<g class=\"lin\"><title>point {step}: linearization step {}</title><circle cx=\"{px:.1}\" cy=\"{py:.1}\" r=\"6\"/><text x=\"{px:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{step}</text></g>",
+            first_step + step,
+            py + 3.0
         );
     }
-    out.push_str("</svg>\n");
+    out.push_str("</svg></div>\n");
 
     // The attempted linearization.
     let _ = writeln!(
@@ -476,12 +483,13 @@ fn render_invalid_part(
         w.prefix_len
     );
     out.push_str(
-        "<table><tr><th>step</th><th>op</th><th>process</th><th>operation</th><th>outcome</th><th>state after</th></tr>\n",
+        "<table><tr><th>point</th><th>step</th><th>op</th><th>process</th><th>operation</th><th>outcome</th><th>state after</th></tr>\n",
     );
     for (k, s) in w.prefix_tail.iter().enumerate() {
         let _ = writeln!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td><code>{}</code></td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td><code>{}</code></td></tr>",
+            k + 1,
             first_step + k + 1,
             s.op.index,
             et(&s.op.process),
@@ -492,7 +500,8 @@ fn render_invalid_part(
     }
     let _ = writeln!(
         out,
-        "<tr class=\"conflict\"><td>✗</td><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>cannot be linearized from <code>{}</code></td></tr></table>",
+        "<tr class=\"conflict\"><td>✗</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>cannot be linearized from <code>{}</code></td></tr></table>",
+        w.prefix_len + 1,
         w.op.index,
         et(&w.op.process),
         et(&w.op.description),
