@@ -13,7 +13,8 @@
 //! legend and the text explanation. Valid and unknown parts get a summary table (at most
 //! `MAX_SUMMARY_ROWS` rows).
 //!
-//! Size is bounded whatever the history size: a timeline draws the witness ops (the blocked op, at
+//! Size is bounded whatever the history size (well under 1 MB): no further part is drawn once the
+//! page passes `PAGE_BUDGET_BYTES`, and a timeline draws the witness ops (the blocked op, at
 //! most `MAX_MINIMIZED_DRAWN` minimized ops, the prefix tail) plus at most `MAX_NEIGHBOURS` other ops
 //! of the same part nearest in history position to the blocked op; descriptions and values are
 //! truncated. The time axis is the ops' `time_ns` when they carry distinct times, otherwise history
@@ -27,6 +28,8 @@ use std::fmt::Write as _;
 
 /// Invalid parts drawn as timelines; further invalid parts are only listed in the summary table.
 pub const MAX_INVALID_PARTS: usize = 5;
+/// Once the page is this long, no further invalid part is drawn (one part adds at most ~300 KB).
+pub const PAGE_BUDGET_BYTES: usize = 400_000;
 /// Ops drawn around a witness besides the witness ops themselves.
 pub const MAX_NEIGHBOURS: usize = 300;
 /// Minimized ops drawn per witness.
@@ -34,9 +37,9 @@ pub const MAX_MINIMIZED_DRAWN: usize = 200;
 /// Rows of the per-part summary table.
 pub const MAX_SUMMARY_ROWS: usize = 200;
 /// Characters kept of any description, value or state shown.
-const MAX_TEXT_CHARS: usize = 160;
+const MAX_TEXT_CHARS: usize = 120;
 /// Characters kept of the text explanation.
-const MAX_EXPLAIN_CHARS: usize = 20_000;
+const MAX_EXPLAIN_CHARS: usize = 12_000;
 
 const LANE_H: f64 = 22.0;
 const BAR_H: f64 = 14.0;
@@ -141,16 +144,21 @@ pub fn render_witness_html(result: &LinearResult, history: &History) -> String {
     if !invalid.is_empty() {
         out.push_str(LEGEND);
     }
-    for p in invalid.iter().take(MAX_INVALID_PARTS) {
+    let mut drawn_parts = 0;
+    for p in &invalid {
+        if drawn_parts == MAX_INVALID_PARTS || out.len() > PAGE_BUDGET_BYTES {
+            break;
+        }
         if let Some(w) = &p.witness {
             render_invalid_part(&mut out, p, w, history, &pairs);
+            drawn_parts += 1;
         }
     }
-    if invalid.len() > MAX_INVALID_PARTS {
+    if invalid.len() > drawn_parts {
         let _ = writeln!(
             out,
-            "<p class=\"note\">{} more invalid parts not drawn; see the table below.</p>",
-            invalid.len() - MAX_INVALID_PARTS
+            "<p class=\"note\">{} more invalid parts not drawn (the page stays small); see the table below.</p>",
+            invalid.len() - drawn_parts
         );
     }
     render_summary_table(&mut out, result);
@@ -629,6 +637,68 @@ mod tests {
         assert!(!html.contains("<svg"), "no timeline for valid parts");
         assert!(html.contains("key &lt;k&gt;"));
         assert!(html.contains("verdict-valid"));
+        assert_self_contained(&html);
+    }
+
+    /// Worst case for size: 1,000,000 events of a kv history with 8 invalid keys, 4 concurrent
+    /// writers per key, and 150-character values (longer than any text shown).
+    #[test]
+    fn many_invalid_parts_with_long_values_stay_under_a_megabyte() {
+        use crate::model::KvModel;
+        let keys = 8u64;
+        let procs = 4u64;
+        let events_per_round = (procs * 2 + 2) as usize;
+        let rounds = 1_000_000 / keys as usize / events_per_round;
+        let long = |k: u64, r: usize, p: u64| format!("{k}-{r}-{p}-{}", "x".repeat(150));
+        let mut ops = Vec::with_capacity(1_000_000);
+        let mut push = |t: OpType, p: u64, f: &str, k: u64, v: serde_json::Value| {
+            let mut o = op(t, p, f, v);
+            o.key = Some(k.to_string());
+            ops.push(o);
+        };
+        for k in 0..keys {
+            let base = k * 10;
+            for r in 0..rounds {
+                for p in 0..procs {
+                    push(OpType::Invoke, base + p, "put", k, json!(long(k, r, p)));
+                }
+                for p in 0..procs {
+                    push(OpType::Ok, base + p, "put", k, json!(long(k, r, p)));
+                }
+                let seen = if r == rounds / 2 {
+                    format!("never written {}", "y".repeat(150))
+                } else {
+                    long(k, r, 2)
+                };
+                push(OpType::Invoke, base + 9, "get", k, json!(null));
+                push(OpType::Ok, base + 9, "get", k, json!(seen));
+            }
+        }
+        let h = History::from_ops(ops);
+        let cfg = LinearConfig {
+            stop_on_first_invalid: false,
+            minimize_time_limit: Some(Duration::from_millis(200)),
+            ..LinearConfig::default()
+        };
+        let r = check_history(&KvModel, &h, &cfg);
+        assert_eq!(
+            r.parts
+                .iter()
+                .filter(|p| p.verdict == Verdict::Invalid)
+                .count(),
+            keys as usize
+        );
+        let t0 = Instant::now();
+        let html = render_witness_html(&r, &h);
+        eprintln!(
+            "rendered {} events, {} invalid parts: {} bytes in {:?}",
+            h.ops.len(),
+            keys,
+            html.len(),
+            t0.elapsed()
+        );
+        assert!(html.len() < 1_000_000, "page is {} bytes", html.len());
+        assert!(html.contains("more invalid parts not drawn"));
         assert_self_contained(&html);
     }
 
