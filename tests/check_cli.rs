@@ -95,6 +95,17 @@ fn malformed_jepsen_log_exits_3_naming_file_and_line() {
 }
 
 #[test]
+fn binary_garbage_exits_3_naming_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("garbage.bin");
+    std::fs::write(&f, b"{:process 0}\n\n\xff\xfe\x00junk").unwrap();
+    let o = shakedown(&[path(&f)]);
+    assert_eq!(code(&o), 3);
+    let e = stderr(&o);
+    assert!(e.contains("garbage.bin:3: expected UTF-8 text"), "{e}");
+}
+
+#[test]
 fn missing_file_and_unknown_model_exit_3() {
     let o = shakedown(&["/nonexistent/history.edn"]);
     assert_eq!(code(&o), 3);

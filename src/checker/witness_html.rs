@@ -624,6 +624,27 @@ mod tests {
     }
 
     #[test]
+    fn mismatched_history_does_not_panic() {
+        let h = History::from_ops(vec![
+            op(OpType::Invoke, 0, "write", json!(1)),
+            op(OpType::Ok, 0, "write", json!(1)),
+            op(OpType::Invoke, 0, "read", json!(null)),
+            op(OpType::Ok, 0, "read", json!(2)),
+        ]);
+        let m = RegisterModel::cas_register(RegisterConfig::etcd());
+        let r = check_history(&m, &h, &LinearConfig::default());
+        assert_eq!(r.verdict, Verdict::Invalid);
+        let empty = render_witness_html(&r, &History::default());
+        assert!(
+            empty.contains("Op <b>2</b>"),
+            "the witness text is still shown"
+        );
+        let short = History::from_ops(h.ops[..1].to_vec());
+        let page = render_witness_html(&r, &short);
+        assert!(page.contains("</html>"));
+    }
+
+    #[test]
     fn valid_result_is_a_summary_table_and_escapes_keys() {
         let mut a = op(OpType::Invoke, 0, "write", json!(1));
         a.key = Some("<k>".into());
