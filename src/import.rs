@@ -13,6 +13,8 @@
 //!   function and the value as EDN, separated by tabs or spaces, optionally followed by error text,
 //!   e.g. `INFO  jepsen.util - 3<TAB>:invoke<TAB>:read<TAB>nil`. Lines without `jepsen.util`, or where it is not
 //!   followed by a process, are ignored; a line with a process but a malformed rest is an error.
+//!   When every op line carries a `YYYY-MM-DD HH:MM:SS,fff` timestamp before `jepsen.util`, op times
+//!   are taken from it (relative to the first op line, never decreasing); otherwise times are 0.
 //! - `porcupine`: one EDN op map per line with a `:key`, as Porcupine's kv test data:
 //!   `{:process 0, :type :invoke, :f :put, :key "1", :value "x"}`; `:f` get/put/append suit the `kv`
 //!   model.
@@ -106,9 +108,22 @@ fn has_key(kv: &[(Edn, Edn)], name: &str) -> bool {
 /// Parse a Jepsen console log (see the module doc). `name` labels errors.
 pub fn read_jepsen_log(text: &str, name: &str) -> Result<History, String> {
     let mut ops = Vec::new();
+    let mut stamps: Vec<Option<i64>> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if let Some(op) = log_line(line).map_err(|e| format!("{name}:{}: {e}", i + 1))? {
             ops.push(op);
+            stamps.push(log_timestamp_ns(line));
+        }
+    }
+    // Times only when every op line carries a timestamp; relative to the first, never decreasing.
+    if let Some(Some(t0)) = stamps.first()
+        && stamps.iter().all(Option::is_some)
+    {
+        let mut last = 0u64;
+        for (op, t) in ops.iter_mut().zip(&stamps) {
+            let rel = u64::try_from(t.unwrap_or(*t0) - t0).unwrap_or(0);
+            last = last.max(rel);
+            op.time_ns = last;
         }
     }
     if ops.is_empty() {
@@ -172,6 +187,40 @@ fn log_line(line: &str) -> Result<Option<Op>, String> {
         op.error = Some(error.to_string());
     }
     Ok(Some(op))
+}
+
+/// The first `YYYY-MM-DD HH:MM:SS[,fff]` timestamp before `jepsen.util` on a log line, in
+/// nanoseconds since the Unix epoch (read as UTC).
+fn log_timestamp_ns(line: &str) -> Option<i64> {
+    let head = &line[..line.find("jepsen.util")?];
+    let bytes = head.as_bytes();
+    for start in 0..bytes.len() {
+        if !bytes[start].is_ascii_digit() || (start > 0 && bytes[start - 1].is_ascii_digit()) {
+            continue;
+        }
+        let Some(date) = head.get(start..start + 19) else {
+            continue;
+        };
+        let date = date.replacen('T', " ", 1);
+        let Ok(t) = chrono::NaiveDateTime::parse_from_str(&date, "%Y-%m-%d %H:%M:%S") else {
+            continue;
+        };
+        let mut ns = t.and_utc().timestamp_nanos_opt()?;
+        let rest = &head[start + 19..];
+        if let Some(frac) = rest.strip_prefix([',', '.']) {
+            let digits: String = frac
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .take(9)
+                .collect();
+            if !digits.is_empty() {
+                let scale = 10i64.pow(9 - digits.len() as u32);
+                ns += digits.parse::<i64>().ok()? * scale;
+            }
+        }
+        return Some(ns);
+    }
+    None
 }
 
 /// The first whitespace-separated token and the rest.
@@ -351,6 +400,23 @@ WARN jepsen.util - Retrying connection\n";
         assert_eq!(h.ops[4].op_type, OpType::Info);
         assert_eq!(h.ops[4].error.as_deref(), Some("indeterminate: timed out"));
         assert_eq!(h.ops[4].index, 4);
+    }
+
+    #[test]
+    fn jepsen_log_timestamps_become_relative_times() {
+        let log = "INFO [2020-04-08 11:41:29,564] jepsen worker 3 - jepsen.util 3\t:invoke\t:read\tnil\n\
+2020-04-08 11:41:29,600{GMT}\tINFO\t[jepsen worker 3] jepsen.util: 3\t:ok\t:read\t1\n\
+INFO [2020-04-08 11:41:30.5] jepsen.util 1 :invoke :write 2\n";
+        let h = read_jepsen_log(log, "t.log").unwrap();
+        let times: Vec<u64> = h.ops.iter().map(|o| o.time_ns).collect();
+        assert_eq!(times, vec![0, 36_000_000, 936_000_000]);
+        // One line without a timestamp: no times at all.
+        let h = read_jepsen_log(
+            &format!("{log}INFO jepsen.util - 1 :ok :write 2\n"),
+            "t.log",
+        )
+        .unwrap();
+        assert!(h.ops.iter().all(|o| o.time_ns == 0));
     }
 
     #[test]
