@@ -245,9 +245,9 @@ fn render_invalid_part(
     let o = &w.op;
     let _ = writeln!(
         out,
-        "<p>Op <b>{}</b> (process {}, <code>{}</code>, {}) cannot be linearized: after the longest \
-         linearizable prefix ({} ops) the state is <code>{}</code> and no remaining op can take effect \
-         before it returns.</p>",
+        "<p>Op <b>{}</b> (process {}, <code>{}</code>, {}) cannot be linearized: the longest \
+         linearizable prefix found ({} ops) ends in state <code>{}</code>, and no linearization lets \
+         this op take effect before its completion.</p>",
         o.index,
         et(&o.process),
         et(&o.description),
@@ -519,7 +519,9 @@ fn render_invalid_part(
     if let Some(m) = &w.minimized {
         let _ = writeln!(
             out,
-            "<h3>Minimized window ({} ops, {})</h3><table><tr><th>op</th><th>process</th><th>operation</th><th>outcome</th></tr>",
+            "<h3>Minimized window ({} ops, {})</h3><p class=\"note\">Essential ops: even if every \
+             other read is ignored and every other write may take effect at any time after its invoke \
+             or never, these ops cannot be linearized.</p><table><tr><th>op</th><th>process</th><th>operation</th><th>outcome</th></tr>",
             m.len(),
             if w.minimized_complete {
                 "1-minimal"
