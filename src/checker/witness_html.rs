@@ -15,7 +15,7 @@
 //!
 //! Size is bounded whatever the history size (well under 1 MB): no further part is drawn once the
 //! page passes `PAGE_BUDGET_BYTES`, and a timeline draws the witness ops (the blocked op, at
-//! most `MAX_MINIMIZED_DRAWN` minimized ops, the prefix tail) plus at most `MAX_NEIGHBOURS` other ops
+//! most `MAX_MINIMIZED_DRAWN` minimized ops, those nearest the blocked op, the prefix tail) plus at most `MAX_NEIGHBOURS` other ops
 //! of the same part nearest in history position to the blocked op; descriptions and values are
 //! truncated. The time axis is the ops' `time_ns` when they carry distinct times, otherwise history
 //! positions.
@@ -182,6 +182,21 @@ fn key_text(k: &Option<String>) -> String {
     }
 }
 
+/// The minimized ops shown: all of them, or the `MAX_MINIMIZED_DRAWN` nearest the blocked op in
+/// history position, in history order.
+fn minimized_shown(w: &Witness) -> Vec<&crate::checker::linear::WitnessOp> {
+    let Some(m) = &w.minimized else {
+        return Vec::new();
+    };
+    let mut v: Vec<&crate::checker::linear::WitnessOp> = m.iter().collect();
+    if v.len() > MAX_MINIMIZED_DRAWN {
+        v.sort_by_key(|o| o.index.abs_diff(w.op.index));
+        v.truncate(MAX_MINIMIZED_DRAWN);
+        v.sort_by_key(|o| o.index);
+    }
+    v
+}
+
 /// Which ops of the part to draw: history positions of invokes.
 fn select_ops(w: &Witness, key: &Option<String>, history: &History) -> (Vec<usize>, usize) {
     let n = history.ops.len();
@@ -194,7 +209,7 @@ fn select_ops(w: &Witness, key: &Option<String>, history: &History) -> (Vec<usiz
     push(w.op.index);
     let mut minimized_hidden = 0;
     if let Some(m) = &w.minimized {
-        for o in m.iter().take(MAX_MINIMIZED_DRAWN) {
+        for o in minimized_shown(w) {
             push(o.index);
         }
         minimized_hidden = m.len().saturating_sub(MAX_MINIMIZED_DRAWN);
@@ -529,7 +544,13 @@ fn render_invalid_part(
                 "reduced; budget ran out"
             }
         );
-        for o in m.iter().take(MAX_MINIMIZED_DRAWN) {
+        if m.len() > MAX_MINIMIZED_DRAWN {
+            let _ = writeln!(
+                out,
+                "<tr><td colspan=\"4\" class=\"note\">showing the {MAX_MINIMIZED_DRAWN} nearest the blocked op</td></tr>"
+            );
+        }
+        for o in minimized_shown(w) {
             let cls = if o.index == w.op.index {
                 " class=\"conflict\""
             } else {
