@@ -245,6 +245,37 @@ fn foreign_formats_are_detected() {
 }
 
 #[test]
+fn porcupine_kv_violation_exits_1_with_a_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("kv.html");
+    let o = shakedown(&[
+        path(&data("histories/porcupine-kv-bad.txt")),
+        "--html",
+        path(&out),
+    ]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("key k: cannot linearize op 4"),
+        "{}",
+        stdout(&o)
+    );
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert_page(&html, "get k → Some(&quot;yx&quot;)");
+}
+
+#[test]
+fn html_for_a_valid_history_is_a_summary_without_timeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ok.html");
+    let o = shakedown(&[path(&data("histories/run-valid")), "--html", path(&out)]);
+    assert_eq!(code(&o), 0);
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(html.contains("verdict-valid"));
+    assert!(!html.contains("<svg"));
+    assert!(!html.contains("http"));
+}
+
+#[test]
 fn export_edn_round_trips() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("h.edn");
