@@ -2,10 +2,12 @@
 //! exit code (0 valid, 1 invalid, 2 unknown, 3 usage/config error, 4 runtime error) and prints
 //! errors as one line naming the cause.
 
-use crate::checker::linear::{LinearConfig, LinearizableChecker};
-use crate::checker::{CheckResult, Checker, Verdict};
+use crate::checker::linear::{LinearConfig, LinearResult, check_history};
+use crate::checker::witness_html::render_witness_html;
+use crate::checker::{CheckResult, Verdict};
 use crate::cli::{BenchArgs, CheckArgs, EXIT_RUNTIME, EXIT_USAGE, RunArgs};
 use crate::history::History;
+use crate::import::InputFormat;
 use crate::model::{self, Model};
 use crate::runner::RunError;
 use std::path::Path;
@@ -97,70 +99,50 @@ pub fn run(args: RunArgs) -> i32 {
     }
 }
 
-/// Input formats `check` understands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Format {
-    Jsonl,
-    Edn,
-}
+/// A history loaded for `check`, with how it was read.
+pub type LoadedHistory = crate::import::Imported;
 
-fn detect_format(text: &str) -> Format {
-    let first = text
-        .lines()
-        .map(str::trim_start)
-        .find(|l| !l.is_empty() && !l.starts_with(';'))
-        .unwrap_or("");
-    if first.starts_with("{\"") || first.starts_with("{ \"") {
-        Format::Jsonl
-    } else {
-        Format::Edn
-    }
-}
-
-/// Load a history for checking; `format` is auto, jsonl or edn.
-pub fn load_history(path: &Path, format: &str) -> Result<(History, bool), String> {
+/// Load a history for checking. `path` is a run directory or a file; `format` is a `--format`
+/// value (auto, jsonl, edn, jepsen-log, porcupine); `independent` forces (`Some`) or auto-detects
+/// (`None`) `jepsen.independent` tuples. Errors name the file (and line, for malformed input).
+pub fn load_history(
+    path: &Path,
+    format: &str,
+    independent: Option<bool>,
+) -> Result<LoadedHistory, String> {
+    let fmt = InputFormat::from_arg(format)?;
     let file = crate::store::resolve_history(path).map_err(|e| e.to_string())?;
-    let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-    let fmt = match format {
-        "auto" => detect_format(&text),
-        "jsonl" | "json" => Format::Jsonl,
-        "edn" => Format::Edn,
-        other => return Err(format!("--format {other:?}: expected auto, jsonl or edn")),
-    };
+    let bytes = std::fs::read(&file).map_err(|e| format!("{}: {e}", file.display()))?;
     let name = file.display().to_string();
-    match fmt {
-        Format::Jsonl => History::read_jsonl(text.as_bytes(), &name)
-            .map(|h| (h, false))
-            .map_err(|e| e.to_string()),
-        Format::Edn => {
-            // Independent-key tuples are detected by trying the plain form first.
-            crate::edn::read_history(&text, &name, crate::edn::EdnOptions::default())
-                .map(|h| (h, true))
-        }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let upto = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;
+        format!("{name}:{line}: expected UTF-8 text, found invalid bytes")
+    })?;
+    crate::import::read_text(&text, &name, fmt, independent)
+}
+
+/// The model `--model auto` means for an input format: `kv` for Porcupine kv lines, else
+/// `cas-register`.
+pub fn default_model(format: InputFormat) -> &'static str {
+    match format {
+        InputFormat::Porcupine => "kv",
+        _ => "cas-register",
     }
 }
 
-fn linear<M: Model + 'static>(m: M, cfg: LinearConfig, history: &History) -> (CheckResult, String) {
-    let checker = LinearizableChecker {
-        model: m,
-        config: cfg,
-    };
-    let r = checker.check_linear(history);
-    let explain = r.explain();
-    let mut result = checker.check(history);
-    if let serde_json::Value::Object(map) = &mut result.details {
-        map.insert("explanation".into(), explain.clone().into());
-    }
-    (result, explain)
+fn run_model<M: Model>(m: M, cfg: &LinearConfig, history: &History) -> LinearResult {
+    check_history(&m, history, cfg)
 }
 
-/// Check a history with the named model.
-pub fn check_with_model(
+/// Run the linearizability checker with the named model. `from_edn` selects Knossos register
+/// semantics (initial value 0, nil reads unknown) instead of etcd's.
+pub fn check_linear_with_model(
     model_name: &str,
     history: &History,
     from_edn: bool,
     time_limit: Duration,
-) -> Result<(CheckResult, String), String> {
+) -> Result<LinearResult, String> {
     let cfg = LinearConfig {
         time_limit: Some(time_limit),
         ..LinearConfig::default()
@@ -171,20 +153,53 @@ pub fn check_with_model(
         model::RegisterConfig::etcd()
     };
     Ok(match model_name {
-        "register" => linear(model::RegisterModel::register(reg), cfg, history),
-        "cas-register" => linear(model::RegisterModel::cas_register(reg), cfg, history),
-        "multi-register" => linear(model::MultiRegisterModel { initial: 0 }, cfg, history),
-        "kv" => linear(model::KvModel, cfg, history),
-        "set" => linear(model::SetModel, cfg, history),
-        "queue" => linear(model::QueueModel, cfg, history),
-        "mutex" => linear(model::MutexModel, cfg, history),
-        "counter" => linear(model::CounterModel, cfg, history),
+        "register" => run_model(model::RegisterModel::register(reg), &cfg, history),
+        "cas-register" => run_model(model::RegisterModel::cas_register(reg), &cfg, history),
+        "multi-register" => run_model(model::MultiRegisterModel { initial: 0 }, &cfg, history),
+        "kv" => run_model(model::KvModel, &cfg, history),
+        "set" => run_model(model::SetModel, &cfg, history),
+        "queue" => run_model(model::QueueModel, &cfg, history),
+        "mutex" => run_model(model::MutexModel, &cfg, history),
+        "counter" => run_model(model::CounterModel, &cfg, history),
         other => {
             return Err(format!(
-                "--model {other:?}: expected register, cas-register, multi-register, kv, set, queue, mutex or counter"
+                "--model {other:?}: expected auto, register, cas-register, multi-register, kv, set, queue, mutex or counter"
             ));
         }
     })
+}
+
+/// The generic checker result for a linearizability result, with its explanation in
+/// `details.explanation`.
+pub fn linear_check_result(r: &LinearResult) -> CheckResult {
+    let mut details = serde_json::to_value(r).unwrap_or_else(
+        |e| serde_json::json!({ "error": format!("could not serialize result: {e}") }),
+    );
+    if let serde_json::Value::Object(map) = &mut details {
+        map.insert("explanation".into(), r.explain().into());
+    }
+    CheckResult {
+        checker: "linearizable".to_string(),
+        verdict: r.verdict,
+        summary: r.summary(),
+        details,
+    }
+}
+
+/// Check a history with the named model; returns the generic result and the text explanation.
+pub fn check_with_model(
+    model_name: &str,
+    history: &History,
+    from_edn: bool,
+    time_limit: Duration,
+) -> Result<(CheckResult, String), String> {
+    let r = check_linear_with_model(model_name, history, from_edn, time_limit)?;
+    Ok((linear_check_result(&r), r.explain()))
+}
+
+fn write_output(path: &Path, what: &str, contents: &str) -> Result<(), String> {
+    std::fs::write(path, contents)
+        .map_err(|e| format!("could not write the {what} to {}: {e}", path.display()))
 }
 
 /// `shakedown check`.
@@ -196,19 +211,36 @@ pub fn check(args: CheckArgs) -> i32 {
         );
         return EXIT_USAGE;
     }
-    let (history, from_edn) = match load_history(&args.path, &args.format) {
+    let independent = match (args.independent, args.no_independent) {
+        (true, _) => Some(true),
+        (_, true) => Some(false),
+        _ => None,
+    };
+    let loaded = match load_history(&args.path, &args.format, independent) {
         Ok(h) => h,
         Err(e) => {
             eprintln!("error: {e}");
             return EXIT_USAGE;
         }
     };
+    let history = &loaded.history;
     for w in &history.warnings {
         eprintln!("warning: {w}");
     }
-    let (result, explain) = match check_with_model(
-        &args.model,
-        &history,
+    let model_name = match args.model.as_str() {
+        "auto" => default_model(loaded.format),
+        m => m,
+    };
+    if let Some(out) = &args.export_edn
+        && let Err(e) = write_output(out, "EDN export", &crate::edn::write_edn(history))
+    {
+        eprintln!("error: {e}");
+        return EXIT_RUNTIME;
+    }
+    let from_edn = loaded.format != InputFormat::Jsonl;
+    let result = match check_linear_with_model(
+        model_name,
+        history,
         from_edn,
         Duration::from_secs_f64(args.time_limit),
     ) {
@@ -218,11 +250,37 @@ pub fn check(args: CheckArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
+    if let Some(out) = &args.html {
+        let page = render_witness_html(&result, history);
+        if let Err(e) = write_output(out, "HTML page", &page) {
+            eprintln!("error: {e}");
+            return EXIT_RUNTIME;
+        }
+    }
     if args.json {
-        println!("{}", serde_json::to_string(&result).unwrap_or_default());
+        let generic = linear_check_result(&result);
+        println!("{}", serde_json::to_string(&generic).unwrap_or_default());
     } else {
-        println!("{}", explain.trim_end());
+        println!(
+            "{} history, {} events{}",
+            loaded.format.name(),
+            history.ops.len(),
+            if loaded.independent {
+                ", independent keys"
+            } else {
+                ""
+            }
+        );
+        println!("{}", result.explain().trim_end());
+        if let Some(out) = &args.html {
+            println!("html: {}", out.display());
+        }
         println!("verdict: {}", result.verdict);
+    }
+    if let Some(reason) = &result.reason {
+        // The history could not be interpreted for this model at all: malformed input.
+        eprintln!("error: {}: {reason}", args.path.display());
+        return EXIT_USAGE;
     }
     result.verdict.exit_code()
 }

@@ -301,17 +301,31 @@ impl RunArgs {
 /// `shakedown check` flags.
 #[derive(Debug, Clone, Args)]
 pub struct CheckArgs {
-    /// A run directory or a history file (JSONL or Jepsen EDN).
+    /// A run directory or a history file (JSONL, Jepsen EDN, Jepsen console log, Porcupine kv lines).
     pub path: PathBuf,
-    /// Model: register, cas-register (default for run histories), mutex, …
-    #[arg(long, default_value = "cas-register")]
+    /// Model: auto (kv for Porcupine input, cas-register otherwise), register, cas-register,
+    /// multi-register, kv, set, queue, mutex or counter.
+    #[arg(long, default_value = "auto")]
     pub model: String,
     /// Time budget in seconds; past it the verdict is unknown.
     #[arg(long, default_value_t = 60.0)]
     pub time_limit: f64,
-    /// Input format: auto, jsonl or edn.
+    /// Input format: auto, jsonl, edn, jepsen-log or porcupine.
     #[arg(long, default_value = "auto")]
     pub format: String,
+    /// Treat client op values as `jepsen.independent` `[key value]` tuples (EDN and Jepsen logs
+    /// detect this automatically when every read/write/cas value is a tuple).
+    #[arg(long, conflicts_with = "no_independent")]
+    pub independent: bool,
+    /// Never split `[key value]` tuples, even when every value looks like one.
+    #[arg(long)]
+    pub no_independent: bool,
+    /// Write a self-contained HTML page explaining the result to this file.
+    #[arg(long, value_name = "OUT")]
+    pub html: Option<PathBuf>,
+    /// Write the history as Jepsen EDN to this file.
+    #[arg(long, value_name = "OUT")]
+    pub export_edn: Option<PathBuf>,
     /// Print the outcome as JSON.
     #[arg(long)]
     pub json: bool,

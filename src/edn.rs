@@ -351,6 +351,39 @@ pub fn parse_all(src: &str) -> Result<Vec<Located>, EdnError> {
     Ok(parse_forms(src)?.into_iter().map(|(l, _)| l).collect())
 }
 
+/// Parse the first form of `src`; returns it and the byte offset just after it (leading whitespace
+/// and comments are skipped). Used to read an EDN value that is followed by other text.
+pub fn parse_prefix(src: &str) -> Result<(Edn, usize), EdnError> {
+    let mut p = Parser {
+        src,
+        pos: 0,
+        line: 1,
+        col: 1,
+        depth: 0,
+        children: Vec::new(),
+    };
+    let v = p.parse()?;
+    Ok((v, p.pos))
+}
+
+/// Convert one EDN op map to an `Op` (see the module doc for the mapping); `line` and `column` label
+/// errors.
+pub fn op_from_edn(
+    value: Edn,
+    line: usize,
+    column: usize,
+    opts: EdnOptions,
+) -> Result<Op, EdnError> {
+    op_from_map(
+        &Located {
+            value,
+            line,
+            column,
+        },
+        opts,
+    )
+}
+
 /// A top-level form and the (line, column) start positions of its elements.
 type FormWithChildren = (Located, Vec<(usize, usize)>);
 

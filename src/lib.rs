@@ -15,6 +15,7 @@ pub mod db;
 pub mod edn;
 pub mod generator;
 pub mod history;
+pub mod import;
 pub mod interpreter;
 pub mod model;
 pub mod nemesis;

@@ -1,0 +1,315 @@
+//! End-to-end tests of `shakedown check`: runs the built binary on the Knossos corpus and the small
+//! fixtures in tests/data/histories, asserting exit codes, messages, `--json`, `--html` and
+//! `--export-edn` output.
+//!
+//! Owns only these CLI assertions; parsing and checking are unit-tested in their modules.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(rel)
+}
+
+fn shakedown(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_shakedown"))
+        .arg("check")
+        .args(args)
+        .output()
+        .expect("run shakedown")
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exit code")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn valid_knossos_history_exits_0() {
+    let f = data("knossos/cas-register/good/memstress3-0.edn");
+    let o = shakedown(&[path(&f)]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("verdict: valid"));
+}
+
+#[test]
+fn bad_knossos_history_exits_1_and_names_the_op() {
+    let f = data("knossos/cas-register/bad/rethink-fail-minimal.edn");
+    let o = shakedown(&[path(&f)]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("cannot linearize op 2 (process 1 read → 3"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn exhausted_budget_on_a_hard_history_exits_2() {
+    // 40 crashed concurrent writes and a read of a value nobody wrote: proving that needs every
+    // subset of the crashed writes, far more than half a second of search.
+    let f = data("histories/hard-pending-writes.jsonl");
+    let o = shakedown(&[path(&f), "--time-limit", "0.5"]);
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("time limit exceeded"), "{}", stdout(&o));
+}
+
+#[test]
+fn malformed_file_exits_3_naming_file_and_line() {
+    let f = data("histories/malformed.jsonl");
+    let o = shakedown(&[path(&f)]);
+    assert_eq!(code(&o), 3);
+    let e = stderr(&o);
+    assert!(e.contains("malformed.jsonl:3:"), "{e}");
+}
+
+#[test]
+fn malformed_jepsen_log_exits_3_naming_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("broken.log");
+    std::fs::write(
+        &f,
+        "INFO jepsen.util - 0 :invoke :write 1\nINFO jepsen.util - 0 :okk :write 1\n",
+    )
+    .unwrap();
+    let o = shakedown(&[path(&f)]);
+    assert_eq!(code(&o), 3);
+    let e = stderr(&o);
+    assert!(
+        e.contains("broken.log:2: expected an op type"),
+        "stderr: {e}"
+    );
+}
+
+#[test]
+fn binary_garbage_exits_3_naming_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("garbage.bin");
+    std::fs::write(&f, b"{:process 0}\n\n\xff\xfe\x00junk").unwrap();
+    let o = shakedown(&[path(&f)]);
+    assert_eq!(code(&o), 3);
+    let e = stderr(&o);
+    assert!(e.contains("garbage.bin:3: expected UTF-8 text"), "{e}");
+}
+
+#[test]
+fn missing_file_and_unknown_model_exit_3() {
+    let o = shakedown(&["/nonexistent/history.edn"]);
+    assert_eq!(code(&o), 3);
+    assert!(
+        stderr(&o).contains("/nonexistent/history.edn"),
+        "{}",
+        stderr(&o)
+    );
+    let f = data("histories/run-valid");
+    let o = shakedown(&[path(&f), "--model", "frobnicator"]);
+    assert_eq!(code(&o), 3);
+    assert!(stderr(&o).contains("frobnicator"), "{}", stderr(&o));
+    let o = shakedown(&[path(&f), "--format", "xml"]);
+    assert_eq!(code(&o), 3);
+    assert!(stderr(&o).contains("--format"), "{}", stderr(&o));
+}
+
+#[test]
+fn json_output_parses() {
+    let f = data("knossos/cas-register/bad/bad-analysis.edn");
+    let o = shakedown(&[path(&f), "--json"]);
+    assert_eq!(code(&o), 1);
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).expect("valid JSON");
+    assert_eq!(v["verdict"], "invalid");
+    assert_eq!(v["checker"], "linearizable");
+    let parts = v["details"]["parts"].as_array().expect("parts");
+    assert!(parts.iter().any(|p| p["witness"]["op"]["index"].is_u64()));
+}
+
+#[test]
+fn run_directory_with_jsonl_history_is_checked() {
+    let f = data("histories/run-valid");
+    let o = shakedown(&[path(&f)]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("jsonl history, 8 events"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+fn assert_page(html: &str, op_marker: &str) {
+    assert!(html.contains("<svg"), "has a timeline");
+    assert!(html.contains("op conflict") || html.contains(" conflict\""));
+    assert!(html.contains(op_marker), "mentions {op_marker}");
+    assert!(!html.contains("<script src"));
+    assert!(!html.contains("http://"));
+    assert!(!html.contains("https://"));
+    assert!(html.len() < 1_000_000, "{} bytes", html.len());
+}
+
+#[test]
+fn html_page_for_bad_knossos_histories() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(data("knossos/cas-register/bad"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "edn"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 7);
+    for f in files {
+        let name = f.file_stem().unwrap().to_string_lossy().into_owned();
+        let out = dir.path().join(format!("{name}.html"));
+        let o = shakedown(&[path(&f), "--html", path(&out), "--json"]);
+        assert_eq!(code(&o), 1, "{name}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+        let part = v["details"]["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["verdict"] == "invalid")
+            .unwrap()
+            .clone();
+        let idx = part["witness"]["op"]["index"].as_u64().unwrap();
+        let html = std::fs::read_to_string(&out).unwrap();
+        assert_page(&html, &format!("Op <b>{idx}</b>"));
+        assert!(
+            html.contains(&format!("conflict\" data-op=\"{idx}\"")),
+            "{name}: the blocked op {idx} is drawn highlighted"
+        );
+    }
+}
+
+#[test]
+fn html_page_for_hand_written_jsonl() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("w.html");
+    let f = data("histories/bad-register.jsonl");
+    let o = shakedown(&[path(&f), "--html", path(&out)]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert_page(&html, "read → 2");
+    assert!(html.contains("class=\"op ok window conflict\" data-op=\"3\""));
+    // The crashed write is drawn open-ended.
+    assert!(
+        html.contains("class=\"op pending\" data-op=\"2\""),
+        "{html}"
+    );
+}
+
+#[test]
+fn foreign_formats_are_detected() {
+    let o = shakedown(&[path(&data("histories/jepsen-console.log"))]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stdout(&o).contains("jepsen-log history, 12 events"));
+    assert!(
+        stdout(&o).contains("cannot linearize op 10"),
+        "{}",
+        stdout(&o)
+    );
+
+    let o = shakedown(&[path(&data("histories/porcupine-kv.txt"))]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("porcupine history"));
+    assert!(stdout(&o).contains("2 parts"), "kv keys are parts");
+
+    let o = shakedown(&[path(&data("histories/independent.edn"))]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stdout(&o).contains("independent keys"));
+    assert!(
+        stdout(&o).contains("key 1: cannot linearize op 9"),
+        "{}",
+        stdout(&o)
+    );
+
+    // Forcing the plain reading makes the tuple values unusable for the register model: the
+    // input is malformed for it, exit 3 naming the file and the op.
+    let o = shakedown(&[path(&data("histories/independent.edn")), "--no-independent"]);
+    assert_eq!(code(&o), 3);
+    assert!(!stdout(&o).contains("independent keys"));
+    let e = stderr(&o);
+    assert!(
+        e.contains("independent.edn: op 0 (process 0 write): expected an integer write value"),
+        "{e}"
+    );
+}
+
+#[test]
+fn porcupine_kv_violation_exits_1_with_a_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("kv.html");
+    let o = shakedown(&[
+        path(&data("histories/porcupine-kv-bad.txt")),
+        "--html",
+        path(&out),
+    ]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("key k: cannot linearize op 4"),
+        "{}",
+        stdout(&o)
+    );
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert_page(&html, "get k → Some(&quot;yx&quot;)");
+}
+
+#[test]
+fn html_for_a_valid_history_is_a_summary_without_timeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ok.html");
+    let o = shakedown(&[path(&data("histories/run-valid")), "--html", path(&out)]);
+    assert_eq!(code(&o), 0);
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(html.contains("verdict-valid"));
+    assert!(!html.contains("<svg"));
+    assert!(!html.contains("http"));
+}
+
+#[test]
+fn export_edn_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("h.edn");
+    let o = shakedown(&[
+        path(&data("histories/jepsen-console.log")),
+        "--export-edn",
+        path(&out),
+    ]);
+    assert_eq!(code(&o), 1);
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.starts_with("[{:index 0"), "{text}");
+    assert!(text.contains(":process :nemesis"));
+    // Checking the export gives the same verdict and blocked op.
+    let o = shakedown(&[path(&out)]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("cannot linearize op 10"),
+        "{}",
+        stdout(&o)
+    );
+
+    // Keyed histories export as independent tuples and come back keyed.
+    let out2 = dir.path().join("k.edn");
+    let o = shakedown(&[
+        path(&data("histories/independent.edn")),
+        "--export-edn",
+        path(&out2),
+    ]);
+    assert_eq!(code(&o), 1);
+    let o = shakedown(&[path(&out2)]);
+    assert_eq!(code(&o), 1);
+    assert!(
+        stdout(&o).contains("key 1: cannot linearize op 9"),
+        "{}",
+        stdout(&o)
+    );
+}
