@@ -89,6 +89,14 @@ pub fn run(args: RunArgs) -> i32 {
                     }
                 }
                 println!("run directory: {}", o.run_dir.path.display());
+                let witness = o.run_dir.path.join(crate::store::LINEAR_WITNESS_FILE);
+                if witness.is_file() {
+                    println!("witness page: {}", witness.display());
+                }
+                let witness = o.run_dir.path.join(crate::store::LINEAR_WITNESS_FILE);
+                if witness.is_file() {
+                    println!("witness page: {}", witness.display());
+                }
                 println!("verdict: {}", o.verdict);
                 if o.verdict != Verdict::Valid {
                     println!("rerun: {rerun}");

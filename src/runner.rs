@@ -16,7 +16,7 @@ use crate::generator::{self, Generator};
 use crate::history::{History, HistoryWriter};
 use crate::interpreter::{Interpreter, Stats, Worker};
 use crate::nemesis::{Nemesis, NemesisConfig, PartitionConfig};
-use crate::store::{RESULTS_FILE, RunDir, TEST_FILE};
+use crate::store::{LINEAR_WITNESS_FILE, RESULTS_FILE, RunDir, TEST_FILE};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
@@ -341,8 +341,12 @@ pub async fn run(
     let (events, counts, main_phase, interrupted) = result?;
 
     let history = History::read_file(&run_dir.history_path())?;
-    let (verdict, results) = check(&history, cfg.check_time_limit_s);
+    let (verdict, results, linear) = check(&history, cfg.check_time_limit_s);
     run_dir.write_json(RESULTS_FILE, &results_json(verdict, &results))?;
+    if let Some(r) = linear.filter(|r| r.verdict == Verdict::Invalid) {
+        let page = crate::checker::witness_html::render_witness_html(&r, &history);
+        run_dir.write_text(LINEAR_WITNESS_FILE, &page)?;
+    }
     Ok(RunOutcome {
         run_dir,
         verdict,
@@ -359,16 +363,31 @@ pub fn results_json(verdict: Verdict, results: &[CheckResult]) -> Value {
     json!({ "valid": verdict, "checkers": results })
 }
 
-/// The checks a register run gets.
-pub fn check(history: &History, time_limit_s: f64) -> (Verdict, Vec<CheckResult>) {
-    match crate::app::check_with_model(
-        "cas-register",
-        history,
-        false,
-        Duration::from_secs_f64(time_limit_s),
-    ) {
-        Ok((result, _)) => (result.verdict, vec![result]),
-        Err(e) => unreachable!("built-in model name: {e}"),
+/// The checks a register run gets, plus the typed linearizability result (for the witness page).
+pub fn check(
+    history: &History,
+    time_limit_s: f64,
+) -> (
+    Verdict,
+    Vec<CheckResult>,
+    Option<crate::checker::linear::LinearResult>,
+) {
+    let limit = Duration::from_secs_f64(time_limit_s);
+    match crate::app::check_linear_with_model("cas-register", history, false, limit) {
+        Ok(r) => {
+            let result = crate::app::linear_check_result(&r);
+            (result.verdict, vec![result], Some(r))
+        }
+        // The model could not interpret the history: say so, never call it valid.
+        Err(e) => {
+            let result = CheckResult {
+                checker: "linearizable".into(),
+                verdict: Verdict::Unknown,
+                summary: format!("history not checkable: {e}"),
+                details: json!({ "error": e }),
+            };
+            (Verdict::Unknown, vec![result], None)
+        }
     }
 }
 

@@ -14,6 +14,8 @@ pub const HISTORY_FILE: &str = "history.jsonl";
 pub const TEST_FILE: &str = "test.json";
 /// Checker results.
 pub const RESULTS_FILE: &str = "results.json";
+/// Linearizability witness page, written when the verdict is invalid.
+pub const LINEAR_WITNESS_FILE: &str = "linearizability.html";
 /// Directory of per-node logs.
 pub const LOGS_DIR: &str = "logs";
 
@@ -101,13 +103,22 @@ impl RunDir {
     /// Write a JSON value to a file in the run directory, atomically (write temp + rename) so a
     /// crash never leaves a half-written file.
     pub fn write_json(&self, name: &str, value: &serde_json::Value) -> Result<(), StoreError> {
-        let dest = self.path.join(name);
-        let tmp = self.path.join(format!(".{name}.tmp"));
         let text = serde_json::to_vec_pretty(value).map_err(|e| StoreError::Io {
-            path: dest.display().to_string(),
+            path: self.path.join(name).display().to_string(),
             source: std::io::Error::other(e),
         })?;
-        std::fs::write(&tmp, text).map_err(io_err(&tmp))?;
+        self.write_bytes(name, &text)
+    }
+
+    /// Write a text file (e.g. an HTML page) into the run directory, atomically.
+    pub fn write_text(&self, name: &str, text: &str) -> Result<(), StoreError> {
+        self.write_bytes(name, text.as_bytes())
+    }
+
+    fn write_bytes(&self, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        let dest = self.path.join(name);
+        let tmp = self.path.join(format!(".{name}.tmp"));
+        std::fs::write(&tmp, bytes).map_err(io_err(&tmp))?;
         std::fs::rename(&tmp, &dest).map_err(io_err(&dest))
     }
 

@@ -244,6 +244,10 @@ fn serializable_reads_under_isolation_are_caught() {
             .contains("read"),
         "{bad}"
     );
+    // The witness page is written next to the history.
+    let run_dir = PathBuf::from(out["run_dir"].as_str().unwrap());
+    let page = std::fs::read_to_string(run_dir.join("linearizability.html")).unwrap();
+    assert!(page.contains("<svg") && page.contains("conflict") && page.len() < 1_000_000);
 }
 
 #[test]
