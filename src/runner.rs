@@ -460,6 +460,10 @@ pub(crate) async fn drive(
             let _ = stop.send(true);
         }
     });
+    if let Some(pb) = &progress {
+        // The bar measures the workload, not the setup before it.
+        pb.reset_elapsed();
+    }
     let ticker = progress.clone().map(|pb| {
         let stats = stats.clone();
         tokio::spawn(async move {
