@@ -54,9 +54,10 @@ fn d_ops_per_key() -> u64 {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, tag = "kind", rename_all = "lowercase")]
 pub enum FaultKind {
-    /// Network partition of the given shape (`one` isolates a node, `halves` splits the cluster).
+    /// Network partition of the given shape: `one` isolates a node, `halves` splits the cluster,
+    /// `majorities-ring`, `bridge`, `minority-third`, `one-way` (asymmetric).
     Partition {
-        /// `one` or `halves`.
+        /// One of `nemesis::PARTITION_SHAPES`.
         shape: String,
     },
     /// kill -9 the DB process on the targets, restart on stop.
@@ -91,8 +92,13 @@ impl FaultKind {
 
     fn validate(&self) -> Result<(), String> {
         match self {
-            FaultKind::Partition { shape } if !matches!(shape.as_str(), "one" | "halves") => {
-                Err(format!("partition shape {shape:?}: expected one or halves"))
+            FaultKind::Partition { shape }
+                if !crate::nemesis::PARTITION_SHAPES.contains(&shape.as_str()) =>
+            {
+                Err(format!(
+                    "partition shape {shape:?}: expected one of {}",
+                    crate::nemesis::PARTITION_SHAPES.join(", ")
+                ))
             }
             FaultKind::Kill { targets } | FaultKind::Pause { targets }
                 if crate::nemesis::Targets::parse(targets).is_none() =>
@@ -144,6 +150,7 @@ const BUILTIN_NEMESES: &[(&str, &str)] = &[
         include_str!("../nemeses/partition-kill-pause.toml"),
     ),
     ("isolate", include_str!("../nemeses/isolate.toml")),
+    ("partitions", include_str!("../nemeses/partitions.toml")),
     ("none", include_str!("../nemeses/none.toml")),
 ];
 
@@ -295,6 +302,9 @@ mod tests {
         let n = load_nemesis("partition-kill-pause").unwrap();
         assert_eq!(n.faults.len(), 4);
         assert!(load_nemesis("none").unwrap().faults.is_empty());
+        let all = load_nemesis("partitions").unwrap();
+        assert_eq!(all.faults.len(), crate::nemesis::PARTITION_SHAPES.len());
+        assert_eq!(all.order, FaultOrder::Sequential);
     }
 
     #[test]
