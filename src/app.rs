@@ -347,6 +347,29 @@ pub fn sandbox(cfg: crate::sandbox::SandboxConfig, up: bool, down: bool) -> i32 
     }
 }
 
+/// `shakedown heal`.
+pub fn heal(args: crate::cli::HealArgs) -> i32 {
+    let cluster = match args.cluster.to_cluster() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    match runtime().block_on(crate::runner::heal(cluster, args.cluster.etcd_dir.clone())) {
+        Ok(lines) => {
+            for l in lines {
+                println!("{l}");
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            run_error_code(&e)
+        }
+    }
+}
+
 /// `shakedown bench`: controller overhead against a bare client loop on the sandbox etcd.
 pub fn bench(args: BenchArgs) -> i32 {
     match runtime().block_on(crate::bench::overhead(args)) {

@@ -33,6 +33,9 @@ pub enum Command {
     Sandbox(SandboxCmd),
     /// Measure the controller's overhead against a bare client loop on the same cluster.
     Bench(BenchArgs),
+    /// Undo faults the tool may have left behind: remove its iptables chain and resume paused
+    /// DB processes on every node (e.g. after the controller was killed).
+    Heal(HealArgs),
 }
 
 /// Read consistency for etcd reads.
@@ -82,9 +85,9 @@ impl SandboxArgs {
     }
 }
 
-/// `shakedown run` flags.
+/// Which cluster to act on and how to reach it (shared by `run` and `heal`).
 #[derive(Debug, Clone, Args)]
-pub struct RunArgs {
+pub struct ClusterArgs {
     /// Nodes to test: `host,host,…` or `name=host,…`; default: the built-in sandbox.
     #[arg(long)]
     pub nodes: Option<String>,
@@ -106,6 +109,85 @@ pub struct RunArgs {
     /// SSH port.
     #[arg(long, default_value_t = 22)]
     pub ssh_port: u16,
+    /// Directory on each node for etcd data, logs and pidfile.
+    #[arg(long, default_value = "/tmp/shakedown/etcd")]
+    pub etcd_dir: String,
+    /// Sandbox selection (used when no --nodes are given).
+    #[command(flatten)]
+    pub sandbox: SandboxArgs,
+}
+
+/// A resolved cluster selection.
+pub struct Cluster {
+    /// Explicit nodes, or `None` for the sandbox.
+    pub nodes: Option<Vec<crate::config::Node>>,
+    /// SSH settings.
+    pub ssh: crate::control::SshConfig,
+    /// The sandbox to use when `nodes` is `None`.
+    pub sandbox: crate::sandbox::SandboxConfig,
+}
+
+impl ClusterArgs {
+    /// Validate node list, key files and sandbox settings.
+    pub fn to_cluster(&self) -> Result<Cluster, ConfigError> {
+        let nodes = match (&self.nodes, &self.nodes_file) {
+            (Some(list), _) => Some(parse_nodes(list, "--nodes")?),
+            (None, Some(path)) => {
+                let label = path.display().to_string();
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| ConfigError::new(&label, e.to_string()))?;
+                let cleaned: Vec<&str> = text
+                    .lines()
+                    .map(|l| l.split('#').next().unwrap_or("").trim())
+                    .filter(|l| !l.is_empty())
+                    .collect();
+                Some(parse_nodes(&cleaned.join(","), &label)?)
+            }
+            (None, None) => None,
+        };
+        for (flag, p) in [
+            ("--ssh-key", &self.ssh_key),
+            ("--known-hosts", &self.known_hosts),
+        ] {
+            if let Some(p) = p
+                && !p.is_file()
+            {
+                return Err(ConfigError::new(
+                    flag,
+                    format!("{}: no such file", p.display()),
+                ));
+            }
+        }
+        let ssh = crate::control::SshConfig {
+            user: self.username.clone(),
+            port: self.ssh_port,
+            private_key: self.ssh_key.clone(),
+            known_hosts: self.known_hosts.clone(),
+            strict_host_key_checking: !self.no_host_key_check,
+            ..crate::control::SshConfig::default()
+        };
+        Ok(Cluster {
+            nodes,
+            ssh,
+            sandbox: self.sandbox.to_config()?,
+        })
+    }
+}
+
+/// `shakedown heal` flags.
+#[derive(Debug, Clone, Args)]
+pub struct HealArgs {
+    /// Which cluster.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+/// `shakedown run` flags.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Which cluster and how to reach it.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
     /// Client threads.
     #[arg(long, default_value_t = 10)]
     pub concurrency: usize,
@@ -151,18 +233,12 @@ pub struct RunArgs {
     /// etcd release tarball URL to install on nodes without etcd (default: apt-get).
     #[arg(long)]
     pub etcd_tarball: Option<String>,
-    /// Directory on each node for etcd data, logs and pidfile.
-    #[arg(long, default_value = "/tmp/shakedown/etcd")]
-    pub etcd_dir: String,
     /// No progress bar; only the final summary.
     #[arg(long)]
     pub quiet: bool,
     /// Print the outcome as one JSON object (implies --quiet).
     #[arg(long)]
     pub json: bool,
-    /// Sandbox selection (used when no --nodes are given).
-    #[command(flatten)]
-    pub sandbox: SandboxArgs,
 }
 
 impl RunArgs {
@@ -170,7 +246,7 @@ impl RunArgs {
     pub fn defaults(sandbox: SandboxArgs) -> RunArgs {
         match Cli::parse_from(["shakedown", "run"]).command {
             Command::Run(mut r) => {
-                r.sandbox = sandbox;
+                r.cluster.sandbox = sandbox;
                 *r
             }
             _ => unreachable!("parsed a run command"),
@@ -192,21 +268,11 @@ fn positive(name: &str, v: f64) -> Result<f64, ConfigError> {
 impl RunArgs {
     /// Validate and convert into a `TestConfig`.
     pub fn into_config(self) -> Result<TestConfig, ConfigError> {
-        let nodes = match (&self.nodes, &self.nodes_file) {
-            (Some(list), _) => Some(parse_nodes(list, "--nodes")?),
-            (None, Some(path)) => {
-                let label = path.display().to_string();
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| ConfigError::new(&label, e.to_string()))?;
-                let cleaned: Vec<&str> = text
-                    .lines()
-                    .map(|l| l.split('#').next().unwrap_or("").trim())
-                    .filter(|l| !l.is_empty())
-                    .collect();
-                Some(parse_nodes(&cleaned.join(","), &label)?)
-            }
-            (None, None) => None,
-        };
+        let Cluster {
+            nodes,
+            ssh,
+            sandbox,
+        } = self.cluster.to_cluster()?;
         if self.db != "etcd" {
             return Err(ConfigError::new(
                 "--db",
@@ -233,25 +299,11 @@ impl RunArgs {
             ));
         }
         let check_time_limit_s = positive("--check-time-limit", self.check_time_limit)?;
-        for (flag, p) in [
-            ("--ssh-key", &self.ssh_key),
-            ("--known-hosts", &self.known_hosts),
-        ] {
-            if let Some(p) = p
-                && !p.is_file()
-            {
-                return Err(ConfigError::new(
-                    flag,
-                    format!("{}: no such file", p.display()),
-                ));
-            }
-        }
         let workload = crate::spec::load_workload(&self.workload)?;
         let mut nemesis = crate::spec::load_nemesis(&self.nemesis)?;
         if let Some(i) = self.nemesis_interval {
             nemesis.interval_s = positive("--nemesis-interval", i)?;
         }
-        let sandbox = self.sandbox.to_config()?;
         let seed = self.seed.unwrap_or_else(rand::random);
         let name = self
             .name
@@ -263,14 +315,6 @@ impl RunArgs {
                 format!("{name:?}: expected a plain directory name"),
             ));
         }
-        let ssh = crate::control::SshConfig {
-            user: self.username.clone(),
-            port: self.ssh_port,
-            private_key: self.ssh_key.clone(),
-            known_hosts: self.known_hosts.clone(),
-            strict_host_key_checking: !self.no_host_key_check,
-            ..crate::control::SshConfig::default()
-        };
         Ok(TestConfig {
             name,
             nodes,
@@ -281,7 +325,7 @@ impl RunArgs {
             time_limit_s,
             seed,
             etcd: crate::db::etcd::EtcdConfig {
-                base_dir: self.etcd_dir.clone(),
+                base_dir: self.cluster.etcd_dir.clone(),
                 tarball_url: self.etcd_tarball.clone(),
                 ..Default::default()
             },

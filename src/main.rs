@@ -36,6 +36,7 @@ fn main() -> ExitCode {
             ),
         },
         Command::Bench(args) => shakedown::app::bench(args),
+        Command::Heal(args) => shakedown::app::heal(args),
     };
     let _ = EXIT_RUNTIME;
     ExitCode::from(code as u8)

@@ -162,16 +162,31 @@ fn test_json(
 
 /// Resolve the cluster: explicit nodes, or the sandbox (brought up if it is not).
 pub fn resolve_nodes(cfg: &mut TestConfig) -> Result<Vec<Node>, RunError> {
-    if let Some(nodes) = &cfg.nodes {
+    resolve_cluster(&cfg.nodes, &mut cfg.ssh, &cfg.sandbox, true)
+}
+
+/// Explicit nodes, or the sandbox's (brought up first when `bring_up`, else it must be up);
+/// fills in the sandbox's key and known_hosts unless the user gave their own.
+pub fn resolve_cluster(
+    nodes: &Option<Vec<Node>>,
+    ssh: &mut SshConfig,
+    sandbox: &crate::sandbox::SandboxConfig,
+    bring_up: bool,
+) -> Result<Vec<Node>, RunError> {
+    if let Some(nodes) = nodes {
         return Ok(nodes.clone());
     }
-    let info = crate::sandbox::up(&cfg.sandbox).map_err(|e| RunError::Sandbox(e.to_string()))?;
-    // The sandbox tells us how to reach it unless the user overrode those settings.
-    if cfg.ssh.private_key.is_none() {
-        cfg.ssh.private_key = Some(info.private_key.clone());
+    let info = if bring_up {
+        crate::sandbox::up(sandbox)
+    } else {
+        crate::sandbox::load(&sandbox.state_dir())
     }
-    if cfg.ssh.known_hosts.is_none() {
-        cfg.ssh.known_hosts = Some(info.known_hosts.clone());
+    .map_err(|e| RunError::Sandbox(e.to_string()))?;
+    if ssh.private_key.is_none() {
+        ssh.private_key = Some(info.private_key.clone());
+    }
+    if ssh.known_hosts.is_none() {
+        ssh.known_hosts = Some(info.known_hosts.clone());
     }
     Ok(info
         .nodes
@@ -181,6 +196,42 @@ pub fn resolve_nodes(cfg: &mut TestConfig) -> Result<Vec<Node>, RunError> {
             host: n.address.to_string(),
         })
         .collect())
+}
+
+/// `shakedown heal`: remove the tool's iptables chain and resume paused DB processes on every
+/// node. Returns one line per action taken; errors name the node.
+pub async fn heal(cluster: crate::cli::Cluster, etcd_dir: String) -> Result<Vec<String>, RunError> {
+    let mut ssh = cluster.ssh;
+    let nodes = resolve_cluster(&cluster.nodes, &mut ssh, &cluster.sandbox, false)?;
+    tokio::task::spawn_blocking(move || -> Result<Vec<String>, RunError> {
+        let remotes = connect(&nodes, &ssh)?;
+        let db: Arc<dyn Db> = Arc::new(Etcd::new(crate::db::etcd::EtcdConfig {
+            base_dir: etcd_dir,
+            ..Default::default()
+        }));
+        let mut nemesis = Nemesis::new(NemesisConfig {
+            nodes: nodes.clone(),
+            remotes,
+            db,
+            partition: PartitionConfig::default(),
+            rng: ChaCha8Rng::seed_from_u64(0),
+        });
+        let mut done = Vec::new();
+        nemesis.teardown().map_err(RunError::Control)?;
+        done.push(format!(
+            "removed iptables chain {} on {} nodes",
+            PartitionConfig::default().chain,
+            nodes.len()
+        ));
+        nemesis.resume_all().map_err(RunError::Control)?;
+        done.push(format!(
+            "resumed (SIGCONT) the DB process on {} nodes",
+            nodes.len()
+        ));
+        Ok(done)
+    })
+    .await
+    .expect("heal task")
 }
 
 /// Connect to every node; the error names each node that failed and why.

@@ -348,3 +348,152 @@ fn bad_inputs_give_clear_errors_not_panics() {
         t.elapsed()
     );
 }
+
+/// Run a command inside sandbox node `n` over ssh with the sandbox's key; returns stdout.
+fn on_node(n: usize, script: &str) -> String {
+    let ssh = Path::new("/var/lib/shakedown/sandbox/sdrun/ssh");
+    let out = Command::new("ssh")
+        .args(["-i", ssh.join("id_ed25519").to_str().unwrap()])
+        .args([
+            "-o",
+            &format!("UserKnownHostsFile={}", ssh.join("known_hosts").display()),
+        ])
+        .args(["-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes"])
+        .arg(format!("root@10.75.0.{n}"))
+        .arg(script)
+        .output()
+        .expect("ssh");
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+/// Start a run, wait until the history shows `fault_f` completed, SIGKILL the controller.
+fn kill_controller_during(fault_f: &str, reports: &Path, nemesis: &Path) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_shakedown"))
+        .args([
+            "run",
+            "--quiet",
+            "--time-limit",
+            "60",
+            "--reports",
+            reports.to_str().unwrap(),
+        ])
+        .args(["--nemesis", nemesis.to_str().unwrap()])
+        .args(SANDBOX)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let history = reports.join("latest/history.jsonl");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{fault_f} never happened"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "run ended before {fault_f}"
+        );
+        let text = std::fs::read_to_string(&history).unwrap_or_default();
+        let last_nemesis = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|o| o["process"] == "nemesis")
+            .last();
+        if last_nemesis.is_some_and(|o| o["f"] == fault_f && o["value"].is_object()) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap(); // SIGKILL: no cleanup runs in the controller
+    child.wait().unwrap();
+}
+
+fn chain_rules(n: usize) -> usize {
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &format!("sd-sdrun-n{n}"),
+            "iptables",
+            "-w",
+            "-S",
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains("SHAKEDOWN"))
+        .count()
+}
+
+#[test]
+fn heal_undoes_partitions_and_pauses_left_by_a_killed_controller() {
+    if !root() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = SandboxGuard;
+    let tmp = tempfile::tempdir().unwrap();
+    let reports = tmp.path().join("reports");
+    let mut heal = vec!["heal"];
+    heal.extend(SANDBOX);
+
+    // Partition.
+    let nem = nemesis_file(
+        tmp.path(),
+        "interval_s = 3.0\n[[faults]]\nkind = \"partition\"\nshape = \"halves\"\n",
+    );
+    kill_controller_during("start-partition", &reports, &nem);
+    let drops: usize = (1..=5).map(chain_rules).sum();
+    assert!(
+        drops > 5,
+        "partition not in place before heal ({drops} rules)"
+    );
+    let out = shakedown(&heal);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for n in 1..=5 {
+        assert_eq!(
+            chain_rules(n),
+            0,
+            "n{n} still has SHAKEDOWN rules after heal"
+        );
+    }
+
+    // Pause.
+    let nem = nemesis_file(
+        tmp.path(),
+        "interval_s = 3.0\n[[faults]]\nkind = \"pause\"\ntargets = \"minority\"\n",
+    );
+    kill_controller_during("pause", &reports, &nem);
+    let state = |n| {
+        on_node(
+            n,
+            "cut -d' ' -f3 /proc/$(cat /tmp/shakedown/etcd/etcd.pid)/stat",
+        )
+    };
+    let stopped = (1..=5).filter(|&n| state(n).trim() == "T").count();
+    assert_eq!(
+        stopped, 2,
+        "expected the paused minority in state T before heal"
+    );
+    let out = shakedown(&heal);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for n in 1..=5 {
+        let s = state(n);
+        assert!(
+            !s.trim().is_empty() && s.trim() != "T",
+            "n{n} etcd state {s:?} after heal"
+        );
+    }
+    // Healing twice is harmless.
+    assert!(shakedown(&heal).status.success());
+}
