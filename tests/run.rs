@@ -397,9 +397,9 @@ fn kill_controller_during(fault_f: &str, reports: &Path, nemesis: &Path) {
         let text = std::fs::read_to_string(&history).unwrap_or_default();
         let last_nemesis = text
             .lines()
+            .rev()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|o| o["process"] == "nemesis")
-            .last();
+            .find(|o| o["process"] == "nemesis");
         if last_nemesis.is_some_and(|o| o["f"] == fault_f && o["value"].is_object()) {
             break;
         }
