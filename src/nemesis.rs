@@ -269,7 +269,7 @@ impl Nemesis {
     }
 
     /// Run `f` on the given node indices in parallel; collect errors as "node: error" strings.
-    fn on_nodes<F>(&self, idx: &[usize], f: F) -> Vec<String>
+    fn on_nodes<F>(&self, idx: &[usize], f: F) -> Result<(), String>
     where
         F: Fn(&dyn Remote, &Node) -> Result<(), String> + Sync,
     {
@@ -285,14 +285,26 @@ impl Nemesis {
                     })
                 })
                 .collect();
-            handles
+            let errs: Vec<String> = handles
                 .into_iter()
                 .filter_map(|h| {
                     h.join()
                         .unwrap_or_else(|_| Err("fault thread panicked".into()))
                         .err()
                 })
-                .collect()
+                .collect();
+            if errs.is_empty() {
+                Ok(())
+            } else {
+                Err(errs.join("; "))
+            }
+        })
+    }
+
+    /// Run the command built for each node on the given nodes in parallel.
+    fn run_on(&self, idx: &[usize], cmd: impl Fn(&Node) -> Cmd + Sync) -> Result<(), String> {
+        self.on_nodes(idx, |r, n| {
+            r.exec_ok(&cmd(n)).map(|_| ()).map_err(|e| e.to_string())
         })
     }
 
@@ -303,16 +315,9 @@ impl Nemesis {
     /// Create the tool's iptables chain on every node (flushed, jumped to from INPUT).
     pub fn setup(&mut self) -> Result<(), String> {
         let chain = self.cfg.partition.chain.clone();
-        let errs = self.on_nodes(&self.all_idx(), |r, _| {
-            r.exec_ok(&Cmd::script(SETUP_CHAIN, [chain.as_str()]).sudo(true))
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        });
-        if errs.is_empty() {
-            Ok(())
-        } else {
-            Err(errs.join("; "))
-        }
+        self.run_on(&self.all_idx(), |_| {
+            Cmd::script(SETUP_CHAIN, [chain.as_str()]).sudo(true)
+        })
     }
 
     /// Apply a grudge: each node drops packets from the nodes it holds a grudge against.
@@ -326,57 +331,35 @@ impl Nemesis {
             .collect();
         let idx: Vec<usize> = grudge.keys().filter_map(|n| self.index_of(n)).collect();
         self.partitioned = true;
-        let errs = self.on_nodes(&idx, |r, node| {
+        self.run_on(&idx, |node| {
             let mut args = vec![chain.clone()];
             args.extend(
                 grudge[&node.name]
                     .iter()
                     .filter_map(|n| hosts.get(n).cloned()),
             );
-            r.exec_ok(&Cmd::script(DROP_FROM, args).sudo(true))
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        });
-        if errs.is_empty() {
-            Ok(())
-        } else {
-            Err(errs.join("; "))
-        }
+            Cmd::script(DROP_FROM, args).sudo(true)
+        })
     }
 
     /// Remove every partition rule (flush the tool's chain on every node).
     pub fn heal_partition(&mut self) -> Result<(), String> {
         let chain = self.cfg.partition.chain.clone();
-        let errs = self.on_nodes(&self.all_idx(), |r, _| {
-            r.exec_ok(
-                &Cmd::new("iptables")
-                    .args(["-w", "-F", chain.as_str()])
-                    .sudo(true),
-            )
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-        });
-        if errs.is_empty() {
-            self.partitioned = false;
-            Ok(())
-        } else {
-            Err(errs.join("; "))
-        }
+        self.run_on(&self.all_idx(), |_| {
+            Cmd::new("iptables")
+                .args(["-w", "-F", chain.as_str()])
+                .sudo(true)
+        })?;
+        self.partitioned = false;
+        Ok(())
     }
 
     /// Remove the chain and its jump from every node.
     pub fn teardown(&mut self) -> Result<(), String> {
         let chain = self.cfg.partition.chain.clone();
-        let errs = self.on_nodes(&self.all_idx(), |r, _| {
-            r.exec_ok(&Cmd::script(TEARDOWN_CHAIN, [chain.as_str()]).sudo(true))
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        });
-        if errs.is_empty() {
-            Ok(())
-        } else {
-            Err(errs.join("; "))
-        }
+        self.run_on(&self.all_idx(), |_| {
+            Cmd::script(TEARDOWN_CHAIN, [chain.as_str()]).sudo(true)
+        })
     }
 
     fn targets(&mut self, value: &Value) -> Result<Vec<usize>, String> {
@@ -437,12 +420,8 @@ impl Nemesis {
         let idx = self.targets(value)?;
         let names = self.node_names(&idx);
         self.killed.extend(names.iter().cloned());
-        let errs = self.on_nodes(&idx, |r, n| kill.kill(r, n).map_err(|e| e.to_string()));
-        if errs.is_empty() {
-            Ok(json!({ "nodes": names }))
-        } else {
-            Err(errs.join("; "))
-        }
+        self.on_nodes(&idx, |r, n| kill.kill(r, n).map_err(|e| e.to_string()))?;
+        Ok(json!({ "nodes": names }))
     }
 
     /// Start the system on every node where the nemesis killed it (idempotent on all nodes).
@@ -452,12 +431,9 @@ impl Nemesis {
             return Ok(vec![]);
         };
         let cluster = self.cfg.nodes.clone();
-        let errs = self.on_nodes(&self.all_idx(), |r, n| {
+        self.on_nodes(&self.all_idx(), |r, n| {
             kill.start(r, n, &cluster).map_err(|e| e.to_string())
-        });
-        if !errs.is_empty() {
-            return Err(errs.join("; "));
-        }
+        })?;
         Ok(std::mem::take(&mut self.killed).into_iter().collect())
     }
 
@@ -469,12 +445,8 @@ impl Nemesis {
         let idx = self.targets(value)?;
         let names = self.node_names(&idx);
         self.paused.extend(names.iter().cloned());
-        let errs = self.on_nodes(&idx, |r, n| pause.pause(r, n).map_err(|e| e.to_string()));
-        if errs.is_empty() {
-            Ok(json!({ "nodes": names }))
-        } else {
-            Err(errs.join("; "))
-        }
+        self.on_nodes(&idx, |r, n| pause.pause(r, n).map_err(|e| e.to_string()))?;
+        Ok(json!({ "nodes": names }))
     }
 
     /// Resume the system on every node (idempotent).
@@ -483,12 +455,9 @@ impl Nemesis {
         let Some(pause) = db.as_pause() else {
             return Ok(vec![]);
         };
-        let errs = self.on_nodes(&self.all_idx(), |r, n| {
+        self.on_nodes(&self.all_idx(), |r, n| {
             pause.resume(r, n).map_err(|e| e.to_string())
-        });
-        if !errs.is_empty() {
-            return Err(errs.join("; "));
-        }
+        })?;
         Ok(std::mem::take(&mut self.paused).into_iter().collect())
     }
 
