@@ -97,6 +97,12 @@ pub fn run(args: RunArgs) -> i32 {
                 if witness.is_file() {
                     println!("witness page: {}", witness.display());
                 }
+                if o.interrupted {
+                    println!(
+                        "interrupted after {:.1} s of workload; checked what was recorded",
+                        secs
+                    );
+                }
                 println!("verdict: {}", o.verdict);
                 if o.verdict != Verdict::Valid {
                     println!("rerun: {rerun}");

@@ -157,7 +157,11 @@ pub async fn overhead(args: BenchArgs) -> Result<OverheadReport, RunError> {
             }
         }
         let run_dir = RunDir::create(scratch.path(), "bench")?;
-        match crate::runner::drive(&cfg, &nodes, &remotes, &etcd, None, &run_dir, None).await {
+        let control = crate::runner::Control {
+            progress: None,
+            interrupt: tokio::sync::watch::channel(false).1,
+        };
+        match crate::runner::drive(&cfg, &nodes, &remotes, &etcd, None, &run_dir, control).await {
             Ok((_, (ok, fail, info), main, _)) => report
                 .controller_ops_per_s
                 .push((ok + fail + info) as f64 / main.as_secs_f64()),

@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 /// Errors that end a run early. Messages name the node/command/file.
@@ -46,6 +47,9 @@ pub enum RunError {
     /// The interpreter stopped abnormally.
     #[error(transparent)]
     Interpreter(#[from] crate::interpreter::InterpreterError),
+    /// Ctrl-C arrived before the workload started; the cluster was cleaned up.
+    #[error("interrupted before the workload started; cleaned up")]
+    Interrupted,
     /// Reading back the history failed.
     #[error(transparent)]
     History(#[from] crate::history::HistoryError),
@@ -292,6 +296,7 @@ pub async fn run(
     mut cfg: TestConfig,
     progress: Option<indicatif::ProgressBar>,
 ) -> Result<RunOutcome, RunError> {
+    let interrupt = interrupt_on_ctrl_c();
     let nodes = resolve_nodes(&mut cfg)?;
     let run_dir = RunDir::create(&cfg.reports_dir, &cfg.name)?;
     let wall_start = chrono::Utc::now().to_rfc3339();
@@ -337,6 +342,7 @@ pub async fn run(
     let result = match (version, nemesis_setup) {
         (Err(e), _) => Err(e),
         (_, Err(e)) => Err(RunError::Control(format!("setting up partitions: {e}"))),
+        (Ok(_), Ok(())) if *interrupt.borrow() => Err(RunError::Interrupted),
         (Ok(version), Ok(())) => {
             match run_dir.write_json(TEST_FILE, &test_json(&cfg, &nodes, version, &wall_start)) {
                 Err(e) => Err(e.into()),
@@ -348,7 +354,10 @@ pub async fn run(
                         &etcd,
                         Some(nemesis.clone()),
                         &run_dir,
-                        progress,
+                        Control {
+                            progress,
+                            interrupt: interrupt.clone(),
+                        },
                     )
                     .await
                 }
@@ -409,6 +418,26 @@ pub async fn run(
     })
 }
 
+/// Trap Ctrl-C for the whole run: the first one asks for a graceful stop (finish in-flight ops,
+/// heal, collect logs, tear down); a second one exits at once.
+fn interrupt_on_ctrl_c() -> watch::Receiver<bool> {
+    let (tx, rx) = watch::channel(false);
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_err() {
+            return;
+        }
+        eprintln!(
+            "\ninterrupted: finishing in-flight ops, then healing and tearing down (Ctrl-C again to abort)"
+        );
+        let _ = tx.send(true);
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("aborted: faults may remain; run `shakedown heal`");
+            std::process::exit(130);
+        }
+    });
+    rx
+}
+
 /// Results file contents.
 pub fn results_json(verdict: Verdict, results: &[CheckResult]) -> Value {
     json!({ "valid": verdict, "checkers": results })
@@ -442,6 +471,14 @@ pub fn check(
     }
 }
 
+/// How the user steers a running workload: the progress bar to update and the Ctrl-C signal.
+pub(crate) struct Control {
+    /// Progress display, if any.
+    pub progress: Option<indicatif::ProgressBar>,
+    /// Becomes true when the user asks to stop.
+    pub interrupt: watch::Receiver<bool>,
+}
+
 type DriveOutcome = (u64, (u64, u64, u64), Duration, bool);
 
 /// Wait for the DB, then run the interpreter phases against an already set-up cluster, appending
@@ -453,8 +490,12 @@ pub(crate) async fn drive(
     etcd: &Etcd,
     nemesis: Option<Arc<Mutex<Nemesis>>>,
     run_dir: &RunDir,
-    progress: Option<indicatif::ProgressBar>,
+    control: Control,
 ) -> Result<DriveOutcome, RunError> {
+    let Control {
+        progress,
+        mut interrupt,
+    } = control;
     // Wait for the cluster before the clock starts.
     {
         let (remotes, nodes, etcd) = (remotes.to_vec(), nodes.to_vec(), etcd.clone());
@@ -464,6 +505,9 @@ pub(crate) async fn drive(
         .await
         .expect("ready task")
         .map_err(RunError::Control)?;
+    }
+    if *interrupt.borrow() {
+        return Err(RunError::Interrupted);
     }
     let stats = Arc::new(Stats::default());
     let op_timeout = Duration::from_millis(cfg.op_timeout_ms);
@@ -506,10 +550,12 @@ pub(crate) async fn drive(
     );
     let stop = interp.shutdown_handle();
     let ctrl_c = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\ninterrupted: finishing in-flight ops, then healing and tearing down");
-            let _ = stop.send(true);
+        while !*interrupt.borrow_and_update() {
+            if interrupt.changed().await.is_err() {
+                return;
+            }
         }
+        let _ = stop.send(true);
     });
     if let Some(pb) = &progress {
         // The bar measures the workload, not the setup before it.
