@@ -64,12 +64,14 @@ fn once() {
         let t0 = Instant::now();
         let h = generate_versioned_history(&g);
         let gen_s = t0.elapsed().as_secs_f64();
+        let rss_before = peak_rss_kib().unwrap_or(0);
         let t1 = Instant::now();
         let r = run(&h);
         let s = t1.elapsed().as_secs_f64();
         println!(
-            "{id}: {name}: generated {} events in {gen_s:.2} s; check {} in {s:.2} s = {:.0} ops/s; peak RSS {} MiB",
+            "{id}: {name}: generated {} events in {gen_s:.2} s (peak RSS {} MiB); check {} in {s:.2} s = {:.0} ops/s; peak RSS {} MiB",
             h.ops.len(),
+            rss_before / 1024,
             r.verdict,
             g.ops as f64 / s,
             peak_rss_kib().unwrap_or(0) / 1024,
