@@ -5,6 +5,7 @@
 //! `store` writes and `report` renders.
 
 pub mod linear;
+pub mod session;
 pub mod witness_html;
 
 use crate::history::History;

@@ -1,0 +1,1657 @@
+//! Session-guarantee checker: read-your-writes, monotonic reads, monotonic writes and
+//! writes-follow-reads (Terry et al., PDIS 1994) on per-key register ops, judged with the
+//! system-provided version order, plus stale-read quantification and version-conflict detection.
+//!
+//! Owns the analysis and its result types (`SessionResult`, `SessionChecker`) and a seeded
+//! generator of versioned linearizable histories (`histgen`) for tests and benchmarks. Does not own
+//! reading histories (`history`), rendering or storing results.
+//!
+//! # Semantics
+//!
+//! - **Version order.** Each ok `read` carries the key's version (etcd `mod_revision`); an ok
+//!   `write` or `cas` carries the version it created. Higher version = newer, per key. A read of an
+//!   absent key (`value: null`, no version) reads version 0 ("none").
+//! - **Session.** By default a session is a client *process*. A thread whose op ends `info`
+//!   continues under a fresh process id, i.e. as a new session: the info op may or may not have
+//!   taken effect, so the checker cannot demand that the session later sees it, and it cannot know
+//!   how long the old connection's effects keep arriving. `SessionMode::Thread` instead treats a
+//!   whole client thread (process `p`, `p + concurrency`, `p + 2·concurrency`, …) as one session;
+//!   its ok writes before an `info` must still be seen after it. Info ops are never evidence in
+//!   either mode: neither their writes nor their (unknown) reads are used.
+//! - **fail** ops did not happen and are ignored. Nemesis ops and ops other than
+//!   `read`/`write`/`cas` are ignored.
+//! - Sessions are sequential, so scanning completions in history order is session order. For each
+//!   session and key: **read-your-writes**: an ok read after the session's own ok write/cas of
+//!   version `v` returns version ≥ `v`; **monotonic reads**: successive ok reads never go back in
+//!   version; **monotonic writes**: successive ok writes get strictly increasing versions;
+//!   **writes-follow-reads**: an ok write after reading version `v` gets a version > `v`. Each rule
+//!   compares against the maximum seen so far, so one bad op is one violation.
+//! - **Unjudgeable input.** An ok read with a value but no version, or an ok write without a
+//!   version, is counted as unversioned and skipped; a non-positive version on a write (or on a
+//!   read with a value) is counted as malformed and skipped. If no op carries a version, or no
+//!   comparison could be made at all, the verdict is `unknown`, never `valid`.
+//! - **Stale reads.** For every ok read with a judgeable version, among the distinct versions of
+//!   its key acknowledged (ok write/cas by anyone) *before the read was invoked*: versions behind =
+//!   how many are newer than the version read; ms behind = read invoke time minus the ack time of
+//!   the earliest-acknowledged of those newer versions (0 when up to date). Staleness is reported,
+//!   not judged: it does not change the verdict (session guarantees allow stale reads).
+//! - **Version conflicts.** Two ok ops of one key reporting the same version with different
+//!   values (write/write, read/write or read/read) mean the system's version order itself is
+//!   contradictory; each is an anomaly of kind `version-conflict` and makes the verdict `invalid`.
+//! - **Cost.** Two passes over the history with hash maps keyed by (session, key) and
+//!   (key, version); stale-read counts use per-key Fenwick trees over the sorted acknowledged
+//!   versions, so the whole check is O(n log n) time and O(n) memory.
+
+use crate::checker::{CheckResult, Checker, Verdict};
+use crate::history::{History, Op, OpType, Process};
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use serde_json::Value;
+use std::fmt::Write as _;
+
+/// What counts as one session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "mode")]
+pub enum SessionMode {
+    /// Each process id is a session (a thread starts a new session after an `info`).
+    Process,
+    /// Each client thread is a session: process `p` belongs to thread `p % concurrency`.
+    Thread {
+        /// Number of client threads (process ids advance by this after an `info`).
+        concurrency: u64,
+    },
+}
+
+/// Checker options.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionConfig {
+    /// How sessions are formed.
+    pub mode: SessionMode,
+    /// At most this many violation witnesses are kept per guarantee (totals are always exact).
+    pub max_witnesses_per_guarantee: usize,
+    /// At most this many version-conflict witnesses are kept.
+    pub max_conflicts: usize,
+    /// Per guarantee, report violation counts for at most this many keys (the worst ones).
+    pub top_keys: usize,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig {
+            mode: SessionMode::Process,
+            max_witnesses_per_guarantee: 100,
+            max_conflicts: 100,
+            top_keys: 10,
+        }
+    }
+}
+
+/// One of the four session guarantees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Guarantee {
+    /// Reads see the session's own earlier writes.
+    ReadYourWrites,
+    /// Reads never go back in version.
+    MonotonicReads,
+    /// The session's writes are applied in session order.
+    MonotonicWrites,
+    /// Writes are ordered after the versions the session read.
+    WritesFollowReads,
+}
+
+impl Guarantee {
+    /// All four, in report order.
+    pub const ALL: [Guarantee; 4] = [
+        Guarantee::ReadYourWrites,
+        Guarantee::MonotonicReads,
+        Guarantee::MonotonicWrites,
+        Guarantee::WritesFollowReads,
+    ];
+
+    /// Stable kebab-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Guarantee::ReadYourWrites => "read-your-writes",
+            Guarantee::MonotonicReads => "monotonic-reads",
+            Guarantee::MonotonicWrites => "monotonic-writes",
+            Guarantee::WritesFollowReads => "writes-follow-reads",
+        }
+    }
+
+    fn slot(self) -> usize {
+        self as usize
+    }
+}
+
+/// One violated guarantee with the two ops that show it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Violation {
+    /// Which guarantee.
+    pub guarantee: Guarantee,
+    /// Key (absent for single-register histories).
+    pub key: Option<String>,
+    /// Session id: the process id, or the thread number in `SessionMode::Thread`.
+    pub session: u64,
+    /// Process id of the later op.
+    pub process: u64,
+    /// History index of the earlier op's completion (the write or read that set the bound).
+    pub earlier_index: u64,
+    /// History index of the later op's completion (the op that broke the bound).
+    pub later_index: u64,
+    /// Version of the earlier op (0 = absent).
+    pub earlier_version: i64,
+    /// Version of the later op (0 = absent).
+    pub later_version: i64,
+    /// Human-readable account naming values, versions and times.
+    pub witness: String,
+}
+
+/// Violations of one key.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KeyCount {
+    /// Key (absent for single-register histories).
+    pub key: Option<String>,
+    /// Number of violations on this key.
+    pub violations: u64,
+}
+
+/// Everything about one guarantee.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GuaranteeResult {
+    /// Which guarantee.
+    pub guarantee: Guarantee,
+    /// Comparisons made (pairs of ops whose versions were compared).
+    pub checks: u64,
+    /// Violations found (exact).
+    pub violations: u64,
+    /// Keys with the most violations, worst first, bounded by `top_keys`.
+    pub top_keys: Vec<KeyCount>,
+    /// The first violations in history order, bounded by `max_witnesses_per_guarantee`.
+    pub witnesses: Vec<Violation>,
+}
+
+/// Two ops reporting the same version of a key with different values.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VersionConflict {
+    /// Always `version-conflict`.
+    pub kind: &'static str,
+    /// Key (absent for single-register histories).
+    pub key: Option<String>,
+    /// The contested version.
+    pub version: i64,
+    /// History index of the first op reporting this version.
+    pub first_index: u64,
+    /// History index of the contradicting op.
+    pub later_index: u64,
+    /// Value the first op associated with the version.
+    pub first_value: Value,
+    /// Value the later op associated with the version.
+    pub later_value: Value,
+    /// Human-readable account.
+    pub witness: String,
+}
+
+/// Nearest-rank percentiles of a sample.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct Percentiles<T> {
+    /// Median.
+    pub p50: T,
+    /// 90th percentile.
+    pub p90: T,
+    /// 99th percentile.
+    pub p99: T,
+    /// Maximum.
+    pub max: T,
+}
+
+/// How stale the reads were.
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct StaleReadStats {
+    /// Ok reads measured (versioned or absent, with a known invoke).
+    pub reads_measured: u64,
+    /// Of those, reads that missed at least one acknowledged newer version.
+    pub stale_reads: u64,
+    /// Versions behind over all measured reads.
+    pub versions_behind: Percentiles<u64>,
+    /// Milliseconds behind over all measured reads.
+    pub ms_behind: Percentiles<f64>,
+    /// Versions behind over stale reads only (all zero when there are none).
+    pub stale_versions_behind: Percentiles<u64>,
+    /// Milliseconds behind over stale reads only (all zero when there are none).
+    pub stale_ms_behind: Percentiles<f64>,
+}
+
+/// What the checker found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionResult {
+    /// Invalid if any guarantee was violated or versions conflict; unknown if nothing could be
+    /// checked; valid otherwise.
+    pub verdict: Verdict,
+    /// Why the verdict is unknown, when it is.
+    pub reason: Option<String>,
+    /// How sessions were formed.
+    pub mode: SessionMode,
+    /// Distinct sessions with at least one ok read or write.
+    pub sessions: u64,
+    /// Distinct keys read or written.
+    pub keys: u64,
+    /// Ok reads seen.
+    pub ok_reads: u64,
+    /// Ok writes and cas seen.
+    pub ok_writes: u64,
+    /// Ok reads with a value but no version (not judged).
+    pub unversioned_reads: u64,
+    /// Ok writes/cas without a version (not judged).
+    pub unversioned_writes: u64,
+    /// Ok ops with an impossible version (≤ 0 on a write or on a read that returned a value).
+    pub malformed: u64,
+    /// Info completions of reads/writes/cas (ignored as evidence).
+    pub info_ignored: u64,
+    /// Fail completions of reads/writes/cas (ignored: they did not happen).
+    pub fail_ignored: u64,
+    /// Completions with no open invoke, or invokes replaced by another invoke of the same process.
+    pub unpaired: u64,
+    /// Per guarantee results, in `Guarantee::ALL` order.
+    pub guarantees: Vec<GuaranteeResult>,
+    /// Stale-read quantification.
+    pub stale: StaleReadStats,
+    /// Number of version conflicts (exact).
+    pub version_conflicts: u64,
+    /// The first version conflicts, bounded by `max_conflicts`.
+    pub conflicts: Vec<VersionConflict>,
+}
+
+impl SessionResult {
+    /// Total violations over all guarantees.
+    pub fn total_violations(&self) -> u64 {
+        self.guarantees.iter().map(|g| g.violations).sum()
+    }
+
+    /// The result for one guarantee.
+    pub fn guarantee(&self, g: Guarantee) -> &GuaranteeResult {
+        &self.guarantees[g.slot()]
+    }
+
+    /// One-line summary.
+    pub fn summary(&self) -> String {
+        let checks: u64 = self.guarantees.iter().map(|g| g.checks).sum();
+        let mut s = match self.verdict {
+            Verdict::Invalid => {
+                let parts: Vec<String> = self
+                    .guarantees
+                    .iter()
+                    .filter(|g| g.violations > 0)
+                    .map(|g| format!("{} {}", g.guarantee.name(), g.violations))
+                    .collect();
+                let mut s = format!("violations: {}", parts.join(", "));
+                if self.version_conflicts > 0 {
+                    if !parts.is_empty() {
+                        s.push_str("; ");
+                    } else {
+                        s.clear();
+                    }
+                    let _ = write!(s, "{} version conflicts", self.version_conflicts);
+                }
+                s
+            }
+            Verdict::Unknown => format!(
+                "unknown: {}",
+                self.reason.as_deref().unwrap_or("nothing could be checked")
+            ),
+            Verdict::Valid => format!(
+                "4 session guarantees held over {checks} checks in {} sessions",
+                self.sessions
+            ),
+        };
+        let _ = write!(
+            s,
+            "; {} of {} reads stale (p99 {} versions / {:.1} ms behind)",
+            self.stale.stale_reads,
+            self.stale.reads_measured,
+            self.stale.versions_behind.p99,
+            self.stale.ms_behind.p99
+        );
+        if self.unversioned_reads + self.unversioned_writes + self.malformed > 0 {
+            let _ = write!(
+                s,
+                "; {} unversioned, {} malformed ops not judged",
+                self.unversioned_reads + self.unversioned_writes,
+                self.malformed
+            );
+        }
+        s
+    }
+
+    /// A small fixed-width per-guarantee table plus the stale-read line.
+    pub fn table(&self) -> String {
+        let mut s = format!(
+            "{:<20} {:>10} {:>10}  worst key\n",
+            "guarantee", "checks", "violations"
+        );
+        for g in &self.guarantees {
+            let worst = g
+                .top_keys
+                .first()
+                .map(|k| format!("{} ({})", key_label(k.key.as_deref()), k.violations))
+                .unwrap_or_else(|| "-".to_string());
+            let _ = writeln!(
+                s,
+                "{:<20} {:>10} {:>10}  {worst}",
+                g.guarantee.name(),
+                g.checks,
+                g.violations
+            );
+        }
+        let st = &self.stale;
+        let _ = writeln!(
+            s,
+            "stale reads: {} of {}; versions behind p50/p90/p99/max {}/{}/{}/{}; ms behind {:.1}/{:.1}/{:.1}/{:.1}",
+            st.stale_reads,
+            st.reads_measured,
+            st.versions_behind.p50,
+            st.versions_behind.p90,
+            st.versions_behind.p99,
+            st.versions_behind.max,
+            st.ms_behind.p50,
+            st.ms_behind.p90,
+            st.ms_behind.p99,
+            st.ms_behind.max
+        );
+        if self.version_conflicts > 0 {
+            let _ = writeln!(s, "version conflicts: {}", self.version_conflicts);
+        }
+        s
+    }
+}
+
+/// The session-guarantee checker as a `Checker`.
+#[derive(Debug, Clone, Default)]
+pub struct SessionChecker {
+    /// Options.
+    pub config: SessionConfig,
+}
+
+impl SessionChecker {
+    /// A checker with the given options.
+    pub fn new(config: SessionConfig) -> SessionChecker {
+        SessionChecker { config }
+    }
+
+    /// Run the analysis and return the typed result.
+    pub fn analyse(&self, history: &History) -> SessionResult {
+        check_sessions(history, &self.config)
+    }
+}
+
+impl Checker for SessionChecker {
+    fn name(&self) -> &str {
+        "session"
+    }
+
+    fn check(&self, history: &History) -> CheckResult {
+        let r = self.analyse(history);
+        CheckResult {
+            checker: self.name().to_string(),
+            verdict: r.verdict,
+            summary: r.summary(),
+            details: serde_json::to_value(&r).unwrap_or_else(
+                |e| serde_json::json!({ "error": format!("cannot serialize session result: {e}") }),
+            ),
+        }
+    }
+}
+
+fn key_label(k: Option<&str>) -> &str {
+    k.unwrap_or("(register)")
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Read,
+    Write,
+    Cas,
+}
+
+fn kind_of(op: &Op) -> Option<Kind> {
+    if !op.is_client() {
+        return None;
+    }
+    match op.f.as_str() {
+        "read" => Some(Kind::Read),
+        "write" => Some(Kind::Write),
+        "cas" => Some(Kind::Cas),
+        _ => None,
+    }
+}
+
+/// How an ok op's version can be used.
+enum Ver {
+    /// A judgeable version (0 = absent key, reads only).
+    Known(i64),
+    /// No version reported.
+    Unversioned,
+    /// An impossible version.
+    Malformed,
+}
+
+fn version_of(kind: Kind, op: &Op) -> Ver {
+    match (kind, op.version) {
+        (Kind::Read, None) if op.value.is_null() => Ver::Known(0),
+        (Kind::Read, Some(0)) if op.value.is_null() => Ver::Known(0),
+        (_, None) => Ver::Unversioned,
+        (_, Some(v)) if v >= 1 => Ver::Known(v),
+        _ => Ver::Malformed,
+    }
+}
+
+/// The value an ok op associates with its version: the read value, the written value, or the
+/// cas's new value. Falls back to the invoke's argument when the completion carries none.
+fn value_of<'a>(kind: Kind, op: &'a Op, invoke: Option<&'a Op>) -> Option<&'a Value> {
+    let pick = |v: &'a Value| -> Option<&'a Value> {
+        match kind {
+            Kind::Read | Kind::Write => Some(v),
+            Kind::Cas => match v {
+                Value::Array(a) if a.len() == 2 => Some(&a[1]),
+                _ => None,
+            },
+        }
+    };
+    if kind == Kind::Read || !op.value.is_null() {
+        return pick(&op.value);
+    }
+    invoke.and_then(|i| pick(&i.value))
+}
+
+fn secs(t_ns: u64) -> String {
+    format!("{:.3} s", t_ns as f64 / 1e9)
+}
+
+fn show_value(v: Option<&Value>) -> String {
+    match v {
+        None => "?".to_string(),
+        Some(Value::Null) => "nothing".to_string(),
+        Some(v) => v.to_string(),
+    }
+}
+
+fn show_version(v: i64) -> String {
+    if v == 0 {
+        "version none".to_string()
+    } else {
+        format!("version {v}")
+    }
+}
+
+/// Fenwick tree over one key's sorted distinct acknowledged versions: count of inserted ranks and
+/// minimum ack time over rank suffixes.
+struct KeyAcks {
+    versions: Vec<i64>,
+    inserted: Vec<bool>,
+    count_tree: Vec<u32>,
+    min_tree: Vec<u64>,
+    total: u64,
+}
+
+impl KeyAcks {
+    fn new(mut versions: Vec<i64>) -> KeyAcks {
+        versions.sort_unstable();
+        versions.dedup();
+        let n = versions.len();
+        KeyAcks {
+            versions,
+            inserted: vec![false; n],
+            count_tree: vec![0; n + 1],
+            min_tree: vec![u64::MAX; n + 1],
+            total: 0,
+        }
+    }
+
+    fn insert(&mut self, version: i64, ack_ns: u64) {
+        let Ok(rank) = self.versions.binary_search(&version) else {
+            return;
+        };
+        if self.inserted[rank] {
+            return;
+        }
+        self.inserted[rank] = true;
+        self.total += 1;
+        let n = self.versions.len();
+        let mut i = rank + 1;
+        while i <= n {
+            self.count_tree[i] += 1;
+            i += i & i.wrapping_neg();
+        }
+        // Reversed index so that a prefix of the min tree is a suffix of ranks.
+        let mut j = n - rank;
+        while j <= n {
+            if ack_ns < self.min_tree[j] {
+                self.min_tree[j] = ack_ns;
+            }
+            j += j & j.wrapping_neg();
+        }
+    }
+
+    /// (acknowledged versions newer than `version`, earliest ack time among them).
+    fn newer_than(&self, version: i64) -> (u64, Option<u64>) {
+        let r = self.versions.partition_point(|&v| v <= version);
+        let mut at_or_below = 0u64;
+        let mut i = r;
+        while i > 0 {
+            at_or_below += u64::from(self.count_tree[i]);
+            i -= i & i.wrapping_neg();
+        }
+        let newer = self.total - at_or_below;
+        if newer == 0 {
+            return (0, None);
+        }
+        let mut min = u64::MAX;
+        let mut j = self.versions.len() - r;
+        while j > 0 {
+            min = min.min(self.min_tree[j]);
+            j -= j & j.wrapping_neg();
+        }
+        (newer, (min != u64::MAX).then_some(min))
+    }
+}
+
+#[derive(Default, Clone, Copy)]
+struct SessState {
+    /// Highest own ok write version and its completion index.
+    write: Option<(i64, usize)>,
+    /// Highest ok read version and its completion index.
+    read: Option<(i64, usize)>,
+}
+
+struct GuaranteeAcc {
+    checks: u64,
+    violations: u64,
+    per_key: FxHashMap<u32, u64>,
+    witnesses: Vec<Violation>,
+}
+
+/// A violation found on one op: guarantee, (earlier version, earlier index), witness text.
+type Found = (Guarantee, (i64, usize), String);
+
+const NO_KEY: u32 = u32::MAX;
+const NONE: usize = usize::MAX;
+
+fn percentiles<T: Copy + Default + PartialOrd>(sorted: &[T]) -> Percentiles<T> {
+    if sorted.is_empty() {
+        return Percentiles::default();
+    }
+    let at = |p: f64| {
+        let rank = (p * sorted.len() as f64).ceil() as usize;
+        sorted[rank.clamp(1, sorted.len()) - 1]
+    };
+    Percentiles {
+        p50: at(0.50),
+        p90: at(0.90),
+        p99: at(0.99),
+        max: sorted[sorted.len() - 1],
+    }
+}
+
+/// Check the four session guarantees, quantify stale reads and find version conflicts (see the
+/// module doc for the exact semantics).
+pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResult {
+    let ops = &history.ops;
+    let n = ops.len();
+
+    // Pass 1: pair invokes with completions, intern keys, collect acknowledged versions per key.
+    let mut partner = vec![NONE; n];
+    let mut key_id = vec![NO_KEY; n];
+    let mut key_ids: FxHashMap<Option<&str>, u32> = FxHashMap::default();
+    let mut key_names: Vec<Option<&str>> = Vec::new();
+    let mut acked: Vec<Vec<i64>> = Vec::new();
+    let mut open: FxHashMap<Process, usize> = FxHashMap::default();
+    let mut unpaired = 0u64;
+    for (i, op) in ops.iter().enumerate() {
+        let Some(kind) = kind_of(op) else { continue };
+        let k = *key_ids.entry(op.key.as_deref()).or_insert_with(|| {
+            key_names.push(op.key.as_deref());
+            acked.push(Vec::new());
+            (key_names.len() - 1) as u32
+        });
+        key_id[i] = k;
+        if op.op_type == OpType::Invoke {
+            if open.insert(op.process, i).is_some() {
+                unpaired += 1;
+            }
+            continue;
+        }
+        match open.remove(&op.process) {
+            Some(inv) => {
+                partner[inv] = i;
+                partner[i] = inv;
+            }
+            None => unpaired += 1,
+        }
+        if op.op_type == OpType::Ok
+            && kind != Kind::Read
+            && let Ver::Known(v) = version_of(kind, op)
+        {
+            acked[k as usize].push(v);
+        }
+    }
+    let mut acks: Vec<KeyAcks> = acked.into_iter().map(KeyAcks::new).collect();
+
+    // Pass 2: history order.
+    let mut sessions: FxHashMap<(u64, u32), SessState> = FxHashMap::default();
+    let mut seen_sessions: FxHashMap<u64, ()> = FxHashMap::default();
+    let mut by_version: FxHashMap<(u32, i64), usize> = FxHashMap::default();
+    let mut acc: Vec<GuaranteeAcc> = (0..4)
+        .map(|_| GuaranteeAcc {
+            checks: 0,
+            violations: 0,
+            per_key: FxHashMap::default(),
+            witnesses: Vec::new(),
+        })
+        .collect();
+    let mut versions_behind: Vec<u64> = Vec::new();
+    let mut ms_behind: Vec<f64> = Vec::new();
+    let mut stale_reads = 0u64;
+    let (mut ok_reads, mut ok_writes) = (0u64, 0u64);
+    let (mut unversioned_reads, mut unversioned_writes, mut malformed) = (0u64, 0u64, 0u64);
+    let (mut info_ignored, mut fail_ignored) = (0u64, 0u64);
+    let mut any_version = false;
+    let mut version_conflicts = 0u64;
+    let mut conflicts: Vec<VersionConflict> = Vec::new();
+
+    let session_of = |p: u64| match config.mode {
+        SessionMode::Process => p,
+        SessionMode::Thread { concurrency } => p % concurrency.max(1),
+    };
+    let session_label = |p: u64| match config.mode {
+        SessionMode::Process => format!("process {p}"),
+        SessionMode::Thread { concurrency } => {
+            format!("thread {} (process {p})", p % concurrency.max(1))
+        }
+    };
+
+    for (i, op) in ops.iter().enumerate() {
+        let Some(kind) = kind_of(op) else { continue };
+        let k = key_id[i];
+        let Some(proc_id) = op.process.client() else {
+            continue;
+        };
+        let invoke = (partner[i] != NONE && op.op_type != OpType::Invoke).then(|| &ops[partner[i]]);
+        match op.op_type {
+            OpType::Invoke => {
+                // Stale-read measurement happens at the read's invoke, against what was
+                // acknowledged before it.
+                if kind != Kind::Read || partner[i] == NONE {
+                    continue;
+                }
+                let c = &ops[partner[i]];
+                if c.op_type != OpType::Ok {
+                    continue;
+                }
+                if let Ver::Known(v) = version_of(Kind::Read, c) {
+                    let (newer, first_ack) = acks[k as usize].newer_than(v);
+                    versions_behind.push(newer);
+                    if newer > 0 {
+                        stale_reads += 1;
+                        let lag_ns = op.time_ns.saturating_sub(first_ack.unwrap_or(op.time_ns));
+                        ms_behind.push(lag_ns as f64 / 1e6);
+                    } else {
+                        ms_behind.push(0.0);
+                    }
+                }
+                continue;
+            }
+            OpType::Fail => {
+                fail_ignored += 1;
+                continue;
+            }
+            OpType::Info => {
+                info_ignored += 1;
+                continue;
+            }
+            OpType::Ok => {}
+        }
+        if op.version.is_some() {
+            any_version = true;
+        }
+        let is_read = kind == Kind::Read;
+        if is_read {
+            ok_reads += 1;
+        } else {
+            ok_writes += 1;
+        }
+        let v = match version_of(kind, op) {
+            Ver::Known(v) => v,
+            Ver::Unversioned => {
+                if is_read {
+                    unversioned_reads += 1;
+                } else {
+                    unversioned_writes += 1;
+                }
+                continue;
+            }
+            Ver::Malformed => {
+                malformed += 1;
+                continue;
+            }
+        };
+        if !is_read {
+            acks[k as usize].insert(v, op.time_ns);
+        }
+
+        // Version conflicts.
+        if v > 0 {
+            match by_version.entry((k, v)) {
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(i);
+                }
+                std::collections::hash_map::Entry::Occupied(e) => {
+                    let j = *e.get();
+                    let fk = kind_of(&ops[j]).unwrap_or(Kind::Read);
+                    let first_inv = (partner[j] != NONE).then(|| &ops[partner[j]]);
+                    let a = value_of(fk, &ops[j], first_inv);
+                    let b = value_of(kind, op, invoke);
+                    if let (Some(a), Some(b)) = (a, b)
+                        && a != b
+                    {
+                        version_conflicts += 1;
+                        if conflicts.len() < config.max_conflicts {
+                            let key = key_names[k as usize];
+                            conflicts.push(VersionConflict {
+                                kind: "version-conflict",
+                                key: key.map(str::to_string),
+                                version: v,
+                                first_index: ops[j].index,
+                                later_index: op.index,
+                                first_value: a.clone(),
+                                later_value: b.clone(),
+                                witness: format!(
+                                    "{} ({} {}, ok at {}) and {} ({} {}, ok at {}) both report {} of {}",
+                                    describe(fk, &ops[j], first_inv, key),
+                                    session_label(ops[j].process.client().unwrap_or(0)),
+                                    ops[j].index,
+                                    secs(ops[j].time_ns),
+                                    describe(kind, op, invoke, key),
+                                    session_label(proc_id),
+                                    op.index,
+                                    secs(op.time_ns),
+                                    show_version(v),
+                                    key_label(key),
+                                ),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+
+        // Session guarantees.
+        let sid = session_of(proc_id);
+        seen_sessions.insert(sid, ());
+        let st = sessions.entry((sid, k)).or_default();
+        let key = key_names[k as usize];
+        let earlier_desc = |j: usize| {
+            let kj = kind_of(&ops[j]).unwrap_or(Kind::Read);
+            let inv = (partner[j] != NONE).then(|| &ops[partner[j]]);
+            describe(kj, &ops[j], inv, key)
+        };
+        let who = || session_label(proc_id);
+        let this = || describe(kind, op, invoke, key);
+        // At most two violations per op (one per rule applying to its kind).
+        let mut found: [Option<Found>; 2] = [None, None];
+        if is_read {
+            if let Some((w, wi)) = st.write {
+                acc[Guarantee::ReadYourWrites.slot()].checks += 1;
+                if v < w {
+                    found[0] = Some((
+                        Guarantee::ReadYourWrites,
+                        (w, wi),
+                        format!(
+                            "{} {} ({}, ok at {}) then {} ({}) at {}",
+                            who(),
+                            earlier_desc(wi),
+                            show_version(w),
+                            secs(ops[wi].time_ns),
+                            this(),
+                            show_version(v),
+                            secs(op.time_ns)
+                        ),
+                    ));
+                }
+            }
+            if let Some((r, ri)) = st.read {
+                acc[Guarantee::MonotonicReads.slot()].checks += 1;
+                if v < r {
+                    found[1] = Some((
+                        Guarantee::MonotonicReads,
+                        (r, ri),
+                        format!(
+                            "{} {} ({}) at {} then {} ({}) at {}",
+                            who(),
+                            earlier_desc(ri),
+                            show_version(r),
+                            secs(ops[ri].time_ns),
+                            this(),
+                            show_version(v),
+                            secs(op.time_ns)
+                        ),
+                    ));
+                }
+            }
+            if st.read.is_none_or(|(r, _)| v > r) {
+                st.read = Some((v, i));
+            }
+        } else {
+            if let Some((w, wi)) = st.write {
+                acc[Guarantee::MonotonicWrites.slot()].checks += 1;
+                if v <= w {
+                    found[0] = Some((
+                        Guarantee::MonotonicWrites,
+                        (w, wi),
+                        format!(
+                            "{} {} ({}, ok at {}) then {} and got {} at {}",
+                            who(),
+                            earlier_desc(wi),
+                            show_version(w),
+                            secs(ops[wi].time_ns),
+                            this(),
+                            show_version(v),
+                            secs(op.time_ns)
+                        ),
+                    ));
+                }
+            }
+            if let Some((r, ri)) = st.read {
+                acc[Guarantee::WritesFollowReads.slot()].checks += 1;
+                if v <= r {
+                    found[1] = Some((
+                        Guarantee::WritesFollowReads,
+                        (r, ri),
+                        format!(
+                            "{} {} ({}) at {} then {} and got {}, not newer, at {}",
+                            who(),
+                            earlier_desc(ri),
+                            show_version(r),
+                            secs(ops[ri].time_ns),
+                            this(),
+                            show_version(v),
+                            secs(op.time_ns)
+                        ),
+                    ));
+                }
+            }
+            if st.write.is_none_or(|(w, _)| v > w) {
+                st.write = Some((v, i));
+            }
+        }
+        for (g, earlier, text) in found.into_iter().flatten() {
+            let a = &mut acc[g.slot()];
+            a.violations += 1;
+            *a.per_key.entry(k).or_insert(0) += 1;
+            if a.witnesses.len() < config.max_witnesses_per_guarantee {
+                a.witnesses.push(Violation {
+                    guarantee: g,
+                    key: key.map(str::to_string),
+                    session: sid,
+                    process: proc_id,
+                    earlier_index: ops[earlier.1].index,
+                    later_index: op.index,
+                    earlier_version: earlier.0,
+                    later_version: v,
+                    witness: text,
+                });
+            }
+        }
+    }
+
+    let guarantees: Vec<GuaranteeResult> = Guarantee::ALL
+        .iter()
+        .zip(acc)
+        .map(|(&g, a)| {
+            let mut per_key: Vec<(u32, u64)> = a.per_key.into_iter().collect();
+            per_key.sort_unstable_by(|x, y| {
+                y.1.cmp(&x.1)
+                    .then_with(|| key_names[x.0 as usize].cmp(&key_names[y.0 as usize]))
+            });
+            per_key.truncate(config.top_keys);
+            GuaranteeResult {
+                guarantee: g,
+                checks: a.checks,
+                violations: a.violations,
+                top_keys: per_key
+                    .into_iter()
+                    .map(|(k, c)| KeyCount {
+                        key: key_names[k as usize].map(str::to_string),
+                        violations: c,
+                    })
+                    .collect(),
+                witnesses: a.witnesses,
+            }
+        })
+        .collect();
+
+    let mut stale_vb: Vec<u64> = versions_behind.iter().copied().filter(|&x| x > 0).collect();
+    let mut stale_ms: Vec<f64> = versions_behind
+        .iter()
+        .zip(&ms_behind)
+        .filter(|(v, _)| **v > 0)
+        .map(|(_, m)| *m)
+        .collect();
+    versions_behind.sort_unstable();
+    ms_behind.sort_unstable_by(f64::total_cmp);
+    stale_vb.sort_unstable();
+    stale_ms.sort_unstable_by(f64::total_cmp);
+    let stale = StaleReadStats {
+        reads_measured: versions_behind.len() as u64,
+        stale_reads,
+        versions_behind: percentiles(&versions_behind),
+        ms_behind: percentiles(&ms_behind),
+        stale_versions_behind: percentiles(&stale_vb),
+        stale_ms_behind: percentiles(&stale_ms),
+    };
+
+    let checks: u64 = guarantees.iter().map(|g| g.checks).sum();
+    let violations: u64 = guarantees.iter().map(|g| g.violations).sum();
+    let (verdict, reason) = if violations > 0 || version_conflicts > 0 {
+        (Verdict::Invalid, None)
+    } else if !any_version {
+        (
+            Verdict::Unknown,
+            Some(format!(
+                "no ok op carries a version ({unversioned_reads} unversioned reads, {unversioned_writes} unversioned writes)"
+            )),
+        )
+    } else if checks == 0 {
+        (
+            Verdict::Unknown,
+            Some("no session made two comparable ops on one key".to_string()),
+        )
+    } else {
+        (Verdict::Valid, None)
+    };
+
+    SessionResult {
+        verdict,
+        reason,
+        mode: config.mode,
+        sessions: seen_sessions.len() as u64,
+        keys: key_names.len() as u64,
+        ok_reads,
+        ok_writes,
+        unversioned_reads,
+        unversioned_writes,
+        malformed,
+        info_ignored,
+        fail_ignored,
+        unpaired,
+        guarantees,
+        stale,
+        version_conflicts,
+        conflicts,
+    }
+}
+
+/// "wrote k3 = 12", "read k3 and got 9", "cas k3 from 1 to 12".
+fn describe(kind: Kind, op: &Op, invoke: Option<&Op>, key: Option<&str>) -> String {
+    let key = key_label(key);
+    match kind {
+        Kind::Read => format!("read {key} and got {}", show_value(Some(&op.value))),
+        Kind::Write => format!("wrote {key} = {}", show_value(value_of(kind, op, invoke))),
+        Kind::Cas => {
+            let arg = if op.value.is_null() {
+                invoke.map(|i| &i.value)
+            } else {
+                Some(&op.value)
+            };
+            match arg {
+                Some(Value::Array(a)) if a.len() == 2 => {
+                    format!("cas {key} from {} to {}", a[0], a[1])
+                }
+                _ => format!("cas {key} (arguments unknown)"),
+            }
+        }
+    }
+}
+
+/// Seeded generator of linearizable, versioned register histories (etcd-like: one global revision
+/// counter, each successful write/cas creates the next revision and that becomes the key's
+/// version), optionally with injected stale reads. Client threads pick a random key per op, so a
+/// session spans keys. Owns generation only.
+pub mod histgen {
+    use crate::history::{History, Op, OpType, Process};
+    use rand::{RngExt, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+    use serde_json::{Value, json};
+
+    /// Shape of a generated history.
+    #[derive(Debug, Clone)]
+    pub struct VersionedGenConfig {
+        /// Number of keys (ops carry keys `k0`, `k1`, …).
+        pub keys: usize,
+        /// Concurrent client threads.
+        pub threads: usize,
+        /// Total operations (each is an invoke plus one completion).
+        pub ops: usize,
+        /// Probability that an op crashes (completes `info`; its effect is random).
+        pub info_probability: f64,
+        /// Probability that an ok read returns a random older version of its key instead of the
+        /// current one (0 keeps the history linearizable).
+        pub stale_read_probability: f64,
+        /// Written values are drawn from `0..value_range`.
+        pub value_range: i64,
+        /// Upper bound of each random delay, ns.
+        pub max_delay_ns: u64,
+        /// RNG seed.
+        pub seed: u64,
+    }
+
+    impl Default for VersionedGenConfig {
+        fn default() -> Self {
+            VersionedGenConfig {
+                keys: 3,
+                threads: 5,
+                ops: 200,
+                info_probability: 0.05,
+                stale_read_probability: 0.0,
+                value_range: 5,
+                max_delay_ns: 1_000_000,
+                seed: 0,
+            }
+        }
+    }
+
+    struct G {
+        key: usize,
+        process: u64,
+        f: &'static str,
+        arg: (i64, i64),
+        invoke_ns: u64,
+        lin_ns: u64,
+        ret_ns: u64,
+        crashed: bool,
+        takes_effect: bool,
+    }
+
+    /// Generate a history (see the module doc).
+    pub fn generate_versioned_history(cfg: &VersionedGenConfig) -> History {
+        let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+        let keys = cfg.keys.max(1);
+        let threads = cfg.threads.max(1);
+        let delay = cfg.max_delay_ns.max(2);
+        let range = cfg.value_range.max(1);
+        let mut cursor: Vec<(u64, u64)> = (0..threads)
+            .map(|t| (t as u64, rng.random_range(0..delay)))
+            .collect();
+        let mut gs: Vec<G> = Vec::with_capacity(cfg.ops);
+        for _ in 0..cfg.ops {
+            let t = rng.random_range(0..threads);
+            let (process, at) = cursor[t];
+            let lin_ns = at + rng.random_range(1..delay);
+            let ret_ns = lin_ns + rng.random_range(1..delay);
+            let crashed = rng.random_bool(cfg.info_probability.clamp(0.0, 1.0));
+            let (f, arg) = match rng.random_range(0..10) {
+                0..5 => ("read", (0, 0)),
+                5..8 => ("write", (rng.random_range(0..range), 0)),
+                _ => (
+                    "cas",
+                    (rng.random_range(0..range), rng.random_range(0..range)),
+                ),
+            };
+            gs.push(G {
+                key: rng.random_range(0..keys),
+                process,
+                f,
+                arg,
+                invoke_ns: at,
+                lin_ns,
+                ret_ns,
+                crashed,
+                takes_effect: !crashed || rng.random_bool(0.5),
+            });
+            let next = if crashed {
+                process + threads as u64
+            } else {
+                process
+            };
+            cursor[t] = (next, ret_ns + rng.random_range(1..delay));
+        }
+        let mut order: Vec<usize> = (0..gs.len()).collect();
+        order.sort_unstable_by_key(|&i| (gs[i].lin_ns, i));
+        // Per key: every (value, version) state it has had, oldest first; (null, 0) = absent.
+        let mut states: Vec<Vec<(Value, i64)>> = vec![vec![(Value::Null, 0)]; keys];
+        let mut revision = 0i64;
+        let mut out: Vec<(OpType, Value, Option<i64>, Option<&'static str>)> =
+            vec![(OpType::Ok, Value::Null, None, None); gs.len()];
+        let stale_p = cfg.stale_read_probability.clamp(0.0, 1.0);
+        for &i in &order {
+            let g = &gs[i];
+            let st = &mut states[g.key];
+            let (cur_val, cur_ver) = st[st.len() - 1].clone();
+            let o = match g.f {
+                "read" => {
+                    let (val, ver) = if stale_p > 0.0 && st.len() > 1 && rng.random_bool(stale_p) {
+                        st[rng.random_range(0..st.len() - 1)].clone()
+                    } else {
+                        (cur_val, cur_ver)
+                    };
+                    (OpType::Ok, val, (ver > 0).then_some(ver), None)
+                }
+                "write" => {
+                    let mut ver = None;
+                    if g.takes_effect {
+                        revision += 1;
+                        st.push((json!(g.arg.0), revision));
+                        ver = Some(revision);
+                    }
+                    (OpType::Ok, json!(g.arg.0), ver, None)
+                }
+                _ => {
+                    if cur_val == json!(g.arg.0) {
+                        let mut ver = None;
+                        if g.takes_effect {
+                            revision += 1;
+                            st.push((json!(g.arg.1), revision));
+                            ver = Some(revision);
+                        }
+                        (OpType::Ok, json!([g.arg.0, g.arg.1]), ver, None)
+                    } else {
+                        (
+                            OpType::Fail,
+                            json!([g.arg.0, g.arg.1]),
+                            None,
+                            Some("cas-mismatch"),
+                        )
+                    }
+                }
+            };
+            out[i] = if g.crashed {
+                let v = if g.f == "read" { Value::Null } else { o.1 };
+                (OpType::Info, v, None, Some("timeout"))
+            } else {
+                o
+            };
+        }
+        let mut events: Vec<(u64, usize, bool)> = Vec::with_capacity(gs.len() * 2);
+        for (i, g) in gs.iter().enumerate() {
+            events.push((g.invoke_ns, i, false));
+            events.push((g.ret_ns, i, true));
+        }
+        events.sort_unstable_by_key(|&(t, i, done)| (t, done, i));
+        let mut ops = Vec::with_capacity(events.len());
+        for (t, i, done) in events {
+            let g = &gs[i];
+            let mut op = if done {
+                let (ty, v, ver, err) = &out[i];
+                let mut op = Op::new(*ty, Process::Client(g.process), g.f, v.clone());
+                op.version = *ver;
+                op.error = err.map(str::to_string);
+                op
+            } else {
+                let v = match g.f {
+                    "read" => Value::Null,
+                    "write" => json!(g.arg.0),
+                    _ => json!([g.arg.0, g.arg.1]),
+                };
+                Op::new(OpType::Invoke, Process::Client(g.process), g.f, v)
+            };
+            op.time_ns = t;
+            op.key = Some(format!("k{}", g.key));
+            op.node = Some(format!("n{}", g.process % threads as u64 % 5 + 1));
+            ops.push(op);
+        }
+        History::from_ops(ops)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::histgen::{VersionedGenConfig, generate_versioned_history};
+    use super::*;
+    use serde_json::json;
+
+    /// Builds histories event by event; times in ms.
+    struct B(Vec<Op>);
+
+    impl B {
+        fn new() -> B {
+            B(Vec::new())
+        }
+        #[allow(clippy::too_many_arguments)]
+        fn ev(
+            &mut self,
+            ty: OpType,
+            p: u64,
+            f: &str,
+            key: &str,
+            value: Value,
+            version: Option<i64>,
+            t_ms: u64,
+        ) -> &mut B {
+            let mut op = Op::new(ty, Process::Client(p), f, value);
+            op.key = Some(key.to_string());
+            op.version = version;
+            op.time_ns = t_ms * 1_000_000;
+            if ty == OpType::Fail {
+                op.error = Some("cas-mismatch".to_string());
+            }
+            self.0.push(op);
+            self
+        }
+        /// A complete write: invoke at t, ok at t+1.
+        fn write(&mut self, p: u64, key: &str, v: i64, ver: i64, t_ms: u64) -> &mut B {
+            self.ev(OpType::Invoke, p, "write", key, json!(v), None, t_ms)
+                .ev(OpType::Ok, p, "write", key, json!(v), Some(ver), t_ms + 1)
+        }
+        /// A complete read: invoke at t, ok at t+1; `None` value = absent.
+        fn read(&mut self, p: u64, key: &str, v: Option<i64>, ver: i64, t_ms: u64) -> &mut B {
+            let (val, version) = match v {
+                Some(x) => (json!(x), Some(ver)),
+                None => (Value::Null, None),
+            };
+            self.ev(OpType::Invoke, p, "read", key, Value::Null, None, t_ms)
+                .ev(OpType::Ok, p, "read", key, val, version, t_ms + 1)
+        }
+        fn h(&self) -> History {
+            History::from_ops(self.0.clone())
+        }
+    }
+
+    fn check(h: &History) -> SessionResult {
+        check_sessions(h, &SessionConfig::default())
+    }
+
+    fn only(r: &SessionResult, g: Guarantee, n: u64) {
+        for x in &r.guarantees {
+            let want = if x.guarantee == g { n } else { 0 };
+            assert_eq!(x.violations, want, "{:?}: {}", x.guarantee, r.table());
+        }
+    }
+
+    #[test]
+    fn read_your_writes_violation_and_clean() {
+        let mut b = B::new();
+        b.write(7, "k3", 12, 40, 4210 - 1)
+            .read(7, "k3", Some(9), 35, 4211);
+        let r = check(&b.h());
+        assert_eq!(r.verdict, Verdict::Invalid);
+        only(&r, Guarantee::ReadYourWrites, 1);
+        let w = &r.guarantee(Guarantee::ReadYourWrites).witnesses[0];
+        assert_eq!(
+            w.witness,
+            "process 7 wrote k3 = 12 (version 40, ok at 4.210 s) then read k3 and got 9 (version 35) at 4.212 s"
+        );
+        assert_eq!((w.earlier_version, w.later_version), (40, 35));
+        assert_eq!((w.earlier_index, w.later_index), (1, 3));
+        assert_eq!(
+            r.guarantee(Guarantee::ReadYourWrites).top_keys,
+            vec![KeyCount {
+                key: Some("k3".into()),
+                violations: 1
+            }]
+        );
+
+        let mut b = B::new();
+        b.write(7, "k3", 12, 40, 0)
+            .read(7, "k3", Some(12), 40, 2)
+            .read(7, "k3", Some(5), 41, 4);
+        let r = check(&b.h());
+        assert_eq!(r.verdict, Verdict::Valid, "{}", r.table());
+        assert_eq!(r.guarantee(Guarantee::ReadYourWrites).checks, 2);
+    }
+
+    #[test]
+    fn read_your_writes_absent_read_after_own_write_is_violation() {
+        let mut b = B::new();
+        b.write(1, "a", 1, 5, 0).read(1, "a", None, 0, 2);
+        let r = check(&b.h());
+        only(&r, Guarantee::ReadYourWrites, 1);
+        assert!(
+            r.guarantee(Guarantee::ReadYourWrites).witnesses[0]
+                .witness
+                .contains("got nothing (version none)")
+        );
+    }
+
+    #[test]
+    fn monotonic_reads_violation_and_clean() {
+        let mut b = B::new();
+        b.read(1, "x", Some(3), 10, 0)
+            .read(1, "x", Some(2), 8, 2)
+            .read(2, "x", Some(2), 8, 4); // another session: no bound
+        let r = check(&b.h());
+        only(&r, Guarantee::MonotonicReads, 1);
+        let w = &r.guarantee(Guarantee::MonotonicReads).witnesses[0];
+        assert_eq!(w.session, 1);
+        assert_eq!(
+            w.witness,
+            "process 1 read x and got 3 (version 10) at 0.001 s then read x and got 2 (version 8) at 0.003 s"
+        );
+
+        let mut b = B::new();
+        b.read(1, "x", None, 0, 0)
+            .read(1, "x", Some(2), 8, 2)
+            .read(1, "x", Some(2), 8, 4)
+            .read(1, "y", None, 0, 6); // other key: independent
+        let r = check(&b.h());
+        assert_eq!(r.verdict, Verdict::Valid, "{}", r.table());
+        assert_eq!(r.guarantee(Guarantee::MonotonicReads).checks, 2);
+    }
+
+    #[test]
+    fn monotonic_writes_violation_and_clean() {
+        let mut b = B::new();
+        b.write(4, "k", 1, 20, 0).write(4, "k", 2, 19, 2);
+        let r = check(&b.h());
+        only(&r, Guarantee::MonotonicWrites, 1);
+        assert!(
+            r.guarantee(Guarantee::MonotonicWrites).witnesses[0]
+                .witness
+                .starts_with("process 4 wrote k = 1 (version 20, ok at 0.001 s) then wrote k = 2 and got version 19")
+        );
+
+        let mut b = B::new();
+        b.write(4, "k", 1, 20, 0).write(4, "k", 2, 25, 2);
+        let r = check(&b.h());
+        assert_eq!(r.verdict, Verdict::Valid);
+        assert_eq!(r.guarantee(Guarantee::MonotonicWrites).checks, 1);
+    }
+
+    #[test]
+    fn writes_follow_reads_violation_and_clean() {
+        let mut b = B::new();
+        // Session 1 reads version 30 (written by 2), then its cas creates version 30 too… no:
+        // creates 29, older than what it read.
+        b.write(2, "k", 5, 30, 0).read(1, "k", Some(5), 30, 2).ev(
+            OpType::Invoke,
+            1,
+            "cas",
+            "k",
+            json!([5, 6]),
+            None,
+            4,
+        );
+        b.ev(OpType::Ok, 1, "cas", "k", json!([5, 6]), Some(29), 5);
+        let r = check(&b.h());
+        only(&r, Guarantee::WritesFollowReads, 1);
+        let w = &r.guarantee(Guarantee::WritesFollowReads).witnesses[0];
+        assert!(
+            w.witness
+                .contains("then cas k from 5 to 6 and got version 29")
+        );
+
+        let mut b = B::new();
+        b.write(2, "k", 5, 30, 0)
+            .read(1, "k", Some(5), 30, 2)
+            .write(1, "k", 6, 31, 4);
+        let r = check(&b.h());
+        assert_eq!(r.verdict, Verdict::Valid);
+        assert_eq!(r.guarantee(Guarantee::WritesFollowReads).checks, 1);
+    }
+
+    #[test]
+    fn info_writes_need_not_be_seen_and_fails_are_ignored() {
+        let mut b = B::new();
+        // Process 0's write crashes (info); it continues as process 5 and reads an older version.
+        b.write(0, "k", 1, 10, 0)
+            .ev(OpType::Invoke, 0, "write", "k", json!(2), None, 2)
+            .ev(OpType::Info, 0, "write", "k", json!(2), None, 3)
+            .read(5, "k", Some(1), 10, 4)
+            // A failed cas by 5 reports a (bogus) version: ignored.
+            .ev(OpType::Invoke, 5, "cas", "k", json!([7, 8]), None, 6)
+            .ev(OpType::Fail, 5, "cas", "k", json!([7, 8]), Some(1), 7)
+            .read(5, "k", Some(1), 10, 8);
+        let r = check(&b.h());
+        assert_eq!(r.verdict, Verdict::Valid, "{}", r.table());
+        assert_eq!((r.info_ignored, r.fail_ignored), (1, 1));
+        assert_eq!(r.sessions, 2);
+
+        // In thread mode, process 5 is thread 0 again: its own ok write (version 10) still binds,
+        // while reads that go back in version break monotonic reads across the info.
+        let mut b = B::new();
+        b.write(0, "k", 1, 10, 0)
+            .ev(OpType::Invoke, 0, "read", "k", Value::Null, None, 2)
+            .ev(OpType::Info, 0, "read", "k", Value::Null, None, 3)
+            .read(5, "k", Some(0), 9, 4);
+        let h = b.h();
+        assert_eq!(
+            check(&h).verdict,
+            Verdict::Unknown,
+            "process mode: nothing comparable"
+        );
+        let r = check_sessions(
+            &h,
+            &SessionConfig {
+                mode: SessionMode::Thread { concurrency: 5 },
+                ..SessionConfig::default()
+            },
+        );
+        only(&r, Guarantee::ReadYourWrites, 1);
+        assert!(
+            r.guarantee(Guarantee::ReadYourWrites).witnesses[0]
+                .witness
+                .starts_with("thread 0 (process 5) wrote k = 1")
+        );
+    }
+
+    #[test]
+    fn unversioned_history_is_unknown_never_valid() {
+        let mut b = B::new();
+        b.ev(OpType::Invoke, 1, "write", "k", json!(1), None, 0)
+            .ev(OpType::Ok, 1, "write", "k", json!(1), None, 1)
+            .ev(OpType::Invoke, 1, "read", "k", Value::Null, None, 2)
+            .ev(OpType::Ok, 1, "read", "k", json!(1), None, 3)
+            .read(1, "k", None, 0, 4)
+            .read(1, "k", None, 0, 6);
+        let r = check(&b.h());
+        assert_eq!(r.verdict, Verdict::Unknown);
+        assert_eq!((r.unversioned_reads, r.unversioned_writes), (1, 1));
+        assert!(
+            r.reason
+                .as_deref()
+                .unwrap()
+                .contains("no ok op carries a version")
+        );
+        assert_eq!(check(&History::default()).verdict, Verdict::Unknown);
+    }
+
+    #[test]
+    fn malformed_input_does_not_panic() {
+        let mut b = B::new();
+        b.ev(OpType::Ok, 3, "read", "k", json!(1), Some(4), 0) // completion without invoke
+            .ev(OpType::Invoke, 3, "cas", "k", json!("junk"), None, 1)
+            .ev(OpType::Ok, 3, "cas", "k", json!({"a": 1}), Some(-2), 2)
+            .ev(OpType::Invoke, 3, "write", "k", json!(1), None, 3)
+            .ev(OpType::Invoke, 3, "write", "k", json!(1), None, 3) // double invoke
+            .ev(OpType::Ok, 3, "write", "k", json!(1), Some(i64::MAX), 4)
+            .ev(OpType::Invoke, 3, "read", "k", Value::Null, None, 5)
+            .ev(OpType::Ok, 3, "read", "k", json!([1, 2]), Some(i64::MIN), 6)
+            .ev(OpType::Ok, 9, "frobnicate", "k", json!(1), Some(3), 7);
+        let mut h = b.h();
+        let mut n = Op::new(
+            OpType::Info,
+            Process::Nemesis,
+            "start-partition",
+            Value::Null,
+        );
+        n.version = Some(5);
+        h.ops.push(n);
+        let r = check(&h);
+        assert_eq!(r.malformed, 2);
+        assert_eq!(r.unpaired, 2);
+        assert_eq!(r.verdict, Verdict::Valid, "{}", r.table()); // read 4 → write MAX: RYW n/a, WFR ok
+        assert_eq!(r.guarantee(Guarantee::WritesFollowReads).checks, 1);
+        let c = SessionChecker::default().check(&h);
+        assert_eq!(c.checker, "session");
+        assert!(c.details["guarantees"].is_array());
+    }
+
+    #[test]
+    fn stale_read_numbers_exact() {
+        let mut b = B::new();
+        // Acked versions of k: 10 (ack 1 ms), 20 (ack 11 ms), 30 (ack 21 ms); 40 acked after the
+        // read below was invoked, so it does not count.
+        b.write(1, "k", 1, 10, 0)
+            .write(1, "k", 2, 20, 10)
+            .write(2, "k", 3, 30, 20)
+            // Process 3 reads version 10 at invoke 25 ms: 20 and 30 are newer → 2 behind,
+            // 25 - 11 = 14 ms behind.
+            .ev(OpType::Invoke, 3, "read", "k", Value::Null, None, 25)
+            .write(2, "k", 4, 40, 26)
+            .ev(OpType::Ok, 3, "read", "k", json!(1), Some(10), 30)
+            // Process 4 reads absent at 40: 10,20,30,40 newer → 4 behind, 40 - 1 = 39 ms.
+            .read(4, "k", None, 0, 40)
+            // Process 5 reads version 40 at 50: up to date.
+            .read(5, "k", Some(4), 40, 50)
+            // An unacked (info) write's version never counts as acknowledged.
+            .ev(OpType::Invoke, 6, "write", "k", json!(9), None, 60)
+            .ev(OpType::Info, 6, "write", "k", json!(9), Some(50), 61)
+            .read(5, "k", Some(4), 40, 70);
+        let r = check(&b.h());
+        assert_eq!(r.verdict, Verdict::Valid, "{}", r.table());
+        let s = &r.stale;
+        assert_eq!((s.reads_measured, s.stale_reads), (4, 2));
+        assert_eq!(
+            s.versions_behind,
+            Percentiles {
+                p50: 0,
+                p90: 4,
+                p99: 4,
+                max: 4
+            }
+        );
+        assert_eq!(s.stale_versions_behind.p50, 2);
+        assert!((s.stale_ms_behind.p50 - 14.0).abs() < 1e-9, "{:?}", s);
+        assert!((s.ms_behind.max - 39.0).abs() < 1e-9, "{:?}", s);
+    }
+
+    #[test]
+    fn version_conflicts_are_invalid() {
+        let mut b = B::new();
+        b.write(1, "k", 1, 10, 0)
+            .write(2, "k", 2, 10, 2) // same version, different value
+            .read(3, "k", Some(7), 10, 4) // read contradicts too
+            .read(3, "k", Some(1), 10, 6) // agrees with the first write
+            .write(4, "j", 1, 10, 8); // other key: no conflict
+        let r = check(&b.h());
+        assert_eq!(r.verdict, Verdict::Invalid);
+        assert_eq!(r.total_violations(), 0);
+        assert_eq!(r.version_conflicts, 2);
+        let c = &r.conflicts[0];
+        assert_eq!(c.kind, "version-conflict");
+        assert_eq!((c.first_index, c.later_index, c.version), (1, 3, 10));
+        assert_eq!((&c.first_value, &c.later_value), (&json!(1), &json!(2)));
+        assert!(
+            c.witness.contains("both report version 10 of k"),
+            "{}",
+            c.witness
+        );
+        assert!(
+            r.summary().starts_with("2 version conflicts"),
+            "{}",
+            r.summary()
+        );
+        assert!(r.table().contains("version conflicts: 2"));
+
+        // A cas's version is associated with its new value.
+        let mut b = B::new();
+        b.ev(OpType::Invoke, 1, "cas", "k", json!([1, 2]), None, 0)
+            .ev(OpType::Ok, 1, "cas", "k", json!([1, 2]), Some(5), 1)
+            .read(2, "k", Some(2), 5, 2);
+        assert_eq!(check(&b.h()).version_conflicts, 0);
+    }
+
+    #[test]
+    fn witnesses_and_key_lists_are_bounded_but_totals_exact() {
+        let mut b = B::new();
+        for i in 0..50u64 {
+            let key = format!("k{}", i % 5);
+            b.read(1, &key, Some(1), 100 - i as i64, i * 10);
+        }
+        let r = check_sessions(
+            &b.h(),
+            &SessionConfig {
+                max_witnesses_per_guarantee: 3,
+                top_keys: 2,
+                ..SessionConfig::default()
+            },
+        );
+        let g = r.guarantee(Guarantee::MonotonicReads);
+        assert_eq!(g.violations, 45);
+        assert_eq!(g.witnesses.len(), 3);
+        assert_eq!(g.top_keys.len(), 2);
+        assert_eq!(g.top_keys[0].violations, 9);
+        assert_eq!(g.top_keys[0].key.as_deref(), Some("k0"));
+    }
+
+    #[test]
+    fn deterministic_results() {
+        let cfg = VersionedGenConfig {
+            ops: 3000,
+            stale_read_probability: 0.1,
+            seed: 11,
+            ..VersionedGenConfig::default()
+        };
+        let h = generate_versioned_history(&cfg);
+        assert_eq!(h.ops, generate_versioned_history(&cfg).ops);
+        let a = serde_json::to_string(&check(&h)).unwrap();
+        let b = serde_json::to_string(&check(&h)).unwrap();
+        assert_eq!(a, b);
+        let r = check(&h);
+        assert_eq!(r.verdict, Verdict::Invalid, "{}", r.table());
+        assert!(r.stale.stale_reads > 0);
+        assert!(r.guarantee(Guarantee::MonotonicReads).violations > 0);
+    }
+
+    #[test]
+    fn linearizable_histories_have_no_violations_and_no_stale_reads() {
+        for seed in 0..30 {
+            let cfg = VersionedGenConfig {
+                keys: 1 + (seed as usize % 4),
+                threads: 2 + (seed as usize % 7),
+                ops: 1500,
+                info_probability: [0.0, 0.05, 0.3][seed as usize % 3],
+                seed,
+                ..VersionedGenConfig::default()
+            };
+            let h = generate_versioned_history(&cfg);
+            let r = check(&h);
+            assert_eq!(r.verdict, Verdict::Valid, "seed {seed}: {}", r.table());
+            assert_eq!(r.stale.stale_reads, 0, "seed {seed}");
+            assert_eq!(r.version_conflicts, 0);
+            assert!(r.stale.reads_measured > 300, "seed {seed}");
+            for g in &r.guarantees {
+                assert!(g.checks > 0, "seed {seed}: {:?} never checked", g.guarantee);
+            }
+            // Thread sessions see the same linearizable history: still valid.
+            let t = check_sessions(
+                &h,
+                &SessionConfig {
+                    mode: SessionMode::Thread {
+                        concurrency: cfg.threads as u64,
+                    },
+                    ..SessionConfig::default()
+                },
+            );
+            assert_eq!(t.verdict, Verdict::Valid, "seed {seed}: {}", t.table());
+        }
+    }
+
+    #[test]
+    fn fenwick_matches_brute_force() {
+        let versions = vec![3, 9, 4, 12, 7, 9];
+        let mut acks = KeyAcks::new(versions.clone());
+        let mut inserted: Vec<(i64, u64)> = Vec::new();
+        for (t, v) in [(5u64, 9i64), (6, 3), (7, 12), (8, 9), (9, 4)] {
+            acks.insert(v, t);
+            if !inserted.iter().any(|x| x.0 == v) {
+                inserted.push((v, t));
+            }
+            for q in 0..14 {
+                let newer: Vec<&(i64, u64)> = inserted.iter().filter(|x| x.0 > q).collect();
+                let want = (newer.len() as u64, newer.iter().map(|x| x.1).min());
+                assert_eq!(acks.newer_than(q), want, "q {q}");
+            }
+        }
+        acks.insert(100, 1); // never acknowledged in pass 1: ignored
+        assert_eq!(acks.newer_than(50), (0, None));
+    }
+}
