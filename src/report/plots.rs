@@ -20,8 +20,8 @@
 //!
 //! Bounding output for huge histories: `latency_raw_svg` plots at most [`MAX_OK_POINTS`] ok points
 //! and [`MAX_FAILED_POINTS`] fail and info points each (about 100 bytes of SVG per point, so at most
-//! about 4 MB). When an outcome has more, it keeps every k-th op of that
-//! outcome in history order (k = ceil(n / cap)), which is deterministic and keeps the time
+//! about 5 MB). When an outcome has n > cap ops, it keeps exactly cap of them, evenly spread in
+//! history order (op k is kept iff `k * cap mod n < cap`), which is deterministic and keeps the time
 //! distribution; the chart caption then says "sampled". The quantile and throughput charts use at
 //! most [`MAX_WINDOWS`] time windows (wider windows than requested if needed).
 
@@ -530,23 +530,28 @@ pub fn latency_raw_svg(history: &History) -> String {
     for x in &s.samples {
         *counts.entry(x.outcome).or_default() += 1;
     }
-    let stride = |o: Outcome| {
-        let cap = if o == Outcome::Ok {
+    let cap = |o: Outcome| {
+        if o == Outcome::Ok {
             MAX_OK_POINTS
         } else {
             MAX_FAILED_POINTS
-        };
-        counts.get(&o).copied().unwrap_or(0).div_ceil(cap).max(1)
+        }
     };
-    let sampled = Outcome::ALL.iter().any(|&o| stride(o) > 1);
-    // (f, outcome) → points, keeping every stride-th op of each outcome.
+    let total = |o: Outcome| counts.get(&o).copied().unwrap_or(0);
+    // Keep the k-th op of an outcome iff (k * cap) mod total < cap: exactly `cap` ops, evenly spread.
+    let keep = |o: Outcome, k: usize| {
+        let (c, n) = (cap(o) as u128, total(o) as u128);
+        n <= c || (k as u128 * c) % n < c
+    };
+    let sampled = Outcome::ALL.iter().any(|&o| total(o) > cap(o));
+    // (f, outcome) → points, keeping the sampled ops of each outcome.
     let mut seen: HashMap<Outcome, usize> = HashMap::new();
     let mut series: HashMap<(usize, Outcome), Vec<(f64, f64)>> = HashMap::new();
     for x in &s.samples {
         let n = seen.entry(x.outcome).or_default();
-        let keep = (*n).is_multiple_of(stride(x.outcome));
+        let kept = keep(x.outcome, *n);
         *n += 1;
-        if keep {
+        if kept {
             series
                 .entry((x.f_idx, x.outcome))
                 .or_default()
@@ -808,4 +813,412 @@ pub fn throughput_svg(history: &History, window_s: f64) -> String {
         }
         draw_legend(&mut chart)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// An op at `t_ms` milliseconds.
+    fn op(t_ms: u64, ty: OpType, p: Process, f: &str, v: Value) -> Op {
+        let mut o = Op::new(ty, p, f, v);
+        o.time_ns = t_ms * 1_000_000;
+        o
+    }
+
+    fn nem(t_ms: u64, f: &str, v: Value) -> Op {
+        op(t_ms, OpType::Info, Process::Nemesis, f, v)
+    }
+
+    fn client(h: &mut Vec<Op>, p: u64, f: &str, t0_ms: u64, t1_ms: u64, end: OpType) {
+        h.push(op(
+            t0_ms,
+            OpType::Invoke,
+            Process::Client(p),
+            f,
+            json!(null),
+        ));
+        h.push(op(t1_ms, end, Process::Client(p), f, json!(1)));
+    }
+
+    fn sorted(mut ops: Vec<Op>) -> History {
+        ops.sort_by_key(|o| o.time_ns);
+        History::from_ops(ops)
+    }
+
+    fn isolate_n5() -> Value {
+        json!({"grudge": {"n1": ["n5"], "n2": ["n5"], "n3": ["n5"], "n4": ["n5"],
+                          "n5": ["n1", "n2", "n3", "n4"]}})
+    }
+
+    /// A history with client ops of three kinds and outcomes, a partition and a kill.
+    fn faulty() -> History {
+        let mut ops = vec![
+            nem(1_000, "start-partition", json!("one")),
+            nem(1_100, "start-partition", isolate_n5()),
+            nem(3_000, "stop-partition", json!(null)),
+            nem(3_050, "stop-partition", json!("healed")),
+            nem(4_000, "kill", json!("one")),
+            nem(4_200, "kill", json!({"nodes": ["n1"]})),
+        ];
+        for i in 0..50u64 {
+            let t = i * 100;
+            client(&mut ops, 0, "read", t, t + 3, OpType::Ok);
+            client(&mut ops, 1, "write", t + 10, t + 40, OpType::Ok);
+            let end = if i % 3 == 0 {
+                OpType::Fail
+            } else {
+                OpType::Info
+            };
+            client(&mut ops, 2 + i, "cas", t + 20, t + 90, end);
+        }
+        sorted(ops)
+    }
+
+    /// Structural checks: one root `<svg>`, balanced tags, no NaN/inf coordinates.
+    fn assert_well_formed(svg: &str) {
+        assert!(
+            svg.starts_with("<svg"),
+            "does not start with <svg: {}",
+            &svg[..svg.len().min(80)]
+        );
+        assert!(
+            svg.trim_end().ends_with("</svg>"),
+            "does not end with </svg>"
+        );
+        let mut stack: Vec<&str> = Vec::new();
+        let mut rest = svg;
+        while let Some(i) = rest.find('<') {
+            let j = rest[i..].find('>').expect("unterminated tag") + i;
+            let tag = &rest[i + 1..j];
+            if let Some(name) = tag.strip_prefix('/') {
+                assert_eq!(stack.pop(), Some(name.trim()), "mismatched </{name}>");
+            } else if !tag.ends_with('/') && !tag.starts_with('?') && !tag.starts_with('!') {
+                stack.push(tag.split_whitespace().next().unwrap_or(""));
+            }
+            rest = &rest[j + 1..];
+        }
+        assert!(stack.is_empty(), "unclosed tags: {stack:?}");
+        for bad in ["NaN", "inf\"", "=\"-inf"] {
+            assert!(!svg.contains(bad), "svg contains {bad}");
+        }
+    }
+
+    fn band_rect_count(svg: &str, kind: &str) -> usize {
+        let c = fault_color(kind);
+        let fill = format!("fill=\"#{:02X}{:02X}{:02X}\"", c.0, c.1, c.2);
+        svg.lines()
+            .filter(|l| {
+                l.starts_with("<rect") && l.contains(&fill) && l.contains("opacity=\"0.18\"")
+            })
+            .count()
+    }
+
+    #[test]
+    fn intervals_run_from_start_completion_to_stop_completion() {
+        let iv = fault_intervals(&faulty());
+        assert_eq!(iv.len(), 2, "{iv:?}");
+        assert_eq!(iv[0].kind, "partition");
+        assert_eq!(iv[0].label, "isolate n5");
+        assert!(
+            (iv[0].start_s - 1.1).abs() < 1e-9 && (iv[0].end_s - 3.05).abs() < 1e-9,
+            "{iv:?}"
+        );
+        assert_eq!(iv[1].kind, "kill");
+        assert_eq!(iv[1].label, "kill n1");
+        assert!((iv[1].start_s - 4.2).abs() < 1e-9, "{iv:?}");
+    }
+
+    #[test]
+    fn unterminated_fault_runs_to_end_of_history() {
+        let iv = fault_intervals(&faulty());
+        // Last client completion: cas invoked at 4920 ms, completed at 4990 ms.
+        assert!((iv[1].end_s - 4.99).abs() < 1e-9, "{iv:?}");
+    }
+
+    #[test]
+    fn repeated_and_stray_stops_are_harmless() {
+        let h = sorted(vec![
+            nem(100, "stop-partition", json!(null)),
+            nem(200, "stop-partition", json!("healed")),
+            nem(300, "pause", json!("one")),
+            nem(400, "pause", json!({"nodes": ["n3"]})),
+            nem(500, "resume", json!("all")),
+            nem(600, "resume", json!({"nodes": ["n3"]})),
+            nem(700, "resume", json!("all")),
+            nem(800, "resume", json!({"nodes": ["n3"]})),
+            nem(900, "start", json!("all")),
+            nem(950, "start", json!("done")),
+        ]);
+        assert_eq!(
+            fault_intervals(&h),
+            vec![FaultInterval {
+                kind: "pause".into(),
+                start_s: 0.4,
+                end_s: 0.6,
+                label: "pause n3".into(),
+            }]
+        );
+    }
+
+    #[test]
+    fn halves_generic_kinds_failed_faults_and_nested_starts() {
+        let halves = json!({"grudge": {"n1": ["n3", "n4", "n5"], "n2": ["n3", "n4", "n5"],
+                                       "n3": ["n1", "n2"], "n4": ["n1", "n2"], "n5": ["n1", "n2"]}});
+        let mut failed = nem(450, "kill", json!("one"));
+        failed.error = Some("ssh: connection refused".into());
+        let h = sorted(vec![
+            nem(100, "start-partition", json!("majority")),
+            nem(150, "start-partition", halves),
+            nem(200, "start-clock", json!(null)),
+            nem(250, "start-clock", json!("bumped")),
+            nem(400, "kill", json!("one")),
+            nem(410, "kill", json!(null)).clone(),
+            nem(420, "kill", json!("one")),
+            nem(430, "kill", json!({"nodes": ["n2"]})),
+            nem(440, "kill", json!("one")),
+            failed,
+            nem(500, "stop-clock", json!(null)),
+            nem(600, "stop-clock", json!("reset")),
+        ]);
+        let iv = fault_intervals(&h);
+        let got: Vec<(&str, &str, f64, f64)> = iv
+            .iter()
+            .map(|i| (i.kind.as_str(), i.label.as_str(), i.start_s, i.end_s))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("partition", "n1 n2 | n3 n4 n5", 0.15, 0.6),
+                ("clock", "clock bumped", 0.25, 0.6),
+                // The first kill's completion says nothing, so its invocation value labels it.
+                ("kill", "kill one + kill n2", 0.41, 0.6),
+            ]
+        );
+    }
+
+    #[test]
+    fn long_labels_are_truncated() {
+        let nodes: Vec<String> = (0..30).map(|i| format!("node{i}")).collect();
+        let h = sorted(vec![
+            nem(1, "kill", json!("all")),
+            nem(2, "kill", json!({"nodes": nodes})),
+        ]);
+        let label = &fault_intervals(&h)[0].label;
+        assert_eq!(label.chars().count(), 40);
+        assert!(
+            label.starts_with("kill node0 node1") && label.ends_with('…'),
+            "{label}"
+        );
+    }
+
+    #[test]
+    fn raw_latency_svg_has_bands_labels_axes_and_legend() {
+        let svg = latency_raw_svg(&faulty());
+        assert_well_formed(&svg);
+        assert_eq!(band_rect_count(&svg, "partition"), 1);
+        assert_eq!(band_rect_count(&svg, "kill"), 1);
+        for text in [
+            "isolate n5",
+            "kill n1",
+            "time (s)",
+            "latency (ms)",
+            "fault: partition",
+            "fault: kill",
+            "read ok",
+            "write ok",
+            "cas fail",
+            "cas info",
+            "Latency of every operation",
+        ] {
+            assert!(svg.contains(text), "missing {text:?}");
+        }
+        assert!(!svg.contains("sampled") && !svg.contains("no data"));
+        // Markers by f in order of appearance: read circles, write triangles, cas crosses (two
+        // lines each); plus one legend marker per series.
+        assert_eq!(svg.matches("<circle").count(), 50 + 1, "read markers");
+        assert_eq!(svg.matches("<polygon").count(), 50 + 1, "write markers");
+        let cross_lines = svg
+            .lines()
+            .filter(|l| l.starts_with("<line opacity=\"0.75\""))
+            .count();
+        assert_eq!(cross_lines, 2 * (50 + 2), "cas markers (fail and info)");
+    }
+
+    #[test]
+    fn quantile_and_throughput_svgs_have_bands_and_legend() {
+        let h = faulty();
+        let q = latency_quantiles_svg(&h, 1.0);
+        assert_well_formed(&q);
+        for text in [
+            "p50",
+            "p95",
+            "p99",
+            "max",
+            "isolate n5",
+            "fault: kill",
+            "latency (ms)",
+            "time (s)",
+        ] {
+            assert!(q.contains(text), "quantiles: missing {text:?}");
+        }
+        assert_eq!(band_rect_count(&q, "partition"), 1);
+        let t = throughput_svg(&h, 1.0);
+        assert_well_formed(&t);
+        for text in [
+            "completions per second",
+            "read ok",
+            "cas info",
+            "kill n1",
+            "fault: partition",
+        ] {
+            assert!(t.contains(text), "throughput: missing {text:?}");
+        }
+        assert_eq!(band_rect_count(&t, "kill"), 1);
+    }
+
+    #[test]
+    fn empty_history_renders_no_data_charts() {
+        let h = History::default();
+        for svg in [
+            latency_raw_svg(&h),
+            latency_quantiles_svg(&h, 1.0),
+            throughput_svg(&h, 1.0),
+        ] {
+            assert_well_formed(&svg);
+            assert!(svg.contains("no data"), "{svg}");
+            assert!(svg.contains("time (s)"));
+        }
+        assert!(fault_intervals(&h).is_empty());
+    }
+
+    #[test]
+    fn nemesis_only_history_shows_bands_and_no_data() {
+        let h = sorted(vec![
+            nem(0, "kill", json!("one")),
+            nem(500, "kill", json!({"nodes": ["n4"]})),
+        ]);
+        let svg = throughput_svg(&h, 0.0);
+        assert_well_formed(&svg);
+        assert!(svg.contains("no data") && svg.contains("kill n4"));
+    }
+
+    #[test]
+    fn only_failures_renders_points() {
+        let mut ops = Vec::new();
+        for i in 0..20 {
+            client(&mut ops, i, "write", i * 10, i * 10 + 5, OpType::Fail);
+        }
+        let h = sorted(ops);
+        let raw = latency_raw_svg(&h);
+        assert_well_formed(&raw);
+        assert!(raw.contains("write fail") && !raw.contains("no data"));
+        assert_eq!(raw.matches("<circle").count(), 20 + 1);
+        let q = latency_quantiles_svg(&h, 0.05);
+        assert_well_formed(&q);
+        assert!(q.contains("p99") && !q.contains("no data"));
+        let t = throughput_svg(&h, f64::NAN);
+        assert_well_formed(&t);
+        assert!(t.contains("write fail"));
+    }
+
+    #[test]
+    fn zero_latency_and_odd_text_do_not_break_the_svg() {
+        let mut ops = Vec::new();
+        client(&mut ops, 0, "read<&>", 5, 5, OpType::Ok);
+        ops.push(nem(1, "kill", json!("one")));
+        ops.push(nem(2, "kill", json!({"nodes": ["<n1&>"]})));
+        let h = sorted(ops);
+        let svg = latency_raw_svg(&h);
+        assert_well_formed(&svg);
+        assert!(svg.contains("read&lt;&amp;&gt; ok") && svg.contains("kill &lt;n1&amp;&gt;"));
+    }
+
+    #[test]
+    fn huge_histories_are_downsampled_deterministically() {
+        let mut ops = Vec::new();
+        for i in 0..(MAX_OK_POINTS as u64 * 2 + 10) {
+            client(&mut ops, 0, "read", i, i + 1, OpType::Ok);
+        }
+        for i in 0..100 {
+            client(&mut ops, 1, "write", i * 3, i * 3 + 2, OpType::Info);
+        }
+        let h = sorted(ops);
+        let svg = latency_raw_svg(&h);
+        assert_well_formed(&svg);
+        assert!(svg.contains("sampled"), "caption should say sampled");
+        let reads = svg.matches("<circle").count() - 1;
+        assert_eq!(reads, MAX_OK_POINTS);
+        // Info ops are under their cap and all kept.
+        assert_eq!(svg.matches("<polygon").count(), 100 + 1);
+        assert_eq!(svg, latency_raw_svg(&h), "rendering is deterministic");
+    }
+
+    #[test]
+    fn quantile_lines_break_on_empty_windows() {
+        let mut ops = Vec::new();
+        for (i, lat) in [1u64, 2, 3, 4].into_iter().enumerate() {
+            client(&mut ops, i as u64, "read", 100, 100 + lat, OpType::Ok);
+        }
+        client(&mut ops, 9, "read", 2_500, 2_510, OpType::Info);
+        let h = sorted(ops);
+        let s = samples(&h);
+        let lines = quantile_lines(&s.samples, 1.0, 3);
+        // p50 of [1, 2, 3, 4] ms is 2 ms (nearest rank); window 1 is empty, so two segments.
+        assert_eq!(lines[0], vec![vec![(0.5, 2.0)], vec![(2.5, 10.0)]]);
+        assert_eq!(lines[3], vec![vec![(0.5, 4.0)], vec![(2.5, 10.0)]]);
+    }
+
+    #[test]
+    fn throughput_counts_by_completion_window() {
+        let mut ops = Vec::new();
+        client(&mut ops, 0, "read", 900, 1_100, OpType::Ok);
+        client(&mut ops, 1, "read", 100, 200, OpType::Ok);
+        client(&mut ops, 2, "write", 100, 2_900, OpType::Fail);
+        let h = sorted(ops);
+        let s = samples(&h);
+        let c = throughput_counts(&s.samples, 1.0, 3);
+        assert_eq!(c[&(0, Outcome::Ok)], vec![1, 1, 0]);
+        assert_eq!(c[&(1, Outcome::Fail)], vec![0, 0, 1]);
+        assert_eq!(c.len(), 2);
+    }
+
+    #[test]
+    fn quantile_and_window_helpers() {
+        assert_eq!(quantile(&[1.0, 2.0, 3.0, 4.0], 0.5), 2.0);
+        assert_eq!(quantile(&[1.0, 2.0, 3.0, 4.0], 0.99), 4.0);
+        assert_eq!(quantile(&[7.0], 0.0), 7.0);
+        assert_eq!(window_width(0.0, 10.0), 1.0);
+        assert_eq!(window_width(-3.0, 10.0), 1.0);
+        assert_eq!(window_width(f64::INFINITY, 10.0), 1.0);
+        assert_eq!(window_width(0.5, 10_000.0), 5.0);
+        assert_eq!(window_count(10_000.0, 5.0), MAX_WINDOWS);
+        assert_eq!(window_of(10_000.0, 5.0, MAX_WINDOWS), MAX_WINDOWS - 1);
+    }
+
+    #[test]
+    fn stray_completions_and_unfinished_invokes_are_skipped() {
+        let h = sorted(vec![
+            op(0, OpType::Ok, Process::Client(3), "read", json!(1)),
+            op(1, OpType::Invoke, Process::Client(4), "read", json!(null)),
+        ]);
+        assert!(samples(&h).samples.is_empty());
+        assert!(latency_raw_svg(&h).contains("no data"));
+    }
+
+    #[test]
+    fn many_f_values_merge_into_other() {
+        let mut ops = Vec::new();
+        for i in 0..(MAX_F_SERIES as u64 + 3) {
+            client(&mut ops, i, &format!("f{i}"), i, i + 1, OpType::Ok);
+        }
+        let s = samples(&sorted(ops));
+        assert_eq!(s.f_names.len(), MAX_F_SERIES + 1);
+        assert_eq!(s.f_names.last().map(String::as_str), Some("other"));
+        assert_eq!(
+            s.samples.iter().filter(|x| x.f_idx == MAX_F_SERIES).count(),
+            3
+        );
+    }
 }
