@@ -98,6 +98,8 @@ fn node_list(v: &Value) -> Option<Vec<String>> {
 }
 
 /// Describe a grudge (`node → nodes it drops traffic from`) by grouping nodes with identical grudges.
+/// `None` unless the grudge is a clean split (every node drops exactly the nodes outside its group),
+/// e.g. for overlapping "majorities ring" partitions.
 fn describe_grudge(grudge: &serde_json::Map<String, Value>) -> Option<String> {
     let mut groups: Vec<(Vec<String>, Vec<String>)> = Vec::new();
     for (node, dropped) in grudge {
@@ -114,6 +116,19 @@ fn describe_grudge(grudge: &serde_json::Map<String, Value>) -> Option<String> {
         match groups.iter_mut().find(|(g, _)| *g == d) {
             Some((_, members)) => members.push(node.clone()),
             None => groups.push((d, vec![node.clone()])),
+        }
+    }
+    let mut all: Vec<&String> = groups.iter().flat_map(|(d, m)| d.iter().chain(m)).collect();
+    all.sort();
+    all.dedup();
+    for (dropped, members) in &groups {
+        let outside: Vec<&String> = all
+            .iter()
+            .copied()
+            .filter(|n| !members.contains(n))
+            .collect();
+        if dropped.iter().collect::<Vec<_>>() != outside {
+            return None;
         }
     }
     let mut comps: Vec<Vec<String>> = groups
@@ -153,7 +168,7 @@ fn fault_label(kind: &str, invoke: Option<&Value>, done: &Value) -> String {
     let label = match kind {
         "partition" => {
             if let Some(g) = done.get("grudge").and_then(|g| g.as_object()) {
-                describe_grudge(g)
+                describe_grudge(g).or_else(|| inv_str.map(|s| format!("partition {s}")))
             } else {
                 done.as_str().or(inv_str).map(|s| format!("partition {s}"))
             }
@@ -996,6 +1011,22 @@ mod tests {
                 ("kill", "kill one + kill n2", 0.41, 0.6),
             ]
         );
+    }
+
+    #[test]
+    fn overlapping_grudge_is_labelled_by_its_invocation() {
+        let ring = json!({"grudge": {"n1": ["n3", "n4"], "n2": ["n4", "n5"], "n3": ["n1", "n5"],
+                                     "n4": ["n1", "n2"], "n5": ["n2", "n3"]}});
+        let h = sorted(vec![
+            nem(1, "start-partition", json!("majorities-ring")),
+            nem(2, "start-partition", ring.clone()),
+            nem(3, "stop-partition", json!(null)),
+            nem(4, "stop-partition", json!("healed")),
+            nem(5, "start-partition", json!(null)),
+            nem(6, "start-partition", ring),
+        ]);
+        let labels: Vec<String> = fault_intervals(&h).into_iter().map(|i| i.label).collect();
+        assert_eq!(labels, ["partition majorities-ring", "partition"]);
     }
 
     #[test]
