@@ -19,6 +19,7 @@ pub mod import;
 pub mod interpreter;
 pub mod model;
 pub mod nemesis;
+pub mod report;
 pub mod runner;
 pub mod sandbox;
 pub mod spec;

@@ -1,0 +1,1255 @@
+//! Report plots: fault intervals and SVG charts of latency and throughput, rendered with `plotters`.
+//!
+//! Owns pure functions from a [`History`] to data (`fault_intervals`) and to SVG text
+//! (`latency_raw_svg`, `latency_quantiles_svg`, `throughput_svg`). Does no IO: the caller writes the
+//! returned strings (see `report::render_run`). Does not own reading histories or checking.
+//!
+//! Conventions shared by all charts:
+//! - x is the time since the run started in seconds; latency is completion time minus invoke time.
+//! - Client ops are paired per process (invoke, then the next completion of that process). Invokes
+//!   that never complete are not plotted; stray completions are ignored.
+//! - Fault intervals are drawn as translucent coloured bands behind the data, one colour per fault
+//!   kind, labelled at their top-left with what was done (e.g. "isolate n5"), with a legend entry per
+//!   kind.
+//! - At most [`MAX_F_SERIES`] distinct `f` values get their own series; further ones are merged
+//!   into "other".
+//! - Text is laid out with plotters' built-in width estimate (no `ttf` feature, so no system font
+//!   libraries): the SVG carries `<text>` elements and the viewer's font renders them.
+//! - Nothing here panics on odd input: an empty history or one without client ops renders a chart
+//!   that says "no data"; a rendering error yields a small SVG naming the error.
+//!
+//! Bounding output for huge histories: `latency_raw_svg` plots at most [`MAX_OK_POINTS`] ok points
+//! and [`MAX_FAILED_POINTS`] fail and info points each (about 100 bytes of SVG per point, so at most
+//! about 5 MB). When an outcome has n > cap ops, it keeps exactly cap of them, evenly spread in
+//! history order (op k is kept iff `k * cap mod n < cap`), which is deterministic and keeps the time
+//! distribution; the chart caption then says "sampled". The quantile and throughput charts use at
+//! most [`MAX_WINDOWS`] time windows (wider windows than requested if needed).
+
+use crate::history::{History, Op, OpType, Process};
+use plotters::coord::types::RangedCoordf64;
+use plotters::prelude::*;
+use serde_json::Value;
+use std::collections::HashMap;
+
+/// Chart width in pixels.
+pub const WIDTH_PX: u32 = 1200;
+/// Chart height in pixels.
+pub const HEIGHT_PX: u32 = 600;
+/// Maximum plotted `ok` points in `latency_raw_svg`.
+pub const MAX_OK_POINTS: usize = 20_000;
+/// Maximum plotted `fail` points, and separately `info` points, in `latency_raw_svg`.
+pub const MAX_FAILED_POINTS: usize = 10_000;
+/// Maximum number of time windows in the windowed charts.
+pub const MAX_WINDOWS: usize = 2_000;
+/// Maximum number of distinct `f` values drawn as their own series.
+pub const MAX_F_SERIES: usize = 6;
+/// Smallest latency drawn on the log axis, in ms (zero latencies are clamped up to it).
+const MIN_LATENCY_MS: f64 = 1e-3;
+const FONT: &str = "sans-serif";
+
+/// A span of time during which a fault was in effect.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FaultInterval {
+    /// Fault kind: "partition", "kill", "pause", or the `X` of a `start-X`/`stop-X` nemesis pair.
+    pub kind: String,
+    /// When the fault took effect (completion of the starting nemesis op), seconds since run start.
+    pub start_s: f64,
+    /// When the fault was healed (completion of the stopping nemesis op), or the end of the history
+    /// if it never was, seconds since run start.
+    pub end_s: f64,
+    /// What was done, for the chart, e.g. "isolate n3", "n1 n2 | n3 n4 n5", "kill n1".
+    pub label: String,
+}
+
+/// Nemesis verb → (fault kind, starts the fault?).
+fn classify(f: &str) -> Option<(String, bool)> {
+    match f {
+        "start-partition" => Some(("partition".into(), true)),
+        "stop-partition" => Some(("partition".into(), false)),
+        "kill" => Some(("kill".into(), true)),
+        "start" => Some(("kill".into(), false)),
+        "pause" => Some(("pause".into(), true)),
+        "resume" => Some(("pause".into(), false)),
+        _ => {
+            if let Some(k) = f.strip_prefix("start-") {
+                Some((k.to_string(), true))
+            } else {
+                f.strip_prefix("stop-").map(|k| (k.to_string(), false))
+            }
+        }
+    }
+}
+
+fn node_list(v: &Value) -> Option<Vec<String>> {
+    let arr = match v {
+        Value::Object(m) => m.get("nodes")?.as_array()?,
+        Value::Array(a) => a,
+        Value::String(s) => return Some(vec![s.clone()]),
+        _ => return None,
+    };
+    let nodes: Vec<String> = arr
+        .iter()
+        .map(|n| match n {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .collect();
+    if nodes.is_empty() { None } else { Some(nodes) }
+}
+
+/// Describe a grudge (`node → nodes it drops traffic from`) by grouping nodes with identical grudges.
+/// `None` unless the grudge is a clean split (every node drops exactly the nodes outside its group),
+/// e.g. for overlapping "majorities ring" partitions.
+fn describe_grudge(grudge: &serde_json::Map<String, Value>) -> Option<String> {
+    let mut groups: Vec<(Vec<String>, Vec<String>)> = Vec::new();
+    for (node, dropped) in grudge {
+        let mut d: Vec<String> = dropped
+            .as_array()?
+            .iter()
+            .map(|n| {
+                n.as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| n.to_string())
+            })
+            .collect();
+        d.sort();
+        match groups.iter_mut().find(|(g, _)| *g == d) {
+            Some((_, members)) => members.push(node.clone()),
+            None => groups.push((d, vec![node.clone()])),
+        }
+    }
+    let mut all: Vec<&String> = groups.iter().flat_map(|(d, m)| d.iter().chain(m)).collect();
+    all.sort();
+    all.dedup();
+    for (dropped, members) in &groups {
+        let outside: Vec<&String> = all
+            .iter()
+            .copied()
+            .filter(|n| !members.contains(n))
+            .collect();
+        if dropped.iter().collect::<Vec<_>>() != outside {
+            return None;
+        }
+    }
+    let mut comps: Vec<Vec<String>> = groups
+        .into_iter()
+        .map(|(_, mut m)| {
+            m.sort();
+            m
+        })
+        .collect();
+    comps.sort_by(|a, b| a.len().cmp(&b.len()).then_with(|| a.cmp(b)));
+    match comps.as_slice() {
+        [] => None,
+        [single, _rest] if single.len() == 1 => Some(format!("isolate {}", single[0])),
+        _ => Some(
+            comps
+                .iter()
+                .map(|c| c.join(" "))
+                .collect::<Vec<_>>()
+                .join(" | "),
+        ),
+    }
+}
+
+fn truncate_label(s: String) -> String {
+    const MAX: usize = 40;
+    if s.chars().count() <= MAX {
+        s
+    } else {
+        let mut t: String = s.chars().take(MAX - 1).collect();
+        t.push('…');
+        t
+    }
+}
+
+fn fault_label(kind: &str, invoke: Option<&Value>, done: &Value) -> String {
+    let inv_str = invoke.and_then(|v| v.as_str());
+    let label = match kind {
+        "partition" => {
+            if let Some(g) = done.get("grudge").and_then(|g| g.as_object()) {
+                describe_grudge(g).or_else(|| inv_str.map(|s| format!("partition {s}")))
+            } else {
+                done.as_str().or(inv_str).map(|s| format!("partition {s}"))
+            }
+        }
+        _ => node_list(done)
+            .or_else(|| invoke.and_then(node_list))
+            .map(|nodes| format!("{kind} {}", nodes.join(" "))),
+    };
+    truncate_label(label.unwrap_or_else(|| kind.to_string()))
+}
+
+/// Fault intervals of a history, ordered by start time.
+///
+/// Nemesis ops come in pairs (invocation, completion) of the same `f`; an interval runs from the
+/// completion of a starting op (`start-partition`, `kill`, `pause`, `start-X`) to the completion of
+/// the matching stopping op (`stop-partition`, `start`, `resume`, `stop-X`), or to the end of the
+/// history. A completion carrying an `error` (or typed `fail`) is treated as not having happened.
+/// A stop with no open fault of its kind is ignored; a second start while one is open extends the
+/// open interval's label.
+pub fn fault_intervals(history: &History) -> Vec<FaultInterval> {
+    let end_ns = history.ops.iter().map(|o| o.time_ns).max().unwrap_or(0);
+    let mut out: Vec<FaultInterval> = Vec::new();
+    let mut open: HashMap<String, usize> = HashMap::new();
+    let mut pending: Option<&Op> = None;
+    for op in history.ops.iter().filter(|o| o.process == Process::Nemesis) {
+        let is_completion = match (op.op_type, pending) {
+            (OpType::Invoke, _) => false,
+            (_, Some(p)) => p.f == op.f,
+            (_, None) => false,
+        };
+        if !is_completion {
+            pending = Some(op);
+            continue;
+        }
+        let invoke = pending.take().map(|p| &p.value);
+        if op.error.is_some() || op.op_type == OpType::Fail {
+            continue;
+        }
+        let Some((kind, starts)) = classify(&op.f) else {
+            continue;
+        };
+        let t_s = op.time_ns as f64 / 1e9;
+        if starts {
+            let label = fault_label(&kind, invoke, &op.value);
+            match open.get(&kind) {
+                Some(&i) => {
+                    let merged = format!("{} + {}", out[i].label, label);
+                    out[i].label = truncate_label(merged);
+                }
+                None => {
+                    open.insert(kind.clone(), out.len());
+                    out.push(FaultInterval {
+                        kind,
+                        start_s: t_s,
+                        end_s: f64::NAN,
+                        label,
+                    });
+                }
+            }
+        } else if let Some(i) = open.remove(&kind) {
+            out[i].end_s = t_s;
+        }
+    }
+    let end_s = end_ns as f64 / 1e9;
+    for iv in &mut out {
+        if iv.end_s.is_nan() {
+            iv.end_s = end_s.max(iv.start_s);
+        }
+    }
+    out
+}
+
+/// Band colour of a fault kind.
+fn fault_color(kind: &str) -> RGBColor {
+    match kind {
+        "partition" => RGBColor(60, 120, 230),
+        "kill" => RGBColor(160, 60, 200),
+        "pause" => RGBColor(110, 110, 110),
+        other => {
+            const PALETTE: [RGBColor; 4] = [
+                RGBColor(0, 150, 150),
+                RGBColor(190, 120, 40),
+                RGBColor(200, 60, 140),
+                RGBColor(90, 140, 30),
+            ];
+            let h = other
+                .bytes()
+                .fold(0usize, |a, b| a.wrapping_mul(31) + b as usize);
+            PALETTE[h % PALETTE.len()]
+        }
+    }
+}
+
+/// How a client op ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Outcome {
+    Ok,
+    Fail,
+    Info,
+}
+
+impl Outcome {
+    const ALL: [Outcome; 3] = [Outcome::Ok, Outcome::Fail, Outcome::Info];
+    fn name(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Fail => "fail",
+            Outcome::Info => "info",
+        }
+    }
+    fn color(self) -> RGBColor {
+        match self {
+            Outcome::Ok => RGBColor(30, 150, 60),
+            Outcome::Fail => RGBColor(215, 50, 50),
+            Outcome::Info => RGBColor(240, 160, 0),
+        }
+    }
+}
+
+/// One completed client op.
+struct Sample {
+    f_idx: usize,
+    invoke_s: f64,
+    complete_s: f64,
+    latency_ms: f64,
+    outcome: Outcome,
+}
+
+/// Completed client ops plus the `f` names (index = `Sample::f_idx`) and the history end.
+struct Samples {
+    samples: Vec<Sample>,
+    f_names: Vec<String>,
+    end_s: f64,
+}
+
+fn samples(history: &History) -> Samples {
+    let mut open: HashMap<u64, &Op> = HashMap::new();
+    let mut f_index: HashMap<&str, usize> = HashMap::new();
+    let mut f_names: Vec<String> = Vec::new();
+    let mut out = Vec::new();
+    let mut end_ns = 0u64;
+    for op in &history.ops {
+        end_ns = end_ns.max(op.time_ns);
+        let Process::Client(p) = op.process else {
+            continue;
+        };
+        let outcome = match op.op_type {
+            OpType::Invoke => {
+                open.insert(p, op);
+                continue;
+            }
+            OpType::Ok => Outcome::Ok,
+            OpType::Fail => Outcome::Fail,
+            OpType::Info => Outcome::Info,
+        };
+        let Some(inv) = open.remove(&p) else {
+            continue;
+        };
+        let f_idx = match f_index.get(inv.f.as_str()) {
+            Some(&i) => i,
+            None if f_names.len() < MAX_F_SERIES => {
+                f_names.push(inv.f.clone());
+                f_index.insert(inv.f.as_str(), f_names.len() - 1);
+                f_names.len() - 1
+            }
+            None => MAX_F_SERIES,
+        };
+        let latency_ns = op.time_ns.saturating_sub(inv.time_ns);
+        out.push(Sample {
+            f_idx,
+            invoke_s: inv.time_ns as f64 / 1e9,
+            complete_s: op.time_ns as f64 / 1e9,
+            latency_ms: latency_ns as f64 / 1e6,
+            outcome,
+        });
+    }
+    if out.iter().any(|s| s.f_idx == MAX_F_SERIES) {
+        f_names.push("other".into());
+    }
+    Samples {
+        samples: out,
+        f_names,
+        end_s: end_ns as f64 / 1e9,
+    }
+}
+
+type Chart<'a, 'b, Y> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, Y>>;
+
+fn err<E: std::fmt::Display>(e: E) -> String {
+    format!("plot rendering failed: {e}")
+}
+
+/// Draw fault bands spanning `y_lo..y_hi`, a legend entry per kind and a label per band.
+fn draw_bands<'a, 'b: 'a, Y: Ranged<ValueType = f64>>(
+    chart: &mut Chart<'a, 'b, Y>,
+    faults: &[FaultInterval],
+    y_lo: f64,
+    y_hi: f64,
+) -> Result<(), String> {
+    let mut kinds: Vec<&str> = Vec::new();
+    for iv in faults {
+        if !kinds.contains(&iv.kind.as_str()) {
+            kinds.push(&iv.kind);
+        }
+    }
+    for kind in kinds {
+        let color = fault_color(kind);
+        chart
+            .draw_series(faults.iter().filter(|iv| iv.kind == kind).map(|iv| {
+                Rectangle::new(
+                    [(iv.start_s, y_lo), (iv.end_s, y_hi)],
+                    color.mix(0.18).filled(),
+                )
+            }))
+            .map_err(err)?
+            .label(format!("fault: {kind}"))
+            .legend(move |(x, y)| {
+                Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.mix(0.4).filled())
+            });
+    }
+    chart
+        .draw_series(faults.iter().map(|iv| {
+            Text::new(
+                iv.label.clone(),
+                (iv.start_s, y_hi),
+                (FONT, 12).into_font().color(&fault_color(&iv.kind)),
+            )
+        }))
+        .map_err(err)?;
+    Ok(())
+}
+
+fn draw_legend<'a, 'b: 'a, Y: Ranged<ValueType = f64>>(
+    chart: &mut Chart<'a, 'b, Y>,
+) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.5))
+        .label_font((FONT, 12))
+        .draw()
+        .map_err(err)
+}
+
+fn draw_no_data<'a, 'b: 'a, Y: Ranged<ValueType = f64>>(
+    chart: &mut Chart<'a, 'b, Y>,
+    x: f64,
+    y: f64,
+) -> Result<(), String> {
+    chart
+        .draw_series(std::iter::once(Text::new(
+            "no data: no completed client operations",
+            (x, y),
+            (FONT, 20).into_font().color(&BLACK.mix(0.6)),
+        )))
+        .map_err(err)?;
+    Ok(())
+}
+
+/// Render with `draw` into an SVG string; a rendering error becomes a small SVG naming it.
+fn render(
+    draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, plotters::coord::Shift>) -> Result<(), String>,
+) -> String {
+    let mut buf = String::new();
+    let result = {
+        let root = SVGBackend::with_string(&mut buf, (WIDTH_PX, HEIGHT_PX)).into_drawing_area();
+        root.fill(&WHITE)
+            .map_err(err)
+            .and_then(|_| draw(&root))
+            .and_then(|_| root.present().map_err(err))
+    };
+    match result {
+        Ok(()) => buf,
+        Err(e) => {
+            let escaped = e
+                .replace('&', "&amp;")
+                .replace('<', "&lt;")
+                .replace('>', "&gt;");
+            format!(
+                "<svg width=\"{WIDTH_PX}\" height=\"{HEIGHT_PX}\" viewBox=\"0 0 {WIDTH_PX} {HEIGHT_PX}\" xmlns=\"http://www.w3.org/2000/svg\">\n<text x=\"20\" y=\"40\">{escaped}</text>\n</svg>\n"
+            )
+        }
+    }
+}
+
+/// x range: the whole history, never empty.
+fn x_max(end_s: f64, faults: &[FaultInterval]) -> f64 {
+    let m = faults.iter().map(|f| f.end_s).fold(end_s, f64::max);
+    if m.is_finite() && m > 0.0 { m } else { 1.0 }
+}
+
+/// Log-axis latency range covering `values` (ms), padded, never empty.
+fn log_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
+    for v in values {
+        let v = v.max(MIN_LATENCY_MS);
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if !lo.is_finite() || hi <= 0.0 {
+        return (0.1, 10.0);
+    }
+    let lo = lo / 2.0;
+    // Headroom for band labels and the legend.
+    let hi = hi * 4.0;
+    if hi <= lo { (lo, lo * 10.0) } else { (lo, hi) }
+}
+
+/// Marker of the `f` with index `i`.
+#[derive(Clone, Copy)]
+enum Marker {
+    Circle,
+    Triangle,
+    Cross,
+    Square,
+}
+
+fn marker(i: usize) -> Marker {
+    [
+        Marker::Circle,
+        Marker::Triangle,
+        Marker::Cross,
+        Marker::Square,
+    ][i % 4]
+}
+
+fn draw_points<'a, 'b: 'a>(
+    chart: &mut Chart<'a, 'b, LogCoord<f64>>,
+    pts: &[(f64, f64)],
+    m: Marker,
+    color: RGBColor,
+    label: String,
+) -> Result<(), String> {
+    let style = color.mix(0.75).filled();
+    let stroke = ShapeStyle::from(color.mix(0.75)).stroke_width(1);
+    let anno = match m {
+        Marker::Circle => chart.draw_series(pts.iter().map(|&p| Circle::new(p, 2, style))),
+        Marker::Triangle => {
+            chart.draw_series(pts.iter().map(|&p| TriangleMarker::new(p, 3, style)))
+        }
+        Marker::Cross => chart.draw_series(pts.iter().map(|&p| Cross::new(p, 3, stroke))),
+        Marker::Square => chart.draw_series(
+            pts.iter()
+                .map(|&p| EmptyElement::at(p) + Rectangle::new([(-2, -2), (2, 2)], style)),
+        ),
+    }
+    .map_err(err)?;
+    anno.label(label).legend(
+        move |(x, y)| -> DynElement<'static, SVGBackend<'b>, (i32, i32)> {
+            match m {
+                Marker::Circle => Circle::new((x + 7, y), 3, style).into_dyn(),
+                Marker::Triangle => TriangleMarker::new((x + 7, y), 4, style).into_dyn(),
+                Marker::Cross => Cross::new((x + 7, y), 4, stroke).into_dyn(),
+                Marker::Square => {
+                    Rectangle::new([(x + 4, y - 3), (x + 10, y + 3)], style).into_dyn()
+                }
+            }
+        },
+    );
+    Ok(())
+}
+
+/// Every completed client op as a point at (invoke time s, latency ms) on a log latency axis,
+/// coloured by outcome (ok green, fail red, info orange), one marker shape per `f`, with fault
+/// bands behind. Downsampled per outcome beyond [`MAX_OK_POINTS`] / [`MAX_FAILED_POINTS`] (see the
+/// module doc).
+pub fn latency_raw_svg(history: &History) -> String {
+    let faults = fault_intervals(history);
+    let s = samples(history);
+    let xmax = x_max(s.end_s, &faults);
+    let (ylo, yhi) = log_range(s.samples.iter().map(|x| x.latency_ms));
+    let mut counts: HashMap<Outcome, usize> = HashMap::new();
+    for x in &s.samples {
+        *counts.entry(x.outcome).or_default() += 1;
+    }
+    let cap = |o: Outcome| {
+        if o == Outcome::Ok {
+            MAX_OK_POINTS
+        } else {
+            MAX_FAILED_POINTS
+        }
+    };
+    let total = |o: Outcome| counts.get(&o).copied().unwrap_or(0);
+    // Keep the k-th op of an outcome iff (k * cap) mod total < cap: exactly `cap` ops, evenly spread.
+    let keep = |o: Outcome, k: usize| {
+        let (c, n) = (cap(o) as u128, total(o) as u128);
+        n <= c || (k as u128 * c) % n < c
+    };
+    let sampled = Outcome::ALL.iter().any(|&o| total(o) > cap(o));
+    // (f, outcome) → points, keeping the sampled ops of each outcome.
+    let mut seen: HashMap<Outcome, usize> = HashMap::new();
+    let mut series: HashMap<(usize, Outcome), Vec<(f64, f64)>> = HashMap::new();
+    for x in &s.samples {
+        let n = seen.entry(x.outcome).or_default();
+        let kept = keep(x.outcome, *n);
+        *n += 1;
+        if kept {
+            series
+                .entry((x.f_idx, x.outcome))
+                .or_default()
+                .push((x.invoke_s, x.latency_ms.max(MIN_LATENCY_MS)));
+        }
+    }
+    let mut keys: Vec<_> = series.keys().copied().collect();
+    keys.sort();
+    let kept: usize = series.values().map(Vec::len).sum();
+    let caption = if sampled {
+        format!(
+            "Latency of every operation (sampled: {} of {} ops)",
+            kept,
+            s.samples.len()
+        )
+    } else {
+        "Latency of every operation".to_string()
+    };
+    render(|root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(caption, (FONT, 20))
+            .margin(12)
+            .x_label_area_size(45)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..xmax, (ylo..yhi).log_scale())
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("time (s)")
+            .y_desc("latency (ms)")
+            .axis_desc_style((FONT, 15))
+            .draw()
+            .map_err(err)?;
+        draw_bands(&mut chart, &faults, ylo, yhi)?;
+        for (f_idx, outcome) in keys {
+            let f = s.f_names.get(f_idx).map(String::as_str).unwrap_or("other");
+            draw_points(
+                &mut chart,
+                &series[&(f_idx, outcome)],
+                marker(f_idx),
+                outcome.color(),
+                format!("{f} {}", outcome.name()),
+            )?;
+        }
+        if s.samples.is_empty() {
+            draw_no_data(&mut chart, xmax * 0.3, (ylo * yhi).sqrt())?;
+        }
+        draw_legend(&mut chart)
+    })
+}
+
+/// Window width actually used: `window_s` if sane, widened so there are at most [`MAX_WINDOWS`].
+fn window_width(window_s: f64, xmax: f64) -> f64 {
+    let w = if window_s.is_finite() && window_s > 0.0 {
+        window_s
+    } else {
+        1.0
+    };
+    w.max(xmax / MAX_WINDOWS as f64)
+}
+
+fn window_count(xmax: f64, w: f64) -> usize {
+    ((xmax / w).ceil() as usize).clamp(1, MAX_WINDOWS + 1)
+}
+
+fn window_of(t_s: f64, w: f64, n: usize) -> usize {
+    ((t_s / w) as usize).min(n - 1)
+}
+
+/// Nearest-rank quantile of sorted, non-empty `v`.
+fn quantile(v: &[f64], q: f64) -> f64 {
+    let rank = (q * v.len() as f64).ceil() as usize;
+    v[rank.clamp(1, v.len()) - 1]
+}
+
+/// Quantiles drawn by `latency_quantiles_svg`: name, quantile, colour.
+const QS: [(&str, f64, RGBColor); 4] = [
+    ("p50", 0.5, RGBColor(30, 150, 60)),
+    ("p95", 0.95, RGBColor(230, 140, 0)),
+    ("p99", 0.99, RGBColor(215, 50, 50)),
+    ("max", 1.0, RGBColor(90, 30, 120)),
+];
+
+/// Per entry of `QS`: line segments of (window midpoint s, latency ms) over consecutive non-empty
+/// windows (bucketed by invoke time).
+fn quantile_lines(samples: &[Sample], w: f64, n: usize) -> Vec<Vec<Vec<(f64, f64)>>> {
+    let mut buckets: Vec<Vec<f64>> = vec![Vec::new(); n];
+    for x in samples {
+        buckets[window_of(x.invoke_s, w, n)].push(x.latency_ms.max(MIN_LATENCY_MS));
+    }
+    // Per quantile: line segments of consecutive non-empty windows.
+    let mut lines: Vec<Vec<Vec<(f64, f64)>>> = vec![Vec::new(); QS.len()];
+    let mut prev_empty = true;
+    for (i, b) in buckets.iter_mut().enumerate() {
+        if b.is_empty() {
+            prev_empty = true;
+            continue;
+        }
+        b.sort_by(f64::total_cmp);
+        let x = (i as f64 + 0.5) * w;
+        for (qi, (_, q, _)) in QS.iter().enumerate() {
+            if prev_empty {
+                lines[qi].push(Vec::new());
+            }
+            if let Some(seg) = lines[qi].last_mut() {
+                seg.push((x, quantile(b, *q)));
+            }
+        }
+        prev_empty = false;
+    }
+    lines
+}
+
+/// p50/p95/p99/max latency of completed client ops (all outcomes), bucketed by invoke time into
+/// windows of `window_s` seconds, as lines on a log latency axis, with fault bands behind. Windows
+/// with no ops break the lines.
+pub fn latency_quantiles_svg(history: &History, window_s: f64) -> String {
+    let faults = fault_intervals(history);
+    let s = samples(history);
+    let xmax = x_max(s.end_s, &faults);
+    let w = window_width(window_s, xmax);
+    let n = window_count(xmax, w);
+    let lines = quantile_lines(&s.samples, w, n);
+    let (ylo, yhi) = log_range(lines.iter().flatten().flatten().map(|p| p.1));
+    render(|root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(format!("Latency quantiles per {w:.3} s window"), (FONT, 20))
+            .margin(12)
+            .x_label_area_size(45)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..xmax, (ylo..yhi).log_scale())
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("time (s)")
+            .y_desc("latency (ms)")
+            .axis_desc_style((FONT, 15))
+            .draw()
+            .map_err(err)?;
+        draw_bands(&mut chart, &faults, ylo, yhi)?;
+        for (qi, (name, _, color)) in QS.iter().enumerate() {
+            let color = *color;
+            let mut first = true;
+            for seg in &lines[qi] {
+                let anno = chart
+                    .draw_series(
+                        LineSeries::new(seg.iter().copied(), color.stroke_width(2)).point_size(2),
+                    )
+                    .map_err(err)?;
+                if first {
+                    anno.label(*name).legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2))
+                    });
+                    first = false;
+                }
+            }
+        }
+        if s.samples.is_empty() {
+            draw_no_data(&mut chart, xmax * 0.3, (ylo * yhi).sqrt())?;
+        }
+        draw_legend(&mut chart)
+    })
+}
+
+/// Shade `c` darker for the `k`-th `f`, so series of one outcome stay distinguishable.
+fn shade(c: RGBColor, k: usize) -> RGBColor {
+    let factor = 1.0 - 0.14 * (k % 5) as f64;
+    let s = |v: u8| (v as f64 * factor).round() as u8;
+    RGBColor(s(c.0), s(c.1), s(c.2))
+}
+
+/// Dash pattern (on px, off px) of the `k`-th `f` in the throughput chart; `None` is solid.
+fn dash(k: usize) -> Option<(u32, u32)> {
+    [
+        None,
+        Some((8, 4)),
+        Some((2, 3)),
+        Some((12, 3)),
+        Some((4, 8)),
+        Some((1, 6)),
+    ][k % 6]
+}
+
+/// Three dashes (repeated in place when the pattern is long) of a 20 px legend sample of a line
+/// with dash pattern `d`, relative to the legend anchor.
+fn legend_dashes(d: Option<(u32, u32)>) -> [Vec<(i32, i32)>; 3] {
+    let (on, off) = d.map(|(a, b)| (a as i32, b as i32)).unwrap_or((7, 0));
+    let seg = |i: i32| {
+        let from = (i * (on + off)).min(20 - on.min(20));
+        vec![(from, 0), ((from + on).min(20), 0)]
+    };
+    [seg(0), seg(1), seg(2)]
+}
+
+/// Completions per window (bucketed by completion time) for each (f index, outcome) that occurs.
+fn throughput_counts(samples: &[Sample], w: f64, n: usize) -> HashMap<(usize, Outcome), Vec<u64>> {
+    let mut counts: HashMap<(usize, Outcome), Vec<u64>> = HashMap::new();
+    for x in samples {
+        counts
+            .entry((x.f_idx, x.outcome))
+            .or_insert_with(|| vec![0; n])[window_of(x.complete_s, w, n)] += 1;
+    }
+    counts
+}
+
+/// Completions per second of client ops by `f` and outcome, bucketed by completion time into
+/// windows of `window_s` seconds, as lines, with fault bands behind.
+pub fn throughput_svg(history: &History, window_s: f64) -> String {
+    let faults = fault_intervals(history);
+    let s = samples(history);
+    let xmax = x_max(s.end_s, &faults);
+    let w = window_width(window_s, xmax);
+    let n = window_count(xmax, w);
+    let counts = throughput_counts(&s.samples, w, n);
+    let mut keys: Vec<_> = counts.keys().copied().collect();
+    keys.sort();
+    let peak = counts.values().flatten().copied().max().unwrap_or(0) as f64 / w;
+    let yhi = if peak > 0.0 { peak * 1.35 } else { 1.0 };
+    render(|root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(format!("Throughput per {w:.3} s window"), (FONT, 20))
+            .margin(12)
+            .x_label_area_size(45)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..xmax, 0.0..yhi)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("time (s)")
+            .y_desc("completions per second")
+            .axis_desc_style((FONT, 15))
+            .draw()
+            .map_err(err)?;
+        draw_bands(&mut chart, &faults, 0.0, yhi)?;
+        for (f_idx, outcome) in keys {
+            let f = s.f_names.get(f_idx).map(String::as_str).unwrap_or("other");
+            let color = shade(outcome.color(), f_idx);
+            let pts = counts[&(f_idx, outcome)]
+                .iter()
+                .enumerate()
+                .map(|(i, &c)| ((i as f64 + 0.5) * w, c as f64 / w));
+            let style = color.stroke_width(2);
+            let anno = match dash(f_idx) {
+                None => chart.draw_series(LineSeries::new(pts, style)),
+                Some((on, off)) => chart.draw_series(DashedLineSeries::new(pts, on, off, style)),
+            }
+            .map_err(err)?;
+            anno.label(format!("{f} {}", outcome.name()))
+                .legend(move |(x, y)| {
+                    let [a, b, c] = legend_dashes(dash(f_idx));
+                    EmptyElement::at((x, y))
+                        + PathElement::new(a, style)
+                        + PathElement::new(b, style)
+                        + PathElement::new(c, style)
+                });
+        }
+        if s.samples.is_empty() {
+            draw_no_data(&mut chart, xmax * 0.3, yhi / 2.0)?;
+        }
+        draw_legend(&mut chart)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// An op at `t_ms` milliseconds.
+    fn op(t_ms: u64, ty: OpType, p: Process, f: &str, v: Value) -> Op {
+        let mut o = Op::new(ty, p, f, v);
+        o.time_ns = t_ms * 1_000_000;
+        o
+    }
+
+    fn nem(t_ms: u64, f: &str, v: Value) -> Op {
+        op(t_ms, OpType::Info, Process::Nemesis, f, v)
+    }
+
+    fn client(h: &mut Vec<Op>, p: u64, f: &str, t0_ms: u64, t1_ms: u64, end: OpType) {
+        h.push(op(
+            t0_ms,
+            OpType::Invoke,
+            Process::Client(p),
+            f,
+            json!(null),
+        ));
+        h.push(op(t1_ms, end, Process::Client(p), f, json!(1)));
+    }
+
+    fn sorted(mut ops: Vec<Op>) -> History {
+        ops.sort_by_key(|o| o.time_ns);
+        History::from_ops(ops)
+    }
+
+    fn isolate_n5() -> Value {
+        json!({"grudge": {"n1": ["n5"], "n2": ["n5"], "n3": ["n5"], "n4": ["n5"],
+                          "n5": ["n1", "n2", "n3", "n4"]}})
+    }
+
+    /// A history with client ops of three kinds and outcomes, a partition and a kill.
+    fn faulty() -> History {
+        let mut ops = vec![
+            nem(1_000, "start-partition", json!("one")),
+            nem(1_100, "start-partition", isolate_n5()),
+            nem(3_000, "stop-partition", json!(null)),
+            nem(3_050, "stop-partition", json!("healed")),
+            nem(4_000, "kill", json!("one")),
+            nem(4_200, "kill", json!({"nodes": ["n1"]})),
+        ];
+        for i in 0..50u64 {
+            let t = i * 100;
+            client(&mut ops, 0, "read", t, t + 3, OpType::Ok);
+            client(&mut ops, 1, "write", t + 10, t + 40, OpType::Ok);
+            let end = if i % 3 == 0 {
+                OpType::Fail
+            } else {
+                OpType::Info
+            };
+            client(&mut ops, 2 + i, "cas", t + 20, t + 90, end);
+        }
+        sorted(ops)
+    }
+
+    /// Structural checks: one root `<svg>`, balanced tags, no NaN/inf coordinates.
+    fn assert_well_formed(svg: &str) {
+        assert!(
+            svg.starts_with("<svg"),
+            "does not start with <svg: {}",
+            &svg[..svg.len().min(80)]
+        );
+        assert!(
+            svg.trim_end().ends_with("</svg>"),
+            "does not end with </svg>"
+        );
+        let mut stack: Vec<&str> = Vec::new();
+        let mut rest = svg;
+        while let Some(i) = rest.find('<') {
+            let j = rest[i..].find('>').expect("unterminated tag") + i;
+            let tag = &rest[i + 1..j];
+            if let Some(name) = tag.strip_prefix('/') {
+                assert_eq!(stack.pop(), Some(name.trim()), "mismatched </{name}>");
+            } else if !tag.ends_with('/') && !tag.starts_with('?') && !tag.starts_with('!') {
+                stack.push(tag.split_whitespace().next().unwrap_or(""));
+            }
+            rest = &rest[j + 1..];
+        }
+        assert!(stack.is_empty(), "unclosed tags: {stack:?}");
+        for bad in ["NaN", "inf\"", "=\"-inf"] {
+            assert!(!svg.contains(bad), "svg contains {bad}");
+        }
+    }
+
+    fn band_rect_count(svg: &str, kind: &str) -> usize {
+        let c = fault_color(kind);
+        let fill = format!("fill=\"#{:02X}{:02X}{:02X}\"", c.0, c.1, c.2);
+        svg.lines()
+            .filter(|l| {
+                l.starts_with("<rect") && l.contains(&fill) && l.contains("opacity=\"0.18\"")
+            })
+            .count()
+    }
+
+    #[test]
+    fn intervals_run_from_start_completion_to_stop_completion() {
+        let iv = fault_intervals(&faulty());
+        assert_eq!(iv.len(), 2, "{iv:?}");
+        assert_eq!(iv[0].kind, "partition");
+        assert_eq!(iv[0].label, "isolate n5");
+        assert!(
+            (iv[0].start_s - 1.1).abs() < 1e-9 && (iv[0].end_s - 3.05).abs() < 1e-9,
+            "{iv:?}"
+        );
+        assert_eq!(iv[1].kind, "kill");
+        assert_eq!(iv[1].label, "kill n1");
+        assert!((iv[1].start_s - 4.2).abs() < 1e-9, "{iv:?}");
+    }
+
+    #[test]
+    fn unterminated_fault_runs_to_end_of_history() {
+        let iv = fault_intervals(&faulty());
+        // Last client completion: cas invoked at 4920 ms, completed at 4990 ms.
+        assert!((iv[1].end_s - 4.99).abs() < 1e-9, "{iv:?}");
+    }
+
+    #[test]
+    fn repeated_and_stray_stops_are_harmless() {
+        let h = sorted(vec![
+            nem(100, "stop-partition", json!(null)),
+            nem(200, "stop-partition", json!("healed")),
+            nem(300, "pause", json!("one")),
+            nem(400, "pause", json!({"nodes": ["n3"]})),
+            nem(500, "resume", json!("all")),
+            nem(600, "resume", json!({"nodes": ["n3"]})),
+            nem(700, "resume", json!("all")),
+            nem(800, "resume", json!({"nodes": ["n3"]})),
+            nem(900, "start", json!("all")),
+            nem(950, "start", json!("done")),
+        ]);
+        assert_eq!(
+            fault_intervals(&h),
+            vec![FaultInterval {
+                kind: "pause".into(),
+                start_s: 0.4,
+                end_s: 0.6,
+                label: "pause n3".into(),
+            }]
+        );
+    }
+
+    #[test]
+    fn halves_generic_kinds_failed_faults_and_nested_starts() {
+        let halves = json!({"grudge": {"n1": ["n3", "n4", "n5"], "n2": ["n3", "n4", "n5"],
+                                       "n3": ["n1", "n2"], "n4": ["n1", "n2"], "n5": ["n1", "n2"]}});
+        let mut failed = nem(450, "kill", json!("one"));
+        failed.error = Some("ssh: connection refused".into());
+        let h = sorted(vec![
+            nem(100, "start-partition", json!("majority")),
+            nem(150, "start-partition", halves),
+            nem(200, "start-clock", json!(null)),
+            nem(250, "start-clock", json!("bumped")),
+            nem(400, "kill", json!("one")),
+            nem(410, "kill", json!(null)).clone(),
+            nem(420, "kill", json!("one")),
+            nem(430, "kill", json!({"nodes": ["n2"]})),
+            nem(440, "kill", json!("one")),
+            failed,
+            nem(500, "stop-clock", json!(null)),
+            nem(600, "stop-clock", json!("reset")),
+        ]);
+        let iv = fault_intervals(&h);
+        let got: Vec<(&str, &str, f64, f64)> = iv
+            .iter()
+            .map(|i| (i.kind.as_str(), i.label.as_str(), i.start_s, i.end_s))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("partition", "n1 n2 | n3 n4 n5", 0.15, 0.6),
+                ("clock", "clock bumped", 0.25, 0.6),
+                // The first kill's completion says nothing, so its invocation value labels it.
+                ("kill", "kill one + kill n2", 0.41, 0.6),
+            ]
+        );
+    }
+
+    #[test]
+    fn overlapping_grudge_is_labelled_by_its_invocation() {
+        let ring = json!({"grudge": {"n1": ["n3", "n4"], "n2": ["n4", "n5"], "n3": ["n1", "n5"],
+                                     "n4": ["n1", "n2"], "n5": ["n2", "n3"]}});
+        let h = sorted(vec![
+            nem(1, "start-partition", json!("majorities-ring")),
+            nem(2, "start-partition", ring.clone()),
+            nem(3, "stop-partition", json!(null)),
+            nem(4, "stop-partition", json!("healed")),
+            nem(5, "start-partition", json!(null)),
+            nem(6, "start-partition", ring),
+        ]);
+        let labels: Vec<String> = fault_intervals(&h).into_iter().map(|i| i.label).collect();
+        assert_eq!(labels, ["partition majorities-ring", "partition"]);
+    }
+
+    #[test]
+    fn long_labels_are_truncated() {
+        let nodes: Vec<String> = (0..30).map(|i| format!("node{i}")).collect();
+        let h = sorted(vec![
+            nem(1, "kill", json!("all")),
+            nem(2, "kill", json!({"nodes": nodes})),
+        ]);
+        let label = &fault_intervals(&h)[0].label;
+        assert_eq!(label.chars().count(), 40);
+        assert!(
+            label.starts_with("kill node0 node1") && label.ends_with('…'),
+            "{label}"
+        );
+    }
+
+    #[test]
+    fn raw_latency_svg_has_bands_labels_axes_and_legend() {
+        let svg = latency_raw_svg(&faulty());
+        assert_well_formed(&svg);
+        assert_eq!(band_rect_count(&svg, "partition"), 1);
+        assert_eq!(band_rect_count(&svg, "kill"), 1);
+        for text in [
+            "isolate n5",
+            "kill n1",
+            "time (s)",
+            "latency (ms)",
+            "fault: partition",
+            "fault: kill",
+            "read ok",
+            "write ok",
+            "cas fail",
+            "cas info",
+            "Latency of every operation",
+        ] {
+            assert!(svg.contains(text), "missing {text:?}");
+        }
+        assert!(!svg.contains("sampled") && !svg.contains("no data"));
+        // Markers by f in order of appearance: read circles, write triangles, cas crosses (two
+        // lines each); plus one legend marker per series.
+        assert_eq!(svg.matches("<circle").count(), 50 + 1, "read markers");
+        assert_eq!(svg.matches("<polygon").count(), 50 + 1, "write markers");
+        let cross_lines = svg
+            .lines()
+            .filter(|l| l.starts_with("<line opacity=\"0.75\""))
+            .count();
+        assert_eq!(cross_lines, 2 * (50 + 2), "cas markers (fail and info)");
+    }
+
+    #[test]
+    fn quantile_and_throughput_svgs_have_bands_and_legend() {
+        let h = faulty();
+        let q = latency_quantiles_svg(&h, 1.0);
+        assert_well_formed(&q);
+        for text in [
+            "p50",
+            "p95",
+            "p99",
+            "max",
+            "isolate n5",
+            "fault: kill",
+            "latency (ms)",
+            "time (s)",
+        ] {
+            assert!(q.contains(text), "quantiles: missing {text:?}");
+        }
+        assert_eq!(band_rect_count(&q, "partition"), 1);
+        let t = throughput_svg(&h, 1.0);
+        assert_well_formed(&t);
+        for text in [
+            "completions per second",
+            "read ok",
+            "cas info",
+            "kill n1",
+            "fault: partition",
+        ] {
+            assert!(t.contains(text), "throughput: missing {text:?}");
+        }
+        assert_eq!(band_rect_count(&t, "kill"), 1);
+    }
+
+    #[test]
+    fn empty_history_renders_no_data_charts() {
+        let h = History::default();
+        for svg in [
+            latency_raw_svg(&h),
+            latency_quantiles_svg(&h, 1.0),
+            throughput_svg(&h, 1.0),
+        ] {
+            assert_well_formed(&svg);
+            assert!(svg.contains("no data"), "{svg}");
+            assert!(svg.contains("time (s)"));
+        }
+        assert!(fault_intervals(&h).is_empty());
+    }
+
+    #[test]
+    fn nemesis_only_history_shows_bands_and_no_data() {
+        let h = sorted(vec![
+            nem(0, "kill", json!("one")),
+            nem(500, "kill", json!({"nodes": ["n4"]})),
+        ]);
+        let svg = throughput_svg(&h, 0.0);
+        assert_well_formed(&svg);
+        assert!(svg.contains("no data") && svg.contains("kill n4"));
+    }
+
+    #[test]
+    fn only_failures_renders_points() {
+        let mut ops = Vec::new();
+        for i in 0..20 {
+            client(&mut ops, i, "write", i * 10, i * 10 + 5, OpType::Fail);
+        }
+        let h = sorted(ops);
+        let raw = latency_raw_svg(&h);
+        assert_well_formed(&raw);
+        assert!(raw.contains("write fail") && !raw.contains("no data"));
+        assert_eq!(raw.matches("<circle").count(), 20 + 1);
+        let q = latency_quantiles_svg(&h, 0.05);
+        assert_well_formed(&q);
+        assert!(q.contains("p99") && !q.contains("no data"));
+        let t = throughput_svg(&h, f64::NAN);
+        assert_well_formed(&t);
+        assert!(t.contains("write fail"));
+    }
+
+    #[test]
+    fn zero_latency_and_odd_text_do_not_break_the_svg() {
+        let mut ops = Vec::new();
+        client(&mut ops, 0, "read<&>", 5, 5, OpType::Ok);
+        ops.push(nem(1, "kill", json!("one")));
+        ops.push(nem(2, "kill", json!({"nodes": ["<n1&>"]})));
+        let h = sorted(ops);
+        let svg = latency_raw_svg(&h);
+        assert_well_formed(&svg);
+        assert!(svg.contains("read&lt;&amp;&gt; ok") && svg.contains("kill &lt;n1&amp;&gt;"));
+    }
+
+    #[test]
+    fn huge_histories_are_downsampled_deterministically() {
+        let mut ops = Vec::new();
+        for i in 0..(MAX_OK_POINTS as u64 * 2 + 10) {
+            client(&mut ops, 0, "read", i, i + 1, OpType::Ok);
+        }
+        for i in 0..100 {
+            client(&mut ops, 1, "write", i * 3, i * 3 + 2, OpType::Info);
+        }
+        let h = sorted(ops);
+        let svg = latency_raw_svg(&h);
+        assert_well_formed(&svg);
+        assert!(svg.contains("sampled"), "caption should say sampled");
+        let reads = svg.matches("<circle").count() - 1;
+        assert_eq!(reads, MAX_OK_POINTS);
+        // Info ops are under their cap and all kept.
+        assert_eq!(svg.matches("<polygon").count(), 100 + 1);
+        assert_eq!(svg, latency_raw_svg(&h), "rendering is deterministic");
+    }
+
+    #[test]
+    fn quantile_lines_break_on_empty_windows() {
+        let mut ops = Vec::new();
+        for (i, lat) in [1u64, 2, 3, 4].into_iter().enumerate() {
+            client(&mut ops, i as u64, "read", 100, 100 + lat, OpType::Ok);
+        }
+        client(&mut ops, 9, "read", 2_500, 2_510, OpType::Info);
+        let h = sorted(ops);
+        let s = samples(&h);
+        let lines = quantile_lines(&s.samples, 1.0, 3);
+        // p50 of [1, 2, 3, 4] ms is 2 ms (nearest rank); window 1 is empty, so two segments.
+        assert_eq!(lines[0], vec![vec![(0.5, 2.0)], vec![(2.5, 10.0)]]);
+        assert_eq!(lines[3], vec![vec![(0.5, 4.0)], vec![(2.5, 10.0)]]);
+    }
+
+    #[test]
+    fn throughput_counts_by_completion_window() {
+        let mut ops = Vec::new();
+        client(&mut ops, 0, "read", 900, 1_100, OpType::Ok);
+        client(&mut ops, 1, "read", 100, 200, OpType::Ok);
+        client(&mut ops, 2, "write", 100, 2_900, OpType::Fail);
+        let h = sorted(ops);
+        let s = samples(&h);
+        let c = throughput_counts(&s.samples, 1.0, 3);
+        assert_eq!(c[&(0, Outcome::Ok)], vec![1, 1, 0]);
+        assert_eq!(c[&(1, Outcome::Fail)], vec![0, 0, 1]);
+        assert_eq!(c.len(), 2);
+    }
+
+    #[test]
+    fn quantile_and_window_helpers() {
+        assert_eq!(quantile(&[1.0, 2.0, 3.0, 4.0], 0.5), 2.0);
+        assert_eq!(quantile(&[1.0, 2.0, 3.0, 4.0], 0.99), 4.0);
+        assert_eq!(quantile(&[7.0], 0.0), 7.0);
+        assert_eq!(window_width(0.0, 10.0), 1.0);
+        assert_eq!(window_width(-3.0, 10.0), 1.0);
+        assert_eq!(window_width(f64::INFINITY, 10.0), 1.0);
+        assert_eq!(window_width(0.5, 10_000.0), 5.0);
+        assert_eq!(window_count(10_000.0, 5.0), MAX_WINDOWS);
+        assert_eq!(window_of(10_000.0, 5.0, MAX_WINDOWS), MAX_WINDOWS - 1);
+    }
+
+    #[test]
+    fn stray_completions_and_unfinished_invokes_are_skipped() {
+        let h = sorted(vec![
+            op(0, OpType::Ok, Process::Client(3), "read", json!(1)),
+            op(1, OpType::Invoke, Process::Client(4), "read", json!(null)),
+        ]);
+        assert!(samples(&h).samples.is_empty());
+        assert!(latency_raw_svg(&h).contains("no data"));
+    }
+
+    #[test]
+    fn many_f_values_merge_into_other() {
+        let mut ops = Vec::new();
+        for i in 0..(MAX_F_SERIES as u64 + 3) {
+            client(&mut ops, i, &format!("f{i}"), i, i + 1, OpType::Ok);
+        }
+        let s = samples(&sorted(ops));
+        assert_eq!(s.f_names.len(), MAX_F_SERIES + 1);
+        assert_eq!(s.f_names.last().map(String::as_str), Some("other"));
+        assert_eq!(
+            s.samples.iter().filter(|x| x.f_idx == MAX_F_SERIES).count(),
+            3
+        );
+    }
+}
