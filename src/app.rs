@@ -353,6 +353,48 @@ pub fn sandbox(cfg: crate::sandbox::SandboxConfig, up: bool, down: bool) -> i32 
     }
 }
 
+/// `shakedown report`: rewrite plots, results and (when invalid) the witness page of a run
+/// directory from its history alone.
+pub fn report(args: crate::cli::ReportArgs) -> i32 {
+    if !args.run_dir.join(crate::store::HISTORY_FILE).is_file() {
+        eprintln!(
+            "error: {}: not a run directory (no {})",
+            args.run_dir.display(),
+            crate::store::HISTORY_FILE
+        );
+        return EXIT_USAGE;
+    }
+    if !(args.check_time_limit.is_finite() && args.check_time_limit > 0.0) {
+        eprintln!(
+            "error: --check-time-limit {}: expected a positive number",
+            args.check_time_limit
+        );
+        return EXIT_USAGE;
+    }
+    let run_dir = crate::store::RunDir::open(&args.run_dir);
+    match crate::runner::write_results(&run_dir, args.check_time_limit) {
+        Ok((verdict, _)) => {
+            for name in std::fs::read_dir(&run_dir.path)
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                let p = name.path();
+                if p.extension()
+                    .is_some_and(|e| e == "svg" || e == "html" || e == "json")
+                {
+                    println!("{}", p.display());
+                }
+            }
+            verdict.exit_code()
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            run_error_code(&e)
+        }
+    }
+}
+
 /// `shakedown heal`.
 pub fn heal(args: crate::cli::HealArgs) -> i32 {
     let cluster = match args.cluster.to_cluster() {

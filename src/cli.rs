@@ -33,6 +33,8 @@ pub enum Command {
     Sandbox(SandboxCmd),
     /// Measure the controller's overhead against a bare client loop on the same cluster.
     Bench(BenchArgs),
+    /// Regenerate the plots (and the witness page of an invalid run) from a run directory.
+    Report(ReportArgs),
     /// Undo faults the tool may have left behind: remove its iptables chain and resume paused
     /// DB processes on every node (e.g. after the controller was killed).
     Heal(HealArgs),
@@ -172,6 +174,16 @@ impl ClusterArgs {
             sandbox: self.sandbox.to_config()?,
         })
     }
+}
+
+/// `shakedown report` flags.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// A run directory (holding history.jsonl).
+    pub run_dir: PathBuf,
+    /// Time budget for re-checking an invalid run's witness, in seconds.
+    #[arg(long, default_value_t = 60.0)]
+    pub check_time_limit: f64,
 }
 
 /// `shakedown heal` flags.

@@ -400,13 +400,7 @@ pub async fn run(
     }
     let (events, counts, main_phase, interrupted) = result?;
 
-    let history = History::read_file(&run_dir.history_path())?;
-    let (verdict, results, linear) = check(&history, cfg.check_time_limit_s);
-    run_dir.write_json(RESULTS_FILE, &results_json(verdict, &results))?;
-    if let Some(r) = linear.filter(|r| r.verdict == Verdict::Invalid) {
-        let page = crate::checker::witness_html::render_witness_html(&r, &history);
-        run_dir.write_text(LINEAR_WITNESS_FILE, &page)?;
-    }
+    let (verdict, results) = write_results(&run_dir, cfg.check_time_limit_s)?;
     Ok(RunOutcome {
         run_dir,
         verdict,
@@ -438,12 +432,32 @@ fn interrupt_on_ctrl_c() -> watch::Receiver<bool> {
     rx
 }
 
+/// Check a run directory's history and write results.json, the witness page (when
+/// linearizability is violated) and the plots. Used at the end of a run and by `report`.
+pub fn write_results(
+    run_dir: &RunDir,
+    check_time_limit_s: f64,
+) -> Result<(Verdict, Vec<CheckResult>), RunError> {
+    let history = History::read_file(&run_dir.history_path())?;
+    let (verdict, results, linear) = check(&history, check_time_limit_s);
+    run_dir.write_json(RESULTS_FILE, &results_json(verdict, &results))?;
+    if let Some(r) = linear.filter(|r| r.verdict == Verdict::Invalid) {
+        let page = crate::checker::witness_html::render_witness_html(&r, &history);
+        run_dir.write_text(LINEAR_WITNESS_FILE, &page)?;
+    }
+    if let Err(e) = crate::report::render_run(&run_dir.path) {
+        tracing::warn!("plots: {e}");
+    }
+    Ok((verdict, results))
+}
+
 /// Results file contents.
 pub fn results_json(verdict: Verdict, results: &[CheckResult]) -> Value {
     json!({ "valid": verdict, "checkers": results })
 }
 
-/// The checks a register run gets, plus the typed linearizability result (for the witness page).
+/// The checks a register run gets (linearizability, session guarantees), plus the typed
+/// linearizability result for the witness page.
 pub fn check(
     history: &History,
     time_limit_s: f64,
@@ -452,23 +466,25 @@ pub fn check(
     Vec<CheckResult>,
     Option<crate::checker::linear::LinearResult>,
 ) {
+    use crate::checker::Checker;
     let limit = Duration::from_secs_f64(time_limit_s);
-    match crate::app::check_linear_with_model("cas-register", history, false, limit) {
-        Ok(r) => {
-            let result = crate::app::linear_check_result(&r);
-            (result.verdict, vec![result], Some(r))
-        }
-        // The model could not interpret the history: say so, never call it valid.
-        Err(e) => {
-            let result = CheckResult {
-                checker: "linearizable".into(),
-                verdict: Verdict::Unknown,
-                summary: format!("history not checkable: {e}"),
-                details: json!({ "error": e }),
-            };
-            (Verdict::Unknown, vec![result], None)
-        }
-    }
+    let (linear, typed) =
+        match crate::app::check_linear_with_model("cas-register", history, false, limit) {
+            Ok(r) => (crate::app::linear_check_result(&r), Some(r)),
+            // The model could not interpret the history: say so, never call it valid.
+            Err(e) => (
+                CheckResult {
+                    checker: "linearizable".into(),
+                    verdict: Verdict::Unknown,
+                    summary: format!("history not checkable: {e}"),
+                    details: json!({ "error": e }),
+                },
+                None,
+            ),
+        };
+    let session = crate::checker::session::SessionChecker::new(Default::default()).check(history);
+    let verdict = linear.verdict.merge(session.verdict);
+    (verdict, vec![linear, session], typed)
 }
 
 /// How the user steers a running workload: the progress bar to update and the Ctrl-C signal.

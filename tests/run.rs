@@ -201,6 +201,23 @@ shape = "halves"
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
+    // Session guarantees hold for linearizable reads.
+    assert_eq!(results["checkers"][1]["checker"], "session");
+    assert_eq!(results["checkers"][1]["verdict"], "valid");
+    // Plots with fault bands were written, and `report` regenerates them from the directory.
+    let raw = run_dir.join("latency-raw.svg");
+    std::fs::remove_file(&raw).unwrap();
+    let out = shakedown(&["report", run_dir.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let svg = std::fs::read_to_string(&raw).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("fault: partition") && svg.contains("fault: kill")
+    );
 }
 
 #[test]
