@@ -239,7 +239,14 @@ pub struct NemesisConfig {
     pub partition: PartitionConfig,
     /// Seeded RNG for target choice.
     pub rng: ChaCha8Rng,
+    /// Where fault records go (the run's `faults.jsonl`); `None` records nothing.
+    pub journal: Option<JournalSink>,
 }
+
+/// Receives one JSON record per fault step: `{"time", "action": "inject"|"undo", "f", "detail",
+/// "undo_with", "event": "begin"|"done"|"failed", "error"}`. An inject is recorded *before* it is
+/// applied, with the op that undoes it.
+pub type JournalSink = crate::store::JsonlSink;
 
 /// Applies and heals faults, remembering what is active.
 pub struct Nemesis {
@@ -301,6 +308,41 @@ impl Nemesis {
         })
     }
 
+    /// Record `begin`, run `step`, record `done` or `failed`.
+    fn journaled<T>(
+        &mut self,
+        action: &str,
+        f: &str,
+        detail: Value,
+        undo_with: Option<&str>,
+        step: impl FnOnce(&mut Self) -> Result<T, String>,
+    ) -> Result<T, String> {
+        let mut record = json!({
+            "time": chrono::Utc::now().to_rfc3339(),
+            "action": action,
+            "f": f,
+            "detail": detail,
+            "undo_with": undo_with,
+            "event": "begin",
+        });
+        if let Some(sink) = self.cfg.journal.as_mut() {
+            sink(&record);
+        }
+        let result = step(self);
+        if let Some(sink) = self.cfg.journal.as_mut() {
+            record["time"] = chrono::Utc::now().to_rfc3339().into();
+            match &result {
+                Ok(_) => record["event"] = "done".into(),
+                Err(e) => {
+                    record["event"] = "failed".into();
+                    record["error"] = e.clone().into();
+                }
+            }
+            sink(&record);
+        }
+        result
+    }
+
     /// Run the command built for each node on the given nodes in parallel.
     fn run_on(&self, idx: &[usize], cmd: impl Fn(&Node) -> Cmd + Sync) -> Result<(), String> {
         self.on_nodes(idx, |r, n| {
@@ -345,11 +387,20 @@ impl Nemesis {
     /// Remove every partition rule (flush the tool's chain on every node).
     pub fn heal_partition(&mut self) -> Result<(), String> {
         let chain = self.cfg.partition.chain.clone();
-        self.run_on(&self.all_idx(), |_| {
-            Cmd::new("iptables")
-                .args(["-w", "-F", chain.as_str()])
-                .sudo(true)
-        })?;
+        let all = self.all_idx();
+        self.journaled(
+            "undo",
+            "stop-partition",
+            json!({ "chain": chain }),
+            None,
+            |n| {
+                n.run_on(&all, |_| {
+                    Cmd::new("iptables")
+                        .args(["-w", "-F", chain.as_str()])
+                        .sudo(true)
+                })
+            },
+        )?;
         self.partitioned = false;
         Ok(())
     }
@@ -393,8 +444,11 @@ impl Nemesis {
                         value: value.clone(),
                     };
                 };
-                self.partition(&grudge)
-                    .map(|()| json!({ "grudge": grudge }))
+                let detail = json!({ "grudge": grudge });
+                self.journaled("inject", f, detail.clone(), Some("stop-partition"), |n| {
+                    n.partition(&grudge)
+                })
+                .map(|()| detail)
             }
             "stop-partition" => self.heal_partition().map(|()| json!("healed")),
             "kill" => self.kill(value),
@@ -420,8 +474,13 @@ impl Nemesis {
         let idx = self.targets(value)?;
         let names = self.node_names(&idx);
         self.killed.extend(names.iter().cloned());
-        self.on_nodes(&idx, |r, n| kill.kill(r, n).map_err(|e| e.to_string()))?;
-        Ok(json!({ "nodes": names }))
+        let detail = json!({ "nodes": names });
+        self.journaled("inject", "kill", detail.clone(), Some("start"), |n| {
+            n.on_nodes(&idx, |r, node| {
+                kill.kill(r, node).map_err(|e| e.to_string())
+            })
+        })?;
+        Ok(detail)
     }
 
     /// Start the system on every node where the nemesis killed it (idempotent on all nodes).
@@ -431,8 +490,11 @@ impl Nemesis {
             return Ok(vec![]);
         };
         let cluster = self.cfg.nodes.clone();
-        self.on_nodes(&self.all_idx(), |r, n| {
-            kill.start(r, n, &cluster).map_err(|e| e.to_string())
+        let (all, killed) = (self.all_idx(), self.killed.clone());
+        self.journaled("undo", "start", json!({ "killed": killed }), None, |n| {
+            n.on_nodes(&all, |r, node| {
+                kill.start(r, node, &cluster).map_err(|e| e.to_string())
+            })
         })?;
         Ok(std::mem::take(&mut self.killed).into_iter().collect())
     }
@@ -445,8 +507,13 @@ impl Nemesis {
         let idx = self.targets(value)?;
         let names = self.node_names(&idx);
         self.paused.extend(names.iter().cloned());
-        self.on_nodes(&idx, |r, n| pause.pause(r, n).map_err(|e| e.to_string()))?;
-        Ok(json!({ "nodes": names }))
+        let detail = json!({ "nodes": names });
+        self.journaled("inject", "pause", detail.clone(), Some("resume"), |n| {
+            n.on_nodes(&idx, |r, node| {
+                pause.pause(r, node).map_err(|e| e.to_string())
+            })
+        })?;
+        Ok(detail)
     }
 
     /// Resume the system on every node (idempotent).
@@ -455,8 +522,11 @@ impl Nemesis {
         let Some(pause) = db.as_pause() else {
             return Ok(vec![]);
         };
-        self.on_nodes(&self.all_idx(), |r, n| {
-            pause.resume(r, n).map_err(|e| e.to_string())
+        let (all, paused) = (self.all_idx(), self.paused.clone());
+        self.journaled("undo", "resume", json!({ "paused": paused }), None, |n| {
+            n.on_nodes(&all, |r, node| {
+                pause.resume(r, node).map_err(|e| e.to_string())
+            })
         })?;
         Ok(std::mem::take(&mut self.paused).into_iter().collect())
     }

@@ -16,7 +16,7 @@ use crate::generator::{self, Generator};
 use crate::history::{History, HistoryWriter};
 use crate::interpreter::{Interpreter, Stats, Worker};
 use crate::nemesis::{Nemesis, NemesisConfig, PartitionConfig};
-use crate::store::{LINEAR_WITNESS_FILE, RESULTS_FILE, RunDir, TEST_FILE};
+use crate::store::{FAULTS_FILE, LINEAR_WITNESS_FILE, RESULTS_FILE, RunDir, TEST_FILE};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
@@ -219,6 +219,7 @@ pub async fn heal(cluster: crate::cli::Cluster, etcd_dir: String) -> Result<Vec<
             db,
             partition: PartitionConfig::default(),
             rng: ChaCha8Rng::seed_from_u64(0),
+            journal: None,
         });
         let mut done = Vec::new();
         nemesis.teardown().map_err(RunError::Control)?;
@@ -321,6 +322,7 @@ pub async fn run(
         db: db.clone(),
         partition: PartitionConfig::default(),
         rng: ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_add(1)),
+        journal: Some(run_dir.jsonl_sink(FAULTS_FILE)?),
     });
     let setup = {
         let (remotes, nodes, db) = (remotes.clone(), nodes.clone(), db.clone());

@@ -14,6 +14,8 @@ pub const HISTORY_FILE: &str = "history.jsonl";
 pub const TEST_FILE: &str = "test.json";
 /// Checker results.
 pub const RESULTS_FILE: &str = "results.json";
+/// Fault journal: every fault recorded before it is applied, and its undo.
+pub const FAULTS_FILE: &str = "faults.jsonl";
 /// Linearizability witness page, written when the verdict is invalid.
 pub const LINEAR_WITNESS_FILE: &str = "linearizability.html";
 /// Directory of per-node logs.
@@ -41,6 +43,9 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
         source,
     }
 }
+
+/// A function that appends one JSON record per call.
+pub type JsonlSink = Box<dyn FnMut(&serde_json::Value) + Send>;
 
 /// One run's directory.
 #[derive(Debug, Clone)]
@@ -91,6 +96,25 @@ impl RunDir {
             .append(true)
             .open(&p)
             .map_err(io_err(&p))
+    }
+
+    /// An append-only JSONL sink into `name` (one write per record, so a crash loses at most
+    /// the record being written). Write errors are logged, not fatal: the history stays primary.
+    pub fn jsonl_sink(&self, name: &str) -> Result<JsonlSink, StoreError> {
+        let p = self.path.join(name);
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&p)
+            .map_err(io_err(&p))?;
+        Ok(Box::new(move |v: &serde_json::Value| {
+            use std::io::Write;
+            let mut line = v.to_string();
+            line.push('\n');
+            if let Err(e) = file.write_all(line.as_bytes()) {
+                tracing::warn!("{}: {e}", p.display());
+            }
+        }))
     }
 
     /// Directory for one node's logs, created on demand.

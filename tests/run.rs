@@ -201,6 +201,33 @@ shape = "halves"
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
+    // The fault journal records each fault before it is applied, with its undo, and every
+    // applied fault was undone later.
+    let journal: Vec<Value> = std::fs::read_to_string(run_dir.join("faults.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let injected: Vec<usize> = (0..journal.len())
+        .filter(|&i| journal[i]["action"] == "inject" && journal[i]["event"] == "done")
+        .collect();
+    assert!(injected.len() >= 3, "{journal:#?}");
+    for &i in &injected {
+        let begin = journal[..i]
+            .iter()
+            .rposition(|r| r["action"] == "inject" && r["event"] == "begin")
+            .expect("begin recorded before done");
+        assert_eq!(journal[begin]["f"], journal[i]["f"]);
+        let undo = &journal[i]["undo_with"];
+        assert!(undo.is_string(), "{}", journal[i]);
+        assert!(
+            journal[i..]
+                .iter()
+                .any(|u| u["action"] == "undo" && &u["f"] == undo && u["event"] == "done"),
+            "fault {} never undone",
+            journal[i]
+        );
+    }
     // Session guarantees hold for linearizable reads.
     assert_eq!(results["checkers"][1]["checker"], "session");
     assert_eq!(results["checkers"][1]["verdict"], "valid");
