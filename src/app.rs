@@ -397,14 +397,22 @@ pub fn report(args: crate::cli::ReportArgs) -> i32 {
 
 /// `shakedown heal`.
 pub fn heal(args: crate::cli::HealArgs) -> i32 {
-    let cluster = match args.cluster.to_cluster() {
+    let (cluster, journal) = match args
+        .cluster
+        .to_cluster()
+        .and_then(|c| Ok((c, args.journal_path()?)))
+    {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
             return EXIT_USAGE;
         }
     };
-    match runtime().block_on(crate::runner::heal(cluster, args.cluster.etcd_dir.clone())) {
+    match runtime().block_on(crate::runner::heal(
+        cluster,
+        args.cluster.etcd_dir.clone(),
+        journal,
+    )) {
         Ok(lines) => {
             for l in lines {
                 println!("{l}");

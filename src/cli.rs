@@ -192,6 +192,29 @@ pub struct HealArgs {
     /// Which cluster.
     #[command(flatten)]
     pub cluster: ClusterArgs,
+    /// Fault journal to heal from (default: `<reports>/latest/faults.jsonl` when it exists).
+    #[arg(long)]
+    pub journal: Option<PathBuf>,
+    /// Directory holding run directories (for the default journal).
+    #[arg(long, default_value = "reports")]
+    pub reports: PathBuf,
+}
+
+impl HealArgs {
+    /// The journal to heal from, if any; an explicit `--journal` must exist.
+    pub fn journal_path(&self) -> Result<Option<PathBuf>, ConfigError> {
+        match &self.journal {
+            Some(p) if p.is_file() => Ok(Some(p.clone())),
+            Some(p) => Err(ConfigError::new(
+                "--journal",
+                format!("{}: no such file", p.display()),
+            )),
+            None => {
+                let p = self.reports.join("latest").join(crate::store::FAULTS_FILE);
+                Ok(p.is_file().then_some(p))
+            }
+        }
+    }
 }
 
 /// `shakedown run` flags.

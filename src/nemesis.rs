@@ -151,6 +151,21 @@ pub fn grudge_for(shape: &str, nodes: &[String], rng: &mut ChaCha8Rng) -> Option
     })
 }
 
+/// Faults a journal (`faults.jsonl` records, in order) shows as possibly still in effect: every
+/// inject that began — done, failed (it may have been partly applied) or cut off — and was not
+/// followed by a completed undo of its `undo_with` op. Returns their `begin` records.
+pub fn outstanding_faults(records: &[Value]) -> Vec<Value> {
+    let mut open: Vec<Value> = Vec::new();
+    for r in records {
+        match (r["action"].as_str(), r["event"].as_str()) {
+            (Some("inject"), Some("begin")) => open.push(r.clone()),
+            (Some("undo"), Some("done")) => open.retain(|o| o["undo_with"] != r["f"]),
+            _ => {}
+        }
+    }
+    open
+}
+
 /// Which nodes a process fault hits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -219,6 +234,12 @@ iptables -w -F "$c"
 const DROP_FROM: &str = r#"set -e
 c="$1"; shift
 for src in "$@"; do iptables -w -A "$c" -s "$src" -j DROP; done
+"#;
+
+/// Flush the chain if it exists (no chain = nothing to heal).
+const FLUSH_CHAIN: &str = r#"c="$1"
+iptables -w -n -L "$c" >/dev/null 2>&1 || exit 0
+iptables -w -F "$c"
 "#;
 
 const TEARDOWN_CHAIN: &str = r#"c="$1"
@@ -395,9 +416,7 @@ impl Nemesis {
             None,
             |n| {
                 n.run_on(&all, |_| {
-                    Cmd::new("iptables")
-                        .args(["-w", "-F", chain.as_str()])
-                        .sudo(true)
+                    Cmd::script(FLUSH_CHAIN, [chain.as_str()]).sudo(true)
                 })
             },
         )?;
@@ -547,6 +566,12 @@ impl Nemesis {
         errs
     }
 
+    /// Remember nodes killed by an earlier controller (from its journal), so `start_all` records
+    /// them.
+    pub fn adopt_killed(&mut self, nodes: impl IntoIterator<Item = String>) {
+        self.killed.extend(nodes);
+    }
+
     /// Names of faults currently active, for the progress display.
     pub fn active(&self) -> Vec<String> {
         let mut v = Vec::new();
@@ -675,6 +700,26 @@ mod tests {
         for shape in PARTITION_SHAPES {
             assert!(grudge_for(shape, &nodes, &mut ChaCha8Rng::seed_from_u64(1)).is_some());
         }
+    }
+
+    #[test]
+    fn outstanding_faults_are_injects_without_a_later_undo() {
+        let rec = |action: &str, event: &str, f: &str, undo: Option<&str>| json!({ "action": action, "event": event, "f": f, "undo_with": undo });
+        let journal = vec![
+            rec("inject", "begin", "kill", Some("start")),
+            rec("inject", "done", "kill", Some("start")),
+            rec("undo", "begin", "start", None),
+            rec("undo", "done", "start", None),
+            rec("inject", "begin", "start-partition", Some("stop-partition")),
+            rec("inject", "done", "start-partition", Some("stop-partition")),
+            rec("undo", "begin", "stop-partition", None),
+            rec("undo", "failed", "stop-partition", None),
+            rec("inject", "begin", "pause", Some("resume")),
+        ];
+        let open = outstanding_faults(&journal);
+        let fs: Vec<&str> = open.iter().map(|r| r["f"].as_str().unwrap()).collect();
+        assert_eq!(fs, vec!["start-partition", "pause"]);
+        assert!(outstanding_faults(&journal[..4]).is_empty());
     }
 
     #[test]

@@ -203,10 +203,42 @@ pub fn resolve_cluster(
 }
 
 /// `shakedown heal`: remove the tool's iptables chain and resume paused DB processes on every
-/// node. Returns one line per action taken; errors name the node.
-pub async fn heal(cluster: crate::cli::Cluster, etcd_dir: String) -> Result<Vec<String>, RunError> {
+/// node; when a fault journal is given, also restart the DB where it shows an un-undone kill, and
+/// append the undo steps to that journal. Returns one line per action; errors name the node.
+pub async fn heal(
+    cluster: crate::cli::Cluster,
+    etcd_dir: String,
+    journal: Option<std::path::PathBuf>,
+) -> Result<Vec<String>, RunError> {
     let mut ssh = cluster.ssh;
     let nodes = resolve_cluster(&cluster.nodes, &mut ssh, &cluster.sandbox, false)?;
+    let mut done = Vec::new();
+    let (outstanding, sink) = match &journal {
+        None => (Vec::new(), None),
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| RunError::Control(format!("{}: {e}", path.display())))?;
+            let records: Vec<Value> = text
+                .lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect();
+            let open = crate::nemesis::outstanding_faults(&records);
+            for r in &open {
+                done.push(format!(
+                    "journal {}: {} {} not undone",
+                    path.display(),
+                    r["f"],
+                    r["detail"]
+                ));
+            }
+            let dir = RunDir::open(path.parent().unwrap_or(std::path::Path::new(".")));
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().to_string())
+                .unwrap_or_default();
+            (open, Some(dir.jsonl_sink(&name)?))
+        }
+    };
     tokio::task::spawn_blocking(move || -> Result<Vec<String>, RunError> {
         let remotes = connect(&nodes, &ssh)?;
         let db: Arc<dyn Db> = Arc::new(Etcd::new(crate::db::etcd::EtcdConfig {
@@ -219,9 +251,9 @@ pub async fn heal(cluster: crate::cli::Cluster, etcd_dir: String) -> Result<Vec<
             db,
             partition: PartitionConfig::default(),
             rng: ChaCha8Rng::seed_from_u64(0),
-            journal: None,
+            journal: sink,
         });
-        let mut done = Vec::new();
+        nemesis.heal_partition().map_err(RunError::Control)?;
         nemesis.teardown().map_err(RunError::Control)?;
         done.push(format!(
             "removed iptables chain {} on {} nodes",
@@ -233,6 +265,17 @@ pub async fn heal(cluster: crate::cli::Cluster, etcd_dir: String) -> Result<Vec<
             "resumed (SIGCONT) the DB process on {} nodes",
             nodes.len()
         ));
+        let killed: Vec<String> = outstanding
+            .iter()
+            .filter(|r| r["f"] == "kill")
+            .flat_map(|r| r["detail"]["nodes"].as_array().cloned().unwrap_or_default())
+            .filter_map(|n| n.as_str().map(str::to_string))
+            .collect();
+        if !killed.is_empty() {
+            nemesis.adopt_killed(killed.clone());
+            nemesis.start_all().map_err(RunError::Control)?;
+            done.push(format!("restarted the DB on {}", killed.join(", ")));
+        }
         Ok(done)
     })
     .await

@@ -540,4 +540,44 @@ fn heal_undoes_partitions_and_pauses_left_by_a_killed_controller() {
     }
     // Healing twice is harmless.
     assert!(shakedown(&heal).status.success());
+
+    // Kill: the journal of the killed controller says which node's DB to restart.
+    let nem = nemesis_file(
+        tmp.path(),
+        "interval_s = 3.0\n[[faults]]\nkind = \"kill\"\ntargets = \"one\"\n",
+    );
+    kill_controller_during("kill", &reports, &nem);
+    let running = |n| {
+        !on_node(
+            n,
+            "grep -l etcd /proc/$(cat /tmp/shakedown/etcd/etcd.pid)/cmdline 2>/dev/null",
+        )
+        .trim()
+        .is_empty()
+    };
+    assert_eq!(
+        (1..=5).filter(|&n| running(n)).count(),
+        4,
+        "one etcd should be dead before heal"
+    );
+    let mut with_journal = heal.clone();
+    with_journal.extend(["--reports", reports.to_str().unwrap()]);
+    let out = shakedown(&with_journal);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("restarted the DB on n"), "{stdout}");
+    assert!((1..=5).all(running), "every etcd runs again after heal");
+    let journal = std::fs::read_to_string(reports.join("latest/faults.jsonl")).unwrap();
+    let records: Vec<Value> = journal
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert!(
+        shakedown::nemesis::outstanding_faults(&records).is_empty(),
+        "{journal}"
+    );
 }
