@@ -1,0 +1,942 @@
+//! The HTML pages of a report: one self-contained `index.html` per run directory and a
+//! `reports/index.html` listing all runs.
+//!
+//! Owns reading a finished run directory (`test.json`, `results.json`, `history.jsonl`, the plot
+//! SVGs, `logs/`) and rendering it as static HTML with inline CSS and inline SVG: no scripts, no
+//! external references, opens from `file://`. Does not own the run layout (`store`), rendering the
+//! plots (`plots`), or checking (`checker`); it only displays what those wrote.
+
+use crate::history::{History, OpType, Process};
+use crate::report::fault_intervals;
+use crate::store::{HISTORY_FILE, LINEAR_WITNESS_FILE, LOGS_DIR, RESULTS_FILE, TEST_FILE};
+use serde_json::Value;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Plots embedded in the run page, in display order: (file name, caption).
+const PLOTS: [(&str, &str); 3] = [
+    ("latency-raw.svg", "Latency (raw)"),
+    ("latency-quantiles.svg", "Latency quantiles"),
+    ("throughput.svg", "Throughput"),
+];
+/// A plot larger than this is linked instead of embedded.
+pub const MAX_EMBED_SVG_BYTES: u64 = 6 * 1024 * 1024;
+/// At most this many session witness texts are shown.
+pub const MAX_SESSION_WITNESSES: usize = 20;
+/// Explanations longer than this are cut (the full text stays in `results.json`).
+pub const MAX_EXPLANATION_BYTES: usize = 64 * 1024;
+/// At most this many log files are linked.
+pub const MAX_LOG_LINKS: usize = 1000;
+/// At most this many fault intervals are listed.
+pub const MAX_FAULT_ROWS: usize = 1000;
+/// At most this many runs are listed in the reports index.
+pub const MAX_INDEX_ROWS: usize = 1000;
+/// File name of a run page and of the reports index.
+pub const INDEX_FILE: &str = "index.html";
+
+const CSS: &str = "body{font-family:sans-serif;margin:1.5em;color:#222;max-width:1300px}\
+table{border-collapse:collapse;margin:0.5em 0 1.2em}\
+th,td{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}\
+th{background:#f2f2f2}pre,code{background:#f6f6f6;font-size:90%}\
+pre{padding:0.6em;overflow-x:auto;white-space:pre-wrap}\
+.badge{display:inline-block;padding:2px 10px;border-radius:4px;color:#fff;font-size:80%;vertical-align:middle}\
+.valid{background:#2e7d32}.invalid{background:#c62828}.unknown{background:#ef8f00}\
+svg{max-width:100%;height:auto;display:block;margin:0.5em 0}";
+
+/// Escape text for HTML element content and attribute values.
+fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Percent-encode one relative path for an `href` (keeps `/` and unreserved characters), so a
+/// file name can never become a scheme or break out of the attribute.
+fn href(rel: &str) -> String {
+    let mut out = String::with_capacity(rel.len());
+    for b in rel.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~' | b'/') {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    // A leading segment with a colon is impossible now (':' is encoded); guard "//" anyway.
+    if out.starts_with("//") {
+        out.insert_str(0, "./");
+    }
+    out
+}
+
+/// Verdict badge; unknown strings are shown as `unknown`-coloured.
+fn badge(verdict: &str) -> String {
+    let class = match verdict {
+        "valid" => "valid",
+        "invalid" => "invalid",
+        _ => "unknown",
+    };
+    format!("<span class=\"badge {class}\">{}</span>", esc(verdict))
+}
+
+/// Read and parse a JSON object file of the run; errors name the file.
+fn read_json(path: &Path) -> Result<Value, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let v: Value = serde_json::from_str(&text)
+        .map_err(|e| format!("{}: malformed JSON: {e}", path.display()))?;
+    if !v.is_object() {
+        return Err(format!("{}: expected a JSON object", path.display()));
+    }
+    Ok(v)
+}
+
+/// A JSON value as display text: strings unquoted, null as empty, others as compact JSON.
+fn text_of(v: Option<&Value>) -> String {
+    match v {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// A `{name, spec}` object (workload, nemesis) as "name (spec json)"; other values as text.
+fn named_spec(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::Object(m)) if m.contains_key("name") => {
+            let name = text_of(m.get("name"));
+            match m.get("spec") {
+                None | Some(Value::Null) => name,
+                Some(spec) => format!("{name} ({spec})"),
+            }
+        }
+        other => text_of(other),
+    }
+}
+
+fn row(out: &mut String, key: &str, value_html: &str) {
+    let _ = writeln!(out, "<tr><th>{}</th><td>{value_html}</td></tr>", esc(key));
+}
+
+/// Cut `s` to at most `max` bytes at a char boundary, noting the cut.
+fn truncate(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\n… ({} more bytes, see results.json)",
+        &s[..end],
+        s.len() - end
+    )
+}
+
+/// Every regular file under `dir`, as paths relative to `base` with `/` separators, sorted,
+/// at most `max`. Symlinks are not followed.
+fn list_files(base: &Path, dir: &Path, max: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in rd.flatten() {
+            let Ok(ft) = entry.file_type() else { continue };
+            let p = entry.path();
+            if ft.is_dir() {
+                stack.push(p);
+            } else if ft.is_file()
+                && let Ok(rel) = p.strip_prefix(base)
+            {
+                let parts: Vec<String> = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect();
+                out.push(parts.join("/"));
+            }
+        }
+    }
+    out.sort();
+    out.truncate(max);
+    out
+}
+
+/// An SVG file ready to embed inline, or `None` when it should only be linked (too large,
+/// unreadable, not an SVG, or containing scripts/external references).
+fn embeddable_svg(path: &Path) -> Option<String> {
+    let len = std::fs::metadata(path).ok()?.len();
+    if len > MAX_EMBED_SVG_BYTES {
+        return None;
+    }
+    let text = std::fs::read_to_string(path).ok()?;
+    let text = text.trim_start();
+    if !text.starts_with("<svg") {
+        return None;
+    }
+    // The HTML parser puts <svg> in the SVG namespace itself; dropping the declaration keeps the
+    // page free of any URL.
+    let text = text.replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1);
+    let lower = text.to_ascii_lowercase();
+    if lower.contains("<script")
+        || lower.contains("http:")
+        || lower.contains("https:")
+        || lower.contains("javascript:")
+        || lower.contains("<foreignobject")
+    {
+        return None;
+    }
+    Some(text)
+}
+
+fn checker_section(out: &mut String, run_dir: &Path, results: &Value) {
+    let checkers: &[Value] = results
+        .get("checkers")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    out.push_str(
+        "<h2>Checkers</h2>\n<table><tr><th>checker</th><th>verdict</th><th>summary</th></tr>\n",
+    );
+    for c in checkers {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&text_of(c.get("checker"))),
+            badge(&text_of(c.get("verdict"))),
+            esc(&text_of(c.get("summary")))
+        );
+    }
+    out.push_str("</table>\n");
+    for c in checkers {
+        let name = text_of(c.get("checker"));
+        let details = c.get("details").unwrap_or(&Value::Null);
+        match name.as_str() {
+            "linearizable" => linear_section(out, run_dir, details),
+            "session" => session_section(out, details),
+            _ => {}
+        }
+    }
+}
+
+fn linear_section(out: &mut String, run_dir: &Path, details: &Value) {
+    out.push_str("<h3>linearizable</h3>\n");
+    if let Some(expl) = details.get("explanation").and_then(Value::as_str) {
+        let _ = writeln!(
+            out,
+            "<pre>{}</pre>",
+            esc(&truncate(expl, MAX_EXPLANATION_BYTES))
+        );
+    }
+    if run_dir.join(LINEAR_WITNESS_FILE).is_file() {
+        let _ = writeln!(
+            out,
+            "<p><a href=\"{}\">linearizability witness ({})</a></p>",
+            href(LINEAR_WITNESS_FILE),
+            esc(LINEAR_WITNESS_FILE)
+        );
+    }
+}
+
+fn session_section(out: &mut String, details: &Value) {
+    out.push_str("<h3>session</h3>\n");
+    let guarantees: &[Value] = details
+        .get("guarantees")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    if !guarantees.is_empty() {
+        out.push_str("<table><tr><th>guarantee</th><th>checks</th><th>violations</th></tr>\n");
+        for g in guarantees {
+            let _ = writeln!(
+                out,
+                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&text_of(g.get("guarantee"))),
+                esc(&text_of(g.get("checks"))),
+                esc(&text_of(g.get("violations")))
+            );
+        }
+        out.push_str("</table>\n");
+    }
+    let witnesses: Vec<String> = guarantees
+        .iter()
+        .flat_map(|g| {
+            g.get("witnesses")
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or(&[])
+        })
+        .filter_map(|w| w.get("witness").and_then(Value::as_str))
+        .take(MAX_SESSION_WITNESSES)
+        .map(|w| truncate(w, 8 * 1024))
+        .collect();
+    if !witnesses.is_empty() {
+        let _ = writeln!(out, "<p>Witnesses (first {}):</p>", witnesses.len());
+        for w in &witnesses {
+            let _ = writeln!(out, "<pre>{}</pre>", esc(w));
+        }
+    }
+    if let Some(stale) = details.get("stale").filter(|s| s.is_object()) {
+        out.push_str("<p>Stale reads:</p>\n<table>\n");
+        row(
+            out,
+            "reads measured",
+            &esc(&text_of(stale.get("reads_measured"))),
+        );
+        row(out, "stale reads", &esc(&text_of(stale.get("stale_reads"))));
+        for (key, label) in [
+            ("versions_behind", "versions behind (all reads)"),
+            ("ms_behind", "ms behind (all reads)"),
+            ("stale_versions_behind", "versions behind (stale reads)"),
+            ("stale_ms_behind", "ms behind (stale reads)"),
+        ] {
+            if let Some(p) = stale.get(key) {
+                let cell = ["p50", "p90", "p99", "max"]
+                    .iter()
+                    .map(|q| format!("{q} {}", text_of(p.get(*q))))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                row(out, label, &esc(&cell));
+            }
+        }
+        out.push_str("</table>\n");
+    }
+}
+
+/// Render the self-contained `index.html` of one run directory. `test.json` and `results.json`
+/// are required (an error names the missing or malformed file); everything else is optional.
+pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
+    let test = read_json(&run_dir.join(TEST_FILE))?;
+    let results = read_json(&run_dir.join(RESULTS_FILE))?;
+    let name = text_of(test.get("name"));
+    let verdict = text_of(results.get("valid"));
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\
+         <title>shakedown — {}</title><style>{CSS}</style></head><body>\n",
+        esc(&name)
+    );
+    let _ = writeln!(
+        out,
+        "<h1>shakedown — {} {}</h1>",
+        esc(&name),
+        badge(&verdict)
+    );
+
+    // Configuration.
+    out.push_str("<h2>Configuration</h2>\n<table>\n");
+    row(&mut out, "seed", &esc(&text_of(test.get("seed"))));
+    row(
+        &mut out,
+        "start time",
+        &esc(&text_of(test.get("start_time"))),
+    );
+    let nodes = test
+        .get("nodes")
+        .and_then(Value::as_array)
+        .map(|ns| {
+            ns.iter()
+                .map(|n| match (n.get("name"), n.get("host")) {
+                    (Some(_), Some(_)) => {
+                        format!("{} ({})", text_of(n.get("name")), text_of(n.get("host")))
+                    }
+                    _ => text_of(Some(n)),
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default();
+    row(&mut out, "nodes", &esc(&nodes));
+    let db = test.get("db");
+    let db_text = format!(
+        "{} {}",
+        text_of(db.and_then(|d| d.get("name"))),
+        text_of(db.and_then(|d| d.get("version")))
+    );
+    row(&mut out, "db", &esc(db_text.trim()));
+    row(
+        &mut out,
+        "concurrency",
+        &esc(&text_of(test.get("concurrency"))),
+    );
+    row(&mut out, "rate (ops/s)", &esc(&text_of(test.get("rate"))));
+    row(
+        &mut out,
+        "time limit (s)",
+        &esc(&text_of(test.get("time_limit_s"))),
+    );
+    row(&mut out, "read mode", &esc(&text_of(test.get("read_mode"))));
+    row(
+        &mut out,
+        "workload",
+        &esc(&named_spec(test.get("workload"))),
+    );
+    row(&mut out, "nemesis", &esc(&named_spec(test.get("nemesis"))));
+    row(
+        &mut out,
+        "shakedown version",
+        &esc(&text_of(test.get("shakedown_version"))),
+    );
+    row(
+        &mut out,
+        "rerun",
+        &format!("<code>{}</code>", esc(&text_of(test.get("rerun")))),
+    );
+    out.push_str("</table>\n");
+
+    checker_section(&mut out, run_dir, &results);
+
+    // Fault timeline.
+    let history_path = run_dir.join(HISTORY_FILE);
+    if history_path.is_file() {
+        match History::read_file(&history_path) {
+            Ok(history) => {
+                let faults = fault_intervals(&history);
+                out.push_str("<h2>Faults</h2>\n");
+                if faults.is_empty() {
+                    out.push_str("<p>No faults injected.</p>\n");
+                } else {
+                    out.push_str(
+                        "<table><tr><th>start (s)</th><th>end (s)</th><th>kind</th><th>label</th></tr>\n",
+                    );
+                    for f in faults.iter().take(MAX_FAULT_ROWS) {
+                        let _ = writeln!(
+                            out,
+                            "<tr><td>{:.3}</td><td>{:.3}</td><td>{}</td><td>{}</td></tr>",
+                            f.start_s,
+                            f.end_s,
+                            esc(&f.kind),
+                            esc(&f.label)
+                        );
+                    }
+                    out.push_str("</table>\n");
+                    if faults.len() > MAX_FAULT_ROWS {
+                        let _ = writeln!(
+                            out,
+                            "<p>… {} more intervals not shown</p>",
+                            faults.len() - MAX_FAULT_ROWS
+                        );
+                    }
+                }
+            }
+            Err(e) => {
+                let _ = writeln!(
+                    out,
+                    "<h2>Faults</h2>\n<p>history unreadable: {}</p>",
+                    esc(&e.to_string())
+                );
+            }
+        }
+    }
+
+    // Plots.
+    let present: Vec<_> = PLOTS
+        .iter()
+        .filter(|(f, _)| run_dir.join(f).is_file())
+        .collect();
+    if !present.is_empty() {
+        out.push_str("<h2>Plots</h2>\n");
+        for (file, caption) in present {
+            let _ = writeln!(out, "<h3>{}</h3>", esc(caption));
+            match embeddable_svg(&run_dir.join(file)) {
+                Some(svg) => {
+                    out.push_str(&svg);
+                    out.push('\n');
+                }
+                None => {
+                    let _ = writeln!(
+                        out,
+                        "<p><a href=\"{}\">{}</a> (not embedded: too large or not a plain SVG)</p>",
+                        href(file),
+                        esc(file)
+                    );
+                }
+            }
+        }
+    }
+
+    // Files.
+    out.push_str("<h2>Files</h2>\n<ul>\n");
+    let mut files: Vec<String> = [HISTORY_FILE, TEST_FILE, RESULTS_FILE, LINEAR_WITNESS_FILE]
+        .iter()
+        .filter(|f| run_dir.join(f).is_file())
+        .map(|f| f.to_string())
+        .collect();
+    files.extend(list_files(run_dir, &run_dir.join(LOGS_DIR), MAX_LOG_LINKS));
+    for f in &files {
+        let _ = writeln!(out, "<li><a href=\"{}\">{}</a></li>", href(f), esc(f));
+    }
+    out.push_str("</ul>\n</body></html>\n");
+    Ok(out)
+}
+
+/// Render and write `run_dir/index.html`; returns its path.
+pub fn write_run_page(run_dir: &Path) -> Result<PathBuf, String> {
+    let html = render_run_page(run_dir)?;
+    let path = run_dir.join(INDEX_FILE);
+    std::fs::write(&path, html).map_err(|e| format!("{}: cannot write: {e}", path.display()))?;
+    Ok(path)
+}
+
+/// One row of the reports index.
+struct IndexRow {
+    /// Run directory relative to the reports root, `/`-separated.
+    rel: String,
+    /// Test name from test.json.
+    name: String,
+    /// Start time from test.json (RFC 3339 text, sorts chronologically).
+    start_time: String,
+    /// Time of the last history event, seconds; `None` without a readable history.
+    duration_s: Option<f64>,
+    /// Client invocations in the history.
+    client_ops: Option<u64>,
+    /// (checker, verdict) pairs; `None` without a readable results.json.
+    verdicts: Option<Vec<(String, String)>>,
+}
+
+fn index_row(dir: &Path, test_dir: &str, stamp: &str) -> Option<IndexRow> {
+    let test = read_json(&dir.join(TEST_FILE)).ok()?;
+    let (duration_s, client_ops) = match History::read_file(&dir.join(HISTORY_FILE)) {
+        Ok(h) => (
+            Some(h.ops.iter().map(|o| o.time_ns).max().unwrap_or(0) as f64 / 1e9),
+            Some(
+                h.ops
+                    .iter()
+                    .filter(|o| o.op_type == OpType::Invoke && o.process != Process::Nemesis)
+                    .count() as u64,
+            ),
+        ),
+        Err(_) => (None, None),
+    };
+    let verdicts = read_json(&dir.join(RESULTS_FILE)).ok().map(|r| {
+        r.get("checkers")
+            .and_then(Value::as_array)
+            .map(|cs| {
+                cs.iter()
+                    .map(|c| (text_of(c.get("checker")), text_of(c.get("verdict"))))
+                    .collect()
+            })
+            .unwrap_or_default()
+    });
+    Some(IndexRow {
+        rel: format!("{test_dir}/{stamp}"),
+        name: text_of(test.get("name")),
+        start_time: text_of(test.get("start_time")),
+        duration_s,
+        client_ops,
+        verdicts,
+    })
+}
+
+/// Render `reports/index.html`: every `<root>/<test>/<timestamp>/` holding a `test.json`
+/// (symlinks such as `latest` skipped), newest first, at most [`MAX_INDEX_ROWS`] rows.
+pub fn render_reports_index(reports_root: &Path) -> Result<String, String> {
+    let rd = std::fs::read_dir(reports_root)
+        .map_err(|e| format!("{}: cannot list reports: {e}", reports_root.display()))?;
+    // Collect candidate dirs first (cheap), sort newest first by timestamp dir name, then read
+    // at most MAX_INDEX_ROWS of them.
+    let mut candidates: Vec<(String, String, PathBuf)> = Vec::new();
+    for test_entry in rd.flatten() {
+        let Ok(ft) = test_entry.file_type() else {
+            continue;
+        };
+        if !ft.is_dir() {
+            continue; // symlinks (latest) and files
+        }
+        let test_dir = test_entry.file_name().to_string_lossy().into_owned();
+        let Ok(runs) = std::fs::read_dir(test_entry.path()) else {
+            continue;
+        };
+        for run in runs.flatten() {
+            let Ok(ft) = run.file_type() else { continue };
+            if !ft.is_dir() || !run.path().join(TEST_FILE).is_file() {
+                continue;
+            }
+            let stamp = run.file_name().to_string_lossy().into_owned();
+            candidates.push((stamp, test_dir.clone(), run.path()));
+        }
+    }
+    // Timestamp directory names are UTC and sort chronologically: keep the newest before reading.
+    candidates.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
+    let total = candidates.len();
+    candidates.truncate(MAX_INDEX_ROWS);
+    let mut rows: Vec<IndexRow> = candidates
+        .iter()
+        .filter_map(|(stamp, test_dir, path)| index_row(path, test_dir, stamp))
+        .collect();
+    // Newest first: by start time, then directory name.
+    rows.sort_by(|a, b| {
+        b.start_time
+            .cmp(&a.start_time)
+            .then_with(|| b.rel.cmp(&a.rel))
+    });
+
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>shakedown reports</title>\
+         <style>{CSS}</style></head><body>\n<h1>shakedown reports</h1>\n"
+    );
+    let _ = writeln!(out, "<p>{total} runs.</p>");
+    out.push_str(
+        "<table><tr><th>test</th><th>start time</th><th>duration (s)</th><th>client ops</th>\
+         <th>verdicts</th><th>run</th></tr>\n",
+    );
+    for r in &rows {
+        let verdicts = match &r.verdicts {
+            None => "no results".to_string(),
+            Some(vs) => vs
+                .iter()
+                .map(|(c, v)| format!("{} {}", esc(c), badge(v)))
+                .collect::<Vec<_>>()
+                .join("<br>"),
+        };
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{verdicts}</td>\
+             <td><a href=\"{}\">{}</a></td></tr>",
+            esc(&r.name),
+            esc(&r.start_time),
+            r.duration_s.map(|d| format!("{d:.1}")).unwrap_or_default(),
+            r.client_ops.map(|n| n.to_string()).unwrap_or_default(),
+            href(&format!("{}/{INDEX_FILE}", r.rel)),
+            esc(&r.rel)
+        );
+    }
+    out.push_str("</table>\n");
+    if total > MAX_INDEX_ROWS {
+        let _ = writeln!(
+            out,
+            "<p>… {} older runs not listed</p>",
+            total - MAX_INDEX_ROWS
+        );
+    }
+    out.push_str("</body></html>\n");
+    Ok(out)
+}
+
+/// Render and write `reports_root/index.html`; returns its path.
+pub fn write_reports_index(reports_root: &Path) -> Result<PathBuf, String> {
+    let html = render_reports_index(reports_root)?;
+    let path = reports_root.join(INDEX_FILE);
+    std::fs::write(&path, html).map_err(|e| format!("{}: cannot write: {e}", path.display()))?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Op;
+    use serde_json::json;
+
+    fn history_text(ops: &[(u64, OpType, Process, &str, Value)]) -> String {
+        let mut text = String::new();
+        for (i, (t, ty, p, f, v)) in ops.iter().enumerate() {
+            let mut op = Op::new(*ty, *p, *f, v.clone());
+            op.index = i as u64;
+            op.time_ns = *t;
+            text.push_str(&serde_json::to_string(&op).unwrap());
+            text.push('\n');
+        }
+        text
+    }
+
+    /// A small run dir: test.json, results.json, a history with a partition, plots, a log.
+    fn write_run(dir: &Path, name: &str, start_time: &str, seed: u64) {
+        std::fs::create_dir_all(dir).unwrap();
+        let test = json!({
+            "name": name, "seed": seed, "start_time": start_time,
+            "shakedown_version": "0.1.0",
+            "db": {"name": "etcd", "version": "3.4.23"},
+            "nodes": [{"name": "n1", "host": "10.0.0.1"}, {"name": "n2", "host": "10.0.0.2"}],
+            "concurrency": 4, "rate": 100.0, "time_limit_s": 10.0, "read_mode": "serializable",
+            "workload": {"name": "register", "spec": {"kind": "register"}},
+            "nemesis": {"name": "isolate", "spec": null},
+            "rerun": "shakedown run --seed 42 --workload register"
+        });
+        std::fs::write(dir.join(TEST_FILE), test.to_string()).unwrap();
+        let results = json!({
+            "valid": "invalid",
+            "checkers": [
+                {"checker": "linearizable", "verdict": "invalid",
+                 "summary": "invalid: 2 ops in 1 part",
+                 "details": {"explanation": "key 2: cannot linearize op 976 <read>"}},
+                {"checker": "session", "verdict": "valid", "summary": "4 session guarantees held",
+                 "details": {
+                    "guarantees": [
+                        {"guarantee": "monotonic-reads", "checks": 17, "violations": 3,
+                         "witnesses": [{"witness": "session 1 read v3 then v2"}]},
+                        {"guarantee": "read-your-writes", "checks": 5, "violations": 0,
+                         "witnesses": []}
+                    ],
+                    "stale": {"reads_measured": 40, "stale_reads": 7,
+                              "ms_behind": {"p50": 0.0, "p90": 1.5, "p99": 9.25, "max": 12.0}}
+                 }}
+            ]
+        });
+        std::fs::write(dir.join(RESULTS_FILE), results.to_string()).unwrap();
+        let ops = [
+            (
+                0u64,
+                OpType::Invoke,
+                Process::Client(0),
+                "read",
+                Value::Null,
+            ),
+            (
+                1_000_000,
+                OpType::Ok,
+                Process::Client(0),
+                "read",
+                Value::Null,
+            ),
+            (
+                1_500_000_000,
+                OpType::Info,
+                Process::Nemesis,
+                "start-partition",
+                json!("isolate n2"),
+            ),
+            (
+                1_600_000_000,
+                OpType::Info,
+                Process::Nemesis,
+                "start-partition",
+                json!("isolate n2"),
+            ),
+            (
+                2_000_000_000,
+                OpType::Invoke,
+                Process::Client(1),
+                "write",
+                json!(3),
+            ),
+            (
+                2_100_000_000,
+                OpType::Ok,
+                Process::Client(1),
+                "write",
+                json!(3),
+            ),
+            (
+                3_000_000_000,
+                OpType::Info,
+                Process::Nemesis,
+                "stop-partition",
+                Value::Null,
+            ),
+            (
+                3_250_000_000,
+                OpType::Info,
+                Process::Nemesis,
+                "stop-partition",
+                Value::Null,
+            ),
+        ];
+        std::fs::write(dir.join(HISTORY_FILE), history_text(&ops)).unwrap();
+        crate::report::render_run(dir).unwrap();
+        std::fs::create_dir_all(dir.join("logs/n1")).unwrap();
+        std::fs::write(dir.join("logs/n1/etcd.log"), "started\n").unwrap();
+        std::fs::write(dir.join(LINEAR_WITNESS_FILE), "<html></html>").unwrap();
+    }
+
+    #[test]
+    fn run_page_shows_config_verdicts_faults_plots_and_links() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run");
+        write_run(
+            &dir,
+            "etcd-register",
+            "2026-11-29T21:29:52Z",
+            7952273444010470980,
+        );
+        let html = render_run_page(&dir).unwrap();
+        assert!(html.contains("shakedown — etcd-register"), "title");
+        assert!(html.contains("<span class=\"badge invalid\">invalid</span>"));
+        assert!(html.contains("7952273444010470980"), "seed");
+        assert!(html.contains("etcd 3.4.23"));
+        assert!(html.contains("n1 (10.0.0.1), n2 (10.0.0.2)"));
+        assert!(html.contains("<code>shakedown run --seed 42 --workload register</code>"));
+        assert!(html.contains(
+            "<tr><td>linearizable</td><td><span class=\"badge invalid\">invalid</span></td>\
+             <td>invalid: 2 ops in 1 part</td></tr>"
+        ));
+        assert!(html.contains("<td>session</td><td><span class=\"badge valid\">valid</span>"));
+        assert!(html.contains("<pre>key 2: cannot linearize op 976 &lt;read&gt;</pre>"));
+        assert!(html.contains("href=\"linearizability.html\""));
+        assert!(html.contains("<tr><td>monotonic-reads</td><td>17</td><td>3</td></tr>"));
+        assert!(html.contains("<pre>session 1 read v3 then v2</pre>"));
+        assert!(html.contains("p99 9.25"));
+        // Partition effective at 1.6 s, healed at 3.25 s.
+        assert!(
+            html.contains("<tr><td>1.600</td><td>3.250</td><td>partition</td>"),
+            "fault row missing"
+        );
+        assert_eq!(html.matches("<svg").count(), 3, "three inline plots");
+        assert!(html.contains("href=\"logs/n1/etcd.log\""));
+        for f in ["history.jsonl", "test.json", "results.json"] {
+            assert!(html.contains(&format!("href=\"{f}\"")), "{f} link");
+        }
+        assert!(!html.contains("<script"));
+        assert!(!html.contains("http://"));
+        assert!(!html.contains("https://"));
+        let path = write_run_page(&dir).unwrap();
+        assert_eq!(std::fs::read_to_string(path).unwrap(), html);
+    }
+
+    #[test]
+    fn optional_files_missing_are_omitted() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        std::fs::write(dir.join(TEST_FILE), r#"{"name": "bare"}"#).unwrap();
+        std::fs::write(
+            dir.join(RESULTS_FILE),
+            r#"{"valid": "unknown", "checkers": []}"#,
+        )
+        .unwrap();
+        let html = render_run_page(dir).unwrap();
+        assert!(html.contains("badge unknown"));
+        assert!(!html.contains("<svg"));
+        assert!(!html.contains("Faults"));
+        assert!(!html.contains("history.jsonl"));
+        assert!(!html.contains("linearizability.html"));
+    }
+
+    #[test]
+    fn oversized_or_scripted_plot_is_linked_not_embedded() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        std::fs::write(dir.join(TEST_FILE), r#"{"name": "x"}"#).unwrap();
+        std::fs::write(
+            dir.join(RESULTS_FILE),
+            r#"{"valid": "valid", "checkers": []}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("throughput.svg"),
+            "<svg><script>alert(1)</script></svg>",
+        )
+        .unwrap();
+        let big = format!(
+            "<svg>{}</svg>",
+            " ".repeat(MAX_EMBED_SVG_BYTES as usize + 1)
+        );
+        std::fs::write(dir.join("latency-raw.svg"), big).unwrap();
+        let html = render_run_page(dir).unwrap();
+        assert!(!html.contains("<svg"));
+        assert!(!html.contains("<script"));
+        assert!(html.contains("href=\"throughput.svg\""));
+        assert!(html.contains("href=\"latency-raw.svg\""));
+        assert!(html.len() < 100_000);
+    }
+
+    #[test]
+    fn missing_or_malformed_required_files_name_the_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        std::fs::write(dir.join(TEST_FILE), r#"{"name": "x"}"#).unwrap();
+        let err = render_run_page(dir).unwrap_err();
+        assert!(err.contains("results.json"), "{err}");
+        std::fs::write(dir.join(RESULTS_FILE), "{not json").unwrap();
+        let err = render_run_page(dir).unwrap_err();
+        assert!(
+            err.contains("results.json") && err.contains("malformed"),
+            "{err}"
+        );
+        std::fs::write(dir.join(RESULTS_FILE), r#"{"valid": "valid"}"#).unwrap();
+        std::fs::write(dir.join(TEST_FILE), "[1, 2]").unwrap();
+        let err = render_run_page(dir).unwrap_err();
+        assert!(err.contains("test.json"), "{err}");
+        std::fs::remove_file(dir.join(TEST_FILE)).unwrap();
+        let err = render_run_page(dir).unwrap_err();
+        assert!(err.contains("test.json"), "{err}");
+        assert!(write_run_page(dir).is_err());
+        assert!(!dir.join(INDEX_FILE).exists());
+    }
+
+    #[test]
+    fn nasty_text_is_escaped() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let test = json!({"name": "<script>alert('x')</script>", "rerun": "a && b \"c\""});
+        std::fs::write(dir.join(TEST_FILE), test.to_string()).unwrap();
+        let results = json!({"valid": "<b>", "checkers": [
+            {"checker": "<i>c</i>", "verdict": "valid", "summary": "1 < 2 & 3 > 2", "details": null},
+            "not an object", 17
+        ]});
+        std::fs::write(dir.join(RESULTS_FILE), results.to_string()).unwrap();
+        std::fs::create_dir_all(dir.join("logs/n\"1")).unwrap();
+        std::fs::write(dir.join("logs/n\"1/a b<.log"), "x").unwrap();
+        let html = render_run_page(dir).unwrap();
+        assert!(!html.contains("<script"));
+        assert!(html.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"));
+        assert!(html.contains("<code>a &amp;&amp; b &quot;c&quot;</code>"));
+        assert!(html.contains("badge unknown\">&lt;b&gt;</span>"));
+        assert!(html.contains("<td>&lt;i&gt;c&lt;/i&gt;</td>"));
+        assert!(html.contains("1 &lt; 2 &amp; 3 &gt; 2"));
+        assert!(html.contains("href=\"logs/n%221/a%20b%3C.log\""));
+    }
+
+    #[test]
+    fn reports_index_lists_runs_newest_first_and_skips_symlinks() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        write_run(
+            &root.join("alpha/20261129T100000.000Z"),
+            "alpha",
+            "2026-11-29T10:00:00Z",
+            1,
+        );
+        write_run(
+            &root.join("beta/20261129T110000.000Z"),
+            "beta",
+            "2026-11-29T11:00:00Z",
+            2,
+        );
+        // Not a run: no test.json.
+        std::fs::create_dir_all(root.join("beta/20261129T120000.000Z")).unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(root.join("beta/20261129T110000.000Z"), root.join("latest"))
+            .unwrap();
+        let html = render_reports_index(root).unwrap();
+        let beta = html
+            .find("href=\"beta/20261129T110000.000Z/index.html\"")
+            .expect("beta link");
+        let alpha = html
+            .find("href=\"alpha/20261129T100000.000Z/index.html\"")
+            .expect("alpha link");
+        assert!(beta < alpha, "newest first");
+        assert_eq!(
+            html.matches("/index.html\"").count(),
+            2,
+            "latest symlink skipped"
+        );
+        assert!(html.contains("<p>2 runs.</p>"));
+        // Duration 3.25 s, two client invokes, both checker verdicts.
+        assert!(
+            html.contains("<td>3.2</td><td>2</td>"),
+            "duration and op count"
+        );
+        assert!(html.contains("linearizable <span class=\"badge invalid\">invalid</span>"));
+        assert!(html.contains("session <span class=\"badge valid\">valid</span>"));
+        let path = write_reports_index(root).unwrap();
+        assert_eq!(path, root.join(INDEX_FILE));
+    }
+
+    #[test]
+    fn reports_index_of_missing_root_is_an_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        let err = render_reports_index(&tmp.path().join("nope")).unwrap_err();
+        assert!(err.contains("nope"), "{err}");
+    }
+}
