@@ -493,6 +493,15 @@ pub fn write_results(
     if let Err(e) = crate::report::render_run(&run_dir.path) {
         tracing::warn!("plots: {e}");
     }
+    if let Err(e) = crate::report::page::write_run_page(&run_dir.path) {
+        tracing::warn!("run page: {e}");
+    }
+    // reports/<test>/<timestamp>: the index lives at reports/index.html.
+    if let Some(root) = run_dir.path.parent().and_then(|p| p.parent())
+        && let Err(e) = crate::report::page::write_reports_index(root)
+    {
+        tracing::warn!("reports index: {e}");
+    }
     Ok((verdict, results))
 }
 

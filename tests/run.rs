@@ -245,6 +245,11 @@ shape = "halves"
     assert!(
         svg.starts_with("<svg") && svg.contains("fault: partition") && svg.contains("fault: kill")
     );
+    // The run page embeds the plots and links the journal; the reports index lists the run.
+    let page = std::fs::read_to_string(run_dir.join("index.html")).unwrap();
+    assert!(page.contains("<svg") && page.contains("faults.jsonl") && !page.contains("<script"));
+    let index = std::fs::read_to_string(reports.join("index.html")).unwrap();
+    assert!(index.contains("etcd-register"), "{index}");
 }
 
 #[test]

@@ -8,7 +8,9 @@
 
 use crate::history::{History, OpType, Process};
 use crate::report::fault_intervals;
-use crate::store::{HISTORY_FILE, LINEAR_WITNESS_FILE, LOGS_DIR, RESULTS_FILE, TEST_FILE};
+use crate::store::{
+    FAULTS_FILE, HISTORY_FILE, LINEAR_WITNESS_FILE, LOGS_DIR, RESULTS_FILE, TEST_FILE,
+};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -467,11 +469,17 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
 
     // Files.
     out.push_str("<h2>Files</h2>\n<ul>\n");
-    let mut files: Vec<String> = [HISTORY_FILE, TEST_FILE, RESULTS_FILE, LINEAR_WITNESS_FILE]
-        .iter()
-        .filter(|f| run_dir.join(f).is_file())
-        .map(|f| f.to_string())
-        .collect();
+    let mut files: Vec<String> = [
+        HISTORY_FILE,
+        TEST_FILE,
+        RESULTS_FILE,
+        FAULTS_FILE,
+        LINEAR_WITNESS_FILE,
+    ]
+    .iter()
+    .filter(|f| run_dir.join(f).is_file())
+    .map(|f| f.to_string())
+    .collect();
     files.extend(list_files(run_dir, &run_dir.join(LOGS_DIR), MAX_LOG_LINKS));
     for f in &files {
         let _ = writeln!(out, "<li><a href=\"{}\">{}</a></li>", href(f), esc(f));
