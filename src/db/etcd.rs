@@ -102,7 +102,7 @@ if [ -n "$url" ]; then
   exit 0
 fi
 export DEBIAN_FRONTEND=noninteractive
-apt-get install -y -q etcd-server etcd-client >/dev/null
+apt-get -o DPkg::Lock::Timeout=300 install -y -q etcd-server etcd-client >/dev/null
 "#;
 
 impl Etcd {

@@ -57,13 +57,20 @@ pub fn ensure_packages() -> Result<Vec<String>> {
         return Err(SandboxError::MissingPackages { packages: missing });
     }
     let mut update = Command::new("apt-get");
+    // Wait for another apt (e.g. unattended upgrades) instead of failing at once.
     update
-        .arg("update")
+        .args(["-o", "DPkg::Lock::Timeout=300", "update"])
         .env("DEBIAN_FRONTEND", "noninteractive");
     run(&mut update)?;
     let mut install = Command::new("apt-get");
     install
-        .args(["install", "-y", "--no-install-recommends"])
+        .args([
+            "-o",
+            "DPkg::Lock::Timeout=300",
+            "install",
+            "-y",
+            "--no-install-recommends",
+        ])
         .args(&missing)
         .env("DEBIAN_FRONTEND", "noninteractive");
     run(&mut install)?;
