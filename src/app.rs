@@ -30,6 +30,7 @@ fn run_error_code(e: &RunError) -> i32 {
 /// `shakedown run`.
 pub fn run(args: RunArgs) -> i32 {
     let (quiet, json) = (args.quiet || args.json, args.json);
+    let args_junit = args.junit.clone();
     let cfg = match args.into_config() {
         Ok(c) => c,
         Err(e) => {
@@ -53,6 +54,7 @@ pub fn run(args: RunArgs) -> i32 {
         pb
     });
     let rerun = cfg.rerun_command();
+    let (junit, suite) = (args_junit, cfg.name.clone());
     let outcome = runtime().block_on(crate::runner::run(cfg, progress));
     match outcome {
         Err(e) => {
@@ -60,6 +62,14 @@ pub fn run(args: RunArgs) -> i32 {
             run_error_code(&e)
         }
         Ok(o) => {
+            if let Some(path) = &junit {
+                let xml =
+                    crate::report::junit::junit_xml(&suite, &o.results, o.main_phase.as_secs_f64());
+                if let Err(e) = std::fs::write(path, xml) {
+                    eprintln!("error: {}: {e}", path.display());
+                    return EXIT_RUNTIME;
+                }
+            }
             let history = History::read_file(&o.run_dir.history_path()).unwrap_or_default();
             let summary = crate::summary::summarize(&history);
             if json {

@@ -274,6 +274,9 @@ pub struct RunArgs {
     /// Print the outcome as one JSON object (implies --quiet).
     #[arg(long)]
     pub json: bool,
+    /// Also write the verdicts as JUnit XML (one test case per checker) to this file.
+    #[arg(long)]
+    pub junit: Option<PathBuf>,
 }
 
 impl RunArgs {

@@ -5,6 +5,7 @@
 //! files next to it. Does not own the run layout (that is `store`), the CLI (`cli`/`app`) or
 //! checking (`checker`).
 
+pub mod junit;
 pub mod page;
 pub mod plots;
 
