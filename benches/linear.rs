@@ -14,6 +14,10 @@ use shakedown::history::History;
 use shakedown::model::{RegisterConfig, RegisterModel};
 use std::time::{Duration, Instant};
 
+#[path = "common/mod.rs"]
+mod common;
+use common::peak_rss_kib;
+
 fn big() -> GenConfig {
     GenConfig {
         keys: 100,
@@ -49,12 +53,6 @@ fn run(h: &History) -> LinearResult {
         h,
         &config(),
     )
-}
-
-fn peak_rss_kib() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 fn once() {

@@ -12,6 +12,10 @@ use shakedown::checker::session::{SessionConfig, SessionResult, check_sessions};
 use shakedown::history::History;
 use std::time::{Duration, Instant};
 
+#[path = "common/mod.rs"]
+mod common;
+use common::peak_rss_kib;
+
 fn clean() -> VersionedGenConfig {
     VersionedGenConfig {
         keys: 100,
@@ -35,12 +39,6 @@ fn stale() -> VersionedGenConfig {
 
 fn run(h: &History) -> SessionResult {
     check_sessions(h, &SessionConfig::default())
-}
-
-fn peak_rss_kib() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 fn once() {

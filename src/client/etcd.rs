@@ -580,25 +580,23 @@ impl EtcdClient {
 
     /// POST a JSON body; returns the 2xx body, or the classified error.
     async fn post(&self, path: &str, body: &Value) -> Result<Vec<u8>, EtcdError> {
-        let endpoint = self.endpoint();
-        let url = format!("{endpoint}{path}");
-        let resp = self
-            .http
-            .post(&url)
-            .json(body)
-            .send()
-            .await
-            .map_err(|e| classify_reqwest(endpoint, self.config.timeout_ms, &e))?;
-        let status = resp.status().as_u16();
-        let bytes = resp
-            .bytes()
-            .await
-            .map_err(|e| classify_reqwest(endpoint, self.config.timeout_ms, &e))?;
+        let url = format!("{}{path}", self.endpoint());
+        let (status, bytes) = self.send(self.http.post(&url).json(body)).await?;
         if (200..300).contains(&status) {
             Ok(bytes.to_vec())
         } else {
-            Err(decode_error_response(endpoint, status, &bytes))
+            Err(decode_error_response(self.endpoint(), status, &bytes))
         }
+    }
+
+    /// Send a request and read its whole body; transport errors are classified.
+    async fn send(&self, req: reqwest::RequestBuilder) -> Result<(u16, Vec<u8>), EtcdError> {
+        let classify =
+            |e: reqwest::Error| classify_reqwest(self.endpoint(), self.config.timeout_ms, &e);
+        let resp = req.send().await.map_err(classify)?;
+        let status = resp.status().as_u16();
+        let bytes = resp.bytes().await.map_err(classify)?;
+        Ok((status, bytes.to_vec()))
     }
 
     /// Read `key` (a full etcd key): `None` if absent, else (value, mod_revision). Uses the
@@ -638,19 +636,9 @@ impl EtcdClient {
     /// `GET /health` once: Ok if the member reports itself healthy (it has a leader and can
     /// serve a quorum read).
     pub async fn health(&self) -> Result<(), EtcdError> {
-        let endpoint = self.endpoint();
-        let resp = self
-            .http
-            .get(format!("{endpoint}/health"))
-            .send()
-            .await
-            .map_err(|e| classify_reqwest(endpoint, self.config.timeout_ms, &e))?;
-        let status = resp.status().as_u16();
-        let bytes = resp
-            .bytes()
-            .await
-            .map_err(|e| classify_reqwest(endpoint, self.config.timeout_ms, &e))?;
-        decode_health(endpoint, status, &bytes)
+        let url = format!("{}/health", self.endpoint());
+        let (status, bytes) = self.send(self.http.get(url)).await?;
+        decode_health(self.endpoint(), status, &bytes)
     }
 
     /// Poll `health()` every 100 ms until it succeeds or `within_ms` elapses; returns the last
