@@ -68,10 +68,50 @@ pub enum FaultKind {
     },
     /// SIGSTOP the DB process on the targets, SIGCONT on stop.
     Pause {
-        /// `one`, `minority`, `majority` or `all`.
+        /// `one`, `minority`, `majority`, `primaries` or `all`.
         #[serde(default = "d_targets")]
         targets: String,
     },
+    /// Drop packets from the other nodes at random on the targets (iptables `statistic`).
+    Loss {
+        /// `one`, `minority`, `majority`, `primaries` or `all`.
+        #[serde(default = "d_targets")]
+        targets: String,
+        /// Probability in (0, 1] that a packet is dropped.
+        #[serde(default = "d_probability")]
+        probability: f64,
+    },
+    /// Limit the targets' egress bandwidth (tc tbf).
+    Bandwidth {
+        /// `one`, `minority`, `majority`, `primaries` or `all`.
+        #[serde(default = "d_targets")]
+        targets: String,
+        /// Rate limit in kbit/s.
+        #[serde(default = "d_rate_kbit")]
+        rate_kbit: u64,
+    },
+    /// Delay the targets' egress packets (tc netem; only where the kernel has it).
+    Delay {
+        /// `one`, `minority`, `majority`, `primaries` or `all`.
+        #[serde(default = "d_targets")]
+        targets: String,
+        /// Added delay in ms.
+        #[serde(default = "d_delay_ms")]
+        delay_ms: u64,
+        /// Jitter around the delay in ms.
+        #[serde(default)]
+        jitter_ms: u64,
+    },
+}
+
+fn d_probability() -> f64 {
+    0.2
+}
+fn d_rate_kbit() -> u64 {
+    1000
+}
+fn d_delay_ms() -> u64 {
+    50
 }
 
 fn d_targets() -> String {
@@ -81,12 +121,35 @@ fn d_targets() -> String {
 impl FaultKind {
     /// The (start f, start value, stop f) ops that inject and undo this fault.
     pub fn ops(&self) -> (&'static str, serde_json::Value, &'static str) {
+        use serde_json::json;
         match self {
             FaultKind::Partition { shape } => {
                 ("start-partition", shape.clone().into(), "stop-partition")
             }
             FaultKind::Kill { targets } => ("kill", targets.clone().into(), "start"),
             FaultKind::Pause { targets } => ("pause", targets.clone().into(), "resume"),
+            FaultKind::Loss {
+                targets,
+                probability,
+            } => (
+                "start-loss",
+                json!({ "targets": targets, "probability": probability }),
+                "stop-loss",
+            ),
+            FaultKind::Bandwidth { targets, rate_kbit } => (
+                "start-bandwidth",
+                json!({ "targets": targets, "rate_kbit": rate_kbit }),
+                "stop-bandwidth",
+            ),
+            FaultKind::Delay {
+                targets,
+                delay_ms,
+                jitter_ms,
+            } => (
+                "start-delay",
+                json!({ "targets": targets, "delay_ms": delay_ms, "jitter_ms": jitter_ms }),
+                "stop-delay",
+            ),
         }
     }
 
@@ -100,12 +163,29 @@ impl FaultKind {
                     crate::nemesis::PARTITION_SHAPES.join(", ")
                 ))
             }
-            FaultKind::Kill { targets } | FaultKind::Pause { targets }
+            FaultKind::Kill { targets }
+            | FaultKind::Pause { targets }
+            | FaultKind::Loss { targets, .. }
+            | FaultKind::Bandwidth { targets, .. }
+            | FaultKind::Delay { targets, .. }
                 if crate::nemesis::Targets::parse(targets).is_none() =>
             {
                 Err(format!(
-                    "targets {targets:?}: expected one, minority, majority or all"
+                    "targets {targets:?}: expected one of {}",
+                    crate::nemesis::TARGET_NAMES.join(", ")
                 ))
+            }
+            FaultKind::Loss { .. } | FaultKind::Bandwidth { .. } | FaultKind::Delay { .. } => {
+                let (_, value, _) = self.ops();
+                match self {
+                    FaultKind::Loss { .. } => {
+                        crate::nemesis::packet::LossParams::from_value(&value).map(|_| ())
+                    }
+                    FaultKind::Bandwidth { .. } => {
+                        crate::nemesis::packet::BandwidthParams::from_value(&value).map(|_| ())
+                    }
+                    _ => crate::nemesis::packet::DelayParams::from_value(&value).map(|_| ()),
+                }
             }
             _ => Ok(()),
         }
@@ -151,6 +231,7 @@ const BUILTIN_NEMESES: &[(&str, &str)] = &[
     ),
     ("isolate", include_str!("../nemeses/isolate.toml")),
     ("partitions", include_str!("../nemeses/partitions.toml")),
+    ("packet", include_str!("../nemeses/packet.toml")),
     ("none", include_str!("../nemeses/none.toml")),
 ];
 
@@ -233,10 +314,19 @@ pub fn load_workload(arg: &str) -> Result<WorkloadSpec, ConfigError> {
 }
 
 /// Load a nemesis schedule: a path, a name under `nemeses/`, `none`, or a comma-separated list of
-/// packages (`partition`, `kill`, `pause`, `isolate`) composed into one schedule.
+/// packages (`partition`, `kill`, `pause`, `isolate`, `loss`, `bandwidth`, `delay`) composed
+/// into one schedule.
 pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
     let packages: Vec<&str> = arg.split(',').map(str::trim).collect();
-    let known = ["partition", "kill", "pause", "isolate"];
+    let known = [
+        "partition",
+        "kill",
+        "pause",
+        "isolate",
+        "loss",
+        "bandwidth",
+        "delay",
+    ];
     if packages.iter().all(|p| known.contains(p)) {
         let mut faults = Vec::new();
         for p in packages {
@@ -257,6 +347,19 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
                 }),
                 "pause" => faults.push(FaultKind::Pause {
                     targets: "one".into(),
+                }),
+                "loss" => faults.push(FaultKind::Loss {
+                    targets: "one".into(),
+                    probability: d_probability(),
+                }),
+                "bandwidth" => faults.push(FaultKind::Bandwidth {
+                    targets: "one".into(),
+                    rate_kbit: d_rate_kbit(),
+                }),
+                "delay" => faults.push(FaultKind::Delay {
+                    targets: "one".into(),
+                    delay_ms: d_delay_ms(),
+                    jitter_ms: 10,
                 }),
                 _ => unreachable!("filtered by known"),
             }
@@ -317,6 +420,48 @@ mod tests {
                 targets: "one".into()
             }
         );
+    }
+
+    #[test]
+    fn packet_faults_parse_compose_and_validate() {
+        let n = load_nemesis("loss,bandwidth,delay").unwrap();
+        let fs: Vec<&str> = n.faults.iter().map(|f| f.ops().0).collect();
+        assert_eq!(fs, ["start-loss", "start-bandwidth", "start-delay"]);
+        let stops: Vec<&str> = n.faults.iter().map(|f| f.ops().2).collect();
+        assert_eq!(stops, ["stop-loss", "stop-bandwidth", "stop-delay"]);
+        let p = load_nemesis("packet").unwrap();
+        assert!(p.faults.iter().any(|f| matches!(f, FaultKind::Loss { .. })));
+        assert!(
+            p.faults
+                .iter()
+                .any(|f| matches!(f, FaultKind::Bandwidth { .. }))
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.toml");
+        std::fs::write(
+            &path,
+            "[[faults]]\nkind = \"loss\"\ntargets = \"primaries\"\nprobability = 0.5\n",
+        )
+        .unwrap();
+        let spec = load_nemesis(path.to_str().unwrap()).unwrap();
+        let (f, v, _) = spec.faults[0].ops();
+        assert_eq!(f, "start-loss");
+        assert_eq!(
+            v,
+            serde_json::json!({"targets": "primaries", "probability": 0.5})
+        );
+        for (body, want) in [
+            ("kind = \"loss\"\nprobability = 1.5\n", "probability"),
+            ("kind = \"bandwidth\"\nrate_kbit = 0\n", "rate_kbit"),
+            ("kind = \"delay\"\ndelay_ms = 5\njitter_ms = 9\n", "jitter"),
+            ("kind = \"kill\"\ntargets = \"leaders\"\n", "primaries"),
+        ] {
+            std::fs::write(&path, format!("[[faults]]\n{body}")).unwrap();
+            let e = load_nemesis(path.to_str().unwrap())
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("p.toml") && e.contains(want), "{body}: {e}");
+        }
     }
 
     #[test]

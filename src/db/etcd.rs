@@ -8,9 +8,11 @@
 //! `etcd-server`/`etcd-client`, installed with apt-get when missing and no tarball URL is given).
 //! Does not own the client protocol (that is `client::etcd`).
 
-use super::{Db, DbError, Kill, Pause};
+use super::{Binary, Db, DbError, Kill, Pause, Primaries};
 use crate::config::Node;
 use crate::control::{Cmd, Remote};
+use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How to run etcd on the nodes.
@@ -85,6 +87,12 @@ if [ -z "$pid" ] || ! grep -q etcd "/proc/$pid/cmdline" 2>/dev/null; then
   tail -n 3 "$dir/etcd.log" 2>/dev/null | cut -c1-300
   exit 3
 fi
+[ -x "$c" ] || c=etcdctl
+ETCDCTL_API=3 exec "$c" "$@"
+"#;
+
+/// Run etcdctl (the tarball's if present, else PATH's): `$1` = etcdctl path, the rest = its args.
+const ETCDCTL_SCRIPT: &str = r#"c="$1"; shift
 [ -x "$c" ] || c=etcdctl
 ETCDCTL_API=3 exec "$c" "$@"
 "#;
@@ -227,6 +235,41 @@ impl Etcd {
     }
 }
 
+/// Leaders named by `etcdctl endpoint status -w json` output: every endpoint's reported leader
+/// id, mapped to the node whose endpoint has that member id (endpoints matched to nodes by their
+/// client URL `http://host:port`). Sorted, deduplicated; unknown ids are skipped.
+pub fn leaders_from_status(json: &str, nodes: &[Node], client_port: u16) -> Vec<String> {
+    let Ok(serde_json::Value::Array(statuses)) = serde_json::from_str::<serde_json::Value>(json)
+    else {
+        return Vec::new();
+    };
+    let node_of = |endpoint: &str| {
+        nodes
+            .iter()
+            .find(|n| endpoint == format!("http://{}:{client_port}", n.host))
+            .map(|n| n.name.clone())
+    };
+    let members: Vec<(u64, String)> = statuses
+        .iter()
+        .filter_map(|s| {
+            let id = s["Status"]["header"]["member_id"].as_u64()?;
+            Some((id, node_of(s["Endpoint"].as_str()?)?))
+        })
+        .collect();
+    let leaders: BTreeSet<String> = statuses
+        .iter()
+        .filter_map(|s| s["Status"]["leader"].as_u64())
+        .filter(|&id| id != 0)
+        .filter_map(|id| {
+            members
+                .iter()
+                .find(|(m, _)| *m == id)
+                .map(|(_, n)| n.clone())
+        })
+        .collect();
+    leaders.into_iter().collect()
+}
+
 /// The most telling line of etcd's (zap JSON) log tail: the last entry with an `error` field as
 /// "msg: error", else the raw tail.
 fn startup_failure(log_tail: &str) -> String {
@@ -296,6 +339,72 @@ impl Db for Etcd {
     fn as_pause(&self) -> Option<&dyn Pause> {
         Some(self)
     }
+
+    fn as_primaries(&self) -> Option<&dyn Primaries> {
+        Some(self)
+    }
+
+    fn required_binaries(&self) -> Vec<Binary> {
+        let fix = match &self.cfg.tarball_url {
+            Some(url) => format!("installed by `shakedown run` from {url}"),
+            None => "apt-get install etcd-server etcd-client (`shakedown run` does this)".into(),
+        };
+        ["etcd", "etcdctl"]
+            .into_iter()
+            .map(|name| Binary {
+                name: name.into(),
+                paths: vec![self.bin(name)],
+                fix: fix.clone(),
+            })
+            .collect()
+    }
+}
+
+impl Primaries for Etcd {
+    fn primaries(
+        &self,
+        remotes: &[Arc<dyn Remote>],
+        nodes: &[Node],
+    ) -> Result<Vec<String>, DbError> {
+        let endpoints: Vec<String> = nodes.iter().map(|n| self.client_url(n)).collect();
+        let cmd = Cmd::script(
+            ETCDCTL_SCRIPT,
+            [
+                self.bin("etcdctl"),
+                "--endpoints".into(),
+                endpoints.join(","),
+                "--dial-timeout=1s".into(),
+                "--command-timeout=1s".into(),
+                "endpoint".into(),
+                "status".into(),
+                "-w".into(),
+                "json".into(),
+            ],
+        );
+        let mut last = String::from("no nodes");
+        for (remote, node) in remotes.iter().zip(nodes) {
+            // Endpoints that do not answer make etcdctl exit non-zero after printing the others.
+            match remote.exec(&cmd) {
+                Ok(out) => {
+                    let leaders = leaders_from_status(&out.stdout, nodes, self.cfg.client_port);
+                    if !leaders.is_empty() {
+                        return Ok(leaders);
+                    }
+                    last = format!(
+                        "{}: no leader in etcdctl endpoint status: {} {}",
+                        node.name,
+                        out.stdout.trim(),
+                        out.stderr.trim()
+                    );
+                }
+                Err(e) => last = e.to_string(),
+            }
+        }
+        Err(DbError::Other {
+            node: nodes.first().map(|n| n.name.clone()).unwrap_or_default(),
+            message: format!("cannot find the etcd leader from any node; last: {last}"),
+        })
+    }
 }
 
 impl Kill for Etcd {
@@ -330,6 +439,25 @@ mod tests {
             "discovery failed: listen tcp 10.75.0.1:2379: bind: address already in use"
         );
         assert_eq!(startup_failure("no log"), "no log");
+    }
+
+    #[test]
+    fn leaders_are_mapped_from_member_ids_to_nodes() {
+        let nodes: Vec<Node> = (1..=3)
+            .map(|i| Node {
+                name: format!("n{i}"),
+                host: format!("10.83.0.{i}"),
+            })
+            .collect();
+        // Ids above 2^53 must survive parsing.
+        let json = r#"[{"Endpoint":"http://10.83.0.1:2379","Status":{"header":{"member_id":17237436991929493444},"leader":9372538179322589801}},
+{"Endpoint":"http://10.83.0.2:2379","Status":{"header":{"member_id":9372538179322589801},"leader":9372538179322589801}},
+{"Endpoint":"http://10.83.0.3:2379","Status":{"header":{"member_id":5},"leader":5}}]"#;
+        assert_eq!(leaders_from_status(json, &nodes, 2379), vec!["n2", "n3"]);
+        assert!(leaders_from_status("[]", &nodes, 2379).is_empty());
+        assert!(leaders_from_status("not json", &nodes, 2379).is_empty());
+        let no_leader = r#"[{"Endpoint":"http://10.83.0.1:2379","Status":{"header":{"member_id":7},"leader":0}}]"#;
+        assert!(leaders_from_status(no_leader, &nodes, 2379).is_empty());
     }
 
     #[test]

@@ -1,14 +1,26 @@
 //! Systems under test: the `Db` trait (install, setup, teardown, logs) and optional abilities.
 //!
-//! Following Jepsen, optional abilities are separate traits (`Kill`, `Pause`) a system may offer;
-//! nemeses ask for them through `Db::as_kill`/`Db::as_pause` instead of assuming every system has
-//! them. Every method is blocking and talks to one node through a `Remote`; the caller runs nodes
+//! Following Jepsen, optional abilities are separate traits (`Kill`, `Pause`, `Primaries`) a
+//! system may offer; nemeses ask for them through `Db::as_kill`/`Db::as_pause`/`Db::as_primaries`
+//! instead of assuming every system has them. `Db::required_binaries` feeds `shakedown doctor`. Every method is blocking and talks to one node through a `Remote`; the caller runs nodes
 //! in parallel. Nothing here is sandbox-specific: the sandbox only supplies the node list.
 
 pub mod etcd;
 
 use crate::config::Node;
 use crate::control::{ExecError, Remote};
+use std::sync::Arc;
+
+/// A program the system needs on every node (checked by `shakedown doctor`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Binary {
+    /// Program name, looked up in `PATH`.
+    pub name: String,
+    /// Absolute paths tried before `PATH` (e.g. a tarball install).
+    pub paths: Vec<String>,
+    /// How to get it when it is missing.
+    pub fix: String,
+}
 
 /// Why a DB operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +72,27 @@ pub trait Db: Send + Sync {
     fn as_pause(&self) -> Option<&dyn Pause> {
         None
     }
+    /// The "who leads now" ability, when the system has it (targets and partitions `primaries`).
+    fn as_primaries(&self) -> Option<&dyn Primaries> {
+        None
+    }
+    /// Programs that must be present on every node (none by default).
+    fn required_binaries(&self) -> Vec<Binary> {
+        Vec::new()
+    }
+}
+
+/// Ask the system which nodes currently lead.
+pub trait Primaries: Send + Sync {
+    /// Names of the nodes some reachable member currently considers leader (more than one
+    /// during a partition, when a deposed leader has not noticed yet). Asks the nodes in turn
+    /// until one answers; `remotes` and `nodes` are in the same order. An error when no node
+    /// answers or none knows a leader.
+    fn primaries(
+        &self,
+        remotes: &[Arc<dyn Remote>],
+        nodes: &[Node],
+    ) -> Result<Vec<String>, DbError>;
 }
 
 /// Crash a node's process and bring it back.

@@ -5,7 +5,11 @@
 //! selection, all unit-tested and driven by a seeded RNG. Impure part: `Nemesis`, which applies
 //! faults over `Remote`s and remembers what it did so `heal_all` can undo exactly that. The
 //! controller's own SSH traffic is never dropped: rules match only the nodes' addresses.
-//! The fault journal and clock/packet faults belong to a later issue.
+//! Packet faults (loss, bandwidth, delay) are in `packet`; every fault is journaled before it is
+//! applied. Targets `primaries` and the `primaries` partition shape ask the system for its current
+//! leader(s) through the `Db::as_primaries` ability.
+
+pub mod packet;
 
 use crate::client::Completion;
 use crate::config::Node;
@@ -128,6 +132,17 @@ pub fn one_way(nodes: &[String], rng: &mut ChaCha8Rng) -> Grudge {
         .collect()
 }
 
+/// Cut the given nodes (e.g. the current leaders) off from all the others. Names not in `nodes`
+/// are ignored; no chosen node, or all of them, gives the empty grudge.
+pub fn isolate_nodes(chosen: &[String], nodes: &[String]) -> Grudge {
+    let (inside, outside): (Vec<String>, Vec<String>) =
+        nodes.iter().cloned().partition(|n| chosen.contains(n));
+    if inside.is_empty() || outside.is_empty() {
+        return Grudge::new();
+    }
+    complete_grudge(&[inside, outside])
+}
+
 /// Partition shapes by name, as used in schedules and op values.
 pub const PARTITION_SHAPES: &[&str] = &[
     "one",
@@ -136,11 +151,25 @@ pub const PARTITION_SHAPES: &[&str] = &[
     "bridge",
     "minority-third",
     "one-way",
+    "primaries",
 ];
 
-/// Build the grudge of a named shape; `None` for an unknown name.
+/// Build the grudge of a named shape; `None` for an unknown name. `primaries` here knows no
+/// leader and gives the empty grudge: use [`grudge_for_with`].
 pub fn grudge_for(shape: &str, nodes: &[String], rng: &mut ChaCha8Rng) -> Option<Grudge> {
+    grudge_for_with(shape, nodes, &[], rng)
+}
+
+/// Build the grudge of a named shape, given the system's current primaries (for the
+/// `primaries` shape: isolate them from the rest); `None` for an unknown name.
+pub fn grudge_for_with(
+    shape: &str,
+    nodes: &[String],
+    primaries: &[String],
+    rng: &mut ChaCha8Rng,
+) -> Option<Grudge> {
     Some(match shape {
+        "primaries" => isolate_nodes(primaries, nodes),
         "one" => isolate_one(nodes, rng),
         "halves" => random_halves(nodes, rng),
         "majorities-ring" => majorities_ring(nodes, rng),
@@ -178,7 +207,12 @@ pub enum Targets {
     Majority,
     /// Every node.
     All,
+    /// The system's current primaries (leaders), asked of the system at injection time.
+    Primaries,
 }
+
+/// Target names accepted in schedules and op values.
+pub const TARGET_NAMES: &[&str] = &["one", "minority", "majority", "primaries", "all"];
 
 impl Targets {
     /// Parse a target name as used in schedules and op values.
@@ -188,13 +222,35 @@ impl Targets {
             "minority" => Targets::Minority,
             "majority" => Targets::Majority,
             "all" => Targets::All,
+            "primaries" => Targets::Primaries,
             _ => return None,
         })
     }
 }
 
-/// Choose the nodes a process fault hits.
+/// Choose the nodes a fault hits. `Primaries` here knows no leader and chooses none: use
+/// [`select_targets_with`].
 pub fn select_targets(targets: Targets, nodes: &[String], rng: &mut ChaCha8Rng) -> Vec<String> {
+    select_targets_with(targets, nodes, &[], rng)
+}
+
+/// Choose the nodes a fault hits, given the system's current primaries (for
+/// `Targets::Primaries`: those of them that are cluster nodes, sorted; the RNG is not used).
+pub fn select_targets_with(
+    targets: Targets,
+    nodes: &[String],
+    primaries: &[String],
+    rng: &mut ChaCha8Rng,
+) -> Vec<String> {
+    if targets == Targets::Primaries {
+        let mut v: Vec<String> = nodes
+            .iter()
+            .filter(|n| primaries.contains(n))
+            .cloned()
+            .collect();
+        v.sort();
+        return v;
+    }
     let mut shuffled = nodes.to_vec();
     shuffled.shuffle(rng);
     let n = nodes.len();
@@ -203,6 +259,7 @@ pub fn select_targets(targets: Targets, nodes: &[String], rng: &mut ChaCha8Rng) 
         Targets::Minority => (n.saturating_sub(1) / 2).max(1).min(n),
         Targets::Majority => n / 2 + 1,
         Targets::All => n,
+        Targets::Primaries => 0,
     };
     shuffled.truncate(k.min(n));
     shuffled.sort();
@@ -275,6 +332,12 @@ pub struct Nemesis {
     partitioned: bool,
     killed: BTreeSet<String>,
     paused: BTreeSet<String>,
+    /// Nodes with the tool's loss rules.
+    lossy: BTreeSet<String>,
+    /// Nodes with the tool's tbf qdisc.
+    shaped: BTreeSet<String>,
+    /// Nodes with the tool's netem qdisc.
+    delayed: BTreeSet<String>,
 }
 
 impl Nemesis {
@@ -285,6 +348,9 @@ impl Nemesis {
             partitioned: false,
             killed: BTreeSet::new(),
             paused: BTreeSet::new(),
+            lossy: BTreeSet::new(),
+            shaped: BTreeSet::new(),
+            delayed: BTreeSet::new(),
         }
     }
 
@@ -433,12 +499,36 @@ impl Nemesis {
     }
 
     fn targets(&mut self, value: &Value) -> Result<Vec<usize>, String> {
-        let spec = value.as_str().unwrap_or("one");
+        self.targets_named(value.as_str().unwrap_or("one"))
+    }
+
+    /// The system's current primaries (asked of it), as node names.
+    pub fn primaries(&self) -> Result<Vec<String>, String> {
+        let db = self.cfg.db.clone();
+        let p = db
+            .as_primaries()
+            .ok_or_else(|| format!("{} cannot tell its primaries", db.name()))?;
+        p.primaries(&self.cfg.remotes, &self.cfg.nodes)
+            .map_err(|e| e.to_string())
+    }
+
+    fn targets_named(&mut self, spec: &str) -> Result<Vec<usize>, String> {
         let t = Targets::parse(spec).ok_or_else(|| {
-            format!("unknown target {spec:?}: expected one, minority, majority or all")
+            format!(
+                "unknown target {spec:?}: expected one of {}",
+                TARGET_NAMES.join(", ")
+            )
         })?;
+        let primaries = if t == Targets::Primaries {
+            self.primaries()?
+        } else {
+            Vec::new()
+        };
         let names = self.names();
-        let chosen = select_targets(t, &names, &mut self.cfg.rng);
+        let chosen = select_targets_with(t, &names, &primaries, &mut self.cfg.rng);
+        if chosen.is_empty() {
+            return Err(format!("targets {spec:?} chose no node"));
+        }
         Ok(chosen.iter().filter_map(|n| self.index_of(n)).collect())
     }
 
@@ -454,7 +544,21 @@ impl Nemesis {
             "start-partition" => {
                 let names = self.names();
                 let shape = value.as_str().unwrap_or("one");
-                let Some(grudge) = grudge_for(shape, &names, &mut self.cfg.rng) else {
+                let primaries = if shape == "primaries" {
+                    match self.primaries() {
+                        Ok(p) => p,
+                        Err(error) => {
+                            return Completion::Fail {
+                                error,
+                                value: value.clone(),
+                            };
+                        }
+                    }
+                } else {
+                    Vec::new()
+                };
+                let Some(grudge) = grudge_for_with(shape, &names, &primaries, &mut self.cfg.rng)
+                else {
                     return Completion::Fail {
                         error: format!(
                             "unknown partition shape {shape:?}: expected one of {}",
@@ -474,12 +578,23 @@ impl Nemesis {
             "start" => self.start_all().map(|nodes| json!({ "nodes": nodes })),
             "pause" => self.pause(value),
             "resume" => self.resume_all().map(|nodes| json!({ "nodes": nodes })),
+            "start-loss" => self.start_loss(value),
+            "stop-loss" => self.stop_loss(),
+            "start-bandwidth" => self.start_bandwidth(value),
+            "stop-bandwidth" => self.stop_qdisc("bandwidth"),
+            "start-delay" => self.start_delay(value),
+            "stop-delay" => self.stop_qdisc("delay"),
             other => Err(format!("unknown nemesis op {other:?}")),
         };
         match result {
             Ok(value) => Completion::Ok {
                 value,
                 version: None,
+            },
+            // Nothing was applied anywhere: a definite failure, not an unknown outcome.
+            Err(error) if error.starts_with(packet::NETEM_UNAVAILABLE) => Completion::Fail {
+                error,
+                value: value.clone(),
             },
             Err(error) => Completion::Info { error },
         }
@@ -550,10 +665,175 @@ impl Nemesis {
         Ok(std::mem::take(&mut self.paused).into_iter().collect())
     }
 
-    /// Undo every fault: heal partitions, resume paused and restart killed processes. Tries all
-    /// three even if one fails; returns the errors.
+    fn hosts_of(&self, names: &BTreeSet<String>) -> Vec<String> {
+        self.cfg
+            .nodes
+            .iter()
+            .filter(|n| names.contains(&n.name))
+            .map(|n| n.host.clone())
+            .collect()
+    }
+
+    fn start_loss(&mut self, value: &Value) -> Result<Value, String> {
+        let p = packet::LossParams::from_value(value)?;
+        let idx = self.targets_named(&p.targets)?;
+        let names = self.node_names(&idx);
+        let chain = self.cfg.partition.chain.clone();
+        // Each target drops packets from every other node's address (never the controller's).
+        let peers: BTreeMap<String, Vec<String>> = names
+            .iter()
+            .map(|me| {
+                let others: BTreeSet<String> =
+                    self.names().into_iter().filter(|n| n != me).collect();
+                (me.clone(), self.hosts_of(&others))
+            })
+            .collect();
+        self.lossy.extend(names.iter().cloned());
+        let detail = json!({ "nodes": names, "probability": p.probability });
+        self.journaled(
+            "inject",
+            "start-loss",
+            detail.clone(),
+            Some("stop-loss"),
+            |n| {
+                n.on_nodes(&idx, |r, node| {
+                    packet::start_loss(r, &chain, &peers[&node.name], p.probability)
+                        .map_err(|e| e.to_string())
+                })
+            },
+        )?;
+        Ok(detail)
+    }
+
+    fn stop_loss(&mut self) -> Result<Value, String> {
+        let chain = self.cfg.partition.chain.clone();
+        let (all, lossy) = (self.all_idx(), self.lossy.clone());
+        self.journaled("undo", "stop-loss", json!({ "nodes": lossy }), None, |n| {
+            n.on_nodes(&all, |r, _| {
+                packet::stop_loss(r, &chain)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            })
+        })?;
+        self.lossy.clear();
+        Ok(json!({ "nodes": lossy }))
+    }
+
+    fn start_bandwidth(&mut self, value: &Value) -> Result<Value, String> {
+        let p = packet::BandwidthParams::from_value(value)?;
+        let idx = self.targets_named(&p.targets)?;
+        let names = self.node_names(&idx);
+        self.shaped.extend(names.iter().cloned());
+        let detail = json!({ "nodes": names, "rate_kbit": p.rate_kbit });
+        self.journaled(
+            "inject",
+            "start-bandwidth",
+            detail.clone(),
+            Some("stop-bandwidth"),
+            |n| {
+                n.on_nodes(&idx, |r, node| {
+                    packet::start_bandwidth(r, &node.host, p.rate_kbit).map_err(|e| e.to_string())
+                })
+            },
+        )?;
+        Ok(detail)
+    }
+
+    fn start_delay(&mut self, value: &Value) -> Result<Value, String> {
+        let p = packet::DelayParams::from_value(value)?;
+        let idx = self.targets_named(&p.targets)?;
+        let names = self.node_names(&idx);
+        self.delayed.extend(names.iter().cloned());
+        let detail = json!({ "nodes": names, "delay_ms": p.delay_ms, "jitter_ms": p.jitter_ms });
+        let result = self.journaled(
+            "inject",
+            "start-delay",
+            detail.clone(),
+            Some("stop-delay"),
+            |n| {
+                n.on_nodes(&idx, |r, node| {
+                    packet::start_delay(r, &node.host, p.delay_ms, p.jitter_ms)
+                        .map_err(|e| e.to_string())
+                })
+            },
+        );
+        match result {
+            // Say it once, up front, not buried in one message per node.
+            Err(e) if e.contains(packet::NETEM_UNAVAILABLE) => {
+                Err(format!("{}: {e}", packet::NETEM_UNAVAILABLE))
+            }
+            Err(e) => Err(e),
+            Ok(()) => Ok(detail),
+        }
+    }
+
+    /// Undo `bandwidth` (the tool's tbf) or `delay` (the tool's netem) on every node.
+    fn stop_qdisc(&mut self, which: &str) -> Result<Value, String> {
+        let (f, kind) = if which == "bandwidth" {
+            ("stop-bandwidth", "tbf")
+        } else {
+            ("stop-delay", "netem")
+        };
+        let all = self.all_idx();
+        let active = if which == "bandwidth" {
+            self.shaped.clone()
+        } else {
+            self.delayed.clone()
+        };
+        self.journaled("undo", f, json!({ "nodes": active }), None, |n| {
+            n.on_nodes(&all, |r, node| {
+                packet::clear_qdisc(r, &node.host, Some(kind))
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            })
+        })?;
+        if which == "bandwidth" {
+            self.shaped.clear();
+        } else {
+            self.delayed.clear();
+        }
+        Ok(json!({ "nodes": active }))
+    }
+
+    /// Undo every packet fault on every node, whether or not this nemesis applied it (for a
+    /// controller recovering from a crashed one): loss rules, the tool's tbf and netem qdiscs.
+    pub fn heal_packets(&mut self) -> Result<(), String> {
+        let mut errs = Vec::new();
+        for r in [
+            self.stop_loss().map(|_| ()),
+            self.stop_qdisc("bandwidth").map(|_| ()),
+            self.stop_qdisc("delay").map(|_| ()),
+        ] {
+            if let Err(e) = r {
+                errs.push(e);
+            }
+        }
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(errs.join("; "))
+        }
+    }
+
+    /// Undo every fault: heal partitions, resume paused and restart killed processes, remove
+    /// packet faults this nemesis applied. Tries all even if one fails; returns the errors.
     pub fn heal_all(&mut self) -> Vec<String> {
         let mut errs = Vec::new();
+        if !self.lossy.is_empty()
+            && let Err(e) = self.stop_loss()
+        {
+            errs.push(format!("stop loss: {e}"));
+        }
+        if !self.shaped.is_empty()
+            && let Err(e) = self.stop_qdisc("bandwidth")
+        {
+            errs.push(format!("stop bandwidth: {e}"));
+        }
+        if !self.delayed.is_empty()
+            && let Err(e) = self.stop_qdisc("delay")
+        {
+            errs.push(format!("stop delay: {e}"));
+        }
         if let Err(e) = self.heal_partition() {
             errs.push(format!("heal partition: {e}"));
         }
@@ -589,6 +869,18 @@ impl Nemesis {
                 "paused {}",
                 self.paused.iter().cloned().collect::<Vec<_>>().join(",")
             ));
+        }
+        for (label, set) in [
+            ("loss", &self.lossy),
+            ("bandwidth", &self.shaped),
+            ("delay", &self.delayed),
+        ] {
+            if !set.is_empty() {
+                v.push(format!(
+                    "{label} {}",
+                    set.iter().cloned().collect::<Vec<_>>().join(",")
+                ));
+            }
         }
         v
     }
@@ -720,6 +1012,39 @@ mod tests {
         let fs: Vec<&str> = open.iter().map(|r| r["f"].as_str().unwrap()).collect();
         assert_eq!(fs, vec!["start-partition", "pause"]);
         assert!(outstanding_faults(&journal[..4]).is_empty());
+    }
+
+    #[test]
+    fn primaries_targets_and_shape_use_the_leaders_given() {
+        let n = nodes(5);
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let leaders = vec!["n3".to_string(), "n9".to_string()];
+        assert_eq!(
+            select_targets_with(Targets::Primaries, &n, &leaders, &mut rng),
+            vec!["n3"]
+        );
+        assert!(select_targets(Targets::Primaries, &n, &mut rng).is_empty());
+        assert_eq!(Targets::parse("primaries"), Some(Targets::Primaries));
+        for name in TARGET_NAMES {
+            assert!(Targets::parse(name).is_some(), "{name}");
+        }
+        // Other targets ignore the primaries.
+        assert_eq!(
+            select_targets_with(Targets::Majority, &n, &leaders, &mut rng).len(),
+            3
+        );
+        let g = grudge_for_with("primaries", &n, &["n2".to_string()], &mut rng).unwrap();
+        assert_eq!(g["n2"].len(), 4, "{g:?}");
+        for other in ["n1", "n3", "n4", "n5"] {
+            assert_eq!(g[other], BTreeSet::from(["n2".to_string()]), "{g:?}");
+        }
+        // Two leaders (a deposed one that has not noticed) are cut off together.
+        let g = isolate_nodes(&["n1".to_string(), "n4".to_string()], &n);
+        assert!(hears(&g, "n1", "n4") && hears(&g, "n4", "n1"));
+        assert!(!hears(&g, "n1", "n2") && !hears(&g, "n5", "n4"));
+        // No leader known, or everyone a leader: nothing to cut.
+        assert!(grudge_for("primaries", &n, &mut rng).unwrap().is_empty());
+        assert!(isolate_nodes(&n, &n).is_empty());
     }
 
     #[test]
