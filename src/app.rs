@@ -436,6 +436,49 @@ pub fn heal(args: crate::cli::HealArgs) -> i32 {
     }
 }
 
+/// `shakedown doctor`: 0 when every required check passed on every node, 4 otherwise, 3 on bad
+/// flags.
+pub fn doctor(args: crate::cli::DoctorArgs) -> i32 {
+    let cluster = match args.cluster.to_cluster() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    if args.db != "etcd" {
+        eprintln!("error: --db: {:?}: supported systems: etcd", args.db);
+        return EXIT_USAGE;
+    }
+    let db: std::sync::Arc<dyn crate::db::Db> =
+        std::sync::Arc::new(crate::db::etcd::Etcd::new(crate::db::etcd::EtcdConfig {
+            base_dir: args.cluster.etcd_dir.clone(),
+            ..Default::default()
+        }));
+    let mut ssh = cluster.ssh;
+    // A preflight should name an unreachable node quickly, not retry it.
+    ssh.retries = 0;
+    ssh.connect_timeout_ms = ssh.connect_timeout_ms.min(3_000);
+    let nodes =
+        match crate::runner::resolve_cluster(&cluster.nodes, &mut ssh, &cluster.sandbox, false) {
+            Ok(n) => n,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return run_error_code(&e);
+            }
+        };
+    let report = crate::doctor::check_all(&nodes, &ssh, &db);
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string(&report).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+        );
+    } else {
+        print!("{}", crate::doctor::render_table(&report));
+    }
+    if report.ok { 0 } else { EXIT_RUNTIME }
+}
+
 /// `shakedown bench`: controller overhead against a bare client loop on the sandbox etcd.
 pub fn bench(args: BenchArgs) -> i32 {
     match runtime().block_on(crate::bench::overhead(args)) {

@@ -38,6 +38,9 @@ pub enum Command {
     /// Undo faults the tool may have left behind: remove its iptables chain and resume paused
     /// DB processes on every node (e.g. after the controller was killed).
     Heal(HealArgs),
+    /// Preflight every node: SSH, root, iptables, tc, netem, clock, NTP, the DB's binaries.
+    /// Exit 0 when every required check passed (warnings allowed), 4 otherwise.
+    Doctor(DoctorArgs),
 }
 
 /// Read consistency for etcd reads.
@@ -215,6 +218,20 @@ impl HealArgs {
             }
         }
     }
+}
+
+/// `shakedown doctor` flags.
+#[derive(Debug, Clone, Args)]
+pub struct DoctorArgs {
+    /// Which cluster.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// System whose binaries to check.
+    #[arg(long = "db", default_value = "etcd")]
+    pub db: String,
+    /// Print the findings as one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `shakedown run` flags.

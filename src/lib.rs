@@ -12,6 +12,7 @@ pub mod client;
 pub mod config;
 pub mod control;
 pub mod db;
+pub mod doctor;
 pub mod edn;
 pub mod generator;
 pub mod history;

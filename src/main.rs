@@ -37,6 +37,7 @@ fn main() -> ExitCode {
         },
         Command::Bench(args) => shakedown::app::bench(args),
         Command::Heal(args) => shakedown::app::heal(args),
+        Command::Doctor(args) => shakedown::app::doctor(args),
         Command::Report(args) => shakedown::app::report(args),
     };
     let _ = EXIT_RUNTIME;

@@ -260,6 +260,12 @@ pub async fn heal(
             PartitionConfig::default().chain,
             nodes.len()
         ));
+        nemesis.heal_packets().map_err(RunError::Control)?;
+        done.push(format!(
+            "removed the tool's loss rules and tc qdiscs (handle {}) on {} nodes",
+            crate::nemesis::packet::TC_HANDLE,
+            nodes.len()
+        ));
         nemesis.resume_all().map_err(RunError::Control)?;
         done.push(format!(
             "resumed (SIGCONT) the DB process on {} nodes",
@@ -367,6 +373,20 @@ pub async fn run(
         rng: ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_add(1)),
         journal: Some(run_dir.jsonl_sink(FAULTS_FILE)?),
     });
+    {
+        // Faults a killed controller left (any earlier run against these nodes); see
+        // nemesis::leftovers.
+        let (reports, here) = (cfg.reports_dir.clone(), run_dir.path.clone());
+        let (remotes, nodes, db) = (remotes.clone(), nodes.clone(), db.clone());
+        let healed = tokio::task::spawn_blocking(move || {
+            crate::nemesis::leftovers::heal_leftovers(&reports, &here, &nodes, &remotes, db)
+        })
+        .await
+        .unwrap_or_default();
+        for line in healed {
+            eprintln!("heal before run: {line}");
+        }
+    }
     let setup = {
         let (remotes, nodes, db) = (remotes.clone(), nodes.clone(), db.clone());
         tokio::task::spawn_blocking(move || -> Result<Option<String>, RunError> {

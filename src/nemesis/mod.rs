@@ -9,6 +9,7 @@
 //! applied. Targets `primaries` and the `primaries` partition shape ask the system for its current
 //! leader(s) through the `Db::as_primaries` ability.
 
+pub mod leftovers;
 pub mod packet;
 
 use crate::client::Completion;
