@@ -289,9 +289,11 @@ iptables -w -C INPUT -j "$c" 2>/dev/null || iptables -w -I INPUT 1 -j "$c"
 iptables -w -F "$c"
 "#;
 
+/// All rules in one `iptables-restore --noflush` (one process, one ruleset commit per node).
 const DROP_FROM: &str = r#"set -e
 c="$1"; shift
-for src in "$@"; do iptables -w -A "$c" -s "$src" -j DROP; done
+[ $# -gt 0 ] || exit 0
+{ echo '*filter'; for src in "$@"; do echo "-A $c -s $src -j DROP"; done; echo COMMIT; } | iptables-restore -w -n
 "#;
 
 /// Flush the chain if it exists (no chain = nothing to heal).
@@ -760,9 +762,11 @@ impl Nemesis {
         );
         match result {
             // Say it once, up front, not buried in one message per node.
-            Err(e) if e.contains(packet::NETEM_UNAVAILABLE) => {
-                Err(format!("{}: {e}", packet::NETEM_UNAVAILABLE))
-            }
+            Err(e) if e.contains(packet::NETEM_UNAVAILABLE) => Err(format!(
+                "{} (tried on {}: tc says the qdisc kind netem is unknown); delay faults need the sch_netem module",
+                packet::NETEM_UNAVAILABLE,
+                names.join(", ")
+            )),
             Err(e) => Err(e),
             Ok(()) => Ok(detail),
         }

@@ -27,7 +27,7 @@ pub enum PacketError {
     #[error(transparent)]
     Exec(#[from] ExecError),
     /// The kernel has no `sch_netem` (tc says "Specified qdisc kind is unknown").
-    #[error("{node}: {NETEM_UNAVAILABLE} (tc: {detail}); delay faults need the sch_netem module")]
+    #[error("{NETEM_UNAVAILABLE} on {node} (tc: {detail})")]
     NetemUnavailable {
         /// Node name.
         node: String,
@@ -185,9 +185,14 @@ const LOSS_SCRIPT: &str = r#"set -e
 c="$1"; p="$2"; k="$3"; shift 3
 iptables -w -N "$c" 2>/dev/null || true
 iptables -w -C INPUT -j "$c" 2>/dev/null || iptables -w -I INPUT 1 -j "$c"
-for src in "$@"; do
-  iptables -w -A "$c" -s "$src" -m statistic --mode random --probability "$p" -m comment --comment "$k" -j DROP
-done
+[ $# -gt 0 ] || exit 0
+{
+  echo '*filter'
+  for src in "$@"; do
+    echo "-A $c -s $src -m statistic --mode random --probability $p -m comment --comment $k -j DROP"
+  done
+  echo COMMIT
+} | iptables-restore -w -n
 "#;
 
 /// Print the interface carrying address `$1`, then run `tc qdisc show` on it.
