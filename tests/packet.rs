@@ -163,13 +163,20 @@ fn chain_rules(node: &str) -> Vec<String> {
         .collect()
 }
 
-/// The tool's root qdisc on a node, if any (`tc qdisc show` lines with its handle).
+/// Kinds of the tool's root qdiscs on a node (from `tc qdisc show`, every interface).
 fn tool_qdiscs(node: &str) -> Vec<String> {
-    on_node(node, "tc qdisc show")
+    let show = on_node(node, "tc qdisc show");
+    // Any mention of the handle counts, so a qdisc left in another position is caught too.
+    let mentions = show
         .lines()
         .filter(|l| l.contains(shakedown::nemesis::packet::TC_HANDLE))
-        .map(str::to_string)
-        .collect()
+        .count();
+    let kinds: Vec<String> = show
+        .lines()
+        .filter_map(shakedown::nemesis::packet::tool_qdisc_kind)
+        .collect();
+    assert_eq!(mentions, kinds.len(), "{show}");
+    kinds
 }
 
 /// Run `f` on a fresh thread that has joined `node`'s network namespace.
@@ -310,7 +317,7 @@ fn loss_bandwidth_and_delay_are_observed_and_healed() {
     ));
     let shaped_node = v["nodes"][0].as_str().unwrap().to_string();
     let q = tool_qdiscs(&shaped_node);
-    assert!(q.len() == 1 && q[0].contains("tbf"), "{q:?}");
+    assert_eq!(q, ["tbf"]);
     let peer = if shaped_node == "n1" { "n2" } else { "n1" };
     let rate = tcp_rate(
         (&shaped_node, host_of(n, &shaped_node)),
@@ -338,7 +345,7 @@ fn loss_bandwidth_and_delay_are_observed_and_healed() {
     match nem.invoke("start-delay", &json!({"targets": "one", "delay_ms": 30})) {
         Completion::Ok { value, .. } => {
             let node = value["nodes"][0].as_str().unwrap();
-            assert!(tool_qdiscs(node).iter().any(|l| l.contains("netem")));
+            assert_eq!(tool_qdiscs(node), ["netem"]);
         }
         Completion::Fail { error, .. } => {
             assert!(
@@ -347,7 +354,7 @@ fn loss_bandwidth_and_delay_are_observed_and_healed() {
             );
             for node in &sb.nodes {
                 assert!(
-                    tool_qdiscs(&node.name).iter().all(|l| !l.contains("netem")),
+                    tool_qdiscs(&node.name).is_empty(),
                     "a failed delay left a netem qdisc on {}",
                     node.name
                 );

@@ -154,26 +154,14 @@ pub fn is_unknown_qdisc(stderr: &str) -> bool {
         || (stderr.contains("qdisc") && stderr.contains("No such file or directory"))
 }
 
-/// Rule numbers of the tool's loss rules in an `iptables -n -L CHAIN --line-numbers` listing,
-/// highest first (so deleting them in order keeps the other numbers valid).
-pub fn loss_rule_numbers(listing: &str) -> Vec<u32> {
-    let mut v: Vec<u32> = listing
-        .lines()
-        .filter(|l| l.contains(&format!("/* {LOSS_COMMENT} */")))
-        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
-        .collect();
-    v.sort_unstable_by(|a, b| b.cmp(a));
-    v
-}
-
-/// The kind (`tbf`, `netem`, …) of the tool's root qdisc in a `tc qdisc show dev IF` listing.
+/// The kind (`tbf`, `netem`, …) of the tool's root qdisc in a `tc qdisc show [dev IF]` listing
+/// (lines `qdisc KIND HANDLE [dev IF] root …`).
 pub fn tool_qdisc_kind(listing: &str) -> Option<String> {
     listing.lines().find_map(|l| {
-        let mut w = l.split_whitespace();
-        match (w.next(), w.next(), w.next(), w.next()) {
-            (Some("qdisc"), Some(kind), Some(handle), Some("root")) if handle == TC_HANDLE => {
-                Some(kind.to_string())
-            }
+        let w: Vec<&str> = l.split_whitespace().collect();
+        let root_at = if w.get(3) == Some(&"dev") { 5 } else { 3 };
+        match (w.first(), w.get(1), w.get(2), w.get(root_at)) {
+            (Some(&"qdisc"), Some(kind), Some(&TC_HANDLE), Some(&"root")) => Some(kind.to_string()),
             _ => None,
         }
     })
@@ -183,8 +171,10 @@ pub fn tool_qdisc_kind(listing: &str) -> Option<String> {
 /// (and its jump from INPUT) if a previous step did not.
 const LOSS_SCRIPT: &str = r#"set -e
 c="$1"; p="$2"; k="$3"; shift 3
-iptables -w -N "$c" 2>/dev/null || true
-iptables -w -C INPUT -j "$c" 2>/dev/null || iptables -w -I INPUT 1 -j "$c"
+if ! iptables -w -C INPUT -j "$c" 2>/dev/null; then
+  iptables -w -N "$c" 2>/dev/null || true
+  iptables -w -I INPUT 1 -j "$c"
+fi
 [ $# -gt 0 ] || exit 0
 {
   echo '*filter'
@@ -195,20 +185,35 @@ iptables -w -C INPUT -j "$c" 2>/dev/null || iptables -w -I INPUT 1 -j "$c"
 } | iptables-restore -w -n
 "#;
 
-/// Print the interface carrying address `$1`, then run `tc qdisc show` on it.
-const IFACE_SCRIPT: &str = r#"a="$1"
-ip -o -4 addr show | while read -r _ ifc _ cidr _; do
-  [ "${cidr%/*}" = "$a" ] && echo "${ifc%@*}" && break
-done
+/// Delete the tool's loss rules (by comment `$2`) from chain `$1`, highest rule number first so
+/// the others keep their numbers; prints how many. No chain: nothing to do.
+const UNLOSS_SCRIPT: &str = r#"c="$1"; k="$2"
+iptables -w -n -L "$c" --line-numbers >/dev/null 2>&1 || { echo 0; exit 0; }
+ns=$(iptables -w -n -L "$c" --line-numbers | awk -v k="/* $k */" 'index($0, k) {print $1}' | sort -rn)
+for n in $ns; do iptables -w -D "$c" "$n"; done
+echo $ns | wc -w
 "#;
 
-/// Add the tool's root qdisc: `$1` interface, `$2` handle, the rest the qdisc and its options.
-const QDISC_ADD: &str = r#"i="$1"; h="$2"; shift 2
+/// Exit status of the qdisc scripts when no interface carries the node's address.
+const NO_INTERFACE: i32 = 3;
+
+/// Add the tool's root qdisc on the interface carrying address `$1`: `$2` handle, the rest the
+/// qdisc and its options.
+const QDISC_ADD: &str = r#"a="$1"; h="$2"; shift 2
+i=$(ip -o -4 addr show | while read -r _ ifc _ cidr _; do
+  [ "${cidr%/*}" = "$a" ] && echo "${ifc%@*}" && break
+done)
+[ -n "$i" ] || exit 3
 exec tc qdisc add dev "$i" root handle "$h" "$@"
 "#;
 
-/// Remove the tool's root qdisc of kind `$3` (any kind when empty) on interface `$1`, handle `$2`.
-const QDISC_DEL: &str = r#"i="$1"; h="$2"; k="$3"
+/// Remove the tool's root qdisc of kind `$3` (any kind when empty), handle `$2`, on the
+/// interface carrying address `$1`; prints the kinds removed.
+const QDISC_DEL: &str = r#"a="$1"; h="$2"; k="$3"
+i=$(ip -o -4 addr show | while read -r _ ifc _ cidr _; do
+  [ "${cidr%/*}" = "$a" ] && echo "${ifc%@*}" && break
+done)
+[ -n "$i" ] || exit 3
 tc qdisc show dev "$i" | while read -r q kind handle where _; do
   [ "$q" = qdisc ] && [ "$handle" = "$h" ] && [ "$where" = root ] || continue
   [ -z "$k" ] || [ "$kind" = "$k" ] || continue
@@ -233,49 +238,31 @@ pub fn start_loss(
     Ok(())
 }
 
-/// Remove the tool's loss rules from `chain`; returns how many were removed (0 if the chain is
-/// absent).
+/// Remove the tool's loss rules from `chain` (one remote command); returns how many were
+/// removed (0 if the chain is absent).
 pub fn stop_loss(remote: &dyn Remote, chain: &str) -> Result<usize, PacketError> {
-    let out = remote.exec(
-        &Cmd::new("iptables")
-            .args(["-w", "-n", "-L", chain, "--line-numbers"])
-            .sudo(true),
-    )?;
-    if !out.success() {
-        return Ok(0); // no chain, no rules
-    }
-    let numbers = loss_rule_numbers(&out.stdout);
-    for n in &numbers {
-        remote.exec_ok(
-            &Cmd::new("iptables")
-                .args(["-w", "-D", chain, &n.to_string()])
-                .sudo(true),
-        )?;
-    }
-    Ok(numbers.len())
+    let out = remote.exec_ok(&Cmd::script(UNLOSS_SCRIPT, [chain, LOSS_COMMENT]).sudo(true))?;
+    Ok(out.trim().parse().unwrap_or(0))
 }
 
-/// The interface that carries the node's address `host`.
-pub fn interface_of(remote: &dyn Remote, host: &str) -> Result<String, PacketError> {
-    let out = remote.exec_ok(&Cmd::script(IFACE_SCRIPT, [host]))?;
-    let ifc = out.trim();
-    if ifc.is_empty() {
-        return Err(PacketError::NoInterface {
-            node: remote.node().to_string(),
-            host: host.to_string(),
-        });
+fn no_interface(remote: &dyn Remote, host: &str) -> PacketError {
+    PacketError::NoInterface {
+        node: remote.node().to_string(),
+        host: host.to_string(),
     }
-    Ok(ifc.to_string())
 }
 
+/// One remote command: find the interface of `host`, add the tool's root qdisc there.
 fn add_qdisc(remote: &dyn Remote, host: &str, qdisc: &[String]) -> Result<(), PacketError> {
-    let ifc = interface_of(remote, host)?;
-    let mut args = vec![ifc, TC_HANDLE.to_string()];
+    let mut args = vec![host.to_string(), TC_HANDLE.to_string()];
     args.extend(qdisc.iter().cloned());
     let cmd = Cmd::script(QDISC_ADD, args).sudo(true);
     let out = remote.exec(&cmd)?;
     if out.success() {
         return Ok(());
+    }
+    if out.status == NO_INTERFACE {
+        return Err(no_interface(remote, host));
     }
     if is_unknown_qdisc(&out.stderr) {
         return Err(PacketError::NetemUnavailable {
@@ -327,15 +314,20 @@ pub fn clear_qdisc(
     host: &str,
     kind: Option<&str>,
 ) -> Result<Vec<String>, PacketError> {
-    let ifc = interface_of(remote, host)?;
-    let out = remote.exec_ok(
-        &Cmd::script(
-            QDISC_DEL,
-            [ifc.as_str(), TC_HANDLE, kind.unwrap_or_default()],
-        )
-        .sudo(true),
-    )?;
-    Ok(out.lines().map(|l| l.trim().to_string()).collect())
+    let cmd = Cmd::script(QDISC_DEL, [host, TC_HANDLE, kind.unwrap_or_default()]).sudo(true);
+    let out = remote.exec(&cmd)?;
+    if out.status == NO_INTERFACE {
+        return Err(no_interface(remote, host));
+    }
+    if !out.success() {
+        return Err(PacketError::Exec(ExecError::Failed {
+            node: remote.node().to_string(),
+            cmd: cmd.to_string(),
+            status: out.status,
+            stderr: out.stderr.trim().to_string(),
+        }));
+    }
+    Ok(out.stdout.lines().map(|l| l.trim().to_string()).collect())
 }
 
 #[cfg(test)]
@@ -361,23 +353,20 @@ mod tests {
     }
 
     #[test]
-    fn loss_rules_are_found_by_comment_highest_first() {
-        let listing = "Chain SHAKEDOWN (1 references)\n\
-num  target     prot opt source               destination\n\
-1    DROP       0    --  10.83.0.2            0.0.0.0/0\n\
-2    DROP       0    --  10.83.0.3            0.0.0.0/0            statistic mode random probability 0.29999999981 /* shakedown-loss */\n\
-3    DROP       0    --  10.83.0.4            0.0.0.0/0            statistic mode random probability 0.29999999981 /* shakedown-loss */\n";
-        assert_eq!(loss_rule_numbers(listing), vec![3, 2]);
-        assert!(loss_rule_numbers("Chain SHAKEDOWN (1 references)\n").is_empty());
-    }
-
-    #[test]
     fn only_the_tools_root_qdisc_is_recognized() {
         assert_eq!(
             tool_qdisc_kind("qdisc tbf 5d5d: root refcnt 2 rate 1Mbit burst 16Kb lat 400ms\n"),
             Some("tbf".into())
         );
         assert_eq!(tool_qdisc_kind("qdisc noqueue 0: root refcnt 2\n"), None);
+        assert_eq!(
+            tool_qdisc_kind("qdisc tbf 5d5d: dev eth0 root refcnt 3 rate 2Mbit\n"),
+            Some("tbf".into())
+        );
+        assert_eq!(
+            tool_qdisc_kind("qdisc tbf 5d5d: parent 1:1 limit 3\n"),
+            None
+        );
         assert_eq!(
             tool_qdisc_kind("qdisc tbf 1: root refcnt 2 rate 1Mbit\n"),
             None
