@@ -185,13 +185,13 @@ fi
 } | iptables-restore -w -n
 "#;
 
-/// Delete the tool's loss rules (by comment `$2`) from chain `$1`, highest rule number first so
-/// the others keep their numbers; prints how many. No chain: nothing to do.
+/// Delete the tool's loss rules (by comment `$2`) from chain `$1` with one `iptables-restore`
+/// of their `-D` forms; prints how many. No chain or no rule: nothing to do.
 const UNLOSS_SCRIPT: &str = r#"c="$1"; k="$2"
-iptables -w -n -L "$c" --line-numbers >/dev/null 2>&1 || { echo 0; exit 0; }
-ns=$(iptables -w -n -L "$c" --line-numbers | awk -v k="/* $k */" 'index($0, k) {print $1}' | sort -rn)
-for n in $ns; do iptables -w -D "$c" "$n"; done
-echo $ns | wc -w
+r=$(iptables -w -S "$c" 2>/dev/null | grep -F -- "--comment $k" | sed 's/^-A /-D /')
+[ -n "$r" ] || { echo 0; exit 0; }
+printf '*filter\n%s\nCOMMIT\n' "$r" | iptables-restore -w -n
+printf '%s\n' "$r" | wc -l
 "#;
 
 /// Exit status of the qdisc scripts when no interface carries the node's address.
