@@ -510,7 +510,7 @@ mod tests {
         };
         let t = render_table(&report);
         assert!(t.lines().next().unwrap().contains("n1") && t.contains("n2"));
-        assert!(t.contains("ssh    ok     FAIL"), "{t}");
+        assert!(t.contains("ssh   ok     FAIL"), "{t}");
         assert!(
             t.contains("n2 ssh FAIL: refused\n    fix: start sshd"),
             "{t}"
