@@ -55,14 +55,15 @@ fn d_ops_per_key() -> u64 {
 #[serde(deny_unknown_fields, tag = "kind", rename_all = "lowercase")]
 pub enum FaultKind {
     /// Network partition of the given shape: `one` isolates a node, `halves` splits the cluster,
-    /// `majorities-ring`, `bridge`, `minority-third`, `one-way` (asymmetric).
+    /// `majorities-ring`, `bridge`, `minority-third`, `one-way` (asymmetric), `primaries` (the
+    /// current leader(s), asked of the system, cut off from the rest).
     Partition {
         /// One of `nemesis::PARTITION_SHAPES`.
         shape: String,
     },
     /// kill -9 the DB process on the targets, restart on stop.
     Kill {
-        /// `one`, `minority`, `majority` or `all`.
+        /// `one`, `minority`, `majority`, `primaries` or `all`.
         #[serde(default = "d_targets")]
         targets: String,
     },

@@ -304,6 +304,15 @@ fn loss_bandwidth_and_delay_are_observed_and_healed() {
         (lossy - 0.7).abs() < 0.06,
         "delivery {lossy} under 30% loss, expected 0.70 ± 0.06"
     );
+    // A partition on top; healing it leaves the loss rules alone.
+    ok_value(nem.invoke("start-partition", &json!("halves")));
+    assert!(chain_rules("n1").len() > 4);
+    ok_value(nem.invoke("stop-partition", &Value::Null));
+    let left = chain_rules("n1");
+    assert!(
+        left.len() == 4 && left.iter().all(|r| r.contains("shakedown-loss")),
+        "{left:?}"
+    );
     ok_value(nem.invoke("stop-loss", &Value::Null));
     assert!(chain_rules("n1").is_empty(), "{:?}", chain_rules("n1"));
     let after = udp_delivery(n2, n1, 2000);

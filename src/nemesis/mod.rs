@@ -296,10 +296,16 @@ c="$1"; shift
 { echo '*filter'; for src in "$@"; do echo "-A $c -s $src -j DROP"; done; echo COMMIT; } | iptables-restore -w -n
 "#;
 
-/// Flush the chain if it exists (no chain = nothing to heal).
-const FLUSH_CHAIN: &str = r#"c="$1"
-iptables -w -n -L "$c" >/dev/null 2>&1 || exit 0
-iptables -w -F "$c"
+/// Remove the partition rules: flush the chain if it exists (no chain = nothing to heal); when it
+/// also holds loss rules (comment `$2`), delete only the other rules, in one iptables-restore.
+const FLUSH_CHAIN: &str = r#"c="$1"; k="$2"
+rules=$(iptables -w -S "$c" 2>/dev/null) || exit 0
+if printf '%s\n' "$rules" | grep -qF -- "--comment $k"; then
+  r=$(printf '%s\n' "$rules" | grep '^-A ' | grep -vF -- "--comment $k" | sed 's/^-A /-D /')
+  [ -z "$r" ] || printf '*filter\n%s\nCOMMIT\n' "$r" | iptables-restore -w -n
+else
+  iptables -w -F "$c"
+fi
 "#;
 
 const TEARDOWN_CHAIN: &str = r#"c="$1"
@@ -485,7 +491,7 @@ impl Nemesis {
             None,
             |n| {
                 n.run_on(&all, |_| {
-                    Cmd::script(FLUSH_CHAIN, [chain.as_str()]).sudo(true)
+                    Cmd::script(FLUSH_CHAIN, [chain.as_str(), packet::LOSS_COMMENT]).sudo(true)
                 })
             },
         )?;
