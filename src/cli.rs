@@ -35,8 +35,9 @@ pub enum Command {
     Bench(BenchArgs),
     /// Regenerate the plots (and the witness page of an invalid run) from a run directory.
     Report(ReportArgs),
-    /// Undo faults the tool may have left behind: remove its iptables chain and resume paused
-    /// DB processes on every node (e.g. after the controller was killed).
+    /// Undo faults the tool may have left behind: remove its iptables chain (partition and loss
+    /// rules) and its tc qdiscs, resume paused DB processes on every node (e.g. after the
+    /// controller was killed).
     Heal(HealArgs),
     /// Preflight every node: SSH, root, iptables, tc, netem, clock, NTP, the DB's binaries.
     /// Exit 0 when every required check passed (warnings allowed), 4 otherwise.
