@@ -5,7 +5,9 @@
 //! selection, all unit-tested and driven by a seeded RNG. Impure part: `Nemesis`, which applies
 //! faults over `Remote`s and remembers what it did so `heal_all` can undo exactly that. The
 //! controller's own SSH traffic is never dropped: rules match only the nodes' addresses.
-//! The fault journal and clock/packet faults belong to a later issue.
+//! Clock faults (`bump-clock`, `strobe-clock`, `reset-clock`, `clock-offsets`) live in `clock`.
+
+pub mod clock;
 
 use crate::client::Completion;
 use crate::config::Node;
@@ -275,6 +277,7 @@ pub struct Nemesis {
     partitioned: bool,
     killed: BTreeSet<String>,
     paused: BTreeSet<String>,
+    clock: clock::ClockState,
 }
 
 impl Nemesis {
@@ -285,6 +288,7 @@ impl Nemesis {
             partitioned: false,
             killed: BTreeSet::new(),
             paused: BTreeSet::new(),
+            clock: clock::ClockState::default(),
         }
     }
 
@@ -474,6 +478,10 @@ impl Nemesis {
             "start" => self.start_all().map(|nodes| json!({ "nodes": nodes })),
             "pause" => self.pause(value),
             "resume" => self.resume_all().map(|nodes| json!({ "nodes": nodes })),
+            clock::BUMP => self.bump_clock(value),
+            clock::STROBE => self.strobe_clock(value),
+            clock::RESET => self.reset_clocks(value),
+            clock::OFFSETS => self.clock_offsets(),
             other => Err(format!("unknown nemesis op {other:?}")),
         };
         match result {
@@ -550,8 +558,9 @@ impl Nemesis {
         Ok(std::mem::take(&mut self.paused).into_iter().collect())
     }
 
-    /// Undo every fault: heal partitions, resume paused and restart killed processes. Tries all
-    /// three even if one fails; returns the errors.
+    /// Undo every fault: heal partitions, resume paused and restart killed processes, reset
+    /// stepped clocks and start the NTP daemons it stopped. Tries all even if one fails; returns
+    /// the errors.
     pub fn heal_all(&mut self) -> Vec<String> {
         let mut errs = Vec::new();
         if let Err(e) = self.heal_partition() {
@@ -562,6 +571,12 @@ impl Nemesis {
         }
         if let Err(e) = self.start_all() {
             errs.push(format!("restart: {e}"));
+        }
+        if let Err(e) = self.reset_clocks(&Value::Null) {
+            errs.push(format!("reset clocks: {e}"));
+        }
+        if let Err(e) = self.restore_ntp() {
+            errs.push(format!("restart NTP: {e}"));
         }
         errs
     }
@@ -588,6 +603,12 @@ impl Nemesis {
             v.push(format!(
                 "paused {}",
                 self.paused.iter().cloned().collect::<Vec<_>>().join(",")
+            ));
+        }
+        if !self.clocked().is_empty() {
+            v.push(format!(
+                "clock {}",
+                self.clocked().iter().cloned().collect::<Vec<_>>().join(",")
             ));
         }
         v
