@@ -17,7 +17,10 @@
 //! - mount namespace with `/root` and `/tmp` bind-mounted from `<state_dir>/nodes/nI/{root,tmp}`.
 //!   The host's `/var`, `/etc`, `/usr` are shared: **a node's database data must live in its
 //!   private `/tmp` or `/root`**, never under `/var`;
-//! - sshd runs under `setpriv --bounding-set -sys_time`: nothing on a node can step the host clock.
+//! - sshd runs under `setpriv --bounding-set -sys_time`: nothing on a node can step the host clock;
+//! - its own wall clock: sshd's `SetEnv` preloads `<state_dir>/clockshim.so` (compiled from
+//!   `clockshim.c` at `up`) and names the node's offset file `nodes/nI/clock_offset`, so `date -s`
+//!   on a node moves only that node's clock (libc programs only; not Go or static binaries).
 //!
 //! Routing: the controller reaches the nodes directly over the bridge (connected route of the
 //! bridge address), and nodes reach each other at layer 2 on the bridge; `ip_forward` is neither
