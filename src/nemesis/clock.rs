@@ -264,9 +264,12 @@ pub fn parse_request(
 // ---------------------------------------------------------------------------------------------
 // Scripts (constant text; values arrive as positional parameters)
 
+/// A node whose PID 1 is sshd is a sandbox node: without the shim it must not touch systemd,
+/// which (through the shared /run) is the host's.
 const PROBE: &str = r#"if [ -n "${SHAKEDOWN_CLOCK_FILE:-}" ] && [ -f "$SHAKEDOWN_CLOCK_FILE" ]; then
   echo shim; exit 0
 fi
+if [ "$(cat /proc/1/comm 2>/dev/null)" = sshd ]; then echo sandbox-without-shim; exit 0; fi
 echo host
 command -v systemctl >/dev/null 2>&1 || exit 0
 for s in chrony chronyd ntp ntpd ntpsec systemd-timesyncd openntpd; do
@@ -320,6 +323,11 @@ pub fn probe(remote: &dyn Remote) -> Result<ClockHost, String> {
     let mut lines = out.lines().map(str::trim).filter(|l| !l.is_empty());
     match lines.next() {
         Some("shim") => Ok(ClockHost::Shim),
+        Some("sandbox-without-shim") => Err(
+            "sandbox node without the clock shim (made by an older shakedown?): run \
+             `shakedown sandbox down` and `sandbox up` again"
+                .to_string(),
+        ),
         Some("host") => Ok(ClockHost::Host {
             ntp_services: lines.map(str::to_string).collect(),
         }),
@@ -624,6 +632,7 @@ pub fn journal_clock_leftovers(
 mod tests {
     use super::*;
     use rand::SeedableRng;
+    use std::sync::Arc;
 
     fn names(n: usize) -> Vec<String> {
         (1..=n).map(|i| format!("n{i}")).collect()
@@ -749,6 +758,140 @@ mod tests {
         assert!(err(json!({"period_ms": 0}), true).contains("period_ms 0"));
         assert!(err(json!({"duration_ms": 600_000}), true).contains("at most"));
         assert!(err(json!([1]), false).contains("expected an object"));
+    }
+
+    /// A real host as seen over `Remote`: chrony runs, `date` prints a clock `offset_ms` ahead.
+    struct FakeHost {
+        name: String,
+        offset_ms: i64,
+        log: std::sync::Mutex<Vec<String>>,
+    }
+
+    impl Remote for FakeHost {
+        fn node(&self) -> &str {
+            &self.name
+        }
+        fn exec(&self, cmd: &Cmd) -> Result<crate::control::ExecOutput, crate::control::ExecError> {
+            let text = cmd.to_shell();
+            self.log.lock().unwrap().push(text.clone());
+            let stdout = if text.contains("SHAKEDOWN_CLOCK_FILE") {
+                "host\nchrony\n".to_string()
+            } else if text.starts_with("date ") {
+                format!(
+                    "{}\n",
+                    &absolute_date_arg(now_ns() + i128::from(self.offset_ms) * 1_000_000)[1..]
+                )
+            } else {
+                String::new()
+            };
+            Ok(crate::control::ExecOutput {
+                status: 0,
+                signal: None,
+                stdout,
+                stderr: String::new(),
+            })
+        }
+        fn upload(&self, _: &[u8], _: &str, _: u32) -> Result<(), crate::control::ExecError> {
+            Ok(())
+        }
+        fn download(&self, _: &str, _: &std::path::Path) -> Result<(), crate::control::ExecError> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn real_hosts_get_ntp_stopped_before_the_first_step_and_restarted_at_heal() {
+        let hosts: Vec<Arc<FakeHost>> = (1..=2)
+            .map(|i| {
+                Arc::new(FakeHost {
+                    name: format!("n{i}"),
+                    offset_ms: 250 * i,
+                    log: Default::default(),
+                })
+            })
+            .collect();
+        let journal: Arc<std::sync::Mutex<Vec<Value>>> = Default::default();
+        let sink = journal.clone();
+        let mut n = Nemesis::new(super::super::NemesisConfig {
+            nodes: (1..=2)
+                .map(|i| crate::config::Node {
+                    name: format!("n{i}"),
+                    host: format!("10.0.0.{i}"),
+                })
+                .collect(),
+            remotes: hosts.iter().map(|h| h.clone() as Arc<dyn Remote>).collect(),
+            db: Arc::new(crate::db::etcd::Etcd::new(Default::default())),
+            partition: Default::default(),
+            rng: ChaCha8Rng::seed_from_u64(1),
+            journal: Some(Box::new(move |r: &Value| {
+                sink.lock().unwrap().push(r.clone())
+            })),
+        });
+        let v = n
+            .bump_clock(&json!({"nodes": ["n2"], "delta_ms": 1500}))
+            .unwrap();
+        assert_eq!(v, json!({"nodes": ["n2"], "delta_ms": 1500}));
+        // Second step: already probed, NTP already stopped.
+        n.bump_clock(&json!({"nodes": ["n2"], "delta_ms": -20}))
+            .unwrap();
+        let offsets = n.clock_offsets().unwrap();
+        let n2 = offsets["offsets_ms"]["n2"].as_f64().unwrap();
+        assert!((n2 - 500.0).abs() < 50.0, "{offsets}");
+        assert!(n.heal_all().is_empty());
+        let log = hosts[1].log.lock().unwrap().clone();
+        let pos = |needle: &str| {
+            log.iter()
+                .position(|c| c.contains(needle))
+                .unwrap_or_else(|| panic!("no {needle:?} in {log:#?}"))
+        };
+        assert!(pos("systemctl stop") < pos("+1.500 seconds"));
+        assert!(pos("-0.020 seconds") < pos("shakedown-strobe.pid"));
+        assert!(pos("shakedown-strobe.pid") < pos("systemctl start"));
+        assert!(
+            log.iter()
+                .any(|c| c.contains("date -s \"$1\" >/dev/null\n' sh @17"))
+        );
+        assert!(
+            log.iter()
+                .filter(|c| c.contains("SHAKEDOWN_CLOCK_FILE"))
+                .count()
+                == 1
+        );
+        // n1's clock was never touched: no step, no reset, no NTP change.
+        assert!(
+            hosts[0]
+                .log
+                .lock()
+                .unwrap()
+                .iter()
+                .all(|c| !c.contains("date -s") && !c.contains("systemctl"))
+        );
+        // The reset corrected the fake host's 500 ms lead with a relative step.
+        assert!(log.iter().any(|c| c.contains("-0.500 seconds")), "{log:#?}");
+        let records = journal.lock().unwrap().clone();
+        let steps: Vec<String> = records
+            .iter()
+            .filter(|r| r["event"] == "done")
+            .map(|r| r["f"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            steps,
+            [
+                "stop-ntp",
+                "bump-clock",
+                "bump-clock",
+                "stop-partition",
+                "resume",
+                "start",
+                "reset-clock",
+                "start-ntp"
+            ]
+        );
+        assert_eq!(
+            records[0]["detail"],
+            json!({"services": {"n2": ["chrony"]}})
+        );
+        assert!(crate::nemesis::outstanding_faults(&records).is_empty());
     }
 
     #[test]
