@@ -245,6 +245,27 @@ fn clock_steps_move_only_the_stepped_node_and_never_the_host() {
     assert!(seen.iter().any(|ms| ms.abs() < 50), "{seen:?}");
     assert_offsets(&mut n, &c.info, &expected, "after the strobe");
 
+    // A strobe whose controller is gone (here: another nemesis that never started it, as
+    // `shakedown heal` would be) is stopped by the reset, which then holds.
+    let n5 = c.info.node("n5").unwrap().clone();
+    std::thread::scope(|s| {
+        let t = Instant::now();
+        let orphan =
+            s.spawn(|| shakedown::nemesis::clock::strobe(c.remotes[4].as_ref(), 3000, 50, 20_000));
+        std::thread::sleep(Duration::from_millis(400));
+        let (mut healer, _) = nemesis(&c);
+        healer.adopt_clocked(["n5".to_string()]);
+        healer.reset_clocks(&Value::Null).unwrap();
+        let _ = orphan.join().unwrap();
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the strobe loop was not stopped by the reset"
+        );
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let left = n5.clock_offset_ns().unwrap() as f64 / 1e6;
+    assert!(left.abs() < TOLERANCE_MS, "n5 at {left} ms after the reset");
+
     // Reset puts every touched node back; the journal shows nothing outstanding.
     let v = ok(n.invoke("reset-clock", &Value::Null));
     assert_eq!(v, json!({"nodes": ["n2", "n3", "n4"]}));
@@ -476,6 +497,14 @@ fn heal_after_a_killed_controller_undoes_partition_pause_and_clock_step_together
         assert!(
             !s.trim().is_empty() && s.trim() != "T",
             "n{} etcd state {s:?} after heal",
+            i + 1
+        );
+        // No process at all is stopped on the node.
+        let states = on(&c, i, "ps -eo stat=");
+        assert!(!states.trim().is_empty(), "no ps output on n{}", i + 1);
+        assert!(
+            states.lines().all(|l| !l.trim_start().starts_with('T')),
+            "n{} has stopped processes: {states}",
             i + 1
         );
     }
