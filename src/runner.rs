@@ -205,7 +205,8 @@ pub fn resolve_cluster(
 /// `shakedown heal`: remove the tool's iptables chain and resume paused DB processes on every
 /// node; when a fault journal is given, also restart the DB where it shows an un-undone kill,
 /// reset the clocks it shows stepped and not reset (to the controller's time), start the NTP
-/// daemons it shows stopped, and append the undo steps to that journal. Returns one line per action; errors name the node.
+/// daemons it shows stopped, and append the undo steps to that journal. Returns one line per
+/// action; errors name the node.
 pub async fn heal(
     cluster: crate::cli::Cluster,
     etcd_dir: String,

@@ -68,7 +68,7 @@ pub(super) fn sshd_config(node: &NodeInfo, authorized_keys: &Path, clock_shim: &
 }
 
 /// Source of the clock preload library, compiled by [`compile_clock_shim`] at `up`.
-pub const CLOCK_SHIM_SOURCE: &str = include_str!("clockshim.c");
+pub(super) const CLOCK_SHIM_SOURCE: &str = include_str!("clockshim.c");
 
 /// Compiles `clockshim.c` into `<state_dir>/clockshim.so` with the host's C compiler (written
 /// under a temporary name, then renamed, so a running node never maps a half-written file).
