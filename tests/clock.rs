@@ -421,7 +421,7 @@ fn heal_after_a_killed_controller_undoes_partition_pause_and_clock_step_together
     )
     .unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_shakedown"))
-        .args(["run", "--quiet", "--time-limit", "60"])
+        .args(["run", "--quiet", "--time-limit", "120"])
         .args(["--reports", reports.to_str().unwrap()])
         .args(["--nemesis", schedule.to_str().unwrap()])
         .args(SANDBOX)
@@ -430,7 +430,7 @@ fn heal_after_a_killed_controller_undoes_partition_pause_and_clock_step_together
         .spawn()
         .unwrap();
     let history = reports.join("latest/history.jsonl");
-    let deadline = Instant::now() + Duration::from_secs(120);
+    let deadline = Instant::now() + Duration::from_secs(240);
     loop {
         assert!(Instant::now() < deadline, "the clock step never happened");
         assert!(child.try_wait().unwrap().is_none(), "run ended early");
