@@ -203,8 +203,10 @@ pub fn resolve_cluster(
 }
 
 /// `shakedown heal`: remove the tool's iptables chain and resume paused DB processes on every
-/// node; when a fault journal is given, also restart the DB where it shows an un-undone kill, and
-/// append the undo steps to that journal. Returns one line per action; errors name the node.
+/// node; when a fault journal is given, also restart the DB where it shows an un-undone kill,
+/// reset the clocks it shows stepped and not reset (to the controller's time), start the NTP
+/// daemons it shows stopped, and append the undo steps to that journal. Returns one line per
+/// action; errors name the node.
 pub async fn heal(
     cluster: crate::cli::Cluster,
     etcd_dir: String,
@@ -282,6 +284,23 @@ pub async fn heal(
             nemesis.start_all().map_err(RunError::Control)?;
             done.push(format!("restarted the DB on {}", killed.join(", ")));
         }
+        let (clocked, ntp) = crate::nemesis::clock::journal_clock_leftovers(&outstanding);
+        if !clocked.is_empty() {
+            nemesis.adopt_clocked(clocked.iter().cloned());
+            nemesis
+                .reset_clocks(&Value::Null)
+                .map_err(RunError::Control)?;
+            let names: Vec<String> = clocked.into_iter().collect();
+            done.push(format!(
+                "reset the clock to the controller's on {}",
+                names.join(", ")
+            ));
+        }
+        if !ntp.is_empty() {
+            nemesis.adopt_ntp_stopped(ntp);
+            let started = nemesis.restore_ntp().map_err(RunError::Control)?;
+            done.push(format!("started NTP again: {}", started.join("; ")));
+        }
         Ok(done)
     })
     .await
@@ -339,6 +358,24 @@ fn nemesis_schedule(cfg: &TestConfig) -> generator::NemesisSchedule {
         interval_ns: (cfg.nemesis.interval_s * 1e9) as u64,
         sequential: cfg.nemesis.order == crate::spec::FaultOrder::Sequential,
     }
+}
+
+/// With clock faults in the schedule: measure clock offsets after every clock op and, when
+/// `periodic`, every `clock_offsets_interval_s`. Otherwise `g` unchanged.
+fn with_offsets(cfg: &TestConfig, g: Box<dyn Generator>, periodic: bool) -> Box<dyn Generator> {
+    if !cfg
+        .nemesis
+        .faults
+        .iter()
+        .any(crate::spec::FaultKind::is_clock)
+    {
+        return g;
+    }
+    let period_ns = (cfg.nemesis.clock_offsets_interval_s * 1e9) as u64;
+    Box::new(generator::with_clock_offsets(
+        Some(period_ns).filter(|_| periodic),
+        g,
+    ))
 }
 
 /// Run a whole test. Progress goes to `progress` (None = quiet).
@@ -683,9 +720,14 @@ pub(crate) async fn drive(
     let nemesis_gen: Option<Box<dyn Generator>> = if !with_nemesis {
         None
     } else {
+        let cycle: Box<dyn Generator> = if cfg.nemesis.order == crate::spec::FaultOrder::Stacked {
+            Box::new(generator::nemesis_stack(schedule.clone()))
+        } else {
+            Box::new(generator::nemesis_cycle(schedule.clone()))
+        };
         Some(Box::new(generator::time_limit(
             (cfg.time_limit_s * 1e9) as u64,
-            generator::nemesis_cycle(schedule.clone()),
+            with_offsets(cfg, cycle, true),
         )))
     };
     let phase = interp.run_phase(Some(client_gen), nemesis_gen).await;
@@ -693,9 +735,8 @@ pub(crate) async fn drive(
     let interrupted = interp.is_shutting_down();
     // Final phase: heal through the history (so fault ends are recorded), settle, final reads.
     let heal = if with_nemesis {
-        interp
-            .run_phase(None, Some(Box::new(generator::nemesis_heal(&schedule))))
-            .await
+        let heal = with_offsets(cfg, Box::new(generator::nemesis_heal(&schedule)), false);
+        interp.run_phase(None, Some(heal)).await
     } else {
         Ok(())
     };

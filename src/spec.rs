@@ -103,6 +103,29 @@ pub enum FaultKind {
         #[serde(default)]
         jitter_ms: u64,
     },
+    /// Step the targets' wall clocks with `date -s` (`bump`), or flip them back and forth
+    /// (`strobe`); `reset-clock` on stop. Magnitudes are drawn like Jepsen's: the exponent of two
+    /// uniform between `min_delta_ms` and `max_delta_ms`, random sign.
+    Clock {
+        /// `bump` (one step) or `strobe` (flip every period for `duration_ms`).
+        #[serde(default = "d_clock_mode")]
+        mode: String,
+        /// `one`, `minority`, `majority`, `primaries` or `all`.
+        #[serde(default = "d_targets")]
+        targets: String,
+        /// Smallest step magnitude, in ms.
+        #[serde(default = "d_min_delta_ms")]
+        min_delta_ms: u64,
+        /// Largest step magnitude, in ms.
+        #[serde(default = "d_max_delta_ms")]
+        max_delta_ms: u64,
+        /// Strobe: largest period drawn (exponent of two uniform from 1 ms), in ms.
+        #[serde(default = "d_max_period_ms")]
+        max_period_ms: u64,
+        /// Strobe: how long to flip, in ms (at most 60000; the nemesis waits for it).
+        #[serde(default = "d_strobe_duration_ms")]
+        duration_ms: u64,
+    },
 }
 
 fn d_probability() -> f64 {
@@ -117,6 +140,35 @@ fn d_delay_ms() -> u64 {
 
 fn d_targets() -> String {
     "one".into()
+}
+fn d_clock_mode() -> String {
+    "bump".into()
+}
+fn d_min_delta_ms() -> u64 {
+    crate::nemesis::clock::DEFAULT_MIN_DELTA_MS
+}
+fn d_max_delta_ms() -> u64 {
+    crate::nemesis::clock::DEFAULT_MAX_DELTA_MS
+}
+fn d_max_period_ms() -> u64 {
+    crate::nemesis::clock::DEFAULT_MAX_PERIOD_MS
+}
+fn d_strobe_duration_ms() -> u64 {
+    crate::nemesis::clock::DEFAULT_STROBE_DURATION_MS
+}
+
+impl FaultKind {
+    /// A clock fault with the default magnitudes.
+    pub fn clock(mode: &str, targets: &str) -> FaultKind {
+        FaultKind::Clock {
+            mode: mode.into(),
+            targets: targets.into(),
+            min_delta_ms: d_min_delta_ms(),
+            max_delta_ms: d_max_delta_ms(),
+            max_period_ms: d_max_period_ms(),
+            duration_ms: d_strobe_duration_ms(),
+        }
+    }
 }
 
 impl FaultKind {
@@ -151,6 +203,27 @@ impl FaultKind {
                 json!({ "targets": targets, "delay_ms": delay_ms, "jitter_ms": jitter_ms }),
                 "stop-delay",
             ),
+            FaultKind::Clock {
+                mode,
+                targets,
+                min_delta_ms,
+                max_delta_ms,
+                max_period_ms,
+                duration_ms,
+            } => {
+                let mut value = serde_json::json!({
+                    "targets": targets,
+                    "min_delta_ms": min_delta_ms,
+                    "max_delta_ms": max_delta_ms,
+                });
+                if mode == "strobe" {
+                    value["max_period_ms"] = (*max_period_ms).into();
+                    value["duration_ms"] = (*duration_ms).into();
+                    ("strobe-clock", value, "reset-clock")
+                } else {
+                    ("bump-clock", value, "reset-clock")
+                }
+            }
         }
     }
 
@@ -188,8 +261,43 @@ impl FaultKind {
                     _ => crate::nemesis::packet::DelayParams::from_value(&value).map(|_| ()),
                 }
             }
+            FaultKind::Clock { targets, .. }
+                if crate::nemesis::Targets::parse(targets).is_none() =>
+            {
+                Err(format!(
+                    "targets {targets:?}: expected one of {}",
+                    crate::nemesis::TARGET_NAMES.join(", ")
+                ))
+            }
+            FaultKind::Clock { mode, .. } if mode != "bump" && mode != "strobe" => Err(format!(
+                "clock mode {mode:?}: expected \"bump\" or \"strobe\""
+            )),
+            FaultKind::Clock {
+                min_delta_ms,
+                max_delta_ms,
+                ..
+            } if min_delta_ms > max_delta_ms || *max_delta_ms == 0 => Err(format!(
+                "min_delta_ms {min_delta_ms} / max_delta_ms {max_delta_ms}: expected 0 < max and min <= max"
+            )),
+            FaultKind::Clock {
+                max_period_ms,
+                duration_ms,
+                ..
+            } if *max_period_ms == 0
+                || *duration_ms > crate::nemesis::clock::MAX_STROBE_DURATION_MS =>
+            {
+                Err(format!(
+                    "max_period_ms {max_period_ms} / duration_ms {duration_ms}: expected a period of at least 1 and a duration of at most {}",
+                    crate::nemesis::clock::MAX_STROBE_DURATION_MS
+                ))
+            }
             _ => Ok(()),
         }
+    }
+
+    /// Whether this fault steps clocks (the run then measures clock offsets).
+    pub fn is_clock(&self) -> bool {
+        matches!(self, FaultKind::Clock { .. })
     }
 }
 
@@ -203,9 +311,18 @@ pub struct NemesisSpec {
     /// Fault kinds to start.
     #[serde(default)]
     pub faults: Vec<FaultKind>,
-    /// Which fault to start next: `random` (default) or `sequential` (list order, round-robin).
+    /// Which fault to start next: `random` (default), `sequential` (list order, round-robin) or
+    /// `stacked` (start every fault in list order so they overlap, then stop them in reverse).
     #[serde(default)]
     pub order: FaultOrder,
+    /// With clock faults: seconds between clock-offset measurements (`clock-offsets` ops; one
+    /// also follows every clock op). 0 = only after clock ops.
+    #[serde(default = "d_offsets_interval")]
+    pub clock_offsets_interval_s: f64,
+}
+
+fn d_offsets_interval() -> f64 {
+    1.0
 }
 
 /// How a schedule picks the next fault.
@@ -217,6 +334,8 @@ pub enum FaultOrder {
     Random,
     /// In list order, round-robin.
     Sequential,
+    /// All at once: started in list order one per interval, then stopped in reverse order.
+    Stacked,
 }
 
 fn d_interval() -> f64 {
@@ -234,6 +353,7 @@ const BUILTIN_NEMESES: &[(&str, &str)] = &[
     ("partitions", include_str!("../nemeses/partitions.toml")),
     ("packet", include_str!("../nemeses/packet.toml")),
     ("none", include_str!("../nemeses/none.toml")),
+    ("clock", include_str!("../nemeses/clock.toml")),
 ];
 
 fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, label: &str) -> Result<T, ConfigError> {
@@ -315,8 +435,8 @@ pub fn load_workload(arg: &str) -> Result<WorkloadSpec, ConfigError> {
 }
 
 /// Load a nemesis schedule: a path, a name under `nemeses/`, `none`, or a comma-separated list of
-/// packages (`partition`, `kill`, `pause`, `isolate`, `loss`, `bandwidth`, `delay`) composed
-/// into one schedule.
+/// packages (`partition`, `kill`, `pause`, `isolate`, `loss`, `bandwidth`, `delay`, `clock`)
+/// composed into one schedule.
 pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
     let packages: Vec<&str> = arg.split(',').map(str::trim).collect();
     let known = [
@@ -327,6 +447,7 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
         "loss",
         "bandwidth",
         "delay",
+        "clock",
     ];
     if packages.iter().all(|p| known.contains(p)) {
         let mut faults = Vec::new();
@@ -362,6 +483,10 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
                     delay_ms: d_delay_ms(),
                     jitter_ms: 10,
                 }),
+                "clock" => {
+                    faults.push(FaultKind::clock("bump", "one"));
+                    faults.push(FaultKind::clock("strobe", "one"));
+                }
                 _ => unreachable!("filtered by known"),
             }
         }
@@ -369,6 +494,7 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
             interval_s: d_interval(),
             faults,
             order: FaultOrder::Random,
+            clock_offsets_interval_s: d_offsets_interval(),
         });
     }
     let (label, text) = locate(arg, "nemeses", BUILTIN_NEMESES).map_err(|e| {
@@ -386,6 +512,15 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
         return Err(ConfigError::new(
             label,
             format!("interval_s {}: expected a positive number", spec.interval_s),
+        ));
+    }
+    if !(spec.clock_offsets_interval_s.is_finite() && spec.clock_offsets_interval_s >= 0.0) {
+        return Err(ConfigError::new(
+            label,
+            format!(
+                "clock_offsets_interval_s {}: expected a number >= 0",
+                spec.clock_offsets_interval_s
+            ),
         ));
     }
     for f in &spec.faults {
@@ -463,6 +598,54 @@ mod tests {
                 .to_string();
             assert!(e.contains("p.toml") && e.contains(want), "{body}: {e}");
         }
+    }
+
+    #[test]
+    fn clock_faults_parse_compose_and_validate() {
+        let n = load_nemesis("clock").unwrap();
+        assert!(n.faults.iter().all(FaultKind::is_clock));
+        let (f, v, stop) = n.faults[0].ops();
+        assert_eq!((f, stop), ("bump-clock", "reset-clock"));
+        assert_eq!(v["targets"], "one");
+        assert_eq!(v["max_delta_ms"], 262_144);
+        let n = load_nemesis("partition,clock").unwrap();
+        assert_eq!(n.faults.len(), 4);
+        assert_eq!(n.faults[3].ops().0, "strobe-clock");
+        assert_eq!(n.faults[3].ops().1["duration_ms"], 10_000);
+
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("clk.toml");
+        std::fs::write(
+            &p,
+            "interval_s = 2\norder = \"stacked\"\nclock_offsets_interval_s = 0.5\n\n\
+             [[faults]]\nkind = \"clock\"\nmode = \"strobe\"\ntargets = \"all\"\n\
+             min_delta_ms = 10\nmax_delta_ms = 20\nmax_period_ms = 50\nduration_ms = 1000\n",
+        )
+        .unwrap();
+        let spec = load_nemesis(p.to_str().unwrap()).unwrap();
+        assert_eq!(spec.order, FaultOrder::Stacked);
+        assert_eq!(spec.clock_offsets_interval_s, 0.5);
+        let (f, v, _) = spec.faults[0].ops();
+        assert_eq!(f, "strobe-clock");
+        assert_eq!(
+            v,
+            serde_json::json!({"targets": "all", "min_delta_ms": 10, "max_delta_ms": 20,
+                               "max_period_ms": 50, "duration_ms": 1000})
+        );
+        for (body, needle) in [
+            ("mode = \"wobble\"", "clock mode \"wobble\""),
+            ("targets = \"most\"", "targets \"most\""),
+            ("min_delta_ms = 9\nmax_delta_ms = 3", "min_delta_ms 9"),
+            ("duration_ms = 600000", "duration_ms 600000"),
+            ("delta = 5", "unknown field"),
+        ] {
+            std::fs::write(&p, format!("[[faults]]\nkind = \"clock\"\n{body}\n")).unwrap();
+            let e = load_nemesis(p.to_str().unwrap()).unwrap_err().to_string();
+            assert!(e.contains("clk.toml") && e.contains(needle), "{body}: {e}");
+        }
+        std::fs::write(&p, "clock_offsets_interval_s = -1\n").unwrap();
+        let e = load_nemesis(p.to_str().unwrap()).unwrap_err().to_string();
+        assert!(e.contains("clock_offsets_interval_s -1"), "{e}");
     }
 
     #[test]

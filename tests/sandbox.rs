@@ -226,9 +226,10 @@ fn sandbox_up_isolates_nodes_and_down_removes_everything() {
     let out = ssh(&info, "n2", &format!("test -e /tmp/{marker}"));
     assert!(!out.status.success(), "n2 sees n1's /tmp");
 
-    // Nothing on a node can step the clock: CAP_SYS_TIME (bit 25) is out of the bounding set and
-    // `date -s` fails. The value set is the current time, so even a failure of this test would
-    // not move the clock.
+    // Nothing on a node can step the host clock: CAP_SYS_TIME (bit 25) is out of the bounding set
+    // and a `date -s` that bypasses the node's clock shim fails (a plain `date -s` only moves the
+    // node's own offset, see tests/clock.rs). The value set is the current time, so even a
+    // failure of this test would not move the clock.
     let out = ssh(&info, "n1", "grep CapBnd /proc/self/status");
     let hex = stdout(&out)
         .split_whitespace()
@@ -243,7 +244,7 @@ fn sandbox_up_isolates_nodes_and_down_removes_everything() {
     );
     assert_ne!(bounding, 0, "bounding set unexpectedly empty");
     let before = SystemTime::now();
-    let out = ssh(&info, "n1", r#"date -s "$(date)""#);
+    let out = ssh(&info, "n1", r#"env -u LD_PRELOAD date -s "$(date)""#);
     let after = SystemTime::now();
     assert!(
         !out.status.success(),

@@ -1,8 +1,9 @@
 //! Nemesis schedules as generators: the start/stop fault cycle and the final heal.
 //!
-//! Owns *when* faults start and stop and which verb is sent. Does not own what a verb does (that
-//! is the `nemesis` module) nor the fault journal. Every op here runs on [`NEMESIS_THREAD`], only
-//! when it is free.
+//! Owns *when* faults start and stop and which verb is sent: the one-at-a-time cycle, the
+//! stacked cycle (faults overlap), the final heal, and clock-offset measurements interleaved
+//! with clock faults. Does not own what a verb does (that is the `nemesis` module) nor the fault
+//! journal. Every op here runs on [`NEMESIS_THREAD`], only when it is free.
 
 use super::{Context, Generator, Invocation, NEMESIS_THREAD, Next};
 use crate::history::{Op, OpType, Process};
@@ -153,5 +154,273 @@ impl Generator for NemesisHeal {
         }
         self.next += 1;
         nemesis_op(ctx.time_ns, f, value)
+    }
+}
+
+/// The stacked cycle; see [`nemesis_stack`].
+pub struct NemesisStack {
+    schedule: NemesisSchedule,
+    /// Earliest time of the next op; set once the previous op completed.
+    next_at_ns: Option<u64>,
+    /// Faults started and not yet stopped, in start order.
+    stack: Vec<usize>,
+    /// True while stopping (popping) the stack.
+    unwinding: bool,
+    /// An op was emitted and its completion has not been accounted for yet.
+    awaiting: bool,
+    /// Time of the last nemesis completion seen through `update`.
+    completed_at_ns: Option<u64>,
+}
+
+/// Faults that overlap: wait `interval_ns`, start the first fault of the list, wait, start the
+/// second (the first still active), ... until every fault is active; then stop them in reverse
+/// order, one per interval; repeat. Waits run from the previous op's completion. Done at once
+/// when there are no faults. Bound it with [`super::time_limit`]; [`nemesis_heal`] undoes the
+/// faults left active.
+pub fn nemesis_stack(schedule: NemesisSchedule) -> NemesisStack {
+    NemesisStack {
+        schedule,
+        next_at_ns: None,
+        stack: Vec::new(),
+        unwinding: false,
+        awaiting: false,
+        completed_at_ns: None,
+    }
+}
+
+impl Generator for NemesisStack {
+    fn next(&mut self, ctx: &Context, _rng: &mut ChaCha8Rng) -> Next {
+        let n = self.schedule.faults.len();
+        if n == 0 {
+            return Next::Done;
+        }
+        if !ctx.is_free(NEMESIS_THREAD) {
+            return Next::Pending;
+        }
+        if self.awaiting {
+            self.awaiting = false;
+            let base = self.completed_at_ns.take().unwrap_or(ctx.time_ns);
+            self.next_at_ns = Some(base.saturating_add(self.schedule.interval_ns));
+        }
+        let at = *self
+            .next_at_ns
+            .get_or_insert(ctx.time_ns.saturating_add(self.schedule.interval_ns));
+        self.awaiting = true;
+        self.completed_at_ns = None;
+        if self.unwinding || self.stack.len() == n {
+            self.unwinding = true;
+            let i = self
+                .stack
+                .pop()
+                .expect("a full or unwinding stack is not empty");
+            self.unwinding = !self.stack.is_empty();
+            let fault = &self.schedule.faults[i];
+            nemesis_op(at, &fault.stop_f, &fault.stop_value)
+        } else {
+            let i = self.stack.len();
+            self.stack.push(i);
+            let fault = &self.schedule.faults[i];
+            nemesis_op(at, &fault.start_f, &fault.start_value)
+        }
+    }
+
+    fn update(&mut self, _ctx: &Context, event: &Op) {
+        if event.process == Process::Nemesis && event.op_type != OpType::Invoke {
+            self.completed_at_ns = Some(event.time_ns);
+        }
+    }
+}
+
+/// Verbs after which [`with_clock_offsets`] measures the clocks.
+pub const CLOCK_VERBS: [&str; 3] = ["bump-clock", "strobe-clock", "reset-clock"];
+
+/// Nemesis op that measures every node's clock offset.
+pub const CLOCK_OFFSETS: &str = "clock-offsets";
+
+/// A nemesis generator with clock measurements; see [`with_clock_offsets`].
+pub struct WithClockOffsets<G> {
+    inner: G,
+    period_ns: Option<u64>,
+    /// When the last measurement was dispatched.
+    last_ns: Option<u64>,
+    /// An op `inner` produced that waits behind a measurement.
+    buffered: Option<Invocation>,
+    /// A clock op completed and was not measured yet.
+    measure_now: bool,
+    inner_done: bool,
+}
+
+/// Wrap a nemesis generator so that a `clock-offsets` op follows every completed clock op
+/// (`bump-clock`, `strobe-clock`, `reset-clock`) at once, and, with `period_ns`, one runs at
+/// least every `period_ns` while `inner` is not done (an op of `inner` due later waits behind it
+/// unchanged). Done when `inner` is done and no measurement is owed.
+pub fn with_clock_offsets<G: Generator>(period_ns: Option<u64>, inner: G) -> WithClockOffsets<G> {
+    WithClockOffsets {
+        inner,
+        period_ns: period_ns.filter(|p| *p > 0),
+        last_ns: None,
+        buffered: None,
+        measure_now: false,
+        inner_done: false,
+    }
+}
+
+impl<G: Generator> Generator for WithClockOffsets<G> {
+    fn next(&mut self, ctx: &Context, rng: &mut ChaCha8Rng) -> Next {
+        if !ctx.is_free(NEMESIS_THREAD) {
+            return Next::Pending;
+        }
+        if self.measure_now {
+            self.measure_now = false;
+            self.last_ns = Some(ctx.time_ns);
+            return nemesis_op(ctx.time_ns, CLOCK_OFFSETS, &Value::Null);
+        }
+        if self.buffered.is_none() && !self.inner_done {
+            match self.inner.next(ctx, rng) {
+                Next::Op(op) => self.buffered = Some(op),
+                Next::Done => self.inner_done = true,
+                Next::Pending => {}
+            }
+        }
+        if self.inner_done && self.buffered.is_none() {
+            return Next::Done;
+        }
+        let due = self
+            .period_ns
+            .map(|p| self.last_ns.map_or(ctx.time_ns, |l| l.saturating_add(p)));
+        match (&self.buffered, due) {
+            (Some(op), Some(due)) if due < op.time_ns => {
+                let at = due.max(ctx.time_ns);
+                self.last_ns = Some(at);
+                nemesis_op(at, CLOCK_OFFSETS, &Value::Null)
+            }
+            (Some(_), _) => Next::Op(self.buffered.take().expect("checked Some")),
+            (None, Some(due)) => {
+                let at = due.max(ctx.time_ns);
+                self.last_ns = Some(at);
+                nemesis_op(at, CLOCK_OFFSETS, &Value::Null)
+            }
+            (None, None) => Next::Pending,
+        }
+    }
+
+    fn update(&mut self, ctx: &Context, event: &Op) {
+        if event.process == Process::Nemesis
+            && event.op_type != OpType::Invoke
+            && CLOCK_VERBS.contains(&event.f.as_str())
+        {
+            self.measure_now = true;
+        }
+        self.inner.update(ctx, event);
+    }
+}
+
+#[cfg(test)]
+mod clock_tests {
+    use super::super::sim::{End, Sim};
+    use super::super::time_limit;
+    use super::*;
+    use serde_json::json;
+
+    const MS: u64 = 1_000_000;
+    const S: u64 = 1_000_000_000;
+
+    fn fault(start: &str, value: Value, stop: &str) -> FaultSpec {
+        FaultSpec {
+            start_f: start.into(),
+            start_value: value,
+            stop_f: stop.into(),
+            stop_value: Value::Null,
+        }
+    }
+
+    fn schedule() -> NemesisSchedule {
+        NemesisSchedule {
+            faults: vec![
+                fault("start-partition", json!("halves"), "stop-partition"),
+                fault("pause", json!("minority"), "resume"),
+                fault("bump-clock", json!({"targets": "one"}), "reset-clock"),
+            ],
+            interval_ns: 2 * S,
+            sequential: true,
+        }
+    }
+
+    #[test]
+    fn stack_starts_every_fault_before_stopping_them_in_reverse() {
+        let mut g = time_limit(30 * S, nemesis_stack(schedule()));
+        let mut sim = Sim::new(1, 1);
+        sim.latency = Box::new(|_, _| 10 * MS);
+        assert_eq!(sim.run(&mut g, 60 * S), End::Done);
+        let fs: Vec<&str> = sim.dispatched.iter().map(|i| i.f.as_str()).collect();
+        assert_eq!(
+            &fs[..7],
+            [
+                "start-partition",
+                "pause",
+                "bump-clock",
+                "reset-clock",
+                "resume",
+                "stop-partition",
+                "start-partition"
+            ]
+        );
+        for w in sim.dispatched.windows(2) {
+            assert_eq!(w[1].time_ns, w[0].time_ns + 10 * MS + 2 * S);
+        }
+        let mut empty = nemesis_stack(NemesisSchedule {
+            faults: vec![],
+            ..schedule()
+        });
+        assert_eq!(empty.next(&sim.ctx, &mut sim.rng), Next::Done);
+    }
+
+    #[test]
+    fn offsets_follow_every_clock_op_and_run_periodically() {
+        let sched = NemesisSchedule {
+            faults: vec![fault("bump-clock", json!({}), "reset-clock")],
+            interval_ns: 5 * S,
+            sequential: false,
+        };
+        let mut g = time_limit(
+            20 * S,
+            with_clock_offsets(Some(S), nemesis_cycle(sched.clone())),
+        );
+        let mut sim = Sim::new(1, 3);
+        sim.latency = Box::new(|_, _| 10 * MS);
+        assert_eq!(sim.run(&mut g, 60 * S), End::Done);
+        let d = &sim.dispatched;
+        // Right after each clock op completes, a measurement.
+        for (i, op) in d.iter().enumerate() {
+            if CLOCK_VERBS.contains(&op.f.as_str()) {
+                let next = &d[i + 1];
+                assert_eq!(next.f, CLOCK_OFFSETS, "after {op:?}");
+                assert_eq!(next.time_ns, op.time_ns + 10 * MS);
+            }
+        }
+        // Periodic: no gap between measurements longer than the period (plus one op).
+        let times: Vec<u64> = d
+            .iter()
+            .filter(|o| o.f == CLOCK_OFFSETS)
+            .map(|o| o.time_ns)
+            .collect();
+        assert!(times.len() >= 19, "{} measurements in 20 s", times.len());
+        for w in times.windows(2) {
+            assert!(w[1] - w[0] <= S + 20 * MS, "gap {:?}", w);
+        }
+        // The fault ops keep their schedule: first start at 5 s, then 5 s after each completion
+        // (measurements in between shift it by their own latency only).
+        let faults: Vec<&Invocation> = d.iter().filter(|o| o.f != CLOCK_OFFSETS).collect();
+        assert_eq!(faults[0].f, "bump-clock");
+        assert_eq!(faults[1].f, "reset-clock");
+        assert!(faults[0].time_ns >= 5 * S && faults[0].time_ns < 5 * S + 50 * MS);
+        assert_eq!(faults.len(), 3, "{faults:?}");
+
+        // Without a period: measurements only after clock ops; done with the heal.
+        let mut heal = with_clock_offsets(None, nemesis_heal(&sched));
+        let mut sim = Sim::new(1, 3);
+        assert_eq!(sim.run(&mut heal, 10 * S), End::Done);
+        let fs: Vec<&str> = sim.dispatched.iter().map(|i| i.f.as_str()).collect();
+        assert_eq!(fs, ["reset-clock", CLOCK_OFFSETS]);
     }
 }

@@ -9,6 +9,9 @@
 //! applied. Targets `primaries` and the `primaries` partition shape ask the system for its current
 //! leader(s) through the `Db::as_primaries` ability.
 
+//! Clock faults (`bump-clock`, `strobe-clock`, `reset-clock`, `clock-offsets`) live in `clock`.
+
+pub mod clock;
 pub mod leftovers;
 pub mod packet;
 
@@ -347,6 +350,7 @@ pub struct Nemesis {
     shaped: BTreeSet<String>,
     /// Nodes with the tool's netem qdisc.
     delayed: BTreeSet<String>,
+    clock: clock::ClockState,
 }
 
 impl Nemesis {
@@ -360,6 +364,7 @@ impl Nemesis {
             lossy: BTreeSet::new(),
             shaped: BTreeSet::new(),
             delayed: BTreeSet::new(),
+            clock: clock::ClockState::default(),
         }
     }
 
@@ -593,6 +598,10 @@ impl Nemesis {
             "stop-bandwidth" => self.stop_qdisc("bandwidth"),
             "start-delay" => self.start_delay(value),
             "stop-delay" => self.stop_qdisc("delay"),
+            clock::BUMP => self.bump_clock(value),
+            clock::STROBE => self.strobe_clock(value),
+            clock::RESET => self.reset_clocks(value),
+            clock::OFFSETS => self.clock_offsets(),
             other => Err(format!("unknown nemesis op {other:?}")),
         };
         match result {
@@ -826,8 +835,10 @@ impl Nemesis {
         }
     }
 
-    /// Undo every fault: heal partitions, resume paused and restart killed processes, remove
-    /// packet faults this nemesis applied. Tries all even if one fails; returns the errors.
+    /// Undo every fault: remove packet faults this nemesis applied, heal partitions, resume paused
+    /// and restart killed processes, reset stepped clocks and start the NTP daemons it stopped.
+    /// Tries all even if one fails; returns
+    /// the errors.
     pub fn heal_all(&mut self) -> Vec<String> {
         let mut errs = Vec::new();
         if !self.lossy.is_empty()
@@ -853,6 +864,12 @@ impl Nemesis {
         }
         if let Err(e) = self.start_all() {
             errs.push(format!("restart: {e}"));
+        }
+        if let Err(e) = self.reset_clocks(&Value::Null) {
+            errs.push(format!("reset clocks: {e}"));
+        }
+        if let Err(e) = self.restore_ntp() {
+            errs.push(format!("restart NTP: {e}"));
         }
         errs
     }
@@ -892,6 +909,12 @@ impl Nemesis {
                     set.iter().cloned().collect::<Vec<_>>().join(",")
                 ));
             }
+        }
+        if !self.clocked().is_empty() {
+            v.push(format!(
+                "clock {}",
+                self.clocked().iter().cloned().collect::<Vec<_>>().join(",")
+            ));
         }
         v
     }

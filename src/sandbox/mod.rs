@@ -17,7 +17,10 @@
 //! - mount namespace with `/root` and `/tmp` bind-mounted from `<state_dir>/nodes/nI/{root,tmp}`.
 //!   The host's `/var`, `/etc`, `/usr` are shared: **a node's database data must live in its
 //!   private `/tmp` or `/root`**, never under `/var`;
-//! - sshd runs under `setpriv --bounding-set -sys_time`: nothing on a node can step the host clock.
+//! - sshd runs under `setpriv --bounding-set -sys_time`: nothing on a node can step the host clock;
+//! - its own wall clock: sshd's `SetEnv` preloads `<state_dir>/clockshim.so` (compiled from
+//!   `clockshim.c` at `up`) and names the node's offset file `nodes/nI/clock_offset`, so `date -s`
+//!   on a node moves only that node's clock (libc programs only; not Go or static binaries).
 //!
 //! Routing: the controller reaches the nodes directly over the bridge (connected route of the
 //! bridge address), and nodes reach each other at layer 2 on the bridge; `ip_forward` is neither
@@ -59,8 +62,18 @@ pub use host::{ensure_packages, missing_packages};
 use node::*;
 
 /// Packages the sandbox (and the databases it hosts) needs on the controller host.
-pub const REQUIRED_PACKAGES: [&str; 4] =
-    ["openssh-server", "iptables", "etcd-server", "etcd-client"];
+/// `gcc` and `libc6-dev` build the clock preload library (`clockshim.c`) at `up`.
+pub const REQUIRED_PACKAGES: [&str; 6] = [
+    "openssh-server",
+    "iptables",
+    "etcd-server",
+    "etcd-client",
+    "gcc",
+    "libc6-dev",
+];
+
+/// Environment variable (set by every node's sshd) naming the node's clock offset file.
+pub const CLOCK_FILE_ENV: &str = "SHAKEDOWN_CLOCK_FILE";
 
 /// Name of the state file inside the sandbox state directory.
 pub const STATE_FILE: &str = "sandbox.json";
@@ -166,6 +179,26 @@ impl NodeInfo {
     pub fn root_dir(&self) -> PathBuf {
         self.dir.join("root")
     }
+
+    /// The node's clock offset file (one little-endian int64, ns added to the host's wall
+    /// clock), read and written by the clock shim; same path on the host and on the node.
+    pub fn clock_file(&self) -> PathBuf {
+        self.dir.join("clock_offset")
+    }
+
+    /// The node's current clock offset in ns, read from [`NodeInfo::clock_file`] on the host.
+    pub fn clock_offset_ns(&self) -> Result<i64> {
+        let path = self.clock_file();
+        let bytes = fs::read(&path).map_err(io_err("read", &path))?;
+        let head: [u8; 8] = bytes
+            .get(..8)
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(|| SandboxError::State {
+                path: path.clone(),
+                reason: format!("{} bytes, expected 8", bytes.len()),
+            })?;
+        Ok(i64::from_le_bytes(head))
+    }
 }
 
 impl SandboxInfo {
@@ -177,6 +210,11 @@ impl SandboxInfo {
     /// The node with this name.
     pub fn node(&self, name: &str) -> Option<&NodeInfo> {
         self.nodes.iter().find(|n| n.name == name)
+    }
+
+    /// The compiled clock preload library every node's sshd puts in `LD_PRELOAD`.
+    pub fn clock_shim(&self) -> PathBuf {
+        self.state_dir.join("clockshim.so")
     }
 
     /// Path of the state file.

@@ -1,0 +1,929 @@
+//! Clock faults: step a node's wall clock (`bump-clock`), flip it back and forth (`strobe-clock`),
+//! put it back (`reset-clock`) and measure every node's offset from the controller
+//! (`clock-offsets`). Everything goes through `date`, so the same code drives the sandbox and
+//! real hosts.
+//!
+//! Pure part (unit-tested): Jepsen-like magnitude draws (the exponent of two is uniform, so steps
+//! from milliseconds to minutes are equally likely per octave, with a random sign), the strobe
+//! plan, the `date -s` relative argument, parsing `date +%s.%N` and the round-trip-corrected
+//! offset (node time minus the midpoint of the controller's send and receive times).
+//!
+//! Impure part: scripts over `Remote` and the clock methods of `Nemesis`, which journal each
+//! inject before applying it (undone by `reset-clock`) and remember which nodes they touched so
+//! a reset (and `heal_all`, and `shakedown heal` from the journal) puts back only those.
+//!
+//! Where the clock lives:
+//! - In the sandbox every node's sshd preloads `clockshim.c` (see `sandbox`), so `date -s` on a
+//!   node rewrites that node's offset file, never the host clock (the nodes lack CAP_SYS_TIME: a
+//!   `date -s` that bypasses the shim fails with EPERM). Programs that read the clock without
+//!   libc do not see the offset: Go programs such as etcd, and static binaries.
+//! - On real hosts `date -s` steps the kernel clock (needs root). Running NTP daemons (chrony,
+//!   chronyd, ntp, ntpd, ntpsec, systemd-timesyncd, openntpd, via systemd) are stopped before the
+//!   first clock fault on a node (journaled as `stop-ntp`) and started again by `heal_all`.
+//!   A reset sets the node's clock to the controller's time with `date -s @<secs.nanos>`.
+//!
+//! Needs GNU `date` on the nodes (fractional relative steps such as `date -s "+1.5 seconds"`).
+//! Does not own the fault journal format, scheduling, or partitions/processes.
+
+use super::{Nemesis, Targets, select_targets};
+use crate::control::{Cmd, Remote};
+use rand::RngExt;
+use rand_chacha::ChaCha8Rng;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Verbs of the clock faults, as used in history ops and the fault journal.
+pub const BUMP: &str = "bump-clock";
+/// Flip a node's clock back and forth.
+pub const STROBE: &str = "strobe-clock";
+/// Undo `bump-clock` and `strobe-clock`.
+pub const RESET: &str = "reset-clock";
+/// Measure every node's offset from the controller.
+pub const OFFSETS: &str = "clock-offsets";
+/// Journal verb for NTP daemons stopped on real hosts (undone by [`START_NTP`]).
+pub const STOP_NTP: &str = "stop-ntp";
+/// Journal verb that starts the NTP daemons again.
+pub const START_NTP: &str = "start-ntp";
+
+/// Default smallest step magnitude drawn, in ms (Jepsen: 2^2).
+pub const DEFAULT_MIN_DELTA_MS: u64 = 4;
+/// Default largest step magnitude drawn, in ms (Jepsen: 2^18, about 4.4 minutes).
+pub const DEFAULT_MAX_DELTA_MS: u64 = 262_144;
+/// Default largest strobe period drawn, in ms (Jepsen: 2^10).
+pub const DEFAULT_MAX_PERIOD_MS: u64 = 1_024;
+/// Default strobe duration, in ms.
+pub const DEFAULT_STROBE_DURATION_MS: u64 = 10_000;
+/// Longest strobe accepted, in ms (the nemesis op blocks for the whole strobe).
+pub const MAX_STROBE_DURATION_MS: u64 = 60_000;
+
+/// Draw a step in ms: magnitude `2^x` with `x` uniform in `[log2 min, log2 max]` (clamped to
+/// `[min, max]`, at least 1), sign `+` or `-` with equal odds.
+pub fn draw_delta_ms(min_ms: u64, max_ms: u64, rng: &mut ChaCha8Rng) -> i64 {
+    let magnitude = draw_exponential(min_ms, max_ms, rng);
+    let magnitude = i64::try_from(magnitude).unwrap_or(i64::MAX);
+    if rng.random_bool(0.5) {
+        magnitude
+    } else {
+        -magnitude
+    }
+}
+
+/// Draw a strobe period in ms: `2^x` with `x` uniform in `[0, log2 max]`, at least 1.
+pub fn draw_period_ms(max_ms: u64, rng: &mut ChaCha8Rng) -> u64 {
+    draw_exponential(1, max_ms, rng)
+}
+
+fn draw_exponential(min: u64, max: u64, rng: &mut ChaCha8Rng) -> u64 {
+    let (lo, hi) = (min.max(1), max.max(min).max(1));
+    if lo == hi {
+        return lo;
+    }
+    let (a, b) = ((lo as f64).log2(), (hi as f64).log2());
+    let x = a + (b - a) * rng.random::<f64>();
+    (2f64.powf(x).round() as u64).clamp(lo, hi)
+}
+
+/// Number of steps a strobe makes: one per period over the duration, rounded down to an even
+/// number so the clock ends where it started (at least 2).
+pub fn strobe_flips(period_ms: u64, duration_ms: u64) -> u64 {
+    let n = duration_ms / period_ms.max(1);
+    (n - n % 2).max(2)
+}
+
+/// The relative `date -s` argument for a step of `delta_ms`: `"+1.234 seconds"`,
+/// `"-0.004 seconds"`.
+pub fn relative_date_arg(delta_ms: i64) -> String {
+    let sign = if delta_ms < 0 { '-' } else { '+' };
+    let abs = delta_ms.unsigned_abs();
+    format!("{sign}{}.{:03} seconds", abs / 1000, abs % 1000)
+}
+
+/// The absolute `date -s` argument for `time_ns` since the epoch: `"@1795990824.500000000"`.
+pub fn absolute_date_arg(time_ns: i128) -> String {
+    let secs = time_ns.div_euclid(1_000_000_000);
+    let nanos = time_ns.rem_euclid(1_000_000_000);
+    format!("@{secs}.{nanos:09}")
+}
+
+/// Parse `date +%s.%N` output (`"1795990824.639587165"`, surrounding whitespace allowed) into ns
+/// since the epoch. `None` for anything else.
+pub fn parse_epoch_ns(text: &str) -> Option<i128> {
+    let text = text.trim();
+    let (secs, frac) = text.split_once('.')?;
+    let negative = secs.starts_with('-');
+    let secs: i128 = secs.parse().ok()?;
+    if frac.is_empty() || frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let nanos: i128 = format!("{frac:0<9}").parse().ok()?;
+    Some(if negative {
+        secs * 1_000_000_000 - nanos
+    } else {
+        secs * 1_000_000_000 + nanos
+    })
+}
+
+/// Node clock minus the controller's, in ms, taking the node's reading to have happened at the
+/// midpoint of the controller's send (`sent_ns`) and receive (`received_ns`) times. The error is
+/// at most half the round trip.
+pub fn offset_ms(node_ns: i128, sent_ns: i128, received_ns: i128) -> f64 {
+    let midpoint = sent_ns + (received_ns - sent_ns) / 2;
+    (node_ns - midpoint) as f64 / 1e6
+}
+
+/// The controller's wall clock in ns since the epoch.
+pub fn now_ns() -> i128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i128)
+        .unwrap_or(0)
+}
+
+/// How a node's clock is controlled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClockHost {
+    /// A sandbox node: the preload shim and its offset file handle `date -s`.
+    Shim,
+    /// A real host: `date -s` steps the kernel clock; these NTP services were active.
+    Host {
+        /// systemd units of NTP daemons found active.
+        ntp_services: Vec<String>,
+    },
+}
+
+/// A parsed clock fault request (the value of a `bump-clock` or `strobe-clock` op).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClockRequest {
+    /// Nodes to step.
+    pub nodes: Vec<String>,
+    /// Step in ms (signed).
+    pub delta_ms: i64,
+    /// Strobe only: time between flips, in ms.
+    pub period_ms: u64,
+    /// Strobe only: how long to flip, in ms.
+    pub duration_ms: u64,
+}
+
+fn u64_field(value: &Value, key: &str, default: u64) -> Result<u64, String> {
+    match value.get(key) {
+        None | Some(Value::Null) => Ok(default),
+        Some(v) => v
+            .as_u64()
+            .ok_or_else(|| format!("{key} {v}: expected a non-negative integer")),
+    }
+}
+
+/// Parse a `bump-clock` / `strobe-clock` op value. Either explicit,
+/// `{"nodes":[..],"delta_ms":i64[,"period_ms":u64,"duration_ms":u64]}`, or drawn:
+/// `{"targets":"one|minority|majority|all","min_delta_ms","max_delta_ms"[,"max_period_ms",
+/// "duration_ms"]}` (every field optional, Jepsen-like defaults). Unknown node names and bad
+/// numbers are errors naming the field.
+pub fn parse_request(
+    value: &Value,
+    strobe: bool,
+    names: &[String],
+    rng: &mut ChaCha8Rng,
+) -> Result<ClockRequest, String> {
+    let empty = json!({});
+    let value = if value.is_null() { &empty } else { value };
+    if !value.is_object() {
+        return Err(format!("clock op value {value}: expected an object"));
+    }
+    let nodes = match value.get("nodes") {
+        Some(Value::Array(list)) => {
+            let mut out = Vec::new();
+            for n in list {
+                let name = n
+                    .as_str()
+                    .ok_or_else(|| format!("nodes: {n} is not a node name"))?;
+                if !names.iter().any(|x| x == name) {
+                    return Err(format!(
+                        "nodes: unknown node {name:?} (known: {})",
+                        names.join(", ")
+                    ));
+                }
+                out.push(name.to_string());
+            }
+            out
+        }
+        Some(other) => return Err(format!("nodes {other}: expected a list of node names")),
+        None => {
+            let spec = value
+                .get("targets")
+                .and_then(Value::as_str)
+                .unwrap_or("one");
+            let t = Targets::parse(spec).ok_or_else(|| {
+                format!("targets {spec:?}: expected one, minority, majority or all")
+            })?;
+            select_targets(t, names, rng)
+        }
+    };
+    let delta_ms = match value.get("delta_ms") {
+        Some(v) => v
+            .as_i64()
+            .ok_or_else(|| format!("delta_ms {v}: expected an integer"))?,
+        None => {
+            let min = u64_field(value, "min_delta_ms", DEFAULT_MIN_DELTA_MS)?;
+            let max = u64_field(value, "max_delta_ms", DEFAULT_MAX_DELTA_MS)?;
+            if min > max {
+                return Err(format!("min_delta_ms {min} is above max_delta_ms {max}"));
+            }
+            draw_delta_ms(min, max, rng)
+        }
+    };
+    let (period_ms, duration_ms) = if strobe {
+        let period = match value.get("period_ms") {
+            Some(_) => u64_field(value, "period_ms", 0)?,
+            None => draw_period_ms(
+                u64_field(value, "max_period_ms", DEFAULT_MAX_PERIOD_MS)?,
+                rng,
+            ),
+        };
+        let duration = u64_field(value, "duration_ms", DEFAULT_STROBE_DURATION_MS)?;
+        if period == 0 {
+            return Err("period_ms 0: expected at least 1".into());
+        }
+        if duration > MAX_STROBE_DURATION_MS {
+            return Err(format!(
+                "duration_ms {duration}: at most {MAX_STROBE_DURATION_MS}"
+            ));
+        }
+        (period, duration)
+    } else {
+        (0, 0)
+    };
+    Ok(ClockRequest {
+        nodes,
+        delta_ms,
+        period_ms,
+        duration_ms,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scripts (constant text; values arrive as positional parameters)
+
+/// A node whose PID 1 is sshd is a sandbox node: without the shim it must not touch systemd,
+/// which (through the shared /run) is the host's.
+const PROBE: &str = r#"if [ -n "${SHAKEDOWN_CLOCK_FILE:-}" ] && [ -f "$SHAKEDOWN_CLOCK_FILE" ]; then
+  echo shim; exit 0
+fi
+if [ "$(cat /proc/1/comm 2>/dev/null)" = sshd ]; then echo sandbox-without-shim; exit 0; fi
+echo host
+command -v systemctl >/dev/null 2>&1 || exit 0
+for s in chrony chronyd ntp ntpd ntpsec systemd-timesyncd openntpd; do
+  if systemctl is-active --quiet "$s" 2>/dev/null; then echo "$s"; fi
+done
+"#;
+
+const STOP_SERVICES: &str = r#"set -e
+for s in "$@"; do systemctl stop "$s"; done
+"#;
+
+const START_SERVICES: &str = r#"rc=0
+for s in "$@"; do systemctl start "$s" || rc=1; done
+exit $rc
+"#;
+
+const BUMP_SCRIPT: &str = r#"date -s "$1" >/dev/null
+"#;
+
+/// The strobe loop runs on the node; its pid file lets a reset (also one by `shakedown heal`
+/// after a killed controller) stop it. The marker comment identifies it in /proc/PID/cmdline.
+const STROBE_SCRIPT: &str = r#"# shakedown-strobe
+f=/tmp/shakedown-strobe.pid
+echo $$ > "$f"
+i=0
+while [ "$i" -lt "$3" ]; do
+  if [ $((i % 2)) -eq 0 ]; then date -s "$1" >/dev/null; else date -s "$2" >/dev/null; fi
+  sleep "$4"
+  i=$((i + 1))
+done
+rm -f "$f"
+"#;
+
+const RESET_SCRIPT: &str = r#"f=/tmp/shakedown-strobe.pid
+if [ -f "$f" ]; then
+  pid=$(cat "$f")
+  if [ -n "$pid" ] && grep -qa shakedown-strobe "/proc/$pid/cmdline" 2>/dev/null; then
+    kids=$(cat "/proc/$pid/task/$pid/children" 2>/dev/null || true)
+    kill "$pid" 2>/dev/null || true
+    for k in $kids; do kill "$k" 2>/dev/null || true; done
+    sleep 0.02
+  fi
+  rm -f "$f"
+fi
+date -s "$1" >/dev/null
+"#;
+
+/// How `remote`'s clock is controlled, and which NTP services run there.
+pub fn probe(remote: &dyn Remote) -> Result<ClockHost, String> {
+    let out = remote.exec_ok(&Cmd::sh(PROBE)).map_err(|e| e.to_string())?;
+    let mut lines = out.lines().map(str::trim).filter(|l| !l.is_empty());
+    match lines.next() {
+        Some("shim") => Ok(ClockHost::Shim),
+        Some("sandbox-without-shim") => Err(
+            "sandbox node without the clock shim (made by an older shakedown?): run \
+             `shakedown sandbox down` and `sandbox up` again"
+                .to_string(),
+        ),
+        Some("host") => Ok(ClockHost::Host {
+            ntp_services: lines.map(str::to_string).collect(),
+        }),
+        _ => Err(format!("clock probe printed {out:?}")),
+    }
+}
+
+/// Step `remote`'s clock by `delta_ms` (`date -s "+N seconds"`: read and set in one process).
+pub fn bump(remote: &dyn Remote, delta_ms: i64) -> Result<(), String> {
+    remote
+        .exec_ok(&Cmd::script(BUMP_SCRIPT, [relative_date_arg(delta_ms)]).sudo(true))
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// Flip `remote`'s clock by `+delta_ms`, then back, every `period_ms`, for
+/// `strobe_flips(period_ms, duration_ms)` steps; blocks until the loop on the node ends.
+pub fn strobe(
+    remote: &dyn Remote,
+    delta_ms: i64,
+    period_ms: u64,
+    duration_ms: u64,
+) -> Result<(), String> {
+    let flips = strobe_flips(period_ms, duration_ms);
+    let period_s = format!("{}.{:03}", period_ms / 1000, period_ms % 1000);
+    let cmd = Cmd::script(
+        STROBE_SCRIPT,
+        [
+            relative_date_arg(delta_ms),
+            relative_date_arg(-delta_ms),
+            flips.to_string(),
+            period_s,
+        ],
+    )
+    .sudo(true)
+    .timeout_ms(flips * (period_ms + 50) + 30_000);
+    remote.exec_ok(&cmd).map(|_| ()).map_err(|e| e.to_string())
+}
+
+/// Stop a strobe loop left on `remote` (if any) and set its clock to the controller's: first
+/// `date -s @<controller time>` (late by the time the command takes to reach `date`), then
+/// measure the offset and step by minus it (to the millisecond) when it is 1 ms or more.
+pub fn reset(remote: &dyn Remote) -> Result<(), String> {
+    let cmd = Cmd::script(RESET_SCRIPT, [absolute_date_arg(now_ns())]).sudo(true);
+    remote.exec_ok(&cmd).map_err(|e| e.to_string())?;
+    let (offset_ms, _) = measure_offset(remote)?;
+    let fix_ms = -offset_ms.round() as i64;
+    if fix_ms != 0 {
+        bump(remote, fix_ms)?;
+    }
+    Ok(())
+}
+
+/// Samples per offset measurement; the one with the shortest round trip is kept (as NTP does).
+pub const OFFSET_SAMPLES: usize = 3;
+
+/// `remote`'s clock minus the controller's, in ms, round-trip corrected, from the fastest of
+/// [`OFFSET_SAMPLES`] readings; also returns that round trip in ms (the error bound is half of
+/// it).
+pub fn measure_offset(remote: &dyn Remote) -> Result<(f64, f64), String> {
+    let cmd = Cmd::new("date").arg("+%s.%N");
+    let mut best: Option<(f64, f64)> = None;
+    for _ in 0..OFFSET_SAMPLES {
+        let sent = now_ns();
+        let out = remote.exec_ok(&cmd).map_err(|e| e.to_string())?;
+        let received = now_ns();
+        let node = parse_epoch_ns(&out).ok_or_else(|| format!("date printed {out:?}"))?;
+        let sample = (
+            offset_ms(node, sent, received),
+            (received - sent) as f64 / 1e6,
+        );
+        if best.is_none_or(|(_, rtt)| sample.1 < rtt) {
+            best = Some(sample);
+        }
+    }
+    best.ok_or_else(|| "no clock reading".to_string())
+}
+
+/// What the clock part of a `Nemesis` remembers.
+#[derive(Debug, Default)]
+pub(super) struct ClockState {
+    /// Nodes whose clock a fault touched since the last reset.
+    touched: BTreeSet<String>,
+    /// Probe results per node.
+    hosts: BTreeMap<String, ClockHost>,
+    /// NTP services this nemesis stopped, per node.
+    ntp_stopped: BTreeMap<String, Vec<String>>,
+}
+
+impl Nemesis {
+    /// Probe the given nodes once each; on real hosts stop running NTP daemons (journaled as
+    /// `stop-ntp`, undone by `start-ntp` in `heal_all`).
+    fn take_clock_control(&mut self, idx: &[usize]) -> Result<(), String> {
+        let unprobed: Vec<usize> = idx
+            .iter()
+            .copied()
+            .filter(|&i| !self.clock.hosts.contains_key(&self.cfg.nodes[i].name))
+            .collect();
+        if unprobed.is_empty() {
+            return Ok(());
+        }
+        let found = std::sync::Mutex::new(Vec::new());
+        self.on_nodes(&unprobed, |r, node| {
+            let host = probe(r)?;
+            found
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((node.name.clone(), host));
+            Ok(())
+        })?;
+        let found = found.into_inner().unwrap_or_else(|p| p.into_inner());
+        let mut to_stop: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (name, host) in found {
+            if let ClockHost::Host { ntp_services } = &host
+                && !ntp_services.is_empty()
+            {
+                to_stop.insert(name.clone(), ntp_services.clone());
+            }
+            self.clock.hosts.insert(name, host);
+        }
+        if to_stop.is_empty() {
+            return Ok(());
+        }
+        let stop_idx: Vec<usize> = to_stop.keys().filter_map(|n| self.index_of(n)).collect();
+        for (n, s) in &to_stop {
+            self.clock
+                .ntp_stopped
+                .entry(n.clone())
+                .or_default()
+                .extend(s.iter().cloned());
+        }
+        let detail = json!({ "services": to_stop });
+        self.journaled("inject", STOP_NTP, detail, Some(START_NTP), |n| {
+            n.on_nodes(&stop_idx, |r, node| {
+                let services = to_stop.get(&node.name).cloned().unwrap_or_default();
+                r.exec_ok(&Cmd::script(STOP_SERVICES, services).sudo(true))
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            })
+        })
+    }
+
+    /// A drawn request's `targets` resolved to `nodes` by the nemesis's own target selection (which
+    /// can ask the system for its primaries); explicit `nodes` and other values pass through.
+    fn resolve_clock_targets(&mut self, value: &Value) -> Result<Value, String> {
+        match value.get("targets").and_then(Value::as_str) {
+            Some(spec) if value.get("nodes").is_none() => {
+                let idx = self.targets_named(spec)?;
+                let mut v = value.clone();
+                v["nodes"] = json!(self.node_names(&idx));
+                Ok(v)
+            }
+            _ => Ok(value.clone()),
+        }
+    }
+
+    /// `bump-clock`: step the chosen nodes' clocks by one drawn (or given) delta.
+    pub(super) fn bump_clock(&mut self, value: &Value) -> Result<Value, String> {
+        let names = self.names();
+        let value = &self.resolve_clock_targets(value)?;
+        let req = parse_request(value, false, &names, &mut self.cfg.rng)?;
+        let idx: Vec<usize> = req.nodes.iter().filter_map(|n| self.index_of(n)).collect();
+        self.take_clock_control(&idx)?;
+        self.clock.touched.extend(req.nodes.iter().cloned());
+        let detail = json!({ "nodes": req.nodes, "delta_ms": req.delta_ms });
+        let delta = req.delta_ms;
+        self.journaled("inject", BUMP, detail.clone(), Some(RESET), |n| {
+            n.on_nodes(&idx, |r, _| bump(r, delta))
+        })?;
+        Ok(detail)
+    }
+
+    /// `strobe-clock`: flip the chosen nodes' clocks by ±delta every period for the duration
+    /// (blocks until done).
+    pub(super) fn strobe_clock(&mut self, value: &Value) -> Result<Value, String> {
+        let names = self.names();
+        let value = &self.resolve_clock_targets(value)?;
+        let req = parse_request(value, true, &names, &mut self.cfg.rng)?;
+        let idx: Vec<usize> = req.nodes.iter().filter_map(|n| self.index_of(n)).collect();
+        self.take_clock_control(&idx)?;
+        self.clock.touched.extend(req.nodes.iter().cloned());
+        let detail = json!({
+            "nodes": req.nodes,
+            "delta_ms": req.delta_ms,
+            "period_ms": req.period_ms,
+            "duration_ms": req.duration_ms,
+        });
+        let (delta, period, duration) = (req.delta_ms, req.period_ms, req.duration_ms);
+        self.journaled("inject", STROBE, detail.clone(), Some(RESET), |n| {
+            n.on_nodes(&idx, |r, _| strobe(r, delta, period, duration))
+        })?;
+        Ok(detail)
+    }
+
+    /// `reset-clock`: set every touched node's clock (or the nodes listed in `value.nodes`) to
+    /// the controller's time, stopping a strobe loop first. Nothing touched: no-op.
+    pub fn reset_clocks(&mut self, value: &Value) -> Result<Value, String> {
+        let mut names: BTreeSet<String> = self.clock.touched.clone();
+        if let Some(list) = value.get("nodes").and_then(Value::as_array) {
+            names.extend(list.iter().filter_map(|v| v.as_str().map(str::to_string)));
+        }
+        let idx: Vec<usize> = names.iter().filter_map(|n| self.index_of(n)).collect();
+        if idx.is_empty() {
+            return Ok(json!({ "nodes": [] }));
+        }
+        let detail = json!({ "nodes": names });
+        self.journaled("undo", RESET, detail.clone(), None, |n| {
+            n.on_nodes(&idx, |r, _| reset(r))
+        })?;
+        for n in &names {
+            self.clock.touched.remove(n);
+        }
+        Ok(detail)
+    }
+
+    /// Start the NTP services this nemesis (or, after `adopt_ntp_stopped`, an earlier controller)
+    /// stopped. Nothing stopped: no-op.
+    pub fn restore_ntp(&mut self) -> Result<Vec<String>, String> {
+        if self.clock.ntp_stopped.is_empty() {
+            return Ok(vec![]);
+        }
+        let stopped = self.clock.ntp_stopped.clone();
+        let idx: Vec<usize> = stopped.keys().filter_map(|n| self.index_of(n)).collect();
+        self.journaled(
+            "undo",
+            START_NTP,
+            json!({ "services": stopped }),
+            None,
+            |n| {
+                n.on_nodes(&idx, |r, node| {
+                    let services = stopped.get(&node.name).cloned().unwrap_or_default();
+                    r.exec_ok(&Cmd::script(START_SERVICES, services).sudo(true))
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
+                })
+            },
+        )?;
+        let names = std::mem::take(&mut self.clock.ntp_stopped)
+            .into_iter()
+            .map(|(n, s)| format!("{n}: {}", s.join(" ")))
+            .collect();
+        Ok(names)
+    }
+
+    /// `clock-offsets`: every node's clock minus the controller's, in ms, round-trip corrected,
+    /// as `{"offsets_ms":{"n1":f64,..},"rtt_ms":{"n1":f64,..}}`.
+    pub fn clock_offsets(&self) -> Result<Value, String> {
+        let found = std::sync::Mutex::new(BTreeMap::new());
+        self.on_nodes(&self.all_idx(), |r, node| {
+            let m = measure_offset(r)?;
+            found
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(node.name.clone(), m);
+            Ok(())
+        })?;
+        let found = found.into_inner().unwrap_or_else(|p| p.into_inner());
+        let offsets: BTreeMap<&String, f64> = found.iter().map(|(n, (o, _))| (n, *o)).collect();
+        let rtts: BTreeMap<&String, f64> = found.iter().map(|(n, (_, r))| (n, *r)).collect();
+        Ok(json!({ "offsets_ms": offsets, "rtt_ms": rtts }))
+    }
+
+    /// Remember nodes whose clocks an earlier controller touched (from its journal), so
+    /// `reset_clocks` puts them back.
+    pub fn adopt_clocked(&mut self, nodes: impl IntoIterator<Item = String>) {
+        self.clock.touched.extend(nodes);
+    }
+
+    /// Remember NTP services an earlier controller stopped (node → units, from its journal), so
+    /// `restore_ntp` starts them.
+    pub fn adopt_ntp_stopped(&mut self, services: BTreeMap<String, Vec<String>>) {
+        for (n, s) in services {
+            self.clock.ntp_stopped.entry(n).or_default().extend(s);
+        }
+    }
+
+    /// Nodes whose clock is currently stepped (for the progress display).
+    pub(super) fn clocked(&self) -> &BTreeSet<String> {
+        &self.clock.touched
+    }
+}
+
+/// From a fault journal's outstanding records (`outstanding_faults`): the nodes whose clocks
+/// were stepped and not reset, and the NTP services stopped and not started.
+pub fn journal_clock_leftovers(
+    outstanding: &[Value],
+) -> (BTreeSet<String>, BTreeMap<String, Vec<String>>) {
+    let mut nodes = BTreeSet::new();
+    let mut ntp: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for r in outstanding {
+        match r["f"].as_str() {
+            Some(BUMP) | Some(STROBE) => nodes.extend(
+                r["detail"]["nodes"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|n| n.as_str().map(str::to_string)),
+            ),
+            Some(STOP_NTP) => {
+                if let Some(map) = r["detail"]["services"].as_object() {
+                    for (node, list) in map {
+                        ntp.entry(node.clone()).or_default().extend(
+                            list.as_array()
+                                .into_iter()
+                                .flatten()
+                                .filter_map(|s| s.as_str().map(str::to_string)),
+                        );
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    (nodes, ntp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use std::sync::Arc;
+
+    fn names(n: usize) -> Vec<String> {
+        (1..=n).map(|i| format!("n{i}")).collect()
+    }
+
+    #[test]
+    fn deltas_span_the_range_in_every_octave_with_both_signs() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let draws: Vec<i64> = (0..4000)
+            .map(|_| draw_delta_ms(4, 262_144, &mut rng))
+            .collect();
+        assert!(draws.iter().all(|d| (4..=262_144).contains(&d.abs())));
+        let negative = draws.iter().filter(|d| **d < 0).count();
+        assert!((1700..2300).contains(&negative), "{negative} negative");
+        // Exponent uniform over 16 octaves: each octave gets roughly 1/16 of the draws.
+        for octave in 2..18 {
+            let lo = 1i64 << octave;
+            let n = draws
+                .iter()
+                .filter(|d| (lo..lo * 2).contains(&d.abs()))
+                .count();
+            assert!((150..360).contains(&n), "octave 2^{octave}: {n} draws");
+        }
+        // Degenerate ranges.
+        assert_eq!(draw_delta_ms(7, 7, &mut rng).abs(), 7);
+        assert_eq!(draw_delta_ms(0, 0, &mut rng).abs(), 1);
+        let p = draw_period_ms(1024, &mut rng);
+        assert!((1..=1024).contains(&p));
+        // Same seed, same draws.
+        let a = draw_delta_ms(4, 1000, &mut ChaCha8Rng::seed_from_u64(9));
+        let b = draw_delta_ms(4, 1000, &mut ChaCha8Rng::seed_from_u64(9));
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn strobe_plan_is_even_and_covers_the_duration() {
+        assert_eq!(strobe_flips(100, 1000), 10);
+        assert_eq!(strobe_flips(300, 1000), 2);
+        assert_eq!(strobe_flips(100, 1150), 10);
+        assert_eq!(strobe_flips(250, 1000), 4);
+        assert_eq!(strobe_flips(5000, 1000), 2);
+        assert_eq!(strobe_flips(0, 10), 10);
+    }
+
+    #[test]
+    fn date_arguments() {
+        assert_eq!(relative_date_arg(1234), "+1.234 seconds");
+        assert_eq!(relative_date_arg(-4), "-0.004 seconds");
+        assert_eq!(relative_date_arg(0), "+0.000 seconds");
+        assert_eq!(relative_date_arg(-262_144), "-262.144 seconds");
+        assert_eq!(
+            absolute_date_arg(1_795_990_824_500_000_000),
+            "@1795990824.500000000"
+        );
+        assert_eq!(absolute_date_arg(1_000_000_007), "@1.000000007");
+    }
+
+    #[test]
+    fn epoch_parsing_and_offsets() {
+        assert_eq!(
+            parse_epoch_ns("1795990824.639587165\n"),
+            Some(1_795_990_824_639_587_165)
+        );
+        assert_eq!(parse_epoch_ns("12.5"), Some(12_500_000_000));
+        assert_eq!(parse_epoch_ns("-1.5"), Some(-1_500_000_000));
+        for bad in ["", "12", "12.", "a.b", "1.2345678901", "1.-5", "Sun Nov 29"] {
+            assert_eq!(parse_epoch_ns(bad), None, "{bad:?}");
+        }
+        // The node read its clock at the midpoint: 1000 ms ahead.
+        let sent = 10_000_000_000;
+        let received = sent + 4_000_000;
+        assert_eq!(
+            offset_ms(sent + 2_000_000 + 1_000_000_000, sent, received),
+            1000.0
+        );
+        assert_eq!(offset_ms(sent + 2_000_000, sent, received), 0.0);
+        assert_eq!(offset_ms(sent - 500_000_000, sent, received), -502.0);
+    }
+
+    #[test]
+    fn requests_explicit_and_drawn() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let n = names(5);
+        let r = parse_request(
+            &json!({"nodes": ["n2"], "delta_ms": -1500}),
+            false,
+            &n,
+            &mut rng,
+        )
+        .unwrap();
+        assert_eq!(r.nodes, vec!["n2"]);
+        assert_eq!(r.delta_ms, -1500);
+        let r = parse_request(
+            &json!({"targets": "majority", "min_delta_ms": 100, "max_delta_ms": 200}),
+            false,
+            &n,
+            &mut rng,
+        )
+        .unwrap();
+        assert_eq!(r.nodes.len(), 3);
+        assert!((100..=200).contains(&r.delta_ms.abs()));
+        let r = parse_request(&Value::Null, true, &n, &mut rng).unwrap();
+        assert_eq!(r.nodes.len(), 1);
+        assert!((1..=DEFAULT_MAX_PERIOD_MS).contains(&r.period_ms));
+        assert_eq!(r.duration_ms, DEFAULT_STROBE_DURATION_MS);
+        let r = parse_request(
+            &json!({"nodes": ["n1"], "delta_ms": 50, "period_ms": 10, "duration_ms": 100}),
+            true,
+            &n,
+            &mut rng,
+        )
+        .unwrap();
+        assert_eq!((r.period_ms, r.duration_ms), (10, 100));
+
+        let err = |v: Value, strobe: bool| {
+            parse_request(&v, strobe, &n, &mut ChaCha8Rng::seed_from_u64(1)).unwrap_err()
+        };
+        assert!(err(json!({"nodes": ["n9"]}), false).contains("unknown node \"n9\""));
+        assert!(err(json!({"nodes": "n1"}), false).contains("expected a list"));
+        assert!(err(json!({"targets": "most"}), false).contains("targets \"most\""));
+        assert!(err(json!({"delta_ms": "big"}), false).contains("delta_ms"));
+        assert!(err(json!({"min_delta_ms": 9, "max_delta_ms": 3}), false).contains("above"));
+        assert!(err(json!({"period_ms": 0}), true).contains("period_ms 0"));
+        assert!(err(json!({"duration_ms": 600_000}), true).contains("at most"));
+        assert!(err(json!([1]), false).contains("expected an object"));
+    }
+
+    /// A real host as seen over `Remote`: chrony runs, `date` prints a clock `offset_ms` ahead.
+    struct FakeHost {
+        name: String,
+        offset_ms: i64,
+        log: std::sync::Mutex<Vec<String>>,
+    }
+
+    impl Remote for FakeHost {
+        fn node(&self) -> &str {
+            &self.name
+        }
+        fn exec(&self, cmd: &Cmd) -> Result<crate::control::ExecOutput, crate::control::ExecError> {
+            let text = cmd.to_shell();
+            self.log.lock().unwrap().push(text.clone());
+            let stdout = if text.contains("SHAKEDOWN_CLOCK_FILE") {
+                "host\nchrony\n".to_string()
+            } else if text.starts_with("date ") {
+                format!(
+                    "{}\n",
+                    &absolute_date_arg(now_ns() + i128::from(self.offset_ms) * 1_000_000)[1..]
+                )
+            } else {
+                String::new()
+            };
+            Ok(crate::control::ExecOutput {
+                status: 0,
+                signal: None,
+                stdout,
+                stderr: String::new(),
+            })
+        }
+        fn upload(&self, _: &[u8], _: &str, _: u32) -> Result<(), crate::control::ExecError> {
+            Ok(())
+        }
+        fn download(&self, _: &str, _: &std::path::Path) -> Result<(), crate::control::ExecError> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn real_hosts_get_ntp_stopped_before_the_first_step_and_restarted_at_heal() {
+        let hosts: Vec<Arc<FakeHost>> = (1..=2)
+            .map(|i| {
+                Arc::new(FakeHost {
+                    name: format!("n{i}"),
+                    offset_ms: 250 * i,
+                    log: Default::default(),
+                })
+            })
+            .collect();
+        let journal: Arc<std::sync::Mutex<Vec<Value>>> = Default::default();
+        let sink = journal.clone();
+        let mut n = Nemesis::new(super::super::NemesisConfig {
+            nodes: (1..=2)
+                .map(|i| crate::config::Node {
+                    name: format!("n{i}"),
+                    host: format!("10.0.0.{i}"),
+                })
+                .collect(),
+            remotes: hosts.iter().map(|h| h.clone() as Arc<dyn Remote>).collect(),
+            db: Arc::new(crate::db::etcd::Etcd::new(Default::default())),
+            partition: Default::default(),
+            rng: ChaCha8Rng::seed_from_u64(1),
+            journal: Some(Box::new(move |r: &Value| {
+                sink.lock().unwrap().push(r.clone())
+            })),
+        });
+        let v = n
+            .bump_clock(&json!({"nodes": ["n2"], "delta_ms": 1500}))
+            .unwrap();
+        assert_eq!(v, json!({"nodes": ["n2"], "delta_ms": 1500}));
+        // Second step: already probed, NTP already stopped.
+        n.bump_clock(&json!({"nodes": ["n2"], "delta_ms": -20}))
+            .unwrap();
+        let offsets = n.clock_offsets().unwrap();
+        let n2 = offsets["offsets_ms"]["n2"].as_f64().unwrap();
+        assert!((n2 - 500.0).abs() < 50.0, "{offsets}");
+        assert!(n.heal_all().is_empty());
+        let log = hosts[1].log.lock().unwrap().clone();
+        let pos = |needle: &str| {
+            log.iter()
+                .position(|c| c.contains(needle))
+                .unwrap_or_else(|| panic!("no {needle:?} in {log:#?}"))
+        };
+        assert!(pos("systemctl stop") < pos("+1.500 seconds"));
+        assert!(pos("-0.020 seconds") < pos("shakedown-strobe.pid"));
+        assert!(pos("shakedown-strobe.pid") < pos("systemctl start"));
+        assert!(
+            log.iter()
+                .any(|c| c.contains("date -s \"$1\" >/dev/null\n' sh @17"))
+        );
+        assert!(
+            log.iter()
+                .filter(|c| c.contains("SHAKEDOWN_CLOCK_FILE"))
+                .count()
+                == 1
+        );
+        // n1's clock was never touched: no step, no reset, no NTP change.
+        assert!(
+            hosts[0]
+                .log
+                .lock()
+                .unwrap()
+                .iter()
+                .all(|c| !c.contains("date -s") && !c.contains("systemctl"))
+        );
+        // The reset corrected the fake host's 500 ms lead with a relative step.
+        assert!(log.iter().any(|c| c.contains("-0.500 seconds")), "{log:#?}");
+        let records = journal.lock().unwrap().clone();
+        let steps: Vec<String> = records
+            .iter()
+            .filter(|r| r["event"] == "done")
+            .map(|r| r["f"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            steps,
+            [
+                "stop-ntp",
+                "bump-clock",
+                "bump-clock",
+                "stop-partition",
+                "resume",
+                "start",
+                "reset-clock",
+                "start-ntp"
+            ]
+        );
+        assert_eq!(
+            records[0]["detail"],
+            json!({"services": {"n2": ["chrony"]}})
+        );
+        assert!(crate::nemesis::outstanding_faults(&records).is_empty());
+    }
+
+    #[test]
+    fn journal_leftovers_name_stepped_nodes_and_stopped_ntp() {
+        let open = vec![
+            json!({"f": "bump-clock", "detail": {"nodes": ["n1", "n3"], "delta_ms": 5}}),
+            json!({"f": "strobe-clock", "detail": {"nodes": ["n2"], "delta_ms": 5}}),
+            json!({"f": "stop-ntp", "detail": {"services": {"n1": ["chrony"]}}}),
+            json!({"f": "pause", "detail": {"nodes": ["n4"]}}),
+        ];
+        let (nodes, ntp) = journal_clock_leftovers(&open);
+        assert_eq!(
+            nodes.into_iter().collect::<Vec<_>>(),
+            vec!["n1", "n2", "n3"]
+        );
+        assert_eq!(ntp["n1"], vec!["chrony"]);
+        assert_eq!(ntp.len(), 1);
+    }
+}

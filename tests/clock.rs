@@ -1,0 +1,523 @@
+//! Clock faults against a real sandbox (`sdclk`, 10.82.0.0/24): `date -s` steps one node's clock
+//! only (through the preload shim), resets put it back, a `date -s` that bypasses the shim fails
+//! with EPERM, the host clock never moves; and `shakedown heal` after a SIGKILLed controller
+//! undoes a partition, a pause and a clock step that were all active at once. Also measures the
+//! time from a clock op to its effect on 5 nodes and the offset measurement error (printed).
+//!
+//! Needs root (CI runs as root); when not root each test prints why it did nothing. Tests take a
+//! lock so only one uses the sandbox at a time; the sandbox is brought down at the end, also on
+//! failure.
+
+use serde_json::{Value, json};
+use shakedown::client::Completion;
+use shakedown::config::Node;
+use shakedown::control::{Cmd, Remote, SshConfig};
+use shakedown::db::etcd::{Etcd, EtcdConfig};
+use shakedown::nemesis::{Nemesis, NemesisConfig, PartitionConfig, outstanding_faults};
+use shakedown::sandbox::{SandboxConfig, SandboxInfo};
+use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+const NAME: &str = "sdclk";
+const SUBNET: &str = "10.82.0.0/24";
+const SANDBOX: [&str; 4] = ["--sandbox-name", NAME, "--sandbox-subnet", SUBNET];
+/// Allowed difference between a node's measured offset and the expected one.
+const TOLERANCE_MS: f64 = 50.0;
+
+fn root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("skipping: sandbox tests need root (network namespaces, iptables)");
+    }
+    root
+}
+
+fn sandbox_config() -> SandboxConfig {
+    SandboxConfig {
+        subnet: SUBNET.into(),
+        ..SandboxConfig::named(NAME)
+    }
+}
+
+/// Brings the test sandbox down when dropped.
+struct SandboxGuard;
+
+impl Drop for SandboxGuard {
+    fn drop(&mut self) {
+        if let Err(e) = shakedown::sandbox::down(&sandbox_config()) {
+            eprintln!("sandbox down failed: {e}");
+        }
+    }
+}
+
+fn shakedown(args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_shakedown"))
+        .args(args)
+        .output()
+        .expect("run shakedown binary");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "shakedown panicked: {stderr}");
+    out
+}
+
+/// The host's wall clock minus its monotonic clock, in ms: constant unless the host clock is
+/// stepped (NTP slewing moves it by far less than the tolerance during a test).
+fn host_wall_minus_monotonic_ms() -> f64 {
+    let mut mono = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a valid pointer to a timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut mono) };
+    let wall = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    wall.as_secs_f64() * 1e3 - (mono.tv_sec as f64 * 1e3 + mono.tv_nsec as f64 / 1e6)
+}
+
+struct Cluster {
+    info: SandboxInfo,
+    nodes: Vec<Node>,
+    remotes: Vec<Arc<dyn Remote>>,
+}
+
+fn cluster() -> Cluster {
+    let info = shakedown::sandbox::up(&sandbox_config()).expect("sandbox up");
+    let nodes: Vec<Node> = info
+        .nodes
+        .iter()
+        .map(|n| Node {
+            name: n.name.clone(),
+            host: n.address.to_string(),
+        })
+        .collect();
+    let ssh = SshConfig {
+        private_key: Some(info.private_key.clone()),
+        known_hosts: Some(info.known_hosts.clone()),
+        ..SshConfig::default()
+    };
+    let pairs: Vec<(String, String)> = nodes
+        .iter()
+        .map(|n| (n.name.clone(), n.host.clone()))
+        .collect();
+    let remotes = shakedown::control::connect_all(&pairs, &ssh).expect("connect");
+    Cluster {
+        info,
+        nodes,
+        remotes,
+    }
+}
+
+type Journal = Arc<Mutex<Vec<Value>>>;
+
+fn nemesis(c: &Cluster) -> (Nemesis, Journal) {
+    let journal: Journal = Arc::new(Mutex::new(Vec::new()));
+    let sink = journal.clone();
+    let n = Nemesis::new(NemesisConfig {
+        nodes: c.nodes.clone(),
+        remotes: c.remotes.clone(),
+        db: Arc::new(Etcd::new(EtcdConfig::default())),
+        partition: PartitionConfig::default(),
+        rng: rand::SeedableRng::seed_from_u64(7),
+        journal: Some(Box::new(move |r: &Value| {
+            sink.lock().unwrap().push(r.clone())
+        })),
+    });
+    (n, journal)
+}
+
+fn ok(c: Completion) -> Value {
+    match c {
+        Completion::Ok { value, .. } => value,
+        other => panic!("nemesis op did not succeed: {other:?}"),
+    }
+}
+
+/// Offsets measured by the nemesis (`clock-offsets`), per node name.
+fn measured(n: &mut Nemesis) -> Vec<(String, f64)> {
+    let v = ok(n.invoke("clock-offsets", &Value::Null));
+    v["offsets_ms"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_f64().unwrap()))
+        .collect()
+}
+
+/// The true offsets (the shim's files, read on the host), in ms.
+fn truth(info: &SandboxInfo) -> Vec<(String, f64)> {
+    info.nodes
+        .iter()
+        .map(|n| (n.name.clone(), n.clock_offset_ns().unwrap() as f64 / 1e6))
+        .collect()
+}
+
+fn assert_offsets(n: &mut Nemesis, info: &SandboxInfo, expected: &[(&str, f64)], what: &str) {
+    let got = measured(n);
+    for (name, offset) in &got {
+        let want = expected
+            .iter()
+            .find(|(e, _)| e == name)
+            .map_or(0.0, |(_, o)| *o);
+        assert!(
+            (offset - want).abs() <= TOLERANCE_MS,
+            "{what}: {name} measured offset {offset:.1} ms, expected {want} ± {TOLERANCE_MS}; \
+             all measured {got:?}, files {:?}",
+            truth(info)
+        );
+    }
+}
+
+fn percentile(mut v: Vec<f64>, p: f64) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[((v.len() - 1) as f64 * p).round() as usize]
+}
+
+#[test]
+fn clock_steps_move_only_the_stepped_node_and_never_the_host() {
+    if !root() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = SandboxGuard;
+    let host_before = host_wall_minus_monotonic_ms();
+    let c = cluster();
+    let (mut n, journal) = nemesis(&c);
+
+    assert_offsets(&mut n, &c.info, &[], "fresh sandbox");
+
+    // One node steps forward 90 s, another back 1.5 s; the rest stay.
+    let v = ok(n.invoke("bump-clock", &json!({"nodes": ["n2"], "delta_ms": 90_000})));
+    assert_eq!(v, json!({"nodes": ["n2"], "delta_ms": 90_000}));
+    ok(n.invoke("bump-clock", &json!({"nodes": ["n3"], "delta_ms": -1500})));
+    let expected = [("n2", 90_000.0), ("n3", -1500.0)];
+    assert_offsets(&mut n, &c.info, &expected, "after bumps");
+    assert!(
+        n.active().iter().any(|a| a == "clock n2,n3"),
+        "{:?}",
+        n.active()
+    );
+    // Processes started over SSH see it through every libc clock call (python reads
+    // clock_gettime), while the monotonic clock is untouched.
+    let probe = c.remotes[1].exec_ok(&Cmd::new("date").arg("+%s")).unwrap();
+    let node_secs: f64 = probe.trim().parse().unwrap();
+    let host_secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    assert!(
+        (node_secs - host_secs - 90.0).abs() < 2.0,
+        "{node_secs} vs {host_secs}"
+    );
+
+    // Bypassing the shim cannot step the (shared) kernel clock: the nodes lack CAP_SYS_TIME.
+    let out = c.remotes[0]
+        .exec(&Cmd::sh("env -u LD_PRELOAD date -s '+5 seconds'"))
+        .unwrap();
+    assert!(!out.success(), "bypassing date -s succeeded: {out:?}");
+    assert!(
+        out.stderr.contains("Operation not permitted"),
+        "expected EPERM: {out:?}"
+    );
+    assert_offsets(&mut n, &c.info, &expected, "after the refused bypass");
+
+    // Strobe: flips between +2 s and the starting offset, ends where it started.
+    let strobe_node = c.info.node("n4").unwrap().clone();
+    let seen = std::thread::scope(|s| {
+        let sampler = s.spawn(|| {
+            let mut seen = Vec::new();
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_millis(900) {
+                seen.push(strobe_node.clock_offset_ns().unwrap() / 1_000_000);
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            seen
+        });
+        let v = ok(n.invoke(
+            "strobe-clock",
+            &json!({"nodes": ["n4"], "delta_ms": 2000, "period_ms": 100, "duration_ms": 1000}),
+        ));
+        assert_eq!(v["period_ms"], 100);
+        sampler.join().unwrap()
+    });
+    assert!(seen.iter().any(|ms| (ms - 2000).abs() < 50), "{seen:?}");
+    assert!(seen.iter().any(|ms| ms.abs() < 50), "{seen:?}");
+    assert_offsets(&mut n, &c.info, &expected, "after the strobe");
+
+    // A strobe whose controller is gone (here: another nemesis that never started it, as
+    // `shakedown heal` would be) is stopped by the reset, which then holds.
+    let n5 = c.info.node("n5").unwrap().clone();
+    std::thread::scope(|s| {
+        let t = Instant::now();
+        let orphan =
+            s.spawn(|| shakedown::nemesis::clock::strobe(c.remotes[4].as_ref(), 3000, 50, 20_000));
+        std::thread::sleep(Duration::from_millis(400));
+        let (mut healer, _) = nemesis(&c);
+        healer.adopt_clocked(["n5".to_string()]);
+        healer.reset_clocks(&Value::Null).unwrap();
+        let _ = orphan.join().unwrap();
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the strobe loop was not stopped by the reset"
+        );
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let left = n5.clock_offset_ns().unwrap() as f64 / 1e6;
+    assert!(left.abs() < TOLERANCE_MS, "n5 at {left} ms after the reset");
+
+    // Reset puts every touched node back; the journal shows nothing outstanding.
+    let v = ok(n.invoke("reset-clock", &Value::Null));
+    assert_eq!(v, json!({"nodes": ["n2", "n3", "n4"]}));
+    assert_offsets(&mut n, &c.info, &[], "after reset");
+    assert!(n.active().is_empty(), "{:?}", n.active());
+    let records = journal.lock().unwrap().clone();
+    let fs: Vec<String> = records
+        .iter()
+        .filter(|r| r["event"] == "begin")
+        .map(|r| {
+            format!(
+                "{} {}",
+                r["action"].as_str().unwrap(),
+                r["f"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        fs,
+        [
+            "inject bump-clock",
+            "inject bump-clock",
+            "inject strobe-clock",
+            "undo reset-clock"
+        ]
+    );
+    assert!(
+        records
+            .iter()
+            .filter(|r| r["action"] == "inject")
+            .all(|r| r["undo_with"] == "reset-clock")
+    );
+    assert!(outstanding_faults(&records).is_empty(), "{records:?}");
+    // Bad requests are reported, not panicked on, and change nothing.
+    match n.invoke("bump-clock", &json!({"nodes": ["n9"], "delta_ms": 5})) {
+        Completion::Info { error } => assert!(error.contains("unknown node \"n9\""), "{error}"),
+        other => panic!("{other:?}"),
+    }
+
+    // Time from a clock op to its effect on all 5 nodes (the op returns once every node's
+    // `date -s` returned; the sampler sees the offset files change), and measurement error.
+    let all: Vec<String> = c.nodes.iter().map(|x| x.name.clone()).collect();
+    let (mut op_ms, mut effect_ms, mut error_ms) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..20 {
+        let delta = if i % 2 == 0 { 300 } else { -300 };
+        let before: Vec<i64> = c
+            .info
+            .nodes
+            .iter()
+            .map(|x| x.clock_offset_ns().unwrap())
+            .collect();
+        let t = Instant::now();
+        let effect = std::thread::scope(|s| {
+            let watcher =
+                s.spawn(|| {
+                    loop {
+                        let changed =
+                            c.info.nodes.iter().zip(&before).all(|(x, b)| {
+                                (x.clock_offset_ns().unwrap() - b).abs() > 200_000_000
+                            });
+                        if changed || t.elapsed() > Duration::from_secs(10) {
+                            return t.elapsed();
+                        }
+                        std::thread::sleep(Duration::from_micros(200));
+                    }
+                });
+            ok(n.invoke("bump-clock", &json!({"nodes": all, "delta_ms": delta})));
+            op_ms.push(t.elapsed().as_secs_f64() * 1e3);
+            watcher.join().unwrap()
+        });
+        effect_ms.push(effect.as_secs_f64() * 1e3);
+        let m = measured(&mut n);
+        for ((name, got), (file_name, want)) in m.iter().zip(truth(&c.info)) {
+            assert_eq!(name, &file_name);
+            error_ms.push(got - want);
+        }
+    }
+    ok(n.invoke("reset-clock", &Value::Null));
+    let residual: Vec<f64> = truth(&c.info).into_iter().map(|(_, o)| o).collect();
+    println!("offsets right after reset (true, from the shim's files): {residual:?} ms");
+    let (p50_op, p50_effect) = (percentile(op_ms.clone(), 0.5), percentile(effect_ms, 0.5));
+    let mean_err = error_ms.iter().sum::<f64>() / error_ms.len() as f64;
+    let abs_err: Vec<f64> = error_ms.iter().map(|e| e.abs()).collect();
+    let (p50_err, max_err) = (percentile(abs_err.clone(), 0.5), percentile(abs_err, 1.0));
+    println!(
+        "clock op on 5 nodes: p50 {p50_op:.1} ms to completion, p50 {p50_effect:.1} ms to \
+         effect (max op {:.1} ms); offset measurement error |p50| {p50_err:.2} ms, max {max_err:.2} ms, mean (signed) \
+         {mean_err:.2} ms",
+        percentile(op_ms, 1.0)
+    );
+    assert!(p50_effect < 200.0, "p50 time to effect {p50_effect:.1} ms");
+    assert!(
+        max_err < TOLERANCE_MS,
+        "measurement error up to {max_err:.1} ms"
+    );
+    assert_offsets(&mut n, &c.info, &[], "after the measurement loop");
+
+    // The host clock never moved.
+    let drift = host_wall_minus_monotonic_ms() - host_before;
+    assert!(
+        drift.abs() < TOLERANCE_MS,
+        "host wall clock moved by {drift:.1} ms"
+    );
+}
+
+fn iptables_rules(n: usize) -> usize {
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &format!("sd-{NAME}-n{n}"),
+            "iptables",
+            "-w",
+            "-S",
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains("SHAKEDOWN"))
+        .count()
+}
+
+/// Run a command on node `i` (0-based) and return its stdout.
+fn on(c: &Cluster, i: usize, script: &'static str) -> String {
+    c.remotes[i]
+        .exec(&Cmd::sh(script))
+        .map(|o| o.stdout)
+        .unwrap_or_default()
+}
+
+const ETCD_STATE: &str = "cut -d' ' -f3 /proc/$(cat /tmp/shakedown/etcd/etcd.pid)/stat";
+
+#[test]
+fn heal_after_a_killed_controller_undoes_partition_pause_and_clock_step_together() {
+    if !root() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = SandboxGuard;
+    let host_before = host_wall_minus_monotonic_ms();
+    let tmp = tempfile::tempdir().unwrap();
+    let reports = tmp.path().join("reports");
+    let schedule = tmp.path().join("stacked.toml");
+    // Three faults that overlap: after the third start all three are active.
+    std::fs::write(
+        &schedule,
+        "interval_s = 2.0\norder = \"stacked\"\n\
+         [[faults]]\nkind = \"partition\"\nshape = \"halves\"\n\
+         [[faults]]\nkind = \"pause\"\ntargets = \"minority\"\n\
+         [[faults]]\nkind = \"clock\"\nmode = \"bump\"\ntargets = \"one\"\n\
+         min_delta_ms = 60000\nmax_delta_ms = 60000\n",
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_shakedown"))
+        .args(["run", "--quiet", "--time-limit", "120"])
+        .args(["--reports", reports.to_str().unwrap()])
+        .args(["--nemesis", schedule.to_str().unwrap()])
+        .args(SANDBOX)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let history = reports.join("latest/history.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(240);
+    loop {
+        assert!(Instant::now() < deadline, "the clock step never happened");
+        assert!(child.try_wait().unwrap().is_none(), "run ended early");
+        let text = std::fs::read_to_string(&history).unwrap_or_default();
+        let stepped = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .any(|o| o["f"] == "bump-clock" && o["value"]["delta_ms"].is_i64());
+        if stepped {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap(); // SIGKILL: no cleanup runs in the controller
+    child.wait().unwrap();
+
+    let c = cluster();
+    // A nemesis that touched nothing (so it resets nothing), used only to measure offsets.
+    let (mut n, _) = nemesis(&c);
+    // All three faults are in place.
+    let rules: usize = (1..=5).map(iptables_rules).sum();
+    assert!(rules > 5, "partition not in place ({rules} rules)");
+    let stopped = (0..5)
+        .filter(|&i| on(&c, i, ETCD_STATE).trim() == "T")
+        .count();
+    assert_eq!(stopped, 2, "expected the paused minority in state T");
+    let stepped: Vec<(String, f64)> = measured(&mut n)
+        .into_iter()
+        .filter(|(_, o)| o.abs() > 1000.0)
+        .collect();
+    assert_eq!(stepped.len(), 1, "expected one node 60 s off: {stepped:?}");
+    assert!(
+        (stepped[0].1.abs() - 60_000.0).abs() < TOLERANCE_MS,
+        "{stepped:?}"
+    );
+
+    let out = shakedown(&[
+        "heal",
+        "--sandbox-name",
+        NAME,
+        "--sandbox-subnet",
+        SUBNET,
+        "--reports",
+        reports.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains(&format!(
+            "reset the clock to the controller's on {}",
+            stepped[0].0
+        )),
+        "{stdout}"
+    );
+    for i in 1..=5 {
+        assert_eq!(iptables_rules(i), 0, "n{i} still has SHAKEDOWN rules");
+    }
+    for i in 0..5 {
+        let s = on(&c, i, ETCD_STATE);
+        assert!(
+            !s.trim().is_empty() && s.trim() != "T",
+            "n{} etcd state {s:?} after heal",
+            i + 1
+        );
+        // No process at all is stopped on the node.
+        let states = on(&c, i, "ps -eo stat=");
+        assert!(!states.trim().is_empty(), "no ps output on n{}", i + 1);
+        assert!(
+            states.lines().all(|l| !l.trim_start().starts_with('T')),
+            "n{} has stopped processes: {states}",
+            i + 1
+        );
+    }
+    assert_offsets(&mut n, &c.info, &[], "after heal");
+    let journal = std::fs::read_to_string(reports.join("latest/faults.jsonl")).unwrap();
+    let records: Vec<Value> = journal
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert!(outstanding_faults(&records).is_empty(), "{journal}");
+    let drift = host_wall_minus_monotonic_ms() - host_before;
+    assert!(
+        drift.abs() < TOLERANCE_MS,
+        "host wall clock moved by {drift:.1} ms"
+    );
+}
