@@ -7,6 +7,8 @@
 //! controller's own SSH traffic is never dropped: rules match only the nodes' addresses.
 //! The fault journal and clock/packet faults belong to a later issue.
 
+pub mod kinds;
+
 use crate::client::Completion;
 use crate::config::Node;
 use crate::control::{Cmd, Remote};

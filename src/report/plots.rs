@@ -26,10 +26,14 @@
 //! most [`MAX_WINDOWS`] time windows (wider windows than requested if needed).
 
 use crate::history::{History, Op, OpType, Process};
+use crate::nemesis::kinds::{self, FaultKind, VerbRole};
+use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
+use plotters::style::FontStyle;
 use serde_json::Value;
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// Chart width in pixels.
 pub const WIDTH_PX: u32 = 1200;
@@ -46,6 +50,9 @@ pub const MAX_F_SERIES: usize = 6;
 /// Smallest latency drawn on the log axis, in ms (zero latencies are clamped up to it).
 const MIN_LATENCY_MS: f64 = 1e-3;
 const FONT: &str = "sans-serif";
+/// DejaVu Sans (Bitstream Vera licence, assets/fonts/LICENSE-DejaVu.txt), bundled so PNG text
+/// needs no system font libraries.
+const FONT_BYTES: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
 
 /// A span of time during which a fault was in effect.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,28 +68,25 @@ pub struct FaultInterval {
     pub label: String,
 }
 
-/// Nemesis verb → (fault kind, starts the fault?).
+/// Nemesis verb → (fault kind, starts the fault?): the verbs of [`kinds::KINDS`], else any
+/// `start-X` / `stop-X` pair as kind `X`.
 fn classify(f: &str) -> Option<(String, bool)> {
-    match f {
-        "start-partition" => Some(("partition".into(), true)),
-        "stop-partition" => Some(("partition".into(), false)),
-        "kill" => Some(("kill".into(), true)),
-        "start" => Some(("kill".into(), false)),
-        "pause" => Some(("pause".into(), true)),
-        "resume" => Some(("pause".into(), false)),
-        _ => {
-            if let Some(k) = f.strip_prefix("start-") {
-                Some((k.to_string(), true))
-            } else {
-                f.strip_prefix("stop-").map(|k| (k.to_string(), false))
-            }
-        }
+    if let Some((k, role)) = kinds::classify_verb(f) {
+        return Some((k.name.to_string(), role == VerbRole::Start));
+    }
+    if let Some(k) = f.strip_prefix("start-") {
+        Some((k.to_string(), true))
+    } else {
+        f.strip_prefix("stop-").map(|k| (k.to_string(), false))
     }
 }
 
 fn node_list(v: &Value) -> Option<Vec<String>> {
     let arr = match v {
-        Value::Object(m) => m.get("nodes")?.as_array()?,
+        Value::Object(m) => match m.get("nodes") {
+            Some(n) => n.as_array()?,
+            None => return m.get("node")?.as_str().map(|n| vec![n.to_string()]),
+        },
         Value::Array(a) => a,
         Value::String(s) => return Some(vec![s.clone()]),
         _ => return None,
@@ -163,8 +167,28 @@ fn truncate_label(s: String) -> String {
     }
 }
 
-fn fault_label(kind: &str, invoke: Option<&Value>, done: &Value) -> String {
+/// A number from the completion value, else from the invocation value.
+fn arg_f64(key: &str, invoke: Option<&Value>, done: &Value) -> Option<f64> {
+    done.get(key)
+        .and_then(Value::as_f64)
+        .or_else(|| invoke.and_then(|v| v.get(key)).and_then(Value::as_f64))
+}
+
+/// `x` without a trailing ".0" for whole numbers.
+fn num(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x}")
+    }
+}
+
+fn fault_label(kind: &str, f: &str, invoke: Option<&Value>, done: &Value) -> String {
     let inv_str = invoke.and_then(|v| v.as_str());
+    let nodes = node_list(done)
+        .or_else(|| invoke.and_then(node_list))
+        .map(|n| n.join(" "));
+    let arg = |key: &str| arg_f64(key, invoke, done);
     let label = match kind {
         "partition" => {
             if let Some(g) = done.get("grudge").and_then(|g| g.as_object()) {
@@ -173,11 +197,48 @@ fn fault_label(kind: &str, invoke: Option<&Value>, done: &Value) -> String {
                 done.as_str().or(inv_str).map(|s| format!("partition {s}"))
             }
         }
-        _ => node_list(done)
-            .or_else(|| invoke.and_then(node_list))
-            .map(|nodes| format!("{kind} {}", nodes.join(" "))),
+        "clock" if kinds::classify_verb(f).is_some() => {
+            let delta = arg("delta_ms")
+                .map(|d| format!(" {}{} ms", if d >= 0.0 { "+" } else { "" }, num(d)));
+            let period = arg("period_ms").map(|p| format!(" every {} ms", num(p)));
+            Some(format!(
+                "{f} {}{}{}",
+                nodes.clone().unwrap_or_default(),
+                delta.unwrap_or_default(),
+                period.unwrap_or_default()
+            ))
+        }
+        "loss" => Some(format!(
+            "loss {}{}",
+            arg("probability")
+                .map(|p| format!("{}% ", num((p * 1000.0).round() / 10.0)))
+                .unwrap_or_default(),
+            nodes.clone().unwrap_or_default()
+        )),
+        "bandwidth" => Some(format!(
+            "bandwidth {}{}",
+            arg("rate_kbit")
+                .map(|r| format!("{} kbit/s ", num(r)))
+                .unwrap_or_default(),
+            nodes.clone().unwrap_or_default()
+        )),
+        "delay" => Some(format!(
+            "delay {}{}",
+            arg("delay_ms")
+                .map(|d| match arg("jitter_ms") {
+                    Some(j) if j > 0.0 => format!("{}±{} ms ", num(d), num(j)),
+                    _ => format!("{} ms ", num(d)),
+                })
+                .unwrap_or_default(),
+            nodes.clone().unwrap_or_default()
+        )),
+        _ => nodes.map(|n| format!("{kind} {n}")),
     };
-    truncate_label(label.unwrap_or_else(|| kind.to_string()))
+    truncate_label(
+        label
+            .map(|l| l.trim().to_string())
+            .unwrap_or_else(|| kind.to_string()),
+    )
 }
 
 /// Fault intervals of a history, ordered by start time.
@@ -185,7 +246,8 @@ fn fault_label(kind: &str, invoke: Option<&Value>, done: &Value) -> String {
 /// Nemesis ops come in pairs (invocation, completion) of the same `f`; an interval runs from the
 /// completion of a starting op (`start-partition`, `kill`, `pause`, `start-X`) to the completion of
 /// the matching stopping op (`stop-partition`, `start`, `resume`, `stop-X`), or to the end of the
-/// history. A completion carrying an `error` (or typed `fail`) is treated as not having happened.
+/// history; verbs and kinds come from [`kinds::KINDS`]. One-shot kinds (promote) give a
+/// zero-width interval at their completion. A completion carrying an `error` (or typed `fail`) is treated as not having happened.
 /// A stop with no open fault of its kind is ignored; a second start while one is open extends the
 /// open interval's label.
 pub fn fault_intervals(history: &History) -> Vec<FaultInterval> {
@@ -212,7 +274,17 @@ pub fn fault_intervals(history: &History) -> Vec<FaultInterval> {
         };
         let t_s = op.time_ns as f64 / 1e9;
         if starts {
-            let label = fault_label(&kind, invoke, &op.value);
+            let label = fault_label(&kind, &op.f, invoke, &op.value);
+            if kinds::kind(&kind).is_some_and(FaultKind::one_shot) {
+                // An instantaneous event (e.g. promote): a zero-width interval, drawn as a line.
+                out.push(FaultInterval {
+                    kind,
+                    start_s: t_s,
+                    end_s: t_s,
+                    label,
+                });
+                continue;
+            }
             match open.get(&kind) {
                 Some(&i) => {
                     let merged = format!("{} + {}", out[i].label, label);
@@ -241,25 +313,10 @@ pub fn fault_intervals(history: &History) -> Vec<FaultInterval> {
     out
 }
 
-/// Band colour of a fault kind.
+/// Band colour of a fault kind (see [`kinds::color_of`]).
 fn fault_color(kind: &str) -> RGBColor {
-    match kind {
-        "partition" => RGBColor(60, 120, 230),
-        "kill" => RGBColor(160, 60, 200),
-        "pause" => RGBColor(110, 110, 110),
-        other => {
-            const PALETTE: [RGBColor; 4] = [
-                RGBColor(0, 150, 150),
-                RGBColor(190, 120, 40),
-                RGBColor(200, 60, 140),
-                RGBColor(90, 140, 30),
-            ];
-            let h = other
-                .bytes()
-                .fold(0usize, |a, b| a.wrapping_mul(31) + b as usize);
-            PALETTE[h % PALETTE.len()]
-        }
-    }
+    let (r, g, b) = kinds::color_of(kind);
+    RGBColor(r, g, b)
 }
 
 /// How a client op ended.
@@ -355,15 +412,16 @@ fn samples(history: &History) -> Samples {
     }
 }
 
-type Chart<'a, 'b, Y> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, Y>>;
+type Chart<'a, DB, Y> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>;
+type Root<'r, DB> = DrawingArea<DB, Shift>;
 
 fn err<E: std::fmt::Display>(e: E) -> String {
     format!("plot rendering failed: {e}")
 }
 
 /// Draw fault bands spanning `y_lo..y_hi`, a legend entry per kind and a label per band.
-fn draw_bands<'a, 'b: 'a, Y: Ranged<ValueType = f64>>(
-    chart: &mut Chart<'a, 'b, Y>,
+fn draw_bands<'a, DB: DrawingBackend + 'a, Y: Ranged<ValueType = f64>>(
+    chart: &mut Chart<'a, DB, Y>,
     faults: &[FaultInterval],
     y_lo: f64,
     y_hi: f64,
@@ -374,12 +432,15 @@ fn draw_bands<'a, 'b: 'a, Y: Ranged<ValueType = f64>>(
             kinds.push(&iv.kind);
         }
     }
+    // One-shot events and very short faults stay visible: at least 0.3 % of the x range wide.
+    let x_range = chart.as_coord_spec().get_x_range();
+    let min_w = (x_range.end - x_range.start) * 0.003;
     for kind in kinds {
         let color = fault_color(kind);
         chart
             .draw_series(faults.iter().filter(|iv| iv.kind == kind).map(|iv| {
                 Rectangle::new(
-                    [(iv.start_s, y_lo), (iv.end_s, y_hi)],
+                    [(iv.start_s, y_lo), (iv.end_s.max(iv.start_s + min_w), y_hi)],
                     color.mix(0.18).filled(),
                 )
             }))
@@ -401,8 +462,8 @@ fn draw_bands<'a, 'b: 'a, Y: Ranged<ValueType = f64>>(
     Ok(())
 }
 
-fn draw_legend<'a, 'b: 'a, Y: Ranged<ValueType = f64>>(
-    chart: &mut Chart<'a, 'b, Y>,
+fn draw_legend<'a, DB: DrawingBackend + 'a, Y: Ranged<ValueType = f64>>(
+    chart: &mut Chart<'a, DB, Y>,
 ) -> Result<(), String> {
     chart
         .configure_series_labels()
@@ -414,8 +475,8 @@ fn draw_legend<'a, 'b: 'a, Y: Ranged<ValueType = f64>>(
         .map_err(err)
 }
 
-fn draw_no_data<'a, 'b: 'a, Y: Ranged<ValueType = f64>>(
-    chart: &mut Chart<'a, 'b, Y>,
+fn draw_no_data<'a, DB: DrawingBackend + 'a, Y: Ranged<ValueType = f64>>(
+    chart: &mut Chart<'a, DB, Y>,
     x: f64,
     y: f64,
 ) -> Result<(), String> {
@@ -429,18 +490,29 @@ fn draw_no_data<'a, 'b: 'a, Y: Ranged<ValueType = f64>>(
     Ok(())
 }
 
+/// Register the bundled DejaVu Sans as plotters' "sans-serif" (once per process). Text layout in
+/// both backends and glyph rasterization in PNGs use it, so output does not depend on system fonts.
+fn ensure_font() -> Result<(), String> {
+    static FONT_READY: OnceLock<Result<(), String>> = OnceLock::new();
+    FONT_READY
+        .get_or_init(|| {
+            plotters::style::register_font(FONT, FontStyle::Normal, FONT_BYTES).map_err(|_| {
+                "bundled font assets/fonts/DejaVuSans.ttf is not a valid font".to_string()
+            })
+        })
+        .clone()
+}
+
 /// Render with `draw` into an SVG string; a rendering error becomes a small SVG naming it.
-fn render(
-    draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, plotters::coord::Shift>) -> Result<(), String>,
-) -> String {
+fn render_svg(draw: impl FnOnce(&Root<'_, SVGBackend<'_>>) -> Result<(), String>) -> String {
     let mut buf = String::new();
-    let result = {
+    let result = ensure_font().and_then(|_| {
         let root = SVGBackend::with_string(&mut buf, (WIDTH_PX, HEIGHT_PX)).into_drawing_area();
         root.fill(&WHITE)
             .map_err(err)
             .and_then(|_| draw(&root))
             .and_then(|_| root.present().map_err(err))
-    };
+    });
     match result {
         Ok(()) => buf,
         Err(e) => {
@@ -453,6 +525,70 @@ fn render(
             )
         }
     }
+}
+
+/// Render with `draw` into an RGB bitmap and encode it as PNG.
+fn render_png(
+    draw: impl FnOnce(&Root<'_, BitMapBackend<'_>>) -> Result<(), String>,
+) -> Result<Vec<u8>, String> {
+    ensure_font()?;
+    let mut pixels = vec![0u8; WIDTH_PX as usize * HEIGHT_PX as usize * 3];
+    {
+        let root =
+            BitMapBackend::with_buffer(&mut pixels, (WIDTH_PX, HEIGHT_PX)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        draw(&root)?;
+        root.present().map_err(err)?;
+    }
+    encode_png(&pixels, WIDTH_PX, HEIGHT_PX)
+}
+
+/// Encode 8-bit RGB pixels as a PNG (fast compression: plots are flat colours and compress well).
+fn encode_png(rgb: &[u8], width: u32, height: u32) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    let mut enc = png::Encoder::new(&mut out, width, height);
+    enc.set_color(png::ColorType::Rgb);
+    enc.set_depth(png::BitDepth::Eight);
+    enc.set_compression(png::Compression::Fast);
+    let mut w = enc
+        .write_header()
+        .map_err(|e| format!("png encoding failed: {e}"))?;
+    w.write_image_data(rgb)
+        .map_err(|e| format!("png encoding failed: {e}"))?;
+    w.finish()
+        .map_err(|e| format!("png encoding failed: {e}"))?;
+    Ok(out)
+}
+
+/// Which files a chart is rendered to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Formats {
+    /// SVG only (the run page embeds SVG).
+    Svg,
+    /// SVG and PNG.
+    SvgAndPng,
+}
+
+/// One rendered chart.
+#[derive(Debug, Clone)]
+pub struct Figure {
+    /// SVG text (always present; a rendering error yields an SVG naming it).
+    pub svg: String,
+    /// PNG bytes when asked for with [`Formats::SvgAndPng`]; `Err` names a rendering failure.
+    pub png: Option<Result<Vec<u8>, String>>,
+}
+
+/// Render one drawing closure body to the requested formats (the body is instantiated once per
+/// backend, which is why this is a macro and not a function taking a generic closure).
+macro_rules! figure {
+    ($formats:expr, |$root:ident| $body:expr) => {{
+        let svg = render_svg(|$root| $body);
+        let png = match $formats {
+            Formats::Svg => None,
+            Formats::SvgAndPng => Some(render_png(|$root| $body)),
+        };
+        Figure { svg, png }
+    }};
 }
 
 /// x range: the whole history, never empty.
@@ -496,8 +632,8 @@ fn marker(i: usize) -> Marker {
     ][i % 4]
 }
 
-fn draw_points<'a, 'b: 'a>(
-    chart: &mut Chart<'a, 'b, LogCoord<f64>>,
+fn draw_points<'a, DB: DrawingBackend + 'a>(
+    chart: &mut Chart<'a, DB, LogCoord<f64>>,
     pts: &[(f64, f64)],
     m: Marker,
     color: RGBColor,
@@ -517,8 +653,8 @@ fn draw_points<'a, 'b: 'a>(
         ),
     }
     .map_err(err)?;
-    anno.label(label).legend(
-        move |(x, y)| -> DynElement<'static, SVGBackend<'b>, (i32, i32)> {
+    anno.label(label)
+        .legend(move |(x, y)| -> DynElement<'static, DB, (i32, i32)> {
             match m {
                 Marker::Circle => Circle::new((x + 7, y), 3, style).into_dyn(),
                 Marker::Triangle => TriangleMarker::new((x + 7, y), 4, style).into_dyn(),
@@ -527,8 +663,7 @@ fn draw_points<'a, 'b: 'a>(
                     Rectangle::new([(x + 4, y - 3), (x + 10, y + 3)], style).into_dyn()
                 }
             }
-        },
-    );
+        });
     Ok(())
 }
 
@@ -537,6 +672,11 @@ fn draw_points<'a, 'b: 'a>(
 /// bands behind. Downsampled per outcome beyond [`MAX_OK_POINTS`] / [`MAX_FAILED_POINTS`] (see the
 /// module doc).
 pub fn latency_raw_svg(history: &History) -> String {
+    latency_raw(history, Formats::Svg).svg
+}
+
+/// [`latency_raw_svg`] in the requested formats.
+pub fn latency_raw(history: &History, formats: Formats) -> Figure {
     let faults = fault_intervals(history);
     let s = samples(history);
     let xmax = x_max(s.end_s, &faults);
@@ -585,9 +725,9 @@ pub fn latency_raw_svg(history: &History) -> String {
     } else {
         "Latency of every operation".to_string()
     };
-    render(|root| {
+    figure!(formats, |root| {
         let mut chart = ChartBuilder::on(root)
-            .caption(caption, (FONT, 20))
+            .caption(&caption, (FONT, 20))
             .margin(12)
             .x_label_area_size(45)
             .y_label_area_size(70)
@@ -601,7 +741,7 @@ pub fn latency_raw_svg(history: &History) -> String {
             .draw()
             .map_err(err)?;
         draw_bands(&mut chart, &faults, ylo, yhi)?;
-        for (f_idx, outcome) in keys {
+        for &(f_idx, outcome) in &keys {
             let f = s.f_names.get(f_idx).map(String::as_str).unwrap_or("other");
             draw_points(
                 &mut chart,
@@ -684,6 +824,11 @@ fn quantile_lines(samples: &[Sample], w: f64, n: usize) -> Vec<Vec<Vec<(f64, f64
 /// windows of `window_s` seconds, as lines on a log latency axis, with fault bands behind. Windows
 /// with no ops break the lines.
 pub fn latency_quantiles_svg(history: &History, window_s: f64) -> String {
+    latency_quantiles(history, window_s, Formats::Svg).svg
+}
+
+/// [`latency_quantiles_svg`] in the requested formats.
+pub fn latency_quantiles(history: &History, window_s: f64, formats: Formats) -> Figure {
     let faults = fault_intervals(history);
     let s = samples(history);
     let xmax = x_max(s.end_s, &faults);
@@ -691,7 +836,7 @@ pub fn latency_quantiles_svg(history: &History, window_s: f64) -> String {
     let n = window_count(xmax, w);
     let lines = quantile_lines(&s.samples, w, n);
     let (ylo, yhi) = log_range(lines.iter().flatten().flatten().map(|p| p.1));
-    render(|root| {
+    figure!(formats, |root| {
         let mut chart = ChartBuilder::on(root)
             .caption(format!("Latency quantiles per {w:.3} s window"), (FONT, 20))
             .margin(12)
@@ -775,6 +920,11 @@ fn throughput_counts(samples: &[Sample], w: f64, n: usize) -> HashMap<(usize, Ou
 /// Completions per second of client ops by `f` and outcome, bucketed by completion time into
 /// windows of `window_s` seconds, as lines, with fault bands behind.
 pub fn throughput_svg(history: &History, window_s: f64) -> String {
+    throughput(history, window_s, Formats::Svg).svg
+}
+
+/// [`throughput_svg`] in the requested formats.
+pub fn throughput(history: &History, window_s: f64, formats: Formats) -> Figure {
     let faults = fault_intervals(history);
     let s = samples(history);
     let xmax = x_max(s.end_s, &faults);
@@ -785,7 +935,7 @@ pub fn throughput_svg(history: &History, window_s: f64) -> String {
     keys.sort();
     let peak = counts.values().flatten().copied().max().unwrap_or(0) as f64 / w;
     let yhi = if peak > 0.0 { peak * 1.35 } else { 1.0 };
-    render(|root| {
+    figure!(formats, |root| {
         let mut chart = ChartBuilder::on(root)
             .caption(format!("Throughput per {w:.3} s window"), (FONT, 20))
             .margin(12)
@@ -801,7 +951,7 @@ pub fn throughput_svg(history: &History, window_s: f64) -> String {
             .draw()
             .map_err(err)?;
         draw_bands(&mut chart, &faults, 0.0, yhi)?;
-        for (f_idx, outcome) in keys {
+        for &(f_idx, outcome) in &keys {
             let f = s.f_names.get(f_idx).map(String::as_str).unwrap_or("other");
             let color = shade(outcome.color(), f_idx);
             let pts = counts[&(f_idx, outcome)]
@@ -1251,5 +1401,176 @@ mod tests {
             s.samples.iter().filter(|x| x.f_idx == MAX_F_SERIES).count(),
             3
         );
+    }
+
+    /// A history with every kind of the fault table, each started and stopped once (promote is
+    /// one-shot), around some client ops.
+    fn all_kinds() -> History {
+        let mut ops = vec![
+            nem(100, "start-partition", json!("one")),
+            nem(110, "start-partition", isolate_n5()),
+            nem(200, "stop-partition", json!(null)),
+            nem(210, "stop-partition", json!("healed")),
+            nem(300, "kill", json!("one")),
+            nem(310, "kill", json!({"nodes": ["n1"]})),
+            nem(400, "start", json!("all")),
+            nem(410, "start", json!({"nodes": ["n1"]})),
+            nem(500, "pause", json!("one")),
+            nem(510, "pause", json!({"nodes": ["n2"]})),
+            nem(600, "resume", json!("all")),
+            nem(610, "resume", json!({"nodes": ["n2"]})),
+            nem(
+                700,
+                "bump-clock",
+                json!({"nodes": ["n3"], "delta_ms": -250}),
+            ),
+            nem(
+                710,
+                "bump-clock",
+                json!({"nodes": ["n3"], "delta_ms": -250}),
+            ),
+            nem(800, "reset-clock", json!(null)),
+            nem(810, "reset-clock", json!({"nodes": ["n3"]})),
+            nem(
+                900,
+                "start-loss",
+                json!({"nodes": ["n4"], "probability": 0.2}),
+            ),
+            nem(
+                910,
+                "start-loss",
+                json!({"nodes": ["n4"], "probability": 0.2}),
+            ),
+            nem(1000, "stop-loss", json!(null)),
+            nem(1010, "stop-loss", json!(null)),
+            nem(
+                1100,
+                "start-bandwidth",
+                json!({"nodes": ["n1", "n2"], "rate_kbit": 100}),
+            ),
+            nem(
+                1110,
+                "start-bandwidth",
+                json!({"nodes": ["n1", "n2"], "rate_kbit": 100}),
+            ),
+            nem(1200, "stop-bandwidth", json!(null)),
+            nem(1210, "stop-bandwidth", json!(null)),
+            nem(
+                1300,
+                "start-delay",
+                json!({"nodes": ["n5"], "delay_ms": 50, "jitter_ms": 10}),
+            ),
+            nem(
+                1310,
+                "start-delay",
+                json!({"nodes": ["n5"], "delay_ms": 50, "jitter_ms": 10}),
+            ),
+            nem(1400, "stop-delay", json!(null)),
+            nem(1410, "stop-delay", json!(null)),
+            nem(1500, "promote", json!({"node": "n2"})),
+            nem(1510, "promote", json!({"node": "n2"})),
+            nem(
+                1600,
+                "strobe-clock",
+                json!({"nodes": ["n1"], "delta_ms": 100, "period_ms": 10, "duration_ms": 500}),
+            ),
+            nem(
+                1610,
+                "strobe-clock",
+                json!({"nodes": ["n1"], "delta_ms": 100, "period_ms": 10, "duration_ms": 500}),
+            ),
+        ];
+        for i in 0..40u64 {
+            client(&mut ops, i, "read", i * 50, i * 50 + 5, OpType::Ok);
+        }
+        sorted(ops)
+    }
+
+    #[test]
+    fn every_fault_kind_gets_an_interval_label_and_band() {
+        let h = all_kinds();
+        let got: Vec<(String, String, f64, f64)> = fault_intervals(&h)
+            .into_iter()
+            .map(|i| (i.kind, i.label, i.start_s, i.end_s))
+            .collect();
+        let want = [
+            ("partition", "isolate n5", 0.11, 0.21),
+            ("kill", "kill n1", 0.31, 0.41),
+            ("pause", "pause n2", 0.51, 0.61),
+            ("clock", "bump-clock n3 -250 ms", 0.71, 0.81),
+            ("loss", "loss 20% n4", 0.91, 1.01),
+            ("bandwidth", "bandwidth 100 kbit/s n1 n2", 1.11, 1.21),
+            ("delay", "delay 50±10 ms n5", 1.31, 1.41),
+            ("promote", "promote n2", 1.51, 1.51),
+            // Never reset: runs to the end of the history (last client completion at 1.955 s).
+            ("clock", "strobe-clock n1 +100 ms every 10 ms", 1.61, 1.955),
+        ];
+        assert_eq!(got.len(), want.len(), "{got:?}");
+        for (g, w) in got.iter().zip(want) {
+            assert_eq!((g.0.as_str(), g.1.as_str()), (w.0, w.1));
+            assert!(
+                (g.2 - w.2).abs() < 1e-9 && (g.3 - w.3).abs() < 1e-9,
+                "{g:?}"
+            );
+        }
+        let svg = latency_raw_svg(&h);
+        assert_well_formed(&svg);
+        for k in kinds::KINDS {
+            let want = if k.name == "clock" { 2 } else { 1 };
+            assert_eq!(band_rect_count(&svg, k.name), want, "{} bands", k.name);
+            assert!(
+                svg.contains(&format!("fault: {}", k.name)),
+                "{} legend",
+                k.name
+            );
+        }
+        // The one-shot promote band is drawn with a visible width.
+        let c = fault_color("promote");
+        let fill = format!("fill=\"#{:02X}{:02X}{:02X}\"", c.0, c.1, c.2);
+        let rect = svg
+            .lines()
+            .find(|l| l.starts_with("<rect") && l.contains(&fill) && l.contains("opacity=\"0.18\""))
+            .unwrap();
+        let width: f64 = rect
+            .split("width=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .and_then(|w| w.parse().ok())
+            .unwrap();
+        assert!(width >= 1.0, "{rect}");
+    }
+
+    /// Decode a PNG: (width, height, RGB(A) pixels, bytes per pixel).
+    fn decode_png(bytes: &[u8]) -> (u32, u32, Vec<u8>, usize) {
+        let mut dec = png::Decoder::new(std::io::Cursor::new(bytes))
+            .read_info()
+            .unwrap();
+        let mut buf = vec![0; dec.output_buffer_size().unwrap()];
+        let info = dec.next_frame(&mut buf).unwrap();
+        buf.truncate(info.buffer_size());
+        (info.width, info.height, buf, info.color_type.samples())
+    }
+
+    #[test]
+    fn png_output_decodes_and_shows_bands_and_text() {
+        let h = all_kinds();
+        let fig = latency_raw(&h, Formats::SvgAndPng);
+        assert_eq!(fig.svg, latency_raw_svg(&h), "same SVG either way");
+        let png = fig.png.unwrap().unwrap();
+        let (w, ht, px, bpp) = decode_png(&png);
+        assert_eq!((w, ht, bpp), (WIDTH_PX, HEIGHT_PX, 3));
+        let mut colours: std::collections::HashSet<&[u8]> = std::collections::HashSet::new();
+        for p in px.chunks(3) {
+            colours.insert(p);
+        }
+        // Bands blended over white, text antialiasing, points: many distinct colours.
+        assert!(colours.len() > 50, "{} colours", colours.len());
+        // Dark text pixels exist (the font rendered glyphs): near-black in the caption area.
+        let dark = px[..(w as usize * 40 * 3)]
+            .chunks(3)
+            .filter(|p| p.iter().all(|&c| c < 80))
+            .count();
+        assert!(dark > 100, "caption glyph pixels: {dark}");
+        assert!(latency_raw(&h, Formats::Svg).png.is_none());
     }
 }
