@@ -27,6 +27,7 @@
 
 use crate::history::{History, Op, OpType, Process};
 use crate::nemesis::kinds::{self, FaultKind, VerbRole};
+use crate::report::anomalies::{self, AnomalyMark, StaleReads};
 use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
@@ -314,7 +315,7 @@ pub fn fault_intervals(history: &History) -> Vec<FaultInterval> {
 }
 
 /// Band colour of a fault kind (see [`kinds::color_of`]).
-fn fault_color(kind: &str) -> RGBColor {
+pub fn fault_color(kind: &str) -> RGBColor {
     let (r, g, b) = kinds::color_of(kind);
     RGBColor(r, g, b)
 }
@@ -978,6 +979,262 @@ pub fn throughput(history: &History, window_s: f64, formats: Formats) -> Figure 
         }
         draw_legend(&mut chart)
     })
+}
+
+/// Line colours for per-node and per-category series.
+const SERIES_PALETTE: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(23, 190, 207),
+];
+
+/// Clock offset of every node over time (one line with point markers per node) from the clock
+/// nemesis's `clock-offsets` measurements, with fault bands behind. `None` when the history has
+/// no measurements (the chart is then omitted, not drawn empty).
+pub fn clock_offsets(history: &History, formats: Formats) -> Option<Figure> {
+    let series = anomalies::clock_offsets(history);
+    if series.is_empty() {
+        return None;
+    }
+    let faults = fault_intervals(history);
+    let end_s = history.ops.iter().map(|o| o.time_ns).max().unwrap_or(0) as f64 / 1e9;
+    let xmax = x_max(end_s, &faults);
+    let (mut lo, mut hi) = (0.0f64, 0.0f64);
+    for &(_, ms) in series.values().flatten() {
+        lo = lo.min(ms);
+        hi = hi.max(ms);
+    }
+    let span = (hi - lo).max(1.0);
+    // Headroom above for band labels and the legend.
+    let (ylo, yhi) = (lo - span * 0.1, hi + span * 0.45);
+    Some(figure!(formats, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption("Clock offset per node (node minus controller)", (FONT, 20))
+            .margin(12)
+            .x_label_area_size(45)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..xmax, ylo..yhi)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("time (s)")
+            .y_desc("offset (ms)")
+            .axis_desc_style((FONT, 15))
+            .draw()
+            .map_err(err)?;
+        draw_bands(&mut chart, &faults, ylo, yhi)?;
+        for (i, (node, pts)) in series.iter().enumerate() {
+            let color = SERIES_PALETTE[i % SERIES_PALETTE.len()];
+            chart
+                .draw_series(
+                    LineSeries::new(pts.iter().copied(), color.stroke_width(2)).point_size(3),
+                )
+                .map_err(err)?
+                .label(node.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2))
+                });
+        }
+        draw_legend(&mut chart)
+    }))
+}
+
+/// Colour of an anomaly category (checker or guarantee).
+pub fn anomaly_color(category: &str) -> RGBColor {
+    match category {
+        anomalies::LINEARIZABLE => RGBColor(200, 30, 30),
+        "read-your-writes" => RGBColor(230, 120, 0),
+        "monotonic-reads" => RGBColor(30, 110, 200),
+        "monotonic-writes" => RGBColor(120, 60, 180),
+        "writes-follow-reads" => RGBColor(0, 140, 110),
+        anomalies::VERSION_CONFLICT => RGBColor(120, 120, 0),
+        other => {
+            let h = other
+                .bytes()
+                .fold(0usize, |a, b| a.wrapping_mul(31).wrapping_add(b as usize));
+            SERIES_PALETTE[h % SERIES_PALETTE.len()]
+        }
+    }
+}
+
+/// Anomalies pinned to time: one row per checker or session guarantee, a cross at each
+/// proving op (the unlinearizable op, the violating read or write), a circle at each supporting
+/// op (minimized linearizability witness ops), a thin line over each evidence span (invoke to
+/// completion, or earlier op to later op), with fault bands behind. `None` when there are no
+/// marks (the chart is then omitted).
+pub fn anomaly_timeline(
+    history: &History,
+    marks: &[AnomalyMark],
+    formats: Formats,
+) -> Option<Figure> {
+    if marks.is_empty() {
+        return None;
+    }
+    let faults = fault_intervals(history);
+    let end_s = history.ops.iter().map(|o| o.time_ns).max().unwrap_or(0) as f64 / 1e9;
+    let xmax = x_max(
+        end_s.max(marks.iter().map(|m| m.time_s).fold(0.0, f64::max)),
+        &faults,
+    );
+    let mut cats: Vec<&str> = Vec::new();
+    for m in marks {
+        if !cats.contains(&m.category.as_str()) {
+            cats.push(&m.category);
+        }
+    }
+    let n = cats.len();
+    // Rows 0..n from the top; headroom above the top row for band labels and the legend.
+    let row = |c: &str| (n - 1 - cats.iter().position(|x| *x == c).unwrap_or(0)) as f64;
+    let (ylo, yhi) = (-0.7, n as f64 - 0.3 + 0.25 * n as f64 + 0.8);
+    let names: Vec<String> = cats.iter().map(|c| c.to_string()).collect();
+    let y_label = move |y: &f64| -> String {
+        let r = y.round();
+        if (y - r).abs() < 1e-6 && r >= 0.0 && (r as usize) < names.len() {
+            names[names.len() - 1 - r as usize].clone()
+        } else {
+            String::new()
+        }
+    };
+    Some(figure!(formats, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(
+                format!("Anomalies over time ({} witness ops)", marks.len()),
+                (FONT, 20),
+            )
+            .margin(12)
+            .x_label_area_size(45)
+            .y_label_area_size(150)
+            .build_cartesian_2d(0.0..xmax, ylo..yhi)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels((yhi - ylo).ceil() as usize * 4)
+            .y_label_formatter(&y_label)
+            .x_desc("time (s)")
+            .axis_desc_style((FONT, 15))
+            .draw()
+            .map_err(err)?;
+        draw_bands(&mut chart, &faults, ylo, yhi)?;
+        for &c in &cats {
+            let color = anomaly_color(c);
+            let y = row(c);
+            let of_cat = || marks.iter().filter(move |m| m.category == c);
+            chart
+                .draw_series(of_cat().filter_map(|m| {
+                    let from = m.from_s?;
+                    Some(PathElement::new(
+                        vec![(from.min(m.time_s), y), (from.max(m.time_s), y)],
+                        color.mix(0.6).stroke_width(2),
+                    ))
+                }))
+                .map_err(err)?;
+            chart
+                .draw_series(
+                    of_cat()
+                        .filter(|m| !m.primary)
+                        .map(|m| Circle::new((m.time_s, y), 4, color.stroke_width(2))),
+                )
+                .map_err(err)?;
+            let primaries = of_cat().filter(|m| m.primary).count();
+            chart
+                .draw_series(
+                    of_cat()
+                        .filter(|m| m.primary)
+                        .map(|m| Cross::new((m.time_s, y), 6, color.stroke_width(3))),
+                )
+                .map_err(err)?
+                .label(format!("{c} ({primaries})"))
+                .legend(move |(x, y)| Cross::new((x + 7, y), 5, color.stroke_width(3)));
+        }
+        draw_legend(&mut chart)
+    }))
+}
+
+/// Stale reads as measured by the session checker: versions behind and ms behind at p50, p90,
+/// p99 and max, over all measured reads and over stale reads only, as grouped bars in two
+/// panels. Not a time series, so no fault bands. `None` when no read was stale (omitted).
+pub fn stale_reads(stats: &StaleReads, formats: Formats) -> Option<Figure> {
+    if stats.stale_reads == 0 {
+        return None;
+    }
+    let panels = [
+        (
+            "versions behind",
+            stats.versions_behind,
+            stats.stale_versions_behind,
+        ),
+        ("ms behind", stats.ms_behind, stats.stale_ms_behind),
+    ];
+    let caption = format!(
+        "Stale reads: {} of {} measured reads missed an acknowledged newer version",
+        stats.stale_reads, stats.reads_measured
+    );
+    let all_color = RGBColor(120, 120, 120);
+    let stale_color = RGBColor(215, 50, 50);
+    let x_label = |x: &f64| -> String {
+        let r = x.round();
+        if (x - r).abs() < 1e-6 && r >= 0.0 && (r as usize) < anomalies::QUANTILE_NAMES.len() {
+            anomalies::QUANTILE_NAMES[r as usize].to_string()
+        } else {
+            String::new()
+        }
+    };
+    Some(figure!(formats, |root| {
+        let root = root.titled(&caption, (FONT, 20)).map_err(err)?;
+        let halves = root.split_evenly((1, 2));
+        for ((title, all, stale), area) in panels.iter().zip(halves.iter()) {
+            let peak = all.iter().chain(stale).copied().fold(0.0, f64::max);
+            let yhi = if peak > 0.0 { peak * 1.3 } else { 1.0 };
+            let mut chart = ChartBuilder::on(area)
+                .caption(*title, (FONT, 16))
+                .margin(12)
+                .x_label_area_size(40)
+                .y_label_area_size(60)
+                .build_cartesian_2d(-0.6..3.6, 0.0..yhi)
+                .map_err(err)?;
+            chart
+                .configure_mesh()
+                .disable_x_mesh()
+                .x_labels(9)
+                .x_label_formatter(&x_label)
+                .y_desc(*title)
+                .axis_desc_style((FONT, 14))
+                .draw()
+                .map_err(err)?;
+            for (values, color, dx, label) in [
+                (all, all_color, -0.2, "all measured reads"),
+                (stale, stale_color, 0.2, "stale reads only"),
+            ] {
+                chart
+                    .draw_series(values.iter().enumerate().map(|(i, &v)| {
+                        let x = i as f64 + dx;
+                        Rectangle::new([(x - 0.17, 0.0), (x + 0.17, v)], color.filled())
+                    }))
+                    .map_err(err)?
+                    .label(label)
+                    .legend(move |(x, y)| {
+                        Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled())
+                    });
+                chart
+                    .draw_series(values.iter().enumerate().map(|(i, &v)| {
+                        Text::new(
+                            format!("{}", (v * 100.0).round() / 100.0),
+                            (i as f64 + dx - 0.15, v + yhi * 0.05),
+                            (FONT, 12).into_font(),
+                        )
+                    }))
+                    .map_err(err)?;
+            }
+            draw_legend(&mut chart)?;
+        }
+        Ok(())
+    }))
 }
 
 #[cfg(test)]
