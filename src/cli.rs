@@ -38,6 +38,8 @@ pub enum Command {
     /// Undo faults the tool may have left behind: remove its iptables chain and resume paused
     /// DB processes on every node (e.g. after the controller was killed).
     Heal(HealArgs),
+    /// Browse the reports on http://127.0.0.1:PORT/ (loopback only).
+    Serve(ServeArgs),
 }
 
 /// Read consistency for etcd reads.
@@ -184,6 +186,17 @@ pub struct ReportArgs {
     /// Time budget for re-checking an invalid run's witness, in seconds.
     #[arg(long, default_value_t = 60.0)]
     pub check_time_limit: f64,
+}
+
+/// `shakedown serve` flags.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// TCP port on 127.0.0.1 (0 picks a free one; the URL is printed).
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
+    /// The reports directory to serve.
+    #[arg(long, default_value = "reports")]
+    pub reports: PathBuf,
 }
 
 /// `shakedown heal` flags.

@@ -38,6 +38,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => shakedown::app::bench(args),
         Command::Heal(args) => shakedown::app::heal(args),
         Command::Report(args) => shakedown::app::report(args),
+        Command::Serve(args) => shakedown::app::serve(args),
     };
     let _ = EXIT_RUNTIME;
     ExitCode::from(code as u8)

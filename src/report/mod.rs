@@ -9,6 +9,7 @@ pub mod anomalies;
 pub mod junit;
 pub mod page;
 pub mod plots;
+pub mod serve;
 
 pub use plots::{
     FaultInterval, Figure, Formats, fault_intervals, latency_quantiles_svg, latency_raw_svg,

@@ -1090,7 +1090,7 @@ pub fn anomaly_timeline(
     let n = cats.len();
     // Rows 0..n from the top; headroom above the top row for band labels and the legend.
     let row = |c: &str| (n - 1 - cats.iter().position(|x| *x == c).unwrap_or(0)) as f64;
-    let (ylo, yhi) = (-0.7, n as f64 - 0.3 + 0.25 * n as f64 + 0.8);
+    let (ylo, yhi) = (-0.6, n as f64 - 0.4 + 0.5 + 0.15 * n as f64);
     let names: Vec<String> = cats.iter().map(|c| c.to_string()).collect();
     let y_label = move |y: &f64| -> String {
         let r = y.round();
