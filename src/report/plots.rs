@@ -46,6 +46,8 @@ pub const MAX_OK_POINTS: usize = 20_000;
 pub const MAX_FAILED_POINTS: usize = 10_000;
 /// Maximum number of time windows in the windowed charts.
 pub const MAX_WINDOWS: usize = 2_000;
+/// Fault labels are stacked in at most this many text lines at the top of a chart.
+pub const MAX_LABEL_LANES: usize = 4;
 /// Maximum number of distinct `f` values drawn as their own series.
 pub const MAX_F_SERIES: usize = 6;
 /// Smallest latency drawn on the log axis, in ms (zero latencies are clamped up to it).
@@ -451,16 +453,54 @@ fn draw_bands<'a, DB: DrawingBackend + 'a, Y: Ranged<ValueType = f64>>(
                 Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.mix(0.4).filled())
             });
     }
+    let lanes = label_lanes(
+        faults,
+        (WIDTH_PX - 100) as f64 / (x_range.end - x_range.start).max(1e-9),
+    );
     chart
-        .draw_series(faults.iter().map(|iv| {
-            Text::new(
-                iv.label.clone(),
-                (iv.start_s, y_hi),
-                (FONT, 12).into_font().color(&fault_color(&iv.kind)),
-            )
+        .draw_series(faults.iter().zip(lanes).map(|(iv, lane)| {
+            EmptyElement::at((iv.start_s, y_hi))
+                + Text::new(
+                    iv.label.clone(),
+                    (2, 2 + 14 * lane as i32),
+                    (FONT, 12).into_font().color(&fault_color(&iv.kind)),
+                )
         }))
         .map_err(err)?;
     Ok(())
+}
+
+/// Text lane (0 = top) of each fault label so labels of overlapping or close intervals do not
+/// collide: the first lane whose previous label ends (estimated at 7 px per character) before
+/// this one starts; at most [`MAX_LABEL_LANES`] lanes, then lanes are reused.
+fn label_lanes(faults: &[FaultInterval], px_per_s: f64) -> Vec<usize> {
+    let mut lane_end_px: Vec<f64> = Vec::new();
+    faults
+        .iter()
+        .map(|iv| {
+            let start = iv.start_s * px_per_s;
+            let end = start + 7.0 * iv.label.chars().count() as f64 + 8.0;
+            let lane = match lane_end_px.iter().position(|&e| e <= start) {
+                Some(l) => l,
+                None if lane_end_px.len() < MAX_LABEL_LANES => {
+                    lane_end_px.push(f64::NEG_INFINITY);
+                    lane_end_px.len() - 1
+                }
+                None => {
+                    // All lanes busy: the one that frees up first.
+                    let mut best = 0;
+                    for (i, e) in lane_end_px.iter().enumerate() {
+                        if *e < lane_end_px[best] {
+                            best = i;
+                        }
+                    }
+                    best
+                }
+            };
+            lane_end_px[lane] = end;
+            lane
+        })
+        .collect()
 }
 
 fn draw_legend<'a, DB: DrawingBackend + 'a, Y: Ranged<ValueType = f64>>(
