@@ -209,7 +209,7 @@ fn checker_section(out: &mut String, run_dir: &Path, results: &Value, history: O
         .map(Vec::as_slice)
         .unwrap_or(&[]);
     out.push_str(
-        "<h2>Checkers</h2>\n<table><tr><th>checker</th><th>verdict</th><th>summary</th></tr>\n",
+        "<h2 id=\"checkers\">Checkers</h2>\n<table><tr><th>checker</th><th>verdict</th><th>summary</th></tr>\n",
     );
     for c in checkers {
         let _ = writeln!(
@@ -318,6 +318,18 @@ fn linear_section(out: &mut String, run_dir: &Path, details: &Value) {
             ops.push(("minimal witness", op));
         }
         witness_op_rows(out, &ops);
+        let minimized = w
+            .get("minimized")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        if minimized > MAX_SESSION_WITNESSES {
+            let _ = writeln!(
+                out,
+                "<p>… {} more minimal witness ops not shown (see {} or results.json)</p>",
+                minimized - MAX_SESSION_WITNESSES,
+                esc(LINEAR_WITNESS_FILE)
+            );
+        }
     }
     if invalid.len() > MAX_LINEAR_PARTS {
         let _ = writeln!(
@@ -570,6 +582,10 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
         badge(&verdict)
     );
 
+    out.push_str(
+        "<p><a href=\"#checkers\">Checkers and anomalies</a> · <a href=\"#faults\">Faults</a> · \
+         <a href=\"#plots\">Plots</a> · <a href=\"#files\">Files (history, fault journal, logs)</a></p>\n",
+    );
     // Configuration.
     out.push_str("<h2>Configuration</h2>\n<table>\n");
     row(&mut out, "seed", &esc(&text_of(test.get("seed"))));
@@ -661,7 +677,7 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
         .filter(|(stem, _)| run_dir.join(format!("{stem}.svg")).is_file())
         .collect();
     if !present.is_empty() {
-        out.push_str("<h2>Plots</h2>\n");
+        out.push_str("<h2 id=\"plots\">Plots</h2>\n");
         for (stem, caption) in &present {
             let (svg_file, png_file) = (format!("{stem}.svg"), format!("{stem}.png"));
             let _ = write!(out, "<h3 id=\"plot-{stem}\">{}", esc(caption));
@@ -700,7 +716,7 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
     }
 
     // Files.
-    out.push_str("<h2>Files</h2>\n<ul>\n");
+    out.push_str("<h2 id=\"files\">Files</h2>\n<ul>\n");
     let mut files: Vec<String> = [
         HISTORY_FILE,
         TEST_FILE,
@@ -1071,7 +1087,14 @@ mod tests {
         let html = render_run_page(dir).unwrap();
         assert!(html.contains("badge unknown"));
         assert!(!html.contains("<svg"));
-        assert!(!html.contains("Faults"));
+        assert!(
+            !html.contains("<h2 id=\"faults\">"),
+            "no history → no fault section"
+        );
+        assert!(
+            !html.contains("<h2 id=\"plots\">"),
+            "no plots → no plot section"
+        );
         assert!(!html.contains("history.jsonl"));
         assert!(!html.contains("linearizability.html"));
     }

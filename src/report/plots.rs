@@ -32,6 +32,7 @@ use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
+use rustc_hash::FxHashMap;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -365,8 +366,8 @@ struct Samples {
 }
 
 fn samples(history: &History) -> Samples {
-    let mut open: HashMap<u64, &Op> = HashMap::new();
-    let mut f_index: HashMap<&str, usize> = HashMap::new();
+    let mut open: FxHashMap<u64, &Op> = FxHashMap::default();
+    let mut f_index: FxHashMap<&str, usize> = FxHashMap::default();
     let mut f_names: Vec<String> = Vec::new();
     let mut out = Vec::new();
     let mut end_ns = 0u64;
@@ -623,12 +624,20 @@ pub struct Figure {
 /// backend, which is why this is a macro and not a function taking a generic closure).
 macro_rules! figure {
     ($formats:expr, |$root:ident| $body:expr) => {{
-        let svg = render_svg(|$root| $body);
-        let png = match $formats {
-            Formats::Svg => None,
-            Formats::SvgAndPng => Some(render_png(|$root| $body)),
-        };
-        Figure { svg, png }
+        match $formats {
+            Formats::Svg => Figure {
+                svg: render_svg(|$root| $body),
+                png: None,
+            },
+            Formats::SvgAndPng => {
+                let (svg, png) =
+                    rayon::join(|| render_svg(|$root| $body), || render_png(|$root| $body));
+                Figure {
+                    svg,
+                    png: Some(png),
+                }
+            }
+        }
     }};
 }
 
