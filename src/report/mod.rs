@@ -1,8 +1,9 @@
-//! The run report: plots of a history (and, later, the pages around them).
+//! The run report: plots of a history, the pages around them, and serving them.
 //!
-//! Owns turning a finished run directory's `history.jsonl` into report files. The plot rendering
-//! itself is pure and lives in [`plots`]; this module only reads the history and writes the SVG
-//! files next to it. Does not own the run layout (that is `store`), the CLI (`cli`/`app`) or
+//! Owns turning a finished run directory's `history.jsonl` (and `results.json`, for the anomaly
+//! and stale-read charts) into report files. The plot rendering itself is pure and lives in
+//! [`plots`] (data extraction in [`anomalies`]); this module only reads those files and writes
+//! the SVG and PNG files next to them. Does not own the run layout (that is `store`), the CLI (`cli`/`app`) or
 //! checking (`checker`).
 
 pub mod anomalies;

@@ -1,7 +1,9 @@
-//! Report plots: fault intervals and SVG charts of latency and throughput, rendered with `plotters`.
+//! Report plots: fault intervals and SVG/PNG charts of latency, throughput, clock offsets,
+//! anomalies and stale reads, rendered with `plotters`.
 //!
-//! Owns pure functions from a [`History`] to data (`fault_intervals`) and to SVG text
-//! (`latency_raw_svg`, `latency_quantiles_svg`, `throughput_svg`). Does no IO: the caller writes the
+//! Owns pure functions from a [`History`] (and data from `report::anomalies`) to data
+//! (`fault_intervals`) and to rendered [`Figure`]s (`latency_raw`, `latency_quantiles`,
+//! `throughput`, `clock_offsets`, `anomaly_timeline`, `stale_reads`; `*_svg` shorthands). Does no IO: the caller writes the
 //! returned strings (see `report::render_run`). Does not own reading histories or checking.
 //!
 //! Conventions shared by all charts:
@@ -13,8 +15,12 @@
 //!   kind.
 //! - At most [`MAX_F_SERIES`] distinct `f` values get their own series; further ones are merged
 //!   into "other".
-//! - Text is laid out with plotters' built-in width estimate (no `ttf` feature, so no system font
-//!   libraries): the SVG carries `<text>` elements and the viewer's font renders them.
+//! - Text is laid out and (in PNGs) rasterized with DejaVu Sans bundled in the binary
+//!   (`assets/fonts`, plotters' `ab_glyph` feature), so no system font libraries are needed and
+//!   output is the same on every machine; SVGs carry `<text>` elements the viewer renders.
+//! - Every chart renders to SVG and, on request ([`Formats`]), to PNG from the same drawing code.
+//! - Charts whose data is absent (clock offsets, anomalies, stale reads) are not drawn at all
+//!   (`None`), never as empty images.
 //! - Nothing here panics on odd input: an empty history or one without client ops renders a chart
 //!   that says "no data"; a rendering error yields a small SVG naming the error.
 //!
