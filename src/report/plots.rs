@@ -3,8 +3,9 @@
 //!
 //! Owns pure functions from a [`History`] (and data from `report::anomalies`) to data
 //! (`fault_intervals`) and to rendered [`Figure`]s (`latency_raw`, `latency_quantiles`,
-//! `throughput`, `clock_offsets`, `anomaly_timeline`, `stale_reads`; `*_svg` shorthands). Does no IO: the caller writes the
-//! returned strings (see `report::render_run`). Does not own reading histories or checking.
+//! `throughput`, `clock_offsets`, `anomaly_timeline`, `stale_reads`; `*_svg` shorthands). Does no
+//! IO: the caller writes the returned text and bytes (see `report::render_run`). Does not own
+//! reading histories or checking.
 //!
 //! Conventions shared by all charts:
 //! - x is the time since the run started in seconds; latency is completion time minus invoke time.
