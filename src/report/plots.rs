@@ -1886,4 +1886,143 @@ mod tests {
         assert!(dark > 100, "caption glyph pixels: {dark}");
         assert!(latency_raw(&h, Formats::Svg).png.is_none());
     }
+
+    fn mark(category: &str, time_s: f64, from_s: Option<f64>, primary: bool) -> AnomalyMark {
+        AnomalyMark {
+            category: category.into(),
+            time_s,
+            from_s,
+            op_index: 0,
+            primary,
+            label: String::new(),
+        }
+    }
+
+    #[test]
+    fn anomaly_timeline_has_a_row_legend_and_markers_per_category() {
+        let h = faulty();
+        assert!(
+            anomaly_timeline(&h, &[], Formats::Svg).is_none(),
+            "no marks → no chart"
+        );
+        let marks = [
+            mark("linearizable", 2.0, Some(1.9), true),
+            mark("linearizable", 1.5, Some(1.4), false),
+            mark("linearizable", 1.6, None, false),
+            mark("monotonic-reads", 3.5, Some(1.0), true),
+            mark("monotonic-reads", 4.0, Some(3.9), true),
+            mark("version-conflict", 4.5, None, true),
+        ];
+        let fig = anomaly_timeline(&h, &marks, Formats::SvgAndPng).unwrap();
+        let svg = &fig.svg;
+        assert_well_formed(svg);
+        for text in [
+            "linearizable (1)",
+            "monotonic-reads (2)",
+            "version-conflict (1)",
+            "Anomalies over time (6 witness ops)",
+            "isolate n5",
+            "fault: kill",
+        ] {
+            assert!(svg.contains(text), "missing {text:?}");
+        }
+        // Category names label the rows (y axis).
+        for cat in ["linearizable", "monotonic-reads", "version-conflict"] {
+            assert!(
+                svg.contains(&format!("\n{cat}\n</text>")),
+                "row label {cat}"
+            );
+        }
+        // Supporting ops are circles (no other circles on this chart).
+        assert_eq!(svg.matches("<circle").count(), 2);
+        // Primary marks are crosses: two lines each, plus one legend cross per category.
+        let c = anomaly_color("monotonic-reads");
+        let stroke = format!("stroke=\"#{:02X}{:02X}{:02X}\"", c.0, c.1, c.2);
+        let cross_lines = svg
+            .lines()
+            .filter(|l| l.starts_with("<line") && l.contains(&stroke))
+            .count();
+        assert_eq!(cross_lines, 2 * (2 + 1), "monotonic-reads crosses");
+        assert_eq!(band_rect_count(svg, "partition"), 1);
+        assert!(fig.png.unwrap().is_ok());
+    }
+
+    #[test]
+    fn clock_offsets_chart_has_a_line_per_node_or_is_omitted() {
+        assert!(clock_offsets(&faulty(), Formats::Svg).is_none());
+        let svg = clock_offsets(&all_kinds(), Formats::Svg);
+        assert!(svg.is_none(), "all_kinds has no measurements");
+        let mut ops = all_kinds().ops;
+        for (t, n3) in [(650u64, 0.5), (750, -249.5), (850, 0.25)] {
+            ops.push(nem(t, "clock-offsets", json!(null)));
+            ops.push(nem(
+                t + 1,
+                "clock-offsets",
+                json!({"offsets_ms": {"n3": n3, "n1": 1.0}}),
+            ));
+        }
+        let h = sorted(ops);
+        // Interleaving measurements do not disturb fault pairing.
+        assert_eq!(fault_intervals(&h).len(), 9);
+        let svg = clock_offsets(&h, Formats::Svg).unwrap().svg;
+        assert_well_formed(&svg);
+        for text in [
+            "offset (ms)",
+            "n1",
+            "n3",
+            "bump-clock n3 -250 ms",
+            "fault: clock",
+        ] {
+            assert!(svg.contains(text), "missing {text:?}");
+        }
+        // Per node (n1 blue, n3 orange): one polyline of three points plus its legend sample.
+        for stroke in ["stroke=\"#1F77B4\"", "stroke=\"#FF7F0E\""] {
+            let lines = svg
+                .lines()
+                .filter(|l| l.starts_with("<polyline") && l.contains(stroke))
+                .count();
+            assert_eq!(lines, 2, "{stroke}");
+        }
+        assert_eq!(svg.matches("<circle").count(), 6);
+    }
+
+    #[test]
+    fn stale_read_chart_shows_both_samples_or_is_omitted() {
+        let mut stats = StaleReads {
+            reads_measured: 40,
+            stale_reads: 0,
+            versions_behind: [0.0, 1.0, 3.0, 4.0],
+            ms_behind: [0.0, 1.5, 9.25, 12.0],
+            stale_versions_behind: [2.0, 3.0, 4.0, 4.0],
+            stale_ms_behind: [5.0, 9.0, 12.0, 12.0],
+        };
+        assert!(
+            stale_reads(&stats, Formats::Svg).is_none(),
+            "no stale reads → omitted"
+        );
+        stats.stale_reads = 7;
+        let svg = stale_reads(&stats, Formats::Svg).unwrap().svg;
+        assert_well_formed(&svg);
+        for text in [
+            "7 of 40 measured reads",
+            "versions behind",
+            "ms behind",
+            "all measured reads",
+            "stale reads only",
+            "\np99\n</text>",
+            "\n9.25\n</text>",
+        ] {
+            assert!(svg.contains(text), "missing {text:?}");
+        }
+        // 2 panels × 2 samples × 4 quantiles bars.
+        let bars = svg
+            .lines()
+            .filter(|l| l.starts_with("<rect") && l.contains("fill=\"#D73232\""))
+            .count();
+        assert_eq!(
+            bars,
+            2 * 4 + 2,
+            "stale bars plus one legend swatch per panel"
+        );
+    }
 }
