@@ -3,17 +3,21 @@
 //! Owns one scenario: `generate_register_history` with 1,000,000 client operations (2,000,000
 //! events: invoke + completion) over 100 keys with 10 processes per key and 5% crashed (info) ops and
 //! delays up to 100 ms (so the run spans minutes),
-//! plus partition, kill and pause nemesis pairs spread over the run. Renders the three charts
-//! (latency-raw, latency-quantiles with 1 s windows, throughput with 1 s windows). Run with
+//! plus nemesis pairs of every fault kind (partition, kill, pause, clock, loss, bandwidth, delay,
+//! promote) spread over the run, `clock-offsets` measurements every second, and a results value
+//! with a linearizability witness (20 minimized ops), 100 session violations and stale-read
+//! stats. Renders every chart of a run page in SVG and PNG: latency-raw, latency-quantiles and
+//! throughput (1 s windows), clock offsets, anomaly timeline, stale reads. Run with
 //! `cargo bench --bench plots`; with `PLOTS_BENCH_ONCE=1` it renders once and prints the time of
-//! each chart, the total and the SVG sizes instead of a criterion statistics run
-//! (`PLOTS_BENCH_OUT=dir` also writes the SVGs there).
+//! each chart, the total and the SVG/PNG sizes instead of a criterion statistics run
+//! (`PLOTS_BENCH_OUT=dir` also writes the files there).
 
 use criterion::{Criterion, criterion_group};
 use serde_json::json;
 use shakedown::checker::linear::histgen::{GenConfig, generate_register_history};
 use shakedown::history::{History, Op, OpType, Process};
-use shakedown::report::{latency_quantiles_svg, latency_raw_svg, throughput_svg};
+use shakedown::report::anomalies::{anomaly_marks, stale_reads};
+use shakedown::report::{Figure, Formats, plots};
 use std::time::{Duration, Instant};
 
 fn big() -> History {
@@ -52,7 +56,52 @@ fn big() -> History {
             json!("majority"),
             json!({"grudge": {"n1": ["n3", "n4", "n5"], "n2": ["n3", "n4", "n5"], "n3": ["n1", "n2"], "n4": ["n1", "n2"], "n5": ["n1", "n2"]}}),
         ),
+        (
+            0.12,
+            "bump-clock",
+            json!({"nodes": ["n4"], "delta_ms": 500}),
+            json!({"nodes": ["n4"], "delta_ms": 500}),
+        ),
+        (0.20, "reset-clock", json!(null), json!({"nodes": ["n4"]})),
+        (
+            0.30,
+            "start-loss",
+            json!({"nodes": ["n1"], "probability": 0.3}),
+            json!({"nodes": ["n1"], "probability": 0.3}),
+        ),
+        (0.40, "stop-loss", json!(null), json!(null)),
+        (
+            0.45,
+            "start-bandwidth",
+            json!({"nodes": ["n2"], "rate_kbit": 100}),
+            json!({"nodes": ["n2"], "rate_kbit": 100}),
+        ),
+        (0.55, "stop-bandwidth", json!(null), json!(null)),
+        (
+            0.62,
+            "start-delay",
+            json!({"nodes": ["n5"], "delay_ms": 50, "jitter_ms": 10}),
+            json!({"nodes": ["n5"], "delay_ms": 50, "jitter_ms": 10}),
+        ),
+        (0.75, "stop-delay", json!(null), json!(null)),
+        (
+            0.77,
+            "promote",
+            json!({"node": "n3"}),
+            json!({"node": "n3"}),
+        ),
     ];
+    // One clock-offsets measurement per second (invocation, then completion with the offsets).
+    let mut t = 500_000_000u64;
+    while t < end_ns {
+        let bumped = t > at(0.12) && t < at(0.20);
+        let offsets = json!({"offsets_ms": {
+            "n1": 0.2, "n2": -0.4, "n3": 1.1, "n4": if bumped { 500.3 } else { 0.3 }, "n5": -0.1
+        }});
+        ops.push(nem(t, "clock-offsets", json!(null)));
+        ops.push(nem(t + 1_000_000, "clock-offsets", offsets));
+        t += 1_000_000_000;
+    }
     for (frac, f, inv, done) in pairs {
         ops.push(nem(at(frac), f, inv));
         ops.push(nem(at(frac) + 20_000_000.min(end_ns / 100), f, done));
@@ -61,13 +110,57 @@ fn big() -> History {
     History::from_ops(ops)
 }
 
-type Chart = (&'static str, fn(&History) -> String);
+/// Results of a run with anomalies: a linearizability witness with 20 minimized ops, 100
+/// session violations spread over the history, stale-read stats.
+fn results(h: &History) -> serde_json::Value {
+    let n = h.ops.len() as u64;
+    let t = |i: u64| h.ops[i as usize].time_ns as f64 / 1e9;
+    let wop = |i: u64| {
+        json!({"index": i, "completion_index": i + 1, "process": "3", "f": "read", "key": "7",
+               "value": 2, "outcome": "ok", "invoke_time_s": t(i), "complete_time_s": t(i + 1)})
+    };
+    let minimized: Vec<_> = (0..20).map(|k| wop(n / 3 + k * 50)).collect();
+    let witnesses: Vec<_> = (0..100u64)
+        .map(|k| {
+            json!({"guarantee": "monotonic-reads", "key": "7", "session": 3, "process": 3,
+                   "earlier_index": k * (n / 100), "later_index": k * (n / 100) + 40,
+                   "earlier_version": 12, "later_version": 9, "witness": "read 12 then 9"})
+        })
+        .collect();
+    json!({"valid": "invalid", "checkers": [
+        {"checker": "linearizable", "verdict": "invalid", "summary": "",
+         "details": {"parts": [{"key": "7", "witness": {"op": wop(n / 3 + 1200), "minimized": minimized}}]}},
+        {"checker": "session", "verdict": "invalid", "summary": "",
+         "details": {"guarantees": [{"guarantee": "monotonic-reads", "violations": 100, "witnesses": witnesses}],
+                     "stale": {"reads_measured": 400000, "stale_reads": 5000,
+                               "versions_behind": {"p50": 0, "p90": 0, "p99": 2, "max": 9},
+                               "ms_behind": {"p50": 0.0, "p90": 0.0, "p99": 40.0, "max": 120.0},
+                               "stale_versions_behind": {"p50": 1, "p90": 3, "p99": 6, "max": 9},
+                               "stale_ms_behind": {"p50": 8.0, "p90": 30.0, "p99": 90.0, "max": 120.0}}}}
+    ]})
+}
 
-fn charts() -> [Chart; 3] {
+type Chart = (
+    &'static str,
+    fn(&History, &serde_json::Value) -> Option<Figure>,
+);
+
+/// Every chart of a run page, in SVG and PNG.
+fn charts() -> [Chart; 6] {
+    const F: Formats = Formats::SvgAndPng;
     [
-        ("latency-raw", |h| latency_raw_svg(h)),
-        ("latency-quantiles", |h| latency_quantiles_svg(h, 1.0)),
-        ("throughput", |h| throughput_svg(h, 1.0)),
+        ("latency-raw", |h, _| Some(plots::latency_raw(h, F))),
+        ("latency-quantiles", |h, _| {
+            Some(plots::latency_quantiles(h, 1.0, F))
+        }),
+        ("throughput", |h, _| Some(plots::throughput(h, 1.0, F))),
+        ("clock-offsets", |h, _| plots::clock_offsets(h, F)),
+        ("anomalies", |h, r| {
+            plots::anomaly_timeline(h, &anomaly_marks(h, r), F)
+        }),
+        ("stale-reads", |_, r| {
+            stale_reads(r).and_then(|s| plots::stale_reads(&s, F))
+        }),
     ]
 }
 
@@ -80,24 +173,41 @@ fn once() {
         h.ops.len(),
         t0.elapsed().as_secs_f64()
     );
+    let r = results(&h);
     let out_dir = std::env::var_os("PLOTS_BENCH_OUT");
     let total = Instant::now();
     for (name, render) in charts() {
         let t = Instant::now();
-        let svg = render(&h);
+        let Some(fig) = render(&h, &r) else {
+            println!("{name}: no data (bench setup is wrong)");
+            std::process::exit(1);
+        };
+        let png = match fig.png {
+            Some(Ok(p)) => p,
+            other => {
+                println!("{name}: png failed: {other:?}");
+                std::process::exit(1);
+            }
+        };
         println!(
-            "{name}: {:.3} s, {} KiB",
+            "{name}: {:.3} s, svg {} KiB, png {} KiB",
             t.elapsed().as_secs_f64(),
-            svg.len() / 1024
+            fig.svg.len() / 1024,
+            png.len() / 1024
         );
         if let Some(dir) = &out_dir {
-            let path = std::path::Path::new(dir).join(format!("{name}.svg"));
-            if let Err(e) = std::fs::write(&path, svg) {
-                eprintln!("{}: {e}", path.display());
+            for (ext, bytes) in [("svg", fig.svg.as_bytes()), ("png", png.as_slice())] {
+                let path = std::path::Path::new(dir).join(format!("{name}.{ext}"));
+                if let Err(e) = std::fs::write(&path, bytes) {
+                    eprintln!("{}: {e}", path.display());
+                }
             }
         }
     }
-    println!("total: {:.3} s", total.elapsed().as_secs_f64());
+    println!(
+        "total (6 charts, SVG + PNG): {:.3} s",
+        total.elapsed().as_secs_f64()
+    );
 }
 
 fn bench_all(c: &mut Criterion) {
@@ -105,8 +215,9 @@ fn bench_all(c: &mut Criterion) {
     let mut g = c.benchmark_group("plots");
     g.sample_size(10);
     g.measurement_time(Duration::from_secs(20));
-    g.bench_function("three_charts_1M_ops", |b| {
-        b.iter(|| charts().map(|(_, render)| render(&h).len()))
+    let r = results(&h);
+    g.bench_function("all_charts_svg_png_1M_ops", |b| {
+        b.iter(|| charts().map(|(_, render)| render(&h, &r).map(|f| f.svg.len())))
     });
     g.finish();
 }

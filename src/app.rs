@@ -492,3 +492,30 @@ pub fn bench(args: BenchArgs) -> i32 {
         }
     }
 }
+
+/// `shakedown serve`: serve the reports directory on 127.0.0.1 until interrupted. Refreshes
+/// `reports/index.html` first (best effort) and prints the URL.
+pub fn serve(args: crate::cli::ServeArgs) -> i32 {
+    if !args.reports.is_dir() {
+        eprintln!("error: {}: not a directory", args.reports.display());
+        return EXIT_USAGE;
+    }
+    if let Err(e) = crate::report::page::write_reports_index(&args.reports) {
+        eprintln!("warning: reports index not refreshed: {e}");
+    }
+    let rt = runtime();
+    let result = rt.block_on(async {
+        let (listener, addr) = crate::report::serve::bind(args.port).await?;
+        println!("serving {} on http://{addr}/", args.reports.display());
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        crate::report::serve::serve(listener, &args.reports).await
+    });
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e}");
+            EXIT_RUNTIME
+        }
+    }
+}

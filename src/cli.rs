@@ -42,6 +42,8 @@ pub enum Command {
     /// Preflight every node: SSH, root, iptables, tc, netem, clock, NTP, the DB's binaries.
     /// Exit 0 when every required check passed (warnings allowed), 4 otherwise.
     Doctor(DoctorArgs),
+    /// Browse the reports on http://127.0.0.1:PORT/ (loopback only).
+    Serve(ServeArgs),
 }
 
 /// Read consistency for etcd reads.
@@ -188,6 +190,17 @@ pub struct ReportArgs {
     /// Time budget for re-checking an invalid run's witness, in seconds.
     #[arg(long, default_value_t = 60.0)]
     pub check_time_limit: f64,
+}
+
+/// `shakedown serve` flags.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// TCP port on 127.0.0.1 (0 picks a free one; the URL is printed).
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
+    /// The reports directory to serve.
+    #[arg(long, default_value = "reports")]
+    pub reports: PathBuf,
 }
 
 /// `shakedown heal` flags.

@@ -39,6 +39,7 @@ fn main() -> ExitCode {
         Command::Heal(args) => shakedown::app::heal(args),
         Command::Doctor(args) => shakedown::app::doctor(args),
         Command::Report(args) => shakedown::app::report(args),
+        Command::Serve(args) => shakedown::app::serve(args),
     };
     let _ = EXIT_RUNTIME;
     ExitCode::from(code as u8)

@@ -15,6 +15,8 @@ pub mod clock;
 pub mod leftovers;
 pub mod packet;
 
+pub mod kinds;
+
 use crate::client::Completion;
 use crate::config::Node;
 use crate::control::{Cmd, Remote};

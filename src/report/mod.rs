@@ -1,19 +1,24 @@
-//! The run report: plots of a history (and, later, the pages around them).
+//! The run report: plots of a history, the pages around them, and serving them.
 //!
-//! Owns turning a finished run directory's `history.jsonl` into report files. The plot rendering
-//! itself is pure and lives in [`plots`]; this module only reads the history and writes the SVG
-//! files next to it. Does not own the run layout (that is `store`), the CLI (`cli`/`app`) or
+//! Owns turning a finished run directory's `history.jsonl` (and `results.json`, for the anomaly
+//! and stale-read charts) into report files. The plot rendering itself is pure and lives in
+//! [`plots`] (data extraction in [`anomalies`]); this module only reads those files and writes
+//! the SVG and PNG files next to them. Does not own the run layout (that is `store`), the CLI (`cli`/`app`) or
 //! checking (`checker`).
 
+pub mod anomalies;
 pub mod junit;
 pub mod page;
 pub mod plots;
+pub mod serve;
 
 pub use plots::{
-    FaultInterval, fault_intervals, latency_quantiles_svg, latency_raw_svg, throughput_svg,
+    FaultInterval, Figure, Formats, fault_intervals, latency_quantiles_svg, latency_raw_svg,
+    throughput_svg,
 };
 
 use crate::history::History;
+use crate::store::{HISTORY_FILE, RESULTS_FILE};
 use std::path::{Path, PathBuf};
 
 /// Window width for the quantile and throughput plots of a run lasting `duration_s` seconds:
@@ -26,27 +31,104 @@ pub fn default_window_s(duration_s: f64) -> f64 {
     }
 }
 
-/// Read `run_dir/history.jsonl` and write `latency-raw.svg`, `latency-quantiles.svg` and
-/// `throughput.svg` into `run_dir`. Returns the written paths in that order.
-pub fn render_run(run_dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let history_path = run_dir.join("history.jsonl");
-    let history = History::read_file(&history_path).map_err(|e| e.to_string())?;
+/// Every chart of a run, in display order: (file stem, caption). Each is written as
+/// `<stem>.svg` and `<stem>.png`. The last three are optional: they are written only when the run
+/// has their data (clock-offset measurements, checker anomalies, stale reads) and otherwise
+/// omitted (and older copies removed), never drawn empty.
+pub const PLOT_FILES: [(&str, &str); 6] = [
+    ("latency-raw", "Latency (raw)"),
+    ("latency-quantiles", "Latency quantiles"),
+    ("throughput", "Throughput"),
+    ("clock-offsets", "Clock offsets"),
+    ("anomalies", "Anomalies over time"),
+    ("stale-reads", "Stale reads"),
+];
+
+/// Why an optional chart of [`PLOT_FILES`] is absent, by stem.
+pub fn omitted_reason(stem: &str) -> &'static str {
+    match stem {
+        "clock-offsets" => "no clock-offsets measurements in the history",
+        "anomalies" => "no checker reported a witness op",
+        "stale-reads" => "no stale reads measured",
+        _ => "not rendered",
+    }
+}
+
+/// All charts of a history (and its results.json value, if any) in `formats`: (stem, figure)
+/// in [`PLOT_FILES`] order, without the optional charts that have no data.
+pub fn render_figures(
+    history: &History,
+    results: Option<&serde_json::Value>,
+    formats: plots::Formats,
+) -> Vec<(&'static str, plots::Figure)> {
     let duration_s = history.ops.iter().map(|o| o.time_ns).max().unwrap_or(0) as f64 / 1e9;
     let window_s = default_window_s(duration_s);
-    let outputs = [
-        ("latency-raw.svg", latency_raw_svg(&history)),
+    let mut out = vec![
+        ("latency-raw", plots::latency_raw(history, formats)),
         (
-            "latency-quantiles.svg",
-            latency_quantiles_svg(&history, window_s),
+            "latency-quantiles",
+            plots::latency_quantiles(history, window_s, formats),
         ),
-        ("throughput.svg", throughput_svg(&history, window_s)),
+        ("throughput", plots::throughput(history, window_s, formats)),
     ];
-    let mut written = Vec::with_capacity(outputs.len());
-    for (name, svg) in outputs {
-        let path = run_dir.join(name);
-        std::fs::write(&path, svg)
-            .map_err(|e| format!("{}: cannot write plot: {e}", path.display()))?;
-        written.push(path);
+    out.extend(plots::clock_offsets(history, formats).map(|f| ("clock-offsets", f)));
+    if let Some(results) = results {
+        let marks = anomalies::anomaly_marks(history, results);
+        out.extend(plots::anomaly_timeline(history, &marks, formats).map(|f| ("anomalies", f)));
+        out.extend(
+            anomalies::stale_reads(results)
+                .and_then(|s| plots::stale_reads(&s, formats))
+                .map(|f| ("stale-reads", f)),
+        );
+    }
+    out
+}
+
+/// Read `run_dir/history.jsonl` (and `results.json` when present) and write every chart of
+/// [`PLOT_FILES`] that has data as `<stem>.svg` and `<stem>.png` into `run_dir`, removing files
+/// of optional charts that no longer have data. Returns the written paths (SVG then PNG per
+/// chart, in [`PLOT_FILES`] order).
+pub fn render_run(run_dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let history_path = run_dir.join(HISTORY_FILE);
+    let history = History::read_file(&history_path).map_err(|e| e.to_string())?;
+    let results_path = run_dir.join(RESULTS_FILE);
+    let results = match std::fs::read_to_string(&results_path) {
+        Ok(text) => Some(
+            serde_json::from_str::<serde_json::Value>(&text)
+                .map_err(|e| format!("{}: malformed JSON: {e}", results_path.display()))?,
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(format!("{}: {e}", results_path.display())),
+    };
+    let figures = render_figures(&history, results.as_ref(), plots::Formats::SvgAndPng);
+    let mut written = Vec::with_capacity(figures.len() * 2);
+    for (stem, fig) in &figures {
+        let svg_path = run_dir.join(format!("{stem}.svg"));
+        std::fs::write(&svg_path, &fig.svg)
+            .map_err(|e| format!("{}: cannot write plot: {e}", svg_path.display()))?;
+        written.push(svg_path);
+        let png_path = run_dir.join(format!("{stem}.png"));
+        match &fig.png {
+            Some(Ok(bytes)) => {
+                std::fs::write(&png_path, bytes)
+                    .map_err(|e| format!("{}: cannot write plot: {e}", png_path.display()))?;
+                written.push(png_path);
+            }
+            Some(Err(e)) => return Err(format!("{}: {e}", png_path.display())),
+            None => {}
+        }
+    }
+    for (stem, _) in PLOT_FILES {
+        if figures.iter().any(|(s, _)| *s == stem) {
+            continue;
+        }
+        for ext in ["svg", "png"] {
+            let stale = run_dir.join(format!("{stem}.{ext}"));
+            if stale.is_file() {
+                std::fs::remove_file(&stale)
+                    .map_err(|e| format!("{}: cannot remove old plot: {e}", stale.display()))?;
+            }
+        }
     }
     Ok(written)
 }
@@ -58,7 +140,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn render_run_writes_three_svgs_from_history_file() {
+    fn render_run_writes_three_svgs_and_pngs_from_history_file() {
         let dir = tempfile::tempdir().unwrap();
         let mut text = String::new();
         let ops = [
@@ -82,9 +164,26 @@ mod tests {
             .collect();
         assert_eq!(
             names,
-            ["latency-raw.svg", "latency-quantiles.svg", "throughput.svg"]
+            [
+                "latency-raw.svg",
+                "latency-raw.png",
+                "latency-quantiles.svg",
+                "latency-quantiles.png",
+                "throughput.svg",
+                "throughput.png"
+            ]
         );
-        for p in &paths {
+        // Stale optional plots from an earlier render are removed.
+        std::fs::write(dir.path().join("clock-offsets.svg"), "<svg/>").unwrap();
+        std::fs::write(dir.path().join("anomalies.png"), "x").unwrap();
+        render_run(dir.path()).unwrap();
+        assert!(!dir.path().join("clock-offsets.svg").exists());
+        assert!(!dir.path().join("anomalies.png").exists());
+        for p in paths.iter().filter(|p| p.extension().unwrap() == "png") {
+            let bytes = std::fs::read(p).unwrap();
+            assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "{}", p.display());
+        }
+        for p in paths.iter().filter(|p| p.extension().unwrap() == "svg") {
             let s = std::fs::read_to_string(p).unwrap();
             assert!(s.starts_with("<svg"), "{}", p.display());
             assert!(s.contains("kill"), "{}: fault label missing", p.display());

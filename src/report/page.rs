@@ -7,24 +7,21 @@
 //! plots (`plots`), or checking (`checker`); it only displays what those wrote.
 
 use crate::history::{History, OpType, Process};
-use crate::report::fault_intervals;
+use crate::report::{PLOT_FILES, anomalies, fault_intervals, omitted_reason, plots};
 use crate::store::{
     FAULTS_FILE, HISTORY_FILE, LINEAR_WITNESS_FILE, LOGS_DIR, RESULTS_FILE, TEST_FILE,
 };
 use serde_json::Value;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-/// Plots embedded in the run page, in display order: (file name, caption).
-const PLOTS: [(&str, &str); 3] = [
-    ("latency-raw.svg", "Latency (raw)"),
-    ("latency-quantiles.svg", "Latency quantiles"),
-    ("throughput.svg", "Throughput"),
-];
 /// A plot larger than this is linked instead of embedded.
 pub const MAX_EMBED_SVG_BYTES: u64 = 6 * 1024 * 1024;
-/// At most this many session witness texts are shown.
-pub const MAX_SESSION_WITNESSES: usize = 20;
+/// At most this many session violations (and, separately, version conflicts) are tabulated.
+pub const MAX_SESSION_WITNESSES: usize = 50;
+/// At most this many invalid linearizability parts get a witness table.
+pub const MAX_LINEAR_PARTS: usize = 20;
 /// Explanations longer than this are cut (the full text stays in `results.json`).
 pub const MAX_EXPLANATION_BYTES: usize = 64 * 1024;
 /// At most this many log files are linked.
@@ -43,7 +40,12 @@ th{background:#f2f2f2}pre,code{background:#f6f6f6;font-size:90%}\
 pre{padding:0.6em;overflow-x:auto;white-space:pre-wrap}\
 .badge{display:inline-block;padding:2px 10px;border-radius:4px;color:#fff;font-size:80%;vertical-align:middle}\
 .valid{background:#2e7d32}.invalid{background:#c62828}.unknown{background:#ef8f00}\
-svg{max-width:100%;height:auto;display:block;margin:0.5em 0}";
+svg{max-width:100%;height:auto;display:block;margin:0.5em 0}\
+.timeline{margin:0.5em 0 1em;max-width:1200px}.tl-axis{font-size:80%;color:#666;margin-left:11em;position:relative}\
+.tl-axis span{position:absolute;right:0}.tl-row{display:flex;align-items:center;margin:2px 0}\
+.tl-name{width:11em;font-size:85%}.tl-track{position:relative;flex:1;height:14px;background:#f4f4f4}\
+.tl-bar{position:absolute;top:0;height:14px;opacity:0.8}\
+.swatch{display:inline-block;width:10px;height:10px;margin-right:5px;vertical-align:middle}";
 
 /// Escape text for HTML element content and attribute values.
 fn esc(s: &str) -> String {
@@ -200,14 +202,14 @@ fn embeddable_svg(path: &Path) -> Option<String> {
     Some(text)
 }
 
-fn checker_section(out: &mut String, run_dir: &Path, results: &Value) {
+fn checker_section(out: &mut String, run_dir: &Path, results: &Value, history: Option<&History>) {
     let checkers: &[Value] = results
         .get("checkers")
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or(&[]);
     out.push_str(
-        "<h2>Checkers</h2>\n<table><tr><th>checker</th><th>verdict</th><th>summary</th></tr>\n",
+        "<h2 id=\"checkers\">Checkers</h2>\n<table><tr><th>checker</th><th>verdict</th><th>summary</th></tr>\n",
     );
     for c in checkers {
         let _ = writeln!(
@@ -224,14 +226,118 @@ fn checker_section(out: &mut String, run_dir: &Path, results: &Value) {
         let details = c.get("details").unwrap_or(&Value::Null);
         match name.as_str() {
             "linearizable" => linear_section(out, run_dir, details),
-            "session" => session_section(out, details),
+            "session" => {
+                // Times of the ops the session witnesses name.
+                let mut wanted = HashSet::new();
+                for (_, w) in anomalies::session_violations(results)
+                    .iter()
+                    .take(MAX_SESSION_WITNESSES)
+                {
+                    for k in ["earlier_index", "later_index"] {
+                        wanted.extend(w.get(k).and_then(Value::as_u64));
+                    }
+                }
+                let times = history
+                    .map(|h| anomalies::op_times_ns(h, &wanted))
+                    .unwrap_or_default();
+                session_section(out, results, details, &times)
+            }
             _ => {}
         }
     }
 }
 
+/// Table header and rows of linearizability witness ops.
+fn witness_op_rows(out: &mut String, ops: &[(&str, &Value)]) {
+    out.push_str(
+        "<table><tr><th>role</th><th>op</th><th>process</th><th>f</th><th>value</th>\
+         <th>outcome</th><th>invoked (s)</th><th>completed (s)</th></tr>\n",
+    );
+    for (role, op) in ops {
+        let secs = |k: &str| {
+            op.get(k)
+                .and_then(Value::as_f64)
+                .map(|t| format!("{t:.3}"))
+                .unwrap_or_default()
+        };
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{}</td></tr>",
+            esc(role),
+            esc(&text_of(op.get("index"))),
+            esc(&text_of(op.get("process"))),
+            esc(&text_of(op.get("f"))),
+            esc(&text_of(op.get("value"))),
+            esc(&text_of(op.get("outcome"))),
+            secs("invoke_time_s"),
+            secs("complete_time_s")
+        );
+    }
+    out.push_str("</table>\n");
+}
+
 fn linear_section(out: &mut String, run_dir: &Path, details: &Value) {
-    out.push_str("<h3>linearizable</h3>\n");
+    out.push_str("<h3 id=\"anomalies-linearizable\">linearizable</h3>\n");
+    let invalid: Vec<&Value> = details
+        .get("parts")
+        .and_then(Value::as_array)
+        .map(|ps| {
+            ps.iter()
+                .filter(|p| p.get("witness").is_some_and(Value::is_object))
+                .collect()
+        })
+        .unwrap_or_default();
+    for part in invalid.iter().take(MAX_LINEAR_PARTS) {
+        let w = &part["witness"];
+        let key = text_of(part.get("key"));
+        let _ = writeln!(
+            out,
+            "<p>Witness for {}: no linearization of the first {} ops can include the op below \
+             (model state then: <code>{}</code>).</p>",
+            if key.is_empty() {
+                "the history".to_string()
+            } else {
+                format!("key <code>{}</code>", esc(&key))
+            },
+            esc(&text_of(w.get("prefix_len"))),
+            esc(&text_of(w.get("last_state")))
+        );
+        let mut ops: Vec<(&str, &Value)> = Vec::new();
+        if let Some(op) = w.get("op") {
+            ops.push(("cannot linearize", op));
+        }
+        for op in w
+            .get("minimized")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+            .iter()
+            .take(MAX_SESSION_WITNESSES)
+        {
+            ops.push(("minimal witness", op));
+        }
+        witness_op_rows(out, &ops);
+        let minimized = w
+            .get("minimized")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        if minimized > MAX_SESSION_WITNESSES {
+            let _ = writeln!(
+                out,
+                "<p>… {} more minimal witness ops not shown (see {} or results.json)</p>",
+                minimized - MAX_SESSION_WITNESSES,
+                esc(LINEAR_WITNESS_FILE)
+            );
+        }
+    }
+    if invalid.len() > MAX_LINEAR_PARTS {
+        let _ = writeln!(
+            out,
+            "<p>… {} more invalid keys not shown (see results.json)</p>",
+            invalid.len() - MAX_LINEAR_PARTS
+        );
+    }
     if let Some(expl) = details.get("explanation").and_then(Value::as_str) {
         let _ = writeln!(
             out,
@@ -249,8 +355,8 @@ fn linear_section(out: &mut String, run_dir: &Path, details: &Value) {
     }
 }
 
-fn session_section(out: &mut String, details: &Value) {
-    out.push_str("<h3>session</h3>\n");
+fn session_section(out: &mut String, results: &Value, details: &Value, times: &HashMap<u64, u64>) {
+    out.push_str("<h3 id=\"anomalies-session\">session</h3>\n");
     let guarantees: &[Value] = details
         .get("guarantees")
         .and_then(Value::as_array)
@@ -269,23 +375,82 @@ fn session_section(out: &mut String, details: &Value) {
         }
         out.push_str("</table>\n");
     }
-    let witnesses: Vec<String> = guarantees
-        .iter()
-        .flat_map(|g| {
-            g.get("witnesses")
-                .and_then(Value::as_array)
-                .map(Vec::as_slice)
-                .unwrap_or(&[])
-        })
-        .filter_map(|w| w.get("witness").and_then(Value::as_str))
-        .take(MAX_SESSION_WITNESSES)
-        .map(|w| truncate(w, 8 * 1024))
-        .collect();
-    if !witnesses.is_empty() {
-        let _ = writeln!(out, "<p>Witnesses (first {}):</p>", witnesses.len());
-        for w in &witnesses {
-            let _ = writeln!(out, "<pre>{}</pre>", esc(w));
+    let violations = anomalies::session_violations(results);
+    if !violations.is_empty() {
+        let total: u64 = guarantees
+            .iter()
+            .filter_map(|g| g.get("violations").and_then(Value::as_u64))
+            .sum();
+        let shown = violations.len().min(MAX_SESSION_WITNESSES);
+        let _ = writeln!(
+            out,
+            "<p>Violations ({shown} of {total} shown; the checker keeps the first of each \
+             guarantee):</p>"
+        );
+        out.push_str(
+            "<table><tr><th>guarantee</th><th>process</th><th>key</th><th>ops</th>\
+             <th>times (s)</th><th>version expected ≥</th><th>version seen</th>\
+             <th>witness</th></tr>\n",
+        );
+        for (g, w) in violations.iter().take(MAX_SESSION_WITNESSES) {
+            let idx = |k: &str| w.get(k).and_then(Value::as_u64);
+            let t = |i: Option<u64>| {
+                i.and_then(|i| times.get(&i))
+                    .map(|&ns| format!("{:.3}", ns as f64 / 1e9))
+                    .unwrap_or_else(|| "?".into())
+            };
+            let (e, l) = (idx("earlier_index"), idx("later_index"));
+            let _ = writeln!(
+                out,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{} → {}</td><td>{} → {}</td>\
+                 <td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(g),
+                esc(&text_of(w.get("process"))),
+                esc(&text_of(w.get("key"))),
+                esc(&text_of(w.get("earlier_index"))),
+                esc(&text_of(w.get("later_index"))),
+                t(e),
+                t(l),
+                esc(&text_of(w.get("earlier_version"))),
+                esc(&text_of(w.get("later_version"))),
+                esc(&truncate(&text_of(w.get("witness")), 2048))
+            );
         }
+        out.push_str("</table>\n");
+        if violations.len() > shown {
+            let _ = writeln!(
+                out,
+                "<p>… {} more recorded violations not shown (see results.json)</p>",
+                violations.len() - shown
+            );
+        }
+    }
+    let conflicts = anomalies::version_conflicts(results);
+    if !conflicts.is_empty() {
+        let total = details
+            .get("version_conflicts")
+            .and_then(Value::as_u64)
+            .unwrap_or(conflicts.len() as u64);
+        let shown = conflicts.len().min(MAX_SESSION_WITNESSES);
+        let _ = writeln!(out, "<p>Version conflicts ({shown} of {total} shown):</p>");
+        out.push_str(
+            "<table><tr><th>key</th><th>version</th><th>ops</th><th>values</th>\
+             <th>witness</th></tr>\n",
+        );
+        for c in conflicts.iter().take(MAX_SESSION_WITNESSES) {
+            let _ = writeln!(
+                out,
+                "<tr><td>{}</td><td>{}</td><td>{} → {}</td><td>{} vs {}</td><td>{}</td></tr>",
+                esc(&text_of(c.get("key"))),
+                esc(&text_of(c.get("version"))),
+                esc(&text_of(c.get("first_index"))),
+                esc(&text_of(c.get("later_index"))),
+                esc(&text_of(c.get("first_value"))),
+                esc(&text_of(c.get("later_value"))),
+                esc(&truncate(&text_of(c.get("witness")), 2048))
+            );
+        }
+        out.push_str("</table>\n");
     }
     if let Some(stale) = details.get("stale").filter(|s| s.is_object()) {
         out.push_str("<p>Stale reads:</p>\n<table>\n");
@@ -314,6 +479,88 @@ fn session_section(out: &mut String, details: &Value) {
     }
 }
 
+/// Fault timeline: one bar row per fault kind (CSS only, positions in % of the run), then the
+/// table of intervals, at most [`MAX_FAULT_ROWS`].
+fn fault_section(out: &mut String, history: &History) {
+    let faults = fault_intervals(history);
+    out.push_str("<h2 id=\"faults\">Faults</h2>\n");
+    if faults.is_empty() {
+        out.push_str("<p>No faults injected.</p>\n");
+        return;
+    }
+    let end_s = history.ops.iter().map(|o| o.time_ns).max().unwrap_or(0) as f64 / 1e9;
+    let span_s = faults
+        .iter()
+        .map(|f| f.end_s)
+        .fold(end_s, f64::max)
+        .max(1e-9);
+    let shown = &faults[..faults.len().min(MAX_FAULT_ROWS)];
+    let mut kinds: Vec<&str> = Vec::new();
+    for f in shown {
+        if !kinds.contains(&f.kind.as_str()) {
+            kinds.push(&f.kind);
+        }
+    }
+    let _ = writeln!(
+        out,
+        "<div class=\"timeline\"><div class=\"tl-axis\">0 s<span>{span_s:.1} s</span></div>"
+    );
+    for kind in &kinds {
+        let c = plots::fault_color(kind);
+        let label = crate::nemesis::kinds::kind(kind).map_or(*kind, |k| k.label);
+        let _ = write!(
+            out,
+            "<div class=\"tl-row\"><span class=\"tl-name\">{}</span><div class=\"tl-track\">",
+            esc(label)
+        );
+        for f in shown.iter().filter(|f| f.kind == *kind) {
+            let left = (f.start_s / span_s * 100.0).clamp(0.0, 100.0);
+            let width = ((f.end_s - f.start_s) / span_s * 100.0).clamp(0.3, 100.0 - left);
+            let _ = write!(
+                out,
+                "<span class=\"tl-bar\" style=\"left:{left:.3}%;width:{width:.3}%;\
+                 background:#{:02x}{:02x}{:02x}\" title=\"{} {:.3}–{:.3} s\"></span>",
+                c.0,
+                c.1,
+                c.2,
+                esc(&f.label),
+                f.start_s,
+                f.end_s
+            );
+        }
+        out.push_str("</div></div>\n");
+    }
+    out.push_str("</div>\n");
+    out.push_str(
+        "<table><tr><th>start (s)</th><th>end (s)</th><th>duration (s)</th><th>kind</th>\
+         <th>label</th></tr>\n",
+    );
+    for f in shown {
+        let c = plots::fault_color(&f.kind);
+        let _ = writeln!(
+            out,
+            "<tr><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td><span class=\"swatch\" \
+             style=\"background:#{:02x}{:02x}{:02x}\"></span>{}</td><td>{}</td></tr>",
+            f.start_s,
+            f.end_s,
+            f.end_s - f.start_s,
+            c.0,
+            c.1,
+            c.2,
+            esc(&f.kind),
+            esc(&f.label)
+        );
+    }
+    out.push_str("</table>\n");
+    if faults.len() > MAX_FAULT_ROWS {
+        let _ = writeln!(
+            out,
+            "<p>… {} more intervals not shown</p>",
+            faults.len() - MAX_FAULT_ROWS
+        );
+    }
+}
+
 /// Render the self-contained `index.html` of one run directory. `test.json` and `results.json`
 /// are required (an error names the missing or malformed file); everything else is optional.
 pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
@@ -335,6 +582,10 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
         badge(&verdict)
     );
 
+    out.push_str(
+        "<p><a href=\"#checkers\">Checkers and anomalies</a> · <a href=\"#faults\">Faults</a> · \
+         <a href=\"#plots\">Plots</a> · <a href=\"#files\">Files (history, fault journal, logs)</a></p>\n",
+    );
     // Configuration.
     out.push_str("<h2>Configuration</h2>\n<table>\n");
     row(&mut out, "seed", &esc(&text_of(test.get("seed"))));
@@ -396,61 +647,49 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
     );
     out.push_str("</table>\n");
 
-    checker_section(&mut out, run_dir, &results);
+    let history_path = run_dir.join(HISTORY_FILE);
+    let history = history_path
+        .is_file()
+        .then(|| History::read_file(&history_path));
+    checker_section(
+        &mut out,
+        run_dir,
+        &results,
+        history.as_ref().and_then(|h| h.as_ref().ok()),
+    );
 
     // Fault timeline.
-    let history_path = run_dir.join(HISTORY_FILE);
-    if history_path.is_file() {
-        match History::read_file(&history_path) {
-            Ok(history) => {
-                let faults = fault_intervals(&history);
-                out.push_str("<h2>Faults</h2>\n");
-                if faults.is_empty() {
-                    out.push_str("<p>No faults injected.</p>\n");
-                } else {
-                    out.push_str(
-                        "<table><tr><th>start (s)</th><th>end (s)</th><th>kind</th><th>label</th></tr>\n",
-                    );
-                    for f in faults.iter().take(MAX_FAULT_ROWS) {
-                        let _ = writeln!(
-                            out,
-                            "<tr><td>{:.3}</td><td>{:.3}</td><td>{}</td><td>{}</td></tr>",
-                            f.start_s,
-                            f.end_s,
-                            esc(&f.kind),
-                            esc(&f.label)
-                        );
-                    }
-                    out.push_str("</table>\n");
-                    if faults.len() > MAX_FAULT_ROWS {
-                        let _ = writeln!(
-                            out,
-                            "<p>… {} more intervals not shown</p>",
-                            faults.len() - MAX_FAULT_ROWS
-                        );
-                    }
-                }
-            }
-            Err(e) => {
-                let _ = writeln!(
-                    out,
-                    "<h2>Faults</h2>\n<p>history unreadable: {}</p>",
-                    esc(&e.to_string())
-                );
-            }
+    match &history {
+        None => {}
+        Some(Ok(history)) => fault_section(&mut out, history),
+        Some(Err(e)) => {
+            let _ = writeln!(
+                out,
+                "<h2>Faults</h2>\n<p>history unreadable: {}</p>",
+                esc(&e.to_string())
+            );
         }
     }
 
     // Plots.
-    let present: Vec<_> = PLOTS
+    let present: Vec<_> = PLOT_FILES
         .iter()
-        .filter(|(f, _)| run_dir.join(f).is_file())
+        .filter(|(stem, _)| run_dir.join(format!("{stem}.svg")).is_file())
         .collect();
     if !present.is_empty() {
-        out.push_str("<h2>Plots</h2>\n");
-        for (file, caption) in present {
-            let _ = writeln!(out, "<h3>{}</h3>", esc(caption));
-            match embeddable_svg(&run_dir.join(file)) {
+        out.push_str("<h2 id=\"plots\">Plots</h2>\n");
+        for (stem, caption) in &present {
+            let (svg_file, png_file) = (format!("{stem}.svg"), format!("{stem}.png"));
+            let _ = write!(out, "<h3 id=\"plot-{stem}\">{}", esc(caption));
+            if run_dir.join(&png_file).is_file() {
+                let _ = write!(
+                    out,
+                    " <small><a href=\"{}\">PNG</a></small>",
+                    href(&png_file)
+                );
+            }
+            out.push_str("</h3>\n");
+            match embeddable_svg(&run_dir.join(&svg_file)) {
                 Some(svg) => {
                     out.push_str(&svg);
                     out.push('\n');
@@ -459,16 +698,25 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
                     let _ = writeln!(
                         out,
                         "<p><a href=\"{}\">{}</a> (not embedded: too large or not a plain SVG)</p>",
-                        href(file),
-                        esc(file)
+                        href(&svg_file),
+                        esc(&svg_file)
                     );
                 }
             }
         }
+        let absent: Vec<String> = PLOT_FILES
+            .iter()
+            .skip(3)
+            .filter(|(stem, _)| !present.iter().any(|(s, _)| s == stem))
+            .map(|(stem, caption)| format!("{} ({})", esc(caption), esc(omitted_reason(stem))))
+            .collect();
+        if !absent.is_empty() {
+            let _ = writeln!(out, "<p>Not drawn: {}.</p>", absent.join("; "));
+        }
     }
 
     // Files.
-    out.push_str("<h2>Files</h2>\n<ul>\n");
+    out.push_str("<h2 id=\"files\">Files</h2>\n<ul>\n");
     let mut files: Vec<String> = [
         HISTORY_FILE,
         TEST_FILE,
@@ -683,7 +931,11 @@ mod tests {
                  "details": {
                     "guarantees": [
                         {"guarantee": "monotonic-reads", "checks": 17, "violations": 3,
-                         "witnesses": [{"witness": "session 1 read v3 then v2"}]},
+                         "witnesses": [{"guarantee": "monotonic-reads", "key": "k1",
+                                        "session": 1, "process": 1, "earlier_index": 1,
+                                        "later_index": 5, "earlier_version": 3,
+                                        "later_version": 2,
+                                        "witness": "session 1 read v3 then v2"}]},
                         {"guarantee": "read-your-writes", "checks": 5, "violations": 0,
                          "witnesses": []}
                     ],
@@ -783,14 +1035,34 @@ mod tests {
         assert!(html.contains("<pre>key 2: cannot linearize op 976 &lt;read&gt;</pre>"));
         assert!(html.contains("href=\"linearizability.html\""));
         assert!(html.contains("<tr><td>monotonic-reads</td><td>17</td><td>3</td></tr>"));
-        assert!(html.contains("<pre>session 1 read v3 then v2</pre>"));
+        assert!(
+            html.contains(
+                "<tr><td>monotonic-reads</td><td>1</td><td>k1</td><td>1 → 5</td>\
+                 <td>0.001 → 2.100</td><td>3</td><td>2</td><td>session 1 read v3 then v2</td></tr>"
+            ),
+            "session witness row"
+        );
+        assert!(html.contains("Violations (1 of 3 shown"));
         assert!(html.contains("p99 9.25"));
         // Partition effective at 1.6 s, healed at 3.25 s.
         assert!(
-            html.contains("<tr><td>1.600</td><td>3.250</td><td>partition</td>"),
+            html.contains(
+                "<tr><td>1.600</td><td>3.250</td><td>1.650</td><td><span class=\"swatch\""
+            ),
             "fault row missing"
         );
-        assert_eq!(html.matches("<svg").count(), 3, "three inline plots");
+        // Raw, quantiles, throughput, anomalies (the session violation), stale reads; no clock
+        // measurements, so no clock plot, and the page says so.
+        assert_eq!(html.matches("<svg").count(), 5, "five inline plots");
+        for stem in ["latency-raw", "anomalies", "stale-reads"] {
+            assert!(html.contains(&format!("id=\"plot-{stem}\"")), "{stem}");
+            assert!(
+                html.contains(&format!("href=\"{stem}.png\"")),
+                "{stem} png link"
+            );
+        }
+        assert!(html.contains("Not drawn: Clock offsets (no clock-offsets measurements"));
+        assert!(html.contains("class=\"tl-bar\" style=\"left:49.231%;width:50.769%"));
         assert!(html.contains("href=\"logs/n1/etcd.log\""));
         for f in ["history.jsonl", "test.json", "results.json"] {
             assert!(html.contains(&format!("href=\"{f}\"")), "{f} link");
@@ -815,7 +1087,14 @@ mod tests {
         let html = render_run_page(dir).unwrap();
         assert!(html.contains("badge unknown"));
         assert!(!html.contains("<svg"));
-        assert!(!html.contains("Faults"));
+        assert!(
+            !html.contains("<h2 id=\"faults\">"),
+            "no history → no fault section"
+        );
+        assert!(
+            !html.contains("<h2 id=\"plots\">"),
+            "no plots → no plot section"
+        );
         assert!(!html.contains("history.jsonl"));
         assert!(!html.contains("linearizability.html"));
     }

@@ -1,8 +1,11 @@
-//! Report plots: fault intervals and SVG charts of latency and throughput, rendered with `plotters`.
+//! Report plots: fault intervals and SVG/PNG charts of latency, throughput, clock offsets,
+//! anomalies and stale reads, rendered with `plotters`.
 //!
-//! Owns pure functions from a [`History`] to data (`fault_intervals`) and to SVG text
-//! (`latency_raw_svg`, `latency_quantiles_svg`, `throughput_svg`). Does no IO: the caller writes the
-//! returned strings (see `report::render_run`). Does not own reading histories or checking.
+//! Owns pure functions from a [`History`] (and data from `report::anomalies`) to data
+//! (`fault_intervals`) and to rendered [`Figure`]s (`latency_raw`, `latency_quantiles`,
+//! `throughput`, `clock_offsets`, `anomaly_timeline`, `stale_reads`; `*_svg` shorthands). Does no
+//! IO: the caller writes the returned text and bytes (see `report::render_run`). Does not own
+//! reading histories or checking.
 //!
 //! Conventions shared by all charts:
 //! - x is the time since the run started in seconds; latency is completion time minus invoke time.
@@ -13,8 +16,12 @@
 //!   kind.
 //! - At most [`MAX_F_SERIES`] distinct `f` values get their own series; further ones are merged
 //!   into "other".
-//! - Text is laid out with plotters' built-in width estimate (no `ttf` feature, so no system font
-//!   libraries): the SVG carries `<text>` elements and the viewer's font renders them.
+//! - Text is laid out and (in PNGs) rasterized with DejaVu Sans bundled in the binary
+//!   (`assets/fonts`, plotters' `ab_glyph` feature), so no system font libraries are needed and
+//!   output is the same on every machine; SVGs carry `<text>` elements the viewer renders.
+//! - Every chart renders to SVG and, on request ([`Formats`]), to PNG from the same drawing code.
+//! - Charts whose data is absent (clock offsets, anomalies, stale reads) are not drawn at all
+//!   (`None`), never as empty images.
 //! - Nothing here panics on odd input: an empty history or one without client ops renders a chart
 //!   that says "no data"; a rendering error yields a small SVG naming the error.
 //!
@@ -26,10 +33,16 @@
 //! most [`MAX_WINDOWS`] time windows (wider windows than requested if needed).
 
 use crate::history::{History, Op, OpType, Process};
+use crate::nemesis::kinds::{self, FaultKind, VerbRole};
+use crate::report::anomalies::{self, AnomalyMark, StaleReads};
+use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
+use plotters::style::FontStyle;
+use rustc_hash::FxHashMap;
 use serde_json::Value;
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// Chart width in pixels.
 pub const WIDTH_PX: u32 = 1200;
@@ -41,11 +54,16 @@ pub const MAX_OK_POINTS: usize = 20_000;
 pub const MAX_FAILED_POINTS: usize = 10_000;
 /// Maximum number of time windows in the windowed charts.
 pub const MAX_WINDOWS: usize = 2_000;
+/// Fault labels are stacked in at most this many text lines at the top of a chart.
+pub const MAX_LABEL_LANES: usize = 4;
 /// Maximum number of distinct `f` values drawn as their own series.
 pub const MAX_F_SERIES: usize = 6;
 /// Smallest latency drawn on the log axis, in ms (zero latencies are clamped up to it).
 const MIN_LATENCY_MS: f64 = 1e-3;
 const FONT: &str = "sans-serif";
+/// DejaVu Sans (Bitstream Vera licence, assets/fonts/LICENSE-DejaVu.txt), bundled so PNG text
+/// needs no system font libraries.
+const FONT_BYTES: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
 
 /// A span of time during which a fault was in effect.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,28 +79,25 @@ pub struct FaultInterval {
     pub label: String,
 }
 
-/// Nemesis verb → (fault kind, starts the fault?).
+/// Nemesis verb → (fault kind, starts the fault?): the verbs of [`kinds::KINDS`], else any
+/// `start-X` / `stop-X` pair as kind `X`.
 fn classify(f: &str) -> Option<(String, bool)> {
-    match f {
-        "start-partition" => Some(("partition".into(), true)),
-        "stop-partition" => Some(("partition".into(), false)),
-        "kill" => Some(("kill".into(), true)),
-        "start" => Some(("kill".into(), false)),
-        "pause" => Some(("pause".into(), true)),
-        "resume" => Some(("pause".into(), false)),
-        _ => {
-            if let Some(k) = f.strip_prefix("start-") {
-                Some((k.to_string(), true))
-            } else {
-                f.strip_prefix("stop-").map(|k| (k.to_string(), false))
-            }
-        }
+    if let Some((k, role)) = kinds::classify_verb(f) {
+        return Some((k.name.to_string(), role == VerbRole::Start));
+    }
+    if let Some(k) = f.strip_prefix("start-") {
+        Some((k.to_string(), true))
+    } else {
+        f.strip_prefix("stop-").map(|k| (k.to_string(), false))
     }
 }
 
 fn node_list(v: &Value) -> Option<Vec<String>> {
     let arr = match v {
-        Value::Object(m) => m.get("nodes")?.as_array()?,
+        Value::Object(m) => match m.get("nodes") {
+            Some(n) => n.as_array()?,
+            None => return m.get("node")?.as_str().map(|n| vec![n.to_string()]),
+        },
         Value::Array(a) => a,
         Value::String(s) => return Some(vec![s.clone()]),
         _ => return None,
@@ -163,8 +178,28 @@ fn truncate_label(s: String) -> String {
     }
 }
 
-fn fault_label(kind: &str, invoke: Option<&Value>, done: &Value) -> String {
+/// A number from the completion value, else from the invocation value.
+fn arg_f64(key: &str, invoke: Option<&Value>, done: &Value) -> Option<f64> {
+    done.get(key)
+        .and_then(Value::as_f64)
+        .or_else(|| invoke.and_then(|v| v.get(key)).and_then(Value::as_f64))
+}
+
+/// `x` without a trailing ".0" for whole numbers.
+fn num(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x}")
+    }
+}
+
+fn fault_label(kind: &str, f: &str, invoke: Option<&Value>, done: &Value) -> String {
     let inv_str = invoke.and_then(|v| v.as_str());
+    let nodes = node_list(done)
+        .or_else(|| invoke.and_then(node_list))
+        .map(|n| n.join(" "));
+    let arg = |key: &str| arg_f64(key, invoke, done);
     let label = match kind {
         "partition" => {
             if let Some(g) = done.get("grudge").and_then(|g| g.as_object()) {
@@ -173,11 +208,48 @@ fn fault_label(kind: &str, invoke: Option<&Value>, done: &Value) -> String {
                 done.as_str().or(inv_str).map(|s| format!("partition {s}"))
             }
         }
-        _ => node_list(done)
-            .or_else(|| invoke.and_then(node_list))
-            .map(|nodes| format!("{kind} {}", nodes.join(" "))),
+        "clock" if kinds::classify_verb(f).is_some() => {
+            let delta = arg("delta_ms")
+                .map(|d| format!(" {}{} ms", if d >= 0.0 { "+" } else { "" }, num(d)));
+            let period = arg("period_ms").map(|p| format!(" every {} ms", num(p)));
+            Some(format!(
+                "{f} {}{}{}",
+                nodes.clone().unwrap_or_default(),
+                delta.unwrap_or_default(),
+                period.unwrap_or_default()
+            ))
+        }
+        "loss" => Some(format!(
+            "loss {}{}",
+            arg("probability")
+                .map(|p| format!("{}% ", num((p * 1000.0).round() / 10.0)))
+                .unwrap_or_default(),
+            nodes.clone().unwrap_or_default()
+        )),
+        "bandwidth" => Some(format!(
+            "bandwidth {}{}",
+            arg("rate_kbit")
+                .map(|r| format!("{} kbit/s ", num(r)))
+                .unwrap_or_default(),
+            nodes.clone().unwrap_or_default()
+        )),
+        "delay" => Some(format!(
+            "delay {}{}",
+            arg("delay_ms")
+                .map(|d| match arg("jitter_ms") {
+                    Some(j) if j > 0.0 => format!("{}±{} ms ", num(d), num(j)),
+                    _ => format!("{} ms ", num(d)),
+                })
+                .unwrap_or_default(),
+            nodes.clone().unwrap_or_default()
+        )),
+        _ => nodes.map(|n| format!("{kind} {n}")),
     };
-    truncate_label(label.unwrap_or_else(|| kind.to_string()))
+    truncate_label(
+        label
+            .map(|l| l.trim().to_string())
+            .unwrap_or_else(|| kind.to_string()),
+    )
 }
 
 /// Fault intervals of a history, ordered by start time.
@@ -185,7 +257,8 @@ fn fault_label(kind: &str, invoke: Option<&Value>, done: &Value) -> String {
 /// Nemesis ops come in pairs (invocation, completion) of the same `f`; an interval runs from the
 /// completion of a starting op (`start-partition`, `kill`, `pause`, `start-X`) to the completion of
 /// the matching stopping op (`stop-partition`, `start`, `resume`, `stop-X`), or to the end of the
-/// history. A completion carrying an `error` (or typed `fail`) is treated as not having happened.
+/// history; verbs and kinds come from [`kinds::KINDS`]. One-shot kinds (promote) give a
+/// zero-width interval at their completion. A completion carrying an `error` (or typed `fail`) is treated as not having happened.
 /// A stop with no open fault of its kind is ignored; a second start while one is open extends the
 /// open interval's label.
 pub fn fault_intervals(history: &History) -> Vec<FaultInterval> {
@@ -212,7 +285,17 @@ pub fn fault_intervals(history: &History) -> Vec<FaultInterval> {
         };
         let t_s = op.time_ns as f64 / 1e9;
         if starts {
-            let label = fault_label(&kind, invoke, &op.value);
+            let label = fault_label(&kind, &op.f, invoke, &op.value);
+            if kinds::kind(&kind).is_some_and(FaultKind::one_shot) {
+                // An instantaneous event (e.g. promote): a zero-width interval, drawn as a line.
+                out.push(FaultInterval {
+                    kind,
+                    start_s: t_s,
+                    end_s: t_s,
+                    label,
+                });
+                continue;
+            }
             match open.get(&kind) {
                 Some(&i) => {
                     let merged = format!("{} + {}", out[i].label, label);
@@ -241,25 +324,10 @@ pub fn fault_intervals(history: &History) -> Vec<FaultInterval> {
     out
 }
 
-/// Band colour of a fault kind.
-fn fault_color(kind: &str) -> RGBColor {
-    match kind {
-        "partition" => RGBColor(60, 120, 230),
-        "kill" => RGBColor(160, 60, 200),
-        "pause" => RGBColor(110, 110, 110),
-        other => {
-            const PALETTE: [RGBColor; 4] = [
-                RGBColor(0, 150, 150),
-                RGBColor(190, 120, 40),
-                RGBColor(200, 60, 140),
-                RGBColor(90, 140, 30),
-            ];
-            let h = other
-                .bytes()
-                .fold(0usize, |a, b| a.wrapping_mul(31) + b as usize);
-            PALETTE[h % PALETTE.len()]
-        }
-    }
+/// Band colour of a fault kind (see [`kinds::color_of`]).
+pub fn fault_color(kind: &str) -> RGBColor {
+    let (r, g, b) = kinds::color_of(kind);
+    RGBColor(r, g, b)
 }
 
 /// How a client op ended.
@@ -305,8 +373,8 @@ struct Samples {
 }
 
 fn samples(history: &History) -> Samples {
-    let mut open: HashMap<u64, &Op> = HashMap::new();
-    let mut f_index: HashMap<&str, usize> = HashMap::new();
+    let mut open: FxHashMap<u64, &Op> = FxHashMap::default();
+    let mut f_index: FxHashMap<&str, usize> = FxHashMap::default();
     let mut f_names: Vec<String> = Vec::new();
     let mut out = Vec::new();
     let mut end_ns = 0u64;
@@ -355,15 +423,16 @@ fn samples(history: &History) -> Samples {
     }
 }
 
-type Chart<'a, 'b, Y> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, Y>>;
+type Chart<'a, DB, Y> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>;
+type Root<'r, DB> = DrawingArea<DB, Shift>;
 
 fn err<E: std::fmt::Display>(e: E) -> String {
     format!("plot rendering failed: {e}")
 }
 
 /// Draw fault bands spanning `y_lo..y_hi`, a legend entry per kind and a label per band.
-fn draw_bands<'a, 'b: 'a, Y: Ranged<ValueType = f64>>(
-    chart: &mut Chart<'a, 'b, Y>,
+fn draw_bands<'a, DB: DrawingBackend + 'a, Y: Ranged<ValueType = f64>>(
+    chart: &mut Chart<'a, DB, Y>,
     faults: &[FaultInterval],
     y_lo: f64,
     y_hi: f64,
@@ -374,12 +443,15 @@ fn draw_bands<'a, 'b: 'a, Y: Ranged<ValueType = f64>>(
             kinds.push(&iv.kind);
         }
     }
+    // One-shot events and very short faults stay visible: at least 0.3 % of the x range wide.
+    let x_range = chart.as_coord_spec().get_x_range();
+    let min_w = (x_range.end - x_range.start) * 0.003;
     for kind in kinds {
         let color = fault_color(kind);
         chart
             .draw_series(faults.iter().filter(|iv| iv.kind == kind).map(|iv| {
                 Rectangle::new(
-                    [(iv.start_s, y_lo), (iv.end_s, y_hi)],
+                    [(iv.start_s, y_lo), (iv.end_s.max(iv.start_s + min_w), y_hi)],
                     color.mix(0.18).filled(),
                 )
             }))
@@ -389,20 +461,58 @@ fn draw_bands<'a, 'b: 'a, Y: Ranged<ValueType = f64>>(
                 Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.mix(0.4).filled())
             });
     }
+    let lanes = label_lanes(
+        faults,
+        (WIDTH_PX - 100) as f64 / (x_range.end - x_range.start).max(1e-9),
+    );
     chart
-        .draw_series(faults.iter().map(|iv| {
-            Text::new(
-                iv.label.clone(),
-                (iv.start_s, y_hi),
-                (FONT, 12).into_font().color(&fault_color(&iv.kind)),
-            )
+        .draw_series(faults.iter().zip(lanes).map(|(iv, lane)| {
+            EmptyElement::at((iv.start_s, y_hi))
+                + Text::new(
+                    iv.label.clone(),
+                    (2, 2 + 14 * lane as i32),
+                    (FONT, 12).into_font().color(&fault_color(&iv.kind)),
+                )
         }))
         .map_err(err)?;
     Ok(())
 }
 
-fn draw_legend<'a, 'b: 'a, Y: Ranged<ValueType = f64>>(
-    chart: &mut Chart<'a, 'b, Y>,
+/// Text lane (0 = top) of each fault label so labels of overlapping or close intervals do not
+/// collide: the first lane whose previous label ends (estimated at 7 px per character) before
+/// this one starts; at most [`MAX_LABEL_LANES`] lanes, then lanes are reused.
+fn label_lanes(faults: &[FaultInterval], px_per_s: f64) -> Vec<usize> {
+    let mut lane_end_px: Vec<f64> = Vec::new();
+    faults
+        .iter()
+        .map(|iv| {
+            let start = iv.start_s * px_per_s;
+            let end = start + 7.0 * iv.label.chars().count() as f64 + 8.0;
+            let lane = match lane_end_px.iter().position(|&e| e <= start) {
+                Some(l) => l,
+                None if lane_end_px.len() < MAX_LABEL_LANES => {
+                    lane_end_px.push(f64::NEG_INFINITY);
+                    lane_end_px.len() - 1
+                }
+                None => {
+                    // All lanes busy: the one that frees up first.
+                    let mut best = 0;
+                    for (i, e) in lane_end_px.iter().enumerate() {
+                        if *e < lane_end_px[best] {
+                            best = i;
+                        }
+                    }
+                    best
+                }
+            };
+            lane_end_px[lane] = end;
+            lane
+        })
+        .collect()
+}
+
+fn draw_legend<'a, DB: DrawingBackend + 'a, Y: Ranged<ValueType = f64>>(
+    chart: &mut Chart<'a, DB, Y>,
 ) -> Result<(), String> {
     chart
         .configure_series_labels()
@@ -414,8 +524,8 @@ fn draw_legend<'a, 'b: 'a, Y: Ranged<ValueType = f64>>(
         .map_err(err)
 }
 
-fn draw_no_data<'a, 'b: 'a, Y: Ranged<ValueType = f64>>(
-    chart: &mut Chart<'a, 'b, Y>,
+fn draw_no_data<'a, DB: DrawingBackend + 'a, Y: Ranged<ValueType = f64>>(
+    chart: &mut Chart<'a, DB, Y>,
     x: f64,
     y: f64,
 ) -> Result<(), String> {
@@ -429,18 +539,29 @@ fn draw_no_data<'a, 'b: 'a, Y: Ranged<ValueType = f64>>(
     Ok(())
 }
 
+/// Register the bundled DejaVu Sans as plotters' "sans-serif" (once per process). Text layout in
+/// both backends and glyph rasterization in PNGs use it, so output does not depend on system fonts.
+fn ensure_font() -> Result<(), String> {
+    static FONT_READY: OnceLock<Result<(), String>> = OnceLock::new();
+    FONT_READY
+        .get_or_init(|| {
+            plotters::style::register_font(FONT, FontStyle::Normal, FONT_BYTES).map_err(|_| {
+                "bundled font assets/fonts/DejaVuSans.ttf is not a valid font".to_string()
+            })
+        })
+        .clone()
+}
+
 /// Render with `draw` into an SVG string; a rendering error becomes a small SVG naming it.
-fn render(
-    draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, plotters::coord::Shift>) -> Result<(), String>,
-) -> String {
+fn render_svg(draw: impl FnOnce(&Root<'_, SVGBackend<'_>>) -> Result<(), String>) -> String {
     let mut buf = String::new();
-    let result = {
+    let result = ensure_font().and_then(|_| {
         let root = SVGBackend::with_string(&mut buf, (WIDTH_PX, HEIGHT_PX)).into_drawing_area();
         root.fill(&WHITE)
             .map_err(err)
             .and_then(|_| draw(&root))
             .and_then(|_| root.present().map_err(err))
-    };
+    });
     match result {
         Ok(()) => buf,
         Err(e) => {
@@ -453,6 +574,78 @@ fn render(
             )
         }
     }
+}
+
+/// Render with `draw` into an RGB bitmap and encode it as PNG.
+fn render_png(
+    draw: impl FnOnce(&Root<'_, BitMapBackend<'_>>) -> Result<(), String>,
+) -> Result<Vec<u8>, String> {
+    ensure_font()?;
+    let mut pixels = vec![0u8; WIDTH_PX as usize * HEIGHT_PX as usize * 3];
+    {
+        let root =
+            BitMapBackend::with_buffer(&mut pixels, (WIDTH_PX, HEIGHT_PX)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        draw(&root)?;
+        root.present().map_err(err)?;
+    }
+    encode_png(&pixels, WIDTH_PX, HEIGHT_PX)
+}
+
+/// Encode 8-bit RGB pixels as a PNG (fast compression: plots are flat colours and compress well).
+fn encode_png(rgb: &[u8], width: u32, height: u32) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    let mut enc = png::Encoder::new(&mut out, width, height);
+    enc.set_color(png::ColorType::Rgb);
+    enc.set_depth(png::BitDepth::Eight);
+    enc.set_compression(png::Compression::Fast);
+    let mut w = enc
+        .write_header()
+        .map_err(|e| format!("png encoding failed: {e}"))?;
+    w.write_image_data(rgb)
+        .map_err(|e| format!("png encoding failed: {e}"))?;
+    w.finish()
+        .map_err(|e| format!("png encoding failed: {e}"))?;
+    Ok(out)
+}
+
+/// Which files a chart is rendered to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Formats {
+    /// SVG only (the run page embeds SVG).
+    Svg,
+    /// SVG and PNG.
+    SvgAndPng,
+}
+
+/// One rendered chart.
+#[derive(Debug, Clone)]
+pub struct Figure {
+    /// SVG text (always present; a rendering error yields an SVG naming it).
+    pub svg: String,
+    /// PNG bytes when asked for with [`Formats::SvgAndPng`]; `Err` names a rendering failure.
+    pub png: Option<Result<Vec<u8>, String>>,
+}
+
+/// Render one drawing closure body to the requested formats (the body is instantiated once per
+/// backend, which is why this is a macro and not a function taking a generic closure).
+macro_rules! figure {
+    ($formats:expr, |$root:ident| $body:expr) => {{
+        match $formats {
+            Formats::Svg => Figure {
+                svg: render_svg(|$root| $body),
+                png: None,
+            },
+            Formats::SvgAndPng => {
+                let (svg, png) =
+                    rayon::join(|| render_svg(|$root| $body), || render_png(|$root| $body));
+                Figure {
+                    svg,
+                    png: Some(png),
+                }
+            }
+        }
+    }};
 }
 
 /// x range: the whole history, never empty.
@@ -496,8 +689,8 @@ fn marker(i: usize) -> Marker {
     ][i % 4]
 }
 
-fn draw_points<'a, 'b: 'a>(
-    chart: &mut Chart<'a, 'b, LogCoord<f64>>,
+fn draw_points<'a, DB: DrawingBackend + 'a>(
+    chart: &mut Chart<'a, DB, LogCoord<f64>>,
     pts: &[(f64, f64)],
     m: Marker,
     color: RGBColor,
@@ -517,8 +710,8 @@ fn draw_points<'a, 'b: 'a>(
         ),
     }
     .map_err(err)?;
-    anno.label(label).legend(
-        move |(x, y)| -> DynElement<'static, SVGBackend<'b>, (i32, i32)> {
+    anno.label(label)
+        .legend(move |(x, y)| -> DynElement<'static, DB, (i32, i32)> {
             match m {
                 Marker::Circle => Circle::new((x + 7, y), 3, style).into_dyn(),
                 Marker::Triangle => TriangleMarker::new((x + 7, y), 4, style).into_dyn(),
@@ -527,8 +720,7 @@ fn draw_points<'a, 'b: 'a>(
                     Rectangle::new([(x + 4, y - 3), (x + 10, y + 3)], style).into_dyn()
                 }
             }
-        },
-    );
+        });
     Ok(())
 }
 
@@ -537,6 +729,11 @@ fn draw_points<'a, 'b: 'a>(
 /// bands behind. Downsampled per outcome beyond [`MAX_OK_POINTS`] / [`MAX_FAILED_POINTS`] (see the
 /// module doc).
 pub fn latency_raw_svg(history: &History) -> String {
+    latency_raw(history, Formats::Svg).svg
+}
+
+/// [`latency_raw_svg`] in the requested formats.
+pub fn latency_raw(history: &History, formats: Formats) -> Figure {
     let faults = fault_intervals(history);
     let s = samples(history);
     let xmax = x_max(s.end_s, &faults);
@@ -585,9 +782,9 @@ pub fn latency_raw_svg(history: &History) -> String {
     } else {
         "Latency of every operation".to_string()
     };
-    render(|root| {
+    figure!(formats, |root| {
         let mut chart = ChartBuilder::on(root)
-            .caption(caption, (FONT, 20))
+            .caption(&caption, (FONT, 20))
             .margin(12)
             .x_label_area_size(45)
             .y_label_area_size(70)
@@ -601,7 +798,7 @@ pub fn latency_raw_svg(history: &History) -> String {
             .draw()
             .map_err(err)?;
         draw_bands(&mut chart, &faults, ylo, yhi)?;
-        for (f_idx, outcome) in keys {
+        for &(f_idx, outcome) in &keys {
             let f = s.f_names.get(f_idx).map(String::as_str).unwrap_or("other");
             draw_points(
                 &mut chart,
@@ -684,6 +881,11 @@ fn quantile_lines(samples: &[Sample], w: f64, n: usize) -> Vec<Vec<Vec<(f64, f64
 /// windows of `window_s` seconds, as lines on a log latency axis, with fault bands behind. Windows
 /// with no ops break the lines.
 pub fn latency_quantiles_svg(history: &History, window_s: f64) -> String {
+    latency_quantiles(history, window_s, Formats::Svg).svg
+}
+
+/// [`latency_quantiles_svg`] in the requested formats.
+pub fn latency_quantiles(history: &History, window_s: f64, formats: Formats) -> Figure {
     let faults = fault_intervals(history);
     let s = samples(history);
     let xmax = x_max(s.end_s, &faults);
@@ -691,7 +893,7 @@ pub fn latency_quantiles_svg(history: &History, window_s: f64) -> String {
     let n = window_count(xmax, w);
     let lines = quantile_lines(&s.samples, w, n);
     let (ylo, yhi) = log_range(lines.iter().flatten().flatten().map(|p| p.1));
-    render(|root| {
+    figure!(formats, |root| {
         let mut chart = ChartBuilder::on(root)
             .caption(format!("Latency quantiles per {w:.3} s window"), (FONT, 20))
             .margin(12)
@@ -775,6 +977,11 @@ fn throughput_counts(samples: &[Sample], w: f64, n: usize) -> HashMap<(usize, Ou
 /// Completions per second of client ops by `f` and outcome, bucketed by completion time into
 /// windows of `window_s` seconds, as lines, with fault bands behind.
 pub fn throughput_svg(history: &History, window_s: f64) -> String {
+    throughput(history, window_s, Formats::Svg).svg
+}
+
+/// [`throughput_svg`] in the requested formats.
+pub fn throughput(history: &History, window_s: f64, formats: Formats) -> Figure {
     let faults = fault_intervals(history);
     let s = samples(history);
     let xmax = x_max(s.end_s, &faults);
@@ -785,7 +992,7 @@ pub fn throughput_svg(history: &History, window_s: f64) -> String {
     keys.sort();
     let peak = counts.values().flatten().copied().max().unwrap_or(0) as f64 / w;
     let yhi = if peak > 0.0 { peak * 1.35 } else { 1.0 };
-    render(|root| {
+    figure!(formats, |root| {
         let mut chart = ChartBuilder::on(root)
             .caption(format!("Throughput per {w:.3} s window"), (FONT, 20))
             .margin(12)
@@ -801,7 +1008,7 @@ pub fn throughput_svg(history: &History, window_s: f64) -> String {
             .draw()
             .map_err(err)?;
         draw_bands(&mut chart, &faults, 0.0, yhi)?;
-        for (f_idx, outcome) in keys {
+        for &(f_idx, outcome) in &keys {
             let f = s.f_names.get(f_idx).map(String::as_str).unwrap_or("other");
             let color = shade(outcome.color(), f_idx);
             let pts = counts[&(f_idx, outcome)]
@@ -828,6 +1035,262 @@ pub fn throughput_svg(history: &History, window_s: f64) -> String {
         }
         draw_legend(&mut chart)
     })
+}
+
+/// Line colours for per-node and per-category series.
+const SERIES_PALETTE: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(23, 190, 207),
+];
+
+/// Clock offset of every node over time (one line with point markers per node) from the clock
+/// nemesis's `clock-offsets` measurements, with fault bands behind. `None` when the history has
+/// no measurements (the chart is then omitted, not drawn empty).
+pub fn clock_offsets(history: &History, formats: Formats) -> Option<Figure> {
+    let series = anomalies::clock_offsets(history);
+    if series.is_empty() {
+        return None;
+    }
+    let faults = fault_intervals(history);
+    let end_s = history.ops.iter().map(|o| o.time_ns).max().unwrap_or(0) as f64 / 1e9;
+    let xmax = x_max(end_s, &faults);
+    let (mut lo, mut hi) = (0.0f64, 0.0f64);
+    for &(_, ms) in series.values().flatten() {
+        lo = lo.min(ms);
+        hi = hi.max(ms);
+    }
+    let span = (hi - lo).max(1.0);
+    // Headroom above for band labels and the legend.
+    let (ylo, yhi) = (lo - span * 0.1, hi + span * 0.45);
+    Some(figure!(formats, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption("Clock offset per node (node minus controller)", (FONT, 20))
+            .margin(12)
+            .x_label_area_size(45)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..xmax, ylo..yhi)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("time (s)")
+            .y_desc("offset (ms)")
+            .axis_desc_style((FONT, 15))
+            .draw()
+            .map_err(err)?;
+        draw_bands(&mut chart, &faults, ylo, yhi)?;
+        for (i, (node, pts)) in series.iter().enumerate() {
+            let color = SERIES_PALETTE[i % SERIES_PALETTE.len()];
+            chart
+                .draw_series(
+                    LineSeries::new(pts.iter().copied(), color.stroke_width(2)).point_size(3),
+                )
+                .map_err(err)?
+                .label(node.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2))
+                });
+        }
+        draw_legend(&mut chart)
+    }))
+}
+
+/// Colour of an anomaly category (checker or guarantee).
+pub fn anomaly_color(category: &str) -> RGBColor {
+    match category {
+        anomalies::LINEARIZABLE => RGBColor(200, 30, 30),
+        "read-your-writes" => RGBColor(230, 120, 0),
+        "monotonic-reads" => RGBColor(30, 110, 200),
+        "monotonic-writes" => RGBColor(120, 60, 180),
+        "writes-follow-reads" => RGBColor(0, 140, 110),
+        anomalies::VERSION_CONFLICT => RGBColor(120, 120, 0),
+        other => {
+            let h = other
+                .bytes()
+                .fold(0usize, |a, b| a.wrapping_mul(31).wrapping_add(b as usize));
+            SERIES_PALETTE[h % SERIES_PALETTE.len()]
+        }
+    }
+}
+
+/// Anomalies pinned to time: one row per checker or session guarantee, a cross at each
+/// proving op (the unlinearizable op, the violating read or write), a circle at each supporting
+/// op (minimized linearizability witness ops), a thin line over each evidence span (invoke to
+/// completion, or earlier op to later op), with fault bands behind. `None` when there are no
+/// marks (the chart is then omitted).
+pub fn anomaly_timeline(
+    history: &History,
+    marks: &[AnomalyMark],
+    formats: Formats,
+) -> Option<Figure> {
+    if marks.is_empty() {
+        return None;
+    }
+    let faults = fault_intervals(history);
+    let end_s = history.ops.iter().map(|o| o.time_ns).max().unwrap_or(0) as f64 / 1e9;
+    let xmax = x_max(
+        end_s.max(marks.iter().map(|m| m.time_s).fold(0.0, f64::max)),
+        &faults,
+    );
+    let mut cats: Vec<&str> = Vec::new();
+    for m in marks {
+        if !cats.contains(&m.category.as_str()) {
+            cats.push(&m.category);
+        }
+    }
+    let n = cats.len();
+    // Rows 0..n from the top; headroom above the top row for band labels and the legend.
+    let row = |c: &str| (n - 1 - cats.iter().position(|x| *x == c).unwrap_or(0)) as f64;
+    let (ylo, yhi) = (-0.6, n as f64 - 0.4 + 0.5 + 0.15 * n as f64);
+    let names: Vec<String> = cats.iter().map(|c| c.to_string()).collect();
+    let y_label = move |y: &f64| -> String {
+        let r = y.round();
+        if (y - r).abs() < 1e-6 && r >= 0.0 && (r as usize) < names.len() {
+            names[names.len() - 1 - r as usize].clone()
+        } else {
+            String::new()
+        }
+    };
+    Some(figure!(formats, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(
+                format!("Anomalies over time ({} witness ops)", marks.len()),
+                (FONT, 20),
+            )
+            .margin(12)
+            .x_label_area_size(45)
+            .y_label_area_size(150)
+            .build_cartesian_2d(0.0..xmax, ylo..yhi)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels((yhi - ylo).ceil() as usize * 4)
+            .y_label_formatter(&y_label)
+            .x_desc("time (s)")
+            .axis_desc_style((FONT, 15))
+            .draw()
+            .map_err(err)?;
+        draw_bands(&mut chart, &faults, ylo, yhi)?;
+        for &c in &cats {
+            let color = anomaly_color(c);
+            let y = row(c);
+            let of_cat = || marks.iter().filter(move |m| m.category == c);
+            chart
+                .draw_series(of_cat().filter_map(|m| {
+                    let from = m.from_s?;
+                    Some(PathElement::new(
+                        vec![(from.min(m.time_s), y), (from.max(m.time_s), y)],
+                        color.mix(0.6).stroke_width(2),
+                    ))
+                }))
+                .map_err(err)?;
+            chart
+                .draw_series(
+                    of_cat()
+                        .filter(|m| !m.primary)
+                        .map(|m| Circle::new((m.time_s, y), 4, color.stroke_width(2))),
+                )
+                .map_err(err)?;
+            let primaries = of_cat().filter(|m| m.primary).count();
+            chart
+                .draw_series(
+                    of_cat()
+                        .filter(|m| m.primary)
+                        .map(|m| Cross::new((m.time_s, y), 6, color.stroke_width(3))),
+                )
+                .map_err(err)?
+                .label(format!("{c} ({primaries})"))
+                .legend(move |(x, y)| Cross::new((x + 7, y), 5, color.stroke_width(3)));
+        }
+        draw_legend(&mut chart)
+    }))
+}
+
+/// Stale reads as measured by the session checker: versions behind and ms behind at p50, p90,
+/// p99 and max, over all measured reads and over stale reads only, as grouped bars in two
+/// panels. Not a time series, so no fault bands. `None` when no read was stale (omitted).
+pub fn stale_reads(stats: &StaleReads, formats: Formats) -> Option<Figure> {
+    if stats.stale_reads == 0 {
+        return None;
+    }
+    let panels = [
+        (
+            "versions behind",
+            stats.versions_behind,
+            stats.stale_versions_behind,
+        ),
+        ("ms behind", stats.ms_behind, stats.stale_ms_behind),
+    ];
+    let caption = format!(
+        "Stale reads: {} of {} measured reads missed an acknowledged newer version",
+        stats.stale_reads, stats.reads_measured
+    );
+    let all_color = RGBColor(120, 120, 120);
+    let stale_color = RGBColor(215, 50, 50);
+    let x_label = |x: &f64| -> String {
+        let r = x.round();
+        if (x - r).abs() < 1e-6 && r >= 0.0 && (r as usize) < anomalies::QUANTILE_NAMES.len() {
+            anomalies::QUANTILE_NAMES[r as usize].to_string()
+        } else {
+            String::new()
+        }
+    };
+    Some(figure!(formats, |root| {
+        let root = root.titled(&caption, (FONT, 20)).map_err(err)?;
+        let halves = root.split_evenly((1, 2));
+        for ((title, all, stale), area) in panels.iter().zip(halves.iter()) {
+            let peak = all.iter().chain(stale).copied().fold(0.0, f64::max);
+            let yhi = if peak > 0.0 { peak * 1.3 } else { 1.0 };
+            let mut chart = ChartBuilder::on(area)
+                .caption(*title, (FONT, 16))
+                .margin(12)
+                .x_label_area_size(40)
+                .y_label_area_size(60)
+                .build_cartesian_2d(-0.6..3.6, 0.0..yhi)
+                .map_err(err)?;
+            chart
+                .configure_mesh()
+                .disable_x_mesh()
+                .x_labels(9)
+                .x_label_formatter(&x_label)
+                .y_desc(*title)
+                .axis_desc_style((FONT, 14))
+                .draw()
+                .map_err(err)?;
+            for (values, color, dx, label) in [
+                (all, all_color, -0.2, "all measured reads"),
+                (stale, stale_color, 0.2, "stale reads only"),
+            ] {
+                chart
+                    .draw_series(values.iter().enumerate().map(|(i, &v)| {
+                        let x = i as f64 + dx;
+                        Rectangle::new([(x - 0.17, 0.0), (x + 0.17, v)], color.filled())
+                    }))
+                    .map_err(err)?
+                    .label(label)
+                    .legend(move |(x, y)| {
+                        Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled())
+                    });
+                chart
+                    .draw_series(values.iter().enumerate().map(|(i, &v)| {
+                        Text::new(
+                            format!("{}", (v * 100.0).round() / 100.0),
+                            (i as f64 + dx - 0.15, v + yhi * 0.05),
+                            (FONT, 12).into_font(),
+                        )
+                    }))
+                    .map_err(err)?;
+            }
+            draw_legend(&mut chart)?;
+        }
+        Ok(())
+    }))
 }
 
 #[cfg(test)]
@@ -1250,6 +1713,316 @@ mod tests {
         assert_eq!(
             s.samples.iter().filter(|x| x.f_idx == MAX_F_SERIES).count(),
             3
+        );
+    }
+
+    /// A history with every kind of the fault table, each started and stopped once (promote is
+    /// one-shot), around some client ops.
+    fn all_kinds() -> History {
+        let mut ops = vec![
+            nem(100, "start-partition", json!("one")),
+            nem(110, "start-partition", isolate_n5()),
+            nem(200, "stop-partition", json!(null)),
+            nem(210, "stop-partition", json!("healed")),
+            nem(300, "kill", json!("one")),
+            nem(310, "kill", json!({"nodes": ["n1"]})),
+            nem(400, "start", json!("all")),
+            nem(410, "start", json!({"nodes": ["n1"]})),
+            nem(500, "pause", json!("one")),
+            nem(510, "pause", json!({"nodes": ["n2"]})),
+            nem(600, "resume", json!("all")),
+            nem(610, "resume", json!({"nodes": ["n2"]})),
+            nem(
+                700,
+                "bump-clock",
+                json!({"nodes": ["n3"], "delta_ms": -250}),
+            ),
+            nem(
+                710,
+                "bump-clock",
+                json!({"nodes": ["n3"], "delta_ms": -250}),
+            ),
+            nem(800, "reset-clock", json!(null)),
+            nem(810, "reset-clock", json!({"nodes": ["n3"]})),
+            nem(
+                900,
+                "start-loss",
+                json!({"nodes": ["n4"], "probability": 0.2}),
+            ),
+            nem(
+                910,
+                "start-loss",
+                json!({"nodes": ["n4"], "probability": 0.2}),
+            ),
+            nem(1000, "stop-loss", json!(null)),
+            nem(1010, "stop-loss", json!(null)),
+            nem(
+                1100,
+                "start-bandwidth",
+                json!({"nodes": ["n1", "n2"], "rate_kbit": 100}),
+            ),
+            nem(
+                1110,
+                "start-bandwidth",
+                json!({"nodes": ["n1", "n2"], "rate_kbit": 100}),
+            ),
+            nem(1200, "stop-bandwidth", json!(null)),
+            nem(1210, "stop-bandwidth", json!(null)),
+            nem(
+                1300,
+                "start-delay",
+                json!({"nodes": ["n5"], "delay_ms": 50, "jitter_ms": 10}),
+            ),
+            nem(
+                1310,
+                "start-delay",
+                json!({"nodes": ["n5"], "delay_ms": 50, "jitter_ms": 10}),
+            ),
+            nem(1400, "stop-delay", json!(null)),
+            nem(1410, "stop-delay", json!(null)),
+            nem(1500, "promote", json!({"node": "n2"})),
+            nem(1510, "promote", json!({"node": "n2"})),
+            nem(
+                1600,
+                "strobe-clock",
+                json!({"nodes": ["n1"], "delta_ms": 100, "period_ms": 10, "duration_ms": 500}),
+            ),
+            nem(
+                1610,
+                "strobe-clock",
+                json!({"nodes": ["n1"], "delta_ms": 100, "period_ms": 10, "duration_ms": 500}),
+            ),
+        ];
+        for i in 0..40u64 {
+            client(&mut ops, i, "read", i * 50, i * 50 + 5, OpType::Ok);
+        }
+        sorted(ops)
+    }
+
+    #[test]
+    fn every_fault_kind_gets_an_interval_label_and_band() {
+        let h = all_kinds();
+        let got: Vec<(String, String, f64, f64)> = fault_intervals(&h)
+            .into_iter()
+            .map(|i| (i.kind, i.label, i.start_s, i.end_s))
+            .collect();
+        let want = [
+            ("partition", "isolate n5", 0.11, 0.21),
+            ("kill", "kill n1", 0.31, 0.41),
+            ("pause", "pause n2", 0.51, 0.61),
+            ("clock", "bump-clock n3 -250 ms", 0.71, 0.81),
+            ("loss", "loss 20% n4", 0.91, 1.01),
+            ("bandwidth", "bandwidth 100 kbit/s n1 n2", 1.11, 1.21),
+            ("delay", "delay 50±10 ms n5", 1.31, 1.41),
+            ("promote", "promote n2", 1.51, 1.51),
+            // Never reset: runs to the end of the history (last client completion at 1.955 s).
+            ("clock", "strobe-clock n1 +100 ms every 10 ms", 1.61, 1.955),
+        ];
+        assert_eq!(got.len(), want.len(), "{got:?}");
+        for (g, w) in got.iter().zip(want) {
+            assert_eq!((g.0.as_str(), g.1.as_str()), (w.0, w.1));
+            assert!(
+                (g.2 - w.2).abs() < 1e-9 && (g.3 - w.3).abs() < 1e-9,
+                "{g:?}"
+            );
+        }
+        let svg = latency_raw_svg(&h);
+        assert_well_formed(&svg);
+        for k in kinds::KINDS {
+            let want = if k.name == "clock" { 2 } else { 1 };
+            assert_eq!(band_rect_count(&svg, k.name), want, "{} bands", k.name);
+            assert!(
+                svg.contains(&format!("fault: {}", k.name)),
+                "{} legend",
+                k.name
+            );
+        }
+        // The one-shot promote band is drawn with a visible width.
+        let c = fault_color("promote");
+        let fill = format!("fill=\"#{:02X}{:02X}{:02X}\"", c.0, c.1, c.2);
+        let rect = svg
+            .lines()
+            .find(|l| l.starts_with("<rect") && l.contains(&fill) && l.contains("opacity=\"0.18\""))
+            .unwrap();
+        let width: f64 = rect
+            .split("width=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .and_then(|w| w.parse().ok())
+            .unwrap();
+        assert!(width >= 1.0, "{rect}");
+    }
+
+    /// Decode a PNG: (width, height, RGB(A) pixels, bytes per pixel).
+    fn decode_png(bytes: &[u8]) -> (u32, u32, Vec<u8>, usize) {
+        let mut dec = png::Decoder::new(std::io::Cursor::new(bytes))
+            .read_info()
+            .unwrap();
+        let mut buf = vec![0; dec.output_buffer_size().unwrap()];
+        let info = dec.next_frame(&mut buf).unwrap();
+        buf.truncate(info.buffer_size());
+        (info.width, info.height, buf, info.color_type.samples())
+    }
+
+    #[test]
+    fn png_output_decodes_and_shows_bands_and_text() {
+        let h = all_kinds();
+        let fig = latency_raw(&h, Formats::SvgAndPng);
+        assert_eq!(fig.svg, latency_raw_svg(&h), "same SVG either way");
+        let png = fig.png.unwrap().unwrap();
+        let (w, ht, px, bpp) = decode_png(&png);
+        assert_eq!((w, ht, bpp), (WIDTH_PX, HEIGHT_PX, 3));
+        let mut colours: std::collections::HashSet<&[u8]> = std::collections::HashSet::new();
+        for p in px.chunks(3) {
+            colours.insert(p);
+        }
+        // Bands blended over white, text antialiasing, points: many distinct colours.
+        assert!(colours.len() > 50, "{} colours", colours.len());
+        // Dark text pixels exist (the font rendered glyphs): near-black in the caption area.
+        let dark = px[..(w as usize * 40 * 3)]
+            .chunks(3)
+            .filter(|p| p.iter().all(|&c| c < 80))
+            .count();
+        assert!(dark > 100, "caption glyph pixels: {dark}");
+        assert!(latency_raw(&h, Formats::Svg).png.is_none());
+    }
+
+    fn mark(category: &str, time_s: f64, from_s: Option<f64>, primary: bool) -> AnomalyMark {
+        AnomalyMark {
+            category: category.into(),
+            time_s,
+            from_s,
+            op_index: 0,
+            primary,
+            label: String::new(),
+        }
+    }
+
+    #[test]
+    fn anomaly_timeline_has_a_row_legend_and_markers_per_category() {
+        let h = faulty();
+        assert!(
+            anomaly_timeline(&h, &[], Formats::Svg).is_none(),
+            "no marks → no chart"
+        );
+        let marks = [
+            mark("linearizable", 2.0, Some(1.9), true),
+            mark("linearizable", 1.5, Some(1.4), false),
+            mark("linearizable", 1.6, None, false),
+            mark("monotonic-reads", 3.5, Some(1.0), true),
+            mark("monotonic-reads", 4.0, Some(3.9), true),
+            mark("version-conflict", 4.5, None, true),
+        ];
+        let fig = anomaly_timeline(&h, &marks, Formats::SvgAndPng).unwrap();
+        let svg = &fig.svg;
+        assert_well_formed(svg);
+        for text in [
+            "linearizable (1)",
+            "monotonic-reads (2)",
+            "version-conflict (1)",
+            "Anomalies over time (6 witness ops)",
+            "isolate n5",
+            "fault: kill",
+        ] {
+            assert!(svg.contains(text), "missing {text:?}");
+        }
+        // Category names label the rows (y axis).
+        for cat in ["linearizable", "monotonic-reads", "version-conflict"] {
+            assert!(
+                svg.contains(&format!("\n{cat}\n</text>")),
+                "row label {cat}"
+            );
+        }
+        // Supporting ops are circles (no other circles on this chart).
+        assert_eq!(svg.matches("<circle").count(), 2);
+        // Primary marks are crosses: two lines each, plus one legend cross per category.
+        let c = anomaly_color("monotonic-reads");
+        let stroke = format!("stroke=\"#{:02X}{:02X}{:02X}\"", c.0, c.1, c.2);
+        let cross_lines = svg
+            .lines()
+            .filter(|l| l.starts_with("<line") && l.contains(&stroke))
+            .count();
+        assert_eq!(cross_lines, 2 * (2 + 1), "monotonic-reads crosses");
+        assert_eq!(band_rect_count(svg, "partition"), 1);
+        assert!(fig.png.unwrap().is_ok());
+    }
+
+    #[test]
+    fn clock_offsets_chart_has_a_line_per_node_or_is_omitted() {
+        assert!(clock_offsets(&faulty(), Formats::Svg).is_none());
+        let svg = clock_offsets(&all_kinds(), Formats::Svg);
+        assert!(svg.is_none(), "all_kinds has no measurements");
+        let mut ops = all_kinds().ops;
+        for (t, n3) in [(650u64, 0.5), (750, -249.5), (850, 0.25)] {
+            ops.push(nem(t, "clock-offsets", json!(null)));
+            ops.push(nem(
+                t + 1,
+                "clock-offsets",
+                json!({"offsets_ms": {"n3": n3, "n1": 1.0}}),
+            ));
+        }
+        let h = sorted(ops);
+        // Interleaving measurements do not disturb fault pairing.
+        assert_eq!(fault_intervals(&h).len(), 9);
+        let svg = clock_offsets(&h, Formats::Svg).unwrap().svg;
+        assert_well_formed(&svg);
+        for text in [
+            "offset (ms)",
+            "n1",
+            "n3",
+            "bump-clock n3 -250 ms",
+            "fault: clock",
+        ] {
+            assert!(svg.contains(text), "missing {text:?}");
+        }
+        // Per node (n1 blue, n3 orange): one polyline of three points plus its legend sample.
+        for stroke in ["stroke=\"#1F77B4\"", "stroke=\"#FF7F0E\""] {
+            let lines = svg
+                .lines()
+                .filter(|l| l.starts_with("<polyline") && l.contains(stroke))
+                .count();
+            assert_eq!(lines, 2, "{stroke}");
+        }
+        assert_eq!(svg.matches("<circle").count(), 6);
+    }
+
+    #[test]
+    fn stale_read_chart_shows_both_samples_or_is_omitted() {
+        let mut stats = StaleReads {
+            reads_measured: 40,
+            stale_reads: 0,
+            versions_behind: [0.0, 1.0, 3.0, 4.0],
+            ms_behind: [0.0, 1.5, 9.25, 12.0],
+            stale_versions_behind: [2.0, 3.0, 4.0, 4.0],
+            stale_ms_behind: [5.0, 9.0, 12.0, 12.0],
+        };
+        assert!(
+            stale_reads(&stats, Formats::Svg).is_none(),
+            "no stale reads → omitted"
+        );
+        stats.stale_reads = 7;
+        let svg = stale_reads(&stats, Formats::Svg).unwrap().svg;
+        assert_well_formed(&svg);
+        for text in [
+            "7 of 40 measured reads",
+            "versions behind",
+            "ms behind",
+            "all measured reads",
+            "stale reads only",
+            "\np99\n</text>",
+            "\n9.25\n</text>",
+        ] {
+            assert!(svg.contains(text), "missing {text:?}");
+        }
+        // 2 panels × 2 samples × 4 quantiles bars.
+        let bars = svg
+            .lines()
+            .filter(|l| l.starts_with("<rect") && l.contains("fill=\"#D73232\""))
+            .count();
+        assert_eq!(
+            bars,
+            2 * 4 + 2,
+            "stale bars plus one legend swatch per panel"
         );
     }
 }

@@ -1,0 +1,428 @@
+//! Data behind the anomaly, clock-offset and stale-read charts and tables: where each checker's
+//! witness ops sit in time, the clock nemesis's offset measurements, and the session checker's
+//! stale-read quantification.
+//!
+//! Owns reading those facts out of a history and a `results.json` value (the stored
+//! `CheckResult`s: `checkers[].details`), tolerating anything missing or malformed (it simply
+//! yields fewer marks). Pure: no IO. Does not own checking (`checker`), drawing (`plots`) or the
+//! HTML (`page`).
+
+use crate::history::{History, Process};
+use crate::nemesis::kinds::CLOCK_OFFSETS_VERB;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// At most this many anomaly marks are extracted (checkers already bound their witnesses).
+pub const MAX_MARKS: usize = 5_000;
+
+/// Category of linearizability witness ops.
+pub const LINEARIZABLE: &str = "linearizable";
+/// Category of version conflicts found by the session checker.
+pub const VERSION_CONFLICT: &str = "version-conflict";
+
+/// One anomaly pinned to time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnomalyMark {
+    /// Checker or guarantee: `linearizable`, a session guarantee name (`monotonic-reads`, …) or
+    /// `version-conflict`.
+    pub category: String,
+    /// When the anomaly shows: completion (else invoke) time of the witness op, seconds since
+    /// the run started.
+    pub time_s: f64,
+    /// Start of the evidence span: the witness op's invoke time (linearizable) or the earlier
+    /// op's completion (session), seconds; `None` when unknown.
+    pub from_s: Option<f64>,
+    /// History index of the op the mark sits on.
+    pub op_index: u64,
+    /// True for the op that proves the anomaly (the unlinearizable op, the violating op); false
+    /// for supporting ops (minimized linearizability witness ops).
+    pub primary: bool,
+    /// Short description, e.g. "p3 read k2 → 4" or "p7 k1: version 12 after 15".
+    pub label: String,
+}
+
+/// The `details` of the checker named `name` in a results.json value.
+pub fn checker_details<'a>(results: &'a Value, name: &str) -> Option<&'a Value> {
+    results
+        .get("checkers")?
+        .as_array()?
+        .iter()
+        .find(|c| c.get("checker").and_then(Value::as_str) == Some(name))?
+        .get("details")
+}
+
+/// Completion times (ns) of the ops with the given history indices.
+pub fn op_times_ns(history: &History, indices: &HashSet<u64>) -> HashMap<u64, u64> {
+    if indices.is_empty() {
+        return HashMap::new();
+    }
+    history
+        .ops
+        .iter()
+        .filter(|o| indices.contains(&o.index))
+        .map(|o| (o.index, o.time_ns))
+        .collect()
+}
+
+fn text(v: Option<&Value>) -> String {
+    match v {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// Session-checker violation witnesses: (guarantee name, witness object), in results order.
+pub fn session_violations(results: &Value) -> Vec<(String, &Value)> {
+    let Some(gs) = checker_details(results, "session")
+        .and_then(|d| d.get("guarantees"))
+        .and_then(Value::as_array)
+    else {
+        return Vec::new();
+    };
+    gs.iter()
+        .flat_map(|g| {
+            let name = text(g.get("guarantee"));
+            g.get("witnesses")
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or(&[])
+                .iter()
+                .map(move |w| (name.clone(), w))
+        })
+        .collect()
+}
+
+/// Session-checker version conflicts, in results order.
+pub fn version_conflicts(results: &Value) -> Vec<&Value> {
+    checker_details(results, "session")
+        .and_then(|d| d.get("conflicts"))
+        .and_then(Value::as_array)
+        .map(|a| a.iter().collect())
+        .unwrap_or_default()
+}
+
+/// A linearizability `WitnessOp` as a mark.
+fn linear_mark(op: &Value, primary: bool) -> Option<AnomalyMark> {
+    let invoke_s = op.get("invoke_time_s")?.as_f64()?;
+    let complete_s = op.get("complete_time_s").and_then(Value::as_f64);
+    let key = text(op.get("key"));
+    let label = format!(
+        "{} {}{} {}",
+        text(op.get("process")),
+        text(op.get("f")),
+        if key.is_empty() {
+            String::new()
+        } else {
+            format!(" {key}")
+        },
+        text(op.get("value"))
+    );
+    Some(AnomalyMark {
+        category: LINEARIZABLE.to_string(),
+        time_s: complete_s.unwrap_or(invoke_s),
+        from_s: Some(invoke_s),
+        op_index: op
+            .get("completion_index")
+            .and_then(Value::as_u64)
+            .or_else(|| op.get("index").and_then(Value::as_u64))?,
+        primary,
+        label: label.trim().to_string(),
+    })
+}
+
+/// Every anomaly of `results` (a results.json value) pinned to time using `history`: the
+/// unlinearizable op of each invalid part and its minimized witness ops, each session violation
+/// (at the violating op, spanning from the earlier op) and each version conflict. Marks whose
+/// ops are not in the history are dropped. Ordered by category, then time; at most [`MAX_MARKS`].
+pub fn anomaly_marks(history: &History, results: &Value) -> Vec<AnomalyMark> {
+    let mut marks = Vec::new();
+    if let Some(parts) = checker_details(results, LINEARIZABLE)
+        .and_then(|d| d.get("parts"))
+        .and_then(Value::as_array)
+    {
+        for w in parts.iter().filter_map(|p| p.get("witness")) {
+            if let Some(m) = w.get("op").and_then(|op| linear_mark(op, true)) {
+                marks.push(m);
+            }
+            for op in w
+                .get("minimized")
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or(&[])
+            {
+                if let Some(m) = linear_mark(op, false) {
+                    marks.push(m);
+                }
+            }
+        }
+    }
+    let violations = session_violations(results);
+    let conflicts = version_conflicts(results);
+    let mut wanted = HashSet::new();
+    for (_, w) in &violations {
+        for k in ["earlier_index", "later_index"] {
+            wanted.extend(w.get(k).and_then(Value::as_u64));
+        }
+    }
+    for c in &conflicts {
+        for k in ["first_index", "later_index"] {
+            wanted.extend(c.get(k).and_then(Value::as_u64));
+        }
+    }
+    let times = op_times_ns(history, &wanted);
+    let secs = |i: Option<u64>| i.and_then(|i| times.get(&i)).map(|&t| t as f64 / 1e9);
+    for (guarantee, w) in &violations {
+        let later = w.get("later_index").and_then(Value::as_u64);
+        let (Some(later), Some(t)) = (later, secs(later)) else {
+            continue;
+        };
+        let key = text(w.get("key"));
+        marks.push(AnomalyMark {
+            category: guarantee.clone(),
+            time_s: t,
+            from_s: secs(w.get("earlier_index").and_then(Value::as_u64)),
+            op_index: later,
+            primary: true,
+            label: format!(
+                "p{} {}: version {} after {}",
+                text(w.get("process")),
+                if key.is_empty() { "-" } else { &key },
+                text(w.get("later_version")),
+                text(w.get("earlier_version"))
+            ),
+        });
+    }
+    for c in &conflicts {
+        let later = c.get("later_index").and_then(Value::as_u64);
+        let (Some(later), Some(t)) = (later, secs(later)) else {
+            continue;
+        };
+        marks.push(AnomalyMark {
+            category: VERSION_CONFLICT.to_string(),
+            time_s: t,
+            from_s: secs(c.get("first_index").and_then(Value::as_u64)),
+            op_index: later,
+            primary: true,
+            label: format!(
+                "{} version {}: {} vs {}",
+                text(c.get("key")),
+                text(c.get("version")),
+                text(c.get("first_value")),
+                text(c.get("later_value"))
+            ),
+        });
+    }
+    // Stable category order: linearizable, session guarantees as listed, version-conflict.
+    let mut order: Vec<String> = Vec::new();
+    for m in &marks {
+        if !order.contains(&m.category) {
+            order.push(m.category.clone());
+        }
+    }
+    marks.sort_by(|a, b| {
+        let ia = order.iter().position(|c| *c == a.category);
+        let ib = order.iter().position(|c| *c == b.category);
+        ia.cmp(&ib).then(a.time_s.total_cmp(&b.time_s))
+    });
+    marks.truncate(MAX_MARKS);
+    marks
+}
+
+/// Clock offsets per node from `clock-offsets` nemesis ops: node → [(time s, offset ms)], nodes
+/// sorted by name, points in history order. Ops whose value has no `offsets_ms` object (the
+/// invocations) and non-numeric offsets are skipped.
+pub fn clock_offsets(history: &History) -> BTreeMap<String, Vec<(f64, f64)>> {
+    let mut out: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for op in history
+        .ops
+        .iter()
+        .filter(|o| o.process == Process::Nemesis && o.f == CLOCK_OFFSETS_VERB)
+    {
+        let Some(offsets) = op.value.get("offsets_ms").and_then(Value::as_object) else {
+            continue;
+        };
+        let t_s = op.time_ns as f64 / 1e9;
+        for (node, ms) in offsets {
+            if let Some(ms) = ms.as_f64().filter(|m| m.is_finite()) {
+                out.entry(node.clone()).or_default().push((t_s, ms));
+            }
+        }
+    }
+    out
+}
+
+/// Nearest-rank percentiles as stored by the session checker: p50, p90, p99, max.
+pub type Quantiles = [f64; 4];
+
+/// The session checker's stale-read quantification.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StaleReads {
+    /// Ok reads measured.
+    pub reads_measured: u64,
+    /// Reads that missed at least one acknowledged newer version.
+    pub stale_reads: u64,
+    /// Versions behind over all measured reads.
+    pub versions_behind: Quantiles,
+    /// Milliseconds behind over all measured reads.
+    pub ms_behind: Quantiles,
+    /// Versions behind over stale reads only.
+    pub stale_versions_behind: Quantiles,
+    /// Milliseconds behind over stale reads only.
+    pub stale_ms_behind: Quantiles,
+}
+
+/// Labels of [`Quantiles`] entries.
+pub const QUANTILE_NAMES: [&str; 4] = ["p50", "p90", "p99", "max"];
+
+/// The stale-read stats of `results`, if the session checker measured any reads.
+pub fn stale_reads(results: &Value) -> Option<StaleReads> {
+    let s = checker_details(results, "session")?.get("stale")?;
+    let q = |key: &str| -> Quantiles {
+        let p = s.get(key);
+        QUANTILE_NAMES.map(|n| {
+            p.and_then(|p| p.get(n))
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0)
+        })
+    };
+    let stats = StaleReads {
+        reads_measured: s.get("reads_measured")?.as_u64()?,
+        stale_reads: s.get("stale_reads").and_then(Value::as_u64).unwrap_or(0),
+        versions_behind: q("versions_behind"),
+        ms_behind: q("ms_behind"),
+        stale_versions_behind: q("stale_versions_behind"),
+        stale_ms_behind: q("stale_ms_behind"),
+    };
+    (stats.reads_measured > 0).then_some(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::{Op, OpType};
+    use serde_json::json;
+
+    fn history() -> History {
+        let mut ops = Vec::new();
+        for i in 0..10u64 {
+            let mut o = Op::new(OpType::Ok, Process::Client(i), "read", json!(1));
+            o.time_ns = i * 100_000_000;
+            ops.push(o);
+        }
+        let mut m = Op::new(
+            OpType::Info,
+            Process::Nemesis,
+            CLOCK_OFFSETS_VERB,
+            json!(null),
+        );
+        m.time_ns = 50_000_000;
+        ops.push(m);
+        let mut m = Op::new(
+            OpType::Info,
+            Process::Nemesis,
+            CLOCK_OFFSETS_VERB,
+            json!({"offsets_ms": {"n2": -3.5, "n1": 250.25, "n3": "bad"}}),
+        );
+        m.time_ns = 60_000_000;
+        ops.push(m);
+        ops.sort_by_key(|o| o.time_ns);
+        History::from_ops(ops)
+    }
+
+    fn results() -> Value {
+        json!({"valid": "invalid", "checkers": [
+            {"checker": "linearizable", "verdict": "invalid", "details": {"parts": [
+                {"key": "k1", "witness": {
+                    "op": {"index": 3, "completion_index": 5, "process": "3", "f": "read",
+                           "key": "k1", "value": 4, "invoke_time_s": 0.25,
+                           "complete_time_s": 0.5},
+                    "minimized": [
+                        {"index": 1, "completion_index": 2, "process": "1", "f": "write",
+                         "key": "k1", "value": 4, "invoke_time_s": 0.1, "complete_time_s": 0.2}
+                    ]}},
+                {"key": "k2", "witness": null}
+            ]}},
+            {"checker": "session", "verdict": "invalid", "details": {
+                "guarantees": [
+                    {"guarantee": "monotonic-reads", "witnesses": [
+                        {"key": "k2", "process": 7, "earlier_index": 4, "later_index": 8,
+                         "earlier_version": 15, "later_version": 12},
+                        {"key": "k2", "process": 7, "earlier_index": 4, "later_index": 999,
+                         "earlier_version": 15, "later_version": 12}
+                    ]},
+                    {"guarantee": "read-your-writes", "witnesses": []}
+                ],
+                "conflicts": [{"key": "k3", "version": 9, "first_index": 1, "later_index": 6,
+                               "first_value": 1, "later_value": 2}],
+                "stale": {"reads_measured": 40, "stale_reads": 7,
+                          "versions_behind": {"p50": 0, "p90": 1, "p99": 3, "max": 4},
+                          "ms_behind": {"p50": 0.0, "p90": 1.5, "p99": 9.25, "max": 12.0}}
+            }}
+        ]})
+    }
+
+    #[test]
+    fn marks_come_from_every_checker_in_category_order() {
+        let h = history();
+        let marks = anomaly_marks(&h, &results());
+        let got: Vec<(&str, f64, Option<f64>, u64, bool)> = marks
+            .iter()
+            .map(|m| {
+                (
+                    m.category.as_str(),
+                    m.time_s,
+                    m.from_s,
+                    m.op_index,
+                    m.primary,
+                )
+            })
+            .collect();
+        // Op with index i completes at i * 0.1 s; index 999 is not in the history.
+        let idx_t = |i: u64| h.ops.iter().find(|o| o.index == i).unwrap().time_ns as f64 / 1e9;
+        assert_eq!(
+            got,
+            vec![
+                ("linearizable", 0.2, Some(0.1), 2, false),
+                ("linearizable", 0.5, Some(0.25), 5, true),
+                ("monotonic-reads", idx_t(8), Some(idx_t(4)), 8, true),
+                ("version-conflict", idx_t(6), Some(idx_t(1)), 6, true),
+            ]
+        );
+        assert_eq!(marks[1].label, "3 read k1 4");
+        assert_eq!(marks[2].label, "p7 k2: version 12 after 15");
+        assert_eq!(marks[3].label, "k3 version 9: 1 vs 2");
+    }
+
+    #[test]
+    fn missing_or_malformed_results_give_no_marks() {
+        let h = history();
+        for r in [
+            json!({}),
+            json!({"checkers": 3}),
+            json!({"checkers": [{"checker": "linearizable", "details": {"parts": [{"witness": {"op": {"index": "x"}}}]}}]}),
+            json!({"checkers": [{"checker": "session", "details": {"guarantees": [{"witnesses": [{"later_index": -1}]}]}}]}),
+        ] {
+            assert!(anomaly_marks(&h, &r).is_empty(), "{r}");
+        }
+        assert!(stale_reads(&json!({})).is_none());
+    }
+
+    #[test]
+    fn clock_offsets_per_node_skip_invocations_and_junk() {
+        let off = clock_offsets(&history());
+        assert_eq!(off.keys().collect::<Vec<_>>(), ["n1", "n2"]);
+        assert_eq!(off["n1"], vec![(0.06, 250.25)]);
+        assert_eq!(off["n2"], vec![(0.06, -3.5)]);
+        assert!(clock_offsets(&History::default()).is_empty());
+    }
+
+    #[test]
+    fn stale_reads_read_the_session_quantification() {
+        let s = stale_reads(&results()).unwrap();
+        assert_eq!((s.reads_measured, s.stale_reads), (40, 7));
+        assert_eq!(s.versions_behind, [0.0, 1.0, 3.0, 4.0]);
+        assert_eq!(s.ms_behind, [0.0, 1.5, 9.25, 12.0]);
+        assert_eq!(s.stale_ms_behind, [0.0; 4], "absent → zeros");
+    }
+}

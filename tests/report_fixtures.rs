@@ -1,0 +1,205 @@
+//! Reports rendered from real run histories (tests/data/reports/*, see its README): `shakedown
+//! report` on a copy of each fixture must write a run page, SVG and PNG plots that are
+//! well-formed (SVG parses as XML, PNG decodes) and contain the expected elements: fault bands
+//! per kind with labels, anomaly markers, witness tables, the fault timeline and links.
+//!
+//! Owns nothing but these checks; needs no root and no network.
+
+use shakedown::nemesis::kinds::KINDS;
+use shakedown::report::plots::fault_color;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Copy the fixture `name` into a fresh temp dir and run `shakedown report` on it.
+fn rendered(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/reports")
+        .join(name);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join(name);
+    copy_dir(&src, &dir);
+    let out = Command::new(env!("CARGO_BIN_EXE_shakedown"))
+        .arg("report")
+        .arg(&dir)
+        .args(["--check-time-limit", "30"])
+        .output()
+        .unwrap();
+    let code = out.status.code();
+    assert!(
+        matches!(code, Some(0..=2)),
+        "report failed ({code:?}): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (tmp, dir)
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
+/// Parse an SVG strictly as XML; return its text content (all `<text>` nodes) joined by '\n'.
+fn svg_texts(path: &Path) -> (String, String) {
+    let raw = std::fs::read_to_string(path).unwrap();
+    let doc = roxmltree::Document::parse(&raw)
+        .unwrap_or_else(|e| panic!("{}: not well-formed XML: {e}", path.display()));
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    let texts: Vec<String> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .map(|n| n.text().unwrap_or("").to_string())
+        .collect();
+    (raw, texts.join("\n"))
+}
+
+/// Decode a PNG and return (width, height, distinct colours).
+fn png_info(path: &Path) -> (u32, u32, usize) {
+    let bytes = std::fs::read(path).unwrap();
+    let mut dec = png::Decoder::new(std::io::Cursor::new(bytes))
+        .read_info()
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut buf = vec![0; dec.output_buffer_size().unwrap()];
+    let info = dec.next_frame(&mut buf).unwrap();
+    let bpp = info.color_type.samples();
+    let colours: std::collections::HashSet<&[u8]> = buf[..info.buffer_size()].chunks(bpp).collect();
+    (info.width, info.height, colours.len())
+}
+
+/// Band rectangles of `kind` in a plotters SVG.
+fn bands(svg: &str, kind: &str) -> usize {
+    let c = fault_color(kind);
+    let fill = format!("fill=\"#{:02X}{:02X}{:02X}\"", c.0, c.1, c.2);
+    svg.lines()
+        .filter(|l| l.starts_with("<rect") && l.contains(&fill) && l.contains("opacity=\"0.18\""))
+        .count()
+}
+
+fn check_plot_files(dir: &Path, stems: &[&str]) {
+    for stem in stems {
+        let (_, texts) = svg_texts(&dir.join(format!("{stem}.svg")));
+        assert!(
+            texts.contains("time (s)") || *stem == "stale-reads",
+            "{stem}: axis"
+        );
+        let (w, h, colours) = png_info(&dir.join(format!("{stem}.png")));
+        assert_eq!((w, h), (1200, 600), "{stem}.png size");
+        assert!(colours > 10, "{stem}.png: only {colours} colours");
+    }
+}
+
+#[test]
+fn anomalous_run_renders_witnesses_markers_and_stale_reads() {
+    let (_tmp, dir) = rendered("serializable-isolate");
+    check_plot_files(
+        &dir,
+        &[
+            "latency-raw",
+            "latency-quantiles",
+            "throughput",
+            "anomalies",
+            "stale-reads",
+        ],
+    );
+    assert!(
+        !dir.join("clock-offsets.svg").exists(),
+        "no clock data → no clock plot"
+    );
+    // Anomaly markers: a legend entry for the linearizability checker and cross markers.
+    let (raw, texts) = svg_texts(&dir.join("anomalies.svg"));
+    assert!(texts.contains("linearizable ("), "{texts}");
+    assert!(raw.matches("<line").count() > 10, "cross markers");
+    assert!(
+        bands(&raw, "partition") >= 2,
+        "partition bands on the anomaly plot"
+    );
+    let (_, stale) = svg_texts(&dir.join("stale-reads.svg"));
+    assert!(
+        stale.contains("versions behind") && stale.contains("ms behind"),
+        "{stale}"
+    );
+    // Bands with labels on the latency plot: the isolate partitions.
+    let (raw, texts) = svg_texts(&dir.join("latency-raw.svg"));
+    assert!(bands(&raw, "partition") >= 2);
+    assert!(texts.contains("isolate n"), "band labels: {texts}");
+    // The run page: verdict, witness table, link to the witness page, timeline, files.
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(html.contains("<title>shakedown — serializable-isolate</title>"));
+    assert!(html.contains("badge invalid"));
+    assert!(html.contains("<td>cannot linearize</td>"), "witness table");
+    assert!(html.contains("<td>minimal witness</td>"));
+    assert!(html.contains("href=\"linearizability.html\""));
+    assert!(dir.join("linearizability.html").is_file());
+    assert!(html.contains("Stale reads:"));
+    assert!(html.contains("class=\"tl-bar\""), "fault timeline");
+    for f in [
+        "history.jsonl",
+        "faults.jsonl",
+        "logs/n1/etcd.log",
+        "anomalies.png",
+    ] {
+        assert!(html.contains(&format!("href=\"{f}\"")), "link {f}");
+    }
+    assert!(html.contains("Not drawn: Clock offsets"));
+    assert!(!html.contains("<script") && !html.contains("https://"));
+    assert!(html.len() < 4_000_000, "bounded page: {} bytes", html.len());
+}
+
+#[test]
+fn all_fault_kinds_run_renders_a_band_per_kind_and_clock_offsets() {
+    let (_tmp, dir) = rendered("all-faults");
+    check_plot_files(
+        &dir,
+        &[
+            "latency-raw",
+            "latency-quantiles",
+            "throughput",
+            "clock-offsets",
+        ],
+    );
+    for stem in [
+        "latency-raw",
+        "latency-quantiles",
+        "throughput",
+        "clock-offsets",
+    ] {
+        let (raw, texts) = svg_texts(&dir.join(format!("{stem}.svg")));
+        for k in KINDS {
+            assert!(bands(&raw, k.name) >= 1, "{stem}: no {} band", k.name);
+            assert!(
+                texts.contains(&format!("fault: {}", k.name)),
+                "{stem}: {} legend",
+                k.name
+            );
+        }
+        for label in [
+            "bump-clock",
+            "loss 10%",
+            "bandwidth 200 kbit/s",
+            "delay 40±5 ms",
+            "promote n2",
+        ] {
+            assert!(texts.contains(label), "{stem}: label {label:?} missing");
+        }
+    }
+    let (_, texts) = svg_texts(&dir.join("clock-offsets.svg"));
+    for node in ["n1", "n2", "n3", "n4", "n5"] {
+        assert!(texts.lines().any(|l| l == node), "clock legend {node}");
+    }
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    for k in KINDS {
+        assert!(
+            html.contains(&format!("<span class=\"tl-name\">{}</span>", k.label)),
+            "timeline row {}",
+            k.name
+        );
+    }
+    assert!(html.contains("id=\"plot-clock-offsets\""));
+}
