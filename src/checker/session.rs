@@ -26,7 +26,9 @@
 //!   by its session misses it (read-your-writes violation), a later seen append by its session is
 //!   older than it (monotonic-writes violation), and two unseen appends are never compared.
 //!   `write`/`cas` ops cannot be placed and count as unversioned. Versions reported by the system
-//!   are ignored in this source.
+//!   are ignored in this source. With every read a prefix of one order, an append after reading
+//!   `n` elements always lands beyond position `n`, so a writes-follow-reads violation can only
+//!   show up as a version conflict.
 //! - **increasing values** (`VersionSource::IncreasingValues`): the workload writes values that
 //!   increase per key (starting at 1), so the written value is the version: a read's version is
 //!   the value read (`null` = 0), a write's its value, a cas's its new value. Non-integer or
@@ -827,11 +829,11 @@ struct Derived {
     unseen_appends: u64,
 }
 
-/// An integer list from a read value: `null` = empty; `None` if not a list of integers.
-fn int_list(v: &Value) -> Option<Vec<i64>> {
+/// The elements of a read value when it is a list of integers (`null` = empty).
+fn int_list(v: &Value) -> Option<&[Value]> {
     match v {
-        Value::Null => Some(Vec::new()),
-        Value::Array(a) => a.iter().map(Value::as_i64).collect(),
+        Value::Null => Some(&[]),
+        Value::Array(a) if a.iter().all(Value::is_i64) => Some(a),
         _ => None,
     }
 }
@@ -840,14 +842,20 @@ fn int_list(v: &Value) -> Option<Vec<i64>> {
 /// the key's longest read; an ok append's version is the 1-based position its element first
 /// appears at in that longest list, or `Unseen` when no read shows it. Linear in the total size
 /// of the history (each read list is compared once, element by element).
-fn derive_list_append(ops: &[Op], partner: &[usize], key_id: &[u32], nkeys: usize) -> Derived {
+fn derive_list_append(
+    ops: &[Op],
+    kinds: &[Option<Kind>],
+    partner: &[usize],
+    key_id: &[u32],
+    nkeys: usize,
+) -> Derived {
     let n = ops.len();
     let mut vers = vec![Ver::Unversioned; n];
-    let mut lists: Vec<Option<Vec<i64>>> = vec![None; n];
+    let is_ok_read = |i: usize| ops[i].op_type == OpType::Ok && kinds[i] == Some(Kind::Read);
     // Longest ok read per key: (history position, length).
     let mut longest: Vec<Option<(usize, usize)>> = vec![None; nkeys];
     for (i, op) in ops.iter().enumerate() {
-        if op.op_type != OpType::Ok || kind_of(op) != Some(Kind::Read) {
+        if !is_ok_read(i) {
             continue;
         }
         match int_list(&op.value) {
@@ -856,31 +864,33 @@ fn derive_list_append(ops: &[Op], partner: &[usize], key_id: &[u32], nkeys: usiz
                 if longest[k].is_none_or(|(_, len)| l.len() > len) {
                     longest[k] = Some((i, l.len()));
                 }
-                lists[i] = Some(l);
             }
             None => vers[i] = Ver::Malformed,
         }
     }
+    let list_at = |i: usize| int_list(&ops[i].value).unwrap_or(&[]);
     let mut conflicts = Vec::new();
     // Element → 1-based position in the key's longest list.
     let mut position: FxHashMap<(u32, i64), i64> = FxHashMap::default();
     for (k, l) in longest.iter().enumerate() {
         let Some((li, _)) = *l else { continue };
-        if let Some(list) = &lists[li] {
-            for (p, &e) in list.iter().enumerate() {
-                if position.insert((k as u32, e), p as i64 + 1).is_some() {
-                    // An element appended once appears twice: the list contradicts itself.
-                    conflicts.push((li, li, p as i64 + 1, "duplicate-element"));
-                }
+        for (p, e) in list_at(li).iter().enumerate() {
+            let e = e.as_i64().unwrap_or(0);
+            if position.insert((k as u32, e), p as i64 + 1).is_some() {
+                // An element appended once appears twice: the list contradicts itself.
+                conflicts.push((li, li, p as i64 + 1, "duplicate-element"));
             }
         }
     }
     for i in 0..n {
-        let Some(list) = &lists[i] else { continue };
-        let k = key_id[i] as usize;
-        let Some((li, _)) = longest[k] else { continue };
-        let Some(long) = &lists[li] else { continue };
-        match list.iter().zip(long).position(|(a, b)| a != b) {
+        if !is_ok_read(i) || vers[i] == Ver::Malformed {
+            continue;
+        }
+        let Some((li, _)) = longest[key_id[i] as usize] else {
+            continue;
+        };
+        let list = list_at(i);
+        match list.iter().zip(list_at(li)).position(|(a, b)| a != b) {
             None => vers[i] = Ver::Known(Pos::At(list.len() as i64)),
             Some(p) => {
                 vers[i] = Ver::Conflicting;
@@ -895,13 +905,9 @@ fn derive_list_append(ops: &[Op], partner: &[usize], key_id: &[u32], nkeys: usiz
         .collect();
     let mut unseen_appends = 0u64;
     for (i, op) in ops.iter().enumerate() {
-        if op.op_type != OpType::Ok {
+        // Only appends can be placed; writes and cas stay unversioned.
+        if op.op_type != OpType::Ok || kinds[i] != Some(Kind::Append) {
             continue;
-        }
-        match kind_of(op) {
-            Some(Kind::Append) => {}
-            Some(Kind::Write | Kind::Cas) => continue, // cannot be placed: stays unversioned
-            _ => continue,
         }
         let inv = (partner[i] != NONE).then(|| &ops[partner[i]]);
         let Some(e) = value_of(Kind::Append, op, inv).and_then(Value::as_i64) else {
@@ -940,8 +946,9 @@ pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResul
     let mut key_names: Vec<Option<&str>> = Vec::new();
     let mut open: FxHashMap<Process, usize> = FxHashMap::default();
     let mut unpaired = 0u64;
+    let kinds: Vec<Option<Kind>> = ops.iter().map(kind_of).collect();
     for (i, op) in ops.iter().enumerate() {
-        if kind_of(op).is_none() {
+        if kinds[i].is_none() {
             continue;
         }
         let k = *key_ids.entry(op.key.as_deref()).or_insert_with(|| {
@@ -966,12 +973,14 @@ pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResul
 
     // Pass 2: versions of ok completions, by source.
     let derived = match source {
-        VersionSource::ListAppend => derive_list_append(ops, &partner, &key_id, key_names.len()),
+        VersionSource::ListAppend => {
+            derive_list_append(ops, &kinds, &partner, &key_id, key_names.len())
+        }
         VersionSource::System | VersionSource::IncreasingValues => {
             let vers = ops
                 .iter()
                 .enumerate()
-                .map(|(i, op)| match kind_of(op) {
+                .map(|(i, op)| match kinds[i] {
                     Some(kind) if op.op_type == OpType::Ok => {
                         if source == VersionSource::System {
                             system_version(kind, op)
@@ -994,7 +1003,7 @@ pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResul
     let mut acked: Vec<Vec<i64>> = vec![Vec::new(); key_names.len()];
     for (i, op) in ops.iter().enumerate() {
         if op.op_type == OpType::Ok
-            && let Some(kind) = kind_of(op)
+            && let Some(kind) = kinds[i]
             && kind != Kind::Read
             && let Ver::Known(p) = vers[i]
         {
@@ -1085,7 +1094,7 @@ pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResul
     };
 
     for (i, op) in ops.iter().enumerate() {
-        let Some(kind) = kind_of(op) else { continue };
+        let Some(kind) = kinds[i] else { continue };
         let k = key_id[i];
         let Some(proc_id) = op.process.client() else {
             continue;
@@ -1395,9 +1404,9 @@ fn describe(kind: Kind, op: &Op, invoke: Option<&Op>, key: Option<&str>) -> Stri
     }
 }
 
-/// Seeded generator of linearizable, versioned register histories (etcd-like: one global revision
-/// counter, each successful write/cas creates the next revision and that becomes the key's
-/// version), optionally with injected stale reads. Client threads pick a random key per op, so a
+/// Seeded generators of linearizable histories, optionally with injected stale reads: versioned
+/// register histories (etcd-like: one global revision counter, each successful write/cas creates
+/// the next revision and that becomes the key's version) and list-append histories (no versions). Client threads pick a random key per op, so a
 /// session spans keys. Owns generation only.
 pub mod histgen {
     use crate::history::{History, Op, OpType, Process};
@@ -1583,11 +1592,152 @@ pub mod histgen {
         }
         History::from_ops(ops)
     }
+
+    /// Shape of a generated list-append history.
+    #[derive(Debug, Clone)]
+    pub struct ListAppendGenConfig {
+        /// Number of keys (ops carry keys `k0`, `k1`, …).
+        pub keys: usize,
+        /// Keys in use at any moment (0 = all): op `i` picks uniformly among
+        /// `active_keys` keys starting at `i · keys / ops`, so the key space is walked over time
+        /// and lists stay short while sessions still revisit keys.
+        pub active_keys: usize,
+        /// Concurrent client threads.
+        pub threads: usize,
+        /// Total operations (each is an invoke plus one completion).
+        pub ops: usize,
+        /// Probability that an op is an append (else a read).
+        pub append_probability: f64,
+        /// Probability that an op crashes (completes `info`; an append's effect is random).
+        pub info_probability: f64,
+        /// Probability that an ok read returns a random shorter prefix of its key's list instead
+        /// of the whole list (0 keeps the history linearizable).
+        pub stale_read_probability: f64,
+        /// Upper bound of each random delay, ns.
+        pub max_delay_ns: u64,
+        /// RNG seed.
+        pub seed: u64,
+    }
+
+    impl Default for ListAppendGenConfig {
+        fn default() -> Self {
+            ListAppendGenConfig {
+                keys: 3,
+                active_keys: 0,
+                threads: 5,
+                ops: 200,
+                append_probability: 0.5,
+                info_probability: 0.05,
+                stale_read_probability: 0.0,
+                max_delay_ns: 1_000_000,
+                seed: 0,
+            }
+        }
+    }
+
+    /// Generate a list-append history: appends of per-key unique integers (1, 2, … in invoke
+    /// order), reads returning the key's whole list at their linearization point (or, with
+    /// `stale_read_probability`, a shorter prefix). No op carries a system version.
+    pub fn generate_list_append_history(cfg: &ListAppendGenConfig) -> History {
+        let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+        let keys = cfg.keys.max(1);
+        let threads = cfg.threads.max(1);
+        let delay = cfg.max_delay_ns.max(2);
+        let mut next_elem = vec![1i64; keys];
+        let mut cursor: Vec<(u64, u64)> = (0..threads)
+            .map(|t| (t as u64, rng.random_range(0..delay)))
+            .collect();
+        // (key, process, append element or 0 for a read, invoke, lin, ret, crashed, takes effect)
+        let mut gs: Vec<(usize, u64, i64, u64, u64, u64, bool, bool)> =
+            Vec::with_capacity(cfg.ops);
+        let ops_total = cfg.ops.max(1);
+        for op_i in 0..cfg.ops {
+            let t = rng.random_range(0..threads);
+            let (process, at) = cursor[t];
+            let lin_ns = at + rng.random_range(1..delay);
+            let ret_ns = lin_ns + rng.random_range(1..delay);
+            let crashed = rng.random_bool(cfg.info_probability.clamp(0.0, 1.0));
+            let key = if cfg.active_keys == 0 || cfg.active_keys >= keys {
+                rng.random_range(0..keys)
+            } else {
+                let base = (op_i as u128 * keys as u128 / ops_total as u128) as usize;
+                (base + rng.random_range(0..cfg.active_keys)).min(keys - 1)
+            };
+            let elem = if rng.random_bool(cfg.append_probability.clamp(0.0, 1.0)) {
+                next_elem[key] += 1;
+                next_elem[key] - 1
+            } else {
+                0
+            };
+            let effect = !crashed || rng.random_bool(0.5);
+            gs.push((key, process, elem, at, lin_ns, ret_ns, crashed, effect));
+            let next = if crashed {
+                process + threads as u64
+            } else {
+                process
+            };
+            cursor[t] = (next, ret_ns + rng.random_range(1..delay));
+        }
+        let mut order: Vec<usize> = (0..gs.len()).collect();
+        order.sort_unstable_by_key(|&i| (gs[i].4, i));
+        let mut lists: Vec<Vec<i64>> = vec![Vec::new(); keys];
+        let mut reads: Vec<Value> = vec![Value::Null; gs.len()];
+        let stale_p = cfg.stale_read_probability.clamp(0.0, 1.0);
+        for &i in &order {
+            let (key, _, elem, _, _, _, _, effect) = gs[i];
+            let l = &mut lists[key];
+            if elem != 0 {
+                if effect {
+                    l.push(elem);
+                }
+            } else {
+                let len = if stale_p > 0.0 && !l.is_empty() && rng.random_bool(stale_p) {
+                    rng.random_range(0..l.len())
+                } else {
+                    l.len()
+                };
+                reads[i] = json!(l[..len]);
+            }
+        }
+        let mut events: Vec<(u64, usize, bool)> = Vec::with_capacity(gs.len() * 2);
+        for (i, g) in gs.iter().enumerate() {
+            events.push((g.3, i, false));
+            events.push((g.5, i, true));
+        }
+        events.sort_unstable_by_key(|&(t, i, done)| (t, done, i));
+        let mut ops = Vec::with_capacity(events.len());
+        for (t, i, done) in events {
+            let (key, process, elem, _, _, _, crashed, _) = gs[i];
+            let f = if elem != 0 { "append" } else { "read" };
+            let mut op = match (done, crashed, elem != 0) {
+                (false, _, true) => Op::new(OpType::Invoke, Process::Client(process), f, json!(elem)),
+                (false, _, false) => Op::new(OpType::Invoke, Process::Client(process), f, Value::Null),
+                (true, true, _) => {
+                    let v = if elem != 0 { json!(elem) } else { Value::Null };
+                    let mut op = Op::new(OpType::Info, Process::Client(process), f, v);
+                    op.error = Some("timeout".to_string());
+                    op
+                }
+                (true, false, true) => Op::new(OpType::Ok, Process::Client(process), f, json!(elem)),
+                (true, false, false) => {
+                    Op::new(OpType::Ok, Process::Client(process), f, reads[i].clone())
+                }
+            };
+            op.time_ns = t;
+            op.key = Some(format!("k{key}"));
+            op.node = Some(format!("n{}", process % threads as u64 % 5 + 1));
+            ops.push(op);
+        }
+        History::from_ops(ops)
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::histgen::{VersionedGenConfig, generate_versioned_history};
+    use super::histgen::{
+        ListAppendGenConfig, VersionedGenConfig, generate_list_append_history,
+        generate_versioned_history,
+    };
     use super::*;
     use serde_json::json;
 
@@ -2057,5 +2207,333 @@ mod tests {
         }
         acks.insert(100, 1); // never acknowledged in pass 1: ignored
         assert_eq!(acks.newer_than(50), (0, None));
+    }
+
+    impl B {
+        /// A complete ok append: invoke at t, ok at t+1.
+        fn append(&mut self, p: u64, key: &str, e: i64, t_ms: u64) -> &mut B {
+            self.ev(OpType::Invoke, p, "append", key, json!(e), None, t_ms)
+                .ev(OpType::Ok, p, "append", key, json!(e), None, t_ms + 1)
+        }
+        /// A complete ok list read: invoke at t, ok at t+1.
+        fn lread(&mut self, p: u64, key: &str, list: &[i64], t_ms: u64) -> &mut B {
+            self.ev(OpType::Invoke, p, "read", key, Value::Null, None, t_ms)
+                .ev(OpType::Ok, p, "read", key, json!(list), None, t_ms + 1)
+        }
+    }
+
+    #[test]
+    fn list_append_is_chosen_automatically_and_recorded() {
+        let mut b = B::new();
+        b.append(1, "k", 1, 0).lread(1, "k", &[1], 2);
+        let r = check(&b.h());
+        assert_eq!(r.version_source, VersionSource::ListAppend);
+        assert_eq!(r.version_source_reason, "the history has append ops");
+        assert_eq!(r.verdict, Verdict::Valid, "{}", r.table());
+        let c = SessionChecker::default().check(&b.h());
+        assert_eq!(c.details["version_source"], "list-append");
+        // Reads of lists alone also select it; versions alone select system.
+        let mut b = B::new();
+        b.lread(1, "k", &[], 0).lread(1, "k", &[4], 2);
+        assert_eq!(check(&b.h()).version_source, VersionSource::ListAppend);
+        let mut b = B::new();
+        b.write(1, "k", 1, 3, 0);
+        assert_eq!(check(&b.h()).version_source, VersionSource::System);
+        assert_eq!(
+            with_source(&b.h(), VersionSource::IncreasingValues).version_source_reason,
+            "chosen by configuration"
+        );
+        assert_eq!(
+            "increasing-values".parse::<VersionSource>(),
+            Ok(VersionSource::IncreasingValues)
+        );
+        assert!("lists".parse::<VersionSource>().is_err());
+    }
+
+    #[test]
+    fn list_append_read_your_writes_violation_and_clean() {
+        let mut b = B::new();
+        // Process 1 appends 1 (position 1, as process 2's read shows), then reads the empty list.
+        b.append(1, "k", 1, 0)
+            .lread(2, "k", &[1], 2)
+            .lread(1, "k", &[], 4);
+        let r = check(&b.h());
+        only(&r, Guarantee::ReadYourWrites, 1);
+        let w = &r.guarantee(Guarantee::ReadYourWrites).witnesses[0];
+        assert_eq!(
+            w.witness,
+            "process 1 appended 1 to k (position 1, ok at 0.001 s) then read k and got [] (0 elements) at 0.005 s"
+        );
+        assert_eq!((w.earlier_version, w.later_version), (1, 0));
+
+        let mut b = B::new();
+        b.append(1, "k", 1, 0)
+            .lread(2, "k", &[1], 2)
+            .lread(1, "k", &[1], 4);
+        let r = check(&b.h());
+        assert_eq!(r.verdict, Verdict::Valid, "{}", r.table());
+        assert_eq!(r.guarantee(Guarantee::ReadYourWrites).checks, 1);
+    }
+
+    #[test]
+    fn list_append_unseen_append_is_after_every_read() {
+        // Process 1's append of 9 is acknowledged but no read ever shows it: its own later read
+        // misses it (read-your-writes), and its later append of 1, seen at position 1, is older
+        // than it (monotonic writes). Process 2's two unseen appends are never compared.
+        let mut b = B::new();
+        b.append(1, "k", 9, 0)
+            .lread(1, "k", &[], 2)
+            .append(1, "k", 1, 4)
+            .lread(3, "k", &[1], 6)
+            .append(2, "k", 7, 8)
+            .append(2, "k", 8, 10);
+        let r = check(&b.h());
+        assert_eq!(r.unseen_appends, 3);
+        let ryw = r.guarantee(Guarantee::ReadYourWrites);
+        assert_eq!(ryw.violations, 1);
+        assert!(
+            ryw.witnesses[0]
+                .witness
+                .contains("appended 9 to k (position unknown: never read, ok at 0.001 s)"),
+            "{}",
+            ryw.witnesses[0].witness
+        );
+        let mw = r.guarantee(Guarantee::MonotonicWrites);
+        assert_eq!((mw.checks, mw.violations), (1, 1), "{}", r.table());
+        assert!(mw.witnesses[0].witness.contains("then appended 1 to k and got position 1"));
+        // Unseen appends count as newer than every read for staleness: process 3's read of [1]
+        // was invoked after 9's ack.
+        assert_eq!(r.stale.stale_reads, 2, "{:?}", r.stale);
+    }
+
+    #[test]
+    fn list_append_monotonic_reads_violation_and_clean() {
+        let mut b = B::new();
+        b.lread(1, "k", &[1, 2], 0)
+            .lread(1, "k", &[1], 2)
+            .lread(2, "k", &[], 4); // another session: no bound
+        let r = check(&b.h());
+        only(&r, Guarantee::MonotonicReads, 1);
+        assert_eq!(
+            r.guarantee(Guarantee::MonotonicReads).witnesses[0].witness,
+            "process 1 read k and got [1,2] (2 elements) at 0.001 s then read k and got [1] (1 elements) at 0.003 s"
+        );
+        let mut b = B::new();
+        b.lread(1, "k", &[], 0)
+            .lread(1, "k", &[1], 2)
+            .lread(1, "k", &[1, 2], 4);
+        let r = check(&b.h());
+        assert_eq!(r.verdict, Verdict::Valid, "{}", r.table());
+        assert_eq!(r.guarantee(Guarantee::MonotonicReads).checks, 2);
+    }
+
+    #[test]
+    fn list_append_monotonic_writes_violation_and_clean() {
+        // Process 1 appended 2 before 1, but the lists put 1 first.
+        let mut b = B::new();
+        b.append(1, "k", 2, 0)
+            .append(1, "k", 1, 2)
+            .lread(2, "k", &[1, 2], 4);
+        let r = check(&b.h());
+        only(&r, Guarantee::MonotonicWrites, 1);
+        let w = &r.guarantee(Guarantee::MonotonicWrites).witnesses[0];
+        assert_eq!((w.earlier_version, w.later_version), (2, 1));
+        let mut b = B::new();
+        b.append(1, "k", 1, 0)
+            .append(1, "k", 2, 2)
+            .lread(2, "k", &[1, 2], 4);
+        let r = check(&b.h());
+        assert_eq!(r.verdict, Verdict::Valid, "{}", r.table());
+        assert_eq!(r.guarantee(Guarantee::MonotonicWrites).checks, 1);
+    }
+
+    #[test]
+    fn list_append_writes_follow_reads_clean_and_violation_is_a_conflict() {
+        // Clean: read [1], then append 2, which lands after it.
+        let mut b = B::new();
+        b.lread(1, "k", &[1], 0)
+            .append(1, "k", 2, 2)
+            .lread(2, "k", &[1, 2], 4);
+        let r = check(&b.h());
+        assert_eq!(r.verdict, Verdict::Valid, "{}", r.table());
+        assert_eq!(r.guarantee(Guarantee::WritesFollowReads).checks, 1);
+        // Process 1 read [1, 2] and then appended 3, which another read places at position 2:
+        // with every read a prefix of one order this cannot happen, so it surfaces as two reads
+        // that cannot both be prefixes — a version conflict naming both.
+        let mut b = B::new();
+        b.lread(1, "k", &[1, 2], 0)
+            .append(1, "k", 3, 2)
+            .lread(2, "k", &[1, 3], 4)
+            .lread(3, "k", &[1, 2, 4], 6);
+        let r = check(&b.h());
+        assert_eq!(r.verdict, Verdict::Invalid);
+        assert_eq!((r.version_conflicts, r.conflicting_reads), (1, 1));
+        let c = &r.conflicts[0];
+        assert_eq!(c.kind, "version-conflict");
+        assert_eq!((c.first_index, c.later_index, c.version), (5, 7, 2));
+        assert_eq!((&c.first_value, &c.later_value), (&json!([1, 3]), &json!([1, 2, 4])));
+        assert_eq!(
+            c.witness,
+            "read k and got [1,3] (process 2 5, ok at 0.005 s) and read k and got [1,2,4] (process 3 7, ok at 0.007 s) differ at position 2 of k: they cannot both be prefixes of one order"
+        );
+        // The append of 3 was never seen in a consistent list: unseen, hence after the read.
+        assert_eq!(r.unseen_appends, 1);
+        assert_eq!(r.total_violations(), 0, "{}", r.table());
+    }
+
+    #[test]
+    fn list_append_duplicate_element_is_a_conflict() {
+        let mut b = B::new();
+        b.append(1, "k", 1, 0).lread(1, "k", &[1, 1], 2);
+        let r = check(&b.h());
+        assert_eq!(r.verdict, Verdict::Invalid);
+        assert_eq!(r.conflicts[0].kind, "duplicate-element");
+        assert_eq!(r.conflicts[0].version, 2);
+        assert!(r.conflicts[0].witness.contains("holds element 1 twice"));
+    }
+
+    #[test]
+    fn list_append_info_and_fail_ops() {
+        // Process 0's append of 2 crashes (info) but shows up in a read: it is placed, yet it
+        // never binds a session. Process 0 continues as 5 and reads [1] — no violation. A failed
+        // append is ignored; an info read is no evidence.
+        let mut b = B::new();
+        b.append(0, "k", 1, 0)
+            .ev(OpType::Invoke, 0, "append", "k", json!(2), None, 2)
+            .ev(OpType::Info, 0, "append", "k", json!(2), None, 3)
+            .lread(5, "k", &[1], 4)
+            .ev(OpType::Invoke, 5, "append", "k", json!(3), None, 6)
+            .ev(OpType::Fail, 5, "append", "k", json!(3), None, 7)
+            .ev(OpType::Invoke, 5, "read", "k", Value::Null, None, 8)
+            .ev(OpType::Info, 5, "read", "k", Value::Null, None, 9)
+            .lread(5, "k", &[1, 2], 10);
+        let r = check(&b.h());
+        assert_eq!(r.verdict, Verdict::Valid, "{}", r.table());
+        assert_eq!((r.info_ignored, r.fail_ignored), (2, 1));
+        assert_eq!((r.unseen_appends, r.ok_writes), (0, 1));
+        // Thread mode: process 5 is thread 0, which appended 1 before the crash; reading [] after
+        // it breaks read-your-writes.
+        b.lread(5, "k", &[], 12);
+        let r = check_sessions(
+            &b.h(),
+            &SessionConfig {
+                mode: SessionMode::Thread { concurrency: 5 },
+                ..SessionConfig::default()
+            },
+        );
+        assert_eq!(r.guarantee(Guarantee::ReadYourWrites).violations, 1);
+        assert_eq!(r.guarantee(Guarantee::MonotonicReads).violations, 1);
+    }
+
+    #[test]
+    fn list_append_ignores_system_versions_and_unplaceable_ops() {
+        let mut b = B::new();
+        b.write(1, "k", 5, 10, 0)
+            .ev(OpType::Invoke, 1, "read", "k", Value::Null, None, 2)
+            .ev(OpType::Ok, 1, "read", "k", json!([1]), Some(3), 3)
+            .ev(OpType::Invoke, 1, "read", "k", Value::Null, None, 4)
+            .ev(OpType::Ok, 1, "read", "k", json!(["x"]), Some(3), 5);
+        let r = check(&b.h());
+        assert_eq!((r.unversioned_writes, r.malformed), (1, 1));
+        assert_eq!(r.verdict, Verdict::Unknown, "{}", r.table());
+    }
+
+    #[test]
+    fn increasing_values_each_guarantee_violation_and_clean() {
+        let inc = |b: &B| with_source(&b.h(), VersionSource::IncreasingValues);
+        // Read-your-writes: wrote 5, read 3.
+        let mut b = B::new();
+        b.write(1, "k", 5, 0, 0).read(1, "k", Some(3), 0, 2);
+        let r = inc(&b);
+        only(&r, Guarantee::ReadYourWrites, 1);
+        assert_eq!(
+            r.guarantee(Guarantee::ReadYourWrites).witnesses[0].witness,
+            "process 1 wrote k = 5 (version 5, ok at 0.001 s) then read k and got 3 (version 3) at 0.003 s"
+        );
+        let mut b = B::new();
+        b.write(1, "k", 5, 0, 0).read(1, "k", Some(6), 0, 2);
+        assert_eq!(inc(&b).verdict, Verdict::Valid);
+        // Monotonic reads: 4 then absent.
+        let mut b = B::new();
+        b.read(1, "k", Some(4), 0, 0).read(1, "k", None, 0, 2);
+        only(&inc(&b), Guarantee::MonotonicReads, 1);
+        let mut b = B::new();
+        b.read(1, "k", None, 0, 0).read(1, "k", Some(4), 0, 2);
+        assert_eq!(inc(&b).verdict, Verdict::Valid);
+        // Monotonic writes: 7 then a cas to 6.
+        let mut b = B::new();
+        b.write(1, "k", 7, 0, 0)
+            .ev(OpType::Invoke, 1, "cas", "k", json!([7, 6]), None, 2)
+            .ev(OpType::Ok, 1, "cas", "k", json!([7, 6]), None, 3);
+        only(&inc(&b), Guarantee::MonotonicWrites, 1);
+        let mut b = B::new();
+        b.write(1, "k", 7, 0, 0).write(1, "k", 8, 0, 2);
+        assert_eq!(inc(&b).verdict, Verdict::Valid);
+        // Writes-follow-reads: read 9, then write 9 (not newer).
+        let mut b = B::new();
+        b.read(1, "k", Some(9), 0, 0).write(1, "k", 9, 0, 2);
+        only(&inc(&b), Guarantee::WritesFollowReads, 1);
+        let mut b = B::new();
+        b.read(1, "k", Some(9), 0, 0).write(1, "k", 10, 0, 2);
+        assert_eq!(inc(&b).verdict, Verdict::Valid);
+    }
+
+    #[test]
+    fn increasing_values_info_and_fail_ops() {
+        let inc = |b: &B| with_source(&b.h(), VersionSource::IncreasingValues);
+        // An info write of 9 need not be seen; a failed write of 20 is ignored; the session after
+        // the info is new.
+        let mut b = B::new();
+        b.write(0, "k", 3, 0, 0)
+            .ev(OpType::Invoke, 0, "write", "k", json!(9), None, 2)
+            .ev(OpType::Info, 0, "write", "k", json!(9), None, 3)
+            .read(5, "k", Some(3), 0, 4)
+            .ev(OpType::Invoke, 5, "write", "k", json!(20), None, 6)
+            .ev(OpType::Fail, 5, "write", "k", json!(20), None, 7)
+            .read(5, "k", Some(3), 0, 8);
+        let r = inc(&b);
+        assert_eq!(r.verdict, Verdict::Valid, "{}", r.table());
+        assert_eq!((r.info_ignored, r.fail_ignored), (1, 1));
+        // Stale reads are measured in values: 3 read while 3 and ... nothing newer was acked.
+        assert_eq!(r.stale.stale_reads, 0);
+        // Non-positive or non-integer values are malformed, never judged.
+        let mut b = B::new();
+        b.write(1, "k", 0, 0, 0)
+            .ev(OpType::Invoke, 1, "read", "k", Value::Null, None, 2)
+            .ev(OpType::Ok, 1, "read", "k", json!("x"), None, 3);
+        let r = inc(&b);
+        assert_eq!(r.malformed, 2);
+        assert_eq!(r.verdict, Verdict::Unknown);
+        assert!(r.reason.as_deref().unwrap().contains("positive integer"));
+    }
+
+    #[test]
+    fn generated_list_append_histories() {
+        for seed in 0..20 {
+            let cfg = ListAppendGenConfig {
+                keys: 1 + (seed as usize % 4),
+                threads: 2 + (seed as usize % 7),
+                ops: 1500,
+                info_probability: [0.0, 0.05, 0.3][seed as usize % 3],
+                seed,
+                ..ListAppendGenConfig::default()
+            };
+            let h = generate_list_append_history(&cfg);
+            let r = check(&h);
+            assert_eq!(r.version_source, VersionSource::ListAppend);
+            assert_eq!(r.verdict, Verdict::Valid, "seed {seed}: {}", r.table());
+            assert_eq!(r.version_conflicts, 0);
+            assert!(r.stale.reads_measured > 300, "seed {seed}");
+            // Stale prefixes break monotonic reads (and read-your-writes) but never the prefix
+            // order itself.
+            let s = check(&generate_list_append_history(&ListAppendGenConfig {
+                stale_read_probability: 0.2,
+                ..cfg
+            }));
+            assert_eq!(s.verdict, Verdict::Invalid, "seed {seed}");
+            assert!(s.guarantee(Guarantee::MonotonicReads).violations > 0);
+            assert_eq!(s.version_conflicts, 0);
+            assert!(s.stale.stale_reads > 0);
+        }
     }
 }
