@@ -1275,7 +1275,11 @@ pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResul
                 ),
             });
         }
-        let slot = &mut st.0[if is_read { Bound::OwnRead } else { Bound::OwnWrite } as usize];
+        let slot = &mut st.0[if is_read {
+            Bound::OwnRead
+        } else {
+            Bound::OwnWrite
+        } as usize];
         if slot.is_none_or(|(b, _)| v.cmp(b).is_some_and(|o| o.is_gt())) {
             *slot = Some((v, i));
         }
@@ -1339,9 +1343,9 @@ pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResul
             VersionSource::ListAppend => format!(
                 "no ok read returned a non-empty list and no ok append was placed ({malformed} malformed, {unversioned_writes} writes that are not appends)"
             ),
-            VersionSource::IncreasingValues => format!(
-                "no ok op has a positive integer value ({malformed} malformed)"
-            ),
+            VersionSource::IncreasingValues => {
+                format!("no ok op has a positive integer value ({malformed} malformed)")
+            }
         };
         (Verdict::Unknown, Some(why))
     } else if checks == 0 {
@@ -1635,6 +1639,10 @@ pub mod histgen {
         }
     }
 
+    /// (key, process, append element or 0 for a read, invoke ns, linearization ns, return ns,
+    /// crashed, takes effect)
+    type LaOp = (usize, u64, i64, u64, u64, u64, bool, bool);
+
     /// Generate a list-append history: appends of per-key unique integers (1, 2, … in invoke
     /// order), reads returning the key's whole list at their linearization point (or, with
     /// `stale_read_probability`, a shorter prefix). No op carries a system version.
@@ -1647,9 +1655,7 @@ pub mod histgen {
         let mut cursor: Vec<(u64, u64)> = (0..threads)
             .map(|t| (t as u64, rng.random_range(0..delay)))
             .collect();
-        // (key, process, append element or 0 for a read, invoke, lin, ret, crashed, takes effect)
-        let mut gs: Vec<(usize, u64, i64, u64, u64, u64, bool, bool)> =
-            Vec::with_capacity(cfg.ops);
+        let mut gs: Vec<LaOp> = Vec::with_capacity(cfg.ops);
         let ops_total = cfg.ops.max(1);
         for op_i in 0..cfg.ops {
             let t = rng.random_range(0..threads);
@@ -1710,15 +1716,21 @@ pub mod histgen {
             let (key, process, elem, _, _, _, crashed, _) = gs[i];
             let f = if elem != 0 { "append" } else { "read" };
             let mut op = match (done, crashed, elem != 0) {
-                (false, _, true) => Op::new(OpType::Invoke, Process::Client(process), f, json!(elem)),
-                (false, _, false) => Op::new(OpType::Invoke, Process::Client(process), f, Value::Null),
+                (false, _, true) => {
+                    Op::new(OpType::Invoke, Process::Client(process), f, json!(elem))
+                }
+                (false, _, false) => {
+                    Op::new(OpType::Invoke, Process::Client(process), f, Value::Null)
+                }
                 (true, true, _) => {
                     let v = if elem != 0 { json!(elem) } else { Value::Null };
                     let mut op = Op::new(OpType::Info, Process::Client(process), f, v);
                     op.error = Some("timeout".to_string());
                     op
                 }
-                (true, false, true) => Op::new(OpType::Ok, Process::Client(process), f, json!(elem)),
+                (true, false, true) => {
+                    Op::new(OpType::Ok, Process::Client(process), f, json!(elem))
+                }
                 (true, false, false) => {
                     Op::new(OpType::Ok, Process::Client(process), f, reads[i].clone())
                 }
@@ -2300,7 +2312,11 @@ mod tests {
         );
         let mw = r.guarantee(Guarantee::MonotonicWrites);
         assert_eq!((mw.checks, mw.violations), (1, 1), "{}", r.table());
-        assert!(mw.witnesses[0].witness.contains("then appended 1 to k and got position 1"));
+        assert!(
+            mw.witnesses[0]
+                .witness
+                .contains("then appended 1 to k and got position 1")
+        );
         // Unseen appends count as newer than every read for staleness: process 3's read of [1]
         // was invoked after 9's ack.
         assert_eq!(r.stale.stale_reads, 2, "{:?}", r.stale);
@@ -2371,7 +2387,10 @@ mod tests {
         let c = &r.conflicts[0];
         assert_eq!(c.kind, "version-conflict");
         assert_eq!((c.first_index, c.later_index, c.version), (5, 7, 2));
-        assert_eq!((&c.first_value, &c.later_value), (&json!([1, 3]), &json!([1, 2, 4])));
+        assert_eq!(
+            (&c.first_value, &c.later_value),
+            (&json!([1, 3]), &json!([1, 2, 4]))
+        );
         assert_eq!(
             c.witness,
             "read k and got [1,3] (process 2 5, ok at 0.005 s) and read k and got [1,2,4] (process 3 7, ok at 0.007 s) differ at position 2 of k: they cannot both be prefixes of one order"

@@ -51,8 +51,9 @@ pub use nemesis::{
     FaultSpec, NemesisCycle, NemesisHeal, NemesisSchedule, nemesis_cycle, nemesis_heal,
 };
 pub use workload::{
-    ConfigError, FinalReads, FinalReadsConfig, KeyLog, RegisterConfig, RegisterWorkload,
-    final_reads, final_reads_with, register_workload,
+    ConfigError, FinalReads, FinalReadsConfig, KeyLog, ListAppendConfig, ListAppendWorkload,
+    RegisterConfig, RegisterWorkload, final_reads, final_reads_with, list_append_workload,
+    register_workload,
 };
 
 use crate::history::Process;
