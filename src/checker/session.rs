@@ -456,6 +456,12 @@ impl SessionResult {
         if self.version_conflicts > 0 {
             let _ = writeln!(s, "version conflicts: {}", self.version_conflicts);
         }
+        let _ = writeln!(
+            s,
+            "versions: {} ({})",
+            self.version_source.name(),
+            self.version_source_reason
+        );
         s
     }
 }
