@@ -2,9 +2,10 @@
 //! `--read-from any` every read of a client thread goes to a random member, so one session reads
 //! from different members. Serializable reads under isolating partitions then go back in time
 //! (monotonic-reads violations, with witnesses, in results.json); linearizable reads never do.
-//! Also drives the list-append workload against etcd (append = read + mod_revision txn).
+//! Also drives the list-append workload against etcd (append = read + mod_revision txn), and
+//! (offline, no root) checks that `shakedown check` picks the list-append model.
 //!
-//! Needs root (network namespaces, iptables); when not root each test prints why it did nothing.
+//! The cluster tests need root (network namespaces, iptables); when not root each test prints why it did nothing.
 //! Tests take a lock so only one cluster runs at a time, and each brings its own sandbox (`sdses`,
 //! 10.85.0.0/24) down at the end, also on failure. Each run is at most 40 s of workload.
 
@@ -231,4 +232,41 @@ fn list_append_workload_on_etcd() {
     );
     let (checks, _, _) = guarantee(session, "read-your-writes");
     assert!(checks > 50, "{}", session["summary"]);
+}
+
+/// Offline, no root: `shakedown check` picks the list-append model for a JSONL history with
+/// append ops; a linearizable generated history is valid, one with stale prefix reads is not.
+#[test]
+fn check_picks_the_list_append_model() {
+    use shakedown::checker::session::histgen::{ListAppendGenConfig, generate_list_append_history};
+    let tmp = tempfile::tempdir().unwrap();
+    for (stale, want_code) in [(0.0, 0), (0.3, 1)] {
+        let h = generate_list_append_history(&ListAppendGenConfig {
+            keys: 4,
+            threads: 4,
+            ops: 400,
+            info_probability: 0.05,
+            stale_read_probability: stale,
+            seed: 5,
+            ..ListAppendGenConfig::default()
+        });
+        let p = tmp.path().join(format!("h-{stale}.jsonl"));
+        let mut text = String::new();
+        for op in &h.ops {
+            text.push_str(&serde_json::to_string(op).unwrap());
+            text.push('\n');
+        }
+        std::fs::write(&p, text).unwrap();
+        let out = shakedown(&["check", p.to_str().unwrap()]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(want_code),
+            "stale {stale}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The register model cannot read these ops: never valid.
+        let out = shakedown(&["check", p.to_str().unwrap(), "--model", "cas-register"]);
+        assert_ne!(out.status.code(), Some(0), "{stdout}");
+    }
 }
