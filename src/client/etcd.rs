@@ -25,9 +25,9 @@
 //!   `Ok { value: e, version: header.revision }`. When the compare fails (another writer got in
 //!   between) nothing was written and the append retries, up to `APPEND_ATTEMPTS` attempts
 //!   within the op's one timeout; if all lose, `Fail { error: "append-conflict: …" }` — a
-//!   definite negative (no attempt applied). An error is classified as for a write, so an error
-//!   of the pre-read is conservatively `Info` unless it is definite (a timeout of the read, which
-//!   wrote nothing, is still reported `Info`).
+//!   definite negative (no attempt applied). An error before any txn was sent (the first
+//!   pre-read) is `Fail`; after one, it is classified as for a write. The op's overall timeout
+//!   guard firing is `Info`.
 //!
 //! Where ops go: writes, cas and appends always go to the client's own member (`endpoint`), so a
 //! session's writes have one home. Reads go there too, unless the client was given read
@@ -596,6 +596,16 @@ pub const APPEND_ATTEMPTS: u32 = 5;
 /// writer: nothing was written (a definite negative).
 pub const APPEND_CONFLICT: &str = "append-conflict";
 
+/// Why an append did not complete.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppendError {
+    /// The error of the failed request.
+    pub error: EtcdError,
+    /// Whether a compare-and-put txn had been sent before it (false: nothing can have been
+    /// written).
+    pub txn_sent: bool,
+}
+
 /// An etcd v3 client bound to one member (its writes and, by default, its reads). Holds one
 /// keep-alive HTTP connection pool. With [`EtcdClient::with_read_endpoints`], each `read` op goes
 /// to a member chosen uniformly at random (seeded) instead.
@@ -783,8 +793,21 @@ impl EtcdClient {
     /// a linearizable read of the list and its mod_revision from this client's endpoint, then a
     /// txn that puts the extended list only if the key's mod_revision is unchanged (0 = still
     /// absent). A lost race retries, up to [`APPEND_ATTEMPTS`] attempts in all. Returns the store
-    /// revision of the put, or `Ok(None)` when every attempt lost (nothing was written).
-    pub async fn append(&self, key: &str, element: i64) -> Result<Option<i64>, EtcdError> {
+    /// revision of the put, or `Ok(None)` when every attempt lost (nothing was written). An error
+    /// says whether a txn had been sent when it happened.
+    pub async fn append(&self, key: &str, element: i64) -> Result<Option<i64>, AppendError> {
+        let mut txn_sent = false;
+        self.append_attempts(key, element, &mut txn_sent)
+            .await
+            .map_err(|error| AppendError { error, txn_sent })
+    }
+
+    async fn append_attempts(
+        &self,
+        key: &str,
+        element: i64,
+        txn_sent: &mut bool,
+    ) -> Result<Option<i64>, EtcdError> {
         let k = B64.encode(key);
         for _ in 0..APPEND_ATTEMPTS {
             let body = self
@@ -815,6 +838,7 @@ impl EtcdClient {
                     "value": B64.encode(Value::Array(list).to_string()),
                 } }],
             });
+            *txn_sent = true;
             let body = self.post("/v3/kv/txn", &req).await?;
             if let CasOutcome::Swapped { revision } = decode_cas(self.endpoint(), &body)? {
                 return Ok(Some(revision));
@@ -956,9 +980,16 @@ impl EtcdClient {
                         ),
                         value: value.clone(),
                     },
-                    // An error before the txn was sent (e.g. the read) leaves nothing written;
-                    // write_error classifies the rest as for a write.
-                    Err(e) => write_error(e, value),
+                    // Before any txn was sent (the pre-read failed) nothing can have been
+                    // written; otherwise classify as for a write.
+                    Err(AppendError {
+                        error,
+                        txn_sent: false,
+                    }) => Completion::Fail {
+                        error: error.to_completion_error(),
+                        value: value.clone(),
+                    },
+                    Err(AppendError { error, .. }) => write_error(error, value),
                 }
             }
             other => invalid(format!(
