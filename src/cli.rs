@@ -274,6 +274,10 @@ pub struct RunArgs {
     /// Where reads go: own (the thread's node) or any (a random member per read).
     #[arg(long, value_enum, default_value_t = ReadFrom::Own)]
     pub read_from: ReadFrom,
+    /// Version order of the session checker: auto (the workload's `version_source`, else chosen
+    /// from the history), system, list-append or increasing-values.
+    #[arg(long, default_value = "auto")]
+    pub version_source: String,
     /// Client op timeout in milliseconds; timed-out ops are recorded as info.
     #[arg(long, default_value_t = 1000)]
     pub op_timeout_ms: u64,
@@ -361,7 +365,15 @@ impl RunArgs {
             ));
         }
         let check_time_limit_s = positive("--check-time-limit", self.check_time_limit)?;
-        let workload = crate::spec::load_workload(&self.workload)?;
+        let mut workload = crate::spec::load_workload(&self.workload)?;
+        match self.version_source.as_str() {
+            "auto" => {}
+            v => {
+                v.parse::<crate::checker::session::VersionSource>()
+                    .map_err(|m| ConfigError::new("--version-source", m))?;
+                workload.version_source = Some(v.to_string());
+            }
+        }
         let mut nemesis = crate::spec::load_nemesis(&self.nemesis)?;
         if let Some(i) = self.nemesis_interval {
             nemesis.interval_s = positive("--nemesis-interval", i)?;

@@ -190,6 +190,9 @@ impl TestConfig {
         if self.read_from != crate::cli::ReadFrom::Own {
             parts.push(format!("--read-from {}", self.read_from));
         }
+        if let Some(v) = &self.workload.version_source {
+            parts.push(format!("--version-source {v}"));
+        }
         parts.push(format!("--seed {}", self.seed));
         parts.join(" ")
     }

@@ -270,3 +270,57 @@ fn check_picks_the_list_append_model() {
         assert_ne!(out.status.code(), Some(0), "{stdout}");
     }
 }
+
+/// Offline, no root: a bad `--version-source` is a usage error, and `shakedown report` honours
+/// the version source a run's workload declared in test.json.
+#[test]
+fn declared_version_source_is_used_and_validated() {
+    let out = shakedown(&[
+        "run",
+        "--version-source",
+        "lists",
+        "--nodes",
+        "n1=127.0.0.1",
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--version-source") && stderr.contains("\"lists\""),
+        "{stderr}"
+    );
+
+    use shakedown::checker::session::histgen::{VersionedGenConfig, generate_versioned_history};
+    let h = generate_versioned_history(&VersionedGenConfig {
+        ops: 300,
+        seed: 9,
+        ..VersionedGenConfig::default()
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let run_dir = tmp.path().join("reports").join("t").join("r1");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    let mut text = String::new();
+    for op in &h.ops {
+        text.push_str(&serde_json::to_string(op).unwrap());
+        text.push('\n');
+    }
+    std::fs::write(run_dir.join("history.jsonl"), text).unwrap();
+    let source_of = |run_dir: &Path| {
+        let out = shakedown(&["report", run_dir.to_str().unwrap()]);
+        assert!(
+            matches!(out.status.code(), Some(0..=2)),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let results: Value =
+            serde_json::from_str(&std::fs::read_to_string(run_dir.join("results.json")).unwrap())
+                .unwrap();
+        checker(&results, "session")["details"]["version_source"].clone()
+    };
+    assert_eq!(source_of(&run_dir), "system");
+    std::fs::write(
+        run_dir.join("test.json"),
+        r#"{"workload":{"name":"w","spec":{"kind":"register","version_source":"increasing-values"}}}"#,
+    )
+    .unwrap();
+    assert_eq!(source_of(&run_dir), "increasing-values");
+}
