@@ -155,6 +155,17 @@ pub fn default_model(format: InputFormat) -> &'static str {
     }
 }
 
+/// The model `--model auto` means for a loaded history: `list-append` when a JSONL history has
+/// client `append` ops (the list-append workload), else [`default_model`] of its format.
+pub fn default_model_for(format: InputFormat, history: &History) -> &'static str {
+    if format == InputFormat::Jsonl && history.ops.iter().any(|o| o.is_client() && o.f == "append")
+    {
+        "list-append"
+    } else {
+        default_model(format)
+    }
+}
+
 fn run_model<M: Model>(m: M, cfg: &LinearConfig, history: &History) -> LinearResult {
     check_history(&m, history, cfg)
 }
@@ -181,13 +192,14 @@ pub fn check_linear_with_model(
         "cas-register" => run_model(model::RegisterModel::cas_register(reg), &cfg, history),
         "multi-register" => run_model(model::MultiRegisterModel { initial: 0 }, &cfg, history),
         "kv" => run_model(model::KvModel, &cfg, history),
+        "list-append" => run_model(model::ListAppendModel, &cfg, history),
         "set" => run_model(model::SetModel, &cfg, history),
         "queue" => run_model(model::QueueModel, &cfg, history),
         "mutex" => run_model(model::MutexModel, &cfg, history),
         "counter" => run_model(model::CounterModel, &cfg, history),
         other => {
             return Err(format!(
-                "--model {other:?}: expected auto, register, cas-register, multi-register, kv, set, queue, mutex or counter"
+                "--model {other:?}: expected auto, register, cas-register, multi-register, kv, list-append, set, queue, mutex or counter"
             ));
         }
     })
@@ -252,7 +264,7 @@ pub fn check(args: CheckArgs) -> i32 {
         eprintln!("warning: {w}");
     }
     let model_name = match args.model.as_str() {
-        "auto" => default_model(loaded.format),
+        "auto" => default_model_for(loaded.format, history),
         m => m,
     };
     if let Some(out) = &args.export_edn

@@ -64,6 +64,27 @@ impl From<ReadModeArg> for crate::client::etcd::ReadMode {
     }
 }
 
+/// Which member a client thread's reads go to (`--read-from`).
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReadFrom {
+    /// The thread's own bound node (writes go there too).
+    #[default]
+    Own,
+    /// A member chosen at random for every read (etcd: seeded, per client thread), so one
+    /// session reads from different members; writes stay on the thread's node.
+    Any,
+}
+
+impl std::fmt::Display for ReadFrom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ReadFrom::Own => "own",
+            ReadFrom::Any => "any",
+        })
+    }
+}
+
 /// Sandbox selection shared by several commands.
 #[derive(Debug, Clone, Args)]
 pub struct SandboxArgs {
@@ -281,6 +302,13 @@ pub struct RunArgs {
     /// etcd read consistency.
     #[arg(long, value_enum, default_value_t = ReadModeArg::Linearizable)]
     pub read_mode: ReadModeArg,
+    /// Where reads go: own (the thread's node) or any (a random member per read).
+    #[arg(long, value_enum, default_value_t = ReadFrom::Own)]
+    pub read_from: ReadFrom,
+    /// Version order of the session checker: auto (the workload's `version_source`, else chosen
+    /// from the history), system, list-append or increasing-values.
+    #[arg(long, default_value = "auto")]
+    pub version_source: String,
     /// Client op timeout in milliseconds; timed-out ops are recorded as info.
     #[arg(long, default_value_t = 1000)]
     pub op_timeout_ms: u64,
@@ -368,7 +396,15 @@ impl RunArgs {
             ));
         }
         let check_time_limit_s = positive("--check-time-limit", self.check_time_limit)?;
-        let workload = crate::spec::load_workload(&self.workload)?;
+        let mut workload = crate::spec::load_workload(&self.workload)?;
+        match self.version_source.as_str() {
+            "auto" => {}
+            v => {
+                v.parse::<crate::checker::session::VersionSource>()
+                    .map_err(|m| ConfigError::new("--version-source", m))?;
+                workload.version_source = Some(v.to_string());
+            }
+        }
         let mut nemesis = crate::spec::load_nemesis(&self.nemesis)?;
         if let Some(i) = self.nemesis_interval {
             nemesis.interval_s = positive("--nemesis-interval", i)?;
@@ -403,6 +439,7 @@ impl RunArgs {
             nemesis_name: self.nemesis.clone(),
             nemesis,
             read_mode: self.read_mode.into(),
+            read_from: self.read_from,
             op_timeout_ms: self.op_timeout_ms,
             reports_dir: self.reports.clone(),
             settle_s: self.settle,
@@ -416,8 +453,9 @@ impl RunArgs {
 pub struct CheckArgs {
     /// A run directory or a history file (JSONL, Jepsen EDN, Jepsen console log, Porcupine kv lines).
     pub path: PathBuf,
-    /// Model: auto (kv for Porcupine input, cas-register otherwise), register, cas-register,
-    /// multi-register, kv, set, queue, mutex or counter.
+    /// Model: auto (kv for Porcupine input, list-append for JSONL histories with append ops,
+    /// cas-register otherwise), register, cas-register, multi-register, kv, list-append, set,
+    /// queue, mutex or counter.
     #[arg(long, default_value = "auto")]
     pub model: String,
     /// Time budget in seconds; past it the verdict is unknown.

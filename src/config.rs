@@ -158,6 +158,8 @@ pub struct TestConfig {
     pub nemesis: crate::spec::NemesisSpec,
     /// Linearizable or serializable reads.
     pub read_mode: crate::client::etcd::ReadMode,
+    /// Where client threads send their reads.
+    pub read_from: crate::cli::ReadFrom,
     /// Client op timeout; a timed-out op is recorded `info`.
     pub op_timeout_ms: u64,
     /// Root of run directories.
@@ -185,6 +187,12 @@ impl TestConfig {
         parts.push(format!("--workload {}", self.workload_name));
         parts.push(format!("--nemesis {}", self.nemesis_name));
         parts.push(format!("--read-mode {}", self.read_mode));
+        if self.read_from != crate::cli::ReadFrom::Own {
+            parts.push(format!("--read-from {}", self.read_from));
+        }
+        if let Some(v) = &self.workload.version_source {
+            parts.push(format!("--version-source {v}"));
+        }
         parts.push(format!("--seed {}", self.seed));
         parts.join(" ")
     }

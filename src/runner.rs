@@ -158,6 +158,7 @@ fn test_json(
         "time_limit_s": cfg.time_limit_s,
         "op_timeout_ms": cfg.op_timeout_ms,
         "read_mode": cfg.read_mode,
+        "read_from": cfg.read_from,
         "workload": { "name": cfg.workload_name, "spec": cfg.workload },
         "nemesis": { "name": cfg.nemesis_name, "spec": cfg.nemesis },
         "rerun": cfg.rerun_command(),
@@ -318,18 +319,33 @@ pub fn connect(nodes: &[Node], ssh: &SshConfig) -> Result<Vec<Arc<dyn Remote>>, 
 
 fn build_client_gen(cfg: &TestConfig) -> Result<(Box<dyn Generator>, generator::KeyLog), RunError> {
     let w = &cfg.workload;
-    let workload = generator::register_workload(generator::RegisterConfig {
-        read_weight: w.read_weight,
-        write_weight: w.write_weight,
-        cas_weight: w.cas_weight,
-        max_value: u64::from(w.max_value),
-        threads_per_key: w.threads_per_key.min(cfg.concurrency).max(1),
-        ops_per_key: w.ops_per_key,
-        key_prefix: None,
-    })
-    .map_err(|e| crate::config::ConfigError::new(&cfg.workload_name, e.to_string()))?;
-    let keys = workload.keys_used();
-    let mut g: Box<dyn Generator> = Box::new(workload);
+    let config_err = |e: generator::ConfigError| {
+        crate::config::ConfigError::new(&cfg.workload_name, e.to_string())
+    };
+    let threads_per_key = w.threads_per_key.min(cfg.concurrency).max(1);
+    let (keys, mut g): (generator::KeyLog, Box<dyn Generator>) = if w.kind == "list-append" {
+        let workload = generator::list_append_workload(generator::ListAppendConfig {
+            read_weight: w.read_weight,
+            append_weight: w.append_weight,
+            threads_per_key,
+            ops_per_key: w.ops_per_key,
+            key_prefix: None,
+        })
+        .map_err(config_err)?;
+        (workload.keys_used(), Box::new(workload))
+    } else {
+        let workload = generator::register_workload(generator::RegisterConfig {
+            read_weight: w.read_weight,
+            write_weight: w.write_weight,
+            cas_weight: w.cas_weight,
+            max_value: u64::from(w.max_value),
+            threads_per_key,
+            ops_per_key: w.ops_per_key,
+            key_prefix: None,
+        })
+        .map_err(config_err)?;
+        (workload.keys_used(), Box::new(workload))
+    };
     if cfg.rate > 0.0 {
         g = Box::new(generator::stagger((1e9 / cfg.rate) as u64, g));
     }
@@ -534,6 +550,17 @@ fn interrupt_on_ctrl_c() -> watch::Receiver<bool> {
     rx
 }
 
+/// The version source the run's workload declared (`workload.spec.version_source` in
+/// test.json), if any; a missing or unreadable test.json declares nothing.
+fn declared_version_source(run_dir: &RunDir) -> Option<crate::checker::session::VersionSource> {
+    let text = std::fs::read_to_string(run_dir.path.join(TEST_FILE)).ok()?;
+    let v: Value = serde_json::from_str(&text).ok()?;
+    v.pointer("/workload/spec/version_source")?
+        .as_str()?
+        .parse()
+        .ok()
+}
+
 /// Check a run directory's history and write results.json, the witness page (when
 /// linearizability is violated) and the plots. Used at the end of a run and by `report`.
 pub fn write_results(
@@ -541,7 +568,11 @@ pub fn write_results(
     check_time_limit_s: f64,
 ) -> Result<(Verdict, Vec<CheckResult>), RunError> {
     let history = History::read_file(&run_dir.history_path())?;
-    let (verdict, results, linear) = check(&history, check_time_limit_s);
+    let (verdict, results, linear) = check_with(
+        &history,
+        check_time_limit_s,
+        declared_version_source(run_dir),
+    );
     run_dir.write_json(RESULTS_FILE, &results_json(verdict, &results))?;
     if let Some(r) = linear.filter(|r| r.verdict == Verdict::Invalid) {
         let page = crate::checker::witness_html::render_witness_html(&r, &history);
@@ -577,23 +608,43 @@ pub fn check(
     Vec<CheckResult>,
     Option<crate::checker::linear::LinearResult>,
 ) {
+    check_with(history, time_limit_s, None)
+}
+
+/// [`check`] with the session checker's version source fixed (`None` = chosen from the history).
+/// The linearizability model follows the history: `list-append` when it has append ops, else
+/// `cas-register`.
+pub fn check_with(
+    history: &History,
+    time_limit_s: f64,
+    version_source: Option<crate::checker::session::VersionSource>,
+) -> (
+    Verdict,
+    Vec<CheckResult>,
+    Option<crate::checker::linear::LinearResult>,
+) {
     use crate::checker::Checker;
     let limit = Duration::from_secs_f64(time_limit_s);
-    let (linear, typed) =
-        match crate::app::check_linear_with_model("cas-register", history, false, limit) {
-            Ok(r) => (crate::app::linear_check_result(&r), Some(r)),
-            // The model could not interpret the history: say so, never call it valid.
-            Err(e) => (
-                CheckResult {
-                    checker: "linearizable".into(),
-                    verdict: Verdict::Unknown,
-                    summary: format!("history not checkable: {e}"),
-                    details: json!({ "error": e }),
-                },
-                None,
-            ),
-        };
-    let session = crate::checker::session::SessionChecker::new(Default::default()).check(history);
+    let model = crate::app::default_model_for(crate::import::InputFormat::Jsonl, history);
+    let (linear, typed) = match crate::app::check_linear_with_model(model, history, false, limit) {
+        Ok(r) => (crate::app::linear_check_result(&r), Some(r)),
+        // The model could not interpret the history: say so, never call it valid.
+        Err(e) => (
+            CheckResult {
+                checker: "linearizable".into(),
+                verdict: Verdict::Unknown,
+                summary: format!("history not checkable: {e}"),
+                details: json!({ "error": e }),
+            },
+            None,
+        ),
+    };
+    let session =
+        crate::checker::session::SessionChecker::new(crate::checker::session::SessionConfig {
+            source: version_source,
+            ..Default::default()
+        })
+        .check(history);
     let verdict = linear.verdict.merge(session.verdict);
     (verdict, vec![linear, session], typed)
 }
@@ -648,6 +699,18 @@ pub(crate) async fn drive(
             key_prefix: format!("/shakedown/{}/", cfg.seed),
         })
         .map_err(|e| RunError::Control(format!("{}: creating etcd client: {e}", node.name)))?;
+        let client = match cfg.read_from {
+            crate::cli::ReadFrom::Own => client,
+            // Each thread's member choices come from its own seeded stream.
+            crate::cli::ReadFrom::Any => client
+                .with_read_endpoints(
+                    nodes.iter().map(|n| etcd.endpoint(n)).collect(),
+                    cfg.seed ^ (t as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                )
+                .map_err(|e| {
+                    RunError::Control(format!("{}: creating etcd client: {e}", node.name))
+                })?,
+        };
         workers.push(Worker {
             client: Box::new(client),
             node: Some(node.name.clone()),

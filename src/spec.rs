@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkloadSpec {
-    /// Which op family: currently `register` (read / write / cas on independent keys).
+    /// Which op family: `register` (read / write / cas on independent keys) or `list-append`
+    /// (append unique integers / read whole lists, on independent keys).
     pub kind: String,
     /// Relative weight of reads.
     #[serde(default = "d_read")]
@@ -23,6 +24,13 @@ pub struct WorkloadSpec {
     /// Relative weight of compare-and-sets.
     #[serde(default = "d_one")]
     pub cas_weight: u32,
+    /// Relative weight of appends (`list-append` only).
+    #[serde(default = "d_one")]
+    pub append_weight: u32,
+    /// How the session checker orders versions: `system`, `list-append` or `increasing-values`;
+    /// absent = chosen from the history (see `checker::session`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_source: Option<String>,
     /// Values written are drawn from `0..=max_value`.
     #[serde(default = "d_max_value")]
     pub max_value: u32,
@@ -342,8 +350,10 @@ fn d_interval() -> f64 {
     5.0
 }
 
-const BUILTIN_WORKLOADS: &[(&str, &str)] =
-    &[("register", include_str!("../workloads/register.toml"))];
+const BUILTIN_WORKLOADS: &[(&str, &str)] = &[
+    ("register", include_str!("../workloads/register.toml")),
+    ("list-append", include_str!("../workloads/list-append.toml")),
+];
 const BUILTIN_NEMESES: &[(&str, &str)] = &[
     (
         "partition-kill-pause",
@@ -416,14 +426,22 @@ fn locate(
 pub fn load_workload(arg: &str) -> Result<WorkloadSpec, ConfigError> {
     let (label, text) = locate(arg, "workloads", BUILTIN_WORKLOADS)?;
     let spec: WorkloadSpec = parse_toml(&text, &label)?;
-    if spec.kind != "register" {
-        return Err(ConfigError::new(
-            label,
-            format!("kind {:?}: expected \"register\"", spec.kind),
-        ));
-    }
-    if spec.read_weight + spec.write_weight + spec.cas_weight == 0 {
+    let weights = match spec.kind.as_str() {
+        "register" => spec.read_weight + spec.write_weight + spec.cas_weight,
+        "list-append" => spec.read_weight + spec.append_weight,
+        other => {
+            return Err(ConfigError::new(
+                label,
+                format!("kind {other:?}: expected \"register\" or \"list-append\""),
+            ));
+        }
+    };
+    if weights == 0 {
         return Err(ConfigError::new(label, "all op weights are 0"));
+    }
+    if let Some(v) = &spec.version_source {
+        v.parse::<crate::checker::session::VersionSource>()
+            .map_err(|m| ConfigError::new(label.clone(), m))?;
     }
     if spec.threads_per_key == 0 || spec.ops_per_key == 0 {
         return Err(ConfigError::new(
@@ -538,6 +556,8 @@ mod tests {
     fn builtin_specs_parse() {
         let w = load_workload("register").unwrap();
         assert_eq!(w.kind, "register");
+        let w = load_workload("list-append").unwrap();
+        assert_eq!((w.kind.as_str(), w.append_weight), ("list-append", 1));
         let n = load_nemesis("partition-kill-pause").unwrap();
         assert_eq!(n.faults.len(), 4);
         assert!(load_nemesis("none").unwrap().faults.is_empty());
@@ -663,6 +683,16 @@ mod tests {
         let e = load_nemesis(p.to_str().unwrap()).unwrap_err().to_string();
         assert!(e.contains("bad.toml:2"), "{e}");
         let e = load_workload("nonexistent").unwrap_err().to_string();
-        assert!(e.contains("known: register"), "{e}");
+        assert!(e.contains("known: register, list-append"), "{e}");
+        std::fs::write(&p, "kind = \"list-append\"\nversion_source = \"lists\"\n").unwrap();
+        let e = load_workload(p.to_str().unwrap()).unwrap_err().to_string();
+        assert!(e.contains("bad.toml") && e.contains("\"lists\""), "{e}");
+        std::fs::write(
+            &p,
+            "kind = \"list-append\"\nread_weight = 0\nappend_weight = 0\n",
+        )
+        .unwrap();
+        let e = load_workload(p.to_str().unwrap()).unwrap_err().to_string();
+        assert!(e.contains("all op weights are 0"), "{e}");
     }
 }

@@ -1,16 +1,47 @@
 //! Session-guarantee checker: read-your-writes, monotonic reads, monotonic writes and
-//! writes-follow-reads (Terry et al., PDIS 1994) on per-key register ops, judged with the
-//! system-provided version order, plus stale-read quantification and version-conflict detection.
+//! writes-follow-reads (Terry et al., PDIS 1994) on per-key ops, judged against a per-key version
+//! order taken from one of three sources, plus stale-read quantification and version-conflict
+//! detection.
 //!
-//! Owns the analysis and its result types (`SessionResult`, `SessionChecker`) and a seeded
-//! generator of versioned linearizable histories (`histgen`) for tests and benchmarks. Does not own
-//! reading histories (`history`), rendering or storing results.
+//! Owns the analysis and its result types (`SessionResult`, `SessionChecker`), the choice of
+//! version source, and seeded generators of versioned register and list-append histories
+//! (`histgen`) for tests and benchmarks. Does not own reading histories (`history`), rendering or
+//! storing results.
+//!
+//! # Version sources
+//!
+//! - **system** (`VersionSource::System`): each ok `read` carries the key's version (etcd
+//!   `mod_revision`); an ok `write`, `cas` or `append` carries the version it created. Higher
+//!   version = newer, per key. A read of an absent key (`value: null`, no version) reads version
+//!   0 ("none").
+//! - **list-append** (`VersionSource::ListAppend`, Elle's trick): ops are `append` (value: an
+//!   integer unique per key) and `read` (value: the key's whole list, `null` = empty). The order
+//!   is recovered from the reads: a read's version is its list's length, and every read must be a
+//!   prefix of the key's longest read. A read that is not is a `version-conflict` anomaly whose
+//!   witness is that read and the longest one (two lists that cannot both be prefixes of one
+//!   order); it is then not judged further (counted in `conflicting_reads`). An element appearing
+//!   twice in a list is a `duplicate-element` anomaly. An ok append's version is the 1-based
+//!   position of its element in the longest list. An ok append that no read shows has an unknown
+//!   position after every version any read returned (counted in `unseen_appends`): a later read
+//!   by its session misses it (read-your-writes violation), a later seen append by its session is
+//!   older than it (monotonic-writes violation), and two unseen appends are never compared.
+//!   `write`/`cas` ops cannot be placed and count as unversioned. Versions reported by the system
+//!   are ignored in this source. With every read a prefix of one order, an append after reading
+//!   `n` elements always lands beyond position `n`, so a writes-follow-reads violation can only
+//!   show up as a version conflict.
+//! - **increasing values** (`VersionSource::IncreasingValues`): the workload writes values that
+//!   increase per key (starting at 1), so the written value is the version: a read's version is
+//!   the value read (`null` = 0), a write's its value, a cas's its new value. Non-integer or
+//!   non-positive values are malformed.
+//!
+//! **Choosing the source** (`SessionConfig::source`; `None` = auto): a configured source wins;
+//! otherwise a history with any `append` op or any list-valued ok read uses list-append (the order
+//! it recovers is checked against itself, while system versions are taken on trust), else system
+//! versions. Increasing values are never guessed: a workload must declare them. The source used
+//! and why are recorded in the result (`version_source`, `version_source_reason`).
 //!
 //! # Semantics
 //!
-//! - **Version order.** Each ok `read` carries the key's version (etcd `mod_revision`); an ok
-//!   `write` or `cas` carries the version it created. Higher version = newer, per key. A read of an
-//!   absent key (`value: null`, no version) reads version 0 ("none").
 //! - **Session.** By default a session is a client *process*. A thread whose op ends `info`
 //!   continues under a fresh process id, i.e. as a new session: the info op may or may not have
 //!   taken effect, so the checker cannot demand that the session later sees it, and it cannot know
@@ -19,33 +50,39 @@
 //!   its ok writes before an `info` must still be seen after it. Info ops are never evidence in
 //!   either mode: neither their writes nor their (unknown) reads are used.
 //! - **fail** ops did not happen and are ignored. Nemesis ops and ops other than
-//!   `read`/`write`/`cas` are ignored.
+//!   `read`/`write`/`cas`/`append` are ignored.
 //! - Sessions are sequential, so scanning completions in history order is session order. For each
-//!   session and key: **read-your-writes**: an ok read after the session's own ok write/cas of
+//!   session and key: **read-your-writes**: an ok read after the session's own ok write of
 //!   version `v` returns version ≥ `v`; **monotonic reads**: successive ok reads never go back in
 //!   version; **monotonic writes**: successive ok writes get strictly increasing versions;
-//!   **writes-follow-reads**: an ok write after reading version `v` gets a version > `v`. Each rule
-//!   compares against the maximum seen so far, so one bad op is one violation.
-//! - **Unjudgeable input.** An ok read with a value but no version, or an ok write without a
-//!   version, is counted as unversioned and skipped; a non-positive version on a write (or on a
-//!   read with a value) is counted as malformed and skipped. If no op carries a version, or no
-//!   comparison could be made at all, the verdict is `unknown`, never `valid`.
+//!   **writes-follow-reads**: an ok write after reading version `v` gets a version > `v`. The four
+//!   are one mechanism (`RULES`): each session keeps two bounds per key (highest own write,
+//!   highest read) and each rule compares an op against one of them, so one bad op is one
+//!   violation per rule.
+//! - **Unjudgeable input.** An ok op whose version the source cannot give (a read with a value but
+//!   no version, a write without one) is counted as unversioned and skipped; an impossible version
+//!   (≤ 0 on a write or on a read with a value, a value of the wrong shape) is counted as
+//!   malformed and skipped. If no op has a version, or no comparison could be made at all, the
+//!   verdict is `unknown`, never `valid`.
 //! - **Stale reads.** For every ok read with a judgeable version, among the distinct versions of
-//!   its key acknowledged (ok write/cas by anyone) *before the read was invoked*: versions behind =
-//!   how many are newer than the version read; ms behind = read invoke time minus the ack time of
-//!   the earliest-acknowledged of those newer versions (0 when up to date). Staleness is reported,
-//!   not judged: it does not change the verdict (session guarantees allow stale reads).
-//! - **Version conflicts.** Two ok ops of one key reporting the same version with different
-//!   values (write/write, read/write or read/read) mean the system's version order itself is
-//!   contradictory; each is an anomaly of kind `version-conflict` and makes the verdict `invalid`.
-//! - **Cost.** Two passes over the history with hash maps keyed by (session, key) and
-//!   (key, version); stale-read counts use per-key Fenwick trees over the sorted acknowledged
-//!   versions, so the whole check is O(n log n) time and O(n) memory.
+//!   its key acknowledged (ok write/cas/append by anyone) *before the read was invoked*: versions
+//!   behind = how many are newer than the version read; ms behind = read invoke time minus the ack
+//!   time of the earliest-acknowledged of those newer versions (0 when up to date). Unseen appends
+//!   count as newer than every read. Staleness is reported, not judged: it does not change the
+//!   verdict (session guarantees allow stale reads).
+//! - **Version conflicts** (system and increasing values). Two ok ops of one key reporting the same
+//!   version with different values (write/write, read/write or read/read) mean the system's
+//!   version order itself is contradictory; each is an anomaly of kind `version-conflict` and
+//!   makes the verdict `invalid`. An append's element is not compared with a read's list.
+//! - **Cost.** A constant number of passes over the history with hash maps keyed by (session,
+//!   key), (key, version) and (key, element); list-append reads are each compared once with their
+//!   key's longest list (linear in the history's size); stale-read counts use per-key Fenwick trees
+//!   over the sorted acknowledged versions. O(n log n) time, O(n) memory.
 
 use crate::checker::{CheckResult, Checker, Verdict};
 use crate::history::{History, Op, OpType, Process};
 use rustc_hash::FxHashMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt::Write as _;
 
@@ -62,11 +99,57 @@ pub enum SessionMode {
     },
 }
 
+/// Where the per-key version order comes from (see the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VersionSource {
+    /// Versions the system reported on each op (`version`: etcd mod_revision, a version column).
+    System,
+    /// Recovered from list-append reads: a read's version is its length, an append's the position
+    /// of its element.
+    ListAppend,
+    /// The written value is the version (values increase per key).
+    IncreasingValues,
+}
+
+impl VersionSource {
+    /// All sources.
+    pub const ALL: [VersionSource; 3] = [
+        VersionSource::System,
+        VersionSource::ListAppend,
+        VersionSource::IncreasingValues,
+    ];
+
+    /// Stable kebab-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            VersionSource::System => "system",
+            VersionSource::ListAppend => "list-append",
+            VersionSource::IncreasingValues => "increasing-values",
+        }
+    }
+}
+
+impl std::str::FromStr for VersionSource {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<VersionSource, String> {
+        VersionSource::ALL
+            .into_iter()
+            .find(|v| v.name() == s)
+            .ok_or_else(|| {
+                format!("version source {s:?}: expected system, list-append or increasing-values")
+            })
+    }
+}
+
 /// Checker options.
 #[derive(Debug, Clone, Serialize)]
 pub struct SessionConfig {
     /// How sessions are formed.
     pub mode: SessionMode,
+    /// Where versions come from; `None` chooses automatically (see the module doc).
+    pub source: Option<VersionSource>,
     /// At most this many violation witnesses are kept per guarantee (totals are always exact).
     pub max_witnesses_per_guarantee: usize,
     /// At most this many version-conflict witnesses are kept.
@@ -79,6 +162,7 @@ impl Default for SessionConfig {
     fn default() -> Self {
         SessionConfig {
             mode: SessionMode::Process,
+            source: None,
             max_witnesses_per_guarantee: 100,
             max_conflicts: 100,
             top_keys: 10,
@@ -171,22 +255,25 @@ pub struct GuaranteeResult {
     pub witnesses: Vec<Violation>,
 }
 
-/// Two ops reporting the same version of a key with different values.
+/// Contradictory evidence about a key's version order: two ops reporting the same version with
+/// different values (system, increasing values), two list-append reads that cannot both be
+/// prefixes of one order, or a list holding one element twice.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct VersionConflict {
-    /// Always `version-conflict`.
+    /// `version-conflict` or (list-append) `duplicate-element`.
     pub kind: &'static str,
     /// Key (absent for single-register histories).
     pub key: Option<String>,
-    /// The contested version.
+    /// The contested version; for list-append, the 1-based list position where the two reads
+    /// differ (or where the element repeats).
     pub version: i64,
-    /// History index of the first op reporting this version.
+    /// History index of the first op (for list-append: the earlier of the two reads).
     pub first_index: u64,
-    /// History index of the contradicting op.
+    /// History index of the contradicting op (equal to `first_index` for a duplicate element).
     pub later_index: u64,
-    /// Value the first op associated with the version.
+    /// Value the first op associated with the version (for list-append: its whole list).
     pub first_value: Value,
-    /// Value the later op associated with the version.
+    /// Value the later op associated with the version (for list-append: its whole list).
     pub later_value: Value,
     /// Human-readable account.
     pub witness: String,
@@ -230,6 +317,10 @@ pub struct SessionResult {
     pub verdict: Verdict,
     /// Why the verdict is unknown, when it is.
     pub reason: Option<String>,
+    /// Where the version order came from.
+    pub version_source: VersionSource,
+    /// Why that source was used.
+    pub version_source_reason: String,
     /// How sessions were formed.
     pub mode: SessionMode,
     /// Distinct sessions with at least one ok read or write.
@@ -238,7 +329,7 @@ pub struct SessionResult {
     pub keys: u64,
     /// Ok reads seen.
     pub ok_reads: u64,
-    /// Ok writes and cas seen.
+    /// Ok writes, cas and appends seen.
     pub ok_writes: u64,
     /// Ok reads with a value but no version (not judged).
     pub unversioned_reads: u64,
@@ -246,6 +337,10 @@ pub struct SessionResult {
     pub unversioned_writes: u64,
     /// Ok ops with an impossible version (≤ 0 on a write or on a read that returned a value).
     pub malformed: u64,
+    /// List-append reads that are not a prefix of their key's longest list (not judged).
+    pub conflicting_reads: u64,
+    /// Ok appends no read ever showed (position unknown; see the module doc).
+    pub unseen_appends: u64,
     /// Info completions of reads/writes/cas (ignored as evidence).
     pub info_ignored: u64,
     /// Fail completions of reads/writes/cas (ignored: they did not happen).
@@ -361,6 +456,12 @@ impl SessionResult {
         if self.version_conflicts > 0 {
             let _ = writeln!(s, "version conflicts: {}", self.version_conflicts);
         }
+        let _ = writeln!(
+            s,
+            "versions: {} ({})",
+            self.version_source.name(),
+            self.version_source_reason
+        );
         s
     }
 }
@@ -411,6 +512,7 @@ enum Kind {
     Read,
     Write,
     Cas,
+    Append,
 }
 
 fn kind_of(op: &Op) -> Option<Kind> {
@@ -421,36 +523,85 @@ fn kind_of(op: &Op) -> Option<Kind> {
         "read" => Some(Kind::Read),
         "write" => Some(Kind::Write),
         "cas" => Some(Kind::Cas),
+        "append" => Some(Kind::Append),
         _ => None,
     }
 }
 
-/// How an ok op's version can be used.
-enum Ver {
-    /// A judgeable version (0 = absent key, reads only).
-    Known(i64),
-    /// No version reported.
-    Unversioned,
-    /// An impossible version.
-    Malformed,
+/// A judged position in a key's version order.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Pos {
+    /// A known version (0 = absent key / empty list, reads only).
+    At(i64),
+    /// An ok append no read ever showed: after every version any read returned, order among
+    /// such appends unknown. The number is a synthetic rank (> every read's version) used only
+    /// for stale-read counting.
+    Unseen(i64),
 }
 
-fn version_of(kind: Kind, op: &Op) -> Ver {
+impl Pos {
+    /// The version used for stale-read counting and the result's `*_version` fields.
+    fn rank(self) -> i64 {
+        match self {
+            Pos::At(v) | Pos::Unseen(v) => v,
+        }
+    }
+
+    /// Order of two positions; `None` when they cannot be compared (two unseen appends).
+    fn cmp(self, other: Pos) -> Option<std::cmp::Ordering> {
+        match (self, other) {
+            (Pos::At(a), Pos::At(b)) => Some(a.cmp(&b)),
+            (Pos::At(_), Pos::Unseen(_)) => Some(std::cmp::Ordering::Less),
+            (Pos::Unseen(_), Pos::At(_)) => Some(std::cmp::Ordering::Greater),
+            (Pos::Unseen(_), Pos::Unseen(_)) => None,
+        }
+    }
+}
+
+/// How an ok op's version can be used.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Ver {
+    /// A judgeable position.
+    Known(Pos),
+    /// No version reported (or derivable).
+    Unversioned,
+    /// An impossible version or a value of the wrong shape.
+    Malformed,
+    /// A list-append read that is not a prefix of the key's longest list (reported as a
+    /// version conflict, not judged further).
+    Conflicting,
+}
+
+fn system_version(kind: Kind, op: &Op) -> Ver {
     match (kind, op.version) {
-        (Kind::Read, None) if op.value.is_null() => Ver::Known(0),
-        (Kind::Read, Some(0)) if op.value.is_null() => Ver::Known(0),
+        (Kind::Read, None) if op.value.is_null() => Ver::Known(Pos::At(0)),
+        (Kind::Read, Some(0)) if op.value.is_null() => Ver::Known(Pos::At(0)),
         (_, None) => Ver::Unversioned,
-        (_, Some(v)) if v >= 1 => Ver::Known(v),
+        (_, Some(v)) if v >= 1 => Ver::Known(Pos::At(v)),
         _ => Ver::Malformed,
     }
 }
 
-/// The value an ok op associates with its version: the read value, the written value, or the
-/// cas's new value. Falls back to the invoke's argument when the completion carries none.
+fn increasing_version(kind: Kind, op: &Op, invoke: Option<&Op>) -> Ver {
+    if kind == Kind::Append {
+        return Ver::Unversioned;
+    }
+    if kind == Kind::Read && op.value.is_null() {
+        return Ver::Known(Pos::At(0));
+    }
+    match value_of(kind, op, invoke).map(Value::as_i64) {
+        Some(Some(v)) if v >= 1 => Ver::Known(Pos::At(v)),
+        _ => Ver::Malformed,
+    }
+}
+
+/// The value an ok op associates with its version: the read value, the written value, the
+/// cas's new value or the appended element. Falls back to the invoke's argument when the
+/// completion carries none.
 fn value_of<'a>(kind: Kind, op: &'a Op, invoke: Option<&'a Op>) -> Option<&'a Value> {
     let pick = |v: &'a Value| -> Option<&'a Value> {
         match kind {
-            Kind::Read | Kind::Write => Some(v),
+            Kind::Read | Kind::Write | Kind::Append => Some(v),
             Kind::Cas => match v {
                 Value::Array(a) if a.len() == 2 => Some(&a[1]),
                 _ => None,
@@ -475,11 +626,15 @@ fn show_value(v: Option<&Value>) -> String {
     }
 }
 
-fn show_version(v: i64) -> String {
-    if v == 0 {
-        "version none".to_string()
-    } else {
-        format!("version {v}")
+/// How a position reads in a witness: "version 12" / "version none" for versioned sources,
+/// "3 elements" / "position 5" / "never read" for list-append.
+fn show_pos(source: VersionSource, is_read: bool, p: Pos) -> String {
+    match (source, p) {
+        (VersionSource::ListAppend, Pos::Unseen(_)) => "position unknown: never read".to_string(),
+        (VersionSource::ListAppend, Pos::At(v)) if is_read => format!("{v} elements"),
+        (VersionSource::ListAppend, Pos::At(v)) => format!("position {v}"),
+        (_, Pos::At(0)) => "version none".to_string(),
+        (_, p) => format!("version {}", p.rank()),
     }
 }
 
@@ -555,13 +710,56 @@ impl KeyAcks {
     }
 }
 
+/// Per (session, key): the highest position the session's own ok writes reached and the highest
+/// its ok reads returned, each with the completion index that set it. Indexed by `Bound`.
 #[derive(Default, Clone, Copy)]
-struct SessState {
-    /// Highest own ok write version and its completion index.
-    write: Option<(i64, usize)>,
-    /// Highest ok read version and its completion index.
-    read: Option<(i64, usize)>,
+struct SessState([Option<(Pos, usize)>; 2]);
+
+/// Which of a session's bounds a rule compares against.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Bound {
+    /// The session's own highest ok write.
+    OwnWrite = 0,
+    /// The highest version the session has read.
+    OwnRead = 1,
 }
+
+/// One session guarantee as data: an op of kind `later_is_read` (read, or a write of any kind)
+/// must reach at least the session's `bound` — strictly beyond it when `must_be_newer`.
+struct Rule {
+    guarantee: Guarantee,
+    later_is_read: bool,
+    bound: Bound,
+    must_be_newer: bool,
+}
+
+/// The four guarantees (Terry et al.) as comparisons against the session's bounds.
+const RULES: [Rule; 4] = [
+    Rule {
+        guarantee: Guarantee::ReadYourWrites,
+        later_is_read: true,
+        bound: Bound::OwnWrite,
+        must_be_newer: false,
+    },
+    Rule {
+        guarantee: Guarantee::MonotonicReads,
+        later_is_read: true,
+        bound: Bound::OwnRead,
+        must_be_newer: false,
+    },
+    Rule {
+        guarantee: Guarantee::MonotonicWrites,
+        later_is_read: false,
+        bound: Bound::OwnWrite,
+        must_be_newer: true,
+    },
+    Rule {
+        guarantee: Guarantee::WritesFollowReads,
+        later_is_read: false,
+        bound: Bound::OwnRead,
+        must_be_newer: true,
+    },
+];
 
 struct GuaranteeAcc {
     checks: u64,
@@ -569,9 +767,6 @@ struct GuaranteeAcc {
     per_key: FxHashMap<u32, u64>,
     witnesses: Vec<Violation>,
 }
-
-/// A violation found on one op: guarantee, (earlier version, earlier index), witness text.
-type Found = (Guarantee, (i64, usize), String);
 
 const NO_KEY: u32 = u32::MAX;
 const NONE: usize = usize::MAX;
@@ -592,25 +787,178 @@ fn percentiles<T: Copy + Default + PartialOrd>(sorted: &[T]) -> Percentiles<T> {
     }
 }
 
+/// The auto rule (see the module doc): list-append if the history has `append` ops or
+/// list-valued ok reads, else system versions. Returns the source and why.
+fn choose_source(history: &History, config: &SessionConfig) -> (VersionSource, String) {
+    if let Some(s) = config.source {
+        return (s, "chosen by configuration".to_string());
+    }
+    let mut versioned = false;
+    for op in &history.ops {
+        let Some(kind) = kind_of(op) else { continue };
+        if kind == Kind::Append {
+            return (
+                VersionSource::ListAppend,
+                "the history has append ops".to_string(),
+            );
+        }
+        if op.op_type == OpType::Ok {
+            if kind == Kind::Read && op.value.is_array() {
+                return (
+                    VersionSource::ListAppend,
+                    "ok reads return lists".to_string(),
+                );
+            }
+            versioned |= op.version.is_some();
+        }
+    }
+    if versioned {
+        (
+            VersionSource::System,
+            "ok ops carry system versions".to_string(),
+        )
+    } else {
+        (
+            VersionSource::System,
+            "no versions, lists or declared increasing values; defaulted".to_string(),
+        )
+    }
+}
+
+/// Derived versions and the conflicts found while deriving them.
+struct Derived {
+    /// Per history position; meaningful at ok completions only.
+    vers: Vec<Ver>,
+    /// Conflicts found by the list-append prefix check (system conflicts are found later).
+    conflicts: Vec<(usize, usize, i64, &'static str)>,
+    /// Ok appends whose element no read showed.
+    unseen_appends: u64,
+}
+
+/// The elements of a read value when it is a list of integers (`null` = empty).
+fn int_list(v: &Value) -> Option<&[Value]> {
+    match v {
+        Value::Null => Some(&[]),
+        Value::Array(a) if a.iter().all(Value::is_i64) => Some(a),
+        _ => None,
+    }
+}
+
+/// List-append versions (Elle's trick): a read's version is its length and must be a prefix of
+/// the key's longest read; an ok append's version is the 1-based position its element first
+/// appears at in that longest list, or `Unseen` when no read shows it. Linear in the total size
+/// of the history (each read list is compared once, element by element).
+fn derive_list_append(
+    ops: &[Op],
+    kinds: &[Option<Kind>],
+    partner: &[usize],
+    key_id: &[u32],
+    nkeys: usize,
+) -> Derived {
+    let n = ops.len();
+    let mut vers = vec![Ver::Unversioned; n];
+    let is_ok_read = |i: usize| ops[i].op_type == OpType::Ok && kinds[i] == Some(Kind::Read);
+    // Longest ok read per key: (history position, length).
+    let mut longest: Vec<Option<(usize, usize)>> = vec![None; nkeys];
+    for (i, op) in ops.iter().enumerate() {
+        if !is_ok_read(i) {
+            continue;
+        }
+        match int_list(&op.value) {
+            Some(l) => {
+                let k = key_id[i] as usize;
+                if longest[k].is_none_or(|(_, len)| l.len() > len) {
+                    longest[k] = Some((i, l.len()));
+                }
+            }
+            None => vers[i] = Ver::Malformed,
+        }
+    }
+    let list_at = |i: usize| int_list(&ops[i].value).unwrap_or(&[]);
+    let mut conflicts = Vec::new();
+    // Element → 1-based position in the key's longest list.
+    let mut position: FxHashMap<(u32, i64), i64> = FxHashMap::default();
+    for (k, l) in longest.iter().enumerate() {
+        let Some((li, _)) = *l else { continue };
+        for (p, e) in list_at(li).iter().enumerate() {
+            let e = e.as_i64().unwrap_or(0);
+            if position.insert((k as u32, e), p as i64 + 1).is_some() {
+                // An element appended once appears twice: the list contradicts itself.
+                conflicts.push((li, li, p as i64 + 1, "duplicate-element"));
+            }
+        }
+    }
+    for i in 0..n {
+        if !is_ok_read(i) || vers[i] == Ver::Malformed {
+            continue;
+        }
+        let Some((li, _)) = longest[key_id[i] as usize] else {
+            continue;
+        };
+        let list = list_at(i);
+        match list.iter().zip(list_at(li)).position(|(a, b)| a != b) {
+            None => vers[i] = Ver::Known(Pos::At(list.len() as i64)),
+            Some(p) => {
+                vers[i] = Ver::Conflicting;
+                conflicts.push((i.min(li), i.max(li), p as i64 + 1, "version-conflict"));
+            }
+        }
+    }
+    // Synthetic ranks for unseen appends start beyond the longest list of their key.
+    let mut next_unseen: Vec<i64> = longest
+        .iter()
+        .map(|l| l.map_or(0, |(_, len)| len as i64) + 1)
+        .collect();
+    let mut unseen_appends = 0u64;
+    for (i, op) in ops.iter().enumerate() {
+        // Only appends can be placed; writes and cas stay unversioned.
+        if op.op_type != OpType::Ok || kinds[i] != Some(Kind::Append) {
+            continue;
+        }
+        let inv = (partner[i] != NONE).then(|| &ops[partner[i]]);
+        let Some(e) = value_of(Kind::Append, op, inv).and_then(Value::as_i64) else {
+            vers[i] = Ver::Malformed;
+            continue;
+        };
+        let k = key_id[i];
+        vers[i] = match position.get(&(k, e)) {
+            Some(&p) => Ver::Known(Pos::At(p)),
+            None => {
+                unseen_appends += 1;
+                let r = next_unseen[k as usize];
+                next_unseen[k as usize] += 1;
+                Ver::Known(Pos::Unseen(r))
+            }
+        };
+    }
+    Derived {
+        vers,
+        conflicts,
+        unseen_appends,
+    }
+}
+
 /// Check the four session guarantees, quantify stale reads and find version conflicts (see the
 /// module doc for the exact semantics).
 pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResult {
     let ops = &history.ops;
     let n = ops.len();
+    let (source, source_reason) = choose_source(history, config);
 
-    // Pass 1: pair invokes with completions, intern keys, collect acknowledged versions per key.
+    // Pass 1: pair invokes with completions, intern keys.
     let mut partner = vec![NONE; n];
     let mut key_id = vec![NO_KEY; n];
     let mut key_ids: FxHashMap<Option<&str>, u32> = FxHashMap::default();
     let mut key_names: Vec<Option<&str>> = Vec::new();
-    let mut acked: Vec<Vec<i64>> = Vec::new();
     let mut open: FxHashMap<Process, usize> = FxHashMap::default();
     let mut unpaired = 0u64;
+    let kinds: Vec<Option<Kind>> = ops.iter().map(kind_of).collect();
     for (i, op) in ops.iter().enumerate() {
-        let Some(kind) = kind_of(op) else { continue };
+        if kinds[i].is_none() {
+            continue;
+        }
         let k = *key_ids.entry(op.key.as_deref()).or_insert_with(|| {
             key_names.push(op.key.as_deref());
-            acked.push(Vec::new());
             (key_names.len() - 1) as u32
         });
         key_id[i] = k;
@@ -627,16 +975,105 @@ pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResul
             }
             None => unpaired += 1,
         }
+    }
+
+    // Pass 2: versions of ok completions, by source.
+    let derived = match source {
+        VersionSource::ListAppend => {
+            derive_list_append(ops, &kinds, &partner, &key_id, key_names.len())
+        }
+        VersionSource::System | VersionSource::IncreasingValues => {
+            let vers = ops
+                .iter()
+                .enumerate()
+                .map(|(i, op)| match kinds[i] {
+                    Some(kind) if op.op_type == OpType::Ok => {
+                        if source == VersionSource::System {
+                            system_version(kind, op)
+                        } else {
+                            let inv = (partner[i] != NONE).then(|| &ops[partner[i]]);
+                            increasing_version(kind, op, inv)
+                        }
+                    }
+                    _ => Ver::Unversioned,
+                })
+                .collect();
+            Derived {
+                vers,
+                conflicts: Vec::new(),
+                unseen_appends: 0,
+            }
+        }
+    };
+    let vers = derived.vers;
+    let mut acked: Vec<Vec<i64>> = vec![Vec::new(); key_names.len()];
+    for (i, op) in ops.iter().enumerate() {
         if op.op_type == OpType::Ok
+            && let Some(kind) = kinds[i]
             && kind != Kind::Read
-            && let Ver::Known(v) = version_of(kind, op)
+            && let Ver::Known(p) = vers[i]
         {
-            acked[k as usize].push(v);
+            acked[key_id[i] as usize].push(p.rank());
         }
     }
     let mut acks: Vec<KeyAcks> = acked.into_iter().map(KeyAcks::new).collect();
 
-    // Pass 2: history order.
+    let session_label = |p: u64| match config.mode {
+        SessionMode::Process => format!("process {p}"),
+        SessionMode::Thread { concurrency } => {
+            format!("thread {} (process {p})", p % concurrency.max(1))
+        }
+    };
+    let describe_at = |j: usize| {
+        let kj = kind_of(&ops[j]).unwrap_or(Kind::Read);
+        let inv = (partner[j] != NONE).then(|| &ops[partner[j]]);
+        describe(kj, &ops[j], inv, key_names[key_id[j] as usize])
+    };
+    let mut version_conflicts = 0u64;
+    let mut conflicts: Vec<VersionConflict> = Vec::new();
+    for &(a, b, at, kind) in &derived.conflicts {
+        version_conflicts += 1;
+        if conflicts.len() >= config.max_conflicts {
+            continue;
+        }
+        let key = key_names[key_id[a] as usize];
+        let side = |j: usize| {
+            format!(
+                "{} ({} {}, ok at {})",
+                describe_at(j),
+                session_label(ops[j].process.client().unwrap_or(0)),
+                ops[j].index,
+                secs(ops[j].time_ns)
+            )
+        };
+        let witness = if kind == "duplicate-element" {
+            format!(
+                "{} holds element {} twice (again at position {at} of {})",
+                side(a),
+                ops[a].value.get((at - 1) as usize).unwrap_or(&Value::Null),
+                key_label(key)
+            )
+        } else {
+            format!(
+                "{} and {} differ at position {at} of {}: they cannot both be prefixes of one order",
+                side(a),
+                side(b),
+                key_label(key)
+            )
+        };
+        conflicts.push(VersionConflict {
+            kind,
+            key: key.map(str::to_string),
+            version: at,
+            first_index: ops[a].index,
+            later_index: ops[b].index,
+            first_value: ops[a].value.clone(),
+            later_value: ops[b].value.clone(),
+            witness,
+        });
+    }
+
+    // Pass 3: history order.
     let mut sessions: FxHashMap<(u64, u32), SessState> = FxHashMap::default();
     let mut seen_sessions: FxHashMap<u64, ()> = FxHashMap::default();
     let mut by_version: FxHashMap<(u32, i64), usize> = FxHashMap::default();
@@ -653,24 +1090,17 @@ pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResul
     let mut stale_reads = 0u64;
     let (mut ok_reads, mut ok_writes) = (0u64, 0u64);
     let (mut unversioned_reads, mut unversioned_writes, mut malformed) = (0u64, 0u64, 0u64);
+    let mut conflicting_reads = 0u64;
     let (mut info_ignored, mut fail_ignored) = (0u64, 0u64);
     let mut any_version = false;
-    let mut version_conflicts = 0u64;
-    let mut conflicts: Vec<VersionConflict> = Vec::new();
 
     let session_of = |p: u64| match config.mode {
         SessionMode::Process => p,
         SessionMode::Thread { concurrency } => p % concurrency.max(1),
     };
-    let session_label = |p: u64| match config.mode {
-        SessionMode::Process => format!("process {p}"),
-        SessionMode::Thread { concurrency } => {
-            format!("thread {} (process {p})", p % concurrency.max(1))
-        }
-    };
 
     for (i, op) in ops.iter().enumerate() {
-        let Some(kind) = kind_of(op) else { continue };
+        let Some(kind) = kinds[i] else { continue };
         let k = key_id[i];
         let Some(proc_id) = op.process.client() else {
             continue;
@@ -683,12 +1113,12 @@ pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResul
                 if kind != Kind::Read || partner[i] == NONE {
                     continue;
                 }
-                let c = &ops[partner[i]];
-                if c.op_type != OpType::Ok {
+                let c = partner[i];
+                if ops[c].op_type != OpType::Ok {
                     continue;
                 }
-                if let Ver::Known(v) = version_of(Kind::Read, c) {
-                    let (newer, first_ack) = acks[k as usize].newer_than(v);
+                if let Ver::Known(p) = vers[c] {
+                    let (newer, first_ack) = acks[k as usize].newer_than(p.rank());
                     versions_behind.push(newer);
                     if newer > 0 {
                         stale_reads += 1;
@@ -710,17 +1140,14 @@ pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResul
             }
             OpType::Ok => {}
         }
-        if op.version.is_some() {
-            any_version = true;
-        }
         let is_read = kind == Kind::Read;
         if is_read {
             ok_reads += 1;
         } else {
             ok_writes += 1;
         }
-        let v = match version_of(kind, op) {
-            Ver::Known(v) => v,
+        let v = match vers[i] {
+            Ver::Known(p) => p,
             Ver::Unversioned => {
                 if is_read {
                     unversioned_reads += 1;
@@ -733,14 +1160,25 @@ pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResul
                 malformed += 1;
                 continue;
             }
+            Ver::Conflicting => {
+                conflicting_reads += 1;
+                continue;
+            }
         };
-        if !is_read {
-            acks[k as usize].insert(v, op.time_ns);
+        if v != Pos::At(0) {
+            any_version = true;
         }
+        if !is_read {
+            acks[k as usize].insert(v.rank(), op.time_ns);
+        }
+        let key = key_names[k as usize];
 
-        // Version conflicts.
-        if v > 0 {
-            match by_version.entry((k, v)) {
+        // Version conflicts of reported versions (the list-append source found its own).
+        if source != VersionSource::ListAppend
+            && let Pos::At(ver) = v
+            && ver > 0
+        {
+            match by_version.entry((k, ver)) {
                 std::collections::hash_map::Entry::Vacant(e) => {
                     e.insert(i);
                 }
@@ -748,18 +1186,19 @@ pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResul
                     let j = *e.get();
                     let fk = kind_of(&ops[j]).unwrap_or(Kind::Read);
                     let first_inv = (partner[j] != NONE).then(|| &ops[partner[j]]);
+                    // An appended element is not the key's whole value: not comparable.
+                    let comparable = fk != Kind::Append && kind != Kind::Append;
                     let a = value_of(fk, &ops[j], first_inv);
                     let b = value_of(kind, op, invoke);
-                    if let (Some(a), Some(b)) = (a, b)
+                    if let (true, Some(a), Some(b)) = (comparable, a, b)
                         && a != b
                     {
                         version_conflicts += 1;
                         if conflicts.len() < config.max_conflicts {
-                            let key = key_names[k as usize];
                             conflicts.push(VersionConflict {
                                 kind: "version-conflict",
                                 key: key.map(str::to_string),
-                                version: v,
+                                version: ver,
                                 first_index: ops[j].index,
                                 later_index: op.index,
                                 first_value: a.clone(),
@@ -774,7 +1213,7 @@ pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResul
                                     session_label(proc_id),
                                     op.index,
                                     secs(op.time_ns),
-                                    show_version(v),
+                                    show_pos(source, true, v),
                                     key_label(key),
                                 ),
                             });
@@ -784,122 +1223,71 @@ pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResul
             }
         }
 
-        // Session guarantees.
+        // Session guarantees: every rule for this op's kind, against the session's bound.
         let sid = session_of(proc_id);
         seen_sessions.insert(sid, ());
         let st = sessions.entry((sid, k)).or_default();
-        let key = key_names[k as usize];
-        let earlier_desc = |j: usize| {
-            let kj = kind_of(&ops[j]).unwrap_or(Kind::Read);
-            let inv = (partner[j] != NONE).then(|| &ops[partner[j]]);
-            describe(kj, &ops[j], inv, key)
-        };
-        let who = || session_label(proc_id);
-        let this = || describe(kind, op, invoke, key);
-        // At most two violations per op (one per rule applying to its kind).
-        let mut found: [Option<Found>; 2] = [None, None];
-        if is_read {
-            if let Some((w, wi)) = st.write {
-                acc[Guarantee::ReadYourWrites.slot()].checks += 1;
-                if v < w {
-                    found[0] = Some((
-                        Guarantee::ReadYourWrites,
-                        (w, wi),
-                        format!(
-                            "{} {} ({}, ok at {}) then {} ({}) at {}",
-                            who(),
-                            earlier_desc(wi),
-                            show_version(w),
-                            secs(ops[wi].time_ns),
-                            this(),
-                            show_version(v),
-                            secs(op.time_ns)
-                        ),
-                    ));
-                }
+        for rule in RULES.iter().filter(|r| r.later_is_read == is_read) {
+            let Some((bound, bi)) = st.0[rule.bound as usize] else {
+                continue;
+            };
+            let Some(ord) = v.cmp(bound) else { continue };
+            let a = &mut acc[rule.guarantee.slot()];
+            a.checks += 1;
+            let broken = ord.is_lt() || (rule.must_be_newer && ord.is_eq());
+            if !broken {
+                continue;
             }
-            if let Some((r, ri)) = st.read {
-                acc[Guarantee::MonotonicReads.slot()].checks += 1;
-                if v < r {
-                    found[1] = Some((
-                        Guarantee::MonotonicReads,
-                        (r, ri),
-                        format!(
-                            "{} {} ({}) at {} then {} ({}) at {}",
-                            who(),
-                            earlier_desc(ri),
-                            show_version(r),
-                            secs(ops[ri].time_ns),
-                            this(),
-                            show_version(v),
-                            secs(op.time_ns)
-                        ),
-                    ));
-                }
-            }
-            if st.read.is_none_or(|(r, _)| v > r) {
-                st.read = Some((v, i));
-            }
-        } else {
-            if let Some((w, wi)) = st.write {
-                acc[Guarantee::MonotonicWrites.slot()].checks += 1;
-                if v <= w {
-                    found[0] = Some((
-                        Guarantee::MonotonicWrites,
-                        (w, wi),
-                        format!(
-                            "{} {} ({}, ok at {}) then {} and got {} at {}",
-                            who(),
-                            earlier_desc(wi),
-                            show_version(w),
-                            secs(ops[wi].time_ns),
-                            this(),
-                            show_version(v),
-                            secs(op.time_ns)
-                        ),
-                    ));
-                }
-            }
-            if let Some((r, ri)) = st.read {
-                acc[Guarantee::WritesFollowReads.slot()].checks += 1;
-                if v <= r {
-                    found[1] = Some((
-                        Guarantee::WritesFollowReads,
-                        (r, ri),
-                        format!(
-                            "{} {} ({}) at {} then {} and got {}, not newer, at {}",
-                            who(),
-                            earlier_desc(ri),
-                            show_version(r),
-                            secs(ops[ri].time_ns),
-                            this(),
-                            show_version(v),
-                            secs(op.time_ns)
-                        ),
-                    ));
-                }
-            }
-            if st.write.is_none_or(|(w, _)| v > w) {
-                st.write = Some((v, i));
-            }
-        }
-        for (g, earlier, text) in found.into_iter().flatten() {
-            let a = &mut acc[g.slot()];
             a.violations += 1;
             *a.per_key.entry(k).or_insert(0) += 1;
-            if a.witnesses.len() < config.max_witnesses_per_guarantee {
-                a.witnesses.push(Violation {
-                    guarantee: g,
-                    key: key.map(str::to_string),
-                    session: sid,
-                    process: proc_id,
-                    earlier_index: ops[earlier.1].index,
-                    later_index: op.index,
-                    earlier_version: earlier.0,
-                    later_version: v,
-                    witness: text,
-                });
+            if a.witnesses.len() >= config.max_witnesses_per_guarantee {
+                continue;
             }
+            let earlier = match rule.bound {
+                Bound::OwnWrite => format!(
+                    "({}, ok at {})",
+                    show_pos(source, false, bound),
+                    secs(ops[bi].time_ns)
+                ),
+                Bound::OwnRead => format!(
+                    "({}) at {}",
+                    show_pos(source, true, bound),
+                    secs(ops[bi].time_ns)
+                ),
+            };
+            let later = if is_read {
+                format!("({}) at {}", show_pos(source, true, v), secs(op.time_ns))
+            } else {
+                format!(
+                    "and got {}, not newer, at {}",
+                    show_pos(source, false, v),
+                    secs(op.time_ns)
+                )
+            };
+            a.witnesses.push(Violation {
+                guarantee: rule.guarantee,
+                key: key.map(str::to_string),
+                session: sid,
+                process: proc_id,
+                earlier_index: ops[bi].index,
+                later_index: op.index,
+                earlier_version: bound.rank(),
+                later_version: v.rank(),
+                witness: format!(
+                    "{} {} {earlier} then {} {later}",
+                    session_label(proc_id),
+                    describe_at(bi),
+                    describe(kind, op, invoke, key),
+                ),
+            });
+        }
+        let slot = &mut st.0[if is_read {
+            Bound::OwnRead
+        } else {
+            Bound::OwnWrite
+        } as usize];
+        if slot.is_none_or(|(b, _)| v.cmp(b).is_some_and(|o| o.is_gt())) {
+            *slot = Some((v, i));
         }
     }
 
@@ -954,12 +1342,18 @@ pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResul
     let (verdict, reason) = if violations > 0 || version_conflicts > 0 {
         (Verdict::Invalid, None)
     } else if !any_version {
-        (
-            Verdict::Unknown,
-            Some(format!(
-                "no ok op carries a version ({unversioned_reads} unversioned reads, {unversioned_writes} unversioned writes)"
-            )),
-        )
+        let why = match source {
+            VersionSource::System => format!(
+                "no ok op carries a version ({unversioned_reads} unversioned reads, {unversioned_writes} unversioned writes); if written values increase per key, use the increasing-values version source"
+            ),
+            VersionSource::ListAppend => format!(
+                "no ok read returned a non-empty list and no ok append was placed ({malformed} malformed, {unversioned_writes} writes that are not appends)"
+            ),
+            VersionSource::IncreasingValues => {
+                format!("no ok op has a positive integer value ({malformed} malformed)")
+            }
+        };
+        (Verdict::Unknown, Some(why))
     } else if checks == 0 {
         (
             Verdict::Unknown,
@@ -972,6 +1366,8 @@ pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResul
     SessionResult {
         verdict,
         reason,
+        version_source: source,
+        version_source_reason: source_reason,
         mode: config.mode,
         sessions: seen_sessions.len() as u64,
         keys: key_names.len() as u64,
@@ -980,6 +1376,8 @@ pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResul
         unversioned_reads,
         unversioned_writes,
         malformed,
+        conflicting_reads,
+        unseen_appends: derived.unseen_appends,
         info_ignored,
         fail_ignored,
         unpaired,
@@ -990,12 +1388,16 @@ pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResul
     }
 }
 
-/// "wrote k3 = 12", "read k3 and got 9", "cas k3 from 1 to 12".
+/// "wrote k3 = 12", "read k3 and got 9", "cas k3 from 1 to 12", "appended 7 to k3".
 fn describe(kind: Kind, op: &Op, invoke: Option<&Op>, key: Option<&str>) -> String {
     let key = key_label(key);
     match kind {
         Kind::Read => format!("read {key} and got {}", show_value(Some(&op.value))),
         Kind::Write => format!("wrote {key} = {}", show_value(value_of(kind, op, invoke))),
+        Kind::Append => format!(
+            "appended {} to {key}",
+            show_value(value_of(kind, op, invoke))
+        ),
         Kind::Cas => {
             let arg = if op.value.is_null() {
                 invoke.map(|i| &i.value)
@@ -1012,9 +1414,9 @@ fn describe(kind: Kind, op: &Op, invoke: Option<&Op>, key: Option<&str>) -> Stri
     }
 }
 
-/// Seeded generator of linearizable, versioned register histories (etcd-like: one global revision
-/// counter, each successful write/cas creates the next revision and that becomes the key's
-/// version), optionally with injected stale reads. Client threads pick a random key per op, so a
+/// Seeded generators of linearizable histories, optionally with injected stale reads: versioned
+/// register histories (etcd-like: one global revision counter, each successful write/cas creates
+/// the next revision and that becomes the key's version) and list-append histories (no versions). Client threads pick a random key per op, so a
 /// session spans keys. Owns generation only.
 pub mod histgen {
     use crate::history::{History, Op, OpType, Process};
@@ -1200,11 +1602,160 @@ pub mod histgen {
         }
         History::from_ops(ops)
     }
+
+    /// Shape of a generated list-append history.
+    #[derive(Debug, Clone)]
+    pub struct ListAppendGenConfig {
+        /// Number of keys (ops carry keys `k0`, `k1`, …).
+        pub keys: usize,
+        /// Keys in use at any moment (0 = all): op `i` picks uniformly among
+        /// `active_keys` keys starting at `i · keys / ops`, so the key space is walked over time
+        /// and lists stay short while sessions still revisit keys.
+        pub active_keys: usize,
+        /// Concurrent client threads.
+        pub threads: usize,
+        /// Total operations (each is an invoke plus one completion).
+        pub ops: usize,
+        /// Probability that an op is an append (else a read).
+        pub append_probability: f64,
+        /// Probability that an op crashes (completes `info`; an append's effect is random).
+        pub info_probability: f64,
+        /// Probability that an ok read returns a random shorter prefix of its key's list instead
+        /// of the whole list (0 keeps the history linearizable).
+        pub stale_read_probability: f64,
+        /// Upper bound of each random delay, ns.
+        pub max_delay_ns: u64,
+        /// RNG seed.
+        pub seed: u64,
+    }
+
+    impl Default for ListAppendGenConfig {
+        fn default() -> Self {
+            ListAppendGenConfig {
+                keys: 3,
+                active_keys: 0,
+                threads: 5,
+                ops: 200,
+                append_probability: 0.5,
+                info_probability: 0.05,
+                stale_read_probability: 0.0,
+                max_delay_ns: 1_000_000,
+                seed: 0,
+            }
+        }
+    }
+
+    /// (key, process, append element or 0 for a read, invoke ns, linearization ns, return ns,
+    /// crashed, takes effect)
+    type LaOp = (usize, u64, i64, u64, u64, u64, bool, bool);
+
+    /// Generate a list-append history: appends of per-key unique integers (1, 2, … in invoke
+    /// order), reads returning the key's whole list at their linearization point (or, with
+    /// `stale_read_probability`, a shorter prefix). No op carries a system version.
+    pub fn generate_list_append_history(cfg: &ListAppendGenConfig) -> History {
+        let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+        let keys = cfg.keys.max(1);
+        let threads = cfg.threads.max(1);
+        let delay = cfg.max_delay_ns.max(2);
+        let mut next_elem = vec![1i64; keys];
+        let mut cursor: Vec<(u64, u64)> = (0..threads)
+            .map(|t| (t as u64, rng.random_range(0..delay)))
+            .collect();
+        let mut gs: Vec<LaOp> = Vec::with_capacity(cfg.ops);
+        let ops_total = cfg.ops.max(1);
+        for op_i in 0..cfg.ops {
+            let t = rng.random_range(0..threads);
+            let (process, at) = cursor[t];
+            let lin_ns = at + rng.random_range(1..delay);
+            let ret_ns = lin_ns + rng.random_range(1..delay);
+            let crashed = rng.random_bool(cfg.info_probability.clamp(0.0, 1.0));
+            let key = if cfg.active_keys == 0 || cfg.active_keys >= keys {
+                rng.random_range(0..keys)
+            } else {
+                let base = (op_i as u128 * keys as u128 / ops_total as u128) as usize;
+                (base + rng.random_range(0..cfg.active_keys)).min(keys - 1)
+            };
+            let elem = if rng.random_bool(cfg.append_probability.clamp(0.0, 1.0)) {
+                next_elem[key] += 1;
+                next_elem[key] - 1
+            } else {
+                0
+            };
+            let effect = !crashed || rng.random_bool(0.5);
+            gs.push((key, process, elem, at, lin_ns, ret_ns, crashed, effect));
+            let next = if crashed {
+                process + threads as u64
+            } else {
+                process
+            };
+            cursor[t] = (next, ret_ns + rng.random_range(1..delay));
+        }
+        let mut order: Vec<usize> = (0..gs.len()).collect();
+        order.sort_unstable_by_key(|&i| (gs[i].4, i));
+        let mut lists: Vec<Vec<i64>> = vec![Vec::new(); keys];
+        let mut reads: Vec<Value> = vec![Value::Null; gs.len()];
+        let stale_p = cfg.stale_read_probability.clamp(0.0, 1.0);
+        for &i in &order {
+            let (key, _, elem, _, _, _, _, effect) = gs[i];
+            let l = &mut lists[key];
+            if elem != 0 {
+                if effect {
+                    l.push(elem);
+                }
+            } else {
+                let len = if stale_p > 0.0 && !l.is_empty() && rng.random_bool(stale_p) {
+                    rng.random_range(0..l.len())
+                } else {
+                    l.len()
+                };
+                reads[i] = json!(l[..len]);
+            }
+        }
+        let mut events: Vec<(u64, usize, bool)> = Vec::with_capacity(gs.len() * 2);
+        for (i, g) in gs.iter().enumerate() {
+            events.push((g.3, i, false));
+            events.push((g.5, i, true));
+        }
+        events.sort_unstable_by_key(|&(t, i, done)| (t, done, i));
+        let mut ops = Vec::with_capacity(events.len());
+        for (t, i, done) in events {
+            let (key, process, elem, _, _, _, crashed, _) = gs[i];
+            let f = if elem != 0 { "append" } else { "read" };
+            let mut op = match (done, crashed, elem != 0) {
+                (false, _, true) => {
+                    Op::new(OpType::Invoke, Process::Client(process), f, json!(elem))
+                }
+                (false, _, false) => {
+                    Op::new(OpType::Invoke, Process::Client(process), f, Value::Null)
+                }
+                (true, true, _) => {
+                    let v = if elem != 0 { json!(elem) } else { Value::Null };
+                    let mut op = Op::new(OpType::Info, Process::Client(process), f, v);
+                    op.error = Some("timeout".to_string());
+                    op
+                }
+                (true, false, true) => {
+                    Op::new(OpType::Ok, Process::Client(process), f, json!(elem))
+                }
+                (true, false, false) => {
+                    Op::new(OpType::Ok, Process::Client(process), f, reads[i].clone())
+                }
+            };
+            op.time_ns = t;
+            op.key = Some(format!("k{key}"));
+            op.node = Some(format!("n{}", process % threads as u64 % 5 + 1));
+            ops.push(op);
+        }
+        History::from_ops(ops)
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::histgen::{VersionedGenConfig, generate_versioned_history};
+    use super::histgen::{
+        ListAppendGenConfig, VersionedGenConfig, generate_list_append_history,
+        generate_versioned_history,
+    };
     use super::*;
     use serde_json::json;
 
@@ -1257,6 +1808,16 @@ mod tests {
 
     fn check(h: &History) -> SessionResult {
         check_sessions(h, &SessionConfig::default())
+    }
+
+    fn with_source(h: &History, source: VersionSource) -> SessionResult {
+        check_sessions(
+            h,
+            &SessionConfig {
+                source: Some(source),
+                ..SessionConfig::default()
+            },
+        )
     }
 
     fn only(r: &SessionResult, g: Guarantee, n: u64) {
@@ -1474,14 +2035,25 @@ mod tests {
         );
         n.version = Some(5);
         h.ops.push(n);
-        let r = check(&h);
+        let r = with_source(&h, VersionSource::System);
         assert_eq!(r.malformed, 2);
         assert_eq!(r.unpaired, 2);
         assert_eq!(r.verdict, Verdict::Valid, "{}", r.table()); // read 4 → write MAX: RYW n/a, WFR ok
         assert_eq!(r.guarantee(Guarantee::WritesFollowReads).checks, 1);
+        // Auto: the list-valued read selects list-append; the integer read and the junk cas are
+        // malformed there, the write cannot be placed, and nothing is comparable.
+        let r = check(&h);
+        assert_eq!(r.version_source, VersionSource::ListAppend);
+        assert_eq!(r.verdict, Verdict::Unknown, "{}", r.table());
+        assert_eq!((r.malformed, r.unversioned_writes), (1, 2));
+        // Increasing values: read 1 then write 1 is a (correct) writes-follow-reads violation.
+        let r = with_source(&h, VersionSource::IncreasingValues);
+        only(&r, Guarantee::WritesFollowReads, 1);
+        assert_eq!(r.malformed, 2); // the junk cas and the list read
         let c = SessionChecker::default().check(&h);
         assert_eq!(c.checker, "session");
         assert!(c.details["guarantees"].is_array());
+        assert_eq!(c.details["version_source"], "list-append");
     }
 
     #[test]
@@ -1653,5 +2225,340 @@ mod tests {
         }
         acks.insert(100, 1); // never acknowledged in pass 1: ignored
         assert_eq!(acks.newer_than(50), (0, None));
+    }
+
+    impl B {
+        /// A complete ok append: invoke at t, ok at t+1.
+        fn append(&mut self, p: u64, key: &str, e: i64, t_ms: u64) -> &mut B {
+            self.ev(OpType::Invoke, p, "append", key, json!(e), None, t_ms)
+                .ev(OpType::Ok, p, "append", key, json!(e), None, t_ms + 1)
+        }
+        /// A complete ok list read: invoke at t, ok at t+1.
+        fn lread(&mut self, p: u64, key: &str, list: &[i64], t_ms: u64) -> &mut B {
+            self.ev(OpType::Invoke, p, "read", key, Value::Null, None, t_ms)
+                .ev(OpType::Ok, p, "read", key, json!(list), None, t_ms + 1)
+        }
+    }
+
+    #[test]
+    fn list_append_is_chosen_automatically_and_recorded() {
+        let mut b = B::new();
+        b.append(1, "k", 1, 0).lread(1, "k", &[1], 2);
+        let r = check(&b.h());
+        assert_eq!(r.version_source, VersionSource::ListAppend);
+        assert_eq!(r.version_source_reason, "the history has append ops");
+        assert_eq!(r.verdict, Verdict::Valid, "{}", r.table());
+        let c = SessionChecker::default().check(&b.h());
+        assert_eq!(c.details["version_source"], "list-append");
+        // Reads of lists alone also select it; versions alone select system.
+        let mut b = B::new();
+        b.lread(1, "k", &[], 0).lread(1, "k", &[4], 2);
+        assert_eq!(check(&b.h()).version_source, VersionSource::ListAppend);
+        let mut b = B::new();
+        b.write(1, "k", 1, 3, 0);
+        assert_eq!(check(&b.h()).version_source, VersionSource::System);
+        assert_eq!(
+            with_source(&b.h(), VersionSource::IncreasingValues).version_source_reason,
+            "chosen by configuration"
+        );
+        assert_eq!(
+            "increasing-values".parse::<VersionSource>(),
+            Ok(VersionSource::IncreasingValues)
+        );
+        assert!("lists".parse::<VersionSource>().is_err());
+    }
+
+    #[test]
+    fn list_append_read_your_writes_violation_and_clean() {
+        let mut b = B::new();
+        // Process 1 appends 1 (position 1, as process 2's read shows), then reads the empty list.
+        b.append(1, "k", 1, 0)
+            .lread(2, "k", &[1], 2)
+            .lread(1, "k", &[], 4);
+        let r = check(&b.h());
+        only(&r, Guarantee::ReadYourWrites, 1);
+        let w = &r.guarantee(Guarantee::ReadYourWrites).witnesses[0];
+        assert_eq!(
+            w.witness,
+            "process 1 appended 1 to k (position 1, ok at 0.001 s) then read k and got [] (0 elements) at 0.005 s"
+        );
+        assert_eq!((w.earlier_version, w.later_version), (1, 0));
+
+        let mut b = B::new();
+        b.append(1, "k", 1, 0)
+            .lread(2, "k", &[1], 2)
+            .lread(1, "k", &[1], 4);
+        let r = check(&b.h());
+        assert_eq!(r.verdict, Verdict::Valid, "{}", r.table());
+        assert_eq!(r.guarantee(Guarantee::ReadYourWrites).checks, 1);
+    }
+
+    #[test]
+    fn list_append_unseen_append_is_after_every_read() {
+        // Process 1's append of 9 is acknowledged but no read ever shows it: its own later read
+        // misses it (read-your-writes), and its later append of 1, seen at position 1, is older
+        // than it (monotonic writes). Process 2's two unseen appends are never compared.
+        let mut b = B::new();
+        b.append(1, "k", 9, 0)
+            .lread(1, "k", &[], 2)
+            .append(1, "k", 1, 4)
+            .lread(3, "k", &[1], 6)
+            .append(2, "k", 7, 8)
+            .append(2, "k", 8, 10);
+        let r = check(&b.h());
+        assert_eq!(r.unseen_appends, 3);
+        let ryw = r.guarantee(Guarantee::ReadYourWrites);
+        assert_eq!(ryw.violations, 1);
+        assert!(
+            ryw.witnesses[0]
+                .witness
+                .contains("appended 9 to k (position unknown: never read, ok at 0.001 s)"),
+            "{}",
+            ryw.witnesses[0].witness
+        );
+        let mw = r.guarantee(Guarantee::MonotonicWrites);
+        assert_eq!((mw.checks, mw.violations), (1, 1), "{}", r.table());
+        assert!(
+            mw.witnesses[0]
+                .witness
+                .contains("then appended 1 to k and got position 1")
+        );
+        // Unseen appends count as newer than every read for staleness: process 3's read of [1]
+        // was invoked after 9's ack.
+        assert_eq!(r.stale.stale_reads, 2, "{:?}", r.stale);
+    }
+
+    #[test]
+    fn list_append_monotonic_reads_violation_and_clean() {
+        let mut b = B::new();
+        b.lread(1, "k", &[1, 2], 0)
+            .lread(1, "k", &[1], 2)
+            .lread(2, "k", &[], 4); // another session: no bound
+        let r = check(&b.h());
+        only(&r, Guarantee::MonotonicReads, 1);
+        assert_eq!(
+            r.guarantee(Guarantee::MonotonicReads).witnesses[0].witness,
+            "process 1 read k and got [1,2] (2 elements) at 0.001 s then read k and got [1] (1 elements) at 0.003 s"
+        );
+        let mut b = B::new();
+        b.lread(1, "k", &[], 0)
+            .lread(1, "k", &[1], 2)
+            .lread(1, "k", &[1, 2], 4);
+        let r = check(&b.h());
+        assert_eq!(r.verdict, Verdict::Valid, "{}", r.table());
+        assert_eq!(r.guarantee(Guarantee::MonotonicReads).checks, 2);
+    }
+
+    #[test]
+    fn list_append_monotonic_writes_violation_and_clean() {
+        // Process 1 appended 2 before 1, but the lists put 1 first.
+        let mut b = B::new();
+        b.append(1, "k", 2, 0)
+            .append(1, "k", 1, 2)
+            .lread(2, "k", &[1, 2], 4);
+        let r = check(&b.h());
+        only(&r, Guarantee::MonotonicWrites, 1);
+        let w = &r.guarantee(Guarantee::MonotonicWrites).witnesses[0];
+        assert_eq!((w.earlier_version, w.later_version), (2, 1));
+        let mut b = B::new();
+        b.append(1, "k", 1, 0)
+            .append(1, "k", 2, 2)
+            .lread(2, "k", &[1, 2], 4);
+        let r = check(&b.h());
+        assert_eq!(r.verdict, Verdict::Valid, "{}", r.table());
+        assert_eq!(r.guarantee(Guarantee::MonotonicWrites).checks, 1);
+    }
+
+    #[test]
+    fn list_append_writes_follow_reads_clean_and_violation_is_a_conflict() {
+        // Clean: read [1], then append 2, which lands after it.
+        let mut b = B::new();
+        b.lread(1, "k", &[1], 0)
+            .append(1, "k", 2, 2)
+            .lread(2, "k", &[1, 2], 4);
+        let r = check(&b.h());
+        assert_eq!(r.verdict, Verdict::Valid, "{}", r.table());
+        assert_eq!(r.guarantee(Guarantee::WritesFollowReads).checks, 1);
+        // Process 1 read [1, 2] and then appended 3, which another read places at position 2:
+        // with every read a prefix of one order this cannot happen, so it surfaces as two reads
+        // that cannot both be prefixes — a version conflict naming both.
+        let mut b = B::new();
+        b.lread(1, "k", &[1, 2], 0)
+            .append(1, "k", 3, 2)
+            .lread(2, "k", &[1, 3], 4)
+            .lread(3, "k", &[1, 2, 4], 6);
+        let r = check(&b.h());
+        assert_eq!(r.verdict, Verdict::Invalid);
+        assert_eq!((r.version_conflicts, r.conflicting_reads), (1, 1));
+        let c = &r.conflicts[0];
+        assert_eq!(c.kind, "version-conflict");
+        assert_eq!((c.first_index, c.later_index, c.version), (5, 7, 2));
+        assert_eq!(
+            (&c.first_value, &c.later_value),
+            (&json!([1, 3]), &json!([1, 2, 4]))
+        );
+        assert_eq!(
+            c.witness,
+            "read k and got [1,3] (process 2 5, ok at 0.005 s) and read k and got [1,2,4] (process 3 7, ok at 0.007 s) differ at position 2 of k: they cannot both be prefixes of one order"
+        );
+        // The append of 3 was never seen in a consistent list: unseen, hence after the read.
+        assert_eq!(r.unseen_appends, 1);
+        assert_eq!(r.total_violations(), 0, "{}", r.table());
+    }
+
+    #[test]
+    fn list_append_duplicate_element_is_a_conflict() {
+        let mut b = B::new();
+        b.append(1, "k", 1, 0).lread(1, "k", &[1, 1], 2);
+        let r = check(&b.h());
+        assert_eq!(r.verdict, Verdict::Invalid);
+        assert_eq!(r.conflicts[0].kind, "duplicate-element");
+        assert_eq!(r.conflicts[0].version, 2);
+        assert!(r.conflicts[0].witness.contains("holds element 1 twice"));
+    }
+
+    #[test]
+    fn list_append_info_and_fail_ops() {
+        // Process 0's append of 2 crashes (info) but shows up in a read: it is placed, yet it
+        // never binds a session. Process 0 continues as 5 and reads [1] — no violation. A failed
+        // append is ignored; an info read is no evidence.
+        let mut b = B::new();
+        b.append(0, "k", 1, 0)
+            .ev(OpType::Invoke, 0, "append", "k", json!(2), None, 2)
+            .ev(OpType::Info, 0, "append", "k", json!(2), None, 3)
+            .lread(5, "k", &[1], 4)
+            .ev(OpType::Invoke, 5, "append", "k", json!(3), None, 6)
+            .ev(OpType::Fail, 5, "append", "k", json!(3), None, 7)
+            .ev(OpType::Invoke, 5, "read", "k", Value::Null, None, 8)
+            .ev(OpType::Info, 5, "read", "k", Value::Null, None, 9)
+            .lread(5, "k", &[1, 2], 10);
+        let r = check(&b.h());
+        assert_eq!(r.verdict, Verdict::Valid, "{}", r.table());
+        assert_eq!((r.info_ignored, r.fail_ignored), (2, 1));
+        assert_eq!((r.unseen_appends, r.ok_writes), (0, 1));
+        // Thread mode: process 5 is thread 0, which appended 1 before the crash; reading [] after
+        // it breaks read-your-writes.
+        b.lread(5, "k", &[], 12);
+        let r = check_sessions(
+            &b.h(),
+            &SessionConfig {
+                mode: SessionMode::Thread { concurrency: 5 },
+                ..SessionConfig::default()
+            },
+        );
+        assert_eq!(r.guarantee(Guarantee::ReadYourWrites).violations, 1);
+        assert_eq!(r.guarantee(Guarantee::MonotonicReads).violations, 1);
+    }
+
+    #[test]
+    fn list_append_ignores_system_versions_and_unplaceable_ops() {
+        let mut b = B::new();
+        b.write(1, "k", 5, 10, 0)
+            .ev(OpType::Invoke, 1, "read", "k", Value::Null, None, 2)
+            .ev(OpType::Ok, 1, "read", "k", json!([1]), Some(3), 3)
+            .ev(OpType::Invoke, 1, "read", "k", Value::Null, None, 4)
+            .ev(OpType::Ok, 1, "read", "k", json!(["x"]), Some(3), 5);
+        let r = check(&b.h());
+        assert_eq!((r.unversioned_writes, r.malformed), (1, 1));
+        assert_eq!(r.verdict, Verdict::Unknown, "{}", r.table());
+    }
+
+    #[test]
+    fn increasing_values_each_guarantee_violation_and_clean() {
+        let inc = |b: &B| with_source(&b.h(), VersionSource::IncreasingValues);
+        // Read-your-writes: wrote 5, read 3.
+        let mut b = B::new();
+        b.write(1, "k", 5, 0, 0).read(1, "k", Some(3), 0, 2);
+        let r = inc(&b);
+        only(&r, Guarantee::ReadYourWrites, 1);
+        assert_eq!(
+            r.guarantee(Guarantee::ReadYourWrites).witnesses[0].witness,
+            "process 1 wrote k = 5 (version 5, ok at 0.001 s) then read k and got 3 (version 3) at 0.003 s"
+        );
+        let mut b = B::new();
+        b.write(1, "k", 5, 0, 0).read(1, "k", Some(6), 0, 2);
+        assert_eq!(inc(&b).verdict, Verdict::Valid);
+        // Monotonic reads: 4 then absent.
+        let mut b = B::new();
+        b.read(1, "k", Some(4), 0, 0).read(1, "k", None, 0, 2);
+        only(&inc(&b), Guarantee::MonotonicReads, 1);
+        let mut b = B::new();
+        b.read(1, "k", None, 0, 0).read(1, "k", Some(4), 0, 2);
+        assert_eq!(inc(&b).verdict, Verdict::Valid);
+        // Monotonic writes: 7 then a cas to 6.
+        let mut b = B::new();
+        b.write(1, "k", 7, 0, 0)
+            .ev(OpType::Invoke, 1, "cas", "k", json!([7, 6]), None, 2)
+            .ev(OpType::Ok, 1, "cas", "k", json!([7, 6]), None, 3);
+        only(&inc(&b), Guarantee::MonotonicWrites, 1);
+        let mut b = B::new();
+        b.write(1, "k", 7, 0, 0).write(1, "k", 8, 0, 2);
+        assert_eq!(inc(&b).verdict, Verdict::Valid);
+        // Writes-follow-reads: read 9, then write 9 (not newer).
+        let mut b = B::new();
+        b.read(1, "k", Some(9), 0, 0).write(1, "k", 9, 0, 2);
+        only(&inc(&b), Guarantee::WritesFollowReads, 1);
+        let mut b = B::new();
+        b.read(1, "k", Some(9), 0, 0).write(1, "k", 10, 0, 2);
+        assert_eq!(inc(&b).verdict, Verdict::Valid);
+    }
+
+    #[test]
+    fn increasing_values_info_and_fail_ops() {
+        let inc = |b: &B| with_source(&b.h(), VersionSource::IncreasingValues);
+        // An info write of 9 need not be seen; a failed write of 20 is ignored; the session after
+        // the info is new.
+        let mut b = B::new();
+        b.write(0, "k", 3, 0, 0)
+            .ev(OpType::Invoke, 0, "write", "k", json!(9), None, 2)
+            .ev(OpType::Info, 0, "write", "k", json!(9), None, 3)
+            .read(5, "k", Some(3), 0, 4)
+            .ev(OpType::Invoke, 5, "write", "k", json!(20), None, 6)
+            .ev(OpType::Fail, 5, "write", "k", json!(20), None, 7)
+            .read(5, "k", Some(3), 0, 8);
+        let r = inc(&b);
+        assert_eq!(r.verdict, Verdict::Valid, "{}", r.table());
+        assert_eq!((r.info_ignored, r.fail_ignored), (1, 1));
+        // Stale reads are measured in values: 3 read while 3 and ... nothing newer was acked.
+        assert_eq!(r.stale.stale_reads, 0);
+        // Non-positive or non-integer values are malformed, never judged.
+        let mut b = B::new();
+        b.write(1, "k", 0, 0, 0)
+            .ev(OpType::Invoke, 1, "read", "k", Value::Null, None, 2)
+            .ev(OpType::Ok, 1, "read", "k", json!("x"), None, 3);
+        let r = inc(&b);
+        assert_eq!(r.malformed, 2);
+        assert_eq!(r.verdict, Verdict::Unknown);
+        assert!(r.reason.as_deref().unwrap().contains("positive integer"));
+    }
+
+    #[test]
+    fn generated_list_append_histories() {
+        for seed in 0..20 {
+            let cfg = ListAppendGenConfig {
+                keys: 1 + (seed as usize % 4),
+                threads: 2 + (seed as usize % 7),
+                ops: 1500,
+                info_probability: [0.0, 0.05, 0.3][seed as usize % 3],
+                seed,
+                ..ListAppendGenConfig::default()
+            };
+            let h = generate_list_append_history(&cfg);
+            let r = check(&h);
+            assert_eq!(r.version_source, VersionSource::ListAppend);
+            assert_eq!(r.verdict, Verdict::Valid, "seed {seed}: {}", r.table());
+            assert_eq!(r.version_conflicts, 0);
+            assert!(r.stale.reads_measured > 300, "seed {seed}");
+            // Stale prefixes break monotonic reads (and read-your-writes) but never the prefix
+            // order itself.
+            let s = check(&generate_list_append_history(&ListAppendGenConfig {
+                stale_read_probability: 0.2,
+                ..cfg
+            }));
+            assert_eq!(s.verdict, Verdict::Invalid, "seed {seed}");
+            assert!(s.guarantee(Guarantee::MonotonicReads).violations > 0);
+            assert_eq!(s.version_conflicts, 0);
+            assert!(s.stale.stale_reads > 0);
+        }
     }
 }

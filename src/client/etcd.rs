@@ -1,12 +1,13 @@
-//! etcd v3 client for the register workload, over etcd's JSON gRPC gateway.
+//! etcd v3 client for the register and list-append workloads, over etcd's JSON gRPC gateway.
 //!
-//! Owns: talking to one etcd endpoint (`POST /v3/kv/range`, `/v3/kv/put`, `/v3/kv/txn`,
+//! Owns: talking to etcd members (`POST /v3/kv/range`, `/v3/kv/put`, `/v3/kv/txn`,
 //! `GET /health`) over keep-alive HTTP/1.1, decoding the gateway's JSON (keys and values base64,
 //! int64 fields as strings, absent fields omitted), mapping register ops (`read`, `write`, `cas`)
-//! onto etcd requests, and classifying every error as *definitely not applied* (`Fail`) or
-//! *unknown* (`Info`). Also owns `bare_loop`, a client-only load loop used to measure the client's
-//! own throughput and latency. Does not own starting or stopping etcd (that is `db`), retries
-//! (there are none: one attempt per op), or history writing.
+//! and list-append ops (`append`, `read`) onto etcd requests, choosing the member of each read,
+//! and classifying every error as *definitely not applied* (`Fail`) or *unknown* (`Info`). Also
+//! owns `bare_loop`, a client-only load loop used to measure the client's own throughput and
+//! latency. Does not own starting or stopping etcd (that is `db`) or history writing. The only
+//! retries are an append's compare-and-put retries (below); every other op is one attempt.
 //!
 //! Register semantics: values are integers stored as decimal text under
 //! `key_prefix + key` (`key_prefix` alone when the op has no key).
@@ -15,6 +16,25 @@
 //! - `cas`, value `[old, new]` → Txn(if VALUE == old then Put new) → `Ok { value: [old, new],
 //!   version: header.revision }` when it succeeded, otherwise `Fail { error: "cas-mismatch" }`
 //!   (a definite negative: the txn was applied and saw a value other than `old`, or no key).
+//!
+//! List-append semantics: a key holds a JSON list of integers as text (`[1,2,3]`).
+//! - `read` → `Ok { value: list | null (absent key), version: mod_revision | None }` (a read
+//!   decodes whatever the key holds: a decimal integer or a list of integers).
+//! - `append`, value e → a linearizable Range of the key on this client's own member, then
+//!   Txn(if MOD(key) == the mod_revision read, 0 when absent, then Put list + [e]) →
+//!   `Ok { value: e, version: header.revision }`. When the compare fails (another writer got in
+//!   between) nothing was written and the append retries, up to `APPEND_ATTEMPTS` attempts
+//!   within the op's one timeout; if all lose, `Fail { error: "append-conflict: …" }` — a
+//!   definite negative (no attempt applied). An error before any txn was sent (the first
+//!   pre-read) is `Fail`; after one, it is classified as for a write. The op's overall timeout
+//!   guard firing is `Info`.
+//!
+//! Where ops go: writes, cas and appends always go to the client's own member (`endpoint`), so a
+//! session's writes have one home. Reads go there too, unless the client was given read
+//! endpoints (`EtcdClient::with_read_endpoints`, the run's `--read-from any`): then each read goes
+//! to a member chosen uniformly at random (seeded), so one session's reads move between members —
+//! what monotonic reads is about. With `--read-mode serializable` such reads are answered from
+//! each member's local state and may go back in time; linearizable reads may not.
 //!
 //! Error classification (`EtcdError::definitely_not_applied`). Reads never change state, so every
 //! read error is `Fail`. For `write` and `cas`:
@@ -388,13 +408,11 @@ fn parse_json<'a, T: Deserialize<'a>>(
         .map_err(|e| decode_error(endpoint, 200, format!("bad {what} response: {e}"), body))
 }
 
-/// Decode a successful `/v3/kv/range` body for a single key: `None` if absent, else the value
-/// (decimal text) and its mod_revision.
-pub fn decode_range(
-    endpoint: &str,
-    key: &str,
-    body: &[u8],
-) -> Result<Option<(i64, i64)>, EtcdError> {
+/// A stored value's raw bytes and its mod_revision (if the response had one).
+type RawKv = (Vec<u8>, Option<i64>);
+
+/// The first kv of a `/v3/kv/range` body: its raw value bytes and mod_revision (if present).
+fn range_raw(endpoint: &str, body: &[u8]) -> Result<Option<RawKv>, EtcdError> {
     let resp: RangeResponse = parse_json(endpoint, "range", body)?;
     let Some(kv) = resp.kvs.into_iter().next() else {
         return Ok(None);
@@ -407,23 +425,76 @@ pub fn decode_range(
             body,
         )
     })?;
-    let value = std::str::from_utf8(&raw)
-        .ok()
-        .and_then(|s| s.parse::<i64>().ok())
-        .ok_or_else(|| EtcdError::NotAnInteger {
-            endpoint: endpoint.to_string(),
-            key: key.to_string(),
-            raw: String::from_utf8_lossy(&raw).into_owned(),
-        })?;
-    let mod_revision = kv.mod_revision.ok_or_else(|| {
+    Ok(Some((raw, kv.mod_revision)))
+}
+
+fn require_mod_revision(
+    endpoint: &str,
+    body: &[u8],
+    mod_revision: Option<i64>,
+) -> Result<i64, EtcdError> {
+    mod_revision.ok_or_else(|| {
         decode_error(
             endpoint,
             200,
             "range kv has no mod_revision".to_string(),
             body,
         )
-    })?;
-    Ok(Some((value, mod_revision)))
+    })
+}
+
+fn not_an_integer(endpoint: &str, key: &str, raw: &[u8]) -> EtcdError {
+    EtcdError::NotAnInteger {
+        endpoint: endpoint.to_string(),
+        key: key.to_string(),
+        raw: String::from_utf8_lossy(raw).into_owned(),
+    }
+}
+
+/// Decode a successful `/v3/kv/range` body for a single key: `None` if absent, else the value
+/// (decimal text) and its mod_revision.
+pub fn decode_range(
+    endpoint: &str,
+    key: &str,
+    body: &[u8],
+) -> Result<Option<(i64, i64)>, EtcdError> {
+    let Some((raw, mod_revision)) = range_raw(endpoint, body)? else {
+        return Ok(None);
+    };
+    let value = std::str::from_utf8(&raw)
+        .ok()
+        .and_then(|s| s.parse::<i64>().ok())
+        .ok_or_else(|| not_an_integer(endpoint, key, &raw))?;
+    Ok(Some((
+        value,
+        require_mod_revision(endpoint, body, mod_revision)?,
+    )))
+}
+
+/// Decode a successful `/v3/kv/range` body for a single key as a history value: `None` if
+/// absent, else the value — a decimal integer (register) or a JSON list of integers
+/// (list-append) — and its mod_revision. Anything else is `NotAnInteger`.
+pub fn decode_range_value(
+    endpoint: &str,
+    key: &str,
+    body: &[u8],
+) -> Result<Option<(Value, i64)>, EtcdError> {
+    let Some((raw, mod_revision)) = range_raw(endpoint, body)? else {
+        return Ok(None);
+    };
+    let text = std::str::from_utf8(&raw).map_err(|_| not_an_integer(endpoint, key, &raw))?;
+    let value = if let Ok(i) = text.parse::<i64>() {
+        Value::from(i)
+    } else {
+        match serde_json::from_str::<Value>(text) {
+            Ok(Value::Array(a)) if a.iter().all(Value::is_i64) => Value::Array(a),
+            _ => return Err(not_an_integer(endpoint, key, &raw)),
+        }
+    };
+    Ok(Some((
+        value,
+        require_mod_revision(endpoint, body, mod_revision)?,
+    )))
 }
 
 /// Decode a successful `/v3/kv/put` body into the store revision after the put.
@@ -517,11 +588,35 @@ fn as_register_value(v: &Value) -> Option<i64> {
     v.as_i64()
 }
 
-/// An etcd v3 client bound to one member. Holds one keep-alive HTTP connection pool.
+/// How many times an `append` retries its read + compare-and-put when another writer changed the
+/// key in between, before giving up with a definite `append-conflict` fail.
+pub const APPEND_ATTEMPTS: u32 = 5;
+
+/// The error string of an append whose every compare-and-put attempt lost to a concurrent
+/// writer: nothing was written (a definite negative).
+pub const APPEND_CONFLICT: &str = "append-conflict";
+
+/// Why an append did not complete.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppendError {
+    /// The error of the failed request.
+    pub error: EtcdError,
+    /// Whether a compare-and-put txn had been sent before it (false: nothing can have been
+    /// written).
+    pub txn_sent: bool,
+}
+
+/// An etcd v3 client bound to one member (its writes and, by default, its reads). Holds one
+/// keep-alive HTTP connection pool. With [`EtcdClient::with_read_endpoints`], each `read` op goes
+/// to a member chosen uniformly at random (seeded) instead.
 #[derive(Debug, Clone)]
 pub struct EtcdClient {
     config: EtcdClientConfig,
     http: reqwest::Client,
+    /// Members `read` ops are spread over (empty: reads go to `config.endpoint`).
+    read_endpoints: Vec<String>,
+    /// Picks the member of each read.
+    rng: rand_chacha::ChaCha8Rng,
 }
 
 impl EtcdClient {
@@ -560,7 +655,55 @@ impl EtcdClient {
             .pool_max_idle_per_host(4)
             .build()
             .map_err(|e| invalid(format!("cannot build HTTP client: {}", error_chain(&e))))?;
-        Ok(EtcdClient { config, http })
+        Ok(EtcdClient {
+            config,
+            http,
+            read_endpoints: Vec::new(),
+            rng: rand_chacha::ChaCha8Rng::seed_from_u64(0),
+        })
+    }
+
+    /// Send every `read` op to a member chosen uniformly at random from `endpoints` (seeded by
+    /// `seed`), so one session reads from different members (`--read-from any`). Writes, cas and
+    /// appends (including an append's own read) stay on this client's endpoint. Fails if an
+    /// endpoint is not an `http://` URL with a host; an empty list keeps reads on the endpoint.
+    pub fn with_read_endpoints(
+        mut self,
+        endpoints: Vec<String>,
+        seed: u64,
+    ) -> Result<EtcdClient, EtcdError> {
+        let mut normalized = Vec::with_capacity(endpoints.len());
+        for mut e in endpoints {
+            while e.ends_with('/') {
+                e.pop();
+            }
+            let ok = reqwest::Url::parse(&e)
+                .is_ok_and(|u| u.scheme() == "http" && u.host_str().is_some());
+            if !ok {
+                return Err(EtcdError::Invalid {
+                    endpoint: e,
+                    message: "read endpoint must be an http:// URL with a host".to_string(),
+                });
+            }
+            normalized.push(e);
+        }
+        self.read_endpoints = normalized;
+        self.rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        Ok(self)
+    }
+
+    /// The members `read` ops are spread over (empty: reads go to [`EtcdClient::endpoint`]).
+    pub fn read_endpoints(&self) -> &[String] {
+        &self.read_endpoints
+    }
+
+    /// The member the next `read` goes to (advances the seeded choice).
+    fn next_read_endpoint(&mut self) -> String {
+        if self.read_endpoints.is_empty() {
+            return self.config.endpoint.clone();
+        }
+        let i = self.rng.random_range(0..self.read_endpoints.len());
+        self.read_endpoints[i].clone()
     }
 
     /// The endpoint this client talks to (without trailing slash).
@@ -580,19 +723,39 @@ impl EtcdClient {
 
     /// POST a JSON body; returns the 2xx body, or the classified error.
     async fn post(&self, path: &str, body: &Value) -> Result<Vec<u8>, EtcdError> {
-        let url = format!("{}{path}", self.endpoint());
-        let (status, bytes) = self.send(self.http.post(&url).json(body)).await?;
+        self.post_to(self.endpoint(), path, body).await
+    }
+
+    /// POST a JSON body to `endpoint` (this client's or one of its read endpoints).
+    async fn post_to(
+        &self,
+        endpoint: &str,
+        path: &str,
+        body: &Value,
+    ) -> Result<Vec<u8>, EtcdError> {
+        let url = format!("{endpoint}{path}");
+        let (status, bytes) = self
+            .send_to(endpoint, self.http.post(&url).json(body))
+            .await?;
         if (200..300).contains(&status) {
             Ok(bytes.to_vec())
         } else {
-            Err(decode_error_response(self.endpoint(), status, &bytes))
+            Err(decode_error_response(endpoint, status, &bytes))
         }
     }
 
     /// Send a request and read its whole body; transport errors are classified.
     async fn send(&self, req: reqwest::RequestBuilder) -> Result<(u16, Vec<u8>), EtcdError> {
-        let classify =
-            |e: reqwest::Error| classify_reqwest(self.endpoint(), self.config.timeout_ms, &e);
+        self.send_to(self.endpoint(), req).await
+    }
+
+    /// [`EtcdClient::send`], naming `endpoint` in errors.
+    async fn send_to(
+        &self,
+        endpoint: &str,
+        req: reqwest::RequestBuilder,
+    ) -> Result<(u16, Vec<u8>), EtcdError> {
+        let classify = |e: reqwest::Error| classify_reqwest(endpoint, self.config.timeout_ms, &e);
         let resp = req.send().await.map_err(classify)?;
         let status = resp.status().as_u16();
         let bytes = resp.bytes().await.map_err(classify)?;
@@ -608,6 +771,80 @@ impl EtcdClient {
         }
         let body = self.post("/v3/kv/range", &req).await?;
         decode_range(self.endpoint(), key, &body)
+    }
+
+    /// Read `key` (a full etcd key) from `endpoint` with the configured read mode: `None` if
+    /// absent, else the value (integer or list of integers, see [`decode_range_value`]) and its
+    /// mod_revision.
+    pub async fn get_value_at(
+        &self,
+        endpoint: &str,
+        key: &str,
+    ) -> Result<Option<(Value, i64)>, EtcdError> {
+        let mut req = json!({ "key": B64.encode(key) });
+        if self.config.read_mode == ReadMode::Serializable {
+            req["serializable"] = Value::Bool(true);
+        }
+        let body = self.post_to(endpoint, "/v3/kv/range", &req).await?;
+        decode_range_value(endpoint, key, &body)
+    }
+
+    /// Append `element` to the JSON list stored at `key` (a full etcd key; absent = empty list):
+    /// a linearizable read of the list and its mod_revision from this client's endpoint, then a
+    /// txn that puts the extended list only if the key's mod_revision is unchanged (0 = still
+    /// absent). A lost race retries, up to [`APPEND_ATTEMPTS`] attempts in all. Returns the store
+    /// revision of the put, or `Ok(None)` when every attempt lost (nothing was written). An error
+    /// says whether a txn had been sent when it happened.
+    pub async fn append(&self, key: &str, element: i64) -> Result<Option<i64>, AppendError> {
+        let mut txn_sent = false;
+        self.append_attempts(key, element, &mut txn_sent)
+            .await
+            .map_err(|error| AppendError { error, txn_sent })
+    }
+
+    async fn append_attempts(
+        &self,
+        key: &str,
+        element: i64,
+        txn_sent: &mut bool,
+    ) -> Result<Option<i64>, EtcdError> {
+        let k = B64.encode(key);
+        for _ in 0..APPEND_ATTEMPTS {
+            let body = self
+                .post("/v3/kv/range", &json!({ "key": k.clone() }))
+                .await?;
+            let (mut list, mod_revision) = match decode_range_value(self.endpoint(), key, &body)? {
+                None => (Vec::new(), 0),
+                Some((Value::Array(a), rev)) => (a, rev),
+                Some((_, _)) => {
+                    return Err(EtcdError::Invalid {
+                        endpoint: self.endpoint().to_string(),
+                        message: format!(
+                            "cannot append to {key:?}: it holds an integer, not a list"
+                        ),
+                    });
+                }
+            };
+            list.push(Value::from(element));
+            let req = json!({
+                "compare": [{
+                    "key": k.clone(),
+                    "target": "MOD",
+                    "result": "EQUAL",
+                    "mod_revision": mod_revision.to_string(),
+                }],
+                "success": [{ "request_put": {
+                    "key": k.clone(),
+                    "value": B64.encode(Value::Array(list).to_string()),
+                } }],
+            });
+            *txn_sent = true;
+            let body = self.post("/v3/kv/txn", &req).await?;
+            if let CasOutcome::Swapped { revision } = decode_cas(self.endpoint(), &body)? {
+                return Ok(Some(revision));
+            }
+        }
+        Ok(None)
     }
 
     /// Put `value` (as decimal text) at `key` (a full etcd key); returns the new store revision.
@@ -660,8 +897,14 @@ impl EtcdClient {
         }
     }
 
-    /// One register op, without the outer timeout guard.
-    async fn invoke_inner(&self, f: &str, key: Option<&str>, value: &Value) -> Completion {
+    /// One op, without the outer timeout guard; a `read` goes to `read_endpoint`.
+    async fn invoke_inner(
+        &self,
+        f: &str,
+        key: Option<&str>,
+        value: &Value,
+        read_endpoint: &str,
+    ) -> Completion {
         let full_key = self.full_key(key);
         let invalid = |message: String| Completion::Fail {
             error: EtcdError::Invalid {
@@ -672,9 +915,9 @@ impl EtcdClient {
             value: value.clone(),
         };
         match f {
-            "read" => match self.get(&full_key).await {
+            "read" => match self.get_value_at(read_endpoint, &full_key).await {
                 Ok(Some((v, rev))) => Completion::Ok {
-                    value: json!(v),
+                    value: v,
                     version: Some(rev),
                 },
                 Ok(None) => Completion::Ok {
@@ -721,8 +964,36 @@ impl EtcdClient {
                     Err(e) => write_error(e, value),
                 }
             }
+            "append" => {
+                let Some(e) = as_register_value(value) else {
+                    return invalid(format!("append value must be an integer, got {value}"));
+                };
+                match self.append(&full_key, e).await {
+                    Ok(Some(revision)) => Completion::Ok {
+                        value: value.clone(),
+                        version: Some(revision),
+                    },
+                    Ok(None) => Completion::Fail {
+                        error: format!(
+                            "{APPEND_CONFLICT}: {} lost {APPEND_ATTEMPTS} compare-and-put races on {full_key:?}; nothing written",
+                            self.endpoint()
+                        ),
+                        value: value.clone(),
+                    },
+                    // Before any txn was sent (the pre-read failed) nothing can have been
+                    // written; otherwise classify as for a write.
+                    Err(AppendError {
+                        error,
+                        txn_sent: false,
+                    }) => Completion::Fail {
+                        error: error.to_completion_error(),
+                        value: value.clone(),
+                    },
+                    Err(AppendError { error, .. }) => write_error(error, value),
+                }
+            }
             other => invalid(format!(
-                "unsupported op f={other:?} (expected read, write or cas)"
+                "unsupported op f={other:?} (expected read, write, cas or append)"
             )),
         }
     }
@@ -745,8 +1016,15 @@ fn write_error(e: EtcdError, value: &Value) -> Completion {
 #[async_trait::async_trait]
 impl Client for EtcdClient {
     async fn invoke(&mut self, f: &str, key: Option<&str>, value: &Value) -> Completion {
+        let read_endpoint = if f == "read" {
+            self.next_read_endpoint()
+        } else {
+            self.config.endpoint.clone()
+        };
+        // One budget for the whole op, also for an append's retries (the interpreter's worker
+        // timeout is only slightly longer); a txn cut off by it may have applied: Info.
         let guard = Duration::from_millis(self.config.timeout_ms + TIMEOUT_SLACK_MS);
-        match tokio::time::timeout(guard, self.invoke_inner(f, key, value)).await {
+        match tokio::time::timeout(guard, self.invoke_inner(f, key, value, &read_endpoint)).await {
             Ok(c) => c,
             Err(_) => {
                 let e = EtcdError::Timeout {
@@ -1071,6 +1349,77 @@ mod tests {
     }
 
     #[test]
+    fn range_value_decodes_integers_and_lists() {
+        // "MTI=" is "12"; "WzEsMiwzXQ==" is "[1,2,3]"; "WzEsIngiXQ==" is "[1,\"x\"]"
+        let body = br#"{"kvs":[{"key":"Zm9v","mod_revision":"7","value":"MTI="}]}"#;
+        assert_eq!(
+            decode_range_value(EP, "/k", body).unwrap(),
+            Some((json!(12), 7))
+        );
+        let body = br#"{"kvs":[{"key":"Zm9v","mod_revision":"8","value":"WzEsMiwzXQ=="}]}"#;
+        assert_eq!(
+            decode_range_value(EP, "/k", body).unwrap(),
+            Some((json!([1, 2, 3]), 8))
+        );
+        assert_eq!(
+            decode_range_value(EP, "/k", br#"{"kvs":[]}"#).unwrap(),
+            None
+        );
+        let body = br#"{"kvs":[{"key":"Zm9v","mod_revision":"8","value":"WzEsIngiXQ=="}]}"#;
+        match decode_range_value(EP, "/k", body) {
+            Err(EtcdError::NotAnInteger { key, raw, .. }) => {
+                assert_eq!((key.as_str(), raw.as_str()), ("/k", "[1,\"x\"]"));
+            }
+            other => panic!("expected NotAnInteger, got {other:?}"),
+        }
+        // A list without a mod_revision is a decode error, as for integers.
+        let body = br#"{"kvs":[{"key":"Zm9v","value":"WzEsMiwzXQ=="}]}"#;
+        assert!(matches!(
+            decode_range_value(EP, "/k", body),
+            Err(EtcdError::Decode { .. })
+        ));
+    }
+
+    #[test]
+    fn read_endpoints_are_validated_and_spread_reads_over_members() {
+        let c = EtcdClient::new(EtcdClientConfig::default()).unwrap();
+        let e = c
+            .clone()
+            .with_read_endpoints(vec!["https://10.0.0.1:2379".into()], 1)
+            .unwrap_err();
+        assert!(e.to_string().contains("https://10.0.0.1:2379"), "{e}");
+        let eps: Vec<String> = (1..=3)
+            .map(|i| format!("http://10.0.0.{i}:2379/"))
+            .collect();
+        let mut c = c.with_read_endpoints(eps, 7).unwrap();
+        assert_eq!(c.read_endpoints()[0], "http://10.0.0.1:2379");
+        let mut seen = std::collections::BTreeMap::new();
+        for _ in 0..300 {
+            *seen.entry(c.next_read_endpoint()).or_insert(0) += 1;
+        }
+        assert_eq!(seen.len(), 3, "{seen:?}");
+        assert!(seen.values().all(|&n| n > 60), "{seen:?}");
+        // Same seed, same choices.
+        let again = EtcdClient::new(EtcdClientConfig::default())
+            .unwrap()
+            .with_read_endpoints(
+                (1..=3).map(|i| format!("http://10.0.0.{i}:2379")).collect(),
+                7,
+            )
+            .unwrap();
+        let mut a = again.clone();
+        let first: Vec<String> = (0..20).map(|_| a.next_read_endpoint()).collect();
+        let mut b = again;
+        assert_eq!(
+            first,
+            (0..20).map(|_| b.next_read_endpoint()).collect::<Vec<_>>()
+        );
+        // Without read endpoints, reads stay on the client's own member.
+        let mut own = EtcdClient::new(EtcdClientConfig::default()).unwrap();
+        assert_eq!(own.next_read_endpoint(), "http://127.0.0.1:2379");
+    }
+
+    #[test]
     fn range_accepts_numeric_int64_fields() {
         let body = br#"{"kvs":[{"key":"Zm9v","mod_revision":7,"value":"LTM="}]}"#;
         assert_eq!(decode_range(EP, "/k", body).unwrap(), Some((-3, 7)));
@@ -1299,7 +1648,8 @@ mod tests {
             ("write", json!("x")),
             ("cas", json!([1])),
             ("cas", json!([1, "2"])),
-            ("append", json!(1)),
+            ("append", json!("x")),
+            ("frobnicate", json!(1)),
         ] {
             match c.invoke(f, Some("k"), &v).await {
                 Completion::Fail { error, value } => {

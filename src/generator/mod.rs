@@ -52,8 +52,9 @@ pub use nemesis::{
     NemesisStack, WithClockOffsets, nemesis_cycle, nemesis_heal, nemesis_stack, with_clock_offsets,
 };
 pub use workload::{
-    ConfigError, FinalReads, FinalReadsConfig, KeyLog, RegisterConfig, RegisterWorkload,
-    final_reads, final_reads_with, register_workload,
+    ConfigError, FinalReads, FinalReadsConfig, KeyLog, ListAppendConfig, ListAppendWorkload,
+    RegisterConfig, RegisterWorkload, final_reads, final_reads_with, list_append_workload,
+    register_workload,
 };
 
 use crate::history::Process;

@@ -927,3 +927,56 @@ proptest::proptest! {
         proptest::prop_assert_eq!(&sim.history, &run().history);
     }
 }
+
+#[test]
+fn list_append_elements_are_unique_per_key_and_keys_rotate() {
+    let cfg = ListAppendConfig {
+        read_weight: 1,
+        append_weight: 3,
+        threads_per_key: 2,
+        ops_per_key: 20,
+        key_prefix: Some("la".to_string()),
+    };
+    let w = list_append_workload(cfg).unwrap();
+    let keys = w.keys_used();
+    let mut g = limit(1000, w);
+    let mut sim = Sim::new(6, 9).with_uniform_latency(MS, 5 * MS);
+    assert_eq!(sim.run(&mut g, 100 * S), End::Done);
+    let mut elements: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    let (mut reads, mut appends) = (0, 0);
+    for inv in &sim.dispatched {
+        let key = inv.key.clone().unwrap();
+        assert!(key.starts_with("la"), "{key}");
+        match inv.f.as_str() {
+            "read" => {
+                reads += 1;
+                assert_eq!(inv.value, Value::Null);
+            }
+            "append" => {
+                appends += 1;
+                elements
+                    .entry(key)
+                    .or_default()
+                    .push(inv.value.as_i64().unwrap());
+            }
+            other => panic!("unexpected op {other}"),
+        }
+    }
+    // Each key's elements are 1, 2, 3, … in issue order: unique, never reused.
+    for (key, es) in &elements {
+        let want: Vec<i64> = (1..=es.len() as i64).collect();
+        assert_eq!(es, &want, "key {key}");
+    }
+    assert!(appends > 2 * reads, "{appends} appends, {reads} reads");
+    let stats = key_stats(&sim);
+    assert!(stats.values().all(|(n, t)| *n <= 20 && t.len() <= 2));
+    assert_eq!(keys.len(), stats.len());
+    assert!(
+        list_append_workload(ListAppendConfig {
+            read_weight: 0,
+            append_weight: 0,
+            ..ListAppendConfig::default()
+        })
+        .is_err()
+    );
+}

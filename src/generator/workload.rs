@@ -1,7 +1,8 @@
-//! Workload generators: the Jepsen-style independent-key register workload and final reads.
+//! Workload generators: the Jepsen-style independent-key register and list-append workloads and
+//! final reads.
 //!
-//! Owns which register ops are issued on which keys and by which client threads, and the record of
-//! keys used. Does not own how ops are executed (clients) or checked (checkers).
+//! Owns which register / list-append ops are issued on which keys and by which client threads,
+//! the unique elements appended, and the record of keys used. Does not own how ops are executed (clients) or checked (checkers).
 
 use super::{
     Context, Generator, Invocation, Next, ThreadId, pick_free_client, pick_free_client_avoiding,
@@ -246,6 +247,131 @@ impl Generator for RegisterWorkload {
             key: Some(group.key.clone()),
             value,
         })
+    }
+}
+
+/// Configuration of [`list_append_workload`]. Deserializes with defaults for missing fields and
+/// rejects unknown ones.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ListAppendConfig {
+    /// Relative weight of `read` ops.
+    pub read_weight: u32,
+    /// Relative weight of `append` ops.
+    pub append_weight: u32,
+    /// Client threads per key group.
+    pub threads_per_key: usize,
+    /// Ops a group issues on one key before moving to a fresh key.
+    pub ops_per_key: u64,
+    /// Prefix of key names; keys are `{prefix}{n}`, or just `{n}` without a prefix.
+    pub key_prefix: Option<String>,
+}
+
+impl Default for ListAppendConfig {
+    fn default() -> ListAppendConfig {
+        ListAppendConfig {
+            read_weight: 1,
+            append_weight: 1,
+            threads_per_key: 2,
+            ops_per_key: 100,
+            key_prefix: None,
+        }
+    }
+}
+
+impl ListAppendConfig {
+    /// Check the configuration.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |field, message: String| ConfigError {
+            what: "list-append workload",
+            field,
+            message,
+        };
+        if u64::from(self.read_weight) + u64::from(self.append_weight) == 0 {
+            return Err(err(
+                "read_weight/append_weight",
+                "must not both be 0".to_string(),
+            ));
+        }
+        if self.threads_per_key == 0 {
+            return Err(err(
+                "threads_per_key",
+                "must be at least 1, got 0".to_string(),
+            ));
+        }
+        if self.ops_per_key == 0 {
+            return Err(err("ops_per_key", "must be at least 1, got 0".to_string()));
+        }
+        Ok(())
+    }
+}
+
+/// The independent-key list-append workload; see [`list_append_workload`].
+pub struct ListAppendWorkload {
+    cfg: ListAppendConfig,
+    /// The register workload's key rotation, reused: only its groups and key log are used.
+    keys: RegisterWorkload,
+    /// Next element to append, per group (elements restart at 1 on every fresh key).
+    next_element: Vec<i64>,
+}
+
+/// Independent-key list-append workload, infinite (bound it with `time_limit` or `limit`). Keys
+/// rotate exactly as in [`register_workload`] (groups of `threads_per_key` threads, a fresh key
+/// after `ops_per_key` ops). Each op goes to a uniformly random free client thread, on its
+/// group's current key: `append` with the next integer of that key (1, 2, 3, … in issue order, so
+/// elements are unique per key) or `read` (null; the client returns the whole list), chosen by
+/// weight.
+pub fn list_append_workload(cfg: ListAppendConfig) -> Result<ListAppendWorkload, ConfigError> {
+    cfg.validate()?;
+    let keys = register_workload(RegisterConfig {
+        read_weight: 1,
+        write_weight: 0,
+        cas_weight: 0,
+        max_value: 0,
+        threads_per_key: cfg.threads_per_key,
+        ops_per_key: cfg.ops_per_key,
+        key_prefix: cfg.key_prefix.clone(),
+    })?;
+    Ok(ListAppendWorkload {
+        cfg,
+        keys,
+        next_element: Vec::new(),
+    })
+}
+
+impl ListAppendWorkload {
+    /// A handle on the set of keys this workload used (for [`final_reads`]).
+    pub fn keys_used(&self) -> KeyLog {
+        self.keys.keys_used()
+    }
+}
+
+impl Generator for ListAppendWorkload {
+    fn next(&mut self, ctx: &Context, rng: &mut ChaCha8Rng) -> Next {
+        // The register workload picks the thread and the key (rotating keys); it draws exactly
+        // one extra random number for its (read-only) op choice, which we ignore.
+        let mut inv = match self.keys.next(ctx, rng) {
+            Next::Op(inv) => inv,
+            other => return other,
+        };
+        let tpk = self.cfg.threads_per_key;
+        let g = (inv.thread / tpk).min(self.keys.groups.len().saturating_sub(1));
+        if self.next_element.len() < self.keys.groups.len() {
+            self.next_element.resize(self.keys.groups.len(), 1);
+        }
+        if self.keys.groups[g].ops_on_key == 1 {
+            self.next_element[g] = 1; // a fresh key
+        }
+        let total = u64::from(self.cfg.read_weight) + u64::from(self.cfg.append_weight);
+        if rng.random_range(0..total) < u64::from(self.cfg.append_weight) {
+            inv.f = "append".to_string();
+            inv.value = Value::from(self.next_element[g]);
+            self.next_element[g] += 1;
+        } else {
+            inv.f = "read".to_string();
+            inv.value = Value::Null;
+        }
+        Next::Op(inv)
     }
 }
 
