@@ -1,7 +1,7 @@
-//! Packet faults, `primaries` targets, `shakedown doctor` and heal-at-next-run against a real
-//! sandbox (`sdpkt`, 10.83.0.0/24; the unit tests cover the pure parts). Needs root; when not
-//! root each test prints why it did nothing. Tests take a lock so one sandbox exists at a time,
-//! and each brings it down at the end, also on failure.
+//! Packet faults, partitions and kills observed from outside, `primaries` targets, `shakedown
+//! doctor` and heal-at-next-run against a real sandbox (`sdpkt`, 10.83.0.0/24; the unit tests cover
+//! the pure parts). Needs root; when not root each test prints why it did nothing. Tests take a
+//! lock so one sandbox exists at a time, and each brings it down at the end, also on failure.
 //!
 //! Faults are observed from outside the tool: loss by sending UDP datagrams between two nodes
 //! from sockets created inside their network namespaces (`setns` on a thread), bandwidth by a TCP
@@ -757,4 +757,101 @@ fn fault_ops_take_effect_on_five_nodes_quickly() {
     for node in &sb.nodes {
         assert!(chain_rules(&node.name).is_empty() && tool_qdiscs(&node.name).is_empty());
     }
+}
+
+/// Whether a TCP connection from inside node `from`'s namespace to `to_host:port` succeeds
+/// within 700 ms (a partition drops the SYN, so the connect times out).
+fn tcp_reaches(from: &str, to_host: &str, port: u16) -> bool {
+    let target = addr(to_host, port);
+    in_netns(from, move || {
+        TcpStream::connect_timeout(&target.into(), Duration::from_millis(700)).is_ok()
+    })
+}
+
+/// The etcd PID on node `i`, read over SSH (the pidfile is in the node's private /tmp).
+fn etcd_pid(remotes: &[Arc<dyn Remote>], i: usize) -> Option<u32> {
+    remotes[i]
+        .exec_ok(&shakedown::control::Cmd::script(
+            "p=$(cat /tmp/shakedown/etcd/etcd.pid) && kill -0 \"$p\" 2>/dev/null && echo \"$p\"",
+            Vec::<String>::new(),
+        ))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+}
+
+#[test]
+fn partitions_and_kills_are_observed_from_outside() {
+    if !root() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let sb = Sandbox::up();
+    let remotes = sb.remotes();
+    let etcd = start_etcd(&sb, &remotes);
+    let db: Arc<dyn Db> = etcd.clone();
+    let mut nem = sb.nemesis(db, None);
+
+    // Before: every peer reaches n1's etcd peer port.
+    let n1 = host_of(&sb.nodes, "n1").to_string();
+    assert!(
+        tcp_reaches("n2", &n1, 2380),
+        "n2 cannot reach n1 before any fault"
+    );
+
+    // Isolate one node: no peer reaches it, the others still reach each other.
+    let v = ok_value(nem.invoke("start-partition", &json!("one")));
+    let grudge = v["grudge"].as_object().expect("grudge").clone();
+    let isolated = grudge
+        .iter()
+        .find(|(_, drops)| drops.as_array().map(Vec::len) == Some(4))
+        .map(|(n, _)| n.clone())
+        .unwrap_or_else(|| panic!("no node dropping all 4 peers in {v}"));
+    let iso_host = host_of(&sb.nodes, &isolated).to_string();
+    let peers: Vec<&Node> = sb.nodes.iter().filter(|n| n.name != isolated).collect();
+    for p in &peers {
+        assert!(
+            !tcp_reaches(&p.name, &iso_host, 2380),
+            "{} still reaches isolated {isolated}",
+            p.name
+        );
+    }
+    assert!(
+        tcp_reaches(&peers[0].name, &peers[1].host, 2380),
+        "{} cannot reach {} though both are in the majority",
+        peers[0].name,
+        peers[1].name
+    );
+    ok_value(nem.invoke("stop-partition", &Value::Null));
+    assert!(
+        tcp_reaches(&peers[0].name, &iso_host, 2380),
+        "{isolated} still unreachable after the partition was healed"
+    );
+
+    // Kill one node: its process is gone; start brings up a new process with a new PID.
+    let before: Vec<Option<u32>> = (0..sb.nodes.len()).map(|i| etcd_pid(&remotes, i)).collect();
+    assert!(
+        before.iter().all(Option::is_some),
+        "etcd not running everywhere: {before:?}"
+    );
+    let v = ok_value(nem.invoke("kill", &json!("one")));
+    let killed = v["nodes"][0].as_str().expect("killed node").to_string();
+    let k = sb.nodes.iter().position(|n| n.name == killed).unwrap();
+    assert_eq!(
+        etcd_pid(&remotes, k),
+        None,
+        "{killed} still has a live etcd"
+    );
+    ok_value(nem.invoke("start", &Value::Null));
+    let after = etcd_pid(&remotes, k).expect("etcd restarted");
+    assert_ne!(Some(after), before[k], "{killed} kept its old PID");
+    for (i, pid) in before.iter().enumerate().filter(|(i, _)| *i != k) {
+        assert_eq!(etcd_pid(&remotes, i), *pid, "node {i} was restarted too");
+    }
+
+    assert!(nem.heal_all().is_empty());
+    let errs: Vec<_> = shakedown::runner::on_nodes(&remotes, &sb.nodes, |r, n| etcd.teardown(r, n))
+        .into_iter()
+        .filter_map(Result::err)
+        .collect();
+    assert!(errs.is_empty(), "{errs:?}");
 }
