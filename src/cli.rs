@@ -58,6 +58,60 @@ impl From<ReadModeArg> for crate::client::etcd::ReadMode {
     }
 }
 
+/// `synchronous_commit` for PostgreSQL.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+#[value(rename_all = "snake_case")]
+pub enum SyncCommitArg {
+    /// Acknowledge before the local WAL flush.
+    Off,
+    /// Wait for the local flush only.
+    Local,
+    /// Local flush, plus synchronous standbys' flush when there are any.
+    On,
+    /// Wait until synchronous standbys wrote the WAL.
+    RemoteWrite,
+    /// Wait until synchronous standbys applied the commit.
+    RemoteApply,
+}
+
+impl From<SyncCommitArg> for crate::db::postgres::SynchronousCommit {
+    fn from(s: SyncCommitArg) -> Self {
+        use crate::db::postgres::SynchronousCommit as S;
+        match s {
+            SyncCommitArg::Off => S::Off,
+            SyncCommitArg::Local => S::Local,
+            SyncCommitArg::On => S::On,
+            SyncCommitArg::RemoteWrite => S::RemoteWrite,
+            SyncCommitArg::RemoteApply => S::RemoteApply,
+        }
+    }
+}
+
+/// Where reads go.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ReadFromArg {
+    /// The thread's bound node.
+    Own,
+    /// The primary (postgres).
+    Primary,
+    /// A random replica per read (postgres).
+    Replica,
+    /// A random node per read (postgres).
+    Any,
+}
+
+impl From<ReadFromArg> for crate::config::ReadFrom {
+    fn from(r: ReadFromArg) -> Self {
+        use crate::config::ReadFrom as R;
+        match r {
+            ReadFromArg::Own => R::Own,
+            ReadFromArg::Primary => R::Primary,
+            ReadFromArg::Replica => R::Replica,
+            ReadFromArg::Any => R::Any,
+        }
+    }
+}
+
 /// Sandbox selection shared by several commands.
 #[derive(Debug, Clone, Args)]
 pub struct SandboxArgs {
@@ -235,9 +289,26 @@ pub struct RunArgs {
     /// Random seed (default: random, printed and stored in test.json).
     #[arg(long)]
     pub seed: Option<u64>,
-    /// System under test.
+    /// System under test: etcd or postgres.
     #[arg(long, default_value = "etcd")]
     pub db: String,
+    /// PostgreSQL `synchronous_commit`.
+    #[arg(long, value_enum, default_value_t = SyncCommitArg::On)]
+    pub synchronous_commit: SyncCommitArg,
+    /// PostgreSQL `synchronous_standby_names` (default: `FIRST 1 (<second node>)` when
+    /// --synchronous-commit is remote_write or remote_apply, else none).
+    #[arg(long)]
+    pub synchronous_standby_names: Option<String>,
+    /// Where reads go: own (the thread's node), primary, replica (random per read), any
+    /// (random node per read). etcd supports own.
+    #[arg(long, value_enum, default_value_t = ReadFromArg::Own)]
+    pub read_from: ReadFromArg,
+    /// Comma-separated node names that replica/any reads may pick (default: all eligible).
+    #[arg(long)]
+    pub read_nodes: Option<String>,
+    /// Directory on each node for PostgreSQL data, log, pidfile and socket.
+    #[arg(long, default_value = "/tmp/shakedown/postgres")]
+    pub pg_dir: String,
     /// Workload: a name under workloads/ or a path to a .toml spec.
     #[arg(long, default_value = "register")]
     pub workload: String,
@@ -311,12 +382,46 @@ impl RunArgs {
             ssh,
             sandbox,
         } = self.cluster.to_cluster()?;
-        if self.db != "etcd" {
+        let db = match self.db.as_str() {
+            "etcd" => crate::config::DbKind::Etcd,
+            "postgres" => crate::config::DbKind::Postgres,
+            other => {
+                return Err(ConfigError::new(
+                    "--db",
+                    format!("{other:?}: supported systems: etcd, postgres"),
+                ));
+            }
+        };
+        let read_from: crate::config::ReadFrom = self.read_from.into();
+        if db == crate::config::DbKind::Etcd && read_from != crate::config::ReadFrom::Own {
             return Err(ConfigError::new(
-                "--db",
-                format!("{:?}: supported systems: etcd", self.db),
+                "--read-from",
+                format!("{}: etcd supports own", read_from.as_str()),
             ));
         }
+        if db != crate::config::DbKind::Postgres
+            && (self.synchronous_standby_names.is_some()
+                || self.synchronous_commit != SyncCommitArg::On)
+        {
+            return Err(ConfigError::new(
+                "--synchronous-commit",
+                "PostgreSQL settings need --db postgres",
+            ));
+        }
+        let read_nodes: Vec<String> = match &self.read_nodes {
+            None => Vec::new(),
+            Some(list) => {
+                let names: Vec<String> = list
+                    .split(',')
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect();
+                if names.is_empty() {
+                    return Err(ConfigError::new("--read-nodes", "no node names given"));
+                }
+                names
+            }
+        };
         if self.concurrency == 0 {
             return Err(ConfigError::new("--concurrency", "must be at least 1"));
         }
@@ -362,6 +467,15 @@ impl RunArgs {
             rate: self.rate,
             time_limit_s,
             seed,
+            db,
+            postgres: crate::db::postgres::PostgresConfig {
+                base_dir: self.pg_dir.clone(),
+                synchronous_commit: self.synchronous_commit.into(),
+                synchronous_standby_names: self.synchronous_standby_names.clone(),
+                ..Default::default()
+            },
+            read_from,
+            read_nodes,
             etcd: crate::db::etcd::EtcdConfig {
                 base_dir: self.cluster.etcd_dir.clone(),
                 tarball_url: self.etcd_tarball.clone(),
@@ -474,12 +588,58 @@ mod tests {
     }
 
     #[test]
+    fn postgres_flags_reach_the_config() {
+        let Command::Run(r) = parse(&[
+            "run",
+            "--db",
+            "postgres",
+            "--synchronous-commit",
+            "remote_apply",
+            "--synchronous-standby-names",
+            "ANY 4 (*)",
+            "--read-from",
+            "replica",
+            "--read-nodes",
+            "n2,n3",
+        ])
+        .unwrap()
+        .command
+        else {
+            panic!("not run")
+        };
+        let cfg = r.into_config().unwrap();
+        assert_eq!(cfg.db, crate::config::DbKind::Postgres);
+        assert_eq!(
+            cfg.postgres.synchronous_commit,
+            crate::db::postgres::SynchronousCommit::RemoteApply
+        );
+        assert_eq!(
+            cfg.postgres.synchronous_standby_names.as_deref(),
+            Some("ANY 4 (*)")
+        );
+        assert_eq!(cfg.read_from, crate::config::ReadFrom::Replica);
+        assert_eq!(cfg.read_nodes, vec!["n2".to_string(), "n3".to_string()]);
+        assert_eq!(cfg.name, "postgres-register");
+        let rerun = cfg.rerun_command();
+        assert!(rerun.contains("--db postgres --synchronous-commit remote_apply --synchronous-standby-names 'ANY 4 (*)' --read-from replica --read-nodes n2,n3"), "{rerun}");
+    }
+
+    #[test]
     fn bad_flags_are_config_errors_naming_the_flag() {
         for (args, needle) in [
             (vec!["run", "--nodes", "a,,b"], "--nodes"),
             (vec!["run", "--concurrency", "0"], "--concurrency"),
             (vec!["run", "--time-limit=-1"], "--time-limit"),
             (vec!["run", "--db", "mysql"], "--db"),
+            (vec!["run", "--read-from", "replica"], "--read-from"),
+            (
+                vec!["run", "--synchronous-commit", "off"],
+                "--synchronous-commit",
+            ),
+            (
+                vec!["run", "--db", "postgres", "--read-nodes", ","],
+                "--read-nodes",
+            ),
             (vec!["run", "--nemesis", "meteor"], "meteor"),
             (vec!["run", "--ssh-key", "/nonexistent/key"], "--ssh-key"),
         ] {

@@ -25,3 +25,4 @@ pub mod sandbox;
 pub mod spec;
 pub mod store;
 pub mod summary;
+pub mod system;
