@@ -143,7 +143,10 @@ fn d_interval() -> f64 {
 }
 
 const BUILTIN_WORKLOADS: &[(&str, &str)] =
-    &[("register", include_str!("../workloads/register.toml"))];
+    &[
+        ("register", include_str!("../workloads/register.toml")),
+        ("session", include_str!("../workloads/session.toml")),
+    ];
 const BUILTIN_NEMESES: &[(&str, &str)] = &[
     (
         "partition-kill-pause",

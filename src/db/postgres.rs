@@ -384,7 +384,8 @@ impl Postgres {
         self.start_process(remote, node, cluster)?;
         self.await_ready(remote, node, cluster)?;
         let init = format!(
-            "{}\nCOMMENT ON DATABASE postgres IS '{READY_MARKER}';",
+            // Local commit: the synchronous standbys do not exist yet.
+            "SET synchronous_commit = local;\n{}\nCOMMENT ON DATABASE postgres IS '{READY_MARKER}';",
             self.cfg.init_sql
         );
         let out = remote.exec(&self.psql(node, &init))?;
@@ -421,7 +422,8 @@ impl Postgres {
                     READY_MARKER.to_string(),
                 ],
             )
-            .sudo(true),
+            .sudo(true)
+            .timeout_ms(self.cfg.ready_timeout_ms + 30_000),
         )?;
         if !out.success() {
             return Err(DbError::Other {
