@@ -142,11 +142,10 @@ fn d_interval() -> f64 {
     5.0
 }
 
-const BUILTIN_WORKLOADS: &[(&str, &str)] =
-    &[
-        ("register", include_str!("../workloads/register.toml")),
-        ("session", include_str!("../workloads/session.toml")),
-    ];
+const BUILTIN_WORKLOADS: &[(&str, &str)] = &[
+    ("register", include_str!("../workloads/register.toml")),
+    ("session", include_str!("../workloads/session.toml")),
+];
 const BUILTIN_NEMESES: &[(&str, &str)] = &[
     (
         "partition-kill-pause",

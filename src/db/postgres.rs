@@ -5,7 +5,7 @@
 //! Layout on a node (all under `base_dir`, default `/tmp/shakedown/postgres`, which is private per
 //! sandbox node; the nodes share the rest of the host's filesystem, so nothing lives elsewhere):
 //! `data/` (the cluster, wiped by `setup`), `postgres.log` (the server's stderr), `postgres.pid`
-//! (our pidfile: the postmaster, leader of its own process group) and the Unix socket. The first
+//! (our pidfile: the postmaster) and the Unix socket. The first
 //! node of the cluster (or `primary`) runs `initdb` and becomes the primary; every other node waits
 //! for it, copies it with `pg_basebackup -R` (run on the replica, over the network from the
 //! primary), and streams from it as a hot standby whose `application_name` (via `cluster_name`) is
@@ -164,7 +164,7 @@ runuser -u "$user" -- "$bin/pg_basebackup" -D "$dir/data" -R -X stream -c fast \
 
 /// Start the server unless the pidfile names a live postgres: `$1` = base dir, `$2` = OS user,
 /// the rest = the server command. The server is the leader of its own session and process group
-/// (`setsid`, then `setpriv` execs it as the user), so signals can reach all its processes.
+/// (`setsid`, then `setpriv` execs it as the user).
 const START_SCRIPT: &str = r#"set -e
 dir="$1"; user="$2"; shift 2
 pid=$(cat "$dir/postgres.pid" 2>/dev/null || true)
@@ -178,16 +178,26 @@ setsid setpriv --reuid="$user" --regid="$(id -g "$user")" --init-groups -- "$@" 
 echo $! > "$dir/postgres.pid"
 "#;
 
-/// Signal the server's whole process group if the pidfile names a live postgres: `$1` = base dir,
-/// `$2` = signal. With KILL, wait until every process of the group is gone.
+/// Signal the postmaster and all its children if the pidfile names a live postgres: `$1` = base
+/// dir, `$2` = signal. PostgreSQL makes every child the leader of its own session, so a process
+/// group signal would miss them: the children are listed first (`pgrep -P`), then the postmaster
+/// is signalled before them (a stopped postmaster forks no new ones). With KILL, wait until all of
+/// them are gone.
 const SIGNAL_SCRIPT: &str = r#"dir="$1"; sig="$2"
 pid=$(cat "$dir/postgres.pid" 2>/dev/null || true)
 [ -n "$pid" ] || exit 0
 grep -q postgres "/proc/$pid/cmdline" 2>/dev/null || exit 0
-kill -s "$sig" -- "-$pid" 2>/dev/null || kill -s "$sig" "$pid" 2>/dev/null || true
+kids=$(pgrep -P "$pid" 2>/dev/null || true)
+kill -s "$sig" "$pid" 2>/dev/null || true
+for k in $kids; do kill -s "$sig" "$k" 2>/dev/null || true; done
 if [ "$sig" = KILL ]; then
   i=0
-  while pgrep -g "$pid" >/dev/null 2>&1 && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+  while [ $i -lt 200 ]; do
+    alive=0
+    for p in $pid $kids; do [ -d "/proc/$p" ] && alive=1; done
+    [ $alive = 0 ] && break
+    sleep 0.05; i=$((i+1))
+  done
   rm -f "$dir/postgres.pid"
 fi
 "#;
@@ -506,7 +516,7 @@ impl Kill for Postgres {
 }
 
 impl Pause for Postgres {
-    /// SIGSTOP the postmaster and every backend, walsender and walreceiver (its process group).
+    /// SIGSTOP the postmaster and every child: backends, walsenders, walreceiver, startup.
     fn pause(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
         self.signal(remote, "STOP")
     }
