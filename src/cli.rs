@@ -252,9 +252,37 @@ pub struct HealArgs {
     /// Directory holding run directories (for the default journal).
     #[arg(long, default_value = "reports")]
     pub reports: PathBuf,
+    /// System whose processes to resume and restart: etcd or postgres.
+    #[arg(long, default_value = "etcd")]
+    pub db: String,
+    /// Directory on each node of PostgreSQL's data and pidfile (with --db postgres).
+    #[arg(long, default_value = "/tmp/shakedown/postgres")]
+    pub pg_dir: String,
 }
 
 impl HealArgs {
+    /// The system to heal, from `--db`.
+    pub fn system(&self) -> Result<std::sync::Arc<dyn crate::db::Db>, ConfigError> {
+        match self.db.as_str() {
+            "etcd" => Ok(std::sync::Arc::new(crate::db::etcd::Etcd::new(
+                crate::db::etcd::EtcdConfig {
+                    base_dir: self.cluster.etcd_dir.clone(),
+                    ..Default::default()
+                },
+            ))),
+            "postgres" => Ok(std::sync::Arc::new(crate::db::postgres::Postgres::new(
+                crate::db::postgres::PostgresConfig {
+                    base_dir: self.pg_dir.clone(),
+                    ..Default::default()
+                },
+            ))),
+            other => Err(ConfigError::new(
+                "--db",
+                format!("{other:?}: supported systems: etcd, postgres"),
+            )),
+        }
+    }
+
     /// The journal to heal from, if any; an explicit `--journal` must exist.
     pub fn journal_path(&self) -> Result<Option<PathBuf>, ConfigError> {
         match &self.journal {

@@ -214,6 +214,19 @@ pub async fn heal(
     etcd_dir: String,
     journal: Option<std::path::PathBuf>,
 ) -> Result<Vec<String>, RunError> {
+    let db: Arc<dyn Db> = Arc::new(Etcd::new(crate::db::etcd::EtcdConfig {
+        base_dir: etcd_dir,
+        ..Default::default()
+    }));
+    heal_db(cluster, db, journal).await
+}
+
+/// `heal` for any system: resume and restart go through `db`'s abilities.
+pub async fn heal_db(
+    cluster: crate::cli::Cluster,
+    db: Arc<dyn Db>,
+    journal: Option<std::path::PathBuf>,
+) -> Result<Vec<String>, RunError> {
     let mut ssh = cluster.ssh;
     let nodes = resolve_cluster(&cluster.nodes, &mut ssh, &cluster.sandbox, false)?;
     let mut done = Vec::new();
@@ -245,10 +258,6 @@ pub async fn heal(
     };
     tokio::task::spawn_blocking(move || -> Result<Vec<String>, RunError> {
         let remotes = connect(&nodes, &ssh)?;
-        let db: Arc<dyn Db> = Arc::new(Etcd::new(crate::db::etcd::EtcdConfig {
-            base_dir: etcd_dir,
-            ..Default::default()
-        }));
         let mut nemesis = Nemesis::new(NemesisConfig {
             nodes: nodes.clone(),
             remotes,
