@@ -156,3 +156,53 @@ impl System for Postgres {
         Arc::new(self.clone())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nodes() -> Vec<Node> {
+        (1..=3)
+            .map(|i| Node {
+                name: format!("n{i}"),
+                host: format!("10.81.0.{i}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn read_nodes_resolve_to_indices_and_unknown_names_are_named() {
+        let n = nodes();
+        assert_eq!(
+            node_indices(&["n3".into(), "n1".into()], &n).unwrap(),
+            vec![2, 0]
+        );
+        let e = node_indices(&["n9".into()], &n).unwrap_err();
+        assert!(e.contains("--read-nodes") && e.contains("n9"), "{e}");
+    }
+
+    #[test]
+    fn postgres_system_builds_clients_and_records_settings() {
+        let cfg = crate::cli::RunArgs::defaults(crate::cli::SandboxArgs {
+            sandbox_name: "x".into(),
+            sandbox_subnet: "10.81.0.0/24".into(),
+            sandbox_nodes: 3,
+        });
+        let mut cfg = cfg.into_config().unwrap();
+        cfg.db = DbKind::Postgres;
+        cfg.postgres.synchronous_commit = crate::db::postgres::SynchronousCommit::RemoteApply;
+        let sys = for_config(&cfg);
+        assert_eq!(sys.name(), "postgres");
+        let n = nodes();
+        assert!(sys.client(&cfg, 4, &n).is_ok());
+        let v = sys.config_json(&n);
+        assert_eq!(v["effective_synchronous_standby_names"], "FIRST 1 (n2)");
+        assert_eq!(v["primary_node"], "n1");
+        assert_eq!(v["synchronous_commit"], "remote_apply");
+        cfg.read_nodes = vec!["n7".into()];
+        let e = sys.client(&cfg, 0, &n).err().unwrap();
+        assert!(e.contains("n7"), "{e}");
+        cfg.db = DbKind::Etcd;
+        assert_eq!(for_config(&cfg).name(), "etcd");
+    }
+}
