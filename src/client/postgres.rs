@@ -18,7 +18,9 @@
 //! Routing (`ReadFrom`): `primary` reads the primary; `replica` a uniformly random replica *per
 //! read* (from `read_nodes` when given), so successive reads of one session can hit replicas with
 //! different lag; `any` a random node per read (from `read_nodes` when given); `own` the thread's
-//! bound node. The choice comes from a seeded ChaCha8 stream per thread.
+//! bound node. The choice comes from a seeded ChaCha8 stream per thread. The history's `node`
+//! field stays the thread's bound node (the interpreter sets it); the node a failed op went to is
+//! named in its `error`.
 //!
 //! Error classification. Reads never change state: every read error is `Fail`. For `write`/`cas`:
 //!
