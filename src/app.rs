@@ -419,10 +419,10 @@ pub fn report(args: crate::cli::ReportArgs) -> i32 {
 
 /// `shakedown heal`.
 pub fn heal(args: crate::cli::HealArgs) -> i32 {
-    let (cluster, journal) = match args
+    let (cluster, journal, db) = match args
         .cluster
         .to_cluster()
-        .and_then(|c| Ok((c, args.journal_path()?)))
+        .and_then(|c| Ok((c, args.journal_path()?, args.system()?)))
     {
         Ok(c) => c,
         Err(e) => {
@@ -430,11 +430,7 @@ pub fn heal(args: crate::cli::HealArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
-    match runtime().block_on(crate::runner::heal(
-        cluster,
-        args.cluster.etcd_dir.clone(),
-        journal,
-    )) {
+    match runtime().block_on(crate::runner::heal_db(cluster, db, journal)) {
         Ok(lines) => {
             for l in lines {
                 println!("{l}");

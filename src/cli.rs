@@ -64,24 +64,57 @@ impl From<ReadModeArg> for crate::client::etcd::ReadMode {
     }
 }
 
-/// Which member a client thread's reads go to (`--read-from`).
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ReadFrom {
-    /// The thread's own bound node (writes go there too).
-    #[default]
+/// `synchronous_commit` for PostgreSQL.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+#[value(rename_all = "snake_case")]
+pub enum SyncCommitArg {
+    /// Acknowledge before the local WAL flush.
+    Off,
+    /// Wait for the local flush only.
+    Local,
+    /// Local flush, plus synchronous standbys' flush when there are any.
+    On,
+    /// Wait until synchronous standbys wrote the WAL.
+    RemoteWrite,
+    /// Wait until synchronous standbys applied the commit.
+    RemoteApply,
+}
+
+impl From<SyncCommitArg> for crate::db::postgres::SynchronousCommit {
+    fn from(s: SyncCommitArg) -> Self {
+        use crate::db::postgres::SynchronousCommit as S;
+        match s {
+            SyncCommitArg::Off => S::Off,
+            SyncCommitArg::Local => S::Local,
+            SyncCommitArg::On => S::On,
+            SyncCommitArg::RemoteWrite => S::RemoteWrite,
+            SyncCommitArg::RemoteApply => S::RemoteApply,
+        }
+    }
+}
+
+/// Where reads go.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ReadFromArg {
+    /// The thread's bound node.
     Own,
-    /// A member chosen at random for every read (etcd: seeded, per client thread), so one
-    /// session reads from different members; writes stay on the thread's node.
+    /// The primary (postgres).
+    Primary,
+    /// A random replica per read (postgres).
+    Replica,
+    /// A random node per read (postgres).
     Any,
 }
 
-impl std::fmt::Display for ReadFrom {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            ReadFrom::Own => "own",
-            ReadFrom::Any => "any",
-        })
+impl From<ReadFromArg> for crate::config::ReadFrom {
+    fn from(r: ReadFromArg) -> Self {
+        use crate::config::ReadFrom as R;
+        match r {
+            ReadFromArg::Own => R::Own,
+            ReadFromArg::Primary => R::Primary,
+            ReadFromArg::Replica => R::Replica,
+            ReadFromArg::Any => R::Any,
+        }
     }
 }
 
@@ -236,9 +269,37 @@ pub struct HealArgs {
     /// Directory holding run directories (for the default journal).
     #[arg(long, default_value = "reports")]
     pub reports: PathBuf,
+    /// System whose processes to resume and restart: etcd or postgres.
+    #[arg(long, default_value = "etcd")]
+    pub db: String,
+    /// Directory on each node of PostgreSQL's data and pidfile (with --db postgres).
+    #[arg(long, default_value = "/tmp/shakedown/postgres")]
+    pub pg_dir: String,
 }
 
 impl HealArgs {
+    /// The system to heal, from `--db`.
+    pub fn system(&self) -> Result<std::sync::Arc<dyn crate::db::Db>, ConfigError> {
+        match self.db.as_str() {
+            "etcd" => Ok(std::sync::Arc::new(crate::db::etcd::Etcd::new(
+                crate::db::etcd::EtcdConfig {
+                    base_dir: self.cluster.etcd_dir.clone(),
+                    ..Default::default()
+                },
+            ))),
+            "postgres" => Ok(std::sync::Arc::new(crate::db::postgres::Postgres::new(
+                crate::db::postgres::PostgresConfig {
+                    base_dir: self.pg_dir.clone(),
+                    ..Default::default()
+                },
+            ))),
+            other => Err(ConfigError::new(
+                "--db",
+                format!("{other:?}: supported systems: etcd, postgres"),
+            )),
+        }
+    }
+
     /// The journal to heal from, if any; an explicit `--journal` must exist.
     pub fn journal_path(&self) -> Result<Option<PathBuf>, ConfigError> {
         match &self.journal {
@@ -287,9 +348,27 @@ pub struct RunArgs {
     /// Random seed (default: random, printed and stored in test.json).
     #[arg(long)]
     pub seed: Option<u64>,
-    /// System under test.
+    /// System under test: etcd or postgres.
     #[arg(long, default_value = "etcd")]
     pub db: String,
+    /// PostgreSQL `synchronous_commit`.
+    #[arg(long, value_enum, default_value_t = SyncCommitArg::On)]
+    pub synchronous_commit: SyncCommitArg,
+    /// PostgreSQL `synchronous_standby_names` (default: `FIRST 1 (<second node>)` when
+    /// --synchronous-commit is remote_write or remote_apply, else none).
+    #[arg(long)]
+    pub synchronous_standby_names: Option<String>,
+    /// Where reads go: own (the thread's node), primary, replica (random per read), any
+    /// (random node per read). etcd supports own and any (a random member per read; writes stay
+    /// on the thread's node).
+    #[arg(long, value_enum, default_value_t = ReadFromArg::Own)]
+    pub read_from: ReadFromArg,
+    /// Comma-separated node names that replica/any reads may pick (default: all eligible).
+    #[arg(long)]
+    pub read_nodes: Option<String>,
+    /// Directory on each node for PostgreSQL data, log, pidfile and socket.
+    #[arg(long, default_value = "/tmp/shakedown/postgres")]
+    pub pg_dir: String,
     /// Workload: a name under workloads/ or a path to a .toml spec.
     #[arg(long, default_value = "register")]
     pub workload: String,
@@ -302,9 +381,6 @@ pub struct RunArgs {
     /// etcd read consistency.
     #[arg(long, value_enum, default_value_t = ReadModeArg::Linearizable)]
     pub read_mode: ReadModeArg,
-    /// Where reads go: own (the thread's node) or any (a random member per read).
-    #[arg(long, value_enum, default_value_t = ReadFrom::Own)]
-    pub read_from: ReadFrom,
     /// Version order of the session checker: auto (the workload's `version_source`, else chosen
     /// from the history), system, list-append or increasing-values.
     #[arg(long, default_value = "auto")]
@@ -370,12 +446,51 @@ impl RunArgs {
             ssh,
             sandbox,
         } = self.cluster.to_cluster()?;
-        if self.db != "etcd" {
+        let db = match self.db.as_str() {
+            "etcd" => crate::config::DbKind::Etcd,
+            "postgres" => crate::config::DbKind::Postgres,
+            other => {
+                return Err(ConfigError::new(
+                    "--db",
+                    format!("{other:?}: supported systems: etcd, postgres"),
+                ));
+            }
+        };
+        let read_from: crate::config::ReadFrom = self.read_from.into();
+        if db == crate::config::DbKind::Etcd
+            && !matches!(
+                read_from,
+                crate::config::ReadFrom::Own | crate::config::ReadFrom::Any
+            )
+        {
             return Err(ConfigError::new(
-                "--db",
-                format!("{:?}: supported systems: etcd", self.db),
+                "--read-from",
+                format!("{}: etcd supports own and any", read_from.as_str()),
             ));
         }
+        if db != crate::config::DbKind::Postgres
+            && (self.synchronous_standby_names.is_some()
+                || self.synchronous_commit != SyncCommitArg::On)
+        {
+            return Err(ConfigError::new(
+                "--synchronous-commit",
+                "PostgreSQL settings need --db postgres",
+            ));
+        }
+        let read_nodes: Vec<String> = match &self.read_nodes {
+            None => Vec::new(),
+            Some(list) => {
+                let names: Vec<String> = list
+                    .split(',')
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect();
+                if names.is_empty() {
+                    return Err(ConfigError::new("--read-nodes", "no node names given"));
+                }
+                names
+            }
+        };
         if self.concurrency == 0 {
             return Err(ConfigError::new("--concurrency", "must be at least 1"));
         }
@@ -429,6 +544,15 @@ impl RunArgs {
             rate: self.rate,
             time_limit_s,
             seed,
+            db,
+            postgres: crate::db::postgres::PostgresConfig {
+                base_dir: self.pg_dir.clone(),
+                synchronous_commit: self.synchronous_commit.into(),
+                synchronous_standby_names: self.synchronous_standby_names.clone(),
+                ..Default::default()
+            },
+            read_from,
+            read_nodes,
             etcd: crate::db::etcd::EtcdConfig {
                 base_dir: self.cluster.etcd_dir.clone(),
                 tarball_url: self.etcd_tarball.clone(),
@@ -439,7 +563,6 @@ impl RunArgs {
             nemesis_name: self.nemesis.clone(),
             nemesis,
             read_mode: self.read_mode.into(),
-            read_from: self.read_from,
             op_timeout_ms: self.op_timeout_ms,
             reports_dir: self.reports.clone(),
             settle_s: self.settle,
@@ -543,12 +666,58 @@ mod tests {
     }
 
     #[test]
+    fn postgres_flags_reach_the_config() {
+        let Command::Run(r) = parse(&[
+            "run",
+            "--db",
+            "postgres",
+            "--synchronous-commit",
+            "remote_apply",
+            "--synchronous-standby-names",
+            "ANY 4 (*)",
+            "--read-from",
+            "replica",
+            "--read-nodes",
+            "n2,n3",
+        ])
+        .unwrap()
+        .command
+        else {
+            panic!("not run")
+        };
+        let cfg = r.into_config().unwrap();
+        assert_eq!(cfg.db, crate::config::DbKind::Postgres);
+        assert_eq!(
+            cfg.postgres.synchronous_commit,
+            crate::db::postgres::SynchronousCommit::RemoteApply
+        );
+        assert_eq!(
+            cfg.postgres.synchronous_standby_names.as_deref(),
+            Some("ANY 4 (*)")
+        );
+        assert_eq!(cfg.read_from, crate::config::ReadFrom::Replica);
+        assert_eq!(cfg.read_nodes, vec!["n2".to_string(), "n3".to_string()]);
+        assert_eq!(cfg.name, "postgres-register");
+        let rerun = cfg.rerun_command();
+        assert!(rerun.contains("--db postgres --synchronous-commit remote_apply --synchronous-standby-names 'ANY 4 (*)' --read-from replica --read-nodes n2,n3"), "{rerun}");
+    }
+
+    #[test]
     fn bad_flags_are_config_errors_naming_the_flag() {
         for (args, needle) in [
             (vec!["run", "--nodes", "a,,b"], "--nodes"),
             (vec!["run", "--concurrency", "0"], "--concurrency"),
             (vec!["run", "--time-limit=-1"], "--time-limit"),
             (vec!["run", "--db", "mysql"], "--db"),
+            (vec!["run", "--read-from", "replica"], "--read-from"),
+            (
+                vec!["run", "--synchronous-commit", "off"],
+                "--synchronous-commit",
+            ),
+            (
+                vec!["run", "--db", "postgres", "--read-nodes", ","],
+                "--read-nodes",
+            ),
             (vec!["run", "--nemesis", "meteor"], "meteor"),
             (vec!["run", "--ssh-key", "/nonexistent/key"], "--ssh-key"),
         ] {

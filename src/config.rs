@@ -127,6 +127,54 @@ mod tests {
     }
 }
 
+/// Which system a run tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum DbKind {
+    /// etcd (`db::etcd`, `client::etcd`).
+    #[default]
+    Etcd,
+    /// PostgreSQL primary + streaming replicas (`db::postgres`, `client::postgres`).
+    Postgres,
+}
+
+impl DbKind {
+    /// The `--db` spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DbKind::Etcd => "etcd",
+            DbKind::Postgres => "postgres",
+        }
+    }
+}
+
+/// Where a client thread sends its reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ReadFrom {
+    /// The thread's bound node.
+    #[default]
+    Own,
+    /// The primary (PostgreSQL).
+    Primary,
+    /// A random replica per read (PostgreSQL).
+    Replica,
+    /// A random node per read.
+    Any,
+}
+
+impl ReadFrom {
+    /// The `--read-from` spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReadFrom::Own => "own",
+            ReadFrom::Primary => "primary",
+            ReadFrom::Replica => "replica",
+            ReadFrom::Any => "any",
+        }
+    }
+}
+
 /// Everything a run needs, validated.
 #[derive(Debug, Clone)]
 pub struct TestConfig {
@@ -146,8 +194,16 @@ pub struct TestConfig {
     pub time_limit_s: f64,
     /// Seed of every random choice (ops, fault targets).
     pub seed: u64,
+    /// The system under test.
+    pub db: DbKind,
     /// etcd settings.
     pub etcd: crate::db::etcd::EtcdConfig,
+    /// PostgreSQL settings.
+    pub postgres: crate::db::postgres::PostgresConfig,
+    /// Where reads go.
+    pub read_from: ReadFrom,
+    /// Nodes `replica`/`any` reads may pick from (names); empty = all eligible nodes.
+    pub read_nodes: Vec<String>,
     /// Workload spec name or path, as given.
     pub workload_name: String,
     /// Parsed workload spec.
@@ -158,8 +214,6 @@ pub struct TestConfig {
     pub nemesis: crate::spec::NemesisSpec,
     /// Linearizable or serializable reads.
     pub read_mode: crate::client::etcd::ReadMode,
-    /// Where client threads send their reads.
-    pub read_from: crate::cli::ReadFrom,
     /// Client op timeout; a timed-out op is recorded `info`.
     pub op_timeout_ms: u64,
     /// Root of run directories.
@@ -181,15 +235,29 @@ impl TestConfig {
                 .collect();
             parts.push(format!("--nodes {}", list.join(",")));
         }
+        parts.push(format!("--db {}", self.db.as_str()));
+        if self.db == DbKind::Postgres {
+            let pg = &self.postgres;
+            parts.push(format!("--synchronous-commit {}", pg.synchronous_commit));
+            if let Some(names) = &pg.synchronous_standby_names {
+                parts.push(format!(
+                    "--synchronous-standby-names {}",
+                    crate::control::quote(names)
+                ));
+            }
+        }
+        if self.read_from != ReadFrom::Own {
+            parts.push(format!("--read-from {}", self.read_from.as_str()));
+        }
+        if !self.read_nodes.is_empty() {
+            parts.push(format!("--read-nodes {}", self.read_nodes.join(",")));
+        }
         parts.push(format!("--concurrency {}", self.concurrency));
         parts.push(format!("--rate {}", self.rate));
         parts.push(format!("--time-limit {}", self.time_limit_s));
         parts.push(format!("--workload {}", self.workload_name));
         parts.push(format!("--nemesis {}", self.nemesis_name));
         parts.push(format!("--read-mode {}", self.read_mode));
-        if self.read_from != crate::cli::ReadFrom::Own {
-            parts.push(format!("--read-from {}", self.read_from));
-        }
         if let Some(v) = &self.workload.version_source {
             parts.push(format!("--version-source {v}"));
         }

@@ -26,3 +26,4 @@ pub mod sandbox;
 pub mod spec;
 pub mod store;
 pub mod summary;
+pub mod system;

@@ -7,7 +7,7 @@
 
 use crate::checker::{CheckResult, Verdict};
 use crate::client::Client;
-use crate::client::etcd::{EtcdClient, EtcdClientConfig, ReadMode};
+use crate::client::etcd::ReadMode;
 use crate::config::{Node, TestConfig};
 use crate::control::{Remote, SshConfig};
 use crate::db::Db;
@@ -17,6 +17,7 @@ use crate::history::{History, HistoryWriter};
 use crate::interpreter::{Interpreter, Stats, Worker};
 use crate::nemesis::{Nemesis, NemesisConfig, PartitionConfig};
 use crate::store::{FAULTS_FILE, LINEAR_WITNESS_FILE, RESULTS_FILE, RunDir, TEST_FILE};
+use crate::system::System;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
@@ -141,6 +142,7 @@ impl Client for NemesisClient {
 /// The test metadata written to test.json.
 fn test_json(
     cfg: &TestConfig,
+    system: &dyn System,
     nodes: &[Node],
     db_version: Option<String>,
     wall_start: &str,
@@ -150,7 +152,7 @@ fn test_json(
         "seed": cfg.seed,
         "start_time": wall_start,
         "shakedown_version": env!("CARGO_PKG_VERSION"),
-        "db": { "name": "etcd", "version": db_version, "config": cfg.etcd },
+        "db": { "name": system.name(), "version": db_version, "config": system.config_json(nodes) },
         "nodes": nodes,
         "ssh": { "user": cfg.ssh.user, "port": cfg.ssh.port },
         "concurrency": cfg.concurrency,
@@ -159,6 +161,7 @@ fn test_json(
         "op_timeout_ms": cfg.op_timeout_ms,
         "read_mode": cfg.read_mode,
         "read_from": cfg.read_from,
+        "read_nodes": cfg.read_nodes,
         "workload": { "name": cfg.workload_name, "spec": cfg.workload },
         "nemesis": { "name": cfg.nemesis_name, "spec": cfg.nemesis },
         "rerun": cfg.rerun_command(),
@@ -213,6 +216,19 @@ pub async fn heal(
     etcd_dir: String,
     journal: Option<std::path::PathBuf>,
 ) -> Result<Vec<String>, RunError> {
+    let db: Arc<dyn Db> = Arc::new(Etcd::new(crate::db::etcd::EtcdConfig {
+        base_dir: etcd_dir,
+        ..Default::default()
+    }));
+    heal_db(cluster, db, journal).await
+}
+
+/// `heal` for any system: resume and restart go through `db`'s abilities.
+pub async fn heal_db(
+    cluster: crate::cli::Cluster,
+    db: Arc<dyn Db>,
+    journal: Option<std::path::PathBuf>,
+) -> Result<Vec<String>, RunError> {
     let mut ssh = cluster.ssh;
     let nodes = resolve_cluster(&cluster.nodes, &mut ssh, &cluster.sandbox, false)?;
     let mut done = Vec::new();
@@ -244,10 +260,6 @@ pub async fn heal(
     };
     tokio::task::spawn_blocking(move || -> Result<Vec<String>, RunError> {
         let remotes = connect(&nodes, &ssh)?;
-        let db: Arc<dyn Db> = Arc::new(Etcd::new(crate::db::etcd::EtcdConfig {
-            base_dir: etcd_dir,
-            ..Default::default()
-        }));
         let mut nemesis = Nemesis::new(NemesisConfig {
             nodes: nodes.clone(),
             remotes,
@@ -403,7 +415,11 @@ pub async fn run(
     let nodes = resolve_nodes(&mut cfg)?;
     let run_dir = RunDir::create(&cfg.reports_dir, &cfg.name)?;
     let wall_start = chrono::Utc::now().to_rfc3339();
-    run_dir.write_json(TEST_FILE, &test_json(&cfg, &nodes, None, &wall_start))?;
+    let system = crate::system::for_config(&cfg);
+    run_dir.write_json(
+        TEST_FILE,
+        &test_json(&cfg, system.as_ref(), &nodes, None, &wall_start),
+    )?;
     run_dir.update_latest()?;
     tracing::info!(run_dir = %run_dir.path.display(), seed = cfg.seed, "starting run");
 
@@ -414,8 +430,7 @@ pub async fn run(
             .await
             .expect("connect task")?
     };
-    let etcd = Arc::new(Etcd::new(cfg.etcd.clone()));
-    let db: Arc<dyn Db> = etcd.clone();
+    let db: Arc<dyn Db> = system.to_db();
 
     // Heal leftovers of an earlier run against the same nodes, then install and start the DB.
     let mut nemesis = Nemesis::new(NemesisConfig {
@@ -462,14 +477,15 @@ pub async fn run(
         (_, Err(e)) => Err(RunError::Control(format!("setting up partitions: {e}"))),
         (Ok(_), Ok(())) if *interrupt.borrow() => Err(RunError::Interrupted),
         (Ok(version), Ok(())) => {
-            match run_dir.write_json(TEST_FILE, &test_json(&cfg, &nodes, version, &wall_start)) {
+            let meta = test_json(&cfg, system.as_ref(), &nodes, version, &wall_start);
+            match run_dir.write_json(TEST_FILE, &meta) {
                 Err(e) => Err(e.into()),
                 Ok(()) => {
                     drive(
                         &cfg,
                         &nodes,
                         &remotes,
-                        &etcd,
+                        system.as_ref(),
                         Some(nemesis.clone()),
                         &run_dir,
                         Control {
@@ -665,7 +681,7 @@ pub(crate) async fn drive(
     cfg: &TestConfig,
     nodes: &[Node],
     remotes: &[Arc<dyn Remote>],
-    etcd: &Etcd,
+    system: &dyn System,
     nemesis: Option<Arc<Mutex<Nemesis>>>,
     run_dir: &RunDir,
     control: Control,
@@ -676,9 +692,11 @@ pub(crate) async fn drive(
     } = control;
     // Wait for the cluster before the clock starts.
     {
-        let (remotes, nodes, etcd) = (remotes.to_vec(), nodes.to_vec(), etcd.clone());
+        let (remotes, nodes, system) = (remotes.to_vec(), nodes.to_vec(), system.to_arc());
         tokio::task::spawn_blocking(move || {
-            first_err(on_nodes(&remotes, &nodes, |r, n| etcd.await_ready(r, n)))
+            first_err(on_nodes(&remotes, &nodes, |r, n| {
+                system.await_ready(r, n, &nodes)
+            }))
         })
         .await
         .expect("ready task")
@@ -692,27 +710,9 @@ pub(crate) async fn drive(
     let mut workers = Vec::new();
     for t in 0..cfg.concurrency {
         let node = &nodes[t % nodes.len()];
-        let client = EtcdClient::new(EtcdClientConfig {
-            endpoint: etcd.endpoint(node),
-            read_mode: cfg.read_mode,
-            timeout_ms: cfg.op_timeout_ms,
-            key_prefix: format!("/shakedown/{}/", cfg.seed),
-        })
-        .map_err(|e| RunError::Control(format!("{}: creating etcd client: {e}", node.name)))?;
-        let client = match cfg.read_from {
-            crate::cli::ReadFrom::Own => client,
-            // Each thread's member choices come from its own seeded stream.
-            crate::cli::ReadFrom::Any => client
-                .with_read_endpoints(
-                    nodes.iter().map(|n| etcd.endpoint(n)).collect(),
-                    cfg.seed ^ (t as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-                )
-                .map_err(|e| {
-                    RunError::Control(format!("{}: creating etcd client: {e}", node.name))
-                })?,
-        };
+        let client = system.client(cfg, t, nodes).map_err(RunError::Control)?;
         workers.push(Worker {
-            client: Box::new(client),
+            client,
             node: Some(node.name.clone()),
             timeout: op_timeout + Duration::from_millis(500),
         });

@@ -353,6 +353,7 @@ fn d_interval() -> f64 {
 const BUILTIN_WORKLOADS: &[(&str, &str)] = &[
     ("register", include_str!("../workloads/register.toml")),
     ("list-append", include_str!("../workloads/list-append.toml")),
+    ("session", include_str!("../workloads/session.toml")),
 ];
 const BUILTIN_NEMESES: &[(&str, &str)] = &[
     (

@@ -4,9 +4,10 @@
 //! reports for each op. Does not own op generation, history writing, process numbering or retries:
 //! a client performs exactly one attempt per `invoke` and classifies the outcome honestly
 //! (`Ok` = happened, `Fail` = definitely did not happen, `Info` = unknown). Implementations live in
-//! submodules (`etcd`).
+//! submodules (`etcd`, `postgres`).
 
 pub mod etcd;
+pub mod postgres;
 
 use crate::history::OpType;
 use serde_json::Value;

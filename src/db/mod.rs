@@ -6,6 +6,7 @@
 //! in parallel. Nothing here is sandbox-specific: the sandbox only supplies the node list.
 
 pub mod etcd;
+pub mod postgres;
 
 use crate::config::Node;
 use crate::control::{ExecError, Remote};

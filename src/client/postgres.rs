@@ -1,0 +1,511 @@
+//! PostgreSQL client for the register workload, with tokio-postgres (no TLS).
+//!
+//! Owns: connections to the nodes of a primary/replica cluster (one per node, opened lazily and
+//! reopened after an error or timeout), routing (writes and cas to the primary; reads per
+//! `ReadFrom`), the register ops as SQL on one table, and classifying every error as *definitely
+//! not applied* (`Fail`) or *unknown* (`Info`). Does not own starting the servers or creating the
+//! table (`db::postgres` runs `SCHEMA_SQL`), retries (one attempt per op) or history writing.
+//!
+//! Register semantics on `kv(key text primary key, value bigint, version bigint not null)`:
+//! - `read` → `SELECT value, version` → `Ok { value: int | null (absent), version: v | None }`.
+//! - `write v` → upsert setting `version = kv.version + 1` (1 for a new key) in the same
+//!   statement, `RETURNING version` → `Ok { value: v, version }`. The per-key version column is the
+//!   session checker's version order: row locks serialize writers of a key on the primary.
+//! - `cas [old, new]` → `UPDATE … SET value = new, version = version + 1 WHERE key = k AND value =
+//!   old RETURNING version` → `Ok { value: [old, new], version }`, or with 0 rows
+//!   `Fail { error: "cas-mismatch" }` (it ran and saw another value, or no row).
+//!
+//! Routing (`ReadFrom`): `primary` reads the primary; `replica` a uniformly random replica *per
+//! read* (from `read_nodes` when given), so successive reads of one session can hit replicas with
+//! different lag; `any` a random node per read (from `read_nodes` when given); `own` the thread's
+//! bound node. The choice comes from a seeded ChaCha8 stream per thread. The history's `node`
+//! field stays the thread's bound node (the interpreter sets it); the node a failed op went to is
+//! named in its `error`.
+//!
+//! Error classification. Reads never change state: every read error is `Fail`. For `write`/`cas`:
+//!
+//! | error                                                                 | completion |
+//! |-----------------------------------------------------------------------|------------|
+//! | bad op or argument (never sent)                                       | Fail       |
+//! | connecting failed or timed out (refused, unreachable, auth, startup)  | Fail       |
+//! | server `ERROR` with a SQLSTATE class that aborts the statement before | Fail       |
+//! |   commit: 22, 23, 25 (e.g. 25006 read-only transaction on a replica), |            |
+//! |   40 (40001 serialization failure, 40P01 deadlock), 42, 53, 54, 55,   |            |
+//! |   0A, 3D, 3F, 28, and 57014 (canceled)                                |            |
+//! | any other server error, `FATAL`/`PANIC` (e.g. 57P01 admin shutdown    | Info       |
+//! |   while waiting for a synchronous standby: committed locally)         |            |
+//! | connection closed or reset, IO error, timeout after sending           | Info       |
+//!
+//! In autocommit a statement's `ERROR` rolls its transaction back (PostgreSQL escalates errors
+//! after the commit record to `PANIC`), so the definite classes are safe; the rest stay unknown.
+
+use super::{Client, Completion};
+use crate::config::ReadFrom;
+use rand::RngExt;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde_json::{Value, json};
+use std::time::Duration;
+use tokio_postgres::{NoTls, Statement};
+
+/// The schema the register workload needs (run once on the primary by `db::postgres`).
+pub const SCHEMA_SQL: &str =
+    "CREATE TABLE IF NOT EXISTS kv (key text PRIMARY KEY, value bigint, version bigint NOT NULL);";
+
+const READ_SQL: &str = "SELECT value, version FROM kv WHERE key = $1";
+const WRITE_SQL: &str = "INSERT INTO kv (key, value, version) VALUES ($1, $2, 1) \
+     ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, version = kv.version + 1 \
+     RETURNING version";
+const CAS_SQL: &str = "UPDATE kv SET value = $3, version = version + 1 WHERE key = $1 AND value = $2 RETURNING version";
+
+/// One node the client may talk to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PgNode {
+    /// Node name, for error messages.
+    pub name: String,
+    /// Host or address.
+    pub host: String,
+}
+
+/// Settings of one client (one worker thread).
+#[derive(Debug, Clone)]
+pub struct PgClientConfig {
+    /// Every node of the cluster.
+    pub nodes: Vec<PgNode>,
+    /// TCP port on every node.
+    pub port: u16,
+    /// Index into `nodes` of the primary (writes and cas go there).
+    pub primary: usize,
+    /// Index into `nodes` of the thread's bound node (`ReadFrom::Own`).
+    pub own: usize,
+    /// Where reads go.
+    pub read_from: ReadFrom,
+    /// Indices of the nodes `replica`/`any` reads may pick; empty = all replicas / all nodes.
+    pub read_nodes: Vec<usize>,
+    /// Per-op timeout (connecting included).
+    pub timeout_ms: u64,
+    /// Seed of the per-read node choice.
+    pub seed: u64,
+}
+
+/// Whether an error leaves an op's effect unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Certainty {
+    /// The op definitely did not take effect.
+    NotApplied,
+    /// It may have taken effect.
+    Unknown,
+}
+
+/// Classify a server error response by its severity and SQLSTATE (see the module table).
+pub fn classify_server_error(severity: &str, sqlstate: &str) -> Certainty {
+    if severity != "ERROR" {
+        return Certainty::Unknown;
+    }
+    const DEFINITE_CLASSES: [&str; 13] = [
+        "22", "23", "25", "40", "42", "53", "54", "55", "0A", "3D", "3F", "28", "08",
+    ];
+    let class = sqlstate.get(..2).unwrap_or("");
+    // 08 (connection exception) as an ERROR response comes from connection setup only.
+    if DEFINITE_CLASSES.contains(&class) || sqlstate == "57014" || sqlstate == "57P03" {
+        Certainty::NotApplied
+    } else {
+        Certainty::Unknown
+    }
+}
+
+fn certainty_of(e: &tokio_postgres::Error) -> Certainty {
+    match e.as_db_error() {
+        Some(db) => classify_server_error(db.severity(), db.code().code()),
+        None => Certainty::Unknown,
+    }
+}
+
+fn describe(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{} {}: {}", db.severity(), db.code().code(), db.message()),
+        None => {
+            let mut s = e.to_string();
+            let mut src = std::error::Error::source(e);
+            while let Some(cause) = src {
+                s.push_str(": ");
+                s.push_str(&cause.to_string());
+                src = cause.source();
+            }
+            s
+        }
+    }
+}
+
+struct Conn {
+    client: tokio_postgres::Client,
+    read: Statement,
+    write: Statement,
+    cas: Statement,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// A register client over a PostgreSQL primary/replica cluster.
+pub struct PgClient {
+    cfg: PgClientConfig,
+    conns: Vec<Option<Conn>>,
+    rng: ChaCha8Rng,
+    /// Set once the current op's statement was handed to the connection.
+    sent: bool,
+}
+
+/// A parsed register op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RegOp {
+    Read,
+    Write(i64),
+    Cas(i64, i64),
+}
+
+fn parse_op(f: &str, value: &Value) -> Result<RegOp, String> {
+    let int = |v: &Value| {
+        v.as_i64()
+            .ok_or_else(|| format!("{f}: expected an integer, got {v}"))
+    };
+    match f {
+        "read" => Ok(RegOp::Read),
+        "write" => Ok(RegOp::Write(int(value)?)),
+        "cas" => match value.as_array().map(Vec::as_slice) {
+            Some([old, new]) => Ok(RegOp::Cas(int(old)?, int(new)?)),
+            _ => Err(format!("cas: expected [old, new], got {value}")),
+        },
+        other => Err(format!("unsupported op {other:?}")),
+    }
+}
+
+impl PgClient {
+    /// A client; connections open on first use. Fails on an empty node list, an index out of
+    /// range or a zero timeout.
+    pub fn new(cfg: PgClientConfig) -> Result<PgClient, String> {
+        let n = cfg.nodes.len();
+        if n == 0 {
+            return Err("no nodes".into());
+        }
+        if cfg.primary >= n || cfg.own >= n || cfg.read_nodes.iter().any(|&i| i >= n) {
+            return Err(format!("node index out of range (cluster of {n})"));
+        }
+        if cfg.timeout_ms == 0 {
+            return Err("timeout_ms must be positive".into());
+        }
+        let rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+        Ok(PgClient {
+            conns: (0..n).map(|_| None).collect(),
+            cfg,
+            rng,
+            sent: false,
+        })
+    }
+
+    /// The node a read goes to now (draws from the client's seeded stream for replica/any).
+    pub fn pick_read_node(&mut self) -> usize {
+        let candidates: Vec<usize> = match self.cfg.read_from {
+            ReadFrom::Own => return self.cfg.own,
+            ReadFrom::Primary => return self.cfg.primary,
+            ReadFrom::Replica if self.cfg.read_nodes.is_empty() => (0..self.cfg.nodes.len())
+                .filter(|&i| i != self.cfg.primary)
+                .collect(),
+            ReadFrom::Any if self.cfg.read_nodes.is_empty() => (0..self.cfg.nodes.len()).collect(),
+            ReadFrom::Replica | ReadFrom::Any => self.cfg.read_nodes.clone(),
+        };
+        if candidates.is_empty() {
+            return self.cfg.primary;
+        }
+        candidates[self.rng.random_range(0..candidates.len())]
+    }
+
+    fn label(&self, i: usize) -> String {
+        let n = &self.cfg.nodes[i];
+        format!("{} ({}:{})", n.name, n.host, self.cfg.port)
+    }
+
+    async fn connect(&self, i: usize) -> Result<Conn, tokio_postgres::Error> {
+        let node = &self.cfg.nodes[i];
+        let mut pg = tokio_postgres::Config::new();
+        pg.host(&node.host)
+            .port(self.cfg.port)
+            .user("postgres")
+            .dbname("postgres")
+            .application_name("shakedown")
+            .connect_timeout(Duration::from_millis(self.cfg.timeout_ms));
+        let (client, connection) = pg.connect(NoTls).await?;
+        let task = tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        let (read, write, cas) = match tokio::try_join!(
+            client.prepare(READ_SQL),
+            client.prepare(WRITE_SQL),
+            client.prepare(CAS_SQL)
+        ) {
+            Ok(s) => s,
+            Err(e) => {
+                task.abort();
+                return Err(e);
+            }
+        };
+        Ok(Conn {
+            client,
+            read,
+            write,
+            cas,
+            task,
+        })
+    }
+
+    /// Run one op on node `i`; errors carry whether the statement was sent.
+    async fn run(&mut self, i: usize, key: &str, op: RegOp) -> Completion {
+        if self.conns[i].as_ref().is_some_and(|c| c.client.is_closed()) {
+            self.conns[i] = None;
+        }
+        if self.conns[i].is_none() {
+            match self.connect(i).await {
+                Ok(c) => self.conns[i] = Some(c),
+                Err(e) => {
+                    return Completion::Fail {
+                        error: format!("{}: connecting: {}", self.label(i), describe(&e)),
+                        value: op_value(op),
+                    };
+                }
+            }
+        }
+        let conn = self.conns[i].as_ref().expect("connection just opened");
+        self.sent = true;
+        let result = match op {
+            RegOp::Read => conn.client.query_opt(&conn.read, &[&key]).await,
+            RegOp::Write(v) => conn.client.query_opt(&conn.write, &[&key, &v]).await,
+            RegOp::Cas(old, new) => conn.client.query_opt(&conn.cas, &[&key, &old, &new]).await,
+        };
+        match result {
+            Ok(row) => ok_completion(op, row),
+            Err(e) => {
+                let certainty = certainty_of(&e);
+                let error = format!("{}: {}", self.label(i), describe(&e));
+                if e.as_db_error().is_none() || certainty == Certainty::Unknown {
+                    // The connection may be broken or the session in an unknown state.
+                    self.conns[i] = None;
+                }
+                match (op, certainty) {
+                    (RegOp::Read, _) | (_, Certainty::NotApplied) => Completion::Fail {
+                        error,
+                        value: op_value(op),
+                    },
+                    (_, Certainty::Unknown) => Completion::Info { error },
+                }
+            }
+        }
+    }
+}
+
+fn op_value(op: RegOp) -> Value {
+    match op {
+        RegOp::Read => Value::Null,
+        RegOp::Write(v) => json!(v),
+        RegOp::Cas(old, new) => json!([old, new]),
+    }
+}
+
+fn ok_completion(op: RegOp, row: Option<tokio_postgres::Row>) -> Completion {
+    let get = |row: &tokio_postgres::Row, col: usize| -> Result<Option<i64>, String> {
+        row.try_get::<_, Option<i64>>(col)
+            .map_err(|e| format!("undecodable column {col}: {e}"))
+    };
+    match (op, row) {
+        (RegOp::Read, None) => Completion::Ok {
+            value: Value::Null,
+            version: None,
+        },
+        (RegOp::Read, Some(row)) => match (get(&row, 0), get(&row, 1)) {
+            (Ok(value), Ok(version)) => Completion::Ok {
+                value: value.map_or(Value::Null, |v| json!(v)),
+                version,
+            },
+            (Err(e), _) | (_, Err(e)) => Completion::Fail {
+                error: e,
+                value: Value::Null,
+            },
+        },
+        (RegOp::Cas(..), None) => Completion::Fail {
+            error: "cas-mismatch".into(),
+            value: op_value(op),
+        },
+        (RegOp::Write(_), None) => Completion::Info {
+            error: "write returned no row".into(),
+        },
+        (_, Some(row)) => match get(&row, 0) {
+            Ok(version) => Completion::Ok {
+                value: op_value(op),
+                version,
+            },
+            Err(e) => Completion::Info { error: e },
+        },
+    }
+}
+
+#[async_trait::async_trait]
+impl Client for PgClient {
+    async fn invoke(&mut self, f: &str, key: Option<&str>, value: &Value) -> Completion {
+        let op = match parse_op(f, value) {
+            Ok(op) => op,
+            Err(error) => {
+                return Completion::Fail {
+                    error,
+                    value: value.clone(),
+                };
+            }
+        };
+        let Some(key) = key else {
+            return Completion::Fail {
+                error: format!("{f}: no key"),
+                value: value.clone(),
+            };
+        };
+        let node = match op {
+            RegOp::Read => self.pick_read_node(),
+            _ => self.cfg.primary,
+        };
+        self.sent = false;
+        let timeout = Duration::from_millis(self.cfg.timeout_ms);
+        match tokio::time::timeout(timeout, self.run(node, key, op)).await {
+            Ok(c) => c,
+            Err(_) => {
+                // The connection may hold a half-done request: drop it.
+                self.conns[node] = None;
+                let error = format!(
+                    "{}: timed out after {} ms{}",
+                    self.label(node),
+                    self.cfg.timeout_ms,
+                    if self.sent { "" } else { " connecting" }
+                );
+                if op == RegOp::Read || !self.sent {
+                    Completion::Fail {
+                        error,
+                        value: op_value(op),
+                    }
+                } else {
+                    Completion::Info { error }
+                }
+            }
+        }
+    }
+
+    async fn close(&mut self) {
+        self.conns.iter_mut().for_each(|c| *c = None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client(read_from: ReadFrom, read_nodes: Vec<usize>) -> PgClient {
+        PgClient::new(PgClientConfig {
+            nodes: (1..=5)
+                .map(|i| PgNode {
+                    name: format!("n{i}"),
+                    host: format!("10.81.0.{i}"),
+                })
+                .collect(),
+            port: 5432,
+            primary: 0,
+            own: 2,
+            read_from,
+            read_nodes,
+            timeout_ms: 1000,
+            seed: 7,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn server_errors_that_abort_the_statement_are_definite() {
+        use Certainty::*;
+        assert_eq!(classify_server_error("ERROR", "25006"), NotApplied);
+        assert_eq!(classify_server_error("ERROR", "40001"), NotApplied);
+        assert_eq!(classify_server_error("ERROR", "40P01"), NotApplied);
+        assert_eq!(classify_server_error("ERROR", "23505"), NotApplied);
+        assert_eq!(classify_server_error("ERROR", "57014"), NotApplied);
+        assert_eq!(classify_server_error("ERROR", "57P03"), NotApplied);
+        // Termination while waiting for a synchronous standby: committed locally.
+        assert_eq!(classify_server_error("FATAL", "57P01"), Unknown);
+        assert_eq!(classify_server_error("PANIC", "XX000"), Unknown);
+        assert_eq!(classify_server_error("ERROR", "XX000"), Unknown);
+        assert_eq!(classify_server_error("ERROR", "58030"), Unknown);
+        assert_eq!(classify_server_error("ERROR", ""), Unknown);
+    }
+
+    #[test]
+    fn ops_parse_and_bad_arguments_are_rejected() {
+        assert_eq!(parse_op("read", &Value::Null), Ok(RegOp::Read));
+        assert_eq!(parse_op("write", &json!(3)), Ok(RegOp::Write(3)));
+        assert_eq!(parse_op("cas", &json!([1, 2])), Ok(RegOp::Cas(1, 2)));
+        assert!(parse_op("cas", &json!([1])).is_err());
+        assert!(parse_op("write", &json!("x")).is_err());
+        assert!(parse_op("append", &json!(1)).is_err());
+    }
+
+    #[test]
+    fn reads_are_routed_per_read_from() {
+        let mut c = client(ReadFrom::Primary, vec![]);
+        assert!((0..50).all(|_| c.pick_read_node() == 0));
+        let mut c = client(ReadFrom::Own, vec![]);
+        assert!((0..50).all(|_| c.pick_read_node() == 2));
+        let mut c = client(ReadFrom::Replica, vec![]);
+        let picks: std::collections::BTreeSet<usize> =
+            (0..200).map(|_| c.pick_read_node()).collect();
+        assert_eq!(picks, [1, 2, 3, 4].into_iter().collect());
+        let mut c = client(ReadFrom::Any, vec![]);
+        let picks: std::collections::BTreeSet<usize> =
+            (0..200).map(|_| c.pick_read_node()).collect();
+        assert_eq!(picks, [0, 1, 2, 3, 4].into_iter().collect());
+        let mut c = client(ReadFrom::Replica, vec![1]);
+        assert!((0..50).all(|_| c.pick_read_node() == 1));
+    }
+
+    #[test]
+    fn bad_configs_are_rejected() {
+        let mut cfg = client(ReadFrom::Own, vec![]).cfg;
+        cfg.primary = 9;
+        assert!(PgClient::new(cfg.clone()).is_err());
+        cfg.primary = 0;
+        cfg.timeout_ms = 0;
+        assert!(PgClient::new(cfg.clone()).is_err());
+        cfg.timeout_ms = 1;
+        cfg.nodes.clear();
+        assert!(PgClient::new(cfg).is_err());
+    }
+
+    #[tokio::test]
+    async fn unreachable_nodes_fail_writes_definitely() {
+        // Port 1 on loopback: connection refused, nothing was sent.
+        let mut c = PgClient::new(PgClientConfig {
+            nodes: vec![PgNode {
+                name: "n1".into(),
+                host: "127.0.0.1".into(),
+            }],
+            port: 1,
+            primary: 0,
+            own: 0,
+            read_from: ReadFrom::Primary,
+            read_nodes: vec![],
+            timeout_ms: 500,
+            seed: 1,
+        })
+        .unwrap();
+        let done = c.invoke("write", Some("k"), &json!(1)).await;
+        assert_eq!(done.op_type(), crate::history::OpType::Fail, "{done:?}");
+        assert!(
+            done.error().unwrap().contains("n1 (127.0.0.1:1)"),
+            "{done:?}"
+        );
+    }
+}

@@ -1,0 +1,578 @@
+//! PostgreSQL 15 as a system under test: one primary and streaming replicas, started as daemons
+//! with pidfiles, readiness checks that fail fast with the log tail, kill -9 / restart, pause /
+//! resume, wipe, logs.
+//!
+//! Layout on a node (all under `base_dir`, default `/tmp/shakedown/postgres`, which is private per
+//! sandbox node; the nodes share the rest of the host's filesystem, so nothing lives elsewhere):
+//! `data/` (the cluster, wiped by `setup`), `postgres.log` (the server's stderr), `postgres.pid`
+//! (our pidfile: the postmaster) and the Unix socket. The first
+//! node of the cluster (or `primary`) runs `initdb` and becomes the primary; every other node waits
+//! for it, copies it with `pg_basebackup -R` (run on the replica, over the network from the
+//! primary), and streams from it as a hot standby whose `application_name` (via `cluster_name`) is
+//! its node name. PostgreSQL refuses to run as root, so every server command runs as `os_user`
+//! (`postgres`) through `runuser`/`setpriv`. Binaries come from `bin_dir` (Debian's
+//! `postgresql-15`, installed with apt-get when missing). Authentication is `trust` for `samenet`
+//! (every subnet the node is directly attached to: the cluster and, in the sandbox, the
+//! controller's bridge address). Settings are passed as `-c` flags, so they are visible in the
+//! process list and test.json. Does not own the client protocol or the schema's use (that is
+//! `client::postgres`); it only runs `init_sql` on the primary once it is up.
+
+use super::{Db, DbError, Kill, Pause};
+use crate::config::Node;
+use crate::control::{Cmd, Remote};
+use serde::Serialize;
+use std::time::{Duration, Instant};
+
+/// `synchronous_commit`: how long a commit waits before it is acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum SynchronousCommit {
+    /// Acknowledge before even the local WAL flush.
+    Off,
+    /// Wait for the local WAL flush only.
+    Local,
+    /// Wait for the local flush and, with synchronous standbys, their flush (PostgreSQL default).
+    #[default]
+    On,
+    /// Wait until synchronous standbys have written (not flushed) the WAL.
+    RemoteWrite,
+    /// Wait until synchronous standbys have applied the commit (visible to their readers).
+    RemoteApply,
+}
+
+impl SynchronousCommit {
+    /// The setting's value as PostgreSQL spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SynchronousCommit::Off => "off",
+            SynchronousCommit::Local => "local",
+            SynchronousCommit::On => "on",
+            SynchronousCommit::RemoteWrite => "remote_write",
+            SynchronousCommit::RemoteApply => "remote_apply",
+        }
+    }
+
+    /// True for the levels that wait for a standby's write or apply.
+    pub fn is_remote(self) -> bool {
+        matches!(
+            self,
+            SynchronousCommit::RemoteWrite | SynchronousCommit::RemoteApply
+        )
+    }
+}
+
+impl std::fmt::Display for SynchronousCommit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How to run PostgreSQL on the nodes.
+#[derive(Debug, Clone, Serialize)]
+pub struct PostgresConfig {
+    /// Directory on each node holding data, log, pidfile and socket.
+    pub base_dir: String,
+    /// Directory of `postgres`, `initdb`, `pg_basebackup`, `pg_isready`, `psql`.
+    pub bin_dir: String,
+    /// OS user the server runs as (PostgreSQL refuses root).
+    pub os_user: String,
+    /// TCP port on every node.
+    pub port: u16,
+    /// Name of the primary node; `None` = the first node of the cluster.
+    pub primary: Option<String>,
+    /// `synchronous_commit` on every node.
+    pub synchronous_commit: SynchronousCommit,
+    /// `synchronous_standby_names`; `None` = `FIRST 1 (<second node>)` when `synchronous_commit`
+    /// is remote_write or remote_apply, else empty (asynchronous replication).
+    pub synchronous_standby_names: Option<String>,
+    /// SQL run on the primary once after it started (the workload's schema).
+    pub init_sql: String,
+    /// How long setup and readiness may wait (primary up, base backup, streaming).
+    pub ready_timeout_ms: u64,
+}
+
+impl Default for PostgresConfig {
+    fn default() -> Self {
+        PostgresConfig {
+            base_dir: "/tmp/shakedown/postgres".into(),
+            bin_dir: "/usr/lib/postgresql/15/bin".into(),
+            os_user: "postgres".into(),
+            port: 5432,
+            primary: None,
+            synchronous_commit: SynchronousCommit::On,
+            synchronous_standby_names: None,
+            init_sql: crate::client::postgres::SCHEMA_SQL.into(),
+            ready_timeout_ms: 60_000,
+        }
+    }
+}
+
+/// The PostgreSQL primary/replica system.
+#[derive(Debug, Clone, Default)]
+pub struct Postgres {
+    /// Settings.
+    pub cfg: PostgresConfig,
+}
+
+/// Install Debian's PostgreSQL 15 if `$1/postgres` is missing. Debian's package creates and (with
+/// an init system) starts a `15/main` cluster on localhost:5432; ours listen on the node address
+/// with their own socket directory, so the two never meet.
+const INSTALL_SCRIPT: &str = r#"set -e
+[ -x "$1/postgres" ] && [ -x "$1/pg_basebackup" ] && exit 0
+export DEBIAN_FRONTEND=noninteractive
+apt-get -o DPkg::Lock::Timeout=300 install -y -q postgresql-15 >/dev/null
+"#;
+
+/// Wipe the node's directory and recreate it owned by the server user: `$1` = base dir,
+/// `$2` = OS user.
+const WIPE_SCRIPT: &str = r#"set -e
+dir="$1"; user="$2"
+id "$user" >/dev/null 2>&1 || { echo "no OS user $user (install postgresql-15)"; exit 1; }
+rm -rf "$dir/data" "$dir/postgres.log" "$dir/postgres.pid"
+mkdir -p "$dir"
+chown "$user:" "$dir"
+chmod 755 "$dir"
+"#;
+
+/// initdb as the server user and open pg_hba to the attached subnets: `$1` = base dir,
+/// `$2` = bin dir, `$3` = OS user.
+const INITDB_SCRIPT: &str = r#"set -e
+dir="$1"; bin="$2"; user="$3"
+runuser -u "$user" -- "$bin/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 --locale=C \
+  >> "$dir/postgres.log" 2>&1 || { echo "initdb failed:"; tail -n 5 "$dir/postgres.log"; exit 1; }
+printf '%s\n' 'host all all samenet trust' 'host replication all samenet trust' \
+  >> "$dir/data/pg_hba.conf"
+"#;
+
+/// Wait for the primary to be ready (init SQL done), then copy it: `$1` = base dir, `$2` = bin
+/// dir, `$3` = OS user, `$4` = primary host, `$5` = port, `$6` = application name, `$7` = seconds
+/// to wait for the primary, `$8` = the primary's readiness marker.
+const BASEBACKUP_SCRIPT: &str = r#"dir="$1"; bin="$2"; user="$3"; host="$4"; port="$5"; app="$6"; wait_s="$7"; marker="$8"
+i=0
+while :; do
+  got=$("$bin/psql" -X -q -h "$host" -p "$port" -U postgres -d postgres -Atc \
+    "select shobj_description(oid, 'pg_database') from pg_database where datname = 'postgres'" 2>&1)
+  [ "$got" = "$marker" ] && break
+  i=$((i+1))
+  if [ $i -gt $((wait_s*5)) ]; then echo "primary $host:$port not ready after ${wait_s} s: $got" | cut -c1-300; exit 1; fi
+  sleep 0.2
+done
+runuser -u "$user" -- "$bin/pg_basebackup" -D "$dir/data" -R -X stream -c fast \
+  -d "host=$host port=$port user=postgres application_name=$app" >> "$dir/postgres.log" 2>&1 \
+  || { echo "pg_basebackup from $host:$port failed:"; tail -n 5 "$dir/postgres.log" | cut -c1-300; exit 1; }
+"#;
+
+/// Start the server unless the pidfile names a live postgres: `$1` = base dir, `$2` = OS user,
+/// the rest = the server command. The server is the leader of its own session and process group
+/// (`setsid`, then `setpriv` execs it as the user).
+const START_SCRIPT: &str = r#"set -e
+dir="$1"; user="$2"; shift 2
+pid=$(cat "$dir/postgres.pid" 2>/dev/null || true)
+if [ -n "$pid" ] && grep -q postgres "/proc/$pid/cmdline" 2>/dev/null; then exit 0; fi
+# A postmaster.pid left by kill -9 whose PID now names another process would block the start.
+old=$(head -n 1 "$dir/data/postmaster.pid" 2>/dev/null || true)
+if [ -n "$old" ] && ! grep -q postgres "/proc/$old/cmdline" 2>/dev/null; then rm -f "$dir/data/postmaster.pid"; fi
+cd "$dir"
+setsid setpriv --reuid="$user" --regid="$(id -g "$user")" --init-groups -- "$@" \
+  >> "$dir/postgres.log" 2>&1 < /dev/null &
+echo $! > "$dir/postgres.pid"
+"#;
+
+/// Signal the postmaster and all its children if the pidfile names a live postgres: `$1` = base
+/// dir, `$2` = signal. PostgreSQL makes every child the leader of its own session, so a process
+/// group signal would miss them: the children are listed first (`pgrep -P`), then the postmaster
+/// is signalled before them (a stopped postmaster forks no new ones). With KILL, wait until all of
+/// them are gone.
+const SIGNAL_SCRIPT: &str = r#"dir="$1"; sig="$2"
+pid=$(cat "$dir/postgres.pid" 2>/dev/null || true)
+[ -n "$pid" ] || exit 0
+grep -q postgres "/proc/$pid/cmdline" 2>/dev/null || exit 0
+kids=$(pgrep -P "$pid" 2>/dev/null || true)
+kill -s "$sig" "$pid" 2>/dev/null || true
+for k in $kids; do kill -s "$sig" "$k" 2>/dev/null || true; done
+if [ "$sig" = KILL ]; then
+  i=0
+  while [ $i -lt 200 ]; do
+    alive=0
+    for p in $pid $kids; do [ -d "/proc/$p" ] && alive=1; done
+    [ $alive = 0 ] && break
+    sleep 0.05; i=$((i+1))
+  done
+  rm -f "$dir/postgres.pid"
+fi
+"#;
+
+/// Exit status of READY_SCRIPT when the server process is gone.
+const NOT_RUNNING: i32 = 3;
+
+/// Readiness probe that fails fast when the server died: `$1` = base dir, `$2` = bin dir,
+/// `$3` = host, `$4` = port, `$5` = `primary` or `replica`. Replicas must be streaming.
+const READY_SCRIPT: &str = r#"dir="$1"; bin="$2"; host="$3"; port="$4"; role="$5"
+pid=$(cat "$dir/postgres.pid" 2>/dev/null || true)
+if [ -z "$pid" ] || ! grep -q postgres "/proc/$pid/cmdline" 2>/dev/null; then
+  echo "last log lines of $dir/postgres.log:"
+  tail -n 5 "$dir/postgres.log" 2>/dev/null | cut -c1-300
+  exit 3
+fi
+"$bin/pg_isready" -q -h "$host" -p "$port" -U postgres || { echo "not accepting connections on $host:$port"; exit 1; }
+[ "$role" = replica ] || exit 0
+s=$("$bin/psql" -X -q -h "$host" -p "$port" -U postgres -d postgres -Atc "select status from pg_stat_wal_receiver" 2>&1) || { echo "$s" | cut -c1-300; exit 1; }
+[ "$s" = streaming ] || { echo "WAL receiver: ${s:-not running}"; exit 1; }
+"#;
+
+/// What the primary writes as the `postgres` database's comment once `init_sql` ran; replicas
+/// copy it only after seeing it.
+const READY_MARKER: &str = "shakedown-ready";
+
+impl Postgres {
+    /// A PostgreSQL system with the given settings.
+    pub fn new(cfg: PostgresConfig) -> Postgres {
+        Postgres { cfg }
+    }
+
+    fn bin(&self, name: &str) -> String {
+        format!("{}/{name}", self.cfg.bin_dir)
+    }
+
+    /// The primary of `cluster`: the configured name, else the first node.
+    pub fn primary<'a>(&self, cluster: &'a [Node]) -> Option<&'a Node> {
+        match &self.cfg.primary {
+            Some(name) => cluster.iter().find(|n| &n.name == name),
+            None => cluster.first(),
+        }
+    }
+
+    fn is_primary(&self, node: &Node, cluster: &[Node]) -> bool {
+        self.primary(cluster).is_some_and(|p| p.name == node.name)
+    }
+
+    /// `synchronous_standby_names` in effect: the configured value, else `FIRST 1 (<second
+    /// node>)` for remote_write/remote_apply, else empty.
+    pub fn standby_names(&self, cluster: &[Node]) -> String {
+        if let Some(s) = &self.cfg.synchronous_standby_names {
+            return s.clone();
+        }
+        if !self.cfg.synchronous_commit.is_remote() {
+            return String::new();
+        }
+        let primary = self.primary(cluster).map(|p| p.name.clone());
+        cluster
+            .iter()
+            .find(|n| Some(&n.name) != primary.as_ref())
+            .map(|n| format!("FIRST 1 ({})", n.name))
+            .unwrap_or_default()
+    }
+
+    /// The server command line for a node.
+    pub fn command(&self, node: &Node, cluster: &[Node]) -> Vec<String> {
+        let dir = &self.cfg.base_dir;
+        let settings = [
+            format!("listen_addresses={}", node.host),
+            format!("port={}", self.cfg.port),
+            format!("unix_socket_directories={dir}"),
+            "wal_level=replica".into(),
+            "max_wal_senders=16".into(),
+            "wal_keep_size=512MB".into(),
+            "hot_standby=on".into(),
+            "max_connections=300".into(),
+            "shared_buffers=32MB".into(),
+            format!("synchronous_commit={}", self.cfg.synchronous_commit),
+            format!("synchronous_standby_names={}", self.standby_names(cluster)),
+            format!("cluster_name={}", node.name),
+            "log_line_prefix=%m [%p] %a ".into(),
+        ];
+        let mut cmd = vec![self.bin("postgres"), "-D".into(), format!("{dir}/data")];
+        for s in settings {
+            cmd.push("-c".into());
+            cmd.push(s);
+        }
+        cmd
+    }
+
+    fn signal(&self, remote: &dyn Remote, sig: &str) -> Result<(), DbError> {
+        remote
+            .exec_ok(&Cmd::script(SIGNAL_SCRIPT, [self.cfg.base_dir.as_str(), sig]).sudo(true))?;
+        Ok(())
+    }
+
+    fn start_process(
+        &self,
+        remote: &dyn Remote,
+        node: &Node,
+        cluster: &[Node],
+    ) -> Result<(), DbError> {
+        let mut args = vec![self.cfg.base_dir.clone(), self.cfg.os_user.clone()];
+        args.extend(self.command(node, cluster));
+        remote.exec_ok(&Cmd::script(START_SCRIPT, args).sudo(true))?;
+        Ok(())
+    }
+
+    fn psql(&self, node: &Node, sql: &str) -> Cmd {
+        Cmd::new(self.bin("psql")).args([
+            "-X",
+            "-q",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-h",
+            &node.host,
+            "-p",
+            &self.cfg.port.to_string(),
+            "-U",
+            "postgres",
+            "-d",
+            "postgres",
+            "-c",
+            sql,
+        ])
+    }
+
+    /// Block until `node` accepts connections (and, on a replica, streams from the primary), or
+    /// time out; fails at once with the log tail when the server process is gone.
+    pub fn await_ready(
+        &self,
+        remote: &dyn Remote,
+        node: &Node,
+        cluster: &[Node],
+    ) -> Result<(), DbError> {
+        let start = Instant::now();
+        let deadline = start + Duration::from_millis(self.cfg.ready_timeout_ms);
+        let role = if self.is_primary(node, cluster) {
+            "primary"
+        } else {
+            "replica"
+        };
+        let cmd = Cmd::script(
+            READY_SCRIPT,
+            [
+                self.cfg.base_dir.clone(),
+                self.cfg.bin_dir.clone(),
+                node.host.clone(),
+                self.cfg.port.to_string(),
+                role.to_string(),
+            ],
+        );
+        loop {
+            let out = remote.exec(&cmd)?;
+            if out.status == 0 {
+                return Ok(());
+            }
+            if out.status == NOT_RUNNING {
+                return Err(DbError::Other {
+                    node: node.name.clone(),
+                    message: format!("postgres exited during startup: {}", out.stdout.trim()),
+                });
+            }
+            if Instant::now() >= deadline {
+                return Err(DbError::NotReady {
+                    node: node.name.clone(),
+                    what: format!("postgres {role}"),
+                    waited_ms: start.elapsed().as_millis() as u64,
+                    detail: format!("{} {}", out.stdout.trim(), out.stderr.trim()),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn setup_primary(
+        &self,
+        remote: &dyn Remote,
+        node: &Node,
+        cluster: &[Node],
+    ) -> Result<(), DbError> {
+        remote.exec_ok(
+            &Cmd::script(
+                INITDB_SCRIPT,
+                [
+                    self.cfg.base_dir.as_str(),
+                    self.cfg.bin_dir.as_str(),
+                    self.cfg.os_user.as_str(),
+                ],
+            )
+            .sudo(true),
+        )?;
+        self.start_process(remote, node, cluster)?;
+        self.await_ready(remote, node, cluster)?;
+        let init = format!(
+            // Local commit: the synchronous standbys do not exist yet.
+            "SET synchronous_commit = local;\n{}\nCOMMENT ON DATABASE postgres IS '{READY_MARKER}';",
+            self.cfg.init_sql
+        );
+        let out = remote.exec(&self.psql(node, &init))?;
+        if !out.success() {
+            return Err(DbError::Other {
+                node: node.name.clone(),
+                message: format!("init SQL failed: {}", out.stderr.trim()),
+            });
+        }
+        Ok(())
+    }
+
+    fn setup_replica(
+        &self,
+        remote: &dyn Remote,
+        node: &Node,
+        cluster: &[Node],
+    ) -> Result<(), DbError> {
+        let primary = self.primary(cluster).ok_or_else(|| DbError::Other {
+            node: node.name.clone(),
+            message: "no primary in the cluster".into(),
+        })?;
+        let out = remote.exec(
+            &Cmd::script(
+                BASEBACKUP_SCRIPT,
+                [
+                    self.cfg.base_dir.clone(),
+                    self.cfg.bin_dir.clone(),
+                    self.cfg.os_user.clone(),
+                    primary.host.clone(),
+                    self.cfg.port.to_string(),
+                    node.name.clone(),
+                    (self.cfg.ready_timeout_ms / 1000).max(1).to_string(),
+                    READY_MARKER.to_string(),
+                ],
+            )
+            .sudo(true)
+            .timeout_ms(self.cfg.ready_timeout_ms + 30_000),
+        )?;
+        if !out.success() {
+            return Err(DbError::Other {
+                node: node.name.clone(),
+                message: format!(
+                    "making a replica of {}: {} {}",
+                    primary.name,
+                    out.stdout.trim(),
+                    out.stderr.trim()
+                ),
+            });
+        }
+        self.start_process(remote, node, cluster)
+    }
+}
+
+impl Db for Postgres {
+    fn name(&self) -> &str {
+        "postgres"
+    }
+
+    fn install(&self, remote: &dyn Remote) -> Result<(), DbError> {
+        remote.exec_ok(&Cmd::script(INSTALL_SCRIPT, [self.cfg.bin_dir.as_str()]).sudo(true))?;
+        Ok(())
+    }
+
+    fn setup(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
+        // Kill anything left from a previous run, then wipe.
+        self.signal(remote, "CONT")?;
+        self.signal(remote, "KILL")?;
+        remote.exec_ok(
+            &Cmd::script(
+                WIPE_SCRIPT,
+                [self.cfg.base_dir.as_str(), self.cfg.os_user.as_str()],
+            )
+            .sudo(true),
+        )?;
+        if self.is_primary(node, cluster) {
+            self.setup_primary(remote, node, cluster)
+        } else {
+            self.setup_replica(remote, node, cluster)
+        }
+    }
+
+    fn teardown(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
+        self.signal(remote, "CONT")?;
+        self.signal(remote, "KILL")
+    }
+
+    fn log_files(&self, _node: &Node) -> Vec<String> {
+        vec![format!("{}/postgres.log", self.cfg.base_dir)]
+    }
+
+    fn version(&self, remote: &dyn Remote) -> Option<String> {
+        let out = remote
+            .exec_ok(&Cmd::new(self.bin("postgres")).arg("--version"))
+            .ok()?;
+        out.lines().next().map(|l| l.trim().to_string())
+    }
+
+    fn as_kill(&self) -> Option<&dyn Kill> {
+        Some(self)
+    }
+
+    fn as_pause(&self) -> Option<&dyn Pause> {
+        Some(self)
+    }
+}
+
+impl Kill for Postgres {
+    fn kill(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
+        self.signal(remote, "KILL")
+    }
+
+    /// Start again with the data kept: the primary runs crash recovery, a replica resumes
+    /// streaming (its `standby.signal` and `primary_conninfo` survive).
+    fn start(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
+        self.start_process(remote, node, cluster)
+    }
+}
+
+impl Pause for Postgres {
+    /// SIGSTOP the postmaster and every child: backends, walsenders, walreceiver, startup.
+    fn pause(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
+        self.signal(remote, "STOP")
+    }
+
+    fn resume(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
+        self.signal(remote, "CONT")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nodes(k: usize) -> Vec<Node> {
+        (1..=k)
+            .map(|i| Node {
+                name: format!("n{i}"),
+                host: format!("10.81.0.{i}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn standby_names_default_to_the_first_replica_only_for_remote_levels() {
+        let cluster = nodes(3);
+        let mut pg = Postgres::default();
+        assert_eq!(pg.standby_names(&cluster), "");
+        pg.cfg.synchronous_commit = SynchronousCommit::RemoteApply;
+        assert_eq!(pg.standby_names(&cluster), "FIRST 1 (n2)");
+        pg.cfg.primary = Some("n2".into());
+        assert_eq!(pg.standby_names(&cluster), "FIRST 1 (n1)");
+        pg.cfg.synchronous_standby_names = Some("ANY 2 (*)".into());
+        assert_eq!(pg.standby_names(&cluster), "ANY 2 (*)");
+        assert_eq!(pg.standby_names(&nodes(1)), "ANY 2 (*)");
+        pg.cfg.synchronous_standby_names = None;
+        pg.cfg.primary = None;
+        assert_eq!(pg.standby_names(&nodes(1)), "");
+    }
+
+    #[test]
+    fn command_binds_to_the_node_and_names_it() {
+        let cluster = nodes(3);
+        let pg = Postgres::new(PostgresConfig {
+            synchronous_commit: SynchronousCommit::Off,
+            ..Default::default()
+        });
+        let cmd = pg.command(&cluster[2], &cluster);
+        assert_eq!(cmd[0], "/usr/lib/postgresql/15/bin/postgres");
+        assert!(cmd.contains(&"listen_addresses=10.81.0.3".to_string()));
+        assert!(cmd.contains(&"cluster_name=n3".to_string()));
+        assert!(cmd.contains(&"synchronous_commit=off".to_string()));
+        assert!(cmd.contains(&"unix_socket_directories=/tmp/shakedown/postgres".to_string()));
+        // Every setting is one argument after its own -c.
+        let settings = cmd.iter().filter(|a| *a == "-c").count();
+        assert_eq!(settings, (cmd.len() - 3) / 2);
+        assert!(pg.is_primary(&cluster[0], &cluster));
+        assert!(!pg.is_primary(&cluster[2], &cluster));
+    }
+}

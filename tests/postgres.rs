@@ -1,0 +1,360 @@
+//! End-to-end runs of `shakedown run --db postgres` against a real sandbox cluster running real
+//! PostgreSQL 15 (one primary, four streaming replicas): reads from asynchronous replicas break
+//! read-your-writes and monotonic reads; reads from a `remote_apply` synchronous standby and reads
+//! from the primary break nothing, also with the primary and replicas killed and paused. Needs
+//! root (when not root each test prints why it did nothing). Tests take a lock so only one cluster
+//! runs at a time, and each brings its own sandbox (`sdpg`, 10.81.0.0/24) down at the end, also on
+//! failure. Measured numbers are printed (`cargo test --release --test postgres -- --nocapture`).
+
+use serde_json::Value;
+use shakedown::history::{History, OpType, Process};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+const SANDBOX: [&str; 4] = ["--sandbox-name", "sdpg", "--sandbox-subnet", "10.81.0.0/24"];
+
+fn root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("skipping: sandbox tests need root (network namespaces, iptables)");
+    }
+    root
+}
+
+fn shakedown(args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_shakedown"))
+        .args(args)
+        .output()
+        .expect("run shakedown binary");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "shakedown panicked: {stderr}");
+    out
+}
+
+/// Brings the test sandbox down when dropped.
+struct SandboxGuard;
+
+impl Drop for SandboxGuard {
+    fn drop(&mut self) {
+        let mut args = vec!["sandbox", "down"];
+        args.extend(SANDBOX);
+        let out = shakedown(&args);
+        if !out.status.success() {
+            eprintln!(
+                "sandbox down failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
+
+/// Run with `--db postgres` and the given flags; returns (exit code, run dir, results.json).
+fn run_pg(extra: &[&str], reports: &Path) -> (i32, PathBuf, Value) {
+    let mut args = vec![
+        "run",
+        "--db",
+        "postgres",
+        "--json",
+        "--reports",
+        reports.to_str().unwrap(),
+    ];
+    args.extend(SANDBOX);
+    args.extend(extra);
+    let out = shakedown(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let v: Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {stdout}\nstderr: {stderr}"));
+    let run_dir = PathBuf::from(
+        v["run_dir"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no run_dir: {v}\nstderr: {stderr}")),
+    );
+    let results: Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("results.json")).unwrap()).unwrap();
+    (out.status.code().unwrap_or(-1), run_dir, results)
+}
+
+fn checker<'a>(results: &'a Value, name: &str) -> &'a Value {
+    results["checkers"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["checker"] == name))
+        .unwrap_or_else(|| panic!("no {name} checker in {results}"))
+}
+
+fn guarantee<'a>(session: &'a Value, name: &str) -> &'a Value {
+    session["details"]["guarantees"]
+        .as_array()
+        .and_then(|gs| gs.iter().find(|g| g["guarantee"] == name))
+        .unwrap_or_else(|| panic!("no {name} in {session}"))
+}
+
+/// Client ops per second of the main phase and (ok, fail, info) counts, from the history.
+fn throughput(run_dir: &Path, seconds: f64) -> (f64, [usize; 3]) {
+    let h = History::read_file(&run_dir.join("history.jsonl")).unwrap();
+    let mut counts = [0usize; 3];
+    for o in h.ops.iter().filter(|o| o.process != Process::Nemesis) {
+        match o.op_type {
+            OpType::Ok => counts[0] += 1,
+            OpType::Fail => counts[1] += 1,
+            OpType::Info => counts[2] += 1,
+            _ => {}
+        }
+    }
+    (counts.iter().sum::<usize>() as f64 / seconds, counts)
+}
+
+/// Print what a run measured: throughput, per-guarantee violations, stale-read percentiles.
+fn report(label: &str, run_dir: &Path, results: &Value, seconds: f64) {
+    let (ops_s, counts) = throughput(run_dir, seconds);
+    let session = checker(results, "session");
+    let per: Vec<String> = [
+        "read-your-writes",
+        "monotonic-reads",
+        "monotonic-writes",
+        "writes-follow-reads",
+    ]
+    .iter()
+    .map(|g| format!("{g} {}", guarantee(session, g)["violations"]))
+    .collect();
+    let stale = &session["details"]["stale"];
+    eprintln!(
+        "{label}: {ops_s:.0} ops/s (ok/fail/info {counts:?}); {}; stale reads {} of {}, ms behind p50 {} p90 {} p99 {} max {}, versions behind p50 {} p99 {} max {}; linearizable {}; run dir {}",
+        per.join(", "),
+        stale["stale_reads"],
+        stale["reads_measured"],
+        stale["ms_behind"]["p50"],
+        stale["ms_behind"]["p90"],
+        stale["ms_behind"]["p99"],
+        stale["ms_behind"]["max"],
+        stale["versions_behind"]["p50"],
+        stale["versions_behind"]["p99"],
+        stale["versions_behind"]["max"],
+        checker(results, "linearizable")["verdict"],
+        run_dir.display()
+    );
+}
+
+#[test]
+fn async_replica_reads_break_read_your_writes_and_monotonic_reads() {
+    if !root() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = SandboxGuard;
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, run_dir, results) = run_pg(
+        &[
+            "--synchronous-commit",
+            "off",
+            "--read-from",
+            "replica",
+            "--workload",
+            "session",
+            "--nemesis",
+            "none",
+            "--time-limit",
+            "20",
+            // Unthrottled: more commits → more WAL flushes → more moments where the replicas
+            // have applied different prefixes (monotonic reads needs two replicas to differ).
+            "--rate",
+            "0",
+            "--seed",
+            "81",
+            "--check-time-limit",
+            "5",
+        ],
+        tmp.path(),
+    );
+    report(
+        "sync commit off, reads from random replicas",
+        &run_dir,
+        &results,
+        20.0,
+    );
+    assert_eq!(code, 1, "expected invalid; {results}");
+    let session = checker(&results, "session");
+    assert_eq!(session["verdict"], "invalid", "{session}");
+    for g in ["read-your-writes", "monotonic-reads"] {
+        let r = guarantee(session, g);
+        assert!(r["violations"].as_u64().unwrap() > 0, "{g}: {r}");
+        let w = &r["witnesses"][0];
+        let text = w["witness"].as_str().unwrap();
+        assert!(
+            text.contains("process") && text.contains("read") && text.contains(" s"),
+            "{g}: {text}"
+        );
+        assert!(
+            w["later_version"].as_i64().unwrap() < w["earlier_version"].as_i64().unwrap(),
+            "{g}: {w}"
+        );
+    }
+    // Writes all go to the one primary: its version column never goes back.
+    for g in ["monotonic-writes", "writes-follow-reads"] {
+        assert_eq!(guarantee(session, g)["violations"], 0, "{g}");
+    }
+    let stale = &session["details"]["stale"];
+    assert!(stale["stale_reads"].as_u64().unwrap() > 0, "{stale}");
+    assert!(stale["ms_behind"]["max"].as_f64().unwrap() > 0.0, "{stale}");
+    // The run recorded the system and its settings.
+    let test: Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("test.json")).unwrap()).unwrap();
+    assert!(
+        test["db"]["version"]
+            .as_str()
+            .unwrap_or("")
+            .contains("PostgreSQL) 15"),
+        "{test}"
+    );
+    assert_eq!(test["db"]["name"], "postgres");
+    assert_eq!(test["db"]["config"]["synchronous_commit"], "off");
+    assert_eq!(test["read_from"], "replica");
+    for n in 1..=5 {
+        let log = std::fs::read_to_string(run_dir.join(format!("logs/n{n}/postgres.log")))
+            .unwrap_or_default();
+        let needle = if n == 1 {
+            "ready to accept connections"
+        } else {
+            "started streaming WAL from primary"
+        };
+        assert!(log.contains(needle), "n{n}: {log}");
+    }
+}
+
+#[test]
+fn remote_apply_standby_reads_keep_every_session_guarantee() {
+    if !root() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = SandboxGuard;
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, run_dir, results) = run_pg(
+        &[
+            "--synchronous-commit",
+            "remote_apply",
+            "--synchronous-standby-names",
+            "FIRST 1 (n2)",
+            "--read-from",
+            "replica",
+            "--read-nodes",
+            "n2",
+            "--workload",
+            "session",
+            "--nemesis",
+            "none",
+            "--time-limit",
+            "20",
+            "--rate",
+            "1000",
+            "--seed",
+            "82",
+        ],
+        tmp.path(),
+    );
+    report(
+        "remote_apply, reads from the synchronous standby n2",
+        &run_dir,
+        &results,
+        20.0,
+    );
+    let session = checker(&results, "session");
+    assert_eq!(session["verdict"], "valid", "{session}");
+    assert_eq!(code, 0, "{results}");
+    for g in [
+        "read-your-writes",
+        "monotonic-reads",
+        "monotonic-writes",
+        "writes-follow-reads",
+    ] {
+        let r = guarantee(session, g);
+        assert_eq!(r["violations"], 0, "{g}: {r}");
+        assert!(r["checks"].as_u64().unwrap() > 100, "{g}: {r}");
+    }
+    // remote_apply: every acknowledged write is visible on n2 before the ack, so no read of n2
+    // that starts after an ack can miss it.
+    let stale = &session["details"]["stale"];
+    assert_eq!(stale["stale_reads"], 0, "{stale}");
+    assert!(stale["reads_measured"].as_u64().unwrap() > 1000, "{stale}");
+    let test: Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("test.json")).unwrap()).unwrap();
+    assert_eq!(
+        test["db"]["config"]["effective_synchronous_standby_names"],
+        "FIRST 1 (n2)"
+    );
+}
+
+#[test]
+fn primary_reads_stay_linearizable_under_kills_and_pauses() {
+    if !root() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = SandboxGuard;
+    let tmp = tempfile::tempdir().unwrap();
+    let nemesis = tmp.path().join("nemesis.toml");
+    std::fs::write(
+        &nemesis,
+        r#"interval_s = 3.0
+order = "sequential"
+[[faults]]
+kind = "kill"
+targets = "all"
+[[faults]]
+kind = "pause"
+targets = "all"
+"#,
+    )
+    .unwrap();
+    let (code, run_dir, results) = run_pg(
+        &[
+            "--read-from",
+            "primary",
+            "--nemesis",
+            nemesis.to_str().unwrap(),
+            "--time-limit",
+            "20",
+            "--rate",
+            "300",
+            "--seed",
+            "83",
+        ],
+        tmp.path(),
+    );
+    report(
+        "reads from the primary, kill/pause all",
+        &run_dir,
+        &results,
+        20.0,
+    );
+    assert_eq!(checker(&results, "linearizable")["verdict"], "valid");
+    assert_eq!(checker(&results, "session")["verdict"], "valid");
+    assert_eq!(code, 0, "{results}");
+    let h = History::read_file(&run_dir.join("history.jsonl")).unwrap();
+    // Both faults hit every node, and ops succeeded after the restart.
+    let done = |f: &str| {
+        h.ops
+            .iter()
+            .filter(|o| o.process == Process::Nemesis && o.f == f)
+            .filter_map(|o| o.value["nodes"].as_array())
+            .any(|n| n.len() == 5)
+    };
+    assert!(done("kill") && done("start") && done("pause") && done("resume"));
+    let restarted = h
+        .ops
+        .iter()
+        .filter(|o| o.process == Process::Nemesis && o.f == "start" && o.value.is_object())
+        .map(|o| o.index)
+        .next()
+        .unwrap();
+    assert!(
+        h.ops.iter().any(|o| o.index > restarted
+            && o.process != Process::Nemesis
+            && o.f == "write"
+            && o.op_type == OpType::Ok),
+        "no write succeeded after the restart"
+    );
+}
