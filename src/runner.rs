@@ -18,6 +18,7 @@ use crate::interpreter::{Interpreter, Stats, Worker};
 use crate::nemesis::{Nemesis, NemesisConfig, PartitionConfig};
 use crate::store::{FAULTS_FILE, LINEAR_WITNESS_FILE, RESULTS_FILE, RunDir, TEST_FILE};
 use crate::system::System;
+use futures_util::FutureExt;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
@@ -54,6 +55,19 @@ pub enum RunError {
     /// Reading back the history failed.
     #[error(transparent)]
     History(#[from] crate::history::HistoryError),
+    /// The controller panicked while driving the workload; faults were healed and the history
+    /// recorded so far kept.
+    #[error("controller panicked during the workload (faults healed, history kept): {0}")]
+    Panicked(String),
+}
+
+/// The message of a caught panic payload.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic payload".to_string())
 }
 
 /// What a finished run produced.
@@ -481,7 +495,9 @@ pub async fn run(
             match run_dir.write_json(TEST_FILE, &meta) {
                 Err(e) => Err(e.into()),
                 Ok(()) => {
-                    drive(
+                    // A panic while driving must not skip the cleanup below (heal, logs,
+                    // teardown): catch it and turn it into an error.
+                    let driven = std::panic::AssertUnwindSafe(drive(
                         &cfg,
                         &nodes,
                         &remotes,
@@ -492,8 +508,10 @@ pub async fn run(
                             progress,
                             interrupt: interrupt.clone(),
                         },
-                    )
-                    .await
+                    ))
+                    .catch_unwind()
+                    .await;
+                    driven.unwrap_or_else(|p| Err(RunError::Panicked(panic_message(p.as_ref()))))
                 }
             }
         }

@@ -2,7 +2,7 @@
 //! be a non-blank PNG and the DOM must carry the expected title. The screenshot is kept in
 //! `target/test-output/report_browser/runpage.png` for people to look at.
 //!
-//! Needs Debian's `chromium` (installed by .ci/run). Chromium runs with a fresh profile, no
+//! Needs Debian's `chromium` (installed by .ci/run, or by the test itself when run as root). Chromium runs with a fresh profile, no
 //! network features, in its own process group, and is killed (by that group's id) after a timeout.
 
 use std::os::unix::process::CommandExt;
@@ -12,13 +12,42 @@ use std::time::{Duration, Instant};
 
 const CHROMIUM_TIMEOUT: Duration = Duration::from_secs(90);
 
+fn find_chromium() -> Option<PathBuf> {
+    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+}
+
+/// Debian's chromium; installed with apt-get when missing and running as root (like the
+/// sandbox's packages), so `cargo test --release` works on a fresh machine.
 fn chromium() -> PathBuf {
-    for candidate in ["/usr/bin/chromium", "/usr/bin/chromium-browser"] {
-        if Path::new(candidate).is_file() {
-            return PathBuf::from(candidate);
-        }
+    if let Some(p) = find_chromium() {
+        return p;
     }
-    panic!("chromium not found: install Debian's chromium package (apt-get install chromium)");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let lock = ["-o", "DPkg::Lock::Timeout=300"];
+        let update = Command::new("apt-get")
+            .args(lock)
+            .args(["update", "-qq"])
+            .status();
+        let install = Command::new("apt-get")
+            .args(lock)
+            .args([
+                "install",
+                "-y",
+                "-qq",
+                "--no-install-recommends",
+                "chromium",
+            ])
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status();
+        eprintln!("chromium missing: apt-get update {update:?}, install {install:?}");
+    }
+    find_chromium().unwrap_or_else(|| {
+        panic!("chromium not found: install Debian's chromium package (apt-get install chromium)")
+    })
 }
 
 fn output_dir() -> PathBuf {
