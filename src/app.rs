@@ -273,6 +273,16 @@ pub fn check(args: CheckArgs) -> i32 {
         eprintln!("error: {e}");
         return EXIT_RUNTIME;
     }
+    let version_source = match args.version_source.as_str() {
+        "auto" => None,
+        s => match s.parse::<crate::checker::session::VersionSource>() {
+            Ok(v) => Some(v),
+            Err(e) => {
+                eprintln!("error: --version-source {s:?}: {e}");
+                return EXIT_USAGE;
+            }
+        },
+    };
     let from_edn = loaded.format != InputFormat::Jsonl;
     let result = match check_linear_with_model(
         model_name,
@@ -293,9 +303,26 @@ pub fn check(args: CheckArgs) -> i32 {
             return EXIT_RUNTIME;
         }
     }
+    let session = args.session.then(|| {
+        use crate::checker::Checker;
+        crate::checker::session::SessionChecker::new(crate::checker::session::SessionConfig {
+            source: version_source,
+            ..Default::default()
+        })
+        .check(history)
+    });
+    let verdict = match &session {
+        Some(s) => result.verdict.merge(s.verdict),
+        None => result.verdict,
+    };
     if args.json {
         let generic = linear_check_result(&result);
-        println!("{}", serde_json::to_string(&generic).unwrap_or_default());
+        let out = match &session {
+            // Both checkers: the same shape as a run's results.json.
+            Some(s) => crate::runner::results_json(verdict, &[generic, s.clone()]),
+            None => serde_json::to_value(&generic).unwrap_or_default(),
+        };
+        println!("{}", serde_json::to_string(&out).unwrap_or_default());
     } else {
         println!(
             "{} history, {} events{}",
@@ -311,14 +338,40 @@ pub fn check(args: CheckArgs) -> i32 {
         if let Some(out) = &args.html {
             println!("html: {}", out.display());
         }
-        println!("verdict: {}", result.verdict);
+        if let Some(s) = &session {
+            println!("session: {} — {}", s.verdict, s.summary);
+            for w in session_witnesses(&s.details, 5) {
+                println!("  {w}");
+            }
+        }
+        println!("verdict: {verdict}");
     }
     if let Some(reason) = &result.reason {
         // The history could not be interpreted for this model at all: malformed input.
         eprintln!("error: {}: {reason}", args.path.display());
         return EXIT_USAGE;
     }
-    result.verdict.exit_code()
+    verdict.exit_code()
+}
+
+/// Up to `per_guarantee` witness texts per violated guarantee from a session result's details
+/// (`guarantees: [{guarantee, witnesses: [{witness, ..}]}]`).
+fn session_witnesses(details: &serde_json::Value, per_guarantee: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for g in details["guarantees"].as_array().into_iter().flatten() {
+        let name = g["guarantee"].as_str().unwrap_or("?");
+        for w in g["witnesses"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .take(per_guarantee)
+        {
+            if let Some(text) = w["witness"].as_str() {
+                out.push(format!("{name}: {text}"));
+            }
+        }
+    }
+    out
 }
 
 /// `shakedown sandbox up|down|status`.

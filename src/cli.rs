@@ -603,6 +603,14 @@ pub struct CheckArgs {
     /// Print the outcome as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Also check the four session guarantees (read-your-writes, monotonic reads, monotonic
+    /// writes, writes-follow-reads); the verdict merges both checkers, as a run does.
+    #[arg(long)]
+    pub session: bool,
+    /// Version order for --session: auto (chosen from the history), system, list-append or
+    /// increasing-values.
+    #[arg(long, default_value = "auto", requires = "session")]
+    pub version_source: String,
 }
 
 /// `shakedown sandbox` subcommands.

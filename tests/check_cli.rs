@@ -313,3 +313,44 @@ fn export_edn_round_trips() {
         stdout(&o)
     );
 }
+
+#[test]
+fn session_flag_adds_the_session_checker_and_merges_the_verdict() {
+    // Process 0 writes x = 1 (version 2), then reads x and gets the older version 1.
+    let lines = [
+        r#"{"index":0,"time":0,"type":"invoke","process":0,"f":"write","key":"x","value":0}"#,
+        r#"{"index":1,"time":10,"type":"ok","process":0,"f":"write","key":"x","value":0,"version":1}"#,
+        r#"{"index":2,"time":20,"type":"invoke","process":0,"f":"write","key":"x","value":1}"#,
+        r#"{"index":3,"time":30,"type":"ok","process":0,"f":"write","key":"x","value":1,"version":2}"#,
+        r#"{"index":4,"time":40,"type":"invoke","process":0,"f":"read","key":"x","value":null}"#,
+        r#"{"index":5,"time":50,"type":"ok","process":0,"f":"read","key":"x","value":0,"version":1}"#,
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("h.jsonl");
+    std::fs::write(&f, lines.join("\n") + "\n").unwrap();
+
+    let o = shakedown(&[path(&f), "--session"]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("session: invalid"), "{out}");
+    assert!(out.contains("read-your-writes: process 0"), "{out}");
+
+    let o = shakedown(&[path(&f), "--session", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let names: Vec<&str> = v["checkers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["checker"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["linearizable", "session"]);
+    assert_eq!(v["valid"], "invalid");
+
+    let o = shakedown(&[path(&f), "--session", "--version-source", "sideways"]);
+    assert_eq!(code(&o), 3);
+    assert!(
+        stderr(&o).contains("--version-source \"sideways\""),
+        "{}",
+        stderr(&o)
+    );
+}
