@@ -2,7 +2,7 @@
 //!
 //! A run lives in `<reports>/<test>/<timestamp>/` and holds `history.jsonl` (appended as the run
 //! happens), `test.json` (configuration, seed, versions, wall-clock start), `results.json` (checker
-//! output), `faults.jsonl` (nemesis journal, later issue) and `logs/<node>/…` (DB logs). After each
+//! output), `faults.jsonl` (the fault journal) and `logs/<node>/…` (DB logs). After each
 //! run `<reports>/<test>/latest` and `<reports>/latest` point at it. Does not know what is inside the
 //! files beyond serializing JSON values given to it.
 
