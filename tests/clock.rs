@@ -1,8 +1,10 @@
 //! Clock faults against a real sandbox (`sdclk`, 10.82.0.0/24): `date -s` steps one node's clock
 //! only (through the preload shim), resets put it back, a `date -s` that bypasses the shim fails
 //! with EPERM, the host clock never moves; and `shakedown heal` after a SIGKILLed controller
-//! undoes a partition, a pause and a clock step that were all active at once. Also measures the
-//! time from a clock op to its effect on 5 nodes and the offset measurement error (printed).
+//! undoes a partition, a pause and a clock step that were all active at once; a real PostgreSQL
+//! server on the stepped node sees the step (`clock_timestamp()`), one on another node does not.
+//! Also measures the time from a clock op to its effect on 5 nodes and the offset measurement
+//! error (printed).
 //!
 //! Needs root (CI runs as root); when not root each test prints why it did nothing. Tests take a
 //! lock so only one uses the sandbox at a time; the sandbox is brought down at the end, also on
@@ -520,4 +522,74 @@ fn heal_after_a_killed_controller_undoes_partition_pause_and_clock_step_together
         drift.abs() < TOLERANCE_MS,
         "host wall clock moved by {drift:.1} ms"
     );
+}
+
+/// A node's PostgreSQL server clock minus the controller's, in ms: `clock_timestamp()` is read
+/// by the server process (a libc program started over SSH, so it runs under the shim).
+fn pg_server_offset_ms(c: &Cluster, i: usize) -> f64 {
+    let query = Cmd::script(
+        "/usr/lib/postgresql/15/bin/psql -h \"$1\" -p 5432 -U postgres -d postgres -Atc \
+         'select extract(epoch from clock_timestamp())'",
+        [c.nodes[i].host.as_str()],
+    );
+    let before = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    let out = c.remotes[i].exec_ok(&query).expect("psql");
+    let after = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    let server_s: f64 = out
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("psql said {out:?}"));
+    server_s * 1e3 - (before.as_secs_f64() + after.as_secs_f64()) * 1e3 / 2.0
+}
+
+#[test]
+fn a_clock_step_reaches_a_postgresql_server_on_that_node_only() {
+    if !root() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = SandboxGuard;
+    let c = cluster();
+    use shakedown::db::Db;
+    use shakedown::db::postgres::{Postgres, PostgresConfig};
+    let pg = Arc::new(Postgres::new(PostgresConfig::default()));
+    // A primary and one streaming replica are enough.
+    let (nodes, remotes) = (&c.nodes[..2], &c.remotes[..2]);
+    for r in shakedown::runner::on_nodes(remotes, nodes, |r, n| {
+        pg.install(r)?;
+        pg.setup(r, n, nodes)
+    }) {
+        r.expect("postgres setup");
+    }
+    for r in shakedown::runner::on_nodes(remotes, nodes, |r, n| pg.await_ready(r, n, nodes)) {
+        r.expect("postgres ready");
+    }
+    let (mut nem, _journal) = nemesis(&c);
+    for i in 0..2 {
+        let off = pg_server_offset_ms(&c, i);
+        assert!(
+            off.abs() < 250.0,
+            "n{} server clock off by {off} ms before any step",
+            i + 1
+        );
+    }
+
+    ok(nem.invoke("bump-clock", &json!({"nodes": ["n2"], "delta_ms": 30_000})));
+    let (n1, n2) = (pg_server_offset_ms(&c, 0), pg_server_offset_ms(&c, 1));
+    println!("after +30 s on n2: postgres clock offsets n1 {n1:.1} ms, n2 {n2:.1} ms");
+    assert!(
+        (n2 - 30_000.0).abs() < 250.0,
+        "n2's postgres did not see the step: {n2} ms"
+    );
+    assert!(
+        n1.abs() < 250.0,
+        "n1's postgres moved with n2's step: {n1} ms"
+    );
+
+    ok(nem.invoke("reset-clock", &Value::Null));
+    let n2 = pg_server_offset_ms(&c, 1);
+    assert!(n2.abs() < 250.0, "n2's postgres clock not reset: {n2} ms");
+    for r in shakedown::runner::on_nodes(remotes, nodes, |r, n| pg.teardown(r, n)) {
+        r.expect("postgres teardown");
+    }
 }
