@@ -103,10 +103,7 @@ pub fn run(args: RunArgs) -> i32 {
                 if witness.is_file() {
                     println!("witness page: {}", witness.display());
                 }
-                let witness = o.run_dir.path.join(crate::store::LINEAR_WITNESS_FILE);
-                if witness.is_file() {
-                    println!("witness page: {}", witness.display());
-                }
+                println!("run page: {}", o.run_dir.path.join("index.html").display());
                 if o.interrupted {
                     println!(
                         "interrupted after {:.1} s of workload; checked what was recorded",

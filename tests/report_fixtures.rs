@@ -152,6 +152,10 @@ fn anomalous_run_renders_witnesses_markers_and_stale_reads() {
     assert!(html.len() < 4_000_000, "bounded page: {} bytes", html.len());
 }
 
+/// Fault kinds the all-faults fixture really applied (delay was refused: no netem here; promote
+/// is not built yet).
+const APPLIED: [&str; 6] = ["partition", "kill", "pause", "clock", "loss", "bandwidth"];
+
 #[test]
 fn all_fault_kinds_run_renders_a_band_per_kind_and_clock_offsets() {
     let (_tmp, dir) = rendered("all-faults");
@@ -171,7 +175,7 @@ fn all_fault_kinds_run_renders_a_band_per_kind_and_clock_offsets() {
         "clock-offsets",
     ] {
         let (raw, texts) = svg_texts(&dir.join(format!("{stem}.svg")));
-        for k in KINDS {
+        for k in KINDS.iter().filter(|k| APPLIED.contains(&k.name)) {
             assert!(bands(&raw, k.name) >= 1, "{stem}: no {} band", k.name);
             assert!(
                 texts.contains(&format!("fault: {}", k.name)),
@@ -179,12 +183,17 @@ fn all_fault_kinds_run_renders_a_band_per_kind_and_clock_offsets() {
                 k.name
             );
         }
+        // The refused netem delay (no netem in this kernel) is not drawn as a fault.
+        assert_eq!(
+            bands(&raw, "delay"),
+            0,
+            "{stem}: a band for a delay that never applied"
+        );
         for label in [
             "bump-clock",
+            "strobe-clock",
             "loss 10%",
             "bandwidth 200 kbit/s",
-            "delay 40±5 ms",
-            "promote n2",
         ] {
             assert!(texts.contains(label), "{stem}: label {label:?} missing");
         }
@@ -194,7 +203,7 @@ fn all_fault_kinds_run_renders_a_band_per_kind_and_clock_offsets() {
         assert!(texts.lines().any(|l| l == node), "clock legend {node}");
     }
     let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
-    for k in KINDS {
+    for k in KINDS.iter().filter(|k| APPLIED.contains(&k.name)) {
         assert!(
             html.contains(&format!("<span class=\"tl-name\">{}</span>", k.label)),
             "timeline row {}",
