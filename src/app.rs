@@ -504,15 +504,13 @@ pub fn doctor(args: crate::cli::DoctorArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
-    if args.db != "etcd" {
-        eprintln!("error: --db: {:?}: supported systems: etcd", args.db);
-        return EXIT_USAGE;
-    }
-    let db: std::sync::Arc<dyn crate::db::Db> =
-        std::sync::Arc::new(crate::db::etcd::Etcd::new(crate::db::etcd::EtcdConfig {
-            base_dir: args.cluster.etcd_dir.clone(),
-            ..Default::default()
-        }));
+    let db = match args.db.system(&args.cluster.etcd_dir) {
+        Ok(db) => db,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
     let mut ssh = cluster.ssh;
     // A preflight should name an unreachable node quickly, not retry it.
     ssh.retries = 0;

@@ -269,21 +269,29 @@ pub struct HealArgs {
     /// Directory holding run directories (for the default journal).
     #[arg(long, default_value = "reports")]
     pub reports: PathBuf,
-    /// System whose processes to resume and restart: etcd or postgres.
-    #[arg(long, default_value = "etcd")]
-    pub db: String,
+    /// System whose processes to resume and restart.
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// `--db` for commands that act on an existing cluster (`heal`, `doctor`).
+#[derive(Debug, Clone, Args)]
+pub struct DbArgs {
+    /// The system on the nodes: etcd or postgres.
+    #[arg(long = "db", default_value = "etcd")]
+    pub name: String,
     /// Directory on each node of PostgreSQL's data and pidfile (with --db postgres).
     #[arg(long, default_value = "/tmp/shakedown/postgres")]
     pub pg_dir: String,
 }
 
-impl HealArgs {
-    /// The system to heal, from `--db`.
-    pub fn system(&self) -> Result<std::sync::Arc<dyn crate::db::Db>, ConfigError> {
-        match self.db.as_str() {
+impl DbArgs {
+    /// The system named by `--db`; etcd's directory comes from the cluster flags.
+    pub fn system(&self, etcd_dir: &str) -> Result<std::sync::Arc<dyn crate::db::Db>, ConfigError> {
+        match self.name.as_str() {
             "etcd" => Ok(std::sync::Arc::new(crate::db::etcd::Etcd::new(
                 crate::db::etcd::EtcdConfig {
-                    base_dir: self.cluster.etcd_dir.clone(),
+                    base_dir: etcd_dir.to_string(),
                     ..Default::default()
                 },
             ))),
@@ -298,6 +306,13 @@ impl HealArgs {
                 format!("{other:?}: supported systems: etcd, postgres"),
             )),
         }
+    }
+}
+
+impl HealArgs {
+    /// The system to heal, from `--db`.
+    pub fn system(&self) -> Result<std::sync::Arc<dyn crate::db::Db>, ConfigError> {
+        self.db.system(&self.cluster.etcd_dir)
     }
 
     /// The journal to heal from, if any; an explicit `--journal` must exist.
@@ -323,8 +338,8 @@ pub struct DoctorArgs {
     #[command(flatten)]
     pub cluster: ClusterArgs,
     /// System whose binaries to check.
-    #[arg(long = "db", default_value = "etcd")]
-    pub db: String,
+    #[command(flatten)]
+    pub db: DbArgs,
     /// Print the findings as one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,

@@ -17,7 +17,7 @@
 //! process list and test.json. Does not own the client protocol or the schema's use (that is
 //! `client::postgres`); it only runs `init_sql` on the primary once it is up.
 
-use super::{Db, DbError, Kill, Pause};
+use super::{Binary, Db, DbError, Kill, Pause};
 use crate::config::Node;
 use crate::control::{Cmd, Remote};
 use serde::Serialize;
@@ -501,6 +501,18 @@ impl Db for Postgres {
     fn as_pause(&self) -> Option<&dyn Pause> {
         Some(self)
     }
+
+    fn required_binaries(&self) -> Vec<Binary> {
+        let fix = "apt-get install postgresql-15 (`shakedown run --db postgres` does this)";
+        ["postgres", "initdb", "pg_basebackup", "psql", "pg_isready"]
+            .into_iter()
+            .map(|name| Binary {
+                name: name.into(),
+                paths: vec![self.bin(name)],
+                fix: fix.into(),
+            })
+            .collect()
+    }
 }
 
 impl Kill for Postgres {
@@ -529,6 +541,25 @@ impl Pause for Postgres {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn doctor_checks_the_programs_setup_runs_from_bin_dir() {
+        let pg = Postgres::new(PostgresConfig {
+            bin_dir: "/opt/pg/bin".into(),
+            ..Default::default()
+        });
+        let bins = pg.required_binaries();
+        let names: Vec<&str> = bins.iter().map(|b| b.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["postgres", "initdb", "pg_basebackup", "psql", "pg_isready"]
+        );
+        assert!(
+            bins.iter()
+                .all(|b| b.paths == [format!("/opt/pg/bin/{}", b.name)])
+        );
+        assert!(bins[0].fix.contains("postgresql-15"));
+    }
 
     fn nodes(k: usize) -> Vec<Node> {
         (1..=k)
