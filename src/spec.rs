@@ -111,6 +111,13 @@ pub enum FaultKind {
         #[serde(default)]
         jitter_ms: u64,
     },
+    /// Fail over: promote a replica (PostgreSQL) to primary. One-shot: no stop op; the old
+    /// primary is not fenced, and clients send writes to the promoted node.
+    Promote {
+        /// The node to promote; default a random replica.
+        #[serde(default)]
+        node: Option<String>,
+    },
     /// Step the targets' wall clocks with `date -s` (`bump`), or flip them back and forth
     /// (`strobe`); `reset-clock` on stop. Magnitudes are drawn like Jepsen's: the exponent of two
     /// uniform between `min_delta_ms` and `max_delta_ms`, random sign.
@@ -189,6 +196,12 @@ impl FaultKind {
             }
             FaultKind::Kill { targets } => ("kill", targets.clone().into(), "start"),
             FaultKind::Pause { targets } => ("pause", targets.clone().into(), "resume"),
+            // One-shot: the empty stop verb means no stop op.
+            FaultKind::Promote { node } => (
+                "promote",
+                node.as_ref().map_or(json!({}), |n| json!({ "node": n })),
+                "",
+            ),
             FaultKind::Loss {
                 targets,
                 probability,
@@ -454,8 +467,8 @@ pub fn load_workload(arg: &str) -> Result<WorkloadSpec, ConfigError> {
 }
 
 /// Load a nemesis schedule: a path, a name under `nemeses/`, `none`, or a comma-separated list of
-/// packages (`partition`, `kill`, `pause`, `isolate`, `loss`, `bandwidth`, `delay`, `clock`)
-/// composed into one schedule.
+/// packages (`partition`, `kill`, `pause`, `isolate`, `loss`, `bandwidth`, `delay`, `clock`,
+/// `promote`) composed into one schedule.
 pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
     let packages: Vec<&str> = arg.split(',').map(str::trim).collect();
     let known = [
@@ -467,6 +480,7 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
         "bandwidth",
         "delay",
         "clock",
+        "promote",
     ];
     if packages.iter().all(|p| known.contains(p)) {
         let mut faults = Vec::new();
@@ -502,6 +516,7 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
                     delay_ms: d_delay_ms(),
                     jitter_ms: 10,
                 }),
+                "promote" => faults.push(FaultKind::Promote { node: None }),
                 "clock" => {
                     faults.push(FaultKind::clock("bump", "one"));
                     faults.push(FaultKind::clock("strobe", "one"));
@@ -577,6 +592,23 @@ mod tests {
                 targets: "one".into()
             }
         );
+    }
+
+    #[test]
+    fn promote_is_a_one_shot_package() {
+        let n = load_nemesis("partition,promote").unwrap();
+        assert_eq!(
+            n.faults.last().unwrap().ops(),
+            ("promote", serde_json::json!({}), "")
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("fo.toml");
+        std::fs::write(&p, "[[faults]]\nkind = \"promote\"\nnode = \"n3\"\n").unwrap();
+        let spec = load_nemesis(p.to_str().unwrap()).unwrap();
+        assert_eq!(spec.faults[0].ops().1, serde_json::json!({"node": "n3"}));
+        std::fs::write(&p, "[[faults]]\nkind = \"promote\"\ntargets = \"one\"\n").unwrap();
+        let e = load_nemesis(p.to_str().unwrap()).unwrap_err().to_string();
+        assert!(e.contains("fo.toml") && e.contains("unknown field"), "{e}");
     }
 
     #[test]

@@ -142,6 +142,7 @@ impl System for Postgres {
                 .collect(),
             port: self.cfg.port,
             primary,
+            promoted: self.promoted.clone(),
             own: thread % nodes.len(),
             read_from: cfg.read_from,
             read_nodes: node_indices(&cfg.read_nodes, nodes)?,

@@ -1,7 +1,9 @@
 //! End-to-end runs of `shakedown run --db postgres` against a real sandbox cluster running real
 //! PostgreSQL 15 (one primary, four streaming replicas): reads from asynchronous replicas break
 //! read-your-writes and monotonic reads; reads from a `remote_apply` synchronous standby and reads
-//! from the primary break nothing, also with the primary and replicas killed and paused. Needs
+//! from the primary break nothing, also with the primary and replicas killed and paused; a
+//! `promote` fails over to a replica and the client's writes land there, not on the old primary.
+//! Needs
 //! root (when not root each test prints why it did nothing). Tests take a lock so only one cluster
 //! runs at a time, and each brings its own sandbox (`sdpg`, 10.81.0.0/24) down at the end, also on
 //! failure. Measured numbers are printed (`cargo test --release --test postgres -- --nocapture`).
@@ -357,4 +359,139 @@ targets = "all"
             && o.op_type == OpType::Ok),
         "no write succeeded after the restart"
     );
+}
+
+/// `select` one value with psql on node `host` (as root over SSH, TCP to the node's address).
+fn psql(remote: &dyn shakedown::control::Remote, host: &str, sql: &str) -> String {
+    remote
+        .exec_ok(&shakedown::control::Cmd::script(
+            "/usr/lib/postgresql/15/bin/psql -h \"$1\" -p 5432 -U postgres -d postgres -Atc \"$2\"",
+            [host, sql],
+        ))
+        .unwrap_or_else(|e| panic!("psql on {host}: {e}"))
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn promote_fails_over_and_clients_write_to_the_new_primary() {
+    if !root() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = SandboxGuard;
+    use shakedown::client::postgres::{PgClient, PgClientConfig, PgNode};
+    use shakedown::client::{Client, Completion};
+    use shakedown::config::{Node, ReadFrom};
+    use shakedown::db::Db;
+    use shakedown::db::postgres::{Postgres, PostgresConfig};
+    use std::sync::Arc;
+
+    let cfg = shakedown::sandbox::SandboxConfig {
+        subnet: SANDBOX[3].into(),
+        ..shakedown::sandbox::SandboxConfig::named(SANDBOX[1])
+    };
+    let info = shakedown::sandbox::up(&cfg).expect("sandbox up");
+    let nodes: Vec<Node> = info
+        .nodes
+        .iter()
+        .take(3)
+        .map(|n| Node {
+            name: n.name.clone(),
+            host: n.address.to_string(),
+        })
+        .collect();
+    let ssh = shakedown::control::SshConfig {
+        private_key: Some(info.private_key.clone()),
+        known_hosts: Some(info.known_hosts.clone()),
+        ..Default::default()
+    };
+    let remotes = shakedown::runner::connect(&nodes, &ssh).expect("connect");
+    let pg = Arc::new(Postgres::new(PostgresConfig::default()));
+    for r in shakedown::runner::on_nodes(&remotes, &nodes, |r, n| {
+        pg.install(r)?;
+        pg.setup(r, n, &nodes)
+    }) {
+        r.expect("postgres setup");
+    }
+    for r in shakedown::runner::on_nodes(&remotes, &nodes, |r, n| pg.await_ready(r, n, &nodes)) {
+        r.expect("postgres ready");
+    }
+
+    let mut client = PgClient::new(PgClientConfig {
+        nodes: nodes
+            .iter()
+            .map(|n| PgNode {
+                name: n.name.clone(),
+                host: n.host.clone(),
+            })
+            .collect(),
+        port: 5432,
+        primary: 0,
+        promoted: pg.promoted.clone(),
+        own: 0,
+        read_from: ReadFrom::Primary,
+        read_nodes: vec![],
+        timeout_ms: 3000,
+        seed: 1,
+    })
+    .expect("client");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let write = |client: &mut PgClient, v: i64| {
+        rt.block_on(client.invoke("write", Some("fo"), &serde_json::json!(v)))
+    };
+    assert!(matches!(write(&mut client, 1), Completion::Ok { .. }));
+    // Let the asynchronous replicas apply it before failing over.
+    std::thread::sleep(std::time::Duration::from_secs(1));
+
+    let mut nem = shakedown::nemesis::Nemesis::new(shakedown::nemesis::NemesisConfig {
+        nodes: nodes.clone(),
+        remotes: remotes.clone(),
+        db: pg.clone(),
+        partition: Default::default(),
+        rng: rand::SeedableRng::seed_from_u64(3),
+        journal: None,
+    });
+    match nem.invoke("promote", &serde_json::json!({"node": "n2"})) {
+        Completion::Ok { value, .. } => assert_eq!(value["node"], "n2"),
+        other => panic!("promote failed: {other:?}"),
+    }
+    assert_eq!(
+        psql(
+            remotes[1].as_ref(),
+            &nodes[1].host,
+            "select pg_is_in_recovery()"
+        ),
+        "f"
+    );
+    // Promoting the primary is refused, and named (nemesis failures are recorded as info).
+    match nem.invoke("promote", &serde_json::json!({"node": "n2"})) {
+        Completion::Info { error } | Completion::Fail { error, .. } => {
+            assert!(error.contains("promote n2: not a replica"), "{error}")
+        }
+        other => panic!("promoting the primary should fail: {other:?}"),
+    }
+
+    // The client now writes to n2; the unfenced old primary n1 keeps the old value.
+    match write(&mut client, 2) {
+        Completion::Ok { version, .. } => assert_eq!(version, Some(2)),
+        other => panic!("write after failover: {other:?}"),
+    }
+    let value_on = |i: usize| {
+        psql(
+            remotes[i].as_ref(),
+            &nodes[i].host,
+            "select value from kv where key = 'fo'",
+        )
+    };
+    assert_eq!(value_on(1), "2", "the promoted node did not take the write");
+    assert_eq!(
+        value_on(0),
+        "1",
+        "the old primary saw a write meant for the new one"
+    );
+    rt.block_on(client.close());
+    for r in shakedown::runner::on_nodes(&remotes, &nodes, |r, n| pg.teardown(r, n)) {
+        r.expect("postgres teardown");
+    }
 }

@@ -74,8 +74,10 @@ pub struct PgClientConfig {
     pub nodes: Vec<PgNode>,
     /// TCP port on every node.
     pub port: u16,
-    /// Index into `nodes` of the primary (writes and cas go there).
+    /// Index into `nodes` of the primary (writes and cas go there) until a failover.
     pub primary: usize,
+    /// The promoted primary after a failover (shared with `db::postgres`); overrides `primary`.
+    pub promoted: crate::db::postgres::PrimarySlot,
     /// Index into `nodes` of the thread's bound node (`ReadFrom::Own`).
     pub own: usize,
     /// Where reads go.
@@ -207,19 +209,33 @@ impl PgClient {
         })
     }
 
+    /// Index of the current primary: the promoted node after a failover, else the configured one.
+    pub fn primary(&self) -> usize {
+        let promoted = self
+            .cfg
+            .promoted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        promoted
+            .and_then(|name| self.cfg.nodes.iter().position(|n| n.name == name))
+            .unwrap_or(self.cfg.primary)
+    }
+
     /// The node a read goes to now (draws from the client's seeded stream for replica/any).
     pub fn pick_read_node(&mut self) -> usize {
+        let primary = self.primary();
         let candidates: Vec<usize> = match self.cfg.read_from {
             ReadFrom::Own => return self.cfg.own,
-            ReadFrom::Primary => return self.cfg.primary,
+            ReadFrom::Primary => return primary,
             ReadFrom::Replica if self.cfg.read_nodes.is_empty() => (0..self.cfg.nodes.len())
-                .filter(|&i| i != self.cfg.primary)
+                .filter(|&i| i != primary)
                 .collect(),
             ReadFrom::Any if self.cfg.read_nodes.is_empty() => (0..self.cfg.nodes.len()).collect(),
             ReadFrom::Replica | ReadFrom::Any => self.cfg.read_nodes.clone(),
         };
         if candidates.is_empty() {
-            return self.cfg.primary;
+            return primary;
         }
         candidates[self.rng.random_range(0..candidates.len())]
     }
@@ -371,7 +387,7 @@ impl Client for PgClient {
         };
         let node = match op {
             RegOp::Read => self.pick_read_node(),
-            _ => self.cfg.primary,
+            _ => self.primary(),
         };
         self.sent = false;
         let timeout = Duration::from_millis(self.cfg.timeout_ms);
@@ -417,6 +433,7 @@ mod tests {
                 .collect(),
             port: 5432,
             primary: 0,
+            promoted: Default::default(),
             own: 2,
             read_from,
             read_nodes,
@@ -494,6 +511,7 @@ mod tests {
             }],
             port: 1,
             primary: 0,
+            promoted: Default::default(),
             own: 0,
             read_from: ReadFrom::Primary,
             read_nodes: vec![],

@@ -73,6 +73,10 @@ pub trait Db: Send + Sync {
     fn as_pause(&self) -> Option<&dyn Pause> {
         None
     }
+    /// The promote-a-replica (failover) ability, when the system has it.
+    fn as_promote(&self) -> Option<&dyn Promote> {
+        None
+    }
     /// The "who leads now" ability, when the system has it (targets and partitions `primaries`).
     fn as_primaries(&self) -> Option<&dyn Primaries> {
         None
@@ -102,6 +106,15 @@ pub trait Kill: Send + Sync {
     fn kill(&self, remote: &dyn Remote, node: &Node) -> Result<(), DbError>;
     /// Start the system again if it is not running (data kept). Idempotent.
     fn start(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError>;
+}
+
+/// Fail over: make a replica the primary. One-shot: nothing undoes it (the old primary is not
+/// fenced, as in an unmanaged failover); clients that route by primary follow the promotion.
+pub trait Promote: Send + Sync {
+    /// Nodes that can be promoted now (the replicas), by name.
+    fn candidates(&self, cluster: &[Node]) -> Vec<String>;
+    /// Promote `node` to primary and direct new writes to it.
+    fn promote(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError>;
 }
 
 /// Freeze a node's process and thaw it.

@@ -17,7 +17,7 @@
 //! process list and test.json. Does not own the client protocol or the schema's use (that is
 //! `client::postgres`); it only runs `init_sql` on the primary once it is up.
 
-use super::{Binary, Db, DbError, Kill, Pause};
+use super::{Binary, Db, DbError, Kill, Pause, Promote};
 use crate::config::Node;
 use crate::control::{Cmd, Remote};
 use serde::Serialize;
@@ -107,11 +107,17 @@ impl Default for PostgresConfig {
     }
 }
 
+/// The node promoted by a failover, shared by every clone of a [`Postgres`] and by its clients
+/// (`None` until a promote: the configured primary).
+pub type PrimarySlot = std::sync::Arc<std::sync::Mutex<Option<String>>>;
+
 /// The PostgreSQL primary/replica system.
 #[derive(Debug, Clone, Default)]
 pub struct Postgres {
     /// Settings.
     pub cfg: PostgresConfig,
+    /// The promoted primary, if a failover happened (shared by clones).
+    pub promoted: PrimarySlot,
 }
 
 /// Install Debian's PostgreSQL 15 if `$1/postgres` is missing. Debian's package creates and (with
@@ -227,15 +233,27 @@ const READY_MARKER: &str = "shakedown-ready";
 impl Postgres {
     /// A PostgreSQL system with the given settings.
     pub fn new(cfg: PostgresConfig) -> Postgres {
-        Postgres { cfg }
+        Postgres {
+            cfg,
+            promoted: PrimarySlot::default(),
+        }
     }
 
     fn bin(&self, name: &str) -> String {
         format!("{}/{name}", self.cfg.bin_dir)
     }
 
-    /// The primary of `cluster`: the configured name, else the first node.
+    /// The primary of `cluster`: the promoted node after a failover, else the configured name,
+    /// else the first node.
     pub fn primary<'a>(&self, cluster: &'a [Node]) -> Option<&'a Node> {
+        let promoted = self
+            .promoted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let Some(name) = promoted {
+            return cluster.iter().find(|n| n.name == name);
+        }
         match &self.cfg.primary {
             Some(name) => cluster.iter().find(|n| &n.name == name),
             None => cluster.first(),
@@ -502,16 +520,27 @@ impl Db for Postgres {
         Some(self)
     }
 
+    fn as_promote(&self) -> Option<&dyn Promote> {
+        Some(self)
+    }
+
     fn required_binaries(&self) -> Vec<Binary> {
         let fix = "apt-get install postgresql-15 (`shakedown run --db postgres` does this)";
-        ["postgres", "initdb", "pg_basebackup", "psql", "pg_isready"]
-            .into_iter()
-            .map(|name| Binary {
-                name: name.into(),
-                paths: vec![self.bin(name)],
-                fix: fix.into(),
-            })
-            .collect()
+        [
+            "postgres",
+            "initdb",
+            "pg_basebackup",
+            "psql",
+            "pg_isready",
+            "pg_ctl",
+        ]
+        .into_iter()
+        .map(|name| Binary {
+            name: name.into(),
+            paths: vec![self.bin(name)],
+            fix: fix.into(),
+        })
+        .collect()
     }
 }
 
@@ -538,6 +567,45 @@ impl Pause for Postgres {
     }
 }
 
+/// `pg_ctl promote` on a replica, waiting until it accepts writes: `$1` = bin dir, `$2` = base
+/// dir, `$3` = OS user.
+const PROMOTE_SCRIPT: &str = r#"set -e
+runuser -u "$3" -- "$1/pg_ctl" promote -D "$2/data" -w -t 30 >/dev/null
+"#;
+
+impl Promote for Postgres {
+    fn candidates(&self, cluster: &[Node]) -> Vec<String> {
+        let primary = self.primary(cluster).map(|p| p.name.clone());
+        cluster
+            .iter()
+            .filter(|n| Some(&n.name) != primary.as_ref())
+            .map(|n| n.name.clone())
+            .collect()
+    }
+
+    fn promote(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
+        if !self.candidates(cluster).contains(&node.name) {
+            return Err(DbError::Other {
+                node: node.name.clone(),
+                message: "not a replica: cannot promote the primary".into(),
+            });
+        }
+        remote.exec_ok(
+            &Cmd::script(
+                PROMOTE_SCRIPT,
+                [
+                    self.cfg.bin_dir.as_str(),
+                    self.cfg.base_dir.as_str(),
+                    self.cfg.os_user.as_str(),
+                ],
+            )
+            .sudo(true),
+        )?;
+        *self.promoted.lock().unwrap_or_else(|p| p.into_inner()) = Some(node.name.clone());
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -552,7 +620,14 @@ mod tests {
         let names: Vec<&str> = bins.iter().map(|b| b.name.as_str()).collect();
         assert_eq!(
             names,
-            ["postgres", "initdb", "pg_basebackup", "psql", "pg_isready"]
+            [
+                "postgres",
+                "initdb",
+                "pg_basebackup",
+                "psql",
+                "pg_isready",
+                "pg_ctl"
+            ]
         );
         assert!(
             bins.iter()

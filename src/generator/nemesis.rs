@@ -19,7 +19,8 @@ pub struct FaultSpec {
     pub start_f: String,
     /// Argument of the start op, e.g. `"one"` (isolate one node).
     pub start_value: Value,
-    /// Verb that undoes the fault, e.g. `stop-partition`, `start`, `resume`.
+    /// Verb that undoes the fault, e.g. `stop-partition`, `start`, `resume`; empty for a one-shot
+    /// fault (e.g. `promote`), which is never stopped.
     pub stop_f: String,
     /// Argument of the stop op.
     pub stop_value: Value,
@@ -111,8 +112,9 @@ impl Generator for NemesisCycle {
                     rng.random_range(0..n)
                 };
                 self.started += 1;
-                self.active = Some(i);
                 let fault = &self.schedule.faults[i];
+                // A one-shot fault is not stopped: the next op is another start.
+                self.active = (!fault.stop_f.is_empty()).then_some(i);
                 nemesis_op(at, &fault.start_f, &fault.start_value)
             }
         }
@@ -135,7 +137,7 @@ pub struct NemesisHeal {
 /// schedule order), once each, on the nemesis thread as soon as it is free; then Done.
 pub fn nemesis_heal(schedule: &NemesisSchedule) -> NemesisHeal {
     let mut stops: Vec<(String, Value)> = Vec::new();
-    for fault in &schedule.faults {
+    for fault in schedule.faults.iter().filter(|f| !f.stop_f.is_empty()) {
         let stop = (fault.stop_f.clone(), fault.stop_value.clone());
         if !stops.contains(&stop) {
             stops.push(stop);
@@ -207,20 +209,25 @@ impl Generator for NemesisStack {
             .get_or_insert(ctx.time_ns.saturating_add(self.schedule.interval_ns));
         self.awaiting = true;
         self.completed_at_ns = None;
-        if self.unwinding || self.stack.len() == n {
-            self.unwinding = true;
-            let i = self
-                .stack
-                .pop()
-                .expect("a full or unwinding stack is not empty");
-            self.unwinding = !self.stack.is_empty();
-            let fault = &self.schedule.faults[i];
-            nemesis_op(at, &fault.stop_f, &fault.stop_value)
-        } else {
-            let i = self.stack.len();
-            self.stack.push(i);
-            let fault = &self.schedule.faults[i];
-            nemesis_op(at, &fault.start_f, &fault.start_value)
+        loop {
+            if self.unwinding || self.stack.len() == n {
+                self.unwinding = true;
+                let i = self
+                    .stack
+                    .pop()
+                    .expect("a full or unwinding stack is not empty");
+                self.unwinding = !self.stack.is_empty();
+                let fault = &self.schedule.faults[i];
+                // One-shot faults have nothing to stop: unwind past them.
+                if !fault.stop_f.is_empty() {
+                    return nemesis_op(at, &fault.stop_f, &fault.stop_value);
+                }
+            } else {
+                let i = self.stack.len();
+                self.stack.push(i);
+                let fault = &self.schedule.faults[i];
+                return nemesis_op(at, &fault.start_f, &fault.start_value);
+            }
         }
     }
 

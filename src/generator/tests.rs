@@ -980,3 +980,73 @@ fn list_append_elements_are_unique_per_key_and_keys_rotate() {
         .is_err()
     );
 }
+
+/// The default schedule plus a one-shot `promote` (no stop verb).
+fn schedule_with_promote() -> NemesisSchedule {
+    let mut s = schedule();
+    s.faults.push(FaultSpec {
+        start_f: "promote".to_string(),
+        start_value: json!({}),
+        stop_f: String::new(),
+        stop_value: Value::Null,
+    });
+    s.sequential = true;
+    s
+}
+
+#[test]
+fn one_shot_faults_are_started_and_never_stopped() {
+    let sched = schedule_with_promote();
+    let mut g = time_limit(120 * S, nemesis_cycle(sched.clone()));
+    let mut sim = Sim::new(1, 5);
+    assert_eq!(sim.run(&mut g, 200 * S), End::Done);
+    let fs: Vec<&str> = sim.dispatched.iter().map(|i| i.f.as_str()).collect();
+    assert!(
+        fs.iter().all(|f| !f.is_empty()),
+        "an empty verb was sent: {fs:?}"
+    );
+    let p = fs
+        .iter()
+        .position(|f| *f == "promote")
+        .expect("promote started");
+    // Round robin: partition, kill, kill each start and stop; promote is followed by the next
+    // start (the partition again), not by a stop.
+    assert_eq!(
+        &fs[..p + 2],
+        [
+            "start-partition",
+            "stop-partition",
+            "kill",
+            "start",
+            "kill",
+            "start",
+            "promote",
+            "start-partition"
+        ]
+    );
+
+    let mut heal = nemesis_heal(&sched);
+    let mut sim = Sim::new(2, 1);
+    assert_eq!(sim.run(&mut heal, 10 * S), End::Done);
+    assert!(sim.dispatched.iter().all(|i| !i.f.is_empty()));
+    assert_eq!(sim.dispatched.len(), 2);
+
+    let mut g = time_limit(60 * S, nemesis_stack(sched));
+    let mut sim = Sim::new(1, 5);
+    assert_eq!(sim.run(&mut g, 100 * S), End::Done);
+    let fs: Vec<&str> = sim.dispatched.iter().map(|i| i.f.as_str()).collect();
+    assert!(fs.iter().all(|f| !f.is_empty()), "{fs:?}");
+    // Stacked: every start, then the stops in reverse, skipping promote.
+    assert_eq!(
+        &fs[..7],
+        [
+            "start-partition",
+            "kill",
+            "kill",
+            "promote",
+            "start",
+            "start",
+            "stop-partition"
+        ]
+    );
+}

@@ -193,7 +193,8 @@ pub fn outstanding_faults(records: &[Value]) -> Vec<Value> {
     let mut open: Vec<Value> = Vec::new();
     for r in records {
         match (r["action"].as_str(), r["event"].as_str()) {
-            (Some("inject"), Some("begin")) => open.push(r.clone()),
+            // A one-shot fault (promote) has no undo: nothing stays outstanding.
+            (Some("inject"), Some("begin")) if !r["undo_with"].is_null() => open.push(r.clone()),
             (Some("undo"), Some("done")) => open.retain(|o| o["undo_with"] != r["f"]),
             _ => {}
         }
@@ -593,6 +594,7 @@ impl Nemesis {
             "kill" => self.kill(value),
             "start" => self.start_all().map(|nodes| json!({ "nodes": nodes })),
             "pause" => self.pause(value),
+            "promote" => self.promote(value),
             "resume" => self.resume_all().map(|nodes| json!({ "nodes": nodes })),
             "start-loss" => self.start_loss(value),
             "stop-loss" => self.stop_loss(),
@@ -632,6 +634,45 @@ impl Nemesis {
         self.journaled("inject", "kill", detail.clone(), Some("start"), |n| {
             n.on_nodes(&idx, |r, node| {
                 kill.kill(r, node).map_err(|e| e.to_string())
+            })
+        })?;
+        Ok(detail)
+    }
+
+    /// Fail over: promote `{"node": name}`, or a random replica. One-shot (journaled without an
+    /// undo); the system's clients send writes to the promoted node from then on.
+    fn promote(&mut self, value: &Value) -> Result<Value, String> {
+        let db = self.cfg.db.clone();
+        let promote = db
+            .as_promote()
+            .ok_or_else(|| format!("{} cannot promote a replica", db.name()))?;
+        let candidates = promote.candidates(&self.cfg.nodes);
+        let name = match value.get("node").and_then(Value::as_str) {
+            Some(n) => n.to_string(),
+            None => {
+                if candidates.is_empty() {
+                    return Err("no replica to promote".into());
+                }
+                let i = rand::RngExt::random_range(&mut self.cfg.rng, 0..candidates.len());
+                candidates[i].clone()
+            }
+        };
+        let i = self
+            .index_of(&name)
+            .ok_or_else(|| format!("promote: unknown node {name:?}"))?;
+        if !candidates.contains(&name) {
+            return Err(format!(
+                "promote {name}: not a replica (replicas: {})",
+                candidates.join(", ")
+            ));
+        }
+        let detail = json!({ "node": name });
+        let cluster = self.cfg.nodes.clone();
+        self.journaled("inject", "promote", detail.clone(), None, |n| {
+            n.on_nodes(&[i], |r, node| {
+                promote
+                    .promote(r, node, &cluster)
+                    .map_err(|e| e.to_string())
             })
         })?;
         Ok(detail)
@@ -1043,6 +1084,9 @@ mod tests {
             rec("undo", "begin", "stop-partition", None),
             rec("undo", "failed", "stop-partition", None),
             rec("inject", "begin", "pause", Some("resume")),
+            // One-shot (promote): nothing to undo, never outstanding.
+            rec("inject", "begin", "promote", None),
+            rec("inject", "done", "promote", None),
         ];
         let open = outstanding_faults(&journal);
         let fs: Vec<&str> = open.iter().map(|r| r["f"].as_str().unwrap()).collect();
