@@ -17,9 +17,13 @@ use shakedown::control::{Cmd, Remote, SshConfig};
 use shakedown::db::etcd::{Etcd, EtcdConfig};
 use shakedown::nemesis::{Nemesis, NemesisConfig, PartitionConfig, outstanding_faults};
 use shakedown::sandbox::{SandboxConfig, SandboxInfo};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+#[path = "common/cli.rs"]
+mod cli;
+use cli::{root, shakedown};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 const NAME: &str = "sdclk";
@@ -27,15 +31,6 @@ const SUBNET: &str = "10.82.0.0/24";
 const SANDBOX: [&str; 4] = ["--sandbox-name", NAME, "--sandbox-subnet", SUBNET];
 /// Allowed difference between a node's measured offset and the expected one.
 const TOLERANCE_MS: f64 = 50.0;
-
-fn root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root {
-        eprintln!("skipping: sandbox tests need root (network namespaces, iptables)");
-    }
-    root
-}
 
 fn sandbox_config() -> SandboxConfig {
     SandboxConfig {
@@ -53,16 +48,6 @@ impl Drop for SandboxGuard {
             eprintln!("sandbox down failed: {e}");
         }
     }
-}
-
-fn shakedown(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_shakedown"))
-        .args(args)
-        .output()
-        .expect("run shakedown binary");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("panicked"), "shakedown panicked: {stderr}");
-    out
 }
 
 /// The host's wall clock minus its monotonic clock, in ms: constant unless the host clock is

@@ -27,6 +27,10 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+#[path = "common/cli.rs"]
+mod cli;
+use cli::{root, shakedown};
+
 static SERIAL: Mutex<()> = Mutex::new(());
 const SANDBOX: [&str; 4] = [
     "--sandbox-name",
@@ -34,25 +38,6 @@ const SANDBOX: [&str; 4] = [
     "--sandbox-subnet",
     "10.83.0.0/24",
 ];
-
-fn root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root {
-        eprintln!("skipping: sandbox tests need root (network namespaces, iptables, tc)");
-    }
-    root
-}
-
-fn shakedown(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_shakedown"))
-        .args(args)
-        .output()
-        .expect("run shakedown binary");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("panicked"), "shakedown panicked: {stderr}");
-    out
-}
 
 fn with_sandbox(args: &[&str]) -> Vec<String> {
     let mut v: Vec<String> = args.iter().map(|s| s.to_string()).collect();

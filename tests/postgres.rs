@@ -11,73 +11,20 @@
 use serde_json::Value;
 use shakedown::history::{History, OpType, Process};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::sync::Mutex;
+
+#[path = "common/cli.rs"]
+mod cli;
+use cli::{SandboxGuard, root};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 const SANDBOX: [&str; 4] = ["--sandbox-name", "sdpg", "--sandbox-subnet", "10.81.0.0/24"];
 
-fn root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root {
-        eprintln!("skipping: sandbox tests need root (network namespaces, iptables)");
-    }
-    root
-}
-
-fn shakedown(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_shakedown"))
-        .args(args)
-        .output()
-        .expect("run shakedown binary");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("panicked"), "shakedown panicked: {stderr}");
-    out
-}
-
-/// Brings the test sandbox down when dropped.
-struct SandboxGuard;
-
-impl Drop for SandboxGuard {
-    fn drop(&mut self) {
-        let mut args = vec!["sandbox", "down"];
-        args.extend(SANDBOX);
-        let out = shakedown(&args);
-        if !out.status.success() {
-            eprintln!(
-                "sandbox down failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-    }
-}
-
 /// Run with `--db postgres` and the given flags; returns (exit code, run dir, results.json).
 fn run_pg(extra: &[&str], reports: &Path) -> (i32, PathBuf, Value) {
-    let mut args = vec![
-        "run",
-        "--db",
-        "postgres",
-        "--json",
-        "--reports",
-        reports.to_str().unwrap(),
-    ];
-    args.extend(SANDBOX);
+    let mut args = vec!["--db", "postgres"];
     args.extend(extra);
-    let out = shakedown(&args);
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    let v: Value = serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {stdout}\nstderr: {stderr}"));
-    let run_dir = PathBuf::from(
-        v["run_dir"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no run_dir: {v}\nstderr: {stderr}")),
-    );
-    let results: Value =
-        serde_json::from_slice(&std::fs::read(run_dir.join("results.json")).unwrap()).unwrap();
-    (out.status.code().unwrap_or(-1), run_dir, results)
+    cli::run_results(&SANDBOX, &args, reports)
 }
 
 fn checker<'a>(results: &'a Value, name: &str) -> &'a Value {
@@ -146,7 +93,7 @@ fn async_replica_reads_break_read_your_writes_and_monotonic_reads() {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let _guard = SandboxGuard;
+    let _guard = SandboxGuard(&SANDBOX);
     let tmp = tempfile::tempdir().unwrap();
     let (code, run_dir, results) = run_pg(
         &[
@@ -232,7 +179,7 @@ fn remote_apply_standby_reads_keep_every_session_guarantee() {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let _guard = SandboxGuard;
+    let _guard = SandboxGuard(&SANDBOX);
     let tmp = tempfile::tempdir().unwrap();
     let (code, run_dir, results) = run_pg(
         &[
@@ -295,7 +242,7 @@ fn primary_reads_stay_linearizable_under_kills_and_pauses() {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let _guard = SandboxGuard;
+    let _guard = SandboxGuard(&SANDBOX);
     let tmp = tempfile::tempdir().unwrap();
     let nemesis = tmp.path().join("nemesis.toml");
     std::fs::write(
@@ -379,7 +326,7 @@ fn promote_fails_over_and_clients_write_to_the_new_primary() {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let _guard = SandboxGuard;
+    let _guard = SandboxGuard(&SANDBOX);
     use shakedown::client::postgres::{PgClient, PgClientConfig, PgNode};
     use shakedown::client::{Client, Completion};
     use shakedown::config::{Node, ReadFrom};

@@ -10,6 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "common/reports.rs"]
+mod reports;
+
 const CHROMIUM_TIMEOUT: Duration = Duration::from_secs(90);
 
 fn find_chromium() -> Option<PathBuf> {
@@ -118,37 +121,11 @@ fn run_chromium(profile: &Path, args: &[String], url: &str) -> Output {
     }
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
-}
-
 #[test]
 fn headless_chromium_renders_the_run_page() {
     let tmp = tempfile::tempdir().unwrap();
     let run = tmp.path().join("serializable-isolate");
-    copy_dir(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/reports/serializable-isolate"),
-        &run,
-    );
-    let out = Command::new(env!("CARGO_BIN_EXE_shakedown"))
-        .arg("report")
-        .arg(&run)
-        .output()
-        .unwrap();
-    assert!(
-        matches!(out.status.code(), Some(0..=2)),
-        "report: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    reports::render_fixture("serializable-isolate", &run);
     let page = run.join("index.html");
     assert!(page.is_file());
     let url = format!("file://{}", page.display());

@@ -8,42 +8,16 @@
 use shakedown::nemesis::kinds::KINDS;
 use shakedown::report::plots::fault_color;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
+#[path = "common/reports.rs"]
+mod reports;
 
 /// Copy the fixture `name` into a fresh temp dir and run `shakedown report` on it.
 fn rendered(name: &str) -> (tempfile::TempDir, PathBuf) {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/reports")
-        .join(name);
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join(name);
-    copy_dir(&src, &dir);
-    let out = Command::new(env!("CARGO_BIN_EXE_shakedown"))
-        .arg("report")
-        .arg(&dir)
-        .args(["--check-time-limit", "30"])
-        .output()
-        .unwrap();
-    let code = out.status.code();
-    assert!(
-        matches!(code, Some(0..=2)),
-        "report failed ({code:?}): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    reports::render_fixture(name, &dir);
     (tmp, dir)
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
 }
 
 /// Parse an SVG strictly as XML; return its text content (all `<text>` nodes) joined by '\n'.

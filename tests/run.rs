@@ -6,8 +6,12 @@
 use serde_json::Value;
 use shakedown::history::{History, OpType, Process};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::Mutex;
+
+#[path = "common/cli.rs"]
+mod cli;
+use cli::{SandboxGuard, root, shakedown};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 const SANDBOX: [&str; 4] = [
@@ -17,52 +21,8 @@ const SANDBOX: [&str; 4] = [
     "10.75.0.0/24",
 ];
 
-fn root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root {
-        eprintln!("skipping: sandbox tests need root (network namespaces, iptables)");
-    }
-    root
-}
-
-fn shakedown(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_shakedown"))
-        .args(args)
-        .output()
-        .expect("run shakedown binary");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("panicked"), "shakedown panicked: {stderr}");
-    out
-}
-
-/// Brings the test sandbox down when dropped.
-struct SandboxGuard;
-
-impl Drop for SandboxGuard {
-    fn drop(&mut self) {
-        let mut args = vec!["sandbox", "down"];
-        args.extend(SANDBOX);
-        let out = shakedown(&args);
-        if !out.status.success() {
-            eprintln!(
-                "sandbox down failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-    }
-}
-
 fn run_json(extra: &[&str], reports: &Path) -> (i32, Value, String) {
-    let mut args = vec!["run", "--json", "--reports", reports.to_str().unwrap()];
-    args.extend(SANDBOX);
-    args.extend(extra);
-    let out = shakedown(&args);
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    let v: Value = serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {stdout}\nstderr: {stderr}"));
-    (out.status.code().unwrap_or(-1), v, stderr)
+    cli::run_json(&SANDBOX, extra, reports)
 }
 
 fn nemesis_file(dir: &Path, body: &str) -> PathBuf {
@@ -77,7 +37,7 @@ fn partitions_kills_and_pauses_keep_linearizable_reads_valid() {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let _guard = SandboxGuard;
+    let _guard = SandboxGuard(&SANDBOX);
     let tmp = tempfile::tempdir().unwrap();
     let nem = nemesis_file(
         tmp.path(),
@@ -258,7 +218,7 @@ fn serializable_reads_under_isolation_are_caught() {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let _guard = SandboxGuard;
+    let _guard = SandboxGuard(&SANDBOX);
     let tmp = tempfile::tempdir().unwrap();
     let reports = tmp.path().join("reports");
     let (code, out, stderr) = run_json(
@@ -305,7 +265,7 @@ fn bad_inputs_give_clear_errors_not_panics() {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let _guard = SandboxGuard;
+    let _guard = SandboxGuard(&SANDBOX);
     let tmp = tempfile::tempdir().unwrap();
     let reports = tmp.path().join("reports");
     let reports = reports.to_str().unwrap();
@@ -482,7 +442,7 @@ fn heal_undoes_partitions_and_pauses_left_by_a_killed_controller() {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let _guard = SandboxGuard;
+    let _guard = SandboxGuard(&SANDBOX);
     let tmp = tempfile::tempdir().unwrap();
     let reports = tmp.path().join("reports");
     let mut heal = vec!["heal"];

@@ -11,8 +11,11 @@
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::sync::Mutex;
+
+#[path = "common/cli.rs"]
+mod cli;
+use cli::{SandboxGuard, root, shakedown};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 const SANDBOX: [&str; 4] = [
@@ -22,61 +25,9 @@ const SANDBOX: [&str; 4] = [
     "10.85.0.0/24",
 ];
 
-fn root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root {
-        eprintln!("skipping: sandbox tests need root (network namespaces, iptables)");
-    }
-    root
-}
-
-fn shakedown(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_shakedown"))
-        .args(args)
-        .output()
-        .expect("run shakedown binary");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("panicked"), "shakedown panicked: {stderr}");
-    out
-}
-
-/// Brings the test sandbox down when dropped.
-struct SandboxGuard;
-
-impl Drop for SandboxGuard {
-    fn drop(&mut self) {
-        let mut args = vec!["sandbox", "down"];
-        args.extend(SANDBOX);
-        let out = shakedown(&args);
-        if !out.status.success() {
-            eprintln!(
-                "sandbox down failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-    }
-}
-
 /// Run, returning (exit code, run dir, results.json).
 fn run(extra: &[&str], reports: &Path) -> (i32, PathBuf, Value) {
-    let mut args = vec!["run", "--json", "--reports", reports.to_str().unwrap()];
-    args.extend(SANDBOX);
-    args.extend(extra);
-    let out = shakedown(&args);
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    let v: Value = serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {stdout}\nstderr: {stderr}"));
-    let run_dir = PathBuf::from(
-        v["run_dir"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no run_dir: {v}\nstderr: {stderr}")),
-    );
-    let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(run_dir.join("results.json")).unwrap())
-            .unwrap();
-    (out.status.code().unwrap_or(-1), run_dir, results)
+    cli::run_results(&SANDBOX, extra, reports)
 }
 
 fn checker<'a>(results: &'a Value, name: &str) -> &'a Value {
@@ -132,7 +83,7 @@ fn serializable_reads_from_any_member_break_monotonic_reads_linearizable_do_not(
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let _guard = SandboxGuard;
+    let _guard = SandboxGuard(&SANDBOX);
     let tmp = tempfile::tempdir().unwrap();
     let reports = tmp.path().join("reports");
 
@@ -183,7 +134,7 @@ fn list_append_workload_on_etcd() {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let _guard = SandboxGuard;
+    let _guard = SandboxGuard(&SANDBOX);
     let tmp = tempfile::tempdir().unwrap();
     let reports = tmp.path().join("reports");
     let (code, run_dir, results) = run(

@@ -1,0 +1,76 @@
+//! Test fixture shared by the sandbox integration tests: the root check, the built `shakedown`
+//! binary (asserting it never panics), a guard that brings a test's sandbox down on drop (also
+//! on failure), and `shakedown run --json` returning its parsed output and results.json.
+//!
+//! Each test file includes it with `#[path = "common/cli.rs"] mod cli;` and uses what it needs.
+
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Whether we are root; when not, says why the calling test does nothing.
+pub fn root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("skipping: sandbox tests need root (network namespaces, iptables, tc)");
+    }
+    root
+}
+
+/// Run the built binary with `args`; fails the test if it panicked.
+pub fn shakedown(args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_shakedown"))
+        .args(args)
+        .output()
+        .expect("run shakedown binary");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "shakedown panicked: {stderr}");
+    out
+}
+
+/// Brings the sandbox named by these flags (`--sandbox-name N --sandbox-subnet S`) down when
+/// dropped.
+pub struct SandboxGuard(pub &'static [&'static str]);
+
+impl Drop for SandboxGuard {
+    fn drop(&mut self) {
+        let mut args = vec!["sandbox", "down"];
+        args.extend(self.0);
+        let out = shakedown(&args);
+        if !out.status.success() {
+            eprintln!(
+                "sandbox down failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
+
+/// `shakedown run --json --reports DIR <sandbox flags> <extra>`: (exit code, stdout JSON, stderr).
+pub fn run_json(sandbox: &[&str], extra: &[&str], reports: &Path) -> (i32, Value, String) {
+    let mut args = vec!["run", "--json", "--reports", reports.to_str().unwrap()];
+    args.extend(sandbox);
+    args.extend(extra);
+    let out = shakedown(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let v: Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {stdout}\nstderr: {stderr}"));
+    (out.status.code().unwrap_or(-1), v, stderr)
+}
+
+/// [`run_json`], returning (exit code, run dir, the run's results.json).
+pub fn run_results(sandbox: &[&str], extra: &[&str], reports: &Path) -> (i32, PathBuf, Value) {
+    let (code, v, stderr) = run_json(sandbox, extra, reports);
+    let run_dir = PathBuf::from(
+        v["run_dir"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no run_dir: {v}\nstderr: {stderr}")),
+    );
+    let results: Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("results.json")).unwrap()).unwrap();
+    (code, run_dir, results)
+}
