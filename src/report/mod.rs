@@ -63,13 +63,21 @@ pub fn render_figures(
 ) -> Vec<(&'static str, plots::Figure)> {
     let duration_s = history.ops.iter().map(|o| o.time_ns).max().unwrap_or(0) as f64 / 1e9;
     let window_s = default_window_s(duration_s);
+    // Pair the ops once for the three charts that use them.
+    let prepared = plots::prepare(history);
     let mut out = vec![
-        ("latency-raw", plots::latency_raw(history, formats)),
+        (
+            "latency-raw",
+            plots::latency_raw_prepared(&prepared, formats),
+        ),
         (
             "latency-quantiles",
-            plots::latency_quantiles(history, window_s, formats),
+            plots::latency_quantiles_prepared(&prepared, window_s, formats),
         ),
-        ("throughput", plots::throughput(history, window_s, formats)),
+        (
+            "throughput",
+            plots::throughput_prepared(&prepared, window_s, formats),
+        ),
     ];
     out.extend(plots::clock_offsets(history, formats).map(|f| ("clock-offsets", f)));
     if let Some(results) = results {

@@ -372,6 +372,21 @@ struct Samples {
     end_s: f64,
 }
 
+/// What the latency and throughput charts all derive from a history, computed once per history
+/// by [`prepare`] (pairing 1M ops is the bulk of their work).
+pub struct Prepared {
+    faults: Vec<FaultInterval>,
+    samples: Samples,
+}
+
+/// Fault intervals and paired client ops of `history`, for the `*_prepared` chart functions.
+pub fn prepare(history: &History) -> Prepared {
+    Prepared {
+        faults: fault_intervals(history),
+        samples: samples(history),
+    }
+}
+
 fn samples(history: &History) -> Samples {
     let mut open: FxHashMap<u64, &Op> = FxHashMap::default();
     let mut f_index: FxHashMap<&str, usize> = FxHashMap::default();
@@ -734,9 +749,13 @@ pub fn latency_raw_svg(history: &History) -> String {
 
 /// [`latency_raw_svg`] in the requested formats.
 pub fn latency_raw(history: &History, formats: Formats) -> Figure {
-    let faults = fault_intervals(history);
-    let s = samples(history);
-    let xmax = x_max(s.end_s, &faults);
+    latency_raw_prepared(&prepare(history), formats)
+}
+
+/// [`latency_raw`] of a [`prepare`]d history.
+pub fn latency_raw_prepared(p: &Prepared, formats: Formats) -> Figure {
+    let (faults, s) = (&p.faults, &p.samples);
+    let xmax = x_max(s.end_s, faults);
     let (ylo, yhi) = log_range(s.samples.iter().map(|x| x.latency_ms));
     let mut counts: HashMap<Outcome, usize> = HashMap::new();
     for x in &s.samples {
@@ -797,7 +816,7 @@ pub fn latency_raw(history: &History, formats: Formats) -> Figure {
             .axis_desc_style((FONT, 15))
             .draw()
             .map_err(err)?;
-        draw_bands(&mut chart, &faults, ylo, yhi)?;
+        draw_bands(&mut chart, faults, ylo, yhi)?;
         for &(f_idx, outcome) in &keys {
             let f = s.f_names.get(f_idx).map(String::as_str).unwrap_or("other");
             draw_points(
@@ -886,9 +905,13 @@ pub fn latency_quantiles_svg(history: &History, window_s: f64) -> String {
 
 /// [`latency_quantiles_svg`] in the requested formats.
 pub fn latency_quantiles(history: &History, window_s: f64, formats: Formats) -> Figure {
-    let faults = fault_intervals(history);
-    let s = samples(history);
-    let xmax = x_max(s.end_s, &faults);
+    latency_quantiles_prepared(&prepare(history), window_s, formats)
+}
+
+/// [`latency_quantiles`] of a [`prepare`]d history.
+pub fn latency_quantiles_prepared(p: &Prepared, window_s: f64, formats: Formats) -> Figure {
+    let (faults, s) = (&p.faults, &p.samples);
+    let xmax = x_max(s.end_s, faults);
     let w = window_width(window_s, xmax);
     let n = window_count(xmax, w);
     let lines = quantile_lines(&s.samples, w, n);
@@ -908,7 +931,7 @@ pub fn latency_quantiles(history: &History, window_s: f64, formats: Formats) -> 
             .axis_desc_style((FONT, 15))
             .draw()
             .map_err(err)?;
-        draw_bands(&mut chart, &faults, ylo, yhi)?;
+        draw_bands(&mut chart, faults, ylo, yhi)?;
         for (qi, (name, _, color)) in QS.iter().enumerate() {
             let color = *color;
             let mut first = true;
@@ -982,9 +1005,13 @@ pub fn throughput_svg(history: &History, window_s: f64) -> String {
 
 /// [`throughput_svg`] in the requested formats.
 pub fn throughput(history: &History, window_s: f64, formats: Formats) -> Figure {
-    let faults = fault_intervals(history);
-    let s = samples(history);
-    let xmax = x_max(s.end_s, &faults);
+    throughput_prepared(&prepare(history), window_s, formats)
+}
+
+/// [`throughput`] of a [`prepare`]d history.
+pub fn throughput_prepared(p: &Prepared, window_s: f64, formats: Formats) -> Figure {
+    let (faults, s) = (&p.faults, &p.samples);
+    let xmax = x_max(s.end_s, faults);
     let w = window_width(window_s, xmax);
     let n = window_count(xmax, w);
     let counts = throughput_counts(&s.samples, w, n);
@@ -1007,7 +1034,7 @@ pub fn throughput(history: &History, window_s: f64, formats: Formats) -> Figure 
             .axis_desc_style((FONT, 15))
             .draw()
             .map_err(err)?;
-        draw_bands(&mut chart, &faults, 0.0, yhi)?;
+        draw_bands(&mut chart, faults, 0.0, yhi)?;
         for &(f_idx, outcome) in &keys {
             let f = s.f_names.get(f_idx).map(String::as_str).unwrap_or("other");
             let color = shade(outcome.color(), f_idx);
