@@ -27,6 +27,16 @@ fn run_error_code(e: &RunError) -> i32 {
     }
 }
 
+/// The exit code of a finished run: its verdict's, except that a `valid` run whose cleanup left
+/// something behind exits [`EXIT_RUNTIME`] (the cluster needs `shakedown heal`).
+pub fn run_exit_code(verdict: Verdict, completion: &crate::completion::Completion) -> i32 {
+    if verdict == Verdict::Valid && !completion.cleanup_ok() {
+        EXIT_RUNTIME
+    } else {
+        verdict.exit_code()
+    }
+}
+
 /// `shakedown run`.
 pub fn run(args: RunArgs) -> i32 {
     let (quiet, json) = (args.quiet || args.json, args.json);
@@ -44,27 +54,31 @@ pub fn run(args: RunArgs) -> i32 {
             cfg.name, cfg.seed, cfg.time_limit_s, cfg.concurrency
         );
     }
-    let progress = (!quiet).then(|| {
-        let pb = indicatif::ProgressBar::new((cfg.time_limit_s * 1000.0) as u64);
-        pb.set_style(
-            indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {msg}")
-                .expect("static template")
-                .progress_chars("=> "),
-        );
-        pb
-    });
+    let progress = if quiet {
+        crate::progress::Progress::quiet()
+    } else {
+        crate::progress::Progress::for_stderr(cfg.time_limit_s)
+    };
     let rerun = cfg.rerun_command();
     let (junit, suite) = (args_junit, cfg.name.clone());
-    let outcome = runtime().block_on(crate::runner::run(cfg, progress));
+    let outcome = runtime().block_on(crate::runner::run(cfg, progress.clone()));
+    progress.finish();
     match outcome {
         Err(e) => {
             eprintln!("error: {e}");
             run_error_code(&e)
         }
         Ok(o) => {
+            if let Some(e) = &o.error {
+                eprintln!("error: {e}");
+            }
             if let Some(path) = &junit {
-                let xml =
-                    crate::report::junit::junit_xml(&suite, &o.results, o.main_phase.as_secs_f64());
+                let xml = crate::report::junit::junit_xml_run(
+                    &suite,
+                    &o.results,
+                    o.main_phase.as_secs_f64(),
+                    &o.completion,
+                );
                 if let Err(e) = std::fs::write(path, xml) {
                     eprintln!("error: {}: {e}", path.display());
                     return EXIT_RUNTIME;
@@ -76,6 +90,8 @@ pub fn run(args: RunArgs) -> i32 {
                 let v = serde_json::json!({
                     "run_dir": o.run_dir.path,
                     "valid": o.verdict,
+                    "reason": o.reason,
+                    "completion": o.completion,
                     "events": o.events,
                     "ops": summary,
                     "checkers": o.results,
@@ -93,6 +109,7 @@ pub fn run(args: RunArgs) -> i32 {
                     client_ops as f64 / secs.max(1e-9),
                     o.events
                 );
+                println!("phases: {}", crate::progress::timings_text(&o.phases));
                 for r in o.results.iter().filter(|r| r.verdict != Verdict::Valid) {
                     if let Some(text) = r.details.get("explanation").and_then(|v| v.as_str()) {
                         println!("{text}");
@@ -104,18 +121,16 @@ pub fn run(args: RunArgs) -> i32 {
                     println!("witness page: {}", witness.display());
                 }
                 println!("run page: {}", o.run_dir.path.join("index.html").display());
-                if o.interrupted {
-                    println!(
-                        "interrupted after {:.1} s of workload; checked what was recorded",
-                        secs
-                    );
+                print!("{}", crate::summary::render_completion(&o.completion));
+                match &o.reason {
+                    Some(reason) => println!("verdict: {} ({reason})", o.verdict),
+                    None => println!("verdict: {}", o.verdict),
                 }
-                println!("verdict: {}", o.verdict);
                 if o.verdict != Verdict::Valid {
                     println!("rerun: {rerun}");
                 }
             }
-            o.verdict.exit_code()
+            run_exit_code(o.verdict, &o.completion)
         }
     }
 }
@@ -445,7 +460,7 @@ pub fn report(args: crate::cli::ReportArgs) -> i32 {
     }
     let run_dir = crate::store::RunDir::open(&args.run_dir);
     match crate::runner::write_results(&run_dir, args.check_time_limit) {
-        Ok((verdict, _)) => {
+        Ok(checked) => {
             for name in std::fs::read_dir(&run_dir.path)
                 .into_iter()
                 .flatten()
@@ -458,7 +473,12 @@ pub fn report(args: crate::cli::ReportArgs) -> i32 {
                     println!("{}", p.display());
                 }
             }
-            verdict.exit_code()
+            print!("{}", crate::summary::render_completion(&checked.completion));
+            match &checked.reason {
+                Some(reason) => println!("verdict: {} ({reason})", checked.verdict),
+                None => println!("verdict: {}", checked.verdict),
+            }
+            run_exit_code(checked.verdict, &checked.completion)
         }
         Err(e) => {
             eprintln!("error: {e}");
@@ -480,10 +500,14 @@ pub fn heal(args: crate::cli::HealArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
+    let killed_run = journal.as_deref().and_then(killed_run_of);
     match runtime().block_on(crate::runner::heal_db(cluster, db, journal)) {
         Ok(lines) => {
             for l in lines {
                 println!("{l}");
+            }
+            if let Some(run_dir) = killed_run {
+                report_killed_run(&run_dir);
             }
             0
         }
@@ -491,6 +515,30 @@ pub fn heal(args: crate::cli::HealArgs) -> i32 {
             eprintln!("error: {e}");
             run_error_code(&e)
         }
+    }
+}
+
+/// The run directory holding `journal` when it is one a killed controller left: a history and no
+/// completion record.
+fn killed_run_of(journal: &Path) -> Option<crate::store::RunDir> {
+    let run_dir = crate::store::RunDir::open(journal.parent()?);
+    let killed = run_dir.history_path().is_file()
+        && !run_dir.path.join(crate::store::COMPLETION_FILE).exists();
+    killed.then_some(run_dir)
+}
+
+/// After `heal` of a killed controller's run: check what it recorded and write its results and
+/// page, marked incomplete (best effort: a failure is a warning, the heal itself succeeded).
+fn report_killed_run(run_dir: &crate::store::RunDir) {
+    match crate::runner::write_results(run_dir, 60.0) {
+        Ok(c) => println!(
+            "run {} checked: {} ({}); run page {}",
+            run_dir.path.display(),
+            c.verdict,
+            c.reason.as_deref().unwrap_or(&c.completion.reason),
+            run_dir.path.join("index.html").display()
+        ),
+        Err(e) => eprintln!("warning: {}: not checked: {e}", run_dir.path.display()),
     }
 }
 

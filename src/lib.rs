@@ -1,7 +1,7 @@
 //! shakedown: a Jepsen-style fault-injection test harness.
 //!
 //! See ARCHITECTURE.md for the bird's-eye view. Pure core: `history`, `generator`, `model`,
-//! `checker`, `edn`, `spec`, `config`, `summary`. Impure shell: `control`, `sandbox`, `db`,
+//! `checker`, `completion`, `edn`, `spec`, `config`, `summary`. Impure shell: `control`, `sandbox`, `db`,
 //! `client`, `nemesis`, `interpreter`, `store`, `runner`, `bench`, `cli`, `app`.
 
 pub mod app;
@@ -9,6 +9,7 @@ pub mod bench;
 pub mod checker;
 pub mod cli;
 pub mod client;
+pub mod completion;
 pub mod config;
 pub mod control;
 pub mod db;
@@ -20,6 +21,7 @@ pub mod import;
 pub mod interpreter;
 pub mod model;
 pub mod nemesis;
+pub mod progress;
 pub mod report;
 pub mod runner;
 pub mod sandbox;

@@ -8,6 +8,7 @@
 use crate::checker::{CheckResult, Verdict};
 use crate::client::Client;
 use crate::client::etcd::ReadMode;
+use crate::completion::Completion;
 use crate::config::{Node, TestConfig};
 use crate::control::{Remote, SshConfig};
 use crate::db::Db;
@@ -16,6 +17,7 @@ use crate::generator::{self, Generator};
 use crate::history::{History, HistoryWriter};
 use crate::interpreter::{Interpreter, Stats, Worker};
 use crate::nemesis::{Nemesis, NemesisConfig, PartitionConfig};
+use crate::progress::{Phase, Progress};
 use crate::store::{FAULTS_FILE, LINEAR_WITNESS_FILE, RESULTS_FILE, RunDir, TEST_FILE};
 use crate::system::System;
 use futures_util::FutureExt;
@@ -87,6 +89,14 @@ pub struct RunOutcome {
     pub main_phase: Duration,
     /// True if the run was interrupted (Ctrl-C) before its time limit.
     pub interrupted: bool,
+    /// Why the verdict is not the checkers' merged verdict (an incomplete run, no client ops).
+    pub reason: Option<String>,
+    /// How the run ended, with what cleanup could not undo.
+    pub completion: Completion,
+    /// The error that stopped the workload, when one did (the history was still checked).
+    pub error: Option<String>,
+    /// How long each phase took.
+    pub phases: Vec<(Phase, Duration)>,
 }
 
 /// Run `f` on every node in parallel (one thread each), results in node order.
@@ -420,29 +430,51 @@ fn with_offsets(cfg: &TestConfig, g: Box<dyn Generator>, periodic: bool) -> Box<
     ))
 }
 
-/// Run a whole test. Progress goes to `progress` (None = quiet).
-pub async fn run(
-    mut cfg: TestConfig,
-    progress: Option<indicatif::ProgressBar>,
-) -> Result<RunOutcome, RunError> {
-    let interrupt = interrupt_on_ctrl_c();
+/// Run a whole test, showing its phases on `progress`.
+///
+/// Once the run directory exists, every exit path this process survives writes its completion
+/// record (see [`crate::completion`]); a run that reached its workload is checked and judged even
+/// when it was interrupted or stopped by an error (its verdict is then never `valid`).
+pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, RunError> {
+    let run_slot: Arc<std::sync::OnceLock<RunDir>> = Arc::default();
+    let interrupt = interrupt_on_ctrl_c(run_slot.clone(), cfg.time_limit_s);
+    if cfg.nodes.is_none() {
+        progress.phase(
+            Phase::Sandbox,
+            format!(
+                "bringing up sandbox {} (namespaces, sshd; apt-get when packages are missing)",
+                cfg.sandbox.name
+            ),
+        );
+    }
     let nodes = resolve_nodes(&mut cfg)?;
     let run_dir = RunDir::create(&cfg.reports_dir, &cfg.name)?;
+    let _ = run_slot.set(run_dir.clone());
     let wall_start = chrono::Utc::now().to_rfc3339();
     let system = crate::system::for_config(&cfg);
     run_dir.write_json(
         TEST_FILE,
         &test_json(&cfg, system.as_ref(), &nodes, None, &wall_start),
     )?;
-    run_dir.update_latest()?;
     tracing::info!(run_dir = %run_dir.path.display(), seed = cfg.seed, "starting run");
+    let not_started = |e: RunError| {
+        if let Err(w) = run_dir.write_completion(&Completion::not_started(&e.to_string())) {
+            tracing::warn!("{w}");
+        }
+        e
+    };
 
+    progress.phase(
+        Phase::Connect,
+        format!("opening SSH sessions to {} nodes", nodes.len()),
+    );
     let ssh = cfg.ssh.clone();
     let remotes = {
         let nodes = nodes.clone();
         tokio::task::spawn_blocking(move || connect(&nodes, &ssh))
             .await
-            .expect("connect task")?
+            .expect("connect task")
+            .map_err(not_started)?
     };
     let db: Arc<dyn Db> = system.to_db();
 
@@ -453,11 +485,19 @@ pub async fn run(
         db: db.clone(),
         partition: PartitionConfig::default(),
         rng: ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_add(1)),
-        journal: Some(run_dir.jsonl_sink(FAULTS_FILE)?),
+        journal: Some(
+            run_dir
+                .jsonl_sink(FAULTS_FILE)
+                .map_err(|e| not_started(e.into()))?,
+        ),
     });
     {
         // Faults a killed controller left (any earlier run against these nodes); see
         // nemesis::leftovers.
+        progress.phase(
+            Phase::Leftovers,
+            "undoing faults earlier runs left on these nodes (their fault journals)",
+        );
         let (reports, here) = (cfg.reports_dir.clone(), run_dir.path.clone());
         let (remotes, nodes, db) = (remotes.clone(), nodes.clone(), db.clone());
         let healed = tokio::task::spawn_blocking(move || {
@@ -466,14 +506,27 @@ pub async fn run(
         .await
         .unwrap_or_default();
         for line in healed {
-            eprintln!("heal before run: {line}");
+            progress.note(&format!("heal before run: {line}"));
         }
     }
     let setup = {
-        let (remotes, nodes, db) = (remotes.clone(), nodes.clone(), db.clone());
+        let (remotes, nodes, db, progress) =
+            (remotes.clone(), nodes.clone(), db.clone(), progress.clone());
+        let name = system.name().to_string();
         tokio::task::spawn_blocking(move || -> Result<Option<String>, RunError> {
+            progress.phase(
+                Phase::Install,
+                format!(
+                    "installing {name} on {} nodes where missing (apt-get)",
+                    nodes.len()
+                ),
+            );
             first_err(on_nodes(&remotes, &nodes, |r, _| db.install(r)))
                 .map_err(RunError::Control)?;
+            progress.phase(
+                Phase::Start,
+                format!("wiping and starting {name} on {} nodes", nodes.len()),
+            );
             first_err(on_nodes(&remotes, &nodes, |r, n| db.setup(r, n, &nodes)))
                 .map_err(RunError::Control)?;
             Ok(db.version(remotes[0].as_ref()))
@@ -505,7 +558,7 @@ pub async fn run(
                         Some(nemesis.clone()),
                         &run_dir,
                         Control {
-                            progress,
+                            progress: Some(progress.clone()),
                             interrupt: interrupt.clone(),
                         },
                     ))
@@ -519,14 +572,30 @@ pub async fn run(
 
     // Always: heal, collect logs, stop the DB.
     let cleanup = {
-        let (remotes, nodes, db, run_dir) =
-            (remotes.clone(), nodes.clone(), db.clone(), run_dir.clone());
+        let (remotes, nodes, db, run_dir, progress) = (
+            remotes.clone(),
+            nodes.clone(),
+            db.clone(),
+            run_dir.clone(),
+            progress.clone(),
+        );
         tokio::task::spawn_blocking(move || {
+            progress.phase(
+                Phase::Cleanup,
+                format!(
+                    "healing every fault and removing the tool's rules on {} nodes",
+                    nodes.len()
+                ),
+            );
             let mut n = nemesis.lock().unwrap_or_else(|p| p.into_inner());
             let mut errs = n.heal_all();
             if let Err(e) = n.teardown() {
                 errs.push(format!("removing iptables chain: {e}"));
             }
+            progress.phase(
+                Phase::Logs,
+                format!("downloading DB logs from {} nodes", nodes.len()),
+            );
             for (r, node) in remotes.iter().zip(&nodes) {
                 let Ok(dir) = run_dir.node_log_dir(&node.name) else {
                     continue;
@@ -541,33 +610,82 @@ pub async fn run(
                     }
                 }
             }
+            progress.phase(
+                Phase::Teardown,
+                format!("stopping the DB on {} nodes", nodes.len()),
+            );
             if let Err(e) = first_err(on_nodes(&remotes, &nodes, |r, n| db.teardown(r, n))) {
                 errs.push(format!("teardown: {e}"));
             }
             errs
         })
     };
-    for e in cleanup.await.unwrap_or_default() {
-        tracing::warn!("cleanup: {e}");
+    let cleanup_failures = cleanup.await.unwrap_or_else(|e| {
+        vec![format!(
+            "cleanup task failed ({e}): faults may remain; run `shakedown heal`"
+        )]
+    });
+    for e in &cleanup_failures {
+        progress.note(&format!("cleanup failed: {e}"));
     }
-    let (events, counts, main_phase, interrupted) = result?;
+    let reached_workload = run_dir.history_path().is_file();
+    let limit = cfg.time_limit_s;
+    let (completion, error) = match result {
+        Ok((events, counts, main_phase, interrupted)) => {
+            let w = main_phase.as_secs_f64();
+            let c = if interrupted {
+                Completion::interrupted(w, limit)
+            } else {
+                Completion::completed(w, limit)
+            };
+            (c, Ok((events, counts, main_phase)))
+        }
+        Err(e) if !reached_workload => (Completion::not_started(&e.to_string()), Err(e)),
+        Err(RunError::Panicked(m)) => (Completion::panicked(&m, limit), Err(RunError::Panicked(m))),
+        Err(e) => (Completion::failed(&e.to_string(), None, limit), Err(e)),
+    };
+    let completion = completion.with_cleanup_failures(cleanup_failures);
+    if let Err(e) = run_dir.write_completion(&completion) {
+        progress.note(&format!("warning: {e}"));
+    }
+    let (events, counts, main_phase, error) = match error {
+        Ok((events, counts, main_phase)) => (events, counts, main_phase, None),
+        // Nothing was recorded: there is nothing to check.
+        Err(e) if !reached_workload => return Err(e),
+        // The workload started: check what was recorded; the verdict says it is incomplete.
+        Err(e) => (0, (0, 0, 0), Duration::ZERO, Some(e.to_string())),
+    };
 
-    let (verdict, results) = write_results(&run_dir, cfg.check_time_limit_s)?;
+    progress.phase(
+        Phase::Check,
+        "checking linearizability and session guarantees",
+    );
+    let checked = write_results_with(&run_dir, cfg.check_time_limit_s, Some(&progress))?;
+    progress.finish();
     Ok(RunOutcome {
         run_dir,
-        verdict,
-        results,
+        verdict: checked.verdict,
+        results: checked.results,
         events,
         counts,
         main_phase,
-        interrupted,
+        interrupted: completion.status == crate::completion::RunStatus::Interrupted,
+        reason: checked.reason,
+        completion,
+        error,
+        phases: progress.timings(),
     })
 }
 
 /// Trap Ctrl-C for the whole run: the first one asks for a graceful stop (finish in-flight ops,
-/// heal, collect logs, tear down); a second one exits at once.
-fn interrupt_on_ctrl_c() -> watch::Receiver<bool> {
+/// heal, collect logs, tear down); a second one exits at once, after recording the run as
+/// aborted (completion record, reports index) so it is never mistaken for a finished one.
+fn interrupt_on_ctrl_c(
+    run_dir: Arc<std::sync::OnceLock<RunDir>>,
+    time_limit_s: f64,
+) -> watch::Receiver<bool> {
     let (tx, rx) = watch::channel(false);
+    let started = std::time::Instant::now();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_err() {
             return;
@@ -577,7 +695,17 @@ fn interrupt_on_ctrl_c() -> watch::Receiver<bool> {
         );
         let _ = tx.send(true);
         if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("aborted: faults may remain; run `shakedown heal`");
+            if let Some(dir) = run_dir.get() {
+                let c = Completion::aborted(started.elapsed().as_secs_f64(), time_limit_s);
+                if dir.write_completion(&c).is_ok()
+                    && let Some(root) = crate::store::reports_root_of(&dir.path)
+                {
+                    let _ = crate::report::page::write_reports_index(&root);
+                }
+                eprintln!("aborted: {} ({})", c.reason, dir.path.display());
+            } else {
+                eprintln!("aborted: faults may remain; run `shakedown heal`");
+            }
             std::process::exit(130);
         }
     });
@@ -595,19 +723,59 @@ fn declared_version_source(run_dir: &RunDir) -> Option<crate::checker::session::
         .ok()
 }
 
-/// Check a run directory's history and write results.json, the witness page (when
-/// linearizability is violated) and the plots. Used at the end of a run and by `report`.
-pub fn write_results(
+/// What checking a run directory produced.
+#[derive(Debug)]
+pub struct Checked {
+    /// The verdict the run earned ([`crate::completion::judge`]).
+    pub verdict: Verdict,
+    /// Why the verdict is not the checkers' merged verdict, when it is not.
+    pub reason: Option<String>,
+    /// Per-checker results.
+    pub results: Vec<CheckResult>,
+    /// How the run ended (from its completion record).
+    pub completion: Completion,
+}
+
+/// Check a run directory's history, judge it against its completion record and write
+/// results.json, the witness page (when linearizability is violated), the plots, the run page
+/// and (for a run inside a reports directory) the reports index. Used at the end of a run, by
+/// `report` and by `heal`.
+pub fn write_results(run_dir: &RunDir, check_time_limit_s: f64) -> Result<Checked, RunError> {
+    write_results_with(run_dir, check_time_limit_s, None)
+}
+
+fn write_results_with(
     run_dir: &RunDir,
     check_time_limit_s: f64,
-) -> Result<(Verdict, Vec<CheckResult>), RunError> {
+    progress: Option<&Progress>,
+) -> Result<Checked, RunError> {
+    crate::store::ensure_writable(&run_dir.path)?;
     let history = History::read_file(&run_dir.history_path())?;
-    let (verdict, results, linear) = check_with(
+    let (checked, results, linear) = check_with(
         &history,
         check_time_limit_s,
         declared_version_source(run_dir),
     );
-    run_dir.write_json(RESULTS_FILE, &results_json(verdict, &results))?;
+    let completion = run_dir.read_completion();
+    let client_ops = history
+        .ops
+        .iter()
+        .filter(|o| o.is_client() && o.op_type != crate::history::OpType::Invoke)
+        .count() as u64;
+    let judged = crate::completion::judge(checked, &completion, client_ops);
+    let mut json = results_json(judged.verdict, &results);
+    json["checked"] = serde_json::to_value(checked).unwrap_or_default();
+    if let Some(r) = &judged.reason {
+        json["reason"] = r.clone().into();
+    }
+    json["completion"] = serde_json::to_value(&completion).unwrap_or_default();
+    run_dir.write_json(RESULTS_FILE, &json)?;
+    if let Some(p) = progress {
+        p.phase(
+            Phase::Report,
+            "writing plots, the run page and the reports index",
+        );
+    }
     if let Some(r) = linear.filter(|r| r.verdict == Verdict::Invalid) {
         let page = crate::checker::witness_html::render_witness_html(&r, &history);
         run_dir.write_text(LINEAR_WITNESS_FILE, &page)?;
@@ -618,13 +786,17 @@ pub fn write_results(
     if let Err(e) = crate::report::page::write_run_page(&run_dir.path) {
         tracing::warn!("run page: {e}");
     }
-    // reports/<test>/<timestamp>: the index lives at reports/index.html.
-    if let Some(root) = run_dir.path.parent().and_then(|p| p.parent())
-        && let Err(e) = crate::report::page::write_reports_index(root)
+    if let Some(root) = crate::store::reports_root_of(&run_dir.path)
+        && let Err(e) = crate::report::page::write_reports_index(&root)
     {
         tracing::warn!("reports index: {e}");
     }
-    Ok((verdict, results))
+    Ok(Checked {
+        verdict: judged.verdict,
+        reason: judged.reason,
+        results,
+        completion,
+    })
 }
 
 /// Results file contents.
@@ -683,10 +855,10 @@ pub fn check_with(
     (verdict, vec![linear, session], typed)
 }
 
-/// How the user steers a running workload: the progress bar to update and the Ctrl-C signal.
+/// How the user steers a running workload: the progress display to update and the Ctrl-C signal.
 pub(crate) struct Control {
     /// Progress display, if any.
-    pub progress: Option<indicatif::ProgressBar>,
+    pub progress: Option<Progress>,
     /// Becomes true when the user asks to stop.
     pub interrupt: watch::Receiver<bool>,
 }
@@ -709,6 +881,15 @@ pub(crate) async fn drive(
         mut interrupt,
     } = control;
     // Wait for the cluster before the clock starts.
+    let progress = progress.unwrap_or_else(Progress::quiet);
+    progress.phase(
+        Phase::ReadyWait,
+        format!(
+            "waiting until {} answers on all {} nodes",
+            system.name(),
+            nodes.len()
+        ),
+    );
     {
         let (remotes, nodes, system) = (remotes.to_vec(), nodes.to_vec(), system.to_arc());
         tokio::task::spawn_blocking(move || {
@@ -745,6 +926,8 @@ pub(crate) async fn drive(
     });
     let interp_has_nemesis = nemesis_worker.is_some();
     let file = run_dir.open_history()?;
+    // The run reached its workload: from now on it is the latest run.
+    run_dir.update_latest()?;
     let start = Instant::now();
     let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
     let mut interp = Interpreter::new(
@@ -765,35 +948,7 @@ pub(crate) async fn drive(
         }
         let _ = stop.send(true);
     });
-    if let Some(pb) = &progress {
-        // The bar measures the workload, not the setup before it.
-        pb.reset_elapsed();
-    }
-    let ticker = progress.clone().map(|pb| {
-        let stats = stats.clone();
-        tokio::spawn(async move {
-            loop {
-                pb.set_position(start.elapsed().as_millis() as u64);
-                let faults = stats
-                    .active_faults
-                    .lock()
-                    .map(|s| s.clone())
-                    .unwrap_or_default();
-                pb.set_message(format!(
-                    "ok {} fail {} info {} | faults: {}",
-                    stats.ok.load(Ordering::Relaxed),
-                    stats.fail.load(Ordering::Relaxed),
-                    stats.info.load(Ordering::Relaxed),
-                    if faults.is_empty() {
-                        "none".to_string()
-                    } else {
-                        faults
-                    }
-                ));
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-        })
-    });
+    progress.workload(stats.clone());
 
     let (client_gen, keys) = build_client_gen(cfg)?;
     let schedule = nemesis_schedule(cfg);
@@ -816,27 +971,36 @@ pub(crate) async fn drive(
     let interrupted = interp.is_shutting_down();
     // Final phase: heal through the history (so fault ends are recorded), settle, final reads.
     let heal = if with_nemesis {
+        progress.phase(
+            Phase::Heal,
+            "stopping every fault the nemesis started (recorded in the history)",
+        );
         let heal = with_offsets(cfg, Box::new(generator::nemesis_heal(&schedule)), false);
         interp.run_phase(None, Some(heal)).await
     } else {
         Ok(())
     };
     if phase.is_ok() && heal.is_ok() && !interrupted {
-        if let Some(pb) = &progress {
-            pb.set_message("healed; settling before final reads");
-        }
+        progress.phase(
+            Phase::Settle,
+            format!(
+                "letting the cluster settle for {} s before final reads",
+                cfg.settle_s
+            ),
+        );
         tokio::time::sleep(Duration::from_secs_f64(cfg.settle_s)).await;
+        progress.phase(
+            Phase::FinalReads,
+            format!(
+                "reading every key once (op timeout {} ms)",
+                cfg.op_timeout_ms
+            ),
+        );
         interp
             .run_phase(Some(Box::new(generator::final_reads(keys))), None)
             .await?;
     }
-    if let Some(t) = ticker {
-        t.abort();
-    }
     ctrl_c.abort();
-    if let Some(pb) = &progress {
-        pb.finish_and_clear();
-    }
     let _ = interp.flush();
     phase?;
     heal?;

@@ -2,9 +2,14 @@
 //!
 //! A run lives in `<reports>/<test>/<timestamp>/` and holds `history.jsonl` (appended as the run
 //! happens), `test.json` (configuration, seed, versions, wall-clock start), `results.json` (checker
-//! output), `faults.jsonl` (the fault journal) and `logs/<node>/…` (DB logs). After each
-//! run `<reports>/<test>/latest` and `<reports>/latest` point at it. Does not know what is inside the
-//! files beyond serializing JSON values given to it.
+//! output), `faults.jsonl` (the fault journal), `completion.json` (how the run ended; its absence
+//! means the controller was killed) and `logs/<node>/…` (DB logs). Once a run reaches its
+//! workload, `<reports>/<test>/latest` and `<reports>/latest` point at it. Does not know what is
+//! inside the files beyond serializing the values given to it.
+//!
+//! Every write goes through a guard: when the environment variable [`PROTECT_ENV`] names a
+//! directory (the test suite sets it to the repository's `reports/`), nothing under it is written
+//! and the command fails with an error saying so.
 
 use std::path::{Path, PathBuf};
 
@@ -20,6 +25,13 @@ pub const FAULTS_FILE: &str = "faults.jsonl";
 pub const LINEAR_WITNESS_FILE: &str = "linearizability.html";
 /// Directory of per-node logs.
 pub const LOGS_DIR: &str = "logs";
+/// How the run ended ([`crate::completion::Completion`]); written by the controller on every
+/// exit path it survives, so its absence means the controller was killed.
+pub const COMPLETION_FILE: &str = "completion.json";
+/// Environment variable naming a directory nothing may be written under (the test suite points
+/// it at the repository's `reports/`, so a test that forgets `--reports` fails instead of
+/// touching the user's runs).
+pub const PROTECT_ENV: &str = "SHAKEDOWN_PROTECT_DIR";
 
 /// Errors creating or writing a run directory.
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +47,95 @@ pub enum StoreError {
     /// The given path is neither a run directory nor a history file.
     #[error("{0}: not a run directory (no {HISTORY_FILE}) and not a file")]
     NotARun(String),
+    /// The path is under the directory [`PROTECT_ENV`] protects.
+    #[error(
+        "{path}: refusing to write under {protected} ({PROTECT_ENV} protects it; pass your own --reports or --journal)"
+    )]
+    Protected {
+        /// Path that would have been written.
+        path: String,
+        /// The protected directory.
+        protected: String,
+    },
+}
+
+/// `path` made absolute and free of symlinks as far as it exists (the rest appended as given).
+fn resolved(path: &Path) -> PathBuf {
+    let abs = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map(|d| d.join(path))
+            .unwrap_or_else(|_| path.to_path_buf())
+    };
+    // `.` and `..` lexically first (a `..` after a missing directory cannot be resolved later).
+    let mut abs_clean = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                abs_clean.pop();
+            }
+            other => abs_clean.push(other),
+        }
+    }
+    let abs = abs_clean;
+    let mut existing = abs.as_path();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(c) = std::fs::canonicalize(existing) {
+            let mut out = c;
+            out.extend(rest.iter().rev());
+            return out;
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                existing = parent;
+            }
+            _ => return abs,
+        }
+    }
+}
+
+/// Refuse `path` when it lies under the directory named by [`PROTECT_ENV`] (if set).
+pub fn ensure_writable(path: &Path) -> Result<(), StoreError> {
+    match std::env::var_os(PROTECT_ENV).filter(|p| !p.is_empty()) {
+        Some(protected) => ensure_outside(path, Path::new(&protected)),
+        None => Ok(()),
+    }
+}
+
+/// Refuse `path` when it lies under `protected` (both resolved through symlinks and `..`).
+fn ensure_outside(path: &Path, protected: &Path) -> Result<(), StoreError> {
+    let protected = resolved(protected);
+    if resolved(path).starts_with(&protected) {
+        return Err(StoreError::Protected {
+            path: path.display().to_string(),
+            protected: protected.display().to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// Whether `name` is a run directory name [`RunDir::create`] makes (`20260101T120000.123Z`,
+/// optionally with a `-N` suffix).
+fn is_run_stamp(name: &str) -> bool {
+    let stamp = name.split('-').next().unwrap_or(name);
+    stamp
+        .strip_suffix('Z')
+        .is_some_and(|s| chrono::NaiveDateTime::parse_from_str(s, "%Y%m%dT%H%M%S%.3f").is_ok())
+}
+
+/// The reports root holding `run_dir` (`<reports>/<test>/<timestamp>`), when the run directory
+/// has the layout [`RunDir::create`] makes; `None` for a run directory elsewhere (a copy, a
+/// fixture), whose grandparent is not ours to write an index into.
+pub fn reports_root_of(run_dir: &Path) -> Option<PathBuf> {
+    let name = run_dir.file_name()?.to_str()?;
+    if !is_run_stamp(name) {
+        return None;
+    }
+    run_dir.parent()?.parent().map(Path::to_path_buf)
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
@@ -58,6 +159,7 @@ impl RunDir {
     /// Create `<reports>/<test>/<timestamp>/` (timestamp from the wall clock, UTC, ms precision;
     /// a numeric suffix is added if two runs start in the same millisecond).
     pub fn create(reports: &Path, test_name: &str) -> Result<RunDir, StoreError> {
+        ensure_writable(reports)?;
         let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ").to_string();
         let parent = reports.join(test_name);
         std::fs::create_dir_all(&parent).map_err(io_err(&parent))?;
@@ -91,6 +193,7 @@ impl RunDir {
     /// Open the history file for appending (created if missing).
     pub fn open_history(&self) -> Result<std::fs::File, StoreError> {
         let p = self.history_path();
+        ensure_writable(&p)?;
         std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -102,6 +205,7 @@ impl RunDir {
     /// the record being written). Write errors are logged, not fatal: the history stays primary.
     pub fn jsonl_sink(&self, name: &str) -> Result<JsonlSink, StoreError> {
         let p = self.path.join(name);
+        ensure_writable(&p)?;
         let mut file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -141,13 +245,45 @@ impl RunDir {
 
     fn write_bytes(&self, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
         let dest = self.path.join(name);
+        ensure_writable(&dest)?;
         let tmp = self.path.join(format!(".{name}.tmp"));
         std::fs::write(&tmp, bytes).map_err(io_err(&tmp))?;
         std::fs::rename(&tmp, &dest).map_err(io_err(&dest))
     }
 
+    /// Write the completion record (how the run ended).
+    pub fn write_completion(
+        &self,
+        completion: &crate::completion::Completion,
+    ) -> Result<(), StoreError> {
+        let value = serde_json::to_value(completion).map_err(|e| StoreError::Io {
+            path: self.path.join(COMPLETION_FILE).display().to_string(),
+            source: std::io::Error::other(e),
+        })?;
+        self.write_json(COMPLETION_FILE, &value)
+    }
+
+    /// The completion record; a missing one means the controller was killed
+    /// ([`crate::completion::Completion::killed`]), and an unreadable one says so in its reason.
+    pub fn read_completion(&self) -> crate::completion::Completion {
+        use crate::completion::Completion;
+        let p = self.path.join(COMPLETION_FILE);
+        match std::fs::read_to_string(&p) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Completion::killed(),
+            Err(e) => Completion {
+                reason: format!("incomplete: {}: {e}", p.display()),
+                ..Completion::killed()
+            },
+            Ok(text) => serde_json::from_str(&text).unwrap_or_else(|e| Completion {
+                reason: format!("incomplete: {}: not a completion record ({e})", p.display()),
+                ..Completion::killed()
+            }),
+        }
+    }
+
     /// Point `<reports>/<test>/latest` and `<reports>/latest` at this run (relative symlinks).
     pub fn update_latest(&self) -> Result<(), StoreError> {
+        ensure_writable(&self.path)?;
         let Some(test_dir) = self.path.parent() else {
             return Ok(());
         };
@@ -226,6 +362,51 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("nope")
+        );
+    }
+
+    #[test]
+    fn protected_dir_refuses_writes_below_it_through_links_and_dots() {
+        let tmp = tempfile::tempdir().unwrap();
+        let reports = tmp.path().join("repo/reports");
+        std::fs::create_dir_all(reports.join("t")).unwrap();
+        std::os::unix::fs::symlink(&reports, tmp.path().join("link")).unwrap();
+        for p in [
+            reports.join("latest/faults.jsonl"),
+            reports.clone(),
+            tmp.path().join("link/t/new/history.jsonl"),
+            tmp.path().join("repo/x/../reports/index.html"),
+        ] {
+            let e = ensure_outside(&p, &reports).unwrap_err().to_string();
+            assert!(
+                e.contains("refusing to write under") && e.contains(PROTECT_ENV),
+                "{e}"
+            );
+        }
+        assert!(ensure_outside(&tmp.path().join("repo/reports2/x"), &reports).is_ok());
+        assert!(ensure_outside(&tmp.path().join("other"), &reports).is_ok());
+    }
+
+    #[test]
+    fn only_our_run_dirs_have_a_reports_root_and_completion_defaults_to_killed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let run = RunDir::create(tmp.path(), "t").unwrap();
+        assert_eq!(reports_root_of(&run.path).as_deref(), Some(tmp.path()));
+        let second = tmp.path().join("t/20261201T070000.123Z-2");
+        assert_eq!(reports_root_of(&second).as_deref(), Some(tmp.path()));
+        assert_eq!(reports_root_of(&tmp.path().join("copy/r1")), None);
+        assert_eq!(
+            run.read_completion().status,
+            crate::completion::RunStatus::Killed
+        );
+        let c = crate::completion::Completion::interrupted(5.1, 60.0);
+        run.write_completion(&c).unwrap();
+        assert_eq!(run.read_completion(), c);
+        std::fs::write(run.path.join(COMPLETION_FILE), "{").unwrap();
+        let bad = run.read_completion();
+        assert!(
+            !bad.is_complete() && bad.reason.contains(COMPLETION_FILE),
+            "{bad:?}"
         );
     }
 }

@@ -1,6 +1,7 @@
 //! Terminal summary of a run: op counts by function and outcome, latencies, verdicts.
 //!
-//! Pure: computed from a `History` and check results, rendered as a small aligned text table.
+//! Pure: computed from a `History` and check results, rendered as a small aligned text table;
+//! plus the lines saying how an incomplete run ended and what cleanup left behind.
 
 use crate::checker::CheckResult;
 use crate::history::{History, OpType};
@@ -99,6 +100,22 @@ pub fn render(summary: &BTreeMap<String, FnSummary>, results: &[CheckResult]) ->
     s
 }
 
+/// Lines saying how the run ended when it did not complete, and what cleanup could not undo;
+/// empty for a complete run that cleaned up. Each line ends with a newline.
+pub fn render_completion(c: &crate::completion::Completion) -> String {
+    let mut s = String::new();
+    if !c.is_complete() {
+        s.push_str(&format!("run {}: {}\n", c.status.label(), c.reason));
+    }
+    if !c.cleanup_ok() {
+        s.push_str("cleanup failed on some nodes; left behind (run `shakedown heal`):\n");
+        for f in &c.cleanup_failures {
+            s.push_str(&format!("  {f}\n"));
+        }
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,5 +144,23 @@ mod tests {
         assert_eq!(s["cas"].fail, 1);
         let text = render(&s, &[]);
         assert!(text.contains("write"));
+    }
+
+    #[test]
+    fn completion_lines_name_the_reason_and_what_was_left() {
+        use crate::completion::Completion;
+        assert_eq!(render_completion(&Completion::completed(60.0, 60.0)), "");
+        let text = render_completion(
+            &Completion::interrupted(5.1, 60.0)
+                .with_cleanup_failures(vec!["n3: removing chain SHAKEDOWN: busy".into()]),
+        );
+        assert!(
+            text.starts_with("run interrupted: interrupted after 5.1 s of 60 s\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  n3: removing chain SHAKEDOWN: busy\n"),
+            "{text}"
+        );
     }
 }

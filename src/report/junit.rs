@@ -66,6 +66,43 @@ pub fn junit_xml(suite: &str, results: &[CheckResult], duration_s: f64) -> Strin
     xml
 }
 
+/// [`junit_xml`] for a run: the checkers plus a `completion` test case, an error when the run
+/// did not complete its workload or its cleanup left something behind (so CI never counts an
+/// interrupted run as passed).
+pub fn junit_xml_run(
+    suite: &str,
+    results: &[CheckResult],
+    duration_s: f64,
+    completion: &crate::completion::Completion,
+) -> String {
+    let mut all = results.to_vec();
+    let mut problems = Vec::new();
+    if !completion.is_complete() {
+        problems.push(completion.reason.clone());
+    }
+    if !completion.cleanup_ok() {
+        problems.push(format!(
+            "cleanup left behind: {}",
+            completion.cleanup_failures.join("; ")
+        ));
+    }
+    all.push(CheckResult {
+        checker: "completion".into(),
+        verdict: if problems.is_empty() {
+            Verdict::Valid
+        } else {
+            Verdict::Unknown
+        },
+        summary: if problems.is_empty() {
+            completion.reason.clone()
+        } else {
+            problems.join("; ")
+        },
+        details: serde_json::Value::Null,
+    });
+    junit_xml(suite, &all, duration_s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,5 +140,19 @@ mod tests {
             xml.matches("</testcase>").count()
         );
         assert!(!xml.contains('\u{1}'));
+    }
+
+    #[test]
+    fn an_incomplete_run_is_an_error_case() {
+        use crate::completion::Completion;
+        let ok = [result("linearizable", Verdict::Valid, "ok")];
+        let done = junit_xml_run("t", &ok, 1.0, &Completion::completed(60.0, 60.0));
+        assert!(
+            done.contains(r#"tests="2" failures="0" errors="0""#),
+            "{done}"
+        );
+        let cut = junit_xml_run("t", &ok, 1.0, &Completion::interrupted(5.1, 60.0));
+        assert!(cut.contains(r#"errors="1""#), "{cut}");
+        assert!(cut.contains("interrupted after 5.1 s of 60 s"), "{cut}");
     }
 }

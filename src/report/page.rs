@@ -6,10 +6,12 @@
 //! external references, opens from `file://`. Does not own the run layout (`store`), rendering the
 //! plots (`plots`), or checking (`checker`); it only displays what those wrote.
 
+use crate::completion::Completion;
 use crate::history::{History, OpType, Process};
 use crate::report::{PLOT_FILES, anomalies, fault_intervals, omitted_reason, plots};
 use crate::store::{
-    FAULTS_FILE, HISTORY_FILE, LINEAR_WITNESS_FILE, LOGS_DIR, RESULTS_FILE, TEST_FILE,
+    COMPLETION_FILE, FAULTS_FILE, HISTORY_FILE, LINEAR_WITNESS_FILE, LOGS_DIR, RESULTS_FILE,
+    RunDir, TEST_FILE,
 };
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -45,7 +47,8 @@ svg{max-width:100%;height:auto;display:block;margin:0.5em 0}\
 .tl-axis span{position:absolute;right:0}.tl-row{display:flex;align-items:center;margin:2px 0}\
 .tl-name{width:11em;font-size:85%}.tl-track{position:relative;flex:1;height:14px;background:#f4f4f4}\
 .tl-bar{position:absolute;top:0;height:14px;opacity:0.8}\
-.swatch{display:inline-block;width:10px;height:10px;margin-right:5px;vertical-align:middle}";
+.swatch{display:inline-block;width:10px;height:10px;margin-right:5px;vertical-align:middle}\
+.notice{border-left:4px solid #ef8f00;background:#fff8e1;padding:0.2em 1em;margin:0.5em 0 1em}";
 
 /// Escape text for HTML element content and attribute values.
 fn esc(s: &str) -> String {
@@ -89,6 +92,64 @@ fn badge(verdict: &str) -> String {
         _ => "unknown",
     };
     format!("<span class=\"badge {class}\">{}</span>", esc(verdict))
+}
+
+/// A badge for a run that did not complete ("interrupted", "incomplete", …); empty otherwise.
+fn status_badge(c: &Completion) -> String {
+    if c.is_complete() {
+        return String::new();
+    }
+    format!(
+        " <span class=\"badge unknown\" title=\"{}\">{}</span>",
+        esc(&c.reason),
+        esc(c.status.label())
+    )
+}
+
+/// How the run ended: `completion` in results.json, else the run directory's completion record
+/// (missing = the controller was killed).
+fn completion_of(run_dir: &Path, results: &Value) -> Completion {
+    results
+        .get("completion")
+        .and_then(|c| serde_json::from_value(c.clone()).ok())
+        .unwrap_or_else(|| RunDir::open(run_dir).read_completion())
+}
+
+/// Why the verdict is not the checkers' (an incomplete run, no client ops), and what cleanup
+/// left behind; nothing for a complete, clean run.
+fn completion_section(out: &mut String, results: &Value, c: &Completion) {
+    let reason = results.get("reason").and_then(Value::as_str);
+    if reason.is_none() && c.is_complete() && c.cleanup_ok() {
+        return;
+    }
+    out.push_str("<div class=\"notice\">\n");
+    if let Some(reason) = reason {
+        let _ = writeln!(
+            out,
+            "<p><b>Verdict {}:</b> {}</p>",
+            esc(&text_of(results.get("valid"))),
+            esc(reason)
+        );
+    }
+    if !c.is_complete() {
+        let _ = writeln!(
+            out,
+            "<p><b>Run {}:</b> {}. Checkers looked only at what was recorded; faults still \
+             active when the run ended are drawn to the end of the history.</p>",
+            esc(c.status.label()),
+            esc(&c.reason)
+        );
+    }
+    if !c.cleanup_ok() {
+        out.push_str(
+            "<p><b>Cleanup failed</b> — left behind (run <code>shakedown heal</code>):</p><ul>\n",
+        );
+        for f in &c.cleanup_failures {
+            let _ = writeln!(out, "<li>{}</li>", esc(f));
+        }
+        out.push_str("</ul>\n");
+    }
+    out.push_str("</div>\n");
 }
 
 /// Read and parse a JSON object file of the run; errors name the file.
@@ -575,12 +636,15 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
          <title>shakedown — {}</title><style>{CSS}</style></head><body>\n",
         esc(&name)
     );
+    let completion = completion_of(run_dir, &results);
     let _ = writeln!(
         out,
-        "<h1>shakedown — {} {}</h1>",
+        "<h1>shakedown — {} {}{}</h1>",
         esc(&name),
-        badge(&verdict)
+        badge(&verdict),
+        status_badge(&completion)
     );
+    completion_section(&mut out, &results, &completion);
 
     out.push_str(
         "<p><a href=\"#checkers\">Checkers and anomalies</a> · <a href=\"#faults\">Faults</a> · \
@@ -721,6 +785,7 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
         HISTORY_FILE,
         TEST_FILE,
         RESULTS_FILE,
+        COMPLETION_FILE,
         FAULTS_FILE,
         LINEAR_WITNESS_FILE,
     ]
@@ -758,6 +823,10 @@ struct IndexRow {
     client_ops: Option<u64>,
     /// (checker, verdict) pairs; `None` without a readable results.json.
     verdicts: Option<Vec<(String, String)>>,
+    /// The run's verdict (results.json `valid`), when checked.
+    verdict: Option<String>,
+    /// How the run ended.
+    completion: Completion,
 }
 
 fn index_row(dir: &Path, test_dir: &str, stamp: &str) -> Option<IndexRow> {
@@ -774,7 +843,13 @@ fn index_row(dir: &Path, test_dir: &str, stamp: &str) -> Option<IndexRow> {
         ),
         Err(_) => (None, None),
     };
-    let verdicts = read_json(&dir.join(RESULTS_FILE)).ok().map(|r| {
+    let results = read_json(&dir.join(RESULTS_FILE)).ok();
+    let completion = match &results {
+        Some(r) => completion_of(dir, r),
+        None => RunDir::open(dir).read_completion(),
+    };
+    let verdict = results.as_ref().map(|r| text_of(r.get("valid")));
+    let verdicts = results.map(|r| {
         r.get("checkers")
             .and_then(Value::as_array)
             .map(|cs| {
@@ -791,6 +866,8 @@ fn index_row(dir: &Path, test_dir: &str, stamp: &str) -> Option<IndexRow> {
         duration_s,
         client_ops,
         verdicts,
+        verdict,
+        completion,
     })
 }
 
@@ -846,7 +923,7 @@ pub fn render_reports_index(reports_root: &Path) -> Result<String, String> {
     let _ = writeln!(out, "<p>{total} runs.</p>");
     out.push_str(
         "<table><tr><th>test</th><th>start time</th><th>duration (s)</th><th>client ops</th>\
-         <th>verdicts</th><th>run</th></tr>\n",
+         <th>verdict</th><th>verdicts</th><th>run</th></tr>\n",
     );
     for r in &rows {
         let verdicts = match &r.verdicts {
@@ -857,9 +934,14 @@ pub fn render_reports_index(reports_root: &Path) -> Result<String, String> {
                 .collect::<Vec<_>>()
                 .join("<br>"),
         };
+        let verdict = format!(
+            "{}{}",
+            r.verdict.as_deref().map(badge).unwrap_or_default(),
+            status_badge(&r.completion)
+        );
         let _ = writeln!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{verdicts}</td>\
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{verdict}</td><td>{verdicts}</td>\
              <td><a href=\"{}\">{}</a></td></tr>",
             esc(&r.name),
             esc(&r.start_time),
@@ -1218,6 +1300,78 @@ mod tests {
         assert!(html.contains("session <span class=\"badge valid\">valid</span>"));
         let path = write_reports_index(root).unwrap();
         assert_eq!(path, root.join(INDEX_FILE));
+    }
+
+    #[test]
+    fn incomplete_runs_are_marked_on_the_page_and_in_the_index() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        // Interrupted: results.json carries the completion and the reason.
+        let cut = root.join("cut/20261129T100000.000Z");
+        write_run(&cut, "cut", "2026-11-29T10:00:00Z", 1);
+        let c = Completion::interrupted(5.1, 60.0)
+            .with_cleanup_failures(vec!["n3: removing iptables chain: busy".into()]);
+        let results = json!({"valid": "unknown", "reason": c.reason, "completion": c,
+            "checkers": [{"checker": "linearizable", "verdict": "valid", "summary": "ok"}]});
+        std::fs::write(cut.join(RESULTS_FILE), results.to_string()).unwrap();
+        let html = render_run_page(&cut).unwrap();
+        assert!(
+            html.contains("<span class=\"badge unknown\">unknown</span>"),
+            "{html}"
+        );
+        assert!(html.contains(">interrupted</span></h1>"), "{html}");
+        assert!(html.contains("interrupted after 5.1 s of 60 s"));
+        assert!(html.contains("Cleanup failed") && html.contains("n3: removing iptables chain"));
+        // Killed: only test.json and a history, no completion record, no results.
+        let killed = root.join("killed/20261129T110000.000Z");
+        write_run(&killed, "killed", "2026-11-29T11:00:00Z", 2);
+        std::fs::remove_file(killed.join(RESULTS_FILE)).unwrap();
+        // Aborted: a completion record, no results.
+        let aborted = root.join("aborted/20261129T120000.000Z");
+        write_run(&aborted, "aborted", "2026-11-29T12:00:00Z", 3);
+        std::fs::remove_file(aborted.join(RESULTS_FILE)).unwrap();
+        RunDir::open(&aborted)
+            .write_completion(&Completion::aborted(3.0, 60.0))
+            .unwrap();
+        let index = render_reports_index(root).unwrap();
+        let row = |name: &str| {
+            index
+                .lines()
+                .find(|l| l.starts_with(&format!("<tr><td>{name}</td>")))
+                .unwrap_or_else(|| panic!("no row for {name}: {index}"))
+                .to_string()
+        };
+        assert!(row("cut").contains(">interrupted</span>"), "{}", row("cut"));
+        assert!(row("cut").contains("badge unknown\">unknown</span>"));
+        assert!(
+            row("killed").contains(">incomplete</span>"),
+            "{}",
+            row("killed")
+        );
+        assert!(row("killed").contains("controller killed"));
+        assert!(
+            row("aborted").contains(">aborted</span>"),
+            "{}",
+            row("aborted")
+        );
+        // A complete run gets no status badge.
+        let done = root.join("done/20261129T130000.000Z");
+        write_run(&done, "done", "2026-11-29T13:00:00Z", 4);
+        let c = Completion::completed(10.0, 10.0);
+        let results = json!({"valid": "valid", "completion": c, "checkers": []});
+        std::fs::write(done.join(RESULTS_FILE), results.to_string()).unwrap();
+        let html = render_run_page(&done).unwrap();
+        assert!(!html.contains("class=\"notice\""), "{html}");
+        let index = render_reports_index(root).unwrap();
+        assert!(!row_of(&index, "done").contains("badge unknown"));
+    }
+
+    fn row_of(index: &str, name: &str) -> String {
+        index
+            .lines()
+            .find(|l| l.starts_with(&format!("<tr><td>{name}</td>")))
+            .unwrap_or_default()
+            .to_string()
     }
 
     #[test]
