@@ -105,7 +105,7 @@ pub fn render(summary: &BTreeMap<String, FnSummary>, results: &[CheckResult]) ->
 pub fn render_completion(c: &crate::completion::Completion) -> String {
     let mut s = String::new();
     if !c.is_complete() {
-        s.push_str(&format!("run {}: {}\n", c.status.label(), c.reason));
+        s.push_str(&format!("run: {}\n", c.reason));
     }
     if !c.cleanup_ok() {
         s.push_str("cleanup failed on some nodes; left behind (run `shakedown heal`):\n");
@@ -155,7 +155,7 @@ mod tests {
                 .with_cleanup_failures(vec!["n3: removing chain SHAKEDOWN: busy".into()]),
         );
         assert!(
-            text.starts_with("run interrupted: interrupted after 5.1 s of 60 s\n"),
+            text.starts_with("run: interrupted after 5.1 s of 60 s\n"),
             "{text}"
         );
         assert!(

@@ -15,6 +15,7 @@ fn data(rel: &str) -> PathBuf {
 
 fn shakedown(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_shakedown"))
+        .env(shakedown::store::PROTECT_ENV, data("../../reports"))
         .arg("check")
         .args(args)
         .output()

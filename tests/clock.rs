@@ -407,7 +407,7 @@ fn heal_after_a_killed_controller_undoes_partition_pause_and_clock_step_together
          min_delta_ms = 60000\nmax_delta_ms = 60000\n",
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_shakedown"))
+    let mut child = cli::command()
         .args(["run", "--quiet", "--time-limit", "120"])
         .args(["--reports", reports.to_str().unwrap()])
         .args(["--nemesis", schedule.to_str().unwrap()])

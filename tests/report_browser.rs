@@ -31,10 +31,11 @@ fn chromium() -> PathBuf {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
         let lock = ["-o", "DPkg::Lock::Timeout=300"];
+        // Output captured: shown only when the install did not work.
         let update = Command::new("apt-get")
             .args(lock)
             .args(["update", "-qq"])
-            .status();
+            .output();
         let install = Command::new("apt-get")
             .args(lock)
             .args([
@@ -45,8 +46,20 @@ fn chromium() -> PathBuf {
                 "chromium",
             ])
             .env("DEBIAN_FRONTEND", "noninteractive")
-            .status();
-        eprintln!("chromium missing: apt-get update {update:?}, install {install:?}");
+            .output();
+        if find_chromium().is_none() {
+            for (what, out) in [("update", update), ("install chromium", install)] {
+                match out {
+                    Ok(o) => eprintln!(
+                        "apt-get {what}: {}\n{}{}",
+                        o.status,
+                        String::from_utf8_lossy(&o.stdout),
+                        String::from_utf8_lossy(&o.stderr)
+                    ),
+                    Err(e) => eprintln!("apt-get {what}: {e}"),
+                }
+            }
+        }
     }
     find_chromium().unwrap_or_else(|| {
         panic!("chromium not found: install Debian's chromium package (apt-get install chromium)")

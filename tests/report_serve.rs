@@ -50,6 +50,7 @@ fn serve_shows_index_and_run_page_on_loopback_and_refuses_traversal() {
     std::fs::write(tmp.path().join("secret.txt"), "outside the reports dir").unwrap();
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_shakedown"))
+        .env(shakedown::store::PROTECT_ENV, reports::repo_reports())
         .args(["serve", "--port", "0", "--reports"])
         .arg(&reports)
         .stdout(Stdio::piped())

@@ -375,20 +375,20 @@ fn on_node(n: usize, script: &str) -> String {
     String::from_utf8_lossy(&out.stdout).to_string()
 }
 
-/// Start a run, wait until the history shows `fault_f` completed, SIGKILL the controller.
-fn kill_controller_during(fault_f: &str, reports: &Path, nemesis: &Path) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_shakedown"))
-        .args([
-            "run",
-            "--quiet",
-            "--time-limit",
-            "60",
-            "--reports",
-            reports.to_str().unwrap(),
-        ])
-        .args(["--nemesis", nemesis.to_str().unwrap()])
+/// Start `shakedown run --time-limit 60 <extra>` in the background (stdout piped, stderr
+/// discarded) and wait until `ready` holds for the lines of its history.
+fn start_run_until(
+    reports: &Path,
+    extra: &[&str],
+    what: &str,
+    ready: impl Fn(&[Value]) -> bool,
+) -> std::process::Child {
+    let mut child = cli::command()
+        .args(["run", "--time-limit", "60"])
+        .args(["--reports", reports.to_str().unwrap()])
+        .args(extra)
         .args(SANDBOX)
-        .stdout(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -397,25 +397,119 @@ fn kill_controller_during(fault_f: &str, reports: &Path, nemesis: &Path) {
     loop {
         assert!(
             std::time::Instant::now() < deadline,
-            "{fault_f} never happened"
+            "{what} never happened"
         );
         assert!(
             child.try_wait().unwrap().is_none(),
-            "run ended before {fault_f}"
+            "run ended before {what}"
         );
         let text = std::fs::read_to_string(&history).unwrap_or_default();
-        let last_nemesis = text
+        let ops: Vec<Value> = text
             .lines()
-            .rev()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .find(|o| o["process"] == "nemesis");
-        if last_nemesis.is_some_and(|o| o["f"] == fault_f && o["value"].is_object()) {
-            break;
+            .collect();
+        if ready(&ops) {
+            return child;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
+}
+
+/// Start a run, wait until the history shows `fault_f` completed, SIGKILL the controller.
+fn kill_controller_during(fault_f: &str, reports: &Path, nemesis: &Path) {
+    let nemesis = ["--quiet", "--nemesis", nemesis.to_str().unwrap()];
+    let mut child = start_run_until(reports, &nemesis, fault_f, |ops| {
+        ops.iter()
+            .rev()
+            .find(|o| o["process"] == "nemesis")
+            .is_some_and(|o| o["f"] == fault_f && o["value"].is_object())
+    });
     child.kill().unwrap(); // SIGKILL: no cleanup runs in the controller
     child.wait().unwrap();
+}
+
+/// Completed client ops in a history.
+fn client_completions(ops: &[Value]) -> usize {
+    ops.iter()
+        .filter(|o| o["process"].is_u64() && o["type"] != "invoke")
+        .count()
+}
+
+#[test]
+fn sigint_mid_workload_is_unknown_and_marked_interrupted() {
+    if !root() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = SandboxGuard(&SANDBOX);
+    let tmp = tempfile::tempdir().unwrap();
+    let reports = tmp.path().join("reports");
+    let child = start_run_until(
+        &reports,
+        &["--json", "--nemesis", "none"],
+        "200 client ops",
+        |ops| client_completions(ops) >= 200,
+    );
+    // SAFETY: kill(2) on our own child's PID.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{stdout}");
+    let v: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(v["valid"], "unknown", "{v}");
+    assert_eq!(v["completion"]["status"], "interrupted", "{v}");
+    let reason = v["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("interrupted after ") && reason.ends_with(" s of 60 s"),
+        "{reason}"
+    );
+    let run_dir = PathBuf::from(v["run_dir"].as_str().unwrap());
+    let results: Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["valid"], "unknown");
+    assert_eq!(results["reason"], reason);
+    // What was recorded was checked: linearizable reads under no faults hold.
+    assert_eq!(results["checked"], "valid", "{results}");
+    let page = std::fs::read_to_string(run_dir.join("index.html")).unwrap();
+    assert!(
+        page.contains(">interrupted</span></h1>"),
+        "no interrupted badge"
+    );
+    assert!(page.contains(reason));
+    let index = std::fs::read_to_string(reports.join("index.html")).unwrap();
+    assert!(index.contains(">interrupted</span>"), "{index}");
+}
+
+#[test]
+fn killed_controller_then_report_is_incomplete_not_valid() {
+    if !root() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = SandboxGuard(&SANDBOX);
+    let tmp = tempfile::tempdir().unwrap();
+    let reports = tmp.path().join("reports");
+    let mut child = start_run_until(
+        &reports,
+        &["--quiet", "--nemesis", "none"],
+        "200 client ops",
+        |ops| client_completions(ops) >= 200,
+    );
+    child.kill().unwrap(); // SIGKILL: no completion record, no results
+    child.wait().unwrap();
+    let run_dir = std::fs::canonicalize(reports.join("latest")).unwrap();
+    assert!(!run_dir.join("results.json").exists());
+    let out = shakedown(&["report", run_dir.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{stdout}");
+    assert!(stdout.contains("controller killed"), "{stdout}");
+    let results: Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["valid"], "unknown", "{results}");
+    assert_eq!(results["completion"]["status"], "killed");
+    let page = std::fs::read_to_string(run_dir.join("index.html")).unwrap();
+    assert!(page.contains(">incomplete</span></h1>") && page.contains("controller killed"));
+    assert!(!page.contains("badge valid\">valid</span></h1>"));
 }
 
 fn chain_rules(n: usize) -> usize {
@@ -445,7 +539,8 @@ fn heal_undoes_partitions_and_pauses_left_by_a_killed_controller() {
     let _guard = SandboxGuard(&SANDBOX);
     let tmp = tempfile::tempdir().unwrap();
     let reports = tmp.path().join("reports");
-    let mut heal = vec!["heal"];
+    // Its own reports dir: heal appends its undo steps to <reports>/latest/faults.jsonl.
+    let mut heal = vec!["heal", "--reports", reports.to_str().unwrap()];
     heal.extend(SANDBOX);
 
     // Partition.
@@ -525,9 +620,7 @@ fn heal_undoes_partitions_and_pauses_left_by_a_killed_controller() {
         4,
         "one etcd should be dead before heal"
     );
-    let mut with_journal = heal.clone();
-    with_journal.extend(["--reports", reports.to_str().unwrap()]);
-    let out = shakedown(&with_journal);
+    let out = shakedown(&heal);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -545,4 +638,14 @@ fn heal_undoes_partitions_and_pauses_left_by_a_killed_controller() {
         shakedown::nemesis::outstanding_faults(&records).is_empty(),
         "{journal}"
     );
+    // heal also checked what the killed controller recorded: results and a page marked
+    // incomplete, never valid.
+    let killed = std::fs::canonicalize(reports.join("latest")).unwrap();
+    assert!(stdout.contains("controller killed"), "{stdout}");
+    let results: Value =
+        serde_json::from_slice(&std::fs::read(killed.join("results.json")).unwrap()).unwrap();
+    assert_ne!(results["valid"], "valid", "{results}");
+    assert_eq!(results["completion"]["status"], "killed", "{results}");
+    let page = std::fs::read_to_string(killed.join("index.html")).unwrap();
+    assert!(page.contains(">incomplete</span>"), "no incomplete badge");
 }

@@ -134,8 +134,8 @@ fn completion_section(out: &mut String, results: &Value, c: &Completion) {
     if !c.is_complete() {
         let _ = writeln!(
             out,
-            "<p><b>Run {}:</b> {}. Checkers looked only at what was recorded; faults still \
-             active when the run ended are drawn to the end of the history.</p>",
+            "<p><b>Run {}</b> — {}. The checkers looked only at what was recorded; faults \
+             still active when the run ended are drawn to the end of the history.</p>",
             esc(c.status.label()),
             esc(&c.reason)
         );
@@ -803,8 +803,9 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
 
 /// Render and write `run_dir/index.html`; returns its path.
 pub fn write_run_page(run_dir: &Path) -> Result<PathBuf, String> {
-    let html = render_run_page(run_dir)?;
     let path = run_dir.join(INDEX_FILE);
+    crate::store::ensure_writable(&path).map_err(|e| e.to_string())?;
+    let html = render_run_page(run_dir)?;
     std::fs::write(&path, html).map_err(|e| format!("{}: cannot write: {e}", path.display()))?;
     Ok(path)
 }
@@ -965,8 +966,9 @@ pub fn render_reports_index(reports_root: &Path) -> Result<String, String> {
 
 /// Render and write `reports_root/index.html`; returns its path.
 pub fn write_reports_index(reports_root: &Path) -> Result<PathBuf, String> {
-    let html = render_reports_index(reports_root)?;
     let path = reports_root.join(INDEX_FILE);
+    crate::store::ensure_writable(&path).map_err(|e| e.to_string())?;
+    let html = render_reports_index(reports_root)?;
     std::fs::write(&path, html).map_err(|e| format!("{}: cannot write: {e}", path.display()))?;
     Ok(path)
 }

@@ -2,6 +2,11 @@
 //! binary (asserting it never panics), a guard that brings a test's sandbox down on drop (also
 //! on failure), and `shakedown run --json` returning its parsed output and results.json.
 //!
+//! Every test starts the binary through [`command`], which points `SHAKEDOWN_PROTECT_DIR` at the
+//! repository's `reports/`: a test that forgets its own `--reports` or `--journal` fails with
+//! "refusing to write under …" instead of touching the user's runs (tests/reports_guard.rs
+//! checks that no test starts the binary any other way).
+//!
 //! Each test file includes it with `#[path = "common/cli.rs"] mod cli;` and uses what it needs.
 
 #![allow(dead_code)]
@@ -20,12 +25,21 @@ pub fn root() -> bool {
     root
 }
 
+/// The repository's `reports/` directory, which no test may write under.
+pub fn repo_reports() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("reports")
+}
+
+/// The built binary, with the repository's `reports/` protected from writes.
+pub fn command() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_shakedown"));
+    c.env(shakedown::store::PROTECT_ENV, repo_reports());
+    c
+}
+
 /// Run the built binary with `args`; fails the test if it panicked.
 pub fn shakedown(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_shakedown"))
-        .args(args)
-        .output()
-        .expect("run shakedown binary");
+    let out = command().args(args).output().expect("run shakedown binary");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "shakedown panicked: {stderr}");
     out

@@ -11,7 +11,9 @@ pub fn render_fixture(name: &str, dir: &Path) {
         .join("tests/data/reports")
         .join(name);
     copy_dir(&src, dir);
+    // As tests/common/cli.rs `command()`: the repository's reports/ is protected.
     let out = Command::new(env!("CARGO_BIN_EXE_shakedown"))
+        .env(shakedown::store::PROTECT_ENV, repo_reports())
         .arg("report")
         .arg(dir)
         .args(["--check-time-limit", "30"])
@@ -23,6 +25,11 @@ pub fn render_fixture(name: &str, dir: &Path) {
         "report failed ({code:?}): {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The repository's `reports/` directory, which no test may write under.
+pub fn repo_reports() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("reports")
 }
 
 fn copy_dir(from: &Path, to: &Path) {
