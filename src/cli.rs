@@ -540,10 +540,9 @@ impl RunArgs {
             nemesis.interval_s = positive("--nemesis-interval", i)?;
         }
         let seed = self.seed.unwrap_or_else(rand::random);
-        let name = self
-            .name
-            .clone()
-            .unwrap_or_else(|| format!("{}-{}", self.db, workload.kind));
+        let name = self.name.clone().unwrap_or_else(|| {
+            format!("{}-{}", self.db, crate::spec::workload_name(&self.workload))
+        });
         if name.is_empty() || name.contains('/') || name.starts_with('.') {
             return Err(ConfigError::new(
                 "--name",
@@ -721,6 +720,14 @@ mod tests {
         assert_eq!(cfg.read_from, crate::config::ReadFrom::Replica);
         assert_eq!(cfg.read_nodes, vec!["n2".to_string(), "n3".to_string()]);
         assert_eq!(cfg.name, "postgres-register");
+        // Tests are named after the workload, not its op family.
+        let Command::Run(r) = parse(&["run", "--db", "postgres", "--workload", "session"])
+            .unwrap()
+            .command
+        else {
+            panic!("not run")
+        };
+        assert_eq!(r.into_config().unwrap().name, "postgres-session");
         let rerun = cfg.rerun_command();
         assert!(rerun.contains("--db postgres --synchronous-commit remote_apply --synchronous-standby-names 'ANY 4 (*)' --read-from replica --read-nodes n2,n3"), "{rerun}");
     }

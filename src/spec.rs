@@ -248,7 +248,33 @@ impl FaultKind {
         }
     }
 
-    fn validate(&self) -> Result<(), String> {
+    /// Check the fault's values; an error names the key at fault (for its line) and why.
+    fn validate(&self) -> Result<(), (&'static str, String)> {
+        let key = match self {
+            FaultKind::Partition { .. } => "shape",
+            FaultKind::Loss { .. } => "probability",
+            FaultKind::Bandwidth { .. } => "rate_kbit",
+            FaultKind::Delay { .. } => "delay_ms",
+            FaultKind::Clock { .. } => "mode",
+            _ => "targets",
+        };
+        self.check_values().map_err(|m| {
+            // The message starts with the key it is about, when it names one.
+            let named = [
+                "targets",
+                "min_delta_ms",
+                "max_delta_ms",
+                "max_period_ms",
+                "duration_ms",
+                "jitter_ms",
+            ]
+            .into_iter()
+            .find(|k| m.starts_with(k) || m.starts_with(&format!("{k} ")));
+            (named.unwrap_or(key), m)
+        })
+    }
+
+    fn check_values(&self) -> Result<(), String> {
         match self {
             FaultKind::Partition { shape }
                 if !crate::nemesis::PARTITION_SHAPES.contains(&shape.as_str()) =>
@@ -380,15 +406,96 @@ const BUILTIN_NEMESES: &[(&str, &str)] = &[
     ("clock", include_str!("../nemeses/clock.toml")),
 ];
 
+/// A serde type name in an error as words people use ("u32" → "a whole number ≥ 0").
+fn type_in_words(t: &str) -> Option<&'static str> {
+    match t {
+        "u8" | "u16" | "u32" | "u64" | "u128" | "usize" => Some("a whole number ≥ 0"),
+        "i8" | "i16" | "i32" | "i64" | "i128" | "isize" => Some("a whole number"),
+        "f32" | "f64" => Some("a number"),
+        "a boolean" | "bool" => Some("true or false"),
+        _ => None,
+    }
+}
+
+/// A toml/serde type error (`invalid value: integer `-1`, expected u32`, `invalid type: string
+/// "x", expected u32`) as (the value as written, what was expected in words); `None` for other
+/// messages.
+fn type_error(message: &str) -> Option<(String, &'static str)> {
+    let rest = message
+        .strip_prefix("invalid value: ")
+        .or_else(|| message.strip_prefix("invalid type: "))?;
+    let (found, expected) = rest.rsplit_once(", expected ")?;
+    let expected = type_in_words(expected.trim())?;
+    let value = match found.split_once('`') {
+        Some((_, v)) => v.trim_end_matches('`').to_string(),
+        None => found
+            .split_once(' ')
+            .map_or(found, |(_, v)| v)
+            .trim()
+            .to_string(),
+    };
+    Some((value, expected))
+}
+
+/// The `key = value` line at or after 0-based line `from` whose value is `value` (as written).
+fn line_with_value(text: &str, from: usize, value: &str) -> Option<(usize, String)> {
+    text.lines().enumerate().skip(from).find_map(|(i, l)| {
+        let (k, v) = l.split_once('=')?;
+        let v = v.split('#').next().unwrap_or("").trim();
+        (v == value || v.trim_matches('"') == value.trim_matches('"'))
+            .then(|| (i, k.trim().to_string()))
+    })
+}
+
+/// The 1-based line of `key = …`: in the `fault`-th `[[faults]]` table when given (falling back
+/// to that table's header line), else among the top-level keys.
+fn key_line(text: &str, fault: Option<usize>, key: &str) -> Option<usize> {
+    let mut table: Option<Option<usize>> = None; // None = top level; Some(None) = another table
+    let mut faults_seen = 0;
+    let mut header = None;
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if t.starts_with('[') {
+            if t.starts_with("[[faults]]") {
+                if fault == Some(faults_seen) {
+                    header = Some(i + 1);
+                }
+                table = Some(Some(faults_seen));
+                faults_seen += 1;
+            } else {
+                table = Some(None);
+            }
+            continue;
+        }
+        let here = match fault {
+            None => table.is_none(),
+            Some(f) => table == Some(Some(f)),
+        };
+        if here && t.split('=').next().map(str::trim) == Some(key) && t.contains('=') {
+            return Some(i + 1);
+        }
+    }
+    header
+}
+
+/// `label:line` when the line is known, else `label`.
+fn at(label: &str, line: Option<usize>) -> String {
+    match line {
+        Some(l) => format!("{label}:{l}"),
+        None => label.to_string(),
+    }
+}
+
 fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, label: &str) -> Result<T, ConfigError> {
     toml::from_str(text).map_err(|e| {
-        let mut line = e
+        let span_line = e
             .span()
-            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            .map(|s| text[..s.start.min(text.len())].matches('\n').count());
+        let mut line = span_line.map(|l| l + 1);
+        let mut message = e.message().to_string();
         // toml reports unknown fields of the top-level table with a span over the whole
         // document; find the key's own line instead.
-        let field = e
-            .message()
+        let field = message
             .strip_prefix("unknown field `")
             .and_then(|m| m.split('`').next());
         if let Some(field) = field
@@ -396,11 +503,18 @@ fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, label: &str) -> Result
         {
             line = Some(i + 1);
         }
-        let what = match line {
-            Some(l) => format!("{label}:{l}"),
-            None => label.to_string(),
-        };
-        ConfigError::new(what, e.message().to_string())
+        // A value of the wrong type: name the key and say what is expected in words. Inside a
+        // `[[faults]]` table the span covers the whole table, so look for the value's own line.
+        if let Some((value, expected)) = type_error(&message) {
+            match line_with_value(text, span_line.unwrap_or(0), &value) {
+                Some((i, key)) => {
+                    line = Some(i + 1);
+                    message = format!("{key} = {value}: expected {expected}");
+                }
+                None => message = format!("{value}: expected {expected}"),
+            }
+        }
+        ConfigError::new(at(label, line), message)
     })
 }
 
@@ -436,32 +550,51 @@ fn locate(
     ))
 }
 
+/// The name a `--workload` argument gives a test: the built-in or folder name as given
+/// (`session`), or a spec file's stem (`specs/my-load.toml` → `my-load`).
+pub fn workload_name(arg: &str) -> String {
+    if arg.ends_with(".toml") || arg.contains('/') {
+        Path::new(arg)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .filter(|s| !s.is_empty() && !s.starts_with('.'))
+            .unwrap_or_else(|| "workload".to_string())
+    } else {
+        arg.to_string()
+    }
+}
+
 /// Load a workload spec by path or name.
 pub fn load_workload(arg: &str) -> Result<WorkloadSpec, ConfigError> {
     let (label, text) = locate(arg, "workloads", BUILTIN_WORKLOADS)?;
     let spec: WorkloadSpec = parse_toml(&text, &label)?;
+    let err = |key: &str, message: String| {
+        ConfigError::new(at(&label, key_line(&text, None, key)), message)
+    };
     let weights = match spec.kind.as_str() {
         "register" => spec.read_weight + spec.write_weight + spec.cas_weight,
         "list-append" => spec.read_weight + spec.append_weight,
         other => {
-            return Err(ConfigError::new(
-                label,
+            return Err(err(
+                "kind",
                 format!("kind {other:?}: expected \"register\" or \"list-append\""),
             ));
         }
     };
     if weights == 0 {
-        return Err(ConfigError::new(label, "all op weights are 0"));
+        return Err(err("read_weight", "all op weights are 0".into()));
     }
     if let Some(v) = &spec.version_source {
         v.parse::<crate::checker::session::VersionSource>()
-            .map_err(|m| ConfigError::new(label.clone(), m))?;
+            .map_err(|m| err("version_source", m))?;
     }
-    if spec.threads_per_key == 0 || spec.ops_per_key == 0 {
-        return Err(ConfigError::new(
-            label,
-            "threads_per_key and ops_per_key must be at least 1",
-        ));
+    for (key, value) in [
+        ("threads_per_key", spec.threads_per_key as u64),
+        ("ops_per_key", spec.ops_per_key),
+    ] {
+        if value == 0 {
+            return Err(err(key, format!("{key} = 0: expected at least 1")));
+        }
     }
     Ok(spec)
 }
@@ -542,24 +675,28 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
         )
     })?;
     let spec: NemesisSpec = parse_toml(&text, &label)?;
+    let err = |fault: Option<usize>, key: &str, message: String| {
+        ConfigError::new(at(&label, key_line(&text, fault, key)), message)
+    };
     if !(spec.interval_s.is_finite() && spec.interval_s > 0.0) {
-        return Err(ConfigError::new(
-            label,
+        return Err(err(
+            None,
+            "interval_s",
             format!("interval_s {}: expected a positive number", spec.interval_s),
         ));
     }
     if !(spec.clock_offsets_interval_s.is_finite() && spec.clock_offsets_interval_s >= 0.0) {
-        return Err(ConfigError::new(
-            label,
+        return Err(err(
+            None,
+            "clock_offsets_interval_s",
             format!(
-                "clock_offsets_interval_s {}: expected a number >= 0",
+                "clock_offsets_interval_s {}: expected a number ≥ 0",
                 spec.clock_offsets_interval_s
             ),
         ));
     }
-    for f in &spec.faults {
-        f.validate()
-            .map_err(|m| ConfigError::new(label.clone(), m))?;
+    for (i, f) in spec.faults.iter().enumerate() {
+        f.validate().map_err(|(key, m)| err(Some(i), key, m))?;
     }
     Ok(spec)
 }
@@ -580,6 +717,14 @@ mod tests {
         let all = load_nemesis("partitions").unwrap();
         assert_eq!(all.faults.len(), crate::nemesis::PARTITION_SHAPES.len());
         assert_eq!(all.order, FaultOrder::Sequential);
+    }
+
+    #[test]
+    fn tests_are_named_after_the_workload() {
+        assert_eq!(workload_name("session"), "session");
+        assert_eq!(workload_name("list-append"), "list-append");
+        assert_eq!(workload_name("specs/my-load.toml"), "my-load");
+        assert_eq!(workload_name("/x/.toml"), "workload");
     }
 
     #[test]
@@ -727,5 +872,67 @@ mod tests {
         .unwrap();
         let e = load_workload(p.to_str().unwrap()).unwrap_err().to_string();
         assert!(e.contains("all op weights are 0"), "{e}");
+    }
+
+    #[test]
+    fn bad_values_are_explained_in_words_at_their_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("w.toml");
+        let path = p.to_str().unwrap();
+        for (body, want) in [
+            (
+                "kind = \"register\"\nread_weight = -1\n",
+                "w.toml:2: read_weight = -1: expected a whole number ≥ 0",
+            ),
+            (
+                "kind = \"register\"\n\nmax_value = \"x\"\n",
+                "w.toml:3: max_value = \"x\": expected a whole number ≥ 0",
+            ),
+            (
+                "kind = \"register\"\nread_weight = 1.5\n",
+                "w.toml:2: read_weight = 1.5: expected a whole number ≥ 0",
+            ),
+            (
+                "kind = \"register\"\nthreads_per_key = 0\n",
+                "w.toml:2: threads_per_key = 0: expected at least 1",
+            ),
+            ("kind = \"queue\"\n", "w.toml:1: kind \"queue\""),
+        ] {
+            std::fs::write(&p, body).unwrap();
+            let e = load_workload(path).unwrap_err().to_string();
+            assert!(e.contains(want), "{body}: {e}");
+            assert!(!e.contains("u32") && !e.contains("u64"), "{e}");
+        }
+        for (body, want) in [
+            (
+                "interval_s = 2.0\n[[faults]]\nkind = \"kill\"\n\n[[faults]]\nkind = \"clock\"\nmin_delta_ms = -5\n",
+                "w.toml:7: min_delta_ms = -5: expected a whole number ≥ 0",
+            ),
+            (
+                "interval_s = 2.0\n[[faults]]\nkind = \"pause\"\n[[faults]]\nkind = \"kill\"\ntargets = \"everyone\"\n",
+                "w.toml:6: targets \"everyone\"",
+            ),
+            (
+                "# comment\ninterval_s = -2.0\n[[faults]]\nkind = \"kill\"\n",
+                "w.toml:2: interval_s -2",
+            ),
+            (
+                "[[faults]]\nkind = \"clock\"\nmin_delta_ms = 9\nmax_delta_ms = 3\n",
+                "w.toml:3: min_delta_ms 9",
+            ),
+            (
+                "[[faults]]\nkind = \"loss\"\nprobability = 1.5\n",
+                "w.toml:3:",
+            ),
+            // A default that is invalid with the other values: the fault's header line.
+            (
+                "[[faults]]\nkind = \"clock\"\nmax_delta_ms = 1\n",
+                "w.toml:1: min_delta_ms 4",
+            ),
+        ] {
+            std::fs::write(&p, body).unwrap();
+            let e = load_nemesis(path).unwrap_err().to_string();
+            assert!(e.contains(want), "{body}: {e}");
+        }
     }
 }
