@@ -96,6 +96,8 @@ struct State {
     rate_mark: (Instant, u64),
     rate_per_s: f64,
     timings: Vec<(Phase, Duration)>,
+    /// The nemesis op in flight and since when (a strobe holds the nemesis for its duration).
+    nemesis_op: Option<(String, Instant)>,
 }
 
 struct Inner {
@@ -142,6 +144,7 @@ impl Progress {
                 rate_mark: (now, 0),
                 rate_per_s: 0.0,
                 timings: Vec::new(),
+                nemesis_op: None,
             }),
             stop: std::sync::atomic::AtomicBool::new(false),
             ticker: Mutex::new(None),
@@ -221,6 +224,11 @@ impl Progress {
         self.phase(Phase::Workload, "clients and nemesis running");
     }
 
+    /// The nemesis started op `f` (`Some`) or finished its op (`None`).
+    pub fn nemesis_op(&self, f: Option<&str>) {
+        self.state().nemesis_op = f.map(|f| (f.to_string(), Instant::now()));
+    }
+
     /// A line for people, above the bar (or as a plain line); nothing when quiet.
     pub fn note(&self, line: &str) {
         if !self.shown {
@@ -266,17 +274,31 @@ impl Progress {
         self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The current state as one line (without the elapsed prefix).
-    fn status(&self, s: &mut State) -> Option<String> {
+    /// The current state as one line (without the run's elapsed prefix); a phase other than
+    /// the workload shows how long it has lasted when `lasted` (not on the line entering it).
+    fn status(&self, s: &mut State, lasted: bool) -> Option<String> {
         let phase = s.phase?;
         let now = Instant::now();
         let in_phase_s = (now - s.phase_start).as_secs_f64();
+        let nemesis = s
+            .nemesis_op
+            .as_ref()
+            .filter(|(_, since)| now - *since >= Duration::from_secs(2))
+            .map(|(f, since)| {
+                format!(
+                    "nemesis {f} running for {:.0} s",
+                    (now - *since).as_secs_f64()
+                )
+            });
         if phase != Phase::Workload {
-            return Some(format!(
-                "{}: {} ({in_phase_s:.0} s)",
-                phase.name(),
-                s.waiting_for
-            ));
+            let mut line = format!("{}: {}", phase.name(), s.waiting_for);
+            if lasted {
+                line.push_str(&format!(" (for {in_phase_s:.0} s)"));
+            }
+            if let Some(n) = &nemesis {
+                line.push_str(&format!("; {n}"));
+            }
+            return Some(line);
         }
         let mut line = format!("workload {in_phase_s:.1} s / {} s", self.inner.time_limit_s);
         if let Some(stats) = s.stats.clone() {
@@ -297,6 +319,12 @@ impl Progress {
                 if faults.is_empty() { "none" } else { &faults }
             ));
         }
+        if in_phase_s > self.inner.time_limit_s {
+            line.push_str(" | time limit reached: waiting for in-flight ops");
+            if let Some(n) = &nemesis {
+                line.push_str(&format!(" ({n})"));
+            }
+        }
         Some(line)
     }
 
@@ -307,7 +335,7 @@ impl Progress {
             return;
         }
         let mut s = self.state();
-        let Some(line) = self.status(&mut s) else {
+        let Some(line) = self.status(&mut s, !changed) else {
             return;
         };
         let phase = s.phase;
@@ -372,12 +400,20 @@ mod tests {
         stats.info.store(1, Ordering::Relaxed);
         *stats.active_faults.lock().unwrap() = "partition".into();
         p.workload(stats);
-        let line = p.status(&mut p.state()).unwrap();
+        let line = p.status(&mut p.state(), true).unwrap();
         assert!(line.starts_with("workload 0.0 s / 0 s"), "{line}");
         assert!(line.contains("ok 7 fail 0 info 1"), "{line}");
         assert!(line.contains("faults: partition"), "{line}");
         p.phase(Phase::Settle, "letting the cluster settle for 3 s");
-        let line = p.status(&mut p.state()).unwrap();
-        assert_eq!(line, "settle: letting the cluster settle for 3 s (0 s)");
+        let line = p.status(&mut p.state(), true).unwrap();
+        assert_eq!(line, "settle: letting the cluster settle for 3 s (for 0 s)");
+        let line = p.status(&mut p.state(), false).unwrap();
+        assert_eq!(line, "settle: letting the cluster settle for 3 s");
+        p.state().nemesis_op = Some(("strobe-clock".into(), Instant::now() - LINE_INTERVAL));
+        let line = p.status(&mut p.state(), false).unwrap();
+        assert!(
+            line.ends_with("; nemesis strobe-clock running for 5 s"),
+            "{line}"
+        );
     }
 }

@@ -134,6 +134,8 @@ fn first_err<E: std::fmt::Display>(results: Vec<Result<(), E>>) -> Result<(), St
 struct NemesisClient {
     nemesis: Arc<Mutex<Nemesis>>,
     stats: Arc<Stats>,
+    /// Told which nemesis op is in flight (a long one holds up the end of a phase).
+    progress: Progress,
 }
 
 #[async_trait::async_trait]
@@ -147,6 +149,8 @@ impl Client for NemesisClient {
         let nemesis = self.nemesis.clone();
         let stats = self.stats.clone();
         let (f, value) = (f.to_string(), value.clone());
+        self.progress.nemesis_op(Some(&f));
+        let _done = NemesisOpDone(self.progress.clone());
         tokio::task::spawn_blocking(move || {
             let mut n = nemesis.lock().unwrap_or_else(|p| p.into_inner());
             let c = n.invoke(&f, &value);
@@ -160,6 +164,16 @@ impl Client for NemesisClient {
         .unwrap_or_else(|e| crate::client::Completion::Info {
             error: format!("nemesis task failed: {e}"),
         })
+    }
+}
+
+/// Clears the progress display's in-flight nemesis op when dropped (also when the op's future
+/// is cancelled by a timeout).
+struct NemesisOpDone(Progress);
+
+impl Drop for NemesisOpDone {
+    fn drop(&mut self) {
+        self.0.nemesis_op(None);
     }
 }
 
@@ -920,6 +934,7 @@ pub(crate) async fn drive(
         client: Box::new(NemesisClient {
             nemesis,
             stats: stats.clone(),
+            progress: progress.clone(),
         }),
         node: None,
         timeout: Duration::from_secs(120),
