@@ -189,15 +189,17 @@ impl Progress {
             Some((time_limit_s * 1000.0) as u64),
             ProgressDrawTarget::stderr(),
         );
-        pb.set_style(
-            ProgressStyle::with_template("{spinner} {prefix:>11} {wide_msg}")
-                .expect("static template"),
-        );
+        pb.set_style(bar_style(false));
         Self::with_mode(Some(Mode::Bar(pb)), time_limit_s)
     }
 
     /// Enter `phase`, saying what it waits for (shown while it lasts).
     pub fn phase(&self, phase: Phase, waiting_for: impl Into<String>) {
+        if let Mode::Bar(pb) = &self.inner.mode
+            && self.shown
+        {
+            pb.set_style(bar_style(phase == Phase::Workload));
+        }
         {
             let mut s = self.state();
             let now = Instant::now();
@@ -365,6 +367,18 @@ impl Progress {
             }
         }
     }
+}
+
+/// The terminal style: a bar of the time limit during the workload, a spinner otherwise.
+fn bar_style(workload: bool) -> ProgressStyle {
+    let template = if workload {
+        "{spinner} {prefix:>8} [{bar:20}] {wide_msg}"
+    } else {
+        "{spinner} {prefix:>8} {wide_msg}"
+    };
+    ProgressStyle::with_template(template)
+        .expect("static template")
+        .progress_chars("=> ")
 }
 
 /// "setup 3.1 s, workload 60.0 s, …": each phase's time, for the end-of-run summary.
