@@ -623,3 +623,21 @@ pub fn serve(args: crate::cli::ServeArgs) -> i32 {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::completion::Completion;
+
+    #[test]
+    fn a_cleanup_failure_makes_a_valid_run_exit_4_and_keeps_other_codes() {
+        let clean = Completion::completed(60.0, 60.0);
+        let dirty = clean
+            .clone()
+            .with_cleanup_failures(vec!["n3: removing iptables chain: busy".into()]);
+        assert_eq!(run_exit_code(Verdict::Valid, &clean), 0);
+        assert_eq!(run_exit_code(Verdict::Valid, &dirty), EXIT_RUNTIME);
+        assert_eq!(run_exit_code(Verdict::Invalid, &dirty), 1);
+        assert_eq!(run_exit_code(Verdict::Unknown, &dirty), 2);
+    }
+}

@@ -5,6 +5,8 @@
 //!   `reports/`, and with `SHAKEDOWN_PROTECT_DIR` set, `heal` (the command that once appended undo
 //!   records to the user's `reports/latest/faults.jsonl`), `run` and `report` refuse to write
 //!   under the protected directory and leave it byte for byte as it was;
+//! - a run that never reached its workload (unreachable node) records why and does not become
+//!   `reports/latest`;
 //! - `shakedown report` on a run directory a killed controller left (no completion record) and on
 //!   a completed run with no client ops: `unknown`, exit 2, never `valid`.
 //!
@@ -242,4 +244,37 @@ fn report_of_a_run_without_client_ops_is_unknown() {
         "{results}"
     );
     assert!(!tmp.path().join("index.html").exists());
+}
+
+#[test]
+fn a_run_that_never_reached_its_workload_is_not_latest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let reports = tmp.path().join("reports");
+    let out = cli::shakedown(&[
+        "run",
+        "--quiet",
+        "--nodes",
+        "ghost=127.0.0.1",
+        "--ssh-port",
+        "1",
+        "--no-host-key-check",
+        "--reports",
+        reports.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("ghost"), "{stderr}");
+    assert!(!reports.join("latest").exists());
+    assert!(!reports.join("etcd-register/latest").exists());
+    // Its directory says why it stopped.
+    let run = std::fs::read_dir(reports.join("etcd-register"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let c: Value =
+        serde_json::from_slice(&std::fs::read(run.join("completion.json")).unwrap()).unwrap();
+    assert_eq!(c["status"], "not-started", "{c}");
+    assert!(c["reason"].as_str().unwrap().contains("ghost"), "{c}");
 }
