@@ -102,13 +102,16 @@ pub fn run(args: RunArgs) -> i32 {
                 let secs = o.main_phase.as_secs_f64();
                 let client_ops = o.counts.0 + o.counts.1 + o.counts.2;
                 println!("{}", crate::summary::render(&summary, &o.results));
-                println!(
-                    "{} client ops in {:.1} s ({:.0} ops/s), {} history events",
-                    client_ops,
-                    secs,
-                    client_ops as f64 / secs.max(1e-9),
-                    o.events
-                );
+                // After an error the counters are gone; the table above has the recorded ops.
+                if o.error.is_none() {
+                    println!(
+                        "{} client ops in {:.1} s ({:.0} ops/s), {} history events",
+                        client_ops,
+                        secs,
+                        client_ops as f64 / secs.max(1e-9),
+                        o.events
+                    );
+                }
                 println!("phases: {}", crate::progress::timings_text(&o.phases));
                 for r in o.results.iter().filter(|r| r.verdict != Verdict::Valid) {
                     if let Some(text) = r.details.get("explanation").and_then(|v| v.as_str()) {

@@ -231,14 +231,12 @@ impl Progress {
         self.state().nemesis_op = f.map(|f| (f.to_string(), Instant::now()));
     }
 
-    /// A line for people, above the bar (or as a plain line); nothing when quiet.
+    /// A line for people about the cluster (a heal, a cleanup failure) on stderr, above the bar
+    /// when there is one; shown also when quiet, since it is not progress.
     pub fn note(&self, line: &str) {
-        if !self.shown {
-            return;
-        }
         match &self.inner.mode {
-            Mode::Bar(pb) => pb.println(line),
-            Mode::Lines => eprintln!("{line}"),
+            Mode::Bar(pb) if self.shown => pb.println(line),
+            _ => eprintln!("{line}"),
         }
     }
 

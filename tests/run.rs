@@ -481,6 +481,36 @@ fn sigint_mid_workload_is_unknown_and_marked_interrupted() {
 }
 
 #[test]
+fn double_ctrl_c_aborts_and_the_index_marks_the_run() {
+    if !root() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = SandboxGuard(&SANDBOX);
+    let tmp = tempfile::tempdir().unwrap();
+    let reports = tmp.path().join("reports");
+    let child = start_run_until(
+        &reports,
+        &["--quiet", "--nemesis", "none"],
+        "200 client ops",
+        |ops| client_completions(ops) >= 200,
+    );
+    for _ in 0..2 {
+        // SAFETY: kill(2) on our own child's PID.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let run_dir = std::fs::canonicalize(reports.join("latest")).unwrap();
+    let c: Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("completion.json")).unwrap()).unwrap();
+    assert_eq!(c["status"], "aborted", "{c}");
+    let index = std::fs::read_to_string(reports.join("index.html")).unwrap();
+    assert!(index.contains(">aborted</span>"), "{index}");
+}
+
+#[test]
 fn killed_controller_then_report_is_incomplete_not_valid() {
     if !root() {
         return;

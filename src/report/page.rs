@@ -576,7 +576,11 @@ fn fault_section(out: &mut String, history: &History) {
         );
         for f in shown.iter().filter(|f| f.kind == *kind) {
             let left = (f.start_s / span_s * 100.0).clamp(0.0, 100.0);
-            let width = ((f.end_s - f.start_s) / span_s * 100.0).clamp(0.3, 100.0 - left);
+            // At least 0.3 % wide, but never past the end (a fault started at the very end of a
+            // killed run's history leaves less than that; f64::clamp would panic).
+            let width = ((f.end_s - f.start_s) / span_s * 100.0)
+                .max(0.3)
+                .min(100.0 - left);
             let _ = write!(
                 out,
                 "<span class=\"tl-bar\" style=\"left:{left:.3}%;width:{width:.3}%;\
@@ -1302,6 +1306,45 @@ mod tests {
         assert!(html.contains("session <span class=\"badge valid\">valid</span>"));
         let path = write_reports_index(root).unwrap();
         assert_eq!(path, root.join(INDEX_FILE));
+    }
+
+    #[test]
+    fn a_fault_started_at_the_very_end_of_a_killed_run_renders() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        std::fs::write(dir.join(TEST_FILE), r#"{"name": "killed"}"#).unwrap();
+        std::fs::write(
+            dir.join(RESULTS_FILE),
+            r#"{"valid": "unknown", "checkers": []}"#,
+        )
+        .unwrap();
+        let ops = [
+            (0, OpType::Invoke, Process::Client(0), "read", Value::Null),
+            (
+                1_000_000_000,
+                OpType::Ok,
+                Process::Client(0),
+                "read",
+                Value::Null,
+            ),
+            (
+                9_000_000_000,
+                OpType::Info,
+                Process::Nemesis,
+                "kill",
+                json!("one"),
+            ),
+            (
+                10_000_000_000,
+                OpType::Info,
+                Process::Nemesis,
+                "kill",
+                json!({"n1": "killed"}),
+            ),
+        ];
+        std::fs::write(dir.join(HISTORY_FILE), history_text(&ops)).unwrap();
+        let html = render_run_page(dir).unwrap();
+        assert!(html.contains("tl-bar"), "{html}");
     }
 
     #[test]
