@@ -7,15 +7,14 @@
 //! checking (`checker`).
 
 pub mod anomalies;
+pub mod faults;
 pub mod junit;
 pub mod page;
 pub mod plots;
 pub mod serve;
 
-pub use plots::{
-    FaultInterval, Figure, Formats, fault_intervals, latency_quantiles_svg, latency_raw_svg,
-    throughput_svg,
-};
+pub use faults::{FaultInterval, fault_intervals};
+pub use plots::{Figure, Formats, latency_quantiles_svg, latency_raw_svg, throughput_svg};
 
 use crate::history::History;
 use crate::store::{HISTORY_FILE, RESULTS_FILE};

@@ -539,10 +539,15 @@ fn fault_section(out: &mut String, history: &History) {
         let c = plots::fault_color(&f.kind);
         let _ = writeln!(
             out,
-            "<tr><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td><span class=\"swatch\" \
+            "<tr><td>{:.3}</td><td>{:.3}{}</td><td>{:.3}</td><td><span class=\"swatch\" \
              style=\"background:#{:02x}{:02x}{:02x}\"></span>{}</td><td>{}</td></tr>",
             f.start_s,
             f.end_s,
+            if f.open {
+                " (end of history: never healed in it)"
+            } else {
+                ""
+            },
             f.end_s - f.start_s,
             c.0,
             c.1,

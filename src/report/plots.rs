@@ -33,14 +33,14 @@
 //! most [`MAX_WINDOWS`] time windows (wider windows than requested if needed).
 
 use crate::history::{History, Op, OpType, Process};
-use crate::nemesis::kinds::{self, FaultKind, VerbRole};
+use crate::nemesis::kinds;
 use crate::report::anomalies::{self, AnomalyMark, StaleReads};
+pub use crate::report::faults::{FaultInterval, fault_intervals};
 use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
 use rustc_hash::FxHashMap;
-use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -64,265 +64,6 @@ const FONT: &str = "sans-serif";
 /// DejaVu Sans (Bitstream Vera licence, assets/fonts/LICENSE-DejaVu.txt), bundled so PNG text
 /// needs no system font libraries.
 const FONT_BYTES: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
-
-/// A span of time during which a fault was in effect.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FaultInterval {
-    /// Fault kind: "partition", "kill", "pause", or the `X` of a `start-X`/`stop-X` nemesis pair.
-    pub kind: String,
-    /// When the fault took effect (completion of the starting nemesis op), seconds since run start.
-    pub start_s: f64,
-    /// When the fault was healed (completion of the stopping nemesis op), or the end of the history
-    /// if it never was, seconds since run start.
-    pub end_s: f64,
-    /// What was done, for the chart, e.g. "isolate n3", "n1 n2 | n3 n4 n5", "kill n1".
-    pub label: String,
-}
-
-/// Nemesis verb → (fault kind, starts the fault?): the verbs of [`kinds::KINDS`], else any
-/// `start-X` / `stop-X` pair as kind `X`.
-fn classify(f: &str) -> Option<(String, bool)> {
-    if let Some((k, role)) = kinds::classify_verb(f) {
-        return Some((k.name.to_string(), role == VerbRole::Start));
-    }
-    if let Some(k) = f.strip_prefix("start-") {
-        Some((k.to_string(), true))
-    } else {
-        f.strip_prefix("stop-").map(|k| (k.to_string(), false))
-    }
-}
-
-fn node_list(v: &Value) -> Option<Vec<String>> {
-    let arr = match v {
-        Value::Object(m) => match m.get("nodes") {
-            Some(n) => n.as_array()?,
-            None => return m.get("node")?.as_str().map(|n| vec![n.to_string()]),
-        },
-        Value::Array(a) => a,
-        Value::String(s) => return Some(vec![s.clone()]),
-        _ => return None,
-    };
-    let nodes: Vec<String> = arr
-        .iter()
-        .map(|n| match n {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        })
-        .collect();
-    if nodes.is_empty() { None } else { Some(nodes) }
-}
-
-/// Describe a grudge (`node → nodes it drops traffic from`) by grouping nodes with identical grudges.
-/// `None` unless the grudge is a clean split (every node drops exactly the nodes outside its group),
-/// e.g. for overlapping "majorities ring" partitions.
-fn describe_grudge(grudge: &serde_json::Map<String, Value>) -> Option<String> {
-    let mut groups: Vec<(Vec<String>, Vec<String>)> = Vec::new();
-    for (node, dropped) in grudge {
-        let mut d: Vec<String> = dropped
-            .as_array()?
-            .iter()
-            .map(|n| {
-                n.as_str()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| n.to_string())
-            })
-            .collect();
-        d.sort();
-        match groups.iter_mut().find(|(g, _)| *g == d) {
-            Some((_, members)) => members.push(node.clone()),
-            None => groups.push((d, vec![node.clone()])),
-        }
-    }
-    let mut all: Vec<&String> = groups.iter().flat_map(|(d, m)| d.iter().chain(m)).collect();
-    all.sort();
-    all.dedup();
-    for (dropped, members) in &groups {
-        let outside: Vec<&String> = all
-            .iter()
-            .copied()
-            .filter(|n| !members.contains(n))
-            .collect();
-        if dropped.iter().collect::<Vec<_>>() != outside {
-            return None;
-        }
-    }
-    let mut comps: Vec<Vec<String>> = groups
-        .into_iter()
-        .map(|(_, mut m)| {
-            m.sort();
-            m
-        })
-        .collect();
-    comps.sort_by(|a, b| a.len().cmp(&b.len()).then_with(|| a.cmp(b)));
-    match comps.as_slice() {
-        [] => None,
-        [single, _rest] if single.len() == 1 => Some(format!("isolate {}", single[0])),
-        _ => Some(
-            comps
-                .iter()
-                .map(|c| c.join(" "))
-                .collect::<Vec<_>>()
-                .join(" | "),
-        ),
-    }
-}
-
-fn truncate_label(s: String) -> String {
-    const MAX: usize = 40;
-    if s.chars().count() <= MAX {
-        s
-    } else {
-        let mut t: String = s.chars().take(MAX - 1).collect();
-        t.push('…');
-        t
-    }
-}
-
-/// A number from the completion value, else from the invocation value.
-fn arg_f64(key: &str, invoke: Option<&Value>, done: &Value) -> Option<f64> {
-    done.get(key)
-        .and_then(Value::as_f64)
-        .or_else(|| invoke.and_then(|v| v.get(key)).and_then(Value::as_f64))
-}
-
-/// `x` without a trailing ".0" for whole numbers.
-fn num(x: f64) -> String {
-    if x.fract() == 0.0 && x.abs() < 1e15 {
-        format!("{}", x as i64)
-    } else {
-        format!("{x}")
-    }
-}
-
-fn fault_label(kind: &str, f: &str, invoke: Option<&Value>, done: &Value) -> String {
-    let inv_str = invoke.and_then(|v| v.as_str());
-    let nodes = node_list(done)
-        .or_else(|| invoke.and_then(node_list))
-        .map(|n| n.join(" "));
-    let arg = |key: &str| arg_f64(key, invoke, done);
-    let label = match kind {
-        "partition" => {
-            if let Some(g) = done.get("grudge").and_then(|g| g.as_object()) {
-                describe_grudge(g).or_else(|| inv_str.map(|s| format!("partition {s}")))
-            } else {
-                done.as_str().or(inv_str).map(|s| format!("partition {s}"))
-            }
-        }
-        "clock" if kinds::classify_verb(f).is_some() => {
-            let delta = arg("delta_ms")
-                .map(|d| format!(" {}{} ms", if d >= 0.0 { "+" } else { "" }, num(d)));
-            let period = arg("period_ms").map(|p| format!(" every {} ms", num(p)));
-            Some(format!(
-                "{f} {}{}{}",
-                nodes.clone().unwrap_or_default(),
-                delta.unwrap_or_default(),
-                period.unwrap_or_default()
-            ))
-        }
-        "loss" => Some(format!(
-            "loss {}{}",
-            arg("probability")
-                .map(|p| format!("{}% ", num((p * 1000.0).round() / 10.0)))
-                .unwrap_or_default(),
-            nodes.clone().unwrap_or_default()
-        )),
-        "bandwidth" => Some(format!(
-            "bandwidth {}{}",
-            arg("rate_kbit")
-                .map(|r| format!("{} kbit/s ", num(r)))
-                .unwrap_or_default(),
-            nodes.clone().unwrap_or_default()
-        )),
-        "delay" => Some(format!(
-            "delay {}{}",
-            arg("delay_ms")
-                .map(|d| match arg("jitter_ms") {
-                    Some(j) if j > 0.0 => format!("{}±{} ms ", num(d), num(j)),
-                    _ => format!("{} ms ", num(d)),
-                })
-                .unwrap_or_default(),
-            nodes.clone().unwrap_or_default()
-        )),
-        _ => nodes.map(|n| format!("{kind} {n}")),
-    };
-    truncate_label(
-        label
-            .map(|l| l.trim().to_string())
-            .unwrap_or_else(|| kind.to_string()),
-    )
-}
-
-/// Fault intervals of a history, ordered by start time.
-///
-/// Nemesis ops come in pairs (invocation, completion) of the same `f`; an interval runs from the
-/// completion of a starting op (`start-partition`, `kill`, `pause`, `start-X`) to the completion of
-/// the matching stopping op (`stop-partition`, `start`, `resume`, `stop-X`), or to the end of the
-/// history; verbs and kinds come from [`kinds::KINDS`]. One-shot kinds (promote) give a
-/// zero-width interval at their completion. A completion carrying an `error` (or typed `fail`) is treated as not having happened.
-/// A stop with no open fault of its kind is ignored; a second start while one is open extends the
-/// open interval's label.
-pub fn fault_intervals(history: &History) -> Vec<FaultInterval> {
-    let end_ns = history.ops.iter().map(|o| o.time_ns).max().unwrap_or(0);
-    let mut out: Vec<FaultInterval> = Vec::new();
-    let mut open: HashMap<String, usize> = HashMap::new();
-    let mut pending: Option<&Op> = None;
-    for op in history.ops.iter().filter(|o| o.process == Process::Nemesis) {
-        let is_completion = match (op.op_type, pending) {
-            (OpType::Invoke, _) => false,
-            (_, Some(p)) => p.f == op.f,
-            (_, None) => false,
-        };
-        if !is_completion {
-            pending = Some(op);
-            continue;
-        }
-        let invoke = pending.take().map(|p| &p.value);
-        if op.error.is_some() || op.op_type == OpType::Fail {
-            continue;
-        }
-        let Some((kind, starts)) = classify(&op.f) else {
-            continue;
-        };
-        let t_s = op.time_ns as f64 / 1e9;
-        if starts {
-            let label = fault_label(&kind, &op.f, invoke, &op.value);
-            if kinds::kind(&kind).is_some_and(FaultKind::one_shot) {
-                // An instantaneous event (e.g. promote): a zero-width interval, drawn as a line.
-                out.push(FaultInterval {
-                    kind,
-                    start_s: t_s,
-                    end_s: t_s,
-                    label,
-                });
-                continue;
-            }
-            match open.get(&kind) {
-                Some(&i) => {
-                    let merged = format!("{} + {}", out[i].label, label);
-                    out[i].label = truncate_label(merged);
-                }
-                None => {
-                    open.insert(kind.clone(), out.len());
-                    out.push(FaultInterval {
-                        kind,
-                        start_s: t_s,
-                        end_s: f64::NAN,
-                        label,
-                    });
-                }
-            }
-        } else if let Some(i) = open.remove(&kind) {
-            out[i].end_s = t_s;
-        }
-    }
-    let end_s = end_ns as f64 / 1e9;
-    for iv in &mut out {
-        if iv.end_s.is_nan() {
-            iv.end_s = end_s.max(iv.start_s);
-        }
-    }
-    out
-}
 
 /// Band colour of a fault kind (see [`kinds::color_of`]).
 pub fn fault_color(kind: &str) -> RGBColor {
@@ -1323,7 +1064,7 @@ pub fn stale_reads(stats: &StaleReads, formats: Formats) -> Option<Figure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     /// An op at `t_ms` milliseconds.
     fn op(t_ms: u64, ty: OpType, p: Process, f: &str, v: Value) -> Op {
@@ -1418,120 +1159,6 @@ mod tests {
                 l.starts_with("<rect") && l.contains(&fill) && l.contains("opacity=\"0.18\"")
             })
             .count()
-    }
-
-    #[test]
-    fn intervals_run_from_start_completion_to_stop_completion() {
-        let iv = fault_intervals(&faulty());
-        assert_eq!(iv.len(), 2, "{iv:?}");
-        assert_eq!(iv[0].kind, "partition");
-        assert_eq!(iv[0].label, "isolate n5");
-        assert!(
-            (iv[0].start_s - 1.1).abs() < 1e-9 && (iv[0].end_s - 3.05).abs() < 1e-9,
-            "{iv:?}"
-        );
-        assert_eq!(iv[1].kind, "kill");
-        assert_eq!(iv[1].label, "kill n1");
-        assert!((iv[1].start_s - 4.2).abs() < 1e-9, "{iv:?}");
-    }
-
-    #[test]
-    fn unterminated_fault_runs_to_end_of_history() {
-        let iv = fault_intervals(&faulty());
-        // Last client completion: cas invoked at 4920 ms, completed at 4990 ms.
-        assert!((iv[1].end_s - 4.99).abs() < 1e-9, "{iv:?}");
-    }
-
-    #[test]
-    fn repeated_and_stray_stops_are_harmless() {
-        let h = sorted(vec![
-            nem(100, "stop-partition", json!(null)),
-            nem(200, "stop-partition", json!("healed")),
-            nem(300, "pause", json!("one")),
-            nem(400, "pause", json!({"nodes": ["n3"]})),
-            nem(500, "resume", json!("all")),
-            nem(600, "resume", json!({"nodes": ["n3"]})),
-            nem(700, "resume", json!("all")),
-            nem(800, "resume", json!({"nodes": ["n3"]})),
-            nem(900, "start", json!("all")),
-            nem(950, "start", json!("done")),
-        ]);
-        assert_eq!(
-            fault_intervals(&h),
-            vec![FaultInterval {
-                kind: "pause".into(),
-                start_s: 0.4,
-                end_s: 0.6,
-                label: "pause n3".into(),
-            }]
-        );
-    }
-
-    #[test]
-    fn halves_generic_kinds_failed_faults_and_nested_starts() {
-        let halves = json!({"grudge": {"n1": ["n3", "n4", "n5"], "n2": ["n3", "n4", "n5"],
-                                       "n3": ["n1", "n2"], "n4": ["n1", "n2"], "n5": ["n1", "n2"]}});
-        let mut failed = nem(450, "kill", json!("one"));
-        failed.error = Some("ssh: connection refused".into());
-        let h = sorted(vec![
-            nem(100, "start-partition", json!("majority")),
-            nem(150, "start-partition", halves),
-            nem(200, "start-clock", json!(null)),
-            nem(250, "start-clock", json!("bumped")),
-            nem(400, "kill", json!("one")),
-            nem(410, "kill", json!(null)).clone(),
-            nem(420, "kill", json!("one")),
-            nem(430, "kill", json!({"nodes": ["n2"]})),
-            nem(440, "kill", json!("one")),
-            failed,
-            nem(500, "stop-clock", json!(null)),
-            nem(600, "stop-clock", json!("reset")),
-        ]);
-        let iv = fault_intervals(&h);
-        let got: Vec<(&str, &str, f64, f64)> = iv
-            .iter()
-            .map(|i| (i.kind.as_str(), i.label.as_str(), i.start_s, i.end_s))
-            .collect();
-        assert_eq!(
-            got,
-            vec![
-                ("partition", "n1 n2 | n3 n4 n5", 0.15, 0.6),
-                ("clock", "clock bumped", 0.25, 0.6),
-                // The first kill's completion says nothing, so its invocation value labels it.
-                ("kill", "kill one + kill n2", 0.41, 0.6),
-            ]
-        );
-    }
-
-    #[test]
-    fn overlapping_grudge_is_labelled_by_its_invocation() {
-        let ring = json!({"grudge": {"n1": ["n3", "n4"], "n2": ["n4", "n5"], "n3": ["n1", "n5"],
-                                     "n4": ["n1", "n2"], "n5": ["n2", "n3"]}});
-        let h = sorted(vec![
-            nem(1, "start-partition", json!("majorities-ring")),
-            nem(2, "start-partition", ring.clone()),
-            nem(3, "stop-partition", json!(null)),
-            nem(4, "stop-partition", json!("healed")),
-            nem(5, "start-partition", json!(null)),
-            nem(6, "start-partition", ring),
-        ]);
-        let labels: Vec<String> = fault_intervals(&h).into_iter().map(|i| i.label).collect();
-        assert_eq!(labels, ["partition majorities-ring", "partition"]);
-    }
-
-    #[test]
-    fn long_labels_are_truncated() {
-        let nodes: Vec<String> = (0..30).map(|i| format!("node{i}")).collect();
-        let h = sorted(vec![
-            nem(1, "kill", json!("all")),
-            nem(2, "kill", json!({"nodes": nodes})),
-        ]);
-        let label = &fault_intervals(&h)[0].label;
-        assert_eq!(label.chars().count(), 40);
-        assert!(
-            label.starts_with("kill node0 node1") && label.ends_with('…'),
-            "{label}"
-        );
     }
 
     #[test]
@@ -1815,9 +1442,10 @@ mod tests {
                 json!({"nodes": ["n1"], "delta_ms": 100, "period_ms": 10, "duration_ms": 500}),
             ),
             nem(
-                1610,
+                1900,
                 "strobe-clock",
-                json!({"nodes": ["n1"], "delta_ms": 100, "period_ms": 10, "duration_ms": 500}),
+                json!({"nodes": ["n1"], "delta_ms": 100, "period_ms": 10, "duration_ms": 500,
+                       "ran_ms": 250}),
             ),
         ];
         for i in 0..40u64 {
@@ -1842,8 +1470,8 @@ mod tests {
             ("bandwidth", "bandwidth 100 kbit/s n1 n2", 1.11, 1.21),
             ("delay", "delay 50±10 ms n5", 1.31, 1.41),
             ("promote", "promote n2", 1.51, 1.51),
-            // Never reset: runs to the end of the history (last client completion at 1.955 s).
-            ("clock", "strobe-clock n1 +100 ms every 10 ms", 1.61, 1.955),
+            // In effect while its op ran: the 250 ms before its completion.
+            ("clock", "strobe-clock n1 +100 ms every 10 ms", 1.65, 1.9),
         ];
         assert_eq!(got.len(), want.len(), "{got:?}");
         for (g, w) in got.iter().zip(want) {
