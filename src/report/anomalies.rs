@@ -7,6 +7,7 @@
 //! yields fewer marks). Pure: no IO. Does not own checking (`checker`), drawing (`plots`) or the
 //! HTML (`page`).
 
+use crate::generator::STROBE_VERB;
 use crate::history::{History, Process};
 use crate::nemesis::kinds::CLOCK_OFFSETS_VERB;
 use serde_json::Value;
@@ -229,25 +230,45 @@ pub fn anomaly_marks(history: &History, results: &Value) -> Vec<AnomalyMark> {
     marks
 }
 
-/// Clock offsets per node from `clock-offsets` nemesis ops: node → [(time s, offset ms)], nodes
-/// sorted by name, points in history order. Ops whose value has no `offsets_ms` object (the
+/// Clock offsets per node: node → [(time s, offset ms)], nodes sorted by name, points in time
+/// order. From `clock-offsets` nemesis ops (at the op's time) and from the samples a strobe took
+/// while it ran (a `strobe-clock` completion's `offsets`, each `at_ms` after the strobe began,
+/// which is `ran_ms` before the completion). Ops whose value has no `offsets_ms` object (the
 /// invocations) and non-numeric offsets are skipped.
 pub fn clock_offsets(history: &History) -> BTreeMap<String, Vec<(f64, f64)>> {
     let mut out: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
-    for op in history
-        .ops
-        .iter()
-        .filter(|o| o.process == Process::Nemesis && o.f == CLOCK_OFFSETS_VERB)
-    {
-        let Some(offsets) = op.value.get("offsets_ms").and_then(Value::as_object) else {
-            continue;
+    let mut add = |t_s: f64, sample: &Value| {
+        let Some(offsets) = sample.get("offsets_ms").and_then(Value::as_object) else {
+            return;
         };
-        let t_s = op.time_ns as f64 / 1e9;
         for (node, ms) in offsets {
             if let Some(ms) = ms.as_f64().filter(|m| m.is_finite()) {
                 out.entry(node.clone()).or_default().push((t_s, ms));
             }
         }
+    };
+    for op in history.ops.iter().filter(|o| o.process == Process::Nemesis) {
+        let t_s = op.time_ns as f64 / 1e9;
+        if op.f == CLOCK_OFFSETS_VERB {
+            add(t_s, &op.value);
+        } else if op.f == STROBE_VERB
+            && let (Some(ran_ms), Some(samples)) = (
+                op.value.get("ran_ms").and_then(Value::as_f64),
+                op.value.get("offsets").and_then(Value::as_array),
+            )
+        {
+            let began_s = t_s - ran_ms / 1e3;
+            for sample in samples {
+                if let Some(at_ms) = sample.get("at_ms").and_then(Value::as_f64)
+                    && at_ms.is_finite()
+                {
+                    add(began_s + at_ms / 1e3, sample);
+                }
+            }
+        }
+    }
+    for points in out.values_mut() {
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
     out
 }
@@ -415,6 +436,52 @@ mod tests {
         assert_eq!(off["n1"], vec![(0.06, 250.25)]);
         assert_eq!(off["n2"], vec![(0.06, -3.5)]);
         assert!(clock_offsets(&History::default()).is_empty());
+    }
+
+    /// Samples a strobe took while it ran sit where they were taken: `ran_ms` before the
+    /// strobe's completion plus their `at_ms`, in time order with the other measurements.
+    #[test]
+    fn clock_offsets_include_the_samples_taken_during_a_strobe() {
+        let mut ops = history().ops;
+        let nem = |t_ns: u64, f: &str, v: Value| {
+            let mut o = Op::new(OpType::Info, Process::Nemesis, f, v);
+            o.time_ns = t_ns;
+            o
+        };
+        ops.push(nem(
+            1_000_000_000,
+            STROBE_VERB,
+            json!({"offsets_every_ms": 1000}),
+        ));
+        ops.push(nem(
+            4_000_000_000,
+            STROBE_VERB,
+            json!({"ran_ms": 2900.0, "offsets": [
+                {"at_ms": 1000.0, "offsets_ms": {"n1": 500.0, "n2": 1.0}},
+                {"at_ms": 2000.0, "offsets_ms": {"n1": -500.0}},
+                {"at_ms": "x", "offsets_ms": {"n1": 7.0}}
+            ]}),
+        ));
+        ops.push(nem(4_100_000_000, CLOCK_OFFSETS_VERB, json!(null)));
+        ops.push(nem(
+            4_200_000_000,
+            CLOCK_OFFSETS_VERB,
+            json!({"offsets_ms": {"n1": 0.5}}),
+        ));
+        let off = clock_offsets(&History::from_ops(ops));
+        let close = |a: &[(f64, f64)], b: &[(f64, f64)]| {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|(x, y)| (x.0 - y.0).abs() < 1e-9 && x.1 == y.1)
+        };
+        let n1 = [(0.06, 250.25), (2.1, 500.0), (3.1, -500.0), (4.2, 0.5)];
+        assert!(close(&off["n1"], &n1), "{:?}", off["n1"]);
+        assert!(
+            close(&off["n2"], &[(0.06, -3.5), (2.1, 1.0)]),
+            "{:?}",
+            off["n2"]
+        );
     }
 
     #[test]
