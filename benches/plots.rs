@@ -16,7 +16,7 @@ use criterion::{Criterion, criterion_group};
 use serde_json::json;
 use shakedown::checker::linear::histgen::{GenConfig, generate_register_history};
 use shakedown::history::{History, Op, OpType, Process};
-use shakedown::report::anomalies::{anomaly_marks, stale_reads};
+use shakedown::report::anomalies::{anomaly_density, anomaly_marks, stale_reads};
 use shakedown::report::{Figure, Formats, plots};
 use std::time::{Duration, Instant};
 
@@ -156,7 +156,7 @@ fn charts() -> [Chart; 6] {
         ("throughput", |h, _| Some(plots::throughput(h, 1.0, F))),
         ("clock-offsets", |h, _| plots::clock_offsets(h, F)),
         ("anomalies", |h, r| {
-            plots::anomaly_timeline(h, &anomaly_marks(h, r), F)
+            plots::anomaly_timeline(h, &anomaly_marks(h, r), &anomaly_density(r), F)
         }),
         ("stale-reads", |_, r| {
             stale_reads(r).and_then(|s| plots::stale_reads(&s, F))

@@ -1,5 +1,6 @@
 //! Data behind the anomaly, clock-offset and stale-read charts and tables: where each checker's
-//! witness ops sit in time, the clock nemesis's offset measurements, and the session checker's
+//! witness ops sit in time, how many anomalies of each kind happened when (all of them, not only
+//! the witnesses kept), the clock nemesis's offset measurements, and the session checker's
 //! stale-read quantification.
 //!
 //! Owns reading those facts out of a history and a `results.json` value (the stored
@@ -228,6 +229,64 @@ pub fn anomaly_marks(history: &History, results: &Value) -> Vec<AnomalyMark> {
     });
     marks.truncate(MAX_MARKS);
     marks
+}
+
+/// Every anomaly of one category as counts over time (the checker's `timeline` histogram), for
+/// the categories whose witness marks are only a sample.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnomalyDensity {
+    /// Session guarantee name or `version-conflict`.
+    pub category: String,
+    /// Bucket width in seconds.
+    pub bucket_s: f64,
+    /// (bucket start s, anomalies in it), non-empty buckets in time order.
+    pub buckets: Vec<(f64, u64)>,
+    /// All anomalies of the category (the sum of the buckets).
+    pub total: u64,
+}
+
+fn histogram(category: &str, h: Option<&Value>) -> Option<AnomalyDensity> {
+    let h = h?;
+    let bucket_ms = h.get("bucket_ms")?.as_u64().filter(|b| *b > 0)?;
+    let buckets: Vec<(f64, u64)> = h
+        .get("buckets")?
+        .as_array()?
+        .iter()
+        .filter_map(|b| {
+            let b = b.as_array()?;
+            Some((b.first()?.as_u64()? as f64 / 1e3, b.get(1)?.as_u64()?))
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    let total = buckets.iter().map(|(_, n)| n).sum();
+    (total > 0).then(|| AnomalyDensity {
+        category: category.to_string(),
+        bucket_s: bucket_ms as f64 / 1e3,
+        buckets,
+        total,
+    })
+}
+
+/// Per session guarantee (in results order) and for version conflicts: all their anomalies
+/// over time, from the session checker's `timeline` / `conflict_timeline` histograms. Results
+/// without them (older runs, other checkers) give none.
+pub fn anomaly_density(results: &Value) -> Vec<AnomalyDensity> {
+    let Some(details) = checker_details(results, "session") else {
+        return Vec::new();
+    };
+    let mut out: Vec<AnomalyDensity> = details
+        .get("guarantees")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+        .iter()
+        .filter_map(|g| histogram(&text(g.get("guarantee")), g.get("timeline")))
+        .collect();
+    out.extend(histogram(
+        VERSION_CONFLICT,
+        details.get("conflict_timeline"),
+    ));
+    out
 }
 
 /// Clock offsets per node: node → [(time s, offset ms)], nodes sorted by name, points in time
@@ -481,6 +540,30 @@ mod tests {
             close(&off["n2"], &[(0.06, -3.5), (2.1, 1.0)]),
             "{:?}",
             off["n2"]
+        );
+    }
+
+    #[test]
+    fn density_reads_every_guarantees_timeline_and_skips_junk() {
+        let r = json!({"checkers": [{"checker": "session", "details": {
+            "guarantees": [
+                {"guarantee": "monotonic-reads", "violations": 250, "witnesses": [],
+                 "timeline": {"bucket_ms": 50, "buckets": [[0, 100], [950, 150], [1000, 0]]}},
+                {"guarantee": "read-your-writes", "violations": 0,
+                 "timeline": {"bucket_ms": 50, "buckets": []}},
+                {"guarantee": "monotonic-writes", "timeline": {"bucket_ms": 0, "buckets": [[0, 1]]}},
+                {"guarantee": "writes-follow-reads", "timeline": {"bucket_ms": 10, "buckets": [["x", 1], [20]]}}
+            ],
+            "conflict_timeline": {"bucket_ms": 1000, "buckets": [[2000, 3]]}}}]});
+        let d = anomaly_density(&r);
+        assert_eq!(d.len(), 2, "{d:?}");
+        assert_eq!(d[0].category, "monotonic-reads");
+        assert_eq!((d[0].bucket_s, d[0].total), (0.05, 250));
+        assert_eq!(d[0].buckets, vec![(0.0, 100), (0.95, 150)]);
+        assert_eq!((d[1].category.as_str(), d[1].total), (VERSION_CONFLICT, 3));
+        assert!(
+            anomaly_density(&results()).is_empty(),
+            "no timelines: no density"
         );
     }
 

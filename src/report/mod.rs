@@ -81,7 +81,10 @@ pub fn render_figures(
     out.extend(plots::clock_offsets(history, formats).map(|f| ("clock-offsets", f)));
     if let Some(results) = results {
         let marks = anomalies::anomaly_marks(history, results);
-        out.extend(plots::anomaly_timeline(history, &marks, formats).map(|f| ("anomalies", f)));
+        let density = anomalies::anomaly_density(results);
+        out.extend(
+            plots::anomaly_timeline(history, &marks, &density, formats).map(|f| ("anomalies", f)),
+        );
         out.extend(
             anomalies::stale_reads(results)
                 .and_then(|s| plots::stale_reads(&s, formats))

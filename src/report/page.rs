@@ -382,10 +382,15 @@ fn session_section(out: &mut String, results: &Value, details: &Value, times: &H
             .filter_map(|g| g.get("violations").and_then(Value::as_u64))
             .sum();
         let shown = violations.len().min(MAX_SESSION_WITNESSES);
+        let all_on_timeline = if anomalies::anomaly_density(results).is_empty() {
+            ""
+        } else {
+            "; the anomaly timeline counts all of them over time"
+        };
         let _ = writeln!(
             out,
             "<p>Violations ({shown} of {total} shown; the checker keeps the first of each \
-             guarantee):</p>"
+             guarantee{all_on_timeline}):</p>"
         );
         out.push_str(
             "<table><tr><th>guarantee</th><th>process</th><th>key</th><th>ops</th>\
@@ -940,7 +945,8 @@ mod tests {
                                         "session": 1, "process": 1, "earlier_index": 1,
                                         "later_index": 5, "earlier_version": 3,
                                         "later_version": 2,
-                                        "witness": "session 1 read v3 then v2"}]},
+                                        "witness": "session 1 read v3 then v2"}],
+                         "timeline": {"bucket_ms": 10, "buckets": [[0, 3]]}},
                         {"guarantee": "read-your-writes", "checks": 5, "violations": 0,
                          "witnesses": []}
                     ],
@@ -1048,6 +1054,7 @@ mod tests {
             "session witness row"
         );
         assert!(html.contains("Violations (1 of 3 shown"));
+        assert!(html.contains("the anomaly timeline counts all of them over time"));
         assert!(html.contains("p99 9.25"));
         // Partition effective at 1.6 s, healed at 3.25 s.
         assert!(

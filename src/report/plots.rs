@@ -34,7 +34,8 @@
 
 use crate::history::{History, Op, OpType, Process};
 use crate::nemesis::kinds;
-use crate::report::anomalies::{self, AnomalyMark, StaleReads};
+use crate::report::anomalies::{self, AnomalyDensity, AnomalyMark, StaleReads};
+use crate::report::faults::num;
 pub use crate::report::faults::{FaultInterval, fault_intervals};
 use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
@@ -886,29 +887,62 @@ pub fn anomaly_color(category: &str) -> RGBColor {
     }
 }
 
+/// A bucket width for people: "50 ms", "1 s".
+fn duration_text(s: f64) -> String {
+    if s < 1.0 {
+        format!("{} ms", num((s * 1e3).round()))
+    } else {
+        format!("{} s", num(s))
+    }
+}
+
 /// Anomalies pinned to time: one row per checker or session guarantee, a cross at each
 /// proving op (the unlinearizable op, the violating read or write), a circle at each supporting
 /// op (minimized linearizability witness ops), a thin line over each evidence span (invoke to
-/// completion, or earlier op to later op), with fault bands behind. `None` when there are no
-/// marks (the chart is then omitted).
+/// completion, or earlier op to later op), with fault bands behind. Where a category had more
+/// anomalies than it has marks (the checker keeps only the first witnesses), every anomaly is
+/// drawn as well, aggregated: one bar per time bucket of `density`, as tall as its count allows
+/// (relative to the row's fullest bucket); the caption and the legend then say so. `None` when
+/// there is nothing to draw (the chart is then omitted).
 pub fn anomaly_timeline(
     history: &History,
     marks: &[AnomalyMark],
+    density: &[AnomalyDensity],
     formats: Formats,
 ) -> Option<Figure> {
-    if marks.is_empty() {
+    let primaries_of = |c: &str| {
+        marks
+            .iter()
+            .filter(|m| m.primary && m.category == c)
+            .count() as u64
+    };
+    let aggregated: Vec<&AnomalyDensity> = density
+        .iter()
+        .filter(|d| d.total > primaries_of(&d.category))
+        .collect();
+    if marks.is_empty() && aggregated.is_empty() {
         return None;
     }
     let faults = fault_intervals(history);
     let end_s = history.ops.iter().map(|o| o.time_ns).max().unwrap_or(0) as f64 / 1e9;
-    let xmax = x_max(
-        end_s.max(marks.iter().map(|m| m.time_s).fold(0.0, f64::max)),
-        &faults,
-    );
+    let last_s = marks
+        .iter()
+        .map(|m| m.time_s)
+        .chain(
+            aggregated
+                .iter()
+                .flat_map(|d| d.buckets.last().map(|b| b.0 + d.bucket_s)),
+        )
+        .fold(end_s, f64::max);
+    let xmax = x_max(last_s, &faults);
     let mut cats: Vec<&str> = Vec::new();
-    for m in marks {
-        if !cats.contains(&m.category.as_str()) {
-            cats.push(&m.category);
+    for c in marks
+        .iter()
+        .map(|m| m.category.as_str())
+        .chain(aggregated.iter().map(|d| d.category.as_str()))
+    {
+        if !cats.contains(&c) {
+            cats.push(c);
         }
     }
     let n = cats.len();
@@ -924,12 +958,17 @@ pub fn anomaly_timeline(
             String::new()
         }
     };
+    let caption = if aggregated.is_empty() {
+        format!("Anomalies over time ({} witness ops)", marks.len())
+    } else {
+        format!(
+            "Anomalies over time ({} witness ops; bars: every anomaly, counted per time bucket)",
+            marks.len()
+        )
+    };
     Some(figure!(formats, |root| {
         let mut chart = ChartBuilder::on(root)
-            .caption(
-                format!("Anomalies over time ({} witness ops)", marks.len()),
-                (FONT, 20),
-            )
+            .caption(caption.as_str(), (FONT, 20))
             .margin(12)
             .x_label_area_size(45)
             .y_label_area_size(150)
@@ -945,6 +984,20 @@ pub fn anomaly_timeline(
             .draw()
             .map_err(err)?;
         draw_bands(&mut chart, &faults, ylo, yhi)?;
+        for d in &aggregated {
+            let color = anomaly_color(&d.category);
+            let y = row(&d.category);
+            let fullest = d.buckets.iter().map(|b| b.1).max().unwrap_or(1).max(1) as f64;
+            chart
+                .draw_series(d.buckets.iter().map(|&(t, count)| {
+                    let h = 0.08 + 0.32 * count as f64 / fullest;
+                    Rectangle::new(
+                        [(t, y - h), (t + d.bucket_s, y + h)],
+                        color.mix(0.45).filled(),
+                    )
+                }))
+                .map_err(err)?;
+        }
         for &c in &cats {
             let color = anomaly_color(c);
             let y = row(c);
@@ -965,7 +1018,15 @@ pub fn anomaly_timeline(
                         .map(|m| Circle::new((m.time_s, y), 4, color.stroke_width(2))),
                 )
                 .map_err(err)?;
-            let primaries = of_cat().filter(|m| m.primary).count();
+            let primaries = primaries_of(c);
+            let label = match aggregated.iter().find(|d| d.category == c) {
+                Some(d) => format!(
+                    "{c} ({}; {primaries} marked, bars per {})",
+                    d.total,
+                    duration_text(d.bucket_s)
+                ),
+                None => format!("{c} ({primaries})"),
+            };
             chart
                 .draw_series(
                     of_cat()
@@ -973,7 +1034,7 @@ pub fn anomaly_timeline(
                         .map(|m| Cross::new((m.time_s, y), 6, color.stroke_width(3))),
                 )
                 .map_err(err)?
-                .label(format!("{c} ({primaries})"))
+                .label(label)
                 .legend(move |(x, y)| Cross::new((x + 7, y), 5, color.stroke_width(3)));
         }
         draw_legend(&mut chart)
@@ -1557,7 +1618,7 @@ mod tests {
     fn anomaly_timeline_has_a_row_legend_and_markers_per_category() {
         let h = faulty();
         assert!(
-            anomaly_timeline(&h, &[], Formats::Svg).is_none(),
+            anomaly_timeline(&h, &[], &[], Formats::Svg).is_none(),
             "no marks → no chart"
         );
         let marks = [
@@ -1568,7 +1629,7 @@ mod tests {
             mark("monotonic-reads", 4.0, Some(3.9), true),
             mark("version-conflict", 4.5, None, true),
         ];
-        let fig = anomaly_timeline(&h, &marks, Formats::SvgAndPng).unwrap();
+        let fig = anomaly_timeline(&h, &marks, &[], Formats::SvgAndPng).unwrap();
         let svg = &fig.svg;
         assert_well_formed(svg);
         for text in [
@@ -1600,6 +1661,57 @@ mod tests {
         assert_eq!(cross_lines, 2 * (2 + 1), "monotonic-reads crosses");
         assert_eq!(band_rect_count(svg, "partition"), 1);
         assert!(fig.png.unwrap().is_ok());
+    }
+
+    /// Issue 15: only the first 100 witnesses per guarantee were drawn, so violations seemed to
+    /// stop early. Every anomaly is drawn as counts per bucket when the marks are a sample.
+    #[test]
+    fn anomaly_timeline_draws_every_anomaly_when_marks_are_a_sample() {
+        let h = faulty();
+        let density = |cat: &str, buckets: Vec<(f64, u64)>| AnomalyDensity {
+            category: cat.into(),
+            bucket_s: 0.05,
+            total: buckets.iter().map(|b| b.1).sum(),
+            buckets,
+        };
+        let marks = [
+            mark("monotonic-reads", 0.5, None, true),
+            mark("read-your-writes", 0.6, None, true),
+        ];
+        let dens = [
+            // 300 violations, one of them marked; the last ones long after the mark.
+            density("monotonic-reads", vec![(0.5, 1), (2.0, 99), (4.5, 200)]),
+            // Exactly as many as marked: nothing aggregated.
+            density("read-your-writes", vec![(0.6, 1)]),
+            // No marks at all (witnesses missing): still drawn.
+            density("version-conflict", vec![(3.0, 7)]),
+        ];
+        let svg = anomaly_timeline(&h, &marks, &dens, Formats::Svg)
+            .unwrap()
+            .svg;
+        assert_well_formed(&svg);
+        for text in [
+            "bars: every anomaly, counted per time bucket",
+            "monotonic-reads (300; 1 marked, bars per 50 ms)",
+            "read-your-writes (1)",
+            "version-conflict (7; 0 marked, bars per 50 ms)",
+        ] {
+            assert!(svg.contains(text), "missing {text:?}");
+        }
+        let bars = |cat: &str| {
+            let c = anomaly_color(cat);
+            let fill = format!("fill=\"#{:02X}{:02X}{:02X}\"", c.0, c.1, c.2);
+            svg.lines()
+                .filter(|l| l.starts_with("<rect") && l.contains(&fill))
+                .count()
+        };
+        assert_eq!(bars("monotonic-reads"), 3);
+        assert_eq!(bars("read-your-writes"), 0);
+        assert_eq!(bars("version-conflict"), 1);
+        // Density alone is enough for a chart; nothing at all gives none.
+        assert!(anomaly_timeline(&h, &[], &dens[2..], Formats::Svg).is_some());
+        assert!(anomaly_timeline(&h, &marks[1..], &dens[1..2], Formats::Svg).is_some());
+        assert!(anomaly_timeline(&h, &[], &[], Formats::Svg).is_none());
     }
 
     #[test]
