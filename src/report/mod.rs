@@ -11,6 +11,7 @@ pub mod faults;
 pub mod junit;
 pub mod page;
 pub mod plots;
+pub mod recovery;
 pub mod serve;
 
 pub use faults::{FaultInterval, fault_intervals};
