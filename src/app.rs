@@ -93,6 +93,9 @@ pub fn run(args: RunArgs) -> i32 {
                     client_ops as f64 / secs.max(1e-9),
                     o.events
                 );
+                if let Some(line) = crate::summary::recovery_line(&history) {
+                    println!("{line}");
+                }
                 for r in o.results.iter().filter(|r| r.verdict != Verdict::Valid) {
                     if let Some(text) = r.details.get("explanation").and_then(|v| v.as_str()) {
                         println!("{text}");

@@ -607,7 +607,9 @@ pub fn write_results(
         check_time_limit_s,
         declared_version_source(run_dir),
     );
-    run_dir.write_json(RESULTS_FILE, &results_json(verdict, &results))?;
+    let mut results_value = results_json(verdict, &results);
+    results_value["recovery"] = crate::report::recovery::to_json(&history);
+    run_dir.write_json(RESULTS_FILE, &results_value)?;
     if let Some(r) = linear.filter(|r| r.verdict == Verdict::Invalid) {
         let page = crate::checker::witness_html::render_witness_html(&r, &history);
         run_dir.write_text(LINEAR_WITNESS_FILE, &page)?;

@@ -571,6 +571,106 @@ fn fault_section(out: &mut String, history: &History) {
     }
 }
 
+/// Most outages listed in the recovery section (the longest ones).
+pub const MAX_OUTAGE_ROWS: usize = 50;
+
+/// Recovery and unavailability (`report::recovery`): the one-line summary, what the columns
+/// mean, a row per fault, then the longest outages.
+fn recovery_section(out: &mut String, history: &History) {
+    use crate::report::recovery::{Outage, RecoveryConfig, analyse};
+    let cfg = RecoveryConfig::default();
+    let r = analyse(history, &cfg);
+    out.push_str("<h2 id=\"recovery\">Recovery and unavailability</h2>\n");
+    if r.faults.is_empty() && r.outages.is_empty() {
+        out.push_str("<p>No faults and no outages.</p>\n");
+        return;
+    }
+    if let Some(line) = r.summary_line() {
+        let _ = writeln!(out, "<p><b>{}</b></p>", esc(&line));
+    }
+    let _ = writeln!(
+        out,
+        "<p><small>Served: ok, or a cas whose compare did not match. Outage: {} ms or more \
+         without a served op of a group (a kind of op, or all; one node, or all) while some \
+         failed. Recovered: from the heal, every {} ms window for {} ms holds at least {}% of \
+         the served ops per second of the {} s before the fault (cut at earlier fault \
+         changes); recovery time runs from the heal to the first served op of that stretch.\
+         </small></p>",
+        cfg.min_outage_ms,
+        cfg.window_ms,
+        cfg.sustain_ms,
+        (cfg.recovered_fraction * 100.0).round(),
+        cfg.baseline_s
+    );
+    let opt = |x: Option<f64>, digits: usize| match x {
+        Some(v) => format!("{v:.digits$}"),
+        None => "–".to_string(),
+    };
+    if !r.faults.is_empty() {
+        out.push_str(
+            "<table><tr><th>fault</th><th>in effect (s)</th><th>first failure after (s)</th>\
+             <th>served ops/s before</th><th>during</th><th>recovery after heal (s)</th>\
+             <th>longest outage (all nodes)</th></tr>\n",
+        );
+        for f in r.faults.iter().take(MAX_FAULT_ROWS) {
+            let recovery = match (f.recovery_s, &f.not_recovered) {
+                (Some(v), _) => format!("{v:.3}"),
+                (None, Some(why)) => format!("not recovered: {why}"),
+                (None, None) => "–".to_string(),
+            };
+            let outage = f.longest_outage.as_ref().map_or("–".to_string(), |o| {
+                format!(
+                    "{:.3} s ({}, from {:.3} s)",
+                    o.duration_s(),
+                    o.group(),
+                    o.start_s
+                )
+            });
+            let _ = writeln!(
+                out,
+                "<tr><td>{} {}</td><td>{:.3}–{:.3}{}</td><td>{}</td><td>{}</td><td>{}</td>\
+                 <td>{}</td><td>{}</td></tr>",
+                esc(&f.kind),
+                esc(&f.label),
+                f.start_s,
+                f.end_s,
+                if f.healed { "" } else { " (never healed)" },
+                opt(f.first_failure_s, 3),
+                opt(f.baseline_ops_per_s, 1),
+                opt(f.during_ops_per_s, 1),
+                esc(&recovery),
+                esc(&outage)
+            );
+        }
+        out.push_str("</table>\n");
+    }
+    if !r.outages.is_empty() {
+        let mut longest: Vec<&Outage> = r.outages.iter().collect();
+        longest.sort_by(|a, b| b.duration_s().total_cmp(&a.duration_s()));
+        longest.truncate(MAX_OUTAGE_ROWS);
+        let _ = writeln!(
+            out,
+            "<p>Outages ({} longest of {}):</p>\n<table><tr><th>ops</th><th>from (s)</th>\
+             <th>to (s)</th><th>length (s)</th><th>failed ops</th></tr>",
+            longest.len(),
+            r.outages_total
+        );
+        for o in longest {
+            let _ = writeln!(
+                out,
+                "<tr><td>{}</td><td>{:.3}</td><td>{:.3}{}</td><td>{:.3}</td><td>{}</td></tr>",
+                esc(&o.group()),
+                o.start_s,
+                o.end_s,
+                if o.open { " (end of history)" } else { "" },
+                o.duration_s(),
+                o.failed_ops
+            );
+        }
+        out.push_str("</table>\n");
+    }
+}
+
 /// Render the self-contained `index.html` of one run directory. `test.json` and `results.json`
 /// are required (an error names the missing or malformed file); everything else is optional.
 pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
@@ -671,7 +771,10 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
     // Fault timeline.
     match &history {
         None => {}
-        Some(Ok(history)) => fault_section(&mut out, history),
+        Some(Ok(history)) => {
+            fault_section(&mut out, history);
+            recovery_section(&mut out, history);
+        }
         Some(Err(e)) => {
             let _ = writeln!(
                 out,
@@ -1062,6 +1165,19 @@ mod tests {
                 "<tr><td>1.600</td><td>3.250</td><td>1.650</td><td><span class=\"swatch\""
             ),
             "fault row missing"
+        );
+        // Recovery: one served op in the 1.6 s before the partition, nothing after the heal.
+        assert!(html.contains("<h2 id=\"recovery\">Recovery and unavailability</h2>"));
+        assert!(
+            html.contains(
+                "<tr><td>partition partition isolate n2</td><td>1.600–3.250</td><td>–</td>\
+                 <td>0.6</td><td>0.6</td><td>not recovered: below 50% of the pre-fault \
+                 throughput until the history ended first</td><td>–</td></tr>"
+            ),
+            "recovery row missing"
+        );
+        assert!(
+            html.contains("<b>recovery after heal: none measured (1 not recovered in time)</b>")
         );
         // Raw, quantiles, throughput, anomalies (the session violation), stale reads; no clock
         // measurements, so no clock plot, and the page says so.

@@ -14,6 +14,9 @@
 //! - Fault intervals are drawn as translucent coloured bands behind the data, one colour per fault
 //!   kind, labelled at their top-left with what was done (e.g. "isolate n5"), with a legend entry per
 //!   kind.
+//! - The latency and throughput charts shade a strip along their bottom (`report::recovery`):
+//!   red where no op of some kind was served on any node (an outage), amber from a heal to the
+//!   workload's recovery.
 //! - At most [`MAX_F_SERIES`] distinct `f` values get their own series; further ones are merged
 //!   into "other".
 //! - Text is laid out and (in PNGs) rasterized with DejaVu Sans bundled in the binary
@@ -37,6 +40,7 @@ use crate::nemesis::kinds;
 use crate::report::anomalies::{self, AnomalyDensity, AnomalyMark, StaleReads};
 use crate::report::faults::num;
 pub use crate::report::faults::{FaultInterval, fault_intervals};
+use crate::report::recovery::{self, Shade, ShadeKind};
 use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
@@ -119,13 +123,17 @@ struct Samples {
 pub struct Prepared {
     faults: Vec<FaultInterval>,
     samples: Samples,
+    /// Outages and recovery periods, shaded along the bottom.
+    shades: Vec<Shade>,
 }
 
-/// Fault intervals and paired client ops of `history`, for the `*_prepared` chart functions.
+/// Fault intervals, paired client ops and recovery shading of `history`, for the `*_prepared`
+/// chart functions.
 pub fn prepare(history: &History) -> Prepared {
     Prepared {
         faults: fault_intervals(history),
         samples: samples(history),
+        shades: recovery::analyse(history, &Default::default()).shading(),
     }
 }
 
@@ -232,6 +240,51 @@ fn draw_bands<'a, DB: DrawingBackend + 'a, Y: Ranged<ValueType = f64>>(
                 )
         }))
         .map_err(err)?;
+    Ok(())
+}
+
+/// Share of a chart's height taken by the recovery strip at its bottom.
+const STRIP_FRACTION: f64 = 0.04;
+
+/// Top of the recovery strip on a log axis from `lo` to `hi`.
+fn log_strip_top(lo: f64, hi: f64) -> f64 {
+    lo * (hi / lo).powf(STRIP_FRACTION)
+}
+
+/// Colour and legend text of a recovery shade.
+fn shade_style(kind: ShadeKind) -> (RGBColor, &'static str) {
+    match kind {
+        ShadeKind::Outage => (RGBColor(200, 0, 0), "no op served on any node (outage)"),
+        ShadeKind::Recovering => (RGBColor(255, 150, 0), "recovering after heal"),
+    }
+}
+
+/// Outages and recovery periods (`report::recovery`) as a strip along the bottom of the chart
+/// (`y_lo..y_top`), with a legend entry per kind present.
+fn draw_recovery<'a, DB: DrawingBackend + 'a, Y: Ranged<ValueType = f64>>(
+    chart: &mut Chart<'a, DB, Y>,
+    shades: &[Shade],
+    y_lo: f64,
+    y_top: f64,
+) -> Result<(), String> {
+    for kind in [ShadeKind::Recovering, ShadeKind::Outage] {
+        if !shades.iter().any(|s| s.kind == kind) {
+            continue;
+        }
+        let (color, label) = shade_style(kind);
+        chart
+            .draw_series(shades.iter().filter(|s| s.kind == kind).map(|s| {
+                Rectangle::new(
+                    [(s.start_s, y_lo), (s.end_s, y_top)],
+                    color.mix(0.7).filled(),
+                )
+            }))
+            .map_err(err)?
+            .label(label)
+            .legend(move |(x, y)| {
+                Rectangle::new([(x, y - 3), (x + 14, y + 3)], color.mix(0.7).filled())
+            });
+    }
     Ok(())
 }
 
@@ -559,6 +612,7 @@ pub fn latency_raw_prepared(p: &Prepared, formats: Formats) -> Figure {
             .draw()
             .map_err(err)?;
         draw_bands(&mut chart, faults, ylo, yhi)?;
+        draw_recovery(&mut chart, &p.shades, ylo, log_strip_top(ylo, yhi))?;
         for &(f_idx, outcome) in &keys {
             let f = s.f_names.get(f_idx).map(String::as_str).unwrap_or("other");
             draw_points(
@@ -674,6 +728,7 @@ pub fn latency_quantiles_prepared(p: &Prepared, window_s: f64, formats: Formats)
             .draw()
             .map_err(err)?;
         draw_bands(&mut chart, faults, ylo, yhi)?;
+        draw_recovery(&mut chart, &p.shades, ylo, log_strip_top(ylo, yhi))?;
         for (qi, (name, _, color)) in QS.iter().enumerate() {
             let color = *color;
             let mut first = true;
@@ -777,6 +832,7 @@ pub fn throughput_prepared(p: &Prepared, window_s: f64, formats: Formats) -> Fig
             .draw()
             .map_err(err)?;
         draw_bands(&mut chart, faults, 0.0, yhi)?;
+        draw_recovery(&mut chart, &p.shades, 0.0, yhi * STRIP_FRACTION)?;
         for &(f_idx, outcome) in &keys {
             let f = s.f_names.get(f_idx).map(String::as_str).unwrap_or("other");
             let color = shade(outcome.color(), f_idx);
@@ -1253,6 +1309,60 @@ mod tests {
             .filter(|l| l.starts_with("<line opacity=\"0.75\""))
             .count();
         assert_eq!(cross_lines, 2 * (50 + 2), "cas markers (fail and info)");
+    }
+
+    /// The etcd pattern of issue 15 (nothing served for 4 s after a heal) is shaded on the
+    /// latency and throughput charts: an outage and the recovery period.
+    #[test]
+    fn outages_and_recovery_are_shaded_along_the_bottom() {
+        let mut ops = vec![
+            nem(9_990, "start-partition", json!("one")),
+            nem(10_000, "start-partition", isolate_n5()),
+            nem(19_990, "stop-partition", json!(null)),
+            nem(20_000, "stop-partition", json!("healed")),
+        ];
+        let mut t = 0;
+        let mut p = 0;
+        while t < 40_000 {
+            if (20_000..24_000).contains(&t) {
+                client(&mut ops, p, "read", t, t + 500, OpType::Info);
+                p += 1;
+                t += 500;
+            } else {
+                client(&mut ops, p, "read", t, t + 2, OpType::Ok);
+                t += 50;
+            }
+        }
+        let h = sorted(ops);
+        let strip = |svg: &str, kind: ShadeKind| {
+            let (c, _) = shade_style(kind);
+            let fill = format!("fill=\"#{:02X}{:02X}{:02X}\"", c.0, c.1, c.2);
+            svg.lines()
+                .filter(|l| l.starts_with("<rect") && l.contains(&fill))
+                .count()
+        };
+        for svg in [
+            latency_raw_svg(&h),
+            latency_quantiles_svg(&h, 1.0),
+            throughput_svg(&h, 1.0),
+        ] {
+            assert_well_formed(&svg);
+            assert!(svg.contains("recovering after heal"), "legend");
+            assert!(svg.contains("no op served on any node (outage)"), "legend");
+            // One shade each, plus its legend swatch.
+            assert_eq!(strip(&svg, ShadeKind::Outage), 2);
+            assert_eq!(strip(&svg, ShadeKind::Recovering), 2);
+        }
+        // Nothing to shade: no strip, no legend entry.
+        let mut ops = vec![
+            nem(100, "kill", json!("one")),
+            nem(110, "kill", json!({"nodes": ["n1"]})),
+        ];
+        for i in 0..50 {
+            client(&mut ops, 0, "read", i * 100, i * 100 + 3, OpType::Ok);
+        }
+        let svg = latency_raw_svg(&sorted(ops));
+        assert!(!svg.contains("recovering after heal") && !svg.contains("(outage)"));
     }
 
     #[test]

@@ -234,7 +234,8 @@ impl Recovery {
     }
 
     /// Spans to shade on the time-series charts: all-nodes outages (merged over kinds of op)
-    /// and the recovery periods after heals, each in time order.
+    /// and, for faults that recovered, the span from the heal to the recovery point; each in
+    /// time order.
     pub fn shading(&self) -> Vec<Shade> {
         let mut outages: Vec<(f64, f64)> = self
             .outages
@@ -505,6 +506,12 @@ pub fn analyse(history: &History, config: &RecoveryConfig) -> Recovery {
         outages,
         outages_total,
     }
+}
+
+/// [`analyse`] with the default thresholds, as the `recovery` value of results.json.
+pub fn to_json(history: &History) -> serde_json::Value {
+    serde_json::to_value(analyse(history, &RecoveryConfig::default()))
+        .unwrap_or(serde_json::Value::Null)
 }
 
 /// What every fault's computation reads.
