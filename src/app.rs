@@ -93,7 +93,8 @@ pub fn run(args: RunArgs) -> i32 {
                     client_ops as f64 / secs.max(1e-9),
                     o.events
                 );
-                if let Some(line) = crate::summary::recovery_line(&history) {
+                let stored = crate::report::read_results(&o.run_dir.path).ok().flatten();
+                if let Some(line) = stored.as_ref().and_then(crate::summary::recovery_line) {
                     println!("{line}");
                 }
                 for r in o.results.iter().filter(|r| r.verdict != Verdict::Valid) {

@@ -608,7 +608,8 @@ pub fn write_results(
         declared_version_source(run_dir),
     );
     let mut results_value = results_json(verdict, &results);
-    results_value["recovery"] = crate::report::recovery::to_json(&history);
+    results_value[crate::report::recovery::RESULTS_KEY] =
+        crate::report::recovery::to_json(&history);
     run_dir.write_json(RESULTS_FILE, &results_value)?;
     if let Some(r) = linear.filter(|r| r.verdict == Verdict::Invalid) {
         let page = crate::checker::witness_html::render_witness_html(&r, &history);

@@ -77,9 +77,10 @@ pub fn summarize(history: &History) -> BTreeMap<String, FnSummary> {
 }
 
 /// The one-line recovery summary of a run ("recovery after heal: p50 0.8 s, max 4.1 s over 9
-/// faults; longest outage …", see `report::recovery`), or `None` when it had no faults.
-pub fn recovery_line(history: &History) -> Option<String> {
-    crate::report::recovery::analyse(history, &Default::default()).summary_line()
+/// faults; longest outage …", see `report::recovery`) from its results.json value, or `None`
+/// when it had no faults or the results hold no recovery.
+pub fn recovery_line(results: &serde_json::Value) -> Option<String> {
+    crate::report::recovery::from_results(results)?.summary_line()
 }
 
 /// Render the table and the verdict lines.
@@ -134,7 +135,13 @@ mod tests {
         assert_eq!(s["cas"].fail, 1);
         let text = render(&s, &[]);
         assert!(text.contains("write"));
-        assert_eq!(recovery_line(&h), None, "no faults, no recovery line");
+        let results = serde_json::json!({"recovery": crate::report::recovery::to_json(&h)});
+        assert_eq!(recovery_line(&results), None, "no faults, no recovery line");
+        assert_eq!(
+            recovery_line(&serde_json::json!({})),
+            None,
+            "no recovery stored"
+        );
     }
 
     #[test]
@@ -157,7 +164,9 @@ mod tests {
         at(10_000, OpType::Info, Process::Nemesis, "resume");
         at(10_000, OpType::Info, Process::Nemesis, "resume");
         ops.sort_by_key(|o| o.time_ns);
-        let line = recovery_line(&History::from_ops(ops)).unwrap();
+        let h = History::from_ops(ops);
+        let results = serde_json::json!({"recovery": crate::report::recovery::to_json(&h)});
+        let line = recovery_line(&results).unwrap();
         assert_eq!(
             line,
             "recovery after heal: p50 1.5 s, max 1.5 s over 1 fault; \

@@ -234,11 +234,15 @@ fn fault_label(kind: &str, f: &str, invoke: Option<&Value>, done: &Value) -> Str
 /// are marked `open`: a start never stopped, and a start op invoked but never completed (the
 /// controller died while injecting; the fault may be in effect), which starts at its invocation.
 pub fn fault_intervals(history: &History) -> Vec<FaultInterval> {
-    let end_ns = history.ops.iter().map(|o| o.time_ns).max().unwrap_or(0);
+    let mut end_ns = 0;
     let mut out: Vec<FaultInterval> = Vec::new();
     let mut open: HashMap<String, usize> = HashMap::new();
     let mut pending: Option<&Op> = None;
-    for op in history.ops.iter().filter(|o| o.process == Process::Nemesis) {
+    for op in history.ops.iter() {
+        end_ns = end_ns.max(op.time_ns);
+        if op.process != Process::Nemesis {
+            continue;
+        }
         let is_completion = match (op.op_type, pending) {
             (OpType::Invoke, _) => false,
             (_, Some(p)) => p.f == op.f,

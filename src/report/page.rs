@@ -576,10 +576,10 @@ pub const MAX_OUTAGE_ROWS: usize = 50;
 
 /// Recovery and unavailability (`report::recovery`): the one-line summary, what the columns
 /// mean, a row per fault, then the longest outages.
-fn recovery_section(out: &mut String, history: &History) {
-    use crate::report::recovery::{Outage, RecoveryConfig, analyse};
-    let cfg = RecoveryConfig::default();
-    let r = analyse(history, &cfg);
+fn recovery_section(out: &mut String, history: &History, results: &Value) {
+    use crate::report::recovery::{Outage, stored_or_analysed};
+    let r = stored_or_analysed(Some(results), history);
+    let cfg = r.config;
     out.push_str("<h2 id=\"recovery\">Recovery and unavailability</h2>\n");
     if r.faults.is_empty() && r.outages.is_empty() {
         out.push_str("<p>No faults and no outages.</p>\n");
@@ -773,7 +773,7 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
         None => {}
         Some(Ok(history)) => {
             fault_section(&mut out, history);
-            recovery_section(&mut out, history);
+            recovery_section(&mut out, history, &results);
         }
         Some(Err(e)) => {
             let _ = writeln!(

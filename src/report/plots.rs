@@ -130,10 +130,16 @@ pub struct Prepared {
 /// Fault intervals, paired client ops and recovery shading of `history`, for the `*_prepared`
 /// chart functions.
 pub fn prepare(history: &History) -> Prepared {
+    let shades = recovery::analyse(history, &Default::default()).shading();
+    prepare_with_shades(history, shades)
+}
+
+/// [`prepare`] with the recovery shading already known (e.g. from results.json).
+pub fn prepare_with_shades(history: &History, shades: Vec<Shade>) -> Prepared {
     Prepared {
         faults: fault_intervals(history),
         samples: samples(history),
-        shades: recovery::analyse(history, &Default::default()).shading(),
+        shades,
     }
 }
 

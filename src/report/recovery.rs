@@ -36,10 +36,10 @@ use crate::client::etcd::CAS_MISMATCH;
 use crate::history::{History, OpType, Process};
 use crate::report::faults::{FaultInterval, fault_intervals};
 use rustc_hash::FxHashMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Thresholds of the definitions in the module doc.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RecoveryConfig {
     /// Shortest outage reported, in ms.
     pub min_outage_ms: u64,
@@ -75,7 +75,7 @@ impl Default for RecoveryConfig {
 }
 
 /// A span during which a group of ops got no service (see the module doc).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Outage {
     /// Node whose ops these are; `None` = all nodes.
     pub node: Option<String>,
@@ -118,7 +118,7 @@ impl Outage {
 }
 
 /// What one fault did to the workload.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FaultRecovery {
     /// Fault kind (`partition`, `kill`, …).
     pub kind: String,
@@ -147,7 +147,7 @@ pub struct FaultRecovery {
 }
 
 /// Recovery and unavailability of a whole history.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Recovery {
     /// Thresholds used.
     pub config: RecoveryConfig,
@@ -298,7 +298,7 @@ struct Attempt {
 fn attempts(history: &History) -> (Vec<Attempt>, Vec<String>, Vec<String>) {
     let ops = &history.ops;
     let mut open: FxHashMap<u64, usize> = FxHashMap::default();
-    let mut paired: Vec<(usize, u64, bool)> = Vec::new();
+    let mut paired: Vec<(usize, u64, bool)> = Vec::with_capacity(ops.len() / 2);
     for (i, op) in ops.iter().enumerate() {
         let Process::Client(p) = op.process else {
             continue;
@@ -317,23 +317,13 @@ fn attempts(history: &History) -> (Vec<Attempt>, Vec<String>, Vec<String>) {
     let mut unfinished: Vec<usize> = open.into_values().collect();
     unfinished.sort_unstable();
     paired.extend(unfinished.into_iter().map(|j| (j, u64::MAX, false)));
-    let mut f_ids: FxHashMap<&str, usize> = FxHashMap::default();
-    let mut node_ids: FxHashMap<&str, usize> = FxHashMap::default();
-    let (mut f_names, mut node_names) = (Vec::new(), Vec::new());
+    let (mut fs, mut nodes) = (Interner::default(), Interner::default());
     let out = paired
         .into_iter()
         .map(|(j, complete_ns, served)| {
             let inv = &ops[j];
-            let f = *f_ids.entry(inv.f.as_str()).or_insert_with(|| {
-                f_names.push(inv.f.clone());
-                f_names.len() - 1
-            });
-            let node = inv.node.as_deref().map(|n| {
-                *node_ids.entry(n).or_insert_with(|| {
-                    node_names.push(n.to_string());
-                    node_names.len() - 1
-                })
-            });
+            let f = fs.id(&inv.f);
+            let node = inv.node.as_deref().map(|n| nodes.id(n));
             Attempt {
                 invoke_ns: inv.time_ns,
                 complete_ns,
@@ -343,7 +333,47 @@ fn attempts(history: &History) -> (Vec<Attempt>, Vec<String>, Vec<String>) {
             }
         })
         .collect();
-    (out, f_names, node_names)
+    (out, fs.into_names(), nodes.into_names())
+}
+
+/// Small ids for names (kinds of op, nodes): a linear scan while there are few (the usual
+/// case, faster than hashing every op's name), a hash map beyond.
+#[derive(Default)]
+struct Interner<'a> {
+    names: Vec<&'a str>,
+    ids: FxHashMap<&'a str, usize>,
+}
+
+impl<'a> Interner<'a> {
+    const LINEAR_MAX: usize = 16;
+
+    fn id(&mut self, name: &'a str) -> usize {
+        if self.names.len() <= Self::LINEAR_MAX {
+            if let Some(i) = self.names.iter().position(|n| *n == name) {
+                return i;
+            }
+        } else if let Some(&i) = self.ids.get(name) {
+            return i;
+        }
+        self.names.push(name);
+        if self.names.len() > Self::LINEAR_MAX {
+            if self.ids.is_empty() {
+                self.ids = self
+                    .names
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| (*n, i))
+                    .collect();
+            } else {
+                self.ids.insert(name, self.names.len() - 1);
+            }
+        }
+        self.names.len() - 1
+    }
+
+    fn into_names(self) -> Vec<String> {
+        self.names.into_iter().map(str::to_string).collect()
+    }
 }
 
 /// Per-group outage detection state.
@@ -508,10 +538,26 @@ pub fn analyse(history: &History, config: &RecoveryConfig) -> Recovery {
     }
 }
 
-/// [`analyse`] with the default thresholds, as the `recovery` value of results.json.
+/// Key of the recovery value in results.json.
+pub const RESULTS_KEY: &str = "recovery";
+
+/// [`analyse`] with the default thresholds, as the [`RESULTS_KEY`] value of results.json.
 pub fn to_json(history: &History) -> serde_json::Value {
     serde_json::to_value(analyse(history, &RecoveryConfig::default()))
         .unwrap_or(serde_json::Value::Null)
+}
+
+/// The recovery stored in a results.json value, if it has a readable one.
+pub fn from_results(results: &serde_json::Value) -> Option<Recovery> {
+    serde_json::from_value(results.get(RESULTS_KEY)?.clone()).ok()
+}
+
+/// The recovery stored in `results` (a results.json value), else computed from `history`
+/// (results written before recovery existed).
+pub fn stored_or_analysed(results: Option<&serde_json::Value>, history: &History) -> Recovery {
+    results
+        .and_then(from_results)
+        .unwrap_or_else(|| analyse(history, &RecoveryConfig::default()))
 }
 
 /// What every fault's computation reads.
@@ -947,6 +993,33 @@ mod tests {
 
         let r = analyse(&History::default(), &RecoveryConfig::default());
         assert!(r.faults.is_empty() && r.outages.is_empty() && r.summary_line().is_none());
+    }
+
+    #[test]
+    fn results_json_round_trip_and_fallback() {
+        let mut g = Gen::new();
+        partition(&mut g, 10_000, 20_000);
+        g.client(0, "n1", "read", 0, 40_000, 100, &[(20_000, 24_000)], 500);
+        let h = g.history();
+        let r = analyse(&h, &RecoveryConfig::default());
+        let results = json!({"valid": "valid", RESULTS_KEY: to_json(&h)});
+        assert_eq!(from_results(&results), Some(r.clone()));
+        assert_eq!(stored_or_analysed(Some(&results), &History::default()), r);
+        // No (or an unreadable) stored value: computed from the history.
+        assert_eq!(stored_or_analysed(Some(&json!({RESULTS_KEY: 3})), &h), r);
+        assert_eq!(stored_or_analysed(None, &h), r);
+    }
+
+    #[test]
+    fn interner_ids_are_stable_past_the_linear_limit() {
+        let names: Vec<String> = (0..40).map(|i| format!("f{i}")).collect();
+        let mut it = Interner::default();
+        for round in 0..2 {
+            for (i, n) in names.iter().enumerate() {
+                assert_eq!(it.id(n), i, "round {round}");
+            }
+        }
+        assert_eq!(it.into_names(), names);
     }
 
     #[test]
