@@ -24,6 +24,9 @@
 //!   fault's start, cut at the latest earlier change of faults (another fault's start or end, or
 //!   an earlier fault's recovery point) and at the first client op. Shorter than
 //!   `min_baseline_s`, or nothing served in it: no baseline, recovery not measured.
+//! - **Longest outage** of a fault: the longest all-nodes outage lying mostly (more than half)
+//!   between the fault's start and its recovery point (else the next change of faults or the
+//!   end of the history).
 //! - **Recovered** (sustained): the first time t ≥ the heal, on a `step_ms` grid from the heal,
 //!   such that every window of `window_ms` starting at t, t + step, … up to t + `sustain_ms` −
 //!   `window_ms` holds at least `recovered_fraction` × baseline × window served ops (and at least
@@ -142,7 +145,9 @@ pub struct FaultRecovery {
     pub recovered_at_s: Option<f64>,
     /// Why `recovery_s` is `None`.
     pub not_recovered: Option<String>,
-    /// The longest all-nodes outage overlapping the fault or its recovery.
+    /// The longest all-nodes outage lying mostly (more than half of it) between the fault's
+    /// start and its recovery point (or, not recovered, the next change of faults or the end of
+    /// the history).
     pub longest_outage: Option<Outage>,
 }
 
@@ -644,9 +649,15 @@ fn fault_recovery(
     };
     let settled = recovered_at.unwrap_or(limit).max(heal);
     let first_failure = first_failure(start, settled, cx);
+    // Outages mostly within [start, settled): one that began before the fault and only ran
+    // into it belongs to what came before.
+    let (from_s, to_s) = (iv.start_s, secs(settled));
     let longest_outage = outages
         .iter()
-        .filter(|o| o.node.is_none() && ns_of(o.start_s) < settled && ns_of(o.end_s) > start)
+        .filter(|o| {
+            let inside = o.end_s.min(to_s) - o.start_s.max(from_s);
+            o.node.is_none() && inside > o.duration_s() / 2.0
+        })
         .max_by(Outage::longer)
         .cloned();
     FaultRecovery {
@@ -892,6 +903,11 @@ mod tests {
         assert!(close(s.baseline_ops_per_s, 1.0), "{s:?}");
         assert!(close(s.recovered_at_s, 35.002), "{s:?}");
         assert_eq!((r.recovered, r.not_recovered), (1, 1));
+        // The outage after the burst (20.4–31 s) lies mostly within the first fault's window
+        // (10–30 s, the search's end), not the second's, though it runs into it.
+        let o = f.longest_outage.as_ref().expect("first fault's outage");
+        assert_eq!((o.start_s, o.end_s), (20.402, 31.002), "{o:?}");
+        assert!(s.longest_outage.is_none(), "{s:?}");
         assert!(
             r.summary_line()
                 .unwrap()
