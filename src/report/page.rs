@@ -615,7 +615,8 @@ fn recovery_section(out: &mut String, history: &History, results: &Value) {
         for f in r.faults.iter().take(MAX_FAULT_ROWS) {
             let recovery = match (f.recovery_s, &f.not_recovered) {
                 (Some(v), _) => format!("{v:.3}"),
-                (None, Some(why)) => format!("not recovered: {why}"),
+                (None, Some(why)) if f.measured => format!("not recovered: {why}"),
+                (None, Some(why)) => format!("not measured: {why}"),
                 (None, None) => "–".to_string(),
             };
             let outage = f.longest_outage.as_ref().map_or("–".to_string(), |o| {
@@ -1166,19 +1167,20 @@ mod tests {
             ),
             "fault row missing"
         );
-        // Recovery: one served op in the 1.6 s before the partition, nothing after the heal.
+        // Recovery: one served op in the 1.6 s before the partition, then the workload idles.
         assert!(html.contains("<h2 id=\"recovery\">Recovery and unavailability</h2>"));
         assert!(
             html.contains(
                 "<tr><td>partition partition isolate n2</td><td>1.600–3.250</td><td>–</td>\
-                 <td>0.6</td><td>0.6</td><td>not recovered: below 50% of the pre-fault \
-                 throughput until the history ended first</td><td>–</td></tr>"
+                 <td>0.6</td><td>–</td><td>not measured: the workload stopped before 3 s \
+                 of 50% of the pre-fault throughput</td><td>–</td></tr>"
             ),
             "recovery row missing"
         );
-        assert!(
-            html.contains("<b>recovery after heal: none measured (1 not recovered in time)</b>")
-        );
+        assert!(html.contains(
+            "<b>recovery after heal: none measured (1 not measured: never healed, no \
+                 baseline or the workload stopped)</b>"
+        ));
         // Raw, quantiles, throughput, anomalies (the session violation), stale reads; no clock
         // measurements, so no clock plot, and the page says so.
         assert_eq!(html.matches("<svg").count(), 5, "five inline plots");

@@ -260,7 +260,10 @@ fn log_strip_top(lo: f64, hi: f64) -> f64 {
 /// Colour and legend text of a recovery shade.
 fn shade_style(kind: ShadeKind) -> (RGBColor, &'static str) {
     match kind {
-        ShadeKind::Outage => (RGBColor(200, 0, 0), "no op served on any node (outage)"),
+        ShadeKind::Outage => (
+            RGBColor(200, 0, 0),
+            "outage: a kind of op served on no node",
+        ),
         ShadeKind::Recovering => (RGBColor(255, 150, 0), "recovering after heal"),
     }
 }
@@ -1354,7 +1357,10 @@ mod tests {
         ] {
             assert_well_formed(&svg);
             assert!(svg.contains("recovering after heal"), "legend");
-            assert!(svg.contains("no op served on any node (outage)"), "legend");
+            assert!(
+                svg.contains("outage: a kind of op served on no node"),
+                "legend"
+            );
             // One shade each, plus its legend swatch.
             assert_eq!(strip(&svg, ShadeKind::Outage), 2);
             assert_eq!(strip(&svg, ShadeKind::Recovering), 2);

@@ -31,9 +31,12 @@
 //!   such that every window of `window_ms` starting at t, t + step, … up to t + `sustain_ms` −
 //!   `window_ms` holds at least `recovered_fraction` × baseline × window served ops (and at least
 //!   one). The recovery point is the first served op at or after t; **recovery time** = recovery
-//!   point − heal. The whole `sustain_ms` must fit before the next change of faults and the end
-//!   of the history, else the fault is "not recovered" with that reason. A fault never healed in
-//!   the history is not recovered either.
+//!   point − heal. The whole `sustain_ms` must fit before the next change of faults, before the
+//!   workload stops (an idle span: `window_ms` or more with no client op invoked or in flight,
+//!   as after the run's time limit) and before the end of the history, else the fault is "not
+//!   recovered" with that reason. A fault never healed in the history is not recovered either.
+//! - **Throughput during** a fault: served ops per second from its start to its heal, or to
+//!   where the workload stopped if that came first.
 
 use crate::client::etcd::CAS_MISMATCH;
 use crate::history::{History, OpType, Process};
@@ -137,8 +140,12 @@ pub struct FaultRecovery {
     pub first_failure_s: Option<f64>,
     /// Served ops per second before the fault; `None` without a usable baseline.
     pub baseline_ops_per_s: Option<f64>,
-    /// Served ops per second while it was in effect; `None` for an instantaneous fault.
+    /// Served ops per second while it was in effect and the workload ran; `None` for an
+    /// instantaneous fault.
     pub during_ops_per_s: Option<f64>,
+    /// True when recovery was judged: healed, with a baseline, and the workload ran long
+    /// enough after the heal to see it recover or not.
+    pub measured: bool,
     /// From the heal to the recovery point, s; `None` when not measured or not recovered.
     pub recovery_s: Option<f64>,
     /// The recovery point, s.
@@ -170,7 +177,8 @@ pub struct Recovery {
     pub recovered: u64,
     /// Healed faults with a baseline that did not recover in time.
     pub not_recovered: u64,
-    /// Faults whose recovery was not measured (never healed, or no baseline).
+    /// Faults whose recovery was not measured (never healed, no baseline, or the workload
+    /// stopped too soon after the heal).
     pub not_measured: u64,
 }
 
@@ -215,7 +223,7 @@ impl Recovery {
         }
         if self.not_measured > 0 {
             notes.push(format!(
-                "{} not measured: never healed or no baseline",
+                "{} not measured: never healed, no baseline or the workload stopped",
                 self.not_measured
             ));
         }
@@ -489,6 +497,7 @@ pub fn analyse(history: &History, config: &RecoveryConfig) -> Recovery {
         latest_completion.push(m);
     }
     let first_client_ns = attempts.iter().map(|a| a.invoke_ns).min().unwrap_or(0);
+    let idle = idle_spans(&attempts, config.window_ms * 1_000_000, end_ns);
     let served_between = |a: u64, b: u64| -> u64 {
         (served_ns.partition_point(|&t| t < b) - served_ns.partition_point(|&t| t < a)) as u64
     };
@@ -514,6 +523,7 @@ pub fn analyse(history: &History, config: &RecoveryConfig) -> Recovery {
                 failed: &failed,
                 latest_completion: &latest_completion,
                 served_between: &served_between,
+                idle: &idle,
             },
             &outages,
         );
@@ -528,7 +538,7 @@ pub fn analyse(history: &History, config: &RecoveryConfig) -> Recovery {
     let p50 = (!times.is_empty()).then(|| times[times.len().div_ceil(2) - 1]);
     let measured_not_recovered = faults
         .iter()
-        .filter(|f| f.recovery_s.is_none() && f.healed && f.baseline_ops_per_s.is_some())
+        .filter(|f| f.measured && f.recovery_s.is_none())
         .count() as u64;
     Recovery {
         config: *config,
@@ -580,6 +590,43 @@ struct Context<'a> {
     /// Latest completion among `failed[..=i]`.
     latest_completion: &'a [u64],
     served_between: &'a dyn Fn(u64, u64) -> u64,
+    /// Spans of at least a window with no client op invoked or in flight, by start.
+    idle: &'a [(u64, u64)],
+}
+
+impl Context<'_> {
+    /// Start of the first idle span that begins at or after `t`, or `t` itself when the
+    /// workload is idle at `t`.
+    fn workload_stops_after(&self, t: u64) -> Option<u64> {
+        let i = self.idle.partition_point(|s| s.1 < t);
+        self.idle.get(i).map(|s| s.0.max(t))
+    }
+}
+
+/// Spans of at least `min_ns` during which no client op was invoked or in flight (the
+/// workload had stopped or not begun), in time order, up to `end_ns`.
+fn idle_spans(attempts: &[Attempt], min_ns: u64, end_ns: u64) -> Vec<(u64, u64)> {
+    let mut busy: Vec<(u64, u64)> = attempts
+        .iter()
+        .map(|a| (a.invoke_ns, a.complete_ns))
+        .collect();
+    busy.sort_unstable();
+    let mut out = Vec::new();
+    let mut covered_to: Option<u64> = None;
+    for (a, b) in busy {
+        if let Some(c) = covered_to
+            && a >= c.saturating_add(min_ns)
+        {
+            out.push((c, a));
+        }
+        covered_to = Some(covered_to.map_or(b, |c| c.max(b)));
+    }
+    if let Some(c) = covered_to
+        && end_ns >= c.saturating_add(min_ns)
+    {
+        out.push((c, end_ns));
+    }
+    out
 }
 
 fn fault_recovery(
@@ -607,19 +654,43 @@ fn fault_recovery(
     let baseline = (baseline_len_s >= config.min_baseline_s)
         .then(|| (cx.served_between)(b0, start) as f64 / baseline_len_s)
         .filter(|r| *r > 0.0);
-    let during = (heal > start)
-        .then(|| (cx.served_between)(start, heal) as f64 / ((heal - start) as f64 / NS_PER_S));
-    // Recovery must be seen before the next change of faults and the end of the history.
+    // While the workload ran (it stops at the end of the run, e.g. during a long strobe).
+    let busy_until = cx.workload_stops_after(start).unwrap_or(heal).min(heal);
+    let during = (busy_until > start).then(|| {
+        (cx.served_between)(start, busy_until) as f64 / ((busy_until - start) as f64 / NS_PER_S)
+    });
+    // Recovery must be seen before the next change of faults, before the workload stops and
+    // before the end of the history.
     let next_change = cx
         .boundaries
         .iter()
         .copied()
-        .find(|b| *b > heal && !is_own(b));
-    let limit = next_change.unwrap_or(cx.end_ns).min(cx.end_ns);
-    let limit_reason = match next_change {
-        Some(b) if b < cx.end_ns => "the next fault change came first",
-        _ => "the history ended first",
+        .find(|b| *b > heal && !is_own(b))
+        .unwrap_or(u64::MAX);
+    let stops = cx.workload_stops_after(heal).unwrap_or(u64::MAX);
+    let limit = next_change.min(stops).min(cx.end_ns);
+    let pct = (config.recovered_fraction * 100.0).round();
+    // Why no recovery point was found before `limit`, and whether that is a measurement.
+    let (limit_reason, measurable) = if limit == stops {
+        (
+            format!(
+                "the workload stopped before {} s of {pct}% of the pre-fault throughput",
+                config.sustain_ms as f64 / 1e3
+            ),
+            false,
+        )
+    } else if limit == next_change {
+        (
+            format!("below {pct}% of the pre-fault throughput until the next fault change"),
+            true,
+        )
+    } else {
+        (
+            format!("below {pct}% of the pre-fault throughput until the end of the history"),
+            true,
+        )
     };
+    let mut measured = false;
     let (recovered_at, why_not) = if !iv.open {
         match baseline {
             None if baseline_len_s < config.min_baseline_s => (
@@ -634,14 +705,14 @@ fn fault_recovery(
                 Some("no baseline: nothing served before it".to_string()),
             ),
             Some(rate) => match recovery_point(heal, limit, rate, config, cx) {
-                Some(at) => (Some(at), None),
-                None => (
-                    None,
-                    Some(format!(
-                        "below {}% of the pre-fault throughput until {limit_reason}",
-                        (config.recovered_fraction * 100.0).round()
-                    )),
-                ),
+                Some(at) => {
+                    measured = true;
+                    (Some(at), None)
+                }
+                None => {
+                    measured = measurable;
+                    (None, Some(limit_reason))
+                }
             },
         }
     } else {
@@ -669,6 +740,7 @@ fn fault_recovery(
         first_failure_s: first_failure.map(secs),
         baseline_ops_per_s: baseline.map(round2),
         during_ops_per_s: during.map(round2),
+        measured,
         recovery_s: recovered_at.map(|at| secs(at - heal)),
         recovered_at_s: recovered_at.map(secs),
         not_recovered: why_not,
@@ -895,7 +967,7 @@ mod tests {
         assert_eq!(f.recovery_s, None, "{f:?}");
         assert_eq!(
             f.not_recovered.as_deref(),
-            Some("below 50% of the pre-fault throughput until the next fault change came first")
+            Some("below 50% of the pre-fault throughput until the next fault change")
         );
         // The second fault's baseline is cut at the first one's heal (20 s): 10 s before 30 s,
         // 10 of them after the heal → measured over [20, 30): 0.5 s of service in 10 s.
@@ -981,7 +1053,8 @@ mod tests {
         assert_eq!((r.recovered, r.not_recovered, r.not_measured), (0, 0, 1));
         assert_eq!(
             r.summary_line().unwrap(),
-            "recovery after heal: none measured (1 not measured: never healed or no baseline); \
+            "recovery after heal: none measured (1 not measured: never healed, no baseline or the \
+             workload stopped); \
              longest outage 4.6 s (read on all nodes at 0.4 s)"
         );
 
@@ -1009,6 +1082,46 @@ mod tests {
 
         let r = analyse(&History::default(), &RecoveryConfig::default());
         assert!(r.faults.is_empty() && r.outages.is_empty() && r.summary_line().is_none());
+    }
+
+    /// The workload stops at the run's time limit while a long fault (a strobe) still runs:
+    /// throughput during it counts only while the workload ran, and recovery cannot be judged
+    /// after the heal because nothing runs any more.
+    #[test]
+    fn a_stopped_workload_is_not_an_outage_of_recovery() {
+        let mut g = Gen::new();
+        g.nem(9_000, "strobe-clock", json!({"nodes": ["n1"]}));
+        g.nem(
+            25_000,
+            "strobe-clock",
+            json!({"nodes": ["n1"], "ran_ms": 15_000}),
+        );
+        g.nem(25_010, "reset-clock", Value::Null);
+        g.nem(25_100, "reset-clock", json!({"nodes": ["n1"]}));
+        g.client(0, "n1", "read", 0, 20_000, 100, &[], 100);
+        // Final reads after a settle period.
+        g.client(0, "n1", "read", 30_000, 30_500, 100, &[], 100);
+        let r = analyse(&g.history(), &RecoveryConfig::default());
+        let f = &r.faults[0];
+        assert_eq!((f.start_s, f.end_s), (10.0, 25.0));
+        assert!(close(f.baseline_ops_per_s, 10.0), "{f:?}");
+        // 10 s of service at 10/s from 10 s until the workload stopped at 20 s.
+        assert!(close(f.during_ops_per_s, 10.0), "{f:?}");
+        assert_eq!(
+            f.not_recovered.as_deref(),
+            Some("the workload stopped before 3 s of 50% of the pre-fault throughput")
+        );
+        assert!(r.outages.is_empty(), "{:?}", r.outages);
+        assert_eq!((r.recovered, r.not_recovered, r.not_measured), (0, 0, 1));
+        let idle = idle_spans(&attempts(&g_history_again()).0, 1_000 * MS, 30_502 * MS);
+        assert_eq!(idle, vec![(19_902 * MS, 30_000 * MS)]);
+    }
+
+    fn g_history_again() -> History {
+        let mut g = Gen::new();
+        g.client(0, "n1", "read", 0, 20_000, 100, &[], 100);
+        g.client(0, "n1", "read", 30_000, 30_500, 100, &[], 100);
+        g.history()
     }
 
     #[test]
