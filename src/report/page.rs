@@ -637,7 +637,12 @@ fn recovery_section(out: &mut String, history: &History, results: &Value) {
                 f.end_s,
                 if f.healed { "" } else { " (never healed)" },
                 opt(f.first_failure_s, 3),
-                opt(f.baseline_ops_per_s, 1),
+                opt(f.baseline_ops_per_s, 1)
+                    + if f.baseline_inherited {
+                        " (the previous fault's: it never recovered)"
+                    } else {
+                        ""
+                    },
                 opt(f.during_ops_per_s, 1),
                 esc(&recovery),
                 esc(&outage)

@@ -23,7 +23,9 @@
 //! - **Pre-fault level** (baseline): served ops per second over the `baseline_s` before the
 //!   fault's start, cut at the latest earlier change of faults (another fault's start or end, or
 //!   an earlier fault's recovery point) and at the first client op. Shorter than
-//!   `min_baseline_s`, or nothing served in it: no baseline, recovery not measured.
+//!   `min_baseline_s`, or nothing served in it: no baseline, recovery not measured. When the
+//!   fault that ended last before this one was healed but never recovered, the level before
+//!   this one is still degraded: its baseline is inherited from that fault (`baseline_inherited`).
 //! - **Longest outage** of a fault: the longest all-nodes outage lying mostly (more than half)
 //!   between the fault's start and its recovery point (else the next change of faults or the
 //!   end of the history).
@@ -140,6 +142,8 @@ pub struct FaultRecovery {
     pub first_failure_s: Option<f64>,
     /// Served ops per second before the fault; `None` without a usable baseline.
     pub baseline_ops_per_s: Option<f64>,
+    /// True when `baseline_ops_per_s` is the previous fault's, which never recovered.
+    pub baseline_inherited: bool,
     /// Served ops per second while it was in effect and the workload ran; `None` for an
     /// instantaneous fault.
     pub during_ops_per_s: Option<f64>,
@@ -509,11 +513,20 @@ pub fn analyse(history: &History, config: &RecoveryConfig) -> Recovery {
         .collect();
     boundaries.sort_unstable();
     let mut recovered_points: Vec<u64> = Vec::new();
-    let mut faults = Vec::with_capacity(intervals.len());
+    let mut faults: Vec<FaultRecovery> = Vec::with_capacity(intervals.len());
     for iv in &intervals {
+        // The fault that ended last before this one started, if it never recovered: the level
+        // before this fault is still degraded, so its pre-fault level carries over.
+        let unrecovered_before = faults
+            .iter()
+            .filter(|f| f.healed && f.end_s <= iv.start_s)
+            .max_by(|a, b| a.end_s.total_cmp(&b.end_s))
+            .filter(|f| f.recovery_s.is_none())
+            .and_then(|f| f.baseline_ops_per_s);
         let fr = fault_recovery(
             iv,
             config,
+            unrecovered_before,
             &Context {
                 end_ns,
                 first_client_ns,
@@ -632,6 +645,7 @@ fn idle_spans(attempts: &[Attempt], min_ns: u64, end_ns: u64) -> Vec<(u64, u64)>
 fn fault_recovery(
     iv: &FaultInterval,
     config: &RecoveryConfig,
+    inherited_baseline: Option<f64>,
     cx: &Context<'_>,
     outages: &[Outage],
 ) -> FaultRecovery {
@@ -651,9 +665,11 @@ fn fault_recovery(
         .max(cx.first_client_ns)
         .max(start.saturating_sub(ns_of(config.baseline_s)));
     let baseline_len_s = start.saturating_sub(b0) as f64 / NS_PER_S;
-    let baseline = (baseline_len_s >= config.min_baseline_s)
-        .then(|| (cx.served_between)(b0, start) as f64 / baseline_len_s)
-        .filter(|r| *r > 0.0);
+    let baseline = inherited_baseline.or_else(|| {
+        (baseline_len_s >= config.min_baseline_s)
+            .then(|| (cx.served_between)(b0, start) as f64 / baseline_len_s)
+            .filter(|r| *r > 0.0)
+    });
     // While the workload ran (it stops at the end of the run, e.g. during a long strobe).
     let busy_until = cx.workload_stops_after(start).unwrap_or(heal).min(heal);
     let during = (busy_until > start).then(|| {
@@ -693,7 +709,7 @@ fn fault_recovery(
     let mut measured = false;
     let (recovered_at, why_not) = if !iv.open {
         match baseline {
-            None if baseline_len_s < config.min_baseline_s => (
+            None if baseline_len_s < config.min_baseline_s && inherited_baseline.is_none() => (
                 None,
                 Some(format!(
                     "no baseline: less than {} s without fault changes before it",
@@ -739,6 +755,7 @@ fn fault_recovery(
         healed: !iv.open,
         first_failure_s: first_failure.map(secs),
         baseline_ops_per_s: baseline.map(round2),
+        baseline_inherited: inherited_baseline.is_some(),
         during_ops_per_s: during.map(round2),
         measured,
         recovery_s: recovered_at.map(|at| secs(at - heal)),
@@ -969,10 +986,14 @@ mod tests {
             f.not_recovered.as_deref(),
             Some("below 50% of the pre-fault throughput until the next fault change")
         );
-        // The second fault's baseline is cut at the first one's heal (20 s): 10 s before 30 s,
-        // 10 of them after the heal → measured over [20, 30): 0.5 s of service in 10 s.
+        // The first fault never recovered, so the level before the second one is still
+        // degraded (0.5 s of service in the 10 s since the heal): its baseline is the first's.
         let s = &r.faults[1];
-        assert!(close(s.baseline_ops_per_s, 1.0), "{s:?}");
+        assert!(
+            close(s.baseline_ops_per_s, 20.0) && s.baseline_inherited,
+            "{s:?}"
+        );
+        assert!(!f.baseline_inherited);
         assert!(close(s.recovered_at_s, 35.002), "{s:?}");
         assert_eq!((r.recovered, r.not_recovered), (1, 1));
         // The outage after the burst (20.4–31 s) lies mostly within the first fault's window
