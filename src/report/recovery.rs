@@ -502,9 +502,6 @@ pub fn analyse(history: &History, config: &RecoveryConfig) -> Recovery {
     }
     let first_client_ns = attempts.iter().map(|a| a.invoke_ns).min().unwrap_or(0);
     let idle = idle_spans(&attempts, config.window_ms * 1_000_000, end_ns);
-    let served_between = |a: u64, b: u64| -> u64 {
-        (served_ns.partition_point(|&t| t < b) - served_ns.partition_point(|&t| t < a)) as u64
-    };
 
     let intervals = fault_intervals(history);
     let mut boundaries: Vec<u64> = intervals
@@ -535,7 +532,6 @@ pub fn analyse(history: &History, config: &RecoveryConfig) -> Recovery {
                 served_ns: &served_ns,
                 failed: &failed,
                 latest_completion: &latest_completion,
-                served_between: &served_between,
                 idle: &idle,
             },
             &outages,
@@ -602,12 +598,17 @@ struct Context<'a> {
     failed: &'a [(u64, u64)],
     /// Latest completion among `failed[..=i]`.
     latest_completion: &'a [u64],
-    served_between: &'a dyn Fn(u64, u64) -> u64,
     /// Spans of at least a window with no client op invoked or in flight, by start.
     idle: &'a [(u64, u64)],
 }
 
 impl Context<'_> {
+    /// Served ops completed in `[a, b)`.
+    fn served_between(&self, a: u64, b: u64) -> u64 {
+        let before = |t: u64| self.served_ns.partition_point(|&s| s < t);
+        before(b).saturating_sub(before(a)) as u64
+    }
+
     /// Start of the first idle span that begins at or after `t`, or `t` itself when the
     /// workload is idle at `t`.
     fn workload_stops_after(&self, t: u64) -> Option<u64> {
@@ -667,13 +668,13 @@ fn fault_recovery(
     let baseline_len_s = start.saturating_sub(b0) as f64 / NS_PER_S;
     let baseline = inherited_baseline.or_else(|| {
         (baseline_len_s >= config.min_baseline_s)
-            .then(|| (cx.served_between)(b0, start) as f64 / baseline_len_s)
+            .then(|| cx.served_between(b0, start) as f64 / baseline_len_s)
             .filter(|r| *r > 0.0)
     });
     // While the workload ran (it stops at the end of the run, e.g. during a long strobe).
     let busy_until = cx.workload_stops_after(start).unwrap_or(heal).min(heal);
     let during = (busy_until > start).then(|| {
-        (cx.served_between)(start, busy_until) as f64 / ((busy_until - start) as f64 / NS_PER_S)
+        cx.served_between(start, busy_until) as f64 / ((busy_until - start) as f64 / NS_PER_S)
     });
     // Recovery must be seen before the next change of faults, before the workload stops and
     // before the end of the history.
@@ -790,7 +791,7 @@ fn recovery_point(
     let mut run = 0u64;
     for k in 0..=last_start + windows_per_check - 1 {
         let t = heal + k * step;
-        if (cx.served_between)(t, t + window) >= need {
+        if cx.served_between(t, t + window) >= need {
             run += 1;
             if run == windows_per_check {
                 let first = k + 1 - windows_per_check;
