@@ -15,8 +15,9 @@
 //! A strobe holds the nemesis thread for its whole duration, so it measures for itself: when its
 //! op value asks for `offsets_every_ms`, a sampler thread measures every node's offset at that
 //! period while the strobe runs, and the completion value reports the samples (`offsets`, each
-//! `at_ms` after the strobe began) and how long the strobe ran (`ran_ms`, ending at the
-//! completion), from which reports place the fault band and the samples in time.
+//! `at_ms` after the strobe began), how long the strobe ran (`ran_ms`) and how long before the
+//! op's completion it ended (`ended_ms_before`: the wait for the last sample), from which reports
+//! place the fault band and the samples in time.
 //!
 //! Where the clock lives:
 //! - In the sandbox every node's sshd preloads `clockshim.c` (see `sandbox`), so `date -s` on a
@@ -645,28 +646,32 @@ impl Nemesis {
             .zip(&self.cfg.remotes)
             .map(|(n, r)| (n.name.clone(), r.clone()))
             .collect();
-        let (ran, samples) =
+        let (t0, ended, samples) =
             self.journaled("inject", STROBE, detail.clone(), Some(RESET), |n| {
                 let stop = StopSignal::default();
                 let t0 = Instant::now();
-                let (result, samples) = std::thread::scope(|s| {
+                let (result, ended, samples) = std::thread::scope(|s| {
                     let (all, stop) = (&all, &stop);
                     let sampler =
                         every.map(|every| s.spawn(move || sample_offsets(all, every, t0, stop)));
                     let result = n.on_nodes(&idx, |r, _| strobe(r, delta, period, duration));
+                    let ended = Instant::now();
                     stop.stop();
+                    // The last measurement may still be running: its sample is kept.
                     let samples = sampler
                         .map(|h| h.join().unwrap_or_default())
                         .unwrap_or_default();
-                    (result, samples)
+                    (result, ended, samples)
                 });
-                result.map(|()| (t0.elapsed(), samples))
+                result.map(|()| (t0, ended, samples))
             })?;
         let mut out = detail;
-        out["ran_ms"] = json!(ms_rounded(ran));
+        out["ran_ms"] = json!(ms_rounded(ended - t0));
         if every.is_some() {
             out["offsets"] = Value::Array(samples);
         }
+        // From the strobe's end to this op's completion (the last sample, the journal record).
+        out["ended_ms_before"] = json!(ms_rounded(ended.elapsed()));
         Ok(out)
     }
 
@@ -1120,6 +1125,8 @@ mod tests {
             .unwrap();
         let ran_ms = v["ran_ms"].as_f64().unwrap();
         assert!((550.0..2_000.0).contains(&ran_ms), "{v}");
+        let after_ms = v["ended_ms_before"].as_f64().unwrap();
+        assert!((0.0..500.0).contains(&after_ms), "{v}");
         let samples = v["offsets"].as_array().unwrap();
         assert!((3..=6).contains(&samples.len()), "{v}");
         let mut last = 0.0;

@@ -292,7 +292,7 @@ pub fn anomaly_density(results: &Value) -> Vec<AnomalyDensity> {
 /// Clock offsets per node: node → [(time s, offset ms)], nodes sorted by name, points in time
 /// order. From `clock-offsets` nemesis ops (at the op's time) and from the samples a strobe took
 /// while it ran (a `strobe-clock` completion's `offsets`, each `at_ms` after the strobe began,
-/// which is `ran_ms` before the completion). Ops whose value has no `offsets_ms` object (the
+/// see `report::faults::spanned`). Ops whose value has no `offsets_ms` object (the
 /// invocations) and non-numeric offsets are skipped.
 pub fn clock_offsets(history: &History) -> BTreeMap<String, Vec<(f64, f64)>> {
     let mut out: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
@@ -311,12 +311,10 @@ pub fn clock_offsets(history: &History) -> BTreeMap<String, Vec<(f64, f64)>> {
         if op.f == CLOCK_OFFSETS_VERB {
             add(t_s, &op.value);
         } else if op.f == STROBE_VERB
-            && let (Some(ran_ms), Some(samples)) = (
-                op.value.get("ran_ms").and_then(Value::as_f64),
-                op.value.get("offsets").and_then(Value::as_array),
-            )
+            && op.value.get("ran_ms").is_some()
+            && let Some(samples) = op.value.get("offsets").and_then(Value::as_array)
         {
-            let began_s = t_s - ran_ms / 1e3;
+            let (began_s, _) = crate::report::faults::spanned(op, None);
             for sample in samples {
                 if let Some(at_ms) = sample.get("at_ms").and_then(Value::as_f64)
                     && at_ms.is_finite()

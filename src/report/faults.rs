@@ -218,16 +218,34 @@ fn fault_label(kind: &str, f: &str, invoke: Option<&Value>, done: &Value) -> Str
     )
 }
 
+/// When a spanning fault (a strobe) was in effect, in seconds, from its completion `done`: it
+/// ended `ended_ms_before` the completion (0 when absent) and lasted `ran_ms`; histories without
+/// `ran_ms` give the span from its invocation to its completion.
+pub fn spanned(done: &Op, invoke: Option<&Op>) -> (f64, f64) {
+    let ms = |key: &str| {
+        done.value
+            .get(key)
+            .and_then(Value::as_f64)
+            .filter(|x| x.is_finite() && *x >= 0.0)
+    };
+    let done_s = done.time_ns as f64 / 1e9;
+    let end_s = (done_s - ms("ended_ms_before").unwrap_or(0.0) / 1e3).max(0.0);
+    match (ms("ran_ms"), invoke) {
+        (Some(ran), _) => ((end_s - ran / 1e3).max(0.0), end_s),
+        (None, Some(i)) => (i.time_ns as f64 / 1e9, done_s),
+        (None, None) => (done_s, done_s),
+    }
+}
+
 /// Fault intervals of a history, ordered by start time.
 ///
 /// Nemesis ops come in pairs (invocation, completion) of the same `f`; an interval runs from the
 /// completion of a starting op (`start-partition`, `kill`, `pause`, `start-X`) to the completion of
 /// the matching stopping op (`stop-partition`, `start`, `resume`, `stop-X`); verbs and kinds come
 /// from [`kinds::KINDS`]. One-shot kinds (promote) give a zero-width interval at their completion.
-/// A spanning verb ([`kinds::spans_its_op`], the clock strobe) is in effect while its op runs:
-/// its interval ends at its completion and starts `ran_ms` (as the completion value reports)
-/// before it, or at its invocation in histories without `ran_ms`; the stop that follows (a
-/// `reset-clock`) then finds nothing open.
+/// A spanning verb ([`kinds::spans_its_op`], the clock strobe) is in effect while its op runs,
+/// as its completion value reports ([`spanned`]); the stop that follows (a `reset-clock`) then
+/// finds nothing open.
 /// A completion carrying an `error` (or typed `fail`) is treated as not having happened.
 /// A stop with no open fault of its kind is ignored; a second start while one is open extends the
 /// open interval's label. Faults the history never shows ending run to the end of the history and
@@ -263,21 +281,11 @@ pub fn fault_intervals(history: &History) -> Vec<FaultInterval> {
         if starts {
             let label = fault_label(&kind, &op.f, invoke.map(|p| &p.value), &op.value);
             if kinds::spans_its_op(&op.f) {
-                let ran_s = op
-                    .value
-                    .get("ran_ms")
-                    .and_then(Value::as_f64)
-                    .filter(|r| r.is_finite() && *r >= 0.0)
-                    .map(|r| r / 1e3);
-                let start_s = match (ran_s, invoke) {
-                    (Some(r), _) => (t_s - r).max(0.0),
-                    (None, Some(i)) => i.time_ns as f64 / 1e9,
-                    (None, None) => t_s,
-                };
+                let (start_s, end_s) = spanned(op, invoke);
                 out.push(FaultInterval {
                     kind,
                     start_s,
-                    end_s: t_s,
+                    end_s,
                     open: false,
                     label,
                 });
@@ -517,7 +525,8 @@ mod tests {
         let strobe =
             json!({"nodes": ["n2"], "delta_ms": 200, "period_ms": 500, "duration_ms": 10000});
         let mut done = strobe.clone();
-        done["ran_ms"] = json!(10_150.0);
+        done["ran_ms"] = json!(10_100.0);
+        done["ended_ms_before"] = json!(50.0);
         let mut ops = vec![
             nem(5_000, "strobe-clock", strobe.clone()),
             nem(15_200, "strobe-clock", done),
@@ -528,7 +537,7 @@ mod tests {
         let iv = fault_intervals(&sorted(ops.clone()));
         assert_eq!(iv.len(), 1, "{iv:?}");
         assert!(
-            (iv[0].start_s - 5.05).abs() < 1e-9 && (iv[0].end_s - 15.2).abs() < 1e-9,
+            (iv[0].start_s - 5.05).abs() < 1e-9 && (iv[0].end_s - 15.15).abs() < 1e-9,
             "{iv:?}"
         );
         assert!(!iv[0].open);
