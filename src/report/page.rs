@@ -1177,8 +1177,8 @@ mod tests {
         assert!(
             html.contains(
                 "<tr><td>partition partition isolate n2</td><td>1.600–3.250</td><td>–</td>\
-                 <td>0.6</td><td>–</td><td>not measured: the workload stopped before 3 s \
-                 of 50% of the pre-fault throughput</td><td>–</td></tr>"
+                 <td>0.6</td><td>–</td><td>not measured: only 0.0 s from the heal until the \
+                 workload stopped, 3 s needed</td><td>–</td></tr>"
             ),
             "recovery row missing"
         );

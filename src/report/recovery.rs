@@ -24,8 +24,8 @@
 //!   fault's start, cut at the latest earlier change of faults (another fault's start or end, or
 //!   an earlier fault's recovery point) and at the first client op. Shorter than
 //!   `min_baseline_s`, or nothing served in it: no baseline, recovery not measured. When the
-//!   fault that ended last before this one was healed but never recovered, the level before
-//!   this one is still degraded: its baseline is inherited from that fault (`baseline_inherited`).
+//!   fault that ended last before this one was seen not to recover, the level before this one
+//!   is still degraded: its baseline is inherited from that fault (`baseline_inherited`).
 //! - **Longest outage** of a fault: the longest all-nodes outage lying mostly (more than half)
 //!   between the fault's start and its recovery point (else the next change of faults or the
 //!   end of the history).
@@ -36,7 +36,8 @@
 //!   point − heal. The whole `sustain_ms` must fit before the next change of faults, before the
 //!   workload stops (an idle span: `window_ms` or more with no client op invoked or in flight,
 //!   as after the run's time limit) and before the end of the history, else the fault is "not
-//!   recovered" with that reason. A fault never healed in the history is not recovered either.
+//!   recovered" with that reason — or "not measured" when less than `sustain_ms` was left after
+//!   the heal, or the workload stopped. A fault never healed in the history is not measured.
 //! - **Throughput during** a fault: served ops per second from its start to its heal, or to
 //!   where the workload stopped if that came first.
 
@@ -512,13 +513,13 @@ pub fn analyse(history: &History, config: &RecoveryConfig) -> Recovery {
     let mut recovered_points: Vec<u64> = Vec::new();
     let mut faults: Vec<FaultRecovery> = Vec::with_capacity(intervals.len());
     for iv in &intervals {
-        // The fault that ended last before this one started, if it never recovered: the level
-        // before this fault is still degraded, so its pre-fault level carries over.
+        // The fault that ended last before this one started, if it was seen not to recover: the
+        // level before this fault is still degraded, so its pre-fault level carries over.
         let unrecovered_before = faults
             .iter()
             .filter(|f| f.healed && f.end_s <= iv.start_s)
             .max_by(|a, b| a.end_s.total_cmp(&b.end_s))
-            .filter(|f| f.recovery_s.is_none())
+            .filter(|f| f.measured && f.recovery_s.is_none())
             .and_then(|f| f.baseline_ops_per_s);
         let fr = fault_recovery(
             iv,
@@ -687,23 +688,32 @@ fn fault_recovery(
     let stops = cx.workload_stops_after(heal).unwrap_or(u64::MAX);
     let limit = next_change.min(stops).min(cx.end_ns);
     let pct = (config.recovered_fraction * 100.0).round();
-    // Why no recovery point was found before `limit`, and whether that is a measurement.
-    let (limit_reason, measurable) = if limit == stops {
+    let what = if limit == stops {
+        "the workload stopped"
+    } else if limit == next_change {
+        "the next fault change"
+    } else {
+        "the end of the history"
+    };
+    // Why no recovery point was found before `limit`, and whether that is a measurement: too
+    // little time after the heal to see a sustained recovery is not one.
+    let sustain_s = config.sustain_ms.max(config.window_ms) as f64 / 1e3;
+    let room_s = limit.saturating_sub(heal) as f64 / NS_PER_S;
+    let (limit_reason, measurable) = if room_s < sustain_s {
+        (
+            format!("only {room_s:.1} s from the heal until {what}, {sustain_s} s needed"),
+            false,
+        )
+    } else if limit == stops {
         (
             format!(
-                "the workload stopped before {} s of {pct}% of the pre-fault throughput",
-                config.sustain_ms as f64 / 1e3
+                "the workload stopped before {sustain_s} s of {pct}% of the pre-fault throughput"
             ),
             false,
         )
-    } else if limit == next_change {
-        (
-            format!("below {pct}% of the pre-fault throughput until the next fault change"),
-            true,
-        )
     } else {
         (
-            format!("below {pct}% of the pre-fault throughput until the end of the history"),
+            format!("below {pct}% of the pre-fault throughput until {what}"),
             true,
         )
     };
@@ -1092,6 +1102,31 @@ mod tests {
                 .unwrap()
                 .starts_with("no baseline: less than 1 s")
         );
+        // Faults 1.5 s apart: too little time after a heal to see a sustained recovery, so
+        // not measured, and the next fault keeps its own baseline.
+        let mut g = Gen::new();
+        partition(&mut g, 5_000, 6_000);
+        partition(&mut g, 7_500, 8_500);
+        g.client(
+            0,
+            "n1",
+            "read",
+            0,
+            20_000,
+            100,
+            &[(5_000, 6_000), (7_500, 8_500)],
+            100,
+        );
+        let r = analyse(&g.history(), &RecoveryConfig::default());
+        assert_eq!(
+            r.faults[0].not_recovered.as_deref(),
+            Some("only 1.5 s from the heal until the next fault change, 3 s needed")
+        );
+        assert!(!r.faults[0].measured && !r.faults[1].baseline_inherited);
+        assert!(
+            r.faults[1].measured && r.faults[1].recovery_s.is_some(),
+            "{r:?}"
+        );
         // A one-shot fault (promote) is measured from its instant.
         let mut g = Gen::new();
         g.nem(4_990, "promote", json!({"node": "n2"}));
@@ -1131,7 +1166,7 @@ mod tests {
         assert!(close(f.during_ops_per_s, 10.0), "{f:?}");
         assert_eq!(
             f.not_recovered.as_deref(),
-            Some("the workload stopped before 3 s of 50% of the pre-fault throughput")
+            Some("only 0.0 s from the heal until the workload stopped, 3 s needed")
         );
         assert!(r.outages.is_empty(), "{:?}", r.outages);
         assert_eq!((r.recovered, r.not_recovered, r.not_measured), (0, 0, 1));
