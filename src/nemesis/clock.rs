@@ -44,7 +44,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 /// Verbs of the clock faults, as used in history ops and the fault journal.
 pub const BUMP: &str = "bump-clock";
 /// Flip a node's clock back and forth.
-pub const STROBE: &str = "strobe-clock";
+pub const STROBE: &str = crate::generator::STROBE_VERB;
 /// Undo `bump-clock` and `strobe-clock`.
 pub const RESET: &str = "reset-clock";
 /// Measure every node's offset from the controller.

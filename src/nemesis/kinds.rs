@@ -60,7 +60,7 @@ pub const CLOCK_OFFSETS_VERB: &str = "clock-offsets";
 /// clock for its duration and leaves it where it was, all before its completion. Such a fault is
 /// in effect from the op's start to its completion; its kind's stop verb (`reset-clock`) that
 /// follows finds nothing left to heal.
-pub const SPANNING_VERBS: &[&str] = &["strobe-clock"];
+pub const SPANNING_VERBS: &[&str] = &[crate::generator::STROBE_VERB];
 
 /// True for a [`SPANNING_VERBS`] verb.
 pub fn spans_its_op(f: &str) -> bool {
