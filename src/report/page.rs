@@ -1209,6 +1209,65 @@ mod tests {
         assert_eq!(std::fs::read_to_string(path).unwrap(), html);
     }
 
+    /// A run whose controller was killed mid-fault: the fault runs to the end of the history,
+    /// and the table says it was never healed in it.
+    #[test]
+    fn a_fault_never_healed_is_tabled_to_the_end_of_the_history() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run");
+        write_run(&dir, "killed", "2026-11-29T21:29:52Z", 1);
+        let ops = [
+            (
+                0u64,
+                OpType::Invoke,
+                Process::Client(0),
+                "read",
+                Value::Null,
+            ),
+            (
+                1_000_000,
+                OpType::Ok,
+                Process::Client(0),
+                "read",
+                Value::Null,
+            ),
+            (
+                500_000_000,
+                OpType::Info,
+                Process::Nemesis,
+                "kill",
+                json!("one"),
+            ),
+            (
+                600_000_000,
+                OpType::Info,
+                Process::Nemesis,
+                "kill",
+                json!({"nodes": ["n3"]}),
+            ),
+            (
+                2_000_000_000,
+                OpType::Invoke,
+                Process::Client(1),
+                "read",
+                Value::Null,
+            ),
+        ];
+        std::fs::write(dir.join(HISTORY_FILE), history_text(&ops)).unwrap();
+        let html = render_run_page(&dir).unwrap();
+        assert!(
+            html.contains(
+                "<tr><td>0.600</td><td>2.000 (end of history: never healed in it)</td>\
+                 <td>1.400</td>"
+            ),
+            "fault row"
+        );
+        assert!(
+            html.contains("<td>0.600–2.000 (never healed)</td>"),
+            "recovery row"
+        );
+    }
+
     #[test]
     fn optional_files_missing_are_omitted() {
         let tmp = tempfile::tempdir().unwrap();

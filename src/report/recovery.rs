@@ -1196,6 +1196,56 @@ mod tests {
         assert_eq!(stored_or_analysed(None, &h), r);
     }
 
+    /// Histories in any order with stray, unfinished and odd ops never make it panic, and what
+    /// it reports stays consistent.
+    #[test]
+    fn arbitrary_histories_do_not_panic() {
+        use rand::{RngExt, SeedableRng};
+        let verbs = [
+            "start-partition",
+            "stop-partition",
+            "kill",
+            "start",
+            "strobe-clock",
+            "reset-clock",
+            "promote",
+            "read",
+        ];
+        for seed in 0..200u64 {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let mut g = Gen::new();
+            for _ in 0..rng.random_range(0..300) {
+                let t = rng.random_range(0..30_000u64);
+                let p = rng.random_range(0..6u64);
+                let ty = [OpType::Invoke, OpType::Ok, OpType::Fail, OpType::Info]
+                    [rng.random_range(0..4)];
+                if rng.random_bool(0.1) {
+                    let f = verbs[rng.random_range(0..verbs.len())];
+                    g.nem(t, f, json!({"ran_ms": rng.random_range(0..50_000u64)}));
+                } else {
+                    let node = ["n1", "n2"][rng.random_range(0..2)];
+                    g.op(t, ty, Process::Client(p), "read", Some(node));
+                }
+            }
+            let mut ops = g.ops;
+            if seed % 2 == 0 {
+                ops.sort_by_key(|o| o.time_ns);
+            }
+            let r = analyse(&History::from_ops(ops), &RecoveryConfig::default());
+            assert_eq!(
+                r.recovered + r.not_recovered + r.not_measured,
+                r.faults.len() as u64
+            );
+            for f in &r.faults {
+                if let (Some(at), Some(rec)) = (f.recovered_at_s, f.recovery_s) {
+                    assert!(at >= f.end_s && rec >= 0.0, "{f:?}");
+                }
+            }
+            let _ = r.summary_line();
+            let _ = r.shading();
+        }
+    }
+
     #[test]
     fn interner_ids_are_stable_past_the_linear_limit() {
         let names: Vec<String> = (0..40).map(|i| format!("f{i}")).collect();
