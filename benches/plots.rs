@@ -6,18 +6,21 @@
 //! plus nemesis pairs of every fault kind (partition, kill, pause, clock, loss, bandwidth, delay,
 //! promote) spread over the run, `clock-offsets` measurements every second, and a results value
 //! with a linearizability witness (20 minimized ops), 100 session violations and stale-read
-//! stats. Renders every chart of a run page in SVG and PNG: latency-raw, latency-quantiles and
-//! throughput (1 s windows), clock offsets, anomaly timeline, stale reads. Run with
+//! stats, plus a time histogram of 200,000 monotonic-reads violations (the anomaly timeline
+//! draws them as density). Renders every chart of a run page in SVG and PNG: latency-raw,
+//! latency-quantiles and throughput (1 s windows), clock offsets, anomaly timeline, stale reads;
+//! and times `report::recovery::analyse` (recovery and unavailability per fault) alone. Run with
 //! `cargo bench --bench plots`; with `PLOTS_BENCH_ONCE=1` it renders once and prints the time of
-//! each chart, the total and the SVG/PNG sizes instead of a criterion statistics run
-//! (`PLOTS_BENCH_OUT=dir` also writes the files there).
+//! each chart, the total, the SVG/PNG sizes and the recovery analysis instead of a criterion
+//! statistics run (`PLOTS_BENCH_OUT=dir` also writes the files there).
 
 use criterion::{Criterion, criterion_group};
 use serde_json::json;
 use shakedown::checker::linear::histgen::{GenConfig, generate_register_history};
+use shakedown::checker::session::TimeHistogram;
 use shakedown::history::{History, Op, OpType, Process};
-use shakedown::report::anomalies::{anomaly_marks, stale_reads};
-use shakedown::report::{Figure, Formats, plots};
+use shakedown::report::anomalies::{anomaly_density, anomaly_marks, stale_reads};
+use shakedown::report::{Figure, Formats, plots, recovery};
 use std::time::{Duration, Instant};
 
 fn big() -> History {
@@ -127,11 +130,18 @@ fn results(h: &History) -> serde_json::Value {
                    "earlier_version": 12, "later_version": 9, "witness": "read 12 then 9"})
         })
         .collect();
+    // 200,000 violations spread over the run, as the session checker's time histogram.
+    let end_ns = h.ops.last().map_or(0, |o| o.time_ns);
+    let times: Vec<u64> = (0..200_000u64)
+        .map(|k| (k * k) % 200_000 * (end_ns / 200_000))
+        .collect();
+    let timeline = TimeHistogram::of(&times, end_ns);
     json!({"valid": "invalid", "checkers": [
         {"checker": "linearizable", "verdict": "invalid", "summary": "",
          "details": {"parts": [{"key": "7", "witness": {"op": wop(n / 3 + 1200), "minimized": minimized}}]}},
         {"checker": "session", "verdict": "invalid", "summary": "",
-         "details": {"guarantees": [{"guarantee": "monotonic-reads", "violations": 100, "witnesses": witnesses}],
+         "details": {"guarantees": [{"guarantee": "monotonic-reads", "violations": 200000,
+                                     "witnesses": witnesses, "timeline": timeline}],
                      "stale": {"reads_measured": 400000, "stale_reads": 5000,
                                "versions_behind": {"p50": 0, "p90": 0, "p99": 2, "max": 9},
                                "ms_behind": {"p50": 0.0, "p90": 0.0, "p99": 40.0, "max": 120.0},
@@ -156,7 +166,7 @@ fn charts() -> [Chart; 6] {
         ("throughput", |h, _| Some(plots::throughput(h, 1.0, F))),
         ("clock-offsets", |h, _| plots::clock_offsets(h, F)),
         ("anomalies", |h, r| {
-            plots::anomaly_timeline(h, &anomaly_marks(h, r), F)
+            plots::anomaly_timeline(h, &anomaly_marks(h, r), &anomaly_density(r), F)
         }),
         ("stale-reads", |_, r| {
             stale_reads(r).and_then(|s| plots::stale_reads(&s, F))
@@ -208,6 +218,15 @@ fn once() {
         "total (6 charts one by one, SVG + PNG): {:.3} s",
         total.elapsed().as_secs_f64()
     );
+    let t = Instant::now();
+    let rec = recovery::analyse(&h, &Default::default());
+    println!(
+        "recovery::analyse: {:.3} s ({} faults, {} outages); {}",
+        t.elapsed().as_secs_f64(),
+        rec.faults.len(),
+        rec.outages_total,
+        rec.summary_line().unwrap_or_default()
+    );
     // What a run does: render_figures pairs the ops once for the three charts that use them.
     let t = Instant::now();
     let figs = shakedown::report::render_figures(&h, Some(&r), Formats::SvgAndPng);
@@ -226,6 +245,9 @@ fn bench_all(c: &mut Criterion) {
     let r = results(&h);
     g.bench_function("all_charts_svg_png_1M_ops", |b| {
         b.iter(|| charts().map(|(_, render)| render(&h, &r).map(|f| f.svg.len())))
+    });
+    g.bench_function("recovery_analyse_1M_ops", |b| {
+        b.iter(|| recovery::analyse(&h, &Default::default()).outages_total)
     });
     g.finish();
 }

@@ -112,6 +112,10 @@ pub fn run(args: RunArgs) -> i32 {
                         o.events
                     );
                 }
+                let stored = crate::report::read_results(&o.run_dir.path).ok().flatten();
+                if let Some(line) = stored.as_ref().and_then(crate::summary::recovery_line) {
+                    println!("{line}");
+                }
                 println!("phases: {}", crate::progress::timings_text(&o.phases));
                 for r in o.results.iter().filter(|r| r.verdict != Verdict::Valid) {
                     if let Some(text) = r.details.get("explanation").and_then(|v| v.as_str()) {

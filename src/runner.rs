@@ -783,6 +783,7 @@ fn write_results_with(
         json["reason"] = r.clone().into();
     }
     json["completion"] = serde_json::to_value(&completion).unwrap_or_default();
+    json[crate::report::recovery::RESULTS_KEY] = crate::report::recovery::to_json(&history);
     run_dir.write_json(RESULTS_FILE, &json)?;
     if let Some(p) = progress {
         p.phase(

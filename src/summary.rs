@@ -1,4 +1,5 @@
-//! Terminal summary of a run: op counts by function and outcome, latencies, verdicts.
+//! Terminal summary of a run: op counts by function and outcome, latencies, verdicts, and the
+//! one-line recovery summary.
 //!
 //! Pure: computed from a `History` and check results, rendered as a small aligned text table;
 //! plus the lines saying how an incomplete run ended and what cleanup left behind.
@@ -76,6 +77,13 @@ pub fn summarize(history: &History) -> BTreeMap<String, FnSummary> {
     out
 }
 
+/// The one-line recovery summary of a run ("recovery after heal: p50 0.8 s, max 4.1 s over 9
+/// faults; longest outage …", see `report::recovery`) from its results.json value, or `None`
+/// when it had no faults or the results hold no recovery.
+pub fn recovery_line(results: &serde_json::Value) -> Option<String> {
+    crate::report::recovery::from_results(results)?.summary_line()
+}
+
 /// Render the table and the verdict lines.
 pub fn render(summary: &BTreeMap<String, FnSummary>, results: &[CheckResult]) -> String {
     let mut s = String::new();
@@ -144,6 +152,43 @@ mod tests {
         assert_eq!(s["cas"].fail, 1);
         let text = render(&s, &[]);
         assert!(text.contains("write"));
+        let results = serde_json::json!({"recovery": crate::report::recovery::to_json(&h)});
+        assert_eq!(recovery_line(&results), None, "no faults, no recovery line");
+        assert_eq!(
+            recovery_line(&serde_json::json!({})),
+            None,
+            "no recovery stored"
+        );
+    }
+
+    #[test]
+    fn recovery_line_summarises_recovery_after_heals() {
+        let mut ops = Vec::new();
+        let mut at = |t_ms: u64, ty: OpType, p: Process, f: &str| {
+            let mut o = Op::new(ty, p, f, Value::Null);
+            o.time_ns = t_ms * 1_000_000;
+            ops.push(o);
+        };
+        for t in (0..20_000).step_by(100) {
+            // Nothing served from 10 s to 11.5 s (1.5 s after the heal at 10 s).
+            let down = (10_000..11_500).contains(&t);
+            at(t, OpType::Invoke, Process::Client(t), "read");
+            let end = if down { OpType::Info } else { OpType::Ok };
+            at(t + 5, end, Process::Client(t), "read");
+        }
+        at(5_000, OpType::Info, Process::Nemesis, "pause");
+        at(5_010, OpType::Info, Process::Nemesis, "pause");
+        at(10_000, OpType::Info, Process::Nemesis, "resume");
+        at(10_000, OpType::Info, Process::Nemesis, "resume");
+        ops.sort_by_key(|o| o.time_ns);
+        let h = History::from_ops(ops);
+        let results = serde_json::json!({"recovery": crate::report::recovery::to_json(&h)});
+        let line = recovery_line(&results).unwrap();
+        assert_eq!(
+            line,
+            "recovery after heal: p50 1.5 s, max 1.5 s over 1 fault; \
+             longest outage 1.6 s (all ops on all nodes at 9.9 s)"
+        );
     }
 
     #[test]

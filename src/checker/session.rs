@@ -253,6 +253,50 @@ pub struct GuaranteeResult {
     pub top_keys: Vec<KeyCount>,
     /// The first violations in history order, bounded by `max_witnesses_per_guarantee`.
     pub witnesses: Vec<Violation>,
+    /// When every violation happened (the later op's completion), as counts per time bucket.
+    pub timeline: TimeHistogram,
+}
+
+/// Counts of events over time, compact whatever their number: the run is cut into buckets of
+/// `bucket_ms` (10, 20, 50, 100, 200, 500 ms, 1 s, 2 s, … — the smallest giving at most
+/// [`MAX_TIME_BUCKETS`] buckets over the history) and only non-empty buckets are listed.
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct TimeHistogram {
+    /// Bucket width in ms.
+    pub bucket_ms: u64,
+    /// `[bucket start in ms since the run started, events in it]`, in time order, non-empty
+    /// buckets only.
+    pub buckets: Vec<[u64; 2]>,
+}
+
+/// Most buckets a [`TimeHistogram`] spreads a history over.
+pub const MAX_TIME_BUCKETS: u64 = 1_000;
+
+impl TimeHistogram {
+    /// Histogram of `times_ns` over a history lasting `span_ns`.
+    pub fn of(times_ns: &[u64], span_ns: u64) -> TimeHistogram {
+        let span_ms = span_ns.div_ceil(1_000_000).max(1);
+        let bucket_ms = (1..=18)
+            .flat_map(|e| [1, 2, 5].map(|m| m * 10u64.pow(e)))
+            .find(|w| span_ms.div_ceil(*w) <= MAX_TIME_BUCKETS)
+            .unwrap_or(u64::MAX / 2);
+        let mut counts: std::collections::BTreeMap<u64, u64> = Default::default();
+        for &t in times_ns {
+            *counts.entry(t / 1_000_000 / bucket_ms).or_insert(0) += 1;
+        }
+        TimeHistogram {
+            bucket_ms,
+            buckets: counts
+                .into_iter()
+                .map(|(b, n)| [b * bucket_ms, n])
+                .collect(),
+        }
+    }
+
+    /// Total events counted.
+    pub fn total(&self) -> u64 {
+        self.buckets.iter().map(|b| b[1]).sum()
+    }
 }
 
 /// Contradictory evidence about a key's version order: two ops reporting the same version with
@@ -355,6 +399,8 @@ pub struct SessionResult {
     pub version_conflicts: u64,
     /// The first version conflicts, bounded by `max_conflicts`.
     pub conflicts: Vec<VersionConflict>,
+    /// When every version conflict showed (the later op's completion), per time bucket.
+    pub conflict_timeline: TimeHistogram,
 }
 
 impl SessionResult {
@@ -766,6 +812,8 @@ struct GuaranteeAcc {
     violations: u64,
     per_key: FxHashMap<u32, u64>,
     witnesses: Vec<Violation>,
+    /// Completion time of every violating op.
+    times_ns: Vec<u64>,
 }
 
 const NO_KEY: u32 = u32::MAX;
@@ -1031,8 +1079,10 @@ pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResul
     };
     let mut version_conflicts = 0u64;
     let mut conflicts: Vec<VersionConflict> = Vec::new();
+    let mut conflict_times_ns: Vec<u64> = Vec::new();
     for &(a, b, at, kind) in &derived.conflicts {
         version_conflicts += 1;
+        conflict_times_ns.push(ops[b].time_ns);
         if conflicts.len() >= config.max_conflicts {
             continue;
         }
@@ -1083,6 +1133,7 @@ pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResul
             violations: 0,
             per_key: FxHashMap::default(),
             witnesses: Vec::new(),
+            times_ns: Vec::new(),
         })
         .collect();
     let mut versions_behind: Vec<u64> = Vec::new();
@@ -1194,6 +1245,7 @@ pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResul
                         && a != b
                     {
                         version_conflicts += 1;
+                        conflict_times_ns.push(op.time_ns);
                         if conflicts.len() < config.max_conflicts {
                             conflicts.push(VersionConflict {
                                 kind: "version-conflict",
@@ -1239,6 +1291,7 @@ pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResul
                 continue;
             }
             a.violations += 1;
+            a.times_ns.push(op.time_ns);
             *a.per_key.entry(k).or_insert(0) += 1;
             if a.witnesses.len() >= config.max_witnesses_per_guarantee {
                 continue;
@@ -1291,6 +1344,7 @@ pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResul
         }
     }
 
+    let span_ns = ops.iter().map(|o| o.time_ns).max().unwrap_or(0);
     let guarantees: Vec<GuaranteeResult> = Guarantee::ALL
         .iter()
         .zip(acc)
@@ -1313,6 +1367,7 @@ pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResul
                     })
                     .collect(),
                 witnesses: a.witnesses,
+                timeline: TimeHistogram::of(&a.times_ns, span_ns),
             }
         })
         .collect();
@@ -1385,6 +1440,7 @@ pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResul
         stale,
         version_conflicts,
         conflicts,
+        conflict_timeline: TimeHistogram::of(&conflict_times_ns, span_ns),
     }
 }
 
@@ -2132,6 +2188,27 @@ mod tests {
     }
 
     #[test]
+    fn time_histograms_pick_a_round_bucket_and_list_non_empty_ones() {
+        let ms = 1_000_000u64;
+        let h = TimeHistogram::of(&[0, 9 * ms, 10 * ms, 35 * ms, 35 * ms], 5_000 * ms);
+        assert_eq!(h.bucket_ms, 10);
+        assert_eq!(h.buckets, vec![[0, 2], [10, 1], [30, 2]]);
+        assert_eq!(h.total(), 5);
+        for (span_s, want) in [
+            (10u64, 10u64),
+            (11, 20),
+            (60, 100),
+            (1_000, 1_000),
+            (3_600, 5_000),
+        ] {
+            let h = TimeHistogram::of(&[span_s * 1_000 * ms], span_s * 1_000 * ms);
+            assert_eq!(h.bucket_ms, want, "{span_s} s");
+            assert_eq!(h.total(), 1);
+        }
+        assert!(TimeHistogram::of(&[], 0).buckets.is_empty());
+    }
+
+    #[test]
     fn witnesses_and_key_lists_are_bounded_but_totals_exact() {
         let mut b = B::new();
         for i in 0..50u64 {
@@ -2149,6 +2226,8 @@ mod tests {
         let g = r.guarantee(Guarantee::MonotonicReads);
         assert_eq!(g.violations, 45);
         assert_eq!(g.witnesses.len(), 3);
+        // The timeline counts every violation, not only the witnesses kept.
+        assert_eq!(g.timeline.total(), 45);
         assert_eq!(g.top_keys.len(), 2);
         assert_eq!(g.top_keys[0].violations, 9);
         assert_eq!(g.top_keys[0].key.as_deref(), Some("k0"));

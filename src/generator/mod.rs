@@ -49,7 +49,8 @@ pub use combinators::{
 };
 pub use nemesis::{
     CLOCK_OFFSETS, CLOCK_VERBS, FaultSpec, NemesisCycle, NemesisHeal, NemesisSchedule,
-    NemesisStack, WithClockOffsets, nemesis_cycle, nemesis_heal, nemesis_stack, with_clock_offsets,
+    NemesisStack, STROBE_OFFSETS_EVERY, STROBE_VERB, WithClockOffsets, nemesis_cycle, nemesis_heal,
+    nemesis_stack, with_clock_offsets,
 };
 pub use workload::{
     ConfigError, FinalReads, FinalReadsConfig, KeyLog, ListAppendConfig, ListAppendWorkload,

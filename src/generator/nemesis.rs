@@ -244,6 +244,14 @@ pub const CLOCK_VERBS: [&str; 3] = ["bump-clock", "strobe-clock", "reset-clock"]
 /// Nemesis op that measures every node's clock offset.
 pub const CLOCK_OFFSETS: &str = "clock-offsets";
 
+/// The clock strobe: it holds the nemesis thread for its whole duration, so
+/// [`with_clock_offsets`] asks it to measure the clocks itself (see [`STROBE_OFFSETS_EVERY`]).
+pub const STROBE_VERB: &str = "strobe-clock";
+
+/// Field of a [`STROBE_VERB`] op value: the period, in ms, at which the strobe measures every
+/// node's clock offset while it runs.
+pub const STROBE_OFFSETS_EVERY: &str = "offsets_every_ms";
+
 /// A nemesis generator with clock measurements; see [`with_clock_offsets`].
 pub struct WithClockOffsets<G> {
     inner: G,
@@ -260,7 +268,9 @@ pub struct WithClockOffsets<G> {
 /// Wrap a nemesis generator so that a `clock-offsets` op follows every completed clock op
 /// (`bump-clock`, `strobe-clock`, `reset-clock`) at once, and, with `period_ns`, one runs at
 /// least every `period_ns` while `inner` is not done (an op of `inner` due later waits behind it
-/// unchanged). Done when `inner` is done and no measurement is owed.
+/// unchanged). A strobe blocks the nemesis thread, so with `period_ns` its value gets
+/// [`STROBE_OFFSETS_EVERY`] (the period in whole ms, at least 1) and it measures during itself.
+/// Done when `inner` is done and no measurement is owed.
 pub fn with_clock_offsets<G: Generator>(period_ns: Option<u64>, inner: G) -> WithClockOffsets<G> {
     WithClockOffsets {
         inner,
@@ -269,6 +279,28 @@ pub fn with_clock_offsets<G: Generator>(period_ns: Option<u64>, inner: G) -> Wit
         buffered: None,
         measure_now: false,
         inner_done: false,
+    }
+}
+
+impl<G> WithClockOffsets<G> {
+    /// A strobe op with the measurement period added to its value (an object or null; other
+    /// values and a period already given are left alone).
+    fn ask_strobe_to_sample(&self, mut op: Invocation) -> Invocation {
+        let Some(period_ns) = self.period_ns else {
+            return op;
+        };
+        if op.f != STROBE_VERB {
+            return op;
+        }
+        if op.value.is_null() {
+            op.value = Value::Object(Default::default());
+        }
+        if let Some(m) = op.value.as_object_mut() {
+            let every_ms = period_ns.div_ceil(1_000_000).max(1);
+            m.entry(STROBE_OFFSETS_EVERY)
+                .or_insert_with(|| Value::from(every_ms));
+        }
+        op
     }
 }
 
@@ -301,7 +333,10 @@ impl<G: Generator> Generator for WithClockOffsets<G> {
                 self.last_ns = Some(at);
                 nemesis_op(at, CLOCK_OFFSETS, &Value::Null)
             }
-            (Some(_), _) => Next::Op(self.buffered.take().expect("checked Some")),
+            (Some(_), _) => {
+                let op = self.buffered.take().expect("checked Some");
+                Next::Op(self.ask_strobe_to_sample(op))
+            }
             (None, Some(due)) => {
                 let at = due.max(ctx.time_ns);
                 self.last_ns = Some(at);
@@ -429,5 +464,56 @@ mod clock_tests {
         assert_eq!(sim.run(&mut heal, 10 * S), End::Done);
         let fs: Vec<&str> = sim.dispatched.iter().map(|i| i.f.as_str()).collect();
         assert_eq!(fs, ["reset-clock", CLOCK_OFFSETS]);
+    }
+
+    #[test]
+    fn strobes_are_asked_to_measure_at_the_period() {
+        let sched = NemesisSchedule {
+            faults: vec![
+                fault("strobe-clock", json!({"targets": "one"}), "reset-clock"),
+                fault("strobe-clock", Value::Null, "reset-clock"),
+                fault(
+                    "strobe-clock",
+                    json!({"offsets_every_ms": 250}),
+                    "reset-clock",
+                ),
+                fault("bump-clock", json!({}), "reset-clock"),
+            ],
+            interval_ns: S,
+            sequential: true,
+        };
+        let mut g = time_limit(
+            20 * S,
+            with_clock_offsets(Some(1_500 * MS), nemesis_cycle(sched.clone())),
+        );
+        let mut sim = Sim::new(1, 3);
+        sim.latency = Box::new(|_, _| 10 * MS);
+        sim.run(&mut g, 60 * S);
+        let firsts: Vec<&Value> = sim
+            .dispatched
+            .iter()
+            .filter(|o| o.f != CLOCK_OFFSETS && o.f != "reset-clock")
+            .map(|o| &o.value)
+            .take(4)
+            .collect();
+        assert_eq!(
+            firsts,
+            [
+                &json!({"targets": "one", "offsets_every_ms": 1500}),
+                &json!({"offsets_every_ms": 1500}),
+                &json!({"offsets_every_ms": 250}),
+                &json!({}),
+            ]
+        );
+        // Without a period, strobes are left alone.
+        let mut g = time_limit(5 * S, with_clock_offsets(None, nemesis_cycle(sched)));
+        let mut sim = Sim::new(1, 3);
+        sim.run(&mut g, 60 * S);
+        let strobe = sim
+            .dispatched
+            .iter()
+            .find(|o| o.f == "strobe-clock")
+            .unwrap();
+        assert_eq!(strobe.value, json!({"targets": "one"}));
     }
 }

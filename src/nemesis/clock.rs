@@ -12,6 +12,13 @@
 //! inject before applying it (undone by `reset-clock`) and remember which nodes they touched so
 //! a reset (and `heal_all`, and `shakedown heal` from the journal) puts back only those.
 //!
+//! A strobe holds the nemesis thread for its whole duration, so it measures for itself: when its
+//! op value asks for `offsets_every_ms`, a sampler thread measures every node's offset at that
+//! period while the strobe runs, and the completion value reports the samples (`offsets`, each
+//! `at_ms` after the strobe began), how long the strobe ran (`ran_ms`) and how long before the
+//! op's completion it ended (`ended_ms_before`: the wait for the last sample), from which reports
+//! place the fault band and the samples in time.
+//!
 //! Where the clock lives:
 //! - In the sandbox every node's sshd preloads `clockshim.c` (see `sandbox`), so `date -s` on a
 //!   node rewrites that node's offset file, never the host clock (the nodes lack CAP_SYS_TIME: a
@@ -31,12 +38,13 @@ use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Verbs of the clock faults, as used in history ops and the fault journal.
 pub const BUMP: &str = "bump-clock";
 /// Flip a node's clock back and forth.
-pub const STROBE: &str = "strobe-clock";
+pub const STROBE: &str = crate::generator::STROBE_VERB;
 /// Undo `bump-clock` and `strobe-clock`.
 pub const RESET: &str = "reset-clock";
 /// Measure every node's offset from the controller.
@@ -56,6 +64,11 @@ pub const DEFAULT_MAX_PERIOD_MS: u64 = 1_024;
 pub const DEFAULT_STROBE_DURATION_MS: u64 = 10_000;
 /// Longest strobe accepted, in ms (the nemesis op blocks for the whole strobe).
 pub const MAX_STROBE_DURATION_MS: u64 = 60_000;
+/// Field of a `strobe-clock` op value: measure every node's offset at this period (ms) while
+/// the strobe runs (set by the nemesis schedule when it measures periodically).
+pub const OFFSETS_EVERY_FIELD: &str = crate::generator::STROBE_OFFSETS_EVERY;
+/// Smallest sampling period accepted during a strobe, in ms.
+pub const MIN_OFFSETS_EVERY_MS: u64 = 100;
 
 /// Draw a step in ms: magnitude `2^x` with `x` uniform in `[log2 min, log2 max]` (clamped to
 /// `[min, max]`, at least 1), sign `+` or `-` with equal odds.
@@ -406,6 +419,111 @@ pub fn measure_offset(remote: &dyn Remote) -> Result<(f64, f64), String> {
     best.ok_or_else(|| "no clock reading".to_string())
 }
 
+/// Every listed node's offset and round trip in ms, measured in parallel: node → result.
+fn measure_all(
+    nodes: &[(String, Arc<dyn Remote>)],
+) -> BTreeMap<String, Result<(f64, f64), String>> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = nodes
+            .iter()
+            .map(|(name, r)| (name, s.spawn(|| measure_offset(r.as_ref()))))
+            .collect();
+        handles
+            .into_iter()
+            .map(|(name, h)| {
+                let m = h
+                    .join()
+                    .unwrap_or_else(|_| Err("clock measurement thread panicked".into()));
+                (name.clone(), m)
+            })
+            .collect()
+    })
+}
+
+/// `{"offsets_ms":{node:ms},"rtt_ms":{node:ms}}` of the successful measurements, plus
+/// `"errors":{node:text}` when some failed.
+fn offsets_value(found: &BTreeMap<String, Result<(f64, f64), String>>) -> Value {
+    let ok = || {
+        found
+            .iter()
+            .filter_map(|(n, m)| m.as_ref().ok().map(|m| (n, m)))
+    };
+    let offsets: BTreeMap<&String, f64> = ok().map(|(n, (o, _))| (n, *o)).collect();
+    let rtts: BTreeMap<&String, f64> = ok().map(|(n, (_, r))| (n, *r)).collect();
+    let mut v = json!({ "offsets_ms": offsets, "rtt_ms": rtts });
+    let errors: BTreeMap<&String, &String> = found
+        .iter()
+        .filter_map(|(n, m)| m.as_ref().err().map(|e| (n, e)))
+        .collect();
+    if !errors.is_empty() {
+        v["errors"] = json!(errors);
+    }
+    v
+}
+
+/// Set once the strobe ended; wakes the sampler at once.
+#[derive(Default)]
+struct StopSignal {
+    stopped: Mutex<bool>,
+    wake: Condvar,
+}
+
+impl StopSignal {
+    fn stop(&self) {
+        *self.stopped.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.wake.notify_all();
+    }
+
+    /// Wait until `deadline` or the stop; true if stopped.
+    fn wait_until(&self, deadline: Instant) -> bool {
+        let mut stopped = self.stopped.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if *stopped {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            stopped = self
+                .wake
+                .wait_timeout(stopped, deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+}
+
+/// Until `stop`: measure every node at `t0 + k·every` (k = 1, 2, …; a deadline already missed
+/// is skipped). Each sample is `{"at_ms": ms after t0 (midpoint of the measurement),
+/// "offsets_ms", "rtt_ms"[, "errors"]}`.
+fn sample_offsets(
+    nodes: &[(String, Arc<dyn Remote>)],
+    every: Duration,
+    t0: Instant,
+    stop: &StopSignal,
+) -> Vec<Value> {
+    let mut samples = Vec::new();
+    let mut k = 1u32;
+    loop {
+        if stop.wait_until(t0 + every * k) {
+            return samples;
+        }
+        let before = t0.elapsed();
+        let found = measure_all(nodes);
+        let at = before + (t0.elapsed() - before) / 2;
+        let mut sample = offsets_value(&found);
+        sample["at_ms"] = json!(ms_rounded(at));
+        samples.push(sample);
+        k = (t0.elapsed().as_nanos() / every.as_nanos().max(1)) as u32 + 1;
+    }
+}
+
+/// `d` in ms, rounded to the microsecond.
+fn ms_rounded(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e6).round() / 1e3
+}
+
 /// What the clock part of a `Nemesis` remembers.
 #[derive(Debug, Default)]
 pub(super) struct ClockState {
@@ -516,10 +634,45 @@ impl Nemesis {
             "duration_ms": req.duration_ms,
         });
         let (delta, period, duration) = (req.delta_ms, req.period_ms, req.duration_ms);
-        self.journaled("inject", STROBE, detail.clone(), Some(RESET), |n| {
-            n.on_nodes(&idx, |r, _| strobe(r, delta, period, duration))
-        })?;
-        Ok(detail)
+        let every = value
+            .get(OFFSETS_EVERY_FIELD)
+            .and_then(Value::as_u64)
+            .filter(|&ms| ms > 0)
+            .map(|ms| Duration::from_millis(ms.max(MIN_OFFSETS_EVERY_MS)));
+        let all: Vec<(String, Arc<dyn Remote>)> = self
+            .cfg
+            .nodes
+            .iter()
+            .zip(&self.cfg.remotes)
+            .map(|(n, r)| (n.name.clone(), r.clone()))
+            .collect();
+        let (t0, ended, samples) =
+            self.journaled("inject", STROBE, detail.clone(), Some(RESET), |n| {
+                let stop = StopSignal::default();
+                let t0 = Instant::now();
+                let (result, ended, samples) = std::thread::scope(|s| {
+                    let (all, stop) = (&all, &stop);
+                    let sampler =
+                        every.map(|every| s.spawn(move || sample_offsets(all, every, t0, stop)));
+                    let result = n.on_nodes(&idx, |r, _| strobe(r, delta, period, duration));
+                    let ended = Instant::now();
+                    stop.stop();
+                    // The last measurement may still be running: its sample is kept.
+                    let samples = sampler
+                        .map(|h| h.join().unwrap_or_default())
+                        .unwrap_or_default();
+                    (result, ended, samples)
+                });
+                result.map(|()| (t0, ended, samples))
+            })?;
+        let mut out = detail;
+        out["ran_ms"] = json!(ms_rounded(ended - t0));
+        if every.is_some() {
+            out["offsets"] = Value::Array(samples);
+        }
+        // From the strobe's end to this op's completion (the last sample, the journal record).
+        out["ended_ms_before"] = json!(ms_rounded(ended.elapsed()));
+        Ok(out)
     }
 
     /// `reset-clock`: set every touched node's clock (or the nodes listed in `value.nodes`) to
@@ -780,6 +933,8 @@ mod tests {
     struct FakeHost {
         name: String,
         offset_ms: i64,
+        /// How long the strobe script takes, in ms.
+        strobe_ms: u64,
         log: std::sync::Mutex<Vec<String>>,
     }
 
@@ -790,6 +945,9 @@ mod tests {
         fn exec(&self, cmd: &Cmd) -> Result<crate::control::ExecOutput, crate::control::ExecError> {
             let text = cmd.to_shell();
             self.log.lock().unwrap().push(text.clone());
+            if text.contains("# shakedown-strobe") && !text.contains("kill") {
+                std::thread::sleep(std::time::Duration::from_millis(self.strobe_ms));
+            }
             let stdout = if text.contains("SHAKEDOWN_CLOCK_FILE") {
                 "host\nchrony\n".to_string()
             } else if text.starts_with("date ") {
@@ -822,6 +980,7 @@ mod tests {
                 Arc::new(FakeHost {
                     name: format!("n{i}"),
                     offset_ms: 250 * i,
+                    strobe_ms: 0,
                     log: Default::default(),
                 })
             })
@@ -925,5 +1084,70 @@ mod tests {
         );
         assert_eq!(ntp["n1"], vec!["chrony"]);
         assert_eq!(ntp.len(), 1);
+    }
+
+    fn fake_nemesis(hosts: &[Arc<FakeHost>]) -> Nemesis {
+        Nemesis::new(super::super::NemesisConfig {
+            nodes: hosts
+                .iter()
+                .enumerate()
+                .map(|(i, h)| crate::config::Node {
+                    name: h.name.clone(),
+                    host: format!("10.0.0.{}", i + 1),
+                })
+                .collect(),
+            remotes: hosts.iter().map(|h| h.clone() as Arc<dyn Remote>).collect(),
+            db: Arc::new(crate::db::etcd::Etcd::new(Default::default())),
+            partition: Default::default(),
+            rng: ChaCha8Rng::seed_from_u64(1),
+            journal: None,
+        })
+    }
+
+    /// Issue 15: no clock offsets were measured while a strobe held the nemesis thread. Asked
+    /// to, the strobe samples every node in parallel with itself and reports when it ran.
+    #[test]
+    fn strobe_samples_offsets_while_it_runs_and_reports_its_duration() {
+        let hosts: Vec<Arc<FakeHost>> = (1..=3)
+            .map(|i| {
+                Arc::new(FakeHost {
+                    name: format!("n{i}"),
+                    offset_ms: 100 * i,
+                    strobe_ms: 550,
+                    log: Default::default(),
+                })
+            })
+            .collect();
+        let mut n = fake_nemesis(&hosts);
+        let v = n
+            .strobe_clock(&json!({"nodes": ["n2"], "delta_ms": 200, "period_ms": 100,
+                                  "duration_ms": 500, "offsets_every_ms": 100}))
+            .unwrap();
+        let ran_ms = v["ran_ms"].as_f64().unwrap();
+        assert!((550.0..2_000.0).contains(&ran_ms), "{v}");
+        let after_ms = v["ended_ms_before"].as_f64().unwrap();
+        assert!((0.0..500.0).contains(&after_ms), "{v}");
+        let samples = v["offsets"].as_array().unwrap();
+        assert!((3..=6).contains(&samples.len()), "{v}");
+        let mut last = 0.0;
+        for s in samples {
+            let at = s["at_ms"].as_f64().unwrap();
+            assert!(at > last && at < ran_ms, "{v}");
+            last = at;
+            for i in 1..=3 {
+                let off = s["offsets_ms"][format!("n{i}")].as_f64().unwrap();
+                assert!((off - 100.0 * i as f64).abs() < 50.0, "{s}");
+            }
+        }
+        assert!(samples[0]["at_ms"].as_f64().unwrap() >= 100.0, "{v}");
+        // Without a sampling period: no samples, still the duration.
+        let v = n
+            .strobe_clock(&json!({"nodes": ["n1"], "delta_ms": 5, "period_ms": 100,
+                                  "duration_ms": 200}))
+            .unwrap();
+        assert!(
+            v.get("offsets").is_none() && v["ran_ms"].as_f64().unwrap() >= 550.0,
+            "{v}"
+        );
     }
 }

@@ -20,6 +20,7 @@
 //! | promote | `promote` (one-shot) | — |
 //!
 //! `clock-offsets` is a measurement, not a fault: it is no kind's verb (see [`CLOCK_OFFSETS_VERB`]).
+//! `strobe-clock` is in effect only while its op runs ([`SPANNING_VERBS`]).
 
 /// One fault kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +55,17 @@ pub enum VerbRole {
 
 /// Nemesis op `f` of clock-offset measurements; completion value `{"offsets_ms": {node: ms}}`.
 pub const CLOCK_OFFSETS_VERB: &str = "clock-offsets";
+
+/// Start verbs whose fault lasts exactly as long as the op itself: the clock strobe flips the
+/// clock for its duration and leaves it where it was, all before its completion. Such a fault is
+/// in effect from the op's start to its completion; its kind's stop verb (`reset-clock`) that
+/// follows finds nothing left to heal.
+pub const SPANNING_VERBS: &[&str] = &[crate::generator::STROBE_VERB];
+
+/// True for a [`SPANNING_VERBS`] verb.
+pub fn spans_its_op(f: &str) -> bool {
+    SPANNING_VERBS.contains(&f)
+}
 
 /// Every fault kind, in display order.
 pub const KINDS: [FaultKind; 8] = [

@@ -1,5 +1,6 @@
 //! Data behind the anomaly, clock-offset and stale-read charts and tables: where each checker's
-//! witness ops sit in time, the clock nemesis's offset measurements, and the session checker's
+//! witness ops sit in time, how many anomalies of each kind happened when (all of them, not only
+//! the witnesses kept), the clock nemesis's offset measurements, and the session checker's
 //! stale-read quantification.
 //!
 //! Owns reading those facts out of a history and a `results.json` value (the stored
@@ -7,6 +8,7 @@
 //! yields fewer marks). Pure: no IO. Does not own checking (`checker`), drawing (`plots`) or the
 //! HTML (`page`).
 
+use crate::generator::STROBE_VERB;
 use crate::history::{History, Process};
 use crate::nemesis::kinds::CLOCK_OFFSETS_VERB;
 use serde_json::Value;
@@ -229,25 +231,101 @@ pub fn anomaly_marks(history: &History, results: &Value) -> Vec<AnomalyMark> {
     marks
 }
 
-/// Clock offsets per node from `clock-offsets` nemesis ops: node → [(time s, offset ms)], nodes
-/// sorted by name, points in history order. Ops whose value has no `offsets_ms` object (the
+/// Every anomaly of one category as counts over time (the checker's `timeline` histogram), for
+/// the categories whose witness marks are only a sample.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnomalyDensity {
+    /// Session guarantee name or `version-conflict`.
+    pub category: String,
+    /// Bucket width in seconds.
+    pub bucket_s: f64,
+    /// (bucket start s, anomalies in it), non-empty buckets in time order.
+    pub buckets: Vec<(f64, u64)>,
+    /// All anomalies of the category (the sum of the buckets).
+    pub total: u64,
+}
+
+fn histogram(category: &str, h: Option<&Value>) -> Option<AnomalyDensity> {
+    let h = h?;
+    let bucket_ms = h.get("bucket_ms")?.as_u64().filter(|b| *b > 0)?;
+    let buckets: Vec<(f64, u64)> = h
+        .get("buckets")?
+        .as_array()?
+        .iter()
+        .filter_map(|b| {
+            let b = b.as_array()?;
+            Some((b.first()?.as_u64()? as f64 / 1e3, b.get(1)?.as_u64()?))
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    let total = buckets.iter().map(|(_, n)| n).sum();
+    (total > 0).then(|| AnomalyDensity {
+        category: category.to_string(),
+        bucket_s: bucket_ms as f64 / 1e3,
+        buckets,
+        total,
+    })
+}
+
+/// Per session guarantee (in results order) and for version conflicts: all their anomalies
+/// over time, from the session checker's `timeline` / `conflict_timeline` histograms. Results
+/// without them (older runs, other checkers) give none.
+pub fn anomaly_density(results: &Value) -> Vec<AnomalyDensity> {
+    let Some(details) = checker_details(results, "session") else {
+        return Vec::new();
+    };
+    let mut out: Vec<AnomalyDensity> = details
+        .get("guarantees")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+        .iter()
+        .filter_map(|g| histogram(&text(g.get("guarantee")), g.get("timeline")))
+        .collect();
+    out.extend(histogram(
+        VERSION_CONFLICT,
+        details.get("conflict_timeline"),
+    ));
+    out
+}
+
+/// Clock offsets per node: node → [(time s, offset ms)], nodes sorted by name, points in time
+/// order. From `clock-offsets` nemesis ops (at the op's time) and from the samples a strobe took
+/// while it ran (a `strobe-clock` completion's `offsets`, each `at_ms` after the strobe began,
+/// see `report::faults::spanned`). Ops whose value has no `offsets_ms` object (the
 /// invocations) and non-numeric offsets are skipped.
 pub fn clock_offsets(history: &History) -> BTreeMap<String, Vec<(f64, f64)>> {
     let mut out: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
-    for op in history
-        .ops
-        .iter()
-        .filter(|o| o.process == Process::Nemesis && o.f == CLOCK_OFFSETS_VERB)
-    {
-        let Some(offsets) = op.value.get("offsets_ms").and_then(Value::as_object) else {
-            continue;
+    let mut add = |t_s: f64, sample: &Value| {
+        let Some(offsets) = sample.get("offsets_ms").and_then(Value::as_object) else {
+            return;
         };
-        let t_s = op.time_ns as f64 / 1e9;
         for (node, ms) in offsets {
             if let Some(ms) = ms.as_f64().filter(|m| m.is_finite()) {
                 out.entry(node.clone()).or_default().push((t_s, ms));
             }
         }
+    };
+    for op in history.ops.iter().filter(|o| o.process == Process::Nemesis) {
+        let t_s = op.time_ns as f64 / 1e9;
+        if op.f == CLOCK_OFFSETS_VERB {
+            add(t_s, &op.value);
+        } else if op.f == STROBE_VERB
+            && op.value.get("ran_ms").is_some()
+            && let Some(samples) = op.value.get("offsets").and_then(Value::as_array)
+        {
+            let (began_s, _) = crate::report::faults::spanned(op, None);
+            for sample in samples {
+                if let Some(at_ms) = sample.get("at_ms").and_then(Value::as_f64)
+                    && at_ms.is_finite()
+                {
+                    add(began_s + at_ms / 1e3, sample);
+                }
+            }
+        }
+    }
+    for points in out.values_mut() {
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
     out
 }
@@ -415,6 +493,76 @@ mod tests {
         assert_eq!(off["n1"], vec![(0.06, 250.25)]);
         assert_eq!(off["n2"], vec![(0.06, -3.5)]);
         assert!(clock_offsets(&History::default()).is_empty());
+    }
+
+    /// Samples a strobe took while it ran sit where they were taken: `ran_ms` before the
+    /// strobe's completion plus their `at_ms`, in time order with the other measurements.
+    #[test]
+    fn clock_offsets_include_the_samples_taken_during_a_strobe() {
+        let mut ops = history().ops;
+        let nem = |t_ns: u64, f: &str, v: Value| {
+            let mut o = Op::new(OpType::Info, Process::Nemesis, f, v);
+            o.time_ns = t_ns;
+            o
+        };
+        ops.push(nem(
+            1_000_000_000,
+            STROBE_VERB,
+            json!({"offsets_every_ms": 1000}),
+        ));
+        ops.push(nem(
+            4_000_000_000,
+            STROBE_VERB,
+            json!({"ran_ms": 2900.0, "offsets": [
+                {"at_ms": 1000.0, "offsets_ms": {"n1": 500.0, "n2": 1.0}},
+                {"at_ms": 2000.0, "offsets_ms": {"n1": -500.0}},
+                {"at_ms": "x", "offsets_ms": {"n1": 7.0}}
+            ]}),
+        ));
+        ops.push(nem(4_100_000_000, CLOCK_OFFSETS_VERB, json!(null)));
+        ops.push(nem(
+            4_200_000_000,
+            CLOCK_OFFSETS_VERB,
+            json!({"offsets_ms": {"n1": 0.5}}),
+        ));
+        let off = clock_offsets(&History::from_ops(ops));
+        let close = |a: &[(f64, f64)], b: &[(f64, f64)]| {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|(x, y)| (x.0 - y.0).abs() < 1e-9 && x.1 == y.1)
+        };
+        let n1 = [(0.06, 250.25), (2.1, 500.0), (3.1, -500.0), (4.2, 0.5)];
+        assert!(close(&off["n1"], &n1), "{:?}", off["n1"]);
+        assert!(
+            close(&off["n2"], &[(0.06, -3.5), (2.1, 1.0)]),
+            "{:?}",
+            off["n2"]
+        );
+    }
+
+    #[test]
+    fn density_reads_every_guarantees_timeline_and_skips_junk() {
+        let r = json!({"checkers": [{"checker": "session", "details": {
+            "guarantees": [
+                {"guarantee": "monotonic-reads", "violations": 250, "witnesses": [],
+                 "timeline": {"bucket_ms": 50, "buckets": [[0, 100], [950, 150], [1000, 0]]}},
+                {"guarantee": "read-your-writes", "violations": 0,
+                 "timeline": {"bucket_ms": 50, "buckets": []}},
+                {"guarantee": "monotonic-writes", "timeline": {"bucket_ms": 0, "buckets": [[0, 1]]}},
+                {"guarantee": "writes-follow-reads", "timeline": {"bucket_ms": 10, "buckets": [["x", 1], [20]]}}
+            ],
+            "conflict_timeline": {"bucket_ms": 1000, "buckets": [[2000, 3]]}}}]});
+        let d = anomaly_density(&r);
+        assert_eq!(d.len(), 2, "{d:?}");
+        assert_eq!(d[0].category, "monotonic-reads");
+        assert_eq!((d[0].bucket_s, d[0].total), (0.05, 250));
+        assert_eq!(d[0].buckets, vec![(0.0, 100), (0.95, 150)]);
+        assert_eq!((d[1].category.as_str(), d[1].total), (VERSION_CONFLICT, 3));
+        assert!(
+            anomaly_density(&results()).is_empty(),
+            "no timelines: no density"
+        );
     }
 
     #[test]

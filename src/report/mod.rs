@@ -7,15 +7,15 @@
 //! checking (`checker`).
 
 pub mod anomalies;
+pub mod faults;
 pub mod junit;
 pub mod page;
 pub mod plots;
+pub mod recovery;
 pub mod serve;
 
-pub use plots::{
-    FaultInterval, Figure, Formats, fault_intervals, latency_quantiles_svg, latency_raw_svg,
-    throughput_svg,
-};
+pub use faults::{FaultInterval, fault_intervals};
+pub use plots::{Figure, Formats, latency_quantiles_svg, latency_raw_svg, throughput_svg};
 
 use crate::history::History;
 use crate::store::{HISTORY_FILE, RESULTS_FILE};
@@ -63,8 +63,9 @@ pub fn render_figures(
 ) -> Vec<(&'static str, plots::Figure)> {
     let duration_s = history.ops.iter().map(|o| o.time_ns).max().unwrap_or(0) as f64 / 1e9;
     let window_s = default_window_s(duration_s);
-    // Pair the ops once for the three charts that use them.
-    let prepared = plots::prepare(history);
+    // Pair the ops once for the three charts that use them; recovery as stored by the check.
+    let shades = recovery::stored_or_analysed(results, history).shading();
+    let prepared = plots::prepare_with_shades(history, shades);
     let mut out = vec![
         (
             "latency-raw",
@@ -82,7 +83,10 @@ pub fn render_figures(
     out.extend(plots::clock_offsets(history, formats).map(|f| ("clock-offsets", f)));
     if let Some(results) = results {
         let marks = anomalies::anomaly_marks(history, results);
-        out.extend(plots::anomaly_timeline(history, &marks, formats).map(|f| ("anomalies", f)));
+        let density = anomalies::anomaly_density(results);
+        out.extend(
+            plots::anomaly_timeline(history, &marks, &density, formats).map(|f| ("anomalies", f)),
+        );
         out.extend(
             anomalies::stale_reads(results)
                 .and_then(|s| plots::stale_reads(&s, formats))
@@ -92,6 +96,19 @@ pub fn render_figures(
     out
 }
 
+/// `run_dir/results.json`, `None` when absent; an error names the file when it is unreadable
+/// or malformed.
+pub fn read_results(run_dir: &Path) -> Result<Option<serde_json::Value>, String> {
+    let results_path = run_dir.join(RESULTS_FILE);
+    match std::fs::read_to_string(&results_path) {
+        Ok(text) => serde_json::from_str::<serde_json::Value>(&text)
+            .map(Some)
+            .map_err(|e| format!("{}: malformed JSON: {e}", results_path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("{}: {e}", results_path.display())),
+    }
+}
+
 /// Read `run_dir/history.jsonl` (and `results.json` when present) and write every chart of
 /// [`PLOT_FILES`] that has data as `<stem>.svg` and `<stem>.png` into `run_dir`, removing files
 /// of optional charts that no longer have data. Returns the written paths (SVG then PNG per
@@ -99,15 +116,7 @@ pub fn render_figures(
 pub fn render_run(run_dir: &Path) -> Result<Vec<PathBuf>, String> {
     let history_path = run_dir.join(HISTORY_FILE);
     let history = History::read_file(&history_path).map_err(|e| e.to_string())?;
-    let results_path = run_dir.join(RESULTS_FILE);
-    let results = match std::fs::read_to_string(&results_path) {
-        Ok(text) => Some(
-            serde_json::from_str::<serde_json::Value>(&text)
-                .map_err(|e| format!("{}: malformed JSON: {e}", results_path.display()))?,
-        ),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(format!("{}: {e}", results_path.display())),
-    };
+    let results = read_results(run_dir)?;
     let figures = render_figures(&history, results.as_ref(), plots::Formats::SvgAndPng);
     let mut written = Vec::with_capacity(figures.len() * 2);
     for (stem, fig) in &figures {

@@ -443,10 +443,15 @@ fn session_section(out: &mut String, results: &Value, details: &Value, times: &H
             .filter_map(|g| g.get("violations").and_then(Value::as_u64))
             .sum();
         let shown = violations.len().min(MAX_SESSION_WITNESSES);
+        let all_on_timeline = if anomalies::anomaly_density(results).is_empty() {
+            ""
+        } else {
+            "; the anomaly timeline counts all of them over time"
+        };
         let _ = writeln!(
             out,
             "<p>Violations ({shown} of {total} shown; the checker keeps the first of each \
-             guarantee):</p>"
+             guarantee{all_on_timeline}):</p>"
         );
         out.push_str(
             "<table><tr><th>guarantee</th><th>process</th><th>key</th><th>ops</th>\
@@ -604,10 +609,15 @@ fn fault_section(out: &mut String, history: &History) {
         let c = plots::fault_color(&f.kind);
         let _ = writeln!(
             out,
-            "<tr><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td><span class=\"swatch\" \
+            "<tr><td>{:.3}</td><td>{:.3}{}</td><td>{:.3}</td><td><span class=\"swatch\" \
              style=\"background:#{:02x}{:02x}{:02x}\"></span>{}</td><td>{}</td></tr>",
             f.start_s,
             f.end_s,
+            if f.open {
+                " (end of history: never healed in it)"
+            } else {
+                ""
+            },
             f.end_s - f.start_s,
             c.0,
             c.1,
@@ -623,6 +633,112 @@ fn fault_section(out: &mut String, history: &History) {
             "<p>… {} more intervals not shown</p>",
             faults.len() - MAX_FAULT_ROWS
         );
+    }
+}
+
+/// Most outages listed in the recovery section (the longest ones).
+pub const MAX_OUTAGE_ROWS: usize = 50;
+
+/// Recovery and unavailability (`report::recovery`): the one-line summary, what the columns
+/// mean, a row per fault, then the longest outages.
+fn recovery_section(out: &mut String, history: &History, results: &Value) {
+    use crate::report::recovery::{Outage, stored_or_analysed};
+    let r = stored_or_analysed(Some(results), history);
+    let cfg = r.config;
+    out.push_str("<h2 id=\"recovery\">Recovery and unavailability</h2>\n");
+    if r.faults.is_empty() && r.outages.is_empty() {
+        out.push_str("<p>No faults and no outages.</p>\n");
+        return;
+    }
+    if let Some(line) = r.summary_line() {
+        let _ = writeln!(out, "<p><b>{}</b></p>", esc(&line));
+    }
+    let _ = writeln!(
+        out,
+        "<p><small>Served: ok, or a cas whose compare did not match. Outage: {} ms or more \
+         without a served op of a group (a kind of op, or all; one node, or all) while some \
+         failed. Recovered: from the heal, every {} ms window for {} ms holds at least {}% of \
+         the served ops per second of the {} s before the fault (cut at earlier fault \
+         changes); recovery time runs from the heal to the first served op of that stretch.\
+         </small></p>",
+        cfg.min_outage_ms,
+        cfg.window_ms,
+        cfg.sustain_ms,
+        (cfg.recovered_fraction * 100.0).round(),
+        cfg.baseline_s
+    );
+    let opt = |x: Option<f64>, digits: usize| match x {
+        Some(v) => format!("{v:.digits$}"),
+        None => "–".to_string(),
+    };
+    if !r.faults.is_empty() {
+        out.push_str(
+            "<table><tr><th>fault</th><th>in effect (s)</th><th>first failure after (s)</th>\
+             <th>served ops/s before</th><th>during</th><th>recovery after heal (s)</th>\
+             <th>longest outage (all nodes)</th></tr>\n",
+        );
+        for f in r.faults.iter().take(MAX_FAULT_ROWS) {
+            let recovery = match (f.recovery_s, &f.not_recovered) {
+                (Some(v), _) => format!("{v:.3}"),
+                (None, Some(why)) if f.measured => format!("not recovered: {why}"),
+                (None, Some(why)) => format!("not measured: {why}"),
+                (None, None) => "–".to_string(),
+            };
+            let outage = f.longest_outage.as_ref().map_or("–".to_string(), |o| {
+                format!(
+                    "{:.3} s ({}, from {:.3} s)",
+                    o.duration_s(),
+                    o.group(),
+                    o.start_s
+                )
+            });
+            let _ = writeln!(
+                out,
+                "<tr><td>{} {}</td><td>{:.3}–{:.3}{}</td><td>{}</td><td>{}</td><td>{}</td>\
+                 <td>{}</td><td>{}</td></tr>",
+                esc(&f.kind),
+                esc(&f.label),
+                f.start_s,
+                f.end_s,
+                if f.healed { "" } else { " (never healed)" },
+                opt(f.first_failure_s, 3),
+                opt(f.baseline_ops_per_s, 1)
+                    + if f.baseline_inherited {
+                        " (the previous fault's: it never recovered)"
+                    } else {
+                        ""
+                    },
+                opt(f.during_ops_per_s, 1),
+                esc(&recovery),
+                esc(&outage)
+            );
+        }
+        out.push_str("</table>\n");
+    }
+    if !r.outages.is_empty() {
+        let mut longest: Vec<&Outage> = r.outages.iter().collect();
+        longest.sort_by(|a, b| b.duration_s().total_cmp(&a.duration_s()));
+        longest.truncate(MAX_OUTAGE_ROWS);
+        let _ = writeln!(
+            out,
+            "<p>Outages ({} longest of {}):</p>\n<table><tr><th>ops</th><th>from (s)</th>\
+             <th>to (s)</th><th>length (s)</th><th>failed ops</th></tr>",
+            longest.len(),
+            r.outages_total
+        );
+        for o in longest {
+            let _ = writeln!(
+                out,
+                "<tr><td>{}</td><td>{:.3}</td><td>{:.3}{}</td><td>{:.3}</td><td>{}</td></tr>",
+                esc(&o.group()),
+                o.start_s,
+                o.end_s,
+                if o.open { " (end of history)" } else { "" },
+                o.duration_s(),
+                o.failed_ops
+            );
+        }
+        out.push_str("</table>\n");
     }
 }
 
@@ -729,7 +845,10 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
     // Fault timeline.
     match &history {
         None => {}
-        Some(Ok(history)) => fault_section(&mut out, history),
+        Some(Ok(history)) => {
+            fault_section(&mut out, history);
+            recovery_section(&mut out, history, &results);
+        }
         Some(Err(e)) => {
             let _ = writeln!(
                 out,
@@ -1023,7 +1142,8 @@ mod tests {
                                         "session": 1, "process": 1, "earlier_index": 1,
                                         "later_index": 5, "earlier_version": 3,
                                         "later_version": 2,
-                                        "witness": "session 1 read v3 then v2"}]},
+                                        "witness": "session 1 read v3 then v2"}],
+                         "timeline": {"bucket_ms": 10, "buckets": [[0, 3]]}},
                         {"guarantee": "read-your-writes", "checks": 5, "violations": 0,
                          "witnesses": []}
                     ],
@@ -1131,6 +1251,7 @@ mod tests {
             "session witness row"
         );
         assert!(html.contains("Violations (1 of 3 shown"));
+        assert!(html.contains("the anomaly timeline counts all of them over time"));
         assert!(html.contains("p99 9.25"));
         // Partition effective at 1.6 s, healed at 3.25 s.
         assert!(
@@ -1139,6 +1260,20 @@ mod tests {
             ),
             "fault row missing"
         );
+        // Recovery: one served op in the 1.6 s before the partition, then the workload idles.
+        assert!(html.contains("<h2 id=\"recovery\">Recovery and unavailability</h2>"));
+        assert!(
+            html.contains(
+                "<tr><td>partition partition isolate n2</td><td>1.600–3.250</td><td>–</td>\
+                 <td>0.6</td><td>–</td><td>not measured: only 0.0 s from the heal until the \
+                 workload stopped, 3 s needed</td><td>–</td></tr>"
+            ),
+            "recovery row missing"
+        );
+        assert!(html.contains(
+            "<b>recovery after heal: none measured (1 not measured: never healed, no \
+                 baseline or the workload stopped)</b>"
+        ));
         // Raw, quantiles, throughput, anomalies (the session violation), stale reads; no clock
         // measurements, so no clock plot, and the page says so.
         assert_eq!(html.matches("<svg").count(), 5, "five inline plots");
@@ -1160,6 +1295,65 @@ mod tests {
         assert!(!html.contains("https://"));
         let path = write_run_page(&dir).unwrap();
         assert_eq!(std::fs::read_to_string(path).unwrap(), html);
+    }
+
+    /// A run whose controller was killed mid-fault: the fault runs to the end of the history,
+    /// and the table says it was never healed in it.
+    #[test]
+    fn a_fault_never_healed_is_tabled_to_the_end_of_the_history() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run");
+        write_run(&dir, "killed", "2026-11-29T21:29:52Z", 1);
+        let ops = [
+            (
+                0u64,
+                OpType::Invoke,
+                Process::Client(0),
+                "read",
+                Value::Null,
+            ),
+            (
+                1_000_000,
+                OpType::Ok,
+                Process::Client(0),
+                "read",
+                Value::Null,
+            ),
+            (
+                500_000_000,
+                OpType::Info,
+                Process::Nemesis,
+                "kill",
+                json!("one"),
+            ),
+            (
+                600_000_000,
+                OpType::Info,
+                Process::Nemesis,
+                "kill",
+                json!({"nodes": ["n3"]}),
+            ),
+            (
+                2_000_000_000,
+                OpType::Invoke,
+                Process::Client(1),
+                "read",
+                Value::Null,
+            ),
+        ];
+        std::fs::write(dir.join(HISTORY_FILE), history_text(&ops)).unwrap();
+        let html = render_run_page(&dir).unwrap();
+        assert!(
+            html.contains(
+                "<tr><td>0.600</td><td>2.000 (end of history: never healed in it)</td>\
+                 <td>1.400</td>"
+            ),
+            "fault row"
+        );
+        assert!(
+            html.contains("<td>0.600–2.000 (never healed)</td>"),
+            "recovery row"
+        );
     }
 
     #[test]

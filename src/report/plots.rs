@@ -1,11 +1,12 @@
 //! Report plots: fault intervals and SVG/PNG charts of latency, throughput, clock offsets,
 //! anomalies and stale reads, rendered with `plotters`.
 //!
-//! Owns pure functions from a [`History`] (and data from `report::anomalies`) to data
-//! (`fault_intervals`) and to rendered [`Figure`]s (`latency_raw`, `latency_quantiles`,
-//! `throughput`, `clock_offsets`, `anomaly_timeline`, `stale_reads`; `*_svg` shorthands). Does no
-//! IO: the caller writes the returned text and bytes (see `report::render_run`). Does not own
-//! reading histories or checking.
+//! Owns pure functions from a [`History`] (and data from `report::anomalies`) to rendered
+//! [`Figure`]s (`latency_raw`, `latency_quantiles`, `throughput` here; `clock_offsets`,
+//! `anomaly_timeline`, `stale_reads` in `plots::findings`; `*_svg` shorthands) and the drawing
+//! they share (fault bands, the recovery strip, legends, SVG/PNG rendering). Does no IO: the
+//! caller writes the returned text and bytes (see `report::render_run`). Does not own reading
+//! histories, checking, fault intervals (`report::faults`) or recovery (`report::recovery`).
 //!
 //! Conventions shared by all charts:
 //! - x is the time since the run started in seconds; latency is completion time minus invoke time.
@@ -14,6 +15,9 @@
 //! - Fault intervals are drawn as translucent coloured bands behind the data, one colour per fault
 //!   kind, labelled at their top-left with what was done (e.g. "isolate n5"), with a legend entry per
 //!   kind.
+//! - The latency and throughput charts shade a strip along their bottom (`report::recovery`):
+//!   red where no op of some kind was served on any node (an outage), amber from a heal to the
+//!   workload's recovery.
 //! - At most [`MAX_F_SERIES`] distinct `f` values get their own series; further ones are merged
 //!   into "other".
 //! - Text is laid out and (in PNGs) rasterized with DejaVu Sans bundled in the binary
@@ -33,14 +37,17 @@
 //! most [`MAX_WINDOWS`] time windows (wider windows than requested if needed).
 
 use crate::history::{History, Op, OpType, Process};
-use crate::nemesis::kinds::{self, FaultKind, VerbRole};
-use crate::report::anomalies::{self, AnomalyMark, StaleReads};
+use crate::nemesis::kinds;
+use crate::report::anomalies::{self, AnomalyDensity, AnomalyMark, StaleReads};
+use crate::report::faults::num;
+pub use crate::report::faults::{FaultInterval, fault_intervals};
+
+use crate::report::recovery::{self, Shade, ShadeKind};
 use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
 use rustc_hash::FxHashMap;
-use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -64,265 +71,6 @@ const FONT: &str = "sans-serif";
 /// DejaVu Sans (Bitstream Vera licence, assets/fonts/LICENSE-DejaVu.txt), bundled so PNG text
 /// needs no system font libraries.
 const FONT_BYTES: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
-
-/// A span of time during which a fault was in effect.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FaultInterval {
-    /// Fault kind: "partition", "kill", "pause", or the `X` of a `start-X`/`stop-X` nemesis pair.
-    pub kind: String,
-    /// When the fault took effect (completion of the starting nemesis op), seconds since run start.
-    pub start_s: f64,
-    /// When the fault was healed (completion of the stopping nemesis op), or the end of the history
-    /// if it never was, seconds since run start.
-    pub end_s: f64,
-    /// What was done, for the chart, e.g. "isolate n3", "n1 n2 | n3 n4 n5", "kill n1".
-    pub label: String,
-}
-
-/// Nemesis verb → (fault kind, starts the fault?): the verbs of [`kinds::KINDS`], else any
-/// `start-X` / `stop-X` pair as kind `X`.
-fn classify(f: &str) -> Option<(String, bool)> {
-    if let Some((k, role)) = kinds::classify_verb(f) {
-        return Some((k.name.to_string(), role == VerbRole::Start));
-    }
-    if let Some(k) = f.strip_prefix("start-") {
-        Some((k.to_string(), true))
-    } else {
-        f.strip_prefix("stop-").map(|k| (k.to_string(), false))
-    }
-}
-
-fn node_list(v: &Value) -> Option<Vec<String>> {
-    let arr = match v {
-        Value::Object(m) => match m.get("nodes") {
-            Some(n) => n.as_array()?,
-            None => return m.get("node")?.as_str().map(|n| vec![n.to_string()]),
-        },
-        Value::Array(a) => a,
-        Value::String(s) => return Some(vec![s.clone()]),
-        _ => return None,
-    };
-    let nodes: Vec<String> = arr
-        .iter()
-        .map(|n| match n {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        })
-        .collect();
-    if nodes.is_empty() { None } else { Some(nodes) }
-}
-
-/// Describe a grudge (`node → nodes it drops traffic from`) by grouping nodes with identical grudges.
-/// `None` unless the grudge is a clean split (every node drops exactly the nodes outside its group),
-/// e.g. for overlapping "majorities ring" partitions.
-fn describe_grudge(grudge: &serde_json::Map<String, Value>) -> Option<String> {
-    let mut groups: Vec<(Vec<String>, Vec<String>)> = Vec::new();
-    for (node, dropped) in grudge {
-        let mut d: Vec<String> = dropped
-            .as_array()?
-            .iter()
-            .map(|n| {
-                n.as_str()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| n.to_string())
-            })
-            .collect();
-        d.sort();
-        match groups.iter_mut().find(|(g, _)| *g == d) {
-            Some((_, members)) => members.push(node.clone()),
-            None => groups.push((d, vec![node.clone()])),
-        }
-    }
-    let mut all: Vec<&String> = groups.iter().flat_map(|(d, m)| d.iter().chain(m)).collect();
-    all.sort();
-    all.dedup();
-    for (dropped, members) in &groups {
-        let outside: Vec<&String> = all
-            .iter()
-            .copied()
-            .filter(|n| !members.contains(n))
-            .collect();
-        if dropped.iter().collect::<Vec<_>>() != outside {
-            return None;
-        }
-    }
-    let mut comps: Vec<Vec<String>> = groups
-        .into_iter()
-        .map(|(_, mut m)| {
-            m.sort();
-            m
-        })
-        .collect();
-    comps.sort_by(|a, b| a.len().cmp(&b.len()).then_with(|| a.cmp(b)));
-    match comps.as_slice() {
-        [] => None,
-        [single, _rest] if single.len() == 1 => Some(format!("isolate {}", single[0])),
-        _ => Some(
-            comps
-                .iter()
-                .map(|c| c.join(" "))
-                .collect::<Vec<_>>()
-                .join(" | "),
-        ),
-    }
-}
-
-fn truncate_label(s: String) -> String {
-    const MAX: usize = 40;
-    if s.chars().count() <= MAX {
-        s
-    } else {
-        let mut t: String = s.chars().take(MAX - 1).collect();
-        t.push('…');
-        t
-    }
-}
-
-/// A number from the completion value, else from the invocation value.
-fn arg_f64(key: &str, invoke: Option<&Value>, done: &Value) -> Option<f64> {
-    done.get(key)
-        .and_then(Value::as_f64)
-        .or_else(|| invoke.and_then(|v| v.get(key)).and_then(Value::as_f64))
-}
-
-/// `x` without a trailing ".0" for whole numbers.
-fn num(x: f64) -> String {
-    if x.fract() == 0.0 && x.abs() < 1e15 {
-        format!("{}", x as i64)
-    } else {
-        format!("{x}")
-    }
-}
-
-fn fault_label(kind: &str, f: &str, invoke: Option<&Value>, done: &Value) -> String {
-    let inv_str = invoke.and_then(|v| v.as_str());
-    let nodes = node_list(done)
-        .or_else(|| invoke.and_then(node_list))
-        .map(|n| n.join(" "));
-    let arg = |key: &str| arg_f64(key, invoke, done);
-    let label = match kind {
-        "partition" => {
-            if let Some(g) = done.get("grudge").and_then(|g| g.as_object()) {
-                describe_grudge(g).or_else(|| inv_str.map(|s| format!("partition {s}")))
-            } else {
-                done.as_str().or(inv_str).map(|s| format!("partition {s}"))
-            }
-        }
-        "clock" if kinds::classify_verb(f).is_some() => {
-            let delta = arg("delta_ms")
-                .map(|d| format!(" {}{} ms", if d >= 0.0 { "+" } else { "" }, num(d)));
-            let period = arg("period_ms").map(|p| format!(" every {} ms", num(p)));
-            Some(format!(
-                "{f} {}{}{}",
-                nodes.clone().unwrap_or_default(),
-                delta.unwrap_or_default(),
-                period.unwrap_or_default()
-            ))
-        }
-        "loss" => Some(format!(
-            "loss {}{}",
-            arg("probability")
-                .map(|p| format!("{}% ", num((p * 1000.0).round() / 10.0)))
-                .unwrap_or_default(),
-            nodes.clone().unwrap_or_default()
-        )),
-        "bandwidth" => Some(format!(
-            "bandwidth {}{}",
-            arg("rate_kbit")
-                .map(|r| format!("{} kbit/s ", num(r)))
-                .unwrap_or_default(),
-            nodes.clone().unwrap_or_default()
-        )),
-        "delay" => Some(format!(
-            "delay {}{}",
-            arg("delay_ms")
-                .map(|d| match arg("jitter_ms") {
-                    Some(j) if j > 0.0 => format!("{}±{} ms ", num(d), num(j)),
-                    _ => format!("{} ms ", num(d)),
-                })
-                .unwrap_or_default(),
-            nodes.clone().unwrap_or_default()
-        )),
-        _ => nodes.map(|n| format!("{kind} {n}")),
-    };
-    truncate_label(
-        label
-            .map(|l| l.trim().to_string())
-            .unwrap_or_else(|| kind.to_string()),
-    )
-}
-
-/// Fault intervals of a history, ordered by start time.
-///
-/// Nemesis ops come in pairs (invocation, completion) of the same `f`; an interval runs from the
-/// completion of a starting op (`start-partition`, `kill`, `pause`, `start-X`) to the completion of
-/// the matching stopping op (`stop-partition`, `start`, `resume`, `stop-X`), or to the end of the
-/// history; verbs and kinds come from [`kinds::KINDS`]. One-shot kinds (promote) give a
-/// zero-width interval at their completion. A completion carrying an `error` (or typed `fail`) is treated as not having happened.
-/// A stop with no open fault of its kind is ignored; a second start while one is open extends the
-/// open interval's label.
-pub fn fault_intervals(history: &History) -> Vec<FaultInterval> {
-    let end_ns = history.ops.iter().map(|o| o.time_ns).max().unwrap_or(0);
-    let mut out: Vec<FaultInterval> = Vec::new();
-    let mut open: HashMap<String, usize> = HashMap::new();
-    let mut pending: Option<&Op> = None;
-    for op in history.ops.iter().filter(|o| o.process == Process::Nemesis) {
-        let is_completion = match (op.op_type, pending) {
-            (OpType::Invoke, _) => false,
-            (_, Some(p)) => p.f == op.f,
-            (_, None) => false,
-        };
-        if !is_completion {
-            pending = Some(op);
-            continue;
-        }
-        let invoke = pending.take().map(|p| &p.value);
-        if op.error.is_some() || op.op_type == OpType::Fail {
-            continue;
-        }
-        let Some((kind, starts)) = classify(&op.f) else {
-            continue;
-        };
-        let t_s = op.time_ns as f64 / 1e9;
-        if starts {
-            let label = fault_label(&kind, &op.f, invoke, &op.value);
-            if kinds::kind(&kind).is_some_and(FaultKind::one_shot) {
-                // An instantaneous event (e.g. promote): a zero-width interval, drawn as a line.
-                out.push(FaultInterval {
-                    kind,
-                    start_s: t_s,
-                    end_s: t_s,
-                    label,
-                });
-                continue;
-            }
-            match open.get(&kind) {
-                Some(&i) => {
-                    let merged = format!("{} + {}", out[i].label, label);
-                    out[i].label = truncate_label(merged);
-                }
-                None => {
-                    open.insert(kind.clone(), out.len());
-                    out.push(FaultInterval {
-                        kind,
-                        start_s: t_s,
-                        end_s: f64::NAN,
-                        label,
-                    });
-                }
-            }
-        } else if let Some(i) = open.remove(&kind) {
-            out[i].end_s = t_s;
-        }
-    }
-    let end_s = end_ns as f64 / 1e9;
-    for iv in &mut out {
-        if iv.end_s.is_nan() {
-            iv.end_s = end_s.max(iv.start_s);
-        }
-    }
-    out
-}
 
 /// Band colour of a fault kind (see [`kinds::color_of`]).
 pub fn fault_color(kind: &str) -> RGBColor {
@@ -377,13 +125,23 @@ struct Samples {
 pub struct Prepared {
     faults: Vec<FaultInterval>,
     samples: Samples,
+    /// Outages and recovery periods, shaded along the bottom.
+    shades: Vec<Shade>,
 }
 
-/// Fault intervals and paired client ops of `history`, for the `*_prepared` chart functions.
+/// Fault intervals, paired client ops and recovery shading of `history`, for the `*_prepared`
+/// chart functions.
 pub fn prepare(history: &History) -> Prepared {
+    let shades = recovery::analyse(history, &Default::default()).shading();
+    prepare_with_shades(history, shades)
+}
+
+/// [`prepare`] with the recovery shading already known (e.g. from results.json).
+pub fn prepare_with_shades(history: &History, shades: Vec<Shade>) -> Prepared {
     Prepared {
         faults: fault_intervals(history),
         samples: samples(history),
+        shades,
     }
 }
 
@@ -490,6 +248,54 @@ fn draw_bands<'a, DB: DrawingBackend + 'a, Y: Ranged<ValueType = f64>>(
                 )
         }))
         .map_err(err)?;
+    Ok(())
+}
+
+/// Share of a chart's height taken by the recovery strip at its bottom.
+const STRIP_FRACTION: f64 = 0.04;
+
+/// Top of the recovery strip on a log axis from `lo` to `hi`.
+fn log_strip_top(lo: f64, hi: f64) -> f64 {
+    lo * (hi / lo).powf(STRIP_FRACTION)
+}
+
+/// Colour and legend text of a recovery shade.
+fn shade_style(kind: ShadeKind) -> (RGBColor, &'static str) {
+    match kind {
+        ShadeKind::Outage => (
+            RGBColor(200, 0, 0),
+            "outage: a kind of op served on no node",
+        ),
+        ShadeKind::Recovering => (RGBColor(255, 150, 0), "recovering after heal"),
+    }
+}
+
+/// Outages and recovery periods (`report::recovery`) as a strip along the bottom of the chart
+/// (`y_lo..y_top`), with a legend entry per kind present.
+fn draw_recovery<'a, DB: DrawingBackend + 'a, Y: Ranged<ValueType = f64>>(
+    chart: &mut Chart<'a, DB, Y>,
+    shades: &[Shade],
+    y_lo: f64,
+    y_top: f64,
+) -> Result<(), String> {
+    for kind in [ShadeKind::Recovering, ShadeKind::Outage] {
+        if !shades.iter().any(|s| s.kind == kind) {
+            continue;
+        }
+        let (color, label) = shade_style(kind);
+        chart
+            .draw_series(shades.iter().filter(|s| s.kind == kind).map(|s| {
+                Rectangle::new(
+                    [(s.start_s, y_lo), (s.end_s, y_top)],
+                    color.mix(0.7).filled(),
+                )
+            }))
+            .map_err(err)?
+            .label(label)
+            .legend(move |(x, y)| {
+                Rectangle::new([(x, y - 3), (x + 14, y + 3)], color.mix(0.7).filled())
+            });
+    }
     Ok(())
 }
 
@@ -663,6 +469,10 @@ macro_rules! figure {
     }};
 }
 
+// After `figure!`: macros are visible to modules declared below their definition.
+mod findings;
+pub use findings::{anomaly_color, anomaly_timeline, clock_offsets, stale_reads};
+
 /// x range: the whole history, never empty.
 fn x_max(end_s: f64, faults: &[FaultInterval]) -> f64 {
     let m = faults.iter().map(|f| f.end_s).fold(end_s, f64::max);
@@ -817,6 +627,7 @@ pub fn latency_raw_prepared(p: &Prepared, formats: Formats) -> Figure {
             .draw()
             .map_err(err)?;
         draw_bands(&mut chart, faults, ylo, yhi)?;
+        draw_recovery(&mut chart, &p.shades, ylo, log_strip_top(ylo, yhi))?;
         for &(f_idx, outcome) in &keys {
             let f = s.f_names.get(f_idx).map(String::as_str).unwrap_or("other");
             draw_points(
@@ -932,6 +743,7 @@ pub fn latency_quantiles_prepared(p: &Prepared, window_s: f64, formats: Formats)
             .draw()
             .map_err(err)?;
         draw_bands(&mut chart, faults, ylo, yhi)?;
+        draw_recovery(&mut chart, &p.shades, ylo, log_strip_top(ylo, yhi))?;
         for (qi, (name, _, color)) in QS.iter().enumerate() {
             let color = *color;
             let mut first = true;
@@ -1035,6 +847,7 @@ pub fn throughput_prepared(p: &Prepared, window_s: f64, formats: Formats) -> Fig
             .draw()
             .map_err(err)?;
         draw_bands(&mut chart, faults, 0.0, yhi)?;
+        draw_recovery(&mut chart, &p.shades, 0.0, yhi * STRIP_FRACTION)?;
         for &(f_idx, outcome) in &keys {
             let f = s.f_names.get(f_idx).map(String::as_str).unwrap_or("other");
             let color = shade(outcome.color(), f_idx);
@@ -1064,279 +877,23 @@ pub fn throughput_prepared(p: &Prepared, window_s: f64, formats: Formats) -> Fig
     })
 }
 
-/// Line colours for per-node and per-category series.
-const SERIES_PALETTE: [RGBColor; 8] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(23, 190, 207),
-];
-
-/// Clock offset of every node over time (one line with point markers per node) from the clock
-/// nemesis's `clock-offsets` measurements, with fault bands behind. `None` when the history has
-/// no measurements (the chart is then omitted, not drawn empty).
-pub fn clock_offsets(history: &History, formats: Formats) -> Option<Figure> {
-    let series = anomalies::clock_offsets(history);
-    if series.is_empty() {
-        return None;
-    }
-    let faults = fault_intervals(history);
-    let end_s = history.ops.iter().map(|o| o.time_ns).max().unwrap_or(0) as f64 / 1e9;
-    let xmax = x_max(end_s, &faults);
-    let (mut lo, mut hi) = (0.0f64, 0.0f64);
-    for &(_, ms) in series.values().flatten() {
-        lo = lo.min(ms);
-        hi = hi.max(ms);
-    }
-    let span = (hi - lo).max(1.0);
-    // Headroom above for band labels and the legend.
-    let (ylo, yhi) = (lo - span * 0.1, hi + span * 0.45);
-    Some(figure!(formats, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption("Clock offset per node (node minus controller)", (FONT, 20))
-            .margin(12)
-            .x_label_area_size(45)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0.0..xmax, ylo..yhi)
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .x_desc("time (s)")
-            .y_desc("offset (ms)")
-            .axis_desc_style((FONT, 15))
-            .draw()
-            .map_err(err)?;
-        draw_bands(&mut chart, &faults, ylo, yhi)?;
-        for (i, (node, pts)) in series.iter().enumerate() {
-            let color = SERIES_PALETTE[i % SERIES_PALETTE.len()];
-            chart
-                .draw_series(
-                    LineSeries::new(pts.iter().copied(), color.stroke_width(2)).point_size(3),
-                )
-                .map_err(err)?
-                .label(node.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2))
-                });
-        }
-        draw_legend(&mut chart)
-    }))
-}
-
-/// Colour of an anomaly category (checker or guarantee).
-pub fn anomaly_color(category: &str) -> RGBColor {
-    match category {
-        anomalies::LINEARIZABLE => RGBColor(200, 30, 30),
-        "read-your-writes" => RGBColor(230, 120, 0),
-        "monotonic-reads" => RGBColor(30, 110, 200),
-        "monotonic-writes" => RGBColor(120, 60, 180),
-        "writes-follow-reads" => RGBColor(0, 140, 110),
-        anomalies::VERSION_CONFLICT => RGBColor(120, 120, 0),
-        other => {
-            let h = other
-                .bytes()
-                .fold(0usize, |a, b| a.wrapping_mul(31).wrapping_add(b as usize));
-            SERIES_PALETTE[h % SERIES_PALETTE.len()]
-        }
-    }
-}
-
-/// Anomalies pinned to time: one row per checker or session guarantee, a cross at each
-/// proving op (the unlinearizable op, the violating read or write), a circle at each supporting
-/// op (minimized linearizability witness ops), a thin line over each evidence span (invoke to
-/// completion, or earlier op to later op), with fault bands behind. `None` when there are no
-/// marks (the chart is then omitted).
-pub fn anomaly_timeline(
-    history: &History,
-    marks: &[AnomalyMark],
-    formats: Formats,
-) -> Option<Figure> {
-    if marks.is_empty() {
-        return None;
-    }
-    let faults = fault_intervals(history);
-    let end_s = history.ops.iter().map(|o| o.time_ns).max().unwrap_or(0) as f64 / 1e9;
-    let xmax = x_max(
-        end_s.max(marks.iter().map(|m| m.time_s).fold(0.0, f64::max)),
-        &faults,
-    );
-    let mut cats: Vec<&str> = Vec::new();
-    for m in marks {
-        if !cats.contains(&m.category.as_str()) {
-            cats.push(&m.category);
-        }
-    }
-    let n = cats.len();
-    // Rows 0..n from the top; headroom above the top row for band labels and the legend.
-    let row = |c: &str| (n - 1 - cats.iter().position(|x| *x == c).unwrap_or(0)) as f64;
-    let (ylo, yhi) = (-0.6, n as f64 - 0.4 + 0.5 + 0.15 * n as f64);
-    let names: Vec<String> = cats.iter().map(|c| c.to_string()).collect();
-    let y_label = move |y: &f64| -> String {
-        let r = y.round();
-        if (y - r).abs() < 1e-6 && r >= 0.0 && (r as usize) < names.len() {
-            names[names.len() - 1 - r as usize].clone()
-        } else {
-            String::new()
-        }
-    };
-    Some(figure!(formats, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(
-                format!("Anomalies over time ({} witness ops)", marks.len()),
-                (FONT, 20),
-            )
-            .margin(12)
-            .x_label_area_size(45)
-            .y_label_area_size(150)
-            .build_cartesian_2d(0.0..xmax, ylo..yhi)
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .disable_y_mesh()
-            .y_labels((yhi - ylo).ceil() as usize * 4)
-            .y_label_formatter(&y_label)
-            .x_desc("time (s)")
-            .axis_desc_style((FONT, 15))
-            .draw()
-            .map_err(err)?;
-        draw_bands(&mut chart, &faults, ylo, yhi)?;
-        for &c in &cats {
-            let color = anomaly_color(c);
-            let y = row(c);
-            let of_cat = || marks.iter().filter(move |m| m.category == c);
-            chart
-                .draw_series(of_cat().filter_map(|m| {
-                    let from = m.from_s?;
-                    Some(PathElement::new(
-                        vec![(from.min(m.time_s), y), (from.max(m.time_s), y)],
-                        color.mix(0.6).stroke_width(2),
-                    ))
-                }))
-                .map_err(err)?;
-            chart
-                .draw_series(
-                    of_cat()
-                        .filter(|m| !m.primary)
-                        .map(|m| Circle::new((m.time_s, y), 4, color.stroke_width(2))),
-                )
-                .map_err(err)?;
-            let primaries = of_cat().filter(|m| m.primary).count();
-            chart
-                .draw_series(
-                    of_cat()
-                        .filter(|m| m.primary)
-                        .map(|m| Cross::new((m.time_s, y), 6, color.stroke_width(3))),
-                )
-                .map_err(err)?
-                .label(format!("{c} ({primaries})"))
-                .legend(move |(x, y)| Cross::new((x + 7, y), 5, color.stroke_width(3)));
-        }
-        draw_legend(&mut chart)
-    }))
-}
-
-/// Stale reads as measured by the session checker: versions behind and ms behind at p50, p90,
-/// p99 and max, over all measured reads and over stale reads only, as grouped bars in two
-/// panels. Not a time series, so no fault bands. `None` when no read was stale (omitted).
-pub fn stale_reads(stats: &StaleReads, formats: Formats) -> Option<Figure> {
-    if stats.stale_reads == 0 {
-        return None;
-    }
-    let panels = [
-        (
-            "versions behind",
-            stats.versions_behind,
-            stats.stale_versions_behind,
-        ),
-        ("ms behind", stats.ms_behind, stats.stale_ms_behind),
-    ];
-    let caption = format!(
-        "Stale reads: {} of {} measured reads missed an acknowledged newer version",
-        stats.stale_reads, stats.reads_measured
-    );
-    let all_color = RGBColor(120, 120, 120);
-    let stale_color = RGBColor(215, 50, 50);
-    let x_label = |x: &f64| -> String {
-        let r = x.round();
-        if (x - r).abs() < 1e-6 && r >= 0.0 && (r as usize) < anomalies::QUANTILE_NAMES.len() {
-            anomalies::QUANTILE_NAMES[r as usize].to_string()
-        } else {
-            String::new()
-        }
-    };
-    Some(figure!(formats, |root| {
-        let root = root.titled(&caption, (FONT, 20)).map_err(err)?;
-        let halves = root.split_evenly((1, 2));
-        for ((title, all, stale), area) in panels.iter().zip(halves.iter()) {
-            let peak = all.iter().chain(stale).copied().fold(0.0, f64::max);
-            let yhi = if peak > 0.0 { peak * 1.3 } else { 1.0 };
-            let mut chart = ChartBuilder::on(area)
-                .caption(*title, (FONT, 16))
-                .margin(12)
-                .x_label_area_size(40)
-                .y_label_area_size(60)
-                .build_cartesian_2d(-0.6..3.6, 0.0..yhi)
-                .map_err(err)?;
-            chart
-                .configure_mesh()
-                .disable_x_mesh()
-                .x_labels(9)
-                .x_label_formatter(&x_label)
-                .y_desc(*title)
-                .axis_desc_style((FONT, 14))
-                .draw()
-                .map_err(err)?;
-            for (values, color, dx, label) in [
-                (all, all_color, -0.2, "all measured reads"),
-                (stale, stale_color, 0.2, "stale reads only"),
-            ] {
-                chart
-                    .draw_series(values.iter().enumerate().map(|(i, &v)| {
-                        let x = i as f64 + dx;
-                        Rectangle::new([(x - 0.17, 0.0), (x + 0.17, v)], color.filled())
-                    }))
-                    .map_err(err)?
-                    .label(label)
-                    .legend(move |(x, y)| {
-                        Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled())
-                    });
-                chart
-                    .draw_series(values.iter().enumerate().map(|(i, &v)| {
-                        Text::new(
-                            format!("{}", (v * 100.0).round() / 100.0),
-                            (i as f64 + dx - 0.15, v + yhi * 0.05),
-                            (FONT, 12).into_font(),
-                        )
-                    }))
-                    .map_err(err)?;
-            }
-            draw_legend(&mut chart)?;
-        }
-        Ok(())
-    }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     /// An op at `t_ms` milliseconds.
-    fn op(t_ms: u64, ty: OpType, p: Process, f: &str, v: Value) -> Op {
+    pub(super) fn op(t_ms: u64, ty: OpType, p: Process, f: &str, v: Value) -> Op {
         let mut o = Op::new(ty, p, f, v);
         o.time_ns = t_ms * 1_000_000;
         o
     }
 
-    fn nem(t_ms: u64, f: &str, v: Value) -> Op {
+    pub(super) fn nem(t_ms: u64, f: &str, v: Value) -> Op {
         op(t_ms, OpType::Info, Process::Nemesis, f, v)
     }
 
-    fn client(h: &mut Vec<Op>, p: u64, f: &str, t0_ms: u64, t1_ms: u64, end: OpType) {
+    pub(super) fn client(h: &mut Vec<Op>, p: u64, f: &str, t0_ms: u64, t1_ms: u64, end: OpType) {
         h.push(op(
             t0_ms,
             OpType::Invoke,
@@ -1347,18 +904,18 @@ mod tests {
         h.push(op(t1_ms, end, Process::Client(p), f, json!(1)));
     }
 
-    fn sorted(mut ops: Vec<Op>) -> History {
+    pub(super) fn sorted(mut ops: Vec<Op>) -> History {
         ops.sort_by_key(|o| o.time_ns);
         History::from_ops(ops)
     }
 
-    fn isolate_n5() -> Value {
+    pub(super) fn isolate_n5() -> Value {
         json!({"grudge": {"n1": ["n5"], "n2": ["n5"], "n3": ["n5"], "n4": ["n5"],
                           "n5": ["n1", "n2", "n3", "n4"]}})
     }
 
     /// A history with client ops of three kinds and outcomes, a partition and a kill.
-    fn faulty() -> History {
+    pub(super) fn faulty() -> History {
         let mut ops = vec![
             nem(1_000, "start-partition", json!("one")),
             nem(1_100, "start-partition", isolate_n5()),
@@ -1382,7 +939,7 @@ mod tests {
     }
 
     /// Structural checks: one root `<svg>`, balanced tags, no NaN/inf coordinates.
-    fn assert_well_formed(svg: &str) {
+    pub(super) fn assert_well_formed(svg: &str) {
         assert!(
             svg.starts_with("<svg"),
             "does not start with <svg: {}",
@@ -1410,7 +967,7 @@ mod tests {
         }
     }
 
-    fn band_rect_count(svg: &str, kind: &str) -> usize {
+    pub(super) fn band_rect_count(svg: &str, kind: &str) -> usize {
         let c = fault_color(kind);
         let fill = format!("fill=\"#{:02X}{:02X}{:02X}\"", c.0, c.1, c.2);
         svg.lines()
@@ -1418,120 +975,6 @@ mod tests {
                 l.starts_with("<rect") && l.contains(&fill) && l.contains("opacity=\"0.18\"")
             })
             .count()
-    }
-
-    #[test]
-    fn intervals_run_from_start_completion_to_stop_completion() {
-        let iv = fault_intervals(&faulty());
-        assert_eq!(iv.len(), 2, "{iv:?}");
-        assert_eq!(iv[0].kind, "partition");
-        assert_eq!(iv[0].label, "isolate n5");
-        assert!(
-            (iv[0].start_s - 1.1).abs() < 1e-9 && (iv[0].end_s - 3.05).abs() < 1e-9,
-            "{iv:?}"
-        );
-        assert_eq!(iv[1].kind, "kill");
-        assert_eq!(iv[1].label, "kill n1");
-        assert!((iv[1].start_s - 4.2).abs() < 1e-9, "{iv:?}");
-    }
-
-    #[test]
-    fn unterminated_fault_runs_to_end_of_history() {
-        let iv = fault_intervals(&faulty());
-        // Last client completion: cas invoked at 4920 ms, completed at 4990 ms.
-        assert!((iv[1].end_s - 4.99).abs() < 1e-9, "{iv:?}");
-    }
-
-    #[test]
-    fn repeated_and_stray_stops_are_harmless() {
-        let h = sorted(vec![
-            nem(100, "stop-partition", json!(null)),
-            nem(200, "stop-partition", json!("healed")),
-            nem(300, "pause", json!("one")),
-            nem(400, "pause", json!({"nodes": ["n3"]})),
-            nem(500, "resume", json!("all")),
-            nem(600, "resume", json!({"nodes": ["n3"]})),
-            nem(700, "resume", json!("all")),
-            nem(800, "resume", json!({"nodes": ["n3"]})),
-            nem(900, "start", json!("all")),
-            nem(950, "start", json!("done")),
-        ]);
-        assert_eq!(
-            fault_intervals(&h),
-            vec![FaultInterval {
-                kind: "pause".into(),
-                start_s: 0.4,
-                end_s: 0.6,
-                label: "pause n3".into(),
-            }]
-        );
-    }
-
-    #[test]
-    fn halves_generic_kinds_failed_faults_and_nested_starts() {
-        let halves = json!({"grudge": {"n1": ["n3", "n4", "n5"], "n2": ["n3", "n4", "n5"],
-                                       "n3": ["n1", "n2"], "n4": ["n1", "n2"], "n5": ["n1", "n2"]}});
-        let mut failed = nem(450, "kill", json!("one"));
-        failed.error = Some("ssh: connection refused".into());
-        let h = sorted(vec![
-            nem(100, "start-partition", json!("majority")),
-            nem(150, "start-partition", halves),
-            nem(200, "start-clock", json!(null)),
-            nem(250, "start-clock", json!("bumped")),
-            nem(400, "kill", json!("one")),
-            nem(410, "kill", json!(null)).clone(),
-            nem(420, "kill", json!("one")),
-            nem(430, "kill", json!({"nodes": ["n2"]})),
-            nem(440, "kill", json!("one")),
-            failed,
-            nem(500, "stop-clock", json!(null)),
-            nem(600, "stop-clock", json!("reset")),
-        ]);
-        let iv = fault_intervals(&h);
-        let got: Vec<(&str, &str, f64, f64)> = iv
-            .iter()
-            .map(|i| (i.kind.as_str(), i.label.as_str(), i.start_s, i.end_s))
-            .collect();
-        assert_eq!(
-            got,
-            vec![
-                ("partition", "n1 n2 | n3 n4 n5", 0.15, 0.6),
-                ("clock", "clock bumped", 0.25, 0.6),
-                // The first kill's completion says nothing, so its invocation value labels it.
-                ("kill", "kill one + kill n2", 0.41, 0.6),
-            ]
-        );
-    }
-
-    #[test]
-    fn overlapping_grudge_is_labelled_by_its_invocation() {
-        let ring = json!({"grudge": {"n1": ["n3", "n4"], "n2": ["n4", "n5"], "n3": ["n1", "n5"],
-                                     "n4": ["n1", "n2"], "n5": ["n2", "n3"]}});
-        let h = sorted(vec![
-            nem(1, "start-partition", json!("majorities-ring")),
-            nem(2, "start-partition", ring.clone()),
-            nem(3, "stop-partition", json!(null)),
-            nem(4, "stop-partition", json!("healed")),
-            nem(5, "start-partition", json!(null)),
-            nem(6, "start-partition", ring),
-        ]);
-        let labels: Vec<String> = fault_intervals(&h).into_iter().map(|i| i.label).collect();
-        assert_eq!(labels, ["partition majorities-ring", "partition"]);
-    }
-
-    #[test]
-    fn long_labels_are_truncated() {
-        let nodes: Vec<String> = (0..30).map(|i| format!("node{i}")).collect();
-        let h = sorted(vec![
-            nem(1, "kill", json!("all")),
-            nem(2, "kill", json!({"nodes": nodes})),
-        ]);
-        let label = &fault_intervals(&h)[0].label;
-        assert_eq!(label.chars().count(), 40);
-        assert!(
-            label.starts_with("kill node0 node1") && label.ends_with('…'),
-            "{label}"
-        );
     }
 
     #[test]
@@ -1565,6 +1008,63 @@ mod tests {
             .filter(|l| l.starts_with("<line opacity=\"0.75\""))
             .count();
         assert_eq!(cross_lines, 2 * (50 + 2), "cas markers (fail and info)");
+    }
+
+    /// The etcd pattern of issue 15 (nothing served for 4 s after a heal) is shaded on the
+    /// latency and throughput charts: an outage and the recovery period.
+    #[test]
+    fn outages_and_recovery_are_shaded_along_the_bottom() {
+        let mut ops = vec![
+            nem(9_990, "start-partition", json!("one")),
+            nem(10_000, "start-partition", isolate_n5()),
+            nem(19_990, "stop-partition", json!(null)),
+            nem(20_000, "stop-partition", json!("healed")),
+        ];
+        let mut t = 0;
+        let mut p = 0;
+        while t < 40_000 {
+            if (20_000..24_000).contains(&t) {
+                client(&mut ops, p, "read", t, t + 500, OpType::Info);
+                p += 1;
+                t += 500;
+            } else {
+                client(&mut ops, p, "read", t, t + 2, OpType::Ok);
+                t += 50;
+            }
+        }
+        let h = sorted(ops);
+        let strip = |svg: &str, kind: ShadeKind| {
+            let (c, _) = shade_style(kind);
+            let fill = format!("fill=\"#{:02X}{:02X}{:02X}\"", c.0, c.1, c.2);
+            svg.lines()
+                .filter(|l| l.starts_with("<rect") && l.contains(&fill))
+                .count()
+        };
+        for svg in [
+            latency_raw_svg(&h),
+            latency_quantiles_svg(&h, 1.0),
+            throughput_svg(&h, 1.0),
+        ] {
+            assert_well_formed(&svg);
+            assert!(svg.contains("recovering after heal"), "legend");
+            assert!(
+                svg.contains("outage: a kind of op served on no node"),
+                "legend"
+            );
+            // One shade each, plus its legend swatch.
+            assert_eq!(strip(&svg, ShadeKind::Outage), 2);
+            assert_eq!(strip(&svg, ShadeKind::Recovering), 2);
+        }
+        // Nothing to shade: no strip, no legend entry.
+        let mut ops = vec![
+            nem(100, "kill", json!("one")),
+            nem(110, "kill", json!({"nodes": ["n1"]})),
+        ];
+        for i in 0..50 {
+            client(&mut ops, 0, "read", i * 100, i * 100 + 3, OpType::Ok);
+        }
+        let svg = latency_raw_svg(&sorted(ops));
+        assert!(!svg.contains("recovering after heal") && !svg.contains("(outage)"));
     }
 
     #[test]
@@ -1745,7 +1245,7 @@ mod tests {
 
     /// A history with every kind of the fault table, each started and stopped once (promote is
     /// one-shot), around some client ops.
-    fn all_kinds() -> History {
+    pub(super) fn all_kinds() -> History {
         let mut ops = vec![
             nem(100, "start-partition", json!("one")),
             nem(110, "start-partition", isolate_n5()),
@@ -1815,9 +1315,10 @@ mod tests {
                 json!({"nodes": ["n1"], "delta_ms": 100, "period_ms": 10, "duration_ms": 500}),
             ),
             nem(
-                1610,
+                1900,
                 "strobe-clock",
-                json!({"nodes": ["n1"], "delta_ms": 100, "period_ms": 10, "duration_ms": 500}),
+                json!({"nodes": ["n1"], "delta_ms": 100, "period_ms": 10, "duration_ms": 500,
+                       "ran_ms": 250}),
             ),
         ];
         for i in 0..40u64 {
@@ -1842,8 +1343,8 @@ mod tests {
             ("bandwidth", "bandwidth 100 kbit/s n1 n2", 1.11, 1.21),
             ("delay", "delay 50±10 ms n5", 1.31, 1.41),
             ("promote", "promote n2", 1.51, 1.51),
-            // Never reset: runs to the end of the history (last client completion at 1.955 s).
-            ("clock", "strobe-clock n1 +100 ms every 10 ms", 1.61, 1.955),
+            // In effect while its op ran: the 250 ms before its completion.
+            ("clock", "strobe-clock n1 +100 ms every 10 ms", 1.65, 1.9),
         ];
         assert_eq!(got.len(), want.len(), "{got:?}");
         for (g, w) in got.iter().zip(want) {
@@ -1881,7 +1382,7 @@ mod tests {
     }
 
     /// Decode a PNG: (width, height, RGB(A) pixels, bytes per pixel).
-    fn decode_png(bytes: &[u8]) -> (u32, u32, Vec<u8>, usize) {
+    pub(super) fn decode_png(bytes: &[u8]) -> (u32, u32, Vec<u8>, usize) {
         let mut dec = png::Decoder::new(std::io::Cursor::new(bytes))
             .read_info()
             .unwrap();
@@ -1912,144 +1413,5 @@ mod tests {
             .count();
         assert!(dark > 100, "caption glyph pixels: {dark}");
         assert!(latency_raw(&h, Formats::Svg).png.is_none());
-    }
-
-    fn mark(category: &str, time_s: f64, from_s: Option<f64>, primary: bool) -> AnomalyMark {
-        AnomalyMark {
-            category: category.into(),
-            time_s,
-            from_s,
-            op_index: 0,
-            primary,
-            label: String::new(),
-        }
-    }
-
-    #[test]
-    fn anomaly_timeline_has_a_row_legend_and_markers_per_category() {
-        let h = faulty();
-        assert!(
-            anomaly_timeline(&h, &[], Formats::Svg).is_none(),
-            "no marks → no chart"
-        );
-        let marks = [
-            mark("linearizable", 2.0, Some(1.9), true),
-            mark("linearizable", 1.5, Some(1.4), false),
-            mark("linearizable", 1.6, None, false),
-            mark("monotonic-reads", 3.5, Some(1.0), true),
-            mark("monotonic-reads", 4.0, Some(3.9), true),
-            mark("version-conflict", 4.5, None, true),
-        ];
-        let fig = anomaly_timeline(&h, &marks, Formats::SvgAndPng).unwrap();
-        let svg = &fig.svg;
-        assert_well_formed(svg);
-        for text in [
-            "linearizable (1)",
-            "monotonic-reads (2)",
-            "version-conflict (1)",
-            "Anomalies over time (6 witness ops)",
-            "isolate n5",
-            "fault: kill",
-        ] {
-            assert!(svg.contains(text), "missing {text:?}");
-        }
-        // Category names label the rows (y axis).
-        for cat in ["linearizable", "monotonic-reads", "version-conflict"] {
-            assert!(
-                svg.contains(&format!("\n{cat}\n</text>")),
-                "row label {cat}"
-            );
-        }
-        // Supporting ops are circles (no other circles on this chart).
-        assert_eq!(svg.matches("<circle").count(), 2);
-        // Primary marks are crosses: two lines each, plus one legend cross per category.
-        let c = anomaly_color("monotonic-reads");
-        let stroke = format!("stroke=\"#{:02X}{:02X}{:02X}\"", c.0, c.1, c.2);
-        let cross_lines = svg
-            .lines()
-            .filter(|l| l.starts_with("<line") && l.contains(&stroke))
-            .count();
-        assert_eq!(cross_lines, 2 * (2 + 1), "monotonic-reads crosses");
-        assert_eq!(band_rect_count(svg, "partition"), 1);
-        assert!(fig.png.unwrap().is_ok());
-    }
-
-    #[test]
-    fn clock_offsets_chart_has_a_line_per_node_or_is_omitted() {
-        assert!(clock_offsets(&faulty(), Formats::Svg).is_none());
-        let svg = clock_offsets(&all_kinds(), Formats::Svg);
-        assert!(svg.is_none(), "all_kinds has no measurements");
-        let mut ops = all_kinds().ops;
-        for (t, n3) in [(650u64, 0.5), (750, -249.5), (850, 0.25)] {
-            ops.push(nem(t, "clock-offsets", json!(null)));
-            ops.push(nem(
-                t + 1,
-                "clock-offsets",
-                json!({"offsets_ms": {"n3": n3, "n1": 1.0}}),
-            ));
-        }
-        let h = sorted(ops);
-        // Interleaving measurements do not disturb fault pairing.
-        assert_eq!(fault_intervals(&h).len(), 9);
-        let svg = clock_offsets(&h, Formats::Svg).unwrap().svg;
-        assert_well_formed(&svg);
-        for text in [
-            "offset (ms)",
-            "n1",
-            "n3",
-            "bump-clock n3 -250 ms",
-            "fault: clock",
-        ] {
-            assert!(svg.contains(text), "missing {text:?}");
-        }
-        // Per node (n1 blue, n3 orange): one polyline of three points plus its legend sample.
-        for stroke in ["stroke=\"#1F77B4\"", "stroke=\"#FF7F0E\""] {
-            let lines = svg
-                .lines()
-                .filter(|l| l.starts_with("<polyline") && l.contains(stroke))
-                .count();
-            assert_eq!(lines, 2, "{stroke}");
-        }
-        assert_eq!(svg.matches("<circle").count(), 6);
-    }
-
-    #[test]
-    fn stale_read_chart_shows_both_samples_or_is_omitted() {
-        let mut stats = StaleReads {
-            reads_measured: 40,
-            stale_reads: 0,
-            versions_behind: [0.0, 1.0, 3.0, 4.0],
-            ms_behind: [0.0, 1.5, 9.25, 12.0],
-            stale_versions_behind: [2.0, 3.0, 4.0, 4.0],
-            stale_ms_behind: [5.0, 9.0, 12.0, 12.0],
-        };
-        assert!(
-            stale_reads(&stats, Formats::Svg).is_none(),
-            "no stale reads → omitted"
-        );
-        stats.stale_reads = 7;
-        let svg = stale_reads(&stats, Formats::Svg).unwrap().svg;
-        assert_well_formed(&svg);
-        for text in [
-            "7 of 40 measured reads",
-            "versions behind",
-            "ms behind",
-            "all measured reads",
-            "stale reads only",
-            "\np99\n</text>",
-            "\n9.25\n</text>",
-        ] {
-            assert!(svg.contains(text), "missing {text:?}");
-        }
-        // 2 panels × 2 samples × 4 quantiles bars.
-        let bars = svg
-            .lines()
-            .filter(|l| l.starts_with("<rect") && l.contains("fill=\"#D73232\""))
-            .count();
-        assert_eq!(
-            bars,
-            2 * 4 + 2,
-            "stale bars plus one legend swatch per panel"
-        );
     }
 }

@@ -1,0 +1,1282 @@
+//! Recovery and unavailability per fault, from the history alone: how soon a fault hurt the
+//! workload, when nothing was served, and how long after the heal the workload was back.
+//!
+//! Owns the definitions below and their computation ([`analyse`]), a pure function of a
+//! [`History`] (no IO, no clock). Does not own fault intervals (`report::faults`), drawing
+//! (`plots`, which shades [`Recovery::shading`]) or the HTML table (`page`).
+//!
+//! Definitions (times are the history's, seconds since the run started; defaults in
+//! [`RecoveryConfig::default`]):
+//! - A client op is **served** when it completed `ok`, or `fail` with `cas-mismatch` (the system
+//!   answered: the compare did not match). Every other completion (`fail`, `info`, a timeout) and
+//!   an invoke that never completed is **failed**. A served op counts at its completion, a
+//!   failed one at its invocation (the moment it was attempted).
+//! - **Outage** (unavailability window): for a group of ops — one kind (`f`) or every kind, on
+//!   one node or on all nodes — a span of at least `min_outage_ms` from a served op of the group
+//!   to the next one (or to the end of the history, then `open`), during which at least one op of
+//!   the group failed. It starts at the last served op before it (at the first failed op when
+//!   nothing was served before). Idle gaps without failed ops are not outages.
+//! - **Time to first failure** of a fault: from the fault's start to the first failed op
+//!   attempted in [start, settled) (settled = the recovery point, else the next change of faults
+//!   or the end of the history); an op already in flight at the start that then failed counts as
+//!   0 s.
+//! - **Pre-fault level** (baseline): served ops per second over the `baseline_s` before the
+//!   fault's start, cut at the latest earlier change of faults (another fault's start or end, or
+//!   an earlier fault's recovery point) and at the first client op. Shorter than
+//!   `min_baseline_s`, or nothing served in it: no baseline, recovery not measured. When the
+//!   fault that ended last before this one was seen not to recover, the level before this one
+//!   is still degraded: its baseline is inherited from that fault (`baseline_inherited`).
+//! - **Longest outage** of a fault: the longest all-nodes outage lying mostly (more than half)
+//!   between the fault's start and its recovery point (else the next change of faults or the
+//!   end of the history).
+//! - **Recovered** (sustained): the first time t ≥ the heal, on a `step_ms` grid from the heal,
+//!   such that every window of `window_ms` starting at t, t + step, … up to t + `sustain_ms` −
+//!   `window_ms` holds at least `recovered_fraction` × baseline × window served ops (and at least
+//!   one). The recovery point is the first served op at or after t; **recovery time** = recovery
+//!   point − heal. The whole `sustain_ms` must fit before the next change of faults, before the
+//!   workload stops (an idle span: `window_ms` or more with no client op invoked or in flight,
+//!   as after the run's time limit) and before the end of the history, else the fault is "not
+//!   recovered" with that reason — or "not measured" when less than `sustain_ms` was left after
+//!   the heal, or the workload stopped. A fault never healed in the history is not measured.
+//! - **Throughput during** a fault: served ops per second from its start to its heal, or to
+//!   where the workload stopped if that came first.
+
+use crate::client::etcd::CAS_MISMATCH;
+use crate::history::{History, OpType, Process};
+use crate::report::faults::{FaultInterval, fault_intervals};
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
+
+/// Thresholds of the definitions in the module doc.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RecoveryConfig {
+    /// Shortest outage reported, in ms.
+    pub min_outage_ms: u64,
+    /// Longest baseline before a fault, in s.
+    pub baseline_s: f64,
+    /// Shortest usable baseline, in s.
+    pub min_baseline_s: f64,
+    /// Fraction of the baseline throughput that counts as recovered.
+    pub recovered_fraction: f64,
+    /// Width of the throughput windows, in ms.
+    pub window_ms: u64,
+    /// How long throughput must stay recovered, in ms (at least `window_ms`).
+    pub sustain_ms: u64,
+    /// Grid step of the recovery search, in ms.
+    pub step_ms: u64,
+    /// Most outages listed (the longest are kept; the total is always exact).
+    pub max_outages: usize,
+}
+
+impl Default for RecoveryConfig {
+    fn default() -> Self {
+        RecoveryConfig {
+            min_outage_ms: 1_000,
+            baseline_s: 10.0,
+            min_baseline_s: 1.0,
+            recovered_fraction: 0.5,
+            window_ms: 1_000,
+            sustain_ms: 3_000,
+            step_ms: 100,
+            max_outages: 1_000,
+        }
+    }
+}
+
+/// A span during which a group of ops got no service (see the module doc).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outage {
+    /// Node whose ops these are; `None` = all nodes.
+    pub node: Option<String>,
+    /// Kind of op (`read`, `write`, …); `None` = every kind.
+    pub f: Option<String>,
+    /// Start, s.
+    pub start_s: f64,
+    /// End (the next served op, or the end of the history), s.
+    pub end_s: f64,
+    /// True when it lasted until the end of the history.
+    pub open: bool,
+    /// Ops of the group that failed in it.
+    pub failed_ops: u64,
+}
+
+impl Outage {
+    /// Orders outages by length, then the broader group first (all kinds, all nodes), for
+    /// picking "the longest".
+    fn longer(a: &&Outage, b: &&Outage) -> std::cmp::Ordering {
+        a.duration_s()
+            .total_cmp(&b.duration_s())
+            .then_with(|| a.f.is_none().cmp(&b.f.is_none()))
+            .then_with(|| a.node.is_none().cmp(&b.node.is_none()))
+            .then_with(|| b.start_s.total_cmp(&a.start_s))
+    }
+
+    /// Length in s.
+    pub fn duration_s(&self) -> f64 {
+        self.end_s - self.start_s
+    }
+
+    /// "write on n3", "all ops on all nodes".
+    pub fn group(&self) -> String {
+        format!(
+            "{} on {}",
+            self.f.as_deref().unwrap_or("all ops"),
+            self.node.as_deref().unwrap_or("all nodes")
+        )
+    }
+}
+
+/// What one fault did to the workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FaultRecovery {
+    /// Fault kind (`partition`, `kill`, …).
+    pub kind: String,
+    /// What was done ("isolate n5").
+    pub label: String,
+    /// When it took effect, s.
+    pub start_s: f64,
+    /// When it was healed (or the end of the history, when never), s.
+    pub end_s: f64,
+    /// False when the history never shows it healed.
+    pub healed: bool,
+    /// From the start to the first failed op, s; `None` when no op failed.
+    pub first_failure_s: Option<f64>,
+    /// Served ops per second before the fault; `None` without a usable baseline.
+    pub baseline_ops_per_s: Option<f64>,
+    /// True when `baseline_ops_per_s` is the previous fault's, which never recovered.
+    pub baseline_inherited: bool,
+    /// Served ops per second while it was in effect and the workload ran; `None` for an
+    /// instantaneous fault.
+    pub during_ops_per_s: Option<f64>,
+    /// True when recovery was judged: healed, with a baseline, and the workload ran long
+    /// enough after the heal to see it recover or not.
+    pub measured: bool,
+    /// From the heal to the recovery point, s; `None` when not measured or not recovered.
+    pub recovery_s: Option<f64>,
+    /// The recovery point, s.
+    pub recovered_at_s: Option<f64>,
+    /// Why `recovery_s` is `None`.
+    pub not_recovered: Option<String>,
+    /// The longest all-nodes outage lying mostly (more than half of it) between the fault's
+    /// start and its recovery point (or, not recovered, the next change of faults or the end of
+    /// the history).
+    pub longest_outage: Option<Outage>,
+}
+
+/// Recovery and unavailability of a whole history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Recovery {
+    /// Thresholds used.
+    pub config: RecoveryConfig,
+    /// One entry per fault interval, by start time.
+    pub faults: Vec<FaultRecovery>,
+    /// Outages of every group, by start time (at most `config.max_outages`, the longest).
+    pub outages: Vec<Outage>,
+    /// All outages found.
+    pub outages_total: u64,
+    /// Median recovery time over the faults that recovered, s (nearest rank).
+    pub recovery_p50_s: Option<f64>,
+    /// Longest recovery time, s.
+    pub recovery_max_s: Option<f64>,
+    /// Healed faults with a baseline that recovered.
+    pub recovered: u64,
+    /// Healed faults with a baseline that did not recover in time.
+    pub not_recovered: u64,
+    /// Faults whose recovery was not measured (never healed, no baseline, or the workload
+    /// stopped too soon after the heal).
+    pub not_measured: u64,
+}
+
+/// A span to shade on the time-series charts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shade {
+    /// Start, s.
+    pub start_s: f64,
+    /// End, s.
+    pub end_s: f64,
+    /// What it is.
+    pub kind: ShadeKind,
+}
+
+/// Kinds of [`Shade`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShadeKind {
+    /// An all-nodes outage of some kind of op.
+    Outage,
+    /// From a heal to its recovery point (or to where the search gave up).
+    Recovering,
+}
+
+impl Recovery {
+    /// "recovery after heal: p50 0.8 s, max 4.1 s over 9 faults (1 not recovered in time);
+    /// longest outage 4.3 s (all ops on all nodes at 21.4 s)", or `None` without faults.
+    pub fn summary_line(&self) -> Option<String> {
+        if self.faults.is_empty() {
+            return None;
+        }
+        let mut s = match (self.recovery_p50_s, self.recovery_max_s) {
+            (Some(p50), Some(max)) => format!(
+                "recovery after heal: p50 {p50:.1} s, max {max:.1} s over {} fault{}",
+                self.recovered,
+                plural(self.recovered)
+            ),
+            _ => "recovery after heal: none measured".to_string(),
+        };
+        let mut notes = Vec::new();
+        if self.not_recovered > 0 {
+            notes.push(format!("{} not recovered in time", self.not_recovered));
+        }
+        if self.not_measured > 0 {
+            notes.push(format!(
+                "{} not measured: never healed, no baseline or the workload stopped",
+                self.not_measured
+            ));
+        }
+        if !notes.is_empty() {
+            s.push_str(&format!(" ({})", notes.join(", ")));
+        }
+        if let Some(o) = self
+            .outages
+            .iter()
+            .filter(|o| o.node.is_none())
+            .max_by(Outage::longer)
+        {
+            s.push_str(&format!(
+                "; longest outage {:.1} s ({} at {:.1} s)",
+                o.duration_s(),
+                o.group(),
+                o.start_s
+            ));
+        }
+        Some(s)
+    }
+
+    /// Spans to shade on the time-series charts: all-nodes outages (merged over kinds of op)
+    /// and, for faults that recovered, the span from the heal to the recovery point; each in
+    /// time order.
+    pub fn shading(&self) -> Vec<Shade> {
+        let mut outages: Vec<(f64, f64)> = self
+            .outages
+            .iter()
+            .filter(|o| o.node.is_none())
+            .map(|o| (o.start_s, o.end_s))
+            .collect();
+        outages.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut out: Vec<Shade> = Vec::new();
+        for (a, b) in outages {
+            match out.last_mut() {
+                Some(last) if a <= last.end_s => last.end_s = last.end_s.max(b),
+                _ => out.push(Shade {
+                    start_s: a,
+                    end_s: b,
+                    kind: ShadeKind::Outage,
+                }),
+            }
+        }
+        for f in &self.faults {
+            if let Some(at) = f.recovered_at_s.filter(|at| *at > f.end_s) {
+                out.push(Shade {
+                    start_s: f.end_s,
+                    end_s: at,
+                    kind: ShadeKind::Recovering,
+                });
+            }
+        }
+        out
+    }
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+const NS_PER_S: f64 = 1e9;
+
+fn secs(ns: u64) -> f64 {
+    (ns as f64 / 1e3).round() / 1e6
+}
+
+fn ns_of(s: f64) -> u64 {
+    (s * NS_PER_S).round().max(0.0) as u64
+}
+
+/// One client op as recovery sees it.
+struct Attempt {
+    invoke_ns: u64,
+    /// `u64::MAX` when it never completed.
+    complete_ns: u64,
+    served: bool,
+    f: usize,
+    node: Option<usize>,
+}
+
+/// Pair client invokes with completions (per process): completed ops in history order, then
+/// invokes never completed (failed). Also returns the `f` and node names (indices of
+/// [`Attempt::f`] and [`Attempt::node`]).
+fn attempts(history: &History) -> (Vec<Attempt>, Vec<String>, Vec<String>) {
+    let ops = &history.ops;
+    let mut open: FxHashMap<u64, usize> = FxHashMap::default();
+    let mut paired: Vec<(usize, u64, bool)> = Vec::with_capacity(ops.len() / 2);
+    for (i, op) in ops.iter().enumerate() {
+        let Process::Client(p) = op.process else {
+            continue;
+        };
+        if op.op_type == OpType::Invoke {
+            open.insert(p, i);
+            continue;
+        }
+        let Some(j) = open.remove(&p) else {
+            continue;
+        };
+        let served = op.op_type == OpType::Ok
+            || (op.op_type == OpType::Fail && op.error.as_deref() == Some(CAS_MISMATCH));
+        paired.push((j, op.time_ns, served));
+    }
+    let mut unfinished: Vec<usize> = open.into_values().collect();
+    unfinished.sort_unstable();
+    paired.extend(unfinished.into_iter().map(|j| (j, u64::MAX, false)));
+    let (mut fs, mut nodes) = (Interner::default(), Interner::default());
+    let out = paired
+        .into_iter()
+        .map(|(j, complete_ns, served)| {
+            let inv = &ops[j];
+            let f = fs.id(&inv.f);
+            let node = inv.node.as_deref().map(|n| nodes.id(n));
+            Attempt {
+                invoke_ns: inv.time_ns,
+                complete_ns,
+                served,
+                f,
+                node,
+            }
+        })
+        .collect();
+    (out, fs.into_names(), nodes.into_names())
+}
+
+/// Small ids for names (kinds of op, nodes): a linear scan while there are few (the usual
+/// case, faster than hashing every op's name), a hash map beyond.
+#[derive(Default)]
+struct Interner<'a> {
+    names: Vec<&'a str>,
+    ids: FxHashMap<&'a str, usize>,
+}
+
+impl<'a> Interner<'a> {
+    const LINEAR_MAX: usize = 16;
+
+    fn id(&mut self, name: &'a str) -> usize {
+        if self.names.len() <= Self::LINEAR_MAX {
+            if let Some(i) = self.names.iter().position(|n| *n == name) {
+                return i;
+            }
+        } else if let Some(&i) = self.ids.get(name) {
+            return i;
+        }
+        self.names.push(name);
+        if self.names.len() > Self::LINEAR_MAX {
+            if self.ids.is_empty() {
+                self.ids = self
+                    .names
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| (*n, i))
+                    .collect();
+            } else {
+                self.ids.insert(name, self.names.len() - 1);
+            }
+        }
+        self.names.len() - 1
+    }
+
+    fn into_names(self) -> Vec<String> {
+        self.names.into_iter().map(str::to_string).collect()
+    }
+}
+
+/// Per-group outage detection state.
+#[derive(Default, Clone, Copy)]
+struct GroupState {
+    last_served_ns: Option<u64>,
+    first_failed_ns: Option<u64>,
+    failed: u64,
+}
+
+/// Compute recovery and unavailability of `history` (see the module doc).
+pub fn analyse(history: &History, config: &RecoveryConfig) -> Recovery {
+    let end_ns = history.ops.iter().map(|o| o.time_ns).max().unwrap_or(0);
+    let (attempts, f_names, node_names) = attempts(history);
+    let (nf, nn) = (f_names.len(), node_names.len());
+
+    // Events: served ops at their completion, failed ones at their invocation.
+    let mut events: Vec<(u64, u32)> = attempts
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let t = if a.served { a.complete_ns } else { a.invoke_ns };
+            (t, i as u32)
+        })
+        .collect();
+    events.sort_unstable();
+
+    // Outages per group: scope (0 = all nodes, 1 + node) × kind (0 = all kinds, 1 + f).
+    let group = |scope: usize, fk: usize| scope * (nf + 1) + fk;
+    let mut state = vec![GroupState::default(); (nn + 1) * (nf + 1)];
+    let min_outage_ns = config.min_outage_ms * 1_000_000;
+    let mut found: Vec<(usize, u64, u64, bool, u64)> = Vec::new();
+    let mut served_ns: Vec<u64> = Vec::new();
+    for &(t, i) in &events {
+        let a = &attempts[i as usize];
+        let scopes = [Some(0), a.node.map(|n| n + 1)];
+        for g in scopes
+            .into_iter()
+            .flatten()
+            .flat_map(|s| [group(s, 0), group(s, a.f + 1)])
+        {
+            let st = &mut state[g];
+            if a.served {
+                if st.failed > 0 {
+                    let start = st.last_served_ns.or(st.first_failed_ns).unwrap_or(t);
+                    if t.saturating_sub(start) >= min_outage_ns {
+                        found.push((g, start, t, false, st.failed));
+                    }
+                }
+                *st = GroupState {
+                    last_served_ns: Some(t),
+                    ..GroupState::default()
+                };
+            } else {
+                st.first_failed_ns.get_or_insert(t);
+                st.failed += 1;
+            }
+        }
+        if a.served {
+            served_ns.push(t);
+        }
+    }
+    for (g, st) in state.iter().enumerate() {
+        if st.failed > 0 {
+            let start = st.last_served_ns.or(st.first_failed_ns).unwrap_or(end_ns);
+            if end_ns.saturating_sub(start) >= min_outage_ns {
+                found.push((g, start, end_ns, true, st.failed));
+            }
+        }
+    }
+    let outages_total = found.len() as u64;
+    if found.len() > config.max_outages {
+        found.sort_by_key(|o| std::cmp::Reverse(o.2 - o.1));
+        found.truncate(config.max_outages);
+    }
+    let mut outages: Vec<Outage> = found
+        .into_iter()
+        .map(|(g, start, end, open, failed_ops)| {
+            let (scope, fk) = (g / (nf + 1), g % (nf + 1));
+            Outage {
+                node: (scope > 0).then(|| node_names[scope - 1].clone()),
+                f: (fk > 0).then(|| f_names[fk - 1].clone()),
+                start_s: secs(start),
+                end_s: secs(end),
+                open,
+                failed_ops,
+            }
+        })
+        .collect();
+    outages.sort_by(|a, b| {
+        a.start_s
+            .total_cmp(&b.start_s)
+            .then_with(|| a.node.cmp(&b.node))
+            .then_with(|| a.f.cmp(&b.f))
+    });
+
+    // Failed ops by invocation, with the latest completion among those invoked earlier.
+    let mut failed: Vec<(u64, u64)> = attempts
+        .iter()
+        .filter(|a| !a.served)
+        .map(|a| (a.invoke_ns, a.complete_ns))
+        .collect();
+    failed.sort_unstable();
+    let mut latest_completion = Vec::with_capacity(failed.len());
+    let mut m = 0u64;
+    for &(_, c) in &failed {
+        m = m.max(c);
+        latest_completion.push(m);
+    }
+    let first_client_ns = attempts.iter().map(|a| a.invoke_ns).min().unwrap_or(0);
+    let idle = idle_spans(&attempts, config.window_ms * 1_000_000, end_ns);
+
+    let intervals = fault_intervals(history);
+    let mut boundaries: Vec<u64> = intervals
+        .iter()
+        .flat_map(|iv| [ns_of(iv.start_s), ns_of(iv.end_s)])
+        .collect();
+    boundaries.sort_unstable();
+    let mut recovered_points: Vec<u64> = Vec::new();
+    let mut faults: Vec<FaultRecovery> = Vec::with_capacity(intervals.len());
+    for iv in &intervals {
+        // The fault that ended last before this one started, if it was seen not to recover: the
+        // level before this fault is still degraded, so its pre-fault level carries over.
+        let unrecovered_before = faults
+            .iter()
+            .filter(|f| f.healed && f.end_s <= iv.start_s)
+            .max_by(|a, b| a.end_s.total_cmp(&b.end_s))
+            .filter(|f| f.measured && f.recovery_s.is_none())
+            .and_then(|f| f.baseline_ops_per_s);
+        let fr = fault_recovery(
+            iv,
+            config,
+            unrecovered_before,
+            &Context {
+                end_ns,
+                first_client_ns,
+                boundaries: &boundaries,
+                recovered_points: &recovered_points,
+                served_ns: &served_ns,
+                failed: &failed,
+                latest_completion: &latest_completion,
+                idle: &idle,
+            },
+            &outages,
+        );
+        if let Some(at) = fr.recovered_at_s {
+            recovered_points.push(ns_of(at));
+        }
+        faults.push(fr);
+    }
+
+    let mut times: Vec<f64> = faults.iter().filter_map(|f| f.recovery_s).collect();
+    times.sort_by(f64::total_cmp);
+    let p50 = (!times.is_empty()).then(|| times[times.len().div_ceil(2) - 1]);
+    let measured_not_recovered = faults
+        .iter()
+        .filter(|f| f.measured && f.recovery_s.is_none())
+        .count() as u64;
+    Recovery {
+        config: *config,
+        recovered: times.len() as u64,
+        not_recovered: measured_not_recovered,
+        not_measured: faults.len() as u64 - times.len() as u64 - measured_not_recovered,
+        recovery_p50_s: p50,
+        recovery_max_s: times.last().copied(),
+        faults,
+        outages,
+        outages_total,
+    }
+}
+
+/// Key of the recovery value in results.json.
+pub const RESULTS_KEY: &str = "recovery";
+
+/// [`analyse`] with the default thresholds, as the [`RESULTS_KEY`] value of results.json.
+pub fn to_json(history: &History) -> serde_json::Value {
+    serde_json::to_value(analyse(history, &RecoveryConfig::default()))
+        .unwrap_or(serde_json::Value::Null)
+}
+
+/// The recovery stored in a results.json value, if it has a readable one.
+pub fn from_results(results: &serde_json::Value) -> Option<Recovery> {
+    serde_json::from_value(results.get(RESULTS_KEY)?.clone()).ok()
+}
+
+/// The recovery stored in `results` (a results.json value), else computed from `history`
+/// (results written before recovery existed).
+pub fn stored_or_analysed(results: Option<&serde_json::Value>, history: &History) -> Recovery {
+    results
+        .and_then(from_results)
+        .unwrap_or_else(|| analyse(history, &RecoveryConfig::default()))
+}
+
+/// What every fault's computation reads.
+struct Context<'a> {
+    end_ns: u64,
+    first_client_ns: u64,
+    /// Starts and ends of every fault interval, sorted.
+    boundaries: &'a [u64],
+    /// Recovery points of the faults before this one.
+    recovered_points: &'a [u64],
+    /// Completion times of served ops, sorted.
+    served_ns: &'a [u64],
+    /// Failed ops as (invoke, completion), by invocation.
+    failed: &'a [(u64, u64)],
+    /// Latest completion among `failed[..=i]`.
+    latest_completion: &'a [u64],
+    /// Spans of at least a window with no client op invoked or in flight, by start.
+    idle: &'a [(u64, u64)],
+}
+
+impl Context<'_> {
+    /// Served ops completed in `[a, b)`.
+    fn served_between(&self, a: u64, b: u64) -> u64 {
+        let before = |t: u64| self.served_ns.partition_point(|&s| s < t);
+        before(b).saturating_sub(before(a)) as u64
+    }
+
+    /// Start of the first idle span that begins at or after `t`, or `t` itself when the
+    /// workload is idle at `t`.
+    fn workload_stops_after(&self, t: u64) -> Option<u64> {
+        let i = self.idle.partition_point(|s| s.1 < t);
+        self.idle.get(i).map(|s| s.0.max(t))
+    }
+}
+
+/// Spans of at least `min_ns` during which no client op was invoked or in flight (the
+/// workload had stopped or not begun), in time order, up to `end_ns`.
+fn idle_spans(attempts: &[Attempt], min_ns: u64, end_ns: u64) -> Vec<(u64, u64)> {
+    let mut busy: Vec<(u64, u64)> = attempts
+        .iter()
+        .map(|a| (a.invoke_ns, a.complete_ns))
+        .collect();
+    busy.sort_unstable();
+    let mut out = Vec::new();
+    let mut covered_to: Option<u64> = None;
+    for (a, b) in busy {
+        if let Some(c) = covered_to
+            && a >= c.saturating_add(min_ns)
+        {
+            out.push((c, a));
+        }
+        covered_to = Some(covered_to.map_or(b, |c| c.max(b)));
+    }
+    if let Some(c) = covered_to
+        && end_ns >= c.saturating_add(min_ns)
+    {
+        out.push((c, end_ns));
+    }
+    out
+}
+
+fn fault_recovery(
+    iv: &FaultInterval,
+    config: &RecoveryConfig,
+    inherited_baseline: Option<f64>,
+    cx: &Context<'_>,
+    outages: &[Outage],
+) -> FaultRecovery {
+    let (start, heal) = (ns_of(iv.start_s), ns_of(iv.end_s));
+    let own = [start, heal];
+    let is_own = |b: &u64| own.contains(b);
+    // Baseline: cut at the latest other change of faults and earlier recovery point.
+    let cut = cx
+        .boundaries
+        .iter()
+        .filter(|b| **b < start && !is_own(b))
+        .chain(cx.recovered_points.iter().filter(|r| **r <= start))
+        .copied()
+        .max()
+        .unwrap_or(0);
+    let b0 = cut
+        .max(cx.first_client_ns)
+        .max(start.saturating_sub(ns_of(config.baseline_s)));
+    let baseline_len_s = start.saturating_sub(b0) as f64 / NS_PER_S;
+    let baseline = inherited_baseline.or_else(|| {
+        (baseline_len_s >= config.min_baseline_s)
+            .then(|| cx.served_between(b0, start) as f64 / baseline_len_s)
+            .filter(|r| *r > 0.0)
+    });
+    // While the workload ran (it stops at the end of the run, e.g. during a long strobe).
+    let busy_until = cx.workload_stops_after(start).unwrap_or(heal).min(heal);
+    let during = (busy_until > start).then(|| {
+        cx.served_between(start, busy_until) as f64 / ((busy_until - start) as f64 / NS_PER_S)
+    });
+    // Recovery must be seen before the next change of faults, before the workload stops and
+    // before the end of the history.
+    let next_change = cx
+        .boundaries
+        .iter()
+        .copied()
+        .find(|b| *b > heal && !is_own(b))
+        .unwrap_or(u64::MAX);
+    let stops = cx.workload_stops_after(heal).unwrap_or(u64::MAX);
+    let limit = next_change.min(stops).min(cx.end_ns);
+    let pct = (config.recovered_fraction * 100.0).round();
+    let what = if limit == stops {
+        "the workload stopped"
+    } else if limit == next_change {
+        "the next fault change"
+    } else {
+        "the end of the history"
+    };
+    // Why no recovery point was found before `limit`, and whether that is a measurement: too
+    // little time after the heal to see a sustained recovery is not one.
+    let sustain_s = config.sustain_ms.max(config.window_ms) as f64 / 1e3;
+    let room_s = limit.saturating_sub(heal) as f64 / NS_PER_S;
+    let (limit_reason, measurable) = if room_s < sustain_s {
+        (
+            format!("only {room_s:.1} s from the heal until {what}, {sustain_s} s needed"),
+            false,
+        )
+    } else if limit == stops {
+        (
+            format!(
+                "the workload stopped before {sustain_s} s of {pct}% of the pre-fault throughput"
+            ),
+            false,
+        )
+    } else {
+        (
+            format!("below {pct}% of the pre-fault throughput until {what}"),
+            true,
+        )
+    };
+    let mut measured = false;
+    let (recovered_at, why_not) = if !iv.open {
+        match baseline {
+            None if baseline_len_s < config.min_baseline_s && inherited_baseline.is_none() => (
+                None,
+                Some(format!(
+                    "no baseline: less than {} s without fault changes before it",
+                    config.min_baseline_s
+                )),
+            ),
+            None => (
+                None,
+                Some("no baseline: nothing served before it".to_string()),
+            ),
+            Some(rate) => match recovery_point(heal, limit, rate, config, cx) {
+                Some(at) => {
+                    measured = true;
+                    (Some(at), None)
+                }
+                None => {
+                    measured = measurable;
+                    (None, Some(limit_reason))
+                }
+            },
+        }
+    } else {
+        (None, Some("never healed in the history".to_string()))
+    };
+    let settled = recovered_at.unwrap_or(limit).max(heal);
+    let first_failure = first_failure(start, settled, cx);
+    // Outages mostly within [start, settled): one that began before the fault and only ran
+    // into it belongs to what came before.
+    let (from_s, to_s) = (iv.start_s, secs(settled));
+    let longest_outage = outages
+        .iter()
+        .filter(|o| {
+            let inside = o.end_s.min(to_s) - o.start_s.max(from_s);
+            o.node.is_none() && inside > o.duration_s() / 2.0
+        })
+        .max_by(Outage::longer)
+        .cloned();
+    FaultRecovery {
+        kind: iv.kind.clone(),
+        label: iv.label.clone(),
+        start_s: iv.start_s,
+        end_s: iv.end_s,
+        healed: !iv.open,
+        first_failure_s: first_failure.map(secs),
+        baseline_ops_per_s: baseline.map(round2),
+        baseline_inherited: inherited_baseline.is_some(),
+        during_ops_per_s: during.map(round2),
+        measured,
+        recovery_s: recovered_at.map(|at| secs(at - heal)),
+        recovered_at_s: recovered_at.map(secs),
+        not_recovered: why_not,
+        longest_outage,
+    }
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// The first served op at or after the first grid time from which throughput stays recovered
+/// for `sustain_ms` (see the module doc), if that fits before `limit`.
+fn recovery_point(
+    heal: u64,
+    limit: u64,
+    baseline_per_s: f64,
+    config: &RecoveryConfig,
+    cx: &Context<'_>,
+) -> Option<u64> {
+    let ms = 1_000_000u64;
+    let step = config.step_ms.max(1) * ms;
+    let window = config.window_ms.max(1) * ms;
+    let sustain = (config.sustain_ms * ms).max(window);
+    let need = (config.recovered_fraction * baseline_per_s * window as f64 / NS_PER_S)
+        .ceil()
+        .max(1.0) as u64;
+    let last_start = limit.checked_sub(sustain)?.checked_sub(heal)? / step;
+    let windows_per_check = (sustain - window) / step + 1;
+    let mut run = 0u64;
+    for k in 0..=last_start + windows_per_check - 1 {
+        let t = heal + k * step;
+        if cx.served_between(t, t + window) >= need {
+            run += 1;
+            if run == windows_per_check {
+                let first = k + 1 - windows_per_check;
+                let t0 = heal + first * step;
+                let i = cx.served_ns.partition_point(|&s| s < t0);
+                return cx.served_ns.get(i).copied();
+            }
+        } else {
+            run = 0;
+        }
+    }
+    None
+}
+
+/// Time from `start` to the first failed op attempted in `[start, settled)` (0 when one was in
+/// flight at `start`), in ns.
+fn first_failure(start: u64, settled: u64, cx: &Context<'_>) -> Option<u64> {
+    let k = cx.failed.partition_point(|f| f.0 < start);
+    if k > 0 && cx.latest_completion[k - 1] >= start {
+        return Some(0);
+    }
+    cx.failed
+        .get(k)
+        .filter(|f| f.0 < settled)
+        .map(|f| f.0 - start)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Op;
+    use serde_json::{Value, json};
+
+    const MS: u64 = 1_000_000;
+
+    /// Builds histories: clients issue one op every `period_ms` each, on their node, ok unless
+    /// the time falls in a "down" span, where they time out after `timeout_ms`.
+    struct Gen {
+        ops: Vec<Op>,
+    }
+
+    impl Gen {
+        fn new() -> Gen {
+            Gen { ops: Vec::new() }
+        }
+
+        fn op(&mut self, t_ms: u64, ty: OpType, p: Process, f: &str, node: Option<&str>) {
+            let mut o = Op::new(ty, p, f, Value::Null);
+            o.time_ns = t_ms * MS;
+            o.node = node.map(str::to_string);
+            self.ops.push(o);
+        }
+
+        fn nem(&mut self, t_ms: u64, f: &str, v: Value) {
+            self.op(t_ms, OpType::Info, Process::Nemesis, f, None);
+            self.ops.last_mut().unwrap().value = v;
+        }
+
+        /// `client` issues `f` every `period_ms` from `from_ms` to `to_ms`; an op invoked in a
+        /// `down` span (on its node) times out `timeout_ms` later as info; others take 2 ms.
+        #[allow(clippy::too_many_arguments)]
+        fn client(
+            &mut self,
+            client: u64,
+            node: &str,
+            f: &str,
+            from_ms: u64,
+            to_ms: u64,
+            period_ms: u64,
+            down: &[(u64, u64)],
+            timeout_ms: u64,
+        ) {
+            let mut t = from_ms;
+            let mut p = client;
+            while t < to_ms {
+                let is_down = down.iter().any(|(a, b)| (*a..*b).contains(&t));
+                self.op(t, OpType::Invoke, Process::Client(p), f, Some(node));
+                if is_down {
+                    self.op(
+                        t + timeout_ms,
+                        OpType::Info,
+                        Process::Client(p),
+                        f,
+                        Some(node),
+                    );
+                    p += 100;
+                    t += timeout_ms;
+                } else {
+                    self.op(t + 2, OpType::Ok, Process::Client(p), f, Some(node));
+                    t += period_ms;
+                }
+            }
+        }
+
+        fn history(mut self) -> History {
+            self.ops.sort_by_key(|o| o.time_ns);
+            History::from_ops(self.ops)
+        }
+    }
+
+    fn partition(g: &mut Gen, start_ms: u64, heal_ms: u64) {
+        g.nem(start_ms - 10, "start-partition", json!("one"));
+        g.nem(
+            start_ms,
+            "start-partition",
+            json!({"grudge": {"n1": ["n2"], "n2": ["n1"]}}),
+        );
+        g.nem(heal_ms - 10, "stop-partition", Value::Null);
+        g.nem(heal_ms, "stop-partition", json!("healed"));
+    }
+
+    fn close(a: Option<f64>, b: f64) -> bool {
+        a.is_some_and(|a| (a - b).abs() < 1e-6)
+    }
+
+    /// The etcd pattern of issue 15: every op times out for ~4 s after the heal.
+    #[test]
+    fn outage_after_the_heal_delays_recovery() {
+        let mut g = Gen::new();
+        partition(&mut g, 10_000, 20_000);
+        // Two clients, 10 ops/s each; everything down from 20.0 s to 24.0 s (after the heal),
+        // ops time out after 500 ms.
+        for (c, node) in [(0, "n1"), (1, "n2")] {
+            g.client(c, node, "read", 0, 40_000, 100, &[(20_000, 24_000)], 500);
+        }
+        let r = analyse(&g.history(), &RecoveryConfig::default());
+        assert_eq!(r.faults.len(), 1);
+        let f = &r.faults[0];
+        assert_eq!((f.start_s, f.end_s, f.healed), (10.0, 20.0, true));
+        assert!(close(f.baseline_ops_per_s, 20.0), "{f:?}");
+        assert!(close(f.during_ops_per_s, 20.0), "{f:?}");
+        // First failure: the op invoked at 20.0 s, 10 s after the start.
+        assert!(close(f.first_failure_s, 10.0), "{f:?}");
+        // Ops are served again from the one invoked at 24.0 s, completed at 24.002 s.
+        assert!(close(f.recovered_at_s, 24.002), "{f:?}");
+        assert!(close(f.recovery_s, 4.002), "{f:?}");
+        // The all-nodes outage: from the last served op (19.902 s) to 24.002 s, 16 failed ops.
+        let o = f.longest_outage.as_ref().unwrap();
+        assert_eq!((o.start_s, o.end_s, o.failed_ops), (19.902, 24.002, 16));
+        assert_eq!(o.group(), "all ops on all nodes");
+        // Same window per kind and per node: {all, read} × {all nodes, n1, n2} = 6 outages.
+        assert_eq!(r.outages_total, 6, "{:?}", r.outages);
+        assert_eq!((r.recovered, r.not_recovered, r.not_measured), (1, 0, 0));
+        assert_eq!(
+            r.summary_line().unwrap(),
+            "recovery after heal: p50 4.0 s, max 4.0 s over 1 fault; \
+             longest outage 4.1 s (all ops on all nodes at 19.9 s)"
+        );
+        let shades = r.shading();
+        assert_eq!(shades.len(), 2, "{shades:?}");
+        assert_eq!(shades[0].kind, ShadeKind::Outage);
+        assert_eq!(shades[1].kind, ShadeKind::Recovering);
+        assert_eq!((shades[1].start_s, shades[1].end_s), (20.0, 24.002));
+    }
+
+    /// A fault that hurts at once and heals cleanly: first failure at its start, recovery in
+    /// milliseconds; a per-node outage only on the isolated node.
+    #[test]
+    fn failures_during_the_fault_and_a_clean_heal() {
+        let mut g = Gen::new();
+        partition(&mut g, 10_000, 15_000);
+        g.client(0, "n1", "write", 0, 30_000, 100, &[(10_000, 15_000)], 250);
+        g.client(1, "n2", "write", 0, 30_000, 100, &[], 250);
+        g.client(2, "n2", "read", 0, 30_000, 100, &[], 250);
+        let r = analyse(&g.history(), &RecoveryConfig::default());
+        let f = &r.faults[0];
+        assert!(close(f.first_failure_s, 0.0), "{f:?}");
+        assert!(close(f.baseline_ops_per_s, 30.0), "{f:?}");
+        // n1's op invoked at 15.0 s is served at 15.002 s; throughput was never below half.
+        assert!(close(f.recovered_at_s, 15.002), "{f:?}");
+        assert!(f.longest_outage.is_none(), "no all-nodes outage: {f:?}");
+        let groups: Vec<String> = r.outages.iter().map(Outage::group).collect();
+        assert_eq!(groups, ["all ops on n1", "write on n1"], "{:?}", r.outages);
+        assert_eq!((r.outages[0].start_s, r.outages[0].end_s), (9.902, 15.002));
+    }
+
+    /// Recovery must be sustained: a burst of served ops right after the heal, then nothing
+    /// again, is not recovery; the search gives up at the next fault.
+    #[test]
+    fn a_burst_is_not_recovery_and_the_next_fault_stops_the_search() {
+        let mut g = Gen::new();
+        partition(&mut g, 10_000, 20_000);
+        partition(&mut g, 30_000, 35_000);
+        // Down from 10 s to 31 s, except 20.0–20.5 s (a burst).
+        let down = [(10_000, 20_000), (20_500, 31_000)];
+        for (c, node) in [(0, "n1"), (1, "n2")] {
+            g.client(c, node, "read", 0, 50_000, 100, &down, 100);
+        }
+        let r = analyse(&g.history(), &RecoveryConfig::default());
+        let f = &r.faults[0];
+        assert_eq!(f.recovery_s, None, "{f:?}");
+        assert_eq!(
+            f.not_recovered.as_deref(),
+            Some("below 50% of the pre-fault throughput until the next fault change")
+        );
+        // The first fault never recovered, so the level before the second one is still
+        // degraded (0.5 s of service in the 10 s since the heal): its baseline is the first's.
+        let s = &r.faults[1];
+        assert!(
+            close(s.baseline_ops_per_s, 20.0) && s.baseline_inherited,
+            "{s:?}"
+        );
+        assert!(!f.baseline_inherited);
+        assert!(close(s.recovered_at_s, 35.002), "{s:?}");
+        assert_eq!((r.recovered, r.not_recovered), (1, 1));
+        // The outage after the burst (20.4–31 s) lies mostly within the first fault's window
+        // (10–30 s, the search's end), not the second's, though it runs into it.
+        let o = f.longest_outage.as_ref().expect("first fault's outage");
+        assert_eq!((o.start_s, o.end_s), (20.402, 31.002), "{o:?}");
+        assert!(s.longest_outage.is_none(), "{s:?}");
+        assert!(
+            r.summary_line()
+                .unwrap()
+                .contains("(1 not recovered in time)"),
+            "{:?}",
+            r.summary_line()
+        );
+    }
+
+    /// Faults never healed, without a baseline, and instantaneous ones; open outages; cas
+    /// mismatches count as served; an empty history.
+    #[test]
+    fn unmeasurable_faults_and_edge_cases() {
+        let mut g = Gen::new();
+        // A kill 0.5 s into the run (no 1 s baseline), never restarted.
+        g.nem(400, "kill", json!("one"));
+        g.nem(500, "kill", json!({"nodes": ["n1"]}));
+        g.client(0, "n1", "read", 0, 5_000, 100, &[(500, 5_000)], 300);
+        // cas mismatches on n2: served.
+        for i in 0..50u64 {
+            g.op(
+                i * 100,
+                OpType::Invoke,
+                Process::Client(1),
+                "cas",
+                Some("n2"),
+            );
+            g.op(
+                i * 100 + 1,
+                OpType::Fail,
+                Process::Client(1),
+                "cas",
+                Some("n2"),
+            );
+            g.ops.last_mut().unwrap().error = Some(CAS_MISMATCH.into());
+        }
+        // An op invoked at 2 s that never completed.
+        g.op(
+            2_000,
+            OpType::Invoke,
+            Process::Client(7),
+            "write",
+            Some("n1"),
+        );
+        let r = analyse(&g.history(), &RecoveryConfig::default());
+        let f = &r.faults[0];
+        assert_eq!((f.healed, f.recovery_s), (false, None));
+        assert_eq!(
+            f.not_recovered.as_deref(),
+            Some("never healed in the history")
+        );
+        assert!(close(f.first_failure_s, 0.0), "{f:?}");
+        let open: Vec<String> = r
+            .outages
+            .iter()
+            .filter(|o| o.open)
+            .map(Outage::group)
+            .collect();
+        assert!(
+            open.contains(&"all ops on n1".to_string()),
+            "{:?}",
+            r.outages
+        );
+        assert!(
+            open.contains(&"write on all nodes".to_string()),
+            "{:?}",
+            r.outages
+        );
+        // n2 was served all along (cas mismatches), so there is no all-kinds all-nodes outage.
+        assert!(!open.contains(&"all ops on all nodes".to_string()));
+        assert_eq!((r.recovered, r.not_recovered, r.not_measured), (0, 0, 1));
+        assert_eq!(
+            r.summary_line().unwrap(),
+            "recovery after heal: none measured (1 not measured: never healed, no baseline or the \
+             workload stopped); \
+             longest outage 4.6 s (read on all nodes at 0.4 s)"
+        );
+
+        // A healed fault with less than 1 s before it: no baseline.
+        let mut g = Gen::new();
+        partition(&mut g, 500, 2_000);
+        g.client(0, "n1", "read", 0, 10_000, 100, &[], 100);
+        let r = analyse(&g.history(), &RecoveryConfig::default());
+        assert!(
+            r.faults[0]
+                .not_recovered
+                .as_deref()
+                .unwrap()
+                .starts_with("no baseline: less than 1 s")
+        );
+        // Faults 1.5 s apart: too little time after a heal to see a sustained recovery, so
+        // not measured, and the next fault keeps its own baseline.
+        let mut g = Gen::new();
+        partition(&mut g, 5_000, 6_000);
+        partition(&mut g, 7_500, 8_500);
+        g.client(
+            0,
+            "n1",
+            "read",
+            0,
+            20_000,
+            100,
+            &[(5_000, 6_000), (7_500, 8_500)],
+            100,
+        );
+        let r = analyse(&g.history(), &RecoveryConfig::default());
+        assert_eq!(
+            r.faults[0].not_recovered.as_deref(),
+            Some("only 1.5 s from the heal until the next fault change, 3 s needed")
+        );
+        assert!(!r.faults[0].measured && !r.faults[1].baseline_inherited);
+        assert!(
+            r.faults[1].measured && r.faults[1].recovery_s.is_some(),
+            "{r:?}"
+        );
+        // A one-shot fault (promote) is measured from its instant.
+        let mut g = Gen::new();
+        g.nem(4_990, "promote", json!({"node": "n2"}));
+        g.nem(5_000, "promote", json!({"node": "n2"}));
+        g.client(0, "n1", "read", 0, 10_000, 100, &[(5_000, 6_000)], 200);
+        let r = analyse(&g.history(), &RecoveryConfig::default());
+        let f = &r.faults[0];
+        assert_eq!((f.during_ops_per_s, f.first_failure_s), (None, Some(0.0)));
+        assert!(close(f.recovered_at_s, 6.002), "{f:?}");
+
+        let r = analyse(&History::default(), &RecoveryConfig::default());
+        assert!(r.faults.is_empty() && r.outages.is_empty() && r.summary_line().is_none());
+    }
+
+    /// The workload stops at the run's time limit while a long fault (a strobe) still runs:
+    /// throughput during it counts only while the workload ran, and recovery cannot be judged
+    /// after the heal because nothing runs any more.
+    #[test]
+    fn a_stopped_workload_is_not_an_outage_of_recovery() {
+        let mut g = Gen::new();
+        g.nem(9_000, "strobe-clock", json!({"nodes": ["n1"]}));
+        g.nem(
+            25_000,
+            "strobe-clock",
+            json!({"nodes": ["n1"], "ran_ms": 15_000}),
+        );
+        g.nem(25_010, "reset-clock", Value::Null);
+        g.nem(25_100, "reset-clock", json!({"nodes": ["n1"]}));
+        g.client(0, "n1", "read", 0, 20_000, 100, &[], 100);
+        // Final reads after a settle period.
+        g.client(0, "n1", "read", 30_000, 30_500, 100, &[], 100);
+        let r = analyse(&g.history(), &RecoveryConfig::default());
+        let f = &r.faults[0];
+        assert_eq!((f.start_s, f.end_s), (10.0, 25.0));
+        assert!(close(f.baseline_ops_per_s, 10.0), "{f:?}");
+        // 10 s of service at 10/s from 10 s until the workload stopped at 20 s.
+        assert!(close(f.during_ops_per_s, 10.0), "{f:?}");
+        assert_eq!(
+            f.not_recovered.as_deref(),
+            Some("only 0.0 s from the heal until the workload stopped, 3 s needed")
+        );
+        assert!(r.outages.is_empty(), "{:?}", r.outages);
+        assert_eq!((r.recovered, r.not_recovered, r.not_measured), (0, 0, 1));
+        let idle = idle_spans(&attempts(&g_history_again()).0, 1_000 * MS, 30_502 * MS);
+        assert_eq!(idle, vec![(19_902 * MS, 30_000 * MS)]);
+    }
+
+    fn g_history_again() -> History {
+        let mut g = Gen::new();
+        g.client(0, "n1", "read", 0, 20_000, 100, &[], 100);
+        g.client(0, "n1", "read", 30_000, 30_500, 100, &[], 100);
+        g.history()
+    }
+
+    #[test]
+    fn results_json_round_trip_and_fallback() {
+        let mut g = Gen::new();
+        partition(&mut g, 10_000, 20_000);
+        g.client(0, "n1", "read", 0, 40_000, 100, &[(20_000, 24_000)], 500);
+        let h = g.history();
+        let r = analyse(&h, &RecoveryConfig::default());
+        let results = json!({"valid": "valid", RESULTS_KEY: to_json(&h)});
+        assert_eq!(from_results(&results), Some(r.clone()));
+        assert_eq!(stored_or_analysed(Some(&results), &History::default()), r);
+        // No (or an unreadable) stored value: computed from the history.
+        assert_eq!(stored_or_analysed(Some(&json!({RESULTS_KEY: 3})), &h), r);
+        assert_eq!(stored_or_analysed(None, &h), r);
+    }
+
+    /// Histories in any order with stray, unfinished and odd ops never make it panic, and what
+    /// it reports stays consistent.
+    #[test]
+    fn arbitrary_histories_do_not_panic() {
+        use rand::{RngExt, SeedableRng};
+        let verbs = [
+            "start-partition",
+            "stop-partition",
+            "kill",
+            "start",
+            "strobe-clock",
+            "reset-clock",
+            "promote",
+            "read",
+        ];
+        for seed in 0..200u64 {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let mut g = Gen::new();
+            for _ in 0..rng.random_range(0..300) {
+                let t = rng.random_range(0..30_000u64);
+                let p = rng.random_range(0..6u64);
+                let ty = [OpType::Invoke, OpType::Ok, OpType::Fail, OpType::Info]
+                    [rng.random_range(0..4)];
+                if rng.random_bool(0.1) {
+                    let f = verbs[rng.random_range(0..verbs.len())];
+                    g.nem(t, f, json!({"ran_ms": rng.random_range(0..50_000u64)}));
+                } else {
+                    let node = ["n1", "n2"][rng.random_range(0..2)];
+                    g.op(t, ty, Process::Client(p), "read", Some(node));
+                }
+            }
+            let mut ops = g.ops;
+            if seed % 2 == 0 {
+                ops.sort_by_key(|o| o.time_ns);
+            }
+            let r = analyse(&History::from_ops(ops), &RecoveryConfig::default());
+            assert_eq!(
+                r.recovered + r.not_recovered + r.not_measured,
+                r.faults.len() as u64
+            );
+            for f in &r.faults {
+                if let (Some(at), Some(rec)) = (f.recovered_at_s, f.recovery_s) {
+                    assert!(at >= f.end_s && rec >= 0.0, "{f:?}");
+                }
+            }
+            let _ = r.summary_line();
+            let _ = r.shading();
+        }
+    }
+
+    #[test]
+    fn interner_ids_are_stable_past_the_linear_limit() {
+        let names: Vec<String> = (0..40).map(|i| format!("f{i}")).collect();
+        let mut it = Interner::default();
+        for round in 0..2 {
+            for (i, n) in names.iter().enumerate() {
+                assert_eq!(it.id(n), i, "round {round}");
+            }
+        }
+        assert_eq!(it.into_names(), names);
+    }
+
+    #[test]
+    fn outages_beyond_the_cap_keep_the_longest() {
+        let mut g = Gen::new();
+        let down: Vec<(u64, u64)> = (1..=5)
+            .map(|k| (k * 10_000, k * 10_000 + k * 1_000))
+            .collect();
+        g.client(0, "n1", "read", 0, 70_000, 100, &down, 100);
+        let cfg = RecoveryConfig {
+            max_outages: 4,
+            ..RecoveryConfig::default()
+        };
+        let r = analyse(&g.history(), &cfg);
+        // Each down span gives 4 groups (all/read × all nodes/n1); the 4 kept are the longest.
+        assert_eq!(r.outages_total, 20, "{:?}", r.outages);
+        assert_eq!(r.outages.len(), 4);
+        assert!(
+            r.outages.iter().all(|o| o.duration_s() > 5.0),
+            "{:?}",
+            r.outages
+        );
+    }
+}
