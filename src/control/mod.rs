@@ -11,6 +11,7 @@
 
 mod cmd;
 mod ssh;
+pub mod words;
 
 pub use cmd::{Cmd, quote};
 pub use ssh::{SshConfig, SshRemote};
@@ -63,13 +64,14 @@ pub enum ExecError {
         reason: String,
     },
     /// TCP connected but the SSH handshake (banner, key exchange) failed.
-    #[error("node {node}: SSH handshake with {addr} failed: {reason}")]
+    #[error("node {node}: SSH handshake with {addr} {reason}")]
     Handshake {
         /// Node name.
         node: String,
         /// `host:port` as configured.
         addr: String,
-        /// Cause from libssh2.
+        /// What happened, as the rest of the sentence: "timed out after 10 s" or
+        /// "failed: the server closed the connection" (see `words::handshake_error`).
         reason: String,
     },
     /// The server's host key is not the one in known_hosts (or is absent from it).
@@ -93,7 +95,7 @@ pub enum ExecError {
         reason: String,
     },
     /// The command did not finish within its timeout; the session it ran on was discarded.
-    #[error("node {node}: command timed out after {timeout_ms} ms: {cmd}")]
+    #[error("node {node}: command timed out after {}: {cmd}", words::duration_ms(*timeout_ms))]
     Timeout {
         /// Node name.
         node: String,
@@ -103,13 +105,13 @@ pub enum ExecError {
         timeout_ms: u64,
     },
     /// The SSH connection failed while the command was (possibly) running.
-    #[error("node {node}: SSH transport error during {cmd}: {reason}")]
+    #[error("node {node}: SSH connection failed while running {cmd}: {reason}")]
     Transport {
         /// Node name.
         node: String,
         /// The command (shell text, possibly cut).
         cmd: String,
-        /// Cause from libssh2 or the OS.
+        /// Cause, in words (`words::ssh_error`, `words::io_error`).
         reason: String,
     },
     /// The command ran and exited non-zero (only from `exec_ok`, `upload`, `download`).

@@ -25,7 +25,7 @@
 //! process running when the channel closes; it dies on its next write to the closed pipe at
 //! most). A session that hangs (peer silent, no RST) is only noticed at the command's deadline.
 
-use super::{Cmd, ExecError, ExecOutput, Remote};
+use super::{Cmd, ExecError, ExecOutput, Remote, words};
 use ssh2::{BlockDirections, CheckResult, KnownHostFileKind, Session};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -209,6 +209,12 @@ pub struct SshRemote {
     slot_freed: Condvar,
     /// Sessions successfully opened over this remote's lifetime (first one included).
     sessions_opened: AtomicU64,
+    /// Since when the node has been unreachable (a connect that used up its retries failed),
+    /// `None` while it answers. While set, opening a session tries once, without retries, so a
+    /// node that is down costs each caller one connect timeout, not `retries + 1` of them.
+    down_since: Mutex<Option<Instant>>,
+    /// Times a session was opened again after the node had been unreachable.
+    reconnects: AtomicU64,
 }
 
 impl std::fmt::Debug for SshRemote {
@@ -272,6 +278,8 @@ impl SshRemote {
             }),
             slot_freed: Condvar::new(),
             sessions_opened: AtomicU64::new(0),
+            down_since: Mutex::new(None),
+            reconnects: AtomicU64::new(0),
         };
         let conn = remote.open_conn()?;
         {
@@ -293,6 +301,21 @@ impl SshRemote {
         self.sessions_opened.load(Ordering::Relaxed)
     }
 
+    /// Times the node was reached again after it had been unreachable (its sshd died, it
+    /// rebooted, the network was down): a connect failed with every retry, a later one worked.
+    pub fn reconnects(&self) -> u64 {
+        self.reconnects.load(Ordering::Relaxed)
+    }
+
+    /// Whether the last attempt to open a session failed (the node is unreachable as far as we
+    /// know); the next command still tries once.
+    pub fn is_down(&self) -> bool {
+        self.down_since
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+
     /// Number of sessions currently open to the node (idle + in use).
     pub fn open_sessions(&self) -> usize {
         self.lock_pool().open
@@ -310,22 +333,60 @@ impl SshRemote {
         self.pool.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Open a session, retrying connect/handshake failures with backoff.
+    /// Open a session, retrying connect/handshake failures with backoff (once only while the
+    /// node is known to be down; see `down_since`).
     fn open_conn(&self) -> Result<Conn, ExecError> {
         let mut attempt = 0;
+        let retries = if self.is_down() { 0 } else { self.cfg.retries };
         loop {
             match self.try_open_conn() {
-                Ok(c) => return Ok(c),
+                Ok(c) => {
+                    let was_down = self
+                        .down_since
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .take();
+                    if let Some(since) = was_down {
+                        self.reconnects.fetch_add(1, Ordering::Relaxed);
+                        tracing::info!(
+                            node = %self.node,
+                            down_ms = since.elapsed().as_millis() as u64,
+                            "reconnected"
+                        );
+                    }
+                    return Ok(c);
+                }
                 Err(e @ (ExecError::Connect { .. } | ExecError::Handshake { .. }))
-                    if attempt < self.cfg.retries =>
+                    if attempt < retries =>
                 {
                     attempt += 1;
                     tracing::debug!(node = %self.node, attempt, error = %e, "retrying connect");
                     std::thread::sleep(backoff(&self.cfg, attempt));
                 }
-                Err(e) => return Err(e),
+                Err(e) => {
+                    if matches!(e, ExecError::Connect { .. } | ExecError::Handshake { .. }) {
+                        self.down_since
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .get_or_insert_with(Instant::now);
+                    }
+                    return Err(e);
+                }
             }
         }
+    }
+
+    /// Drop every idle session: one was found dead, and sessions to one node usually die
+    /// together (sshd restarted, node rebooted), so the others would only fail in turn.
+    fn discard_idle(&self) {
+        let mut pool = self.lock_pool();
+        let idle = std::mem::take(&mut pool.idle);
+        pool.open -= idle.len();
+        drop(pool);
+        for mut c in idle {
+            c.break_off();
+        }
+        self.slot_freed.notify_all();
     }
 
     fn try_open_conn(&self) -> Result<Conn, ExecError> {
@@ -338,12 +399,18 @@ impl SshRemote {
         let handshake_err = |e: ssh2::Error| ExecError::Handshake {
             node: self.node.clone(),
             addr: addr.clone(),
-            reason: e.to_string(),
+            reason: words::handshake_error(&e, self.cfg.connect_timeout_ms),
         };
         let timeout = Duration::from_millis(self.cfg.connect_timeout_ms.max(1));
         let addrs: Vec<SocketAddr> = (self.host.as_str(), self.cfg.port)
             .to_socket_addrs()
-            .map_err(|e| connect_err(format!("cannot resolve host: {e}")))?
+            .map_err(|e| {
+                connect_err(format!(
+                    "cannot resolve host name {}: {}",
+                    self.host,
+                    words::io_error(&e, self.cfg.connect_timeout_ms)
+                ))
+            })?
             .collect();
         let mut last = None;
         let mut tcp = None;
@@ -357,11 +424,15 @@ impl SshRemote {
             }
         }
         let tcp = tcp.ok_or_else(|| match last {
-            Some(e) => connect_err(e.to_string()),
+            Some(e) => connect_err(words::io_error(&e, self.cfg.connect_timeout_ms)),
             None => connect_err("host resolved to no address".to_string()),
         })?;
-        tcp.set_nodelay(self.cfg.tcp_nodelay)
-            .map_err(|e| connect_err(format!("cannot set TCP_NODELAY: {e}")))?;
+        tcp.set_nodelay(self.cfg.tcp_nodelay).map_err(|e| {
+            connect_err(format!(
+                "cannot set TCP_NODELAY: {}",
+                words::io_error(&e, 0)
+            ))
+        })?;
         let fd = tcp.as_raw_fd();
         let mut sess = Session::new().map_err(handshake_err)?;
         sess.set_timeout(u32::try_from(self.cfg.connect_timeout_ms.max(1)).unwrap_or(u32::MAX));
@@ -402,13 +473,17 @@ impl SshRemote {
             };
         let text = std::fs::read_to_string(&path).map_err(|e| {
             err(format!(
-                "cannot read known_hosts file {}: {e}",
-                path.display()
+                "cannot read known_hosts file {}: {}",
+                path.display(),
+                words::io_error(&e, 0)
             ))
         })?;
-        let mut kh = sess
-            .known_hosts()
-            .map_err(|e| err(format!("libssh2 known-hosts init failed: {e}")))?;
+        let mut kh = sess.known_hosts().map_err(|e| {
+            err(format!(
+                "cannot start the known_hosts check: {}",
+                words::ssh_error(&e)
+            ))
+        })?;
         // Line by line, so one entry libssh2 cannot parse (e.g. @cert-authority, sk-* keys) does
         // not hide the others.
         for line in text.lines() {
@@ -452,31 +527,50 @@ impl SshRemote {
             Some(key) => {
                 std::fs::metadata(key).map_err(|e| {
                     err(format!(
-                        "cannot read private key file {}: {e}",
-                        key.display()
+                        "cannot read private key file {}: {}",
+                        key.display(),
+                        words::io_error(&e, 0)
                     ))
                 })?;
                 sess.userauth_pubkey_file(user, None, key, None)
-                    .map_err(|e| err(format!("key {} rejected: {e}", key.display())))?;
+                    .map_err(|e| {
+                        err(format!("key {}: {}", key.display(), words::auth_error(&e)))
+                    })?;
             }
             None => {
-                let mut agent = sess
-                    .agent()
-                    .map_err(|e| err(format!("ssh-agent init failed: {e}")))?;
+                let mut agent = sess.agent().map_err(|e| {
+                    err(format!(
+                        "cannot use the ssh-agent: {}",
+                        words::ssh_error(&e)
+                    ))
+                })?;
                 if let Some(sock) = &self.cfg.agent_socket {
                     agent.set_identity_path(sock).map_err(|e| {
-                        err(format!("bad ssh-agent socket {}: {e}", sock.display()))
+                        err(format!(
+                            "bad ssh-agent socket {}: {}",
+                            sock.display(),
+                            words::ssh_error(&e)
+                        ))
                     })?;
                 }
-                agent
-                    .connect()
-                    .map_err(|e| err(format!("cannot reach ssh-agent: {e}")))?;
-                agent
-                    .list_identities()
-                    .map_err(|e| err(format!("cannot list ssh-agent keys: {e}")))?;
-                let ids = agent
-                    .identities()
-                    .map_err(|e| err(format!("cannot list ssh-agent keys: {e}")))?;
+                agent.connect().map_err(|e| {
+                    err(format!(
+                        "cannot reach the ssh-agent: {}",
+                        words::ssh_error(&e)
+                    ))
+                })?;
+                agent.list_identities().map_err(|e| {
+                    err(format!(
+                        "cannot list ssh-agent keys: {}",
+                        words::ssh_error(&e)
+                    ))
+                })?;
+                let ids = agent.identities().map_err(|e| {
+                    err(format!(
+                        "cannot list ssh-agent keys: {}",
+                        words::ssh_error(&e)
+                    ))
+                })?;
                 if ids.is_empty() {
                     return Err(err("ssh-agent holds no keys".to_string()));
                 }
@@ -552,6 +646,7 @@ impl SshRemote {
                 }
                 Err(RunError::NotStarted(reason)) => {
                     drop(lease);
+                    self.discard_idle();
                     if attempt >= self.cfg.retries {
                         return Err(self.transport(cmd, reason));
                     }
@@ -641,9 +736,10 @@ fn retry_eagain<T>(
             Err(e) if is_eagain(&e) => match wait_socket(conn, deadline) {
                 Ok(()) => {}
                 Err(WaitError::Timeout) => return Err(RunError::Timeout),
-                Err(WaitError::Io(e)) => return Err(RunError::Transport(e.to_string())),
+                Err(WaitError::Io(e)) => return Err(RunError::Transport(words::io_error(&e, 0))),
             },
-            Err(e) => return Err(RunError::Transport(e.to_string())),
+            Err(e) if words::is_timeout(&e) => return Err(RunError::Timeout),
+            Err(e) => return Err(RunError::Transport(words::ssh_error(&e))),
         }
     }
 }
@@ -668,7 +764,7 @@ fn drain(
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(progressed),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(RunError::Transport(e.to_string())),
+            Err(e) => return Err(RunError::Transport(words::stream_error(&e))),
         }
     }
 }
@@ -704,7 +800,12 @@ fn run_on(
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(_) if ch.eof() => written = stdin.len(), // the command stopped reading
-                Err(e) => return Err(RunError::Transport(format!("writing stdin: {e}"))),
+                Err(e) => {
+                    return Err(RunError::Transport(format!(
+                        "writing stdin: {}",
+                        words::stream_error(&e)
+                    )));
+                }
             }
         }
         if written >= stdin.len() && !eof_sent {
@@ -715,7 +816,12 @@ fn run_on(
                 }
                 Err(e) if is_eagain(&e) => {}
                 Err(_) if ch.eof() => eof_sent = true,
-                Err(e) => return Err(RunError::Transport(format!("closing stdin: {e}"))),
+                Err(e) => {
+                    return Err(RunError::Transport(format!(
+                        "closing stdin: {}",
+                        words::ssh_error(&e)
+                    )));
+                }
             }
         }
         if !out_done {
@@ -746,14 +852,14 @@ fn run_on(
         match wait_socket(conn, deadline) {
             Ok(()) => {}
             Err(WaitError::Timeout) => return Err(RunError::Timeout),
-            Err(WaitError::Io(e)) => return Err(RunError::Transport(e.to_string())),
+            Err(WaitError::Io(e)) => return Err(RunError::Transport(words::io_error(&e, 0))),
         }
     }
     retry_eagain(conn, deadline, || ch.close())?;
     retry_eagain(conn, deadline, || ch.wait_close())?;
-    let mut status = ch
-        .exit_status()
-        .map_err(|e| RunError::Transport(format!("reading exit status: {e}")))?;
+    let mut status = ch.exit_status().map_err(|e| {
+        RunError::Transport(format!("reading exit status: {}", words::ssh_error(&e)))
+    })?;
     let signal = ch
         .exit_signal()
         .ok()
