@@ -467,7 +467,8 @@ pub fn report(args: crate::cli::ReportArgs) -> i32 {
     }
 }
 
-/// `shakedown heal`.
+/// `shakedown heal`: 0 when every node was reached and everything found was undone; 4 when
+/// something was left (an unreachable node, a failed step), named on stderr; 3 on bad flags.
 pub fn heal(args: crate::cli::HealArgs) -> i32 {
     let (cluster, journal, db) = match args
         .cluster
@@ -481,11 +482,18 @@ pub fn heal(args: crate::cli::HealArgs) -> i32 {
         }
     };
     match runtime().block_on(crate::runner::heal_db(cluster, db, journal)) {
-        Ok(lines) => {
-            for l in lines {
+        Ok(report) => {
+            for l in &report.lines {
                 println!("{l}");
             }
-            0
+            if report.complete() {
+                return 0;
+            }
+            eprintln!("heal left {} thing(s) undone:", report.left.len());
+            for l in &report.left {
+                eprintln!("  {l}");
+            }
+            EXIT_RUNTIME
         }
         Err(e) => {
             eprintln!("error: {e}");

@@ -118,6 +118,18 @@ pub enum FaultKind {
         #[serde(default)]
         node: Option<String>,
     },
+    /// Kill the targets' sshd and every SSH connection to them; sshd comes back after
+    /// `duration_ms` (sandbox nodes only: their PID 1 restarts it). Tests the controller's
+    /// reconnects; the DB keeps running.
+    #[serde(rename = "ssh-drop")]
+    SshDrop {
+        /// `one`, `minority`, `majority`, `primaries` or `all`.
+        #[serde(default = "d_targets")]
+        targets: String,
+        /// How long sshd stays away, in ms.
+        #[serde(default = "d_ssh_drop_ms")]
+        duration_ms: u64,
+    },
     /// Step the targets' wall clocks with `date -s` (`bump`), or flip them back and forth
     /// (`strobe`); `reset-clock` on stop. Magnitudes are drawn like Jepsen's: the exponent of two
     /// uniform between `min_delta_ms` and `max_delta_ms`, random sign.
@@ -151,6 +163,10 @@ fn d_rate_kbit() -> u64 {
 }
 fn d_delay_ms() -> u64 {
     50
+}
+
+fn d_ssh_drop_ms() -> u64 {
+    crate::nemesis::ssh_drop::DEFAULT_DURATION_MS
 }
 
 fn d_targets() -> String {
@@ -224,6 +240,14 @@ impl FaultKind {
                 json!({ "targets": targets, "delay_ms": delay_ms, "jitter_ms": jitter_ms }),
                 "stop-delay",
             ),
+            FaultKind::SshDrop {
+                targets,
+                duration_ms,
+            } => (
+                crate::nemesis::ssh_drop::START,
+                json!({ "targets": targets, "duration_ms": duration_ms }),
+                crate::nemesis::ssh_drop::STOP,
+            ),
             FaultKind::Clock {
                 mode,
                 targets,
@@ -263,12 +287,17 @@ impl FaultKind {
             | FaultKind::Loss { targets, .. }
             | FaultKind::Bandwidth { targets, .. }
             | FaultKind::Delay { targets, .. }
+            | FaultKind::SshDrop { targets, .. }
                 if crate::nemesis::Targets::parse(targets).is_none() =>
             {
                 Err(format!(
                     "targets {targets:?}: expected one of {}",
                     crate::nemesis::TARGET_NAMES.join(", ")
                 ))
+            }
+            FaultKind::SshDrop { .. } => {
+                let (_, value, _) = self.ops();
+                crate::nemesis::ssh_drop::DropParams::from_value(&value).map(|_| ())
             }
             FaultKind::Loss { .. } | FaultKind::Bandwidth { .. } | FaultKind::Delay { .. } => {
                 let (_, value, _) = self.ops();
@@ -468,7 +497,7 @@ pub fn load_workload(arg: &str) -> Result<WorkloadSpec, ConfigError> {
 
 /// Load a nemesis schedule: a path, a name under `nemeses/`, `none`, or a comma-separated list of
 /// packages (`partition`, `kill`, `pause`, `isolate`, `loss`, `bandwidth`, `delay`, `clock`,
-/// `promote`) composed into one schedule.
+/// `promote`, `ssh-drop`) composed into one schedule.
 pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
     let packages: Vec<&str> = arg.split(',').map(str::trim).collect();
     let known = [
@@ -481,6 +510,7 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
         "delay",
         "clock",
         "promote",
+        "ssh-drop",
     ];
     if packages.iter().all(|p| known.contains(p)) {
         let mut faults = Vec::new();
@@ -517,6 +547,10 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
                     jitter_ms: 10,
                 }),
                 "promote" => faults.push(FaultKind::Promote { node: None }),
+                "ssh-drop" => faults.push(FaultKind::SshDrop {
+                    targets: "one".into(),
+                    duration_ms: d_ssh_drop_ms(),
+                }),
                 "clock" => {
                     faults.push(FaultKind::clock("bump", "one"));
                     faults.push(FaultKind::clock("strobe", "one"));

@@ -136,6 +136,15 @@ pub enum ExecError {
         /// OS error.
         source: std::io::Error,
     },
+    /// The node could not be reached when the remote was set up (see `connect_each`), so no
+    /// command was sent.
+    #[error("node {node}: not reached: {reason}")]
+    NotConnected {
+        /// Node name.
+        node: String,
+        /// Why, in words (the connect error, without the node name).
+        reason: String,
+    },
     /// The blocking task running a command panicked or was cancelled (`exec_async`).
     #[error("node {node}: command task did not complete: {reason}")]
     Task {
@@ -158,6 +167,7 @@ impl ExecError {
             | ExecError::Transport { node, .. }
             | ExecError::Failed { node, .. }
             | ExecError::Io { node, .. }
+            | ExecError::NotConnected { node, .. }
             | ExecError::Task { node, .. } => node,
         }
     }
@@ -226,7 +236,27 @@ pub fn connect_all(
     nodes: &[(String, String)],
     cfg: &SshConfig,
 ) -> Result<Vec<Arc<dyn Remote>>, ConnectAllError> {
-    let results: Vec<Result<SshRemote, ExecError>> = std::thread::scope(|s| {
+    let mut remotes: Vec<Arc<dyn Remote>> = Vec::with_capacity(nodes.len());
+    let mut failures = Vec::new();
+    for r in connect_results(nodes, cfg) {
+        match r {
+            Ok(remote) => remotes.push(Arc::new(remote)),
+            Err(e) => failures.push(e),
+        }
+    }
+    if failures.is_empty() {
+        Ok(remotes)
+    } else {
+        Err(ConnectAllError { failures })
+    }
+}
+
+/// Connect to every `(name, host)` in parallel; one result per node, in input order.
+fn connect_results(
+    nodes: &[(String, String)],
+    cfg: &SshConfig,
+) -> Vec<Result<SshRemote, ExecError>> {
+    std::thread::scope(|s| {
         let handles: Vec<_> = nodes
             .iter()
             .map(|(name, host)| s.spawn(move || SshRemote::connect(name, host, cfg)))
@@ -243,20 +273,76 @@ pub fn connect_all(
                 })
             })
             .collect()
-    });
-    let mut remotes: Vec<Arc<dyn Remote>> = Vec::with_capacity(results.len());
-    let mut failures = Vec::new();
-    for r in results {
-        match r {
-            Ok(remote) => remotes.push(Arc::new(remote)),
-            Err(e) => failures.push(e),
+    })
+}
+
+/// A node that could not be reached: every command fails at once with
+/// `ExecError::NotConnected` naming why. Lets code that works node by node (heal) treat an
+/// unreachable node like any node whose step failed.
+#[derive(Debug)]
+pub struct Unreachable {
+    node: String,
+    reason: String,
+}
+
+impl Unreachable {
+    /// A stand-in for `node`, unreachable because of `err`.
+    pub fn new(err: &ExecError) -> Unreachable {
+        let node = err.node().to_string();
+        let text = err.to_string();
+        let reason = text
+            .strip_prefix(&format!("node {node}: "))
+            .unwrap_or(&text)
+            .to_string();
+        Unreachable { node, reason }
+    }
+
+    /// Why the node was not reached.
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+
+    fn error(&self) -> ExecError {
+        ExecError::NotConnected {
+            node: self.node.clone(),
+            reason: self.reason.clone(),
         }
     }
-    if failures.is_empty() {
-        Ok(remotes)
-    } else {
-        Err(ConnectAllError { failures })
+}
+
+impl Remote for Unreachable {
+    fn node(&self) -> &str {
+        &self.node
     }
+    fn exec(&self, _cmd: &Cmd) -> Result<ExecOutput, ExecError> {
+        Err(self.error())
+    }
+    fn upload(&self, _: &[u8], _: &str, _: u32) -> Result<(), ExecError> {
+        Err(self.error())
+    }
+    fn download(&self, _: &str, _: &Path) -> Result<(), ExecError> {
+        Err(self.error())
+    }
+}
+
+/// Connect to every node in parallel, keeping going when some fail: one remote per node in
+/// input order (an [`Unreachable`] for each node that failed) and the failures.
+pub fn connect_each(
+    nodes: &[(String, String)],
+    cfg: &SshConfig,
+) -> (Vec<Arc<dyn Remote>>, Vec<ExecError>) {
+    let mut remotes: Vec<Arc<dyn Remote>> = Vec::with_capacity(nodes.len());
+    let mut failures = Vec::new();
+    for r in connect_results(nodes, cfg) {
+        match r {
+            Ok(remote) => remotes.push(Arc::new(remote)),
+            Err(e) => {
+                remotes.push(Arc::new(Unreachable::new(&e)));
+                failures.push(e);
+            }
+        }
+    }
+    (remotes, failures)
 }
 
 /// Run `f` on every remote in parallel (one scoped thread each); results in `remotes` order.

@@ -12,8 +12,10 @@
 //! Clock faults (`bump-clock`, `strobe-clock`, `reset-clock`, `clock-offsets`) live in `clock`.
 
 pub mod clock;
+pub mod heal;
 pub mod leftovers;
 pub mod packet;
+pub mod ssh_drop;
 
 pub mod kinds;
 
@@ -354,6 +356,89 @@ pub struct Nemesis {
     /// Nodes with the tool's netem qdisc.
     delayed: BTreeSet<String>,
     clock: clock::ClockState,
+    /// Nodes whose SSH this nemesis dropped.
+    ssh_drop: ssh_drop::DropState,
+    /// What the steps of the current op did on each node (reset at the start of `invoke`).
+    outcomes: std::sync::Mutex<NodeOutcomes>,
+}
+
+/// Per-node outcome of a fault step, or of all steps of one nemesis op merged: a node is
+/// `failed` if any step failed on it, else `applied` if a step succeeded on it.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct NodeOutcomes {
+    /// Nodes where every step succeeded.
+    pub applied: BTreeSet<String>,
+    /// Nodes where a step failed → why (the first failure, without the node name prefix).
+    pub failed: BTreeMap<String, String>,
+}
+
+impl NodeOutcomes {
+    /// Record one node's result of one step.
+    pub fn record(&mut self, node: &str, result: Result<(), String>) {
+        match result {
+            Ok(()) => {
+                if !self.failed.contains_key(node) {
+                    self.applied.insert(node.to_string());
+                }
+            }
+            Err(e) => {
+                self.applied.remove(node);
+                self.failed.entry(node.to_string()).or_insert(e);
+            }
+        }
+    }
+
+    /// Merge another step's outcomes into these.
+    pub fn merge(&mut self, other: NodeOutcomes) {
+        for n in other.applied {
+            self.record(&n, Ok(()));
+        }
+        for (n, e) in other.failed {
+            self.record(&n, Err(e));
+        }
+    }
+
+    /// No node was touched.
+    pub fn is_empty(&self) -> bool {
+        self.applied.is_empty() && self.failed.is_empty()
+    }
+
+    /// Applied on some nodes and failed on others.
+    pub fn is_partial(&self) -> bool {
+        !self.applied.is_empty() && !self.failed.is_empty()
+    }
+
+    /// `{"applied": [..], "failed": {node: why}}`, the value of a partly applied nemesis op and
+    /// the per-node part of a journal record.
+    pub fn to_json(&self) -> Value {
+        json!({ kinds::APPLIED_KEY: self.applied, kinds::FAILED_KEY: self.failed })
+    }
+
+    /// Read `applied`/`failed` back from a journal record or op value (absent → empty).
+    pub fn from_json(v: &Value) -> NodeOutcomes {
+        let applied = v[kinds::APPLIED_KEY]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|n| n.as_str().map(str::to_string))
+            .collect();
+        let failed = v[kinds::FAILED_KEY]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(n, e)| (n.clone(), e.as_str().unwrap_or("failed").to_string()))
+            .collect();
+        NodeOutcomes { applied, failed }
+    }
+}
+
+/// `e` without a leading "node <name>: " (errors of `control` and `db` name their node; a
+/// per-node map already does).
+fn strip_node_prefix(name: &str, e: String) -> String {
+    match e.strip_prefix(&format!("node {name}: ")) {
+        Some(rest) => rest.to_string(),
+        None => e,
+    }
 }
 
 impl Nemesis {
@@ -368,7 +453,18 @@ impl Nemesis {
             shaped: BTreeSet::new(),
             delayed: BTreeSet::new(),
             clock: clock::ClockState::default(),
+            ssh_drop: ssh_drop::DropState::default(),
+            outcomes: std::sync::Mutex::new(NodeOutcomes::default()),
         }
+    }
+
+    fn lock_outcomes(&self) -> std::sync::MutexGuard<'_, NodeOutcomes> {
+        self.outcomes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The per-node outcomes recorded since the last call (and forget them).
+    pub fn take_outcomes(&self) -> NodeOutcomes {
+        std::mem::take(&mut *self.lock_outcomes())
     }
 
     fn names(&self) -> Vec<String> {
@@ -379,12 +475,14 @@ impl Nemesis {
         self.cfg.nodes.iter().position(|n| n.name == name)
     }
 
-    /// Run `f` on the given node indices in parallel; collect errors as "node: error" strings.
+    /// Run `f` on the given node indices in parallel; every node is tried whatever happens on
+    /// the others. Each node's result is recorded (see `take_outcomes`); the errors come back as
+    /// one "node: error; node: error" string.
     fn on_nodes<F>(&self, idx: &[usize], f: F) -> Result<(), String>
     where
         F: Fn(&dyn Remote, &Node) -> Result<(), String> + Sync,
     {
-        std::thread::scope(|s| {
+        let results: Vec<(String, Result<(), String>)> = std::thread::scope(|s| {
             let handles: Vec<_> = idx
                 .iter()
                 .map(|&i| {
@@ -392,24 +490,34 @@ impl Nemesis {
                     let remote = self.cfg.remotes[i].clone();
                     let node = &self.cfg.nodes[i];
                     s.spawn(move || {
-                        f(remote.as_ref(), node).map_err(|e| format!("{}: {e}", node.name))
+                        f(remote.as_ref(), node).map_err(|e| strip_node_prefix(&node.name, e))
                     })
                 })
                 .collect();
-            let errs: Vec<String> = handles
+            handles
                 .into_iter()
-                .filter_map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err("fault thread panicked".into()))
-                        .err()
+                .zip(idx)
+                .map(|(h, &i)| {
+                    let r = h
+                        .join()
+                        .unwrap_or_else(|_| Err("fault thread panicked".into()));
+                    (self.cfg.nodes[i].name.clone(), r)
                 })
-                .collect();
-            if errs.is_empty() {
-                Ok(())
-            } else {
-                Err(errs.join("; "))
+                .collect()
+        });
+        let mut outcomes = self.lock_outcomes();
+        let mut errs = Vec::new();
+        for (name, r) in results {
+            if let Err(e) = &r {
+                errs.push(format!("{name}: {e}"));
             }
-        })
+            outcomes.record(&name, r);
+        }
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(errs.join("; "))
+        }
     }
 
     /// Record `begin`, run `step`, record `done` or `failed`.
@@ -432,9 +540,21 @@ impl Nemesis {
         if let Some(sink) = self.cfg.journal.as_mut() {
             sink(&record);
         }
+        // This step's own per-node outcomes go into its record; the op's keep accumulating.
+        let before = self.take_outcomes();
         let result = step(self);
+        let mine = self.take_outcomes();
+        {
+            let mut all = self.lock_outcomes();
+            *all = before;
+            all.merge(mine.clone());
+        }
         if let Some(sink) = self.cfg.journal.as_mut() {
             record["time"] = chrono::Utc::now().to_rfc3339().into();
+            if !mine.is_empty() {
+                record[kinds::APPLIED_KEY] = json!(mine.applied);
+                record[kinds::FAILED_KEY] = json!(mine.failed);
+            }
             match &result {
                 Ok(_) => record["event"] = "done".into(),
                 Err(e) => {
@@ -556,7 +676,13 @@ impl Nemesis {
     }
 
     /// Perform one nemesis op. Unknown ops and failures are reported, never panicked on.
+    ///
+    /// A fault that took effect on some nodes and failed on others completes with the error
+    /// and the value `{"applied": [..], "failed": {node: why}}`. It is carried by
+    /// `Completion::Fail` (the variant with both an error and a value); the interpreter records
+    /// every nemesis completion as `info`, so the history says "info, partly applied".
     pub fn invoke(&mut self, f: &str, value: &Value) -> Completion {
+        self.take_outcomes();
         let result: Result<Value, String> = match f {
             "start-partition" => {
                 let names = self.names();
@@ -606,12 +732,19 @@ impl Nemesis {
             clock::STROBE => self.strobe_clock(value),
             clock::RESET => self.reset_clocks(value),
             clock::OFFSETS => self.clock_offsets(),
+            ssh_drop::START => self.drop_ssh(value),
+            ssh_drop::STOP => self.restore_ssh(value),
             other => Err(format!("unknown nemesis op {other:?}")),
         };
+        let outcomes = self.take_outcomes();
         match result {
             Ok(value) => Completion::Ok {
                 value,
                 version: None,
+            },
+            Err(error) if !outcomes.applied.is_empty() => Completion::Fail {
+                error,
+                value: outcomes.to_json(),
             },
             // Nothing was applied anywhere: a definite failure, not an unknown outcome.
             Err(error) if error.starts_with(packet::NETEM_UNAVAILABLE) => Completion::Fail {
@@ -914,6 +1047,11 @@ impl Nemesis {
         if let Err(e) = self.restore_ntp() {
             errs.push(format!("restart NTP: {e}"));
         }
+        if !self.ssh_dropped().is_empty()
+            && let Err(e) = self.restore_ssh(&Value::Null)
+        {
+            errs.push(format!("wait for sshd: {e}"));
+        }
         errs
     }
 
@@ -958,6 +1096,9 @@ impl Nemesis {
                 "clock {}",
                 self.clocked().iter().cloned().collect::<Vec<_>>().join(",")
             ));
+        }
+        if !self.ssh_dropped().is_empty() {
+            v.push(format!("ssh-drop {}", self.ssh_dropped().join(",")));
         }
         v
     }

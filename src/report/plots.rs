@@ -94,7 +94,7 @@ fn classify(f: &str) -> Option<(String, bool)> {
 
 fn node_list(v: &Value) -> Option<Vec<String>> {
     let arr = match v {
-        Value::Object(m) => match m.get("nodes") {
+        Value::Object(m) => match m.get("nodes").or_else(|| m.get(kinds::APPLIED_KEY)) {
             Some(n) => n.as_array()?,
             None => return m.get("node")?.as_str().map(|n| vec![n.to_string()]),
         },
@@ -277,7 +277,9 @@ pub fn fault_intervals(history: &History) -> Vec<FaultInterval> {
             continue;
         }
         let invoke = pending.take().map(|p| &p.value);
-        if op.error.is_some() || op.op_type == OpType::Fail {
+        // A partly applied fault (`{"applied": [..], "failed": {..}}`) is in effect where applied.
+        let partly = kinds::applied_somewhere(&op.value);
+        if (op.error.is_some() && !partly) || op.op_type == OpType::Fail {
             continue;
         }
         let Some((kind, starts)) = classify(&op.f) else {
@@ -1819,6 +1821,18 @@ mod tests {
                 "strobe-clock",
                 json!({"nodes": ["n1"], "delta_ms": 100, "period_ms": 10, "duration_ms": 500}),
             ),
+            nem(1700, "start-ssh-drop", json!({"targets": "minority"})),
+            // Partly applied: an error, and the nodes it took effect on.
+            Op {
+                error: Some("n4: not reached".into()),
+                ..nem(
+                    1710,
+                    "start-ssh-drop",
+                    json!({"applied": ["n3"], "failed": {"n4": "not reached"}}),
+                )
+            },
+            nem(1800, "stop-ssh-drop", json!(null)),
+            nem(1810, "stop-ssh-drop", json!(null)),
         ];
         for i in 0..40u64 {
             client(&mut ops, i, "read", i * 50, i * 50 + 5, OpType::Ok);
@@ -1844,6 +1858,8 @@ mod tests {
             ("promote", "promote n2", 1.51, 1.51),
             // Never reset: runs to the end of the history (last client completion at 1.955 s).
             ("clock", "strobe-clock n1 +100 ms every 10 ms", 1.61, 1.955),
+            // Partly applied: in effect where it was applied.
+            ("ssh-drop", "ssh-drop n3", 1.71, 1.81),
         ];
         assert_eq!(got.len(), want.len(), "{got:?}");
         for (g, w) in got.iter().zip(want) {
@@ -1990,7 +2006,7 @@ mod tests {
         }
         let h = sorted(ops);
         // Interleaving measurements do not disturb fault pairing.
-        assert_eq!(fault_intervals(&h).len(), 9);
+        assert_eq!(fault_intervals(&h).len(), 10);
         let svg = clock_offsets(&h, Formats::Svg).unwrap().svg;
         assert_well_formed(&svg);
         for text in [
