@@ -9,6 +9,7 @@
  *   - SIGUSR1 (the ssh-drop fault): read the hold time in ms from the file argv[1] (and remove
  *     it), wait DROP_DELAY_MS, SIGKILL every sshd process of the node (listener and
  *     per-connection ones, by /proc/<pid>/comm), restart sshd once the hold has passed;
+ *   - SIGUSR2: end a hold now (start sshd at once if it is away);
  *   - SIGTERM, SIGINT or SIGHUP: stop sshd and exit 0, which makes the kernel kill every other
  *     process of the PID namespace (so `sandbox down` still tears the node down by killing one
  *     PID).
@@ -114,6 +115,7 @@ int main(int argc, char **argv) {
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGUSR2);
     sigprocmask(SIG_BLOCK, &set, &old);
 
     pid_t sshd = start_sshd(sshd_argv, &old);
@@ -147,6 +149,10 @@ int main(int argc, char **argv) {
         if (sig == SIGUSR1) {
             hold_ms = read_hold_ms(hold_file);
             drop_at = now + DROP_DELAY_MS;
+        }
+        if (sig == SIGUSR2 && sshd <= 0 && restart_at >= 0) {
+            restart_at = now;
+            fprintf(stderr, "sd-reaper: hold ended early\n");
         }
         if (sig == SIGCHLD || sig < 0) {
             int status;
