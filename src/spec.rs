@@ -407,6 +407,7 @@ const BUILTIN_NEMESES: &[(&str, &str)] = &[
     ("packet", include_str!("../nemeses/packet.toml")),
     ("none", include_str!("../nemeses/none.toml")),
     ("clock", include_str!("../nemeses/clock.toml")),
+    ("degraded", include_str!("../nemeses/degraded.toml")),
 ];
 
 fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, label: &str) -> Result<T, ConfigError> {
@@ -652,6 +653,17 @@ mod tests {
         assert_eq!(fs, ["start-loss", "start-bandwidth", "start-delay"]);
         let stops: Vec<&str> = n.faults.iter().map(|f| f.ops().2).collect();
         assert_eq!(stops, ["stop-loss", "stop-bandwidth", "stop-delay"]);
+        let d = load_nemesis("degraded").unwrap();
+        assert_eq!(
+            d.faults[0].ops(),
+            (
+                "start-ssh-drop",
+                serde_json::json!({"targets": "one", "duration_ms": 5000}),
+                "stop-ssh-drop"
+            )
+        );
+        let n = load_nemesis("ssh-drop").unwrap();
+        assert_eq!(n.faults[0].ops().0, "start-ssh-drop");
         let p = load_nemesis("packet").unwrap();
         assert!(p.faults.iter().any(|f| matches!(f, FaultKind::Loss { .. })));
         assert!(
