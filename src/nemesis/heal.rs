@@ -321,13 +321,19 @@ impl Nemesis {
         }
         let dropped = nodes_of(outstanding, super::ssh_drop::START);
         if !dropped.is_empty() {
+            // The hold may still be running (the controller died mid-drop): wait at most its
+            // full length plus the grace.
+            let hold_ms = outstanding
+                .iter()
+                .filter(|r| r["f"] == super::ssh_drop::START)
+                .filter_map(|r| r["detail"]["duration_ms"].as_u64())
+                .max()
+                .unwrap_or(0);
+            let value = serde_json::json!({ "nodes": dropped, "duration_ms": hold_ms });
             self.heal_step(
                 &mut log,
                 "wait for sshd",
-                |n| {
-                    n.restore_ssh(&serde_json::json!({ "nodes": dropped }))
-                        .map(|_| ())
-                },
+                |n| n.restore_ssh(&value).map(|_| ()),
                 |_| Some("sshd answers again".to_string()),
             );
         }

@@ -1236,6 +1236,40 @@ mod tests {
     }
 
     #[test]
+    fn node_outcomes_merge_failure_wins_and_round_trip_through_json() {
+        let mut a = NodeOutcomes::default();
+        a.record("n1", Ok(()));
+        a.record("n2", Ok(()));
+        let mut b = NodeOutcomes::default();
+        b.record("n2", Err("refused".into()));
+        b.record("n3", Ok(()));
+        a.merge(b);
+        // A node that failed any step is failed; a later success does not undo that.
+        a.record("n2", Ok(()));
+        assert_eq!(
+            a.applied,
+            BTreeSet::from(["n1".to_string(), "n3".to_string()])
+        );
+        assert_eq!(a.failed["n2"], "refused");
+        assert!(a.is_partial() && !a.is_empty());
+        let v = a.to_json();
+        assert_eq!(
+            v,
+            json!({"applied": ["n1", "n3"], "failed": {"n2": "refused"}})
+        );
+        assert!(kinds::applied_somewhere(&v));
+        assert!(!kinds::applied_somewhere(&json!({"applied": []})));
+        assert!(!kinds::applied_somewhere(&json!("healed")));
+        assert_eq!(NodeOutcomes::from_json(&v), a);
+        assert_eq!(
+            NodeOutcomes::from_json(&json!(null)),
+            NodeOutcomes::default()
+        );
+        assert_eq!(strip_node_prefix("n2", "node n2: x".into()), "x");
+        assert_eq!(strip_node_prefix("n2", "node n3: x".into()), "node n3: x");
+    }
+
+    #[test]
     fn primaries_targets_and_shape_use_the_leaders_given() {
         let n = nodes(5);
         let mut rng = ChaCha8Rng::seed_from_u64(9);
