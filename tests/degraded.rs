@@ -402,3 +402,50 @@ fn reaper_restarts_a_killed_sshd_and_the_remote_reconnects() {
     let log = std::fs::read_to_string(n2.log_file()).unwrap();
     assert!(log.contains("sd-reaper: sshd (pid"), "{log}");
 }
+
+#[test]
+fn a_node_that_goes_silent_mid_command_is_noticed_before_the_command_deadline() {
+    if !root() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = SandboxGuard(&SANDBOX);
+    let info = up();
+    let n4 = info.node("n4").unwrap().clone();
+    let ssh = SshConfig {
+        private_key: Some(info.private_key.clone()),
+        known_hosts: Some(info.known_hosts.clone()),
+        connect_timeout_ms: 2_000,
+        retries: 0,
+        ..SshConfig::default()
+    };
+    use shakedown::control::{Cmd, ExecError, Remote};
+    let r = shakedown::control::SshRemote::connect("n4", &n4.address.to_string(), &ssh).unwrap();
+    // Silence n4 towards the controller: its SSH port drops everything, no RST (by hand, in its
+    // own namespace; removed below).
+    let rule = ["INPUT", "-p", "tcp", "--dport", "22", "-j", "DROP"];
+    let iptables = |op: &str| {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &n4.netns, "iptables", "-w", op])
+            .args(rule)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    };
+    let t0 = Instant::now();
+    let result = std::thread::scope(|s| {
+        let h = s.spawn(|| r.exec(&Cmd::new("sleep").arg("45").timeout_ms(60_000)));
+        std::thread::sleep(Duration::from_millis(500));
+        iptables("-I");
+        h.join().unwrap()
+    });
+    let took = t0.elapsed();
+    iptables("-D");
+    let err = result.unwrap_err();
+    assert!(matches!(err, ExecError::Transport { .. }), "{err:?}");
+    // Keepalive: ~5 s idle + 3 probes 2 s apart, not the 45 s of the command or its 60 s limit.
+    assert!(took < Duration::from_secs(30), "noticed after {took:?}");
+    eprintln!("silent node noticed after {took:?}: {err}");
+    // Audible again: the next command reconnects.
+    assert_eq!(r.exec_ok(&Cmd::new("hostname")).unwrap().trim(), "n4");
+}

@@ -178,6 +178,11 @@ pub fn stream_error(e: &io::Error) -> String {
         io::ErrorKind::Other => {
             let m = e.to_string();
             let m = m.trim().trim_end_matches('.');
+            // libssh2's words when the socket itself failed (reset, keepalive timed out).
+            if m.eq_ignore_ascii_case("transport read") {
+                return "the connection was lost while waiting for output (the node went silent or away)"
+                    .to_string();
+            }
             format!("the connection failed ({})", lower_first(m))
         }
         _ => io_error(e, 0),
@@ -307,6 +312,10 @@ mod tests {
         let s = io_error(&e, 1);
         assert_for_people(&s);
         assert!(s.starts_with("too many open files"), "{s}");
+        assert_eq!(
+            stream_error(&io::Error::other("transport read")),
+            "the connection was lost while waiting for output (the node went silent or away)"
+        );
         let s = stream_error(&io::Error::other("Unable to send channel data"));
         assert_eq!(s, "the connection failed (unable to send channel data)");
     }
