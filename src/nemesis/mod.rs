@@ -747,10 +747,20 @@ impl Nemesis {
                 value: outcomes.to_json(),
             },
             // Nothing was applied anywhere: a definite failure, not an unknown outcome.
-            Err(error) if error.starts_with(packet::NETEM_UNAVAILABLE) => Completion::Fail {
-                error,
-                value: value.clone(),
-            },
+            Err(error)
+                if error.starts_with(packet::NETEM_UNAVAILABLE)
+                    || (f == ssh_drop::START
+                        && !outcomes.failed.is_empty()
+                        && outcomes
+                            .failed
+                            .values()
+                            .all(|e| e.starts_with(ssh_drop::NO_SUPERVISOR))) =>
+            {
+                Completion::Fail {
+                    error,
+                    value: value.clone(),
+                }
+            }
             Err(error) => Completion::Info { error },
         }
     }

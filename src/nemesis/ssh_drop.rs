@@ -34,13 +34,21 @@ const RETRY_EVERY_MS: u64 = 250;
 /// Limit of one attempt's command (`true`), in ms.
 const PROBE_TIMEOUT_MS: u64 = 3_000;
 
-/// `$1` hold in ms, `$2` the reaper's process name, `$3` the hold file. Exit 3: no reaper.
-const DROP_SCRIPT: &str = r#"if [ "$(cat /proc/1/comm 2>/dev/null)" != "$2" ]; then
-  echo "PID 1 is $(cat /proc/1/comm 2>/dev/null || echo unknown), not the sandbox's sshd supervisor $2; ssh-drop works only on sandbox nodes" >&2
+/// The start of the error when a node has no sshd supervisor (nothing was touched there).
+pub const NO_SUPERVISOR: &str = "ssh-drop needs the sandbox's sshd supervisor";
+
+/// `$1` hold in ms, `$2` the reaper's process name, `$3` the hold file. Exit 3 and the name of
+/// PID 1 on stdout: no reaper.
+const DROP_SCRIPT: &str = r#"p1=$(cat /proc/1/comm 2>/dev/null || echo unknown)
+if [ "$p1" != "$2" ]; then
+  echo "$p1"
   exit 3
 fi
 printf '%s\n' "$1" > "$3" && kill -USR1 1
 "#;
+
+/// Exit status of [`DROP_SCRIPT`] when PID 1 is not the reaper.
+const NOT_SUPERVISED: i32 = 3;
 
 /// Parameters of `start-ssh-drop`: `{"targets": "one", "duration_ms": 5000}` or
 /// `{"nodes": ["n3"], "duration_ms": 5000}`.
@@ -153,19 +161,28 @@ impl Nemesis {
         let hold = p.duration_ms.to_string();
         self.journaled("inject", START, detail.clone(), Some(STOP), |n| {
             n.on_nodes(&idx, |r, _| {
-                r.exec_ok(
-                    &Cmd::script(
-                        DROP_SCRIPT,
-                        [
-                            hold.as_str(),
-                            crate::sandbox::REAPER_NAME,
-                            crate::sandbox::SSHD_HOLD_FILE,
-                        ],
-                    )
-                    .sudo(true),
+                let cmd = Cmd::script(
+                    DROP_SCRIPT,
+                    [
+                        hold.as_str(),
+                        crate::sandbox::REAPER_NAME,
+                        crate::sandbox::SSHD_HOLD_FILE,
+                    ],
                 )
-                .map(|_| ())
-                .map_err(|e| e.to_string())
+                .sudo(true);
+                let out = r.exec(&cmd).map_err(|e| e.to_string())?;
+                match out.status {
+                    0 if out.signal.is_none() => Ok(()),
+                    NOT_SUPERVISED => Err(format!(
+                        "{NO_SUPERVISOR} ({}) as PID 1, and PID 1 is {}; it works only on sandbox nodes (a sandbox made by an older shakedown: `sandbox down`, then up again)",
+                        crate::sandbox::REAPER_NAME,
+                        out.stdout.trim()
+                    )),
+                    status => Err(format!(
+                        "the ssh-drop command exited with status {status}: {}",
+                        out.stderr.trim()
+                    )),
+                }
             })
         })
         .inspect_err(|_| {
@@ -217,6 +234,63 @@ impl Nemesis {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::control::{ExecError, ExecOutput};
+    use rand::SeedableRng;
+    use std::sync::Arc;
+
+    /// A real host: PID 1 is systemd, not the sandbox's reaper.
+    struct RealHost(String);
+
+    impl Remote for RealHost {
+        fn node(&self) -> &str {
+            &self.0
+        }
+        fn exec(&self, _cmd: &Cmd) -> Result<ExecOutput, ExecError> {
+            Ok(ExecOutput {
+                status: NOT_SUPERVISED,
+                signal: None,
+                stdout: "systemd\n".into(),
+                stderr: String::new(),
+            })
+        }
+        fn upload(&self, _: &[u8], _: &str, _: u32) -> Result<(), ExecError> {
+            Ok(())
+        }
+        fn download(&self, _: &str, _: &std::path::Path) -> Result<(), ExecError> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn without_the_reaper_ssh_drop_fails_definitely_and_says_why() {
+        let mut n = Nemesis::new(super::super::NemesisConfig {
+            nodes: vec![crate::config::Node {
+                name: "n1".into(),
+                host: "10.0.0.1".into(),
+            }],
+            remotes: vec![Arc::new(RealHost("n1".into()))],
+            db: Arc::new(crate::db::etcd::Etcd::new(Default::default())),
+            partition: Default::default(),
+            rng: rand_chacha::ChaCha8Rng::seed_from_u64(1),
+            journal: None,
+        });
+        let c = n.invoke(START, &json!({"nodes": ["n1"], "duration_ms": 1000}));
+        let crate::client::Completion::Fail { error, .. } = &c else {
+            panic!("expected a definite failure, got {c:?}");
+        };
+        assert!(
+            error.starts_with(&format!(
+                "n1: {NO_SUPERVISOR} (sd-reaper) as PID 1, and PID 1 is systemd"
+            )),
+            "{error}"
+        );
+        assert!(n.ssh_dropped().is_empty(), "nothing was dropped");
+        // Nothing to wait for.
+        assert!(matches!(
+            n.invoke(STOP, &Value::Null),
+            crate::client::Completion::Ok { .. }
+        ));
+    }
 
     #[test]
     fn params_parse_and_reject_bad_values() {
