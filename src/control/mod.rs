@@ -9,6 +9,7 @@
 //! Threading: `Remote` is blocking (ssh2 is). Run it from threads (`on_all`) or from async code via
 //! `exec_async`, which uses `tokio::task::spawn_blocking`.
 
+mod channel;
 mod cmd;
 mod ssh;
 pub mod words;
