@@ -494,7 +494,8 @@ pub fn report(args: crate::cli::ReportArgs) -> i32 {
     }
 }
 
-/// `shakedown heal`.
+/// `shakedown heal`: 0 when every node was reached and everything found was undone; 4 when
+/// something was left (an unreachable node, a failed step), named on stderr; 3 on bad flags.
 pub fn heal(args: crate::cli::HealArgs) -> i32 {
     let (cluster, journal, db) = match args
         .cluster
@@ -509,14 +510,21 @@ pub fn heal(args: crate::cli::HealArgs) -> i32 {
     };
     let killed_run = journal.as_deref().and_then(killed_run_of);
     match runtime().block_on(crate::runner::heal_db(cluster, db, journal)) {
-        Ok(lines) => {
-            for l in lines {
+        Ok(report) => {
+            for l in &report.lines {
                 println!("{l}");
             }
             if let Some(run_dir) = killed_run {
                 report_killed_run(&run_dir);
             }
-            0
+            if report.complete() {
+                return 0;
+            }
+            eprintln!("heal left {} thing(s) undone:", report.left.len());
+            for l in &report.left {
+                eprintln!("  {l}");
+            }
+            EXIT_RUNTIME
         }
         Err(e) => {
             eprintln!("error: {e}");

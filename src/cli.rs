@@ -29,7 +29,9 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Check a history file or run directory offline.
     Check(CheckArgs),
-    /// Manage the built-in local cluster (network namespaces + sshd).
+    /// Manage the built-in local cluster (network namespaces + sshd). Each node's PID 1 is a
+    /// small reaper that restarts sshd when it dies (so the `ssh-drop` fault and a killed sshd
+    /// do not take the node down); killing the reaper takes the node down.
     Sandbox(SandboxCmd),
     /// Measure the controller's overhead against a bare client loop on the same cluster.
     Bench(BenchArgs),
@@ -37,7 +39,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Undo faults the tool may have left behind: remove its iptables chain (partition and loss
     /// rules) and its tc qdiscs, resume paused DB processes on every node (e.g. after the
-    /// controller was killed).
+    /// controller was killed). Heals every node it reaches and says per node what it undid; exits
+    /// 4 naming what was left (an unreachable node, a failed step).
     Heal(HealArgs),
     /// Preflight every node: SSH, root, iptables, tc, netem, clock, NTP, the DB's binaries.
     /// Exit 0 when every required check passed (warnings allowed), 4 otherwise.

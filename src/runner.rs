@@ -247,13 +247,13 @@ pub fn resolve_cluster(
 /// `shakedown heal`: remove the tool's iptables chain and resume paused DB processes on every
 /// node; when a fault journal is given, also restart the DB where it shows an un-undone kill,
 /// reset the clocks it shows stepped and not reset (to the controller's time), start the NTP
-/// daemons it shows stopped, and append the undo steps to that journal. Returns one line per
-/// action; errors name the node.
+/// daemons it shows stopped, and append the undo steps to that journal. Returns what was done
+/// per node and what was left.
 pub async fn heal(
     cluster: crate::cli::Cluster,
     etcd_dir: String,
     journal: Option<std::path::PathBuf>,
-) -> Result<Vec<String>, RunError> {
+) -> Result<crate::nemesis::heal::HealReport, RunError> {
     let db: Arc<dyn Db> = Arc::new(Etcd::new(crate::db::etcd::EtcdConfig {
         base_dir: etcd_dir,
         ..Default::default()
@@ -261,15 +261,15 @@ pub async fn heal(
     heal_db(cluster, db, journal).await
 }
 
-/// `heal` for any system: resume and restart go through `db`'s abilities.
+/// `heal` for any system: resume and restart go through `db`'s abilities. Heals every node it
+/// reaches and names the others (see `nemesis::heal`); the report says what is left.
 pub async fn heal_db(
     cluster: crate::cli::Cluster,
     db: Arc<dyn Db>,
     journal: Option<std::path::PathBuf>,
-) -> Result<Vec<String>, RunError> {
+) -> Result<crate::nemesis::heal::HealReport, RunError> {
     let mut ssh = cluster.ssh;
     let nodes = resolve_cluster(&cluster.nodes, &mut ssh, &cluster.sandbox, false)?;
-    let mut done = Vec::new();
     let (outstanding, sink) = match &journal {
         None => (Vec::new(), None),
         Some(path) => {
@@ -280,14 +280,6 @@ pub async fn heal_db(
                 .filter_map(|l| serde_json::from_str(l).ok())
                 .collect();
             let open = crate::nemesis::outstanding_faults(&records);
-            for r in &open {
-                done.push(format!(
-                    "journal {}: {} {} not undone",
-                    path.display(),
-                    r["f"],
-                    r["detail"]
-                ));
-            }
             let dir = RunDir::open(path.parent().unwrap_or(std::path::Path::new(".")));
             let name = path
                 .file_name()
@@ -296,8 +288,19 @@ pub async fn heal_db(
             (open, Some(dir.jsonl_sink(&name)?))
         }
     };
-    tokio::task::spawn_blocking(move || -> Result<Vec<String>, RunError> {
-        let remotes = connect(&nodes, &ssh)?;
+    tokio::task::spawn_blocking(move || {
+        let pairs: Vec<(String, String)> = nodes
+            .iter()
+            .map(|n| (n.name.clone(), n.host.clone()))
+            .collect();
+        let (remotes, failures) = crate::control::connect_each(&pairs, &ssh);
+        let unreachable = failures
+            .iter()
+            .map(|e| {
+                let u = crate::control::Unreachable::new(e);
+                (e.node().to_string(), u.reason().to_string())
+            })
+            .collect();
         let mut nemesis = Nemesis::new(NemesisConfig {
             nodes: nodes.clone(),
             remotes,
@@ -306,56 +309,10 @@ pub async fn heal_db(
             rng: ChaCha8Rng::seed_from_u64(0),
             journal: sink,
         });
-        nemesis.heal_partition().map_err(RunError::Control)?;
-        nemesis.teardown().map_err(RunError::Control)?;
-        done.push(format!(
-            "removed iptables chain {} on {} nodes",
-            PartitionConfig::default().chain,
-            nodes.len()
-        ));
-        nemesis.heal_packets().map_err(RunError::Control)?;
-        done.push(format!(
-            "removed the tool's loss rules and tc qdiscs (handle {}) on {} nodes",
-            crate::nemesis::packet::TC_HANDLE,
-            nodes.len()
-        ));
-        nemesis.resume_all().map_err(RunError::Control)?;
-        done.push(format!(
-            "resumed (SIGCONT) the DB process on {} nodes",
-            nodes.len()
-        ));
-        let killed: Vec<String> = outstanding
-            .iter()
-            .filter(|r| r["f"] == "kill")
-            .flat_map(|r| r["detail"]["nodes"].as_array().cloned().unwrap_or_default())
-            .filter_map(|n| n.as_str().map(str::to_string))
-            .collect();
-        if !killed.is_empty() {
-            nemesis.adopt_killed(killed.clone());
-            nemesis.start_all().map_err(RunError::Control)?;
-            done.push(format!("restarted the DB on {}", killed.join(", ")));
-        }
-        let (clocked, ntp) = crate::nemesis::clock::journal_clock_leftovers(&outstanding);
-        if !clocked.is_empty() {
-            nemesis.adopt_clocked(clocked.iter().cloned());
-            nemesis
-                .reset_clocks(&Value::Null)
-                .map_err(RunError::Control)?;
-            let names: Vec<String> = clocked.into_iter().collect();
-            done.push(format!(
-                "reset the clock to the controller's on {}",
-                names.join(", ")
-            ));
-        }
-        if !ntp.is_empty() {
-            nemesis.adopt_ntp_stopped(ntp);
-            let started = nemesis.restore_ntp().map_err(RunError::Control)?;
-            done.push(format!("started NTP again: {}", started.join("; ")));
-        }
-        Ok(done)
+        nemesis.heal_nodes(&unreachable, &outstanding, journal.as_deref())
     })
     .await
-    .expect("heal task")
+    .map_err(|e| RunError::Control(format!("heal task did not complete: {e}")))
 }
 
 /// Connect to every node; the error names each node that failed and why.

@@ -118,6 +118,18 @@ pub enum FaultKind {
         #[serde(default)]
         node: Option<String>,
     },
+    /// Kill the targets' sshd and every SSH connection to them; sshd comes back after
+    /// `duration_ms` (sandbox nodes only: their PID 1 restarts it). Tests the controller's
+    /// reconnects; the DB keeps running.
+    #[serde(rename = "ssh-drop")]
+    SshDrop {
+        /// `one`, `minority`, `majority`, `primaries` or `all`.
+        #[serde(default = "d_targets")]
+        targets: String,
+        /// How long sshd stays away, in ms.
+        #[serde(default = "d_ssh_drop_ms")]
+        duration_ms: u64,
+    },
     /// Step the targets' wall clocks with `date -s` (`bump`), or flip them back and forth
     /// (`strobe`); `reset-clock` on stop. Magnitudes are drawn like Jepsen's: the exponent of two
     /// uniform between `min_delta_ms` and `max_delta_ms`, random sign.
@@ -151,6 +163,10 @@ fn d_rate_kbit() -> u64 {
 }
 fn d_delay_ms() -> u64 {
     50
+}
+
+fn d_ssh_drop_ms() -> u64 {
+    crate::nemesis::ssh_drop::DEFAULT_DURATION_MS
 }
 
 fn d_targets() -> String {
@@ -224,6 +240,14 @@ impl FaultKind {
                 json!({ "targets": targets, "delay_ms": delay_ms, "jitter_ms": jitter_ms }),
                 "stop-delay",
             ),
+            FaultKind::SshDrop {
+                targets,
+                duration_ms,
+            } => (
+                crate::nemesis::ssh_drop::START,
+                json!({ "targets": targets, "duration_ms": duration_ms }),
+                crate::nemesis::ssh_drop::STOP,
+            ),
             FaultKind::Clock {
                 mode,
                 targets,
@@ -289,12 +313,17 @@ impl FaultKind {
             | FaultKind::Loss { targets, .. }
             | FaultKind::Bandwidth { targets, .. }
             | FaultKind::Delay { targets, .. }
+            | FaultKind::SshDrop { targets, .. }
                 if crate::nemesis::Targets::parse(targets).is_none() =>
             {
                 Err(format!(
                     "targets {targets:?}: expected one of {}",
                     crate::nemesis::TARGET_NAMES.join(", ")
                 ))
+            }
+            FaultKind::SshDrop { .. } => {
+                let (_, value, _) = self.ops();
+                crate::nemesis::ssh_drop::DropParams::from_value(&value).map(|_| ())
             }
             FaultKind::Loss { .. } | FaultKind::Bandwidth { .. } | FaultKind::Delay { .. } => {
                 let (_, value, _) = self.ops();
@@ -404,6 +433,7 @@ const BUILTIN_NEMESES: &[(&str, &str)] = &[
     ("packet", include_str!("../nemeses/packet.toml")),
     ("none", include_str!("../nemeses/none.toml")),
     ("clock", include_str!("../nemeses/clock.toml")),
+    ("degraded", include_str!("../nemeses/degraded.toml")),
 ];
 
 /// A serde type name in an error as words people use ("u32" → "a whole number ≥ 0").
@@ -601,7 +631,7 @@ pub fn load_workload(arg: &str) -> Result<WorkloadSpec, ConfigError> {
 
 /// Load a nemesis schedule: a path, a name under `nemeses/`, `none`, or a comma-separated list of
 /// packages (`partition`, `kill`, `pause`, `isolate`, `loss`, `bandwidth`, `delay`, `clock`,
-/// `promote`) composed into one schedule.
+/// `promote`, `ssh-drop`) composed into one schedule.
 pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
     let packages: Vec<&str> = arg.split(',').map(str::trim).collect();
     let known = [
@@ -614,6 +644,7 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
         "delay",
         "clock",
         "promote",
+        "ssh-drop",
     ];
     if packages.iter().all(|p| known.contains(p)) {
         let mut faults = Vec::new();
@@ -650,6 +681,10 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
                     jitter_ms: 10,
                 }),
                 "promote" => faults.push(FaultKind::Promote { node: None }),
+                "ssh-drop" => faults.push(FaultKind::SshDrop {
+                    targets: "one".into(),
+                    duration_ms: d_ssh_drop_ms(),
+                }),
                 "clock" => {
                     faults.push(FaultKind::clock("bump", "one"));
                     faults.push(FaultKind::clock("strobe", "one"));
@@ -763,6 +798,17 @@ mod tests {
         assert_eq!(fs, ["start-loss", "start-bandwidth", "start-delay"]);
         let stops: Vec<&str> = n.faults.iter().map(|f| f.ops().2).collect();
         assert_eq!(stops, ["stop-loss", "stop-bandwidth", "stop-delay"]);
+        let d = load_nemesis("degraded").unwrap();
+        assert_eq!(
+            d.faults[0].ops(),
+            (
+                "start-ssh-drop",
+                serde_json::json!({"targets": "one", "duration_ms": 5000}),
+                "stop-ssh-drop"
+            )
+        );
+        let n = load_nemesis("ssh-drop").unwrap();
+        assert_eq!(n.faults[0].ops().0, "start-ssh-drop");
         let p = load_nemesis("packet").unwrap();
         assert!(p.faults.iter().any(|f| matches!(f, FaultKind::Loss { .. })));
         assert!(

@@ -470,10 +470,10 @@ fn heal_after_a_killed_controller_undoes_partition_pause_and_clock_step_together
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        stdout.contains(&format!(
-            "reset the clock to the controller's on {}",
-            stepped[0].0
-        )),
+        stdout
+            .lines()
+            .any(|l| l.starts_with(&format!("{}: ", stepped[0].0))
+                && l.contains("reset the clock to the controller's")),
         "{stdout}"
     );
     for i in 1..=5 {

@@ -710,3 +710,186 @@ fn measure_latency() {
             .unwrap_or_default()
     );
 }
+
+/// A message meant for people: no libssh2 code, no OS error number, no Rust type name.
+fn assert_for_people(msg: &str) {
+    for bad in [
+        "Session(", "[Session", "os error", "Error {", "Custom {", "kind:",
+    ] {
+        assert!(!msg.contains(bad), "{msg:?} contains {bad:?}");
+    }
+    assert!(!msg.ends_with('.'), "{msg:?}");
+}
+
+#[test]
+fn handshake_with_a_silent_server_says_timed_out_after_the_limit() {
+    // Accepts TCP connections and never says a word (no SSH banner).
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let held = std::thread::spawn(move || {
+        let mut conns = Vec::new();
+        for c in listener.incoming().take(1) {
+            conns.push(c);
+            std::thread::sleep(Duration::from_millis(2_500));
+        }
+    });
+    let cfg = SshConfig {
+        port,
+        private_key: Some("/nonexistent".into()),
+        connect_timeout_ms: 1_000,
+        retries: 0,
+        ..SshConfig::default()
+    };
+    let err = SshRemote::connect("n1", "127.0.0.1", &cfg).unwrap_err();
+    assert!(matches!(err, ExecError::Handshake { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        format!("node n1: SSH handshake with 127.0.0.1:{port} timed out after 1 s")
+    );
+    held.join().unwrap();
+}
+
+#[test]
+fn handshake_with_a_server_that_hangs_up_names_the_cause_in_words() {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let t = std::thread::spawn(move || {
+        // Accept and close at once (like sshd refusing a connection over MaxStartups).
+        if let Some(Ok(c)) = listener.incoming().next() {
+            drop(c);
+        }
+    });
+    let cfg = SshConfig {
+        port,
+        private_key: Some("/nonexistent".into()),
+        connect_timeout_ms: 2_000,
+        retries: 0,
+        ..SshConfig::default()
+    };
+    let err = SshRemote::connect("n2", "127.0.0.1", &cfg).unwrap_err();
+    t.join().unwrap();
+    let msg = err.to_string();
+    assert!(matches!(err, ExecError::Handshake { .. }), "{err:?}");
+    assert!(
+        msg.starts_with(&format!(
+            "node n2: SSH handshake with 127.0.0.1:{port} failed: "
+        )),
+        "{msg}"
+    );
+    assert_for_people(&msg);
+}
+
+#[test]
+fn refused_connection_wrong_key_and_unknown_host_read_as_words() {
+    let port = {
+        let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let cfg = SshConfig {
+        port,
+        private_key: Some("/nonexistent".into()),
+        retries: 0,
+        ..SshConfig::default()
+    };
+    let msg = SshRemote::connect("n3", "127.0.0.1", &cfg)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        msg,
+        format!(
+            "node n3: cannot connect to 127.0.0.1:{port}: connection refused (no SSH server listening on that port?)"
+        )
+    );
+
+    let sshd = Sshd::start().unwrap();
+    let mut cfg = config(&sshd);
+    cfg.private_key = Some(sshd.wrong_key.clone());
+    let msg = SshRemote::connect("n3", "127.0.0.1", &cfg)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        msg,
+        format!(
+            "node n3: authentication as user root failed: key {}: the server did not accept the key",
+            sshd.wrong_key.display()
+        )
+    );
+    cfg.private_key = Some(sshd.dir.path().join("no-such-key"));
+    let msg = SshRemote::connect("n3", "127.0.0.1", &cfg)
+        .unwrap_err()
+        .to_string();
+    assert!(msg.ends_with("no-such-key: not found"), "{msg}");
+    assert_for_people(&msg);
+
+    let mut cfg = config(&sshd);
+    cfg.known_hosts = Some(sshd.wrong_known_hosts.clone());
+    let msg = SshRemote::connect("n3", "127.0.0.1", &cfg)
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("host key does not match"), "{msg}");
+    assert_for_people(&msg);
+    cfg.known_hosts = Some(sshd.dir.path().join("missing_known_hosts"));
+    let msg = SshRemote::connect("n3", "127.0.0.1", &cfg)
+        .unwrap_err()
+        .to_string();
+    assert!(msg.ends_with("missing_known_hosts: not found"), "{msg}");
+}
+
+#[test]
+fn unresolvable_host_and_command_timeout_read_as_words() {
+    let cfg = SshConfig {
+        private_key: Some("/nonexistent".into()),
+        retries: 0,
+        ..SshConfig::default()
+    };
+    let msg = SshRemote::connect("n4", "no-such-host.invalid", &cfg)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.starts_with("node n4: cannot connect to no-such-host.invalid:22: cannot resolve host name no-such-host.invalid: "),
+        "{msg}"
+    );
+    assert_for_people(&msg);
+
+    let (_sshd, r) = start();
+    let msg = r
+        .exec(&Cmd::new("sleep").arg("5").timeout_ms(1_500))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(msg, "node n1: command timed out after 1.5 s: sleep 5");
+}
+
+#[test]
+fn sshd_killed_mid_command_is_a_transport_error_in_words_then_reconnects() {
+    let (mut sshd, r) = start();
+    assert_eq!(r.exec_ok(&Cmd::new("echo").arg("up")).unwrap(), "up\n");
+    // A command is running when the node's sshd (listener and sessions) dies.
+    let running = std::thread::scope(|s| {
+        let h = s.spawn(|| r.exec(&Cmd::new("sleep").arg("10")));
+        std::thread::sleep(Duration::from_millis(500));
+        sshd.stop();
+        h.join().unwrap()
+    });
+    let err = running.unwrap_err();
+    assert!(matches!(err, ExecError::Transport { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with("node n1: SSH connection failed while running sleep 10: "),
+        "{msg}"
+    );
+    assert_for_people(&msg);
+
+    // While it is down: a connect error, fast (retries 2, backoff 50 ms), then one try only.
+    let t0 = Instant::now();
+    let err = r.exec(&Cmd::new("true")).unwrap_err();
+    assert!(matches!(err, ExecError::Connect { .. }), "{err:?}");
+    assert!(r.is_down());
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    assert_eq!(r.reconnects(), 0);
+
+    // It comes back: the next command reconnects and runs.
+    sshd.start_again().unwrap();
+    assert_eq!(r.exec_ok(&Cmd::new("echo").arg("back")).unwrap(), "back\n");
+    assert!(!r.is_down());
+    assert_eq!(r.reconnects(), 1);
+}

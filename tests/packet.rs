@@ -412,7 +412,7 @@ fn loss_bandwidth_and_delay_are_observed_and_healed() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        stdout.contains("start-loss") && stdout.contains("tc qdiscs"),
+        stdout.contains("start-loss") && stdout.contains("removed tc qdisc tbf"),
         "{stdout}"
     );
     for node in &sb.nodes {

@@ -131,7 +131,10 @@ fn assert_gone(info: &SandboxInfo) {
             "/etc/netns/{} still exists",
             node.netns
         );
-        for pid in [node.sshd_pid, node.launcher_pid].into_iter().flatten() {
+        for pid in [node.init_pid, node.sshd_pid, node.launcher_pid]
+            .into_iter()
+            .flatten()
+        {
             assert!(
                 !process_exists(pid),
                 "{} process {pid} still alive",
@@ -176,9 +179,10 @@ fn sandbox_up_isolates_nodes_and_down_removes_everything() {
         assert!(routes.status.success());
         assert_eq!(stdout(&routes), "", "{} has a default route", node.name);
 
-        // The recorded sshd is PID 1 of its own PID namespace (NSpid: <host pid> 1).
-        let pid = node.sshd_pid.expect("sshd pid recorded").to_string();
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("sshd status");
+        // The recorded reaper is PID 1 of its own PID namespace (NSpid: <host pid> 1), and the
+        // recorded sshd is its child.
+        let pid = node.init_pid.expect("init pid recorded").to_string();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("init status");
         let nspid = status
             .lines()
             .find(|l| l.starts_with("NSpid:"))
@@ -187,6 +191,20 @@ fn sandbox_up_isolates_nodes_and_down_removes_everything() {
             nspid.split_whitespace().collect::<Vec<_>>(),
             ["NSpid:", &pid, "1"]
         );
+        assert_eq!(
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .unwrap()
+                .trim(),
+            sandbox::REAPER_NAME
+        );
+        let sshd = node.sshd_pid.expect("sshd pid recorded");
+        let stat = std::fs::read_to_string(format!("/proc/{sshd}/stat")).expect("sshd stat");
+        let ppid = stat[stat.rfind(')').unwrap() + 2..]
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .to_string();
+        assert_eq!(ppid, pid, "sshd is the reaper's child");
         let host = sh(Command::new("nsenter").args(["-t", &pid, "-u", "hostname"]));
         assert_eq!(stdout(&host), node.name);
 
@@ -200,9 +218,9 @@ fn sandbox_up_isolates_nodes_and_down_removes_everything() {
         assert_eq!(ssh2_exec(&info, &node.name, "hostname"), node.name);
     }
 
-    // sshd is PID 1 of the node; the per-node /etc/hosts resolves the other nodes.
+    // The reaper is PID 1 of the node; the per-node /etc/hosts resolves the other nodes.
     let out = ssh(&info, "n1", "cat /proc/1/comm; getent hosts n3");
-    assert_eq!(stdout(&out), "sshd\n10.77.0.3       n3");
+    assert_eq!(stdout(&out), "sd-reaper\n10.77.0.3       n3");
 
     // Nodes reach each other over the bridge, from the namespace and over ssh by name.
     let reach = sh(Command::new("ip").args([
@@ -299,8 +317,24 @@ fn sandbox_two_names_coexist_and_crashed_node_is_detected() {
     assert!(err.contains("overlaps"), "{err}");
     assert!(!clash.state_dir().join("sandbox.json").exists());
 
-    // Killing a node's sshd (its PID 1) takes the node down; status reports it, others unaffected.
-    let victim = ib.nodes[0].sshd_pid.expect("sshd pid");
+    // Killing a node's sshd: the reaper starts it again (new PID), the node stays up.
+    let sshd = ib.nodes[0].sshd_pid.expect("sshd pid");
+    let kill = sh(Command::new("kill").args(["-KILL", &sshd.to_string()]));
+    assert!(kill.status.success());
+    let deadline = Instant::now() + std::time::Duration::from_secs(3);
+    let mut st = sandbox::status(&b).expect("status b");
+    while !(st.healthy() && st.nodes[0].sshd_pid != Some(sshd)) && Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        st = sandbox::status(&b).expect("status b");
+    }
+    assert!(st.healthy(), "sshd not restarted: {st}");
+    assert_ne!(st.nodes[0].sshd_pid, Some(sshd), "{st}");
+    assert!(!process_exists(sshd));
+    assert_eq!(stdout(&ssh(&ib, "n1", "hostname")), "n1");
+
+    // Killing a node's PID 1 (the reaper) takes the node down; status reports it, others
+    // unaffected.
+    let victim = ib.nodes[0].init_pid.expect("init pid");
     let kill = sh(Command::new("kill").args(["-KILL", &victim.to_string()]));
     assert!(kill.status.success());
     let deadline = Instant::now() + std::time::Duration::from_secs(3);
@@ -409,14 +443,17 @@ fn sandbox_failed_up_cleans_up_and_down_after_partial_state_is_safe() {
     partial.nodes[0].launcher_start_ticks = None;
     partial.nodes[0].sshd_pid = None;
     partial.nodes[0].sshd_start_ticks = None;
+    partial.nodes[0].init_pid = None;
+    partial.nodes[0].init_start_ticks = None;
     let json = serde_json::to_string_pretty(&partial).expect("serialize");
     std::fs::write(info.state_file(), json).expect("rewrite state file");
     let report = sandbox::down(&cfg).expect("down with unrecorded pids");
-    let sshd = info.nodes[0].sshd_pid.expect("sshd pid");
+    // The reaper is swept first (lower PID); its sshd dies with the PID namespace.
+    let init = info.nodes[0].init_pid.expect("init pid");
     assert!(
         report
             .removed
-            .contains(&format!("process {sshd} (in {})", info.nodes[0].netns)),
+            .contains(&format!("process {init} (in {})", info.nodes[0].netns)),
         "{report:?}"
     );
     assert_gone(&info);

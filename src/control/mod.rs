@@ -9,8 +9,10 @@
 //! Threading: `Remote` is blocking (ssh2 is). Run it from threads (`on_all`) or from async code via
 //! `exec_async`, which uses `tokio::task::spawn_blocking`.
 
+mod channel;
 mod cmd;
 mod ssh;
+pub mod words;
 
 pub use cmd::{Cmd, quote};
 pub use ssh::{SshConfig, SshRemote};
@@ -63,13 +65,14 @@ pub enum ExecError {
         reason: String,
     },
     /// TCP connected but the SSH handshake (banner, key exchange) failed.
-    #[error("node {node}: SSH handshake with {addr} failed: {reason}")]
+    #[error("node {node}: SSH handshake with {addr} {reason}")]
     Handshake {
         /// Node name.
         node: String,
         /// `host:port` as configured.
         addr: String,
-        /// Cause from libssh2.
+        /// What happened, as the rest of the sentence: "timed out after 10 s" or
+        /// "failed: the server closed the connection" (see `words::handshake_error`).
         reason: String,
     },
     /// The server's host key is not the one in known_hosts (or is absent from it).
@@ -93,7 +96,7 @@ pub enum ExecError {
         reason: String,
     },
     /// The command did not finish within its timeout; the session it ran on was discarded.
-    #[error("node {node}: command timed out after {timeout_ms} ms: {cmd}")]
+    #[error("node {node}: command timed out after {}: {cmd}", words::duration_ms(*timeout_ms))]
     Timeout {
         /// Node name.
         node: String,
@@ -103,13 +106,13 @@ pub enum ExecError {
         timeout_ms: u64,
     },
     /// The SSH connection failed while the command was (possibly) running.
-    #[error("node {node}: SSH transport error during {cmd}: {reason}")]
+    #[error("node {node}: SSH connection failed while running {cmd}: {reason}")]
     Transport {
         /// Node name.
         node: String,
         /// The command (shell text, possibly cut).
         cmd: String,
-        /// Cause from libssh2 or the OS.
+        /// Cause, in words (`words::ssh_error`, `words::io_error`).
         reason: String,
     },
     /// The command ran and exited non-zero (only from `exec_ok`, `upload`, `download`).
@@ -134,6 +137,15 @@ pub enum ExecError {
         /// OS error.
         source: std::io::Error,
     },
+    /// The node could not be reached when the remote was set up (see `connect_each`), so no
+    /// command was sent.
+    #[error("node {node}: not reached: {reason}")]
+    NotConnected {
+        /// Node name.
+        node: String,
+        /// Why, in words (the connect error, without the node name).
+        reason: String,
+    },
     /// The blocking task running a command panicked or was cancelled (`exec_async`).
     #[error("node {node}: command task did not complete: {reason}")]
     Task {
@@ -156,6 +168,7 @@ impl ExecError {
             | ExecError::Transport { node, .. }
             | ExecError::Failed { node, .. }
             | ExecError::Io { node, .. }
+            | ExecError::NotConnected { node, .. }
             | ExecError::Task { node, .. } => node,
         }
     }
@@ -224,7 +237,27 @@ pub fn connect_all(
     nodes: &[(String, String)],
     cfg: &SshConfig,
 ) -> Result<Vec<Arc<dyn Remote>>, ConnectAllError> {
-    let results: Vec<Result<SshRemote, ExecError>> = std::thread::scope(|s| {
+    let mut remotes: Vec<Arc<dyn Remote>> = Vec::with_capacity(nodes.len());
+    let mut failures = Vec::new();
+    for r in connect_results(nodes, cfg) {
+        match r {
+            Ok(remote) => remotes.push(Arc::new(remote)),
+            Err(e) => failures.push(e),
+        }
+    }
+    if failures.is_empty() {
+        Ok(remotes)
+    } else {
+        Err(ConnectAllError { failures })
+    }
+}
+
+/// Connect to every `(name, host)` in parallel; one result per node, in input order.
+fn connect_results(
+    nodes: &[(String, String)],
+    cfg: &SshConfig,
+) -> Vec<Result<SshRemote, ExecError>> {
+    std::thread::scope(|s| {
         let handles: Vec<_> = nodes
             .iter()
             .map(|(name, host)| s.spawn(move || SshRemote::connect(name, host, cfg)))
@@ -241,20 +274,76 @@ pub fn connect_all(
                 })
             })
             .collect()
-    });
-    let mut remotes: Vec<Arc<dyn Remote>> = Vec::with_capacity(results.len());
-    let mut failures = Vec::new();
-    for r in results {
-        match r {
-            Ok(remote) => remotes.push(Arc::new(remote)),
-            Err(e) => failures.push(e),
+    })
+}
+
+/// A node that could not be reached: every command fails at once with
+/// `ExecError::NotConnected` naming why. Lets code that works node by node (heal) treat an
+/// unreachable node like any node whose step failed.
+#[derive(Debug)]
+pub struct Unreachable {
+    node: String,
+    reason: String,
+}
+
+impl Unreachable {
+    /// A stand-in for `node`, unreachable because of `err`.
+    pub fn new(err: &ExecError) -> Unreachable {
+        let node = err.node().to_string();
+        let text = err.to_string();
+        let reason = text
+            .strip_prefix(&format!("node {node}: "))
+            .unwrap_or(&text)
+            .to_string();
+        Unreachable { node, reason }
+    }
+
+    /// Why the node was not reached.
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+
+    fn error(&self) -> ExecError {
+        ExecError::NotConnected {
+            node: self.node.clone(),
+            reason: self.reason.clone(),
         }
     }
-    if failures.is_empty() {
-        Ok(remotes)
-    } else {
-        Err(ConnectAllError { failures })
+}
+
+impl Remote for Unreachable {
+    fn node(&self) -> &str {
+        &self.node
     }
+    fn exec(&self, _cmd: &Cmd) -> Result<ExecOutput, ExecError> {
+        Err(self.error())
+    }
+    fn upload(&self, _: &[u8], _: &str, _: u32) -> Result<(), ExecError> {
+        Err(self.error())
+    }
+    fn download(&self, _: &str, _: &Path) -> Result<(), ExecError> {
+        Err(self.error())
+    }
+}
+
+/// Connect to every node in parallel, keeping going when some fail: one remote per node in
+/// input order (an [`Unreachable`] for each node that failed) and the failures.
+pub fn connect_each(
+    nodes: &[(String, String)],
+    cfg: &SshConfig,
+) -> (Vec<Arc<dyn Remote>>, Vec<ExecError>) {
+    let mut remotes: Vec<Arc<dyn Remote>> = Vec::with_capacity(nodes.len());
+    let mut failures = Vec::new();
+    for r in connect_results(nodes, cfg) {
+        match r {
+            Ok(remote) => remotes.push(Arc::new(remote)),
+            Err(e) => {
+                remotes.push(Arc::new(Unreachable::new(&e)));
+                failures.push(e);
+            }
+        }
+    }
+    (remotes, failures)
 }
 
 /// Run `f` on every remote in parallel (one scoped thread each); results in `remotes` order.

@@ -1,9 +1,10 @@
 //! `SshRemote`: the ssh2 (libssh2) implementation of `Remote`.
 //!
-//! Owns: TCP connect (with `TCP_NODELAY`), SSH handshake, host-key verification against
-//! known_hosts, public-key authentication (key file or ssh-agent), a bounded pool of sessions per
-//! node, per-command deadlines, reconnect/retry policy, and upload/download over `sh`. It does not
-//! own command construction (`cmd`) or the error type (`mod.rs`).
+//! Owns: TCP connect (with `TCP_NODELAY`; keepalive is set by `channel`), SSH handshake,
+//! host-key verification against known_hosts, public-key authentication (key file or
+//! ssh-agent), a bounded pool of sessions per node, per-command deadlines, reconnect/retry
+//! policy, and upload/download over `sh`. It does not own running one command on a session
+//! (`channel`), command construction (`cmd`) or the error type (`mod.rs`).
 //!
 //! Design (measured with `measure_latency` in `tests/control.rs`): libssh2 serialises everything on a session
 //! behind one lock, and a blocking read on one channel stalls the others. So each session runs one
@@ -23,13 +24,14 @@
 //!
 //! Known limits: a timed-out command is not killed on the node (without a pty, sshd leaves the
 //! process running when the channel closes; it dies on its next write to the closed pipe at
-//! most). A session that hangs (peer silent, no RST) is only noticed at the command's deadline.
+//! most). A peer that vanishes silently (no RST) is noticed by TCP keepalive and TCP_USER_TIMEOUT
+//! after ~11–15 s, or at the command's deadline if sooner.
 
-use super::{Cmd, ExecError, ExecOutput, Remote};
-use ssh2::{BlockDirections, CheckResult, KnownHostFileKind, Session};
-use std::io::{self, Read, Write};
+use super::channel::{Conn, RawOutput, RunError, run_on, set_keepalive};
+use super::{Cmd, ExecError, ExecOutput, Remote, words};
+use ssh2::{CheckResult, KnownHostFileKind, Session};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -95,8 +97,6 @@ impl Default for SshConfig {
 
 /// Most a retry waits, in milliseconds.
 const BACKOFF_CAP_MS: u64 = 5_000;
-/// Read buffer per stream, in bytes.
-const READ_CHUNK_BYTES: usize = 32 * 1024;
 
 /// Writes stdin to a temporary file next to the target, checks the byte count, sets the mode and
 /// renames it into place. `$1` path, `$2` octal mode, `$3` expected length in bytes.
@@ -108,39 +108,6 @@ n=$(wc -c < "$t")
 if [ "$n" -ne "$3" ]; then echo "short upload: received $n of $3 bytes" >&2; exit 1; fi
 chmod "$2" "$t"
 mv -f "$t" "$1""#;
-
-/// One authenticated session and the socket it runs on.
-struct Conn {
-    sess: Session,
-    /// The session's TCP socket (owned by `sess`), for `poll(2)`.
-    fd: RawFd,
-    /// The session's state is unknown (timeout, transport error): do not talk to the server on
-    /// drop, just free it.
-    broken: bool,
-}
-
-impl Conn {
-    /// Mark the session unusable and shut its socket down, so freeing it cannot block.
-    fn break_off(&mut self) {
-        self.broken = true;
-        // SAFETY: `fd` is the socket owned by `self.sess`, still open (closed when `sess` drops).
-        unsafe { libc::shutdown(self.fd, libc::SHUT_RDWR) };
-    }
-}
-
-/// Longest a closing session may block on the server, in milliseconds.
-const CLOSE_TIMEOUT_MS: u32 = 500;
-
-impl Drop for Conn {
-    fn drop(&mut self) {
-        // libssh2 frees a session cleanly only in blocking mode; bound how long that may take.
-        self.sess.set_timeout(CLOSE_TIMEOUT_MS);
-        self.sess.set_blocking(true);
-        if !self.broken {
-            let _ = self.sess.disconnect(None, "shakedown: closing", None);
-        }
-    }
-}
 
 /// Sessions of one node: idle ones, and how many exist (idle + in use + being opened).
 struct Pool {
@@ -176,30 +143,6 @@ impl Drop for Lease<'_> {
     }
 }
 
-/// Raw result of a command, before UTF-8 decoding.
-struct RawOutput {
-    status: i32,
-    signal: Option<String>,
-    stdout: Vec<u8>,
-    stderr: Vec<u8>,
-}
-
-/// Why running on a session failed.
-enum RunError {
-    /// The session failed before the command was sent: safe to reconnect and resend.
-    NotStarted(String),
-    /// The deadline passed.
-    Timeout,
-    /// The session failed after the command was sent: it may have run.
-    Transport(String),
-}
-
-/// Why waiting on the socket stopped.
-enum WaitError {
-    Timeout,
-    Io(io::Error),
-}
-
 /// SSH connection(s) to one node. Thread-safe; see the module doc for the session pool.
 pub struct SshRemote {
     node: String,
@@ -209,6 +152,12 @@ pub struct SshRemote {
     slot_freed: Condvar,
     /// Sessions successfully opened over this remote's lifetime (first one included).
     sessions_opened: AtomicU64,
+    /// Since when the node has been unreachable (a connect that used up its retries failed),
+    /// `None` while it answers. While set, opening a session tries once, without retries, so a
+    /// node that is down costs each caller one connect timeout, not `retries + 1` of them.
+    down_since: Mutex<Option<Instant>>,
+    /// Times a session was opened again after the node had been unreachable.
+    reconnects: AtomicU64,
 }
 
 impl std::fmt::Debug for SshRemote {
@@ -222,37 +171,11 @@ impl std::fmt::Debug for SshRemote {
     }
 }
 
-fn is_eagain(e: &ssh2::Error) -> bool {
-    e.code() == ssh2::ErrorCode::Session(-37) // LIBSSH2_ERROR_EAGAIN
-}
-
 fn backoff(cfg: &SshConfig, attempt: u32) -> Duration {
     let ms = cfg
         .backoff_ms
         .saturating_mul(1u64 << attempt.saturating_sub(1).min(20));
     Duration::from_millis(ms.min(BACKOFF_CAP_MS))
-}
-
-/// Name → number for the signals a shell reports as `128 + n`.
-fn signal_number(name: &str) -> Option<i32> {
-    Some(match name {
-        "HUP" => 1,
-        "INT" => 2,
-        "QUIT" => 3,
-        "ILL" => 4,
-        "TRAP" => 5,
-        "ABRT" => 6,
-        "BUS" => 7,
-        "FPE" => 8,
-        "KILL" => 9,
-        "USR1" => 10,
-        "SEGV" => 11,
-        "USR2" => 12,
-        "PIPE" => 13,
-        "ALRM" => 14,
-        "TERM" => 15,
-        _ => return None,
-    })
 }
 
 impl SshRemote {
@@ -272,6 +195,8 @@ impl SshRemote {
             }),
             slot_freed: Condvar::new(),
             sessions_opened: AtomicU64::new(0),
+            down_since: Mutex::new(None),
+            reconnects: AtomicU64::new(0),
         };
         let conn = remote.open_conn()?;
         {
@@ -293,6 +218,21 @@ impl SshRemote {
         self.sessions_opened.load(Ordering::Relaxed)
     }
 
+    /// Times the node was reached again after it had been unreachable (its sshd died, it
+    /// rebooted, the network was down): a connect failed with every retry, a later one worked.
+    pub fn reconnects(&self) -> u64 {
+        self.reconnects.load(Ordering::Relaxed)
+    }
+
+    /// Whether the last attempt to open a session failed (the node is unreachable as far as we
+    /// know); the next command still tries once.
+    pub fn is_down(&self) -> bool {
+        self.down_since
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+
     /// Number of sessions currently open to the node (idle + in use).
     pub fn open_sessions(&self) -> usize {
         self.lock_pool().open
@@ -310,22 +250,60 @@ impl SshRemote {
         self.pool.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Open a session, retrying connect/handshake failures with backoff.
+    /// Open a session, retrying connect/handshake failures with backoff (once only while the
+    /// node is known to be down; see `down_since`).
     fn open_conn(&self) -> Result<Conn, ExecError> {
         let mut attempt = 0;
+        let retries = if self.is_down() { 0 } else { self.cfg.retries };
         loop {
             match self.try_open_conn() {
-                Ok(c) => return Ok(c),
+                Ok(c) => {
+                    let was_down = self
+                        .down_since
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .take();
+                    if let Some(since) = was_down {
+                        self.reconnects.fetch_add(1, Ordering::Relaxed);
+                        tracing::info!(
+                            node = %self.node,
+                            down_ms = since.elapsed().as_millis() as u64,
+                            "reconnected"
+                        );
+                    }
+                    return Ok(c);
+                }
                 Err(e @ (ExecError::Connect { .. } | ExecError::Handshake { .. }))
-                    if attempt < self.cfg.retries =>
+                    if attempt < retries =>
                 {
                     attempt += 1;
                     tracing::debug!(node = %self.node, attempt, error = %e, "retrying connect");
                     std::thread::sleep(backoff(&self.cfg, attempt));
                 }
-                Err(e) => return Err(e),
+                Err(e) => {
+                    if matches!(e, ExecError::Connect { .. } | ExecError::Handshake { .. }) {
+                        self.down_since
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .get_or_insert_with(Instant::now);
+                    }
+                    return Err(e);
+                }
             }
         }
+    }
+
+    /// Drop every idle session: one was found dead, and sessions to one node usually die
+    /// together (sshd restarted, node rebooted), so the others would only fail in turn.
+    fn discard_idle(&self) {
+        let mut pool = self.lock_pool();
+        let idle = std::mem::take(&mut pool.idle);
+        pool.open -= idle.len();
+        drop(pool);
+        for mut c in idle {
+            c.break_off();
+        }
+        self.slot_freed.notify_all();
     }
 
     fn try_open_conn(&self) -> Result<Conn, ExecError> {
@@ -338,12 +316,18 @@ impl SshRemote {
         let handshake_err = |e: ssh2::Error| ExecError::Handshake {
             node: self.node.clone(),
             addr: addr.clone(),
-            reason: e.to_string(),
+            reason: words::handshake_error(&e, self.cfg.connect_timeout_ms),
         };
         let timeout = Duration::from_millis(self.cfg.connect_timeout_ms.max(1));
         let addrs: Vec<SocketAddr> = (self.host.as_str(), self.cfg.port)
             .to_socket_addrs()
-            .map_err(|e| connect_err(format!("cannot resolve host: {e}")))?
+            .map_err(|e| {
+                connect_err(format!(
+                    "cannot resolve host name {}: {}",
+                    self.host,
+                    words::io_error(&e, self.cfg.connect_timeout_ms)
+                ))
+            })?
             .collect();
         let mut last = None;
         let mut tcp = None;
@@ -357,12 +341,22 @@ impl SshRemote {
             }
         }
         let tcp = tcp.ok_or_else(|| match last {
-            Some(e) => connect_err(e.to_string()),
+            Some(e) => connect_err(words::io_error(&e, self.cfg.connect_timeout_ms)),
             None => connect_err("host resolved to no address".to_string()),
         })?;
-        tcp.set_nodelay(self.cfg.tcp_nodelay)
-            .map_err(|e| connect_err(format!("cannot set TCP_NODELAY: {e}")))?;
+        tcp.set_nodelay(self.cfg.tcp_nodelay).map_err(|e| {
+            connect_err(format!(
+                "cannot set TCP_NODELAY: {}",
+                words::io_error(&e, 0)
+            ))
+        })?;
         let fd = tcp.as_raw_fd();
+        set_keepalive(fd).map_err(|e| {
+            connect_err(format!(
+                "cannot set TCP keepalive: {}",
+                words::io_error(&e, 0)
+            ))
+        })?;
         let mut sess = Session::new().map_err(handshake_err)?;
         sess.set_timeout(u32::try_from(self.cfg.connect_timeout_ms.max(1)).unwrap_or(u32::MAX));
         sess.set_tcp_stream(tcp);
@@ -402,13 +396,17 @@ impl SshRemote {
             };
         let text = std::fs::read_to_string(&path).map_err(|e| {
             err(format!(
-                "cannot read known_hosts file {}: {e}",
-                path.display()
+                "cannot read known_hosts file {}: {}",
+                path.display(),
+                words::io_error(&e, 0)
             ))
         })?;
-        let mut kh = sess
-            .known_hosts()
-            .map_err(|e| err(format!("libssh2 known-hosts init failed: {e}")))?;
+        let mut kh = sess.known_hosts().map_err(|e| {
+            err(format!(
+                "cannot start the known_hosts check: {}",
+                words::ssh_error(&e)
+            ))
+        })?;
         // Line by line, so one entry libssh2 cannot parse (e.g. @cert-authority, sk-* keys) does
         // not hide the others.
         for line in text.lines() {
@@ -452,31 +450,50 @@ impl SshRemote {
             Some(key) => {
                 std::fs::metadata(key).map_err(|e| {
                     err(format!(
-                        "cannot read private key file {}: {e}",
-                        key.display()
+                        "cannot read private key file {}: {}",
+                        key.display(),
+                        words::io_error(&e, 0)
                     ))
                 })?;
                 sess.userauth_pubkey_file(user, None, key, None)
-                    .map_err(|e| err(format!("key {} rejected: {e}", key.display())))?;
+                    .map_err(|e| {
+                        err(format!("key {}: {}", key.display(), words::auth_error(&e)))
+                    })?;
             }
             None => {
-                let mut agent = sess
-                    .agent()
-                    .map_err(|e| err(format!("ssh-agent init failed: {e}")))?;
+                let mut agent = sess.agent().map_err(|e| {
+                    err(format!(
+                        "cannot use the ssh-agent: {}",
+                        words::ssh_error(&e)
+                    ))
+                })?;
                 if let Some(sock) = &self.cfg.agent_socket {
                     agent.set_identity_path(sock).map_err(|e| {
-                        err(format!("bad ssh-agent socket {}: {e}", sock.display()))
+                        err(format!(
+                            "bad ssh-agent socket {}: {}",
+                            sock.display(),
+                            words::ssh_error(&e)
+                        ))
                     })?;
                 }
-                agent
-                    .connect()
-                    .map_err(|e| err(format!("cannot reach ssh-agent: {e}")))?;
-                agent
-                    .list_identities()
-                    .map_err(|e| err(format!("cannot list ssh-agent keys: {e}")))?;
-                let ids = agent
-                    .identities()
-                    .map_err(|e| err(format!("cannot list ssh-agent keys: {e}")))?;
+                agent.connect().map_err(|e| {
+                    err(format!(
+                        "cannot reach the ssh-agent: {}",
+                        words::ssh_error(&e)
+                    ))
+                })?;
+                agent.list_identities().map_err(|e| {
+                    err(format!(
+                        "cannot list ssh-agent keys: {}",
+                        words::ssh_error(&e)
+                    ))
+                })?;
+                let ids = agent.identities().map_err(|e| {
+                    err(format!(
+                        "cannot list ssh-agent keys: {}",
+                        words::ssh_error(&e)
+                    ))
+                })?;
                 if ids.is_empty() {
                     return Err(err("ssh-agent holds no keys".to_string()));
                 }
@@ -552,6 +569,7 @@ impl SshRemote {
                 }
                 Err(RunError::NotStarted(reason)) => {
                     drop(lease);
+                    self.discard_idle();
                     if attempt >= self.cfg.retries {
                         return Err(self.transport(cmd, reason));
                     }
@@ -587,187 +605,6 @@ impl SshRemote {
             stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
         }
     }
-}
-
-/// Wait until the session's socket is ready in the direction libssh2 is blocked on, or the
-/// deadline passes.
-fn wait_socket(conn: &Conn, deadline: Option<Instant>) -> Result<(), WaitError> {
-    let timeout_ms: i32 = match deadline {
-        Some(d) => {
-            let left = d.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(WaitError::Timeout);
-            }
-            // Round up so we do not spin on a sub-millisecond remainder.
-            i32::try_from(left.as_millis() + 1).unwrap_or(i32::MAX)
-        }
-        None => -1,
-    };
-    let (events, timeout_ms) = match conn.sess.block_directions() {
-        BlockDirections::Inbound => (libc::POLLIN, timeout_ms),
-        BlockDirections::Outbound => (libc::POLLOUT, timeout_ms),
-        BlockDirections::Both => (libc::POLLIN | libc::POLLOUT, timeout_ms),
-        // Not blocked on the socket: just yield briefly and let the caller retry.
-        BlockDirections::None => (
-            libc::POLLIN,
-            if timeout_ms < 0 { 1 } else { timeout_ms.min(1) },
-        ),
-    };
-    let mut pfd = libc::pollfd {
-        fd: conn.fd,
-        events,
-        revents: 0,
-    };
-    // SAFETY: `pfd` is a valid pollfd for the duration of the call; nfds = 1.
-    let rc = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
-    if rc < 0 {
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(WaitError::Io(e));
-        }
-    }
-    Ok(())
-}
-
-/// Repeat a non-blocking libssh2 call until it stops returning EAGAIN.
-fn retry_eagain<T>(
-    conn: &Conn,
-    deadline: Option<Instant>,
-    mut f: impl FnMut() -> Result<T, ssh2::Error>,
-) -> Result<T, RunError> {
-    loop {
-        match f() {
-            Ok(v) => return Ok(v),
-            Err(e) if is_eagain(&e) => match wait_socket(conn, deadline) {
-                Ok(()) => {}
-                Err(WaitError::Timeout) => return Err(RunError::Timeout),
-                Err(WaitError::Io(e)) => return Err(RunError::Transport(e.to_string())),
-            },
-            Err(e) => return Err(RunError::Transport(e.to_string())),
-        }
-    }
-}
-
-/// Read what is available from one stream; `Ok(true)` if bytes arrived, sets `done` at EOF.
-fn drain(
-    stream: &mut impl Read,
-    buf: &mut [u8],
-    out: &mut Vec<u8>,
-    done: &mut bool,
-) -> Result<bool, RunError> {
-    let mut progressed = false;
-    loop {
-        match stream.read(buf) {
-            Ok(0) => {
-                *done = true;
-                return Ok(progressed);
-            }
-            Ok(n) => {
-                out.extend_from_slice(&buf[..n]);
-                progressed = true;
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(progressed),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(RunError::Transport(e.to_string())),
-        }
-    }
-}
-
-/// Run one command on one (non-blocking) session.
-fn run_on(
-    conn: &Conn,
-    shell: &str,
-    stdin: &[u8],
-    deadline: Option<Instant>,
-) -> Result<RawOutput, RunError> {
-    let sess = &conn.sess;
-    let mut ch = match retry_eagain(conn, deadline, || sess.channel_session()) {
-        Ok(ch) => ch,
-        Err(RunError::Transport(reason)) => return Err(RunError::NotStarted(reason)),
-        Err(e) => return Err(e),
-    };
-    retry_eagain(conn, deadline, || ch.exec(shell))?;
-
-    let mut buf = vec![0u8; READ_CHUNK_BYTES];
-    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-    let (mut out_done, mut err_done) = (false, false);
-    let mut written = 0;
-    let mut eof_sent = false;
-    let mut idle_passes = 0;
-    loop {
-        let mut progressed = false;
-        if written < stdin.len() {
-            match ch.write(&stdin[written..]) {
-                Ok(n) => {
-                    written += n;
-                    progressed |= n > 0;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(_) if ch.eof() => written = stdin.len(), // the command stopped reading
-                Err(e) => return Err(RunError::Transport(format!("writing stdin: {e}"))),
-            }
-        }
-        if written >= stdin.len() && !eof_sent {
-            match ch.send_eof() {
-                Ok(()) => {
-                    eof_sent = true;
-                    progressed = true;
-                }
-                Err(e) if is_eagain(&e) => {}
-                Err(_) if ch.eof() => eof_sent = true,
-                Err(e) => return Err(RunError::Transport(format!("closing stdin: {e}"))),
-            }
-        }
-        if !out_done {
-            progressed |= drain(&mut ch.stream(0), &mut buf, &mut stdout, &mut out_done)?;
-        }
-        if !err_done {
-            progressed |= drain(&mut ch.stderr(), &mut buf, &mut stderr, &mut err_done)?;
-        }
-        if out_done && err_done {
-            break;
-        }
-        if let Some(d) = deadline
-            && Instant::now() >= d
-        {
-            return Err(RunError::Timeout);
-        }
-        if progressed {
-            idle_passes = 0;
-            continue;
-        }
-        // One read may have pulled the other stream's packets off the socket into libssh2's
-        // queue; a second idle pass checks the queues before we sleep on the socket.
-        idle_passes += 1;
-        if idle_passes < 2 {
-            continue;
-        }
-        idle_passes = 0;
-        match wait_socket(conn, deadline) {
-            Ok(()) => {}
-            Err(WaitError::Timeout) => return Err(RunError::Timeout),
-            Err(WaitError::Io(e)) => return Err(RunError::Transport(e.to_string())),
-        }
-    }
-    retry_eagain(conn, deadline, || ch.close())?;
-    retry_eagain(conn, deadline, || ch.wait_close())?;
-    let mut status = ch
-        .exit_status()
-        .map_err(|e| RunError::Transport(format!("reading exit status: {e}")))?;
-    let signal = ch
-        .exit_signal()
-        .ok()
-        .and_then(|s| s.exit_signal)
-        .filter(|s| !s.is_empty());
-    if let Some(sig) = &signal {
-        status = signal_number(sig).map_or(255, |n| 128 + n);
-    }
-    Ok(RawOutput {
-        status,
-        signal,
-        stdout,
-        stderr,
-    })
 }
 
 impl Remote for SshRemote {

@@ -18,6 +18,7 @@
 //! | bandwidth | `start-bandwidth` | `stop-bandwidth` |
 //! | delay | `start-delay` | `stop-delay` |
 //! | promote | `promote` (one-shot) | — |
+//! | ssh-drop | `start-ssh-drop` | `stop-ssh-drop` |
 //!
 //! `clock-offsets` is a measurement, not a fault: it is no kind's verb (see [`CLOCK_OFFSETS_VERB`]).
 //! `strobe-clock` is in effect only while its op runs ([`SPANNING_VERBS`]).
@@ -53,6 +54,18 @@ pub enum VerbRole {
     Stop,
 }
 
+/// Key of the nodes a partly applied fault took effect on, in a nemesis op's completion value
+/// and in fault-journal records: `{"applied": ["n1", "n2"], "failed": {"n3": "why"}}`.
+pub const APPLIED_KEY: &str = "applied";
+/// Key of the nodes a fault step failed on (node → why), next to [`APPLIED_KEY`].
+pub const FAILED_KEY: &str = "failed";
+
+/// Whether a nemesis op's completion value says the fault took effect on at least one node
+/// although the op reported an error (a partly applied fault).
+pub fn applied_somewhere(value: &serde_json::Value) -> bool {
+    value[APPLIED_KEY].as_array().is_some_and(|a| !a.is_empty())
+}
+
 /// Nemesis op `f` of clock-offset measurements; completion value `{"offsets_ms": {node: ms}}`.
 pub const CLOCK_OFFSETS_VERB: &str = "clock-offsets";
 
@@ -68,7 +81,7 @@ pub fn spans_its_op(f: &str) -> bool {
 }
 
 /// Every fault kind, in display order.
-pub const KINDS: [FaultKind; 8] = [
+pub const KINDS: [FaultKind; 9] = [
     FaultKind {
         name: "partition",
         start_verbs: &["start-partition"],
@@ -124,6 +137,13 @@ pub const KINDS: [FaultKind; 8] = [
         stop_verbs: &[],
         label: "failover (promote)",
         color_rgb: (20, 40, 130),
+    },
+    FaultKind {
+        name: "ssh-drop",
+        start_verbs: &[super::ssh_drop::START],
+        stop_verbs: &[super::ssh_drop::STOP],
+        label: "SSH dropped",
+        color_rgb: (200, 170, 0),
     },
 ];
 
@@ -182,6 +202,8 @@ mod tests {
             ("start-delay", "delay", VerbRole::Start),
             ("stop-delay", "delay", VerbRole::Stop),
             ("promote", "promote", VerbRole::Start),
+            ("start-ssh-drop", "ssh-drop", VerbRole::Start),
+            ("stop-ssh-drop", "ssh-drop", VerbRole::Stop),
         ];
         for (verb, name, role) in cases {
             let (k, r) = classify_verb(verb).unwrap_or_else(|| panic!("{verb} unclassified"));
@@ -205,7 +227,8 @@ mod tests {
                 "loss",
                 "bandwidth",
                 "delay",
-                "promote"
+                "promote",
+                "ssh-drop"
             ]
         );
         // No verb belongs to two kinds or to both roles.

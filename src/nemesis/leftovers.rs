@@ -118,7 +118,7 @@ pub fn heal_leftovers(
         let run = journal.parent().unwrap_or(Path::new("."));
         for r in &open {
             lines.push(format!(
-                "{}: {} {} was not undone",
+                "{}: {} {} was still in effect when that run stopped",
                 journal.display(),
                 r["f"].as_str().unwrap_or("?"),
                 r["detail"]
@@ -144,6 +144,14 @@ pub fn heal_leftovers(
         for verb in verbs {
             let outcome = match nemesis.invoke(&verb, &Value::Null) {
                 Completion::Ok { value, .. } => format!("ok {value}"),
+                // Partly done: say where (the journal keeps the fault outstanding).
+                Completion::Fail { error, value } if super::kinds::applied_somewhere(&value) => {
+                    let o = super::NodeOutcomes::from_json(&value);
+                    format!(
+                        "done on {}, FAILED on the others: {error}",
+                        o.applied.into_iter().collect::<Vec<_>>().join(", ")
+                    )
+                }
                 Completion::Fail { error, .. } | Completion::Info { error } => {
                     format!("FAILED: {error}")
                 }

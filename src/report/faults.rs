@@ -45,7 +45,7 @@ fn classify(f: &str) -> Option<(String, bool)> {
 
 fn node_list(v: &Value) -> Option<Vec<String>> {
     let arr = match v {
-        Value::Object(m) => match m.get("nodes") {
+        Value::Object(m) => match m.get("nodes").or_else(|| m.get(kinds::APPLIED_KEY)) {
             Some(n) => n.as_array()?,
             None => return m.get("node")?.as_str().map(|n| vec![n.to_string()]),
         },
@@ -271,7 +271,9 @@ pub fn fault_intervals(history: &History) -> Vec<FaultInterval> {
             continue;
         }
         let invoke = pending.take();
-        if op.error.is_some() || op.op_type == OpType::Fail {
+        // A partly applied fault (`{"applied": [..], "failed": {..}}`) is in effect where applied.
+        let partly = kinds::applied_somewhere(&op.value);
+        if (op.error.is_some() && !partly) || op.op_type == OpType::Fail {
             continue;
         }
         let Some((kind, starts)) = classify(&op.f) else {

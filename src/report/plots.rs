@@ -1320,6 +1320,18 @@ mod tests {
                 json!({"nodes": ["n1"], "delta_ms": 100, "period_ms": 10, "duration_ms": 500,
                        "ran_ms": 250}),
             ),
+            nem(1920, "start-ssh-drop", json!({"targets": "minority"})),
+            // Partly applied: an error, and the nodes it took effect on.
+            Op {
+                error: Some("n4: not reached".into()),
+                ..nem(
+                    1930,
+                    "start-ssh-drop",
+                    json!({"applied": ["n3"], "failed": {"n4": "not reached"}}),
+                )
+            },
+            nem(1940, "stop-ssh-drop", json!(null)),
+            nem(1950, "stop-ssh-drop", json!(null)),
         ];
         for i in 0..40u64 {
             client(&mut ops, i, "read", i * 50, i * 50 + 5, OpType::Ok);
@@ -1345,6 +1357,8 @@ mod tests {
             ("promote", "promote n2", 1.51, 1.51),
             // In effect while its op ran: the 250 ms before its completion.
             ("clock", "strobe-clock n1 +100 ms every 10 ms", 1.65, 1.9),
+            // Partly applied: in effect where it was applied.
+            ("ssh-drop", "ssh-drop n3", 1.93, 1.95),
         ];
         assert_eq!(got.len(), want.len(), "{got:?}");
         for (g, w) in got.iter().zip(want) {

@@ -1,8 +1,8 @@
 //! The built-in local sandbox cluster: `sandbox up | down | status` as library functions.
 //!
 //! Owns: creating and destroying N "nodes" on the controller host, each one a set of Linux
-//! namespaces (network, UTS, PID, mount) with its own sshd as PID 1, wired to one bridge in the
-//! root namespace; the `sandbox.json` state file that tells the runner how to reach the nodes
+//! namespaces (network, UTS, PID, mount) with its own sshd (supervised by a reaper as PID 1),
+//! wired to one bridge in the root namespace; the `sandbox.json` state file that tells the runner how to reach the nodes
 //! (addresses, key, known_hosts) and tells `down` what to remove (names and PIDs); package checks.
 //!
 //! Does not own: SSH sessions to the nodes (`control`), anything running on a node (`db`,
@@ -13,7 +13,10 @@
 //! - network namespace `sd-<name>-nI`: `lo` and `eth0` (address `S+i`), **no default route**;
 //!   `eth0` is one end of a veth pair whose other end is a port of the bridge (address `S+254`);
 //! - UTS namespace with hostname `nI`; `/etc/hosts` listing `n1..nN` (from `/etc/netns/<ns>/hosts`);
-//! - PID namespace whose PID 1 is sshd, so killing that one process tears the whole node down;
+//! - PID namespace whose PID 1 is the reaper `sd-reaper` (`reaper.c`, compiled at `up`): it runs
+//!   sshd as its child and starts it again when it dies (after the hold of an `ssh-drop` fault on
+//!   SIGUSR1), reaps orphans, and exits on SIGTERM; killing that one process tears the whole node
+//!   down;
 //! - mount namespace with `/root` and `/tmp` bind-mounted from `<state_dir>/nodes/nI/{root,tmp}`.
 //!   The host's `/var`, `/etc`, `/usr` are shared: **a node's database data must live in its
 //!   private `/tmp` or `/root`**, never under `/var`;
@@ -74,6 +77,18 @@ pub const REQUIRED_PACKAGES: [&str; 6] = [
 
 /// Environment variable (set by every node's sshd) naming the node's clock offset file.
 pub const CLOCK_FILE_ENV: &str = "SHAKEDOWN_CLOCK_FILE";
+
+/// Process name (`/proc/<pid>/comm`) of each node's PID 1, the reaper that supervises sshd
+/// (built from `reaper.c` at `up`).
+pub const REAPER_NAME: &str = "sd-reaper";
+
+/// File on a node (in its private `/tmp`) holding how long, in ms, the reaper keeps sshd away
+/// after the next SIGUSR1 (the `ssh-drop` fault).
+pub const SSHD_HOLD_FILE: &str = "/tmp/.shakedown-sshd-hold";
+
+/// Delay between the reaper's SIGUSR1 and killing sshd, in ms: the command that sent the signal
+/// gets its answer back to the controller first.
+pub const DROP_DELAY_MS: u64 = 300;
 
 /// Name of the state file inside the sandbox state directory.
 pub const STATE_FILE: &str = "sandbox.json";
@@ -158,10 +173,18 @@ pub struct NodeInfo {
     pub launcher_pid: Option<u32>,
     /// Start time of the launcher in clock ticks since boot (guards against PID reuse).
     pub launcher_start_ticks: Option<u64>,
-    /// PID (in the root PID namespace) of the node's sshd, which is PID 1 in the node.
+    /// PID (in the root PID namespace) of the node's first sshd, started by the reaper (it
+    /// changes when sshd is restarted; `status` looks up the current one).
     pub sshd_pid: Option<u32>,
     /// Start time of sshd in clock ticks since boot (guards against PID reuse).
     pub sshd_start_ticks: Option<u64>,
+    /// PID (in the root PID namespace) of the node's PID 1, the reaper ([`REAPER_NAME`]);
+    /// absent in state files written before the reaper existed.
+    #[serde(default)]
+    pub init_pid: Option<u32>,
+    /// Start time of the reaper in clock ticks since boot.
+    #[serde(default)]
+    pub init_start_ticks: Option<u64>,
 }
 
 impl NodeInfo {
@@ -210,6 +233,11 @@ impl SandboxInfo {
     /// The node with this name.
     pub fn node(&self, name: &str) -> Option<&NodeInfo> {
         self.nodes.iter().find(|n| n.name == name)
+    }
+
+    /// The compiled reaper every node runs as PID 1.
+    pub fn reaper(&self) -> PathBuf {
+        self.state_dir.join(REAPER_NAME)
     }
 
     /// The compiled clock preload library every node's sshd puts in `LD_PRELOAD`.
@@ -299,6 +327,8 @@ fn plan(cfg: &SandboxConfig, subnet: &Subnet) -> SandboxInfo {
             launcher_start_ticks: None,
             sshd_pid: None,
             sshd_start_ticks: None,
+            init_pid: None,
+            init_start_ticks: None,
         })
         .collect();
     SandboxInfo {
@@ -401,8 +431,9 @@ fn start(info: &mut SandboxInfo, subnet: &Subnet, ready_timeout_ms: u64) -> Resu
         save(info)?;
         run(Command::new("iptables").args(["-w", "-I"]).args(&rule))?;
     }
+    let reaper = info.reaper();
     for i in 0..info.nodes.len() {
-        let started = start_node(&mut info.nodes[i], &sshd);
+        let started = start_node(&mut info.nodes[i], &sshd, &reaper);
         save(info)?;
         started?;
     }
@@ -461,7 +492,14 @@ fn teardown(info: &SandboxInfo) -> Result<DownReport> {
     };
     let mut killed = Vec::new();
     for node in &info.nodes {
-        // sshd is PID 1 of the node: killing it kills every process of the node.
+        // The reaper is PID 1 of the node: killing it kills every process of the node.
+        if kill_recorded(node.init_pid, node.init_start_ticks) {
+            report.removed.push(format!(
+                "process {} ({} init)",
+                node.init_pid.unwrap_or(0),
+                node.name
+            ));
+        }
         if kill_recorded(node.sshd_pid, node.sshd_start_ticks) {
             report.removed.push(format!(
                 "process {} ({} sshd)",
@@ -478,6 +516,7 @@ fn teardown(info: &SandboxInfo) -> Result<DownReport> {
             ));
         }
         killed.extend([
+            (node.init_pid, node.init_start_ticks),
             (node.sshd_pid, node.sshd_start_ticks),
             (node.launcher_pid, node.launcher_start_ticks),
         ]);
@@ -724,16 +763,32 @@ fn status_of(info: &SandboxInfo) -> SandboxStatus {
         nodes: info
             .nodes
             .iter()
-            .map(|n| NodeStatus {
-                name: n.name.clone(),
-                address: n.address,
-                netns_exists: netns_exists(&n.netns),
-                sshd_pid: n.sshd_pid,
-                sshd_alive: alive(n.sshd_pid, n.sshd_start_ticks),
-                ssh_port_open: open.get(&n.name).copied().unwrap_or(false),
+            .map(|n| {
+                let (sshd_pid, sshd_alive) = current_sshd(n);
+                NodeStatus {
+                    name: n.name.clone(),
+                    address: n.address,
+                    netns_exists: netns_exists(&n.netns),
+                    sshd_pid,
+                    sshd_alive,
+                    ssh_port_open: open.get(&n.name).copied().unwrap_or(false),
+                }
             })
             .collect(),
     }
+}
+
+/// The node's sshd now and whether it lives: the reaper's sshd child when the reaper is alive
+/// (sshd may have been restarted since `up`), else the recorded one.
+fn current_sshd(n: &NodeInfo) -> (Option<u32>, bool) {
+    if n.init_pid.is_some() {
+        if !alive(n.init_pid, n.init_start_ticks) {
+            return (n.sshd_pid, false);
+        }
+        let now = n.init_pid.and_then(|p| find_below(p, "sshd"));
+        return (now.or(n.sshd_pid), now.is_some());
+    }
+    (n.sshd_pid, alive(n.sshd_pid, n.sshd_start_ticks))
 }
 
 /// Reports the health of the sandbox described by `cfg` (does not need root).

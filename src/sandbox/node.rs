@@ -1,6 +1,7 @@
 //! Building the nodes: per-node files (sshd_config, host keys, /etc/hosts), client key and
-//! known_hosts, the bridge and veths, starting each node's namespaces with sshd as PID 1, and
-//! waiting until every sshd accepts. Does not tear anything down (see `teardown` in the parent).
+//! known_hosts, the reaper (`reaper.c`, compiled here), the bridge and veths, starting each
+//! node's namespaces with the reaper as PID 1 supervising sshd, and waiting until every sshd
+//! accepts. Does not tear anything down (see `teardown` in the parent).
 
 use std::fs;
 use std::net::{SocketAddr, TcpStream};
@@ -79,6 +80,23 @@ pub(super) fn compile_clock_shim(info: &SandboxInfo) -> Result<()> {
     let partial = info.state_dir.join("clockshim.so.partial");
     run(Command::new("cc")
         .args(["-shared", "-fPIC", "-O2", "-Wall", "-o"])
+        .arg(&partial)
+        .arg(&source))?;
+    fs::rename(&partial, &target).map_err(io_err("rename into place", &target))
+}
+
+/// Source of each node's PID 1, compiled by [`compile_reaper`] at `up`.
+pub(super) const REAPER_SOURCE: &str = include_str!("reaper.c");
+
+/// Compiles `reaper.c` into `<state_dir>/sd-reaper` (its file name is its process name,
+/// [`REAPER_NAME`]); written under a temporary name, then renamed.
+pub(super) fn compile_reaper(info: &SandboxInfo) -> Result<()> {
+    let source = info.state_dir.join("reaper.c");
+    write_file(&source, REAPER_SOURCE, 0o644)?;
+    let target = info.reaper();
+    let partial = info.state_dir.join("sd-reaper.partial");
+    run(Command::new("cc")
+        .args(["-O2", "-Wall", "-o"])
         .arg(&partial)
         .arg(&source))?;
     fs::rename(&partial, &target).map_err(io_err("rename into place", &target))
@@ -166,6 +184,7 @@ pub(super) fn write_files(info: &SandboxInfo) -> Result<PathBuf> {
             .map_err(io_err("chmod", &clock))?;
     }
     compile_clock_shim(info)?;
+    compile_reaper(info)?;
     let ssh_dir = info.state_dir.join("ssh");
     create_dir(&ssh_dir, 0o755)?;
     for path in [&info.private_key, &info.private_key.with_extension("pub")] {
@@ -255,13 +274,14 @@ pub(super) fn forward_rule(info: &SandboxInfo) -> Vec<String> {
 // ---------------------------------------------------------------------------------------------
 // Nodes
 
-/// The shell run as the node's first process: set the hostname, bind the private dirs, exec sshd
-/// (which becomes PID 1). Arguments come as `$1..$5`, never spliced into the script.
+/// The shell run as the node's first process: set the hostname, bind the private dirs, exec the
+/// reaper (which becomes PID 1 and runs sshd as its child, restarting it when it dies).
+/// Arguments come as `$1..$7`, never spliced into the script.
 pub(super) const NODE_INIT: &str = r#"set -e
 hostname "$1"
 mount --bind "$2" /root
 mount --bind "$3" /tmp
-exec setpriv --bounding-set -sys_time "$5" -D -e -f "$4"
+exec setpriv --bounding-set -sys_time "$6" "$7" "$5" -D -e -f "$4"
 "#;
 
 pub(super) fn find_sshd() -> Result<PathBuf> {
@@ -274,7 +294,7 @@ pub(super) fn find_sshd() -> Result<PathBuf> {
         })
 }
 
-pub(super) fn start_node(node: &mut NodeInfo, sshd: &Path) -> Result<()> {
+pub(super) fn start_node(node: &mut NodeInfo, sshd: &Path, reaper: &Path) -> Result<()> {
     let log = node.log_file();
     let log_file = fs::File::create(&log).map_err(io_err("create", &log))?;
     let log_err = log_file.try_clone().map_err(io_err("open", &log))?;
@@ -298,6 +318,8 @@ pub(super) fn start_node(node: &mut NodeInfo, sshd: &Path) -> Result<()> {
         .arg(node.tmp_dir())
         .arg(node.dir.join("sshd_config"))
         .arg(sshd)
+        .arg(reaper)
+        .arg(SSHD_HOLD_FILE)
         .stdin(Stdio::null())
         .stdout(log_file)
         .stderr(log_err)
@@ -313,13 +335,13 @@ pub(super) fn start_node(node: &mut NodeInfo, sshd: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The first descendant of `pid` (at most 3 levels down) whose command name is `sshd`.
-fn find_sshd_below(pid: u32) -> Option<u32> {
+/// The first descendant of `pid` (at most 3 levels down) whose command name is `comm`.
+pub(super) fn find_below(pid: u32, comm: &str) -> Option<u32> {
     let mut level = vec![pid];
     for _ in 0..3 {
         level = level.into_iter().flat_map(children).collect();
         let found = level.iter().copied().find(|child| {
-            fs::read_to_string(format!("/proc/{child}/comm")).is_ok_and(|c| c.trim() == "sshd")
+            fs::read_to_string(format!("/proc/{child}/comm")).is_ok_and(|c| c.trim() == comm)
         });
         if found.is_some() {
             return found;
@@ -360,9 +382,12 @@ pub(super) fn wait_ready(info: &mut SandboxInfo, timeout_ms: u64) -> Result<()> 
         std::thread::sleep(Duration::from_millis(10));
     }
     for node in &mut info.nodes {
-        // The launcher (`ip netns exec`, which exec's `unshare`) forks sh, which exec's sshd.
-        // Search a few levels down in case an `ip` version forks on `netns exec`.
-        node.sshd_pid = node.launcher_pid.and_then(find_sshd_below);
+        // The launcher (`ip netns exec`, which exec's `unshare`) forks sh, which exec's the
+        // reaper, which forks sshd. Search a few levels down in case an `ip` version forks on
+        // `netns exec`.
+        node.init_pid = node.launcher_pid.and_then(|p| find_below(p, REAPER_NAME));
+        node.init_start_ticks = node.init_pid.and_then(proc_stat).map(|(start, _)| start);
+        node.sshd_pid = node.launcher_pid.and_then(|p| find_below(p, "sshd"));
         node.sshd_start_ticks = node.sshd_pid.and_then(proc_stat).map(|(start, _)| start);
     }
     Ok(())

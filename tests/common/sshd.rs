@@ -206,6 +206,50 @@ impl Sshd {
         Err(format!("could not start sshd: {last_err}"))
     }
 
+    /// Kill the listening sshd (by PID) and every per-connection sshd process serving it (found
+    /// as its children), as when a node's sshd dies: established sessions break too.
+    #[allow(dead_code)]
+    pub fn stop(&mut self) {
+        let pid = self.child.id();
+        let children =
+            fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        for c in children.split_whitespace() {
+            if let Ok(c) = c.parse::<i32>() {
+                // SAFETY: plain kill(2) on a PID that was our sshd's child a moment ago.
+                unsafe { libc::kill(c, libc::SIGKILL) };
+            }
+        }
+    }
+
+    /// Start sshd again on the same port with the same keys and config (after `stop`).
+    #[allow(dead_code)]
+    pub fn start_again(&mut self) -> Result<(), String> {
+        let log = fs::OpenOptions::new()
+            .append(true)
+            .open(self.dir.path().join("sshd.log"))
+            .map_err(|e| format!("log: {e}"))?;
+        self.child = Command::new("/usr/sbin/sshd")
+            .arg("-D")
+            .arg("-e")
+            .arg("-f")
+            .arg(self.dir.path().join("sshd_config"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("cannot start /usr/sbin/sshd: {e}"))?;
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(5) {
+            if banner_ready(self.port) {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Err(format!("sshd on port {} did not come back", self.port))
+    }
+
     /// Contents of the server's stderr log so far (for failure messages).
     #[allow(dead_code)]
     pub fn log(&self) -> String {

@@ -1,0 +1,320 @@
+//! The `ssh-drop` fault: the targets' sshd and every established SSH connection to them die,
+//! and sshd stays away for `duration_ms`; then it is back and the controller reconnects.
+//!
+//! Owns the verbs (`start-ssh-drop`, `stop-ssh-drop`), their parameters and the command sent to
+//! a node. Works only where sshd has a supervisor that restarts it: the sandbox's PID 1 reaper
+//! (`sandbox::REAPER_NAME`, see `src/sandbox/reaper.c`). The command writes the hold time to
+//! `sandbox::SSHD_HOLD_FILE` and sends SIGUSR1 to PID 1; the reaper waits
+//! `sandbox::DROP_DELAY_MS` (so this command's own answer reaches the controller first), kills
+//! every sshd process of the node, and starts sshd again after the hold. The DB and everything
+//! else on the node keep running. On a host whose PID 1 is not the reaper the op fails and
+//! nothing is touched. `stop-ssh-drop` cannot shorten the hold (there is no SSH to ask with): it
+//! waits until the node answers again, bounded by the hold left plus [`BACK_GRACE_MS`].
+//! Does not own reconnecting (`control::SshRemote` does that on the next command) nor the
+//! reaper (`sandbox`).
+
+use super::Nemesis;
+use crate::control::{Cmd, Remote};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// Verb that drops SSH on the targets.
+pub const START: &str = "start-ssh-drop";
+/// Verb that waits until SSH is back on every dropped node.
+pub const STOP: &str = "stop-ssh-drop";
+/// Default hold: how long sshd stays away, in ms.
+pub const DEFAULT_DURATION_MS: u64 = 5_000;
+/// Longest hold accepted, in ms.
+pub const MAX_DURATION_MS: u64 = 600_000;
+/// How long after the hold `stop-ssh-drop` keeps trying before it gives up, in ms.
+pub const BACK_GRACE_MS: u64 = 15_000;
+/// Pause between attempts to reach a dropped node, in ms.
+const RETRY_EVERY_MS: u64 = 250;
+/// Limit of one attempt's command (`true`), in ms.
+const PROBE_TIMEOUT_MS: u64 = 3_000;
+
+/// The start of the error when a node has no sshd supervisor (nothing was touched there).
+pub const NO_SUPERVISOR: &str = "ssh-drop needs the sandbox's sshd supervisor";
+
+/// `$1` hold in ms, `$2` the reaper's process name, `$3` the hold file. Exit 3 and the name of
+/// PID 1 on stdout: no reaper.
+const DROP_SCRIPT: &str = r#"p1=$(cat /proc/1/comm 2>/dev/null || echo unknown)
+if [ "$p1" != "$2" ]; then
+  echo "$p1"
+  exit 3
+fi
+printf '%s\n' "$1" > "$3" && kill -USR1 1
+"#;
+
+/// Exit status of [`DROP_SCRIPT`] when PID 1 is not the reaper.
+const NOT_SUPERVISED: i32 = 3;
+
+/// Parameters of `start-ssh-drop`: `{"targets": "one", "duration_ms": 5000}` or
+/// `{"nodes": ["n3"], "duration_ms": 5000}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DropParams {
+    /// Target selection (`one`, `minority`, …) unless `nodes` is given.
+    pub targets: String,
+    /// Explicit nodes.
+    pub nodes: Option<Vec<String>>,
+    /// How long sshd stays away, in ms.
+    pub duration_ms: u64,
+}
+
+impl DropParams {
+    /// Parse an op value; a bare string is a target name.
+    pub fn from_value(v: &Value) -> Result<DropParams, String> {
+        let mut p = DropParams {
+            targets: "one".to_string(),
+            nodes: None,
+            duration_ms: DEFAULT_DURATION_MS,
+        };
+        match v {
+            Value::Null => {}
+            Value::String(s) => p.targets = s.clone(),
+            Value::Object(m) => {
+                if let Some(t) = m.get("targets") {
+                    p.targets = t
+                        .as_str()
+                        .ok_or_else(|| format!("{START}: targets must be a name, got {t}"))?
+                        .to_string();
+                }
+                if let Some(n) = m.get("nodes") {
+                    let list = n
+                        .as_array()
+                        .and_then(|a| {
+                            a.iter()
+                                .map(|x| x.as_str().map(str::to_string))
+                                .collect::<Option<Vec<_>>>()
+                        })
+                        .ok_or_else(|| {
+                            format!("{START}: nodes must be a list of names, got {n}")
+                        })?;
+                    p.nodes = Some(list);
+                }
+                if let Some(d) = m.get("duration_ms") {
+                    p.duration_ms = d.as_u64().ok_or_else(|| {
+                        format!("{START}: duration_ms must be a whole number of ms, got {d}")
+                    })?;
+                }
+            }
+            other => return Err(format!("{START}: expected an object, got {other}")),
+        }
+        if p.duration_ms == 0 || p.duration_ms > MAX_DURATION_MS {
+            return Err(format!(
+                "{START}: duration_ms {}: expected 1 to {MAX_DURATION_MS}",
+                p.duration_ms
+            ));
+        }
+        Ok(p)
+    }
+}
+
+/// Which nodes have SSH dropped, and until when (controller's monotonic clock).
+#[derive(Debug, Default)]
+pub struct DropState {
+    until: BTreeMap<String, Instant>,
+}
+
+impl DropState {
+    /// Nodes with SSH dropped, for the progress display.
+    pub fn nodes(&self) -> Vec<String> {
+        self.until.keys().cloned().collect()
+    }
+}
+
+/// Try `true` on `remote` until it runs or `deadline` passes.
+fn wait_back(remote: &dyn Remote, deadline: Instant) -> Result<(), String> {
+    loop {
+        match remote.exec_ok(&Cmd::new("true").timeout_ms(PROBE_TIMEOUT_MS)) {
+            Ok(_) => return Ok(()),
+            Err(e) if Instant::now() >= deadline => {
+                return Err(format!("sshd did not answer again in time: {e}"));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(RETRY_EVERY_MS)),
+        }
+    }
+}
+
+impl Nemesis {
+    /// `start-ssh-drop`: see the module doc.
+    pub(super) fn drop_ssh(&mut self, value: &Value) -> Result<Value, String> {
+        let p = DropParams::from_value(value)?;
+        let idx = match &p.nodes {
+            Some(list) => list
+                .iter()
+                .map(|n| {
+                    self.index_of(n)
+                        .ok_or_else(|| format!("{START}: unknown node {n:?}"))
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+            None => self.targets_named(&p.targets)?,
+        };
+        let names = self.node_names(&idx);
+        let until =
+            Instant::now() + Duration::from_millis(p.duration_ms + crate::sandbox::DROP_DELAY_MS);
+        for n in &names {
+            self.ssh_drop.until.insert(n.clone(), until);
+        }
+        let detail = json!({ "nodes": names, "duration_ms": p.duration_ms });
+        let hold = p.duration_ms.to_string();
+        self.journaled("inject", START, detail.clone(), Some(STOP), |n| {
+            n.on_nodes(&idx, |r, _| {
+                let cmd = Cmd::script(
+                    DROP_SCRIPT,
+                    [
+                        hold.as_str(),
+                        crate::sandbox::REAPER_NAME,
+                        crate::sandbox::SSHD_HOLD_FILE,
+                    ],
+                )
+                .sudo(true);
+                let out = r.exec(&cmd).map_err(|e| e.to_string())?;
+                match out.status {
+                    0 if out.signal.is_none() => Ok(()),
+                    NOT_SUPERVISED => Err(format!(
+                        "{NO_SUPERVISOR} ({}) as PID 1, and PID 1 is {}; it works only on sandbox nodes (a sandbox made by an older shakedown: `sandbox down`, then up again)",
+                        crate::sandbox::REAPER_NAME,
+                        out.stdout.trim()
+                    )),
+                    status => Err(format!(
+                        "the ssh-drop command exited with status {status}: {}",
+                        out.stderr.trim()
+                    )),
+                }
+            })
+        })
+        .inspect_err(|_| {
+            // Nodes where the drop failed were not dropped.
+            let outcomes = self.lock_outcomes().clone();
+            for n in outcomes.failed.keys() {
+                self.ssh_drop.until.remove(n);
+            }
+        })?;
+        Ok(detail)
+    }
+
+    /// `stop-ssh-drop`: wait until every dropped node (and those in `value.nodes`) answers over
+    /// SSH again. `value.duration_ms` (from a journal) bounds the wait for nodes this nemesis
+    /// did not drop itself.
+    pub fn restore_ssh(&mut self, value: &Value) -> Result<Value, String> {
+        let extra_ms = value["duration_ms"].as_u64().unwrap_or(0);
+        let mut until = self.ssh_drop.until.clone();
+        for n in value["nodes"].as_array().into_iter().flatten() {
+            if let Some(n) = n.as_str() {
+                until
+                    .entry(n.to_string())
+                    .or_insert_with(|| Instant::now() + Duration::from_millis(extra_ms));
+            }
+        }
+        let idx: Vec<usize> = until.keys().filter_map(|n| self.index_of(n)).collect();
+        if idx.is_empty() {
+            return Ok(json!({ "nodes": [] }));
+        }
+        let names = self.node_names(&idx);
+        let grace = Duration::from_millis(BACK_GRACE_MS);
+        let detail = json!({ "nodes": names });
+        self.journaled("undo", STOP, detail.clone(), None, |n| {
+            n.on_nodes(&idx, |r, node| {
+                let deadline = until.get(&node.name).copied().unwrap_or_else(Instant::now) + grace;
+                wait_back(r, deadline)
+            })
+        })?;
+        self.ssh_drop.until.clear();
+        Ok(detail)
+    }
+
+    /// Nodes with SSH dropped (for `active`).
+    pub(super) fn ssh_dropped(&self) -> Vec<String> {
+        self.ssh_drop.nodes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::control::{ExecError, ExecOutput};
+    use rand::SeedableRng;
+    use std::sync::Arc;
+
+    /// A real host: PID 1 is systemd, not the sandbox's reaper.
+    struct RealHost(String);
+
+    impl Remote for RealHost {
+        fn node(&self) -> &str {
+            &self.0
+        }
+        fn exec(&self, _cmd: &Cmd) -> Result<ExecOutput, ExecError> {
+            Ok(ExecOutput {
+                status: NOT_SUPERVISED,
+                signal: None,
+                stdout: "systemd\n".into(),
+                stderr: String::new(),
+            })
+        }
+        fn upload(&self, _: &[u8], _: &str, _: u32) -> Result<(), ExecError> {
+            Ok(())
+        }
+        fn download(&self, _: &str, _: &std::path::Path) -> Result<(), ExecError> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn without_the_reaper_ssh_drop_fails_definitely_and_says_why() {
+        let mut n = Nemesis::new(super::super::NemesisConfig {
+            nodes: vec![crate::config::Node {
+                name: "n1".into(),
+                host: "10.0.0.1".into(),
+            }],
+            remotes: vec![Arc::new(RealHost("n1".into()))],
+            db: Arc::new(crate::db::etcd::Etcd::new(Default::default())),
+            partition: Default::default(),
+            rng: rand_chacha::ChaCha8Rng::seed_from_u64(1),
+            journal: None,
+        });
+        let c = n.invoke(START, &json!({"nodes": ["n1"], "duration_ms": 1000}));
+        let crate::client::Completion::Fail { error, .. } = &c else {
+            panic!("expected a definite failure, got {c:?}");
+        };
+        assert!(
+            error.starts_with(&format!(
+                "n1: {NO_SUPERVISOR} (sd-reaper) as PID 1, and PID 1 is systemd"
+            )),
+            "{error}"
+        );
+        assert!(n.ssh_dropped().is_empty(), "nothing was dropped");
+        // Nothing to wait for.
+        assert!(matches!(
+            n.invoke(STOP, &Value::Null),
+            crate::client::Completion::Ok { .. }
+        ));
+    }
+
+    #[test]
+    fn params_parse_and_reject_bad_values() {
+        let p = DropParams::from_value(&Value::Null).unwrap();
+        assert_eq!(
+            (p.targets.as_str(), p.duration_ms),
+            ("one", DEFAULT_DURATION_MS)
+        );
+        let p = DropParams::from_value(&json!({"nodes": ["n3"], "duration_ms": 2500})).unwrap();
+        assert_eq!(p.nodes, Some(vec!["n3".to_string()]));
+        assert_eq!(p.duration_ms, 2500);
+        assert_eq!(
+            DropParams::from_value(&json!("minority")).unwrap().targets,
+            "minority"
+        );
+        for (bad, needle) in [
+            (json!({"duration_ms": 0}), "expected 1 to"),
+            (json!({"duration_ms": 700_000}), "expected 1 to"),
+            (json!({"duration_ms": "5s"}), "whole number of ms"),
+            (json!({"nodes": "n1"}), "list of names"),
+            (json!([1]), "expected an object"),
+        ] {
+            let e = DropParams::from_value(&bad).unwrap_err();
+            assert!(e.contains(needle), "{bad}: {e}");
+        }
+    }
+}
