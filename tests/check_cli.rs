@@ -239,7 +239,7 @@ fn foreign_formats_are_detected() {
     assert!(!stdout(&o).contains("independent keys"));
     let e = stderr(&o);
     assert!(
-        e.contains("independent.edn: op 0 (process 0 write): expected an integer write value"),
+        e.contains("independent.edn: op 0 (process 0 write): expected a value to write"),
         "{e}"
     );
 }
