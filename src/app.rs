@@ -155,11 +155,28 @@ pub fn default_model(format: InputFormat) -> &'static str {
 }
 
 /// The model `--model auto` means for a loaded history: `list-append` when a JSONL history has
-/// client `append` ops (the list-append workload), else [`default_model`] of its format.
+/// client `append` ops (the list-append workload); else, from the client functions: `mutex` for
+/// acquire/release, `queue` for enqueue/dequeue, `multi-register` for txn, `kv` for get/put/append,
+/// `set` for add/read with a list or set read value and `counter` for other add/read histories;
+/// else [`default_model`] of its format.
 pub fn default_model_for(format: InputFormat, history: &History) -> &'static str {
-    if format == InputFormat::Jsonl && history.ops.iter().any(|o| o.is_client() && o.f == "append")
-    {
-        "list-append"
+    let clients = || history.ops.iter().filter(|o| o.is_client());
+    if format == InputFormat::Jsonl && clients().any(|o| o.f == "append") {
+        return "list-append";
+    }
+    let fs: std::collections::BTreeSet<&str> = clients().map(|o| o.f.as_str()).collect();
+    let only = |allowed: &[&str]| !fs.is_empty() && fs.iter().all(|f| allowed.contains(f));
+    if only(&["acquire", "release"]) {
+        "mutex"
+    } else if only(&["enqueue", "dequeue"]) {
+        "queue"
+    } else if only(&["txn"]) {
+        "multi-register"
+    } else if only(&["get", "put", "append"]) {
+        "kv"
+    } else if only(&["add", "read"]) && fs.contains("add") {
+        let set_read = clients().any(|o| o.f == "read" && o.value.is_array());
+        if set_read { "set" } else { "counter" }
     } else {
         default_model(format)
     }

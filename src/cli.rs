@@ -593,9 +593,10 @@ pub struct CheckArgs {
     /// Porcupine kv lines) or directories of them; several give one line per file.
     #[arg(required = true, num_args = 1..)]
     pub paths: Vec<PathBuf>,
-    /// Model: auto (kv for Porcupine input, list-append for JSONL histories with append ops,
-    /// cas-register otherwise), register, cas-register, multi-register, kv, list-append, set,
-    /// queue, mutex or counter.
+    /// Model: auto (from the client functions: list-append for JSONL with append ops, mutex,
+    /// queue, multi-register for txn, kv for get/put/append and Porcupine input, set or counter
+    /// for add/read; cas-register otherwise), register, cas-register, multi-register, kv,
+    /// list-append, set, queue, mutex or counter.
     #[arg(long, default_value = "auto")]
     pub model: String,
     /// Time budget in seconds per file; past it the verdict is unknown.

@@ -152,13 +152,15 @@ impl FileCheck {
         if let Value::Object(d) = &mut g.details {
             d.insert("format".into(), self.loaded.format.name().into());
             d.insert("semantics".into(), self.options.to_json(&self.model));
-            if let Some(reason) = &self.nothing_checked {
-                d.insert("unknown_reason".into(), reason.clone().into());
-            }
         }
         if let Some(reason) = &self.nothing_checked {
             g.verdict = Verdict::Unknown;
             g.summary = format!("unknown: {reason}");
+            if let Value::Object(d) = &mut g.details {
+                d.insert("verdict".into(), json!(Verdict::Unknown));
+                d.insert("explanation".into(), g.summary.clone().into());
+                d.insert("unknown_reason".into(), reason.clone().into());
+            }
         }
         g
     }
@@ -184,7 +186,7 @@ impl FileCheck {
                 .map(|(f, n)| format!("{f} ×{n}"))
                 .collect();
             w.push(format!(
-                "{}: ignored {total} nemesis ops that carry client functions ({}): only client processes are checked",
+                "{}: ignored {total} nemesis op(s) that carry client functions ({}): only client processes are checked",
                 path.display(),
                 per_f.join(", ")
             ));
@@ -334,9 +336,9 @@ fn check_single(path: &Path, args: &CheckArgs, settings: &Settings) -> i32 {
         println!("{}", serde_json::to_string(&fc.json()).unwrap_or_default());
     } else {
         println!("{}", fc.headline());
-        println!("{}", fc.result.explain().trim_end());
-        if let Some(reason) = &fc.nothing_checked {
-            println!("unknown: {reason}");
+        match &fc.nothing_checked {
+            Some(reason) => println!("unknown: {reason}"),
+            None => println!("{}", fc.result.explain().trim_end()),
         }
         if let Some(out) = &args.html {
             println!("html: {}", out.display());
@@ -392,7 +394,7 @@ fn check_many(args: &CheckArgs, settings: &Settings) -> i32 {
                 if args.json {
                     files.push(json!({ "path": path.display().to_string(), "error": e }));
                 } else {
-                    println!("{}: error — {e}", path.display());
+                    println!("error: {e}");
                 }
             }
         }
