@@ -452,6 +452,51 @@ INFO [2020-04-08 11:41:30.5] jepsen.util 1 :invoke :write 2\n";
             let _ = detect_format(&s);
             let _ = read_jepsen_log(&s, "fuzz");
             let _ = read_porcupine(&s, "fuzz");
+            let _ = read_history_txt(&s, "fuzz");
+            let _ = read_json_array(&s, "fuzz");
+            let _ = History::read_jsonl(&b[..], "fuzz");
+            let _ = is_porcupine_etcd_log(&s);
+        }
+
+        #[test]
+        fn history_txt_like_lines_never_panic(
+            lines in proptest::collection::vec(
+                "(:nemesis|[0-9]{1,3}|x)?\\t?(:invoke|:ok|:fail|:info|:x)?\\t?(:read|:cas|:f)?\\t?[\\[\\]{}()#:\"\\\\ nil0-9a-z]{0,20}(\\t:timeout)?",
+                0..8,
+            )
+        ) {
+            let text = lines.join("\n");
+            let _ = read_text(&text, "fuzz", None, None);
+            let _ = read_text(&text, "fuzz", Some(InputFormat::HistoryTxt), None);
+        }
+
+        #[test]
+        fn json_array_like_text_never_panics(
+            items in proptest::collection::vec(
+                "\\{(\"(process|type|f|value|key|time|error)\": ?(0|-1|\"nemesis\"|\":ok\"|\"invoke\"|\"read\"|null|\\[\\[\"r\",1,null\\]\\]|\\[1,2\\]|1e99|\"x\"),? ?){0,6}\\}?",
+                0..6,
+            ),
+            close in any::<bool>(),
+        ) {
+            let mut text = format!("[{}", items.join(",\n"));
+            if close {
+                text.push(']');
+            }
+            let _ = read_text(&text, "fuzz", None, None);
+            let _ = read_text(&text, "fuzz", Some(InputFormat::Json), Some(true));
+            let _ = read_text(&text, "fuzz", Some(InputFormat::Jsonl), None);
+        }
+
+        #[test]
+        fn jsonl_like_lines_never_panic(
+            lines in proptest::collection::vec(
+                "\\{(\"(index|time|process|type|f|value|key|error|version)\": ?(0|-1|\"nemesis\"|\"ok\"|\"invoke\"|\"read\"|null|\\[1,2\\]|\"x\"|18446744073709551616),? ?){0,7}\\}?",
+                0..6,
+            )
+        ) {
+            let text = lines.join("\n");
+            let _ = History::read_jsonl(text.as_bytes(), "fuzz");
+            let _ = read_text(&text, "fuzz", None, Some(true));
         }
 
         #[test]

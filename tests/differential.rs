@@ -281,7 +281,10 @@ fn presets_match_the_reference_semantics() {
         sems[0].1.options(),
         ModelOptions::preset(SemanticsPreset::Knossos)
     );
-    assert_eq!(sems[1].1.options(), ModelOptions::preset(SemanticsPreset::Etcd));
+    assert_eq!(
+        sems[1].1.options(),
+        ModelOptions::preset(SemanticsPreset::Etcd)
+    );
 }
 
 #[test]
