@@ -254,6 +254,17 @@ pub fn linear_check_result(r: &LinearResult) -> CheckResult {
     }
 }
 
+/// [`linear_check_result`] for a run's own history, with the semantics it was checked with
+/// ([`check_linear_with_model`] without `from_edn`: etcd) in `details.semantics`.
+pub fn linear_check_result_for_run(r: &LinearResult, model_name: &str) -> CheckResult {
+    let mut g = linear_check_result(r);
+    if let serde_json::Value::Object(d) = &mut g.details {
+        let opts = model::ModelOptions::preset(model::SemanticsPreset::Etcd);
+        d.insert("semantics".into(), opts.to_json(model_name));
+    }
+    g
+}
+
 /// Check a history with the named model; returns the generic result and the text explanation.
 pub fn check_with_model(
     model_name: &str,
