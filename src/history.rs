@@ -296,9 +296,10 @@ impl History {
             match op.op_type {
                 OpType::Invoke => {
                     if let Some(prev) = open.insert(op.process, i) {
+                        let (a, b) = (&self.ops[prev], &self.ops[i]);
                         return Err(format!(
-                            "process {} invoked op {} while op {} was still open",
-                            op.process, self.ops[i].index, self.ops[prev].index
+                            "process {} invoked op {} ({} {}) while op {} ({} {}) was still open",
+                            op.process, b.index, b.f, b.value, a.index, a.f, a.value
                         ));
                     }
                 }

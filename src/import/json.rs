@@ -134,6 +134,11 @@ fn json_op(v: &Value) -> Result<Op, String> {
 
 /// Parse a JSON array of op objects. `name` labels errors.
 pub fn read_json_array(text: &str, name: &str) -> Result<History, String> {
+    if text.trim_start().starts_with('{') {
+        return Err(format!(
+            "{name}:1: expected a JSON array of op objects, found an object: one op object per line is --format jsonl"
+        ));
+    }
     let doc: Value = serde_json::from_str(text).map_err(|e| {
         let msg = e.to_string();
         let msg = msg
@@ -205,6 +210,11 @@ mod tests {
         assert!(!e.contains(" at line "), "{e}");
         let e = read_json_array("{\"process\":0}", "a.json").unwrap_err();
         assert!(e.contains("--format jsonl"), "{e}");
+        let e = read_json_array("{\"process\":0}\n{\"process\":1}\n", "a.json").unwrap_err();
+        assert!(
+            e.starts_with("a.json:1:") && e.contains("--format jsonl"),
+            "{e}"
+        );
         let e = read_json_array("[{\"process\":0,\"type\":\"ok\"}]", "a.json").unwrap_err();
         assert!(e.contains("no \"f\""), "{e}");
         let e = read_json_array("[1]", "a.json").unwrap_err();
