@@ -437,6 +437,69 @@ INFO [2020-04-08 11:41:30.5] jepsen.util 1 :invoke :write 2\n";
         );
     }
 
+    #[test]
+    fn independent_tuples_for_every_model_and_untupled_completions() {
+        // Mutex and queue ops carry tuples too; an info completion without a tuple (`:timed-out`)
+        // takes its invoke's key.
+        let src = "{:process 0 :type :invoke :f :acquire :value [:l nil]}\n\
+{:process 0 :type :ok :f :acquire :value [:l nil]}\n\
+{:process 1 :type :invoke :f :enqueue :value [3 \"x\"]}\n\
+{:process 1 :type :info :f :enqueue :value :timed-out}\n\
+{:process 2 :type :invoke :f :dequeue :value [3 nil]}\n\
+{:process 2 :type :ok :f :dequeue :value [3 \"x\"]}\n";
+        let imp = read_text(src, "h.edn", None, None).unwrap();
+        assert!(imp.independent);
+        let keys: Vec<Option<&str>> = imp.history.ops.iter().map(|o| o.key.as_deref()).collect();
+        assert_eq!(
+            keys,
+            vec![
+                Some("l"),
+                Some("l"),
+                Some("3"),
+                Some("3"),
+                Some("3"),
+                Some("3")
+            ]
+        );
+        assert_eq!(imp.history.ops[3].value, json!("timed-out"));
+        assert_eq!(imp.history.ops[5].value, json!("x"));
+        // A txn of two micro-ops is not a tuple: its first element is not a key.
+        let txn = "[{:process 0 :type :invoke :f :txn :value [[:r :x nil] [:w :y 1]]}]";
+        assert!(!read_text(txn, "t.edn", None, None).unwrap().independent);
+        // A set read value of two elements is not mistaken for a tuple: invokes decide.
+        let set = "[{:process 0 :type :invoke :f :read :value nil} {:process 0 :type :ok :f :read :value [1 2]}]";
+        assert!(!read_text(set, "s.edn", None, None).unwrap().independent);
+    }
+
+    #[test]
+    fn semantics_default_per_input_shape() {
+        let porcupine_etcd =
+            "INFO  jepsen.util - 0\t:invoke\t:write\t1\nINFO  jepsen.util - 0\t:ok\t:write\t1\n";
+        assert_eq!(
+            read_text(porcupine_etcd, "p.log", None, None)
+                .unwrap()
+                .semantics,
+            SemanticsPreset::Etcd
+        );
+        assert_eq!(
+            read_text(LOG, "j.log", None, None).unwrap().semantics,
+            SemanticsPreset::Knossos
+        );
+        let jsonl = "{\"type\":\"invoke\",\"process\":0,\"f\":\"read\"}\n";
+        assert_eq!(
+            read_text(jsonl, "h.jsonl", None, None).unwrap().semantics,
+            SemanticsPreset::Etcd
+        );
+        let txt = "0\t:invoke\t:read\tnil\n0\t:ok\t:read\t1\n";
+        let imp = read_text(txt, "history.txt", None, None).unwrap();
+        assert_eq!(imp.format, InputFormat::HistoryTxt);
+        assert_eq!(imp.semantics, SemanticsPreset::Knossos);
+        assert_eq!(detect_format("[]"), InputFormat::Json);
+        assert_eq!(detect_format(" [ {\"process\": 0}]"), InputFormat::Json);
+        let e = read_history_txt("0\t:invoke\t:read\tnil\nhello\n", "h.txt").unwrap_err();
+        assert!(e.starts_with("h.txt:2: expected an op line"), "{e}");
+    }
+
     proptest! {
         #[test]
         fn random_text_never_panics(s in "\\PC{0,200}") {
