@@ -380,8 +380,12 @@ fn check_many(args: &CheckArgs, settings: &Settings) -> i32 {
                         Some(r) => format!("unknown: {r}"),
                         None => fc.result.summary(),
                     };
+                    let semantics = match fc.options.to_json(&fc.model)["preset"].as_str() {
+                        Some(p) => format!(" ({p} semantics)"),
+                        None => String::new(),
+                    };
                     println!(
-                        "{}: {} — {}, {}: {summary}",
+                        "{}: {} — {}, {}{semantics}: {summary}",
                         path.display(),
                         fc.verdict,
                         fc.loaded.format.name(),
