@@ -450,6 +450,10 @@ fn history_txt_and_json_arrays_are_detected() {
         stderr(&o)
     );
 
+    let o = shakedown(&[path(&data("histories/elle-cas.json")), "--json"]);
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["details"]["ignored_nemesis_ops"]["read"], 1);
+
     // A broken element is named by line and array position.
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("bad.json");

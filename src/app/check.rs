@@ -152,6 +152,9 @@ impl FileCheck {
         if let Value::Object(d) = &mut g.details {
             d.insert("format".into(), self.loaded.format.name().into());
             d.insert("semantics".into(), self.options.to_json(&self.model));
+            if !self.nemesis_client_ops.is_empty() {
+                d.insert("ignored_nemesis_ops".into(), json!(self.nemesis_client_ops));
+            }
         }
         if let Some(reason) = &self.nothing_checked {
             g.verdict = Verdict::Unknown;
