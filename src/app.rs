@@ -3,15 +3,17 @@
 //! errors as one line naming the cause.
 
 use crate::checker::linear::{LinearConfig, LinearResult, check_history};
-use crate::checker::witness_html::render_witness_html;
 use crate::checker::{CheckResult, Verdict};
-use crate::cli::{BenchArgs, CheckArgs, EXIT_RUNTIME, EXIT_USAGE, RunArgs};
+use crate::cli::{BenchArgs, EXIT_RUNTIME, EXIT_USAGE, RunArgs};
 use crate::history::History;
 use crate::import::InputFormat;
 use crate::model::{self, Model};
 use crate::runner::RunError;
 use std::path::Path;
 use std::time::Duration;
+
+mod check;
+pub use check::check;
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -175,11 +177,28 @@ pub fn default_model(format: InputFormat) -> &'static str {
 }
 
 /// The model `--model auto` means for a loaded history: `list-append` when a JSONL history has
-/// client `append` ops (the list-append workload), else [`default_model`] of its format.
+/// client `append` ops (the list-append workload); else, from the client functions: `mutex` for
+/// acquire/release, `queue` for enqueue/dequeue, `multi-register` for txn, `kv` for get/put/append,
+/// `set` for add/read with a list or set read value and `counter` for other add/read histories;
+/// else [`default_model`] of its format.
 pub fn default_model_for(format: InputFormat, history: &History) -> &'static str {
-    if format == InputFormat::Jsonl && history.ops.iter().any(|o| o.is_client() && o.f == "append")
-    {
-        "list-append"
+    let clients = || history.ops.iter().filter(|o| o.is_client());
+    if format == InputFormat::Jsonl && clients().any(|o| o.f == "append") {
+        return "list-append";
+    }
+    let fs: std::collections::BTreeSet<&str> = clients().map(|o| o.f.as_str()).collect();
+    let only = |allowed: &[&str]| !fs.is_empty() && fs.iter().all(|f| allowed.contains(f));
+    if only(&["acquire", "release"]) {
+        "mutex"
+    } else if only(&["enqueue", "dequeue"]) {
+        "queue"
+    } else if only(&["txn"]) {
+        "multi-register"
+    } else if only(&["get", "put", "append"]) {
+        "kv"
+    } else if only(&["add", "read"]) && fs.contains("add") {
+        let set_read = clients().any(|o| o.f == "read" && o.value.is_array());
+        if set_read { "set" } else { "counter" }
     } else {
         default_model(format)
     }
@@ -197,23 +216,39 @@ pub fn check_linear_with_model(
     from_edn: bool,
     time_limit: Duration,
 ) -> Result<LinearResult, String> {
+    let preset = if from_edn {
+        model::SemanticsPreset::Knossos
+    } else {
+        model::SemanticsPreset::Etcd
+    };
+    check_linear_with(
+        model_name,
+        history,
+        &model::ModelOptions::preset(preset),
+        time_limit,
+    )
+}
+
+/// Run the linearizability checker with the named model and semantic options.
+pub fn check_linear_with(
+    model_name: &str,
+    history: &History,
+    opts: &model::ModelOptions,
+    time_limit: Duration,
+) -> Result<LinearResult, String> {
     let cfg = LinearConfig {
         time_limit: Some(time_limit),
         ..LinearConfig::default()
     };
-    let reg = if from_edn {
-        model::RegisterConfig::knossos()
-    } else {
-        model::RegisterConfig::etcd()
-    };
+    let reg = opts.register.clone();
     Ok(match model_name {
         "register" => run_model(model::RegisterModel::register(reg), &cfg, history),
         "cas-register" => run_model(model::RegisterModel::cas_register(reg), &cfg, history),
-        "multi-register" => run_model(model::MultiRegisterModel { initial: 0 }, &cfg, history),
-        "kv" => run_model(model::KvModel, &cfg, history),
+        "multi-register" => run_model(model::MultiRegisterModel::new(0), &cfg, history),
+        "kv" => run_model(opts.kv, &cfg, history),
         "list-append" => run_model(model::ListAppendModel, &cfg, history),
-        "set" => run_model(model::SetModel, &cfg, history),
-        "queue" => run_model(model::QueueModel, &cfg, history),
+        "set" => run_model(model::SetModel::default(), &cfg, history),
+        "queue" => run_model(model::QueueModel::default(), &cfg, history),
         "mutex" => run_model(model::MutexModel, &cfg, history),
         "counter" => run_model(model::CounterModel, &cfg, history),
         other => {
@@ -241,6 +276,17 @@ pub fn linear_check_result(r: &LinearResult) -> CheckResult {
     }
 }
 
+/// [`linear_check_result`] for a run's own history, with the semantics it was checked with
+/// ([`check_linear_with_model`] without `from_edn`: etcd) in `details.semantics`.
+pub fn linear_check_result_for_run(r: &LinearResult, model_name: &str) -> CheckResult {
+    let mut g = linear_check_result(r);
+    if let serde_json::Value::Object(d) = &mut g.details {
+        let opts = model::ModelOptions::preset(model::SemanticsPreset::Etcd);
+        d.insert("semantics".into(), opts.to_json(model_name));
+    }
+    g
+}
+
 /// Check a history with the named model; returns the generic result and the text explanation.
 pub fn check_with_model(
     model_name: &str,
@@ -250,147 +296,6 @@ pub fn check_with_model(
 ) -> Result<(CheckResult, String), String> {
     let r = check_linear_with_model(model_name, history, from_edn, time_limit)?;
     Ok((linear_check_result(&r), r.explain()))
-}
-
-fn write_output(path: &Path, what: &str, contents: &str) -> Result<(), String> {
-    std::fs::write(path, contents)
-        .map_err(|e| format!("could not write the {what} to {}: {e}", path.display()))
-}
-
-/// `shakedown check`.
-pub fn check(args: CheckArgs) -> i32 {
-    if !(args.time_limit.is_finite() && args.time_limit > 0.0) {
-        eprintln!(
-            "error: --time-limit {}: expected a positive number of seconds",
-            args.time_limit
-        );
-        return EXIT_USAGE;
-    }
-    let independent = match (args.independent, args.no_independent) {
-        (true, _) => Some(true),
-        (_, true) => Some(false),
-        _ => None,
-    };
-    let loaded = match load_history(&args.path, &args.format, independent) {
-        Ok(h) => h,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_USAGE;
-        }
-    };
-    let history = &loaded.history;
-    for w in &history.warnings {
-        eprintln!("warning: {w}");
-    }
-    let model_name = match args.model.as_str() {
-        "auto" => default_model_for(loaded.format, history),
-        m => m,
-    };
-    if let Some(out) = &args.export_edn
-        && let Err(e) = write_output(out, "EDN export", &crate::edn::write_edn(history))
-    {
-        eprintln!("error: {e}");
-        return EXIT_RUNTIME;
-    }
-    let version_source = match args.version_source.as_str() {
-        "auto" => None,
-        s => match s.parse::<crate::checker::session::VersionSource>() {
-            Ok(v) => Some(v),
-            Err(e) => {
-                eprintln!("error: --version-source {s:?}: {e}");
-                return EXIT_USAGE;
-            }
-        },
-    };
-    let from_edn = loaded.format != InputFormat::Jsonl;
-    let result = match check_linear_with_model(
-        model_name,
-        history,
-        from_edn,
-        Duration::from_secs_f64(args.time_limit),
-    ) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_USAGE;
-        }
-    };
-    if let Some(out) = &args.html {
-        let page = render_witness_html(&result, history);
-        if let Err(e) = write_output(out, "HTML page", &page) {
-            eprintln!("error: {e}");
-            return EXIT_RUNTIME;
-        }
-    }
-    let session = args.session.then(|| {
-        use crate::checker::Checker;
-        crate::checker::session::SessionChecker::new(crate::checker::session::SessionConfig {
-            source: version_source,
-            ..Default::default()
-        })
-        .check(history)
-    });
-    let verdict = match &session {
-        Some(s) => result.verdict.merge(s.verdict),
-        None => result.verdict,
-    };
-    if args.json {
-        let generic = linear_check_result(&result);
-        let out = match &session {
-            // Both checkers: the same shape as a run's results.json.
-            Some(s) => crate::runner::results_json(verdict, &[generic, s.clone()]),
-            None => serde_json::to_value(&generic).unwrap_or_default(),
-        };
-        println!("{}", serde_json::to_string(&out).unwrap_or_default());
-    } else {
-        println!(
-            "{} history, {} events{}",
-            loaded.format.name(),
-            history.ops.len(),
-            if loaded.independent {
-                ", independent keys"
-            } else {
-                ""
-            }
-        );
-        println!("{}", result.explain().trim_end());
-        if let Some(out) = &args.html {
-            println!("html: {}", out.display());
-        }
-        if let Some(s) = &session {
-            println!("session: {} — {}", s.verdict, s.summary);
-            for w in session_witnesses(&s.details, 5) {
-                println!("  {w}");
-            }
-        }
-        println!("verdict: {verdict}");
-    }
-    if let Some(reason) = &result.reason {
-        // The history could not be interpreted for this model at all: malformed input.
-        eprintln!("error: {}: {reason}", args.path.display());
-        return EXIT_USAGE;
-    }
-    verdict.exit_code()
-}
-
-/// Up to `per_guarantee` witness texts per violated guarantee from a session result's details
-/// (`guarantees: [{guarantee, witnesses: [{witness, ..}]}]`).
-fn session_witnesses(details: &serde_json::Value, per_guarantee: usize) -> Vec<String> {
-    let mut out = Vec::new();
-    for g in details["guarantees"].as_array().into_iter().flatten() {
-        let name = g["guarantee"].as_str().unwrap_or("?");
-        for w in g["witnesses"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .take(per_guarantee)
-        {
-            if let Some(text) = w["witness"].as_str() {
-                out.push(format!("{name}: {text}"));
-            }
-        }
-    }
-    out
 }
 
 /// `shakedown sandbox up|down|status`.

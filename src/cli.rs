@@ -591,30 +591,49 @@ impl RunArgs {
 /// `shakedown check` flags.
 #[derive(Debug, Clone, Args)]
 pub struct CheckArgs {
-    /// A run directory or a history file (JSONL, Jepsen EDN, Jepsen console log, Porcupine kv lines).
-    pub path: PathBuf,
-    /// Model: auto (kv for Porcupine input, list-append for JSONL histories with append ops,
-    /// cas-register otherwise), register, cas-register, multi-register, kv, list-append, set,
-    /// queue, mutex or counter.
+    /// Run directories, history files (JSONL, JSON array, Jepsen EDN, history.txt or console log,
+    /// Porcupine kv lines) or directories of them; several give one line per file.
+    #[arg(required = true, num_args = 1..)]
+    pub paths: Vec<PathBuf>,
+    /// Model: auto (from the client functions: list-append for JSONL with append ops, mutex,
+    /// queue, multi-register for txn, kv for get/put/append and Porcupine input, set or counter
+    /// for add/read; cas-register otherwise), register, cas-register, multi-register, kv,
+    /// list-append, set, queue, mutex or counter.
     #[arg(long, default_value = "auto")]
     pub model: String,
-    /// Time budget in seconds; past it the verdict is unknown.
+    /// Time budget in seconds per file; past it the verdict is unknown.
     #[arg(long, default_value_t = 60.0)]
     pub time_limit: f64,
-    /// Input format: auto, jsonl, edn, jepsen-log or porcupine.
+    /// Input format: auto, jsonl, json (a JSON array of op maps, as elle-cli reads), edn,
+    /// history-txt (Jepsen's tab-separated history.txt), jepsen-log or porcupine.
     #[arg(long, default_value = "auto")]
     pub format: String,
-    /// Treat client op values as `jepsen.independent` `[key value]` tuples (EDN and Jepsen logs
-    /// detect this automatically when every read/write/cas value is a tuple).
+    /// Register semantics preset (default per input: etcd for our JSONL and Porcupine's etcd
+    /// logs, knossos for Jepsen EDN, history.txt, console logs and JSON arrays).
+    #[arg(long, value_enum)]
+    pub semantics: Option<SemanticsArg>,
+    /// The register's value before any op: nil (absent) or a value (`0`, `"x"`, `x`); overrides
+    /// the preset.
+    #[arg(long, value_name = "nil|VALUE")]
+    pub initial: Option<String>,
+    /// What an ok read of nil means: the key was absent, or nothing is known; overrides the preset.
+    #[arg(long, value_enum)]
+    pub nil_read: Option<NilReadArg>,
+    /// What a failed cas (no error, or error cas-mismatch) means: evidence that the value
+    /// differed, or nothing (the op did not happen); overrides the preset.
+    #[arg(long, value_enum)]
+    pub failed_cas: Option<FailedCasArg>,
+    /// Treat client op values as `jepsen.independent` `[key value]` tuples (EDN, JSON arrays and
+    /// Jepsen logs detect this automatically when every client invoke value is a tuple).
     #[arg(long, conflicts_with = "no_independent")]
     pub independent: bool,
     /// Never split `[key value]` tuples, even when every value looks like one.
     #[arg(long)]
     pub no_independent: bool,
-    /// Write a self-contained HTML page explaining the result to this file.
+    /// Write a self-contained HTML page explaining the result to this file (one input file only).
     #[arg(long, value_name = "OUT")]
     pub html: Option<PathBuf>,
-    /// Write the history as Jepsen EDN to this file.
+    /// Write the history as Jepsen EDN to this file (one input file only).
     #[arg(long, value_name = "OUT")]
     pub export_edn: Option<PathBuf>,
     /// Print the outcome as JSON.
@@ -628,6 +647,42 @@ pub struct CheckArgs {
     /// increasing-values.
     #[arg(long, default_value = "auto", requires = "session")]
     pub version_source: String,
+}
+
+/// `--semantics`: a register semantics preset.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum SemanticsArg {
+    /// Starts at 0, a nil read is unknown, a failed cas did not happen (Knossos).
+    Knossos,
+    /// Starts absent, a nil read means absent, a failed cas saw another value (etcd, Porcupine).
+    Etcd,
+}
+
+impl From<SemanticsArg> for crate::model::SemanticsPreset {
+    fn from(s: SemanticsArg) -> Self {
+        match s {
+            SemanticsArg::Knossos => crate::model::SemanticsPreset::Knossos,
+            SemanticsArg::Etcd => crate::model::SemanticsPreset::Etcd,
+        }
+    }
+}
+
+/// `--nil-read`.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum NilReadArg {
+    /// A nil read observed the key absent.
+    Absent,
+    /// A nil read says nothing.
+    Unknown,
+}
+
+/// `--failed-cas`.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum FailedCasArg {
+    /// A failed cas happened and saw a value other than its `old`.
+    Evidence,
+    /// A failed cas did not happen.
+    Ignored,
 }
 
 /// `shakedown sandbox` subcommands.

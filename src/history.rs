@@ -207,36 +207,65 @@ impl History {
     }
 
     /// Parse JSONL from a reader. `name` labels errors (usually the file path).
+    ///
+    /// Every non-blank line must be an op object. Only the *last* line may be dropped, with a
+    /// warning, and only when it is a prefix of an op (a write torn by a crash: the JSON ends
+    /// early); a complete line that is not an op (`{"foo":1}`) is an error wherever it is, and so
+    /// is a file whose only op line is torn. Blank input is an empty history.
     pub fn read_jsonl(reader: impl BufRead, name: &str) -> Result<History, HistoryError> {
         let mut ops = Vec::new();
         let mut warnings = Vec::new();
-        let mut pending_err: Option<HistoryError> = None;
+        let mut torn: Option<(usize, String)> = None;
+        let malformed = |line: usize, message: String| HistoryError::Malformed {
+            path: name.to_string(),
+            line,
+            message,
+        };
         for (i, line) in reader.split(b'\n').enumerate() {
             let line = line.map_err(|source| HistoryError::Io {
                 path: name.to_string(),
                 source,
             })?;
-            // An error on a line that is followed by more lines is fatal; on the last line it is a
-            // torn write and only warned about.
-            if let Some(e) = pending_err.take() {
-                return Err(e);
-            }
             let trimmed = line.trim_ascii();
             if trimmed.is_empty() {
                 continue;
             }
+            // A torn line followed by more lines is not a crash artefact: malformed.
+            if let Some((line, message)) = torn.take() {
+                return Err(malformed(line, message));
+            }
             match serde_json::from_slice::<Op>(trimmed) {
                 Ok(op) => ops.push(op),
+                Err(_) if ops.is_empty() && trimmed.starts_with(b"[") => {
+                    return Err(malformed(
+                        i + 1,
+                        "expected one JSON op object per line, found a JSON array: read it with --format json (or auto)".into(),
+                    ));
+                }
+                Err(e) if is_torn_op(trimmed, &e) => {
+                    torn = Some((
+                        i + 1,
+                        format!(
+                            "expected a JSON op object, the line ends early: {}",
+                            json_error_text(&e)
+                        ),
+                    ));
+                }
                 Err(e) => {
-                    pending_err = Some(HistoryError::Malformed {
-                        path: name.to_string(),
-                        line: i + 1,
-                        message: format!("expected a JSON op object: {e}"),
-                    })
+                    return Err(malformed(
+                        i + 1,
+                        format!("expected a JSON op object: {}", json_error_text(&e)),
+                    ));
                 }
             }
         }
-        if let Some(HistoryError::Malformed { line, message, .. }) = pending_err {
+        if let Some((line, message)) = torn {
+            if ops.is_empty() {
+                return Err(malformed(
+                    line,
+                    format!("{message} (and no complete op before it)"),
+                ));
+            }
             warnings.push(format!(
                 "{name}:{line}: ignoring torn last line ({message})"
             ));
@@ -267,9 +296,10 @@ impl History {
             match op.op_type {
                 OpType::Invoke => {
                     if let Some(prev) = open.insert(op.process, i) {
+                        let (a, b) = (&self.ops[prev], &self.ops[i]);
                         return Err(format!(
-                            "process {} invoked op {} while op {} was still open",
-                            op.process, self.ops[i].index, self.ops[prev].index
+                            "process {} invoked op {} ({} {}) while op {} ({} {}) was still open",
+                            op.process, b.index, b.f, b.value, a.index, a.f, a.value
                         ));
                     }
                 }
@@ -285,6 +315,32 @@ impl History {
             }
         }
         Ok(pairs)
+    }
+}
+
+/// A serde_json error as words with the column, without its one-line "at line 1" position.
+fn json_error_text(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let words = text
+        .rsplit_once(" at line ")
+        .map_or(text.as_str(), |(w, _)| w);
+    format!("{words} (column {})", e.column())
+}
+
+/// True when `line` is a prefix of a JSON object cut short (the parse ran out of input), also
+/// when the cut split a UTF-8 character.
+fn is_torn_op(line: &[u8], e: &serde_json::Error) -> bool {
+    if !line.starts_with(b"{") {
+        return false;
+    }
+    if e.classify() == serde_json::error::Category::Eof {
+        return true;
+    }
+    match std::str::from_utf8(line) {
+        Err(u) if u.error_len().is_none() => serde_json::from_slice::<Op>(&line[..u.valid_up_to()])
+            .err()
+            .is_some_and(|e| e.classify() == serde_json::error::Category::Eof),
+        _ => false,
     }
 }
 

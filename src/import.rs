@@ -1,46 +1,70 @@
-//! Importing histories written by other tools: format detection, Jepsen console logs, Porcupine-style
-//! key-value lines, and `jepsen.independent` tuple splitting.
+//! Importing histories written by other tools: format detection, semantics defaults per input
+//! shape, `jepsen.independent` tuple splitting, and nemesis ops that carry client functions.
 //!
-//! Owns the mapping of foreign text formats onto `crate::history::History`. Does not own JSONL (that
-//! is `history`), EDN syntax and Jepsen op maps (`edn`, whose parser every EDN value here goes
-//! through), or checking.
+//! Owns the mapping of foreign text formats onto `crate::history::History`. Does not own JSONL
+//! (that is `history`), EDN syntax and Jepsen op maps (`edn`, whose parser every EDN value here goes
+//! through), or checking. Submodules: `log` (Jepsen console logs, `history.txt`, Porcupine kv
+//! lines), `json` (JSON arrays of op objects, as elle-cli reads).
 //!
-//! Formats:
-//! - `jsonl`: our own format (`History::read_jsonl`).
+//! Formats (`--format`):
+//! - `jsonl`: our own format (`History::read_jsonl`), one op object per line.
+//! - `json`: one JSON array of op objects — elle-cli's JSON histories and other tools' exports
+//!   (see `json`).
 //! - `edn`: Jepsen / Knossos EDN (`edn::read_history`).
+//! - `history-txt`: Jepsen's `history.txt`, one op per line:
+//!   `process<TAB>:type<TAB>:f<TAB>value[<TAB>error]`, e.g. `3<TAB>:ok<TAB>:read<TAB>4`.
 //! - `jepsen-log`: Jepsen console logs. Op lines contain `jepsen.util`, then (after an optional `-`
-//!   or `:`) the process (integer or `:nemesis`), the type (`:invoke`, `:ok`, `:fail`, `:info`), the
-//!   function and the value as EDN, separated by tabs or spaces, optionally followed by error text,
-//!   e.g. `INFO  jepsen.util - 3<TAB>:invoke<TAB>:read<TAB>nil`. Lines without `jepsen.util`, or where it is not
-//!   followed by a process, are ignored; a line with a process but a malformed rest is an error.
-//!   When every op line carries a `YYYY-MM-DD HH:MM:SS,fff` timestamp before `jepsen.util`, op times
-//!   are taken from it (relative to the first op line, never decreasing); otherwise times are 0.
+//!   or `:`) the same fields as a `history.txt` line, separated by tabs or spaces, e.g.
+//!   `INFO  jepsen.util - 3<TAB>:invoke<TAB>:read<TAB>nil`. Lines without `jepsen.util`, or where it
+//!   is not followed by a process, are ignored; a line with a process but a malformed rest is an
+//!   error. When every op line carries a `YYYY-MM-DD HH:MM:SS,fff` timestamp before `jepsen.util`,
+//!   op times are taken from it (relative to the first op line, never decreasing); otherwise 0.
 //! - `porcupine`: one EDN op map per line with a `:key`, as Porcupine's kv test data:
 //!   `{:process 0, :type :invoke, :f :put, :key "1", :value "x"}`; `:f` get/put/append suit the `kv`
-//!   model.
+//!   model, whose keys start as `""` for this input (Porcupine's kv model).
 //!
 //! `detect_format` (for `--format auto`): a line containing `jepsen.util` among the first 200 lines →
-//! jepsen-log; first meaningful line starting `{"` → jsonl; a first line that is a single EDN map
-//! with `:key` → porcupine; anything else → edn.
+//! jepsen-log; text starting with `[` whose first element starts `{"` (or `[]`) → json; first
+//! meaningful line starting `{"` → jsonl; a first line `process<TAB>:type…` → history-txt; a first
+//! line that is a single EDN map with `:key` → porcupine; anything else → edn.
 //!
-//! Independent keys (EDN and jepsen-log only): `looks_independent` is true when every client
-//! `read`/`write`/`cas` op value is a 2-element array and every `cas` value is `[k [old new]]`, and
-//! there is at least one such op; then `split_independent` moves `k` into `Op::key`. The CLI applies
+//! Semantics defaults (`Imported::semantics`): our JSONL → etcd (our clients' histories: keys
+//! start absent, a nil read means absent, a cas-mismatch fail is evidence); Jepsen console logs in
+//! the exact shape of Porcupine's etcd test data (every line `INFO  jepsen.util - …` without
+//! timestamps, client read/write/cas only) → etcd, as Porcupine's etcd model reads them; every
+//! other foreign format (EDN, history.txt, console logs, JSON arrays, Porcupine kv) → knossos.
+//!
+//! Independent keys (every format but jsonl and porcupine, which carry keys): `looks_independent` is
+//! true when every client invoke value is a `[k v]` tuple with a scalar `k`, every `cas` value is
+//! `[k [old new]]`, and there is at least one client invoke; then `split_independent` moves `k`
+//! into `Op::key` (a completion whose value is not a tuple takes its invoke's key). The CLI applies
 //! this automatically and `--independent` / `--no-independent` force it either way.
 //!
 //! Errors name the input, the 1-based line and what was expected; no parser here panics on any input.
 
+mod json;
+mod log;
+
+pub use json::read_json_array;
+pub use log::{is_porcupine_etcd_log, read_history_txt, read_jepsen_log, read_porcupine};
+
 use crate::edn::{self, Edn, EdnOptions};
-use crate::history::{History, Op, OpType, Process};
+use crate::history::{History, OpType, Process};
+use crate::model::SemanticsPreset;
 use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// A history input format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InputFormat {
     /// shakedown JSONL.
     Jsonl,
+    /// A JSON array of op objects (elle-cli).
+    Json,
     /// Jepsen / Knossos EDN.
     Edn,
+    /// Jepsen's tab-separated `history.txt`.
+    HistoryTxt,
     /// Jepsen console log lines.
     JepsenLog,
     /// Porcupine-style kv lines (one EDN map with `:key` per line).
@@ -52,13 +76,15 @@ impl InputFormat {
     pub fn from_arg(s: &str) -> Result<Option<InputFormat>, String> {
         Ok(Some(match s {
             "auto" => return Ok(None),
-            "jsonl" | "json" => InputFormat::Jsonl,
+            "jsonl" => InputFormat::Jsonl,
+            "json" | "elle-json" => InputFormat::Json,
             "edn" => InputFormat::Edn,
+            "history-txt" | "txt" => InputFormat::HistoryTxt,
             "jepsen-log" | "log" => InputFormat::JepsenLog,
             "porcupine" => InputFormat::Porcupine,
             other => {
                 return Err(format!(
-                    "--format {other:?}: expected auto, jsonl, edn, jepsen-log or porcupine"
+                    "--format {other:?}: expected auto, jsonl, json, edn, history-txt, jepsen-log or porcupine"
                 ));
             }
         }))
@@ -68,7 +94,9 @@ impl InputFormat {
     pub fn name(self) -> &'static str {
         match self {
             InputFormat::Jsonl => "jsonl",
+            InputFormat::Json => "json",
             InputFormat::Edn => "edn",
+            InputFormat::HistoryTxt => "history-txt",
             InputFormat::JepsenLog => "jepsen-log",
             InputFormat::Porcupine => "porcupine",
         }
@@ -81,210 +109,61 @@ fn meaningful_lines(text: &str) -> impl Iterator<Item = &str> {
         .filter(|l| !l.is_empty() && !l.starts_with(';'))
 }
 
+/// True when the text is a JSON array whose first element is an object with a string key, or `[]`.
+fn looks_like_json_array(text: &str) -> bool {
+    let Some(rest) = text.trim_start().strip_prefix('[') else {
+        return false;
+    };
+    let rest = rest.trim_start();
+    if rest.starts_with(']') {
+        return true;
+    }
+    rest.strip_prefix('{')
+        .is_some_and(|r| r.trim_start().starts_with('"') || r.trim_start().starts_with('}'))
+}
+
 /// Guess the format of a history text (see the module doc for the rules).
 pub fn detect_format(text: &str) -> InputFormat {
-    if text.lines().take(200).any(|l| l.contains("jepsen.util")) {
+    if text.lines().take(200).any(|l| l.contains(log::LOG_MARK)) {
         return InputFormat::JepsenLog;
+    }
+    if looks_like_json_array(text) {
+        return InputFormat::Json;
     }
     let first = meaningful_lines(text).next().unwrap_or("");
     if first.starts_with("{\"") || first.starts_with("{ \"") {
         return InputFormat::Jsonl;
     }
+    if log::is_history_txt_line(first) {
+        return InputFormat::HistoryTxt;
+    }
     if first.starts_with('{')
         && let Ok(forms) = edn::parse_all(first)
         && forms.len() == 1
-        && matches!(&forms[0].value, Edn::Map(kv) if has_key(kv, "key"))
+        && matches!(&forms[0].value, Edn::Map(kv) if log::has_key(kv, "key"))
     {
         return InputFormat::Porcupine;
     }
     InputFormat::Edn
 }
 
-fn has_key(kv: &[(Edn, Edn)], name: &str) -> bool {
-    kv.iter()
-        .any(|(k, _)| matches!(k, Edn::Keyword(s) if s == name))
-}
-
-/// Parse a Jepsen console log (see the module doc). `name` labels errors.
-pub fn read_jepsen_log(text: &str, name: &str) -> Result<History, String> {
-    let mut ops = Vec::new();
-    let mut stamps: Vec<Option<i64>> = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if let Some(op) = log_line(line).map_err(|e| format!("{name}:{}: {e}", i + 1))? {
-            ops.push(op);
-            stamps.push(log_timestamp_ns(line));
-        }
-    }
-    // Times only when every op line carries a timestamp; relative to the first, never decreasing.
-    if let Some(Some(t0)) = stamps.first()
-        && stamps.iter().all(Option::is_some)
-    {
-        let mut last = 0u64;
-        for (op, t) in ops.iter_mut().zip(&stamps) {
-            let rel = u64::try_from(t.unwrap_or(*t0) - t0).unwrap_or(0);
-            last = last.max(rel);
-            op.time_ns = last;
-        }
-    }
-    if ops.is_empty() {
-        return Err(format!(
-            "{name}: no op lines found: expected lines like `INFO jepsen.util - 3 :invoke :read nil`"
-        ));
-    }
-    Ok(History::from_ops(ops))
-}
-
-/// One log line: `Ok(None)` when it is not an op line.
-fn log_line(line: &str) -> Result<Option<Op>, String> {
-    const MARK: &str = "jepsen.util";
-    let Some(pos) = line.find(MARK) else {
-        return Ok(None);
-    };
-    let mut rest = line[pos + MARK.len()..].trim_start();
-    for sep in ["-", ":"] {
-        if let Some(r) = rest.strip_prefix(sep)
-            && r.starts_with(char::is_whitespace)
-        {
-            rest = r.trim_start();
-        }
-    }
-    let (proc_tok, r) = split_token(rest);
-    let process = match proc_tok {
-        ":nemesis" | "nemesis" => Process::Nemesis,
-        t => match t.parse::<u64>() {
-            Ok(p) => Process::Client(p),
-            Err(_) => return Ok(None),
-        },
-    };
-    let (type_tok, r) = split_token(r);
-    let op_type = match type_tok {
-        ":invoke" => OpType::Invoke,
-        ":ok" => OpType::Ok,
-        ":fail" => OpType::Fail,
-        ":info" => OpType::Info,
-        "" => return Err("expected an op type (:invoke, :ok, :fail or :info) after the process, found end of line".into()),
-        other => {
-            return Err(format!(
-                "expected an op type (:invoke, :ok, :fail or :info) after the process, found {other:?}"
-            ));
-        }
-    };
-    let (f_tok, r) = split_token(r);
-    let f = f_tok.strip_prefix(':').unwrap_or(f_tok);
-    if f.is_empty() {
-        return Err("expected a function (e.g. :read) after the op type".into());
-    }
-    if r.trim().is_empty() {
-        return Err(format!(
-            "expected an EDN value after :{f}, found end of line"
-        ));
-    }
-    let (value, used) = edn::parse_prefix(r)
-        .map_err(|e| format!("expected an EDN value after :{f}: {}", e.message))?;
-    let error = r.get(used..).unwrap_or("").trim();
-    let mut op = Op::new(op_type, process, f, edn::to_json(&value));
-    if !error.is_empty() {
-        op.error = Some(error.to_string());
-    }
-    Ok(Some(op))
-}
-
-/// The first `YYYY-MM-DD HH:MM:SS[,fff]` timestamp before `jepsen.util` on a log line, in
-/// nanoseconds since the Unix epoch (read as UTC).
-fn log_timestamp_ns(line: &str) -> Option<i64> {
-    let head = &line[..line.find("jepsen.util")?];
-    let bytes = head.as_bytes();
-    for start in 0..bytes.len() {
-        if !bytes[start].is_ascii_digit() || (start > 0 && bytes[start - 1].is_ascii_digit()) {
-            continue;
-        }
-        let Some(date) = head.get(start..start + 19) else {
-            continue;
-        };
-        let date = date.replacen('T', " ", 1);
-        let Ok(t) = chrono::NaiveDateTime::parse_from_str(&date, "%Y-%m-%d %H:%M:%S") else {
-            continue;
-        };
-        let mut ns = t.and_utc().timestamp_nanos_opt()?;
-        let rest = &head[start + 19..];
-        if let Some(frac) = rest.strip_prefix([',', '.']) {
-            let digits: String = frac
-                .chars()
-                .take_while(char::is_ascii_digit)
-                .take(9)
-                .collect();
-            if !digits.is_empty() {
-                let scale = 10i64.pow(9 - digits.len() as u32);
-                ns += digits.parse::<i64>().ok()? * scale;
-            }
-        }
-        return Some(ns);
-    }
-    None
-}
-
-/// The first whitespace-separated token and the rest.
-fn split_token(s: &str) -> (&str, &str) {
-    let s = s.trim_start();
-    match s.find(char::is_whitespace) {
-        Some(i) => (&s[..i], &s[i..]),
-        None => (s, ""),
-    }
-}
-
-/// Parse Porcupine-style kv lines (see the module doc). `name` labels errors.
-pub fn read_porcupine(text: &str, name: &str) -> Result<History, String> {
-    let mut ops = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let t = line.trim();
-        if t.is_empty() || t.starts_with(';') {
-            continue;
-        }
-        let at = |col: usize, m: String| format!("{name}:{}:{col}: {m}", i + 1);
-        let forms = edn::parse_all(line).map_err(|e| at(e.column, e.message))?;
-        let mut forms = forms.into_iter();
-        let (Some(form), None) = (forms.next(), forms.next()) else {
-            return Err(at(1, "expected exactly one op map on the line".into()));
-        };
-        match &form.value {
-            Edn::Map(kv) if has_key(kv, "key") => {}
-            Edn::Map(_) => {
-                return Err(at(
-                    form.column,
-                    "expected a :key in the op map {:process … :type … :f … :key … :value …}"
-                        .into(),
-                ));
-            }
-            _ => {
-                return Err(at(
-                    form.column,
-                    "expected an op map {:process … :type … :f … :key … :value …}".into(),
-                ));
-            }
-        }
-        let op = edn::op_from_edn(form.value, 1, form.column, EdnOptions::default())
-            .map_err(|e| at(e.column, e.message))?;
-        ops.push(op);
-    }
-    if ops.is_empty() {
-        return Err(format!("{name}: no ops found"));
-    }
-    Ok(History::from_ops(ops))
-}
-
 fn is_tuple(v: &Value) -> bool {
     matches!(v, Value::Array(a) if a.len() == 2)
 }
 
-/// True when the history's client register ops all carry `jepsen.independent` tuple values (see
-/// the module doc).
+fn is_keyed_tuple(v: &Value) -> bool {
+    matches!(v, Value::Array(a) if a.len() == 2 && matches!(a[0], Value::String(_) | Value::Number(_)))
+}
+
+/// True when the history's client ops carry `jepsen.independent` tuple values (see the module
+/// doc).
 pub fn looks_independent(history: &History) -> bool {
     let mut seen = false;
     for op in history.ops.iter().filter(|o| o.is_client()) {
-        if !matches!(op.f.as_str(), "read" | "write" | "cas") || op.key.is_some() {
+        if op.op_type != OpType::Invoke || op.key.is_some() {
             continue;
         }
-        if !is_tuple(&op.value) {
+        if !is_keyed_tuple(&op.value) {
             return false;
         }
         if op.f == "cas" && !op.value.get(1).is_some_and(is_tuple) {
@@ -303,28 +182,71 @@ fn key_string(v: &Value) -> String {
 }
 
 /// Move the `k` of every client op's `[k v]` value into `Op::key` (ops that already have a key are
-/// left alone). Errors name the op and what was found.
+/// left alone; a completion whose value is not a tuple takes its invoke's key and keeps its value).
+/// Errors name the op and what was found.
 pub fn split_independent(history: &mut History) -> Result<(), String> {
+    let mut open_key: HashMap<Process, String> = HashMap::new();
     for (i, op) in history.ops.iter_mut().enumerate() {
         if !op.is_client() || op.key.is_some() {
             continue;
         }
-        match std::mem::take(&mut op.value) {
-            Value::Array(mut a) if a.len() == 2 => {
-                let v = a.pop().unwrap_or_default();
-                let k = a.pop().unwrap_or_default();
-                op.key = Some(key_string(&k));
-                op.value = v;
+        let invoke = op.op_type == OpType::Invoke;
+        let value = std::mem::take(&mut op.value);
+        let tuple_key = match &value {
+            Value::Array(a) if is_keyed_tuple(&value) => Some(key_string(&a[0])),
+            _ => None,
+        };
+        let open = open_key.remove(&op.process);
+        let key = match (tuple_key, open) {
+            // A completion's tuple must name its invoke's key; otherwise the value is not a tuple.
+            (Some(k), Some(o)) if !invoke && k != o => {
+                op.value = value;
+                op.key = Some(o);
+                continue;
             }
-            other => {
+            (Some(k), _) => k,
+            (None, Some(o)) if !invoke => {
+                op.value = value;
+                op.key = Some(o);
+                continue;
+            }
+            (None, _) => {
                 return Err(format!(
-                    "history position {i} (process {} {}): independent op value must be a [key value] tuple, found {other}",
+                    "history position {i} (process {} {}): independent op value must be a [key value] tuple, found {value}",
                     op.process, op.f
                 ));
             }
+        };
+        if invoke {
+            open_key.insert(op.process, key.clone());
         }
+        op.value = match value {
+            Value::Array(mut a) => a.pop().unwrap_or_default(),
+            other => other,
+        };
+        op.key = Some(key);
     }
     Ok(())
+}
+
+/// Nemesis ops whose function is one client ops use (or `read`, `write`, `cas`): such ops are
+/// never checked; counted per function for a warning.
+pub fn nemesis_client_ops(history: &History) -> BTreeMap<String, usize> {
+    let mut client_fs: BTreeSet<&str> = ["read", "write", "cas"].into_iter().collect();
+    client_fs.extend(
+        history
+            .ops
+            .iter()
+            .filter(|o| o.is_client())
+            .map(|o| o.f.as_str()),
+    );
+    let mut counts = BTreeMap::new();
+    for op in &history.ops {
+        if op.process == Process::Nemesis && client_fs.contains(op.f.as_str()) {
+            *counts.entry(op.f.clone()).or_insert(0) += 1;
+        }
+    }
+    counts
 }
 
 /// A history read from text, with how it was read.
@@ -336,10 +258,12 @@ pub struct Imported {
     pub format: InputFormat,
     /// Whether `jepsen.independent` tuples were split into keys.
     pub independent: bool,
+    /// The register semantics this input shape means by default (see the module doc).
+    pub semantics: SemanticsPreset,
 }
 
-/// Read a history text. `format: None` auto-detects; `independent: None` auto-detects tuples for
-/// EDN and jepsen-log input, `Some(b)` forces. `name` labels errors.
+/// Read a history text. `format: None` auto-detects; `independent: None` auto-detects tuples
+/// (not for jsonl and porcupine input), `Some(b)` forces. `name` labels errors.
 pub fn read_text(
     text: &str,
     name: &str,
@@ -351,11 +275,18 @@ pub fn read_text(
         InputFormat::Jsonl => {
             History::read_jsonl(text.as_bytes(), name).map_err(|e| e.to_string())?
         }
+        InputFormat::Json => read_json_array(text, name)?,
         InputFormat::Edn => edn::read_history(text, name, EdnOptions::default())?,
+        InputFormat::HistoryTxt => read_history_txt(text, name)?,
         InputFormat::JepsenLog => read_jepsen_log(text, name)?,
         InputFormat::Porcupine => read_porcupine(text, name)?,
     };
-    let tuples_possible = matches!(format, InputFormat::Edn | InputFormat::JepsenLog);
+    let semantics = match format {
+        InputFormat::Jsonl => SemanticsPreset::Etcd,
+        InputFormat::JepsenLog if is_porcupine_etcd_log(text) => SemanticsPreset::Etcd,
+        _ => SemanticsPreset::Knossos,
+    };
+    let tuples_possible = !matches!(format, InputFormat::Jsonl | InputFormat::Porcupine);
     let independent = match independent {
         Some(b) => b,
         None => tuples_possible && looks_independent(&history),
@@ -367,6 +298,7 @@ pub fn read_text(
         history,
         format,
         independent,
+        semantics,
     })
 }
 
@@ -505,6 +437,69 @@ INFO [2020-04-08 11:41:30.5] jepsen.util 1 :invoke :write 2\n";
         );
     }
 
+    #[test]
+    fn independent_tuples_for_every_model_and_untupled_completions() {
+        // Mutex and queue ops carry tuples too; an info completion without a tuple (`:timed-out`)
+        // takes its invoke's key.
+        let src = "{:process 0 :type :invoke :f :acquire :value [:l nil]}\n\
+{:process 0 :type :ok :f :acquire :value [:l nil]}\n\
+{:process 1 :type :invoke :f :enqueue :value [3 \"x\"]}\n\
+{:process 1 :type :info :f :enqueue :value :timed-out}\n\
+{:process 2 :type :invoke :f :dequeue :value [3 nil]}\n\
+{:process 2 :type :ok :f :dequeue :value [3 \"x\"]}\n";
+        let imp = read_text(src, "h.edn", None, None).unwrap();
+        assert!(imp.independent);
+        let keys: Vec<Option<&str>> = imp.history.ops.iter().map(|o| o.key.as_deref()).collect();
+        assert_eq!(
+            keys,
+            vec![
+                Some("l"),
+                Some("l"),
+                Some("3"),
+                Some("3"),
+                Some("3"),
+                Some("3")
+            ]
+        );
+        assert_eq!(imp.history.ops[3].value, json!("timed-out"));
+        assert_eq!(imp.history.ops[5].value, json!("x"));
+        // A txn of two micro-ops is not a tuple: its first element is not a key.
+        let txn = "[{:process 0 :type :invoke :f :txn :value [[:r :x nil] [:w :y 1]]}]";
+        assert!(!read_text(txn, "t.edn", None, None).unwrap().independent);
+        // A set read value of two elements is not mistaken for a tuple: invokes decide.
+        let set = "[{:process 0 :type :invoke :f :read :value nil} {:process 0 :type :ok :f :read :value [1 2]}]";
+        assert!(!read_text(set, "s.edn", None, None).unwrap().independent);
+    }
+
+    #[test]
+    fn semantics_default_per_input_shape() {
+        let porcupine_etcd =
+            "INFO  jepsen.util - 0\t:invoke\t:write\t1\nINFO  jepsen.util - 0\t:ok\t:write\t1\n";
+        assert_eq!(
+            read_text(porcupine_etcd, "p.log", None, None)
+                .unwrap()
+                .semantics,
+            SemanticsPreset::Etcd
+        );
+        assert_eq!(
+            read_text(LOG, "j.log", None, None).unwrap().semantics,
+            SemanticsPreset::Knossos
+        );
+        let jsonl = "{\"type\":\"invoke\",\"process\":0,\"f\":\"read\"}\n";
+        assert_eq!(
+            read_text(jsonl, "h.jsonl", None, None).unwrap().semantics,
+            SemanticsPreset::Etcd
+        );
+        let txt = "0\t:invoke\t:read\tnil\n0\t:ok\t:read\t1\n";
+        let imp = read_text(txt, "history.txt", None, None).unwrap();
+        assert_eq!(imp.format, InputFormat::HistoryTxt);
+        assert_eq!(imp.semantics, SemanticsPreset::Knossos);
+        assert_eq!(detect_format("[]"), InputFormat::Json);
+        assert_eq!(detect_format(" [ {\"process\": 0}]"), InputFormat::Json);
+        let e = read_history_txt("0\t:invoke\t:read\tnil\nhello\n", "h.txt").unwrap_err();
+        assert!(e.starts_with("h.txt:2: expected an op line"), "{e}");
+    }
+
     proptest! {
         #[test]
         fn random_text_never_panics(s in "\\PC{0,200}") {
@@ -520,6 +515,51 @@ INFO [2020-04-08 11:41:30.5] jepsen.util 1 :invoke :write 2\n";
             let _ = detect_format(&s);
             let _ = read_jepsen_log(&s, "fuzz");
             let _ = read_porcupine(&s, "fuzz");
+            let _ = read_history_txt(&s, "fuzz");
+            let _ = read_json_array(&s, "fuzz");
+            let _ = History::read_jsonl(&b[..], "fuzz");
+            let _ = is_porcupine_etcd_log(&s);
+        }
+
+        #[test]
+        fn history_txt_like_lines_never_panic(
+            lines in proptest::collection::vec(
+                "(:nemesis|[0-9]{1,3}|x)?\\t?(:invoke|:ok|:fail|:info|:x)?\\t?(:read|:cas|:f)?\\t?[\\[\\]{}()#:\"\\\\ nil0-9a-z]{0,20}(\\t:timeout)?",
+                0..8,
+            )
+        ) {
+            let text = lines.join("\n");
+            let _ = read_text(&text, "fuzz", None, None);
+            let _ = read_text(&text, "fuzz", Some(InputFormat::HistoryTxt), None);
+        }
+
+        #[test]
+        fn json_array_like_text_never_panics(
+            items in proptest::collection::vec(
+                "\\{(\"(process|type|f|value|key|time|error)\": ?(0|-1|\"nemesis\"|\":ok\"|\"invoke\"|\"read\"|null|\\[\\[\"r\",1,null\\]\\]|\\[1,2\\]|1e99|\"x\"),? ?){0,6}\\}?",
+                0..6,
+            ),
+            close in any::<bool>(),
+        ) {
+            let mut text = format!("[{}", items.join(",\n"));
+            if close {
+                text.push(']');
+            }
+            let _ = read_text(&text, "fuzz", None, None);
+            let _ = read_text(&text, "fuzz", Some(InputFormat::Json), Some(true));
+            let _ = read_text(&text, "fuzz", Some(InputFormat::Jsonl), None);
+        }
+
+        #[test]
+        fn jsonl_like_lines_never_panic(
+            lines in proptest::collection::vec(
+                "\\{(\"(index|time|process|type|f|value|key|error|version)\": ?(0|-1|\"nemesis\"|\"ok\"|\"invoke\"|\"read\"|null|\\[1,2\\]|\"x\"|18446744073709551616),? ?){0,7}\\}?",
+                0..6,
+            )
+        ) {
+            let text = lines.join("\n");
+            let _ = History::read_jsonl(text.as_bytes(), "fuzz");
+            let _ = read_text(&text, "fuzz", None, Some(true));
         }
 
         #[test]

@@ -805,7 +805,7 @@ pub fn check_with(
     let limit = Duration::from_secs_f64(time_limit_s);
     let model = crate::app::default_model_for(crate::import::InputFormat::Jsonl, history);
     let (linear, typed) = match crate::app::check_linear_with_model(model, history, false, limit) {
-        Ok(r) => (crate::app::linear_check_result(&r), Some(r)),
+        Ok(r) => (crate::app::linear_check_result_for_run(&r, model), Some(r)),
         // The model could not interpret the history: say so, never call it valid.
         Err(e) => (
             CheckResult {

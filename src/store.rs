@@ -323,9 +323,56 @@ pub fn resolve_history(path: &Path) -> Result<PathBuf, StoreError> {
     })
 }
 
+/// File names that may hold a history outside run directories (`check DIR`).
+const HISTORY_EXTENSIONS: [&str; 5] = ["jsonl", "json", "edn", "log", "txt"];
+
+/// Every history under `dir` for `check DIR`, sorted: `dir` itself when it is a run directory;
+/// otherwise the history of each run directory below it and each loose file with a history
+/// extension (`.jsonl`, `.json`, `.edn`, `.log`, `.txt`), at most `max_depth` levels down.
+/// Symbolic links are not followed (`latest` links would list runs twice).
+pub fn histories_under(dir: &Path, max_depth: usize) -> Result<Vec<PathBuf>, StoreError> {
+    let history = dir.join(HISTORY_FILE);
+    if history.is_file() {
+        return Ok(vec![history]);
+    }
+    let mut out = Vec::new();
+    let entries = std::fs::read_dir(dir).map_err(io_err(dir))?;
+    for entry in entries {
+        let entry = entry.map_err(io_err(dir))?;
+        let path = entry.path();
+        let kind = entry.file_type().map_err(io_err(&path))?;
+        if kind.is_dir() && max_depth > 0 {
+            out.extend(histories_under(&path, max_depth - 1)?);
+        } else if kind.is_file()
+            && path
+                .extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| HISTORY_EXTENSIONS.contains(&e))
+        {
+            out.push(path);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn histories_under_lists_runs_and_loose_files_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = RunDir::create(tmp.path(), "etcd-register").unwrap();
+        std::fs::write(a.history_path(), "").unwrap();
+        std::fs::write(a.path.join("faults.jsonl"), "").unwrap();
+        a.update_latest().unwrap();
+        std::fs::write(tmp.path().join("h.edn"), "[]").unwrap();
+        std::fs::write(tmp.path().join("notes.md"), "").unwrap();
+        let found = histories_under(tmp.path(), 4).unwrap();
+        assert_eq!(found, vec![a.history_path(), tmp.path().join("h.edn")]);
+        assert_eq!(histories_under(&a.path, 4).unwrap(), vec![a.history_path()]);
+    }
 
     #[test]
     fn creates_unique_run_dirs_and_latest_links() {

@@ -240,7 +240,7 @@ fn foreign_formats_are_detected() {
     assert!(!stdout(&o).contains("independent keys"));
     let e = stderr(&o);
     assert!(
-        e.contains("independent.edn: op 0 (process 0 write): expected an integer write value"),
+        e.contains("independent.edn: op 0 (process 0 write): expected a value to write"),
         "{e}"
     );
 }
@@ -353,5 +353,295 @@ fn session_flag_adds_the_session_checker_and_merges_the_verdict() {
         stderr(&o).contains("--version-source \"sideways\""),
         "{}",
         stderr(&o)
+    );
+}
+
+#[test]
+fn string_values_compare_by_equality_and_show_as_written() {
+    let o = shakedown(&[path(&data("histories/string-values.edn"))]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    // The integer 938 is not the string "938"; the keyword :foo is the state the cas left.
+    assert!(
+        out.contains("cannot linearize op 8 (process 0 read → 938"),
+        "{out}"
+    );
+    assert!(out.contains("last consistent state: \"foo\""), "{out}");
+    // The same history with the last read returning the string is valid.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("ok.edn");
+    let text = std::fs::read_to_string(data("histories/string-values.edn")).unwrap();
+    std::fs::write(&f, text.replace(":value 938}", ":value :foo}")).unwrap();
+    let o = shakedown(&[path(&f)]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+}
+
+#[test]
+fn semantics_are_chosen_per_input_shape_and_flags_override() {
+    // A timestamped Jepsen console log: Knossos semantics, so `write 1; read → nil` is valid.
+    let log = data("histories/console-nil-read.log");
+    let o = shakedown(&[path(&log)]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o)
+            .contains("semantics knossos (initial 0, nil read = unknown, failed cas = ignored)"),
+        "{}",
+        stdout(&o)
+    );
+    let o = shakedown(&[path(&log), "--semantics", "etcd"]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    assert!(stdout(&o).contains("read → absent"), "{}", stdout(&o));
+    let o = shakedown(&[path(&log), "--nil-read", "absent"]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    assert!(
+        stdout(&o)
+            .contains("semantics custom (initial 0, nil read = absent, failed cas = ignored)"),
+        "{}",
+        stdout(&o)
+    );
+    let o = shakedown(&[path(&log), "--nil-read", "absent", "--initial", "nil"]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    // Porcupine's etcd log shape means etcd semantics: the failed cas is evidence the value
+    // differed from 1, which contradicts the write of 1 before it.
+    let pl = data("histories/porcupine-etcd-shape.log");
+    let o = shakedown(&[path(&pl), "--json"]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["details"]["semantics"]["preset"], "etcd");
+    assert_eq!(v["details"]["semantics"]["failed_cas"], "evidence");
+    assert_eq!(v["details"]["format"], "jepsen-log");
+    let o = shakedown(&[path(&pl), "--failed-cas", "ignored"]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    let o = shakedown(&[path(&pl), "--semantics", "knossos"]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    let o = shakedown(&[path(&pl), "--initial", "[1]"]);
+    assert_eq!(code(&o), 3);
+    assert!(stderr(&o).contains("--initial [1]"), "{}", stderr(&o));
+    // Our JSONL: etcd.
+    let o = shakedown(&[path(&data("histories/run-valid"))]);
+    assert!(stdout(&o).contains("semantics etcd"), "{}", stdout(&o));
+}
+
+#[test]
+fn history_txt_and_json_arrays_are_detected() {
+    let o = shakedown(&[path(&data("histories/history.txt"))]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("history-txt history, 9 events"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stdout(&o).contains("cannot linearize op 7"),
+        "{}",
+        stdout(&o)
+    );
+
+    let o = shakedown(&[path(&data("histories/elle-cas.json"))]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("json history, 7 events"),
+        "{}",
+        stdout(&o)
+    );
+    // The nemesis op with :f :read is ignored, and said so with a count.
+    assert!(
+        stderr(&o).contains("ignored 1 nemesis op(s) that carry client functions (read ×1)"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = shakedown(&[path(&data("histories/elle-cas.json")), "--json"]);
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["details"]["ignored_nemesis_ops"]["read"], 1);
+
+    // A broken element is named by line and array position.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("bad.json");
+    std::fs::write(
+        &f,
+        "[{\"process\":0,\"type\":\"invoke\",\"f\":\"read\",\"value\":null},\n {\"process\":0,\"type\":\"done\",\"f\":\"read\"}]",
+    )
+    .unwrap();
+    let o = shakedown(&[path(&f)]);
+    assert_eq!(code(&o), 3);
+    assert!(
+        stderr(&o).contains("bad.json:2: array element 1:"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn porcupine_kv_keys_start_as_the_empty_string() {
+    let o = shakedown(&[path(&data("histories/porcupine-kv-empty.txt"))]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("semantics porcupine (keys start as \"\")"));
+}
+
+#[test]
+fn independent_tuples_work_for_set_and_counter() {
+    let o = shakedown(&[path(&data("histories/independent-set.edn"))]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("independent keys; model set"), "{out}");
+    assert!(out.contains("key b: cannot linearize op 6"), "{out}");
+    assert!(out.contains("add \"x\""), "{out}");
+    // A counter key never added to reads nil = 0.
+    let o = shakedown(&[path(&data("histories/independent-counter.edn"))]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("model counter"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("2 parts"), "{}", stdout(&o));
+    // Counters stay numeric: a string delta is an error naming the op.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("c.edn");
+    std::fs::write(
+        &f,
+        "{:process 0 :type :invoke :f :add :value \"2\"}\n{:process 0 :type :ok :f :add :value \"2\"}\n",
+    )
+    .unwrap();
+    let o = shakedown(&[path(&f), "--model", "counter"]);
+    assert_eq!(code(&o), 3);
+    assert!(
+        stderr(&o).contains("op 0 (process 0 add): expected an integer delta, got \"2\""),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn never_a_verdict_from_nothing() {
+    let o = shakedown(&[path(&data("histories/nemesis-only.jsonl"))]);
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("unknown: no client ops"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(stdout(&o).contains("verdict: unknown"));
+    let o = shakedown(&[path(&data("histories/nemesis-only.jsonl")), "--json"]);
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["verdict"], "unknown");
+    assert_eq!(v["details"]["verdict"], "unknown");
+
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.jsonl");
+    std::fs::write(&empty, "\n\n").unwrap();
+    let o = shakedown(&[path(&empty)]);
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+
+    // Every client op failed: the checker looked at all of it and nothing happened, which is
+    // valid (as Knossos says); only a history without client ops has nothing to check.
+    let failed = dir.path().join("failed.jsonl");
+    std::fs::write(
+        &failed,
+        "{\"type\":\"invoke\",\"process\":0,\"f\":\"write\",\"value\":1}\n{\"type\":\"fail\",\"process\":0,\"f\":\"write\",\"value\":1,\"error\":\"refused\"}\n",
+    )
+    .unwrap();
+    let o = shakedown(&[path(&failed)]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+
+    let o = shakedown(&[path(&data("histories/not-ops.jsonl"))]);
+    assert_eq!(code(&o), 3);
+    assert!(
+        stderr(&o).contains("not-ops.jsonl:1: expected a JSON op object: missing field"),
+        "{}",
+        stderr(&o)
+    );
+    let o = shakedown(&[path(&data("histories/torn-only.jsonl"))]);
+    assert_eq!(code(&o), 3);
+    assert!(stderr(&o).contains("torn-only.jsonl:1:"), "{}", stderr(&o));
+
+    // A JSON array read as JSONL is an error that says what to do, never "valid: 0 ops".
+    let o = shakedown(&[path(&data("histories/elle-cas.json")), "--format", "jsonl"]);
+    assert_eq!(code(&o), 3, "{}", stdout(&o));
+    assert!(stderr(&o).contains("--format json"), "{}", stderr(&o));
+    let one_line = dir.path().join("one.jsonl");
+    std::fs::write(
+        &one_line,
+        "[{\"process\":0,\"type\":\"invoke\",\"f\":\"read\"},{\"process\":0,\"type\":\"ok\",\"f\":\"read\",\"value\":null}]",
+    )
+    .unwrap();
+    let o = shakedown(&[path(&one_line), "--format", "jsonl"]);
+    assert_eq!(code(&o), 3, "{}", stdout(&o));
+    assert!(!stdout(&o).contains("valid"), "{}", stdout(&o));
+}
+
+#[test]
+fn two_open_invokes_are_an_error_naming_both_ops() {
+    let o = shakedown(&[path(&data("histories/two-open-invokes.edn"))]);
+    assert_eq!(code(&o), 3);
+    assert!(
+        stderr(&o).contains("ill-formed history: process 0 invoked op 1 (write 2) while op 0 (write 1) was still open"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn several_files_and_directories_give_one_line_each_and_the_worst_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("reports/etcd/20240101T000000");
+    std::fs::create_dir_all(&runs).unwrap();
+    std::fs::copy(
+        data("histories/run-valid/history.jsonl"),
+        runs.join("history.jsonl"),
+    )
+    .unwrap();
+    std::fs::write(runs.join("faults.jsonl"), "").unwrap();
+    std::os::unix::fs::symlink("20240101T000000", dir.path().join("reports/etcd/latest")).unwrap();
+    std::fs::copy(
+        data("histories/nemesis-only.jsonl"),
+        dir.path().join("reports/empty.jsonl"),
+    )
+    .unwrap();
+    let reports = dir.path().join("reports");
+
+    // valid + unknown → 2; the run is listed once although `latest` points at it.
+    let o = shakedown(&[path(&reports)]);
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert_eq!(out.matches("history.jsonl: valid").count(), 1, "{out}");
+    assert!(out.contains("empty.jsonl: unknown"), "{out}");
+    assert!(
+        out.contains("checked 2 files: 1 valid, 0 invalid, 1 unknown, 0 unreadable"),
+        "{out}"
+    );
+
+    // + an unreadable file → 3.
+    let o = shakedown(&[path(&reports), path(&data("histories/not-ops.jsonl"))]);
+    assert_eq!(code(&o), 3, "{}", stdout(&o));
+    assert!(stdout(&o).contains("error: "), "{}", stdout(&o));
+    // + an invalid file → 1, whatever else.
+    let o = shakedown(&[
+        path(&reports),
+        path(&data("histories/not-ops.jsonl")),
+        path(&data("histories/bad-register.jsonl")),
+        "--json",
+    ]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["verdict"], "invalid");
+    assert_eq!(v["counts"]["errors"], 1);
+    assert_eq!(v["files"].as_array().unwrap().len(), 4);
+    // Valid files only → 0.
+    let o = shakedown(&[
+        path(&data("histories/run-valid")),
+        path(&data("histories/porcupine-kv.txt")),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    // A page needs one history.
+    let o = shakedown(&[path(&reports), "--html", "/tmp/never-written.html"]);
+    assert_eq!(code(&o), 3);
+    assert!(stderr(&o).contains("exactly one"), "{}", stderr(&o));
+    // A directory without histories.
+    let none = dir.path().join("none");
+    std::fs::create_dir_all(&none).unwrap();
+    let o = shakedown(&[path(&none), path(&data("histories/run-valid"))]);
+    assert_eq!(code(&o), 3, "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("no run directories or history files"),
+        "{}",
+        stdout(&o)
     );
 }

@@ -91,7 +91,7 @@ fn rethink_fail_minimal_witness_names_the_impossible_read() {
 #[test]
 fn multi_register_good_history_is_linearizable() {
     for f in files("multi-register/good") {
-        check(&f, &MultiRegisterModel { initial: 0 }, Verdict::Valid);
+        check(&f, &MultiRegisterModel::new(0), Verdict::Valid);
     }
 }
 
@@ -189,7 +189,7 @@ fn brute_force_valid(h: &History) -> bool {
         m: &RegisterModel,
         ops: &[(usize, Option<usize>, RegisterOp)],
         done: &mut Vec<bool>,
-        s: Option<i64>,
+        s: Option<shakedown::model::Scalar>,
     ) -> bool {
         if ops
             .iter()

@@ -1082,7 +1082,7 @@ mod tests {
         let r = check_history(&cas(), &h, &LinearConfig::default());
         assert_eq!(r.verdict, Verdict::Unknown);
         assert!(r.reason.unwrap().contains("no open invoke"));
-        let h = History::from_ops(vec![op(OpType::Invoke, 0, "write", json!("x"))]);
+        let h = History::from_ops(vec![op(OpType::Invoke, 0, "write", json!(null))]);
         let r = check_history(&cas(), &h, &LinearConfig::default());
         assert_eq!(r.verdict, Verdict::Unknown);
         assert!(r.reason.unwrap().contains("op 0"));

@@ -724,7 +724,7 @@ mod tests {
             minimize_time_limit: Some(Duration::from_millis(200)),
             ..LinearConfig::default()
         };
-        let r = check_history(&KvModel, &h, &cfg);
+        let r = check_history(&KvModel::default(), &h, &cfg);
         assert_eq!(
             r.parts
                 .iter()

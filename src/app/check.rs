@@ -1,0 +1,477 @@
+//! `shakedown check`: check histories offline — one file (detailed output), or several files and
+//! directories of run directories and history files (one line per file), in one process.
+//!
+//! Owns reading the `check` arguments into model options (semantics preset per input shape,
+//! individual overrides), the "never a verdict from nothing" rule (no client ops is unknown; a
+//! history whose client ops all failed or only read unknown values was looked at in full and keeps
+//! its verdict, as Knossos gives it), the warning about nemesis ops that carry client functions, the
+//! text and JSON output, and the exit code over several files. Does not own reading formats
+//! (`import`), the models (`model`) or the search (`checker::linear`).
+//!
+//! Exit code over several files: invalid (1) if any file is invalid; else 3 if any file could not
+//! be read or interpreted (an unreadable file must not hide behind a green exit); else unknown (2)
+//! if any file is unknown; else valid (0).
+
+use super::{
+    LoadedHistory, check_linear_with, default_model_for, linear_check_result, load_history,
+};
+use crate::checker::linear::LinearResult;
+use crate::checker::witness_html::render_witness_html;
+use crate::checker::{CheckResult, Verdict};
+use crate::cli::{CheckArgs, EXIT_RUNTIME, EXIT_USAGE, FailedCasArg, NilReadArg};
+use crate::import::InputFormat;
+use crate::model::ModelOptions;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How deep `check DIR` looks for run directories and history files.
+const MAX_DIR_DEPTH: usize = 4;
+
+/// The arguments every file is checked with.
+struct Settings {
+    independent: Option<bool>,
+    version_source: Option<crate::checker::session::VersionSource>,
+    initial: Option<Option<Value>>,
+    time_limit: Duration,
+}
+
+/// What checking one file gave.
+struct FileCheck {
+    loaded: LoadedHistory,
+    model: String,
+    options: ModelOptions,
+    result: LinearResult,
+    session: Option<CheckResult>,
+    verdict: Verdict,
+    /// Why the verdict is unknown although nothing was wrong: there was nothing to check.
+    nothing_checked: Option<String>,
+    /// Nemesis ops carrying client functions, per function (ignored, warned about).
+    nemesis_client_ops: BTreeMap<String, usize>,
+}
+
+/// `--initial`: `nil` (absent), a JSON scalar (`0`, `"x"`, `true`), a keyword (`:x` → `"x"`), or
+/// bare text. Arrays and objects are refused.
+fn parse_initial(s: &str) -> Result<Option<Value>, String> {
+    match s.trim() {
+        "nil" | "null" => Ok(None),
+        t => match serde_json::from_str::<Value>(t) {
+            Ok(Value::Null) => Ok(None),
+            Ok(Value::Array(_) | Value::Object(_)) => Err(format!(
+                "--initial {t}: expected nil or a number, string or boolean"
+            )),
+            Ok(v) => Ok(Some(v)),
+            Err(_) => Ok(Some(Value::String(
+                t.strip_prefix(':').unwrap_or(t).to_string(),
+            ))),
+        },
+    }
+}
+
+/// The model options for one input: its shape's default preset unless `--semantics` names one,
+/// then the individual overrides; kv keys start as `""` for Porcupine input.
+fn model_options(args: &CheckArgs, settings: &Settings, loaded: &LoadedHistory) -> ModelOptions {
+    let preset = args.semantics.map_or(loaded.semantics, Into::into);
+    let mut o = ModelOptions::preset(preset);
+    if let Some(initial) = &settings.initial {
+        o.register.initial = initial.clone();
+    }
+    if let Some(n) = args.nil_read {
+        o.register.nil_read_is_unknown = n == NilReadArg::Unknown;
+    }
+    if let Some(f) = args.failed_cas {
+        o.register.cas_mismatch_is_evidence = f == FailedCasArg::Evidence;
+    }
+    o.kv.missing_is_empty = loaded.format == InputFormat::Porcupine;
+    o
+}
+
+/// Load and check one history. `Err` is an input error (unreadable, malformed, ill-formed, or not
+/// interpretable by the model), with the file named.
+fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<FileCheck, String> {
+    let loaded = load_history(path, &args.format, settings.independent)?;
+    let history = &loaded.history;
+    let model = match args.model.as_str() {
+        "auto" => default_model_for(loaded.format, history),
+        m => m,
+    }
+    .to_string();
+    let options = model_options(args, settings, &loaded);
+    let result = check_linear_with(&model, history, &options, settings.time_limit)?;
+    if let Some(reason) = &result.reason {
+        // The history could not be interpreted for this model at all: malformed input.
+        return Err(format!("{}: {reason}", path.display()));
+    }
+    let session = args.session.then(|| {
+        use crate::checker::Checker;
+        crate::checker::session::SessionChecker::new(crate::checker::session::SessionConfig {
+            source: settings.version_source,
+            ..Default::default()
+        })
+        .check(history)
+    });
+    let clients = history.ops.iter().filter(|o| o.is_client()).count();
+    let nothing_checked = if clients == 0 {
+        Some(format!(
+            "no client ops in the history ({} events, none from a client process): nothing to check",
+            history.ops.len()
+        ))
+    } else {
+        None
+    };
+    let linear = if nothing_checked.is_some() {
+        Verdict::Unknown
+    } else {
+        result.verdict
+    };
+    let verdict = match &session {
+        Some(s) => linear.merge(s.verdict),
+        None => linear,
+    };
+    Ok(FileCheck {
+        nemesis_client_ops: crate::import::nemesis_client_ops(history),
+        loaded,
+        model,
+        options,
+        result,
+        session,
+        verdict,
+        nothing_checked,
+    })
+}
+
+impl FileCheck {
+    /// The linearizability result as a generic checker result, with the input's format and the
+    /// semantics used in its details, and the "nothing checked" verdict applied.
+    fn generic(&self) -> CheckResult {
+        let mut g = linear_check_result(&self.result);
+        if let Value::Object(d) = &mut g.details {
+            d.insert("format".into(), self.loaded.format.name().into());
+            d.insert("semantics".into(), self.options.to_json(&self.model));
+            if !self.nemesis_client_ops.is_empty() {
+                d.insert("ignored_nemesis_ops".into(), json!(self.nemesis_client_ops));
+            }
+        }
+        if let Some(reason) = &self.nothing_checked {
+            g.verdict = Verdict::Unknown;
+            g.summary = format!("unknown: {reason}");
+            if let Value::Object(d) = &mut g.details {
+                d.insert("verdict".into(), json!(Verdict::Unknown));
+                d.insert("explanation".into(), g.summary.clone().into());
+                d.insert("unknown_reason".into(), reason.clone().into());
+            }
+        }
+        g
+    }
+
+    /// The JSON printed for this file: the generic result, or a run's results.json shape when the
+    /// session checker ran too.
+    fn json(&self) -> Value {
+        let generic = self.generic();
+        match &self.session {
+            Some(s) => crate::runner::results_json(self.verdict, &[generic, s.clone()]),
+            None => serde_json::to_value(&generic).unwrap_or_default(),
+        }
+    }
+
+    /// Warnings for the user: reading problems and ignored nemesis ops.
+    fn warnings(&self, path: &Path) -> Vec<String> {
+        let mut w = self.loaded.history.warnings.clone();
+        if !self.nemesis_client_ops.is_empty() {
+            let total: usize = self.nemesis_client_ops.values().sum();
+            let per_f: Vec<String> = self
+                .nemesis_client_ops
+                .iter()
+                .map(|(f, n)| format!("{f} ×{n}"))
+                .collect();
+            w.push(format!(
+                "{}: ignored {total} nemesis op(s) that carry client functions ({}): only client processes are checked",
+                path.display(),
+                per_f.join(", ")
+            ));
+        }
+        w
+    }
+
+    /// `jsonl history, 8 events; model cas-register; semantics etcd (…)`.
+    fn headline(&self) -> String {
+        let mut s = format!(
+            "{} history, {} events{}; model {}",
+            self.loaded.format.name(),
+            self.loaded.history.ops.len(),
+            if self.loaded.independent {
+                ", independent keys"
+            } else {
+                ""
+            },
+            self.model
+        );
+        if let Some(sem) = self.options.describe(&self.model) {
+            s.push_str(&format!("; semantics {sem}"));
+        }
+        s
+    }
+}
+
+fn write_output(path: &Path, what: &str, contents: &str) -> Result<(), String> {
+    std::fs::write(path, contents)
+        .map_err(|e| format!("could not write the {what} to {}: {e}", path.display()))
+}
+
+/// The histories the arguments name: files as given, run directories as their history, other
+/// directories expanded. `Err` for a directory holding no history.
+fn expand(paths: &[PathBuf]) -> Vec<(PathBuf, Result<(), String>)> {
+    let mut out = Vec::new();
+    for p in paths {
+        if !p.is_dir() {
+            out.push((p.clone(), Ok(())));
+            continue;
+        }
+        match crate::store::histories_under(p, MAX_DIR_DEPTH) {
+            Ok(found) if found.is_empty() => out.push((
+                p.clone(),
+                Err(format!(
+                    "{}: no run directories or history files (.jsonl .json .edn .log .txt) found",
+                    p.display()
+                )),
+            )),
+            Ok(found) => out.extend(found.into_iter().map(|f| (f, Ok(())))),
+            Err(e) => out.push((p.clone(), Err(e.to_string()))),
+        }
+    }
+    out
+}
+
+/// `shakedown check`.
+pub fn check(args: CheckArgs) -> i32 {
+    if !(args.time_limit.is_finite() && args.time_limit > 0.0) {
+        eprintln!(
+            "error: --time-limit {}: expected a positive number of seconds",
+            args.time_limit
+        );
+        return EXIT_USAGE;
+    }
+    let version_source = match args.version_source.as_str() {
+        "auto" => None,
+        s => match s.parse::<crate::checker::session::VersionSource>() {
+            Ok(v) => Some(v),
+            Err(e) => {
+                eprintln!("error: --version-source {s:?}: {e}");
+                return EXIT_USAGE;
+            }
+        },
+    };
+    if let Err(e) = InputFormat::from_arg(&args.format) {
+        eprintln!("error: {e}");
+        return EXIT_USAGE;
+    }
+    if args.model != "auto"
+        && let Err(e) = check_linear_with(
+            &args.model,
+            &crate::history::History::default(),
+            &ModelOptions::preset(crate::model::SemanticsPreset::Etcd),
+            Duration::from_secs(1),
+        )
+    {
+        eprintln!("error: {e}");
+        return EXIT_USAGE;
+    }
+    let initial = match args.initial.as_deref().map(parse_initial).transpose() {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let settings = Settings {
+        independent: match (args.independent, args.no_independent) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        },
+        version_source,
+        initial,
+        time_limit: Duration::from_secs_f64(args.time_limit),
+    };
+    let single = args.paths.len() == 1
+        && (!args.paths[0].is_dir() || args.paths[0].join(crate::store::HISTORY_FILE).is_file());
+    if single {
+        return check_single(&args.paths[0], &args, &settings);
+    }
+    if args.html.is_some() || args.export_edn.is_some() {
+        eprintln!("error: --html and --export-edn need exactly one history file or run directory");
+        return EXIT_USAGE;
+    }
+    check_many(&args, &settings)
+}
+
+/// One history: detailed output, as `check FILE` always printed.
+fn check_single(path: &Path, args: &CheckArgs, settings: &Settings) -> i32 {
+    let fc = match check_file(path, args, settings) {
+        Ok(fc) => fc,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    for w in fc.warnings(path) {
+        eprintln!("warning: {w}");
+    }
+    let history = &fc.loaded.history;
+    if let Some(out) = &args.export_edn
+        && let Err(e) = write_output(out, "EDN export", &crate::edn::write_edn(history))
+    {
+        eprintln!("error: {e}");
+        return EXIT_RUNTIME;
+    }
+    if let Some(out) = &args.html {
+        let page = render_witness_html(&fc.result, history);
+        if let Err(e) = write_output(out, "HTML page", &page) {
+            eprintln!("error: {e}");
+            return EXIT_RUNTIME;
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string(&fc.json()).unwrap_or_default());
+    } else {
+        println!("{}", fc.headline());
+        match &fc.nothing_checked {
+            Some(reason) => println!("unknown: {reason}"),
+            None => println!("{}", fc.result.explain().trim_end()),
+        }
+        if let Some(out) = &args.html {
+            println!("html: {}", out.display());
+        }
+        if let Some(s) = &fc.session {
+            println!("session: {} — {}", s.verdict, s.summary);
+            for w in session_witnesses(&s.details, 5) {
+                println!("  {w}");
+            }
+        }
+        println!("verdict: {}", fc.verdict);
+    }
+    fc.verdict.exit_code()
+}
+
+/// Several histories: one line per file, a count, and the worst exit code (see the module doc).
+fn check_many(args: &CheckArgs, settings: &Settings) -> i32 {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut files = Vec::new();
+    let mut worst: Option<Verdict> = None;
+    let mut errors = 0usize;
+    for (path, listed) in expand(&args.paths) {
+        let outcome = listed.and_then(|()| check_file(&path, args, settings));
+        match outcome {
+            Ok(fc) => {
+                for w in fc.warnings(&path) {
+                    eprintln!("warning: {w}");
+                }
+                *counts.entry(fc.verdict.to_string()).or_insert(0) += 1;
+                worst = Some(worst.map_or(fc.verdict, |w| w.merge(fc.verdict)));
+                if args.json {
+                    files.push(json!({
+                        "path": path.display().to_string(),
+                        "verdict": fc.verdict,
+                        "result": fc.json(),
+                    }));
+                } else {
+                    let summary = match &fc.nothing_checked {
+                        Some(r) => format!("unknown: {r}"),
+                        None => fc.result.summary(),
+                    };
+                    let semantics = match fc.options.to_json(&fc.model)["preset"].as_str() {
+                        Some(p) => format!(" ({p} semantics)"),
+                        None => String::new(),
+                    };
+                    println!(
+                        "{}: {} — {}, {}{semantics}: {summary}",
+                        path.display(),
+                        fc.verdict,
+                        fc.loaded.format.name(),
+                        fc.model
+                    );
+                }
+            }
+            Err(e) => {
+                errors += 1;
+                if args.json {
+                    files.push(json!({ "path": path.display().to_string(), "error": e }));
+                } else {
+                    println!("error: {e}");
+                }
+            }
+        }
+    }
+    let code = match worst {
+        Some(Verdict::Invalid) => Verdict::Invalid.exit_code(),
+        _ if errors > 0 => EXIT_USAGE,
+        Some(v) => v.exit_code(),
+        None => EXIT_USAGE,
+    };
+    let total = counts.values().sum::<usize>() + errors;
+    if args.json {
+        let out = json!({
+            "verdict": worst,
+            "exit_code": code,
+            "files": files,
+            "counts": {
+                "valid": counts.get("valid").copied().unwrap_or(0),
+                "invalid": counts.get("invalid").copied().unwrap_or(0),
+                "unknown": counts.get("unknown").copied().unwrap_or(0),
+                "errors": errors,
+            },
+        });
+        println!("{}", serde_json::to_string(&out).unwrap_or_default());
+    } else {
+        println!(
+            "checked {total} files: {} valid, {} invalid, {} unknown, {errors} unreadable",
+            counts.get("valid").copied().unwrap_or(0),
+            counts.get("invalid").copied().unwrap_or(0),
+            counts.get("unknown").copied().unwrap_or(0),
+        );
+        match worst {
+            Some(v) if errors == 0 => println!("verdict: {v}"),
+            Some(v) => println!("verdict: {v} ({errors} files unreadable)"),
+            None => println!("verdict: none (no file could be checked)"),
+        }
+    }
+    code
+}
+
+/// Up to `per_guarantee` witness texts per violated guarantee from a session result's details
+/// (`guarantees: [{guarantee, witnesses: [{witness, ..}]}]`).
+fn session_witnesses(details: &Value, per_guarantee: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for g in details["guarantees"].as_array().into_iter().flatten() {
+        let name = g["guarantee"].as_str().unwrap_or("?");
+        for w in g["witnesses"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .take(per_guarantee)
+        {
+            if let Some(text) = w["witness"].as_str() {
+                out.push(format!("{name}: {text}"));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn initial_values_parse_as_json_keywords_or_text() {
+        assert_eq!(parse_initial("nil"), Ok(None));
+        assert_eq!(parse_initial("null"), Ok(None));
+        assert_eq!(parse_initial("0"), Ok(Some(json!(0))));
+        assert_eq!(parse_initial("\"x\""), Ok(Some(json!("x"))));
+        assert_eq!(parse_initial(":x"), Ok(Some(json!("x"))));
+        assert_eq!(parse_initial("hello"), Ok(Some(json!("hello"))));
+        assert!(parse_initial("[1]").unwrap_err().contains("--initial [1]"));
+    }
+}
