@@ -25,7 +25,14 @@ fn main() -> ExitCode {
         .init();
     let code = match cli.command {
         Command::Run(args) => shakedown::app::run(*args),
-        Command::Check(args) => shakedown::app::check(args),
+        Command::Check(args) => {
+            // `check … | head`: end quietly when the reader goes away, like other filters. Only
+            // for check, which changes nothing: a run or heal must never die half-way from a
+            // closed pipe (its prints fail instead, and it still heals).
+            // SAFETY: restoring the default disposition of SIGPIPE before any thread writes.
+            unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+            shakedown::app::check(args)
+        }
         Command::Sandbox(s) => match s.sandbox.to_config() {
             Err(e) => {
                 eprintln!("error: {e}");
