@@ -29,3 +29,4 @@ pub mod spec;
 pub mod store;
 pub mod summary;
 pub mod system;
+pub mod systems;

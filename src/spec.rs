@@ -509,14 +509,17 @@ fn key_line(text: &str, fault: Option<usize>, key: &str) -> Option<usize> {
 }
 
 /// `label:line` when the line is known, else `label`.
-fn at(label: &str, line: Option<usize>) -> String {
+pub(crate) fn at(label: &str, line: Option<usize>) -> String {
     match line {
         Some(l) => format!("{label}:{l}"),
         None => label.to_string(),
     }
 }
 
-fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, label: &str) -> Result<T, ConfigError> {
+pub(crate) fn parse_toml<T: serde::de::DeserializeOwned>(
+    text: &str,
+    label: &str,
+) -> Result<T, ConfigError> {
     toml::from_str(text).map_err(|e| {
         let span_line = e
             .span()

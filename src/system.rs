@@ -38,6 +38,9 @@ pub trait System: Db {
     fn to_arc(&self) -> Arc<dyn System>;
     /// This system as a plain `Db` (for the nemesis and cleanup).
     fn to_db(&self) -> Arc<dyn Db>;
+    /// The run's directory for client-side logs (external systems' client stderr); once, before
+    /// the first `client` call. Built-in clients log nothing locally.
+    fn attach_client_logs(&self, _dir: &std::path::Path) {}
 }
 
 /// The system `cfg` selects.

@@ -1,0 +1,500 @@
+//! An external system's `Db`: the spec's per-node commands run over SSH, and the abilities the
+//! given commands make possible (`kill` + `start` → Kill, `pause` + `resume` → Pause,
+//! `primaries` → Primaries, `promote` → Promote).
+//!
+//! Owns building each command with `Cmd` (the spec's script is constant text run by `sh -c`;
+//! node name, index, node list, data dir and options arrive as positional parameters, never
+//! spliced into the script), installing the spec's packages, uploading its files, the setup
+//! order, polling `ready`, and error messages naming the node and the command. Does not own
+//! parsing the spec (`spec`) or clients (`client`).
+
+use super::spec::{CommandKind, ExternalConfig};
+use crate::config::Node;
+use crate::control::{Cmd, ExecOutput, Remote};
+use crate::db::{Db, DbError, Kill, Pause, Primaries, Promote};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Installs the Debian packages given as `$1…` that are not installed yet.
+const INSTALL_PACKAGES_SCRIPT: &str = r#"missing=""
+for p in "$@"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+export DEBIAN_FRONTEND=noninteractive
+# Package names are validated by the spec parser: splitting $missing on spaces is safe.
+apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends $missing >/dev/null
+"#;
+
+/// Prints the installed version of package `$1`.
+const PACKAGE_VERSION_SCRIPT: &str = r#"dpkg-query -W -f='${Version}' "$1""#;
+
+/// Creates the data directory `$1`.
+const MKDIR_SCRIPT: &str = r#"mkdir -p "$1""#;
+
+/// How long package installation and the spec's `install` command may take.
+const INSTALL_TIMEOUT_MS: u64 = 600_000;
+/// Pause between two `ready` polls.
+const READY_POLL: Duration = Duration::from_millis(500);
+/// Timeout of one `primaries` command (asked during faults: keep it short).
+const PRIMARIES_TIMEOUT_MS: u64 = 10_000;
+
+/// An external system's DB side.
+#[derive(Clone)]
+pub struct ExternalDb {
+    /// The spec and option values.
+    pub cfg: Arc<ExternalConfig>,
+    /// The cluster of the last setup: commands that the `Db` traits call without the node list
+    /// (stop, kill, pause, resume) still get `$2` and `$3` from it.
+    cluster: Arc<Mutex<Vec<Node>>>,
+}
+
+impl ExternalDb {
+    /// The DB side of `cfg`.
+    pub fn new(cfg: Arc<ExternalConfig>) -> ExternalDb {
+        ExternalDb {
+            cfg,
+            cluster: Arc::default(),
+        }
+    }
+
+    fn remember(&self, cluster: &[Node]) {
+        if let Ok(mut c) = self.cluster.lock() {
+            *c = cluster.to_vec();
+        }
+    }
+
+    fn known_cluster(&self) -> Vec<Node> {
+        self.cluster.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    /// Whether the spec gives `kind`.
+    pub fn has(&self, kind: CommandKind) -> bool {
+        self.cfg.spec.commands.contains_key(&kind)
+    }
+
+    /// The positional parameters of every command: `$1` node name, `$2` its 1-based index in
+    /// the node list, `$3` the node list (`name=host` separated by spaces), `$4` the data
+    /// directory, `$5…` the options as `key=value` in key order. `$2` and `$3` are empty
+    /// when the node list is not known (`shakedown heal` after a killed controller).
+    pub fn params(&self, node: &Node, cluster: &[Node]) -> Vec<String> {
+        let index = cluster
+            .iter()
+            .position(|n| n.name == node.name)
+            .map(|i| (i + 1).to_string())
+            .unwrap_or_default();
+        let list: Vec<String> = cluster
+            .iter()
+            .map(|n| format!("{}={}", n.name, n.host))
+            .collect();
+        let mut p = vec![
+            node.name.clone(),
+            index,
+            list.join(" "),
+            self.cfg.spec.data_dir.clone(),
+        ];
+        p.extend(self.cfg.options.iter().map(|(k, v)| format!("{k}={v}")));
+        p
+    }
+
+    /// The command `kind` for `node`, or `None` when the spec does not give it.
+    pub fn command(&self, kind: CommandKind, node: &Node, cluster: &[Node]) -> Option<Cmd> {
+        let script = self.cfg.spec.commands.get(&kind)?;
+        let timeout_ms = match kind {
+            CommandKind::Install => INSTALL_TIMEOUT_MS,
+            CommandKind::Primaries => PRIMARIES_TIMEOUT_MS,
+            _ => (self.cfg.spec.command_timeout_s * 1000.0) as u64,
+        };
+        // `sh -c SCRIPT NAME ARGS…`: the script is the spec's constant text, `$0` names the
+        // command in the shell's own messages, every value is one quoted argument.
+        Some(
+            Cmd::new("sh")
+                .arg("-c")
+                .arg(script.clone())
+                .arg(format!("{}-{}", self.cfg.spec.name, kind.as_str()))
+                .args(self.params(node, cluster))
+                .sudo(true)
+                .timeout_ms(timeout_ms),
+        )
+    }
+
+    /// Run `kind` on `node`; a non-zero exit is an error naming the node, the command and what
+    /// it printed. `Ok(None)` when the spec does not give `kind`.
+    fn run(
+        &self,
+        remote: &dyn Remote,
+        kind: CommandKind,
+        node: &Node,
+        cluster: &[Node],
+    ) -> Result<Option<ExecOutput>, DbError> {
+        let Some(cmd) = self.command(kind, node, cluster) else {
+            return Ok(None);
+        };
+        let out = remote.exec(&cmd)?;
+        if !out.success() {
+            return Err(DbError::Other {
+                node: node.name.clone(),
+                message: format!(
+                    "{} `{}` command failed ({}){}",
+                    self.cfg.spec.name,
+                    kind.as_str(),
+                    exit_words(&out),
+                    output_hint(&out)
+                ),
+            });
+        }
+        Ok(Some(out))
+    }
+
+    fn node_of(remote: &dyn Remote, cluster: &[Node]) -> Node {
+        cluster
+            .iter()
+            .find(|n| n.name == remote.node())
+            .cloned()
+            .unwrap_or_else(|| Node {
+                name: remote.node().to_string(),
+                host: String::new(),
+            })
+    }
+
+    /// Poll `ready` on `node` until it exits 0 or `ready_timeout_s` passes.
+    pub fn await_ready(
+        &self,
+        remote: &dyn Remote,
+        node: &Node,
+        cluster: &[Node],
+    ) -> Result<(), DbError> {
+        let started = Instant::now();
+        let limit = Duration::from_secs_f64(self.cfg.spec.ready_timeout_s);
+        loop {
+            let last = match self.run(remote, CommandKind::Ready, node, cluster) {
+                Ok(_) => return Ok(()),
+                Err(e) => e.to_string(),
+            };
+            if started.elapsed() >= limit {
+                return Err(DbError::NotReady {
+                    node: node.name.clone(),
+                    what: self.cfg.spec.name.clone(),
+                    waited_ms: started.elapsed().as_millis() as u64,
+                    detail: last,
+                });
+            }
+            std::thread::sleep(READY_POLL);
+        }
+    }
+}
+
+/// "exit status 3" / "killed by signal KILL".
+fn exit_words(out: &ExecOutput) -> String {
+    match &out.signal {
+        Some(sig) => format!("killed by signal {sig}"),
+        None => format!("exit status {}", out.status),
+    }
+}
+
+/// The last lines of stderr (else stdout), for an error message.
+fn output_hint(out: &ExecOutput) -> String {
+    let text = if out.stderr.trim().is_empty() {
+        &out.stdout
+    } else {
+        &out.stderr
+    };
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    let tail = lines[lines.len().saturating_sub(3)..].join(" | ");
+    let cut: String = tail.chars().take(400).collect();
+    format!(": {cut}")
+}
+
+impl Db for ExternalDb {
+    fn name(&self) -> &str {
+        &self.cfg.spec.name
+    }
+
+    fn install(&self, remote: &dyn Remote) -> Result<(), DbError> {
+        if self.cfg.spec.packages.is_empty() {
+            return Ok(());
+        }
+        let out = remote.exec(
+            &Cmd::script(INSTALL_PACKAGES_SCRIPT, self.cfg.spec.packages.clone())
+                .sudo(true)
+                .timeout_ms(INSTALL_TIMEOUT_MS),
+        )?;
+        if !out.success() {
+            return Err(DbError::Other {
+                node: remote.node().to_string(),
+                message: format!(
+                    "installing {} with apt-get failed ({}){}",
+                    self.cfg.spec.packages.join(" "),
+                    exit_words(&out),
+                    output_hint(&out)
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    fn setup(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
+        self.remember(cluster);
+        self.run(remote, CommandKind::Install, node, cluster)?;
+        // Whatever an earlier run left running goes first, then its data.
+        self.run(remote, CommandKind::Stop, node, cluster)?;
+        self.run(remote, CommandKind::Wipe, node, cluster)?;
+        remote.exec_ok(&Cmd::script(MKDIR_SCRIPT, [self.cfg.spec.data_dir.clone()]).sudo(true))?;
+        for f in &self.cfg.spec.files {
+            if let Some(parent) = std::path::Path::new(&f.dest).parent() {
+                remote.exec_ok(
+                    &Cmd::script(MKDIR_SCRIPT, [parent.display().to_string()]).sudo(true),
+                )?;
+            }
+            remote.upload(&f.contents, &f.dest, f.mode)?;
+        }
+        self.run(remote, CommandKind::Setup, node, cluster)?;
+        self.run(remote, CommandKind::Start, node, cluster)?;
+        Ok(())
+    }
+
+    fn teardown(&self, remote: &dyn Remote, node: &Node) -> Result<(), DbError> {
+        if self.has(CommandKind::Resume) {
+            // A paused server may not stop on a polite signal.
+            self.run(remote, CommandKind::Resume, node, &self.known_cluster())?;
+        }
+        self.run(remote, CommandKind::Stop, node, &self.known_cluster())?;
+        Ok(())
+    }
+
+    fn log_files(&self, _node: &Node) -> Vec<String> {
+        self.cfg.spec.logs.clone()
+    }
+
+    fn version(&self, remote: &dyn Remote) -> Option<String> {
+        let cluster = self.known_cluster();
+        let node = Self::node_of(remote, &cluster);
+        let out = match self.run(remote, CommandKind::Version, &node, &cluster) {
+            Ok(Some(out)) => out.stdout,
+            Ok(None) => {
+                let first = self.cfg.spec.packages.first()?;
+                remote
+                    .exec_ok(&Cmd::script(PACKAGE_VERSION_SCRIPT, [first.clone()]))
+                    .ok()
+                    .map(|v| format!("{first} {v}"))?
+            }
+            Err(_) => return None,
+        };
+        out.lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .map(String::from)
+    }
+
+    fn as_kill(&self) -> Option<&dyn Kill> {
+        self.has(CommandKind::Kill).then_some(self as &dyn Kill)
+    }
+
+    fn as_pause(&self) -> Option<&dyn Pause> {
+        (self.has(CommandKind::Pause) && self.has(CommandKind::Resume))
+            .then_some(self as &dyn Pause)
+    }
+
+    fn as_primaries(&self) -> Option<&dyn Primaries> {
+        self.has(CommandKind::Primaries)
+            .then_some(self as &dyn Primaries)
+    }
+
+    fn as_promote(&self) -> Option<&dyn Promote> {
+        self.has(CommandKind::Promote)
+            .then_some(self as &dyn Promote)
+    }
+}
+
+impl Kill for ExternalDb {
+    fn kill(&self, remote: &dyn Remote, node: &Node) -> Result<(), DbError> {
+        self.run(remote, CommandKind::Kill, node, &self.known_cluster())?;
+        Ok(())
+    }
+
+    fn start(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
+        self.run(remote, CommandKind::Start, node, cluster)?;
+        Ok(())
+    }
+}
+
+impl Pause for ExternalDb {
+    fn pause(&self, remote: &dyn Remote, node: &Node) -> Result<(), DbError> {
+        self.run(remote, CommandKind::Pause, node, &self.known_cluster())?;
+        Ok(())
+    }
+
+    fn resume(&self, remote: &dyn Remote, node: &Node) -> Result<(), DbError> {
+        self.run(remote, CommandKind::Resume, node, &self.known_cluster())?;
+        Ok(())
+    }
+}
+
+impl Primaries for ExternalDb {
+    /// Runs `primaries` on every node at once and takes the union of the node names they
+    /// print (a node typically prints its own name when it leads); names not in the cluster
+    /// are ignored. An error when no node answered or none named a primary.
+    fn primaries(
+        &self,
+        remotes: &[Arc<dyn Remote>],
+        nodes: &[Node],
+    ) -> Result<Vec<String>, DbError> {
+        let answers: Vec<Result<Option<ExecOutput>, DbError>> = std::thread::scope(|s| {
+            let handles: Vec<_> = remotes
+                .iter()
+                .zip(nodes)
+                .map(|(r, n)| {
+                    s.spawn(move || self.run(r.as_ref(), CommandKind::Primaries, n, nodes))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(DbError::Other {
+                            node: "?".into(),
+                            message: "primaries command panicked".into(),
+                        })
+                    })
+                })
+                .collect()
+        });
+        let mut names: Vec<String> = Vec::new();
+        let mut errors = Vec::new();
+        for a in answers {
+            match a {
+                Ok(Some(out)) => {
+                    for w in out.stdout.split_whitespace() {
+                        if nodes.iter().any(|n| n.name == w) && !names.iter().any(|x| x == w) {
+                            names.push(w.to_string());
+                        }
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => errors.push(e.to_string()),
+            }
+        }
+        if names.is_empty() {
+            let first = nodes.first().map(|n| n.name.clone()).unwrap_or_default();
+            return Err(DbError::Other {
+                node: first,
+                message: format!(
+                    "{}: no node named a primary{}",
+                    self.cfg.spec.name,
+                    if errors.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", errors.join("; "))
+                    }
+                ),
+            });
+        }
+        names.sort();
+        Ok(names)
+    }
+}
+
+impl Promote for ExternalDb {
+    fn candidates(&self, cluster: &[Node]) -> Vec<String> {
+        cluster.iter().map(|n| n.name.clone()).collect()
+    }
+
+    fn promote(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
+        self.run(remote, CommandKind::Promote, node, cluster)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::systems::external::spec::parse;
+    use std::path::Path;
+
+    fn db(extra: &str) -> ExternalDb {
+        let text = format!(
+            "name = \"toy\"\n[options.reads]\ndefault = \"plain\"\n[options.port]\ndefault = \"2181\"\n[commands]\nstart = \"echo \\\"$1\\\"\"\nstop = \"true\"\nready = \"true\"\n{extra}\n[client]\ncommand = [\"c\"]\n"
+        );
+        let spec = parse(&text, Path::new("toy.toml")).unwrap();
+        let options = spec
+            .options
+            .iter()
+            .map(|(k, o)| (k.clone(), o.default.clone()))
+            .collect();
+        ExternalDb::new(Arc::new(ExternalConfig {
+            arg: "toy.toml".into(),
+            spec,
+            options,
+        }))
+    }
+
+    fn nodes() -> Vec<Node> {
+        (1..=3)
+            .map(|i| Node {
+                name: format!("n{i}"),
+                host: format!("10.9.0.{i}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn values_reach_scripts_only_as_quoted_positional_parameters() {
+        let d = db("");
+        let n = nodes();
+        assert_eq!(
+            d.params(&n[1], &n),
+            vec![
+                "n2",
+                "2",
+                "n1=10.9.0.1 n2=10.9.0.2 n3=10.9.0.3",
+                "/tmp/shakedown-toy",
+                "port=2181",
+                "reads=plain"
+            ]
+        );
+        let shell = d.command(CommandKind::Start, &n[0], &n).unwrap().to_shell();
+        assert!(
+            shell.starts_with("sh -c 'echo \"$1\"' toy-start n1 1 'n1=10.9.0.1 n2=10.9.0.2 n3=10.9.0.3' /tmp/shakedown-toy"),
+            "{shell}"
+        );
+        // Run it: the script sees the node name as $1.
+        let out = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(&shell)
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "n1\n");
+        // Unknown node list (heal): index and list are empty, not wrong.
+        assert_eq!(d.params(&n[0], &[])[1..3], ["", ""]);
+    }
+
+    #[test]
+    fn abilities_follow_the_commands_given() {
+        let d = db("");
+        assert!(d.as_kill().is_none() && d.as_pause().is_none());
+        assert!(d.as_primaries().is_none() && d.as_promote().is_none());
+        assert!(
+            d.command(CommandKind::Kill, &nodes()[0], &nodes())
+                .is_none()
+        );
+        let d =
+            db("kill = \"x\"\npause = \"x\"\nresume = \"x\"\nprimaries = \"x\"\npromote = \"x\"");
+        assert!(d.as_kill().is_some() && d.as_pause().is_some());
+        assert!(d.as_primaries().is_some() && d.as_promote().is_some());
+    }
+
+    #[test]
+    fn failures_name_the_command_and_show_its_output() {
+        let out = ExecOutput {
+            status: 3,
+            signal: None,
+            stdout: String::new(),
+            stderr: "a\nb\n\nc\nd\n".into(),
+        };
+        assert_eq!(exit_words(&out), "exit status 3");
+        assert_eq!(output_hint(&out), ": b | c | d");
+    }
+}

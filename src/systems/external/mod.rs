@@ -1,0 +1,171 @@
+//! External systems: a database described by a TOML spec (`--db FILE.toml`, or `--db NAME` for
+//! `systems/NAME.toml`) instead of Rust code, driven by a client program in any language that
+//! speaks JSON lines over stdin/stdout (PROTOCOL.md).
+//!
+//! Owns the `System` of such a spec: its `Db` (`db`), its clients (`client`, one local process
+//! per worker thread) and what test.json records about it. Submodules: `spec` (parsing,
+//! file:line errors, `--db-opt`), `protocol` (message shapes, pure), `client` (process
+//! manager), `db` (per-node commands and abilities).
+
+pub mod client;
+pub mod db;
+pub mod protocol;
+pub mod spec;
+
+use crate::client::Client;
+use crate::config::{Node, TestConfig};
+use crate::control::Remote;
+use crate::db::{Db, DbError};
+use crate::system::System;
+use client::{Launch, ProtocolClient};
+use db::ExternalDb;
+use serde_json::{Value, json};
+use spec::{CommandKind, ExternalConfig};
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+/// An external system: the spec's commands on the nodes, the spec's client program locally.
+#[derive(Clone)]
+pub struct ExternalSystem {
+    db: ExternalDb,
+    /// Where each client thread's stderr goes (`logs/clients/` of the run), once known.
+    client_logs: Arc<OnceLock<PathBuf>>,
+}
+
+impl ExternalSystem {
+    /// The system `cfg` describes.
+    pub fn new(cfg: ExternalConfig) -> ExternalSystem {
+        ExternalSystem {
+            db: ExternalDb::new(Arc::new(cfg)),
+            client_logs: Arc::default(),
+        }
+    }
+
+    /// The spec and option values.
+    pub fn config(&self) -> &ExternalConfig {
+        &self.db.cfg
+    }
+
+    /// How worker thread `thread` runs its client.
+    pub fn launch(&self, thread: usize, nodes: &[Node], timeout_ms: u64, seed: u64) -> Launch {
+        let cfg = self.config();
+        let node = &nodes[thread % nodes.len()];
+        Launch {
+            argv: cfg.spec.client.clone(),
+            cwd: cfg.spec.dir.clone(),
+            init: protocol::Init {
+                thread,
+                node: node.name.clone(),
+                nodes: nodes.to_vec(),
+                options: cfg.options.clone(),
+                timeout_ms,
+                seed: seed.wrapping_add(1000 + thread as u64),
+            },
+            timeout_ms,
+            stderr_log: self
+                .client_logs
+                .get()
+                .map(|d| d.join(format!("thread-{thread}.log"))),
+        }
+    }
+}
+
+impl Db for ExternalSystem {
+    fn name(&self) -> &str {
+        self.db.name()
+    }
+    fn install(&self, remote: &dyn Remote) -> Result<(), DbError> {
+        self.db.install(remote)
+    }
+    fn setup(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
+        self.db.setup(remote, node, cluster)
+    }
+    fn teardown(&self, remote: &dyn Remote, node: &Node) -> Result<(), DbError> {
+        self.db.teardown(remote, node)
+    }
+    fn log_files(&self, node: &Node) -> Vec<String> {
+        self.db.log_files(node)
+    }
+    fn version(&self, remote: &dyn Remote) -> Option<String> {
+        self.db.version(remote)
+    }
+    fn as_kill(&self) -> Option<&dyn crate::db::Kill> {
+        self.db.as_kill()
+    }
+    fn as_pause(&self) -> Option<&dyn crate::db::Pause> {
+        self.db.as_pause()
+    }
+    fn as_primaries(&self) -> Option<&dyn crate::db::Primaries> {
+        self.db.as_primaries()
+    }
+    fn as_promote(&self) -> Option<&dyn crate::db::Promote> {
+        self.db.as_promote()
+    }
+}
+
+impl System for ExternalSystem {
+    fn await_ready(
+        &self,
+        remote: &dyn Remote,
+        node: &Node,
+        cluster: &[Node],
+    ) -> Result<(), DbError> {
+        self.db.await_ready(remote, node, cluster)
+    }
+
+    fn client(
+        &self,
+        cfg: &TestConfig,
+        thread: usize,
+        nodes: &[Node],
+    ) -> Result<Box<dyn Client>, String> {
+        if nodes.is_empty() {
+            return Err(format!("{}: no nodes for the clients", self.name()));
+        }
+        Ok(Box::new(ProtocolClient::new(self.launch(
+            thread,
+            nodes,
+            cfg.op_timeout_ms,
+            cfg.seed,
+        ))))
+    }
+
+    fn config_json(&self, _cluster: &[Node]) -> Value {
+        let cfg = self.config();
+        let abilities: Vec<&str> = [
+            (self.db.as_kill().is_some(), "kill"),
+            (self.db.as_pause().is_some(), "pause"),
+            (self.db.as_primaries().is_some(), "primaries"),
+            (self.db.as_promote().is_some(), "promote"),
+        ]
+        .into_iter()
+        .filter_map(|(has, name)| has.then_some(name))
+        .collect();
+        let commands: Vec<&str> = CommandKind::ALL
+            .into_iter()
+            .filter(|k| self.db.has(*k))
+            .map(CommandKind::as_str)
+            .collect();
+        json!({
+            "spec": cfg.spec.path.display().to_string(),
+            "packages": cfg.spec.packages,
+            "data_dir": cfg.spec.data_dir,
+            "options": cfg.options,
+            "commands": commands,
+            "abilities": abilities,
+            "client": cfg.spec.client,
+        })
+    }
+
+    fn to_arc(&self) -> Arc<dyn System> {
+        Arc::new(self.clone())
+    }
+
+    fn to_db(&self) -> Arc<dyn Db> {
+        Arc::new(self.clone())
+    }
+
+    fn attach_client_logs(&self, dir: &std::path::Path) {
+        let _ = self.client_logs.set(dir.to_path_buf());
+    }
+}

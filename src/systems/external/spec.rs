@@ -1,0 +1,733 @@
+//! The TOML spec of an external system (`systems/NAME.toml` or any `FILE.toml`): what it is
+//! called, which Debian packages and files it needs, its per-node commands, the logs to collect,
+//! its user options and the client program speaking the JSON-lines protocol.
+//!
+//! Owns parsing and validating a spec (every error names `file:line` and the field), resolving
+//! `--db NAME|FILE.toml` to a file, and applying `--db-opt key=value` to the spec's options.
+//! Does no remote IO and runs nothing: `db` turns the commands into `Cmd`s, `client` starts the
+//! client program. Reads only the spec file and the files it lists for upload.
+
+use crate::config::ConfigError;
+use crate::spec::{at, parse_toml};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+/// Folder of user-editable system specs, relative to the working directory.
+pub const SYSTEMS_DIR: &str = "systems";
+
+/// One per-node command of a spec. Which of them are given decides the system's abilities.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CommandKind {
+    /// First step of every setup (idempotent: install what the packages do not bring).
+    Install,
+    /// After `wipe` and the file uploads: write config files, create users.
+    Setup,
+    /// Start the node's server in the background (required; also restarts after `kill`).
+    Start,
+    /// Stop the node's server (required; must succeed when nothing runs).
+    Stop,
+    /// SIGKILL the node's server (with `start`: the kill ability).
+    Kill,
+    /// SIGSTOP the node's server (with `resume`: the pause ability).
+    Pause,
+    /// SIGCONT the node's server.
+    Resume,
+    /// Remove the data of earlier runs (before the uploads and `setup`).
+    Wipe,
+    /// Exit 0 when the node serves clients (required; polled).
+    Ready,
+    /// Print the names of the nodes this node believes lead (the primaries ability).
+    Primaries,
+    /// Make this node the primary (the promote ability).
+    Promote,
+    /// Print the system's version (first line is recorded in test.json).
+    Version,
+}
+
+impl CommandKind {
+    /// Every command, in the order the spec documents them.
+    pub const ALL: [CommandKind; 12] = [
+        CommandKind::Install,
+        CommandKind::Setup,
+        CommandKind::Start,
+        CommandKind::Stop,
+        CommandKind::Kill,
+        CommandKind::Pause,
+        CommandKind::Resume,
+        CommandKind::Wipe,
+        CommandKind::Ready,
+        CommandKind::Primaries,
+        CommandKind::Promote,
+        CommandKind::Version,
+    ];
+
+    /// The key in `[commands]`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CommandKind::Install => "install",
+            CommandKind::Setup => "setup",
+            CommandKind::Start => "start",
+            CommandKind::Stop => "stop",
+            CommandKind::Kill => "kill",
+            CommandKind::Pause => "pause",
+            CommandKind::Resume => "resume",
+            CommandKind::Wipe => "wipe",
+            CommandKind::Ready => "ready",
+            CommandKind::Primaries => "primaries",
+            CommandKind::Promote => "promote",
+            CommandKind::Version => "version",
+        }
+    }
+}
+
+/// A file uploaded to every node at setup (after `wipe`, before `setup`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpecFile {
+    /// Absolute path on the node.
+    pub dest: String,
+    /// Permission bits.
+    pub mode: u32,
+    /// The file's bytes, read when the spec is loaded.
+    pub contents: Vec<u8>,
+}
+
+/// A user option of the spec, set with `--db-opt key=value`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct OptionSpec {
+    /// Value when `--db-opt` does not set it.
+    pub default: String,
+    /// The values accepted; empty = any value.
+    pub allowed: Vec<String>,
+    /// What it does, for error messages.
+    pub help: String,
+}
+
+/// A validated system spec.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExternalSpec {
+    /// The system's name (test names, messages, test.json).
+    pub name: String,
+    /// The spec file.
+    pub path: PathBuf,
+    /// The spec's folder: relative `files` sources and the client's working directory.
+    pub dir: PathBuf,
+    /// Debian packages installed on every node when missing.
+    pub packages: Vec<String>,
+    /// Data directory on each node (`$4` of every command).
+    pub data_dir: String,
+    /// Absolute log paths on each node, downloaded after the run.
+    pub logs: Vec<String>,
+    /// Files uploaded to every node.
+    pub files: Vec<SpecFile>,
+    /// User options, by key.
+    pub options: BTreeMap<String, OptionSpec>,
+    /// The scripts given, by command.
+    pub commands: BTreeMap<CommandKind, String>,
+    /// The client program and its arguments (run locally, in `dir`).
+    pub client: Vec<String>,
+    /// How long `ready` is polled before setup fails.
+    pub ready_timeout_s: f64,
+    /// Timeout of each remote command except `install`.
+    pub command_timeout_s: f64,
+}
+
+/// A spec plus the option values a run uses.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExternalConfig {
+    /// `--db` as the user gave it (for the rerun command).
+    pub arg: String,
+    /// The spec.
+    pub spec: ExternalSpec,
+    /// Every option's value (defaults filled in).
+    pub options: BTreeMap<String, String>,
+}
+
+impl ExternalConfig {
+    /// `--db-opt key=value` flags for the options that differ from their defaults.
+    pub fn non_default_opts(&self) -> Vec<String> {
+        self.options
+            .iter()
+            .filter(|(k, v)| self.spec.options.get(*k).is_some_and(|o| &o.default != *v))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect()
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSpec {
+    name: Spanned<String>,
+    #[serde(default)]
+    packages: Vec<Spanned<String>>,
+    data_dir: Option<Spanned<String>>,
+    #[serde(default)]
+    logs: Vec<Spanned<String>>,
+    #[serde(default)]
+    files: Vec<Spanned<RawFile>>,
+    #[serde(default)]
+    options: BTreeMap<Spanned<String>, Spanned<RawOption>>,
+    commands: Spanned<BTreeMap<Spanned<String>, Spanned<String>>>,
+    client: Spanned<RawClient>,
+    ready_timeout_s: Option<Spanned<f64>>,
+    command_timeout_s: Option<Spanned<f64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    source: Spanned<String>,
+    dest: Spanned<String>,
+    mode: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawOption {
+    default: Spanned<String>,
+    #[serde(default)]
+    allowed: Vec<String>,
+    #[serde(default)]
+    help: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawClient {
+    command: Spanned<Vec<String>>,
+}
+
+/// Where `--db ARG` points: a path when it ends in `.toml` or has a `/`, else
+/// `systems/ARG.toml` in the working directory, then in the source tree this binary was built
+/// from. `None` when it names nothing (the caller then lists the built-in systems).
+pub fn locate(arg: &str) -> Option<PathBuf> {
+    if arg.ends_with(".toml") || arg.contains('/') {
+        return Some(PathBuf::from(arg));
+    }
+    let file = format!("{arg}.toml");
+    [
+        Path::new(SYSTEMS_DIR).join(&file),
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(SYSTEMS_DIR)
+            .join(&file),
+    ]
+    .into_iter()
+    .find(|p| p.is_file())
+}
+
+/// 1-based line of a byte offset.
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// Read and validate the spec at `path`.
+pub fn load(path: &Path) -> Result<ExternalSpec, ConfigError> {
+    let label = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        ConfigError::new(
+            &label,
+            format!("cannot read the system spec: {}", io_words(&e)),
+        )
+    })?;
+    parse(&text, path)
+}
+
+fn io_words(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file".into(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
+        _ => e.to_string(),
+    }
+}
+
+fn is_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.starts_with(|c: char| c.is_ascii_lowercase())
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+}
+
+fn is_package(s: &str) -> bool {
+    s.len() >= 2
+        && s.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '+' | '-' | '.'))
+}
+
+/// A remote path: absolute, no `..`, no whitespace or control characters.
+fn is_remote_path(s: &str) -> bool {
+    s.starts_with('/')
+        && !s.split('/').any(|c| c == "..")
+        && !s.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+/// `rel` under `base` unless it is absolute.
+fn under(base: &str, rel: &str) -> String {
+    if rel.starts_with('/') {
+        rel.to_string()
+    } else {
+        format!("{}/{}", base.trim_end_matches('/'), rel)
+    }
+}
+
+/// Validate spec `text` read from `path` (relative file sources resolve against its folder).
+pub fn parse(text: &str, path: &Path) -> Result<ExternalSpec, ConfigError> {
+    let label = path.display().to_string();
+    let raw: RawSpec = parse_toml(text, &label)?;
+    let err = |offset: usize, message: String| {
+        ConfigError::new(at(&label, Some(line_of(text, offset))), message)
+    };
+
+    let name = raw.name.get_ref().trim().to_string();
+    if !is_name(&name) {
+        return Err(err(
+            raw.name.span().start,
+            format!(
+                "name = {name:?}: expected lowercase letters, digits, '-' or '_', starting with a letter"
+            ),
+        ));
+    }
+    let mut packages = Vec::new();
+    for p in &raw.packages {
+        if !is_package(p.get_ref()) {
+            return Err(err(
+                p.span().start,
+                format!("packages: {:?} is not a Debian package name", p.get_ref()),
+            ));
+        }
+        packages.push(p.get_ref().clone());
+    }
+    let data_dir = match &raw.data_dir {
+        Some(d) if !is_remote_path(d.get_ref()) || d.get_ref() == "/" => {
+            return Err(err(
+                d.span().start,
+                format!(
+                    "data_dir = {:?}: expected an absolute path below / without spaces or '..'",
+                    d.get_ref()
+                ),
+            ));
+        }
+        Some(d) => d.get_ref().trim_end_matches('/').to_string(),
+        None => format!("/tmp/shakedown-{name}"),
+    };
+    let mut logs = Vec::new();
+    for l in &raw.logs {
+        let p = under(&data_dir, l.get_ref());
+        if l.get_ref().is_empty() || !is_remote_path(&p) {
+            return Err(err(
+                l.span().start,
+                format!(
+                    "logs: {:?}: expected a path (relative ones are under data_dir) without spaces or '..'",
+                    l.get_ref()
+                ),
+            ));
+        }
+        logs.push(p);
+    }
+    let dir = path
+        .parent()
+        .map(|p| {
+            if p.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                p
+            }
+        })
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    let mut files = Vec::new();
+    for f in &raw.files {
+        let f = f.get_ref();
+        let source = dir.join(f.source.get_ref());
+        let contents = std::fs::read(&source).map_err(|e| {
+            err(
+                f.source.span().start,
+                format!("files: source {}: {}", source.display(), io_words(&e)),
+            )
+        })?;
+        let dest = under(&data_dir, f.dest.get_ref());
+        if f.dest.get_ref().is_empty() || !is_remote_path(&dest) {
+            return Err(err(
+                f.dest.span().start,
+                format!(
+                    "files: dest {:?}: expected a path (relative ones are under data_dir) without spaces or '..'",
+                    f.dest.get_ref()
+                ),
+            ));
+        }
+        let mode = match &f.mode {
+            None => 0o644,
+            Some(m) => u32::from_str_radix(m.get_ref().trim_start_matches("0o"), 8)
+                .ok()
+                .filter(|m| *m <= 0o7777)
+                .ok_or_else(|| {
+                    err(
+                        m.span().start,
+                        format!(
+                            "files: mode {:?}: expected octal permission bits such as \"0755\"",
+                            m.get_ref()
+                        ),
+                    )
+                })?,
+        };
+        files.push(SpecFile {
+            dest,
+            mode,
+            contents,
+        });
+    }
+    let mut options = BTreeMap::new();
+    for (key, opt) in &raw.options {
+        if !is_name(key.get_ref()) || key.get_ref().contains('-') {
+            return Err(err(
+                key.span().start,
+                format!(
+                    "options.{}: option names are lowercase letters, digits and '_', starting with a letter",
+                    key.get_ref()
+                ),
+            ));
+        }
+        let o = opt.get_ref();
+        let default = o.default.get_ref().clone();
+        if !o.allowed.is_empty() && !o.allowed.contains(&default) {
+            return Err(err(
+                o.default.span().start,
+                format!(
+                    "options.{}: default {default:?} is not one of the allowed values ({})",
+                    key.get_ref(),
+                    o.allowed.join(", ")
+                ),
+            ));
+        }
+        options.insert(
+            key.get_ref().clone(),
+            OptionSpec {
+                default,
+                allowed: o.allowed.clone(),
+                help: o.help.clone(),
+            },
+        );
+    }
+    let mut commands = BTreeMap::new();
+    for (key, script) in raw.commands.get_ref() {
+        let Some(kind) = CommandKind::ALL
+            .iter()
+            .find(|k| k.as_str() == key.get_ref())
+        else {
+            let known: Vec<&str> = CommandKind::ALL.iter().map(|k| k.as_str()).collect();
+            return Err(err(
+                key.span().start,
+                format!(
+                    "commands.{}: unknown command (known: {})",
+                    key.get_ref(),
+                    known.join(", ")
+                ),
+            ));
+        };
+        if script.get_ref().trim().is_empty() {
+            return Err(err(
+                script.span().start,
+                format!("commands.{}: the script is empty", key.get_ref()),
+            ));
+        }
+        commands.insert(*kind, script.get_ref().clone());
+    }
+    for required in [CommandKind::Start, CommandKind::Stop, CommandKind::Ready] {
+        if !commands.contains_key(&required) {
+            return Err(err(
+                raw.commands.span().start,
+                format!(
+                    "commands: `{}` is required (start, stop and ready must be given)",
+                    required.as_str()
+                ),
+            ));
+        }
+    }
+    for (a, b) in [
+        (CommandKind::Pause, CommandKind::Resume),
+        (CommandKind::Resume, CommandKind::Pause),
+    ] {
+        if commands.contains_key(&a) && !commands.contains_key(&b) {
+            let offset = raw
+                .commands
+                .get_ref()
+                .keys()
+                .find(|k| k.get_ref() == a.as_str())
+                .map_or(raw.commands.span().start, |k| k.span().start);
+            return Err(err(
+                offset,
+                format!(
+                    "commands.{}: needs `{}` as well (pause and resume come together)",
+                    a.as_str(),
+                    b.as_str()
+                ),
+            ));
+        }
+    }
+    let client = raw.client.get_ref().command.get_ref().clone();
+    if client.first().is_none_or(|p| p.trim().is_empty()) {
+        return Err(err(
+            raw.client.get_ref().command.span().start,
+            "client.command: expected the program and its arguments, e.g. [\"python3\", \"client.py\"]".into(),
+        ));
+    }
+    let seconds = |v: &Option<Spanned<f64>>, key: &str, default: f64| match v {
+        None => Ok(default),
+        Some(s) if s.get_ref().is_finite() && *s.get_ref() > 0.0 => Ok(*s.get_ref()),
+        Some(s) => Err(err(
+            s.span().start,
+            format!(
+                "{key} = {}: expected a number of seconds above 0",
+                s.get_ref()
+            ),
+        )),
+    };
+    Ok(ExternalSpec {
+        name,
+        path: path.to_path_buf(),
+        dir,
+        packages,
+        data_dir,
+        logs,
+        files,
+        options,
+        commands,
+        client,
+        ready_timeout_s: seconds(&raw.ready_timeout_s, "ready_timeout_s", 120.0)?,
+        command_timeout_s: seconds(&raw.command_timeout_s, "command_timeout_s", 60.0)?,
+    })
+}
+
+/// The option values for a run: the spec's defaults, overridden by `--db-opt key=value`
+/// entries. Unknown keys and values outside `allowed` are errors naming the flag.
+pub fn apply_opts(
+    spec: &ExternalSpec,
+    opts: &[String],
+) -> Result<BTreeMap<String, String>, ConfigError> {
+    let mut values: BTreeMap<String, String> = spec
+        .options
+        .iter()
+        .map(|(k, o)| (k.clone(), o.default.clone()))
+        .collect();
+    for opt in opts {
+        let Some((key, value)) = opt.split_once('=') else {
+            return Err(ConfigError::new(
+                "--db-opt",
+                format!("{opt:?}: expected key=value"),
+            ));
+        };
+        let Some(o) = spec.options.get(key.trim()) else {
+            let known: Vec<&str> = spec.options.keys().map(String::as_str).collect();
+            return Err(ConfigError::new(
+                "--db-opt",
+                format!(
+                    "{} has no option {key:?} (options: {})",
+                    spec.name,
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            ));
+        };
+        if !o.allowed.is_empty() && !o.allowed.iter().any(|a| a == value) {
+            return Err(ConfigError::new(
+                "--db-opt",
+                format!("{key}={value}: expected one of {}", o.allowed.join(", ")),
+            ));
+        }
+        values.insert(key.trim().to_string(), value.to_string());
+    }
+    Ok(values)
+}
+
+/// Load `--db ARG` with `--db-opt` values: the whole configuration of an external system.
+pub fn configure(arg: &str, opts: &[String]) -> Result<ExternalConfig, ConfigError> {
+    let path = locate(arg).ok_or_else(|| {
+        ConfigError::new(
+            "--db",
+            format!(
+                "{arg:?}: not a built-in system (etcd, postgres) and no {SYSTEMS_DIR}/{arg}.toml"
+            ),
+        )
+    })?;
+    let spec = load(&path)?;
+    let options = apply_opts(&spec, opts)?;
+    Ok(ExternalConfig {
+        arg: arg.to_string(),
+        spec,
+        options,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name = "toy"
+packages = ["procps"]
+logs = ["toy.log", "/var/log/other.log"]
+
+[options.reads]
+default = "plain"
+allowed = ["plain", "sync"]
+
+[commands]
+start = "echo start"
+stop = "echo stop"
+ready = "true"
+pause = "kill -STOP $(cat \"$4/pid\")"
+resume = "kill -CONT $(cat \"$4/pid\")"
+
+[client]
+command = ["python3", "client.py"]
+"#;
+
+    fn parse_str(text: &str) -> Result<ExternalSpec, String> {
+        parse(text, Path::new("systems/toy.toml")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_good_spec_is_read_with_defaults() {
+        let s = parse_str(GOOD).unwrap();
+        assert_eq!(s.name, "toy");
+        assert_eq!(s.data_dir, "/tmp/shakedown-toy");
+        assert_eq!(
+            s.logs,
+            vec!["/tmp/shakedown-toy/toy.log", "/var/log/other.log"]
+        );
+        assert_eq!(s.dir, Path::new("systems"));
+        assert!(s.commands.contains_key(&CommandKind::Pause));
+        assert!(!s.commands.contains_key(&CommandKind::Kill));
+        assert_eq!(s.options["reads"].default, "plain");
+        assert_eq!(s.ready_timeout_s, 120.0);
+        let opts = apply_opts(&s, &["reads=sync".into()]).unwrap();
+        assert_eq!(opts["reads"], "sync");
+        let cfg = ExternalConfig {
+            arg: "toy".into(),
+            spec: s.clone(),
+            options: opts,
+        };
+        assert_eq!(cfg.non_default_opts(), vec!["reads=sync"]);
+    }
+
+    /// Each broken spec and the `file:line` and words its error must carry.
+    #[test]
+    fn errors_name_file_line_and_field() {
+        let cases: &[(&str, &str, &str)] = &[
+            (
+                "name = \"toy\"\n[commands]\nstart = \"x\"\nstop = \"x\"\n[client]\ncommand = [\"c\"]\n",
+                "systems/toy.toml:2",
+                "`ready` is required",
+            ),
+            (
+                "name = \"Toy Box\"\n[commands]\nstart = \"x\"\nstop = \"x\"\nready = \"x\"\n[client]\ncommand = [\"c\"]\n",
+                "systems/toy.toml:1",
+                "name",
+            ),
+            (
+                "name = \"toy\"\npackages = [\"ok\", \"rm -rf\"]\n[commands]\nstart = \"x\"\nstop = \"x\"\nready = \"x\"\n[client]\ncommand = [\"c\"]\n",
+                "systems/toy.toml:2",
+                "not a Debian package name",
+            ),
+            (
+                "name = \"toy\"\n[commands]\nstart = \"x\"\nstop = \"x\"\nready = \"x\"\nrestart = \"x\"\n[client]\ncommand = [\"c\"]\n",
+                "systems/toy.toml:6",
+                "commands.restart: unknown command",
+            ),
+            (
+                "name = \"toy\"\n[commands]\nstart = \"x\"\nstop = \"x\"\nready = \"x\"\npause = \"x\"\n[client]\ncommand = [\"c\"]\n",
+                "systems/toy.toml:6",
+                "needs `resume`",
+            ),
+            (
+                "name = \"toy\"\n[commands]\nstart = \"x\"\nstop = \"x\"\nready = \"  \"\n[client]\ncommand = [\"c\"]\n",
+                "systems/toy.toml:5",
+                "commands.ready: the script is empty",
+            ),
+            (
+                "name = \"toy\"\n[commands]\nstart = \"x\"\nstop = \"x\"\nready = \"x\"\n[client]\ncommand = []\n",
+                "systems/toy.toml:7",
+                "client.command",
+            ),
+            (
+                "name = \"toy\"\ncolour = \"red\"\n[commands]\nstart = \"x\"\nstop = \"x\"\nready = \"x\"\n[client]\ncommand = [\"c\"]\n",
+                "systems/toy.toml:2",
+                "colour",
+            ),
+            (
+                "name = \"toy\"\n[options.reads]\ndefault = \"fast\"\nallowed = [\"plain\", \"sync\"]\n[commands]\nstart = \"x\"\nstop = \"x\"\nready = \"x\"\n[client]\ncommand = [\"c\"]\n",
+                "systems/toy.toml:3",
+                "not one of the allowed values",
+            ),
+            (
+                "name = \"toy\"\ndata_dir = \"tmp/x\"\n[commands]\nstart = \"x\"\nstop = \"x\"\nready = \"x\"\n[client]\ncommand = [\"c\"]\n",
+                "systems/toy.toml:2",
+                "data_dir",
+            ),
+            (
+                "name = \"toy\"\n[[files]]\nsource = \"does-not-exist.cfg\"\ndest = \"x.cfg\"\n[commands]\nstart = \"x\"\nstop = \"x\"\nready = \"x\"\n[client]\ncommand = [\"c\"]\n",
+                "systems/toy.toml:3",
+                "no such file",
+            ),
+            (
+                "name = \"toy\"\nready_timeout_s = -1.0\n[commands]\nstart = \"x\"\nstop = \"x\"\nready = \"x\"\n[client]\ncommand = [\"c\"]\n",
+                "systems/toy.toml:2",
+                "ready_timeout_s",
+            ),
+            (
+                "name = \"toy\"\n[commands]\nstart = \"x\"\nstop = \"x\"\nready = \"x\"\n[client]\ncommand = [\"c\"]\nextra = 1\n",
+                "systems/toy.toml:8",
+                "extra",
+            ),
+            ("name = [", "systems/toy.toml:1", ""),
+        ];
+        for (text, place, words) in cases {
+            let e = parse_str(text).unwrap_err();
+            assert!(e.starts_with(&format!("{place}: ")), "{text:?} → {e}");
+            assert!(e.contains(words), "{text:?} → {e}");
+        }
+    }
+
+    #[test]
+    fn db_opts_are_checked_against_the_spec() {
+        let s = parse_str(GOOD).unwrap();
+        let e = apply_opts(&s, &["color=red".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--db-opt") && e.contains("no option \"color\"") && e.contains("reads"),
+            "{e}"
+        );
+        let e = apply_opts(&s, &["reads=fast".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("plain, sync"), "{e}");
+        let e = apply_opts(&s, &["reads".into()]).unwrap_err().to_string();
+        assert!(e.contains("key=value"), "{e}");
+    }
+
+    #[test]
+    fn names_resolve_to_the_systems_folder_and_paths_stay_paths() {
+        assert_eq!(locate("x/y.toml"), Some(PathBuf::from("x/y.toml")));
+        assert_eq!(locate("no-such-system-here"), None);
+        let e = configure("no-such-system-here", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--db") && e.contains("systems/no-such-system-here.toml"),
+            "{e}"
+        );
+        let e = configure("/nonexistent/dir/a.toml", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("/nonexistent/dir/a.toml") && e.contains("no such file"),
+            "{e}"
+        );
+    }
+}
