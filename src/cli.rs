@@ -280,9 +280,12 @@ pub struct HealArgs {
 /// `--db` for commands that act on an existing cluster (`heal`, `doctor`).
 #[derive(Debug, Clone, Args)]
 pub struct DbArgs {
-    /// The system on the nodes: etcd or postgres.
+    /// The system on the nodes: etcd, postgres, a spec under systems/ or a FILE.toml.
     #[arg(long = "db", default_value = "etcd")]
     pub name: String,
+    /// An external system's option, `key=value` (repeatable).
+    #[arg(long = "db-opt", value_name = "KEY=VALUE")]
+    pub db_opt: Vec<String>,
     /// Directory on each node of PostgreSQL's data and pidfile (with --db postgres).
     #[arg(long, default_value = "/tmp/shakedown/postgres")]
     pub pg_dir: String,
@@ -304,9 +307,10 @@ impl DbArgs {
                     ..Default::default()
                 },
             ))),
-            other => Err(ConfigError::new(
-                "--db",
-                format!("{other:?}: supported systems: etcd, postgres"),
+            other => Ok(std::sync::Arc::new(
+                crate::systems::external::ExternalSystem::new(
+                    crate::systems::external::spec::configure(other, &self.db_opt)?,
+                ),
             )),
         }
     }
@@ -366,9 +370,12 @@ pub struct RunArgs {
     /// Random seed (default: random, printed and stored in test.json).
     #[arg(long)]
     pub seed: Option<u64>,
-    /// System under test: etcd or postgres.
+    /// System under test: etcd, postgres, a spec under systems/ (`zookeeper`) or a FILE.toml.
     #[arg(long, default_value = "etcd")]
     pub db: String,
+    /// An option of an external system's spec, `key=value` (repeatable), e.g. `reads=sync`.
+    #[arg(long = "db-opt", value_name = "KEY=VALUE")]
+    pub db_opt: Vec<String>,
     /// PostgreSQL `synchronous_commit`.
     #[arg(long, value_enum, default_value_t = SyncCommitArg::On)]
     pub synchronous_commit: SyncCommitArg,
@@ -464,17 +471,39 @@ impl RunArgs {
             ssh,
             sandbox,
         } = self.cluster.to_cluster()?;
-        let db = match self.db.as_str() {
-            "etcd" => crate::config::DbKind::Etcd,
-            "postgres" => crate::config::DbKind::Postgres,
-            other => {
-                return Err(ConfigError::new(
-                    "--db",
-                    format!("{other:?}: supported systems: etcd, postgres"),
-                ));
-            }
+        let (db, external) = match self.db.as_str() {
+            "etcd" => (crate::config::DbKind::Etcd, None),
+            "postgres" => (crate::config::DbKind::Postgres, None),
+            other => (
+                crate::config::DbKind::External,
+                Some(crate::systems::external::spec::configure(
+                    other,
+                    &self.db_opt,
+                )?),
+            ),
         };
+        if external.is_none() && !self.db_opt.is_empty() {
+            return Err(ConfigError::new(
+                "--db-opt",
+                format!(
+                    "{} has no options (--db-opt is for systems/*.toml specs)",
+                    self.db
+                ),
+            ));
+        }
         let read_from: crate::config::ReadFrom = self.read_from.into();
+        if let Some(ext) = &external
+            && read_from != crate::config::ReadFrom::Own
+        {
+            return Err(ConfigError::new(
+                "--read-from",
+                format!(
+                    "{}: {} chooses its reads in its client (use its options, e.g. --db-opt)",
+                    read_from.as_str(),
+                    ext.spec.name
+                ),
+            ));
+        }
         if db == crate::config::DbKind::Etcd
             && !matches!(
                 read_from,
@@ -542,9 +571,13 @@ impl RunArgs {
         if let Some(i) = self.nemesis_interval {
             nemesis.interval_s = positive("--nemesis-interval", i)?;
         }
+        if let Some(ext) = &external {
+            ext.validate_faults(&nemesis)?;
+        }
         let seed = self.seed.unwrap_or_else(rand::random);
         let name = self.name.clone().unwrap_or_else(|| {
-            format!("{}-{}", self.db, crate::spec::workload_name(&self.workload))
+            let system = external.as_ref().map_or(self.db.as_str(), |e| &e.spec.name);
+            format!("{system}-{}", crate::spec::workload_name(&self.workload))
         });
         if name.is_empty() || name.contains('/') || name.starts_with('.') {
             return Err(ConfigError::new(
@@ -568,6 +601,7 @@ impl RunArgs {
                 synchronous_standby_names: self.synchronous_standby_names.clone(),
                 ..Default::default()
             },
+            external,
             read_from,
             read_nodes,
             etcd: crate::db::etcd::EtcdConfig {

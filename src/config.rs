@@ -136,6 +136,8 @@ pub enum DbKind {
     Etcd,
     /// PostgreSQL primary + streaming replicas (`db::postgres`, `client::postgres`).
     Postgres,
+    /// A system described by a TOML spec (`systems::external`; `TestConfig::external`).
+    External,
 }
 
 impl DbKind {
@@ -144,6 +146,7 @@ impl DbKind {
         match self {
             DbKind::Etcd => "etcd",
             DbKind::Postgres => "postgres",
+            DbKind::External => "external",
         }
     }
 }
@@ -200,6 +203,8 @@ pub struct TestConfig {
     pub etcd: crate::db::etcd::EtcdConfig,
     /// PostgreSQL settings.
     pub postgres: crate::db::postgres::PostgresConfig,
+    /// The spec and options of an external system (set exactly when `db` is `External`).
+    pub external: Option<crate::systems::external::spec::ExternalConfig>,
     /// Where reads go.
     pub read_from: ReadFrom,
     /// Nodes `replica`/`any` reads may pick from (names); empty = all eligible nodes.
@@ -235,7 +240,15 @@ impl TestConfig {
                 .collect();
             parts.push(format!("--nodes {}", list.join(",")));
         }
-        parts.push(format!("--db {}", self.db.as_str()));
+        match &self.external {
+            Some(ext) => {
+                parts.push(format!("--db {}", crate::control::quote(&ext.arg)));
+                for opt in ext.non_default_opts() {
+                    parts.push(format!("--db-opt {}", crate::control::quote(&opt)));
+                }
+            }
+            None => parts.push(format!("--db {}", self.db.as_str())),
+        }
         if self.db == DbKind::Postgres {
             let pg = &self.postgres;
             parts.push(format!("--synchronous-commit {}", pg.synchronous_commit));

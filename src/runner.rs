@@ -423,6 +423,7 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
     let _ = run_slot.set(run_dir.clone());
     let wall_start = chrono::Utc::now().to_rfc3339();
     let system = crate::system::for_config(&cfg);
+    system.attach_client_logs(&run_dir.client_log_dir());
     run_dir.write_json(
         TEST_FILE,
         &test_json(&cfg, system.as_ref(), &nodes, None, &wall_start),

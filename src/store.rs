@@ -221,6 +221,11 @@ impl RunDir {
         }))
     }
 
+    /// Directory of the client programs' stderr logs (`logs/clients/`; external systems).
+    pub fn client_log_dir(&self) -> PathBuf {
+        self.path.join(LOGS_DIR).join("clients")
+    }
+
     /// Directory for one node's logs, created on demand.
     pub fn node_log_dir(&self, node: &str) -> Result<PathBuf, StoreError> {
         let p = self.path.join(LOGS_DIR).join(node);

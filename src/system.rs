@@ -48,6 +48,11 @@ pub fn for_config(cfg: &TestConfig) -> Arc<dyn System> {
     match cfg.db {
         DbKind::Etcd => Arc::new(Etcd::new(cfg.etcd.clone())),
         DbKind::Postgres => Arc::new(Postgres::new(cfg.postgres.clone())),
+        DbKind::External => Arc::new(crate::systems::external::ExternalSystem::new(
+            cfg.external
+                .clone()
+                .expect("cli sets the external spec with --db FILE.toml"),
+        )),
     }
 }
 

@@ -153,6 +153,49 @@ impl ExternalConfig {
             .map(|(k, v)| format!("{k}={v}"))
             .collect()
     }
+
+    /// Refuse, before any node is touched, faults the spec's commands cannot serve: `kill`
+    /// needs `kill`, `pause` needs `pause`/`resume`, `promote` needs `promote`, and targets or
+    /// partitions of `primaries` need `primaries`.
+    pub fn validate_faults(&self, nemesis: &crate::spec::NemesisSpec) -> Result<(), ConfigError> {
+        let has = |k: CommandKind| self.spec.commands.contains_key(&k);
+        for fault in &nemesis.faults {
+            let (verb, value, _) = fault.ops();
+            let needs = match fault {
+                crate::spec::FaultKind::Kill { .. } => Some(CommandKind::Kill),
+                crate::spec::FaultKind::Pause { .. } => Some(CommandKind::Pause),
+                crate::spec::FaultKind::Promote { .. } => Some(CommandKind::Promote),
+                _ => None,
+            };
+            let targets = value
+                .get("targets")
+                .unwrap_or(&value)
+                .as_str()
+                .unwrap_or_default();
+            let needs = needs
+                .filter(|k| !has(*k))
+                .or((targets == "primaries" && !has(CommandKind::Primaries))
+                    .then_some(CommandKind::Primaries));
+            if let Some(k) = needs {
+                return Err(ConfigError::new(
+                    "--nemesis",
+                    format!(
+                        "{}: {} has no `{}` command in {}, so it cannot serve the {verb} fault{}",
+                        verb,
+                        self.spec.name,
+                        k.as_str(),
+                        self.spec.path.display(),
+                        if k == CommandKind::Primaries {
+                            " aimed at primaries"
+                        } else {
+                            ""
+                        }
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 #[derive(Deserialize)]
