@@ -742,6 +742,11 @@ fn write_results_with(
     }
     json["completion"] = serde_json::to_value(&completion).unwrap_or_default();
     json[crate::report::recovery::RESULTS_KEY] = crate::report::recovery::to_json(&history);
+    crate::systems::external::record_protocol_errors(
+        &mut json,
+        &history,
+        &run_dir.path.join(TEST_FILE),
+    );
     run_dir.write_json(RESULTS_FILE, &json)?;
     if let Some(p) = progress {
         p.phase(

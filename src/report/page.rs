@@ -819,6 +819,10 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
         &esc(&named_spec(test.get("workload"))),
     );
     row(&mut out, "nemesis", &esc(&named_spec(test.get("nemesis"))));
+    if let Some(errors) = results.get(crate::systems::external::protocol::RESULTS_KEY) {
+        let line = crate::systems::external::protocol::counts_line(errors);
+        row(&mut out, "client protocol errors", &esc(&line));
+    }
     row(
         &mut out,
         "shakedown version",

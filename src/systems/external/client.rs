@@ -261,11 +261,10 @@ impl ProtocolClient {
                 }
             }
         });
-        self.note(&format!(
-            "started {} (pid {:?})",
-            program.display(),
-            child.id()
-        ));
+        let pid = child
+            .id()
+            .map_or_else(|| "?".to_string(), |p| p.to_string());
+        self.note(&format!("started {} (pid {pid})", program.display()));
         self.proc = Some(Running {
             child,
             stdin,

@@ -24,6 +24,24 @@ use spec::{CommandKind, ExternalConfig};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
+/// Record the client protocol errors of a run's history in its results (`client_protocol_errors`)
+/// when the run tested an external system (its test.json names a client program) or any op
+/// carries one.
+pub fn record_protocol_errors(
+    results: &mut Value,
+    history: &crate::history::History,
+    test_json: &std::path::Path,
+) {
+    let counts = protocol::count_errors(history);
+    let external = std::fs::read_to_string(test_json)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .is_some_and(|t| t.pointer("/db/config/client").is_some());
+    if external || !counts.is_empty() {
+        results[protocol::RESULTS_KEY] = protocol::counts_json(&counts);
+    }
+}
+
 /// An external system: the spec's commands on the nodes, the spec's client program locally.
 #[derive(Clone)]
 pub struct ExternalSystem {

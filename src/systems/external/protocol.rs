@@ -120,6 +120,33 @@ pub fn count_errors(history: &crate::history::History) -> BTreeMap<ProtocolError
     counts
 }
 
+/// The key of the protocol error counts in results.json.
+pub const RESULTS_KEY: &str = "client_protocol_errors";
+
+/// Counts as results.json stores them: `{"total": N, "by_kind": {"timeout": 2, …}}`.
+pub fn counts_json(counts: &BTreeMap<ProtocolErrorKind, u64>) -> Value {
+    let by_kind: Map<String, Value> = counts
+        .iter()
+        .map(|(k, n)| (k.as_str().to_string(), (*n).into()))
+        .collect();
+    json!({ "total": counts.values().sum::<u64>(), "by_kind": by_kind })
+}
+
+/// One line for people: `3 (timeout 2, crash 1)`, or `0`.
+pub fn counts_line(stored: &Value) -> String {
+    let total = stored.get("total").and_then(Value::as_u64).unwrap_or(0);
+    let parts: Vec<String> = stored
+        .get("by_kind")
+        .and_then(Value::as_object)
+        .map(|m| m.iter().map(|(k, n)| format!("{k} {n}")).collect())
+        .unwrap_or_default();
+    if parts.is_empty() {
+        total.to_string()
+    } else {
+        format!("{total} ({})", parts.join(", "))
+    }
+}
+
 /// What a client learns once, before its first op.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Init {
@@ -201,7 +228,7 @@ pub fn excerpt(line: &str) -> String {
 /// The completion a reply line gives op `id` whose request carried `request_value`.
 ///
 /// `ok` takes `value` from the reply (a read's result; absent = nil) or, for other functions
-/// when absent, the request's value; `fail` echoes the request's value (the checker reads a
+/// when absent or null, the request's value; `fail` echoes the request's value (the checker reads a
 /// failed cas's `[old, new]`). A line that is not a reply to `id` is a protocol error.
 pub fn parse_reply(
     line: &str,
@@ -241,9 +268,11 @@ pub fn parse_reply(
     match obj.get("type").and_then(Value::as_str) {
         Some("ok") => {
             let value = match obj.get("value") {
-                Some(v) => v.clone(),
+                Some(v) if f == "read" || !v.is_null() => v.clone(),
                 None if f == "read" => Value::Null,
-                None => request_value.clone(),
+                // A write, cas or append reported without a value (or with null) did what it
+                // was asked: record the request's value.
+                _ => request_value.clone(),
             };
             Ok(Completion::Ok { value, version })
         }
@@ -305,6 +334,13 @@ mod tests {
             Completion::Ok {
                 value: json!(3),
                 version: Some(4)
+            }
+        );
+        assert_eq!(
+            parse_reply(r#"{"id":1,"type":"ok","value":null}"#, 1, "write", &w).unwrap(),
+            Completion::Ok {
+                value: json!(3),
+                version: None
             }
         );
         assert_eq!(
@@ -398,5 +434,9 @@ mod tests {
         assert_eq!(counts.get(&ProtocolErrorKind::Timeout), Some(&2));
         assert_eq!(counts.get(&ProtocolErrorKind::Crash), Some(&1));
         assert_eq!(counts.len(), 2);
+        let stored = counts_json(&counts);
+        assert_eq!(stored["total"], 3);
+        assert_eq!(counts_line(&stored), "3 (crash 1, timeout 2)");
+        assert_eq!(counts_line(&counts_json(&BTreeMap::new())), "0");
     }
 }
