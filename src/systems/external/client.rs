@@ -48,6 +48,9 @@ pub struct Launch {
 
 /// A running client process.
 struct Running {
+    /// `init` was answered: the process may be given ops. False while starting, so a start
+    /// abandoned by the interpreter's timeout is not mistaken for a ready process.
+    ready: bool,
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
@@ -266,6 +269,7 @@ impl ProtocolClient {
             .map_or_else(|| "?".to_string(), |p| p.to_string());
         self.note(&format!("started {} (pid {pid})", program.display()));
         self.proc = Some(Running {
+            ready: false,
             child,
             stdin,
             stdout: BufReader::new(stdout),
@@ -274,8 +278,14 @@ impl ProtocolClient {
         });
         let init = self.launch.init.to_line();
         match self.send_and_read(&init).await {
-            Ok(LineRead::Line(l)) => parse_init_reply(&l)
-                .map_err(|why| start_err(format!("thread {t}: answer to init: {why}"))),
+            Ok(LineRead::Line(l)) => {
+                parse_init_reply(&l)
+                    .map_err(|why| start_err(format!("thread {t}: answer to init: {why}")))?;
+                if let Some(p) = self.proc.as_mut() {
+                    p.ready = true;
+                }
+                Ok(())
+            }
             Ok(LineRead::TooLong) => Err(start_err(format!(
                 "thread {t}: answer to init longer than {MAX_LINE_BYTES} bytes"
             ))),
@@ -340,6 +350,10 @@ impl Client for ProtocolClient {
         if self.in_flight {
             self.in_flight = false;
             self.stop("the previous op was abandoned without a reply")
+                .await;
+        }
+        if self.proc.as_ref().is_some_and(|p| !p.ready) {
+            self.stop("its start was abandoned before it answered init")
                 .await;
         }
         // A client that exited between ops is restarted; the op has not been sent yet.
@@ -430,6 +444,10 @@ for line in sys.stdin:
         )
     }
 
+    /// Op timeout of these tests: a process start (Python's) counts against an op's deadline,
+    /// so it is generous for a loaded machine; the hang cases wait it out once each.
+    const HANG_MS: u64 = 2000;
+
     fn launch(dir: &std::path::Path, code: &str, timeout_ms: u64) -> Launch {
         std::fs::write(dir.join("client.py"), code).unwrap();
         Launch {
@@ -501,7 +519,7 @@ for line in sys.stdin:
                 "hang",
                 "time.sleep(60)",
                 ProtocolErrorKind::Timeout,
-                "no reply within 400 ms",
+                "no reply within 2000 ms",
             ),
             (
                 "endless",
@@ -522,7 +540,7 @@ for line in sys.stdin:
             let code = script(&format!(
                 "if not os.path.exists('marker'):\n        open('marker', 'w').close()\n        {bad}\n    reply({{'id': req['id'], 'type': 'ok'}})"
             ));
-            let mut c = ProtocolClient::new(launch(dir.path(), &code, 400));
+            let mut c = ProtocolClient::new(launch(dir.path(), &code, HANG_MS));
             let first = write(&mut c, 1).await;
             assert_eq!(first.op_type(), OpType::Info, "{name}: {first:?}");
             let err = first.error().unwrap();
@@ -589,11 +607,12 @@ for line in sys.stdin:
     #[tokio::test]
     async fn an_abandoned_op_restarts_the_process_before_the_next() {
         let dir = tempfile::tempdir().unwrap();
-        // The first process sleeps on its first op; later ones answer with their pid.
+        // Any process sleeps on a write of 1; other ops are answered with the process's pid.
         let code = script(
-            "if not os.path.exists('marker'):\n        open('marker', 'w').close()\n        time.sleep(60)\n    reply({'id': req['id'], 'type': 'ok', 'value': os.getpid()})",
+            "if req['value'] == 1:\n        time.sleep(60)\n    reply({'id': req['id'], 'type': 'ok', 'value': os.getpid()})",
         );
         let mut c = ProtocolClient::new(launch(dir.path(), &code, 5000));
+        assert!(matches!(write(&mut c, 0).await, Completion::Ok { .. }));
         // The interpreter gives up first (its own timeout drops the future).
         let dropped = tokio::time::timeout(Duration::from_millis(300), write(&mut c, 1)).await;
         assert!(dropped.is_err());
@@ -604,6 +623,28 @@ for line in sys.stdin:
             panic!("third op should succeed")
         };
         assert_eq!(a, b, "the fresh process serves both later ops");
+        c.close().await;
+    }
+
+    #[tokio::test]
+    async fn an_abandoned_start_is_not_mistaken_for_a_ready_process() {
+        let dir = tempfile::tempdir().unwrap();
+        // Answers init only after 1 s; its late init_ok must not be read as an op's reply.
+        let code = script("reply({'id': req['id'], 'type': 'ok', 'value': 5})").replacen(
+            "init = json.loads",
+            "time.sleep(1)\ninit = json.loads",
+            1,
+        );
+        let mut c = ProtocolClient::new(launch(dir.path(), &code, 5000));
+        let dropped = tokio::time::timeout(Duration::from_millis(300), write(&mut c, 1)).await;
+        assert!(dropped.is_err());
+        assert_eq!(
+            c.invoke("read", Some("k1"), &Value::Null).await,
+            Completion::Ok {
+                value: json!(5),
+                version: None
+            }
+        );
         c.close().await;
     }
 }

@@ -187,3 +187,112 @@ impl System for ExternalSystem {
         let _ = self.client_logs.set(dir.to_path_buf());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn run_config(args: &[&str]) -> Result<TestConfig, String> {
+        let cli = Cli::try_parse_from(["shakedown", "run"].iter().chain(args))
+            .map_err(|e| e.to_string())?;
+        let Command::Run(r) = cli.command else {
+            panic!("not run")
+        };
+        r.into_config().map_err(|e| e.to_string())
+    }
+
+    fn toykv() -> String {
+        format!("{}/tests/data/toykv/toykv.toml", env!("CARGO_MANIFEST_DIR"))
+    }
+
+    #[test]
+    fn a_spec_path_becomes_the_run_system_with_its_options_in_the_rerun_line() {
+        let spec = toykv();
+        let cfg = run_config(&[
+            "--db",
+            &spec,
+            "--db-opt",
+            "misbehave=yes",
+            "--nemesis",
+            "kill",
+        ])
+        .unwrap();
+        assert_eq!(cfg.db, crate::config::DbKind::External);
+        assert_eq!(cfg.name, "toykv-register");
+        let ext = cfg.external.as_ref().unwrap();
+        assert_eq!(ext.options["misbehave"], "yes");
+        let rerun = cfg.rerun_command();
+        assert!(
+            rerun.contains(&format!("--db {spec} --db-opt 'misbehave=yes'")),
+            "{rerun}"
+        );
+        let sys = crate::system::for_config(&cfg);
+        assert_eq!(sys.name(), "toykv");
+        assert!(sys.as_kill().is_some() && sys.as_primaries().is_none());
+        let nodes: Vec<Node> = (1..=3)
+            .map(|i| Node {
+                name: format!("n{i}"),
+                host: format!("10.0.0.{i}"),
+            })
+            .collect();
+        assert!(sys.client(&cfg, 4, &nodes).is_ok());
+        let v = sys.config_json(&nodes);
+        assert_eq!(v["abilities"], json!(["kill", "pause"]));
+        assert_eq!(v["options"]["misbehave"], "yes");
+        // The default value is not repeated in the rerun line.
+        let cfg = run_config(&["--db", &spec, "--db-opt", "misbehave=no"]).unwrap();
+        assert!(!cfg.rerun_command().contains("--db-opt"));
+    }
+
+    #[test]
+    fn each_thread_gets_its_node_and_the_spec_folder() {
+        let spec = toykv();
+        let cfg = run_config(&["--db", &spec]).unwrap();
+        let sys = ExternalSystem::new(cfg.external.clone().unwrap());
+        let nodes: Vec<Node> = (1..=3)
+            .map(|i| Node {
+                name: format!("n{i}"),
+                host: format!("10.0.0.{i}"),
+            })
+            .collect();
+        let l = sys.launch(4, &nodes, 1500, 7);
+        assert_eq!(l.init.node, "n2");
+        assert_eq!(l.init.thread, 4);
+        assert_eq!(l.timeout_ms, 1500);
+        assert!(l.cwd.ends_with("tests/data/toykv"));
+        assert_eq!(l.stderr_log, None);
+        sys.attach_client_logs(std::path::Path::new("/r/logs/clients"));
+        let l = sys.launch(4, &nodes, 1500, 7);
+        assert_eq!(
+            l.stderr_log.unwrap(),
+            std::path::Path::new("/r/logs/clients/thread-4.log")
+        );
+    }
+
+    #[test]
+    fn faults_need_their_commands() {
+        let spec = toykv();
+        let dir = tempfile::tempdir().unwrap();
+        let leader_kill = dir.path().join("leader-kill.toml");
+        std::fs::write(
+            &leader_kill,
+            "[[faults]]\nkind = \"kill\"\ntargets = \"primaries\"\n",
+        )
+        .unwrap();
+        for (nemesis, words) in [
+            ("promote", "toykv has no `promote` command"),
+            ("partition,pause", ""),
+            (leader_kill.to_str().unwrap(), "no `primaries` command"),
+        ] {
+            let r = run_config(&["--db", &spec, "--nemesis", nemesis]);
+            match (words, r) {
+                ("", Ok(_)) => {}
+                ("", Err(e)) => panic!("{nemesis}: {e}"),
+                (w, Err(e)) => assert!(e.contains(w) && e.contains("toykv"), "{nemesis}: {e}"),
+                (_, Ok(_)) => panic!("{nemesis} accepted"),
+            }
+        }
+    }
+}

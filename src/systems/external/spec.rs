@@ -180,8 +180,7 @@ impl ExternalConfig {
                 return Err(ConfigError::new(
                     "--nemesis",
                     format!(
-                        "{}: {} has no `{}` command in {}, so it cannot serve the {verb} fault{}",
-                        verb,
+                        "{} has no `{}` command in {}, so it cannot serve the {verb} fault{}",
                         self.spec.name,
                         k.as_str(),
                         self.spec.path.display(),
