@@ -199,7 +199,7 @@ impl ProtocolClient {
             _ => "the client closed its output".into(),
         };
         let hint = Self::stderr_hint(&p.tail);
-        self.note(&format!("{how}"));
+        self.note(&how);
         drop(p);
         format!("{how}{hint}")
     }
