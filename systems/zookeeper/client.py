@@ -51,7 +51,7 @@ zk = KazooClient(hosts=f"{host}:2181", timeout=5.0,
                  connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0),
                  command_retry=None)
 # Wait briefly for the session (a partitioned server may never give one; ops then fail).
-zk.start_async().wait(min(budget_s, 2.0))
+zk.start_async().wait(min(budget_s, 0.2))
 send({"type": "init_ok"})
 
 

@@ -40,7 +40,7 @@ pub struct Launch {
     pub cwd: PathBuf,
     /// The `init` message.
     pub init: Init,
-    /// How long the client has for `init` plus one op (the op's deadline).
+    /// How long the client has to answer `init`, and each request.
     pub timeout_ms: u64,
     /// Where its stderr is appended (with a line per restart); `None` keeps only a tail.
     pub stderr_log: Option<PathBuf>,
@@ -346,7 +346,7 @@ impl ProtocolClient {
 impl Client for ProtocolClient {
     async fn invoke(&mut self, f: &str, key: Option<&str>, value: &Value) -> Completion {
         let t = self.thread();
-        let deadline = Instant::now() + Duration::from_millis(self.launch.timeout_ms);
+        let timeout = Duration::from_millis(self.launch.timeout_ms);
         if self.in_flight {
             self.in_flight = false;
             self.stop("the previous op was abandoned without a reply")
@@ -364,7 +364,8 @@ impl Client for ProtocolClient {
             self.note(&format!("{how} between ops; restarting"));
         }
         if self.proc.is_none() {
-            match timeout_at(deadline, self.start()).await {
+            // A start has its own deadline: the client's start-up is not the op's latency.
+            match timeout_at(Instant::now() + timeout, self.start()).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => {
                     self.stop(&e.detail).await;
@@ -386,7 +387,7 @@ impl Client for ProtocolClient {
         let id = self.next_id;
         self.next_id += 1;
         self.in_flight = true;
-        let result = timeout_at(deadline, self.exchange(id, f, key, value)).await;
+        let result = timeout_at(Instant::now() + timeout, self.exchange(id, f, key, value)).await;
         self.in_flight = false;
         match result {
             Ok(Ok(c)) => c,
