@@ -178,6 +178,7 @@ async fn run() -> Result<(), String> {
                 seed: t as u64,
             },
             timeout_ms: 5000,
+            init_timeout_ms: 10_000,
             stderr_log: None,
         }))
     };

@@ -2,10 +2,12 @@
 //! fed one request line per op, restarted whenever it breaks the protocol.
 //!
 //! Owns starting the spec's client program (its own process group, stdin/stdout piped, stderr
-//! copied to the run's logs), the `init` handshake, the per-op exchange under the op timeout, and
+//! copied to the run's logs) in the background as soon as the client is made, the `init`
+//! handshake under its own (longer) timeout, the per-op exchange under the op timeout, and
 //! turning every way a client can misbehave (exit, hang, wrong id, malformed or endless line,
 //! an op abandoned by the interpreter) into one `info` op plus a restart — or `fail` when the op
-//! was never sent. Does not own the message shapes (`protocol`) nor which program to run (`spec`).
+//! was never sent (the process could not start, or is still starting). Does not own the message
+//! shapes (`protocol`) nor which program to run (`spec`).
 
 use super::protocol::{
     Init, MAX_LINE_BYTES, ProtocolError, ProtocolErrorKind, excerpt, parse_init_reply, parse_reply,
@@ -21,6 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
+use tokio::task::JoinHandle;
 use tokio::time::{Instant, timeout_at};
 
 /// Bytes of a client's stderr kept for error messages.
@@ -40,22 +43,33 @@ pub struct Launch {
     pub cwd: PathBuf,
     /// The `init` message.
     pub init: Init,
-    /// How long the client has to answer `init`, and each request.
+    /// How long the client has to answer each request.
     pub timeout_ms: u64,
-    /// Where its stderr is appended (with a line per restart); `None` keeps only a tail.
+    /// How long a new process has to answer `init` (ops meanwhile fail: they are not sent).
+    pub init_timeout_ms: u64,
+    /// Where its stderr is appended (with a line per start and stop); `None` keeps only a tail.
     pub stderr_log: Option<PathBuf>,
 }
 
-/// A running client process.
+/// The client's stderr log, shared with the task copying its stderr.
+type Log = Option<Arc<Mutex<std::fs::File>>>;
+
+/// A line of our own in the client's stderr log.
+fn note(log: &Log, what: &str) {
+    if let Some(log) = log
+        && let Ok(mut f) = log.lock()
+    {
+        let _ = writeln!(f, "[shakedown] {what}");
+    }
+}
+
+/// A running client process that answered `init`.
 struct Running {
-    /// `init` was answered: the process may be given ops. False while starting, so a start
-    /// abandoned by the interpreter's timeout is not mistaken for a ready process.
-    ready: bool,
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     tail: Arc<Mutex<VecDeque<u8>>>,
-    stderr_copy: tokio::task::JoinHandle<()>,
+    stderr_copy: JoinHandle<()>,
 }
 
 impl Running {
@@ -69,6 +83,39 @@ impl Running {
         }
         let _ = self.child.start_kill();
     }
+
+    /// Write one line and read one back.
+    async fn send_and_read(&mut self, line: &str) -> std::io::Result<LineRead> {
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        self.stdin.write_all(&bytes).await?;
+        self.stdin.flush().await?;
+        read_line_bounded(&mut self.stdout, MAX_LINE_BYTES).await
+    }
+
+    /// After end of output: how the process ended, plus its last stderr line.
+    async fn exit_words(mut self, log: &Log) -> String {
+        let status = tokio::time::timeout(REAP_WAIT, self.child.wait()).await;
+        // Let the stderr copier drain what the process wrote before it died.
+        let _ = tokio::time::timeout(REAP_WAIT, &mut self.stderr_copy).await;
+        let how = match status {
+            Ok(Ok(s)) => match (s.code(), std::os::unix::process::ExitStatusExt::signal(&s)) {
+                (Some(c), _) => format!("the client exited with status {c}"),
+                (None, Some(sig)) => format!("the client was killed by signal {sig}"),
+                _ => "the client exited".into(),
+            },
+            _ => "the client closed its output".into(),
+        };
+        note(log, &how);
+        format!("{how}{}", stderr_hint(&self.tail))
+    }
+
+    /// Kill the process and wait (briefly) until it is gone.
+    async fn stop(mut self) {
+        self.kill_group();
+        let _ = tokio::time::timeout(REAP_WAIT, self.child.wait()).await;
+    }
 }
 
 impl Drop for Running {
@@ -78,16 +125,17 @@ impl Drop for Running {
     }
 }
 
-/// A `Client` that speaks the JSON-lines protocol with a local process.
-pub struct ProtocolClient {
-    launch: Launch,
-    proc: Option<Running>,
-    next_id: u64,
-    /// An op was sent and its reply never read (the interpreter gave up on it): the process
-    /// must not be trusted with the next op.
-    in_flight: bool,
-    last_start: Option<Instant>,
-    log: Option<Arc<Mutex<std::fs::File>>>,
+/// The client's last stderr line, for messages (empty when it wrote none).
+fn stderr_hint(tail: &Mutex<VecDeque<u8>>) -> String {
+    let bytes: Vec<u8> = tail
+        .lock()
+        .map(|t| t.iter().copied().collect())
+        .unwrap_or_default();
+    let text = String::from_utf8_lossy(&bytes);
+    match text.lines().rev().find(|l| !l.trim().is_empty()) {
+        Some(l) => format!("; its last stderr line: {}", excerpt(l)),
+        None => String::new(),
+    }
 }
 
 /// What reading one reply line found.
@@ -123,8 +171,123 @@ async fn read_line_bounded<R: tokio::io::AsyncBufRead + Unpin>(
     }
 }
 
+/// Start the client process (not before `not_before`) and complete the `init` handshake within
+/// `init_timeout_ms`. The process is killed when this fails or its future is dropped.
+async fn start(
+    launch: Arc<Launch>,
+    log: Log,
+    not_before: Option<Instant>,
+) -> Result<Running, ProtocolError> {
+    let t = launch.init.thread;
+    let start_err = |d: String| ProtocolError::new(ProtocolErrorKind::Start, d);
+    if let Some(at) = not_before {
+        tokio::time::sleep_until(at).await;
+    }
+    let mut program = PathBuf::from(&launch.argv[0]);
+    if program.is_relative() && launch.argv[0].contains('/') {
+        program = launch.cwd.join(program);
+    }
+    let mut cmd = tokio::process::Command::new(&program);
+    cmd.args(&launch.argv[1..])
+        .current_dir(&launch.cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .process_group(0);
+    let mut child = cmd.spawn().map_err(|e| {
+        let why = match e.kind() {
+            std::io::ErrorKind::NotFound => "no such program (or working directory)".into(),
+            std::io::ErrorKind::PermissionDenied => "permission denied (not executable?)".into(),
+            _ => e.to_string(),
+        };
+        start_err(format!(
+            "thread {t}: cannot start {} in {}: {why}",
+            program.display(),
+            launch.cwd.display()
+        ))
+    })?;
+    let (Some(stdin), Some(stdout), Some(mut stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err(start_err(format!("thread {t}: client pipes missing")));
+    };
+    let tail: Arc<Mutex<VecDeque<u8>>> = Arc::default();
+    let (tail2, log2) = (tail.clone(), log.clone());
+    let stderr_copy = tokio::spawn(async move {
+        let mut buf = vec![0u8; 8192];
+        while let Ok(n) = stderr.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            if let Some(log) = &log2
+                && let Ok(mut f) = log.lock()
+            {
+                let _ = f.write_all(&buf[..n]);
+            }
+            if let Ok(mut t) = tail2.lock() {
+                t.extend(&buf[..n]);
+                let excess = t.len().saturating_sub(STDERR_TAIL_BYTES);
+                t.drain(..excess);
+            }
+        }
+    });
+    let pid = child
+        .id()
+        .map_or_else(|| "?".to_string(), |p| p.to_string());
+    note(&log, &format!("started {} (pid {pid})", program.display()));
+    let mut running = Running {
+        child,
+        stdin,
+        stdout: BufReader::new(stdout),
+        tail,
+        stderr_copy,
+    };
+    let deadline = Instant::now() + Duration::from_millis(launch.init_timeout_ms);
+    let answer = timeout_at(deadline, running.send_and_read(&launch.init.to_line())).await;
+    let failed = |why: String| {
+        note(&log, &format!("stopping the client process: {why}"));
+        Err(start_err(why))
+    };
+    match answer {
+        Ok(Ok(LineRead::Line(l))) => match parse_init_reply(&l) {
+            Ok(()) => Ok(running),
+            Err(why) => failed(format!("thread {t}: answer to init: {why}")),
+        },
+        Ok(Ok(LineRead::TooLong)) => failed(format!(
+            "thread {t}: answer to init longer than {MAX_LINE_BYTES} bytes"
+        )),
+        Ok(Ok(LineRead::Eof) | Err(_)) => {
+            let how = running.exit_words(&log).await;
+            Err(start_err(format!(
+                "thread {t}: {how} before answering init"
+            )))
+        }
+        Err(_) => failed(format!(
+            "thread {t}: no answer to init within {} ms",
+            launch.init_timeout_ms
+        )),
+    }
+}
+
+/// A `Client` that speaks the JSON-lines protocol with a local process.
+pub struct ProtocolClient {
+    launch: Arc<Launch>,
+    /// The process, once it answered `init`.
+    proc: Option<Running>,
+    /// A start in progress (begun when the client is made, or after a stop).
+    starting: Option<JoinHandle<Result<Running, ProtocolError>>>,
+    next_id: u64,
+    /// An op was sent and its reply never read (the interpreter gave up on it): the process
+    /// must not be trusted with the next op.
+    in_flight: bool,
+    last_start: Option<Instant>,
+    log: Log,
+}
+
 impl ProtocolClient {
-    /// A client that starts its process on the first op.
+    /// A client whose process starts now in the background (inside a tokio runtime), else on
+    /// the first op.
     pub fn new(launch: Launch) -> ProtocolClient {
         let log = launch.stderr_log.as_ref().and_then(|p| {
             if let Some(dir) = p.parent() {
@@ -137,179 +300,79 @@ impl ProtocolClient {
                 .ok()
                 .map(|f| Arc::new(Mutex::new(f)))
         });
-        ProtocolClient {
-            launch,
+        let mut c = ProtocolClient {
+            launch: Arc::new(launch),
             proc: None,
+            starting: None,
             next_id: 1,
             in_flight: false,
             last_start: None,
             log,
+        };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            c.begin_start();
         }
+        c
     }
 
     fn thread(&self) -> usize {
         self.launch.init.thread
     }
 
-    /// A line of our own in the client's stderr log.
-    fn note(&self, what: &str) {
-        if let Some(log) = &self.log
-            && let Ok(mut f) = log.lock()
-        {
-            let _ = writeln!(f, "[shakedown] {what}");
+    /// Start a process in the background unless one runs or is starting.
+    fn begin_start(&mut self) {
+        if self.proc.is_some() || self.starting.is_some() {
+            return;
         }
-    }
-
-    /// The client's last stderr line, for messages (empty when it wrote none).
-    fn stderr_hint(tail: &Mutex<VecDeque<u8>>) -> String {
-        let bytes: Vec<u8> = tail
-            .lock()
-            .map(|t| t.iter().copied().collect())
-            .unwrap_or_default();
-        let text = String::from_utf8_lossy(&bytes);
-        match text.lines().rev().find(|l| !l.trim().is_empty()) {
-            Some(l) => format!("; its last stderr line: {}", excerpt(l)),
-            None => String::new(),
-        }
+        let not_before = self.last_start.map(|t| t + RESTART_BACKOFF);
+        self.last_start = Some(not_before.unwrap_or_else(Instant::now).max(Instant::now()));
+        self.starting = Some(tokio::spawn(start(
+            self.launch.clone(),
+            self.log.clone(),
+            not_before,
+        )));
     }
 
     /// Kill the process and say why in its log.
     async fn stop(&mut self, why: &str) {
-        if let Some(mut p) = self.proc.take() {
-            self.note(&format!("stopping the client process: {why}"));
-            p.kill_group();
-            let _ = tokio::time::timeout(REAP_WAIT, p.child.wait()).await;
+        if let Some(p) = self.proc.take() {
+            note(&self.log, &format!("stopping the client process: {why}"));
+            p.stop().await;
         }
     }
 
-    /// After end of output: how the process ended, plus its last stderr line.
-    async fn exit_words(&mut self) -> String {
-        let Some(mut p) = self.proc.take() else {
-            return "the client is gone".into();
+    /// Wait, at most until `deadline`, for a started process. `Err` is the op's completion.
+    async fn await_start(&mut self, deadline: Instant, value: &Value) -> Result<(), Completion> {
+        self.begin_start();
+        let Some(handle) = self.starting.as_mut() else {
+            return Ok(());
         };
-        let status = tokio::time::timeout(REAP_WAIT, p.child.wait()).await;
-        // Let the stderr copier drain what the process wrote before it died.
-        let _ = tokio::time::timeout(REAP_WAIT, &mut p.stderr_copy).await;
-        let how = match status {
-            Ok(Ok(s)) => match (s.code(), std::os::unix::process::ExitStatusExt::signal(&s)) {
-                (Some(c), _) => format!("the client exited with status {c}"),
-                (None, Some(sig)) => format!("the client was killed by signal {sig}"),
-                _ => "the client exited".into(),
-            },
-            _ => "the client closed its output".into(),
-        };
-        let hint = Self::stderr_hint(&p.tail);
-        self.note(&how);
-        drop(p);
-        format!("{how}{hint}")
-    }
-
-    /// Start the process and complete the `init` handshake.
-    async fn start(&mut self) -> Result<(), ProtocolError> {
-        let start_err = |d: String| ProtocolError::new(ProtocolErrorKind::Start, d);
-        let t = self.thread();
-        if let Some(last) = self.last_start {
-            tokio::time::sleep_until(last + RESTART_BACKOFF).await;
-        }
-        self.last_start = Some(Instant::now());
-        let argv = &self.launch.argv;
-        let mut program = PathBuf::from(&argv[0]);
-        if program.is_relative() && argv[0].contains('/') {
-            program = self.launch.cwd.join(program);
-        }
-        let mut cmd = tokio::process::Command::new(&program);
-        cmd.args(&argv[1..])
-            .current_dir(&self.launch.cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .process_group(0);
-        let mut child = cmd.spawn().map_err(|e| {
-            let why = match e.kind() {
-                std::io::ErrorKind::NotFound => "no such program (or working directory)".into(),
-                std::io::ErrorKind::PermissionDenied => {
-                    "permission denied (not executable?)".into()
-                }
-                _ => e.to_string(),
-            };
-            start_err(format!(
-                "thread {t}: cannot start {} in {}: {why}",
-                program.display(),
-                self.launch.cwd.display()
-            ))
-        })?;
-        let (Some(stdin), Some(stdout), Some(mut stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            return Err(start_err(format!("thread {t}: client pipes missing")));
-        };
-        let tail: Arc<Mutex<VecDeque<u8>>> = Arc::default();
-        let (tail2, log) = (tail.clone(), self.log.clone());
-        let stderr_copy = tokio::spawn(async move {
-            let mut buf = vec![0u8; 8192];
-            while let Ok(n) = stderr.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                if let Some(log) = &log
-                    && let Ok(mut f) = log.lock()
-                {
-                    let _ = f.write_all(&buf[..n]);
-                }
-                if let Ok(mut t) = tail2.lock() {
-                    t.extend(&buf[..n]);
-                    let excess = t.len().saturating_sub(STDERR_TAIL_BYTES);
-                    t.drain(..excess);
-                }
+        let joined = match timeout_at(deadline, handle).await {
+            Ok(joined) => joined,
+            Err(_) => {
+                return Err(Completion::Fail {
+                    error: format!(
+                        "thread {}: the client is still starting (it has {} ms to answer init); the op was not sent",
+                        self.thread(),
+                        self.launch.init_timeout_ms
+                    ),
+                    value: value.clone(),
+                });
             }
-        });
-        let pid = child
-            .id()
-            .map_or_else(|| "?".to_string(), |p| p.to_string());
-        self.note(&format!("started {} (pid {pid})", program.display()));
-        self.proc = Some(Running {
-            ready: false,
-            child,
-            stdin,
-            stdout: BufReader::new(stdout),
-            tail,
-            stderr_copy,
-        });
-        let init = self.launch.init.to_line();
-        match self.send_and_read(&init).await {
-            Ok(LineRead::Line(l)) => {
-                parse_init_reply(&l)
-                    .map_err(|why| start_err(format!("thread {t}: answer to init: {why}")))?;
-                if let Some(p) = self.proc.as_mut() {
-                    p.ready = true;
-                }
+        };
+        self.starting = None;
+        match joined {
+            Ok(Ok(running)) => {
+                self.proc = Some(running);
                 Ok(())
             }
-            Ok(LineRead::TooLong) => Err(start_err(format!(
-                "thread {t}: answer to init longer than {MAX_LINE_BYTES} bytes"
-            ))),
-            Ok(LineRead::Eof) | Err(_) => {
-                let how = self.exit_words().await;
-                Err(start_err(format!(
-                    "thread {t}: {how} before answering init"
-                )))
-            }
+            Ok(Err(e)) => Err(e.completion(value)),
+            Err(e) => Err(ProtocolError::new(
+                ProtocolErrorKind::Start,
+                format!("thread {}: the start task failed: {e}", self.thread()),
+            )
+            .completion(value)),
         }
-    }
-
-    /// Write one line and read one back.
-    async fn send_and_read(&mut self, line: &str) -> std::io::Result<LineRead> {
-        let p = self
-            .proc
-            .as_mut()
-            .ok_or_else(|| std::io::Error::other("not running"))?;
-        let mut bytes = Vec::with_capacity(line.len() + 1);
-        bytes.extend_from_slice(line.as_bytes());
-        bytes.push(b'\n');
-        p.stdin.write_all(&bytes).await?;
-        p.stdin.flush().await?;
-        read_line_bounded(&mut p.stdout, MAX_LINE_BYTES).await
     }
 
     /// One op on a running, initialised process.
@@ -322,7 +385,13 @@ impl ProtocolClient {
     ) -> Result<Completion, ProtocolError> {
         let t = self.thread();
         let line = request_line(id, f, key, value);
-        match self.send_and_read(&line).await {
+        let Some(p) = self.proc.as_mut() else {
+            return Err(ProtocolError::new(
+                ProtocolErrorKind::Crash,
+                format!("thread {t}, op {id}: the client is gone"),
+            ));
+        };
+        match p.send_and_read(&line).await {
             Ok(LineRead::Line(l)) => parse_reply(&l, id, f, value).map_err(|mut e| {
                 e.detail = format!("thread {t}, op {id}: {}", e.detail);
                 e
@@ -332,12 +401,24 @@ impl ProtocolClient {
                 format!("thread {t}, op {id}: reply longer than {MAX_LINE_BYTES} bytes"),
             )),
             Ok(LineRead::Eof) | Err(_) => {
-                let how = self.exit_words().await;
+                let how = match self.proc.take() {
+                    Some(p) => p.exit_words(&self.log).await,
+                    None => "the client is gone".into(),
+                };
                 Err(ProtocolError::new(
                     ProtocolErrorKind::Crash,
                     format!("thread {t}, op {id}: {how} during the op"),
                 ))
             }
+        }
+    }
+}
+
+impl Drop for ProtocolClient {
+    fn drop(&mut self) {
+        // A start still running: abort it (its process is killed with its future).
+        if let Some(h) = self.starting.take() {
+            h.abort();
         }
     }
 }
@@ -352,70 +433,51 @@ impl Client for ProtocolClient {
             self.stop("the previous op was abandoned without a reply")
                 .await;
         }
-        if self.proc.as_ref().is_some_and(|p| !p.ready) {
-            self.stop("its start was abandoned before it answered init")
-                .await;
-        }
         // A client that exited between ops is restarted; the op has not been sent yet.
         if let Some(p) = self.proc.as_mut()
             && let Ok(Some(_)) = p.child.try_wait()
+            && let Some(p) = self.proc.take()
         {
-            let how = self.exit_words().await;
-            self.note(&format!("{how} between ops; restarting"));
+            let how = p.exit_words(&self.log).await;
+            note(&self.log, &format!("{how} between ops; restarting"));
         }
-        if self.proc.is_none() {
-            // A start has its own deadline: the client's start-up is not the op's latency.
-            match timeout_at(Instant::now() + timeout, self.start()).await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    self.stop(&e.detail).await;
-                    return e.completion(value);
-                }
-                Err(_) => {
-                    let e = ProtocolError::new(
-                        ProtocolErrorKind::Start,
-                        format!(
-                            "thread {t}: no answer to init within {} ms",
-                            self.launch.timeout_ms
-                        ),
-                    );
-                    self.stop(&e.detail).await;
-                    return e.completion(value);
-                }
-            }
+        if self.proc.is_none()
+            && let Err(done) = self.await_start(Instant::now() + timeout, value).await
+        {
+            return done;
         }
         let id = self.next_id;
         self.next_id += 1;
         self.in_flight = true;
         let result = timeout_at(Instant::now() + timeout, self.exchange(id, f, key, value)).await;
         self.in_flight = false;
-        match result {
-            Ok(Ok(c)) => c,
-            Ok(Err(e)) => {
-                self.stop(&e.detail).await;
-                e.completion(value)
-            }
-            Err(_) => {
-                let e = ProtocolError::new(
-                    ProtocolErrorKind::Timeout,
-                    format!(
-                        "thread {t}, op {id}: no reply within {} ms",
-                        self.launch.timeout_ms
-                    ),
-                );
-                self.stop(&e.detail).await;
-                e.completion(value)
-            }
-        }
+        let e = match result {
+            Ok(Ok(c)) => return c,
+            Ok(Err(e)) => e,
+            Err(_) => ProtocolError::new(
+                ProtocolErrorKind::Timeout,
+                format!(
+                    "thread {t}, op {id}: no reply within {} ms",
+                    self.launch.timeout_ms
+                ),
+            ),
+        };
+        self.stop(&e.detail).await;
+        // Start the next process now, while the interpreter records this op.
+        self.begin_start();
+        e.completion(value)
     }
 
     async fn close(&mut self) {
+        if let Some(h) = self.starting.take() {
+            h.abort();
+        }
         if let Some(mut p) = self.proc.take() {
             // Closing stdin asks a well-behaved client to exit; the kill follows regardless.
             let _ = p.stdin.shutdown().await;
             let _ = tokio::time::timeout(Duration::from_millis(200), p.child.wait()).await;
             drop(p);
-            self.note("closed");
+            note(&self.log, "closed");
         }
     }
 }
@@ -450,6 +512,15 @@ for line in sys.stdin:
     const HANG_MS: u64 = 2000;
 
     fn launch(dir: &std::path::Path, code: &str, timeout_ms: u64) -> Launch {
+        launch_with(dir, code, timeout_ms, 10_000)
+    }
+
+    fn launch_with(
+        dir: &std::path::Path,
+        code: &str,
+        timeout_ms: u64,
+        init_timeout_ms: u64,
+    ) -> Launch {
         std::fs::write(dir.join("client.py"), code).unwrap();
         Launch {
             argv: vec!["python3".into(), "client.py".into()],
@@ -466,6 +537,7 @@ for line in sys.stdin:
                 seed: 1,
             },
             timeout_ms,
+            init_timeout_ms,
             stderr_log: Some(dir.join("logs/thread-2.log")),
         }
     }
@@ -592,9 +664,9 @@ for line in sys.stdin:
         let done = write(&mut c, 1).await;
         assert_eq!(done.op_type(), OpType::Fail);
         assert!(done.error().unwrap().contains("cannot start"), "{done:?}");
-        // Never answers init: fail after the op timeout.
+        // Never answers init: fail after the init timeout.
         let code = "import time\ntime.sleep(60)\n";
-        let mut c = ProtocolClient::new(launch(dir.path(), code, 300));
+        let mut c = ProtocolClient::new(launch_with(dir.path(), code, HANG_MS, 300));
         let done = write(&mut c, 1).await;
         assert_eq!(done.op_type(), OpType::Fail);
         assert!(
@@ -603,6 +675,34 @@ for line in sys.stdin:
                 .contains("no answer to init within 300 ms"),
             "{done:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn ops_fail_unsent_while_a_slow_client_starts_and_are_not_protocol_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let code = script("reply({'id': req['id'], 'type': 'ok', 'value': 5})").replacen(
+            "init = json.loads",
+            "time.sleep(1.5)\ninit = json.loads",
+            1,
+        );
+        let mut c = ProtocolClient::new(launch_with(dir.path(), &code, 300, 10_000));
+        let first = c.invoke("read", Some("k1"), &Value::Null).await;
+        assert_eq!(first.op_type(), OpType::Fail, "{first:?}");
+        let err = first.error().unwrap();
+        assert!(
+            err.contains("still starting") && err.contains("not sent"),
+            "{err}"
+        );
+        assert_eq!(super::super::protocol::classify(err), None);
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert_eq!(
+            c.invoke("read", Some("k1"), &Value::Null).await,
+            Completion::Ok {
+                value: json!(5),
+                version: None
+            }
+        );
+        c.close().await;
     }
 
     #[tokio::test]

@@ -42,6 +42,10 @@ pub fn record_protocol_errors(
     }
 }
 
+/// Least time a client process has to start and answer `init` (interpreters and libraries take
+/// their time on a loaded machine); ops meanwhile fail unsent.
+pub const CLIENT_INIT_TIMEOUT_MS: u64 = 10_000;
+
 /// An external system: the spec's commands on the nodes, the spec's client program locally.
 #[derive(Clone)]
 pub struct ExternalSystem {
@@ -80,6 +84,7 @@ impl ExternalSystem {
                 seed: seed.wrapping_add(1000 + thread as u64),
             },
             timeout_ms,
+            init_timeout_ms: timeout_ms.max(CLIENT_INIT_TIMEOUT_MS),
             stderr_log: self
                 .client_logs
                 .get()
