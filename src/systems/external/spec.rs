@@ -133,8 +133,10 @@ pub struct ExternalSpec {
     pub command_timeout_s: f64,
 }
 
-/// A spec plus the option values a run uses.
-#[derive(Debug, Clone, PartialEq)]
+/// A spec plus the option values a run uses. Serialized as the record a run keeps
+/// (`{"arg", "spec", "options"}`); deserializing reloads the spec file and checks the options.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "ConfigRecord", into = "ConfigRecord")]
 pub struct ExternalConfig {
     /// `--db` as the user gave it (for the rerun command).
     pub arg: String,
@@ -142,6 +144,38 @@ pub struct ExternalConfig {
     pub spec: ExternalSpec,
     /// Every option's value (defaults filled in).
     pub options: BTreeMap<String, String>,
+}
+
+/// What a run records of an external system's configuration.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ConfigRecord {
+    arg: String,
+    spec: PathBuf,
+    options: BTreeMap<String, String>,
+}
+
+impl From<ExternalConfig> for ConfigRecord {
+    fn from(c: ExternalConfig) -> ConfigRecord {
+        ConfigRecord {
+            arg: c.arg,
+            spec: c.spec.path,
+            options: c.options,
+        }
+    }
+}
+
+impl TryFrom<ConfigRecord> for ExternalConfig {
+    type Error = ConfigError;
+    fn try_from(r: ConfigRecord) -> Result<ExternalConfig, ConfigError> {
+        let spec = load(&r.spec)?;
+        let opts: Vec<String> = r.options.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let options = apply_opts(&spec, &opts)?;
+        Ok(ExternalConfig {
+            arg: r.arg,
+            spec,
+            options,
+        })
+    }
 }
 
 impl ExternalConfig {
@@ -733,6 +767,29 @@ command = ["python3", "client.py"]
             assert!(e.starts_with(&format!("{place}: ")), "{text:?} → {e}");
             assert!(e.contains(words), "{text:?} → {e}");
         }
+    }
+
+    #[test]
+    fn a_config_round_trips_through_its_record_by_reloading_the_spec() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toy.toml");
+        std::fs::write(&path, GOOD).unwrap();
+        let spec = load(&path).unwrap();
+        let options = apply_opts(&spec, &["reads=sync".into()]).unwrap();
+        let cfg = ExternalConfig {
+            arg: path.display().to_string(),
+            spec,
+            options,
+        };
+        let v = serde_json::to_value(&cfg).unwrap();
+        assert_eq!(v["options"]["reads"], "sync");
+        let back: ExternalConfig = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(back, cfg);
+        std::fs::remove_file(&path).unwrap();
+        let e = serde_json::from_value::<ExternalConfig>(v)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("toy.toml") && e.contains("no such file"), "{e}");
     }
 
     #[test]
