@@ -118,6 +118,11 @@ pub fn run(args: RunArgs) -> i32 {
                 if let Some(line) = stored.as_ref().and_then(crate::summary::recovery_line) {
                     println!("{line}");
                 }
+                let protocol_key = crate::systems::external::protocol::RESULTS_KEY;
+                if let Some(errors) = stored.as_ref().and_then(|r| r.get(protocol_key)) {
+                    let line = crate::systems::external::protocol::counts_line(errors);
+                    println!("client protocol errors: {line}");
+                }
                 println!("phases: {}", crate::progress::timings_text(&o.phases));
                 for r in o.results.iter().filter(|r| r.verdict != Verdict::Valid) {
                     if let Some(text) = r.details.get("explanation").and_then(|v| v.as_str()) {
