@@ -125,6 +125,38 @@ fn a_spec_file_runs_and_misbehaving_clients_cost_one_op_each() {
         page.contains("client protocol errors"),
         "run page lacks the count"
     );
+
+    // The 30-line client of PROTOCOL.md against the same server: a clean, valid run.
+    let minimal = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/toykv/minimal.toml");
+    let (code, _, results) = cli::run_results(
+        &SANDBOX,
+        &[
+            "--db",
+            minimal.to_str().unwrap(),
+            "--nemesis",
+            "none",
+            "--time-limit",
+            "5",
+        ],
+        &tmp.path().join("reports"),
+    );
+    assert_eq!(code, 0, "{results}");
+    assert_eq!(results["client_protocol_errors"]["total"], 0, "{results}");
+    let session = &results["checkers"][1];
+    assert_eq!(session["verdict"], "valid", "{session}");
+}
+
+/// The minimal client in PROTOCOL.md is the file the test above runs, word for word.
+#[test]
+fn the_documented_minimal_client_is_the_tested_one() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("PROTOCOL.md")).unwrap();
+    let code = std::fs::read_to_string(root.join("tests/data/toykv/minimal_client.py")).unwrap();
+    assert!(
+        doc.contains(&format!("```python\n{code}```")),
+        "PROTOCOL.md's client differs from tests/data/toykv/minimal_client.py"
+    );
+    assert!(code.lines().count() <= 32, "the minimal client grew");
 }
 
 /// `--db zookeeper` (systems/zookeeper.toml + kazoo client): a 5-node ensemble under
