@@ -573,6 +573,7 @@ impl RunArgs {
         }
         if let Some(ext) = &external {
             ext.validate_faults(&nemesis)?;
+            ext.validate_workload(&workload)?;
         }
         let seed = self.seed.unwrap_or_else(rand::random);
         let name = self.name.clone().unwrap_or_else(|| {

@@ -277,6 +277,17 @@ mod tests {
     }
 
     #[test]
+    fn workloads_the_client_does_not_declare_are_refused() {
+        let spec = toykv();
+        let e = run_config(&["--db", &spec, "--workload", "list-append"]).unwrap_err();
+        assert!(
+            e.contains("--workload") && e.contains("toykv's client performs register"),
+            "{e}"
+        );
+        assert!(run_config(&["--db", &spec, "--workload", "session"]).is_ok());
+    }
+
+    #[test]
     fn faults_need_their_commands() {
         let spec = toykv();
         let dir = tempfile::tempdir().unwrap();

@@ -14,6 +14,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use toml::Spanned;
 
+/// The workload kinds (`kind` of `workloads/*.toml`) a client may declare in `client.workloads`.
+pub const WORKLOAD_KINDS: [&str; 2] = ["register", "list-append"];
+
 /// Folder of user-editable system specs, relative to the working directory.
 pub const SYSTEMS_DIR: &str = "systems";
 
@@ -127,6 +130,8 @@ pub struct ExternalSpec {
     pub commands: BTreeMap<CommandKind, String>,
     /// The client program and its arguments (run locally, in `dir`).
     pub client: Vec<String>,
+    /// Workload kinds the client performs (`register`, `list-append`); empty = not declared.
+    pub workloads: Vec<String>,
     /// How long `ready` is polled before setup fails.
     pub ready_timeout_s: f64,
     /// Timeout of each remote command except `install`.
@@ -186,6 +191,27 @@ impl ExternalConfig {
             .filter(|(k, v)| self.spec.options.get(*k).is_some_and(|o| &o.default != *v))
             .map(|(k, v)| format!("{k}={v}"))
             .collect()
+    }
+
+    /// Refuse a workload whose kind the spec's client does not declare (when it declares any).
+    pub fn validate_workload(
+        &self,
+        workload: &crate::spec::WorkloadSpec,
+    ) -> Result<(), ConfigError> {
+        let declared = &self.spec.workloads;
+        if declared.is_empty() || declared.contains(&workload.kind) {
+            return Ok(());
+        }
+        Err(ConfigError::new(
+            "--workload",
+            format!(
+                "{}'s client performs {} (client.workloads in {}), not {}",
+                self.spec.name,
+                declared.join(", "),
+                self.spec.path.display(),
+                workload.kind
+            ),
+        ))
     }
 
     /// Refuse, before any node is touched, faults the spec's commands cannot serve: `kill`
@@ -272,6 +298,8 @@ struct RawOption {
 #[serde(deny_unknown_fields)]
 struct RawClient {
     command: Spanned<Vec<String>>,
+    #[serde(default)]
+    workloads: Option<Spanned<Vec<String>>>,
 }
 
 /// Where `--db ARG` points: a path when it ends in `.toml` or has a `/`, else
@@ -549,6 +577,21 @@ pub fn parse(text: &str, path: &Path) -> Result<ExternalSpec, ConfigError> {
             "client.command: expected the program and its arguments, e.g. [\"python3\", \"client.py\"]".into(),
         ));
     }
+    let mut workloads = Vec::new();
+    if let Some(w) = &raw.client.get_ref().workloads {
+        for kind in w.get_ref() {
+            if !WORKLOAD_KINDS.contains(&kind.as_str()) {
+                return Err(err(
+                    w.span().start,
+                    format!(
+                        "client.workloads: {kind:?} is not a workload kind (kinds: {})",
+                        WORKLOAD_KINDS.join(", ")
+                    ),
+                ));
+            }
+            workloads.push(kind.clone());
+        }
+    }
     let seconds = |v: &Option<Spanned<f64>>, key: &str, default: f64| match v {
         None => Ok(default),
         Some(s) if s.get_ref().is_finite() && *s.get_ref() > 0.0 => Ok(*s.get_ref()),
@@ -571,6 +614,7 @@ pub fn parse(text: &str, path: &Path) -> Result<ExternalSpec, ConfigError> {
         options,
         commands,
         client,
+        workloads,
         ready_timeout_s: seconds(&raw.ready_timeout_s, "ready_timeout_s", 120.0)?,
         command_timeout_s: seconds(&raw.command_timeout_s, "command_timeout_s", 60.0)?,
     })
@@ -661,6 +705,7 @@ resume = "kill -CONT $(cat \"$4/pid\")"
 
 [client]
 command = ["python3", "client.py"]
+workloads = ["register"]
 "#;
 
     fn parse_str(text: &str) -> Result<ExternalSpec, String> {
@@ -681,6 +726,7 @@ command = ["python3", "client.py"]
         assert!(!s.commands.contains_key(&CommandKind::Kill));
         assert_eq!(s.options["reads"].default, "plain");
         assert_eq!(s.ready_timeout_s, 120.0);
+        assert_eq!(s.workloads, vec!["register"]);
         let opts = apply_opts(&s, &["reads=sync".into()]).unwrap();
         assert_eq!(opts["reads"], "sync");
         let cfg = ExternalConfig {
@@ -759,6 +805,11 @@ command = ["python3", "client.py"]
                 "name = \"toy\"\n[commands]\nstart = \"x\"\nstop = \"x\"\nready = \"x\"\n[client]\ncommand = [\"c\"]\nextra = 1\n",
                 "systems/toy.toml:8",
                 "extra",
+            ),
+            (
+                "name = \"toy\"\n[commands]\nstart = \"x\"\nstop = \"x\"\nready = \"x\"\n[client]\ncommand = [\"c\"]\nworkloads = [\"bank\"]\n",
+                "systems/toy.toml:8",
+                "client.workloads: \"bank\" is not a workload kind",
             ),
             ("name = [", "systems/toy.toml:1", ""),
         ];
