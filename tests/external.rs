@@ -126,6 +126,27 @@ fn a_spec_file_runs_and_misbehaving_clients_cost_one_op_each() {
         "run page lacks the count"
     );
 
+    // `shakedown heal` works through the spec too (its resume and start commands).
+    let journal = run_dir.join("faults.jsonl");
+    let reports = tmp.path().join("reports");
+    let mut args = vec![
+        "heal",
+        "--db",
+        &spec,
+        "--db-opt",
+        "misbehave=yes",
+        "--journal",
+        journal.to_str().unwrap(),
+        "--reports",
+        reports.to_str().unwrap(),
+    ];
+    args.extend(&SANDBOX);
+    let out = shakedown(&args);
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("n1"), "{text}");
+
     // The 30-line client of PROTOCOL.md against the same server: a clean, valid run.
     let minimal = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/toykv/minimal.toml");
     let (code, _, results) = cli::run_results(
