@@ -4,7 +4,8 @@
 //! program never sees clap. Exit codes: 0 valid, 1 invalid, 2 unknown, 3 usage or configuration
 //! error, 4 runtime error (cluster, SSH, IO).
 
-use crate::config::{ConfigError, TestConfig, parse_nodes};
+use crate::config::{ConfigError, TestConfig};
+use crate::node::parse_nodes;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -185,7 +186,7 @@ pub struct ClusterArgs {
 /// A resolved cluster selection.
 pub struct Cluster {
     /// Explicit nodes, or `None` for the sandbox.
-    pub nodes: Option<Vec<crate::config::Node>>,
+    pub nodes: Option<Vec<crate::node::Node>>,
     /// SSH settings.
     pub ssh: crate::control::SshConfig,
     /// The sandbox to use when `nodes` is `None`.

@@ -1,18 +1,10 @@
 //! Validated test configuration: what `cli` turns command-line arguments into, once.
 //!
-//! Owns `Node` and `TestConfig` and their validation rules. clap types never go past `cli`; the
+//! Owns `TestConfig`, `ConfigError` and their validation rules (nodes: `node`). clap types never go past `cli`; the
 //! rest of the program sees only these. Does no IO besides reading files named by the user.
 
+use crate::node::Node;
 use serde::Serialize;
-
-/// A node of the cluster under test.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
-pub struct Node {
-    /// Short name used in histories, logs and grudges (e.g. `n1`).
-    pub name: String,
-    /// Address to reach it over SSH and for client traffic (IP or DNS name).
-    pub host: String,
-}
 
 /// A config error, naming what was wrong.
 #[derive(Debug, thiserror::Error)]
@@ -34,96 +26,9 @@ impl ConfigError {
     }
 }
 
-fn valid_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 253
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | ':'))
-}
-
-/// Parse a node list: comma- or whitespace-separated entries, each `host` or `name=host`
-/// (a bare `host` is also its name). `source` labels errors (e.g. `--nodes`).
-pub fn parse_nodes(text: &str, source: &str) -> Result<Vec<Node>, ConfigError> {
-    let mut nodes: Vec<Node> = Vec::new();
-    for (i, entry) in text
-        .split(|c: char| c == ',' || c.is_whitespace())
-        .enumerate()
-    {
-        let entry = entry.trim();
-        if entry.is_empty() {
-            if text.contains(",,")
-                || text.trim_start().starts_with(',')
-                || text.trim_end().ends_with(',')
-            {
-                return Err(ConfigError::new(
-                    source,
-                    format!("empty node entry in {text:?}"),
-                ));
-            }
-            continue;
-        }
-        let (name, host) = match entry.split_once('=') {
-            Some((n, h)) => (n.trim(), h.trim()),
-            None => (entry, entry),
-        };
-        for (label, v) in [("name", name), ("host", host)] {
-            if !valid_name(v) {
-                return Err(ConfigError::new(
-                    source,
-                    format!(
-                        "entry {} ({entry:?}): invalid node {label} {v:?}: expected letters, digits, '-', '.', '_' or ':'",
-                        i + 1
-                    ),
-                ));
-            }
-        }
-        if nodes.iter().any(|n| n.name == name) {
-            return Err(ConfigError::new(
-                source,
-                format!("node {name:?} is listed twice"),
-            ));
-        }
-        nodes.push(Node {
-            name: name.to_string(),
-            host: host.to_string(),
-        });
-    }
-    if nodes.is_empty() {
-        return Err(ConfigError::new(source, "no nodes given"));
-    }
-    Ok(nodes)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_bare_hosts_and_named_hosts() {
-        let n = parse_nodes("n1=10.0.0.1, n2=10.0.0.2 db3.example", "--nodes").unwrap();
-        assert_eq!(n.len(), 3);
-        assert_eq!(
-            n[0],
-            Node {
-                name: "n1".into(),
-                host: "10.0.0.1".into()
-            }
-        );
-        assert_eq!(n[2].name, "db3.example");
-    }
-
-    #[test]
-    fn rejects_malformed_lists_naming_the_entry() {
-        let e = parse_nodes("n1,,n2", "--nodes").unwrap_err().to_string();
-        assert!(e.contains("--nodes") && e.contains("empty"), "{e}");
-        let e = parse_nodes("n1;rm -rf /", "--nodes")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("invalid node"), "{e}");
-        let e = parse_nodes("n1,n1", "--nodes").unwrap_err().to_string();
-        assert!(e.contains("twice"), "{e}");
-        assert!(parse_nodes("  ", "--nodes").is_err());
-        assert!(parse_nodes("a=", "--nodes").is_err());
+impl From<crate::node::NodeListError> for ConfigError {
+    fn from(e: crate::node::NodeListError) -> ConfigError {
+        ConfigError::new(e.source, e.message)
     }
 }
 

@@ -20,6 +20,7 @@ pub mod history;
 pub mod import;
 pub mod interpreter;
 pub mod model;
+pub mod node;
 pub mod nemesis;
 pub mod progress;
 pub mod report;

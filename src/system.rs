@@ -8,7 +8,8 @@
 use crate::client::Client;
 use crate::client::etcd::{EtcdClient, EtcdClientConfig};
 use crate::client::postgres::{PgClient, PgClientConfig, PgNode};
-use crate::config::{DbKind, Node, ReadFrom, TestConfig};
+use crate::config::{DbKind, ReadFrom, TestConfig};
+use crate::node::Node;
 use crate::control::Remote;
 use crate::db::etcd::Etcd;
 use crate::db::postgres::Postgres;

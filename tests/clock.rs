@@ -12,7 +12,7 @@
 
 use serde_json::{Value, json};
 use shakedown::client::Completion;
-use shakedown::config::Node;
+use shakedown::node::Node;
 use shakedown::control::{Cmd, Remote, SshConfig};
 use shakedown::db::etcd::{Etcd, EtcdConfig};
 use shakedown::nemesis::{Nemesis, NemesisConfig, PartitionConfig, outstanding_faults};

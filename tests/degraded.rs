@@ -9,7 +9,7 @@
 //! sshd by the sandbox's status and the reaper's PID.
 
 use serde_json::{Value, json};
-use shakedown::config::Node;
+use shakedown::node::Node;
 use shakedown::control::SshConfig;
 use shakedown::db::etcd::Etcd;
 use shakedown::history::{History, Process};

@@ -10,7 +10,7 @@
 
 use serde_json::{Value, json};
 use shakedown::client::Completion;
-use shakedown::config::Node;
+use shakedown::node::Node;
 use shakedown::control::{Remote, SshConfig};
 use shakedown::db::Db;
 use shakedown::db::etcd::{Etcd, EtcdConfig};

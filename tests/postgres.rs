@@ -329,7 +329,8 @@ fn promote_fails_over_and_clients_write_to_the_new_primary() {
     let _guard = SandboxGuard(&SANDBOX);
     use shakedown::client::postgres::{PgClient, PgClientConfig, PgNode};
     use shakedown::client::{Client, Completion};
-    use shakedown::config::{Node, ReadFrom};
+    use shakedown::config::ReadFrom;
+    use shakedown::node::Node;
     use shakedown::db::Db;
     use shakedown::db::postgres::{Postgres, PostgresConfig};
     use std::sync::Arc;

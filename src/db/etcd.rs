@@ -9,7 +9,7 @@
 //! Does not own the client protocol (that is `client::etcd`).
 
 use super::{Binary, Db, DbError, Kill, Pause, Primaries};
-use crate::config::Node;
+use crate::node::Node;
 use crate::control::{Cmd, Remote};
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -8,7 +8,7 @@
 pub mod etcd;
 pub mod postgres;
 
-use crate::config::Node;
+use crate::node::Node;
 use crate::control::{ExecError, Remote};
 use std::sync::Arc;
 

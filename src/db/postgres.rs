@@ -18,7 +18,7 @@
 //! `client::postgres`); it only runs `init_sql` on the primary once it is up.
 
 use super::{Binary, Db, DbError, Kill, Pause, Promote};
-use crate::config::Node;
+use crate::node::Node;
 use crate::control::{Cmd, Remote};
 use serde::Serialize;
 use std::time::{Duration, Instant};

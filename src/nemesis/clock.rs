@@ -989,7 +989,7 @@ mod tests {
         let sink = journal.clone();
         let mut n = Nemesis::new(super::super::NemesisConfig {
             nodes: (1..=2)
-                .map(|i| crate::config::Node {
+                .map(|i| crate::node::Node {
                     name: format!("n{i}"),
                     host: format!("10.0.0.{i}"),
                 })
@@ -1091,7 +1091,7 @@ mod tests {
             nodes: hosts
                 .iter()
                 .enumerate()
-                .map(|(i, h)| crate::config::Node {
+                .map(|(i, h)| crate::node::Node {
                     name: h.name.clone(),
                     host: format!("10.0.0.{}", i + 1),
                 })

@@ -401,7 +401,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    use crate::config::Node;
+    use crate::node::Node;
     use crate::control::{ExecError, ExecOutput, Remote, Unreachable};
     use rand::SeedableRng;
     use std::sync::{Arc, Mutex};

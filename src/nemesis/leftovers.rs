@@ -13,7 +13,7 @@
 
 use super::{Nemesis, NemesisConfig, PartitionConfig, outstanding_faults};
 use crate::client::Completion;
-use crate::config::Node;
+use crate::node::Node;
 use crate::control::Remote;
 use crate::db::Db;
 use rand::SeedableRng;

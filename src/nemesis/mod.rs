@@ -27,7 +27,7 @@ pub use outcomes::NodeOutcomes;
 use outcomes::strip_node_prefix;
 
 use crate::client::Completion;
-use crate::config::Node;
+use crate::node::Node;
 use crate::control::{Cmd, Remote};
 use crate::db::Db;
 use rand::seq::SliceRandom;
