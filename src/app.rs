@@ -472,7 +472,7 @@ pub fn doctor(args: crate::cli::DoctorArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
-    let db = match args.db.system(&args.cluster.etcd_dir) {
+    let db = match args.db.system() {
         Ok(db) => db,
         Err(e) => {
             eprintln!("error: {e}");
@@ -505,7 +505,14 @@ pub fn doctor(args: crate::cli::DoctorArgs) -> i32 {
 
 /// `shakedown bench`: controller overhead against a bare client loop on the sandbox etcd.
 pub fn bench(args: BenchArgs) -> i32 {
-    match runtime().block_on(crate::bench::overhead(args)) {
+    let cfg = match args.to_config() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    match runtime().block_on(crate::bench::overhead(cfg, args.out.clone())) {
         Ok(report) => {
             println!("{report}");
             0

@@ -32,25 +32,43 @@ impl From<crate::node::NodeListError> for ConfigError {
     }
 }
 
-/// Which system a run tests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+/// Consistency a run asks of reads (`--read-mode`); a system refuses modes it cannot serve
+/// (`systems::System::validate`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum DbKind {
-    /// etcd (`db::etcd`, `client::etcd`).
+pub enum ReadMode {
+    /// Linearizable reads (etcd: quorum reads through the leader).
     #[default]
-    Etcd,
-    /// PostgreSQL primary + streaming replicas (`db::postgres`, `client::postgres`).
-    Postgres,
+    Linearizable,
+    /// Reads served locally by whichever node the client talks to: may be stale.
+    Serializable,
 }
 
-impl DbKind {
-    /// The `--db` spelling.
+impl ReadMode {
+    /// The `--read-mode` spelling.
     pub fn as_str(self) -> &'static str {
         match self {
-            DbKind::Etcd => "etcd",
-            DbKind::Postgres => "postgres",
+            ReadMode::Linearizable => "linearizable",
+            ReadMode::Serializable => "serializable",
         }
     }
+}
+
+impl std::fmt::Display for ReadMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A resolved cluster selection (from `--nodes`/`--nodes-file`, SSH and sandbox flags).
+#[derive(Debug, Clone)]
+pub struct Cluster {
+    /// Explicit nodes, or `None` for the sandbox.
+    pub nodes: Option<Vec<Node>>,
+    /// SSH settings.
+    pub ssh: crate::control::SshConfig,
+    /// The sandbox to use when `nodes` is `None`.
+    pub sandbox: crate::sandbox::SandboxConfig,
 }
 
 /// Where a client thread sends its reads.
@@ -99,12 +117,8 @@ pub struct TestConfig {
     pub time_limit_s: f64,
     /// Seed of every random choice (ops, fault targets).
     pub seed: u64,
-    /// The system under test.
-    pub db: DbKind,
-    /// etcd settings.
-    pub etcd: crate::db::etcd::EtcdConfig,
-    /// PostgreSQL settings.
-    pub postgres: crate::db::postgres::PostgresConfig,
+    /// The system under test and its settings.
+    pub system: crate::systems::SystemConfig,
     /// Where reads go.
     pub read_from: ReadFrom,
     /// Nodes `replica`/`any` reads may pick from (names); empty = all eligible nodes.
@@ -118,7 +132,7 @@ pub struct TestConfig {
     /// Parsed nemesis schedule.
     pub nemesis: crate::spec::NemesisSpec,
     /// Linearizable or serializable reads.
-    pub read_mode: crate::client::etcd::ReadMode,
+    pub read_mode: ReadMode,
     /// Client op timeout; a timed-out op is recorded `info`.
     pub op_timeout_ms: u64,
     /// Root of run directories.
@@ -140,17 +154,8 @@ impl TestConfig {
                 .collect();
             parts.push(format!("--nodes {}", list.join(",")));
         }
-        parts.push(format!("--db {}", self.db.as_str()));
-        if self.db == DbKind::Postgres {
-            let pg = &self.postgres;
-            parts.push(format!("--synchronous-commit {}", pg.synchronous_commit));
-            if let Some(names) = &pg.synchronous_standby_names {
-                parts.push(format!(
-                    "--synchronous-standby-names {}",
-                    crate::control::quote(names)
-                ));
-            }
-        }
+        parts.push(format!("--db {}", self.system.name()));
+        parts.extend(self.system.rerun_args());
         if self.read_from != ReadFrom::Own {
             parts.push(format!("--read-from {}", self.read_from.as_str()));
         }

@@ -131,4 +131,3 @@ mod tests {
         assert!(parse_nodes("a=", "--nodes").is_err());
     }
 }
-

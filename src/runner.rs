@@ -7,20 +7,18 @@
 
 use crate::checker::{CheckResult, Verdict};
 use crate::client::Client;
-use crate::client::etcd::ReadMode;
 use crate::completion::Completion;
 use crate::config::TestConfig;
-use crate::node::Node;
 use crate::control::{Remote, SshConfig};
 use crate::db::Db;
-use crate::db::etcd::Etcd;
 use crate::generator::{self, Generator};
 use crate::history::{History, HistoryWriter};
 use crate::interpreter::{Interpreter, Stats, Worker};
 use crate::nemesis::{Nemesis, NemesisConfig, PartitionConfig};
+use crate::node::Node;
 use crate::progress::{Phase, Progress};
 use crate::store::{FAULTS_FILE, LINEAR_WITNESS_FILE, RESULTS_FILE, RunDir, TEST_FILE};
-use crate::system::System;
+use crate::systems::System;
 use futures_util::FutureExt;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -248,24 +246,11 @@ pub fn resolve_cluster(
 /// `shakedown heal`: remove the tool's iptables chain and resume paused DB processes on every
 /// node; when a fault journal is given, also restart the DB where it shows an un-undone kill,
 /// reset the clocks it shows stepped and not reset (to the controller's time), start the NTP
-/// daemons it shows stopped, and append the undo steps to that journal. Returns what was done
-/// per node and what was left.
-pub async fn heal(
-    cluster: crate::cli::Cluster,
-    etcd_dir: String,
-    journal: Option<std::path::PathBuf>,
-) -> Result<crate::nemesis::heal::HealReport, RunError> {
-    let db: Arc<dyn Db> = Arc::new(Etcd::new(crate::db::etcd::EtcdConfig {
-        base_dir: etcd_dir,
-        ..Default::default()
-    }));
-    heal_db(cluster, db, journal).await
-}
-
-/// `heal` for any system: resume and restart go through `db`'s abilities. Heals every node it
-/// reaches and names the others (see `nemesis::heal`); the report says what is left.
+/// daemons it shows stopped, and append the undo steps to that journal. Resume and restart go
+/// through `db`'s abilities. Heals every node it reaches and names the others (see
+/// `nemesis::heal`); the report says what is left.
 pub async fn heal_db(
-    cluster: crate::cli::Cluster,
+    cluster: crate::config::Cluster,
     db: Arc<dyn Db>,
     journal: Option<std::path::PathBuf>,
 ) -> Result<crate::nemesis::heal::HealReport, RunError> {
@@ -408,6 +393,9 @@ fn with_offsets(cfg: &TestConfig, g: Box<dyn Generator>, periodic: bool) -> Box<
 /// record (see [`crate::completion`]); a run that reached its workload is checked and judged even
 /// when it was interrupted or stopped by an error (its verdict is then never `valid`).
 pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, RunError> {
+    // Before any node is touched: refuse what the system cannot serve.
+    let system = cfg.system.open();
+    system.validate(&cfg.workload, &crate::systems::RunOptions::of(&cfg))?;
     let run_slot: Arc<std::sync::OnceLock<RunDir>> = Arc::default();
     let interrupt = interrupt_on_ctrl_c(run_slot.clone(), cfg.time_limit_s);
     if cfg.nodes.is_none() {
@@ -423,7 +411,6 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
     let run_dir = RunDir::create(&cfg.reports_dir, &cfg.name)?;
     let _ = run_slot.set(run_dir.clone());
     let wall_start = chrono::Utc::now().to_rfc3339();
-    let system = crate::system::for_config(&cfg);
     run_dir.write_json(
         TEST_FILE,
         &test_json(&cfg, system.as_ref(), &nodes, None, &wall_start),
@@ -882,7 +869,8 @@ pub(crate) async fn drive(
     let mut workers = Vec::new();
     for t in 0..cfg.concurrency {
         let node = &nodes[t % nodes.len()];
-        let client = system.client(cfg, t, nodes).map_err(RunError::Control)?;
+        let ctx = crate::client::ClientCtx::of_thread(cfg, t, nodes);
+        let client = system.client(&ctx).map_err(RunError::Control)?;
         workers.push(Worker {
             client,
             node: Some(node.name.clone()),
@@ -984,9 +972,4 @@ pub(crate) async fn drive(
         stats.info.load(Ordering::Relaxed),
     );
     Ok((interp.ops_written(), counts, main_phase, interrupted))
-}
-
-/// Default read mode for serialization into test.json.
-pub fn default_read_mode() -> ReadMode {
-    ReadMode::Linearizable
 }

@@ -995,7 +995,7 @@ mod tests {
                 })
                 .collect(),
             remotes: hosts.iter().map(|h| h.clone() as Arc<dyn Remote>).collect(),
-            db: Arc::new(crate::db::etcd::Etcd::new(Default::default())),
+            db: Arc::new(crate::systems::etcd::Etcd::new(Default::default())),
             partition: Default::default(),
             rng: ChaCha8Rng::seed_from_u64(1),
             journal: Some(Box::new(move |r: &Value| {
@@ -1097,7 +1097,7 @@ mod tests {
                 })
                 .collect(),
             remotes: hosts.iter().map(|h| h.clone() as Arc<dyn Remote>).collect(),
-            db: Arc::new(crate::db::etcd::Etcd::new(Default::default())),
+            db: Arc::new(crate::systems::etcd::Etcd::new(Default::default())),
             partition: Default::default(),
             rng: ChaCha8Rng::seed_from_u64(1),
             journal: None,

@@ -401,8 +401,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    use crate::node::Node;
     use crate::control::{ExecError, ExecOutput, Remote, Unreachable};
+    use crate::node::Node;
     use rand::SeedableRng;
     use std::sync::{Arc, Mutex};
 
@@ -467,7 +467,7 @@ mod tests {
         let n = Nemesis::new(super::super::NemesisConfig {
             nodes,
             remotes,
-            db: Arc::new(crate::db::etcd::Etcd::new(Default::default())),
+            db: Arc::new(crate::systems::etcd::Etcd::new(Default::default())),
             partition: Default::default(),
             rng: rand_chacha::ChaCha8Rng::seed_from_u64(3),
             journal: Some(Box::new(move |r: &Value| {

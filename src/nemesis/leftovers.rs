@@ -13,9 +13,9 @@
 
 use super::{Nemesis, NemesisConfig, PartitionConfig, outstanding_faults};
 use crate::client::Completion;
-use crate::node::Node;
 use crate::control::Remote;
 use crate::db::Db;
+use crate::node::Node;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;

@@ -27,9 +27,9 @@ pub use outcomes::NodeOutcomes;
 use outcomes::strip_node_prefix;
 
 use crate::client::Completion;
-use crate::node::Node;
 use crate::control::{Cmd, Remote};
 use crate::db::Db;
+use crate::node::Node;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};

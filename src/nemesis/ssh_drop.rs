@@ -269,7 +269,7 @@ mod tests {
                 host: "10.0.0.1".into(),
             }],
             remotes: vec![Arc::new(RealHost("n1".into()))],
-            db: Arc::new(crate::db::etcd::Etcd::new(Default::default())),
+            db: Arc::new(crate::systems::etcd::Etcd::new(Default::default())),
             partition: Default::default(),
             rng: rand_chacha::ChaCha8Rng::seed_from_u64(1),
             journal: None,

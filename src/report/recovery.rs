@@ -41,8 +41,8 @@
 //! - **Throughput during** a fault: served ops per second from its start to its heal, or to
 //!   where the workload stopped if that came first.
 
-use crate::client::etcd::CAS_MISMATCH;
 use crate::history::{History, OpType, Process};
+use crate::model::CAS_MISMATCH;
 use crate::report::faults::{FaultInterval, fault_intervals};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
