@@ -417,4 +417,46 @@ mod tests {
         };
         assert_eq!((e.base_dir.as_str(), e.client_port), ("/d", 2379));
     }
+
+    fn options<'a>(nemesis: &'a NemesisSpec, read_from: ReadFrom) -> RunOptions<'a> {
+        RunOptions {
+            read_mode: ReadMode::Linearizable,
+            read_from,
+            read_nodes: &[],
+            nemesis,
+            nemesis_name: "test",
+        }
+    }
+
+    #[test]
+    fn each_system_accepts_what_it_serves_and_names_itself_when_refusing() {
+        let register = crate::spec::load_workload("register").unwrap();
+        let append = crate::spec::load_workload("list-append").unwrap();
+        let promote = crate::spec::load_nemesis("partition,kill,pause,promote").unwrap();
+        let plain = crate::spec::load_nemesis("partition,kill,pause").unwrap();
+        let etcd = SystemConfig::Etcd(Default::default()).open();
+        let pg = SystemConfig::Postgres(Default::default()).open();
+        for w in [&register, &append] {
+            etcd.validate(w, &options(&plain, ReadFrom::Any)).unwrap();
+        }
+        pg.validate(&register, &options(&promote, ReadFrom::Replica))
+            .unwrap();
+        let e = etcd
+            .validate(&register, &options(&promote, ReadFrom::Own))
+            .unwrap_err();
+        assert_eq!(e.what, "--nemesis");
+        assert!(
+            e.message.contains("etcd") && e.message.contains("promote"),
+            "{e}"
+        );
+        let e = pg
+            .validate(&append, &options(&plain, ReadFrom::Own))
+            .unwrap_err();
+        assert_eq!(e.what, "--workload");
+        assert!(e.message.contains("postgres"), "{e}");
+        let e = etcd
+            .validate(&register, &options(&plain, ReadFrom::Primary))
+            .unwrap_err();
+        assert_eq!(e.what, "--read-from");
+    }
 }
