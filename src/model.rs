@@ -39,6 +39,7 @@ mod kv;
 mod list_append;
 mod multi_register;
 mod mutex_counter;
+pub mod registry;
 pub mod value;
 
 pub use collections::{QueueModel, QueueOp, SetModel, SetOp};

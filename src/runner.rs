@@ -789,30 +789,40 @@ pub fn check_with(
     Vec<CheckResult>,
     Option<crate::checker::linear::LinearResult>,
 ) {
-    use crate::checker::Checker;
-    let limit = Duration::from_secs_f64(time_limit_s);
-    let model = crate::app::default_model_for(crate::import::InputFormat::Jsonl, history);
-    let (linear, typed) = match crate::app::check_linear_with_model(model, history, false, limit) {
-        Ok(r) => (crate::app::linear_check_result_for_run(&r, model), Some(r)),
-        // The model could not interpret the history: say so, never call it valid.
+    use crate::checker::compose::{self, Plan};
+    let plan = Plan {
+        model: crate::import::default_model_for(crate::import::InputFormat::Jsonl, history)
+            .to_string(),
+        // Our clients record etcd semantics (see ARCHITECTURE.md).
+        options: crate::model::ModelOptions::preset(crate::model::SemanticsPreset::Etcd),
+        session: Some(crate::checker::session::SessionConfig {
+            source: version_source,
+            ..Default::default()
+        }),
+        time_limit: Duration::from_secs_f64(time_limit_s),
+    };
+    match compose::check(history, &plan) {
+        Ok(c) => {
+            let mut results = vec![compose::linear_check_result(
+                &c.linear,
+                &plan.model,
+                &plan.options,
+            )];
+            results.extend(c.session);
+            (c.verdict, results, Some(c.linear))
+        }
+        // The model could not be named: say so, never call it valid.
         Err(e) => (
-            CheckResult {
+            Verdict::Unknown,
+            vec![CheckResult {
                 checker: "linearizable".into(),
                 verdict: Verdict::Unknown,
                 summary: format!("history not checkable: {e}"),
                 details: json!({ "error": e }),
-            },
+            }],
             None,
         ),
-    };
-    let session =
-        crate::checker::session::SessionChecker::new(crate::checker::session::SessionConfig {
-            source: version_source,
-            ..Default::default()
-        })
-        .check(history);
-    let verdict = linear.verdict.merge(session.verdict);
-    (verdict, vec![linear, session], typed)
+    }
 }
 
 /// How the user steers a running workload: the progress display to update and the Ctrl-C signal.
