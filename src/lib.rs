@@ -15,6 +15,7 @@ pub mod control;
 pub mod db;
 pub mod doctor;
 pub mod edn;
+pub mod faults;
 pub mod generator;
 pub mod history;
 pub mod import;

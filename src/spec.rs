@@ -5,6 +5,7 @@
 //! and line. Turning a spec into generators happens in `runner`; this module only parses.
 
 use crate::config::ConfigError;
+use crate::faults::verb;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -207,14 +208,16 @@ impl FaultKind {
     pub fn ops(&self) -> (&'static str, serde_json::Value, &'static str) {
         use serde_json::json;
         match self {
-            FaultKind::Partition { shape } => {
-                ("start-partition", shape.clone().into(), "stop-partition")
-            }
-            FaultKind::Kill { targets } => ("kill", targets.clone().into(), "start"),
-            FaultKind::Pause { targets } => ("pause", targets.clone().into(), "resume"),
+            FaultKind::Partition { shape } => (
+                verb::START_PARTITION,
+                shape.clone().into(),
+                verb::STOP_PARTITION,
+            ),
+            FaultKind::Kill { targets } => (verb::KILL, targets.clone().into(), verb::START),
+            FaultKind::Pause { targets } => (verb::PAUSE, targets.clone().into(), verb::RESUME),
             // One-shot: the empty stop verb means no stop op.
             FaultKind::Promote { node } => (
-                "promote",
+                verb::PROMOTE,
                 node.as_ref().map_or(json!({}), |n| json!({ "node": n })),
                 "",
             ),
@@ -222,31 +225,31 @@ impl FaultKind {
                 targets,
                 probability,
             } => (
-                "start-loss",
+                verb::START_LOSS,
                 json!({ "targets": targets, "probability": probability }),
-                "stop-loss",
+                verb::STOP_LOSS,
             ),
             FaultKind::Bandwidth { targets, rate_kbit } => (
-                "start-bandwidth",
+                verb::START_BANDWIDTH,
                 json!({ "targets": targets, "rate_kbit": rate_kbit }),
-                "stop-bandwidth",
+                verb::STOP_BANDWIDTH,
             ),
             FaultKind::Delay {
                 targets,
                 delay_ms,
                 jitter_ms,
             } => (
-                "start-delay",
+                verb::START_DELAY,
                 json!({ "targets": targets, "delay_ms": delay_ms, "jitter_ms": jitter_ms }),
-                "stop-delay",
+                verb::STOP_DELAY,
             ),
             FaultKind::SshDrop {
                 targets,
                 duration_ms,
             } => (
-                crate::nemesis::ssh_drop::START,
+                verb::START_SSH_DROP,
                 json!({ "targets": targets, "duration_ms": duration_ms }),
-                crate::nemesis::ssh_drop::STOP,
+                verb::STOP_SSH_DROP,
             ),
             FaultKind::Clock {
                 mode,
@@ -264,9 +267,9 @@ impl FaultKind {
                 if mode == "strobe" {
                     value["max_period_ms"] = (*max_period_ms).into();
                     value["duration_ms"] = (*duration_ms).into();
-                    ("strobe-clock", value, "reset-clock")
+                    (verb::STROBE_CLOCK, value, verb::RESET_CLOCK)
                 } else {
-                    ("bump-clock", value, "reset-clock")
+                    (verb::BUMP_CLOCK, value, verb::RESET_CLOCK)
                 }
             }
         }

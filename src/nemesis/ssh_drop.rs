@@ -15,14 +15,11 @@
 
 use super::Nemesis;
 use crate::control::{Cmd, Remote};
+use crate::faults::verb::{START_SSH_DROP as START, STOP_SSH_DROP as STOP};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-/// Verb that drops SSH on the targets.
-pub const START: &str = "start-ssh-drop";
-/// Verb that waits until SSH is back on every dropped node.
-pub const STOP: &str = "stop-ssh-drop";
 /// Default hold: how long sshd stays away, in ms.
 pub const DEFAULT_DURATION_MS: u64 = 5_000;
 /// Longest hold accepted, in ms.

@@ -573,7 +573,7 @@ fn fault_section(out: &mut String, history: &History) {
     );
     for kind in &kinds {
         let c = plots::fault_color(kind);
-        let label = crate::nemesis::kinds::kind(kind).map_or(*kind, |k| k.label);
+        let label = crate::faults::kind(kind).map_or(*kind, |k| k.label);
         let _ = write!(
             out,
             "<div class=\"tl-row\"><span class=\"tl-name\">{}</span><div class=\"tl-track\">",
