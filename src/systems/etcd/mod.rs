@@ -8,6 +8,7 @@
 pub mod bare_loop;
 pub mod client;
 pub mod db;
+pub mod wire;
 
 pub use db::{Etcd, EtcdConfig};
 
