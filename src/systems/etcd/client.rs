@@ -1,12 +1,11 @@
 //! etcd v3 client for the register and list-append workloads, over etcd's JSON gRPC gateway.
 //!
 //! Owns: talking to etcd members (`POST /v3/kv/range`, `/v3/kv/put`, `/v3/kv/txn`,
-//! `GET /health`) over keep-alive HTTP/1.1, decoding the gateway's JSON (keys and values base64,
-//! int64 fields as strings, absent fields omitted), mapping register ops (`read`, `write`, `cas`)
-//! and list-append ops (`append`, `read`) onto etcd requests, choosing the member of each read,
-//! and classifying every error as *definitely not applied* (`Fail`) or *unknown* (`Info`). Also
-//! owns `bare_loop`, a client-only load loop used to measure the client's own throughput and
-//! latency. Does not own starting or stopping etcd (that is `db`) or history writing. The only
+//! `GET /health`) over keep-alive HTTP/1.1, mapping register ops (`read`, `write`, `cas`) and
+//! list-append ops (`append`, `read`) onto etcd requests, choosing the member of each read, and
+//! turning every outcome into a completion (`Fail` = definitely not applied, `Info` = unknown).
+//! Does not own decoding the gateway's JSON and classifying its errors (`wire`), the client-only
+//! load loop (`bare_loop`), starting or stopping etcd (`db`) or history writing. The only
 //! retries are an append's compare-and-put retries (below); every other op is one attempt.
 //!
 //! Register semantics: values are integers stored as decimal text under
