@@ -1,8 +1,11 @@
 //! shakedown: a Jepsen-style fault-injection test harness.
 //!
-//! See ARCHITECTURE.md for the bird's-eye view. Pure core: `history`, `generator`, `model`,
-//! `checker`, `completion`, `edn`, `spec`, `config`, `summary`. Impure shell: `control`, `sandbox`, `db`,
-//! `client`, `nemesis`, `interpreter`, `store`, `runner`, `bench`, `cli`, `app`.
+//! See ARCHITECTURE.md for the bird's-eye view. Pure core: `node`, `faults`, `history`,
+//! `generator`, `model`, `checker`, `completion`, `edn`, `import`, `spec`, `summary`, and the
+//! validated `config`. Shared seams of systems: `db` (the `Db` trait and abilities), `client`
+//! (the `Client` trait, `Completion`, `ClientCtx`). Impure shell: `control`, `sandbox`, `systems`
+//! (one folder per system under test), `nemesis`, `interpreter`, `store`, `report`, `runner`,
+//! `doctor`, `bench`. CLI: `cli`, `app` (nothing below them imports them).
 
 pub mod app;
 pub mod bench;
