@@ -162,3 +162,27 @@ fn another_systems_flags_and_unknown_systems_are_refused() {
         &["--db", "cockroach"],
     );
 }
+
+#[test]
+fn recorded_runs_read_back_their_system_settings() {
+    // test.json's `db` object of runs recorded before the systems folder existed.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/reports");
+    let mut seen = Vec::new();
+    for entry in std::fs::read_dir(&root).unwrap().flatten() {
+        let test = entry.path().join("test.json");
+        let Ok(text) = std::fs::read_to_string(&test) else {
+            continue;
+        };
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let cfg: shakedown::systems::SystemConfig = serde_json::from_value(v["db"].clone())
+            .unwrap_or_else(|e| panic!("{}: db does not read back: {e}", test.display()));
+        assert_eq!(cfg.name(), v["db"]["name"], "{}", test.display());
+        assert_eq!(
+            serde_json::to_value(&cfg).unwrap()["config"]["base_dir"],
+            v["db"]["config"]["base_dir"]
+        );
+        seen.push(cfg.name());
+    }
+    seen.sort();
+    assert_eq!(seen, ["etcd", "postgres"]);
+}
