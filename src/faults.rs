@@ -79,6 +79,54 @@ pub const CLOCK_VERBS: [&str; 3] = [verb::BUMP_CLOCK, verb::STROBE_CLOCK, verb::
 /// node's clock offset while it runs (it holds the nemesis thread for its whole duration).
 pub const STROBE_OFFSETS_EVERY: &str = "offsets_every_ms";
 
+/// The partition shape that cuts the system's current primaries off (it needs the system to tell
+/// who leads: `Db::as_primaries`).
+pub const PRIMARIES_SHAPE: &str = "primaries";
+
+/// Partition shapes by name, as used in schedules and op values.
+pub const PARTITION_SHAPES: &[&str] = &[
+    "one",
+    "halves",
+    "majorities-ring",
+    "bridge",
+    "minority-third",
+    "one-way",
+    PRIMARIES_SHAPE,
+];
+
+/// Which nodes a process fault hits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Targets {
+    /// One random node.
+    One,
+    /// A random minority (fewer than half).
+    Minority,
+    /// A random majority.
+    Majority,
+    /// Every node.
+    All,
+    /// The system's current primaries (leaders), asked of the system at injection time.
+    Primaries,
+}
+
+/// Target names accepted in schedules and op values.
+pub const TARGET_NAMES: &[&str] = &["one", "minority", "majority", "primaries", "all"];
+
+impl Targets {
+    /// Parse a target name as used in schedules and op values.
+    pub fn parse(s: &str) -> Option<Targets> {
+        Some(match s {
+            "one" => Targets::One,
+            "minority" => Targets::Minority,
+            "majority" => Targets::Majority,
+            "all" => Targets::All,
+            "primaries" => Targets::Primaries,
+            _ => return None,
+        })
+    }
+}
+
 /// One fault kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FaultKind {

@@ -67,7 +67,7 @@ pub enum FaultKind {
     /// `majorities-ring`, `bridge`, `minority-third`, `one-way` (asymmetric), `primaries` (the
     /// current leader(s), asked of the system, cut off from the rest).
     Partition {
-        /// One of `nemesis::PARTITION_SHAPES`.
+        /// One of `faults::PARTITION_SHAPES`.
         shape: String,
     },
     /// kill -9 the DB process on the targets, restart on stop.
@@ -304,11 +304,11 @@ impl FaultKind {
     fn check_values(&self) -> Result<(), String> {
         match self {
             FaultKind::Partition { shape }
-                if !crate::nemesis::PARTITION_SHAPES.contains(&shape.as_str()) =>
+                if !crate::faults::PARTITION_SHAPES.contains(&shape.as_str()) =>
             {
                 Err(format!(
                     "partition shape {shape:?}: expected one of {}",
-                    crate::nemesis::PARTITION_SHAPES.join(", ")
+                    crate::faults::PARTITION_SHAPES.join(", ")
                 ))
             }
             FaultKind::Kill { targets }
@@ -317,11 +317,11 @@ impl FaultKind {
             | FaultKind::Bandwidth { targets, .. }
             | FaultKind::Delay { targets, .. }
             | FaultKind::SshDrop { targets, .. }
-                if crate::nemesis::Targets::parse(targets).is_none() =>
+                if crate::faults::Targets::parse(targets).is_none() =>
             {
                 Err(format!(
                     "targets {targets:?}: expected one of {}",
-                    crate::nemesis::TARGET_NAMES.join(", ")
+                    crate::faults::TARGET_NAMES.join(", ")
                 ))
             }
             FaultKind::SshDrop { .. } => {
@@ -341,11 +341,11 @@ impl FaultKind {
                 }
             }
             FaultKind::Clock { targets, .. }
-                if crate::nemesis::Targets::parse(targets).is_none() =>
+                if crate::faults::Targets::parse(targets).is_none() =>
             {
                 Err(format!(
                     "targets {targets:?}: expected one of {}",
-                    crate::nemesis::TARGET_NAMES.join(", ")
+                    crate::faults::TARGET_NAMES.join(", ")
                 ))
             }
             FaultKind::Clock { mode, .. } if mode != "bump" && mode != "strobe" => Err(format!(
@@ -753,7 +753,7 @@ mod tests {
         assert_eq!(n.faults.len(), 4);
         assert!(load_nemesis("none").unwrap().faults.is_empty());
         let all = load_nemesis("partitions").unwrap();
-        assert_eq!(all.faults.len(), crate::nemesis::PARTITION_SHAPES.len());
+        assert_eq!(all.faults.len(), crate::faults::PARTITION_SHAPES.len());
         assert_eq!(all.order, FaultOrder::Sequential);
     }
 

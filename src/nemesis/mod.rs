@@ -27,7 +27,7 @@ use outcomes::strip_node_prefix;
 use crate::client::Completion;
 use crate::control::{Cmd, Remote};
 use crate::db::Db;
-use crate::faults::verb;
+use crate::faults::{PARTITION_SHAPES, PRIMARIES_SHAPE, TARGET_NAMES, Targets, verb};
 use crate::node::Node;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
@@ -49,39 +49,6 @@ pub fn outstanding_faults(records: &[Value]) -> Vec<Value> {
         }
     }
     open
-}
-
-/// Which nodes a process fault hits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Targets {
-    /// One random node.
-    One,
-    /// A random minority (fewer than half).
-    Minority,
-    /// A random majority.
-    Majority,
-    /// Every node.
-    All,
-    /// The system's current primaries (leaders), asked of the system at injection time.
-    Primaries,
-}
-
-/// Target names accepted in schedules and op values.
-pub const TARGET_NAMES: &[&str] = &["one", "minority", "majority", "primaries", "all"];
-
-impl Targets {
-    /// Parse a target name as used in schedules and op values.
-    pub fn parse(s: &str) -> Option<Targets> {
-        Some(match s {
-            "one" => Targets::One,
-            "minority" => Targets::Minority,
-            "majority" => Targets::Majority,
-            "all" => Targets::All,
-            "primaries" => Targets::Primaries,
-            _ => return None,
-        })
-    }
 }
 
 /// Choose the nodes a fault hits. `Primaries` here knows no leader and chooses none: use
@@ -455,7 +422,7 @@ impl Nemesis {
             verb::START_PARTITION => {
                 let names = self.names();
                 let shape = value.as_str().unwrap_or("one");
-                let primaries = if shape == "primaries" {
+                let primaries = if shape == PRIMARIES_SHAPE {
                     match self.primaries() {
                         Ok(p) => p,
                         Err(error) => {

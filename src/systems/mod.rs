@@ -20,6 +20,7 @@ use crate::client::{Client, ClientCtx};
 use crate::config::{ConfigError, ReadFrom, ReadMode};
 use crate::control::Remote;
 use crate::db::{Db, DbError};
+use crate::faults::{PRIMARIES_SHAPE, Targets};
 use crate::node::Node;
 use crate::spec::{FaultKind, NemesisSpec, WorkloadSpec};
 use serde_json::Value;
@@ -171,14 +172,14 @@ fn fault_name(fault: &FaultKind) -> String {
 /// The `Db` ability `fault` needs and `db` lacks, if any.
 fn missing_ability(db: &dyn Db, fault: &FaultKind) -> Option<&'static str> {
     let targets_primaries = match fault {
-        FaultKind::Partition { shape } => shape == "primaries",
+        FaultKind::Partition { shape } => shape == PRIMARIES_SHAPE,
         FaultKind::Kill { targets }
         | FaultKind::Pause { targets }
         | FaultKind::Loss { targets, .. }
         | FaultKind::Bandwidth { targets, .. }
         | FaultKind::Delay { targets, .. }
         | FaultKind::SshDrop { targets, .. }
-        | FaultKind::Clock { targets, .. } => targets == "primaries",
+        | FaultKind::Clock { targets, .. } => Targets::parse(targets) == Some(Targets::Primaries),
         FaultKind::Promote { .. } => false,
     };
     match fault {
