@@ -2,7 +2,7 @@
 //! exit code (0 valid, 1 invalid, 2 unknown, 3 usage/config error, 4 runtime error) and prints
 //! errors as one line naming the cause.
 
-use crate::checker::linear::{LinearConfig, LinearResult, check_history};
+use crate::checker::linear::{LinearConfig, LinearResult, WitnessMode, check_history};
 use crate::checker::witness_html::render_witness_html;
 use crate::checker::{CheckResult, Verdict};
 use crate::cli::{BenchArgs, CheckArgs, EXIT_RUNTIME, EXIT_USAGE, RunArgs};
@@ -174,9 +174,11 @@ pub fn check_linear_with_model(
     history: &History,
     from_edn: bool,
     time_limit: Duration,
+    witness: WitnessMode,
 ) -> Result<LinearResult, String> {
     let cfg = LinearConfig {
         time_limit: Some(time_limit),
+        witness,
         ..LinearConfig::default()
     };
     let reg = if from_edn {
@@ -226,7 +228,13 @@ pub fn check_with_model(
     from_edn: bool,
     time_limit: Duration,
 ) -> Result<(CheckResult, String), String> {
-    let r = check_linear_with_model(model_name, history, from_edn, time_limit)?;
+    let r = check_linear_with_model(
+        model_name,
+        history,
+        from_edn,
+        time_limit,
+        WitnessMode::default(),
+    )?;
     Ok((linear_check_result(&r), r.explain()))
 }
 
@@ -286,6 +294,7 @@ pub fn check(args: CheckArgs) -> i32 {
         history,
         from_edn,
         Duration::from_secs_f64(args.time_limit),
+        args.witness,
     ) {
         Ok(r) => r,
         Err(e) => {
@@ -444,7 +453,7 @@ pub fn report(args: crate::cli::ReportArgs) -> i32 {
         return EXIT_USAGE;
     }
     let run_dir = crate::store::RunDir::open(&args.run_dir);
-    match crate::runner::write_results(&run_dir, args.check_time_limit) {
+    match crate::runner::write_results(&run_dir, args.check_time_limit, WitnessMode::default()) {
         Ok((verdict, _)) => {
             for name in std::fs::read_dir(&run_dir.path)
                 .into_iter()

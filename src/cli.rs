@@ -415,6 +415,11 @@ pub struct RunArgs {
     /// Time budget for the linearizability check, in seconds.
     #[arg(long, default_value_t = 60.0)]
     pub check_time_limit: f64,
+    /// Witness of an invalid key: none (blocked op and longest linearizable prefix only), fast
+    /// (also the essential ops, minimized within 2 s per key) or minimal (minimized to 1-minimal
+    /// within the check's time budget).
+    #[arg(long, default_value = "fast", value_parser = parse_witness)]
+    pub witness: crate::checker::linear::WitnessMode,
     /// etcd release tarball URL to install on nodes without etcd (default: apt-get).
     #[arg(long)]
     pub etcd_tarball: Option<String>,
@@ -440,6 +445,11 @@ impl RunArgs {
             _ => unreachable!("parsed a run command"),
         }
     }
+}
+
+/// `--witness`: none, fast or minimal.
+fn parse_witness(s: &str) -> Result<crate::checker::linear::WitnessMode, String> {
+    s.parse()
 }
 
 fn positive(name: &str, v: f64) -> Result<f64, ConfigError> {
@@ -582,6 +592,7 @@ impl RunArgs {
             reports_dir: self.reports.clone(),
             settle_s: self.settle,
             check_time_limit_s,
+            witness: self.witness,
         })
     }
 }
@@ -599,6 +610,11 @@ pub struct CheckArgs {
     /// Time budget in seconds; past it the verdict is unknown.
     #[arg(long, default_value_t = 60.0)]
     pub time_limit: f64,
+    /// Witness of an invalid key: none (blocked op and longest linearizable prefix only), fast
+    /// (also the essential ops, minimized within 2 s per key) or minimal (minimized to 1-minimal
+    /// within --time-limit).
+    #[arg(long, default_value = "fast", value_parser = parse_witness)]
+    pub witness: crate::checker::linear::WitnessMode,
     /// Input format: auto, jsonl, edn, jepsen-log or porcupine.
     #[arg(long, default_value = "auto")]
     pub format: String,

@@ -552,7 +552,7 @@ pub async fn run(
     }
     let (events, counts, main_phase, interrupted) = result?;
 
-    let (verdict, results) = write_results(&run_dir, cfg.check_time_limit_s)?;
+    let (verdict, results) = write_results(&run_dir, cfg.check_time_limit_s, cfg.witness)?;
     Ok(RunOutcome {
         run_dir,
         verdict,
@@ -600,12 +600,14 @@ fn declared_version_source(run_dir: &RunDir) -> Option<crate::checker::session::
 pub fn write_results(
     run_dir: &RunDir,
     check_time_limit_s: f64,
+    witness: crate::checker::linear::WitnessMode,
 ) -> Result<(Verdict, Vec<CheckResult>), RunError> {
     let history = History::read_file(&run_dir.history_path())?;
     let (verdict, results, linear) = check_with(
         &history,
         check_time_limit_s,
         declared_version_source(run_dir),
+        witness,
     );
     run_dir.write_json(RESULTS_FILE, &results_json(verdict, &results))?;
     if let Some(r) = linear.filter(|r| r.verdict == Verdict::Invalid) {
@@ -642,7 +644,7 @@ pub fn check(
     Vec<CheckResult>,
     Option<crate::checker::linear::LinearResult>,
 ) {
-    check_with(history, time_limit_s, None)
+    check_with(history, time_limit_s, None, Default::default())
 }
 
 /// [`check`] with the session checker's version source fixed (`None` = chosen from the history).
@@ -652,6 +654,7 @@ pub fn check_with(
     history: &History,
     time_limit_s: f64,
     version_source: Option<crate::checker::session::VersionSource>,
+    witness: crate::checker::linear::WitnessMode,
 ) -> (
     Verdict,
     Vec<CheckResult>,
@@ -660,19 +663,20 @@ pub fn check_with(
     use crate::checker::Checker;
     let limit = Duration::from_secs_f64(time_limit_s);
     let model = crate::app::default_model_for(crate::import::InputFormat::Jsonl, history);
-    let (linear, typed) = match crate::app::check_linear_with_model(model, history, false, limit) {
-        Ok(r) => (crate::app::linear_check_result(&r), Some(r)),
-        // The model could not interpret the history: say so, never call it valid.
-        Err(e) => (
-            CheckResult {
-                checker: "linearizable".into(),
-                verdict: Verdict::Unknown,
-                summary: format!("history not checkable: {e}"),
-                details: json!({ "error": e }),
-            },
-            None,
-        ),
-    };
+    let (linear, typed) =
+        match crate::app::check_linear_with_model(model, history, false, limit, witness) {
+            Ok(r) => (crate::app::linear_check_result(&r), Some(r)),
+            // The model could not interpret the history: say so, never call it valid.
+            Err(e) => (
+                CheckResult {
+                    checker: "linearizable".into(),
+                    verdict: Verdict::Unknown,
+                    summary: format!("history not checkable: {e}"),
+                    details: json!({ "error": e }),
+                },
+                None,
+            ),
+        };
     let session =
         crate::checker::session::SessionChecker::new(crate::checker::session::SessionConfig {
             source: version_source,

@@ -59,9 +59,10 @@ fn bad_knossos_history_exits_1_and_names_the_op() {
 
 #[test]
 fn exhausted_budget_on_a_hard_history_exits_2() {
-    // 40 crashed concurrent writes and a read of a value nobody wrote: proving that needs every
-    // subset of the crashed writes, far more than half a second of search.
-    let f = data("histories/hard-pending-writes.jsonl");
+    // 132 crashed cas ops between every pair of 12 values and a read of a value nobody wrote:
+    // proving that needs every chain of crashed cas ops (no two are interchangeable, no chain
+    // dominates another), far more than half a second of search.
+    let f = data("histories/hard-pending-cas.jsonl");
     let o = shakedown(&[path(&f), "--time-limit", "0.5"]);
     assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("time limit exceeded"), "{}", stdout(&o));

@@ -11,7 +11,7 @@ use shakedown::checker::linear::{LinearConfig, check_history};
 use shakedown::edn::{EdnOptions, read_file};
 use shakedown::history::{History, OpType};
 use shakedown::model::{
-    Convert, Model, MultiRegisterModel, MutexModel, RegisterConfig, RegisterModel, RegisterOp,
+    Convert, Model, MultiRegisterModel, MutexModel, RegisterConfig, RegisterModel,
 };
 use std::path::{Path, PathBuf};
 
@@ -344,7 +344,7 @@ fn crashed_writers_history() -> impl Strategy<Value = History> {
                 ("cas", json!([a, b]))
             };
             let proc_ = Process::Client(p as u64);
-            ops.push(Op::new(OpType::Invoke, proc_.clone(), f, v.clone()));
+            ops.push(Op::new(OpType::Invoke, proc_, f, v.clone()));
             if completes {
                 infos.push(Op::new(OpType::Info, proc_, f, v));
             }
@@ -368,8 +368,8 @@ fn crashed_writers_history() -> impl Strategy<Value = History> {
                     ("cas", v.clone(), v, t, err)
                 }
             };
-            ops.push(Op::new(OpType::Invoke, me.clone(), f, inv));
-            let mut c = Op::new(t, me.clone(), f, done);
+            ops.push(Op::new(OpType::Invoke, me, f, inv));
+            let mut c = Op::new(t, me, f, done);
             c.error = err.map(str::to_string);
             ops.push(c);
         }

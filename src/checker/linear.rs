@@ -24,7 +24,7 @@ use crate::checker::{CheckResult, Checker, Verdict};
 use crate::history::{History, OpType};
 use crate::model::{Convert, Model};
 use rayon::prelude::*;
-use search::{CANCELLED, Limits, Outcome, PartOp, Stats, search};
+use search::{CANCELLED, Limits, Outcome, PartOp, Pruning, Stats, search};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -321,13 +321,13 @@ impl LinearResult {
     }
 }
 
-struct Part<O> {
+pub(crate) struct Part<O> {
     key: Option<String>,
-    ops: Vec<PartOp<O>>,
+    pub(crate) ops: Vec<PartOp<O>>,
 }
 
 /// Split a history into parts and convert ops with the model.
-fn prepare<M: Model>(model: &M, history: &History) -> Result<Vec<Part<M::Op>>, String> {
+pub(crate) fn prepare<M: Model>(model: &M, history: &History) -> Result<Vec<Part<M::Op>>, String> {
     let pairs = history
         .pairs()
         .map_err(|e| format!("ill-formed history: {e}"))?;
@@ -431,7 +431,7 @@ pub fn check_history<M: Model>(
         let (outcome, stats) = if cancel.load(Ordering::Relaxed) {
             (Outcome::Aborted(CANCELLED.into()), Stats::default())
         } else {
-            search(model, &parts[i].ops, &limits, true)
+            search(model, &parts[i].ops, &limits, true, Pruning::Auto)
         };
         if config.stop_on_first_invalid && matches!(outcome, Outcome::Invalid(_)) {
             cancel.store(true, Ordering::Relaxed);
@@ -666,6 +666,107 @@ mod tests {
         );
     }
 
+    /// Several invalid keys: all are checked and reported (no cancellation), and the result does
+    /// not depend on thread timing.
+    #[test]
+    fn every_invalid_key_is_reported_the_same_way_every_time() {
+        use super::histgen::{GenConfig, corrupt_read, generate_register_history};
+        let g = GenConfig {
+            keys: 8,
+            processes_per_key: 4,
+            ops: 800,
+            info_probability: 0.05,
+            seed: 7,
+            ..GenConfig::default()
+        };
+        let mut h = generate_register_history(&g);
+        for pick in [3, 40, 77, 150, 220] {
+            corrupt_read(&mut h, pick);
+        }
+        let cfg = LinearConfig {
+            threads: Some(2),
+            ..LinearConfig::default()
+        };
+        type Shown = (Option<String>, Verdict, Option<u64>, Vec<u64>);
+        let project = |r: &LinearResult| -> Vec<Shown> {
+            r.parts
+                .iter()
+                .map(|p| {
+                    let w = p.witness.as_ref();
+                    (
+                        p.key.clone(),
+                        p.verdict,
+                        w.map(|w| w.op.index),
+                        w.and_then(|w| w.minimized.as_ref())
+                            .map_or(Vec::new(), |m| m.iter().map(|o| o.index).collect()),
+                    )
+                })
+                .collect()
+        };
+        let first = check_history(&cas(), &h, &cfg);
+        let bad = first
+            .parts
+            .iter()
+            .filter(|p| p.verdict == Verdict::Invalid)
+            .count();
+        assert!(bad >= 2, "{}", first.explain());
+        assert!(first.parts.iter().all(|p| p.verdict != Verdict::Unknown));
+        assert_eq!(
+            first.explain().matches("cannot linearize").count(),
+            bad,
+            "{}",
+            first.explain()
+        );
+        for _ in 0..10 {
+            let r = check_history(&cas(), &h, &cfg);
+            assert_eq!(project(&r), project(&first));
+        }
+    }
+
+    #[test]
+    fn witness_mode_none_skips_minimization_and_times_are_split() {
+        use OpType::*;
+        let bad = History::from_ops(vec![
+            op(Invoke, 0, "write", json!(1)),
+            op(Ok, 0, "write", json!(1)),
+            op(Invoke, 1, "read", Value::Null),
+            op(Ok, 1, "read", Value::Null),
+        ]);
+        let none = LinearConfig {
+            witness: WitnessMode::None,
+            ..LinearConfig::default()
+        };
+        let r = check_history(&cas(), &bad, &none);
+        let w = r.parts[0].witness.as_ref().unwrap();
+        assert!(w.minimized.is_none());
+        assert_eq!(w.minimize_searches, 0);
+        assert!(r.summary().contains("--witness none"), "{}", r.summary());
+        assert!(r.verdict_time_ms + r.witness_time_ms <= r.time_ms + 1);
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["witness_mode"], "none");
+        assert!(json["verdict_time_ms"].is_u64() && json["witness_time_ms"].is_u64());
+        for mode in [WitnessMode::Fast, WitnessMode::Minimal] {
+            let cfg = LinearConfig {
+                witness: mode,
+                ..LinearConfig::default()
+            };
+            let r = check_history(&cas(), &bad, &cfg);
+            let w = r.parts[0].witness.as_ref().unwrap();
+            assert!(w.minimized_complete, "{mode:?}");
+            assert_eq!(w.minimized.as_ref().unwrap().len(), 2, "{mode:?}");
+        }
+        assert_eq!(
+            "minimal".parse::<WitnessMode>(),
+            Result::Ok(WitnessMode::Minimal)
+        );
+        assert!(
+            "full"
+                .parse::<WitnessMode>()
+                .unwrap_err()
+                .contains("none, fast, minimal")
+        );
+    }
+
     #[test]
     fn ill_formed_history_is_unknown_not_a_panic() {
         let h = History::from_ops(vec![op(OpType::Ok, 0, "read", json!(1))]);
@@ -735,7 +836,7 @@ mod tests {
                 mem_cap: 512 << 20,
             };
             let ops = &parts[0].ops;
-            let b = match search(&m, ops, &limits, true).0 {
+            let b = match search(&m, ops, &limits, true, Pruning::Auto).0 {
                 Outcome::Invalid(b) => b,
                 Outcome::Aborted(_) => {
                     aborted += 1;

@@ -183,6 +183,46 @@ pub fn generate_register_history(cfg: &GenConfig) -> History {
     History::from_ops(ops)
 }
 
+/// Make a generated history wrong in the way real bugs are, with a *stale read*: the ok read at
+/// `pick` (an index into the ok reads, modulo their count) returns the value of the ok write
+/// before the last ok write that completed before the read was invoked, as a lagging replica
+/// would. Returns the history position changed, or `None` when no read has two such writes with
+/// different values. The result is usually, not always, non-linearizable (another interleaving may
+/// explain the old value).
+pub fn corrupt_read(h: &mut History, pick: usize) -> Option<usize> {
+    let pairs = h.pairs().ok()?;
+    let mut invoke_of = vec![None; h.ops.len()];
+    for (i, p) in pairs.iter().enumerate() {
+        if let Some(j) = p {
+            invoke_of[*j] = Some(i);
+        }
+    }
+    let reads: Vec<usize> = h
+        .ops
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| o.op_type == OpType::Ok && o.f == "read")
+        .map(|(i, _)| i)
+        .collect();
+    for k in 0..reads.len() {
+        let at = reads[(pick + k) % reads.len()];
+        let invoked = invoke_of[at]?;
+        // Ok writes of the same key completed before the read was invoked, latest first.
+        let mut writes = h.ops[..invoked]
+            .iter()
+            .rev()
+            .filter(|o| o.op_type == OpType::Ok && o.f == "write" && o.key == h.ops[at].key);
+        let (Some(last), Some(before)) = (writes.next(), writes.next()) else {
+            continue;
+        };
+        if last.value != before.value && h.ops[at].value != before.value {
+            h.ops[at].value = before.value.clone();
+            return Some(at);
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

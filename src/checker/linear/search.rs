@@ -134,6 +134,8 @@ pub(crate) struct LinSet {
     top: isize,
     /// Zobrist hash of the set.
     hash: u64,
+    /// Zobrist hash of the completed ops in the set alone.
+    comp_hash: u64,
 }
 
 impl LinSet {
@@ -149,13 +151,17 @@ impl LinSet {
                     nc += 1;
                     Slot::Completed(nc - 1)
                 } else {
-                    let next = classes.len() as u32;
-                    let c = *classes.entry(&o.op).or_insert(next);
-                    if c == next {
+                    // A class holds at most u16::MAX ops (counts are u16 in the dominance cache).
+                    let next = members.len() as u32;
+                    let c = classes.entry(&o.op).or_insert(next);
+                    if *c != next && members[*c as usize] == u32::from(u16::MAX) {
+                        *c = next;
+                    }
+                    if *c == next {
                         members.push(0);
                     }
-                    members[c as usize] += 1;
-                    Slot::Pending(c)
+                    members[*c as usize] += 1;
+                    Slot::Pending(*c)
                 }
             })
             .collect();
@@ -190,6 +196,7 @@ impl LinSet {
             w: 0,
             top: -1,
             hash: 0,
+            comp_hash: 0,
         }
     }
 
@@ -225,6 +232,9 @@ impl LinSet {
     #[inline]
     pub(crate) fn set(&mut self, id: usize) {
         self.hash = self.hash_with(id);
+        if let Slot::Completed(i) = self.slot[id] {
+            self.comp_hash ^= self.comp_zobrist[i as usize];
+        }
         match self.slot[id] {
             Slot::Pending(c) => {
                 let f = self.fields[c as usize];
@@ -260,6 +270,7 @@ impl LinSet {
             Slot::Completed(i) => {
                 let i = i as usize;
                 self.hash ^= self.comp_zobrist[i];
+                self.comp_hash ^= self.comp_zobrist[i];
                 self.comp[i / 64] &= !(1 << (i % 64));
                 self.w = self.w.min(i);
                 while self.top >= 0 && self.comp[self.top as usize] == 0 {
@@ -272,15 +283,148 @@ impl LinSet {
     /// Write the cache key into `out`.
     #[inline]
     pub(crate) fn key(&self, out: &mut Vec<u64>) {
+        self.comp_key(out);
+        out.extend_from_slice(&self.packed);
+    }
+
+    /// Write the key of the completed ops in the set alone into `out`.
+    #[inline]
+    pub(crate) fn comp_key(&self, out: &mut Vec<u64>) {
         out.clear();
         out.push(self.w as u64);
         let lo = self.w / 64;
         if self.top >= lo as isize {
             out.extend_from_slice(&self.comp[lo..=self.top as usize]);
         }
-        out.extend_from_slice(&self.packed);
     }
 }
+
+/// Visited configurations. Without pending ops: exact (linearized set, state) entries in flat
+/// arenas. With pending ops: per group of (completed ops in the set, state), the minimal per-class
+/// count vectors of linearized pending ops seen; a configuration whose counts are all at least a
+/// stored vector's is dominated — same state, same callable ops, no free pending op the stored
+/// one lacks — so its every successful continuation is one of the stored configuration's, and it
+/// is skipped. Stored configurations are explored to the end (or the search succeeds), so
+/// skipping dominated ones never loses a linearization.
+struct Cache<S> {
+    table: HashTable<u32>,
+    arena: Vec<u64>,
+    /// Per entry (exact) or group (dominance): (hash, arena offset, key length in words).
+    meta: Vec<(u64, usize, usize)>,
+    states: Vec<S>,
+    /// Dominance mode: per group, offsets into `counts` of its minimal count vectors.
+    vecs: Vec<Vec<u32>>,
+    counts: Vec<u16>,
+    classes: usize,
+    /// Configurations stored (exact entries or count vectors).
+    entries: usize,
+    key: Vec<u64>,
+}
+
+impl<S: Clone + Eq + Hash> Cache<S> {
+    fn new(classes: usize) -> Self {
+        Cache {
+            table: HashTable::new(),
+            arena: Vec::new(),
+            meta: Vec::new(),
+            states: Vec::new(),
+            vecs: Vec::new(),
+            counts: Vec::new(),
+            classes,
+            entries: 0,
+            key: Vec::new(),
+        }
+    }
+
+    /// Approximate size in bytes.
+    fn bytes(&self) -> usize {
+        let per = std::mem::size_of::<S>() + 24 + 8;
+        let groups = if self.classes > 0 {
+            self.meta.len() * 24 + self.entries * 4
+        } else {
+            0
+        };
+        self.meta.len() * per + self.arena.len() * 8 + self.counts.len() * 2 + groups
+    }
+
+    /// Record the configuration (`lin`, `state`); false when it was seen or is dominated.
+    #[inline]
+    fn visit(&mut self, lin: &LinSet, state: &S) -> bool {
+        let dominance = self.classes > 0;
+        let sh = state_hash(state).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let h = if dominance {
+            lin.comp_key(&mut self.key);
+            lin.comp_hash ^ sh
+        } else {
+            lin.key(&mut self.key);
+            lin.hash ^ sh
+        };
+        let (meta, arena, states, key) = (&self.meta, &self.arena, &self.states, &self.key);
+        let found = self
+            .table
+            .find(h, |&c| {
+                let (ch, off, len) = meta[c as usize];
+                ch == h && arena[off..off + len] == key[..] && states[c as usize] == *state
+            })
+            .copied();
+        let cur = &lin.counts;
+        match (found, dominance) {
+            (Some(_), false) => return false,
+            (Some(g), true) => {
+                let counts = &self.counts;
+                let n = self.classes;
+                let vecs = &mut self.vecs[g as usize];
+                let le = |off: u32, a_le_b: bool| {
+                    let v = &counts[off as usize..off as usize + n];
+                    if a_le_b {
+                        v.iter().zip(cur).all(|(&a, &b)| u32::from(a) <= b)
+                    } else {
+                        v.iter().zip(cur).all(|(&a, &b)| b <= u32::from(a))
+                    }
+                };
+                if vecs.iter().any(|&off| le(off, true)) {
+                    return false;
+                }
+                // Keep the stored vectors an antichain: drop those the new one dominates.
+                vecs.retain(|&off| !le(off, false));
+                vecs.push(self.counts.len() as u32);
+                self.counts.extend(cur.iter().map(|&c| c as u16));
+            }
+            (None, _) => {
+                let idx = self.meta.len() as u32;
+                self.meta.push((h, self.arena.len(), self.key.len()));
+                self.arena.extend_from_slice(&self.key);
+                self.states.push(state.clone());
+                let meta = &self.meta;
+                self.table.insert_unique(h, idx, |&c| meta[c as usize].0);
+                if dominance {
+                    self.vecs.push(vec![self.counts.len() as u32]);
+                    self.counts.extend(cur.iter().map(|&c| c as u16));
+                }
+            }
+        }
+        self.entries += 1;
+        true
+    }
+}
+
+/// How hard a search prunes configurations that differ only in pending ops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pruning {
+    /// Exact cache on per-class counts first; when the part has pending ops and the search
+    /// passes [`ESCALATE_ENTRIES`] configurations, switch to `Dominance` for the rest of the
+    /// search (dropping the exact cache: forgetting visited configurations only costs repeated
+    /// work). The dominance rules cost time on the (common) parts that are quickly linearizable,
+    /// so only parts that turn out hard pay for them; the switch depends on configuration
+    /// counts, not on timing.
+    Auto,
+    /// Also skip configurations dominated by a visited one (see [`Cache`]) or by skipping the
+    /// pending op linearized last.
+    Dominance,
+}
+
+/// Configurations after which an `Auto` search with pending ops switches to `Dominance`.
+pub(crate) const ESCALATE_ENTRIES: usize = 200_000;
 
 /// The WGL/Lowe search over one part. `ops[i]` are in invoke order. With `record_witness`, an
 /// invalid outcome carries the deepest blocked point and its linearized prefix.
@@ -289,6 +433,7 @@ pub(crate) fn search<M: Model>(
     ops: &[PartOp<M::Op>],
     limits: &Limits<'_>,
     record_witness: bool,
+    pruning: Pruning,
 ) -> (Outcome, Stats) {
     let n = ops.len();
     let mut stats = Stats::default();
@@ -317,17 +462,14 @@ pub(crate) fn search<M: Model>(
     }
 
     let mut lin = LinSet::new(ops);
-    let mut key: Vec<u64> = Vec::new();
     let mut state = model.init();
     let mut remaining = ops.iter().filter(|o| o.ret.is_some()).count();
 
-    // Cache: open-addressed table of indices into flat arenas.
-    let mut table: HashTable<u32> = HashTable::new();
-    let mut arena: Vec<u64> = Vec::new();
-    // Per cache entry: (hash, arena offset, key length in words).
-    let mut meta: Vec<(u64, usize, usize)> = Vec::new();
-    let mut states: Vec<M::State> = Vec::new();
-    let entry_bytes = std::mem::size_of::<M::State>() + 24 + 8;
+    let classes = lin.fields.len();
+    let mut dominance = pruning == Pruning::Dominance && classes > 0;
+    let mut cache: Cache<M::State> = Cache::new(if dominance { classes } else { 0 });
+    // Configurations cached before a switch to dominance.
+    let mut entries_before = 0usize;
 
     let mut stack: Vec<(u32, M::State)> = Vec::new();
     // Furthest blocking point so far: (return position, depth, blocked op), and its prefix. The
@@ -346,7 +488,14 @@ pub(crate) fn search<M: Model>(
         }
         iters += 1;
         if iters.is_multiple_of(CHECK_EVERY) {
-            let bytes = meta.len() * entry_bytes + arena.len() * 8 + stack.len() * 32;
+            if !dominance && classes > 0 && cache.entries >= ESCALATE_ENTRIES {
+                dominance = true;
+                entries_before += cache.entries;
+                cache = Cache::new(classes);
+                limits.mem_used.fetch_sub(reported, Ordering::Relaxed);
+                reported = 0;
+            }
+            let bytes = cache.bytes() + stack.len() * 32;
             if bytes > reported {
                 limits
                     .mem_used
@@ -360,8 +509,7 @@ pub(crate) fn search<M: Model>(
             if limits.mem_used.load(Ordering::Relaxed) > limits.mem_cap {
                 break Outcome::Aborted(format!(
                     "cache memory cap of {} bytes exceeded ({} configurations cached)",
-                    limits.mem_cap,
-                    meta.len()
+                    limits.mem_cap, cache.entries
                 ));
             }
             if let Some(d) = limits.deadline
@@ -369,7 +517,7 @@ pub(crate) fn search<M: Model>(
             {
                 break Outcome::Aborted(format!(
                     "time limit exceeded after {} configurations ({} of {} ops linearized at the time)",
-                    meta.len(),
+                    cache.entries,
                     stack.len(),
                     n
                 ));
@@ -387,7 +535,8 @@ pub(crate) fn search<M: Model>(
                 // state without it, this configuration is dominated by the one that skips it
                 // (same state and completed ops, one more pending op still free to use later or
                 // never), which the parent tries as well.
-                if let Some((pnode, before)) = stack.last() {
+                if !dominance {
+                } else if let Some((pnode, before)) = stack.last() {
                     let pid = (*pnode as usize - 1) / 2;
                     if ops[pid].ret.is_none()
                         && model.step(before, &ops[id].op).as_ref() == Some(&ns)
@@ -396,25 +545,11 @@ pub(crate) fn search<M: Model>(
                         continue;
                     }
                 }
-                let lh = lin.hash_with(id);
                 lin.set(id);
-                lin.key(&mut key);
-                let h = lh ^ state_hash(&ns).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-                let seen = table
-                    .find(h, |&c| {
-                        let (ch, off, len) = meta[c as usize];
-                        ch == h && arena[off..off + len] == key[..] && states[c as usize] == ns
-                    })
-                    .is_some();
-                if seen {
+                if !cache.visit(&lin, &ns) {
                     lin.clear(id);
                     entry = next[e];
                 } else {
-                    let idx = meta.len() as u32;
-                    meta.push((h, arena.len(), key.len()));
-                    arena.extend_from_slice(&key);
-                    states.push(ns.clone());
-                    table.insert_unique(h, idx, |&c| meta[c as usize].0);
                     stack.push((entry, std::mem::replace(&mut state, ns)));
                     if ops[id].ret.is_some() {
                         remaining -= 1;
@@ -477,9 +612,9 @@ pub(crate) fn search<M: Model>(
             }
         }
     };
-    let bytes = meta.len() * entry_bytes + arena.len() * 8 + stack.len() * 32;
+    let bytes = cache.bytes() + stack.len() * 32;
     stats.cache_bytes = stats.cache_bytes.max(bytes);
-    stats.cache_entries = meta.len();
+    stats.cache_entries = entries_before + cache.entries;
     limits.mem_used.fetch_sub(reported, Ordering::Relaxed);
     (outcome, stats)
 }
@@ -536,6 +671,56 @@ mod tests {
         a.key(&mut k0);
         assert_eq!(k0, vec![0, 0]);
         assert_eq!(a.hash, 0);
+    }
+
+    /// The dominance rules never change a verdict: on generated histories with many crashed ops,
+    /// some made invalid by a stale read, `Dominance` agrees with the exact `Auto` search (which
+    /// tests/knossos.rs checks against an exhaustive reference).
+    #[test]
+    fn dominance_pruning_agrees_with_exact_search() {
+        use super::super::histgen::{GenConfig, corrupt_read, generate_register_history};
+        use crate::model::{RegisterConfig, RegisterModel};
+        let m = RegisterModel::cas_register(RegisterConfig::etcd());
+        let (mut invalid, mut pruned) = (0, 0);
+        for seed in 0..300u64 {
+            let g = GenConfig {
+                processes_per_key: 3 + (seed % 4) as usize,
+                ops: 10 + (seed % 30) as usize,
+                info_probability: 0.3,
+                value_range: 3,
+                seed,
+                ..GenConfig::default()
+            };
+            let mut h = generate_register_history(&g);
+            if seed % 2 == 0 {
+                corrupt_read(&mut h, seed as usize);
+            }
+            let parts = super::super::prepare(&m, &h).unwrap();
+            let ops = &parts[0].ops;
+            let cancel = AtomicBool::new(false);
+            let mem = AtomicUsize::new(0);
+            let limits = Limits {
+                deadline: None,
+                cancel: &cancel,
+                mem_used: &mem,
+                mem_cap: usize::MAX,
+            };
+            let (a, sa) = search(&m, ops, &limits, true, Pruning::Auto);
+            let (b, sb) = search(&m, ops, &limits, true, Pruning::Dominance);
+            let verdict = |o: &Outcome| match o {
+                Outcome::Valid => "valid",
+                Outcome::Invalid(_) => "invalid",
+                Outcome::Aborted(_) => "aborted",
+            };
+            assert_eq!(verdict(&a), verdict(&b), "seed {seed}");
+            invalid += matches!(a, Outcome::Invalid(_)) as usize;
+            pruned += (sb.cache_entries < sa.cache_entries) as usize;
+        }
+        assert!(invalid > 30 && invalid < 270, "{invalid} of 300 invalid");
+        assert!(
+            pruned > 30,
+            "dominance pruned in only {pruned} of 300 searches"
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! Owns turning a search's `Blocked` point into a `Witness` and the minimization. Does not own the
 //! search (`linear::search`) or the result types (`linear`).
 
-use super::search::{Blocked, Limits, Outcome, PartOp, search};
+use super::search::{Blocked, Limits, Outcome, PartOp, Pruning, search};
 use super::{LinearConfig, Witness, WitnessOp, WitnessStep};
 use crate::history::{History, Op, OpType};
 use crate::model::Model;
@@ -110,7 +110,7 @@ pub(super) fn minimize<M: Model>(
             mem_cap: 256 << 20,
         };
         searches += 1;
-        match search(model, &sub, &limits, false).0 {
+        match search(model, &sub, &limits, false, Pruning::Dominance).0 {
             Outcome::Invalid(_) => true,
             Outcome::Valid => false,
             Outcome::Aborted(_) => {
