@@ -41,6 +41,40 @@ pub(super) fn witness_op<M: Model>(model: &M, history: &History, p: &PartOp<M::O
     }
 }
 
+/// States to probe op relations with: the initial state and the distinct states along the blocked
+/// search's deepest prefix (at most 64).
+fn sample_states<M: Model>(model: &M, ops: &[PartOp<M::Op>], blocked: &Blocked) -> Vec<M::State> {
+    let mut s = model.init();
+    let mut out = vec![s.clone()];
+    for &id in &blocked.prefix {
+        match model.step(&s, &ops[id as usize].op) {
+            Some(n) => s = n,
+            None => break,
+        }
+        if out.len() < 64 && !out.contains(&s) {
+            out.push(s.clone());
+        }
+    }
+    out
+}
+
+/// How `x` bears on `b`, probed on sample states: 0 when applying `x` first lets `b` step where it
+/// could not, 1 when it stops `b` stepping where it could, 2 otherwise.
+fn relation<M: Model>(model: &M, samples: &[M::State], x: &M::Op, b: &M::Op) -> u8 {
+    let mut rank = 2;
+    for s in samples {
+        let Some(after) = model.step(s, x) else {
+            continue;
+        };
+        match (model.step(s, b).is_some(), model.step(&after, b).is_some()) {
+            (false, true) => return 0,
+            (true, false) => rank = 1,
+            _ => {}
+        }
+    }
+    rank
+}
+
 /// What minimization found.
 pub(super) struct Minimized {
     /// Essential ops, part-local ids in history order.
@@ -130,12 +164,24 @@ pub(super) fn minimize<M: Model>(
     if !invalid(&cands) {
         cands = completed(&|_| true);
     }
-    // Grow from the blocked op: nearest in time first (overlapping it, then returned just before).
+    // Grow from the blocked op: first the ops that can enable it, then those that can disable
+    // it, then the rest; within each, nearest in time first (overlapping it, then returned just
+    // before).
     let mut cur = cands.clone();
     if ops[b].ret.is_some() && cands.contains(&b) {
         let call = ops[b].call;
+        let samples = sample_states(model, ops, blocked);
         let mut near: Vec<usize> = cands.iter().copied().filter(|&i| i != b).collect();
-        near.sort_by_key(|&i| (call.saturating_sub(ops[i].ret.unwrap_or(u64::MAX)), i));
+        let rank: Vec<u8> = (0..ops.len())
+            .map(|i| relation(model, &samples, &ops[i].op, &ops[b].op))
+            .collect();
+        near.sort_by_key(|&i| {
+            (
+                rank[i],
+                call.saturating_sub(ops[i].ret.unwrap_or(u64::MAX)),
+                i,
+            )
+        });
         let mut k = 0usize;
         loop {
             if Instant::now() >= deadline {
