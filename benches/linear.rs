@@ -2,9 +2,9 @@
 //!
 //! Owns the scenarios: (a) 1,000,000 operations over 100 keys with 10 processes per key, (b) one key
 //! with 20 concurrent processes that crash often (info ops), 2,000 operations, (c) a budget stress
-//! case with 40% crashes, (d) many crashed writers: 40 one-key histories of 200 ops over 10
-//! processes with 15% of ops crashing (about 30 pending ops per key, like a run's key when the
-//! PostgreSQL primary is killed), (e) Jepsen-etcd-shaped invalid histories: 60 one-key histories of
+//! case with 40% crashes, (d) many crashed writers: 40 one-key histories of 200 ops by 5
+//! threads where every write of ops 100..160 crashes (about 30 pending ops per key, like a run's
+//! key when the PostgreSQL primary is killed), (e) Jepsen-etcd-shaped invalid histories: 60 one-key histories of
 //! 60–200 ops by 10 threads, 10% `info` (reads time out too; a crashed thread continues as a new process, so 15–35 processes), one read made stale (it returns the value before the last write that completed before it); verdict
 //! and witness times separately, (k) the Knossos corpus's bad histories (tests/data/knossos).
 //! Run with `cargo bench --bench linear`; with `LINEAR_BENCH_ONCE=1` each scenario runs once and
@@ -47,15 +47,17 @@ fn crashy() -> GenConfig {
     }
 }
 
-/// Scenario (d): crashed writers on one key.
+/// Scenario (d): crashed writers on one key: 5 threads, 200 ops, 2% crashes, and every write
+/// of ops 100..160 crashes (the primary is down; reads go on).
 fn crashed_writers(seed: u64) -> History {
     generate_register_history(&GenConfig {
         keys: 1,
-        processes_per_key: 10,
+        processes_per_key: 5,
         ops: 200,
-        info_probability: 0.15,
+        info_probability: 0.02,
         value_range: 6,
         seed,
+        write_outage: Some((100, 160)),
         ..GenConfig::default()
     })
 }
@@ -225,10 +227,22 @@ fn once() {
             entries = entries.max(r.parts.iter().map(|p| p.cache_entries).max().unwrap_or(0));
             pending.push(r.parts.iter().map(|p| p.pending_count).sum::<usize>() as f64);
         }
+        let real = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/histories/postgres-crashed-writers.jsonl");
+        if let Ok(h) = History::read_file(&real) {
+            let t = Instant::now();
+            let r = run(&h);
+            println!(
+                "d: PostgreSQL key with 30 crashed writers (tests/data/histories/postgres-crashed-writers.jsonl): {} in {:.1} ms, {} configurations",
+                r.verdict,
+                t.elapsed().as_secs_f64() * 1e3,
+                r.parts.iter().map(|p| p.cache_entries).sum::<usize>()
+            );
+        }
         let (m, x) = med_max(&mut ms);
         let (pm, px) = med_max(&mut pending);
         println!(
-            "d: crashed writers: 40 histories / 1 key / 10 procs / 200 ops / 15% crashes (pending ops median {pm} max {px}): {unknown} unknown, {invalid} invalid; check median {m:.1} ms max {x:.1} ms; max cache {entries} entries; peak RSS {} MiB",
+            "d: crashed writers: 40 histories / 1 key / 5 threads / 200 ops / writes of ops 100..160 crash (pending ops median {pm} max {px}): {unknown} unknown, {invalid} invalid; check median {m:.1} ms max {x:.1} ms; max cache {entries} entries; peak RSS {} MiB",
             peak_rss_kib().unwrap_or(0) / 1024
         );
     }

@@ -29,6 +29,9 @@ pub struct GenConfig {
     pub max_delay_ns: u64,
     /// RNG seed.
     pub seed: u64,
+    /// Ops numbered in this range (`from..to`, in generation order) that write (write, cas) all
+    /// crash, as when the primary that takes the writes is down and reads go to a replica.
+    pub write_outage: Option<(usize, usize)>,
 }
 
 impl Default for GenConfig {
@@ -41,6 +44,7 @@ impl Default for GenConfig {
             value_range: 5,
             max_delay_ns: 1_000_000,
             seed: 0,
+            write_outage: None,
         }
     }
 }
@@ -90,6 +94,11 @@ pub fn generate_register_history(cfg: &GenConfig) -> History {
                 (rng.random_range(0..range), rng.random_range(0..range)),
             ),
         };
+        let crashed = crashed
+            || (f != "read"
+                && cfg
+                    .write_outage
+                    .is_some_and(|(from, to)| (from..to).contains(&i)));
         let takes_effect = !crashed || rng.random_bool(0.5);
         gen_ops.push(GenOp {
             key,
