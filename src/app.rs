@@ -2,7 +2,7 @@
 //! exit code (0 valid, 1 invalid, 2 unknown, 3 usage/config error, 4 runtime error) and prints
 //! errors as one line naming the cause.
 
-use crate::checker::linear::{LinearConfig, LinearResult, check_history};
+use crate::checker::linear::{LinearConfig, LinearResult, WitnessMode, check_history};
 use crate::checker::{CheckResult, Verdict};
 use crate::cli::{BenchArgs, EXIT_RUNTIME, EXIT_USAGE, RunArgs};
 use crate::history::History;
@@ -215,6 +215,7 @@ pub fn check_linear_with_model(
     history: &History,
     from_edn: bool,
     time_limit: Duration,
+    witness: WitnessMode,
 ) -> Result<LinearResult, String> {
     let preset = if from_edn {
         model::SemanticsPreset::Knossos
@@ -226,6 +227,7 @@ pub fn check_linear_with_model(
         history,
         &model::ModelOptions::preset(preset),
         time_limit,
+        witness,
     )
 }
 
@@ -235,9 +237,11 @@ pub fn check_linear_with(
     history: &History,
     opts: &model::ModelOptions,
     time_limit: Duration,
+    witness: WitnessMode,
 ) -> Result<LinearResult, String> {
     let cfg = LinearConfig {
         time_limit: Some(time_limit),
+        witness,
         ..LinearConfig::default()
     };
     let reg = opts.register.clone();
@@ -294,7 +298,13 @@ pub fn check_with_model(
     from_edn: bool,
     time_limit: Duration,
 ) -> Result<(CheckResult, String), String> {
-    let r = check_linear_with_model(model_name, history, from_edn, time_limit)?;
+    let r = check_linear_with_model(
+        model_name,
+        history,
+        from_edn,
+        time_limit,
+        WitnessMode::default(),
+    )?;
     Ok((linear_check_result(&r), r.explain()))
 }
 
@@ -371,7 +381,7 @@ pub fn report(args: crate::cli::ReportArgs) -> i32 {
         return EXIT_USAGE;
     }
     let run_dir = crate::store::RunDir::open(&args.run_dir);
-    match crate::runner::write_results(&run_dir, args.check_time_limit) {
+    match crate::runner::write_results(&run_dir, args.check_time_limit, WitnessMode::default()) {
         Ok(checked) => {
             for name in std::fs::read_dir(&run_dir.path)
                 .into_iter()
@@ -450,7 +460,7 @@ fn killed_run_of(journal: &Path) -> Option<crate::store::RunDir> {
 /// After `heal` of a killed controller's run: check what it recorded and write its results and
 /// page, marked incomplete (best effort: a failure is a warning, the heal itself succeeded).
 fn report_killed_run(run_dir: &crate::store::RunDir) {
-    match crate::runner::write_results(run_dir, 60.0) {
+    match crate::runner::write_results(run_dir, 60.0, WitnessMode::default()) {
         Ok(c) => println!(
             "run {} checked: {} ({}); run page {}",
             run_dir.path.display(),

@@ -98,7 +98,7 @@ fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<File
     }
     .to_string();
     let options = model_options(args, settings, &loaded);
-    let result = check_linear_with(&model, history, &options, settings.time_limit)?;
+    let result = check_linear_with(&model, history, &options, settings.time_limit, args.witness)?;
     if let Some(reason) = &result.reason {
         // The history could not be interpreted for this model at all: malformed input.
         return Err(format!("{}: {reason}", path.display()));
@@ -272,6 +272,7 @@ pub fn check(args: CheckArgs) -> i32 {
             &crate::history::History::default(),
             &ModelOptions::preset(crate::model::SemanticsPreset::Etcd),
             Duration::from_secs(1),
+            crate::checker::linear::WitnessMode::None,
         )
     {
         eprintln!("error: {e}");
