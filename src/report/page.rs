@@ -679,7 +679,13 @@ fn recovery_section(out: &mut String, history: &History, results: &Value) {
         );
         for f in r.faults.iter().take(MAX_FAULT_ROWS) {
             let recovery = match (f.recovery_s, &f.not_recovered) {
-                (Some(v), _) => format!("{v:.3}"),
+                (Some(v), _) => match f.sustained_s {
+                    // Cut short by the next fault: say how long it was seen to hold.
+                    Some(held) if held + 1e-9 < r.config.sustain_ms as f64 / 1e3 => {
+                        format!("{v:.3} (held {held:.1} s until the next fault)")
+                    }
+                    _ => format!("{v:.3}"),
+                },
                 (None, Some(why)) if f.measured => format!("not recovered: {why}"),
                 (None, Some(why)) => format!("not measured: {why}"),
                 (None, None) => "–".to_string(),
@@ -1271,8 +1277,8 @@ mod tests {
             "recovery row missing"
         );
         assert!(html.contains(
-            "<b>recovery after heal: none measured (1 not measured: never healed, no \
-                 baseline or the workload stopped)</b>"
+            "<b>recovery after heal: none measured (0 of 1 fault recovered; 1 not measured: \
+                 never healed, no baseline or the workload stopped)</b>"
         ));
         // Raw, quantiles, throughput, anomalies (the session violation), stale reads; no clock
         // measurements, so no clock plot, and the page says so.
