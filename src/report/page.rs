@@ -659,7 +659,8 @@ fn recovery_section(out: &mut String, history: &History, results: &Value) {
          without a served op of a group (a kind of op, or all; one node, or all) while some \
          failed. Recovered: from the heal, every {} ms window for {} ms holds at least {}% of \
          the served ops per second of the {} s before the fault (cut at earlier fault \
-         changes); recovery time runs from the heal to the first served op of that stretch.\
+         changes), or until the next fault when that comes sooner but at least half that long; \
+         recovery time runs from the heal to the first served op of that stretch.\
          </small></p>",
         cfg.min_outage_ms,
         cfg.window_ms,
@@ -700,10 +701,14 @@ fn recovery_section(out: &mut String, history: &History, results: &Value) {
             });
             let _ = writeln!(
                 out,
-                "<tr><td>{} {}</td><td>{:.3}–{:.3}{}</td><td>{}</td><td>{}</td><td>{}</td>\
+                "<tr><td>{}</td><td>{:.3}–{:.3}{}</td><td>{}</td><td>{}</td><td>{}</td>\
                  <td>{}</td><td>{}</td></tr>",
-                esc(&f.kind),
-                esc(&f.label),
+                // "pause n3", not "pause pause n3"; "partition n1 n2 | n3 n4 n5".
+                if f.label.starts_with(f.kind.as_str()) {
+                    esc(&f.label)
+                } else {
+                    format!("{} {}", esc(&f.kind), esc(&f.label))
+                },
                 f.start_s,
                 f.end_s,
                 if f.healed { "" } else { " (never healed)" },
@@ -774,7 +779,7 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
 
     out.push_str(
         "<p><a href=\"#checkers\">Checkers and anomalies</a> · <a href=\"#faults\">Faults</a> · \
-         <a href=\"#plots\">Plots</a> · <a href=\"#files\">Files (history, fault journal, logs)</a></p>\n",
+         <a href=\"#recovery\">Recovery</a> · <a href=\"#plots\">Plots</a> · <a href=\"#files\">Files (history, fault journal, logs)</a></p>\n",
     );
     // Configuration.
     out.push_str("<h2>Configuration</h2>\n<table>\n");
@@ -1270,7 +1275,7 @@ mod tests {
         assert!(html.contains("<h2 id=\"recovery\">Recovery and unavailability</h2>"));
         assert!(
             html.contains(
-                "<tr><td>partition partition isolate n2</td><td>1.600–3.250</td><td>–</td>\
+                "<tr><td>partition isolate n2</td><td>1.600–3.250</td><td>–</td>\
                  <td>0.6</td><td>–</td><td>not measured: only 0.0 s from the heal until the \
                  workload stopped, 3 s needed</td><td>–</td></tr>"
             ),
