@@ -3,6 +3,7 @@
 //! errors as one line naming the cause.
 
 use crate::checker::Verdict;
+use crate::checker::linear::WitnessMode;
 use crate::cli::{BenchArgs, EXIT_RUNTIME, EXIT_USAGE, RunArgs};
 use crate::history::History;
 use crate::import::InputFormat;
@@ -237,7 +238,7 @@ pub fn report(args: crate::cli::ReportArgs) -> i32 {
         return EXIT_USAGE;
     }
     let run_dir = crate::store::RunDir::open(&args.run_dir);
-    match crate::runner::write_results(&run_dir, args.check_time_limit) {
+    match crate::runner::write_results(&run_dir, args.check_time_limit, WitnessMode::default()) {
         Ok(checked) => {
             for name in std::fs::read_dir(&run_dir.path)
                 .into_iter()
@@ -316,7 +317,7 @@ fn killed_run_of(journal: &Path) -> Option<crate::store::RunDir> {
 /// After `heal` of a killed controller's run: check what it recorded and write its results and
 /// page, marked incomplete (best effort: a failure is a warning, the heal itself succeeded).
 fn report_killed_run(run_dir: &crate::store::RunDir) {
-    match crate::runner::write_results(run_dir, 60.0) {
+    match crate::runner::write_results(run_dir, 60.0, WitnessMode::default()) {
         Ok(c) => println!(
             "run {} checked: {} ({}); run page {}",
             run_dir.path.display(),

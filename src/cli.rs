@@ -357,6 +357,11 @@ pub struct RunArgs {
     /// Time budget for the linearizability check, in seconds.
     #[arg(long, default_value_t = 60.0)]
     pub check_time_limit: f64,
+    /// Witness of an invalid key: none (blocked op and longest linearizable prefix only), fast
+    /// (also the essential ops, minimized within 2 s per key) or minimal (minimized to 1-minimal
+    /// within the check's time budget).
+    #[arg(long, default_value = "fast", value_parser = parse_witness)]
+    pub witness: crate::checker::linear::WitnessMode,
     /// No progress bar; only the final summary.
     #[arg(long)]
     pub quiet: bool,
@@ -379,6 +384,11 @@ impl RunArgs {
             _ => unreachable!("parsed a run command"),
         }
     }
+}
+
+/// `--witness`: none, fast or minimal.
+fn parse_witness(s: &str) -> Result<crate::checker::linear::WitnessMode, String> {
+    s.parse()
 }
 
 fn positive(name: &str, v: f64) -> Result<f64, ConfigError> {
@@ -484,6 +494,7 @@ impl RunArgs {
             reports_dir: self.reports.clone(),
             settle_s: self.settle,
             check_time_limit_s,
+            witness: self.witness,
         };
         // Before any node is touched: refuse what the system cannot serve.
         cfg.system
@@ -509,6 +520,11 @@ pub struct CheckArgs {
     /// Time budget in seconds per file; past it the verdict is unknown.
     #[arg(long, default_value_t = 60.0)]
     pub time_limit: f64,
+    /// Witness of an invalid key: none (blocked op and longest linearizable prefix only), fast
+    /// (also the essential ops, minimized within 2 s per key) or minimal (minimized to 1-minimal
+    /// within --time-limit).
+    #[arg(long, default_value = "fast", value_parser = parse_witness)]
+    pub witness: crate::checker::linear::WitnessMode,
     /// Input format: auto, jsonl, json (a JSON array of op maps, as elle-cli reads), edn,
     /// history-txt (Jepsen's tab-separated history.txt), jepsen-log or porcupine.
     #[arg(long, default_value = "auto")]

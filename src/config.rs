@@ -141,6 +141,8 @@ pub struct TestConfig {
     pub settle_s: f64,
     /// Time budget of the linearizability check.
     pub check_time_limit_s: f64,
+    /// How much work goes into the witness of an invalid key (`--witness`).
+    pub witness: crate::checker::linear::WitnessMode,
 }
 
 impl TestConfig {

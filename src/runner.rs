@@ -619,7 +619,12 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
         Phase::Check,
         "checking linearizability and session guarantees",
     );
-    let checked = write_results_with(&run_dir, cfg.check_time_limit_s, Some(&progress))?;
+    let checked = write_results_with(
+        &run_dir,
+        cfg.check_time_limit_s,
+        cfg.witness,
+        Some(&progress),
+    )?;
     progress.finish();
     Ok(RunOutcome {
         run_dir,
@@ -699,13 +704,18 @@ pub struct Checked {
 /// results.json, the witness page (when linearizability is violated), the plots, the run page
 /// and (for a run inside a reports directory) the reports index. Used at the end of a run, by
 /// `report` and by `heal`.
-pub fn write_results(run_dir: &RunDir, check_time_limit_s: f64) -> Result<Checked, RunError> {
-    write_results_with(run_dir, check_time_limit_s, None)
+pub fn write_results(
+    run_dir: &RunDir,
+    check_time_limit_s: f64,
+    witness: crate::checker::linear::WitnessMode,
+) -> Result<Checked, RunError> {
+    write_results_with(run_dir, check_time_limit_s, witness, None)
 }
 
 fn write_results_with(
     run_dir: &RunDir,
     check_time_limit_s: f64,
+    witness: crate::checker::linear::WitnessMode,
     progress: Option<&Progress>,
 ) -> Result<Checked, RunError> {
     crate::store::ensure_writable(&run_dir.path)?;
@@ -714,6 +724,7 @@ fn write_results_with(
         &history,
         check_time_limit_s,
         declared_version_source(run_dir),
+        witness,
     );
     let completion = run_dir.read_completion();
     let client_ops = history
@@ -774,7 +785,7 @@ pub fn check(
     Vec<CheckResult>,
     Option<crate::checker::linear::LinearResult>,
 ) {
-    check_with(history, time_limit_s, None)
+    check_with(history, time_limit_s, None, Default::default())
 }
 
 /// [`check`] with the session checker's version source fixed (`None` = chosen from the history).
@@ -784,6 +795,7 @@ pub fn check_with(
     history: &History,
     time_limit_s: f64,
     version_source: Option<crate::checker::session::VersionSource>,
+    witness: crate::checker::linear::WitnessMode,
 ) -> (
     Verdict,
     Vec<CheckResult>,
@@ -800,6 +812,7 @@ pub fn check_with(
             ..Default::default()
         }),
         time_limit: Duration::from_secs_f64(time_limit_s),
+        witness,
     };
     match compose::check(history, &plan) {
         Ok(c) => {

@@ -310,6 +310,7 @@ fn checker_agrees_with_the_reference_in_every_semantics() {
                 &imported.history,
                 &sem.options(),
                 Duration::from_secs(20),
+                shakedown::checker::linear::WitnessMode::None,
             )
             .unwrap();
             let want = if expect {

@@ -107,6 +107,7 @@ fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<File
                 ..Default::default()
             }),
         time_limit: settings.time_limit,
+        witness: args.witness,
     };
     let composed = compose::check(history, &plan)?;
     if let Some(reason) = &composed.linear.reason {

@@ -7,7 +7,7 @@
 //! linearizability result. Does not own choosing the model for an input (`import`), judging a
 //! run's completeness (`completion`) or output. Pure: no IO.
 
-use super::linear::{LinearConfig, LinearResult, check_history};
+use super::linear::{LinearConfig, LinearResult, WitnessMode, check_history};
 use super::session::{SessionChecker, SessionConfig};
 use super::{CheckResult, Checker, Verdict};
 use crate::history::History;
@@ -26,6 +26,8 @@ pub struct Plan {
     pub session: Option<SessionConfig>,
     /// Time budget of the linearizability search; past it the verdict is unknown.
     pub time_limit: Duration,
+    /// How much work goes into the witness of an invalid key (`--witness`).
+    pub witness: WitnessMode,
 }
 
 /// What the composition found.
@@ -52,15 +54,17 @@ impl ModelVisitor for Search<'_> {
 }
 
 /// Linearizability of `history` with the model named `model_name` and semantics `opts`, within
-/// `time_limit`. An unknown model name is an error.
+/// `time_limit`, with witnesses as `witness` says. An unknown model name is an error.
 pub fn check_linear(
     model_name: &str,
     history: &History,
     opts: &ModelOptions,
     time_limit: Duration,
+    witness: WitnessMode,
 ) -> Result<LinearResult, String> {
     let config = LinearConfig {
         time_limit: Some(time_limit),
+        witness,
         ..LinearConfig::default()
     };
     registry::visit(model_name, opts, Search { history, config })
@@ -68,7 +72,13 @@ pub fn check_linear(
 
 /// Check `history` as `plan` says. An unknown model name is an error.
 pub fn check(history: &History, plan: &Plan) -> Result<Composed, String> {
-    let linear = check_linear(&plan.model, history, &plan.options, plan.time_limit)?;
+    let linear = check_linear(
+        &plan.model,
+        history,
+        &plan.options,
+        plan.time_limit,
+        plan.witness,
+    )?;
     let session = plan
         .session
         .clone()
@@ -129,6 +139,7 @@ mod tests {
             options: ModelOptions::preset(SemanticsPreset::Etcd),
             session: None,
             time_limit: Duration::from_secs(5),
+            witness: WitnessMode::default(),
         };
         let c = check(&h, &plan).unwrap();
         assert_eq!((c.verdict, c.session.is_none()), (Verdict::Invalid, true));

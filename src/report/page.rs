@@ -621,7 +621,8 @@ fn recovery_section(out: &mut String, history: &History, results: &Value) {
          without a served op of a group (a kind of op, or all; one node, or all) while some \
          failed. Recovered: from the heal, every {} ms window for {} ms holds at least {}% of \
          the served ops per second of the {} s before the fault (cut at earlier fault \
-         changes); recovery time runs from the heal to the first served op of that stretch.\
+         changes), or until the next fault when that comes sooner but at least half that long; \
+         recovery time runs from the heal to the first served op of that stretch.\
          </small></p>",
         cfg.min_outage_ms,
         cfg.window_ms,
@@ -641,7 +642,13 @@ fn recovery_section(out: &mut String, history: &History, results: &Value) {
         );
         for f in r.faults.iter().take(MAX_FAULT_ROWS) {
             let recovery = match (f.recovery_s, &f.not_recovered) {
-                (Some(v), _) => format!("{v:.3}"),
+                (Some(v), _) => match f.sustained_s {
+                    // Cut short by the next fault: say how long it was seen to hold.
+                    Some(held) if held + 1e-9 < r.config.sustain_ms as f64 / 1e3 => {
+                        format!("{v:.3} (held {held:.1} s until the next fault)")
+                    }
+                    _ => format!("{v:.3}"),
+                },
                 (None, Some(why)) if f.measured => format!("not recovered: {why}"),
                 (None, Some(why)) => format!("not measured: {why}"),
                 (None, None) => "–".to_string(),
@@ -656,10 +663,14 @@ fn recovery_section(out: &mut String, history: &History, results: &Value) {
             });
             let _ = writeln!(
                 out,
-                "<tr><td>{} {}</td><td>{:.3}–{:.3}{}</td><td>{}</td><td>{}</td><td>{}</td>\
+                "<tr><td>{}</td><td>{:.3}–{:.3}{}</td><td>{}</td><td>{}</td><td>{}</td>\
                  <td>{}</td><td>{}</td></tr>",
-                esc(&f.kind),
-                esc(&f.label),
+                // "pause n3", not "pause pause n3"; "partition n1 n2 | n3 n4 n5".
+                if f.label.starts_with(f.kind.as_str()) {
+                    esc(&f.label)
+                } else {
+                    format!("{} {}", esc(&f.kind), esc(&f.label))
+                },
                 f.start_s,
                 f.end_s,
                 if f.healed { "" } else { " (never healed)" },
@@ -730,7 +741,7 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
 
     out.push_str(
         "<p><a href=\"#checkers\">Checkers and anomalies</a> · <a href=\"#faults\">Faults</a> · \
-         <a href=\"#plots\">Plots</a> · <a href=\"#files\">Files (history, fault journal, logs)</a></p>\n",
+         <a href=\"#recovery\">Recovery</a> · <a href=\"#plots\">Plots</a> · <a href=\"#files\">Files (history, fault journal, logs)</a></p>\n",
     );
     // Configuration.
     out.push_str("<h2>Configuration</h2>\n<table>\n");
@@ -1204,15 +1215,15 @@ mod tests {
         assert!(html.contains("<h2 id=\"recovery\">Recovery and unavailability</h2>"));
         assert!(
             html.contains(
-                "<tr><td>partition partition isolate n2</td><td>1.600–3.250</td><td>–</td>\
+                "<tr><td>partition isolate n2</td><td>1.600–3.250</td><td>–</td>\
                  <td>0.6</td><td>–</td><td>not measured: only 0.0 s from the heal until the \
                  workload stopped, 3 s needed</td><td>–</td></tr>"
             ),
             "recovery row missing"
         );
         assert!(html.contains(
-            "<b>recovery after heal: none measured (1 not measured: never healed, no \
-                 baseline or the workload stopped)</b>"
+            "<b>recovery after heal: none measured (0 of 1 fault recovered; 1 not measured: \
+                 never healed, no baseline or the workload stopped)</b>"
         ));
         // Raw, quantiles, throughput, anomalies (the session violation), stale reads; no clock
         // measurements, so no clock plot, and the page says so.
