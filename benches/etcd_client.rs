@@ -1,13 +1,14 @@
 //! Bare client loop benchmark: `cargo bench --bench etcd_client`.
 //!
-//! Owns only the command-line wrapper around `shakedown::client::etcd::bare_loop`: it starts a
+//! Owns only the command-line wrapper around `shakedown::systems::etcd::bare_loop`: it starts a
 //! throwaway single-node etcd on 127.0.0.1 (or uses `SHAKEDOWN_ETCD_ENDPOINTS`, comma-separated),
 //! runs N concurrent clients doing a read/write/cas mix for a fixed time, and prints ops/s and
 //! latency percentiles. Knobs (environment): `BENCH_CONCURRENCY` (default 10), `BENCH_SECONDS`
 //! (default 10), `BENCH_DATA_DIR` (parent of the etcd data dir, default the system temp dir).
 //! Does not own the measurement logic (that is `bare_loop`, reused by the `bench` subcommand).
 
-use shakedown::client::etcd::{EtcdClient, EtcdClientConfig, OpMix, bare_loop};
+use shakedown::systems::etcd::bare_loop::{OpMix, bare_loop};
+use shakedown::systems::etcd::client::{EtcdClient, EtcdClientConfig};
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;

@@ -1,17 +1,24 @@
-//! Benchmarks of the linearizability checker on generated register histories.
+//! Benchmarks of the linearizability checker on generated register histories and the Knossos corpus.
 //!
-//! Owns two scenarios: (a) 1,000,000 operations over 100 keys with 10 processes per key, (b) one key
-//! with 20 concurrent processes that crash often (info ops), 2,000 operations. Run with
-//! `cargo bench --bench linear`; with `LINEAR_BENCH_ONCE=1` each scenario runs once and prints
-//! verdict, time, ops/s and peak RSS (VmHWM) instead of a criterion statistics run
-//! (`LINEAR_BENCH_ONCE=a|b|c` runs one scenario; `c` is a budget stress case with 40% crashes).
+//! Owns the scenarios: (a) 1,000,000 operations over 100 keys with 10 processes per key, (b) one key
+//! with 20 concurrent processes that crash often (info ops), 2,000 operations, (c) a budget stress
+//! case with 40% crashes, (d) many crashed writers: 40 one-key histories of 200 ops by 5
+//! threads where every write of ops 100..160 crashes (about 30 pending ops per key, like a run's
+//! key when the PostgreSQL primary is killed), (e) Jepsen-etcd-shaped invalid histories: 60 one-key histories of
+//! 60–200 ops by 10 threads, 10% `info` (reads time out too; a crashed thread continues as a new process, so 15–35 processes), one read made stale (it returns the value before the last write that completed before it); verdict
+//! and witness times separately, (k) the Knossos corpus's bad histories (tests/data/knossos).
+//! Run with `cargo bench --bench linear`; with `LINEAR_BENCH_ONCE=1` each scenario runs once and
+//! prints verdict, times and peak RSS (VmHWM) instead of a criterion statistics run
+//! (`LINEAR_BENCH_ONCE=a|b|c|d|e|k` runs one scenario). `LINEAR_BENCH_DUMP=DIR` also writes the
+//! histories of every scenario but (k) as JSONL files, to check them with another build of `shakedown check`.
 
 use criterion::{Criterion, criterion_group};
 use shakedown::checker::Verdict;
-use shakedown::checker::linear::histgen::{GenConfig, generate_register_history};
+use shakedown::checker::linear::histgen::{GenConfig, corrupt_read, generate_register_history};
 use shakedown::checker::linear::{LinearConfig, LinearResult, check_history};
 use shakedown::history::History;
-use shakedown::model::{RegisterConfig, RegisterModel};
+use shakedown::model::{MutexModel, RegisterConfig, RegisterModel};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 #[path = "common/mod.rs"]
@@ -40,6 +47,48 @@ fn crashy() -> GenConfig {
     }
 }
 
+/// Scenario (d): crashed writers on one key: 5 threads, 200 ops, 2% crashes, and every write
+/// of ops 100..160 crashes (the primary is down; reads go on).
+fn crashed_writers(seed: u64) -> History {
+    generate_register_history(&GenConfig {
+        keys: 1,
+        processes_per_key: 5,
+        ops: 200,
+        info_probability: 0.02,
+        value_range: 6,
+        seed,
+        write_outage: Some((100, 160)),
+        ..GenConfig::default()
+    })
+}
+
+/// Scenario (e): an etcd-shaped history with one corrupted read, if that made it invalid.
+fn etcd_shaped_invalid(seed: u64) -> Option<History> {
+    let g = GenConfig {
+        keys: 1,
+        processes_per_key: 10,
+        ops: 60 + (seed as usize * 37) % 141,
+        info_probability: 0.1,
+        value_range: 5,
+        seed,
+        ..GenConfig::default()
+    };
+    let mut h = generate_register_history(&g);
+    // A read late in the history, where the witness has the most to cut.
+    let reads = h
+        .ops
+        .iter()
+        .filter(|o| o.f == "read" && o.op_type == shakedown::history::OpType::Ok)
+        .count();
+    corrupt_read(&mut h, reads.saturating_sub(1 + (seed as usize % 5)))?;
+    let r = check_history(&cas(), &h, &no_witness());
+    (r.verdict == Verdict::Invalid).then_some(h)
+}
+
+fn cas() -> RegisterModel {
+    RegisterModel::cas_register(RegisterConfig::etcd())
+}
+
 fn config() -> LinearConfig {
     LinearConfig {
         time_limit: Some(Duration::from_secs(10)),
@@ -47,16 +96,77 @@ fn config() -> LinearConfig {
     }
 }
 
+fn no_witness() -> LinearConfig {
+    LinearConfig {
+        witness: shakedown::checker::linear::WitnessMode::None,
+        ..config()
+    }
+}
+
 fn run(h: &History) -> LinearResult {
-    check_history(
-        &RegisterModel::cas_register(RegisterConfig::etcd()),
-        h,
-        &config(),
-    )
+    check_history(&cas(), h, &config())
+}
+
+fn dump(dir: Option<&Path>, name: &str, h: &History) {
+    let Some(dir) = dir else { return };
+    let text: String = h
+        .ops
+        .iter()
+        .map(|o| serde_json::to_string(o).expect("op serializes") + "\n")
+        .collect();
+    std::fs::create_dir_all(dir).expect("dump dir");
+    std::fs::write(dir.join(name), text).expect("dump write");
+}
+
+/// Median and maximum of `v` (milliseconds as f64).
+fn med_max(v: &mut [f64]) -> (f64, f64) {
+    if v.is_empty() {
+        return (0.0, 0.0);
+    }
+    v.sort_by(f64::total_cmp);
+    (v[v.len() / 2], v[v.len() - 1])
+}
+
+/// Verdict and witness time of every invalid part of `r`, in ms (sub-ms resolution from the
+/// caller's own clock when there is one part).
+fn report_invalid(label: &str, results: &[(LinearResult, f64)]) {
+    let mut verdict_ms: Vec<f64> = Vec::new();
+    let mut witness_ms: Vec<f64> = Vec::new();
+    let mut sizes: Vec<f64> = Vec::new();
+    let mut searches: Vec<f64> = Vec::new();
+    let (mut complete, mut invalid) = (0, 0);
+    for (r, total_ms) in results {
+        if r.verdict != Verdict::Invalid {
+            continue;
+        }
+        invalid += 1;
+        let w = r
+            .parts
+            .iter()
+            .find_map(|p| p.witness.as_ref())
+            .expect("witness");
+        verdict_ms.push(r.verdict_time_ms as f64);
+        witness_ms.push(total_ms - r.verdict_time_ms as f64);
+        if w.minimized_complete {
+            complete += 1;
+        }
+        sizes.push(w.minimized.as_ref().map_or(0, |m| m.len()) as f64);
+        searches.push(w.minimize_searches as f64);
+    }
+    let (vm, vx) = med_max(&mut verdict_ms);
+    let (wm, wx) = med_max(&mut witness_ms);
+    let (sm, sx) = med_max(&mut sizes);
+    let (qm, qx) = med_max(&mut searches);
+    println!(
+        "{label}: {invalid} of {} invalid; verdict median {vm:.1} ms max {vx:.1} ms; witness median {wm:.1} ms max {wx:.1} ms; 1-minimal {complete} of {invalid}; essential ops median {sm} max {sx}; minimization searches median {qm} max {qx}",
+        results.len()
+    );
 }
 
 fn once() {
     let which = std::env::var("LINEAR_BENCH_ONCE").unwrap_or_default();
+    let dump_dir = std::env::var_os("LINEAR_BENCH_DUMP").map(std::path::PathBuf::from);
+    let want = |id: &str| which == "1" || which == id;
     let scenarios = [
         ("a", "1M ops / 100 keys / 10 procs per key", big()),
         ("b", "1 key / 20 procs / crashes / 2k ops", crashy()),
@@ -71,12 +181,13 @@ fn once() {
         ),
     ];
     for (id, name, g) in scenarios {
-        if which != "1" && which != id {
+        if !want(id) {
             continue;
         }
         let t0 = Instant::now();
         let h = generate_register_history(&g);
         let gen_s = t0.elapsed().as_secs_f64();
+        dump(dump_dir.as_deref(), &format!("{id}.jsonl"), &h);
         let rss_before = peak_rss_kib().unwrap_or(0);
         let t1 = Instant::now();
         let r = run(&h);
@@ -100,6 +211,97 @@ fn once() {
             println!("  {:?}: {} {:?}", p.key, p.verdict, p.reason);
         }
     }
+    if want("d") {
+        let (mut unknown, mut invalid) = (0, 0);
+        let mut ms: Vec<f64> = Vec::new();
+        let mut entries = 0usize;
+        let mut pending: Vec<f64> = Vec::new();
+        for seed in 100..140 {
+            let h = crashed_writers(seed);
+            dump(dump_dir.as_deref(), &format!("d-{seed}.jsonl"), &h);
+            let t = Instant::now();
+            let r = run(&h);
+            ms.push(t.elapsed().as_secs_f64() * 1e3);
+            unknown += (r.verdict == Verdict::Unknown) as usize;
+            invalid += (r.verdict == Verdict::Invalid) as usize;
+            entries = entries.max(r.parts.iter().map(|p| p.cache_entries).max().unwrap_or(0));
+            pending.push(r.parts.iter().map(|p| p.pending_count).sum::<usize>() as f64);
+        }
+        let real = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/histories/postgres-crashed-writers.jsonl");
+        if let Ok(h) = History::read_file(&real) {
+            let t = Instant::now();
+            let r = run(&h);
+            println!(
+                "d: PostgreSQL key with 30 crashed writers (tests/data/histories/postgres-crashed-writers.jsonl): {} in {:.1} ms, {} configurations",
+                r.verdict,
+                t.elapsed().as_secs_f64() * 1e3,
+                r.parts.iter().map(|p| p.cache_entries).sum::<usize>()
+            );
+        }
+        let (m, x) = med_max(&mut ms);
+        let (pm, px) = med_max(&mut pending);
+        println!(
+            "d: crashed writers: 40 histories / 1 key / 5 threads / 200 ops / writes of ops 100..160 crash (pending ops median {pm} max {px}): {unknown} unknown, {invalid} invalid; check median {m:.1} ms max {x:.1} ms; max cache {entries} entries; peak RSS {} MiB",
+            peak_rss_kib().unwrap_or(0) / 1024
+        );
+    }
+    if want("e") {
+        let mut results = Vec::new();
+        for seed in 0..80u64 {
+            let Some(h) = etcd_shaped_invalid(seed) else {
+                continue;
+            };
+            dump(dump_dir.as_deref(), &format!("e-{seed}.jsonl"), &h);
+            let t = Instant::now();
+            let r = run(&h);
+            let total = t.elapsed().as_secs_f64() * 1e3;
+            results.push((r, total));
+            if results.len() == 60 {
+                break;
+            }
+        }
+        report_invalid(
+            "e: etcd-shaped invalid (60–200 ops, 10 threads, 10% info)",
+            &results,
+        );
+    }
+    if want("k") {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/knossos");
+        for sub in ["cas-register/bad", "mutex/bad"] {
+            let mut files: Vec<_> = std::fs::read_dir(dir.join(sub))
+                .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+                .unwrap_or_default();
+            files.retain(|p: &std::path::PathBuf| p.extension().is_some_and(|x| x == "edn"));
+            files.sort();
+            for f in files {
+                let h = shakedown::edn::read_file(&f, Default::default()).expect("corpus reads");
+                let t = Instant::now();
+                let r = if sub.starts_with("mutex") {
+                    check_history(&MutexModel, &h, &config())
+                } else {
+                    check_history(
+                        &RegisterModel::cas_register(RegisterConfig::knossos()),
+                        &h,
+                        &config(),
+                    )
+                };
+                let total = t.elapsed().as_secs_f64() * 1e3;
+                let w = r.parts.iter().find_map(|p| p.witness.as_ref());
+                println!(
+                    "k: {}: {} ops, {}: verdict {} ms, witness {:.1} ms ({} essential ops, 1-minimal {}, {} searches)",
+                    f.file_name().unwrap_or_default().to_string_lossy(),
+                    r.op_count,
+                    r.verdict,
+                    r.verdict_time_ms,
+                    total - r.verdict_time_ms as f64,
+                    w.and_then(|w| w.minimized.as_ref()).map_or(0, |m| m.len()),
+                    w.is_some_and(|w| w.minimized_complete),
+                    w.map_or(0, |w| w.minimize_searches),
+                );
+            }
+        }
+    }
 }
 
 fn bench_big(c: &mut Criterion) {
@@ -119,7 +321,17 @@ fn bench_crashy(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_big, bench_crashy);
+fn bench_witness(c: &mut Criterion) {
+    let hs: Vec<History> = (0..40).filter_map(etcd_shaped_invalid).take(20).collect();
+    let mut g = c.benchmark_group("linear");
+    g.sample_size(10);
+    g.bench_function("20_etcd_shaped_invalid_with_witnesses", |b| {
+        b.iter(|| hs.iter().map(run).count())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench_big, bench_crashy, bench_witness);
 
 fn main() {
     if std::env::var_os("LINEAR_BENCH_ONCE").is_some() {

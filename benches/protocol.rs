@@ -15,7 +15,7 @@
 
 use serde_json::{Value, json};
 use shakedown::client::{Client, Completion};
-use shakedown::config::Node;
+use shakedown::node::Node;
 use shakedown::systems::external::client::{Launch, ProtocolClient};
 use shakedown::systems::external::protocol::Init;
 use std::time::{Duration, Instant};

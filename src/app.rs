@@ -2,15 +2,13 @@
 //! exit code (0 valid, 1 invalid, 2 unknown, 3 usage/config error, 4 runtime error) and prints
 //! errors as one line naming the cause.
 
-use crate::checker::linear::{LinearConfig, LinearResult, check_history};
-use crate::checker::{CheckResult, Verdict};
+use crate::checker::Verdict;
+use crate::checker::linear::WitnessMode;
 use crate::cli::{BenchArgs, EXIT_RUNTIME, EXIT_USAGE, RunArgs};
 use crate::history::History;
 use crate::import::InputFormat;
-use crate::model::{self, Model};
 use crate::runner::RunError;
 use std::path::Path;
-use std::time::Duration;
 
 mod check;
 pub use check::check;
@@ -172,137 +170,6 @@ pub fn load_history(
     crate::import::read_text(&text, &name, fmt, independent)
 }
 
-/// The model `--model auto` means for an input format: `kv` for Porcupine kv lines, else
-/// `cas-register`.
-pub fn default_model(format: InputFormat) -> &'static str {
-    match format {
-        InputFormat::Porcupine => "kv",
-        _ => "cas-register",
-    }
-}
-
-/// The model `--model auto` means for a loaded history: `list-append` when a JSONL history has
-/// client `append` ops (the list-append workload); else, from the client functions: `mutex` for
-/// acquire/release, `queue` for enqueue/dequeue, `multi-register` for txn, `kv` for get/put/append,
-/// `set` for add/read with a list or set read value and `counter` for other add/read histories;
-/// else [`default_model`] of its format.
-pub fn default_model_for(format: InputFormat, history: &History) -> &'static str {
-    let clients = || history.ops.iter().filter(|o| o.is_client());
-    if format == InputFormat::Jsonl && clients().any(|o| o.f == "append") {
-        return "list-append";
-    }
-    let fs: std::collections::BTreeSet<&str> = clients().map(|o| o.f.as_str()).collect();
-    let only = |allowed: &[&str]| !fs.is_empty() && fs.iter().all(|f| allowed.contains(f));
-    if only(&["acquire", "release"]) {
-        "mutex"
-    } else if only(&["enqueue", "dequeue"]) {
-        "queue"
-    } else if only(&["txn"]) {
-        "multi-register"
-    } else if only(&["get", "put", "append"]) {
-        "kv"
-    } else if only(&["add", "read"]) && fs.contains("add") {
-        let set_read = clients().any(|o| o.f == "read" && o.value.is_array());
-        if set_read { "set" } else { "counter" }
-    } else {
-        default_model(format)
-    }
-}
-
-fn run_model<M: Model>(m: M, cfg: &LinearConfig, history: &History) -> LinearResult {
-    check_history(&m, history, cfg)
-}
-
-/// Run the linearizability checker with the named model. `from_edn` selects Knossos register
-/// semantics (initial value 0, nil reads unknown) instead of etcd's.
-pub fn check_linear_with_model(
-    model_name: &str,
-    history: &History,
-    from_edn: bool,
-    time_limit: Duration,
-) -> Result<LinearResult, String> {
-    let preset = if from_edn {
-        model::SemanticsPreset::Knossos
-    } else {
-        model::SemanticsPreset::Etcd
-    };
-    check_linear_with(
-        model_name,
-        history,
-        &model::ModelOptions::preset(preset),
-        time_limit,
-    )
-}
-
-/// Run the linearizability checker with the named model and semantic options.
-pub fn check_linear_with(
-    model_name: &str,
-    history: &History,
-    opts: &model::ModelOptions,
-    time_limit: Duration,
-) -> Result<LinearResult, String> {
-    let cfg = LinearConfig {
-        time_limit: Some(time_limit),
-        ..LinearConfig::default()
-    };
-    let reg = opts.register.clone();
-    Ok(match model_name {
-        "register" => run_model(model::RegisterModel::register(reg), &cfg, history),
-        "cas-register" => run_model(model::RegisterModel::cas_register(reg), &cfg, history),
-        "multi-register" => run_model(model::MultiRegisterModel::new(0), &cfg, history),
-        "kv" => run_model(opts.kv, &cfg, history),
-        "list-append" => run_model(model::ListAppendModel, &cfg, history),
-        "set" => run_model(model::SetModel::default(), &cfg, history),
-        "queue" => run_model(model::QueueModel::default(), &cfg, history),
-        "mutex" => run_model(model::MutexModel, &cfg, history),
-        "counter" => run_model(model::CounterModel, &cfg, history),
-        other => {
-            return Err(format!(
-                "--model {other:?}: expected auto, register, cas-register, multi-register, kv, list-append, set, queue, mutex or counter"
-            ));
-        }
-    })
-}
-
-/// The generic checker result for a linearizability result, with its explanation in
-/// `details.explanation`.
-pub fn linear_check_result(r: &LinearResult) -> CheckResult {
-    let mut details = serde_json::to_value(r).unwrap_or_else(
-        |e| serde_json::json!({ "error": format!("could not serialize result: {e}") }),
-    );
-    if let serde_json::Value::Object(map) = &mut details {
-        map.insert("explanation".into(), r.explain().into());
-    }
-    CheckResult {
-        checker: "linearizable".to_string(),
-        verdict: r.verdict,
-        summary: r.summary(),
-        details,
-    }
-}
-
-/// [`linear_check_result`] for a run's own history, with the semantics it was checked with
-/// ([`check_linear_with_model`] without `from_edn`: etcd) in `details.semantics`.
-pub fn linear_check_result_for_run(r: &LinearResult, model_name: &str) -> CheckResult {
-    let mut g = linear_check_result(r);
-    if let serde_json::Value::Object(d) = &mut g.details {
-        let opts = model::ModelOptions::preset(model::SemanticsPreset::Etcd);
-        d.insert("semantics".into(), opts.to_json(model_name));
-    }
-    g
-}
-
-/// Check a history with the named model; returns the generic result and the text explanation.
-pub fn check_with_model(
-    model_name: &str,
-    history: &History,
-    from_edn: bool,
-    time_limit: Duration,
-) -> Result<(CheckResult, String), String> {
-    let r = check_linear_with_model(model_name, history, from_edn, time_limit)?;
-    Ok((linear_check_result(&r), r.explain()))
-}
-
 /// `shakedown sandbox up|down|status`.
 pub fn sandbox(cfg: crate::sandbox::SandboxConfig, up: bool, down: bool) -> i32 {
     if up {
@@ -376,7 +243,7 @@ pub fn report(args: crate::cli::ReportArgs) -> i32 {
         return EXIT_USAGE;
     }
     let run_dir = crate::store::RunDir::open(&args.run_dir);
-    match crate::runner::write_results(&run_dir, args.check_time_limit) {
+    match crate::runner::write_results(&run_dir, args.check_time_limit, WitnessMode::default()) {
         Ok(checked) => {
             for name in std::fs::read_dir(&run_dir.path)
                 .into_iter()
@@ -455,7 +322,7 @@ fn killed_run_of(journal: &Path) -> Option<crate::store::RunDir> {
 /// After `heal` of a killed controller's run: check what it recorded and write its results and
 /// page, marked incomplete (best effort: a failure is a warning, the heal itself succeeded).
 fn report_killed_run(run_dir: &crate::store::RunDir) {
-    match crate::runner::write_results(run_dir, 60.0) {
+    match crate::runner::write_results(run_dir, 60.0, WitnessMode::default()) {
         Ok(c) => println!(
             "run {} checked: {} ({}); run page {}",
             run_dir.path.display(),
@@ -477,7 +344,7 @@ pub fn doctor(args: crate::cli::DoctorArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
-    let db = match args.db.system(&args.cluster.etcd_dir) {
+    let db = match args.db.system() {
         Ok(db) => db,
         Err(e) => {
             eprintln!("error: {e}");
@@ -510,7 +377,14 @@ pub fn doctor(args: crate::cli::DoctorArgs) -> i32 {
 
 /// `shakedown bench`: controller overhead against a bare client loop on the sandbox etcd.
 pub fn bench(args: BenchArgs) -> i32 {
-    match runtime().block_on(crate::bench::overhead(args)) {
+    let cfg = match args.to_config() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    match runtime().block_on(crate::bench::overhead(cfg, args.out.clone())) {
         Ok(report) => {
             println!("{report}");
             0

@@ -1,18 +1,17 @@
 //! `shakedown bench`: the controller's overhead against a bare client loop on the same cluster.
 //!
 //! Brings up the sandbox and a fresh etcd, then alternates a bare loop of etcd clients
-//! (`client::etcd::bare_loop`, no generator, no history) with the full interpreter (register
+//! (`systems::etcd::bare_loop`, no generator, no history) with the full interpreter (register
 //! workload, unlimited rate, history written to a scratch run directory, no faults), each for
 //! `--duration` seconds at the same concurrency, twice each, and reports ops/s and the throughput
 //! loss. The scratch run directories live under a temporary directory and are removed.
 
-use crate::cli::BenchArgs;
-use crate::client::etcd::{OpMix, bare_loop};
 use crate::config::TestConfig;
 use crate::db::Db;
-use crate::db::etcd::{Etcd, EtcdConfig};
 use crate::runner::{RunError, connect, on_nodes};
 use crate::store::RunDir;
+use crate::systems::etcd::bare_loop::{OpMix, bare_loop};
+use crate::systems::etcd::{Etcd, EtcdConfig};
 use std::time::Duration;
 
 /// Measured throughput of both sides.
@@ -78,30 +77,19 @@ fn median(v: &[f64]) -> f64 {
     if s.is_empty() { 0.0 } else { s[s.len() / 2] }
 }
 
-/// Run the overhead benchmark.
-pub async fn overhead(args: BenchArgs) -> Result<OverheadReport, RunError> {
-    if !(args.duration.is_finite() && args.duration > 0.0) || args.concurrency == 0 {
-        return Err(crate::config::ConfigError::new(
-            "bench",
-            "--duration and --concurrency must be positive",
-        )
-        .into());
-    }
+/// Run the overhead benchmark. `cfg` is the full run's config (no faults, unlimited rate, its
+/// time limit the duration of one measurement, etcd); the bare loop gets the same concurrency
+/// and duration. Run directories go to a scratch directory, removed at the end. With `out`, the
+/// report is also written there as JSON.
+pub async fn overhead(
+    mut cfg: TestConfig,
+    out: Option<std::path::PathBuf>,
+) -> Result<OverheadReport, RunError> {
     let scratch =
         Scratch(std::env::temp_dir().join(format!("shakedown-bench-{}", std::process::id())));
     std::fs::create_dir_all(scratch.path())
         .map_err(|e| RunError::Control(format!("{}: {e}", scratch.path().display())))?;
-    let run_args = crate::cli::RunArgs {
-        nemesis: "none".into(),
-        rate: 0.0,
-        time_limit: args.duration,
-        concurrency: args.concurrency,
-        settle: 0.0,
-        reports: scratch.path().to_path_buf(),
-        quiet: true,
-        ..crate::cli::RunArgs::defaults(args.sandbox.clone())
-    };
-    let mut cfg: TestConfig = run_args.into_config()?;
+    cfg.reports_dir = scratch.path().to_path_buf();
     // Same op mix on both sides.
     cfg.workload.read_weight = 1;
     cfg.workload.write_weight = 1;
@@ -132,10 +120,10 @@ pub async fn overhead(args: BenchArgs) -> Result<OverheadReport, RunError> {
         .expect("setup task")?;
     }
     let endpoints: Vec<String> = nodes.iter().map(|n| etcd.endpoint(n)).collect();
-    let duration = Duration::from_secs_f64(args.duration);
+    let duration = Duration::from_secs_f64(cfg.time_limit_s);
     let mut report = OverheadReport {
-        concurrency: args.concurrency,
-        duration_s: args.duration,
+        concurrency: cfg.concurrency,
+        duration_s: cfg.time_limit_s,
         bare_ops_per_s: vec![],
         controller_ops_per_s: vec![],
         overhead_pct: 0.0,
@@ -144,7 +132,7 @@ pub async fn overhead(args: BenchArgs) -> Result<OverheadReport, RunError> {
     for _round in 0..2 {
         match bare_loop(
             endpoints.clone(),
-            args.concurrency,
+            cfg.concurrency,
             duration,
             OpMix::default(),
         )
@@ -182,7 +170,7 @@ pub async fn overhead(args: BenchArgs) -> Result<OverheadReport, RunError> {
     report.overhead_pct = (1.0
         - median(&report.controller_ops_per_s) / median(&report.bare_ops_per_s).max(1e-9))
         * 100.0;
-    if let Some(out) = &args.out {
+    if let Some(out) = &out {
         let text = serde_json::to_string_pretty(&report).unwrap_or_default();
         std::fs::write(out, text)
             .map_err(|e| RunError::Control(format!("{}: {e}", out.display())))?;

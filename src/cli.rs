@@ -4,7 +4,8 @@
 //! program never sees clap. Exit codes: 0 valid, 1 invalid, 2 unknown, 3 usage or configuration
 //! error, 4 runtime error (cluster, SSH, IO).
 
-use crate::config::{ConfigError, TestConfig, parse_nodes};
+use crate::config::{Cluster, ConfigError, TestConfig};
+use crate::node::parse_nodes;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -49,7 +50,7 @@ pub enum Command {
     Serve(ServeArgs),
 }
 
-/// Read consistency for etcd reads.
+/// Read consistency (`--read-mode`); a system refuses modes it cannot serve.
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum ReadModeArg {
     /// Quorum reads through the leader (etcd default).
@@ -58,40 +59,11 @@ pub enum ReadModeArg {
     Serializable,
 }
 
-impl From<ReadModeArg> for crate::client::etcd::ReadMode {
+impl From<ReadModeArg> for crate::config::ReadMode {
     fn from(r: ReadModeArg) -> Self {
         match r {
-            ReadModeArg::Linearizable => crate::client::etcd::ReadMode::Linearizable,
-            ReadModeArg::Serializable => crate::client::etcd::ReadMode::Serializable,
-        }
-    }
-}
-
-/// `synchronous_commit` for PostgreSQL.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-#[value(rename_all = "snake_case")]
-pub enum SyncCommitArg {
-    /// Acknowledge before the local WAL flush.
-    Off,
-    /// Wait for the local flush only.
-    Local,
-    /// Local flush, plus synchronous standbys' flush when there are any.
-    On,
-    /// Wait until synchronous standbys wrote the WAL.
-    RemoteWrite,
-    /// Wait until synchronous standbys applied the commit.
-    RemoteApply,
-}
-
-impl From<SyncCommitArg> for crate::db::postgres::SynchronousCommit {
-    fn from(s: SyncCommitArg) -> Self {
-        use crate::db::postgres::SynchronousCommit as S;
-        match s {
-            SyncCommitArg::Off => S::Off,
-            SyncCommitArg::Local => S::Local,
-            SyncCommitArg::On => S::On,
-            SyncCommitArg::RemoteWrite => S::RemoteWrite,
-            SyncCommitArg::RemoteApply => S::RemoteApply,
+            ReadModeArg::Linearizable => crate::config::ReadMode::Linearizable,
+            ReadModeArg::Serializable => crate::config::ReadMode::Serializable,
         }
     }
 }
@@ -174,22 +146,9 @@ pub struct ClusterArgs {
     /// SSH port.
     #[arg(long, default_value_t = 22)]
     pub ssh_port: u16,
-    /// Directory on each node for etcd data, logs and pidfile.
-    #[arg(long, default_value = "/tmp/shakedown/etcd")]
-    pub etcd_dir: String,
     /// Sandbox selection (used when no --nodes are given).
     #[command(flatten)]
     pub sandbox: SandboxArgs,
-}
-
-/// A resolved cluster selection.
-pub struct Cluster {
-    /// Explicit nodes, or `None` for the sandbox.
-    pub nodes: Option<Vec<crate::config::Node>>,
-    /// SSH settings.
-    pub ssh: crate::control::SshConfig,
-    /// The sandbox to use when `nodes` is `None`.
-    pub sandbox: crate::sandbox::SandboxConfig,
 }
 
 impl ClusterArgs {
@@ -277,49 +236,36 @@ pub struct HealArgs {
     pub db: DbArgs,
 }
 
-/// `--db` for commands that act on an existing cluster (`heal`, `doctor`).
+/// `--db` and every system's flags (`systems::SystemFlags`), for `run`, `heal` and `doctor`.
 #[derive(Debug, Clone, Args)]
 pub struct DbArgs {
-    /// The system on the nodes: etcd, postgres, a spec under systems/ or a FILE.toml.
-    #[arg(long = "db", default_value = "etcd")]
+    /// `--db`: the name of a built-in system, a spec under systems/ or a FILE.toml.
+    #[arg(id = "db", long = "db", default_value = "etcd", help = crate::systems::db_flag_help())]
     pub name: String,
-    /// An external system's option, `key=value` (repeatable).
+    /// An option of an external system's spec, `key=value` (repeatable), e.g. `reads=sync`.
     #[arg(long = "db-opt", value_name = "KEY=VALUE")]
     pub db_opt: Vec<String>,
-    /// Directory on each node of PostgreSQL's data and pidfile (with --db postgres).
-    #[arg(long, default_value = "/tmp/shakedown/postgres")]
-    pub pg_dir: String,
+    /// Every system's own flags; only the chosen system's may be given.
+    #[command(flatten)]
+    pub flags: crate::systems::SystemFlags,
 }
 
 impl DbArgs {
-    /// The system named by `--db`; etcd's directory comes from the cluster flags.
-    pub fn system(&self, etcd_dir: &str) -> Result<std::sync::Arc<dyn crate::db::Db>, ConfigError> {
-        match self.name.as_str() {
-            "etcd" => Ok(std::sync::Arc::new(crate::db::etcd::Etcd::new(
-                crate::db::etcd::EtcdConfig {
-                    base_dir: etcd_dir.to_string(),
-                    ..Default::default()
-                },
-            ))),
-            "postgres" => Ok(std::sync::Arc::new(crate::db::postgres::Postgres::new(
-                crate::db::postgres::PostgresConfig {
-                    base_dir: self.pg_dir.clone(),
-                    ..Default::default()
-                },
-            ))),
-            other => Ok(std::sync::Arc::new(
-                crate::systems::external::ExternalSystem::new(
-                    crate::systems::external::spec::configure(other, &self.db_opt)?,
-                ),
-            )),
-        }
+    /// The settings of the system `--db` names.
+    pub fn config(&self) -> Result<crate::systems::SystemConfig, ConfigError> {
+        self.flags.config(&self.name, &self.db_opt)
+    }
+
+    /// The system named by `--db`, as a `Db` (for heal and doctor).
+    pub fn system(&self) -> Result<std::sync::Arc<dyn crate::db::Db>, ConfigError> {
+        Ok(self.config()?.open().to_db())
     }
 }
 
 impl HealArgs {
     /// The system to heal, from `--db`.
     pub fn system(&self) -> Result<std::sync::Arc<dyn crate::db::Db>, ConfigError> {
-        self.db.system(&self.cluster.etcd_dir)
+        self.db.system()
     }
 
     /// The journal to heal from, if any; an explicit `--journal` must exist.
@@ -370,19 +316,9 @@ pub struct RunArgs {
     /// Random seed (default: random, printed and stored in test.json).
     #[arg(long)]
     pub seed: Option<u64>,
-    /// System under test: etcd, postgres, a spec under systems/ (`zookeeper`) or a FILE.toml.
-    #[arg(long, default_value = "etcd")]
-    pub db: String,
-    /// An option of an external system's spec, `key=value` (repeatable), e.g. `reads=sync`.
-    #[arg(long = "db-opt", value_name = "KEY=VALUE")]
-    pub db_opt: Vec<String>,
-    /// PostgreSQL `synchronous_commit`.
-    #[arg(long, value_enum, default_value_t = SyncCommitArg::On)]
-    pub synchronous_commit: SyncCommitArg,
-    /// PostgreSQL `synchronous_standby_names` (default: `FIRST 1 (<second node>)` when
-    /// --synchronous-commit is remote_write or remote_apply, else none).
-    #[arg(long)]
-    pub synchronous_standby_names: Option<String>,
+    /// The system under test and its flags.
+    #[command(flatten)]
+    pub db: DbArgs,
     /// Where reads go: own (the thread's node), primary, replica (random per read), any
     /// (random node per read). etcd supports own and any (a random member per read; writes stay
     /// on the thread's node).
@@ -391,9 +327,6 @@ pub struct RunArgs {
     /// Comma-separated node names that replica/any reads may pick (default: all eligible).
     #[arg(long)]
     pub read_nodes: Option<String>,
-    /// Directory on each node for PostgreSQL data, log, pidfile and socket.
-    #[arg(long, default_value = "/tmp/shakedown/postgres")]
-    pub pg_dir: String,
     /// Workload: a name under workloads/ or a path to a .toml spec.
     #[arg(long, default_value = "register")]
     pub workload: String,
@@ -403,7 +336,9 @@ pub struct RunArgs {
     /// Seconds between fault transitions (overrides the schedule's interval_s).
     #[arg(long)]
     pub nemesis_interval: Option<f64>,
-    /// etcd read consistency.
+    /// Read consistency: linearizable (etcd: quorum reads through the leader) or serializable
+    /// (etcd: local reads from the member asked, may be stale); a system refuses modes it cannot
+    /// serve.
     #[arg(long, value_enum, default_value_t = ReadModeArg::Linearizable)]
     pub read_mode: ReadModeArg,
     /// Version order of the session checker: auto (the workload's `version_source`, else chosen
@@ -425,9 +360,11 @@ pub struct RunArgs {
     /// Time budget for the linearizability check, in seconds.
     #[arg(long, default_value_t = 60.0)]
     pub check_time_limit: f64,
-    /// etcd release tarball URL to install on nodes without etcd (default: apt-get).
-    #[arg(long)]
-    pub etcd_tarball: Option<String>,
+    /// Witness of an invalid key: none (blocked op and longest linearizable prefix only), fast
+    /// (also the essential ops, minimized within 2 s per key) or minimal (minimized to 1-minimal
+    /// within the check's time budget).
+    #[arg(long, default_value = "fast", value_parser = parse_witness)]
+    pub witness: crate::checker::linear::WitnessMode,
     /// No progress bar; only the final summary.
     #[arg(long)]
     pub quiet: bool,
@@ -452,6 +389,11 @@ impl RunArgs {
     }
 }
 
+/// `--witness`: none, fast or minimal.
+fn parse_witness(s: &str) -> Result<crate::checker::linear::WitnessMode, String> {
+    s.parse()
+}
+
 fn positive(name: &str, v: f64) -> Result<f64, ConfigError> {
     if v.is_finite() && v > 0.0 {
         Ok(v)
@@ -471,59 +413,8 @@ impl RunArgs {
             ssh,
             sandbox,
         } = self.cluster.to_cluster()?;
-        let (db, external) = match self.db.as_str() {
-            "etcd" => (crate::config::DbKind::Etcd, None),
-            "postgres" => (crate::config::DbKind::Postgres, None),
-            other => (
-                crate::config::DbKind::External,
-                Some(crate::systems::external::spec::configure(
-                    other,
-                    &self.db_opt,
-                )?),
-            ),
-        };
-        if external.is_none() && !self.db_opt.is_empty() {
-            return Err(ConfigError::new(
-                "--db-opt",
-                format!(
-                    "{} has no options (--db-opt is for systems/*.toml specs)",
-                    self.db
-                ),
-            ));
-        }
+        let system = self.db.config()?;
         let read_from: crate::config::ReadFrom = self.read_from.into();
-        if let Some(ext) = &external
-            && read_from != crate::config::ReadFrom::Own
-        {
-            return Err(ConfigError::new(
-                "--read-from",
-                format!(
-                    "{}: {} chooses its reads in its client (use its options, e.g. --db-opt)",
-                    read_from.as_str(),
-                    ext.spec.name
-                ),
-            ));
-        }
-        if db == crate::config::DbKind::Etcd
-            && !matches!(
-                read_from,
-                crate::config::ReadFrom::Own | crate::config::ReadFrom::Any
-            )
-        {
-            return Err(ConfigError::new(
-                "--read-from",
-                format!("{}: etcd supports own and any", read_from.as_str()),
-            ));
-        }
-        if db != crate::config::DbKind::Postgres
-            && (self.synchronous_standby_names.is_some()
-                || self.synchronous_commit != SyncCommitArg::On)
-        {
-            return Err(ConfigError::new(
-                "--synchronous-commit",
-                "PostgreSQL settings need --db postgres",
-            ));
-        }
         let read_nodes: Vec<String> = match &self.read_nodes {
             None => Vec::new(),
             Some(list) => {
@@ -571,14 +462,13 @@ impl RunArgs {
         if let Some(i) = self.nemesis_interval {
             nemesis.interval_s = positive("--nemesis-interval", i)?;
         }
-        if let Some(ext) = &external {
-            ext.validate_faults(&nemesis)?;
-            ext.validate_workload(&workload)?;
-        }
         let seed = self.seed.unwrap_or_else(rand::random);
         let name = self.name.clone().unwrap_or_else(|| {
-            let system = external.as_ref().map_or(self.db.as_str(), |e| &e.spec.name);
-            format!("{system}-{}", crate::spec::workload_name(&self.workload))
+            format!(
+                "{}-{}",
+                system.name(),
+                crate::spec::workload_name(&self.workload)
+            )
         });
         if name.is_empty() || name.contains('/') || name.starts_with('.') {
             return Err(ConfigError::new(
@@ -586,7 +476,7 @@ impl RunArgs {
                 format!("{name:?}: expected a plain directory name"),
             ));
         }
-        Ok(TestConfig {
+        let cfg = TestConfig {
             name,
             nodes,
             sandbox,
@@ -595,21 +485,9 @@ impl RunArgs {
             rate: self.rate,
             time_limit_s,
             seed,
-            db,
-            postgres: crate::db::postgres::PostgresConfig {
-                base_dir: self.pg_dir.clone(),
-                synchronous_commit: self.synchronous_commit.into(),
-                synchronous_standby_names: self.synchronous_standby_names.clone(),
-                ..Default::default()
-            },
-            external,
+            system,
             read_from,
             read_nodes,
-            etcd: crate::db::etcd::EtcdConfig {
-                base_dir: self.cluster.etcd_dir.clone(),
-                tarball_url: self.etcd_tarball.clone(),
-                ..Default::default()
-            },
             workload_name: self.workload.clone(),
             workload,
             nemesis_name: self.nemesis.clone(),
@@ -619,7 +497,13 @@ impl RunArgs {
             reports_dir: self.reports.clone(),
             settle_s: self.settle,
             check_time_limit_s,
-        })
+            witness: self.witness,
+        };
+        // Before any node is touched: refuse what the system cannot serve.
+        cfg.system
+            .open()
+            .validate(&cfg.workload, &crate::systems::RunOptions::of(&cfg))?;
+        Ok(cfg)
     }
 }
 
@@ -639,6 +523,11 @@ pub struct CheckArgs {
     /// Time budget in seconds per file; past it the verdict is unknown.
     #[arg(long, default_value_t = 60.0)]
     pub time_limit: f64,
+    /// Witness of an invalid key: none (blocked op and longest linearizable prefix only), fast
+    /// (also the essential ops, minimized within 2 s per key) or minimal (minimized to 1-minimal
+    /// within --time-limit).
+    #[arg(long, default_value = "fast", value_parser = parse_witness)]
+    pub witness: crate::checker::linear::WitnessMode,
     /// Input format: auto, jsonl, json (a JSON array of op maps, as elle-cli reads), edn,
     /// history-txt (Jepsen's tab-separated history.txt), jepsen-log or porcupine.
     #[arg(long, default_value = "auto")]
@@ -759,6 +648,29 @@ pub struct BenchArgs {
     pub sandbox: SandboxArgs,
 }
 
+impl BenchArgs {
+    /// The config of the full run side of the benchmark: etcd, the register workload with no
+    /// faults at an unlimited rate, for `--duration` seconds at `--concurrency`.
+    pub fn to_config(&self) -> Result<TestConfig, ConfigError> {
+        if !(self.duration.is_finite() && self.duration > 0.0) || self.concurrency == 0 {
+            return Err(ConfigError::new(
+                "bench",
+                "--duration and --concurrency must be positive",
+            ));
+        }
+        RunArgs {
+            nemesis: "none".into(),
+            rate: 0.0,
+            time_limit: self.duration,
+            concurrency: self.concurrency,
+            settle: 0.0,
+            quiet: true,
+            ..RunArgs::defaults(self.sandbox.clone())
+        }
+        .into_config()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -801,15 +713,14 @@ mod tests {
             panic!("not run")
         };
         let cfg = r.into_config().unwrap();
-        assert_eq!(cfg.db, crate::config::DbKind::Postgres);
+        let crate::systems::SystemConfig::Postgres(pg) = &cfg.system else {
+            panic!("not postgres: {:?}", cfg.system)
+        };
         assert_eq!(
-            cfg.postgres.synchronous_commit,
-            crate::db::postgres::SynchronousCommit::RemoteApply
+            pg.synchronous_commit,
+            crate::systems::postgres::SynchronousCommit::RemoteApply
         );
-        assert_eq!(
-            cfg.postgres.synchronous_standby_names.as_deref(),
-            Some("ANY 4 (*)")
-        );
+        assert_eq!(pg.synchronous_standby_names.as_deref(), Some("ANY 4 (*)"));
         assert_eq!(cfg.read_from, crate::config::ReadFrom::Replica);
         assert_eq!(cfg.read_nodes, vec!["n2".to_string(), "n3".to_string()]);
         assert_eq!(cfg.name, "postgres-register");

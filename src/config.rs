@@ -1,18 +1,10 @@
 //! Validated test configuration: what `cli` turns command-line arguments into, once.
 //!
-//! Owns `Node` and `TestConfig` and their validation rules. clap types never go past `cli`; the
+//! Owns `TestConfig`, `ConfigError` and their validation rules (nodes: `node`). clap types never go past `cli`; the
 //! rest of the program sees only these. Does no IO besides reading files named by the user.
 
+use crate::node::Node;
 use serde::Serialize;
-
-/// A node of the cluster under test.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
-pub struct Node {
-    /// Short name used in histories, logs and grudges (e.g. `n1`).
-    pub name: String,
-    /// Address to reach it over SSH and for client traffic (IP or DNS name).
-    pub host: String,
-}
 
 /// A config error, naming what was wrong.
 #[derive(Debug, thiserror::Error)]
@@ -34,121 +26,49 @@ impl ConfigError {
     }
 }
 
-fn valid_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 253
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | ':'))
-}
-
-/// Parse a node list: comma- or whitespace-separated entries, each `host` or `name=host`
-/// (a bare `host` is also its name). `source` labels errors (e.g. `--nodes`).
-pub fn parse_nodes(text: &str, source: &str) -> Result<Vec<Node>, ConfigError> {
-    let mut nodes: Vec<Node> = Vec::new();
-    for (i, entry) in text
-        .split(|c: char| c == ',' || c.is_whitespace())
-        .enumerate()
-    {
-        let entry = entry.trim();
-        if entry.is_empty() {
-            if text.contains(",,")
-                || text.trim_start().starts_with(',')
-                || text.trim_end().ends_with(',')
-            {
-                return Err(ConfigError::new(
-                    source,
-                    format!("empty node entry in {text:?}"),
-                ));
-            }
-            continue;
-        }
-        let (name, host) = match entry.split_once('=') {
-            Some((n, h)) => (n.trim(), h.trim()),
-            None => (entry, entry),
-        };
-        for (label, v) in [("name", name), ("host", host)] {
-            if !valid_name(v) {
-                return Err(ConfigError::new(
-                    source,
-                    format!(
-                        "entry {} ({entry:?}): invalid node {label} {v:?}: expected letters, digits, '-', '.', '_' or ':'",
-                        i + 1
-                    ),
-                ));
-            }
-        }
-        if nodes.iter().any(|n| n.name == name) {
-            return Err(ConfigError::new(
-                source,
-                format!("node {name:?} is listed twice"),
-            ));
-        }
-        nodes.push(Node {
-            name: name.to_string(),
-            host: host.to_string(),
-        });
-    }
-    if nodes.is_empty() {
-        return Err(ConfigError::new(source, "no nodes given"));
-    }
-    Ok(nodes)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_bare_hosts_and_named_hosts() {
-        let n = parse_nodes("n1=10.0.0.1, n2=10.0.0.2 db3.example", "--nodes").unwrap();
-        assert_eq!(n.len(), 3);
-        assert_eq!(
-            n[0],
-            Node {
-                name: "n1".into(),
-                host: "10.0.0.1".into()
-            }
-        );
-        assert_eq!(n[2].name, "db3.example");
-    }
-
-    #[test]
-    fn rejects_malformed_lists_naming_the_entry() {
-        let e = parse_nodes("n1,,n2", "--nodes").unwrap_err().to_string();
-        assert!(e.contains("--nodes") && e.contains("empty"), "{e}");
-        let e = parse_nodes("n1;rm -rf /", "--nodes")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("invalid node"), "{e}");
-        let e = parse_nodes("n1,n1", "--nodes").unwrap_err().to_string();
-        assert!(e.contains("twice"), "{e}");
-        assert!(parse_nodes("  ", "--nodes").is_err());
-        assert!(parse_nodes("a=", "--nodes").is_err());
+impl From<crate::node::NodeListError> for ConfigError {
+    fn from(e: crate::node::NodeListError) -> ConfigError {
+        ConfigError::new(e.source, e.message)
     }
 }
 
-/// Which system a run tests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+/// Consistency a run asks of reads (`--read-mode`); a system refuses modes it cannot serve
+/// (`systems::System::validate`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum DbKind {
-    /// etcd (`db::etcd`, `client::etcd`).
+pub enum ReadMode {
+    /// Linearizable reads (etcd: quorum reads through the leader).
     #[default]
-    Etcd,
-    /// PostgreSQL primary + streaming replicas (`db::postgres`, `client::postgres`).
-    Postgres,
-    /// A system described by a TOML spec (`systems::external`; `TestConfig::external`).
-    External,
+    Linearizable,
+    /// Reads served locally by whichever node the client talks to: may be stale.
+    Serializable,
 }
 
-impl DbKind {
-    /// The `--db` spelling.
+impl ReadMode {
+    /// The `--read-mode` spelling.
     pub fn as_str(self) -> &'static str {
         match self {
-            DbKind::Etcd => "etcd",
-            DbKind::Postgres => "postgres",
-            DbKind::External => "external",
+            ReadMode::Linearizable => "linearizable",
+            ReadMode::Serializable => "serializable",
         }
     }
+}
+
+impl std::fmt::Display for ReadMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A resolved cluster selection (from `--nodes`/`--nodes-file`, SSH and sandbox flags).
+#[derive(Debug, Clone)]
+pub struct Cluster {
+    /// Explicit nodes, or `None` for the sandbox.
+    pub nodes: Option<Vec<Node>>,
+    /// SSH settings.
+    pub ssh: crate::control::SshConfig,
+    /// The sandbox to use when `nodes` is `None`.
+    pub sandbox: crate::sandbox::SandboxConfig,
 }
 
 /// Where a client thread sends its reads.
@@ -197,14 +117,8 @@ pub struct TestConfig {
     pub time_limit_s: f64,
     /// Seed of every random choice (ops, fault targets).
     pub seed: u64,
-    /// The system under test.
-    pub db: DbKind,
-    /// etcd settings.
-    pub etcd: crate::db::etcd::EtcdConfig,
-    /// PostgreSQL settings.
-    pub postgres: crate::db::postgres::PostgresConfig,
-    /// The spec and options of an external system (set exactly when `db` is `External`).
-    pub external: Option<crate::systems::external::spec::ExternalConfig>,
+    /// The system under test and its settings.
+    pub system: crate::systems::SystemConfig,
     /// Where reads go.
     pub read_from: ReadFrom,
     /// Nodes `replica`/`any` reads may pick from (names); empty = all eligible nodes.
@@ -218,7 +132,7 @@ pub struct TestConfig {
     /// Parsed nemesis schedule.
     pub nemesis: crate::spec::NemesisSpec,
     /// Linearizable or serializable reads.
-    pub read_mode: crate::client::etcd::ReadMode,
+    pub read_mode: ReadMode,
     /// Client op timeout; a timed-out op is recorded `info`.
     pub op_timeout_ms: u64,
     /// Root of run directories.
@@ -227,6 +141,8 @@ pub struct TestConfig {
     pub settle_s: f64,
     /// Time budget of the linearizability check.
     pub check_time_limit_s: f64,
+    /// How much work goes into the witness of an invalid key (`--witness`).
+    pub witness: crate::checker::linear::WitnessMode,
 }
 
 impl TestConfig {
@@ -240,25 +156,8 @@ impl TestConfig {
                 .collect();
             parts.push(format!("--nodes {}", list.join(",")));
         }
-        match &self.external {
-            Some(ext) => {
-                parts.push(format!("--db {}", crate::control::quote(&ext.arg)));
-                for opt in ext.non_default_opts() {
-                    parts.push(format!("--db-opt {}", crate::control::quote(&opt)));
-                }
-            }
-            None => parts.push(format!("--db {}", self.db.as_str())),
-        }
-        if self.db == DbKind::Postgres {
-            let pg = &self.postgres;
-            parts.push(format!("--synchronous-commit {}", pg.synchronous_commit));
-            if let Some(names) = &pg.synchronous_standby_names {
-                parts.push(format!(
-                    "--synchronous-standby-names {}",
-                    crate::control::quote(names)
-                ));
-            }
-        }
+        parts.push(format!("--db {}", self.system.db_arg()));
+        parts.extend(self.system.rerun_args());
         if self.read_from != ReadFrom::Own {
             parts.push(format!("--read-from {}", self.read_from.as_str()));
         }

@@ -11,9 +11,9 @@
 //! runs `date -s` of the current time, which the shim turns into a no-op offset write.
 //! Does not own the CLI flags (`cli::DoctorArgs`) nor fixing anything.
 
-use crate::config::Node;
 use crate::control::{Cmd, Remote, SshConfig, SshRemote};
 use crate::db::{Binary, Db};
+use crate::node::Node;
 use serde::Serialize;
 use std::sync::Arc;
 

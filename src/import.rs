@@ -1,5 +1,6 @@
-//! Importing histories written by other tools: format detection, semantics defaults per input
-//! shape, `jepsen.independent` tuple splitting, and nemesis ops that carry client functions.
+//! Importing histories written by other tools: format detection, semantics and model defaults per
+//! input shape (`default_model_for`), `jepsen.independent` tuple splitting, and nemesis ops that
+//! carry client functions.
 //!
 //! Owns the mapping of foreign text formats onto `crate::history::History`. Does not own JSONL
 //! (that is `history`), EDN syntax and Jepsen op maps (`edn`, whose parser every EDN value here goes
@@ -300,6 +301,43 @@ pub fn read_text(
         independent,
         semantics,
     })
+}
+
+/// The model `--model auto` means for an input format: `kv` for Porcupine kv lines, else
+/// `cas-register`.
+pub fn default_model(format: InputFormat) -> &'static str {
+    match format {
+        InputFormat::Porcupine => "kv",
+        _ => "cas-register",
+    }
+}
+
+/// The model `--model auto` means for a loaded history: `list-append` when a JSONL history has
+/// client `append` ops (the list-append workload); else, from the client functions: `mutex` for
+/// acquire/release, `queue` for enqueue/dequeue, `multi-register` for txn, `kv` for get/put/append,
+/// `set` for add/read with a list or set read value and `counter` for other add/read histories;
+/// else [`default_model`] of its format.
+pub fn default_model_for(format: InputFormat, history: &History) -> &'static str {
+    let clients = || history.ops.iter().filter(|o| o.is_client());
+    if format == InputFormat::Jsonl && clients().any(|o| o.f == "append") {
+        return "list-append";
+    }
+    let fs: std::collections::BTreeSet<&str> = clients().map(|o| o.f.as_str()).collect();
+    let only = |allowed: &[&str]| !fs.is_empty() && fs.iter().all(|f| allowed.contains(f));
+    if only(&["acquire", "release"]) {
+        "mutex"
+    } else if only(&["enqueue", "dequeue"]) {
+        "queue"
+    } else if only(&["txn"]) {
+        "multi-register"
+    } else if only(&["get", "put", "append"]) {
+        "kv"
+    } else if only(&["add", "read"]) && fs.contains("add") {
+        let set_read = clients().any(|o| o.f == "read" && o.value.is_array());
+        if set_read { "set" } else { "counter" }
+    } else {
+        default_model(format)
+    }
 }
 
 #[cfg(test)]

@@ -1,8 +1,11 @@
 //! shakedown: a Jepsen-style fault-injection test harness.
 //!
-//! See ARCHITECTURE.md for the bird's-eye view. Pure core: `history`, `generator`, `model`,
-//! `checker`, `completion`, `edn`, `spec`, `config`, `summary`. Impure shell: `control`, `sandbox`, `db`,
-//! `client`, `nemesis`, `interpreter`, `store`, `runner`, `bench`, `cli`, `app`.
+//! See ARCHITECTURE.md for the bird's-eye view. Pure core: `node`, `faults`, `history`,
+//! `generator`, `model`, `checker`, `completion`, `edn`, `import`, `spec`, `summary`, and the
+//! validated `config`. Shared seams of systems: `db` (the `Db` trait and abilities), `client`
+//! (the `Client` trait, `Completion`, `ClientCtx`). Impure shell: `control`, `sandbox`, `systems`
+//! (one folder per system under test), `nemesis`, `interpreter`, `store`, `report`, `runner`,
+//! `doctor`, `bench`. CLI: `cli`, `app` (nothing below them imports them).
 
 pub mod app;
 pub mod bench;
@@ -15,12 +18,14 @@ pub mod control;
 pub mod db;
 pub mod doctor;
 pub mod edn;
+pub mod faults;
 pub mod generator;
 pub mod history;
 pub mod import;
 pub mod interpreter;
 pub mod model;
 pub mod nemesis;
+pub mod node;
 pub mod progress;
 pub mod report;
 pub mod runner;
@@ -28,5 +33,4 @@ pub mod sandbox;
 pub mod spec;
 pub mod store;
 pub mod summary;
-pub mod system;
 pub mod systems;

@@ -39,6 +39,7 @@ mod kv;
 mod list_append;
 mod multi_register;
 mod mutex_counter;
+pub mod registry;
 pub mod value;
 
 pub use collections::{QueueModel, QueueOp, SetModel, SetOp};
@@ -68,8 +69,10 @@ pub enum Convert<O> {
 pub trait Model: Send + Sync {
     /// Model state; hashed into the search cache, so keep it small.
     type State: Clone + Eq + Hash + Send + Sync + Debug;
-    /// A model operation with its observed output, as produced by `convert`.
-    type Op: Clone + Debug + Send + Sync;
+    /// A model operation with its observed output, as produced by `convert`. Equal ops are
+    /// interchangeable: the search counts pending ops per class of equal ops instead of naming
+    /// each one, so equality must mean "same effect and same observed output".
+    type Op: Clone + Eq + Hash + Debug + Send + Sync;
     /// Short stable name, e.g. `cas-register`.
     fn name(&self) -> &'static str;
     /// The state before any op.

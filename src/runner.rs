@@ -7,19 +7,18 @@
 
 use crate::checker::{CheckResult, Verdict};
 use crate::client::Client;
-use crate::client::etcd::ReadMode;
 use crate::completion::Completion;
-use crate::config::{Node, TestConfig};
+use crate::config::TestConfig;
 use crate::control::{Remote, SshConfig};
 use crate::db::Db;
-use crate::db::etcd::Etcd;
 use crate::generator::{self, Generator};
 use crate::history::{History, HistoryWriter};
 use crate::interpreter::{Interpreter, Stats, Worker};
 use crate::nemesis::{Nemesis, NemesisConfig, PartitionConfig};
+use crate::node::Node;
 use crate::progress::{Phase, Progress};
 use crate::store::{FAULTS_FILE, LINEAR_WITNESS_FILE, RESULTS_FILE, RunDir, TEST_FILE};
-use crate::system::System;
+use crate::systems::System;
 use futures_util::FutureExt;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -247,24 +246,11 @@ pub fn resolve_cluster(
 /// `shakedown heal`: remove the tool's iptables chain and resume paused DB processes on every
 /// node; when a fault journal is given, also restart the DB where it shows an un-undone kill,
 /// reset the clocks it shows stepped and not reset (to the controller's time), start the NTP
-/// daemons it shows stopped, and append the undo steps to that journal. Returns what was done
-/// per node and what was left.
-pub async fn heal(
-    cluster: crate::cli::Cluster,
-    etcd_dir: String,
-    journal: Option<std::path::PathBuf>,
-) -> Result<crate::nemesis::heal::HealReport, RunError> {
-    let db: Arc<dyn Db> = Arc::new(Etcd::new(crate::db::etcd::EtcdConfig {
-        base_dir: etcd_dir,
-        ..Default::default()
-    }));
-    heal_db(cluster, db, journal).await
-}
-
-/// `heal` for any system: resume and restart go through `db`'s abilities. Heals every node it
-/// reaches and names the others (see `nemesis::heal`); the report says what is left.
+/// daemons it shows stopped, and append the undo steps to that journal. Resume and restart go
+/// through `db`'s abilities. Heals every node it reaches and names the others (see
+/// `nemesis::heal`); the report says what is left.
 pub async fn heal_db(
-    cluster: crate::cli::Cluster,
+    cluster: crate::config::Cluster,
     db: Arc<dyn Db>,
     journal: Option<std::path::PathBuf>,
 ) -> Result<crate::nemesis::heal::HealReport, RunError> {
@@ -407,6 +393,9 @@ fn with_offsets(cfg: &TestConfig, g: Box<dyn Generator>, periodic: bool) -> Box<
 /// record (see [`crate::completion`]); a run that reached its workload is checked and judged even
 /// when it was interrupted or stopped by an error (its verdict is then never `valid`).
 pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, RunError> {
+    // Before any node is touched: refuse what the system cannot serve.
+    let system = cfg.system.open();
+    system.validate(&cfg.workload, &crate::systems::RunOptions::of(&cfg))?;
     let run_slot: Arc<std::sync::OnceLock<RunDir>> = Arc::default();
     let interrupt = interrupt_on_ctrl_c(run_slot.clone(), cfg.time_limit_s);
     if cfg.nodes.is_none() {
@@ -422,7 +411,6 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
     let run_dir = RunDir::create(&cfg.reports_dir, &cfg.name)?;
     let _ = run_slot.set(run_dir.clone());
     let wall_start = chrono::Utc::now().to_rfc3339();
-    let system = crate::system::for_config(&cfg);
     system.attach_client_logs(&run_dir.client_log_dir());
     run_dir.write_json(
         TEST_FILE,
@@ -632,7 +620,12 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
         Phase::Check,
         "checking linearizability and session guarantees",
     );
-    let checked = write_results_with(&run_dir, cfg.check_time_limit_s, Some(&progress))?;
+    let checked = write_results_with(
+        &run_dir,
+        cfg.check_time_limit_s,
+        cfg.witness,
+        Some(&progress),
+    )?;
     progress.finish();
     Ok(RunOutcome {
         run_dir,
@@ -712,13 +705,18 @@ pub struct Checked {
 /// results.json, the witness page (when linearizability is violated), the plots, the run page
 /// and (for a run inside a reports directory) the reports index. Used at the end of a run, by
 /// `report` and by `heal`.
-pub fn write_results(run_dir: &RunDir, check_time_limit_s: f64) -> Result<Checked, RunError> {
-    write_results_with(run_dir, check_time_limit_s, None)
+pub fn write_results(
+    run_dir: &RunDir,
+    check_time_limit_s: f64,
+    witness: crate::checker::linear::WitnessMode,
+) -> Result<Checked, RunError> {
+    write_results_with(run_dir, check_time_limit_s, witness, None)
 }
 
 fn write_results_with(
     run_dir: &RunDir,
     check_time_limit_s: f64,
+    witness: crate::checker::linear::WitnessMode,
     progress: Option<&Progress>,
 ) -> Result<Checked, RunError> {
     crate::store::ensure_writable(&run_dir.path)?;
@@ -727,6 +725,7 @@ fn write_results_with(
         &history,
         check_time_limit_s,
         declared_version_source(run_dir),
+        witness,
     );
     let completion = run_dir.read_completion();
     let client_ops = history
@@ -792,7 +791,7 @@ pub fn check(
     Vec<CheckResult>,
     Option<crate::checker::linear::LinearResult>,
 ) {
-    check_with(history, time_limit_s, None)
+    check_with(history, time_limit_s, None, Default::default())
 }
 
 /// [`check`] with the session checker's version source fixed (`None` = chosen from the history).
@@ -802,35 +801,47 @@ pub fn check_with(
     history: &History,
     time_limit_s: f64,
     version_source: Option<crate::checker::session::VersionSource>,
+    witness: crate::checker::linear::WitnessMode,
 ) -> (
     Verdict,
     Vec<CheckResult>,
     Option<crate::checker::linear::LinearResult>,
 ) {
-    use crate::checker::Checker;
-    let limit = Duration::from_secs_f64(time_limit_s);
-    let model = crate::app::default_model_for(crate::import::InputFormat::Jsonl, history);
-    let (linear, typed) = match crate::app::check_linear_with_model(model, history, false, limit) {
-        Ok(r) => (crate::app::linear_check_result_for_run(&r, model), Some(r)),
-        // The model could not interpret the history: say so, never call it valid.
+    use crate::checker::compose::{self, Plan};
+    let plan = Plan {
+        model: crate::import::default_model_for(crate::import::InputFormat::Jsonl, history)
+            .to_string(),
+        // Our clients record etcd semantics (see ARCHITECTURE.md).
+        options: crate::model::ModelOptions::preset(crate::model::SemanticsPreset::Etcd),
+        session: Some(crate::checker::session::SessionConfig {
+            source: version_source,
+            ..Default::default()
+        }),
+        time_limit: Duration::from_secs_f64(time_limit_s),
+        witness,
+    };
+    match compose::check(history, &plan) {
+        Ok(c) => {
+            let mut results = vec![compose::linear_check_result(
+                &c.linear,
+                &plan.model,
+                &plan.options,
+            )];
+            results.extend(c.session);
+            (c.verdict, results, Some(c.linear))
+        }
+        // The model could not be named: say so, never call it valid.
         Err(e) => (
-            CheckResult {
+            Verdict::Unknown,
+            vec![CheckResult {
                 checker: "linearizable".into(),
                 verdict: Verdict::Unknown,
                 summary: format!("history not checkable: {e}"),
                 details: json!({ "error": e }),
-            },
+            }],
             None,
         ),
-    };
-    let session =
-        crate::checker::session::SessionChecker::new(crate::checker::session::SessionConfig {
-            source: version_source,
-            ..Default::default()
-        })
-        .check(history);
-    let verdict = linear.verdict.merge(session.verdict);
-    (verdict, vec![linear, session], typed)
+    }
 }
 
 /// How the user steers a running workload: the progress display to update and the Ctrl-C signal.
@@ -887,7 +898,8 @@ pub(crate) async fn drive(
     let mut workers = Vec::new();
     for t in 0..cfg.concurrency {
         let node = &nodes[t % nodes.len()];
-        let client = system.client(cfg, t, nodes).map_err(RunError::Control)?;
+        let ctx = crate::client::ClientCtx::of_thread(cfg, t, nodes);
+        let client = system.client(&ctx).map_err(RunError::Control)?;
         workers.push(Worker {
             client,
             node: Some(node.name.clone()),
@@ -989,9 +1001,4 @@ pub(crate) async fn drive(
         stats.info.load(Ordering::Relaxed),
     );
     Ok((interp.ops_written(), counts, main_phase, interrupted))
-}
-
-/// Default read mode for serialization into test.json.
-pub fn default_read_mode() -> ReadMode {
-    ReadMode::Linearizable
 }

@@ -5,6 +5,7 @@
 //! and line. Turning a spec into generators happens in `runner`; this module only parses.
 
 use crate::config::ConfigError;
+use crate::faults::verb;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -66,7 +67,7 @@ pub enum FaultKind {
     /// `majorities-ring`, `bridge`, `minority-third`, `one-way` (asymmetric), `primaries` (the
     /// current leader(s), asked of the system, cut off from the rest).
     Partition {
-        /// One of `nemesis::PARTITION_SHAPES`.
+        /// One of `faults::PARTITION_SHAPES`.
         shape: String,
     },
     /// kill -9 the DB process on the targets, restart on stop.
@@ -207,14 +208,16 @@ impl FaultKind {
     pub fn ops(&self) -> (&'static str, serde_json::Value, &'static str) {
         use serde_json::json;
         match self {
-            FaultKind::Partition { shape } => {
-                ("start-partition", shape.clone().into(), "stop-partition")
-            }
-            FaultKind::Kill { targets } => ("kill", targets.clone().into(), "start"),
-            FaultKind::Pause { targets } => ("pause", targets.clone().into(), "resume"),
+            FaultKind::Partition { shape } => (
+                verb::START_PARTITION,
+                shape.clone().into(),
+                verb::STOP_PARTITION,
+            ),
+            FaultKind::Kill { targets } => (verb::KILL, targets.clone().into(), verb::START),
+            FaultKind::Pause { targets } => (verb::PAUSE, targets.clone().into(), verb::RESUME),
             // One-shot: the empty stop verb means no stop op.
             FaultKind::Promote { node } => (
-                "promote",
+                verb::PROMOTE,
                 node.as_ref().map_or(json!({}), |n| json!({ "node": n })),
                 "",
             ),
@@ -222,31 +225,31 @@ impl FaultKind {
                 targets,
                 probability,
             } => (
-                "start-loss",
+                verb::START_LOSS,
                 json!({ "targets": targets, "probability": probability }),
-                "stop-loss",
+                verb::STOP_LOSS,
             ),
             FaultKind::Bandwidth { targets, rate_kbit } => (
-                "start-bandwidth",
+                verb::START_BANDWIDTH,
                 json!({ "targets": targets, "rate_kbit": rate_kbit }),
-                "stop-bandwidth",
+                verb::STOP_BANDWIDTH,
             ),
             FaultKind::Delay {
                 targets,
                 delay_ms,
                 jitter_ms,
             } => (
-                "start-delay",
+                verb::START_DELAY,
                 json!({ "targets": targets, "delay_ms": delay_ms, "jitter_ms": jitter_ms }),
-                "stop-delay",
+                verb::STOP_DELAY,
             ),
             FaultKind::SshDrop {
                 targets,
                 duration_ms,
             } => (
-                crate::nemesis::ssh_drop::START,
+                verb::START_SSH_DROP,
                 json!({ "targets": targets, "duration_ms": duration_ms }),
-                crate::nemesis::ssh_drop::STOP,
+                verb::STOP_SSH_DROP,
             ),
             FaultKind::Clock {
                 mode,
@@ -264,9 +267,9 @@ impl FaultKind {
                 if mode == "strobe" {
                     value["max_period_ms"] = (*max_period_ms).into();
                     value["duration_ms"] = (*duration_ms).into();
-                    ("strobe-clock", value, "reset-clock")
+                    (verb::STROBE_CLOCK, value, verb::RESET_CLOCK)
                 } else {
-                    ("bump-clock", value, "reset-clock")
+                    (verb::BUMP_CLOCK, value, verb::RESET_CLOCK)
                 }
             }
         }
@@ -301,11 +304,11 @@ impl FaultKind {
     fn check_values(&self) -> Result<(), String> {
         match self {
             FaultKind::Partition { shape }
-                if !crate::nemesis::PARTITION_SHAPES.contains(&shape.as_str()) =>
+                if !crate::faults::PARTITION_SHAPES.contains(&shape.as_str()) =>
             {
                 Err(format!(
                     "partition shape {shape:?}: expected one of {}",
-                    crate::nemesis::PARTITION_SHAPES.join(", ")
+                    crate::faults::PARTITION_SHAPES.join(", ")
                 ))
             }
             FaultKind::Kill { targets }
@@ -314,11 +317,11 @@ impl FaultKind {
             | FaultKind::Bandwidth { targets, .. }
             | FaultKind::Delay { targets, .. }
             | FaultKind::SshDrop { targets, .. }
-                if crate::nemesis::Targets::parse(targets).is_none() =>
+                if crate::faults::Targets::parse(targets).is_none() =>
             {
                 Err(format!(
                     "targets {targets:?}: expected one of {}",
-                    crate::nemesis::TARGET_NAMES.join(", ")
+                    crate::faults::TARGET_NAMES.join(", ")
                 ))
             }
             FaultKind::SshDrop { .. } => {
@@ -338,11 +341,11 @@ impl FaultKind {
                 }
             }
             FaultKind::Clock { targets, .. }
-                if crate::nemesis::Targets::parse(targets).is_none() =>
+                if crate::faults::Targets::parse(targets).is_none() =>
             {
                 Err(format!(
                     "targets {targets:?}: expected one of {}",
-                    crate::nemesis::TARGET_NAMES.join(", ")
+                    crate::faults::TARGET_NAMES.join(", ")
                 ))
             }
             FaultKind::Clock { mode, .. } if mode != "bump" && mode != "strobe" => Err(format!(
@@ -753,7 +756,7 @@ mod tests {
         assert_eq!(n.faults.len(), 4);
         assert!(load_nemesis("none").unwrap().faults.is_empty());
         let all = load_nemesis("partitions").unwrap();
-        assert_eq!(all.faults.len(), crate::nemesis::PARTITION_SHAPES.len());
+        assert_eq!(all.faults.len(), crate::faults::PARTITION_SHAPES.len());
         assert_eq!(all.order, FaultOrder::Sequential);
     }
 

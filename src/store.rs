@@ -4,8 +4,9 @@
 //! happens), `test.json` (configuration, seed, versions, wall-clock start), `results.json` (checker
 //! output), `faults.jsonl` (the fault journal), `completion.json` (how the run ended; its absence
 //! means the controller was killed) and `logs/<node>/…` (DB logs). Once a run reaches its
-//! workload, `<reports>/<test>/latest` and `<reports>/latest` point at it. Does not know what is
-//! inside the files beyond serializing the values given to it.
+//! workload, `<reports>/<test>/latest` and `<reports>/latest` point at it. The report reads run
+//! files through here too (JSON objects, the history, plots, the list of runs under a reports
+//! directory). Does not know what is inside the files beyond (de)serializing them.
 //!
 //! Every write goes through a guard: when the environment variable [`PROTECT_ENV`] names a
 //! directory (the test suite sets it to the repository's `reports/`), nothing under it is written
@@ -47,6 +48,14 @@ pub enum StoreError {
     /// The given path is neither a run directory nor a history file.
     #[error("{0}: not a run directory (no {HISTORY_FILE}) and not a file")]
     NotARun(String),
+    /// A file of the run is not what it should be (malformed JSON, not an object).
+    #[error("{path}: {message}")]
+    Malformed {
+        /// The file.
+        path: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// The path is under the directory [`PROTECT_ENV`] protects.
     #[error(
         "{path}: refusing to write under {protected} ({PROTECT_ENV} protects it; pass your own --reports or --journal)"
@@ -248,12 +257,105 @@ impl RunDir {
         self.write_bytes(name, text.as_bytes())
     }
 
-    fn write_bytes(&self, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
+    /// Write a binary file (e.g. a PNG plot) into the run directory, atomically.
+    pub fn write_bytes(&self, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
         let dest = self.path.join(name);
         ensure_writable(&dest)?;
         let tmp = self.path.join(format!(".{name}.tmp"));
         std::fs::write(&tmp, bytes).map_err(io_err(&tmp))?;
         std::fs::rename(&tmp, &dest).map_err(io_err(&dest))
+    }
+
+    /// Whether the run directory holds the file `name`.
+    pub fn has(&self, name: &str) -> bool {
+        self.path.join(name).is_file()
+    }
+
+    /// The JSON object in the run's file `name` (test.json, results.json); the error names the
+    /// file and says whether it is missing, unreadable, malformed or not an object.
+    pub fn read_object(&self, name: &str) -> Result<serde_json::Value, StoreError> {
+        let p = self.path.join(name);
+        let text = std::fs::read_to_string(&p).map_err(io_err(&p))?;
+        let malformed = |message: String| StoreError::Malformed {
+            path: p.display().to_string(),
+            message,
+        };
+        let v: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| malformed(format!("malformed JSON: {e}")))?;
+        if !v.is_object() {
+            return Err(malformed("expected a JSON object".into()));
+        }
+        Ok(v)
+    }
+
+    /// `results.json`, `None` when absent; an error names the file when it is unreadable or
+    /// malformed.
+    pub fn read_results(&self) -> Result<Option<serde_json::Value>, StoreError> {
+        let p = self.path.join(RESULTS_FILE);
+        match std::fs::read_to_string(&p) {
+            Ok(text) => serde_json::from_str(&text)
+                .map(Some)
+                .map_err(|e| StoreError::Malformed {
+                    path: p.display().to_string(),
+                    message: format!("malformed JSON: {e}"),
+                }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_err(&p)(e)),
+        }
+    }
+
+    /// The run's history.
+    pub fn read_history(&self) -> Result<crate::history::History, crate::history::HistoryError> {
+        crate::history::History::read_file(&self.history_path())
+    }
+
+    /// The text of the run's file `name` when it exists and has at most `max_bytes` bytes.
+    pub fn read_text_upto(&self, name: &str, max_bytes: u64) -> Option<String> {
+        let p = self.path.join(name);
+        if std::fs::metadata(&p).ok()?.len() > max_bytes {
+            return None;
+        }
+        std::fs::read_to_string(&p).ok()
+    }
+
+    /// Remove the run's file `name` if it exists (e.g. a plot that no longer has data).
+    pub fn remove(&self, name: &str) -> Result<(), StoreError> {
+        let p = self.path.join(name);
+        if !p.is_file() {
+            return Ok(());
+        }
+        ensure_writable(&p)?;
+        std::fs::remove_file(&p).map_err(io_err(&p))
+    }
+
+    /// Every regular file under the run's subdirectory `dir` (e.g. `logs`), as paths relative to
+    /// the run directory with `/` separators, sorted, at most `max`. Symlinks are not followed.
+    pub fn files_under(&self, dir: &str, max: usize) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut stack = vec![self.path.join(dir)];
+        while let Some(d) = stack.pop() {
+            let Ok(rd) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            for entry in rd.flatten() {
+                let Ok(ft) = entry.file_type() else { continue };
+                let p = entry.path();
+                if ft.is_dir() {
+                    stack.push(p);
+                } else if ft.is_file()
+                    && let Ok(rel) = p.strip_prefix(&self.path)
+                {
+                    let parts: Vec<String> = rel
+                        .components()
+                        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                        .collect();
+                    out.push(parts.join("/"));
+                }
+            }
+        }
+        out.sort();
+        out.truncate(max);
+        out
     }
 
     /// Write the completion record (how the run ended).
@@ -308,6 +410,55 @@ fn replace_symlink(target: &Path, link: &Path) -> Result<(), StoreError> {
     let _ = std::fs::remove_file(&tmp);
     std::os::unix::fs::symlink(target, &tmp).map_err(io_err(&tmp))?;
     std::fs::rename(&tmp, link).map_err(io_err(link))
+}
+
+/// A run directory found under a reports directory by [`runs_in`].
+#[derive(Debug, Clone)]
+pub struct RunEntry {
+    /// The test's directory name (`<reports>/<test>`).
+    pub test: String,
+    /// The run's timestamp directory name (UTC; sorts chronologically).
+    pub stamp: String,
+    /// The run directory.
+    pub dir: RunDir,
+}
+
+/// Every `<reports>/<test>/<timestamp>/` holding a `test.json`, in no particular order; symlinks
+/// (`latest`) and files are skipped. An error when `reports` cannot be listed.
+pub fn runs_in(reports: &Path) -> Result<Vec<RunEntry>, StoreError> {
+    let rd = std::fs::read_dir(reports).map_err(io_err(reports))?;
+    let mut out = Vec::new();
+    for test_entry in rd.flatten() {
+        if !test_entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let test = test_entry.file_name().to_string_lossy().into_owned();
+        let Ok(runs) = std::fs::read_dir(test_entry.path()) else {
+            continue;
+        };
+        for run in runs.flatten() {
+            if !run.file_type().is_ok_and(|t| t.is_dir()) || !run.path().join(TEST_FILE).is_file() {
+                continue;
+            }
+            out.push(RunEntry {
+                test: test.clone(),
+                stamp: run.file_name().to_string_lossy().into_owned(),
+                dir: RunDir::open(&run.path()),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Write the file `name` directly under the reports directory (its `index.html`), atomically;
+/// returns its path.
+pub fn write_reports_file(reports: &Path, name: &str, text: &str) -> Result<PathBuf, StoreError> {
+    let dest = reports.join(name);
+    ensure_writable(&dest)?;
+    let tmp = reports.join(format!(".{name}.tmp"));
+    std::fs::write(&tmp, text).map_err(io_err(&tmp))?;
+    std::fs::rename(&tmp, &dest).map_err(io_err(&dest))?;
+    Ok(dest)
 }
 
 /// Resolve a `check`/`report` argument: a run directory (its history file) or a history file.

@@ -186,7 +186,7 @@ mod tests {
         let line = recovery_line(&results).unwrap();
         assert_eq!(
             line,
-            "recovery after heal: p50 1.5 s, max 1.5 s over 1 fault; \
+            "recovery after heal: p50 1.5 s, max 1.5 s (1 of 1 fault recovered); \
              longest outage 1.6 s (all ops on all nodes at 9.9 s)"
         );
     }

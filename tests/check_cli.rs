@@ -59,10 +59,53 @@ fn bad_knossos_history_exits_1_and_names_the_op() {
 }
 
 #[test]
+fn postgres_key_with_crashed_writers_is_decided() {
+    // One key of a 60 s PostgreSQL run (remote_apply, replica reads, primary killed): 201 ops,
+    // 30 writes left pending. It used to exhaust the 1 GiB cache (unknown); counting equal pending
+    // ops per class and dominance pruning decide it.
+    let f = data("histories/postgres-crashed-writers.jsonl");
+    let o = shakedown(&[path(&f), "--json"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["details"]["parts"][0]["pending_count"], 30);
+    assert_eq!(v["details"]["witness_mode"], "fast");
+}
+
+#[test]
+fn witness_flag_selects_minimization_and_rejects_unknown_modes() {
+    let f = data("histories/bad-register.jsonl");
+    let none = shakedown(&[path(&f), "--json", "--witness", "none"]);
+    assert_eq!(code(&none), 1, "{}", stderr(&none));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&none)).unwrap();
+    assert_eq!(v["details"]["witness_mode"], "none");
+    assert!(v["details"]["parts"][0]["witness"]["minimized"].is_null());
+    let text = shakedown(&[path(&f), "--witness", "minimal"]);
+    assert_eq!(code(&text), 1);
+    assert!(
+        stdout(&text).contains("--witness minimal"),
+        "{}",
+        stdout(&text)
+    );
+    assert!(
+        stdout(&text).contains("essential ops (minimal)"),
+        "{}",
+        stdout(&text)
+    );
+    let bad = shakedown(&[path(&f), "--witness", "full"]);
+    assert_eq!(code(&bad), 3);
+    assert!(
+        stderr(&bad).contains("expected none, fast, minimal"),
+        "{}",
+        stderr(&bad)
+    );
+}
+
+#[test]
 fn exhausted_budget_on_a_hard_history_exits_2() {
-    // 40 crashed concurrent writes and a read of a value nobody wrote: proving that needs every
-    // subset of the crashed writes, far more than half a second of search.
-    let f = data("histories/hard-pending-writes.jsonl");
+    // 132 crashed cas ops between every pair of 12 values and a read of a value nobody wrote:
+    // proving that needs every chain of crashed cas ops (no two are interchangeable, no chain
+    // dominates another), far more than half a second of search.
+    let f = data("histories/hard-pending-cas.jsonl");
     let o = shakedown(&[path(&f), "--time-limit", "0.5"]);
     assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("time limit exceeded"), "{}", stdout(&o));

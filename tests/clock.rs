@@ -12,11 +12,11 @@
 
 use serde_json::{Value, json};
 use shakedown::client::Completion;
-use shakedown::config::Node;
 use shakedown::control::{Cmd, Remote, SshConfig};
-use shakedown::db::etcd::{Etcd, EtcdConfig};
 use shakedown::nemesis::{Nemesis, NemesisConfig, PartitionConfig, outstanding_faults};
+use shakedown::node::Node;
 use shakedown::sandbox::{SandboxConfig, SandboxInfo};
+use shakedown::systems::etcd::{Etcd, EtcdConfig};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -536,7 +536,7 @@ fn a_clock_step_reaches_a_postgresql_server_on_that_node_only() {
     let _guard = SandboxGuard;
     let c = cluster();
     use shakedown::db::Db;
-    use shakedown::db::postgres::{Postgres, PostgresConfig};
+    use shakedown::systems::postgres::{Postgres, PostgresConfig};
     let pg = Arc::new(Postgres::new(PostgresConfig::default()));
     // A primary and one streaming replica are enough.
     let (nodes, remotes) = (&c.nodes[..2], &c.remotes[..2]);

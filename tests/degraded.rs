@@ -9,12 +9,12 @@
 //! sshd by the sandbox's status and the reaper's PID.
 
 use serde_json::{Value, json};
-use shakedown::config::Node;
 use shakedown::control::SshConfig;
-use shakedown::db::etcd::Etcd;
 use shakedown::history::{History, Process};
 use shakedown::nemesis::{Nemesis, NemesisConfig, PartitionConfig};
+use shakedown::node::Node;
 use shakedown::sandbox::{self, SandboxConfig};
+use shakedown::systems::etcd::Etcd;
 use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Mutex};

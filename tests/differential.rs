@@ -305,11 +305,12 @@ fn checker_agrees_with_the_reference_in_every_semantics() {
             let text = render(&h, format);
             let imported = read_text(&text, "generated", Some(format), Some(false))
                 .unwrap_or_else(|e| panic!("{name}: {e}\n{text}"));
-            let r = shakedown::app::check_linear_with(
+            let r = shakedown::checker::compose::check_linear(
                 "cas-register",
                 &imported.history,
                 &sem.options(),
                 Duration::from_secs(20),
+                shakedown::checker::linear::WitnessMode::None,
             )
             .unwrap();
             let want = if expect {

@@ -1,4 +1,4 @@
-//! Integration tests of `shakedown::client::etcd` against a real single-node etcd 3.4.
+//! Integration tests of `shakedown::systems::etcd::client` against a real single-node etcd 3.4.
 //!
 //! Owns the `LocalEtcd` fixture (starts `etcd` on loopback with free ports and a temporary data
 //! dir, waits for health, kills it by PID on drop) and a canned loopback HTTP server used to drive
@@ -7,8 +7,9 @@
 //! starts its own etcd so the pause (SIGSTOP) test cannot disturb the others.
 
 use serde_json::{Value, json};
-use shakedown::client::etcd::{CasOutcome, EtcdClient, EtcdClientConfig, ReadMode};
 use shakedown::client::{Client, Completion};
+use shakedown::config::ReadMode;
+use shakedown::systems::etcd::client::{CasOutcome, EtcdClient, EtcdClientConfig};
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

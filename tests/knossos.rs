@@ -11,7 +11,7 @@ use shakedown::checker::linear::{LinearConfig, check_history};
 use shakedown::edn::{EdnOptions, read_file};
 use shakedown::history::{History, OpType};
 use shakedown::model::{
-    Convert, Model, MultiRegisterModel, MutexModel, RegisterConfig, RegisterModel, RegisterOp,
+    Convert, Model, MultiRegisterModel, MutexModel, RegisterConfig, RegisterModel,
 };
 use std::path::{Path, PathBuf};
 
@@ -169,9 +169,13 @@ fn invalid_results_explain_the_failure_in_one_screen() {
 }
 
 /// Reference checker: try every order of the converted ops that respects real time, with each
-/// pending op either placed somewhere after its invoke or never. Exponential; small inputs only.
+/// pending op either placed somewhere after its invoke or never. Exhaustive (failed (placed set,
+/// state) pairs are remembered, nothing else is pruned); small inputs only.
 fn brute_force_valid(h: &History) -> bool {
-    let m = RegisterModel::cas_register(RegisterConfig::etcd());
+    brute_force_valid_with(&RegisterModel::cas_register(RegisterConfig::etcd()), h)
+}
+
+fn brute_force_valid_with<M: Model>(m: &M, h: &History) -> bool {
     let pairs = h.pairs().unwrap();
     let mut ops = Vec::new();
     for (i, op) in h.ops.iter().enumerate() {
@@ -185,11 +189,13 @@ fn brute_force_valid(h: &History) -> bool {
             Convert::Pending(o) => ops.push((i, None, o)),
         }
     }
-    fn go(
-        m: &RegisterModel,
-        ops: &[(usize, Option<usize>, RegisterOp)],
+    type Failed<S> = std::collections::HashSet<(Vec<bool>, S)>;
+    fn go<M: Model>(
+        m: &M,
+        ops: &[(usize, Option<usize>, M::Op)],
         done: &mut Vec<bool>,
-        s: Option<shakedown::model::Scalar>,
+        s: M::State,
+        failed: &mut Failed<M::State>,
     ) -> bool {
         if ops
             .iter()
@@ -197,6 +203,9 @@ fn brute_force_valid(h: &History) -> bool {
             .all(|(o, d)| *d || o.1.is_none())
         {
             return true;
+        }
+        if failed.contains(&(done.clone(), s.clone())) {
+            return false;
         }
         for k in 0..ops.len() {
             if done[k] {
@@ -212,26 +221,38 @@ fn brute_force_valid(h: &History) -> bool {
             }
             if let Some(ns) = m.step(&s, &ops[k].2) {
                 done[k] = true;
-                let ok = go(m, ops, done, ns);
+                let ok = go(m, ops, done, ns, failed);
                 done[k] = false;
                 if ok {
                     return true;
                 }
             }
         }
+        failed.insert((done.clone(), s));
         false
     }
     let mut done = vec![false; ops.len()];
-    go(&m, &ops, &mut done, m.init())
+    go(m, &ops, &mut done, m.init(), &mut Failed::default())
 }
 
 /// A random well-formed small history: 3 processes, small values, ok/fail/info completions, some
 /// invokes left open.
 fn random_history() -> impl Strategy<Value = History> {
-    proptest::collection::vec((0u64..3, 0u8..10, 0i64..3, 0i64..3, 0u8..10), 1..16).prop_map(
-        |steps| {
+    random_history_with(3, 16, false)
+}
+
+/// [`random_history`] with `procs` processes, up to `max_steps - 1` events and, with
+/// `many_pending`, half of the completions `info` (crashed writers leave many interchangeable
+/// pending ops).
+fn random_history_with(
+    procs: u64,
+    max_steps: usize,
+    many_pending: bool,
+) -> impl Strategy<Value = History> {
+    proptest::collection::vec((0..procs, 0u8..10, 0i64..3, 0i64..3, 0u8..10), 1..max_steps)
+        .prop_map(move |steps| {
             use shakedown::history::{Op, Process};
-            let mut open: [Option<(String, serde_json::Value)>; 3] = [None, None, None];
+            let mut open: Vec<Option<(String, serde_json::Value)>> = vec![None; procs as usize];
             let mut ops = Vec::new();
             for (p, kind, a, b, outcome) in steps {
                 let proc_ = Process::Client(p);
@@ -246,9 +267,9 @@ fn random_history() -> impl Strategy<Value = History> {
                         open[p as usize] = Some((f.to_string(), v));
                     }
                     Some((f, v)) => {
-                        let t = match outcome {
-                            0..6 => OpType::Ok,
-                            6..8 => OpType::Fail,
+                        let t = match (many_pending, outcome) {
+                            (false, 0..6) | (true, 0..4) => OpType::Ok,
+                            (false, 6..8) | (true, 4) => OpType::Fail,
                             _ => OpType::Info,
                         };
                         let v = if f == "read" && t == OpType::Ok {
@@ -269,8 +290,7 @@ fn random_history() -> impl Strategy<Value = History> {
                 }
             }
             History::from_ops(ops)
-        },
-    )
+        })
 }
 
 proptest! {
@@ -281,6 +301,156 @@ proptest! {
         let expect = if brute_force_valid(&h) { Verdict::Valid } else { Verdict::Invalid };
         let r = check_history(&RegisterModel::cas_register(RegisterConfig::etcd()), &h, &cfg_fast());
         prop_assert_eq!(r.verdict, expect, "{:#?}\n{}", h.ops, r.explain());
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, .. ProptestConfig::default() })]
+
+    /// Many crashed writers: the search counts pending ops per class and skips dominated
+    /// configurations; the exhaustive reference does neither.
+    #[test]
+    fn search_agrees_with_brute_force_on_many_pending_ops(h in random_history_with(6, 24, true)) {
+        let expect = if brute_force_valid(&h) { Verdict::Valid } else { Verdict::Invalid };
+        let r = check_history(&RegisterModel::cas_register(RegisterConfig::etcd()), &h, &cfg_fast());
+        prop_assert_eq!(r.verdict, expect, "{:#?}\n{}", h.ops, r.explain());
+    }
+
+    #[test]
+    fn search_agrees_with_brute_force_on_crashed_writers(h in crashed_writers_history()) {
+        let expect = if brute_force_valid(&h) { Verdict::Valid } else { Verdict::Invalid };
+        let r = check_history(&RegisterModel::cas_register(RegisterConfig::etcd()), &h, &cfg_fast());
+        prop_assert_eq!(r.verdict, expect, "{:#?}\n{}", h.ops, r.explain());
+    }
+}
+
+/// Crashed writers, then observers: 1–9 writes and cas ops over values 0..3 that never complete or
+/// complete `info` (repeated ones are interchangeable), then 1–9 sequential ops of one process
+/// whose outcomes are random (reads of any value or absent, writes, cas ok or mismatched). Whether
+/// the observations can be explained depends on how often each pending op class can be used.
+fn crashed_writers_history() -> impl Strategy<Value = History> {
+    let pending =
+        proptest::collection::vec((any::<bool>(), 0i64..3, 0i64..3, any::<bool>()), 1..10);
+    let observed = proptest::collection::vec((0u8..4, 0i64..4, 0i64..3, any::<bool>()), 1..10);
+    (pending, observed).prop_map(|(pending, observed)| {
+        use serde_json::{Value, json};
+        use shakedown::history::{Op, Process};
+        let mut ops = Vec::new();
+        let mut infos = Vec::new();
+        for (p, (is_write, a, b, completes)) in pending.into_iter().enumerate() {
+            let (f, v) = if is_write {
+                ("write", json!(a))
+            } else {
+                ("cas", json!([a, b]))
+            };
+            let proc_ = Process::Client(p as u64);
+            ops.push(Op::new(OpType::Invoke, proc_, f, v.clone()));
+            if completes {
+                infos.push(Op::new(OpType::Info, proc_, f, v));
+            }
+        }
+        ops.extend(infos);
+        let me = Process::Client(100);
+        for (kind, a, b, ok) in observed {
+            let (f, inv, done, t, err) = match kind {
+                0 | 1 => {
+                    let v = if a == 3 { Value::Null } else { json!(a) };
+                    ("read", Value::Null, v, OpType::Ok, None)
+                }
+                2 => ("write", json!(a % 3), json!(a % 3), OpType::Ok, None),
+                _ => {
+                    let v = json!([a % 3, b]);
+                    let (t, err) = if ok {
+                        (OpType::Ok, None)
+                    } else {
+                        (OpType::Fail, Some("cas-mismatch"))
+                    };
+                    ("cas", v.clone(), v, t, err)
+                }
+            };
+            ops.push(Op::new(OpType::Invoke, me, f, inv));
+            let mut c = Op::new(t, me, f, done);
+            c.error = err.map(str::to_string);
+            ops.push(c);
+        }
+        History::from_ops(ops)
+    })
+}
+
+#[test]
+fn crashed_writers_histories_cover_both_verdicts() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let mut runner = TestRunner::deterministic();
+    let strategy = crashed_writers_history();
+    let n = 300;
+    let valid = (0..n)
+        .filter(|_| brute_force_valid(&strategy.new_tree(&mut runner).unwrap().current()))
+        .count();
+    assert!(valid > n / 10 && valid < n * 9 / 10, "{valid} of {n} valid");
+}
+
+/// The sub-history a witness's essential ops claim is invalid: the essential ops as recorded, every
+/// other read-only op (read, cas mismatch) dropped, every other op turned `info` (it may have taken
+/// effect at any time after its invoke, or never).
+fn relaxed_except(h: &History, essential: &[u64]) -> History {
+    use shakedown::history::Op;
+    let pairs = h.pairs().unwrap();
+    let mut keep: Vec<Op> = Vec::new();
+    let mut drop = vec![false; h.ops.len()];
+    let mut info = vec![false; h.ops.len()];
+    for (i, op) in h.ops.iter().enumerate() {
+        if op.op_type != OpType::Invoke || essential.contains(&(i as u64)) {
+            continue;
+        }
+        let Some(j) = pairs[i] else { continue };
+        let c = &h.ops[j];
+        let read_only = op.f == "read" || (op.f == "cas" && c.op_type == OpType::Fail);
+        if read_only {
+            drop[i] = true;
+            drop[j] = true;
+        } else if c.op_type == OpType::Ok {
+            info[j] = true;
+        }
+    }
+    for (i, op) in h.ops.iter().enumerate() {
+        if drop[i] {
+            continue;
+        }
+        let mut op = op.clone();
+        if info[i] {
+            op.op_type = OpType::Info;
+        }
+        keep.push(op);
+    }
+    History::from_ops(keep)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
+
+    /// A complete minimized witness is invalid on its own and 1-minimal, both by the exhaustive
+    /// reference.
+    #[test]
+    fn minimized_witness_is_invalid_and_one_minimal(h in random_history_with(4, 22, true)) {
+        prop_assume!(!brute_force_valid(&h));
+        let cfg = LinearConfig {
+            minimize_time_limit: Some(std::time::Duration::from_secs(10)),
+            ..cfg_fast()
+        };
+        let r = check_history(&RegisterModel::cas_register(RegisterConfig::etcd()), &h, &cfg);
+        let w = r.parts[0].witness.as_ref().unwrap();
+        prop_assert!(w.minimized_complete, "{}", r.explain());
+        let ess: Vec<u64> = w.minimized.as_ref().unwrap().iter().map(|o| o.index).collect();
+        prop_assert!(!brute_force_valid(&relaxed_except(&h, &ess)), "{:#?}\n{}", h.ops, r.explain());
+        for k in 0..ess.len() {
+            let mut fewer = ess.clone();
+            fewer.remove(k);
+            prop_assert!(
+                brute_force_valid(&relaxed_except(&h, &fewer)),
+                "not 1-minimal: op {} is not needed\n{:#?}\n{}", ess[k], h.ops, r.explain()
+            );
+        }
     }
 }
 

@@ -10,12 +10,12 @@
 
 use serde_json::{Value, json};
 use shakedown::client::Completion;
-use shakedown::config::Node;
 use shakedown::control::{Remote, SshConfig};
 use shakedown::db::Db;
-use shakedown::db::etcd::{Etcd, EtcdConfig};
 use shakedown::nemesis::{Nemesis, NemesisConfig, PartitionConfig};
+use shakedown::node::Node;
 use shakedown::sandbox::{self, SandboxConfig};
+use shakedown::systems::etcd::{Etcd, EtcdConfig};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;

@@ -327,11 +327,12 @@ fn promote_fails_over_and_clients_write_to_the_new_primary() {
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let _guard = SandboxGuard(&SANDBOX);
-    use shakedown::client::postgres::{PgClient, PgClientConfig, PgNode};
     use shakedown::client::{Client, Completion};
-    use shakedown::config::{Node, ReadFrom};
+    use shakedown::config::ReadFrom;
     use shakedown::db::Db;
-    use shakedown::db::postgres::{Postgres, PostgresConfig};
+    use shakedown::node::Node;
+    use shakedown::systems::postgres::client::{PgClient, PgClientConfig, PgNode};
+    use shakedown::systems::postgres::{Postgres, PostgresConfig};
     use std::sync::Arc;
 
     let cfg = shakedown::sandbox::SandboxConfig {

@@ -5,7 +5,7 @@
 //!
 //! Owns nothing but these checks; needs no root and no network.
 
-use shakedown::nemesis::kinds::KINDS;
+use shakedown::faults::KINDS;
 use shakedown::report::plots::fault_color;
 use std::path::{Path, PathBuf};
 

@@ -12,14 +12,13 @@
 //! be read or interpreted (an unreadable file must not hide behind a green exit); else unknown (2)
 //! if any file is unknown; else valid (0).
 
-use super::{
-    LoadedHistory, check_linear_with, default_model_for, linear_check_result, load_history,
-};
+use super::{LoadedHistory, load_history};
+use crate::checker::compose::{self, Plan, linear_check_result};
 use crate::checker::linear::LinearResult;
 use crate::checker::witness_html::render_witness_html;
 use crate::checker::{CheckResult, Verdict};
 use crate::cli::{CheckArgs, EXIT_RUNTIME, EXIT_USAGE, FailedCasArg, NilReadArg};
-use crate::import::InputFormat;
+use crate::import::{InputFormat, default_model_for};
 use crate::model::ModelOptions;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -98,19 +97,24 @@ fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<File
     }
     .to_string();
     let options = model_options(args, settings, &loaded);
-    let result = check_linear_with(&model, history, &options, settings.time_limit)?;
-    if let Some(reason) = &result.reason {
+    let plan = Plan {
+        model: model.clone(),
+        options: options.clone(),
+        session: args
+            .session
+            .then(|| crate::checker::session::SessionConfig {
+                source: settings.version_source,
+                ..Default::default()
+            }),
+        time_limit: settings.time_limit,
+        witness: args.witness,
+    };
+    let composed = compose::check(history, &plan)?;
+    if let Some(reason) = &composed.linear.reason {
         // The history could not be interpreted for this model at all: malformed input.
         return Err(format!("{}: {reason}", path.display()));
     }
-    let session = args.session.then(|| {
-        use crate::checker::Checker;
-        crate::checker::session::SessionChecker::new(crate::checker::session::SessionConfig {
-            source: settings.version_source,
-            ..Default::default()
-        })
-        .check(history)
-    });
+    let (result, session) = (composed.linear, composed.session);
     let clients = history.ops.iter().filter(|o| o.is_client()).count();
     let nothing_checked = if clients == 0 {
         Some(format!(
@@ -145,10 +149,9 @@ impl FileCheck {
     /// The linearizability result as a generic checker result, with the input's format and the
     /// semantics used in its details, and the "nothing checked" verdict applied.
     fn generic(&self) -> CheckResult {
-        let mut g = linear_check_result(&self.result);
+        let mut g = linear_check_result(&self.result, &self.model, &self.options);
         if let Value::Object(d) = &mut g.details {
             d.insert("format".into(), self.loaded.format.name().into());
-            d.insert("semantics".into(), self.options.to_json(&self.model));
             if !self.nemesis_client_ops.is_empty() {
                 d.insert("ignored_nemesis_ops".into(), json!(self.nemesis_client_ops));
             }
@@ -266,15 +269,8 @@ pub fn check(args: CheckArgs) -> i32 {
         eprintln!("error: {e}");
         return EXIT_USAGE;
     }
-    if args.model != "auto"
-        && let Err(e) = check_linear_with(
-            &args.model,
-            &crate::history::History::default(),
-            &ModelOptions::preset(crate::model::SemanticsPreset::Etcd),
-            Duration::from_secs(1),
-        )
-    {
-        eprintln!("error: {e}");
+    if args.model != "auto" && !crate::model::registry::is_known(&args.model) {
+        eprintln!("error: {}", crate::model::registry::unknown(&args.model));
         return EXIT_USAGE;
     }
     let initial = match args.initial.as_deref().map(parse_initial).transpose() {

@@ -1,17 +1,14 @@
 //! Linearizability checking: P-compositional Wing & Gong / Lowe just-in-time linearization search.
 //!
 //! Owns splitting a history into independent parts (by `Op::key`; ops without a key form one part),
-//! checking the parts in parallel with cancellation, the search itself (as Porcupine's
-//! `checkSingle`: a doubly linked list of call/return entries, lift/unlift, and a cache of
-//! (linearized-op bitset, model state)), budgets (wall time, cache memory) and witnesses (the op that
-//! cannot be linearized, the longest linearizable prefix, a delta-debugged minimal sub-history).
-//! Does not own the sequential specifications (`crate::model`) or history parsing. The submodule
-//! `histgen` generates linearizable-by-construction histories for tests and benchmarks.
-//!
-//! Cache keys stay small: a configuration is (model state, set of linearized ops), and the set is
-//! encoded as a watermark over completed ops in invoke order (all below it linearized) plus the
-//! bitset words above it, plus a bitset of pending ops; the hash is Zobrist (XOR of per-op random
-//! words), updated in O(1) per lift/unlift.
+//! checking every part in parallel within the budgets, the result types and their text. Two phases:
+//! the verdict (every part searched; an invalid part does not stop the others unless
+//! `stop_on_first_invalid`), then the witnesses of the invalid parts, so verdict and witness times
+//! are reported separately and neither the parts checked nor the order of the output depends on
+//! thread timing. Submodules: `search` (the WGL/Lowe search and its cache key), `witness` (blocked
+//! op, longest linearizable prefix, minimized essential ops), `histgen` (generated histories for
+//! tests and benchmarks). Does not own the sequential specifications (`crate::model`) or history
+//! parsing.
 //!
 //! Semantics: an op converted to `Convert::Completed` must take effect between its invoke and its
 //! completion; a `Convert::Pending` op (crashed, `info`, or never completed) has its return entry at
@@ -20,18 +17,61 @@
 //! reason, per part.
 
 pub mod histgen;
+mod search;
+mod witness;
 
 use crate::checker::{CheckResult, Checker, Verdict};
-use crate::history::{History, Op, OpType};
+use crate::history::{History, OpType};
 use crate::model::{Convert, Model};
-use hashbrown::HashTable;
 use rayon::prelude::*;
+use search::{CANCELLED, Limits, Outcome, PartOp, Pruning, Stats, search};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+/// How much work goes into the witness of an invalid part (`--witness`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WitnessMode {
+    /// The blocked op and the longest linearizable prefix only; no minimization.
+    None,
+    /// Minimize to a 1-minimal set of essential ops within `minimize_time_limit` (default).
+    #[default]
+    Fast,
+    /// Minimize to a 1-minimal set within the check's whole `time_limit`.
+    Minimal,
+}
+
+impl WitnessMode {
+    /// The `--witness` names.
+    pub const NAMES: [&'static str; 3] = ["none", "fast", "minimal"];
+
+    /// The `--witness` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            WitnessMode::None => "none",
+            WitnessMode::Fast => "fast",
+            WitnessMode::Minimal => "minimal",
+        }
+    }
+}
+
+impl std::str::FromStr for WitnessMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "none" => Ok(WitnessMode::None),
+            "fast" => Ok(WitnessMode::Fast),
+            "minimal" => Ok(WitnessMode::Minimal),
+            other => Err(format!(
+                "witness mode {other:?}: expected {}",
+                WitnessMode::NAMES.join(", ")
+            )),
+        }
+    }
+}
 
 /// Budgets and options for a linearizability check.
 #[derive(Debug, Clone)]
@@ -43,13 +83,31 @@ pub struct LinearConfig {
     pub max_cache_bytes: Option<usize>,
     /// Worker threads; `None` uses rayon's global pool (one per core).
     pub threads: Option<usize>,
-    /// Cancel the other parts as soon as one part is invalid.
+    /// Cancel the other parts as soon as one part is invalid (off by default: every invalid key is
+    /// reported, and which parts get checked does not depend on thread timing).
     pub stop_on_first_invalid: bool,
-    /// Time budget for delta-debugging an invalid part into a minimal invalid sub-history;
-    /// `None` disables minimization.
+    /// How much work goes into each invalid part's witness.
+    pub witness: WitnessMode,
+    /// Time budget per invalid part for minimizing its witness with `WitnessMode::Fast`; `None`
+    /// disables minimization. `WitnessMode::Minimal` uses `time_limit` instead.
     pub minimize_time_limit: Option<Duration>,
     /// How many steps at the end of the longest linearizable prefix the witness keeps.
     pub prefix_tail_len: usize,
+}
+
+impl LinearConfig {
+    /// The minimization budget per invalid part that `witness` asks for, if any.
+    pub fn minimize_budget(&self) -> Option<Duration> {
+        match self.witness {
+            WitnessMode::None => None,
+            WitnessMode::Fast => self.minimize_time_limit,
+            WitnessMode::Minimal => Some(
+                self.time_limit
+                    .unwrap_or(Duration::from_secs(3600))
+                    .max(self.minimize_time_limit.unwrap_or_default()),
+            ),
+        }
+    }
 }
 
 impl Default for LinearConfig {
@@ -58,7 +116,8 @@ impl Default for LinearConfig {
             time_limit: Some(Duration::from_secs(60)),
             max_cache_bytes: Some(1 << 30),
             threads: None,
-            stop_on_first_invalid: true,
+            stop_on_first_invalid: false,
+            witness: WitnessMode::Fast,
             minimize_time_limit: Some(Duration::from_secs(2)),
             prefix_tail_len: 50,
         }
@@ -116,6 +175,10 @@ pub struct Witness {
     pub minimized: Option<Vec<WitnessOp>>,
     /// True when minimization ran to a 1-minimal result within its budget.
     pub minimized_complete: bool,
+    /// Searches minimization ran (each on a relaxed sub-history).
+    pub minimize_searches: usize,
+    /// Time spent building this witness (prefix replay and minimization), in milliseconds.
+    pub time_ms: u64,
 }
 
 /// Outcome for one independent part.
@@ -131,7 +194,7 @@ pub struct PartSummary {
     pub verdict: Verdict,
     /// Why the verdict is unknown, if it is.
     pub reason: Option<String>,
-    /// Search time in milliseconds.
+    /// Search (verdict) time in milliseconds; the witness's own time is `witness.time_ms`.
     pub time_ms: u64,
     /// Cache entries (distinct configurations visited).
     pub cache_entries: usize,
@@ -152,8 +215,14 @@ pub struct LinearResult {
     pub reason: Option<String>,
     /// Total model ops over all parts.
     pub op_count: usize,
-    /// Wall time in milliseconds.
+    /// Wall time in milliseconds (verdict and witnesses).
     pub time_ms: u64,
+    /// Wall time of the verdict phase (every part searched), in milliseconds.
+    pub verdict_time_ms: u64,
+    /// Wall time of the witness phase (witnesses of the invalid parts), in milliseconds.
+    pub witness_time_ms: u64,
+    /// How the witnesses were built.
+    pub witness_mode: WitnessMode,
     /// Per-part summaries, in order of the parts' first appearance in the history.
     pub parts: Vec<PartSummary>,
 }
@@ -179,6 +248,14 @@ impl LinearResult {
             count(Verdict::Unknown),
             self.time_ms
         );
+        if count(Verdict::Invalid) > 0 {
+            s.push_str(&format!(
+                " (verdict {} ms, witnesses {} ms, --witness {})",
+                self.verdict_time_ms,
+                self.witness_time_ms,
+                self.witness_mode.name()
+            ));
+        }
         if let Some(r) = &self.reason {
             s.push_str(&format!("; {r}"));
         }
@@ -244,28 +321,13 @@ impl LinearResult {
     }
 }
 
-/// Reason recorded on parts stopped because another part was already invalid.
-const CANCELLED: &str = "cancelled: another part was invalid";
-
-/// One model op of a part, with its real-time interval in history positions.
-#[derive(Debug, Clone)]
-pub(crate) struct PartOp<O> {
-    op: O,
-    /// History position of the invoke.
-    call: u64,
-    /// History position of the completion; `None` = pending (+infinity).
-    ret: Option<u64>,
-    invoke_idx: usize,
-    completion_idx: Option<usize>,
-}
-
-struct Part<O> {
+pub(crate) struct Part<O> {
     key: Option<String>,
-    ops: Vec<PartOp<O>>,
+    pub(crate) ops: Vec<PartOp<O>>,
 }
 
 /// Split a history into parts and convert ops with the model.
-fn prepare<M: Model>(model: &M, history: &History) -> Result<Vec<Part<M::Op>>, String> {
+pub(crate) fn prepare<M: Model>(model: &M, history: &History) -> Result<Vec<Part<M::Op>>, String> {
     let pairs = history
         .pairs()
         .map_err(|e| format!("ill-formed history: {e}"))?;
@@ -310,499 +372,22 @@ fn prepare<M: Model>(model: &M, history: &History) -> Result<Vec<Part<M::Op>>, S
     Ok(parts)
 }
 
-/// Shared limits of one search.
-struct Limits<'a> {
-    deadline: Option<Instant>,
-    cancel: &'a AtomicBool,
-    mem_used: &'a AtomicUsize,
-    mem_cap: usize,
-}
-
-/// Where the deepest failed linearization got stuck.
-struct Blocked {
-    /// Part-local id of the op whose return could not be passed.
-    op: usize,
-    /// Part-local ids of the linearized prefix, in order.
-    prefix: Vec<u32>,
-}
-
-enum Outcome {
-    Valid,
-    Invalid(Blocked),
-    Aborted(String),
-}
-
-struct Stats {
-    cache_entries: usize,
-    cache_bytes: usize,
-}
-
-const NIL: u32 = u32::MAX;
-const CHECK_EVERY: u64 = 1 << 12;
-
-#[inline]
-fn splitmix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
-}
-
-#[inline]
-fn state_hash<S: Hash>(s: &S) -> u64 {
-    let mut h = rustc_hash::FxHasher::default();
-    s.hash(&mut h);
-    h.finish()
-}
-
-/// The set of linearized ops, kept so that its cache key is small: completed ops are mostly
-/// linearized in invoke order, so the key is the watermark `w` (every completed op below it is
-/// linearized) plus the bitset words from `w` to the highest set bit, plus the (small) bitset of
-/// pending ops. The key determines the set exactly.
-struct LinSet {
-    /// For each part-local op id: (is completed, index within its class).
-    class: Vec<(bool, u32)>,
-    comp: Vec<u64>,
-    comp_len: usize,
-    pend: Vec<u64>,
-    /// Lowest unlinearized completed index.
-    w: usize,
-    /// Highest nonzero word of `comp`, or -1.
-    top: isize,
-}
-
-impl LinSet {
-    fn new(completed: impl Iterator<Item = bool>) -> LinSet {
-        let (mut nc, mut np) = (0u32, 0u32);
-        let class: Vec<(bool, u32)> = completed
-            .map(|c| {
-                let slot = if c { &mut nc } else { &mut np };
-                *slot += 1;
-                (c, *slot - 1)
-            })
-            .collect();
-        LinSet {
-            class,
-            comp: vec![0; (nc as usize).div_ceil(64)],
-            comp_len: nc as usize,
-            pend: vec![0; (np as usize).div_ceil(64)],
-            w: 0,
-            top: -1,
-        }
-    }
-
-    #[inline]
-    fn set(&mut self, id: usize) {
-        let (completed, i) = self.class[id];
-        let i = i as usize;
-        if !completed {
-            self.pend[i / 64] |= 1 << (i % 64);
-            return;
-        }
-        self.comp[i / 64] |= 1 << (i % 64);
-        self.top = self.top.max((i / 64) as isize);
-        if i == self.w {
-            while self.w < self.comp_len && self.comp[self.w / 64] & (1 << (self.w % 64)) != 0 {
-                self.w += 1;
-            }
-        }
-    }
-
-    #[inline]
-    fn clear(&mut self, id: usize) {
-        let (completed, i) = self.class[id];
-        let i = i as usize;
-        if !completed {
-            self.pend[i / 64] &= !(1 << (i % 64));
-            return;
-        }
-        self.comp[i / 64] &= !(1 << (i % 64));
-        self.w = self.w.min(i);
-        while self.top >= 0 && self.comp[self.top as usize] == 0 {
-            self.top -= 1;
-        }
-    }
-
-    /// Write the cache key into `out`.
-    #[inline]
-    fn key(&self, out: &mut Vec<u64>) {
-        out.clear();
-        out.push(self.w as u64);
-        let lo = self.w / 64;
-        if self.top >= lo as isize {
-            out.extend_from_slice(&self.comp[lo..=self.top as usize]);
-        }
-        out.extend_from_slice(&self.pend);
-    }
-}
-
-/// The WGL/Lowe search over one part. `ops[i]` are in invoke order.
-fn search<M: Model>(
-    model: &M,
-    ops: &[PartOp<M::Op>],
-    limits: &Limits<'_>,
-    record_witness: bool,
-) -> (Outcome, Stats) {
-    let n = ops.len();
-    let mut stats = Stats {
-        cache_entries: 0,
-        cache_bytes: 0,
-    };
-    if n == 0 {
-        return (Outcome::Valid, stats);
-    }
-    if n >= (u32::MAX as usize - 2) / 2 {
-        return (Outcome::Aborted(format!("part too large: {n} ops")), stats);
-    }
-    // Node 0 is the head; op i has call node 2i+1 and return node 2i+2.
-    let mut events: Vec<(u64, u32)> = Vec::with_capacity(2 * n);
-    for (i, o) in ops.iter().enumerate() {
-        events.push((o.call, (2 * i + 1) as u32));
-        events.push((o.ret.unwrap_or(u64::MAX), (2 * i + 2) as u32));
-    }
-    // Calls sort before returns at equal positions (only +infinity collides).
-    events.sort_unstable_by_key(|&(pos, node)| (pos, node & 1 == 0, node));
-    let nodes = 2 * n + 1;
-    let mut next = vec![NIL; nodes];
-    let mut prev = vec![NIL; nodes];
-    let mut last = 0u32;
-    for &(_, node) in &events {
-        next[last as usize] = node;
-        prev[node as usize] = last;
-        last = node;
-    }
-
-    let zobrist: Vec<u64> = (0..n as u64).map(|i| splitmix(i ^ 0x5EED)).collect();
-    let mut lin = LinSet::new(ops.iter().map(|o| o.ret.is_some()));
-    let mut key: Vec<u64> = Vec::new();
-    let mut lin_hash = 0u64;
-    let mut state = model.init();
-    let mut remaining = ops.iter().filter(|o| o.ret.is_some()).count();
-
-    // Cache: open-addressed table of indices into flat arenas.
-    let mut table: HashTable<u32> = HashTable::new();
-    let mut arena: Vec<u64> = Vec::new();
-    // Per cache entry: (hash, arena offset, key length in words).
-    let mut meta: Vec<(u64, usize, usize)> = Vec::new();
-    let mut states: Vec<M::State> = Vec::new();
-    let entry_bytes = std::mem::size_of::<M::State>() + 24 + 8;
-
-    let mut stack: Vec<(u32, M::State)> = Vec::new();
-    // Furthest blocking point so far: (return position, depth, blocked op), and its prefix. The
-    // saved prefix is updated incrementally: `stable` is the lowest stack depth since the last save,
-    // below which the stack and the saved prefix agree.
-    let mut best: Option<(u64, usize, usize)> = None;
-    let mut best_prefix: Vec<u32> = Vec::new();
-    let mut stable = 0usize;
-    let mut reported = 0usize;
-    let mut iters = 0u64;
-    let mut entry = next[0];
-
-    let outcome = loop {
-        if remaining == 0 {
-            break Outcome::Valid;
-        }
-        iters += 1;
-        if iters.is_multiple_of(CHECK_EVERY) {
-            let bytes = meta.len() * entry_bytes + arena.len() * 8 + stack.len() * 32;
-            if bytes > reported {
-                limits
-                    .mem_used
-                    .fetch_add(bytes - reported, Ordering::Relaxed);
-                reported = bytes;
-            }
-            stats.cache_bytes = stats.cache_bytes.max(bytes);
-            if limits.cancel.load(Ordering::Relaxed) {
-                break Outcome::Aborted(CANCELLED.into());
-            }
-            if limits.mem_used.load(Ordering::Relaxed) > limits.mem_cap {
-                break Outcome::Aborted(format!(
-                    "cache memory cap of {} bytes exceeded ({} configurations cached)",
-                    limits.mem_cap,
-                    meta.len()
-                ));
-            }
-            if let Some(d) = limits.deadline
-                && Instant::now() >= d
-            {
-                break Outcome::Aborted(format!(
-                    "time limit exceeded after {} configurations ({} of {} ops linearized at the time)",
-                    meta.len(),
-                    stack.len(),
-                    n
-                ));
-            }
-        }
-        if entry == NIL {
-            // Unreachable while a completed op remains: its return entry is in the list.
-            break Outcome::Aborted("internal: ran off the entry list".into());
-        }
-        let e = entry as usize;
-        if e & 1 == 1 {
-            let id = (e - 1) / 2;
-            if let Some(ns) = model.step(&state, &ops[id].op) {
-                lin.set(id);
-                lin.key(&mut key);
-                let lh = lin_hash ^ zobrist[id];
-                let h = lh ^ state_hash(&ns).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-                let seen = table
-                    .find(h, |&c| {
-                        let (ch, off, len) = meta[c as usize];
-                        ch == h && arena[off..off + len] == key[..] && states[c as usize] == ns
-                    })
-                    .is_some();
-                if seen {
-                    lin.clear(id);
-                    entry = next[e];
-                } else {
-                    let idx = meta.len() as u32;
-                    meta.push((h, arena.len(), key.len()));
-                    arena.extend_from_slice(&key);
-                    states.push(ns.clone());
-                    table.insert_unique(h, idx, |&c| meta[c as usize].0);
-                    lin_hash = lh;
-                    stack.push((entry, std::mem::replace(&mut state, ns)));
-                    if ops[id].ret.is_some() {
-                        remaining -= 1;
-                    }
-                    // Lift: unlink the call and its return.
-                    for node in [e, e + 1] {
-                        let (p, q) = (prev[node], next[node]);
-                        next[p as usize] = q;
-                        if q != NIL {
-                            prev[q as usize] = p;
-                        }
-                    }
-                    entry = next[0];
-                }
-            } else {
-                entry = next[e];
-            }
-        } else {
-            let id = (e - 2) / 2;
-            if record_witness {
-                let pos = ops[id].ret.unwrap_or(u64::MAX);
-                let better = match &best {
-                    None => true,
-                    Some((bp, bd, _)) => (pos, stack.len()) > (*bp, *bd),
-                };
-                if better {
-                    best_prefix.truncate(stable);
-                    best_prefix.extend(stack[stable..].iter().map(|(nd, _)| (*nd - 1) / 2));
-                    stable = stack.len();
-                    best = Some((pos, stack.len(), id));
-                }
-            }
-            match stack.pop() {
-                None => {
-                    let op = best.map_or(id, |b| b.2);
-                    break Outcome::Invalid(Blocked {
-                        op,
-                        prefix: std::mem::take(&mut best_prefix),
-                    });
-                }
-                Some((node, s)) => {
-                    stable = stable.min(stack.len());
-                    let c = node as usize;
-                    let cid = (c - 1) / 2;
-                    lin.clear(cid);
-                    lin_hash ^= zobrist[cid];
-                    state = s;
-                    if ops[cid].ret.is_some() {
-                        remaining += 1;
-                    }
-                    // Unlift: relink the return, then the call.
-                    for node in [c + 1, c] {
-                        let (p, q) = (prev[node], next[node]);
-                        next[p as usize] = node as u32;
-                        if q != NIL {
-                            prev[q as usize] = node as u32;
-                        }
-                    }
-                    entry = next[c];
-                }
-            }
-        }
-    };
-    let bytes = meta.len() * entry_bytes + arena.len() * 8 + stack.len() * 32;
-    stats.cache_bytes = stats.cache_bytes.max(bytes);
-    stats.cache_entries = meta.len();
-    limits.mem_used.fetch_sub(reported, Ordering::Relaxed);
-    (outcome, stats)
-}
-
-fn witness_op<M: Model>(model: &M, history: &History, p: &PartOp<M::Op>) -> WitnessOp {
-    let inv: &Op = &history.ops[p.invoke_idx];
-    let comp = p.completion_idx.map(|j| &history.ops[j]);
-    let outcome = match comp {
-        Some(c) => match c.op_type {
-            OpType::Ok => "ok",
-            OpType::Fail => "fail",
-            OpType::Info => "info",
-            OpType::Invoke => "invoke",
-        },
-        None => "none",
-    };
-    let value = match comp {
-        Some(c) if c.op_type == OpType::Ok => c.value.clone(),
-        _ => inv.value.clone(),
-    };
-    WitnessOp {
-        index: p.invoke_idx as u64,
-        completion_index: p.completion_idx.map(|j| j as u64),
-        outcome: outcome.to_string(),
-        process: inv.process.to_string(),
-        f: inv.f.clone(),
-        key: inv.key.clone(),
-        value,
-        invoke_time_s: inv.time_ns as f64 / 1e9,
-        complete_time_s: comp.map(|c| c.time_ns as f64 / 1e9),
-        description: model.describe_op(&p.op),
-    }
-}
-
-/// Delta-debug an invalid part into a small set of *essential* ops, within `budget`.
-///
-/// Only relaxations are tried, so the result never blames ops for a violation that removing other
-/// ops created: a non-essential read-only op is dropped, a non-essential mutating op becomes pending
-/// (it may have taken effect at any time after its invoke, or never). The returned ops (part-local
-/// ids, history order) are 1-minimal when the flag is true: relaxing any one of them makes the window
-/// linearizable. Ops invoked after the blocking return cannot take part in the failure and are
-/// excluded from the window first.
-fn minimize<M: Model>(
-    model: &M,
-    ops: &[PartOp<M::Op>],
-    blocked_ret: u64,
-    budget: Duration,
-) -> (Vec<usize>, bool) {
-    let deadline = Instant::now() + budget;
-    let cancel = AtomicBool::new(false);
-    let mem = AtomicUsize::new(0);
-    // Relaxed candidates can be expensive to search; each gets a slice of the budget, and a
-    // candidate whose search runs out counts as "not shown invalid" (it is kept unrelaxed).
-    let per_check = (budget / 16).max(Duration::from_millis(10));
-    let mut essential_mark = vec![false; ops.len()];
-    let mut invalid = |window: &[usize], essential: &[usize]| {
-        for &i in essential {
-            essential_mark[i] = true;
-        }
-        let sub: Vec<PartOp<M::Op>> = window
-            .iter()
-            .filter_map(|&i| {
-                if essential_mark[i] {
-                    Some(ops[i].clone())
-                } else if model.is_read_only(&ops[i].op) {
-                    None
-                } else {
-                    let mut o = ops[i].clone();
-                    o.ret = None;
-                    Some(o)
-                }
-            })
-            .collect();
-        for &i in essential {
-            essential_mark[i] = false;
-        }
-        let limits = Limits {
-            deadline: Some((Instant::now() + per_check).min(deadline)),
-            cancel: &cancel,
-            mem_used: &mem,
-            mem_cap: 256 << 20,
-        };
-        matches!(search(model, &sub, &limits, false).0, Outcome::Invalid(_))
-    };
-    let all: Vec<usize> = (0..ops.len()).collect();
-    let mut window: Vec<usize> = all
-        .iter()
-        .copied()
-        .filter(|&i| ops[i].call <= blocked_ret)
-        .collect();
-    let completed = |w: &[usize]| -> Vec<usize> {
-        w.iter()
-            .copied()
-            .filter(|&i| ops[i].ret.is_some())
-            .collect()
-    };
-    if !invalid(&window, &completed(&window)) {
-        window = all;
-    }
-    let mut cur = completed(&window);
-    let mut gran = 2usize;
-    while cur.len() >= 2 {
-        if Instant::now() >= deadline {
-            return (cur, false);
-        }
-        let chunk = cur.len().div_ceil(gran);
-        let mut reduced = false;
-        let mut start = 0;
-        while start < cur.len() {
-            if Instant::now() >= deadline {
-                return (cur, false);
-            }
-            let end = (start + chunk).min(cur.len());
-            let cand: Vec<usize> = cur[..start].iter().chain(&cur[end..]).copied().collect();
-            if invalid(&window, &cand) {
-                cur = cand;
-                gran = (gran - 1).max(2);
-                reduced = true;
-                break;
-            }
-            start = end;
-        }
-        if !reduced {
-            if chunk <= 1 {
-                return (cur, true);
-            }
-            gran = (gran * 2).min(cur.len());
-        }
-    }
-    (cur, true)
-}
-
-fn build_witness<M: Model>(
-    model: &M,
-    history: &History,
-    ops: &[PartOp<M::Op>],
-    blocked: &Blocked,
+/// Run `f` over `items` on the configured pool; results in `items` order.
+fn par_map<T: Sync, R: Send>(
     config: &LinearConfig,
-) -> Witness {
-    let mut state = model.init();
-    let mut steps = Vec::with_capacity(blocked.prefix.len());
-    for &id in &blocked.prefix {
-        let p = &ops[id as usize];
-        match model.step(&state, &p.op) {
-            Some(s) => state = s,
-            None => break,
-        }
-        steps.push((id as usize, model.describe_state(&state)));
-    }
-    let tail_from = steps.len().saturating_sub(config.prefix_tail_len);
-    let prefix_tail = steps[tail_from..]
-        .iter()
-        .map(|(id, s)| WitnessStep {
-            op: witness_op(model, history, &ops[*id]),
-            state_after: s.clone(),
-        })
-        .collect();
-    let (minimized, minimized_complete) = match config.minimize_time_limit {
-        Some(budget) => {
-            let ret = ops[blocked.op].ret.unwrap_or(u64::MAX);
-            let (ids, complete) = minimize(model, ops, ret, budget);
-            let m = ids
-                .iter()
-                .map(|&i| witness_op(model, history, &ops[i]))
-                .collect();
-            (Some(m), complete)
-        }
-        None => (None, false),
-    };
-    Witness {
-        op: witness_op(model, history, &ops[blocked.op]),
-        prefix_len: steps.len(),
-        prefix_tail,
-        last_state: model.describe_state(&state),
-        minimized,
-        minimized_complete,
+    items: &[T],
+    f: impl Fn(&T) -> R + Sync + Send,
+) -> Vec<R> {
+    let run = || items.par_iter().map(&f).collect();
+    match config.threads {
+        Some(t) => match rayon::ThreadPoolBuilder::new()
+            .num_threads(t.max(1))
+            .build()
+        {
+            Ok(pool) => pool.install(run),
+            Err(_) => run(),
+        },
+        None => run(),
     }
 }
 
@@ -816,12 +401,16 @@ pub fn check_history<M: Model>(
     let parts = match prepare(model, history) {
         Ok(p) => p,
         Err(reason) => {
+            let ms = start.elapsed().as_millis() as u64;
             return LinearResult {
                 model: model.name().to_string(),
                 verdict: Verdict::Unknown,
                 reason: Some(reason),
                 op_count: 0,
-                time_ms: start.elapsed().as_millis() as u64,
+                time_ms: ms,
+                verdict_time_ms: ms,
+                witness_time_ms: 0,
+                witness_mode: config.witness,
                 parts: Vec::new(),
             };
         }
@@ -834,70 +423,71 @@ pub fn check_history<M: Model>(
         mem_used: &mem,
         mem_cap: config.max_cache_bytes.unwrap_or(usize::MAX),
     };
-    // Biggest parts first, for load balance.
+    // Phase 1, the verdict: biggest parts first, for load balance.
     let mut order: Vec<usize> = (0..parts.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(parts[i].ops.len()));
-    let run_one = |i: usize| -> (usize, PartSummary) {
-        let part = &parts[i];
+    order.sort_by_key(|&i| (std::cmp::Reverse(parts[i].ops.len()), i));
+    let searched = par_map(config, &order, |&i| {
         let t0 = Instant::now();
         let (outcome, stats) = if cancel.load(Ordering::Relaxed) {
-            (
-                Outcome::Aborted(CANCELLED.into()),
-                Stats {
-                    cache_entries: 0,
-                    cache_bytes: 0,
-                },
-            )
+            (Outcome::Aborted(CANCELLED.into()), Stats::default())
         } else {
-            search(model, &part.ops, &limits, true)
+            search(model, &parts[i].ops, &limits, true, Pruning::Auto)
         };
-        let (verdict, reason, witness) = match outcome {
-            Outcome::Valid => (Verdict::Valid, None, None),
-            Outcome::Aborted(r) => (Verdict::Unknown, Some(r), None),
-            Outcome::Invalid(b) => {
-                if config.stop_on_first_invalid {
-                    cancel.store(true, Ordering::Relaxed);
-                }
-                let w = build_witness(model, history, &part.ops, &b, config);
-                (Verdict::Invalid, None, Some(w))
+        if config.stop_on_first_invalid && matches!(outcome, Outcome::Invalid(_)) {
+            cancel.store(true, Ordering::Relaxed);
+        }
+        (i, outcome, stats, t0.elapsed())
+    });
+    let mut searched: Vec<_> = searched.into_iter().collect();
+    searched.sort_by_key(|(i, ..)| *i);
+    let verdict_time = start.elapsed();
+    // Phase 2, the witnesses of the invalid parts, in part order.
+    let invalid: Vec<(usize, &search::Blocked)> = searched
+        .iter()
+        .filter_map(|(i, o, ..)| match o {
+            Outcome::Invalid(b) => Some((*i, b)),
+            _ => None,
+        })
+        .collect();
+    let witnesses = par_map(config, &invalid, |&(i, b)| {
+        witness::build_witness(model, history, &parts[i].ops, b, config)
+    });
+    let mut witnesses = witnesses.into_iter();
+    let summaries: Vec<PartSummary> = searched
+        .into_iter()
+        .map(|(i, outcome, stats, took)| {
+            let part = &parts[i];
+            let (verdict, reason, witness) = match outcome {
+                Outcome::Valid => (Verdict::Valid, None, None),
+                Outcome::Aborted(r) => (Verdict::Unknown, Some(r), None),
+                Outcome::Invalid(_) => (Verdict::Invalid, None, witnesses.next()),
+            };
+            PartSummary {
+                key: part.key.clone(),
+                op_count: part.ops.len(),
+                pending_count: part.ops.iter().filter(|o| o.ret.is_none()).count(),
+                verdict,
+                reason,
+                time_ms: took.as_millis() as u64,
+                cache_entries: stats.cache_entries,
+                cache_bytes: stats.cache_bytes,
+                witness,
             }
-        };
-        let summary = PartSummary {
-            key: part.key.clone(),
-            op_count: part.ops.len(),
-            pending_count: part.ops.iter().filter(|o| o.ret.is_none()).count(),
-            verdict,
-            reason,
-            time_ms: t0.elapsed().as_millis() as u64,
-            cache_entries: stats.cache_entries,
-            cache_bytes: stats.cache_bytes,
-            witness,
-        };
-        (i, summary)
-    };
-    let run_all =
-        || -> Vec<(usize, PartSummary)> { order.par_iter().map(|&i| run_one(i)).collect() };
-    let mut results = match config.threads {
-        Some(t) => match rayon::ThreadPoolBuilder::new()
-            .num_threads(t.max(1))
-            .build()
-        {
-            Ok(pool) => pool.install(run_all),
-            Err(_) => run_all(),
-        },
-        None => run_all(),
-    };
-    results.sort_by_key(|(i, _)| *i);
-    let summaries: Vec<PartSummary> = results.into_iter().map(|(_, s)| s).collect();
+        })
+        .collect();
     let verdict = summaries
         .iter()
         .fold(Verdict::Valid, |v, p| v.merge(p.verdict));
+    let total = start.elapsed();
     LinearResult {
         model: model.name().to_string(),
         verdict,
         reason: None,
         op_count: summaries.iter().map(|p| p.op_count).sum(),
-        time_ms: start.elapsed().as_millis() as u64,
+        time_ms: total.as_millis() as u64,
+        verdict_time_ms: verdict_time.as_millis() as u64,
+        witness_time_ms: (total - verdict_time).as_millis() as u64,
+        witness_mode: config.witness,
         parts: summaries,
     }
 }
@@ -946,7 +536,7 @@ impl<M: Model> Checker for LinearizableChecker<M> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::Process;
+    use crate::history::{Op, Process};
     use crate::model::{MutexModel, RegisterConfig, RegisterModel};
     use serde_json::json;
 
@@ -1076,6 +666,107 @@ mod tests {
         );
     }
 
+    /// Several invalid keys: all are checked and reported (no cancellation), and the result does
+    /// not depend on thread timing.
+    #[test]
+    fn every_invalid_key_is_reported_the_same_way_every_time() {
+        use super::histgen::{GenConfig, corrupt_read, generate_register_history};
+        let g = GenConfig {
+            keys: 8,
+            processes_per_key: 4,
+            ops: 800,
+            info_probability: 0.05,
+            seed: 7,
+            ..GenConfig::default()
+        };
+        let mut h = generate_register_history(&g);
+        for pick in [3, 40, 77, 150, 220] {
+            corrupt_read(&mut h, pick);
+        }
+        let cfg = LinearConfig {
+            threads: Some(2),
+            ..LinearConfig::default()
+        };
+        type Shown = (Option<String>, Verdict, Option<u64>, Vec<u64>);
+        let project = |r: &LinearResult| -> Vec<Shown> {
+            r.parts
+                .iter()
+                .map(|p| {
+                    let w = p.witness.as_ref();
+                    (
+                        p.key.clone(),
+                        p.verdict,
+                        w.map(|w| w.op.index),
+                        w.and_then(|w| w.minimized.as_ref())
+                            .map_or(Vec::new(), |m| m.iter().map(|o| o.index).collect()),
+                    )
+                })
+                .collect()
+        };
+        let first = check_history(&cas(), &h, &cfg);
+        let bad = first
+            .parts
+            .iter()
+            .filter(|p| p.verdict == Verdict::Invalid)
+            .count();
+        assert!(bad >= 2, "{}", first.explain());
+        assert!(first.parts.iter().all(|p| p.verdict != Verdict::Unknown));
+        assert_eq!(
+            first.explain().matches("cannot linearize").count(),
+            bad,
+            "{}",
+            first.explain()
+        );
+        for _ in 0..10 {
+            let r = check_history(&cas(), &h, &cfg);
+            assert_eq!(project(&r), project(&first));
+        }
+    }
+
+    #[test]
+    fn witness_mode_none_skips_minimization_and_times_are_split() {
+        use OpType::*;
+        let bad = History::from_ops(vec![
+            op(Invoke, 0, "write", json!(1)),
+            op(Ok, 0, "write", json!(1)),
+            op(Invoke, 1, "read", Value::Null),
+            op(Ok, 1, "read", Value::Null),
+        ]);
+        let none = LinearConfig {
+            witness: WitnessMode::None,
+            ..LinearConfig::default()
+        };
+        let r = check_history(&cas(), &bad, &none);
+        let w = r.parts[0].witness.as_ref().unwrap();
+        assert!(w.minimized.is_none());
+        assert_eq!(w.minimize_searches, 0);
+        assert!(r.summary().contains("--witness none"), "{}", r.summary());
+        assert!(r.verdict_time_ms + r.witness_time_ms <= r.time_ms + 1);
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["witness_mode"], "none");
+        assert!(json["verdict_time_ms"].is_u64() && json["witness_time_ms"].is_u64());
+        for mode in [WitnessMode::Fast, WitnessMode::Minimal] {
+            let cfg = LinearConfig {
+                witness: mode,
+                ..LinearConfig::default()
+            };
+            let r = check_history(&cas(), &bad, &cfg);
+            let w = r.parts[0].witness.as_ref().unwrap();
+            assert!(w.minimized_complete, "{mode:?}");
+            assert_eq!(w.minimized.as_ref().unwrap().len(), 2, "{mode:?}");
+        }
+        assert_eq!(
+            "minimal".parse::<WitnessMode>(),
+            Result::Ok(WitnessMode::Minimal)
+        );
+        assert!(
+            "full"
+                .parse::<WitnessMode>()
+                .unwrap_err()
+                .contains("none, fast, minimal")
+        );
+    }
+
     #[test]
     fn ill_formed_history_is_unknown_not_a_panic() {
         let h = History::from_ops(vec![op(OpType::Ok, 0, "read", json!(1))]);
@@ -1145,7 +836,7 @@ mod tests {
                 mem_cap: 512 << 20,
             };
             let ops = &parts[0].ops;
-            let b = match search(&m, ops, &limits, true).0 {
+            let b = match search(&m, ops, &limits, true, Pruning::Auto).0 {
                 Outcome::Invalid(b) => b,
                 Outcome::Aborted(_) => {
                     aborted += 1;

@@ -4,6 +4,7 @@
 //! several checkers. Individual analyses live in submodules. No IO here: results are data that
 //! `store` writes and `report` renders.
 
+pub mod compose;
 pub mod linear;
 pub mod session;
 pub mod witness_html;

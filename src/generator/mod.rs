@@ -48,9 +48,8 @@ pub use combinators::{
     on_threads, once, once_on, phases, repeat, seq, sleep, stagger, time_limit, until_ok,
 };
 pub use nemesis::{
-    CLOCK_OFFSETS, CLOCK_VERBS, FaultSpec, NemesisCycle, NemesisHeal, NemesisSchedule,
-    NemesisStack, STROBE_OFFSETS_EVERY, STROBE_VERB, WithClockOffsets, nemesis_cycle, nemesis_heal,
-    nemesis_stack, with_clock_offsets,
+    FaultSpec, NemesisCycle, NemesisHeal, NemesisSchedule, NemesisStack, WithClockOffsets,
+    nemesis_cycle, nemesis_heal, nemesis_stack, with_clock_offsets,
 };
 pub use workload::{
     ConfigError, FinalReads, FinalReadsConfig, KeyLog, ListAppendConfig, ListAppendWorkload,

@@ -6,6 +6,8 @@
 //! journal. Every op here runs on [`NEMESIS_THREAD`], only when it is free.
 
 use super::{Context, Generator, Invocation, NEMESIS_THREAD, Next};
+use crate::faults::verb::{CLOCK_OFFSETS, STROBE_CLOCK as STROBE_VERB};
+use crate::faults::{CLOCK_VERBS, STROBE_OFFSETS_EVERY};
 use crate::history::{Op, OpType, Process};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
@@ -237,20 +239,6 @@ impl Generator for NemesisStack {
         }
     }
 }
-
-/// Verbs after which [`with_clock_offsets`] measures the clocks.
-pub const CLOCK_VERBS: [&str; 3] = ["bump-clock", "strobe-clock", "reset-clock"];
-
-/// Nemesis op that measures every node's clock offset.
-pub const CLOCK_OFFSETS: &str = "clock-offsets";
-
-/// The clock strobe: it holds the nemesis thread for its whole duration, so
-/// [`with_clock_offsets`] asks it to measure the clocks itself (see [`STROBE_OFFSETS_EVERY`]).
-pub const STROBE_VERB: &str = "strobe-clock";
-
-/// Field of a [`STROBE_VERB`] op value: the period, in ms, at which the strobe measures every
-/// node's clock offset while it runs.
-pub const STROBE_OFFSETS_EVERY: &str = "offsets_every_ms";
 
 /// A nemesis generator with clock measurements; see [`with_clock_offsets`].
 pub struct WithClockOffsets<G> {

@@ -34,25 +34,16 @@
 
 use super::{Nemesis, Targets, select_targets};
 use crate::control::{Cmd, Remote};
+use crate::faults::STROBE_OFFSETS_EVERY as OFFSETS_EVERY_FIELD;
+use crate::faults::verb::{
+    BUMP_CLOCK as BUMP, RESET_CLOCK as RESET, START_NTP, STOP_NTP, STROBE_CLOCK as STROBE,
+};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-/// Verbs of the clock faults, as used in history ops and the fault journal.
-pub const BUMP: &str = "bump-clock";
-/// Flip a node's clock back and forth.
-pub const STROBE: &str = crate::generator::STROBE_VERB;
-/// Undo `bump-clock` and `strobe-clock`.
-pub const RESET: &str = "reset-clock";
-/// Measure every node's offset from the controller.
-pub const OFFSETS: &str = "clock-offsets";
-/// Journal verb for NTP daemons stopped on real hosts (undone by [`START_NTP`]).
-pub const STOP_NTP: &str = "stop-ntp";
-/// Journal verb that starts the NTP daemons again.
-pub const START_NTP: &str = "start-ntp";
 
 /// Default smallest step magnitude drawn, in ms (Jepsen: 2^2).
 pub const DEFAULT_MIN_DELTA_MS: u64 = 4;
@@ -64,9 +55,6 @@ pub const DEFAULT_MAX_PERIOD_MS: u64 = 1_024;
 pub const DEFAULT_STROBE_DURATION_MS: u64 = 10_000;
 /// Longest strobe accepted, in ms (the nemesis op blocks for the whole strobe).
 pub const MAX_STROBE_DURATION_MS: u64 = 60_000;
-/// Field of a `strobe-clock` op value: measure every node's offset at this period (ms) while
-/// the strobe runs (set by the nemesis schedule when it measures periodically).
-pub const OFFSETS_EVERY_FIELD: &str = crate::generator::STROBE_OFFSETS_EVERY;
 /// Smallest sampling period accepted during a strobe, in ms.
 pub const MIN_OFFSETS_EVERY_MS: u64 = 100;
 
@@ -989,13 +977,13 @@ mod tests {
         let sink = journal.clone();
         let mut n = Nemesis::new(super::super::NemesisConfig {
             nodes: (1..=2)
-                .map(|i| crate::config::Node {
+                .map(|i| crate::node::Node {
                     name: format!("n{i}"),
                     host: format!("10.0.0.{i}"),
                 })
                 .collect(),
             remotes: hosts.iter().map(|h| h.clone() as Arc<dyn Remote>).collect(),
-            db: Arc::new(crate::db::etcd::Etcd::new(Default::default())),
+            db: Arc::new(crate::systems::etcd::Etcd::new(Default::default())),
             partition: Default::default(),
             rng: ChaCha8Rng::seed_from_u64(1),
             journal: Some(Box::new(move |r: &Value| {
@@ -1091,13 +1079,13 @@ mod tests {
             nodes: hosts
                 .iter()
                 .enumerate()
-                .map(|(i, h)| crate::config::Node {
+                .map(|(i, h)| crate::node::Node {
                     name: h.name.clone(),
                     host: format!("10.0.0.{}", i + 1),
                 })
                 .collect(),
             remotes: hosts.iter().map(|h| h.clone() as Arc<dyn Remote>).collect(),
-            db: Arc::new(crate::db::etcd::Etcd::new(Default::default())),
+            db: Arc::new(crate::systems::etcd::Etcd::new(Default::default())),
             partition: Default::default(),
             rng: ChaCha8Rng::seed_from_u64(1),
             journal: None,

@@ -2,6 +2,7 @@
 //! small pure functions from a seeded RNG — the named partition shapes of schedules and op
 //! values. Pure: no IO. Does not own applying them (iptables rules, `Nemesis::partition`).
 
+use crate::faults::PRIMARIES_SHAPE;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet};
@@ -128,17 +129,6 @@ pub fn isolate_nodes(chosen: &[String], nodes: &[String]) -> Grudge {
     complete_grudge(&[inside, outside])
 }
 
-/// Partition shapes by name, as used in schedules and op values.
-pub const PARTITION_SHAPES: &[&str] = &[
-    "one",
-    "halves",
-    "majorities-ring",
-    "bridge",
-    "minority-third",
-    "one-way",
-    "primaries",
-];
-
 /// Build the grudge of a named shape; `None` for an unknown name. `primaries` here knows no
 /// leader and gives the empty grudge: use [`grudge_for_with`].
 pub fn grudge_for(shape: &str, nodes: &[String], rng: &mut ChaCha8Rng) -> Option<Grudge> {
@@ -154,7 +144,7 @@ pub fn grudge_for_with(
     rng: &mut ChaCha8Rng,
 ) -> Option<Grudge> {
     Some(match shape {
-        "primaries" => isolate_nodes(primaries, nodes),
+        PRIMARIES_SHAPE => isolate_nodes(primaries, nodes),
         "one" => isolate_one(nodes, rng),
         "halves" => random_halves(nodes, rng),
         "majorities-ring" => majorities_ring(nodes, rng),
@@ -168,6 +158,7 @@ pub fn grudge_for_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::faults::PARTITION_SHAPES;
     use rand::SeedableRng;
 
     fn nodes(n: usize) -> Vec<String> {

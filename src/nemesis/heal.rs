@@ -10,6 +10,7 @@
 
 use super::{Nemesis, NodeOutcomes, clock, packet};
 use crate::control::Cmd;
+use crate::faults::verb;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -266,10 +267,10 @@ impl Nemesis {
             },
         );
 
-        let paused = nodes_of(outstanding, "pause");
+        let paused = nodes_of(outstanding, verb::PAUSE);
         self.heal_step(
             &mut log,
-            "resume",
+            verb::RESUME,
             |n| n.resume_all().map(|_| ()),
             |n| {
                 paused
@@ -279,7 +280,7 @@ impl Nemesis {
             },
         );
 
-        let killed = nodes_of(outstanding, "kill");
+        let killed = nodes_of(outstanding, verb::KILL);
         if !killed.is_empty() {
             self.adopt_killed(killed.clone());
             self.heal_step(
@@ -319,13 +320,13 @@ impl Nemesis {
                 },
             );
         }
-        let dropped = nodes_of(outstanding, super::ssh_drop::START);
+        let dropped = nodes_of(outstanding, verb::START_SSH_DROP);
         if !dropped.is_empty() {
             // The hold may still be running (the controller died mid-drop): wait at most its
             // full length plus the grace.
             let hold_ms = outstanding
                 .iter()
-                .filter(|r| r["f"] == super::ssh_drop::START)
+                .filter(|r| r["f"] == verb::START_SSH_DROP)
                 .filter_map(|r| r["detail"]["duration_ms"].as_u64())
                 .max()
                 .unwrap_or(0);
@@ -401,8 +402,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    use crate::config::Node;
     use crate::control::{ExecError, ExecOutput, Remote, Unreachable};
+    use crate::node::Node;
     use rand::SeedableRng;
     use std::sync::{Arc, Mutex};
 
@@ -467,7 +468,7 @@ mod tests {
         let n = Nemesis::new(super::super::NemesisConfig {
             nodes,
             remotes,
-            db: Arc::new(crate::db::etcd::Etcd::new(Default::default())),
+            db: Arc::new(crate::systems::etcd::Etcd::new(Default::default())),
             partition: Default::default(),
             rng: rand_chacha::ChaCha8Rng::seed_from_u64(3),
             journal: Some(Box::new(move |r: &Value| {

@@ -13,9 +13,10 @@
 
 use super::{Nemesis, NemesisConfig, PartitionConfig, outstanding_faults};
 use crate::client::Completion;
-use crate::config::Node;
 use crate::control::Remote;
 use crate::db::Db;
+use crate::faults::verb;
+use crate::node::Node;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
@@ -34,7 +35,7 @@ pub fn undo_plan(open: &[Value]) -> (Vec<String>, Vec<String>) {
         {
             verbs.push(v.to_string());
         }
-        if r["f"] == "kill" {
+        if r["f"] == verb::KILL {
             killed.extend(
                 r["detail"]["nodes"]
                     .as_array()
@@ -145,7 +146,7 @@ pub fn heal_leftovers(
             let outcome = match nemesis.invoke(&verb, &Value::Null) {
                 Completion::Ok { value, .. } => format!("ok {value}"),
                 // Partly done: say where (the journal keeps the fault outstanding).
-                Completion::Fail { error, value } if super::kinds::applied_somewhere(&value) => {
+                Completion::Fail { error, value } if crate::faults::applied_somewhere(&value) => {
                     let o = super::NodeOutcomes::from_json(&value);
                     format!(
                         "done on {}, FAILED on the others: {error}",

@@ -20,16 +20,15 @@ mod outcomes;
 pub mod packet;
 pub mod ssh_drop;
 
-pub mod kinds;
-
 pub use grudge::*;
 pub use outcomes::NodeOutcomes;
 use outcomes::strip_node_prefix;
 
 use crate::client::Completion;
-use crate::config::Node;
 use crate::control::{Cmd, Remote};
 use crate::db::Db;
+use crate::faults::{PARTITION_SHAPES, PRIMARIES_SHAPE, TARGET_NAMES, Targets, verb};
+use crate::node::Node;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
@@ -50,39 +49,6 @@ pub fn outstanding_faults(records: &[Value]) -> Vec<Value> {
         }
     }
     open
-}
-
-/// Which nodes a process fault hits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Targets {
-    /// One random node.
-    One,
-    /// A random minority (fewer than half).
-    Minority,
-    /// A random majority.
-    Majority,
-    /// Every node.
-    All,
-    /// The system's current primaries (leaders), asked of the system at injection time.
-    Primaries,
-}
-
-/// Target names accepted in schedules and op values.
-pub const TARGET_NAMES: &[&str] = &["one", "minority", "majority", "primaries", "all"];
-
-impl Targets {
-    /// Parse a target name as used in schedules and op values.
-    pub fn parse(s: &str) -> Option<Targets> {
-        Some(match s {
-            "one" => Targets::One,
-            "minority" => Targets::Minority,
-            "majority" => Targets::Majority,
-            "all" => Targets::All,
-            "primaries" => Targets::Primaries,
-            _ => return None,
-        })
-    }
 }
 
 /// Choose the nodes a fault hits. `Primaries` here knows no leader and chooses none: use
@@ -321,8 +287,8 @@ impl Nemesis {
         if let Some(sink) = self.cfg.journal.as_mut() {
             record["time"] = chrono::Utc::now().to_rfc3339().into();
             if !mine.is_empty() {
-                record[kinds::APPLIED_KEY] = json!(mine.applied);
-                record[kinds::FAILED_KEY] = json!(mine.failed);
+                record[crate::faults::APPLIED_KEY] = json!(mine.applied);
+                record[crate::faults::FAILED_KEY] = json!(mine.failed);
             }
             match &result {
                 Ok(_) => record["event"] = "done".into(),
@@ -383,7 +349,7 @@ impl Nemesis {
         let all = self.all_idx();
         self.journaled(
             "undo",
-            "stop-partition",
+            verb::STOP_PARTITION,
             json!({ "chain": chain }),
             None,
             |n| {
@@ -453,10 +419,10 @@ impl Nemesis {
     pub fn invoke(&mut self, f: &str, value: &Value) -> Completion {
         self.take_outcomes();
         let result: Result<Value, String> = match f {
-            "start-partition" => {
+            verb::START_PARTITION => {
                 let names = self.names();
                 let shape = value.as_str().unwrap_or("one");
-                let primaries = if shape == "primaries" {
+                let primaries = if shape == PRIMARIES_SHAPE {
                     match self.primaries() {
                         Ok(p) => p,
                         Err(error) => {
@@ -480,29 +446,33 @@ impl Nemesis {
                     };
                 };
                 let detail = json!({ "grudge": grudge });
-                self.journaled("inject", f, detail.clone(), Some("stop-partition"), |n| {
-                    n.partition(&grudge)
-                })
+                self.journaled(
+                    "inject",
+                    f,
+                    detail.clone(),
+                    Some(verb::STOP_PARTITION),
+                    |n| n.partition(&grudge),
+                )
                 .map(|()| detail)
             }
-            "stop-partition" => self.heal_partition().map(|()| json!("healed")),
-            "kill" => self.kill(value),
-            "start" => self.start_all().map(|nodes| json!({ "nodes": nodes })),
-            "pause" => self.pause(value),
-            "promote" => self.promote(value),
-            "resume" => self.resume_all().map(|nodes| json!({ "nodes": nodes })),
-            "start-loss" => self.start_loss(value),
-            "stop-loss" => self.stop_loss(),
-            "start-bandwidth" => self.start_bandwidth(value),
-            "stop-bandwidth" => self.stop_qdisc("bandwidth"),
-            "start-delay" => self.start_delay(value),
-            "stop-delay" => self.stop_qdisc("delay"),
-            clock::BUMP => self.bump_clock(value),
-            clock::STROBE => self.strobe_clock(value),
-            clock::RESET => self.reset_clocks(value),
-            clock::OFFSETS => self.clock_offsets(),
-            ssh_drop::START => self.drop_ssh(value),
-            ssh_drop::STOP => self.restore_ssh(value),
+            verb::STOP_PARTITION => self.heal_partition().map(|()| json!("healed")),
+            verb::KILL => self.kill(value),
+            verb::START => self.start_all().map(|nodes| json!({ "nodes": nodes })),
+            verb::PAUSE => self.pause(value),
+            verb::PROMOTE => self.promote(value),
+            verb::RESUME => self.resume_all().map(|nodes| json!({ "nodes": nodes })),
+            verb::START_LOSS => self.start_loss(value),
+            verb::STOP_LOSS => self.stop_loss(),
+            verb::START_BANDWIDTH => self.start_bandwidth(value),
+            verb::STOP_BANDWIDTH => self.stop_qdisc("bandwidth"),
+            verb::START_DELAY => self.start_delay(value),
+            verb::STOP_DELAY => self.stop_qdisc("delay"),
+            verb::BUMP_CLOCK => self.bump_clock(value),
+            verb::STROBE_CLOCK => self.strobe_clock(value),
+            verb::RESET_CLOCK => self.reset_clocks(value),
+            verb::CLOCK_OFFSETS => self.clock_offsets(),
+            verb::START_SSH_DROP => self.drop_ssh(value),
+            verb::STOP_SSH_DROP => self.restore_ssh(value),
             other => Err(format!("unknown nemesis op {other:?}")),
         };
         let outcomes = self.take_outcomes();
@@ -518,7 +488,7 @@ impl Nemesis {
             // Nothing was applied anywhere: a definite failure, not an unknown outcome.
             Err(error)
                 if error.starts_with(packet::NETEM_UNAVAILABLE)
-                    || (f == ssh_drop::START
+                    || (f == verb::START_SSH_DROP
                         && !outcomes.failed.is_empty()
                         && outcomes
                             .failed
@@ -543,11 +513,17 @@ impl Nemesis {
         let names = self.node_names(&idx);
         self.killed.extend(names.iter().cloned());
         let detail = json!({ "nodes": names });
-        self.journaled("inject", "kill", detail.clone(), Some("start"), |n| {
-            n.on_nodes(&idx, |r, node| {
-                kill.kill(r, node).map_err(|e| e.to_string())
-            })
-        })?;
+        self.journaled(
+            "inject",
+            verb::KILL,
+            detail.clone(),
+            Some(verb::START),
+            |n| {
+                n.on_nodes(&idx, |r, node| {
+                    kill.kill(r, node).map_err(|e| e.to_string())
+                })
+            },
+        )?;
         Ok(detail)
     }
 
@@ -580,7 +556,7 @@ impl Nemesis {
         }
         let detail = json!({ "node": name });
         let cluster = self.cfg.nodes.clone();
-        self.journaled("inject", "promote", detail.clone(), None, |n| {
+        self.journaled("inject", verb::PROMOTE, detail.clone(), None, |n| {
             n.on_nodes(&[i], |r, node| {
                 promote
                     .promote(r, node, &cluster)
@@ -598,11 +574,17 @@ impl Nemesis {
         };
         let cluster = self.cfg.nodes.clone();
         let (all, killed) = (self.all_idx(), self.killed.clone());
-        self.journaled("undo", "start", json!({ "killed": killed }), None, |n| {
-            n.on_nodes(&all, |r, node| {
-                kill.start(r, node, &cluster).map_err(|e| e.to_string())
-            })
-        })?;
+        self.journaled(
+            "undo",
+            verb::START,
+            json!({ "killed": killed }),
+            None,
+            |n| {
+                n.on_nodes(&all, |r, node| {
+                    kill.start(r, node, &cluster).map_err(|e| e.to_string())
+                })
+            },
+        )?;
         Ok(std::mem::take(&mut self.killed).into_iter().collect())
     }
 
@@ -615,11 +597,17 @@ impl Nemesis {
         let names = self.node_names(&idx);
         self.paused.extend(names.iter().cloned());
         let detail = json!({ "nodes": names });
-        self.journaled("inject", "pause", detail.clone(), Some("resume"), |n| {
-            n.on_nodes(&idx, |r, node| {
-                pause.pause(r, node).map_err(|e| e.to_string())
-            })
-        })?;
+        self.journaled(
+            "inject",
+            verb::PAUSE,
+            detail.clone(),
+            Some(verb::RESUME),
+            |n| {
+                n.on_nodes(&idx, |r, node| {
+                    pause.pause(r, node).map_err(|e| e.to_string())
+                })
+            },
+        )?;
         Ok(detail)
     }
 
@@ -630,11 +618,17 @@ impl Nemesis {
             return Ok(vec![]);
         };
         let (all, paused) = (self.all_idx(), self.paused.clone());
-        self.journaled("undo", "resume", json!({ "paused": paused }), None, |n| {
-            n.on_nodes(&all, |r, node| {
-                pause.resume(r, node).map_err(|e| e.to_string())
-            })
-        })?;
+        self.journaled(
+            "undo",
+            verb::RESUME,
+            json!({ "paused": paused }),
+            None,
+            |n| {
+                n.on_nodes(&all, |r, node| {
+                    pause.resume(r, node).map_err(|e| e.to_string())
+                })
+            },
+        )?;
         Ok(std::mem::take(&mut self.paused).into_iter().collect())
     }
 
@@ -665,9 +659,9 @@ impl Nemesis {
         let detail = json!({ "nodes": names, "probability": p.probability });
         self.journaled(
             "inject",
-            "start-loss",
+            verb::START_LOSS,
             detail.clone(),
-            Some("stop-loss"),
+            Some(verb::STOP_LOSS),
             |n| {
                 n.on_nodes(&idx, |r, node| {
                     packet::start_loss(r, &chain, &peers[&node.name], p.probability)
@@ -681,13 +675,19 @@ impl Nemesis {
     fn stop_loss(&mut self) -> Result<Value, String> {
         let chain = self.cfg.partition.chain.clone();
         let (all, lossy) = (self.all_idx(), self.lossy.clone());
-        self.journaled("undo", "stop-loss", json!({ "nodes": lossy }), None, |n| {
-            n.on_nodes(&all, |r, _| {
-                packet::stop_loss(r, &chain)
-                    .map(|_| ())
-                    .map_err(|e| e.to_string())
-            })
-        })?;
+        self.journaled(
+            "undo",
+            verb::STOP_LOSS,
+            json!({ "nodes": lossy }),
+            None,
+            |n| {
+                n.on_nodes(&all, |r, _| {
+                    packet::stop_loss(r, &chain)
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
+                })
+            },
+        )?;
         self.lossy.clear();
         Ok(json!({ "nodes": lossy }))
     }
@@ -700,9 +700,9 @@ impl Nemesis {
         let detail = json!({ "nodes": names, "rate_kbit": p.rate_kbit });
         self.journaled(
             "inject",
-            "start-bandwidth",
+            verb::START_BANDWIDTH,
             detail.clone(),
-            Some("stop-bandwidth"),
+            Some(verb::STOP_BANDWIDTH),
             |n| {
                 n.on_nodes(&idx, |r, node| {
                     packet::start_bandwidth(r, &node.host, p.rate_kbit).map_err(|e| e.to_string())
@@ -720,9 +720,9 @@ impl Nemesis {
         let detail = json!({ "nodes": names, "delay_ms": p.delay_ms, "jitter_ms": p.jitter_ms });
         let result = self.journaled(
             "inject",
-            "start-delay",
+            verb::START_DELAY,
             detail.clone(),
-            Some("stop-delay"),
+            Some(verb::STOP_DELAY),
             |n| {
                 n.on_nodes(&idx, |r, node| {
                     packet::start_delay(r, &node.host, p.delay_ms, p.jitter_ms)
@@ -745,9 +745,9 @@ impl Nemesis {
     /// Undo `bandwidth` (the tool's tbf) or `delay` (the tool's netem) on every node.
     fn stop_qdisc(&mut self, which: &str) -> Result<Value, String> {
         let (f, kind) = if which == "bandwidth" {
-            ("stop-bandwidth", "tbf")
+            (verb::STOP_BANDWIDTH, "tbf")
         } else {
-            ("stop-delay", "netem")
+            (verb::STOP_DELAY, "netem")
         };
         let all = self.all_idx();
         let active = if which == "bandwidth" {

@@ -2,11 +2,11 @@
 //! effect on and which it failed on, and why.
 //!
 //! Owns `NodeOutcomes` (merge rule: a node that failed any step is failed), its JSON form
-//! (`{"applied": [..], "failed": {node: why}}`, keys from `kinds`) used in partly applied op
+//! (`{"applied": [..], "failed": {node: why}}`, keys from `faults`) used in partly applied op
 //! values and fault-journal records, and stripping the "node <name>: " prefix of per-node
 //! errors. Pure: no IO. Does not own running the steps (`Nemesis::on_nodes`).
 
-use super::kinds;
+use crate::faults as kinds;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -15,14 +15,11 @@
 
 use super::Nemesis;
 use crate::control::{Cmd, Remote};
+use crate::faults::verb::{START_SSH_DROP as START, STOP_SSH_DROP as STOP};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-/// Verb that drops SSH on the targets.
-pub const START: &str = "start-ssh-drop";
-/// Verb that waits until SSH is back on every dropped node.
-pub const STOP: &str = "stop-ssh-drop";
 /// Default hold: how long sshd stays away, in ms.
 pub const DEFAULT_DURATION_MS: u64 = 5_000;
 /// Longest hold accepted, in ms.
@@ -264,12 +261,12 @@ mod tests {
     #[test]
     fn without_the_reaper_ssh_drop_fails_definitely_and_says_why() {
         let mut n = Nemesis::new(super::super::NemesisConfig {
-            nodes: vec![crate::config::Node {
+            nodes: vec![crate::node::Node {
                 name: "n1".into(),
                 host: "10.0.0.1".into(),
             }],
             remotes: vec![Arc::new(RealHost("n1".into()))],
-            db: Arc::new(crate::db::etcd::Etcd::new(Default::default())),
+            db: Arc::new(crate::systems::etcd::Etcd::new(Default::default())),
             partition: Default::default(),
             rng: rand_chacha::ChaCha8Rng::seed_from_u64(1),
             journal: None,

@@ -8,9 +8,9 @@
 //! yields fewer marks). Pure: no IO. Does not own checking (`checker`), drawing (`plots`) or the
 //! HTML (`page`).
 
-use crate::generator::STROBE_VERB;
+use crate::faults::verb::CLOCK_OFFSETS as CLOCK_OFFSETS_VERB;
+use crate::faults::verb::STROBE_CLOCK as STROBE_VERB;
 use crate::history::{History, Process};
-use crate::nemesis::kinds::CLOCK_OFFSETS_VERB;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
 

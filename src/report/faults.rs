@@ -7,8 +7,8 @@
 //! Does not own drawing the bands (`plots`), the fault timeline HTML (`page`) or what happens to
 //! the workload during a fault (`recovery`).
 
+use crate::faults::{self as kinds, FaultKind, VerbRole};
 use crate::history::{History, Op, OpType, Process};
-use crate::nemesis::kinds::{self, FaultKind, VerbRole};
 use serde_json::Value;
 use std::collections::HashMap;
 

@@ -18,7 +18,7 @@ pub use faults::{FaultInterval, fault_intervals};
 pub use plots::{Figure, Formats, latency_quantiles_svg, latency_raw_svg, throughput_svg};
 
 use crate::history::History;
-use crate::store::{HISTORY_FILE, RESULTS_FILE};
+use crate::store::RunDir;
 use std::path::{Path, PathBuf};
 
 /// Window width for the quantile and throughput plots of a run lasting `duration_s` seconds:
@@ -99,14 +99,9 @@ pub fn render_figures(
 /// `run_dir/results.json`, `None` when absent; an error names the file when it is unreadable
 /// or malformed.
 pub fn read_results(run_dir: &Path) -> Result<Option<serde_json::Value>, String> {
-    let results_path = run_dir.join(RESULTS_FILE);
-    match std::fs::read_to_string(&results_path) {
-        Ok(text) => serde_json::from_str::<serde_json::Value>(&text)
-            .map(Some)
-            .map_err(|e| format!("{}: malformed JSON: {e}", results_path.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("{}: {e}", results_path.display())),
-    }
+    RunDir::open(run_dir)
+        .read_results()
+        .map_err(|e| e.to_string())
 }
 
 /// Read `run_dir/history.jsonl` (and `results.json` when present) and write every chart of
@@ -114,21 +109,21 @@ pub fn read_results(run_dir: &Path) -> Result<Option<serde_json::Value>, String>
 /// of optional charts that no longer have data. Returns the written paths (SVG then PNG per
 /// chart, in [`PLOT_FILES`] order).
 pub fn render_run(run_dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let history_path = run_dir.join(HISTORY_FILE);
-    let history = History::read_file(&history_path).map_err(|e| e.to_string())?;
+    let dir = RunDir::open(run_dir);
+    let history = dir.read_history().map_err(|e| e.to_string())?;
     let results = read_results(run_dir)?;
     let figures = render_figures(&history, results.as_ref(), plots::Formats::SvgAndPng);
     let mut written = Vec::with_capacity(figures.len() * 2);
+    let cannot = |e: crate::store::StoreError| format!("cannot write plot: {e}");
     for (stem, fig) in &figures {
-        let svg_path = run_dir.join(format!("{stem}.svg"));
-        std::fs::write(&svg_path, &fig.svg)
-            .map_err(|e| format!("{}: cannot write plot: {e}", svg_path.display()))?;
-        written.push(svg_path);
+        let svg = format!("{stem}.svg");
+        dir.write_text(&svg, &fig.svg).map_err(cannot)?;
+        written.push(run_dir.join(svg));
         let png_path = run_dir.join(format!("{stem}.png"));
         match &fig.png {
             Some(Ok(bytes)) => {
-                std::fs::write(&png_path, bytes)
-                    .map_err(|e| format!("{}: cannot write plot: {e}", png_path.display()))?;
+                dir.write_bytes(&format!("{stem}.png"), bytes)
+                    .map_err(cannot)?;
                 written.push(png_path);
             }
             Some(Err(e)) => return Err(format!("{}: {e}", png_path.display())),
@@ -140,11 +135,8 @@ pub fn render_run(run_dir: &Path) -> Result<Vec<PathBuf>, String> {
             continue;
         }
         for ext in ["svg", "png"] {
-            let stale = run_dir.join(format!("{stem}.{ext}"));
-            if stale.is_file() {
-                std::fs::remove_file(&stale)
-                    .map_err(|e| format!("{}: cannot remove old plot: {e}", stale.display()))?;
-            }
+            dir.remove(&format!("{stem}.{ext}"))
+                .map_err(|e| format!("cannot remove old plot: {e}"))?;
         }
     }
     Ok(written)

@@ -152,15 +152,11 @@ fn completion_section(out: &mut String, results: &Value, c: &Completion) {
     out.push_str("</div>\n");
 }
 
-/// Read and parse a JSON object file of the run; errors name the file.
-fn read_json(path: &Path) -> Result<Value, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let v: Value = serde_json::from_str(&text)
-        .map_err(|e| format!("{}: malformed JSON: {e}", path.display()))?;
-    if !v.is_object() {
-        return Err(format!("{}: expected a JSON object", path.display()));
-    }
-    Ok(v)
+/// Read and parse a JSON object file of the run (through `store`); errors name the file.
+fn read_json(run_dir: &Path, name: &str) -> Result<Value, String> {
+    RunDir::open(run_dir)
+        .read_object(name)
+        .map_err(|e| e.to_string())
 }
 
 /// A JSON value as display text: strings unquoted, null as empty, others as compact JSON.
@@ -206,44 +202,10 @@ fn truncate(s: &str, max: usize) -> String {
     )
 }
 
-/// Every regular file under `dir`, as paths relative to `base` with `/` separators, sorted,
-/// at most `max`. Symlinks are not followed.
-fn list_files(base: &Path, dir: &Path, max: usize) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for entry in rd.flatten() {
-            let Ok(ft) = entry.file_type() else { continue };
-            let p = entry.path();
-            if ft.is_dir() {
-                stack.push(p);
-            } else if ft.is_file()
-                && let Ok(rel) = p.strip_prefix(base)
-            {
-                let parts: Vec<String> = rel
-                    .components()
-                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                    .collect();
-                out.push(parts.join("/"));
-            }
-        }
-    }
-    out.sort();
-    out.truncate(max);
-    out
-}
-
 /// An SVG file ready to embed inline, or `None` when it should only be linked (too large,
 /// unreadable, not an SVG, or containing scripts/external references).
-fn embeddable_svg(path: &Path) -> Option<String> {
-    let len = std::fs::metadata(path).ok()?.len();
-    if len > MAX_EMBED_SVG_BYTES {
-        return None;
-    }
-    let text = std::fs::read_to_string(path).ok()?;
+fn embeddable_svg(run_dir: &Path, name: &str) -> Option<String> {
+    let text = RunDir::open(run_dir).read_text_upto(name, MAX_EMBED_SVG_BYTES)?;
     let text = text.trim_start();
     if !text.starts_with("<svg") {
         return None;
@@ -573,7 +535,7 @@ fn fault_section(out: &mut String, history: &History) {
     );
     for kind in &kinds {
         let c = plots::fault_color(kind);
-        let label = crate::nemesis::kinds::kind(kind).map_or(*kind, |k| k.label);
+        let label = crate::faults::kind(kind).map_or(*kind, |k| k.label);
         let _ = write!(
             out,
             "<div class=\"tl-row\"><span class=\"tl-name\">{}</span><div class=\"tl-track\">",
@@ -659,7 +621,8 @@ fn recovery_section(out: &mut String, history: &History, results: &Value) {
          without a served op of a group (a kind of op, or all; one node, or all) while some \
          failed. Recovered: from the heal, every {} ms window for {} ms holds at least {}% of \
          the served ops per second of the {} s before the fault (cut at earlier fault \
-         changes); recovery time runs from the heal to the first served op of that stretch.\
+         changes), or until the next fault when that comes sooner but at least half that long; \
+         recovery time runs from the heal to the first served op of that stretch.\
          </small></p>",
         cfg.min_outage_ms,
         cfg.window_ms,
@@ -679,7 +642,13 @@ fn recovery_section(out: &mut String, history: &History, results: &Value) {
         );
         for f in r.faults.iter().take(MAX_FAULT_ROWS) {
             let recovery = match (f.recovery_s, &f.not_recovered) {
-                (Some(v), _) => format!("{v:.3}"),
+                (Some(v), _) => match f.sustained_s {
+                    // Cut short by the next fault: say how long it was seen to hold.
+                    Some(held) if held + 1e-9 < r.config.sustain_ms as f64 / 1e3 => {
+                        format!("{v:.3} (held {held:.1} s until the next fault)")
+                    }
+                    _ => format!("{v:.3}"),
+                },
                 (None, Some(why)) if f.measured => format!("not recovered: {why}"),
                 (None, Some(why)) => format!("not measured: {why}"),
                 (None, None) => "–".to_string(),
@@ -694,10 +663,14 @@ fn recovery_section(out: &mut String, history: &History, results: &Value) {
             });
             let _ = writeln!(
                 out,
-                "<tr><td>{} {}</td><td>{:.3}–{:.3}{}</td><td>{}</td><td>{}</td><td>{}</td>\
+                "<tr><td>{}</td><td>{:.3}–{:.3}{}</td><td>{}</td><td>{}</td><td>{}</td>\
                  <td>{}</td><td>{}</td></tr>",
-                esc(&f.kind),
-                esc(&f.label),
+                // "pause n3", not "pause pause n3"; "partition n1 n2 | n3 n4 n5".
+                if f.label.starts_with(f.kind.as_str()) {
+                    esc(&f.label)
+                } else {
+                    format!("{} {}", esc(&f.kind), esc(&f.label))
+                },
                 f.start_s,
                 f.end_s,
                 if f.healed { "" } else { " (never healed)" },
@@ -745,8 +718,8 @@ fn recovery_section(out: &mut String, history: &History, results: &Value) {
 /// Render the self-contained `index.html` of one run directory. `test.json` and `results.json`
 /// are required (an error names the missing or malformed file); everything else is optional.
 pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
-    let test = read_json(&run_dir.join(TEST_FILE))?;
-    let results = read_json(&run_dir.join(RESULTS_FILE))?;
+    let test = read_json(run_dir, TEST_FILE)?;
+    let results = read_json(run_dir, RESULTS_FILE)?;
     let name = text_of(test.get("name"));
     let verdict = text_of(results.get("valid"));
     let mut out = String::new();
@@ -768,7 +741,7 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
 
     out.push_str(
         "<p><a href=\"#checkers\">Checkers and anomalies</a> · <a href=\"#faults\">Faults</a> · \
-         <a href=\"#plots\">Plots</a> · <a href=\"#files\">Files (history, fault journal, logs)</a></p>\n",
+         <a href=\"#recovery\">Recovery</a> · <a href=\"#plots\">Plots</a> · <a href=\"#files\">Files (history, fault journal, logs)</a></p>\n",
     );
     // Configuration.
     out.push_str("<h2>Configuration</h2>\n<table>\n");
@@ -835,10 +808,8 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
     );
     out.push_str("</table>\n");
 
-    let history_path = run_dir.join(HISTORY_FILE);
-    let history = history_path
-        .is_file()
-        .then(|| History::read_file(&history_path));
+    let dir = RunDir::open(run_dir);
+    let history = dir.has(HISTORY_FILE).then(|| dir.read_history());
     checker_section(
         &mut out,
         run_dir,
@@ -880,7 +851,7 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
                 );
             }
             out.push_str("</h3>\n");
-            match embeddable_svg(&run_dir.join(&svg_file)) {
+            match embeddable_svg(run_dir, &svg_file) {
                 Some(svg) => {
                     out.push_str(&svg);
                     out.push('\n');
@@ -920,7 +891,7 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
     .filter(|f| run_dir.join(f).is_file())
     .map(|f| f.to_string())
     .collect();
-    files.extend(list_files(run_dir, &run_dir.join(LOGS_DIR), MAX_LOG_LINKS));
+    files.extend(dir.files_under(LOGS_DIR, MAX_LOG_LINKS));
     for f in &files {
         let _ = writeln!(out, "<li><a href=\"{}\">{}</a></li>", href(f), esc(f));
     }
@@ -930,11 +901,11 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
 
 /// Render and write `run_dir/index.html`; returns its path.
 pub fn write_run_page(run_dir: &Path) -> Result<PathBuf, String> {
-    let path = run_dir.join(INDEX_FILE);
-    crate::store::ensure_writable(&path).map_err(|e| e.to_string())?;
     let html = render_run_page(run_dir)?;
-    std::fs::write(&path, html).map_err(|e| format!("{}: cannot write: {e}", path.display()))?;
-    Ok(path)
+    RunDir::open(run_dir)
+        .write_text(INDEX_FILE, &html)
+        .map_err(|e| format!("cannot write the run page: {e}"))?;
+    Ok(run_dir.join(INDEX_FILE))
 }
 
 /// One row of the reports index.
@@ -958,8 +929,8 @@ struct IndexRow {
 }
 
 fn index_row(dir: &Path, test_dir: &str, stamp: &str) -> Option<IndexRow> {
-    let test = read_json(&dir.join(TEST_FILE)).ok()?;
-    let (duration_s, client_ops) = match History::read_file(&dir.join(HISTORY_FILE)) {
+    let test = read_json(dir, TEST_FILE).ok()?;
+    let (duration_s, client_ops) = match RunDir::open(dir).read_history() {
         Ok(h) => (
             Some(h.ops.iter().map(|o| o.time_ns).max().unwrap_or(0) as f64 / 1e9),
             Some(
@@ -971,7 +942,7 @@ fn index_row(dir: &Path, test_dir: &str, stamp: &str) -> Option<IndexRow> {
         ),
         Err(_) => (None, None),
     };
-    let results = read_json(&dir.join(RESULTS_FILE)).ok();
+    let results = read_json(dir, RESULTS_FILE).ok();
     let completion = match &results {
         Some(r) => completion_of(dir, r),
         None => RunDir::open(dir).read_completion(),
@@ -1002,31 +973,13 @@ fn index_row(dir: &Path, test_dir: &str, stamp: &str) -> Option<IndexRow> {
 /// Render `reports/index.html`: every `<root>/<test>/<timestamp>/` holding a `test.json`
 /// (symlinks such as `latest` skipped), newest first, at most [`MAX_INDEX_ROWS`] rows.
 pub fn render_reports_index(reports_root: &Path) -> Result<String, String> {
-    let rd = std::fs::read_dir(reports_root)
-        .map_err(|e| format!("{}: cannot list reports: {e}", reports_root.display()))?;
     // Collect candidate dirs first (cheap), sort newest first by timestamp dir name, then read
     // at most MAX_INDEX_ROWS of them.
-    let mut candidates: Vec<(String, String, PathBuf)> = Vec::new();
-    for test_entry in rd.flatten() {
-        let Ok(ft) = test_entry.file_type() else {
-            continue;
-        };
-        if !ft.is_dir() {
-            continue; // symlinks (latest) and files
-        }
-        let test_dir = test_entry.file_name().to_string_lossy().into_owned();
-        let Ok(runs) = std::fs::read_dir(test_entry.path()) else {
-            continue;
-        };
-        for run in runs.flatten() {
-            let Ok(ft) = run.file_type() else { continue };
-            if !ft.is_dir() || !run.path().join(TEST_FILE).is_file() {
-                continue;
-            }
-            let stamp = run.file_name().to_string_lossy().into_owned();
-            candidates.push((stamp, test_dir.clone(), run.path()));
-        }
-    }
+    let mut candidates: Vec<(String, String, PathBuf)> = crate::store::runs_in(reports_root)
+        .map_err(|e| format!("cannot list reports: {e}"))?
+        .into_iter()
+        .map(|r| (r.stamp, r.test, r.dir.path))
+        .collect();
     // Timestamp directory names are UTC and sort chronologically: keep the newest before reading.
     candidates.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
     let total = candidates.len();
@@ -1093,11 +1046,9 @@ pub fn render_reports_index(reports_root: &Path) -> Result<String, String> {
 
 /// Render and write `reports_root/index.html`; returns its path.
 pub fn write_reports_index(reports_root: &Path) -> Result<PathBuf, String> {
-    let path = reports_root.join(INDEX_FILE);
-    crate::store::ensure_writable(&path).map_err(|e| e.to_string())?;
     let html = render_reports_index(reports_root)?;
-    std::fs::write(&path, html).map_err(|e| format!("{}: cannot write: {e}", path.display()))?;
-    Ok(path)
+    crate::store::write_reports_file(reports_root, INDEX_FILE, &html)
+        .map_err(|e| format!("cannot write the reports index: {e}"))
 }
 
 #[cfg(test)]
@@ -1268,15 +1219,15 @@ mod tests {
         assert!(html.contains("<h2 id=\"recovery\">Recovery and unavailability</h2>"));
         assert!(
             html.contains(
-                "<tr><td>partition partition isolate n2</td><td>1.600–3.250</td><td>–</td>\
+                "<tr><td>partition isolate n2</td><td>1.600–3.250</td><td>–</td>\
                  <td>0.6</td><td>–</td><td>not measured: only 0.0 s from the heal until the \
                  workload stopped, 3 s needed</td><td>–</td></tr>"
             ),
             "recovery row missing"
         );
         assert!(html.contains(
-            "<b>recovery after heal: none measured (1 not measured: never healed, no \
-                 baseline or the workload stopped)</b>"
+            "<b>recovery after heal: none measured (0 of 1 fault recovered; 1 not measured: \
+                 never healed, no baseline or the workload stopped)</b>"
         ));
         // Raw, quantiles, throughput, anomalies (the session violation), stale reads; no clock
         // measurements, so no clock plot, and the page says so.

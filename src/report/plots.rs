@@ -36,8 +36,8 @@
 //! distribution; the chart caption then says "sampled". The quantile and throughput charts use at
 //! most [`MAX_WINDOWS`] time windows (wider windows than requested if needed).
 
+use crate::faults as kinds;
 use crate::history::{History, Op, OpType, Process};
-use crate::nemesis::kinds;
 use crate::report::anomalies::{self, AnomalyDensity, AnomalyMark, StaleReads};
 use crate::report::faults::num;
 pub use crate::report::faults::{FaultInterval, fault_intervals};

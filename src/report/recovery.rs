@@ -33,16 +33,20 @@
 //!   such that every window of `window_ms` starting at t, t + step, … up to t + `sustain_ms` −
 //!   `window_ms` holds at least `recovered_fraction` × baseline × window served ops (and at least
 //!   one). The recovery point is the first served op at or after t; **recovery time** = recovery
-//!   point − heal. The whole `sustain_ms` must fit before the next change of faults, before the
-//!   workload stops (an idle span: `window_ms` or more with no client op invoked or in flight,
-//!   as after the run's time limit) and before the end of the history, else the fault is "not
-//!   recovered" with that reason — or "not measured" when less than `sustain_ms` was left after
-//!   the heal, or the workload stopped. A fault never healed in the history is not measured.
+//!   point − heal. When the next change of faults comes sooner than `sustain_ms` after t, the
+//!   stretch up to it is enough if it is at least half of `sustain_ms` (the next fault is its own
+//!   story; with faults every few seconds a full stretch rarely fits), and `sustained_s` says how
+//!   long it was. The stretch must fit before the workload stops (an idle span: `window_ms` or
+//!   more with no client op invoked or in flight, as after the run's time limit) and before the
+//!   end of the history, else the fault is "not recovered" with that reason — or "not measured"
+//!   when too little was left after the heal (half of `sustain_ms` before the next fault change,
+//!   all of it before the workload stops or the history ends), or the workload stopped. A fault
+//!   never healed in the history is not measured.
 //! - **Throughput during** a fault: served ops per second from its start to its heal, or to
 //!   where the workload stopped if that came first.
 
-use crate::client::etcd::CAS_MISMATCH;
 use crate::history::{History, OpType, Process};
+use crate::model::CAS_MISMATCH;
 use crate::report::faults::{FaultInterval, fault_intervals};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
@@ -155,6 +159,10 @@ pub struct FaultRecovery {
     pub recovery_s: Option<f64>,
     /// The recovery point, s.
     pub recovered_at_s: Option<f64>,
+    /// How long throughput was seen to stay recovered from the recovery search's grid time, s:
+    /// `sustain_ms`, or less when the next change of faults came sooner (see the module doc).
+    #[serde(default)]
+    pub sustained_s: Option<f64>,
     /// Why `recovery_s` is `None`.
     pub not_recovered: Option<String>,
     /// The longest all-nodes outage lying mostly (more than half of it) between the fault's
@@ -214,27 +222,30 @@ impl Recovery {
         if self.faults.is_empty() {
             return None;
         }
+        let total = self.faults.len();
         let mut s = match (self.recovery_p50_s, self.recovery_max_s) {
             (Some(p50), Some(max)) => format!(
-                "recovery after heal: p50 {p50:.1} s, max {max:.1} s over {} fault{}",
+                "recovery after heal: p50 {}, max {} ({} of {total} fault{} recovered",
+                duration_text(p50),
+                duration_text(max),
                 self.recovered,
-                plural(self.recovered)
+                plural(total as u64)
             ),
-            _ => "recovery after heal: none measured".to_string(),
+            _ => format!(
+                "recovery after heal: none measured (0 of {total} fault{} recovered",
+                plural(total as u64)
+            ),
         };
-        let mut notes = Vec::new();
         if self.not_recovered > 0 {
-            notes.push(format!("{} not recovered in time", self.not_recovered));
+            s.push_str(&format!("; {} not recovered in time", self.not_recovered));
         }
         if self.not_measured > 0 {
-            notes.push(format!(
-                "{} not measured: never healed, no baseline or the workload stopped",
+            s.push_str(&format!(
+                "; {} not measured: never healed, no baseline or the workload stopped",
                 self.not_measured
             ));
         }
-        if !notes.is_empty() {
-            s.push_str(&format!(" ({})", notes.join(", ")));
-        }
+        s.push(')');
         if let Some(o) = self
             .outages
             .iter()
@@ -242,8 +253,8 @@ impl Recovery {
             .max_by(Outage::longer)
         {
             s.push_str(&format!(
-                "; longest outage {:.1} s ({} at {:.1} s)",
-                o.duration_s(),
+                "; longest outage {} ({} at {:.1} s)",
+                duration_text(o.duration_s()),
                 o.group(),
                 o.start_s
             ));
@@ -699,9 +710,16 @@ fn fault_recovery(
     // little time after the heal to see a sustained recovery is not one.
     let sustain_s = config.sustain_ms.max(config.window_ms) as f64 / 1e3;
     let room_s = limit.saturating_sub(heal) as f64 / NS_PER_S;
-    let (limit_reason, measurable) = if room_s < sustain_s {
+    // Before the next fault change, a shorter stretch suffices (see the module doc).
+    let truncate = limit == next_change && limit < stops && limit < cx.end_ns;
+    let needed_s = if truncate {
+        min_sustain_s(config)
+    } else {
+        sustain_s
+    };
+    let (limit_reason, measurable) = if room_s < needed_s {
         (
-            format!("only {room_s:.1} s from the heal until {what}, {sustain_s} s needed"),
+            format!("only {room_s:.1} s from the heal until {what}, {needed_s} s needed"),
             false,
         )
     } else if limit == stops {
@@ -718,6 +736,7 @@ fn fault_recovery(
         )
     };
     let mut measured = false;
+    let mut sustained = None;
     let (recovered_at, why_not) = if !iv.open {
         match baseline {
             None if baseline_len_s < config.min_baseline_s && inherited_baseline.is_none() => (
@@ -731,9 +750,10 @@ fn fault_recovery(
                 None,
                 Some("no baseline: nothing served before it".to_string()),
             ),
-            Some(rate) => match recovery_point(heal, limit, rate, config, cx) {
-                Some(at) => {
+            Some(rate) => match recovery_point(heal, limit, truncate, rate, config, cx) {
+                Some((at, stretch)) => {
                     measured = true;
+                    sustained = Some(secs(stretch));
                     (Some(at), None)
                 }
                 None => {
@@ -771,8 +791,18 @@ fn fault_recovery(
         measured,
         recovery_s: recovered_at.map(|at| secs(at - heal)),
         recovered_at_s: recovered_at.map(secs),
+        sustained_s: sustained,
         not_recovered: why_not,
         longest_outage,
+    }
+}
+
+/// A duration for people: milliseconds below a second (`4 ms`), else seconds (`3.2 s`).
+fn duration_text(s: f64) -> String {
+    if s < 1.0 {
+        format!("{:.0} ms", s * 1e3)
+    } else {
+        format!("{s:.1} s")
     }
 }
 
@@ -780,37 +810,60 @@ fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
 
+/// Shortest stretch of recovered throughput that counts when the next change of faults cuts it
+/// short: half of `sustain_ms`, and at least one window.
+fn min_sustain_s(config: &RecoveryConfig) -> f64 {
+    (config.sustain_ms / 2).max(config.window_ms) as f64 / 1e3
+}
+
 /// The first served op at or after the first grid time from which throughput stays recovered
-/// for `sustain_ms` (see the module doc), if that fits before `limit`.
+/// for `sustain_ms` — or, with `truncate`, until `limit` when that is sooner but at least
+/// [`min_sustain_s`] away (see the module doc) — with the length of that stretch in ns.
 fn recovery_point(
     heal: u64,
     limit: u64,
+    truncate: bool,
     baseline_per_s: f64,
     config: &RecoveryConfig,
     cx: &Context<'_>,
-) -> Option<u64> {
+) -> Option<(u64, u64)> {
     let ms = 1_000_000u64;
     let step = config.step_ms.max(1) * ms;
     let window = config.window_ms.max(1) * ms;
     let sustain = (config.sustain_ms * ms).max(window);
+    let min_stretch = if truncate {
+        ns_of(min_sustain_s(config))
+    } else {
+        sustain
+    };
     let need = (config.recovered_fraction * baseline_per_s * window as f64 / NS_PER_S)
         .ceil()
         .max(1.0) as u64;
-    let last_start = limit.checked_sub(sustain)?.checked_sub(heal)? / step;
-    let windows_per_check = (sustain - window) / step + 1;
-    let mut run = 0u64;
-    for k in 0..=last_start + windows_per_check - 1 {
-        let t = heal + k * step;
-        if cx.served_between(t, t + window) >= need {
-            run += 1;
-            if run == windows_per_check {
-                let first = k + 1 - windows_per_check;
-                let t0 = heal + first * step;
-                let i = cx.served_ns.partition_point(|&s| s < t0);
-                return cx.served_ns.get(i).copied();
-            }
-        } else {
-            run = 0;
+    // Grid windows [heal + k·step, + window) that fit before `limit`, and whether each holds
+    // enough served ops.
+    let fit = limit.checked_sub(heal)?.checked_sub(window)? / step + 1;
+    let good: Vec<bool> = (0..fit)
+        .map(|k| {
+            let t = heal + k * step;
+            cx.served_between(t, t + window) >= need
+        })
+        .collect();
+    // Runs of consecutive good windows, scanned once: `run_from[k]` = good windows from k on.
+    let mut run_from = vec![0u64; good.len() + 1];
+    for k in (0..good.len()).rev() {
+        run_from[k] = if good[k] { run_from[k + 1] + 1 } else { 0 };
+    }
+    for (k, _) in good.iter().enumerate().filter(|(_, g)| **g) {
+        let t0 = heal + k as u64 * step;
+        // The stretch this start needs: all of `sustain`, or up to `limit` when truncating.
+        let stretch = sustain.min(limit - t0);
+        if stretch < min_stretch {
+            return None;
+        }
+        let windows = (stretch - window) / step + 1;
+        if run_from[k] >= windows {
+            let i = cx.served_ns.partition_point(|&s| s < t0);
+            return cx.served_ns.get(i).copied().map(|at| (at, stretch));
         }
     }
     None
@@ -947,7 +1000,7 @@ mod tests {
         assert_eq!((r.recovered, r.not_recovered, r.not_measured), (1, 0, 0));
         assert_eq!(
             r.summary_line().unwrap(),
-            "recovery after heal: p50 4.0 s, max 4.0 s over 1 fault; \
+            "recovery after heal: p50 4.0 s, max 4.0 s (1 of 1 fault recovered); \
              longest outage 4.1 s (all ops on all nodes at 19.9 s)"
         );
         let shades = r.shading();
@@ -1015,7 +1068,7 @@ mod tests {
         assert!(
             r.summary_line()
                 .unwrap()
-                .contains("(1 not recovered in time)"),
+                .contains("(1 of 2 faults recovered; 1 not recovered in time)"),
             "{:?}",
             r.summary_line()
         );
@@ -1085,7 +1138,8 @@ mod tests {
         assert_eq!((r.recovered, r.not_recovered, r.not_measured), (0, 0, 1));
         assert_eq!(
             r.summary_line().unwrap(),
-            "recovery after heal: none measured (1 not measured: never healed, no baseline or the \
+            "recovery after heal: none measured (0 of 1 fault recovered; 1 not measured: never \
+             healed, no baseline or the \
              workload stopped); \
              longest outage 4.6 s (read on all nodes at 0.4 s)"
         );
@@ -1102,8 +1156,8 @@ mod tests {
                 .unwrap()
                 .starts_with("no baseline: less than 1 s")
         );
-        // Faults 1.5 s apart: too little time after a heal to see a sustained recovery, so
-        // not measured, and the next fault keeps its own baseline.
+        // Faults 1.5 s apart: the stretch up to the next fault (1.5 s, half of the 3 s) is
+        // enough, and says how long it was.
         let mut g = Gen::new();
         partition(&mut g, 5_000, 6_000);
         partition(&mut g, 7_500, 8_500);
@@ -1118,9 +1172,29 @@ mod tests {
             100,
         );
         let r = analyse(&g.history(), &RecoveryConfig::default());
+        let f = &r.faults[0];
+        assert!(close(f.recovered_at_s, 6.002), "{f:?}");
+        assert!(close(f.sustained_s, 1.5), "{f:?}");
+        assert!(r.faults[1].measured && close(r.faults[1].sustained_s, 3.0));
+        // Faults 1.2 s apart: too little time after a heal to see a sustained recovery, so
+        // not measured, and the next fault keeps its own baseline.
+        let mut g = Gen::new();
+        partition(&mut g, 5_000, 6_000);
+        partition(&mut g, 7_200, 8_200);
+        g.client(
+            0,
+            "n1",
+            "read",
+            0,
+            20_000,
+            100,
+            &[(5_000, 6_000), (7_200, 8_200)],
+            100,
+        );
+        let r = analyse(&g.history(), &RecoveryConfig::default());
         assert_eq!(
             r.faults[0].not_recovered.as_deref(),
-            Some("only 1.5 s from the heal until the next fault change, 3 s needed")
+            Some("only 1.2 s from the heal until the next fault change, 1.5 s needed")
         );
         assert!(!r.faults[0].measured && !r.faults[1].baseline_inherited);
         assert!(

@@ -1,4 +1,490 @@
-//! Systems under test that live in their own folders. `external`: any system described by a
-//! TOML spec (`systems/*.toml`) with a client program speaking JSON lines.
+//! Systems under test, one folder each: `systems/<name>/` holds its clap argument group, its
+//! config, its `System` impl, its `Db` (with abilities) and its client.
+//!
+//! Owns the `System` trait (a `Db` plus readiness, validation and a per-thread client factory),
+//! the serde-tagged [`SystemConfig`] enum and the [`registry`]: these two are the only places that
+//! list systems. Also owns [`SystemFlags`], the clap group that gathers every system's flags for
+//! `run`, `heal` and `doctor`, and [`Supports`], the checks a system's `validate` is made of.
+//! The shared seam every system implements stays in `db` (the `Db` trait and abilities) and
+//! `client` (the `Client` trait, `Completion`, `ClientCtx`). Does not own run sequencing
+//! (`runner`) or fault injection (`nemesis`).
+//!
+//! Adding a system in Rust: a folder `systems/<name>/` (args, config, `Db`, client, `System`), a
+//! variant of [`SystemConfig`] (with its arm in `SystemConfig::settings`) and a line in
+//! [`registry`]. See ARCHITECTURE.md. Without Rust: a TOML spec and a client program
+//! (`external`, `SystemConfig::External`; any `--db` that is not a registry name).
 
+pub mod etcd;
 pub mod external;
+pub mod postgres;
+
+use crate::client::{Client, ClientCtx};
+use crate::config::{ConfigError, ReadFrom, ReadMode};
+use crate::control::Remote;
+use crate::db::{Db, DbError};
+use crate::faults::{PRIMARIES_SHAPE, Targets};
+use crate::node::Node;
+use crate::spec::{FaultKind, NemesisSpec, WorkloadSpec};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// A system under test: DB lifecycle plus its clients.
+pub trait System: Db {
+    /// Refuse, before any node is touched, what this system cannot serve: the workload, the read
+    /// mode or read routing, a fault whose ability it lacks. The error names the flag, the system
+    /// and what it can do instead.
+    fn validate(&self, workload: &WorkloadSpec, options: &RunOptions) -> Result<(), ConfigError>;
+    /// Block until `node` is ready for clients (healthy, streaming, …).
+    fn await_ready(
+        &self,
+        remote: &dyn Remote,
+        node: &Node,
+        cluster: &[Node],
+    ) -> Result<(), DbError>;
+    /// The client of one worker thread.
+    fn client(&self, ctx: &ClientCtx) -> Result<Box<dyn Client>, String>;
+    /// The settings recorded in test.json (`db.config`).
+    fn config_json(&self, cluster: &[Node]) -> Value;
+    /// An owned handle, for blocking tasks.
+    fn to_arc(&self) -> Arc<dyn System>;
+    /// This system as a plain `Db` (for the nemesis and cleanup).
+    fn to_db(&self) -> Arc<dyn Db>;
+    /// The run's directory for client-side logs (external systems' client stderr); once, before
+    /// the first `client` call. Built-in clients log nothing locally.
+    fn attach_client_logs(&self, _dir: &std::path::Path) {}
+}
+
+/// What a run asks of the system besides its workload (the flags `validate` judges).
+#[derive(Debug, Clone, Copy)]
+pub struct RunOptions<'a> {
+    /// `--read-mode`.
+    pub read_mode: ReadMode,
+    /// `--read-from`.
+    pub read_from: ReadFrom,
+    /// `--read-nodes` (empty: not given).
+    pub read_nodes: &'a [String],
+    /// The nemesis schedule (`--nemesis`), its faults in order.
+    pub nemesis: &'a NemesisSpec,
+    /// `--nemesis` as given, for messages.
+    pub nemesis_name: &'a str,
+}
+
+impl<'a> RunOptions<'a> {
+    /// The options of a validated test config.
+    pub fn of(cfg: &'a crate::config::TestConfig) -> RunOptions<'a> {
+        RunOptions {
+            read_mode: cfg.read_mode,
+            read_from: cfg.read_from,
+            read_nodes: &cfg.read_nodes,
+            nemesis: &cfg.nemesis,
+            nemesis_name: &cfg.nemesis_name,
+        }
+    }
+}
+
+/// What a system can serve, as data: [`Supports::check`] is the common part of every
+/// `System::validate` (workload kinds, read modes, read routing, and faults against the `Db`'s
+/// abilities).
+#[derive(Debug, Clone, Copy)]
+pub struct Supports {
+    /// Workload kinds (`WorkloadSpec::kind`) its client performs.
+    pub workloads: &'static [&'static str],
+    /// Read modes it serves.
+    pub read_modes: &'static [ReadMode],
+    /// Where its clients can send reads.
+    pub read_from: &'static [ReadFrom],
+    /// Whether its clients honour `--read-nodes`.
+    pub read_nodes: bool,
+}
+
+fn spelled<T: Copy>(items: &[T], name: impl Fn(T) -> &'static str) -> String {
+    items
+        .iter()
+        .map(|&i| name(i))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Supports {
+    /// Refuse what `db` (named `db.name()`) cannot serve of `workload` and `options`.
+    pub fn check(
+        &self,
+        db: &dyn Db,
+        workload: &WorkloadSpec,
+        options: &RunOptions,
+    ) -> Result<(), ConfigError> {
+        let name = db.name();
+        if !self.workloads.contains(&workload.kind.as_str()) {
+            return Err(ConfigError::new(
+                "--workload",
+                format!(
+                    "{name} cannot serve the {} workload (its client performs: {})",
+                    workload.kind,
+                    self.workloads.join(", ")
+                ),
+            ));
+        }
+        if !self.read_modes.contains(&options.read_mode) {
+            return Err(ConfigError::new(
+                "--read-mode",
+                format!(
+                    "{}: {name} supports {}",
+                    options.read_mode,
+                    spelled(self.read_modes, ReadMode::as_str)
+                ),
+            ));
+        }
+        if !self.read_from.contains(&options.read_from) {
+            return Err(ConfigError::new(
+                "--read-from",
+                format!(
+                    "{}: {name} supports {}",
+                    options.read_from.as_str(),
+                    spelled(self.read_from, ReadFrom::as_str)
+                ),
+            ));
+        }
+        if !self.read_nodes && !options.read_nodes.is_empty() {
+            return Err(ConfigError::new(
+                "--read-nodes",
+                format!("{name} does not choose read nodes"),
+            ));
+        }
+        for fault in &options.nemesis.faults {
+            if let Some(ability) = missing_ability(db, fault) {
+                return Err(ConfigError::new(
+                    "--nemesis",
+                    format!(
+                        "{}: {name} cannot serve the {} fault: it has no {ability} ability",
+                        options.nemesis_name,
+                        fault_name(fault)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The package name of a fault (`kind = …` in `nemeses/*.toml`).
+fn fault_name(fault: &FaultKind) -> String {
+    serde_json::to_value(fault)
+        .ok()
+        .and_then(|v| v["kind"].as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{fault:?}"))
+}
+
+/// The `Db` ability `fault` needs and `db` lacks, if any.
+fn missing_ability(db: &dyn Db, fault: &FaultKind) -> Option<&'static str> {
+    let targets_primaries = match fault {
+        FaultKind::Partition { shape } => shape == PRIMARIES_SHAPE,
+        FaultKind::Kill { targets }
+        | FaultKind::Pause { targets }
+        | FaultKind::Loss { targets, .. }
+        | FaultKind::Bandwidth { targets, .. }
+        | FaultKind::Delay { targets, .. }
+        | FaultKind::SshDrop { targets, .. }
+        | FaultKind::Clock { targets, .. } => Targets::parse(targets) == Some(Targets::Primaries),
+        FaultKind::Promote { .. } => false,
+    };
+    match fault {
+        FaultKind::Kill { .. } if db.as_kill().is_none() => Some("kill and restart"),
+        FaultKind::Pause { .. } if db.as_pause().is_none() => Some("pause and resume"),
+        FaultKind::Promote { .. } if db.as_promote().is_none() => Some("promote (failover)"),
+        _ if targets_primaries && db.as_primaries().is_none() => Some("primaries (who leads)"),
+        _ => None,
+    }
+}
+
+/// One system's settings, behind [`SystemConfig`]: its name, the system it opens, and the flags
+/// that rerun it.
+pub trait SystemSettings {
+    /// The system's name (an external system's spec name).
+    fn name(&self) -> &str;
+    /// `--db` as the rerun command line gives it (the name; an external spec's path or name).
+    fn db_arg(&self) -> String {
+        self.name().to_string()
+    }
+    /// The system these settings describe.
+    fn open(&self) -> Arc<dyn System>;
+    /// Flags after `--db NAME` in the rerun command line (only non-default ones).
+    fn rerun_args(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// The system under test and its settings. Tagged like test.json's `db` object
+/// (`{"name": "etcd", "config": {…}}`), so a run's recorded system reads back as one.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "name", content = "config", rename_all = "lowercase")]
+pub enum SystemConfig {
+    /// etcd (`systems::etcd`).
+    Etcd(etcd::EtcdConfig),
+    /// PostgreSQL primary + streaming replicas (`systems::postgres`).
+    Postgres(postgres::PostgresConfig),
+    /// A system described by a TOML spec (`systems::external`), recorded as its spec path and
+    /// options (test.json's `db` object names the spec's system instead).
+    External(external::spec::ExternalConfig),
+}
+
+impl SystemConfig {
+    fn settings(&self) -> &dyn SystemSettings {
+        match self {
+            SystemConfig::Etcd(c) => c,
+            SystemConfig::Postgres(c) => c,
+            SystemConfig::External(c) => c,
+        }
+    }
+
+    /// The system's name.
+    pub fn name(&self) -> &str {
+        self.settings().name()
+    }
+
+    /// `--db` as the rerun command line gives it.
+    pub fn db_arg(&self) -> String {
+        self.settings().db_arg()
+    }
+
+    /// The system these settings describe.
+    pub fn open(&self) -> Arc<dyn System> {
+        self.settings().open()
+    }
+
+    /// Flags after `--db NAME` in the rerun command line.
+    pub fn rerun_args(&self) -> Vec<String> {
+        self.settings().rerun_args()
+    }
+}
+
+impl Default for SystemConfig {
+    fn default() -> Self {
+        SystemConfig::Etcd(etcd::EtcdConfig::default())
+    }
+}
+
+/// A system's clap argument group: its flags and how they become its [`SystemConfig`].
+pub trait SystemArgs: clap::Args + clap::FromArgMatches + 'static {
+    /// The `--db` name.
+    const NAME: &'static str;
+    /// How its settings are called in messages and `--help` (e.g. "PostgreSQL").
+    const LABEL: &'static str;
+    /// Validate the flags into settings.
+    fn into_config(self) -> Result<SystemConfig, ConfigError>;
+}
+
+/// One built-in system, as the registry lists it.
+#[derive(Clone, Copy)]
+pub struct Registration {
+    /// The `--db` name.
+    pub name: &'static str,
+    /// Its settings' name in messages.
+    pub label: &'static str,
+    augment: fn(clap::Command) -> clap::Command,
+    config: fn(&clap::ArgMatches) -> Result<SystemConfig, ConfigError>,
+}
+
+impl Registration {
+    /// The registration of the system whose argument group is `A`.
+    pub fn of<A: SystemArgs>() -> Registration {
+        Registration {
+            name: A::NAME,
+            label: A::LABEL,
+            augment: A::augment_args,
+            config: |m| {
+                A::from_arg_matches(m)
+                    .map_err(|e| ConfigError::new("--db", e.to_string()))?
+                    .into_config()
+            },
+        }
+    }
+
+    /// The long flags of its argument group, with their clap ids.
+    fn flags(&self) -> Vec<(String, String)> {
+        (self.augment)(clap::Command::new("flags"))
+            .get_arguments()
+            .filter_map(|a| Some((a.get_id().to_string(), format!("--{}", a.get_long()?))))
+            .collect()
+    }
+}
+
+/// Every built-in system. With [`SystemConfig`], the only place that lists systems.
+pub fn registry() -> Vec<Registration> {
+    vec![
+        Registration::of::<etcd::EtcdArgs>(),
+        Registration::of::<postgres::PostgresArgs>(),
+    ]
+}
+
+/// The names `--db` accepts, for help and messages (`etcd, postgres`).
+pub fn names() -> String {
+    registry()
+        .iter()
+        .map(|r| r.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Help of the `--db` flag.
+pub fn db_flag_help() -> String {
+    format!(
+        "System under test: {}, or an external system: a spec under systems/ (zookeeper) or a FILE.toml",
+        names()
+    )
+}
+
+/// Every system's flags, flattened into `run`, `heal` and `doctor`; [`SystemFlags::config`]
+/// picks the one `--db` names. Flags of another system than the chosen one are refused.
+#[derive(Debug, Clone)]
+pub struct SystemFlags {
+    matches: clap::ArgMatches,
+}
+
+impl clap::FromArgMatches for SystemFlags {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        Ok(SystemFlags {
+            matches: matches.clone(),
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        self.matches = matches.clone();
+        Ok(())
+    }
+}
+
+impl clap::Args for SystemFlags {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        // Each group sets its own help heading; the flags after them go back to the default one.
+        registry()
+            .iter()
+            .fold(cmd, |c, r| (r.augment)(c))
+            .next_help_heading(None::<&str>)
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl SystemFlags {
+    /// The settings of the system named `db` (a `--db` value), from its flags, or of the
+    /// external system `db` names (`systems/NAME.toml` or a `FILE.toml`) with `db_opts`
+    /// (`--db-opt key=value`). Refuses a name that is neither, options for a built-in system, and
+    /// a flag of another system given on the command line.
+    pub fn config(&self, db: &str, db_opts: &[String]) -> Result<SystemConfig, ConfigError> {
+        let systems = registry();
+        let chosen = systems.iter().find(|r| r.name == db);
+        if chosen.is_some() && !db_opts.is_empty() {
+            return Err(ConfigError::new(
+                "--db-opt",
+                format!("{db} has no options (--db-opt is for systems/*.toml specs)"),
+            ));
+        }
+        for other in systems.iter().filter(|r| r.name != db) {
+            for (id, flag) in other.flags() {
+                let given = self.matches.ids().any(|i| i.as_str() == id)
+                    && self.matches.value_source(&id)
+                        == Some(clap::parser::ValueSource::CommandLine);
+                if given {
+                    return Err(ConfigError::new(
+                        flag,
+                        format!("{} settings need --db {}", other.label, other.name),
+                    ));
+                }
+            }
+        }
+        match chosen {
+            Some(chosen) => (chosen.config)(&self.matches),
+            None => external::spec::configure(db, db_opts).map(SystemConfig::External),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_names_match_the_config_tags() {
+        let names: Vec<&str> = registry().iter().map(|r| r.name).collect();
+        assert_eq!(names, ["etcd", "postgres"]);
+        for (cfg, name) in [
+            (SystemConfig::Etcd(Default::default()), "etcd"),
+            (SystemConfig::Postgres(Default::default()), "postgres"),
+        ] {
+            assert_eq!(cfg.name(), name);
+            assert_eq!(cfg.open().name(), name);
+            let v = serde_json::to_value(&cfg).unwrap();
+            assert_eq!(v["name"], name, "the serde tag is the --db name");
+        }
+    }
+
+    #[test]
+    fn a_recorded_db_object_reads_back_as_its_config() {
+        // test.json's `db` object, as runs wrote it (postgres adds two effective settings).
+        let v = serde_json::json!({
+            "name": "postgres", "version": "15.4",
+            "config": {"base_dir": "/tmp/x", "bin_dir": "/usr/lib/postgresql/15/bin",
+                       "os_user": "postgres", "port": 5432, "primary": null,
+                       "synchronous_commit": "remote_apply", "synchronous_standby_names": null,
+                       "init_sql": "", "ready_timeout_ms": 60000,
+                       "effective_synchronous_standby_names": "FIRST 1 (n2)", "primary_node": "n1"}
+        });
+        let SystemConfig::Postgres(pg) = serde_json::from_value::<SystemConfig>(v).unwrap() else {
+            panic!("not postgres")
+        };
+        assert_eq!(pg.base_dir, "/tmp/x");
+        assert_eq!(
+            pg.synchronous_commit,
+            postgres::SynchronousCommit::RemoteApply
+        );
+        let v = serde_json::json!({"name": "etcd", "config": {"base_dir": "/d"}});
+        let SystemConfig::Etcd(e) = serde_json::from_value::<SystemConfig>(v).unwrap() else {
+            panic!("not etcd")
+        };
+        assert_eq!((e.base_dir.as_str(), e.client_port), ("/d", 2379));
+    }
+
+    fn options<'a>(nemesis: &'a NemesisSpec, read_from: ReadFrom) -> RunOptions<'a> {
+        RunOptions {
+            read_mode: ReadMode::Linearizable,
+            read_from,
+            read_nodes: &[],
+            nemesis,
+            nemesis_name: "test",
+        }
+    }
+
+    #[test]
+    fn each_system_accepts_what_it_serves_and_names_itself_when_refusing() {
+        let register = crate::spec::load_workload("register").unwrap();
+        let append = crate::spec::load_workload("list-append").unwrap();
+        let promote = crate::spec::load_nemesis("partition,kill,pause,promote").unwrap();
+        let plain = crate::spec::load_nemesis("partition,kill,pause").unwrap();
+        let etcd = SystemConfig::Etcd(Default::default()).open();
+        let pg = SystemConfig::Postgres(Default::default()).open();
+        for w in [&register, &append] {
+            etcd.validate(w, &options(&plain, ReadFrom::Any)).unwrap();
+        }
+        pg.validate(&register, &options(&promote, ReadFrom::Replica))
+            .unwrap();
+        let e = etcd
+            .validate(&register, &options(&promote, ReadFrom::Own))
+            .unwrap_err();
+        assert_eq!(e.what, "--nemesis");
+        assert!(
+            e.message.contains("etcd") && e.message.contains("promote"),
+            "{e}"
+        );
+        let e = pg
+            .validate(&append, &options(&plain, ReadFrom::Own))
+            .unwrap_err();
+        assert_eq!(e.what, "--workload");
+        assert!(e.message.contains("postgres"), "{e}");
+        let e = etcd
+            .validate(&register, &options(&plain, ReadFrom::Primary))
+            .unwrap_err();
+        assert_eq!(e.what, "--read-from");
+    }
+}

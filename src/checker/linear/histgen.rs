@@ -29,6 +29,9 @@ pub struct GenConfig {
     pub max_delay_ns: u64,
     /// RNG seed.
     pub seed: u64,
+    /// Ops numbered in this range (`from..to`, in generation order) that write (write, cas) all
+    /// crash, as when the primary that takes the writes is down and reads go to a replica.
+    pub write_outage: Option<(usize, usize)>,
 }
 
 impl Default for GenConfig {
@@ -41,6 +44,7 @@ impl Default for GenConfig {
             value_range: 5,
             max_delay_ns: 1_000_000,
             seed: 0,
+            write_outage: None,
         }
     }
 }
@@ -90,6 +94,11 @@ pub fn generate_register_history(cfg: &GenConfig) -> History {
                 (rng.random_range(0..range), rng.random_range(0..range)),
             ),
         };
+        let crashed = crashed
+            || (f != "read"
+                && cfg
+                    .write_outage
+                    .is_some_and(|(from, to)| (from..to).contains(&i)));
         let takes_effect = !crashed || rng.random_bool(0.5);
         gen_ops.push(GenOp {
             key,
@@ -181,6 +190,46 @@ pub fn generate_register_history(cfg: &GenConfig) -> History {
         ops.push(op);
     }
     History::from_ops(ops)
+}
+
+/// Make a generated history wrong in the way real bugs are, with a *stale read*: the ok read at
+/// `pick` (an index into the ok reads, modulo their count) returns the value of the ok write
+/// before the last ok write that completed before the read was invoked, as a lagging replica
+/// would. Returns the history position changed, or `None` when no read has two such writes with
+/// different values. The result is usually, not always, non-linearizable (another interleaving may
+/// explain the old value).
+pub fn corrupt_read(h: &mut History, pick: usize) -> Option<usize> {
+    let pairs = h.pairs().ok()?;
+    let mut invoke_of = vec![None; h.ops.len()];
+    for (i, p) in pairs.iter().enumerate() {
+        if let Some(j) = p {
+            invoke_of[*j] = Some(i);
+        }
+    }
+    let reads: Vec<usize> = h
+        .ops
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| o.op_type == OpType::Ok && o.f == "read")
+        .map(|(i, _)| i)
+        .collect();
+    for k in 0..reads.len() {
+        let at = reads[(pick + k) % reads.len()];
+        let invoked = invoke_of[at]?;
+        // Ok writes of the same key completed before the read was invoked, latest first.
+        let mut writes = h.ops[..invoked]
+            .iter()
+            .rev()
+            .filter(|o| o.op_type == OpType::Ok && o.f == "write" && o.key == h.ops[at].key);
+        let (Some(last), Some(before)) = (writes.next(), writes.next()) else {
+            continue;
+        };
+        if last.value != before.value && h.ops[at].value != before.value {
+            h.ops[at].value = before.value.clone();
+            return Some(at);
+        }
+    }
+    None
 }
 
 #[cfg(test)]

@@ -486,8 +486,8 @@ impl Client for ProtocolClient {
 mod tests {
     //! Real processes (tiny Python clients) misbehaving in each way the protocol allows for.
     use super::*;
-    use crate::config::Node;
     use crate::history::OpType;
+    use crate::node::Node;
     use serde_json::json;
 
     /// A client that answers init, then behaves as `on_op` says for each request `req`

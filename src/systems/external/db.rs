@@ -9,9 +9,9 @@
 //! parsing the spec (`spec`) or clients (`client`).
 
 use super::spec::{CommandKind, ExternalConfig};
-use crate::config::Node;
 use crate::control::{Cmd, ExecOutput, Remote};
 use crate::db::{Db, DbError, Kill, Pause, Primaries, Promote};
+use crate::node::Node;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 

@@ -12,11 +12,13 @@ pub mod db;
 pub mod protocol;
 pub mod spec;
 
-use crate::client::Client;
-use crate::config::{Node, TestConfig};
+use super::{RunOptions, Supports, System, SystemSettings};
+use crate::client::{Client, ClientCtx};
+use crate::config::{ConfigError, ReadFrom, ReadMode};
 use crate::control::Remote;
 use crate::db::{Db, DbError};
-use crate::system::System;
+use crate::node::Node;
+use crate::spec::WorkloadSpec;
 use client::{Launch, ProtocolClient};
 use db::ExternalDb;
 use serde_json::{Value, json};
@@ -126,7 +128,46 @@ impl Db for ExternalSystem {
     }
 }
 
+/// What every external system can serve besides its declared workloads and its commands'
+/// faults: its client decides where reads go and how (through the spec's options), so only the
+/// defaults of `--read-mode` and `--read-from`.
+const SUPPORTS: Supports = Supports {
+    workloads: &spec::WORKLOAD_KINDS,
+    read_modes: &[ReadMode::Linearizable],
+    read_from: &[ReadFrom::Own],
+    read_nodes: false,
+};
+
+impl SystemSettings for ExternalConfig {
+    fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    fn db_arg(&self) -> String {
+        crate::control::quote(&self.arg)
+    }
+
+    fn open(&self) -> Arc<dyn System> {
+        Arc::new(ExternalSystem::new(self.clone()))
+    }
+
+    fn rerun_args(&self) -> Vec<String> {
+        self.non_default_opts()
+            .iter()
+            .map(|o| format!("--db-opt {}", crate::control::quote(o)))
+            .collect()
+    }
+}
+
 impl System for ExternalSystem {
+    fn validate(&self, workload: &WorkloadSpec, options: &RunOptions) -> Result<(), ConfigError> {
+        // The spec's own words first (which command or declaration is missing), then the
+        // common checks (read flags, abilities).
+        self.config().validate_workload(workload)?;
+        self.config().validate_faults(options.nemesis)?;
+        SUPPORTS.check(self, workload, options)
+    }
+
     fn await_ready(
         &self,
         remote: &dyn Remote,
@@ -136,20 +177,15 @@ impl System for ExternalSystem {
         self.db.await_ready(remote, node, cluster)
     }
 
-    fn client(
-        &self,
-        cfg: &TestConfig,
-        thread: usize,
-        nodes: &[Node],
-    ) -> Result<Box<dyn Client>, String> {
-        if nodes.is_empty() {
+    fn client(&self, ctx: &ClientCtx) -> Result<Box<dyn Client>, String> {
+        if ctx.nodes.is_empty() {
             return Err(format!("{}: no nodes for the clients", self.name()));
         }
         Ok(Box::new(ProtocolClient::new(self.launch(
-            thread,
-            nodes,
-            cfg.op_timeout_ms,
-            cfg.seed,
+            ctx.thread,
+            &ctx.nodes,
+            ctx.op_timeout_ms,
+            ctx.seed,
         ))))
     }
 
@@ -197,7 +233,16 @@ impl System for ExternalSystem {
 mod tests {
     use super::*;
     use crate::cli::{Cli, Command};
+    use crate::config::TestConfig;
+    use crate::systems::SystemConfig;
     use clap::Parser;
+
+    fn external(cfg: &TestConfig) -> &ExternalConfig {
+        match &cfg.system {
+            SystemConfig::External(e) => e,
+            other => panic!("not external: {other:?}"),
+        }
+    }
 
     fn run_config(args: &[&str]) -> Result<TestConfig, String> {
         let cli = Cli::try_parse_from(["shakedown", "run"].iter().chain(args))
@@ -224,16 +269,15 @@ mod tests {
             "kill",
         ])
         .unwrap();
-        assert_eq!(cfg.db, crate::config::DbKind::External);
         assert_eq!(cfg.name, "toykv-register");
-        let ext = cfg.external.as_ref().unwrap();
+        let ext = external(&cfg);
         assert_eq!(ext.options["misbehave"], "yes");
         let rerun = cfg.rerun_command();
         assert!(
             rerun.contains(&format!("--db {spec} --db-opt 'misbehave=yes'")),
             "{rerun}"
         );
-        let sys = crate::system::for_config(&cfg);
+        let sys = cfg.system.open();
         assert_eq!(sys.name(), "toykv");
         assert!(sys.as_kill().is_some() && sys.as_primaries().is_none());
         let nodes: Vec<Node> = (1..=3)
@@ -242,7 +286,7 @@ mod tests {
                 host: format!("10.0.0.{i}"),
             })
             .collect();
-        assert!(sys.client(&cfg, 4, &nodes).is_ok());
+        assert!(sys.client(&ClientCtx::of_thread(&cfg, 4, &nodes)).is_ok());
         let v = sys.config_json(&nodes);
         assert_eq!(v["abilities"], json!(["kill", "pause"]));
         assert_eq!(v["options"]["misbehave"], "yes");
@@ -255,7 +299,7 @@ mod tests {
     fn each_thread_gets_its_node_and_the_spec_folder() {
         let spec = toykv();
         let cfg = run_config(&["--db", &spec]).unwrap();
-        let sys = ExternalSystem::new(cfg.external.clone().unwrap());
+        let sys = ExternalSystem::new(external(&cfg).clone());
         let nodes: Vec<Node> = (1..=3)
             .map(|i| Node {
                 name: format!("n{i}"),

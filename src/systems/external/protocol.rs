@@ -6,7 +6,7 @@
 //! IO: starting, feeding and restarting client processes is `client`'s job.
 
 use crate::client::Completion;
-use crate::config::Node;
+use crate::node::Node;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 

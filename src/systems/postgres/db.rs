@@ -15,16 +15,16 @@
 //! (every subnet the node is directly attached to: the cluster and, in the sandbox, the
 //! controller's bridge address). Settings are passed as `-c` flags, so they are visible in the
 //! process list and test.json. Does not own the client protocol or the schema's use (that is
-//! `client::postgres`); it only runs `init_sql` on the primary once it is up.
+//! `client`); it only runs `init_sql` on the primary once it is up.
 
-use super::{Binary, Db, DbError, Kill, Pause, Promote};
-use crate::config::Node;
 use crate::control::{Cmd, Remote};
-use serde::Serialize;
+use crate::db::{Binary, Db, DbError, Kill, Pause, Promote};
+use crate::node::Node;
+use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
 /// `synchronous_commit`: how long a commit waits before it is acknowledged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum SynchronousCommit {
     /// Acknowledge before even the local WAL flush.
@@ -67,8 +67,10 @@ impl std::fmt::Display for SynchronousCommit {
     }
 }
 
-/// How to run PostgreSQL on the nodes.
-#[derive(Debug, Clone, Serialize)]
+/// How to run PostgreSQL on the nodes. Fields missing from a recorded config (an older
+/// test.json) take their defaults.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PostgresConfig {
     /// Directory on each node holding data, log, pidfile and socket.
     pub base_dir: String,
@@ -101,7 +103,7 @@ impl Default for PostgresConfig {
             primary: None,
             synchronous_commit: SynchronousCommit::On,
             synchronous_standby_names: None,
-            init_sql: crate::client::postgres::SCHEMA_SQL.into(),
+            init_sql: super::client::SCHEMA_SQL.into(),
             ready_timeout_ms: 60_000,
         }
     }

@@ -1,15 +1,16 @@
-//! Systems under test: the `Db` trait (install, setup, teardown, logs) and optional abilities.
+//! The shared seam of systems on the nodes: the `Db` trait (install, setup, teardown, logs) and
+//! optional abilities. Implementations live in each system's folder (`systems::<name>::db`).
 //!
-//! Following Jepsen, optional abilities are separate traits (`Kill`, `Pause`, `Primaries`) a
-//! system may offer; nemeses ask for them through `Db::as_kill`/`Db::as_pause`/`Db::as_primaries`
-//! instead of assuming every system has them. `Db::required_binaries` feeds `shakedown doctor`. Every method is blocking and talks to one node through a `Remote`; the caller runs nodes
-//! in parallel. Nothing here is sandbox-specific: the sandbox only supplies the node list.
+//! Following Jepsen, optional abilities are separate traits (`Kill`, `Pause`, `Primaries`,
+//! `Promote`) a system may offer; nemeses ask for them through `Db::as_kill`/`Db::as_pause`/
+//! `Db::as_primaries`/`Db::as_promote` instead of assuming every system has them, and
+//! `systems::Supports::check` refuses a fault whose ability is missing before a run starts.
+//! `Db::required_binaries` feeds `shakedown doctor`. Every method is blocking and talks to one
+//! node through a `Remote`; the caller runs nodes in parallel. Nothing here is sandbox-specific:
+//! the sandbox only supplies the node list.
 
-pub mod etcd;
-pub mod postgres;
-
-use crate::config::Node;
 use crate::control::{ExecError, Remote};
+use crate::node::Node;
 use std::sync::Arc;
 
 /// A program the system needs on every node (checked by `shakedown doctor`).

@@ -4,7 +4,7 @@
 //! reopened after an error or timeout), routing (writes and cas to the primary; reads per
 //! `ReadFrom`), the register ops as SQL on one table, and classifying every error as *definitely
 //! not applied* (`Fail`) or *unknown* (`Info`). Does not own starting the servers or creating the
-//! table (`db::postgres` runs `SCHEMA_SQL`), retries (one attempt per op) or history writing.
+//! table (`db` runs `SCHEMA_SQL`), retries (one attempt per op) or history writing.
 //!
 //! Register semantics on `kv(key text primary key, value bigint, version bigint not null)`:
 //! - `read` → `SELECT value, version` → `Ok { value: int | null (absent), version: v | None }`.
@@ -39,8 +39,9 @@
 //! In autocommit a statement's `ERROR` rolls its transaction back (PostgreSQL escalates errors
 //! after the commit record to `PANIC`), so the definite classes are safe; the rest stay unknown.
 
-use super::{Client, Completion};
+use crate::client::{Client, Completion};
 use crate::config::ReadFrom;
+use crate::model::CAS_MISMATCH;
 use rand::RngExt;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -77,7 +78,7 @@ pub struct PgClientConfig {
     /// Index into `nodes` of the primary (writes and cas go there) until a failover.
     pub primary: usize,
     /// The promoted primary after a failover (shared with `db::postgres`); overrides `primary`.
-    pub promoted: crate::db::postgres::PrimarySlot,
+    pub promoted: super::db::PrimarySlot,
     /// Index into `nodes` of the thread's bound node (`ReadFrom::Own`).
     pub own: usize,
     /// Where reads go.
@@ -351,7 +352,7 @@ fn ok_completion(op: RegOp, row: Option<tokio_postgres::Row>) -> Completion {
             },
         },
         (RegOp::Cas(..), None) => Completion::Fail {
-            error: "cas-mismatch".into(),
+            error: CAS_MISMATCH.into(),
             value: op_value(op),
         },
         (RegOp::Write(_), None) => Completion::Info {

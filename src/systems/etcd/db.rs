@@ -6,17 +6,19 @@
 //! `data/` (member data, wiped by `setup`), `etcd.log`, `etcd.pid`, and `bin/` when installed from a
 //! release tarball. Binaries come from `bin/` if present, else from `PATH` (Debian's
 //! `etcd-server`/`etcd-client`, installed with apt-get when missing and no tarball URL is given).
-//! Does not own the client protocol (that is `client::etcd`).
+//! Does not own the client protocol (that is `client`).
 
-use super::{Binary, Db, DbError, Kill, Pause, Primaries};
-use crate::config::Node;
 use crate::control::{Cmd, Remote};
+use crate::db::{Binary, Db, DbError, Kill, Pause, Primaries};
+use crate::node::Node;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// How to run etcd on the nodes.
-#[derive(Debug, Clone, serde::Serialize)]
+/// How to run etcd on the nodes. Fields missing from a recorded config (an older test.json)
+/// take their defaults.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct EtcdConfig {
     /// Directory on each node holding data, log, pidfile and (optionally) binaries.
     pub base_dir: String,

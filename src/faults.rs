@@ -1,10 +1,13 @@
-//! The single table of fault kinds (nemesis packages): name, the history verbs that start and stop
-//! each kind, its plot label and its colour.
+//! The fault vocabulary, defined once as pure data that the core (`spec`, `generator`), the
+//! nemesis and the report all read: every nemesis verb ([`verb`]), the table of fault kinds
+//! (nemesis packages: name, the verbs that start and stop each kind, its plot label and colour),
+//! and the keys of partly applied faults.
 //!
 //! Owns the mapping nemesis verb → fault kind used by reports (fault bands, fault timeline) and
 //! the package names accepted by `nemeses/*.toml` `kind = …` and `--nemesis`. Does not own
-//! injecting faults (the rest of `nemesis`), parsing specs (`spec`) or drawing (`report`). Pure
-//! data: no IO.
+//! injecting faults (`nemesis`), parsing specs (`spec`) or drawing (`report`). Pure data: no IO,
+//! imports nothing from the crate. The verbs are written in histories and fault journals
+//! (`faults.jsonl`): they never change, or `shakedown heal` could not undo old journals.
 //!
 //! Verbs (ops with process `nemesis`; invoke and completion both typed `info`):
 //!
@@ -20,8 +23,109 @@
 //! | promote | `promote` (one-shot) | — |
 //! | ssh-drop | `start-ssh-drop` | `stop-ssh-drop` |
 //!
-//! `clock-offsets` is a measurement, not a fault: it is no kind's verb (see [`CLOCK_OFFSETS_VERB`]).
+//! `clock-offsets` is a measurement, not a fault: it is no kind's verb (see [`verb::CLOCK_OFFSETS`]).
 //! `strobe-clock` is in effect only while its op runs ([`SPANNING_VERBS`]).
+
+/// Nemesis verbs: the `f` of nemesis ops in histories and of fault-journal records.
+pub mod verb {
+    /// Cut the network along a grudge.
+    pub const START_PARTITION: &str = "start-partition";
+    /// Heal every partition.
+    pub const STOP_PARTITION: &str = "stop-partition";
+    /// SIGKILL the DB on the targets.
+    pub const KILL: &str = "kill";
+    /// Start the DB again where it was killed.
+    pub const START: &str = "start";
+    /// SIGSTOP the DB on the targets.
+    pub const PAUSE: &str = "pause";
+    /// SIGCONT every paused DB.
+    pub const RESUME: &str = "resume";
+    /// Step the targets' clocks once.
+    pub const BUMP_CLOCK: &str = "bump-clock";
+    /// Flip the targets' clocks back and forth for a while.
+    pub const STROBE_CLOCK: &str = "strobe-clock";
+    /// Undo `bump-clock` and `strobe-clock`.
+    pub const RESET_CLOCK: &str = "reset-clock";
+    /// Measure every node's clock offset from the controller (a measurement, no fault).
+    pub const CLOCK_OFFSETS: &str = "clock-offsets";
+    /// Journal only: NTP daemons stopped on real hosts before the first clock fault.
+    pub const STOP_NTP: &str = "stop-ntp";
+    /// Journal only: start the NTP daemons again.
+    pub const START_NTP: &str = "start-ntp";
+    /// Drop packets at random on the targets.
+    pub const START_LOSS: &str = "start-loss";
+    /// Remove every loss rule.
+    pub const STOP_LOSS: &str = "stop-loss";
+    /// Limit the targets' egress bandwidth.
+    pub const START_BANDWIDTH: &str = "start-bandwidth";
+    /// Remove the bandwidth limits.
+    pub const STOP_BANDWIDTH: &str = "stop-bandwidth";
+    /// Delay the targets' egress packets.
+    pub const START_DELAY: &str = "start-delay";
+    /// Remove the delays.
+    pub const STOP_DELAY: &str = "stop-delay";
+    /// Fail over: make a replica the primary (one-shot).
+    pub const PROMOTE: &str = "promote";
+    /// Drop SSH on the targets.
+    pub const START_SSH_DROP: &str = "start-ssh-drop";
+    /// Wait until SSH is back on every dropped node.
+    pub const STOP_SSH_DROP: &str = "stop-ssh-drop";
+}
+
+/// Verbs after which a schedule with clock faults measures the clocks.
+pub const CLOCK_VERBS: [&str; 3] = [verb::BUMP_CLOCK, verb::STROBE_CLOCK, verb::RESET_CLOCK];
+
+/// Field of a `strobe-clock` op value: the period, in ms, at which the strobe measures every
+/// node's clock offset while it runs (it holds the nemesis thread for its whole duration).
+pub const STROBE_OFFSETS_EVERY: &str = "offsets_every_ms";
+
+/// The partition shape that cuts the system's current primaries off (it needs the system to tell
+/// who leads: `Db::as_primaries`).
+pub const PRIMARIES_SHAPE: &str = "primaries";
+
+/// Partition shapes by name, as used in schedules and op values.
+pub const PARTITION_SHAPES: &[&str] = &[
+    "one",
+    "halves",
+    "majorities-ring",
+    "bridge",
+    "minority-third",
+    "one-way",
+    PRIMARIES_SHAPE,
+];
+
+/// Which nodes a process fault hits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Targets {
+    /// One random node.
+    One,
+    /// A random minority (fewer than half).
+    Minority,
+    /// A random majority.
+    Majority,
+    /// Every node.
+    All,
+    /// The system's current primaries (leaders), asked of the system at injection time.
+    Primaries,
+}
+
+/// Target names accepted in schedules and op values.
+pub const TARGET_NAMES: &[&str] = &["one", "minority", "majority", "primaries", "all"];
+
+impl Targets {
+    /// Parse a target name as used in schedules and op values.
+    pub fn parse(s: &str) -> Option<Targets> {
+        Some(match s {
+            "one" => Targets::One,
+            "minority" => Targets::Minority,
+            "majority" => Targets::Majority,
+            "all" => Targets::All,
+            "primaries" => Targets::Primaries,
+            _ => return None,
+        })
+    }
+}
 
 /// One fault kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,14 +170,11 @@ pub fn applied_somewhere(value: &serde_json::Value) -> bool {
     value[APPLIED_KEY].as_array().is_some_and(|a| !a.is_empty())
 }
 
-/// Nemesis op `f` of clock-offset measurements; completion value `{"offsets_ms": {node: ms}}`.
-pub const CLOCK_OFFSETS_VERB: &str = "clock-offsets";
-
 /// Start verbs whose fault lasts exactly as long as the op itself: the clock strobe flips the
 /// clock for its duration and leaves it where it was, all before its completion. Such a fault is
 /// in effect from the op's start to its completion; its kind's stop verb (`reset-clock`) that
 /// follows finds nothing left to heal.
-pub const SPANNING_VERBS: &[&str] = &[crate::generator::STROBE_VERB];
+pub const SPANNING_VERBS: &[&str] = &[verb::STROBE_CLOCK];
 
 /// True for a [`SPANNING_VERBS`] verb.
 pub fn spans_its_op(f: &str) -> bool {
@@ -84,64 +185,64 @@ pub fn spans_its_op(f: &str) -> bool {
 pub const KINDS: [FaultKind; 9] = [
     FaultKind {
         name: "partition",
-        start_verbs: &["start-partition"],
-        stop_verbs: &["stop-partition"],
+        start_verbs: &[verb::START_PARTITION],
+        stop_verbs: &[verb::STOP_PARTITION],
         label: "network partition",
         color_rgb: (60, 120, 230),
     },
     FaultKind {
         name: "kill",
-        start_verbs: &["kill"],
-        stop_verbs: &["start"],
+        start_verbs: &[verb::KILL],
+        stop_verbs: &[verb::START],
         label: "process killed",
         color_rgb: (160, 60, 200),
     },
     FaultKind {
         name: "pause",
-        start_verbs: &["pause"],
-        stop_verbs: &["resume"],
+        start_verbs: &[verb::PAUSE],
+        stop_verbs: &[verb::RESUME],
         label: "process paused",
         color_rgb: (110, 110, 110),
     },
     FaultKind {
         name: "clock",
-        start_verbs: &["bump-clock", "strobe-clock"],
-        stop_verbs: &["reset-clock"],
+        start_verbs: &[verb::BUMP_CLOCK, verb::STROBE_CLOCK],
+        stop_verbs: &[verb::RESET_CLOCK],
         label: "clock skew",
         color_rgb: (0, 150, 150),
     },
     FaultKind {
         name: "loss",
-        start_verbs: &["start-loss"],
-        stop_verbs: &["stop-loss"],
+        start_verbs: &[verb::START_LOSS],
+        stop_verbs: &[verb::STOP_LOSS],
         label: "packet loss",
         color_rgb: (200, 60, 140),
     },
     FaultKind {
         name: "bandwidth",
-        start_verbs: &["start-bandwidth"],
-        stop_verbs: &["stop-bandwidth"],
+        start_verbs: &[verb::START_BANDWIDTH],
+        stop_verbs: &[verb::STOP_BANDWIDTH],
         label: "bandwidth limit",
         color_rgb: (90, 140, 30),
     },
     FaultKind {
         name: "delay",
-        start_verbs: &["start-delay"],
-        stop_verbs: &["stop-delay"],
+        start_verbs: &[verb::START_DELAY],
+        stop_verbs: &[verb::STOP_DELAY],
         label: "packet delay",
         color_rgb: (150, 100, 40),
     },
     FaultKind {
         name: "promote",
-        start_verbs: &["promote"],
+        start_verbs: &[verb::PROMOTE],
         stop_verbs: &[],
         label: "failover (promote)",
         color_rgb: (20, 40, 130),
     },
     FaultKind {
         name: "ssh-drop",
-        start_verbs: &[super::ssh_drop::START],
-        stop_verbs: &[super::ssh_drop::STOP],
+        start_verbs: &[verb::START_SSH_DROP],
+        stop_verbs: &[verb::STOP_SSH_DROP],
         label: "SSH dropped",
         color_rgb: (200, 170, 0),
     },
@@ -209,7 +310,7 @@ mod tests {
             let (k, r) = classify_verb(verb).unwrap_or_else(|| panic!("{verb} unclassified"));
             assert_eq!((k.name, r), (name, role), "{verb}");
         }
-        assert_eq!(classify_verb(CLOCK_OFFSETS_VERB), None);
+        assert_eq!(classify_verb(verb::CLOCK_OFFSETS), None);
         assert_eq!(classify_verb("read"), None);
         assert_eq!(classify_verb("start-clock"), None);
     }

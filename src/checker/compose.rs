@@ -1,0 +1,156 @@
+//! The checker composition a history gets, written once: linearizability with a named model,
+//! plus (when asked) the session guarantees, merged invalid > unknown > valid. `runner` (a run's
+//! own history) and `app::check` (`shakedown check`) both call [`check`].
+//!
+//! Owns the plan (model, semantics, session settings, time budget), running the model registry's
+//! model through the search ([`crate::model::registry`]), and the generic `CheckResult` of a
+//! linearizability result. Does not own choosing the model for an input (`import`), judging a
+//! run's completeness (`completion`) or output. Pure: no IO.
+
+use super::linear::{LinearConfig, LinearResult, WitnessMode, check_history};
+use super::session::{SessionChecker, SessionConfig};
+use super::{CheckResult, Checker, Verdict};
+use crate::history::History;
+use crate::model::registry::{self, ModelVisitor};
+use crate::model::{Model, ModelOptions};
+use std::time::Duration;
+
+/// What to check a history with.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The linearizability model, by registry name (`cas-register`, `list-append`, …).
+    pub model: String,
+    /// Its semantics.
+    pub options: ModelOptions,
+    /// The session checker's settings; `None` = linearizability only.
+    pub session: Option<SessionConfig>,
+    /// Time budget of the linearizability search; past it the verdict is unknown.
+    pub time_limit: Duration,
+    /// How much work goes into the witness of an invalid key (`--witness`).
+    pub witness: WitnessMode,
+}
+
+/// What the composition found.
+#[derive(Debug, Clone)]
+pub struct Composed {
+    /// The linearizability result.
+    pub linear: LinearResult,
+    /// The session checker's result, when the plan asked for it.
+    pub session: Option<CheckResult>,
+    /// The linearizability verdict merged with the session verdict.
+    pub verdict: Verdict,
+}
+
+struct Search<'a> {
+    history: &'a History,
+    config: LinearConfig,
+}
+
+impl ModelVisitor for Search<'_> {
+    type Output = LinearResult;
+    fn visit<M: Model>(self, model: M) -> LinearResult {
+        check_history(&model, self.history, &self.config)
+    }
+}
+
+/// Linearizability of `history` with the model named `model_name` and semantics `opts`, within
+/// `time_limit`, with witnesses as `witness` says. An unknown model name is an error.
+pub fn check_linear(
+    model_name: &str,
+    history: &History,
+    opts: &ModelOptions,
+    time_limit: Duration,
+    witness: WitnessMode,
+) -> Result<LinearResult, String> {
+    let config = LinearConfig {
+        time_limit: Some(time_limit),
+        witness,
+        ..LinearConfig::default()
+    };
+    registry::visit(model_name, opts, Search { history, config })
+}
+
+/// Check `history` as `plan` says. An unknown model name is an error.
+pub fn check(history: &History, plan: &Plan) -> Result<Composed, String> {
+    let linear = check_linear(
+        &plan.model,
+        history,
+        &plan.options,
+        plan.time_limit,
+        plan.witness,
+    )?;
+    let session = plan
+        .session
+        .clone()
+        .map(|cfg| SessionChecker::new(cfg).check(history));
+    let verdict = match &session {
+        Some(s) => linear.verdict.merge(s.verdict),
+        None => linear.verdict,
+    };
+    Ok(Composed {
+        linear,
+        session,
+        verdict,
+    })
+}
+
+/// The generic checker result for a linearizability result, with its explanation in
+/// `details.explanation` and the semantics it was checked with in `details.semantics`.
+pub fn linear_check_result(r: &LinearResult, model_name: &str, opts: &ModelOptions) -> CheckResult {
+    let mut details = serde_json::to_value(r).unwrap_or_else(
+        |e| serde_json::json!({ "error": format!("could not serialize result: {e}") }),
+    );
+    if let serde_json::Value::Object(map) = &mut details {
+        map.insert("explanation".into(), r.explain().into());
+        map.insert("semantics".into(), opts.to_json(model_name));
+    }
+    CheckResult {
+        checker: "linearizable".to_string(),
+        verdict: r.verdict,
+        summary: r.summary(),
+        details,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::SemanticsPreset;
+
+    fn history(lines: &str) -> History {
+        History::read_jsonl(lines.as_bytes(), "test").unwrap()
+    }
+
+    #[test]
+    fn session_and_linear_verdicts_merge_and_unknown_models_are_errors() {
+        // A stale read: not linearizable; the session checker runs when asked.
+        let h = history(concat!(
+            r#"{"index":0,"time":0,"type":"invoke","process":0,"f":"write","key":"k","value":1}"#,
+            "\n",
+            r#"{"index":1,"time":1,"type":"ok","process":0,"f":"write","key":"k","value":1,"version":1}"#,
+            "\n",
+            r#"{"index":2,"time":2,"type":"invoke","process":1,"f":"read","key":"k","value":null}"#,
+            "\n",
+            r#"{"index":3,"time":3,"type":"ok","process":1,"f":"read","key":"k","value":null}"#,
+            "\n",
+        ));
+        let mut plan = Plan {
+            model: "cas-register".into(),
+            options: ModelOptions::preset(SemanticsPreset::Etcd),
+            session: None,
+            time_limit: Duration::from_secs(5),
+            witness: WitnessMode::default(),
+        };
+        let c = check(&h, &plan).unwrap();
+        assert_eq!((c.verdict, c.session.is_none()), (Verdict::Invalid, true));
+        plan.session = Some(SessionConfig::default());
+        let c = check(&h, &plan).unwrap();
+        assert_eq!(c.verdict, Verdict::Invalid);
+        assert!(c.session.is_some());
+        let g = linear_check_result(&c.linear, &plan.model, &plan.options);
+        assert_eq!(g.details["semantics"]["preset"], "etcd");
+        assert!(g.details["explanation"].is_string());
+        plan.model = "graph".into();
+        assert!(check(&h, &plan).unwrap_err().contains("graph"));
+    }
+}

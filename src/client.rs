@@ -1,0 +1,125 @@
+//! Clients that perform workload ops against a system under test.
+//!
+//! Owns the `Client` trait the interpreter's worker tasks call, and the `Completion` a client
+//! reports for each op. Does not own op generation, history writing, process numbering or retries:
+//! a client performs exactly one attempt per `invoke` and classifies the outcome honestly
+//! (`Ok` = happened, `Fail` = definitely did not happen, `Info` = unknown). Also owns
+//! `ClientCtx`, what a system's client factory is told about its thread. Implementations live in
+//! each system's folder (`systems::<name>::client`).
+
+use crate::config::{ReadFrom, ReadMode};
+use crate::history::OpType;
+use crate::node::Node;
+use serde_json::Value;
+
+/// How an op ended, from the client's point of view.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Completion {
+    /// The op took effect (or, for reads, observed a state).
+    Ok {
+        /// The result: the value read, or the argument written.
+        value: Value,
+        /// System-provided version of the value read or written (e.g. etcd mod_revision).
+        version: Option<i64>,
+    },
+    /// The op definitely did not take effect.
+    Fail {
+        /// Why, e.g. `cas-mismatch` or a connection error naming the endpoint.
+        error: String,
+        /// The invoke's argument, echoed (the checker may use it).
+        value: Value,
+    },
+    /// The op may or may not have taken effect (timeouts, crashes, unknown server errors).
+    Info {
+        /// What happened, naming the endpoint.
+        error: String,
+    },
+}
+
+impl Completion {
+    /// The history op type this completion is recorded as.
+    pub fn op_type(&self) -> OpType {
+        match self {
+            Completion::Ok { .. } => OpType::Ok,
+            Completion::Fail { .. } => OpType::Fail,
+            Completion::Info { .. } => OpType::Info,
+        }
+    }
+
+    /// The error text, for `Fail` and `Info`.
+    pub fn error(&self) -> Option<&str> {
+        match self {
+            Completion::Ok { .. } => None,
+            Completion::Fail { error, .. } | Completion::Info { error } => Some(error),
+        }
+    }
+}
+
+/// A connection to the system under test, owned by one worker thread and bound to one node.
+#[async_trait::async_trait]
+pub trait Client: Send {
+    /// Perform one op. `f`/`key`/`value` as in `crate::history::Op`. Must not panic; must return
+    /// within the configured timeout (plus small slack).
+    async fn invoke(&mut self, f: &str, key: Option<&str>, value: &Value) -> Completion;
+
+    /// Release resources (connections). Ops must not be invoked afterwards.
+    async fn close(&mut self) {}
+}
+
+/// What a client factory (`systems::System::client`) is told about one worker thread: the run's
+/// settings that reach clients, and nothing else of the test config.
+#[derive(Debug, Clone)]
+pub struct ClientCtx {
+    /// Worker thread number (0-based).
+    pub thread: usize,
+    /// Every node of the cluster, in order.
+    pub nodes: Vec<Node>,
+    /// Index in `nodes` of the node this thread is bound to (its writes go there).
+    pub node: usize,
+    /// The run's seed (key prefixes, seeded choices; mix in `thread` for per-thread streams).
+    pub seed: u64,
+    /// Time one op may take; past it the op completes `info`.
+    pub op_timeout_ms: u64,
+    /// Consistency asked of reads.
+    pub read_mode: ReadMode,
+    /// Where reads go.
+    pub read_from: ReadFrom,
+    /// Node names `replica`/`any` reads may pick from; empty = all eligible nodes.
+    pub read_nodes: Vec<String>,
+}
+
+impl ClientCtx {
+    /// The context of worker `thread` of a run of `cfg` on `nodes` (bound to
+    /// `nodes[thread % nodes.len()]`).
+    pub fn of_thread(cfg: &crate::config::TestConfig, thread: usize, nodes: &[Node]) -> ClientCtx {
+        ClientCtx {
+            thread,
+            nodes: nodes.to_vec(),
+            node: thread % nodes.len().max(1),
+            seed: cfg.seed,
+            op_timeout_ms: cfg.op_timeout_ms,
+            read_mode: cfg.read_mode,
+            read_from: cfg.read_from,
+            read_nodes: cfg.read_nodes.clone(),
+        }
+    }
+
+    /// The node this thread is bound to.
+    pub fn own(&self) -> &Node {
+        &self.nodes[self.node]
+    }
+
+    /// Index of each `read_nodes` name in `nodes` (empty when none are named); the error names
+    /// the unknown one.
+    pub fn read_node_indices(&self) -> Result<Vec<usize>, String> {
+        self.read_nodes
+            .iter()
+            .map(|name| {
+                self.nodes
+                    .iter()
+                    .position(|n| &n.name == name)
+                    .ok_or_else(|| format!("--read-nodes: no node named {name:?}"))
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,224 @@
+//! PostgreSQL as a system under test: its flags (`--pg-dir`, `--synchronous-commit`,
+//! `--synchronous-standby-names`), its settings (`PostgresConfig`), what it can serve
+//! (`validate`) and its per-thread clients.
+//!
+//! Owns the `System` impl of PostgreSQL. The primary/replica lifecycle on the nodes is `db`; the
+//! tokio-postgres register client is `client`.
+
+pub mod client;
+pub mod db;
+
+pub use db::{Postgres, PostgresConfig, SynchronousCommit};
+
+use super::{RunOptions, Supports, System, SystemArgs, SystemConfig, SystemSettings};
+use crate::client::{Client, ClientCtx};
+use crate::config::{ConfigError, ReadFrom, ReadMode};
+use crate::control::Remote;
+use crate::db::{Db, DbError};
+use crate::node::Node;
+use crate::spec::WorkloadSpec;
+use client::{PgClient, PgClientConfig, PgNode};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// The `--db` name.
+pub const NAME: &str = "postgres";
+
+/// What PostgreSQL serves: the register workload (its client has no list append), linearizable
+/// reads only (stale reads are asked for with `--read-from replica`), reads anywhere.
+pub const SUPPORTS: Supports = Supports {
+    workloads: &["register"],
+    read_modes: &[ReadMode::Linearizable],
+    read_from: &[
+        ReadFrom::Own,
+        ReadFrom::Primary,
+        ReadFrom::Replica,
+        ReadFrom::Any,
+    ],
+    read_nodes: true,
+};
+
+/// `synchronous_commit` for PostgreSQL.
+#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
+#[value(rename_all = "snake_case")]
+pub enum SyncCommitArg {
+    /// Acknowledge before the local WAL flush.
+    Off,
+    /// Wait for the local flush only.
+    Local,
+    /// Local flush, plus synchronous standbys' flush when there are any.
+    On,
+    /// Wait until synchronous standbys wrote the WAL.
+    RemoteWrite,
+    /// Wait until synchronous standbys applied the commit.
+    RemoteApply,
+}
+
+impl From<SyncCommitArg> for SynchronousCommit {
+    fn from(s: SyncCommitArg) -> Self {
+        match s {
+            SyncCommitArg::Off => SynchronousCommit::Off,
+            SyncCommitArg::Local => SynchronousCommit::Local,
+            SyncCommitArg::On => SynchronousCommit::On,
+            SyncCommitArg::RemoteWrite => SynchronousCommit::RemoteWrite,
+            SyncCommitArg::RemoteApply => SynchronousCommit::RemoteApply,
+        }
+    }
+}
+
+/// PostgreSQL's flags.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "PostgreSQL (--db postgres)")]
+pub struct PostgresArgs {
+    /// Directory on each node for PostgreSQL data, log, pidfile and socket.
+    #[arg(long, default_value = "/tmp/shakedown/postgres")]
+    pub pg_dir: String,
+    /// PostgreSQL `synchronous_commit`.
+    #[arg(long, value_enum, default_value_t = SyncCommitArg::On)]
+    pub synchronous_commit: SyncCommitArg,
+    /// PostgreSQL `synchronous_standby_names` (default: `FIRST 1 (<second node>)` when
+    /// --synchronous-commit is remote_write or remote_apply, else none).
+    #[arg(long)]
+    pub synchronous_standby_names: Option<String>,
+}
+
+impl SystemArgs for PostgresArgs {
+    const NAME: &'static str = NAME;
+    const LABEL: &'static str = "PostgreSQL";
+
+    fn into_config(self) -> Result<SystemConfig, ConfigError> {
+        Ok(SystemConfig::Postgres(PostgresConfig {
+            base_dir: self.pg_dir,
+            synchronous_commit: self.synchronous_commit.into(),
+            synchronous_standby_names: self.synchronous_standby_names,
+            ..PostgresConfig::default()
+        }))
+    }
+}
+
+impl SystemSettings for PostgresConfig {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn open(&self) -> Arc<dyn System> {
+        Arc::new(Postgres::new(self.clone()))
+    }
+
+    fn rerun_args(&self) -> Vec<String> {
+        let mut parts = vec![format!("--synchronous-commit {}", self.synchronous_commit)];
+        if let Some(names) = &self.synchronous_standby_names {
+            parts.push(format!(
+                "--synchronous-standby-names {}",
+                crate::control::quote(names)
+            ));
+        }
+        parts
+    }
+}
+
+impl System for Postgres {
+    fn validate(&self, workload: &WorkloadSpec, options: &RunOptions) -> Result<(), ConfigError> {
+        SUPPORTS.check(self, workload, options)
+    }
+
+    fn await_ready(
+        &self,
+        remote: &dyn Remote,
+        node: &Node,
+        cluster: &[Node],
+    ) -> Result<(), DbError> {
+        Postgres::await_ready(self, remote, node, cluster)
+    }
+
+    fn client(&self, ctx: &ClientCtx) -> Result<Box<dyn Client>, String> {
+        let nodes = &ctx.nodes;
+        let primary = self
+            .primary(nodes)
+            .and_then(|p| nodes.iter().position(|n| n.name == p.name))
+            .ok_or_else(|| "postgres: the primary is not among the nodes".to_string())?;
+        let client = PgClient::new(PgClientConfig {
+            nodes: nodes
+                .iter()
+                .map(|n| PgNode {
+                    name: n.name.clone(),
+                    host: n.host.clone(),
+                })
+                .collect(),
+            port: self.cfg.port,
+            primary,
+            promoted: self.promoted.clone(),
+            own: ctx.node,
+            read_from: ctx.read_from,
+            read_nodes: ctx.read_node_indices()?,
+            timeout_ms: ctx.op_timeout_ms,
+            seed: ctx.seed.wrapping_add(1000 + ctx.thread as u64),
+        })
+        .map_err(|e| format!("creating postgres client {}: {e}", ctx.thread))?;
+        Ok(Box::new(client))
+    }
+
+    fn config_json(&self, cluster: &[Node]) -> Value {
+        let mut v = json!(self.cfg);
+        v["effective_synchronous_standby_names"] = json!(self.standby_names(cluster));
+        v["primary_node"] = json!(self.primary(cluster).map(|n| n.name.clone()));
+        v
+    }
+
+    fn to_arc(&self) -> Arc<dyn System> {
+        Arc::new(self.clone())
+    }
+
+    fn to_db(&self) -> Arc<dyn Db> {
+        Arc::new(self.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nodes() -> Vec<Node> {
+        (1..=3)
+            .map(|i| Node {
+                name: format!("n{i}"),
+                host: format!("10.81.0.{i}"),
+            })
+            .collect()
+    }
+
+    fn ctx(thread: usize, read_nodes: &[&str]) -> ClientCtx {
+        let nodes = nodes();
+        ClientCtx {
+            thread,
+            node: thread % nodes.len(),
+            nodes,
+            seed: 7,
+            op_timeout_ms: 1000,
+            read_mode: ReadMode::Linearizable,
+            read_from: ReadFrom::Replica,
+            read_nodes: read_nodes.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn postgres_system_builds_clients_and_records_settings() {
+        let cfg = SystemConfig::Postgres(PostgresConfig {
+            synchronous_commit: SynchronousCommit::RemoteApply,
+            ..Default::default()
+        });
+        let sys = cfg.open();
+        assert_eq!(sys.name(), "postgres");
+        assert!(sys.client(&ctx(4, &["n3", "n1"])).is_ok());
+        let v = sys.config_json(&nodes());
+        assert_eq!(v["effective_synchronous_standby_names"], "FIRST 1 (n2)");
+        assert_eq!(v["primary_node"], "n1");
+        assert_eq!(v["synchronous_commit"], "remote_apply");
+        let e = sys.client(&ctx(0, &["n7"])).err().unwrap();
+        assert!(e.contains("--read-nodes") && e.contains("n7"), "{e}");
+        assert_eq!(
+            cfg.rerun_args(),
+            vec!["--synchronous-commit remote_apply".to_string()]
+        );
+    }
+}

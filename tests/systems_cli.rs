@@ -1,0 +1,188 @@
+//! End-to-end tests of what a system refuses before any node is touched (`System::validate`,
+//! `SystemFlags::config`): the built binary is run with a combination the chosen system cannot
+//! serve and must exit 3 with a message naming the flag, the system and what it cannot do,
+//! without creating a run directory or a sandbox. No sandbox, no root needed.
+//!
+//! Owns only these CLI assertions; `systems::Supports::check` is unit-tested in its module.
+
+#[path = "common/cli.rs"]
+mod cli;
+
+use std::path::Path;
+
+/// A sandbox name no test brings up: a refused run must not create it.
+const SANDBOX: &str = "sdfnever";
+
+fn refused(args: &[&str], needles: &[&str]) {
+    let reports = tempfile::tempdir().unwrap();
+    let mut all = vec![args[0]];
+    if args[0] != "run" {
+        all.extend(&args[1..]);
+    } else {
+        all.extend([
+            "--reports",
+            reports.path().to_str().unwrap(),
+            "--sandbox-name",
+            SANDBOX,
+            "--sandbox-subnet",
+            "10.96.0.0/24",
+            "--time-limit",
+            "1",
+        ]);
+        all.extend(&args[1..]);
+    }
+    let out = cli::shakedown(&all);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{args:?}: {stderr}");
+    for n in needles {
+        assert!(stderr.contains(n), "{args:?}: {n:?} missing from: {stderr}");
+    }
+    assert_eq!(
+        stderr.lines().count(),
+        1,
+        "{args:?}: one line of error expected: {stderr}"
+    );
+    assert!(
+        std::fs::read_dir(reports.path()).unwrap().next().is_none(),
+        "{args:?}: a refused run wrote under its reports directory"
+    );
+    let state = shakedown::sandbox::SandboxConfig::named(SANDBOX).state_dir();
+    assert!(
+        !state.exists(),
+        "{args:?}: a refused run brought up the sandbox ({})",
+        state.display()
+    );
+}
+
+fn nemesis_file(dir: &Path, body: &str) -> String {
+    let p = dir.join("faults.toml");
+    std::fs::write(&p, format!("interval_s = 5.0\n\n{body}")).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+#[test]
+fn postgres_refuses_the_list_append_workload() {
+    refused(
+        &["run", "--db", "postgres", "--workload", "list-append"],
+        &["--workload", "postgres", "list-append", "register"],
+    );
+}
+
+#[test]
+fn etcd_refuses_the_promote_fault_it_has_no_ability_for() {
+    refused(
+        &["run", "--db", "etcd", "--nemesis", "partition,promote"],
+        &[
+            "--nemesis",
+            "etcd",
+            "promote fault",
+            "promote (failover) ability",
+        ],
+    );
+}
+
+#[test]
+fn postgres_refuses_faults_aimed_at_primaries_it_cannot_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let kill = nemesis_file(
+        dir.path(),
+        "[[faults]]\nkind = \"kill\"\ntargets = \"primaries\"\n",
+    );
+    refused(
+        &["run", "--db", "postgres", "--nemesis", &kill],
+        &["--nemesis", "postgres", "kill fault", "primaries"],
+    );
+    let part = nemesis_file(
+        dir.path(),
+        "[[faults]]\nkind = \"partition\"\nshape = \"primaries\"\n",
+    );
+    refused(
+        &["run", "--db", "postgres", "--nemesis", &part],
+        &["--nemesis", "postgres", "partition fault", "primaries"],
+    );
+}
+
+#[test]
+fn read_modes_and_read_routing_a_system_cannot_serve_are_refused() {
+    refused(
+        &["run", "--db", "postgres", "--read-mode", "serializable"],
+        &[
+            "--read-mode",
+            "serializable",
+            "postgres supports linearizable",
+        ],
+    );
+    refused(
+        &["run", "--db", "etcd", "--read-from", "replica"],
+        &["--read-from", "replica", "etcd supports own, any"],
+    );
+    refused(
+        &["run", "--read-from", "primary"],
+        &["--read-from", "primary", "etcd"],
+    );
+}
+
+#[test]
+fn another_systems_flags_and_unknown_systems_are_refused() {
+    refused(
+        &["run", "--db", "etcd", "--synchronous-commit", "off"],
+        &[
+            "--synchronous-commit",
+            "PostgreSQL settings need --db postgres",
+        ],
+    );
+    refused(
+        &[
+            "run",
+            "--db",
+            "postgres",
+            "--etcd-tarball",
+            "http://x/etcd.tgz",
+        ],
+        &["--etcd-tarball", "etcd settings need --db etcd"],
+    );
+    refused(
+        &["run", "--db", "mysql"],
+        &["--db", "mysql", "etcd, postgres"],
+    );
+    refused(
+        &[
+            "heal",
+            "--db",
+            "etcd",
+            "--pg-dir",
+            "/tmp/pg",
+            "--reports",
+            "/nonexistent",
+        ],
+        &["--pg-dir", "--db postgres"],
+    );
+    refused(
+        &["doctor", "--db", "cockroach", "--sandbox-name", SANDBOX],
+        &["--db", "cockroach"],
+    );
+}
+
+#[test]
+fn recorded_runs_read_back_their_system_settings() {
+    // test.json's `db` object of runs recorded before the systems folder existed.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/reports");
+    let mut seen = Vec::new();
+    for entry in std::fs::read_dir(&root).unwrap().flatten() {
+        let test = entry.path().join("test.json");
+        let Ok(text) = std::fs::read_to_string(&test) else {
+            continue;
+        };
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let cfg: shakedown::systems::SystemConfig = serde_json::from_value(v["db"].clone())
+            .unwrap_or_else(|e| panic!("{}: db does not read back: {e}", test.display()));
+        assert_eq!(cfg.name(), v["db"]["name"], "{}", test.display());
+        assert_eq!(
+            serde_json::to_value(&cfg).unwrap()["config"]["base_dir"],
+            v["db"]["config"]["base_dir"]
+        );
+        seen.push(cfg.name().to_string());
+    }
+    seen.sort();
+    assert_eq!(seen, ["etcd", "postgres"]);
+}
