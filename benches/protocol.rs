@@ -62,6 +62,31 @@ fn cpu_ms(who: i32) -> f64 {
     ms(usage.ru_utime) + ms(usage.ru_stime)
 }
 
+/// CPU time of every child process, reaped or not, in milliseconds: reaped children from
+/// getrusage, live (or zombie) ones from /proc/PID/stat. Dropped clients are killed and reaped
+/// in the background, so getrusage alone would miss whichever were not reaped yet.
+fn children_cpu_ms() -> f64 {
+    let me = std::process::id().to_string();
+    // SAFETY: sysconf only reads a constant.
+    let tick_ms = 1000.0 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let mut live = 0.0;
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // Fields after the parenthesised command: state ppid … utime(14) stime(15).
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        if f.len() > 12 && f[1] == me {
+            let t = |i: usize| f[i].parse::<f64>().unwrap_or(0.0);
+            live += (t(11) + t(12)) * tick_ms;
+        }
+    }
+    cpu_ms(libc::RUSAGE_CHILDREN) + live
+}
+
 struct Stats {
     ops: u64,
     errors: u64,
@@ -96,26 +121,50 @@ impl Stats {
 async fn drive(clients: Vec<Box<dyn Client>>, duration: Duration, rate: f64) -> Stats {
     let start = Instant::now();
     let deadline = start + duration;
-    let n = clients.len().max(1) as f64;
+    // Paced: one OS thread hands out permits round robin, `1 / rate` apart, with sub-millisecond
+    // sleeps. tokio's timers tick in whole milliseconds, so per-client intervals staggered by
+    // fractions of a millisecond would fire in bunches and measure queueing on the CPUs, not the
+    // protocol. A permit for a client still busy with its last op is dropped.
+    let mut permits = Vec::new();
+    let mut receivers = Vec::new();
+    for _ in 0..clients.len() {
+        let (tx, rx) = tokio::sync::mpsc::channel::<()>(1);
+        permits.push(tx);
+        receivers.push(rx);
+    }
+    if rate > 0.0 {
+        let gap = Duration::from_secs_f64(1.0 / rate);
+        std::thread::spawn(move || {
+            let mut next = Instant::now();
+            for k in 0usize.. {
+                next += gap;
+                let now = Instant::now();
+                if next > deadline {
+                    break;
+                }
+                if next > now {
+                    std::thread::sleep(next - now);
+                }
+                let _ = permits[k % permits.len()].try_send(());
+            }
+        });
+    }
     let tasks: Vec<_> = clients
         .into_iter()
+        .zip(receivers)
         .enumerate()
-        .map(|(t, mut c)| {
+        .map(|(t, (mut c, mut permit))| {
             tokio::spawn(async move {
                 let (mut lat, mut errors, mut i) = (Vec::new(), 0u64, 0i64);
                 let key = t.to_string();
-                // Staggered, as the interpreter's generator spreads ops: all clients firing at
-                // the same instant would measure queueing on the CPUs, not the protocol.
-                let mut tick = (rate > 0.0).then(|| {
-                    let period = Duration::from_secs_f64(n / rate);
-                    let first = tokio::time::Instant::now() + period.mul_f64(t as f64 / n);
-                    let mut iv = tokio::time::interval_at(first, period);
-                    iv.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                    iv
-                });
                 while Instant::now() < deadline {
-                    if let Some(iv) = tick.as_mut() {
-                        iv.tick().await;
+                    if rate > 0.0 {
+                        // Permits stop at the deadline; do not wait past it for one.
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        match tokio::time::timeout(left, permit.recv()).await {
+                            Ok(Some(())) => {}
+                            _ => break,
+                        }
                     }
                     let v = json!(i);
                     let began = Instant::now();
@@ -203,9 +252,9 @@ async fn run() -> Result<(), String> {
         for c in &mut warm {
             c.invoke("write", Some("warm"), &json!(0)).await;
         }
-        let (own0, kids0) = (cpu_ms(libc::RUSAGE_SELF), cpu_ms(libc::RUSAGE_CHILDREN));
+        let (own0, kids0) = (cpu_ms(libc::RUSAGE_SELF), children_cpu_ms());
         let protocol = drive(warm, duration, rate).await;
-        let (own1, kids1) = (cpu_ms(libc::RUSAGE_SELF), cpu_ms(libc::RUSAGE_CHILDREN));
+        let (own1, kids1) = (cpu_ms(libc::RUSAGE_SELF), children_cpu_ms());
         let inproc_own0 = cpu_ms(libc::RUSAGE_SELF);
         let inproc = inproc(rate).await;
         let inproc_own1 = cpu_ms(libc::RUSAGE_SELF);
