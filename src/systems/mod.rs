@@ -17,6 +17,7 @@
 pub mod etcd;
 pub mod external;
 pub mod postgres;
+pub mod redis;
 
 use crate::client::{Client, ClientCtx};
 use crate::config::{ConfigError, ReadFrom, ReadMode};
@@ -67,6 +68,8 @@ pub struct RunOptions<'a> {
     pub nemesis: &'a NemesisSpec,
     /// `--nemesis` as given, for messages.
     pub nemesis_name: &'a str,
+    /// Nodes in the cluster (`--nodes`, else the sandbox's node count).
+    pub node_count: usize,
 }
 
 impl<'a> RunOptions<'a> {
@@ -78,6 +81,7 @@ impl<'a> RunOptions<'a> {
             read_nodes: &cfg.read_nodes,
             nemesis: &cfg.nemesis,
             nemesis_name: &cfg.nemesis_name,
+            node_count: cfg.nodes.as_ref().map_or(cfg.sandbox.nodes, Vec::len),
         }
     }
 }
@@ -225,6 +229,8 @@ pub enum SystemConfig {
     /// A system described by a TOML spec (`systems::external`), recorded as its spec path and
     /// options (test.json's `db` object names the spec's system instead).
     External(external::spec::ExternalConfig),
+    /// Redis primary + replicas watched by Sentinels (`systems::redis`).
+    Redis(redis::RedisConfig),
 }
 
 impl SystemConfig {
@@ -233,6 +239,7 @@ impl SystemConfig {
             SystemConfig::Etcd(c) => c,
             SystemConfig::Postgres(c) => c,
             SystemConfig::External(c) => c,
+            SystemConfig::Redis(c) => c,
         }
     }
 
@@ -313,6 +320,7 @@ pub fn registry() -> Vec<Registration> {
     vec![
         Registration::of::<etcd::EtcdArgs>(),
         Registration::of::<postgres::PostgresArgs>(),
+        Registration::of::<redis::RedisArgs>(),
     ]
 }
 
@@ -408,10 +416,11 @@ mod tests {
     #[test]
     fn registry_names_match_the_config_tags() {
         let names: Vec<&str> = registry().iter().map(|r| r.name).collect();
-        assert_eq!(names, ["etcd", "postgres"]);
+        assert_eq!(names, ["etcd", "postgres", "redis"]);
         for (cfg, name) in [
             (SystemConfig::Etcd(Default::default()), "etcd"),
             (SystemConfig::Postgres(Default::default()), "postgres"),
+            (SystemConfig::Redis(Default::default()), "redis"),
         ] {
             assert_eq!(cfg.name(), name);
             assert_eq!(cfg.open().name(), name);
@@ -453,6 +462,7 @@ mod tests {
             read_nodes: &[],
             nemesis,
             nemesis_name: "test",
+            node_count: 5,
         }
     }
 

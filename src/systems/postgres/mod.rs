@@ -198,6 +198,7 @@ mod tests {
             read_mode: ReadMode::Linearizable,
             read_from: ReadFrom::Replica,
             read_nodes: read_nodes.iter().map(|s| s.to_string()).collect(),
+            workload_kind: "register".into(),
         }
     }
 

@@ -1,0 +1,636 @@
+//! Redis client for the register and set workloads, with the `redis` crate (tokio, multiplexed
+//! connections) and its Sentinel support (`redis::sentinel`) for finding the primary.
+//!
+//! Owns: finding the primary as applications do — ask the Sentinels (the thread's own node's
+//! first, then the others in order; the crate asks `SENTINEL MASTERS` and checks the named server
+//! says `ROLE` master) — and following failovers: after any error on the primary's connection
+//! (connection lost, timeout, `READONLY` from a demoted primary) the next write asks the Sentinels
+//! again. Until then a client keeps writing to the server it found, as real clients do: an old
+//! primary cut off from the Sentinels keeps accepting writes, which is how a failover loses
+//! acknowledged writes. Also owns routing reads (`ReadFrom`), the ops, `WAIT` after writes and
+//! classifying every outcome. Does not own the servers (`db`), retries or history writing.
+//!
+//! Ops (keys are `shakedown:<seed>:<key>`):
+//! - register: a hash per key with fields `value` and `version`; every write sets `value` and
+//!   increments `version` in one Lua script (atomic on the server), so the version is the
+//!   session checker's order, as PostgreSQL's version column (a new primary that missed writes
+//!   hands out versions again: the checker sees the conflicts). `read` → `HMGET value version`
+//!   → `Ok` (integer, or null when absent, with the version); `write v` → script → `Ok` with the
+//!   new version; `cas [old, new]` → script that compares `value` first → `Ok`, or `Fail` with
+//!   `cas-mismatch` when the value was not `old` (a definite negative, as for etcd and
+//!   PostgreSQL).
+//! - set: `add n` → `SADD` → `Ok`; `read` → `SMEMBERS` → `Ok` with a JSON array of integers
+//!   (a member that is not an integer is kept as its string, for the checker to flag).
+//!
+//! `--redis-wait N`: every write that succeeded (`SET`, a matching cas, `SADD`) is followed by
+//! `WAIT N timeout`. When fewer than N replicas acknowledged in time the write is applied on the
+//! primary but not known to be replicated: a failover may still lose it, so it is `Info` (may or
+//! may not have happened), with that reason — never `Fail` (it did happen on the primary) and
+//! never `Ok` (the application asked for more than it got). `WAIT` is not a consensus protocol:
+//! an acknowledged write can still be lost (a replica that acknowledged is not necessarily the
+//! one Sentinel promotes).
+//!
+//! Error classification (reads never change state: every failed read is `Fail`):
+//!
+//! | outcome of a write                                                    | completion |
+//! |-----------------------------------------------------------------------|------------|
+//! | bad op or argument (never sent)                                       | Fail       |
+//! | no Sentinel named a reachable primary; connecting failed or timed out | Fail       |
+//! | an error reply from the server (`READONLY` on a demoted primary,      | Fail       |
+//! |   `LOADING`, `MASTERDOWN`, …): Redis rejects the command whole        |            |
+//! | connection lost, IO error or timeout after the command was sent       | Info       |
+//! | the write succeeded but `WAIT` errored or counted too few replicas    | Info       |
+
+use crate::client::{Client, Completion};
+use crate::config::ReadFrom;
+use crate::model::CAS_MISMATCH;
+use rand::RngExt;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use redis::aio::MultiplexedConnection;
+use redis::sentinel::Sentinel;
+use redis::{AsyncConnectionConfig, ConnectionAddr, RedisError};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// Write one register: set `value`, increment `version`; returns the new version.
+pub const WRITE_LUA: &str = r"redis.call('HSET', KEYS[1], 'value', ARGV[1])
+return redis.call('HINCRBY', KEYS[1], 'version', 1)";
+
+/// Compare-and-set of one register, atomic on the server: the new version when `value` was
+/// `ARGV[1]` (and is now `ARGV[2]`), else 0.
+pub const CAS_LUA: &str = r"if redis.call('HGET', KEYS[1], 'value') == ARGV[1] then
+  redis.call('HSET', KEYS[1], 'value', ARGV[2])
+  return redis.call('HINCRBY', KEYS[1], 'version', 1)
+end
+return 0";
+
+/// One node the client may talk to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedisNode {
+    /// Node name, for error messages.
+    pub name: String,
+    /// Host or address.
+    pub host: String,
+}
+
+/// Settings of one client (one worker thread).
+#[derive(Debug, Clone)]
+pub struct RedisClientConfig {
+    /// Every node of the cluster (each runs Redis and a Sentinel).
+    pub nodes: Vec<RedisNode>,
+    /// Redis port on every node.
+    pub port: u16,
+    /// Sentinel port on every node.
+    pub sentinel_port: u16,
+    /// The name the Sentinels monitor.
+    pub master_name: String,
+    /// Index into `nodes` of the primary assumed for routing replica reads before the Sentinels
+    /// were first asked.
+    pub initial_primary: usize,
+    /// Index into `nodes` of the thread's bound node (`ReadFrom::Own`, and its Sentinel is asked
+    /// first).
+    pub own: usize,
+    /// Where reads go.
+    pub read_from: ReadFrom,
+    /// Indices of the nodes `replica`/`any` reads may pick; empty = all replicas / all nodes.
+    pub read_nodes: Vec<usize>,
+    /// Per-op timeout (discovery and connecting included).
+    pub timeout_ms: u64,
+    /// `WAIT` this many replicas after every write (0 = no `WAIT`).
+    pub wait_replicas: u32,
+    /// Timeout of that `WAIT`, in ms.
+    pub wait_timeout_ms: u64,
+    /// Prefix of every key.
+    pub key_prefix: String,
+    /// Seed of the per-read node choice.
+    pub seed: u64,
+}
+
+/// A parsed op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Read,
+    Write(i64),
+    Cas(i64, i64),
+    Add(i64),
+    ReadSet,
+}
+
+impl Op {
+    fn is_read(self) -> bool {
+        matches!(self, Op::Read | Op::ReadSet)
+    }
+
+    fn value(self) -> Value {
+        match self {
+            Op::Read | Op::ReadSet => Value::Null,
+            Op::Write(v) | Op::Add(v) => json!(v),
+            Op::Cas(old, new) => json!([old, new]),
+        }
+    }
+}
+
+/// Parse an op: register `read`/`write`/`cas`, set `add`/`read` (a read is a set read when the
+/// workload is a set one).
+fn parse_op(f: &str, value: &Value, set: bool) -> Result<Op, String> {
+    let int = |v: &Value| {
+        v.as_i64()
+            .ok_or_else(|| format!("{f}: expected an integer, got {v}"))
+    };
+    match f {
+        "read" if set => Ok(Op::ReadSet),
+        "read" => Ok(Op::Read),
+        "write" => Ok(Op::Write(int(value)?)),
+        "add" => Ok(Op::Add(int(value)?)),
+        "cas" => match value.as_array().map(Vec::as_slice) {
+            Some([old, new]) => Ok(Op::Cas(int(old)?, int(new)?)),
+            _ => Err(format!("cas: expected [old, new], got {value}")),
+        },
+        other => Err(format!("unsupported op {other:?}")),
+    }
+}
+
+/// A Redis error in words: the server's reply (`READONLY You can't write…`) or the transport's.
+fn describe(e: &RedisError) -> String {
+    match (e.code(), e.detail()) {
+        (Some(code), Some(detail)) => format!("{code} {detail}"),
+        (Some(code), None) => code.to_string(),
+        _ => {
+            let mut s = e.to_string();
+            let mut src = std::error::Error::source(e);
+            while let Some(cause) = src {
+                s.push_str(": ");
+                s.push_str(&cause.to_string());
+                src = cause.source();
+            }
+            s
+        }
+    }
+}
+
+/// Whether the server answered with an error reply (the command was rejected whole).
+fn is_server_reply(e: &RedisError) -> bool {
+    e.code().is_some()
+}
+
+/// A register/set client over a Redis primary/replica cluster watched by Sentinels.
+pub struct RedisClient {
+    cfg: RedisClientConfig,
+    sentinel: Sentinel,
+    conns: Vec<Option<MultiplexedConnection>>,
+    /// The primary the Sentinels last named, while its connection has not failed.
+    primary: Option<usize>,
+    /// The primary last known (kept after a failure, for routing replica reads).
+    last_primary: usize,
+    /// Whether this client serves the set workload (`read` = `SMEMBERS`).
+    set: bool,
+    write: redis::Script,
+    cas: redis::Script,
+    rng: ChaCha8Rng,
+    /// Set once the current op's command was handed to a connection.
+    sent: bool,
+}
+
+/// Why an op did not complete, with whether its command reached a connection.
+struct Failure {
+    error: String,
+    sent: bool,
+    server_reply: bool,
+}
+
+impl RedisClient {
+    /// A client; nothing is contacted until the first op. Fails on an empty node list, an index
+    /// out of range or a zero timeout.
+    pub fn new(cfg: RedisClientConfig, set: bool) -> Result<RedisClient, String> {
+        let n = cfg.nodes.len();
+        if n == 0 {
+            return Err("no nodes".into());
+        }
+        if cfg.initial_primary >= n || cfg.own >= n || cfg.read_nodes.iter().any(|&i| i >= n) {
+            return Err(format!("node index out of range (cluster of {n})"));
+        }
+        if cfg.timeout_ms == 0 {
+            return Err("timeout_ms must be positive".into());
+        }
+        // The own node's Sentinel first, then the others in cluster order.
+        let order = std::iter::once(cfg.own).chain((0..n).filter(|&i| i != cfg.own));
+        let sentinels: Vec<ConnectionAddr> = order
+            .map(|i| ConnectionAddr::Tcp(cfg.nodes[i].host.clone(), cfg.sentinel_port))
+            .collect();
+        let sentinel =
+            Sentinel::build(sentinels).map_err(|e| format!("sentinel list: {}", describe(&e)))?;
+        Ok(RedisClient {
+            conns: (0..n).map(|_| None).collect(),
+            primary: None,
+            last_primary: cfg.initial_primary,
+            sentinel,
+            set,
+            write: redis::Script::new(WRITE_LUA),
+            cas: redis::Script::new(CAS_LUA),
+            rng: ChaCha8Rng::seed_from_u64(cfg.seed),
+            sent: false,
+            cfg,
+        })
+    }
+
+    fn label(&self, i: usize) -> String {
+        let n = &self.cfg.nodes[i];
+        format!("{} ({}:{})", n.name, n.host, self.cfg.port)
+    }
+
+    /// The node a read goes to now (draws from the client's seeded stream for replica/any), or
+    /// `None` for the primary.
+    fn pick_read_node(&mut self) -> Option<usize> {
+        let primary = self.primary.unwrap_or(self.last_primary);
+        let candidates: Vec<usize> = match self.cfg.read_from {
+            ReadFrom::Own => return Some(self.cfg.own),
+            ReadFrom::Primary => return None,
+            ReadFrom::Replica if self.cfg.read_nodes.is_empty() => (0..self.cfg.nodes.len())
+                .filter(|&i| i != primary)
+                .collect(),
+            ReadFrom::Any if self.cfg.read_nodes.is_empty() => (0..self.cfg.nodes.len()).collect(),
+            ReadFrom::Replica | ReadFrom::Any => self.cfg.read_nodes.clone(),
+        };
+        if candidates.is_empty() {
+            return None;
+        }
+        Some(candidates[self.rng.random_range(0..candidates.len())])
+    }
+
+    /// Ask the Sentinels for the primary (cached until its connection fails).
+    async fn discover(&mut self) -> Result<usize, Failure> {
+        if let Some(p) = self.primary {
+            return Ok(p);
+        }
+        let unsent = |error: String| Failure {
+            error,
+            sent: false,
+            server_reply: false,
+        };
+        let client = self
+            .sentinel
+            .async_master_for(&self.cfg.master_name, None)
+            .await
+            .map_err(|e| {
+                unsent(format!(
+                    "asking the sentinels for the primary: {}",
+                    describe(&e)
+                ))
+            })?;
+        let host = match client.get_connection_info().addr() {
+            ConnectionAddr::Tcp(host, _) => host.clone(),
+            other => return Err(unsent(format!("sentinels named the primary {other}"))),
+        };
+        let i = self
+            .cfg
+            .nodes
+            .iter()
+            .position(|n| n.host == host)
+            .ok_or_else(|| unsent(format!("sentinels named an unknown primary {host}")))?;
+        self.primary = Some(i);
+        self.last_primary = i;
+        Ok(i)
+    }
+
+    async fn connection(&mut self, i: usize) -> Result<MultiplexedConnection, Failure> {
+        if let Some(c) = &self.conns[i] {
+            return Ok(c.clone());
+        }
+        let node = &self.cfg.nodes[i];
+        let failed = |e: RedisError| Failure {
+            error: format!("{}: connecting: {}", self.label(i), describe(&e)),
+            sent: false,
+            server_reply: false,
+        };
+        let client = redis::Client::open((node.host.as_str(), self.cfg.port)).map_err(failed)?;
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(Duration::from_millis(self.cfg.timeout_ms)))
+            // The op's own timeout (in `invoke`) bounds every reply.
+            .set_response_timeout(None);
+        let conn = client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .map_err(failed)?;
+        self.conns[i] = Some(conn.clone());
+        Ok(conn)
+    }
+
+    /// Run `op` on node `i` (or the primary when `None`); returns the node used and the result.
+    async fn run(
+        &mut self,
+        target: Option<usize>,
+        key: &str,
+        op: Op,
+    ) -> (Option<usize>, Completion) {
+        let mut node = target;
+        let result = async {
+            let i = match target {
+                Some(i) => i,
+                None => self.discover().await?,
+            };
+            node = Some(i);
+            let mut conn = self.connection(i).await?;
+            self.sent = true;
+            let sent_error = |e: RedisError| Failure {
+                error: format!("{}: {}", self.label(i), describe(&e)),
+                sent: true,
+                server_reply: is_server_reply(&e),
+            };
+            let done = match op {
+                Op::Read => {
+                    let (v, version): (Option<String>, Option<i64>) = redis::cmd("HMGET")
+                        .arg(key)
+                        .arg("value")
+                        .arg("version")
+                        .query_async(&mut conn)
+                        .await
+                        .map_err(sent_error)?;
+                    Completion::Ok {
+                        value: v.map_or(Value::Null, |s| member(&s)),
+                        version,
+                    }
+                }
+                Op::ReadSet => {
+                    let members: Vec<String> = redis::cmd("SMEMBERS")
+                        .arg(key)
+                        .query_async(&mut conn)
+                        .await
+                        .map_err(sent_error)?;
+                    Completion::Ok {
+                        value: Value::Array(members.iter().map(|s| member(s)).collect()),
+                        version: None,
+                    }
+                }
+                Op::Write(v) => {
+                    let version: i64 = self
+                        .write
+                        .key(key)
+                        .arg(v)
+                        .invoke_async(&mut conn)
+                        .await
+                        .map_err(sent_error)?;
+                    self.after_write(&mut conn, i, op, Some(version)).await
+                }
+                Op::Add(v) => {
+                    let _added: i64 = redis::cmd("SADD")
+                        .arg(key)
+                        .arg(v)
+                        .query_async(&mut conn)
+                        .await
+                        .map_err(sent_error)?;
+                    self.after_write(&mut conn, i, op, None).await
+                }
+                Op::Cas(old, new) => {
+                    let version: i64 = self
+                        .cas
+                        .key(key)
+                        .arg(old)
+                        .arg(new)
+                        .invoke_async(&mut conn)
+                        .await
+                        .map_err(sent_error)?;
+                    if version > 0 {
+                        self.after_write(&mut conn, i, op, Some(version)).await
+                    } else {
+                        Completion::Fail {
+                            error: CAS_MISMATCH.into(),
+                            value: op.value(),
+                        }
+                    }
+                }
+            };
+            Ok::<Completion, Failure>(done)
+        }
+        .await;
+        match result {
+            Ok(done) => (node, done),
+            Err(f) => (node, self.failed(node, target, op, f)),
+        }
+    }
+
+    /// `WAIT` after a write that succeeded on the primary, when asked for.
+    async fn after_write(
+        &self,
+        conn: &mut MultiplexedConnection,
+        i: usize,
+        op: Op,
+        version: Option<i64>,
+    ) -> Completion {
+        let ok = Completion::Ok {
+            value: op.value(),
+            version,
+        };
+        let want = self.cfg.wait_replicas;
+        if want == 0 {
+            return ok;
+        }
+        let acked: Result<i64, RedisError> = redis::cmd("WAIT")
+            .arg(want)
+            .arg(self.cfg.wait_timeout_ms)
+            .query_async(conn)
+            .await;
+        match acked {
+            Ok(n) if n >= i64::from(want) => ok,
+            Ok(n) => Completion::Info {
+                error: format!(
+                    "{}: applied on the primary, but WAIT {want} {} counted {n} replica(s): may be lost in a failover",
+                    self.label(i),
+                    self.cfg.wait_timeout_ms
+                ),
+            },
+            Err(e) => Completion::Info {
+                error: format!(
+                    "{}: applied on the primary, then WAIT failed: {}",
+                    self.label(i),
+                    describe(&e)
+                ),
+            },
+        }
+    }
+
+    /// Classify a failure (see the module table) and forget what it may have broken.
+    fn failed(
+        &mut self,
+        node: Option<usize>,
+        target: Option<usize>,
+        op: Op,
+        f: Failure,
+    ) -> Completion {
+        if let Some(i) = node
+            && !f.server_reply
+        {
+            self.conns[i] = None;
+        }
+        if target.is_none() {
+            // Any error on the primary's path: ask the Sentinels again next time.
+            self.primary = None;
+        }
+        if op.is_read() || !f.sent || f.server_reply {
+            Completion::Fail {
+                error: f.error,
+                value: op.value(),
+            }
+        } else {
+            Completion::Info { error: f.error }
+        }
+    }
+}
+
+/// A stored member or value as JSON: the integer it spells, else the string.
+fn member(s: &str) -> Value {
+    s.parse::<i64>().map_or_else(|_| json!(s), |v| json!(v))
+}
+
+#[async_trait::async_trait]
+impl Client for RedisClient {
+    async fn invoke(&mut self, f: &str, key: Option<&str>, value: &Value) -> Completion {
+        let op = match parse_op(f, value, self.set) {
+            Ok(op) => op,
+            Err(error) => {
+                return Completion::Fail {
+                    error,
+                    value: value.clone(),
+                };
+            }
+        };
+        let Some(key) = key else {
+            return Completion::Fail {
+                error: format!("{f}: no key"),
+                value: value.clone(),
+            };
+        };
+        let key = format!("{}{key}", self.cfg.key_prefix);
+        let target = if op.is_read() {
+            self.pick_read_node()
+        } else {
+            None
+        };
+        self.sent = false;
+        let timeout = Duration::from_millis(self.cfg.timeout_ms);
+        match tokio::time::timeout(timeout, self.run(target, &key, op)).await {
+            Ok((_, done)) => done,
+            Err(_) => {
+                let sent = self.sent;
+                let node = target.or(self.primary);
+                let place = node.map_or_else(|| "the primary".to_string(), |i| self.label(i));
+                let error = format!(
+                    "{place}: timed out after {} ms{}",
+                    self.cfg.timeout_ms,
+                    if sent { "" } else { " before sending" }
+                );
+                self.failed(
+                    node,
+                    target,
+                    op,
+                    Failure {
+                        error,
+                        sent,
+                        server_reply: false,
+                    },
+                )
+            }
+        }
+    }
+
+    async fn close(&mut self) {
+        self.conns.iter_mut().for_each(|c| *c = None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(read_from: ReadFrom, read_nodes: Vec<usize>) -> RedisClientConfig {
+        RedisClientConfig {
+            nodes: (1..=5)
+                .map(|i| RedisNode {
+                    name: format!("n{i}"),
+                    host: format!("10.87.0.{i}"),
+                })
+                .collect(),
+            port: 6379,
+            sentinel_port: 26379,
+            master_name: "shakedown".into(),
+            initial_primary: 0,
+            own: 2,
+            read_from,
+            read_nodes,
+            timeout_ms: 1000,
+            wait_replicas: 0,
+            wait_timeout_ms: 100,
+            key_prefix: "shakedown:7:".into(),
+            seed: 7,
+        }
+    }
+
+    #[test]
+    fn ops_parse_per_workload_and_bad_arguments_are_rejected() {
+        assert_eq!(parse_op("read", &Value::Null, false), Ok(Op::Read));
+        assert_eq!(parse_op("read", &Value::Null, true), Ok(Op::ReadSet));
+        assert_eq!(parse_op("write", &json!(3), false), Ok(Op::Write(3)));
+        assert_eq!(parse_op("add", &json!(9), true), Ok(Op::Add(9)));
+        assert_eq!(parse_op("cas", &json!([1, 2]), false), Ok(Op::Cas(1, 2)));
+        assert!(parse_op("cas", &json!([1]), false).is_err());
+        assert!(parse_op("write", &json!("x"), false).is_err());
+        assert!(parse_op("append", &json!(1), false).is_err());
+        assert_eq!(member("12"), json!(12));
+        assert_eq!(member("x"), json!("x"));
+    }
+
+    #[test]
+    fn reads_are_routed_per_read_from() {
+        let mut c = RedisClient::new(config(ReadFrom::Primary, vec![]), false).unwrap();
+        assert!((0..50).all(|_| c.pick_read_node().is_none()));
+        let mut c = RedisClient::new(config(ReadFrom::Own, vec![]), false).unwrap();
+        assert!((0..50).all(|_| c.pick_read_node() == Some(2)));
+        let mut c = RedisClient::new(config(ReadFrom::Replica, vec![]), false).unwrap();
+        let picks: std::collections::BTreeSet<Option<usize>> =
+            (0..200).map(|_| c.pick_read_node()).collect();
+        assert_eq!(picks, [1, 2, 3, 4].into_iter().map(Some).collect());
+        // After a failover to n4 the replicas are the others.
+        c.last_primary = 3;
+        let picks: std::collections::BTreeSet<Option<usize>> =
+            (0..200).map(|_| c.pick_read_node()).collect();
+        assert_eq!(picks, [0, 1, 2, 4].into_iter().map(Some).collect());
+        let mut c = RedisClient::new(config(ReadFrom::Any, vec![4]), false).unwrap();
+        assert!((0..50).all(|_| c.pick_read_node() == Some(4)));
+    }
+
+    #[test]
+    fn bad_configs_are_rejected() {
+        let mut cfg = config(ReadFrom::Own, vec![]);
+        cfg.own = 9;
+        assert!(RedisClient::new(cfg.clone(), false).is_err());
+        cfg.own = 0;
+        cfg.timeout_ms = 0;
+        assert!(RedisClient::new(cfg.clone(), false).is_err());
+        cfg.timeout_ms = 1;
+        cfg.nodes.clear();
+        assert!(RedisClient::new(cfg, false).is_err());
+    }
+
+    #[tokio::test]
+    async fn writes_without_a_reachable_sentinel_fail_definitely() {
+        // Port 1 on loopback: connection refused, nothing was sent.
+        let mut cfg = config(ReadFrom::Own, vec![]);
+        cfg.nodes = vec![RedisNode {
+            name: "n1".into(),
+            host: "127.0.0.1".into(),
+        }];
+        cfg.own = 0;
+        cfg.port = 1;
+        cfg.sentinel_port = 1;
+        let mut c = RedisClient::new(cfg, false).unwrap();
+        let done = c.invoke("write", Some("k"), &json!(1)).await;
+        assert_eq!(done.op_type(), crate::history::OpType::Fail, "{done:?}");
+        assert!(done.error().unwrap().contains("sentinels"), "{done:?}");
+        let done = c.invoke("read", Some("k"), &Value::Null).await;
+        assert_eq!(done.op_type(), crate::history::OpType::Fail, "{done:?}");
+        assert!(
+            done.error().unwrap().contains("n1 (127.0.0.1:1)"),
+            "{done:?}"
+        );
+    }
+}

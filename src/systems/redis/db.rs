@@ -1,0 +1,647 @@
+//! Redis 7 with Sentinel as a system under test: one `redis-server` per node (the configured
+//! primary, else the first node, is the primary; every other node starts as `replicaof` it) and
+//! one `redis-sentinel` per node monitoring it; readiness, kill -9 / restart and pause / resume
+//! of `redis-server`, the primaries as the Sentinels see them, and failover by `SENTINEL
+//! FAILOVER`.
+//!
+//! Layout on a node (all under `base_dir`, default `/tmp/shakedown/redis`, private per sandbox
+//! node): `redis.conf` and `sentinel.conf` (written by `setup`; both servers rewrite their own
+//! file — Sentinel records its id, the other Sentinels, the replicas and failovers; `redis.conf`
+//! gets `replicaof` when Sentinel reconfigures the node — so a restarted server keeps its role),
+//! `data/` (the append-only file, `appendfsync everysec`), `redis.log`, `sentinel.log` (each
+//! server's stdout) and the pidfiles `redis.pid`, `sentinel.pid`. `setup` wipes all of it, so a
+//! run never inherits a Sentinel's rewritten config. Both servers bind the node's address only
+//! (Debian's own service, if the package started one, listens on 127.0.0.1 and never meets
+//! them), run as root in the foreground under `setsid`, and are started over SSH, so in the
+//! sandbox they load the clock shim like every program started there.
+//!
+//! Faults: kill and pause act on `redis-server` only; the Sentinels keep running (they are the
+//! failure detector under test). `primaries` asks every node's Sentinel
+//! (`SENTINEL get-master-addr-by-name`) and returns the answer of a majority of all nodes, or
+//! every distinct answer when no majority agrees. `promote` asks the chosen node's Sentinel for
+//! `SENTINEL FAILOVER` and waits until it names a new master: Sentinel, not the nemesis, chooses
+//! which replica it promotes (by replica priority and replication offset), so the promoted node
+//! may differ from the Sentinel asked. Does not own the client protocol (`client`).
+
+use crate::control::{Cmd, Remote};
+use crate::db::{Binary, Db, DbError, Kill, Pause, Primaries, Promote};
+use crate::node::Node;
+use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The name the Sentinels monitor the primary under (`sentinel monitor NAME …`).
+pub const MASTER_NAME: &str = "shakedown";
+
+/// How to run Redis and Sentinel on the nodes. Fields missing from a recorded config take their
+/// defaults.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct RedisConfig {
+    /// Directory on each node holding configs, data, logs and pidfiles.
+    pub base_dir: String,
+    /// Redis port on every node.
+    pub port: u16,
+    /// Sentinel port on every node.
+    pub sentinel_port: u16,
+    /// Name of the initial primary; `None` = the first node of the cluster.
+    pub primary: Option<String>,
+    /// Sentinels that must agree the primary is down before a failover; `None` = a majority of
+    /// the nodes.
+    pub quorum: Option<u32>,
+    /// `sentinel down-after-milliseconds`: silence after which a Sentinel thinks a server down.
+    pub down_after_ms: u64,
+    /// `sentinel failover-timeout`.
+    pub failover_timeout_ms: u64,
+    /// `WAIT N` after every write: the replicas that must acknowledge it (0 = no WAIT).
+    pub wait_replicas: u32,
+    /// Timeout of that `WAIT`, in ms.
+    pub wait_timeout_ms: u64,
+    /// How long setup and readiness may wait.
+    pub ready_timeout_ms: u64,
+}
+
+impl Default for RedisConfig {
+    fn default() -> Self {
+        RedisConfig {
+            base_dir: "/tmp/shakedown/redis".into(),
+            port: 6379,
+            sentinel_port: 26379,
+            primary: None,
+            quorum: None,
+            down_after_ms: 2000,
+            failover_timeout_ms: 6000,
+            wait_replicas: 0,
+            wait_timeout_ms: 500,
+            ready_timeout_ms: 60_000,
+        }
+    }
+}
+
+impl RedisConfig {
+    /// The quorum in effect on a cluster of `nodes` nodes: the configured one, else a majority.
+    pub fn effective_quorum(&self, nodes: usize) -> u32 {
+        self.quorum.unwrap_or(nodes as u32 / 2 + 1)
+    }
+
+    /// Refuse a quorum Sentinel could never reach (0, or more Sentinels than nodes); the error
+    /// is the reason, for `--redis-quorum`.
+    pub fn check_quorum(&self, nodes: usize) -> Result<(), String> {
+        match self.quorum {
+            Some(0) => Err("the quorum must be at least 1".into()),
+            Some(q) if q as usize > nodes => Err(format!(
+                "quorum {q} needs more Sentinels than the {nodes} nodes (one Sentinel per node)"
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The node Sentinel last named as primary (shared by every clone of a [`Redis`]): the promote
+/// fault's candidates are the other nodes.
+pub type PrimarySlot = Arc<Mutex<Option<String>>>;
+
+/// Redis + Sentinel.
+#[derive(Debug, Clone, Default)]
+pub struct Redis {
+    /// Settings.
+    pub cfg: RedisConfig,
+    /// The last primary the Sentinels named (`None` before any was asked: the configured one).
+    pub last_primary: PrimarySlot,
+}
+
+/// Install Debian's Redis and Sentinel if a program is missing. The package may start its own
+/// service on 127.0.0.1:6379/26379; ours bind node addresses, so the two never meet.
+const INSTALL_SCRIPT: &str = r#"set -e
+command -v redis-server >/dev/null && command -v redis-sentinel >/dev/null && command -v redis-cli >/dev/null && exit 0
+export DEBIAN_FRONTEND=noninteractive
+apt-get -o DPkg::Lock::Timeout=300 install -y -q redis-server redis-sentinel >/dev/null
+"#;
+
+/// Signal one server if its pidfile names a live Redis process: `$1` = base dir, `$2` = `redis`
+/// or `sentinel`, `$3` = signal. With KILL, wait until it is gone and drop the pidfile.
+const SIGNAL_SCRIPT: &str = r#"dir="$1"; which="$2"; sig="$3"
+pid=$(cat "$dir/$which.pid" 2>/dev/null || true)
+[ -n "$pid" ] || exit 0
+grep -q redis "/proc/$pid/cmdline" 2>/dev/null || exit 0
+kill -s "$sig" "$pid" 2>/dev/null || true
+if [ "$sig" = KILL ]; then
+  i=0
+  while [ -d "/proc/$pid" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+  rm -f "$dir/$which.pid"
+fi
+"#;
+
+/// Remove everything a previous run left: `$1` = base dir.
+const WIPE_SCRIPT: &str = r#"set -e
+rm -rf "$1"
+mkdir -p "$1/data"
+"#;
+
+/// Start one server unless its pidfile names a live Redis process: `$1` = base dir, `$2` =
+/// `redis` or `sentinel`. The server is the leader of its own session; its stdout is its log.
+const START_SCRIPT: &str = r#"set -e
+dir="$1"; which="$2"
+pid=$(cat "$dir/$which.pid" 2>/dev/null || true)
+if [ -n "$pid" ] && grep -q redis "/proc/$pid/cmdline" 2>/dev/null; then exit 0; fi
+if [ "$which" = redis ]; then prog=redis-server; else prog=redis-sentinel; fi
+cd "$dir"
+setsid "$prog" "$dir/$which.conf" >> "$dir/$which.log" 2>&1 < /dev/null &
+echo $! > "$dir/$which.pid"
+"#;
+
+/// Exit status of READY_SCRIPT when a server process is gone.
+const NOT_RUNNING: i32 = 3;
+
+/// Readiness of one node: `$1` = base dir, `$2` = host, `$3` = port, `$4` = Sentinel port,
+/// `$5` = `primary` or `replica`, `$6` = master name, `$7` = the primary's host, `$8` = nodes in
+/// the cluster. Redis answers (a replica's link to the primary is up); the Sentinel names the
+/// primary and sees every replica and every other Sentinel.
+const READY_SCRIPT: &str = r#"dir="$1"; host="$2"; port="$3"; sport="$4"; role="$5"; name="$6"; primary="$7"; n="$8"
+for which in redis sentinel; do
+  pid=$(cat "$dir/$which.pid" 2>/dev/null || true)
+  if [ -z "$pid" ] || ! grep -q redis "/proc/$pid/cmdline" 2>/dev/null; then
+    echo "$which is not running; last lines of $dir/$which.log:"
+    tail -n 5 "$dir/$which.log" 2>/dev/null | cut -c1-300
+    exit 3
+  fi
+done
+pong=$(timeout 2 redis-cli -h "$host" -p "$port" PING 2>&1)
+[ "$pong" = PONG ] || { echo "redis on $host:$port: $pong" | cut -c1-300; exit 1; }
+if [ "$role" = replica ]; then
+  link=$(timeout 2 redis-cli -h "$host" -p "$port" INFO replication 2>&1 | tr -d '\r' | grep '^master_link_status:')
+  [ "$link" = master_link_status:up ] || { echo "replica link to the primary: ${link:-unknown}"; exit 1; }
+fi
+got=$(timeout 2 redis-cli -h "$host" -p "$sport" SENTINEL get-master-addr-by-name "$name" 2>&1 | head -n 1)
+[ "$got" = "$primary" ] || { echo "sentinel names primary ${got:-none}, expected $primary" | cut -c1-300; exit 1; }
+info=$(timeout 2 redis-cli -h "$host" -p "$sport" SENTINEL master "$name" 2>&1 | tr -d '\r')
+field() { printf '%s\n' "$info" | awk -v k="$1" 'prev==k {print; exit} {prev=$0}'; }
+others=$(field num-other-sentinels); replicas=$(field num-slaves)
+[ "$others" = $((n-1)) ] || { echo "sentinel sees ${others:-no} other sentinels of $((n-1))"; exit 1; }
+[ "$replicas" = $((n-1)) ] || { echo "sentinel sees ${replicas:-no} replicas of $((n-1))"; exit 1; }
+"#;
+
+/// Ask a node's Sentinel for the primary's address: `$1` = host, `$2` = Sentinel port, `$3` =
+/// master name. Prints the host.
+const MASTER_ADDR_SCRIPT: &str = r#"out=$(timeout 2 redis-cli -h "$1" -p "$2" SENTINEL get-master-addr-by-name "$3" 2>&1) || { echo "$out" | head -n 2 >&2; exit 1; }
+printf '%s\n' "$out" | head -n 1
+"#;
+
+/// `SENTINEL FAILOVER` on a node's Sentinel, then wait until it names a new primary: `$1` = host,
+/// `$2` = Sentinel port, `$3` = master name, `$4` = seconds to wait. Prints the new primary's
+/// host.
+const FAILOVER_SCRIPT: &str = r#"host="$1"; sport="$2"; name="$3"; wait_s="$4"
+ask() { timeout 2 redis-cli -h "$host" -p "$sport" "$@" 2>&1; }
+old=$(ask SENTINEL get-master-addr-by-name "$name" | head -n 1)
+out=$(ask SENTINEL FAILOVER "$name")
+[ "$out" = OK ] || { echo "SENTINEL FAILOVER: $out" | cut -c1-300 >&2; exit 1; }
+i=0
+while [ $i -lt $((wait_s*10)) ]; do
+  now=$(ask SENTINEL get-master-addr-by-name "$name" | head -n 1)
+  if [ -n "$now" ] && [ "$now" != "$old" ]; then echo "$now"; exit 0; fi
+  sleep 0.1; i=$((i+1))
+done
+echo "no new primary after ${wait_s} s (still $old)" >&2
+exit 1
+"#;
+
+impl Redis {
+    /// A Redis system with the given settings.
+    pub fn new(cfg: RedisConfig) -> Redis {
+        Redis {
+            cfg,
+            last_primary: PrimarySlot::default(),
+        }
+    }
+
+    /// The configured primary of `cluster` (the first node unless `primary` names one).
+    pub fn initial_primary<'a>(&self, cluster: &'a [Node]) -> Option<&'a Node> {
+        match &self.cfg.primary {
+            Some(name) => cluster.iter().find(|n| &n.name == name),
+            None => cluster.first(),
+        }
+    }
+
+    /// `redis.conf` of `node`: bound to its address, replica of `primary` unless it is it.
+    pub fn redis_conf(&self, node: &Node, primary: &Node) -> String {
+        let dir = &self.cfg.base_dir;
+        let mut conf = format!(
+            "bind {host}\nport {port}\nprotected-mode no\ndaemonize no\nlogfile \"\"\n\
+             dir {dir}/data\nappendonly yes\nappendfsync everysec\nsave \"\"\n\
+             repl-diskless-sync-delay 0\nreplica-read-only yes\n",
+            host = node.host,
+            port = self.cfg.port,
+        );
+        if node.name != primary.name {
+            conf.push_str(&format!("replicaof {} {}\n", primary.host, self.cfg.port));
+        }
+        conf
+    }
+
+    /// `sentinel.conf` of `node` in a cluster of `nodes` nodes, monitoring `primary`.
+    pub fn sentinel_conf(&self, node: &Node, primary: &Node, nodes: usize) -> String {
+        let c = &self.cfg;
+        format!(
+            "port {sport}\nbind {host}\nprotected-mode no\ndaemonize no\nlogfile \"\"\n\
+             dir {dir}\nsentinel resolve-hostnames yes\n\
+             sentinel monitor {MASTER_NAME} {phost} {port} {quorum}\n\
+             sentinel down-after-milliseconds {MASTER_NAME} {down}\n\
+             sentinel failover-timeout {MASTER_NAME} {ft}\n\
+             sentinel parallel-syncs {MASTER_NAME} 1\n",
+            sport = c.sentinel_port,
+            host = node.host,
+            dir = c.base_dir,
+            phost = primary.host,
+            port = c.port,
+            quorum = c.effective_quorum(nodes),
+            down = c.down_after_ms,
+            ft = c.failover_timeout_ms,
+        )
+    }
+
+    fn signal(&self, remote: &dyn Remote, which: &str, sig: &str) -> Result<(), DbError> {
+        remote.exec_ok(
+            &Cmd::script(SIGNAL_SCRIPT, [self.cfg.base_dir.as_str(), which, sig]).sudo(true),
+        )?;
+        Ok(())
+    }
+
+    fn start_server(&self, remote: &dyn Remote, which: &str) -> Result<(), DbError> {
+        remote
+            .exec_ok(&Cmd::script(START_SCRIPT, [self.cfg.base_dir.as_str(), which]).sudo(true))?;
+        Ok(())
+    }
+
+    fn stop_all(&self, remote: &dyn Remote) -> Result<(), DbError> {
+        for which in ["redis", "sentinel"] {
+            self.signal(remote, which, "CONT")?;
+            self.signal(remote, which, "KILL")?;
+        }
+        Ok(())
+    }
+
+    /// Block until `node` serves (a replica's link is up) and its Sentinel names the initial
+    /// primary and sees every replica and Sentinel, or time out; fails at once with the log tail
+    /// when a server process is gone.
+    pub fn await_ready(
+        &self,
+        remote: &dyn Remote,
+        node: &Node,
+        cluster: &[Node],
+    ) -> Result<(), DbError> {
+        let primary = self
+            .initial_primary(cluster)
+            .ok_or_else(|| DbError::Other {
+                node: node.name.clone(),
+                message: "the configured primary is not among the nodes".into(),
+            })?;
+        let role = if primary.name == node.name {
+            "primary"
+        } else {
+            "replica"
+        };
+        let cmd = Cmd::script(
+            READY_SCRIPT,
+            [
+                self.cfg.base_dir.clone(),
+                node.host.clone(),
+                self.cfg.port.to_string(),
+                self.cfg.sentinel_port.to_string(),
+                role.to_string(),
+                MASTER_NAME.to_string(),
+                primary.host.clone(),
+                cluster.len().to_string(),
+            ],
+        );
+        let start = Instant::now();
+        let deadline = start + Duration::from_millis(self.cfg.ready_timeout_ms);
+        loop {
+            let out = remote.exec(&cmd)?;
+            if out.status == 0 {
+                return Ok(());
+            }
+            if out.status == NOT_RUNNING {
+                return Err(DbError::Other {
+                    node: node.name.clone(),
+                    message: format!("redis exited during startup: {}", out.stdout.trim()),
+                });
+            }
+            if Instant::now() >= deadline {
+                return Err(DbError::NotReady {
+                    node: node.name.clone(),
+                    what: format!("redis {role} and its sentinel"),
+                    waited_ms: start.elapsed().as_millis() as u64,
+                    detail: format!("{} {}", out.stdout.trim(), out.stderr.trim()),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    fn remember_primary(&self, name: &str) {
+        *self.last_primary.lock().unwrap_or_else(|p| p.into_inner()) = Some(name.to_string());
+    }
+}
+
+/// The node whose address is `host`.
+fn node_named_by<'a>(cluster: &'a [Node], host: &str) -> Option<&'a Node> {
+    cluster.iter().find(|n| n.host == host || n.name == host)
+}
+
+/// The Sentinels' answer: the host a majority of all `nodes` named, else every distinct answer
+/// (in the order first given). Empty when no Sentinel answered.
+pub fn majority_answer(answers: &[String], nodes: usize) -> Vec<String> {
+    let mut distinct: Vec<(String, usize)> = Vec::new();
+    for a in answers {
+        match distinct.iter_mut().find(|(h, _)| h == a) {
+            Some((_, n)) => *n += 1,
+            None => distinct.push((a.clone(), 1)),
+        }
+    }
+    if let Some((h, _)) = distinct.iter().find(|(_, n)| *n > nodes / 2) {
+        return vec![h.clone()];
+    }
+    distinct.into_iter().map(|(h, _)| h).collect()
+}
+
+impl Db for Redis {
+    fn name(&self) -> &str {
+        "redis"
+    }
+
+    fn install(&self, remote: &dyn Remote) -> Result<(), DbError> {
+        remote.exec_ok(&Cmd::sh(INSTALL_SCRIPT).sudo(true))?;
+        Ok(())
+    }
+
+    fn setup(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
+        let primary = self
+            .initial_primary(cluster)
+            .ok_or_else(|| DbError::Other {
+                node: node.name.clone(),
+                message: "the configured primary is not among the nodes".into(),
+            })?;
+        self.cfg
+            .check_quorum(cluster.len())
+            .map_err(|message| DbError::Other {
+                node: node.name.clone(),
+                message,
+            })?;
+        self.stop_all(remote)?;
+        remote.exec_ok(&Cmd::script(WIPE_SCRIPT, [self.cfg.base_dir.as_str()]).sudo(true))?;
+        let dir = &self.cfg.base_dir;
+        remote.upload(
+            self.redis_conf(node, primary).as_bytes(),
+            &format!("{dir}/redis.conf"),
+            0o644,
+        )?;
+        remote.upload(
+            self.sentinel_conf(node, primary, cluster.len()).as_bytes(),
+            &format!("{dir}/sentinel.conf"),
+            0o644,
+        )?;
+        *self.last_primary.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.start_server(remote, "redis")?;
+        self.start_server(remote, "sentinel")
+    }
+
+    fn teardown(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
+        self.stop_all(remote)
+    }
+
+    fn log_files(&self, _node: &Node) -> Vec<String> {
+        let dir = &self.cfg.base_dir;
+        vec![format!("{dir}/redis.log"), format!("{dir}/sentinel.log")]
+    }
+
+    fn version(&self, remote: &dyn Remote) -> Option<String> {
+        let out = remote
+            .exec_ok(&Cmd::new("redis-server").arg("--version"))
+            .ok()?;
+        out.lines().next().map(|l| l.trim().to_string())
+    }
+
+    fn as_kill(&self) -> Option<&dyn Kill> {
+        Some(self)
+    }
+
+    fn as_pause(&self) -> Option<&dyn Pause> {
+        Some(self)
+    }
+
+    fn as_promote(&self) -> Option<&dyn Promote> {
+        Some(self)
+    }
+
+    fn as_primaries(&self) -> Option<&dyn Primaries> {
+        Some(self)
+    }
+
+    fn required_binaries(&self) -> Vec<Binary> {
+        let fix =
+            "apt-get install redis-server redis-sentinel (`shakedown run --db redis` does this)";
+        ["redis-server", "redis-sentinel", "redis-cli"]
+            .into_iter()
+            .map(|name| Binary {
+                name: name.into(),
+                paths: vec![],
+                fix: fix.into(),
+            })
+            .collect()
+    }
+}
+
+impl Kill for Redis {
+    fn kill(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
+        self.signal(remote, "redis", "KILL")
+    }
+
+    /// Start `redis-server` again from its (possibly Sentinel-rewritten) config and its
+    /// append-only file; a former primary comes back as a primary until Sentinel turns it into a
+    /// replica of the current one.
+    fn start(&self, remote: &dyn Remote, _node: &Node, _cluster: &[Node]) -> Result<(), DbError> {
+        self.start_server(remote, "redis")
+    }
+}
+
+impl Pause for Redis {
+    fn pause(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
+        self.signal(remote, "redis", "STOP")
+    }
+
+    fn resume(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
+        self.signal(remote, "redis", "CONT")
+    }
+}
+
+impl Primaries for Redis {
+    fn primaries(
+        &self,
+        remotes: &[Arc<dyn Remote>],
+        nodes: &[Node],
+    ) -> Result<Vec<String>, DbError> {
+        let mut answers = Vec::new();
+        let mut errors = Vec::new();
+        for (remote, node) in remotes.iter().zip(nodes) {
+            let cmd = Cmd::script(
+                MASTER_ADDR_SCRIPT,
+                [
+                    node.host.clone(),
+                    self.cfg.sentinel_port.to_string(),
+                    MASTER_NAME.to_string(),
+                ],
+            );
+            match remote.exec_ok(&cmd) {
+                Ok(out) => match node_named_by(nodes, out.trim()) {
+                    Some(p) => answers.push(p.name.clone()),
+                    None => errors.push(format!("{}: sentinel named {:?}", node.name, out.trim())),
+                },
+                Err(e) => errors.push(e.to_string()),
+            }
+        }
+        let chosen = majority_answer(&answers, nodes.len());
+        if chosen.is_empty() {
+            return Err(DbError::Other {
+                node: nodes.first().map(|n| n.name.clone()).unwrap_or_default(),
+                message: format!("no sentinel named a primary: {}", errors.join("; ")),
+            });
+        }
+        if chosen.len() == 1 {
+            self.remember_primary(&chosen[0]);
+        }
+        Ok(chosen)
+    }
+}
+
+impl Promote for Redis {
+    /// Every node but the primary the Sentinels last named (the configured one before any was
+    /// asked).
+    fn candidates(&self, cluster: &[Node]) -> Vec<String> {
+        let last = self
+            .last_primary
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .or_else(|| self.initial_primary(cluster).map(|n| n.name.clone()));
+        cluster
+            .iter()
+            .filter(|n| Some(&n.name) != last.as_ref())
+            .map(|n| n.name.clone())
+            .collect()
+    }
+
+    /// `SENTINEL FAILOVER` asked of `node`'s Sentinel; waits (up to the failover timeout) until
+    /// that Sentinel names a new primary, which Sentinel chose.
+    fn promote(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
+        let wait_s = (self.cfg.failover_timeout_ms / 1000).max(5);
+        let out = remote.exec(
+            &Cmd::script(
+                FAILOVER_SCRIPT,
+                [
+                    node.host.clone(),
+                    self.cfg.sentinel_port.to_string(),
+                    MASTER_NAME.to_string(),
+                    wait_s.to_string(),
+                ],
+            )
+            .timeout_ms(wait_s * 1000 + 10_000),
+        )?;
+        if !out.success() {
+            return Err(DbError::Other {
+                node: node.name.clone(),
+                message: format!("sentinel failover: {}", out.stderr.trim()),
+            });
+        }
+        if let Some(p) = node_named_by(cluster, out.stdout.trim()) {
+            self.remember_primary(&p.name);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nodes(k: usize) -> Vec<Node> {
+        (1..=k)
+            .map(|i| Node {
+                name: format!("n{i}"),
+                host: format!("10.87.0.{i}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn configs_bind_the_node_and_point_replicas_and_sentinels_at_the_primary() {
+        let cluster = nodes(5);
+        let r = Redis::new(RedisConfig {
+            down_after_ms: 1500,
+            ..Default::default()
+        });
+        let p = r.initial_primary(&cluster).unwrap();
+        assert_eq!(p.name, "n1");
+        let primary_conf = r.redis_conf(&cluster[0], p);
+        assert!(primary_conf.contains("bind 10.87.0.1\n"), "{primary_conf}");
+        assert!(!primary_conf.contains("replicaof"), "{primary_conf}");
+        let replica_conf = r.redis_conf(&cluster[2], p);
+        assert!(replica_conf.contains("bind 10.87.0.3\n"));
+        assert!(replica_conf.contains("replicaof 10.87.0.1 6379\n"));
+        assert!(replica_conf.contains("dir /tmp/shakedown/redis/data\n"));
+        let s = r.sentinel_conf(&cluster[3], p, 5);
+        assert!(s.contains("bind 10.87.0.4\n"));
+        assert!(
+            s.contains("sentinel monitor shakedown 10.87.0.1 6379 3\n"),
+            "{s}"
+        );
+        assert!(s.contains("sentinel down-after-milliseconds shakedown 1500\n"));
+        assert!(s.contains("sentinel failover-timeout shakedown 6000\n"));
+        // resolve-hostnames must come before the monitor line that may use a name.
+        assert!(s.find("resolve-hostnames").unwrap() < s.find("monitor").unwrap());
+    }
+
+    #[test]
+    fn quorum_defaults_to_a_majority_and_impossible_ones_are_refused() {
+        let mut c = RedisConfig::default();
+        assert_eq!(c.effective_quorum(5), 3);
+        assert_eq!(c.effective_quorum(3), 2);
+        assert_eq!(c.effective_quorum(1), 1);
+        assert!(c.check_quorum(5).is_ok());
+        c.quorum = Some(0);
+        assert!(c.check_quorum(5).unwrap_err().contains("at least 1"));
+        c.quorum = Some(6);
+        let e = c.check_quorum(5).unwrap_err();
+        assert!(e.contains("quorum 6") && e.contains("5 nodes"), "{e}");
+        c.quorum = Some(5);
+        assert!(c.check_quorum(5).is_ok());
+        assert_eq!(c.effective_quorum(5), 5);
+    }
+
+    #[test]
+    fn primaries_are_the_majority_answer_else_every_answer() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            majority_answer(&s(&["n2", "n2", "n1", "n2", "n2"]), 5),
+            ["n2"]
+        );
+        // An isolated primary's Sentinel still names it; the other four moved on.
+        assert_eq!(majority_answer(&s(&["n1", "n2", "n2", "n2"]), 5), ["n2"]);
+        assert_eq!(
+            majority_answer(&s(&["n1", "n1", "n2", "n2"]), 5),
+            ["n1", "n2"]
+        );
+        assert_eq!(majority_answer(&s(&["n1"]), 5), ["n1"]);
+        assert!(majority_answer(&[], 5).is_empty());
+    }
+
+    #[test]
+    fn promote_candidates_follow_the_last_named_primary() {
+        let cluster = nodes(3);
+        let r = Redis::default();
+        assert_eq!(r.candidates(&cluster), ["n2", "n3"]);
+        r.remember_primary("n3");
+        assert_eq!(r.candidates(&cluster), ["n1", "n2"]);
+        let names: Vec<String> = r.required_binaries().into_iter().map(|b| b.name).collect();
+        assert_eq!(names, ["redis-server", "redis-sentinel", "redis-cli"]);
+    }
+}
