@@ -186,3 +186,28 @@ fn recorded_runs_read_back_their_system_settings() {
     seen.sort();
     assert_eq!(seen, ["etcd", "postgres"]);
 }
+
+#[test]
+fn redis_refuses_impossible_quorums_waits_and_the_list_append_workload() {
+    refused(
+        &["run", "--db", "redis", "--redis-quorum", "0"],
+        &["--redis-quorum", "at least 1"],
+    );
+    // The sandbox has 5 nodes, so 5 Sentinels.
+    refused(
+        &["run", "--db", "redis", "--redis-quorum", "6"],
+        &["--redis-quorum", "quorum 6", "5 nodes"],
+    );
+    refused(
+        &["run", "--db", "redis", "--redis-wait", "5"],
+        &["--redis-wait", "4 replicas"],
+    );
+    refused(
+        &["run", "--db", "redis", "--workload", "list-append"],
+        &["--workload", "redis", "list-append", "register, set"],
+    );
+    refused(
+        &["run", "--db", "etcd", "--redis-wait", "1"],
+        &["--redis-wait", "Redis settings need --db redis"],
+    );
+}
