@@ -1,17 +1,18 @@
 //! `shakedown bench`: the controller's overhead against a bare client loop on the same cluster.
 //!
-//! Brings up the sandbox and a fresh etcd, then alternates a bare loop of etcd clients
-//! (`systems::etcd::bare_loop`, no generator, no history) with the full interpreter (register
-//! workload, unlimited rate, history written to a scratch run directory, no faults), each for
-//! `--duration` seconds at the same concurrency, twice each, and reports ops/s and the throughput
-//! loss. The scratch run directories live under a temporary directory and are removed.
+//! Brings up the sandbox and a fresh etcd (or Redis with `--db redis`), then alternates a bare
+//! loop of clients (`systems::etcd::bare_loop`: etcd clients; `systems::redis::bare_loop`: plain
+//! `redis` crate connections to the primary; no generator, no history) with the full interpreter
+//! (register workload, unlimited rate, history written to a scratch run directory, no faults),
+//! each for `--duration` seconds at the same concurrency, twice each, and reports ops/s and the
+//! throughput loss. The scratch run directories live under a temporary directory and are removed.
 
 use crate::config::TestConfig;
-use crate::db::Db;
+use crate::node::Node;
 use crate::runner::{RunError, connect, on_nodes};
 use crate::store::RunDir;
-use crate::systems::etcd::bare_loop::{OpMix, bare_loop};
-use crate::systems::etcd::{Etcd, EtcdConfig};
+use crate::systems::SystemConfig;
+use crate::systems::etcd::bare_loop::{BareLoopError, BareLoopStats, OpMix, bare_loop};
 use std::time::Duration;
 
 /// Measured throughput of both sides.
@@ -27,6 +28,8 @@ pub struct OverheadReport {
     pub controller_ops_per_s: Vec<f64>,
     /// 1 - median(controller) / median(bare), in percent.
     pub overhead_pct: f64,
+    /// The system measured (`etcd`, `redis`).
+    pub db: String,
 }
 
 impl std::fmt::Display for OverheadReport {
@@ -39,8 +42,8 @@ impl std::fmt::Display for OverheadReport {
         };
         writeln!(
             f,
-            "concurrency {} · {} s per round",
-            self.concurrency, self.duration_s
+            "{} · concurrency {} · {} s per round",
+            self.db, self.concurrency, self.duration_s
         )?;
         writeln!(f, "bare client loop:   {} ops/s", fmt(&self.bare_ops_per_s))?;
         writeln!(
@@ -77,9 +80,40 @@ fn median(v: &[f64]) -> f64 {
     if s.is_empty() { 0.0 } else { s[s.len() / 2] }
 }
 
+/// One round of the bare loop on `cfg`'s system (etcd: every member; Redis: the primary, the
+/// first node).
+async fn bare_round(
+    cfg: &TestConfig,
+    nodes: &[Node],
+    duration: Duration,
+) -> Result<BareLoopStats, BareLoopError> {
+    match &cfg.system {
+        SystemConfig::Redis(r) => {
+            let primary = &nodes[0];
+            crate::systems::redis::bare_loop::bare_loop(
+                &primary.host,
+                r.port,
+                cfg.concurrency,
+                duration,
+                OpMix::default(),
+            )
+            .await
+        }
+        SystemConfig::Etcd(e) => {
+            let etcd = crate::systems::etcd::Etcd::new(e.clone());
+            let endpoints: Vec<String> = nodes.iter().map(|n| etcd.endpoint(n)).collect();
+            bare_loop(endpoints, cfg.concurrency, duration, OpMix::default()).await
+        }
+        other => Err(BareLoopError::Invalid(format!(
+            "no bare loop for {}",
+            other.name()
+        ))),
+    }
+}
+
 /// Run the overhead benchmark. `cfg` is the full run's config (no faults, unlimited rate, its
-/// time limit the duration of one measurement, etcd); the bare loop gets the same concurrency
-/// and duration. Run directories go to a scratch directory, removed at the end. With `out`, the
+/// time limit the duration of one measurement, etcd or Redis); the bare loop gets the same
+/// concurrency and duration. Run directories go to a scratch directory, removed at the end. With `out`, the
 /// report is also written there as JSON.
 pub async fn overhead(
     mut cfg: TestConfig,
@@ -102,16 +136,16 @@ pub async fn overhead(
             .await
             .expect("connect task")?
     };
-    let etcd = Etcd::new(EtcdConfig::default());
+    let system = cfg.system.open();
     {
-        let (remotes, nodes, etcd) = (remotes.clone(), nodes.clone(), etcd.clone());
+        let (remotes, nodes, system) = (remotes.clone(), nodes.clone(), system.clone());
         tokio::task::spawn_blocking(move || -> Result<(), RunError> {
             for r in on_nodes(&remotes, &nodes, |r, n| {
-                etcd.install(r).and_then(|_| etcd.setup(r, n, &nodes))
+                system.install(r).and_then(|_| system.setup(r, n, &nodes))
             }) {
                 r?;
             }
-            for r in on_nodes(&remotes, &nodes, |r, n| etcd.await_ready(r, n)) {
+            for r in on_nodes(&remotes, &nodes, |r, n| system.await_ready(r, n, &nodes)) {
                 r?;
             }
             Ok(())
@@ -119,7 +153,6 @@ pub async fn overhead(
         .await
         .expect("setup task")?;
     }
-    let endpoints: Vec<String> = nodes.iter().map(|n| etcd.endpoint(n)).collect();
     let duration = Duration::from_secs_f64(cfg.time_limit_s);
     let mut report = OverheadReport {
         concurrency: cfg.concurrency,
@@ -127,17 +160,11 @@ pub async fn overhead(
         bare_ops_per_s: vec![],
         controller_ops_per_s: vec![],
         overhead_pct: 0.0,
+        db: cfg.system.name().to_string(),
     };
     let mut failure = None;
     for _round in 0..2 {
-        match bare_loop(
-            endpoints.clone(),
-            cfg.concurrency,
-            duration,
-            OpMix::default(),
-        )
-        .await
-        {
+        match bare_round(&cfg, &nodes, duration).await {
             Ok(s) => report.bare_ops_per_s.push(s.ops_per_sec),
             Err(e) => {
                 failure = Some(RunError::Control(format!("bare loop: {e}")));
@@ -149,7 +176,8 @@ pub async fn overhead(
             progress: None,
             interrupt: tokio::sync::watch::channel(false).1,
         };
-        match crate::runner::drive(&cfg, &nodes, &remotes, &etcd, None, &run_dir, control).await {
+        match crate::runner::drive(&cfg, &nodes, &remotes, &*system, None, &run_dir, control).await
+        {
             Ok((_, (ok, fail, info), main, _)) => report
                 .controller_ops_per_s
                 .push((ok + fail + info) as f64 / main.as_secs_f64()),
@@ -159,9 +187,9 @@ pub async fn overhead(
             }
         }
     }
-    let (remotes2, nodes2, etcd2) = (remotes.clone(), nodes.clone(), etcd.clone());
+    let (remotes2, nodes2, system2) = (remotes.clone(), nodes.clone(), system.clone());
     let _ = tokio::task::spawn_blocking(move || {
-        on_nodes(&remotes2, &nodes2, |r, n| etcd2.teardown(r, n))
+        on_nodes(&remotes2, &nodes2, |r, n| system2.teardown(r, n))
     })
     .await;
     if let Some(e) = failure {

@@ -634,6 +634,10 @@ pub enum SandboxAction {
 /// `shakedown bench` flags.
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
+    /// System to measure: etcd (bare loop: etcd clients) or redis (bare loop: plain `redis`
+    /// crate connections to the primary).
+    #[arg(long, value_parser = ["etcd", "redis"], default_value = "etcd")]
+    pub db: String,
     /// Seconds per measurement.
     #[arg(long, default_value_t = 10.0)]
     pub duration: f64,
@@ -649,8 +653,9 @@ pub struct BenchArgs {
 }
 
 impl BenchArgs {
-    /// The config of the full run side of the benchmark: etcd, the register workload with no
-    /// faults at an unlimited rate, for `--duration` seconds at `--concurrency`.
+    /// The config of the full run side of the benchmark: `--db` (etcd or redis, default
+    /// settings), the register workload with no faults at an unlimited rate, for `--duration`
+    /// seconds at `--concurrency`.
     pub fn to_config(&self) -> Result<TestConfig, ConfigError> {
         if !(self.duration.is_finite() && self.duration > 0.0) || self.concurrency == 0 {
             return Err(ConfigError::new(
@@ -658,7 +663,7 @@ impl BenchArgs {
                 "--duration and --concurrency must be positive",
             ));
         }
-        RunArgs {
+        let mut run = RunArgs {
             nemesis: "none".into(),
             rate: 0.0,
             time_limit: self.duration,
@@ -666,8 +671,9 @@ impl BenchArgs {
             settle: 0.0,
             quiet: true,
             ..RunArgs::defaults(self.sandbox.clone())
-        }
-        .into_config()
+        };
+        run.db.name = self.db.clone();
+        run.into_config()
     }
 }
 

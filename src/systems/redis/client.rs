@@ -3,10 +3,12 @@
 //!
 //! Owns: finding the primary as applications do — ask the Sentinels (the thread's own node's
 //! first, then the others in order; the crate asks `SENTINEL MASTERS` and checks the named server
-//! says `ROLE` master) — and following failovers: after any error on the primary's connection
-//! (connection lost, timeout, `READONLY` from a demoted primary) the next write asks the Sentinels
-//! again. Until then a client keeps writing to the server it found, as real clients do: an old
-//! primary cut off from the Sentinels keeps accepting writes, which is how a failover loses
+//! says `ROLE` master) — and following failovers: the Sentinels are asked again after any error
+//! on the primary's connection (connection lost, timeout, `READONLY` from a demoted primary) and
+//! whenever the last answer is older than [`REFRESH_MS`] (as Sentinel-aware client libraries
+//! refresh their topology; a refresh that fails keeps the last answer). A client whose own
+//! node's Sentinel is cut off with an old primary keeps writing to that primary while the others
+//! follow the Sentinel majority to the new one: split brain, which is how a failover loses
 //! acknowledged writes. Also owns routing reads (`ReadFrom`), the ops, `WAIT` after writes and
 //! classifying every outcome. Does not own the servers (`db`), retries or history writing.
 //!
@@ -51,7 +53,10 @@ use redis::aio::MultiplexedConnection;
 use redis::sentinel::Sentinel;
 use redis::{AsyncConnectionConfig, ConnectionAddr, RedisError};
 use serde_json::{Value, json};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// Age after which the client asks the Sentinels for the primary again, in ms.
+pub const REFRESH_MS: u64 = 1000;
 
 /// Write one register: set `value`, increment `version`; returns the new version.
 pub const WRITE_LUA: &str = r"redis.call('HSET', KEYS[1], 'value', ARGV[1])
@@ -181,6 +186,8 @@ pub struct RedisClient {
     conns: Vec<Option<MultiplexedConnection>>,
     /// The primary the Sentinels last named, while its connection has not failed.
     primary: Option<usize>,
+    /// When the Sentinels were last asked successfully.
+    asked_at: Option<Instant>,
     /// The primary last known (kept after a failure, for routing replica reads).
     last_primary: usize,
     /// Whether this client serves the set workload (`read` = `SMEMBERS`).
@@ -223,6 +230,7 @@ impl RedisClient {
         Ok(RedisClient {
             conns: (0..n).map(|_| None).collect(),
             primary: None,
+            asked_at: None,
             last_primary: cfg.initial_primary,
             sentinel,
             set,
@@ -258,11 +266,20 @@ impl RedisClient {
         Some(candidates[self.rng.random_range(0..candidates.len())])
     }
 
-    /// Ask the Sentinels for the primary (cached until its connection fails).
+    /// Ask the Sentinels for the primary: cached for [`REFRESH_MS`] or until its connection
+    /// fails; when a refresh fails, the cached answer stays.
     async fn discover(&mut self) -> Result<usize, Failure> {
-        if let Some(p) = self.primary {
-            return Ok(p);
+        let fresh = self
+            .asked_at
+            .is_some_and(|t| t.elapsed() < Duration::from_millis(REFRESH_MS));
+        match (self.primary, fresh) {
+            (Some(p), true) => Ok(p),
+            (Some(p), false) => Ok(self.ask_sentinels().await.unwrap_or(p)),
+            (None, _) => self.ask_sentinels().await,
         }
+    }
+
+    async fn ask_sentinels(&mut self) -> Result<usize, Failure> {
         let unsent = |error: String| Failure {
             error,
             sent: false,
@@ -290,6 +307,7 @@ impl RedisClient {
             .ok_or_else(|| unsent(format!("sentinels named an unknown primary {host}")))?;
         self.primary = Some(i);
         self.last_primary = i;
+        self.asked_at = Some(Instant::now());
         Ok(i)
     }
 
