@@ -14,8 +14,9 @@
 //! The questions that matter for a set — which acknowledged adds are gone, since when, under which
 //! fault — are answered directly here, in linear time.
 //!
-//! Ops: `add` (value: the element, an integer) and `read` (ok value: an array of the key's
-//! integers, any order; `null` = empty). Definitions, per key:
+//! Ops: `add` (value: the element, an integer — or any scalar for imported histories, compared by
+//! equality as `model::value` does) and `read` (ok value: an array of the key's elements, any
+//! order; `null` = empty). Definitions, per key:
 //! - **final read**: the last `ok` read that began after every completed add on the key had
 //!   completed (ok, fail or timed out as info). A key with adds and no such read is *unknown*.
 //! - **lost**: an acknowledged (ok) add absent from the final read.
@@ -34,6 +35,7 @@
 use super::{CheckResult, Checker, Verdict};
 use crate::faults::intervals::{FaultInterval, fault_intervals};
 use crate::history::{History, Op, OpType};
+use crate::model::value::{Scalar, Values};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -88,12 +90,12 @@ struct Add {
 struct Read {
     invoke: usize,
     completion: usize,
-    elements: Vec<i64>,
+    elements: Vec<Scalar>,
 }
 
 #[derive(Debug, Default)]
 struct KeyData {
-    adds: HashMap<i64, Add>,
+    adds: HashMap<Scalar, Add>,
     /// Elements added twice on the key (the workload never does; an imported history may).
     duplicate_adds: u64,
     reads: Vec<Read>,
@@ -109,17 +111,17 @@ struct KeyOutcome {
     indeterminate: u64,
     final_read: Option<usize>,
     final_size: usize,
-    lost: Vec<i64>,
-    lost_after_read: Vec<i64>,
-    unexpected: Vec<(i64, usize)>,
-    recovered: Vec<i64>,
-    failed_but_present: Vec<(i64, usize)>,
+    lost: Vec<Scalar>,
+    lost_after_read: Vec<Scalar>,
+    unexpected: Vec<(Scalar, usize)>,
+    recovered: Vec<Scalar>,
+    failed_but_present: Vec<(Scalar, usize)>,
     /// (element, read that first showed it, later read missing it)
-    stale: Vec<(i64, usize, usize)>,
+    stale: Vec<(Scalar, usize, usize)>,
     stale_reads: u64,
     duplicate_adds: u64,
     /// The key's adds by element (for the witnesses of lost elements).
-    adds: HashMap<i64, Add>,
+    adds: HashMap<Scalar, Add>,
 }
 
 impl KeyOutcome {
@@ -142,14 +144,15 @@ impl KeyOutcome {
 #[derive(Debug)]
 pub struct SetAnalysis<'h> {
     history: &'h History,
+    values: Values,
     keys: Vec<KeyOutcome>,
     faults: Vec<FaultInterval>,
 }
 
-fn element(v: &Value, op: &Op, what: &str) -> Result<i64, String> {
-    v.as_i64().ok_or_else(|| {
+fn element(values: &Values, v: &Value, op: &Op, what: &str) -> Result<Scalar, String> {
+    values.scalar(v).ok_or_else(|| {
         format!(
-            "op {} (process {}, {} on key {}): {what} must be a whole number, got {v}",
+            "op {} (process {}, {} on key {}): {what} must be a number, string or boolean, got {v}",
             op.index,
             op.process,
             op.f,
@@ -162,10 +165,13 @@ fn key_name(op: &Op) -> String {
     op.key.clone().unwrap_or_default()
 }
 
-fn read_elements(v: &Value, op: &Op) -> Result<Vec<i64>, String> {
+fn read_elements(values: &Values, v: &Value, op: &Op) -> Result<Vec<Scalar>, String> {
     match v {
         Value::Null => Ok(Vec::new()),
-        Value::Array(a) => a.iter().map(|e| element(e, op, "a read element")).collect(),
+        Value::Array(a) => a
+            .iter()
+            .map(|e| element(values, e, op, "a read element"))
+            .collect(),
         other => Err(format!(
             "op {} (process {}, read on key {}): expected an array of elements, got {other}",
             op.index,
@@ -180,6 +186,7 @@ fn read_elements(v: &Value, op: &Op) -> Result<Vec<i64>, String> {
 pub fn analyze(history: &History) -> Result<SetAnalysis<'_>, String> {
     let pairs = history.pairs()?;
     let ops = &history.ops;
+    let values = Values::new();
     let mut keys: BTreeMap<String, KeyData> = BTreeMap::new();
     for (i, op) in ops.iter().enumerate() {
         if op.op_type != OpType::Invoke || !op.is_client() {
@@ -193,7 +200,7 @@ pub fn analyze(history: &History) -> Result<SetAnalysis<'_>, String> {
                     (Value::Null, Some(c)) => &c.value,
                     (v, _) => v,
                 };
-                let e = element(v, op, "the added element")?;
+                let e = element(&values, v, op, "the added element")?;
                 let outcome = match done.map(|c| c.op_type) {
                     Some(OpType::Ok) => AddOutcome::Ok,
                     Some(OpType::Fail) => AddOutcome::Fail,
@@ -214,7 +221,7 @@ pub fn analyze(history: &History) -> Result<SetAnalysis<'_>, String> {
                     data.reads.push(Read {
                         invoke: i,
                         completion: j,
-                        elements: read_elements(&ops[j].value, &ops[j])?,
+                        elements: read_elements(&values, &ops[j].value, &ops[j])?,
                     });
                 }
             }
@@ -226,19 +233,19 @@ pub fn analyze(history: &History) -> Result<SetAnalysis<'_>, String> {
             }
         }
     }
-    let keys = keys
-        .into_iter()
-        .map(|(k, d)| key_outcome(k, d, ops))
-        .collect();
+    let keys = keys.into_iter().map(|(k, d)| key_outcome(k, d)).collect();
     Ok(SetAnalysis {
         history,
+        values,
         keys,
         faults: fault_intervals(history),
     })
 }
 
-fn key_outcome(key: String, d: KeyData, ops: &[Op]) -> KeyOutcome {
-    let t = |i: usize| ops[i].time_ns;
+fn key_outcome(key: String, d: KeyData) -> KeyOutcome {
+    // Real-time order is history order (events are recorded as they happen; imported histories
+    // may have no times at all), so "began after X completed" compares positions.
+    let t = |i: usize| i as u64;
     let mut o = KeyOutcome {
         key,
         duplicate_adds: d.duplicate_adds,
@@ -254,7 +261,7 @@ fn key_outcome(key: String, d: KeyData, ops: &[Op]) -> KeyOutcome {
     }
     // Every completed add is over by then; a never-completed add bounds nothing (it may land at
     // any time, which only matters for `recovered`).
-    let adds_over_ns = d
+    let adds_over_at = d
         .adds
         .values()
         .filter_map(|a| a.completion.map(t))
@@ -263,13 +270,13 @@ fn key_outcome(key: String, d: KeyData, ops: &[Op]) -> KeyOutcome {
     let final_read = d
         .reads
         .iter()
-        .filter(|r| t(r.invoke) > adds_over_ns || d.adds.is_empty())
-        .max_by_key(|r| (t(r.invoke), r.invoke));
+        .filter(|r| t(r.invoke) > adds_over_at || d.adds.is_empty())
+        .max_by_key(|r| r.invoke);
     // Unexpected and failed-but-present: any read.
     let mut seen_unexpected = HashSet::new();
     let mut seen_failed = HashSet::new();
-    // When each element was first seen by a completed read (completion time, read).
-    let mut first_seen: HashMap<i64, (u64, usize)> = HashMap::new();
+    // When each element was first seen by a completed read (completion position, read).
+    let mut first_seen: HashMap<Scalar, (u64, usize)> = HashMap::new();
     for r in &d.reads {
         for &e in &r.elements {
             match d.adds.get(&e) {
@@ -292,11 +299,11 @@ fn key_outcome(key: String, d: KeyData, ops: &[Op]) -> KeyOutcome {
                 .or_insert(seen);
         }
     }
-    stale(&d.reads, &first_seen, ops, &mut o);
+    stale(&d.reads, &first_seen, &mut o);
     if let Some(fr) = final_read {
         o.final_read = Some(fr.completion);
         o.final_size = fr.elements.len();
-        let present: HashSet<i64> = fr.elements.iter().copied().collect();
+        let present: HashSet<Scalar> = fr.elements.iter().copied().collect();
         let fr_begin = t(fr.invoke);
         for (&e, a) in &d.adds {
             let here = present.contains(&e);
@@ -312,7 +319,7 @@ fn key_outcome(key: String, d: KeyData, ops: &[Op]) -> KeyOutcome {
             }
         }
     }
-    let by_add = |e: &i64| d.adds.get(e).map_or(usize::MAX, |a| a.invoke);
+    let by_add = |e: &Scalar| d.adds.get(e).map_or(usize::MAX, |a| a.invoke);
     o.lost.sort_by_key(by_add);
     o.lost_after_read.sort_by_key(by_add);
     o.recovered.sort_by_key(by_add);
@@ -323,12 +330,12 @@ fn key_outcome(key: String, d: KeyData, ops: &[Op]) -> KeyOutcome {
 /// Count elements read once and missing from a later read that began after the first one
 /// completed. Linear in the total size of the reads (plus the elements of the reads that show
 /// staleness, to name them).
-fn stale(reads: &[Read], first_seen: &HashMap<i64, (u64, usize)>, ops: &[Op], o: &mut KeyOutcome) {
-    let mut by_first: Vec<(u64, i64)> = first_seen.iter().map(|(&e, &(s, _))| (s, e)).collect();
+fn stale(reads: &[Read], first_seen: &HashMap<Scalar, (u64, usize)>, o: &mut KeyOutcome) {
+    let mut by_first: Vec<(u64, Scalar)> = first_seen.iter().map(|(&e, &(s, _))| (s, e)).collect();
     by_first.sort_unstable();
     let mut stale_elements = HashSet::new();
     for r in reads {
-        let begin = ops[r.invoke].time_ns;
+        let begin = r.invoke as u64;
         // Elements surely present by the time this read began.
         let known = by_first.partition_point(|&(s, _)| s < begin);
         let shown = r
@@ -340,7 +347,7 @@ fn stale(reads: &[Read], first_seen: &HashMap<i64, (u64, usize)>, ops: &[Op], o:
             continue;
         }
         o.stale_reads += 1;
-        let present: HashSet<i64> = r.elements.iter().copied().collect();
+        let present: HashSet<Scalar> = r.elements.iter().copied().collect();
         for &(_, e) in &by_first[..known] {
             if !present.contains(&e) && stale_elements.insert(e) {
                 o.stale.push((e, first_seen[&e].1, r.completion));
@@ -362,7 +369,7 @@ fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -429,6 +436,19 @@ impl SetAnalysis<'_> {
         &self.history.ops[i]
     }
 
+    /// An element as JSON: integers as numbers, other values as they were written.
+    fn elem(&self, e: Scalar) -> Value {
+        match e {
+            Scalar::Int(i) => Value::from(i),
+            other => serde_json::from_str(&self.values.show(other)).unwrap_or(Value::Null),
+        }
+    }
+
+    /// An element as text: `938`, `"x"`.
+    fn show(&self, e: Scalar) -> String {
+        self.values.show(e)
+    }
+
     fn totals(&self) -> BTreeMap<&'static str, u64> {
         let mut t = BTreeMap::new();
         for k in std::iter::once(&KeyOutcome::default()).chain(&self.keys) {
@@ -465,7 +485,7 @@ impl SetAnalysis<'_> {
         }
     }
 
-    fn add_of(&self, key: &KeyOutcome, e: i64) -> Option<(&Op, Option<&Op>)> {
+    fn add_of(&self, key: &KeyOutcome, e: Scalar) -> Option<(&Op, Option<&Op>)> {
         let a = key.adds.get(&e)?;
         Some((self.op(a.invoke), a.completion.map(|j| self.op(j))))
     }
@@ -493,15 +513,16 @@ impl SetAnalysis<'_> {
         }
     }
 
-    fn lost_row(&self, k: &KeyOutcome, e: i64, acked: bool) -> Value {
+    fn lost_row(&self, k: &KeyOutcome, e: Scalar, acked: bool) -> Value {
         let Some((inv, done)) = self.add_of(k, e) else {
-            return json!({ "key": k.key, "element": e });
+            return json!({ "key": k.key, "element": self.elem(e) });
         };
         let ack_ns = done.map_or(inv.time_ns, |d| d.time_ns);
         let timing = Timing::of(&self.faults, secs(ack_ns));
         let what = if acked {
             format!(
-                "add {e} on key {} by process {}: ok at {}, absent from the final read; {}",
+                "add {} on key {} by process {}: ok at {}, absent from the final read; {}",
+                self.show(e),
                 k.key,
                 inv.process,
                 fmt_s(secs(ack_ns)),
@@ -509,7 +530,8 @@ impl SetAnalysis<'_> {
             )
         } else {
             format!(
-                "add {e} on key {} by process {}: {} at {}, then seen by a read, absent from the final read",
+                "add {} on key {} by process {}: {} at {}, then seen by a read, absent from the final read",
+                self.show(e),
                 k.key,
                 inv.process,
                 done.map_or("never completed".into(), |d| format!("{:?}", d.op_type)
@@ -519,7 +541,7 @@ impl SetAnalysis<'_> {
         };
         json!({
             "key": k.key,
-            "element": e,
+            "element": self.elem(e),
             "acknowledged": acked,
             "process": inv.process,
             "node": inv.node,
@@ -536,7 +558,7 @@ impl SetAnalysis<'_> {
 
     fn element_rows(
         &self,
-        pick: impl Fn(&KeyOutcome) -> Vec<(i64, usize)>,
+        pick: impl Fn(&KeyOutcome) -> Vec<(Scalar, usize)>,
         what: &str,
     ) -> (Vec<Value>, usize) {
         let mut rows = Vec::new();
@@ -550,13 +572,14 @@ impl SetAnalysis<'_> {
                 let r = self.op(read);
                 rows.push(json!({
                     "key": k.key,
-                    "element": e,
+                    "element": self.elem(e),
                     "read_index": r.index,
                     "read_ns": r.time_ns,
                     "process": r.process,
                     "node": r.node,
                     "witness": format!(
-                        "element {e} on key {}: {what} (read completed at {} by process {})",
+                        "element {} on key {}: {what} (read completed at {} by process {})",
+                        self.show(e),
                         k.key, fmt_s(secs(r.time_ns)), r.process
                     ),
                 }));
@@ -652,7 +675,8 @@ impl SetAnalysis<'_> {
                 let (label, gap) = match (&tm.active.first(), &tm.after) {
                     (Some(a), _) => (format!("during {a}"), f64::NAN),
                     (None, Some((l, g))) => (format!("before {l} began"), *g),
-                    (None, None) => ("with no fault after".to_string(), f64::NAN),
+                    (None, None) if self.faults.is_empty() => continue,
+                    (None, None) => ("after the last fault began".to_string(), f64::NAN),
                 };
                 let entry = by_fault.entry(label).or_insert((f64::INFINITY, 0.0));
                 if gap.is_finite() {
@@ -662,7 +686,9 @@ impl SetAnalysis<'_> {
             }
         }
         for (label, (lo, hi)) in by_fault.iter().take(2) {
-            if lo.is_finite() {
+            if lo.is_finite() && format!("{lo:.1}") == format!("{hi:.1}") {
+                parts.push(format!("acknowledged {lo:.1} s {label}"));
+            } else if lo.is_finite() {
                 parts.push(format!("acknowledged {lo:.1}–{hi:.1} s {label}"));
             } else {
                 parts.push(format!("acknowledged {label}"));
@@ -698,7 +724,7 @@ impl SetAnalysis<'_> {
             .flat_map(|k| {
                 k.recovered
                     .iter()
-                    .map(|e| json!({"key": k.key, "element": e}))
+                    .map(|&e| json!({"key": k.key, "element": self.elem(e)}))
             })
             .take(WITNESS_CAP)
             .collect();

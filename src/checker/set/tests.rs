@@ -36,7 +36,12 @@ impl B {
         }
         self
     }
-    fn h(self) -> History {
+    /// The history in time order (as recorded), indexes renumbered.
+    fn h(mut self) -> History {
+        self.0.sort_by_key(|o| o.time_ns);
+        for (i, o) in self.0.iter_mut().enumerate() {
+            o.index = i as u64;
+        }
         History::from_ops(self.0)
     }
 }
@@ -164,7 +169,7 @@ fn no_client_adds_is_unknown() {
 fn elements_never_attempted_on_the_key_are_unexpected() {
     let h = B::default()
         .add(0, "k", 1, 0, OpType::Ok, 5)
-        .add(0, "j", 7, 0, OpType::Ok, 5)
+        .add(2, "j", 7, 0, OpType::Ok, 5)
         .read(1, "k", 10, 11, &[1, 7, 99])
         .read(1, "j", 12, 13, &[7])
         .h();
@@ -249,7 +254,7 @@ fn elements_missing_from_a_later_read_are_stale_but_not_a_violation() {
     assert_eq!(r.details["stale"], 1);
     assert_eq!(r.details["stale_reads"], 1);
     assert_eq!(r.details["stale_elements"][0]["element"], 2);
-    assert_eq!(r.details["stale_elements"][0]["read_index"], 7);
+    assert_eq!(r.details["stale_elements"][0]["read_index"], 8);
 }
 
 #[test]
@@ -282,7 +287,8 @@ fn lost_elements_are_timed_against_faults() {
         "{second}"
     );
     assert!(
-        r.summary.contains("acknowledged 1.2–1.2 s before"),
+        r.summary
+            .contains("acknowledged 1.2 s before isolate n1 began, acknowledged during isolate n1"),
         "{}",
         r.summary
     );
@@ -307,8 +313,8 @@ fn witness_lists_are_capped_and_say_how_many_were_left_off() {
 #[test]
 fn malformed_set_histories_are_unknown_naming_the_op() {
     let h = B::default()
-        .op(0, OpType::Invoke, 0, "add", "k", json!("x"))
-        .op(1, OpType::Ok, 0, "add", "k", json!("x"))
+        .op(0, OpType::Invoke, 0, "add", "k", json!([1]))
+        .op(1, OpType::Ok, 0, "add", "k", json!([1]))
         .h();
     let r = check(&h);
     assert_eq!(r.verdict, Verdict::Unknown);
@@ -328,6 +334,22 @@ fn malformed_set_histories_are_unknown_naming_the_op() {
         .op(3, OpType::Ok, 0, "read", "k", json!(5))
         .h();
     assert!(check(&h).summary.contains("expected an array"));
+}
+
+#[test]
+fn string_elements_compare_by_equality_and_show_as_written() {
+    let h = B::default()
+        .op(0, OpType::Invoke, 0, "add", "k", json!("x"))
+        .op(1, OpType::Ok, 0, "add", "k", json!("x"))
+        .op(2, OpType::Invoke, 0, "add", "k", json!(1))
+        .op(3, OpType::Ok, 0, "add", "k", json!(1))
+        .read(1, "k", 10, 11, &[1])
+        .h();
+    let r = check(&h);
+    assert_eq!(r.verdict, Verdict::Invalid);
+    assert_eq!(r.details["lost_elements"][0]["element"], "x");
+    let w = r.details["lost_elements"][0]["witness"].as_str().unwrap();
+    assert!(w.starts_with("add \"x\" on key k"), "{w}");
 }
 
 #[test]
