@@ -86,6 +86,9 @@ pub struct ClientCtx {
     pub read_from: ReadFrom,
     /// Node names `replica`/`any` reads may pick from; empty = all eligible nodes.
     pub read_nodes: Vec<String>,
+    /// The workload's kind (`WorkloadSpec::kind`: `register`, `list-append`, `set`), for clients
+    /// whose ops of the same name differ per workload (a set `read`).
+    pub workload_kind: String,
 }
 
 impl ClientCtx {
@@ -101,6 +104,7 @@ impl ClientCtx {
             read_mode: cfg.read_mode,
             read_from: cfg.read_from,
             read_nodes: cfg.read_nodes.clone(),
+            workload_kind: cfg.workload.kind.clone(),
         }
     }
 

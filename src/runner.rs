@@ -316,7 +316,7 @@ fn build_client_gen(cfg: &TestConfig) -> Result<(Box<dyn Generator>, generator::
         crate::config::ConfigError::new(&cfg.workload_name, e.to_string())
     };
     let threads_per_key = w.threads_per_key.min(cfg.concurrency).max(1);
-    let (keys, mut g): (generator::KeyLog, Box<dyn Generator>) = if w.kind == "set" {
+    let (keys, mut g): (generator::KeyLog, Box<dyn Generator>) = if w.kind == generator::set::KIND {
         let workload = generator::set_workload(generator::SetConfig {
             read_weight: w.read_weight,
             add_weight: w.add_weight,

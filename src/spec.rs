@@ -618,13 +618,13 @@ pub fn load_workload(arg: &str) -> Result<WorkloadSpec, ConfigError> {
     let weights = match spec.kind.as_str() {
         "register" => spec.read_weight + spec.write_weight + spec.cas_weight,
         "list-append" => spec.read_weight + spec.append_weight,
-        "set" if spec.add_weight == 0 => {
+        crate::generator::set::KIND if spec.add_weight == 0 => {
             return Err(err(
                 "add_weight",
                 "add_weight = 0: a set workload adds".into(),
             ));
         }
-        "set" => spec.read_weight + spec.add_weight,
+        crate::generator::set::KIND => spec.read_weight + spec.add_weight,
         other => {
             return Err(err(
                 "kind",

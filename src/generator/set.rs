@@ -13,6 +13,9 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// The workload kind (`kind = "set"` in `workloads/*.toml`, `WorkloadSpec::kind`).
+pub const KIND: &str = "set";
+
 /// The `f` of a set add.
 pub const ADD: &str = "add";
 /// The `f` of a set read (the whole set of a key).
