@@ -6,7 +6,8 @@
 //! Owns the mapping nemesis verb → fault kind used by reports (fault bands, fault timeline) and
 //! the package names accepted by `nemeses/*.toml` `kind = …` and `--nemesis`. Does not own
 //! injecting faults (`nemesis`), parsing specs (`spec`) or drawing (`report`). Pure data: no IO,
-//! imports nothing from the crate. The verbs are written in histories and fault journals
+//! imports nothing from the crate except in [`intervals`] (fault intervals read from a history).
+//! The verbs are written in histories and fault journals
 //! (`faults.jsonl`): they never change, or `shakedown heal` could not undo old journals.
 //!
 //! Verbs (ops with process `nemesis`; invoke and completion both typed `info`):
@@ -25,6 +26,8 @@
 //!
 //! `clock-offsets` is a measurement, not a fault: it is no kind's verb (see [`verb::CLOCK_OFFSETS`]).
 //! `strobe-clock` is in effect only while its op runs ([`SPANNING_VERBS`]).
+
+pub mod intervals;
 
 /// Nemesis verbs: the `f` of nemesis ops in histories and of fault-journal records.
 pub mod verb {

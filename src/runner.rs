@@ -316,7 +316,17 @@ fn build_client_gen(cfg: &TestConfig) -> Result<(Box<dyn Generator>, generator::
         crate::config::ConfigError::new(&cfg.workload_name, e.to_string())
     };
     let threads_per_key = w.threads_per_key.min(cfg.concurrency).max(1);
-    let (keys, mut g): (generator::KeyLog, Box<dyn Generator>) = if w.kind == "list-append" {
+    let (keys, mut g): (generator::KeyLog, Box<dyn Generator>) = if w.kind == generator::set::KIND {
+        let workload = generator::set_workload(generator::SetConfig {
+            read_weight: w.read_weight,
+            add_weight: w.add_weight,
+            threads_per_key,
+            ops_per_key: w.ops_per_key,
+            key_prefix: None,
+        })
+        .map_err(config_err)?;
+        (workload.keys_used(), Box::new(workload))
+    } else if w.kind == "list-append" {
         let workload = generator::list_append_workload(generator::ListAppendConfig {
             read_weight: w.read_weight,
             append_weight: w.append_weight,
@@ -808,27 +818,31 @@ pub fn check_with(
     Option<crate::checker::linear::LinearResult>,
 ) {
     use crate::checker::compose::{self, Plan};
+    let model = crate::import::default_model_for(crate::import::InputFormat::Jsonl, history);
     let plan = Plan {
-        model: crate::import::default_model_for(crate::import::InputFormat::Jsonl, history)
-            .to_string(),
+        model: model.to_string(),
         // Our clients record etcd semantics (see ARCHITECTURE.md).
         options: crate::model::ModelOptions::preset(crate::model::SemanticsPreset::Etcd),
-        session: Some(crate::checker::session::SessionConfig {
-            source: version_source,
-            ..Default::default()
+        // A set history's reads have no versions to order: the set checker covers it.
+        session: (!compose::uses_set_checker(model)).then(|| {
+            crate::checker::session::SessionConfig {
+                source: version_source,
+                ..Default::default()
+            }
         }),
         time_limit: Duration::from_secs_f64(time_limit_s),
         witness,
     };
     match compose::check(history, &plan) {
         Ok(c) => {
-            let mut results = vec![compose::linear_check_result(
-                &c.linear,
-                &plan.model,
-                &plan.options,
-            )];
+            let mut results: Vec<CheckResult> = c
+                .linear
+                .iter()
+                .map(|l| compose::linear_check_result(l, &plan.model, &plan.options))
+                .collect();
+            results.extend(c.set);
             results.extend(c.session);
-            (c.verdict, results, Some(c.linear))
+            (c.verdict, results, c.linear)
         }
         // The model could not be named: say so, never call it valid.
         Err(e) => (

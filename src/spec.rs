@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkloadSpec {
-    /// Which op family: `register` (read / write / cas on independent keys) or `list-append`
-    /// (append unique integers / read whole lists, on independent keys).
+    /// Which op family: `register` (read / write / cas on independent keys), `list-append`
+    /// (append unique integers / read whole lists, on independent keys) or `set` (add integers
+    /// unique across the run / read whole sets, on independent keys).
     pub kind: String,
     /// Relative weight of reads.
     #[serde(default = "d_read")]
@@ -28,6 +29,9 @@ pub struct WorkloadSpec {
     /// Relative weight of appends (`list-append` only).
     #[serde(default = "d_one")]
     pub append_weight: u32,
+    /// Relative weight of adds (`set` only).
+    #[serde(default = "d_add")]
+    pub add_weight: u32,
     /// How the session checker orders versions: `system`, `list-append` or `increasing-values`;
     /// absent = chosen from the history (see `checker::session`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -48,6 +52,9 @@ fn d_read() -> u32 {
 }
 fn d_one() -> u32 {
     1
+}
+fn d_add() -> u32 {
+    10
 }
 fn d_max_value() -> u32 {
     5
@@ -425,6 +432,7 @@ const BUILTIN_WORKLOADS: &[(&str, &str)] = &[
     ("register", include_str!("../workloads/register.toml")),
     ("list-append", include_str!("../workloads/list-append.toml")),
     ("session", include_str!("../workloads/session.toml")),
+    ("set", include_str!("../workloads/set.toml")),
 ];
 const BUILTIN_NEMESES: &[(&str, &str)] = &[
     (
@@ -610,10 +618,17 @@ pub fn load_workload(arg: &str) -> Result<WorkloadSpec, ConfigError> {
     let weights = match spec.kind.as_str() {
         "register" => spec.read_weight + spec.write_weight + spec.cas_weight,
         "list-append" => spec.read_weight + spec.append_weight,
+        crate::generator::set::KIND if spec.add_weight == 0 => {
+            return Err(err(
+                "add_weight",
+                "add_weight = 0: a set workload adds".into(),
+            ));
+        }
+        crate::generator::set::KIND => spec.read_weight + spec.add_weight,
         other => {
             return Err(err(
                 "kind",
-                format!("kind {other:?}: expected \"register\" or \"list-append\""),
+                format!("kind {other:?}: expected \"register\", \"list-append\" or \"set\""),
             ));
         }
     };
@@ -752,6 +767,11 @@ mod tests {
         assert_eq!(w.kind, "register");
         let w = load_workload("list-append").unwrap();
         assert_eq!((w.kind.as_str(), w.append_weight), ("list-append", 1));
+        let w = load_workload("set").unwrap();
+        assert_eq!(
+            (w.kind.as_str(), w.read_weight, w.add_weight),
+            ("set", 1, 10)
+        );
         let n = load_nemesis("partition-kill-pause").unwrap();
         assert_eq!(n.faults.len(), 4);
         assert!(load_nemesis("none").unwrap().faults.is_empty());
@@ -949,6 +969,10 @@ mod tests {
                 "w.toml:2: threads_per_key = 0: expected at least 1",
             ),
             ("kind = \"queue\"\n", "w.toml:1: kind \"queue\""),
+            (
+                "kind = \"set\"\nadd_weight = 0\n",
+                "w.toml:2: add_weight = 0: a set workload adds",
+            ),
         ] {
             std::fs::write(&p, body).unwrap();
             let e = load_workload(path).unwrap_err().to_string();

@@ -528,8 +528,15 @@ fn independent_tuples_work_for_set_and_counter() {
     assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
     let out = stdout(&o);
     assert!(out.contains("independent keys; model set"), "{out}");
-    assert!(out.contains("key b: cannot linearize op 6"), "{out}");
-    assert!(out.contains("add \"x\""), "{out}");
+    // Sets are checked by the set checker: the acknowledged add missing from the final read.
+    assert!(
+        out.contains("set: invalid — 1 of 2 acknowledged adds lost (key b: 1)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("lost: add \"x\" on key b by process 1"),
+        "{out}"
+    );
     // A counter key never added to reads nil = 0.
     let o = shakedown(&[path(&data("histories/independent-counter.edn"))]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
@@ -684,6 +691,57 @@ fn several_files_and_directories_give_one_line_each_and_the_worst_exit() {
     assert_eq!(code(&o), 3, "{}", stdout(&o));
     assert!(
         stdout(&o).contains("no run directories or history files"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn set_history_gets_the_set_checker_with_lost_elements_timed_against_faults() {
+    let f = data("histories/set-lost.jsonl");
+    let o = shakedown(&[path(&f)]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("jsonl history, 18 events; model set"), "{out}");
+    assert!(
+        out.contains(
+            "1 of 2 acknowledged adds lost (key 0: 1, acknowledged 1.2 s before isolate n1 began)"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("1 recovered"), "{out}");
+    assert!(
+        out.contains("lost: add 1 on key 0 by process 1: ok at 0.8 s, absent from the final read"),
+        "{out}"
+    );
+    // --model set is the same checker; --json carries the counts and witnesses.
+    let o = shakedown(&["--model", "set", "--json", path(&f)]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["checker"], "set");
+    assert_eq!(v["details"]["lost"], 1);
+    assert_eq!(v["details"]["failed"], 1);
+    assert_eq!(v["details"]["recovered"], 1);
+    assert_eq!(v["details"]["lost_elements"][0]["element"], 1);
+    assert_eq!(
+        v["details"]["lost_elements"][0]["fault_after"]["fault"],
+        "isolate n1"
+    );
+    // No witness page for a set: a clear refusal, not an empty page.
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("w.html");
+    let o = shakedown(&["--html", path(&html), path(&f)]);
+    assert_eq!(code(&o), 3, "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("model set has none"), "{}", stderr(&o));
+    // A set history without its final reads is unknown, never valid.
+    let text = std::fs::read_to_string(&f).unwrap();
+    let cut: String = text.lines().take(14).map(|l| format!("{l}\n")).collect();
+    let g = dir.path().join("cut.jsonl");
+    std::fs::write(&g, cut).unwrap();
+    let o = shakedown(&[path(&g)]);
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("2 key(s) without a final read (0, 1)"),
         "{}",
         stdout(&o)
     );

@@ -260,6 +260,61 @@ fn serializable_reads_under_isolation_are_caught() {
 }
 
 #[test]
+fn set_workload_on_etcd_without_faults_loses_nothing_and_reads_every_key_finally() {
+    if !root() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = SandboxGuard(&SANDBOX);
+    let tmp = tempfile::tempdir().unwrap();
+    let reports = tmp.path().join("reports");
+    let (code, out, stderr) = run_json(
+        &[
+            "--workload",
+            "set",
+            "--nemesis",
+            "none",
+            "--time-limit",
+            "8",
+            "--seed",
+            "7",
+        ],
+        &reports,
+    );
+    assert_eq!(code, 0, "{out} {stderr}");
+    assert_eq!(out["valid"], "valid");
+    let set = &out["checkers"][0];
+    assert_eq!(set["checker"], "set", "{out}");
+    let d = &set["details"];
+    assert_eq!(d["lost"], 0, "{d}");
+    assert_eq!(d["unexpected"], 0, "{d}");
+    assert_eq!(d["keys_unknown"], 0, "{d}");
+    assert!(d["acknowledged"].as_u64().unwrap() > 100, "{d}");
+    // Every key used has a final read holding every acknowledged add.
+    for k in d["keys"].as_array().unwrap() {
+        assert_eq!(k["verdict"], "valid", "{k}");
+        assert!(
+            k["final_read"]["size"].as_u64().unwrap() >= k["acknowledged"].as_u64().unwrap(),
+            "{k}"
+        );
+    }
+    // The history: adds of run-wide unique integers, reads returning arrays.
+    let run_dir = PathBuf::from(out["run_dir"].as_str().unwrap());
+    let h = History::read_file(&run_dir.join("history.jsonl")).unwrap();
+    let mut added = std::collections::HashSet::new();
+    for op in h.ops.iter().filter(|o| o.is_client()) {
+        match (op.f.as_str(), op.op_type) {
+            ("add", OpType::Invoke) => assert!(added.insert(op.value.as_i64().unwrap())),
+            ("read", OpType::Ok) => assert!(op.value.is_array(), "{op:?}"),
+            ("add" | "read", _) => {}
+            (f, _) => panic!("unexpected op {f}"),
+        }
+    }
+    let page = std::fs::read_to_string(run_dir.join("index.html")).unwrap();
+    assert!(page.contains("<h3 id=\"anomalies-set\">Set</h3>"));
+}
+
+#[test]
 fn bad_inputs_give_clear_errors_not_panics() {
     if !root() {
         return;

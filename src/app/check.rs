@@ -36,12 +36,52 @@ struct Settings {
     time_limit: Duration,
 }
 
+/// The main checker's result: linearizability, or the set checker for the `set` model
+/// (`checker::compose::uses_set_checker`).
+enum Primary {
+    Linear(LinearResult),
+    Set(CheckResult),
+}
+
+impl Primary {
+    fn verdict(&self) -> Verdict {
+        match self {
+            Primary::Linear(r) => r.verdict,
+            Primary::Set(r) => r.verdict,
+        }
+    }
+
+    fn summary(&self) -> String {
+        match self {
+            Primary::Linear(r) => r.summary(),
+            Primary::Set(r) => format!("{}: {}", r.verdict, r.summary),
+        }
+    }
+
+    /// The text `check FILE` prints: the linearizability explanation, or the set summary with
+    /// the first witnesses of each anomaly class.
+    fn explain(&self) -> String {
+        match self {
+            Primary::Linear(r) => r.explain().trim_end().to_string(),
+            Primary::Set(r) => {
+                let mut lines = vec![format!("set: {} — {}", r.verdict, r.summary)];
+                lines.extend(
+                    set_witnesses(&r.details, 5)
+                        .into_iter()
+                        .map(|w| format!("  {w}")),
+                );
+                lines.join("\n")
+            }
+        }
+    }
+}
+
 /// What checking one file gave.
 struct FileCheck {
     loaded: LoadedHistory,
     model: String,
     options: ModelOptions,
-    result: LinearResult,
+    result: Primary,
     session: Option<CheckResult>,
     verdict: Verdict,
     /// Why the verdict is unknown although nothing was wrong: there was nothing to check.
@@ -110,11 +150,20 @@ fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<File
         witness: args.witness,
     };
     let composed = compose::check(history, &plan)?;
-    if let Some(reason) = &composed.linear.reason {
-        // The history could not be interpreted for this model at all: malformed input.
+    let result = match (composed.linear, composed.set) {
+        (Some(l), _) => Primary::Linear(l),
+        (None, Some(s)) => Primary::Set(s),
+        (None, None) => return Err(format!("{}: no checker for model {model}", path.display())),
+    };
+    // The history could not be interpreted for this model at all: malformed input.
+    let unreadable = match &result {
+        Primary::Linear(l) => l.reason.clone(),
+        Primary::Set(s) => s.details["error"].as_str().map(str::to_string),
+    };
+    if let Some(reason) = unreadable {
         return Err(format!("{}: {reason}", path.display()));
     }
-    let (result, session) = (composed.linear, composed.session);
+    let session = composed.session;
     let clients = history.ops.iter().filter(|o| o.is_client()).count();
     let nothing_checked = if clients == 0 {
         Some(format!(
@@ -127,7 +176,7 @@ fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<File
     let linear = if nothing_checked.is_some() {
         Verdict::Unknown
     } else {
-        result.verdict
+        result.verdict()
     };
     let verdict = match &session {
         Some(s) => linear.merge(s.verdict),
@@ -149,7 +198,10 @@ impl FileCheck {
     /// The linearizability result as a generic checker result, with the input's format and the
     /// semantics used in its details, and the "nothing checked" verdict applied.
     fn generic(&self) -> CheckResult {
-        let mut g = linear_check_result(&self.result, &self.model, &self.options);
+        let mut g = match &self.result {
+            Primary::Linear(r) => linear_check_result(r, &self.model, &self.options),
+            Primary::Set(r) => r.clone(),
+        };
         if let Value::Object(d) = &mut g.details {
             d.insert("format".into(), self.loaded.format.name().into());
             if !self.nemesis_client_ops.is_empty() {
@@ -322,7 +374,14 @@ fn check_single(path: &Path, args: &CheckArgs, settings: &Settings) -> i32 {
         return EXIT_RUNTIME;
     }
     if let Some(out) = &args.html {
-        let page = render_witness_html(&fc.result, history);
+        let Primary::Linear(result) = &fc.result else {
+            eprintln!(
+                "error: --html draws a linearizability witness; model {} has none (its witnesses are in the output)",
+                fc.model
+            );
+            return EXIT_USAGE;
+        };
+        let page = render_witness_html(result, history);
         if let Err(e) = write_output(out, "HTML page", &page) {
             eprintln!("error: {e}");
             return EXIT_RUNTIME;
@@ -334,7 +393,7 @@ fn check_single(path: &Path, args: &CheckArgs, settings: &Settings) -> i32 {
         println!("{}", fc.headline());
         match &fc.nothing_checked {
             Some(reason) => println!("unknown: {reason}"),
-            None => println!("{}", fc.result.explain().trim_end()),
+            None => println!("{}", fc.result.explain()),
         }
         if let Some(out) = &args.html {
             println!("html: {}", out.display());
@@ -433,6 +492,24 @@ fn check_many(args: &CheckArgs, settings: &Settings) -> i32 {
         }
     }
     code
+}
+
+/// Up to `per_class` witness texts per anomaly class of a set result's details.
+fn set_witnesses(details: &Value, per_class: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for (class, key) in [
+        ("lost", "lost_elements"),
+        ("unexpected", "unexpected_elements"),
+        ("failed but present", "failed_but_present_elements"),
+    ] {
+        let rows = details[key].as_array().into_iter().flatten();
+        for w in rows.take(per_class) {
+            if let Some(text) = w["witness"].as_str() {
+                out.push(format!("{class}: {text}"));
+            }
+        }
+    }
+    out
 }
 
 /// Up to `per_guarantee` witness texts per violated guarantee from a session result's details

@@ -2,6 +2,11 @@
 //! plus (when asked) the session guarantees, merged invalid > unknown > valid. `runner` (a run's
 //! own history) and `app::check` (`shakedown check`) both call [`check`].
 //!
+//! The `set` model is the exception: a set history is checked by the set checker
+//! (`checker::set`: lost / unexpected / recovered elements), not by a linearizability search,
+//! which explodes on sets of hundreds of elements with indeterminate adds and cannot say which
+//! acknowledged add was lost.
+//!
 //! Owns the plan (model, semantics, session settings, time budget), running the model registry's
 //! model through the search ([`crate::model::registry`]), and the generic `CheckResult` of a
 //! linearizability result. Does not own choosing the model for an input (`import`), judging a
@@ -9,6 +14,7 @@
 
 use super::linear::{LinearConfig, LinearResult, WitnessMode, check_history};
 use super::session::{SessionChecker, SessionConfig};
+use super::set::SetChecker;
 use super::{CheckResult, Checker, Verdict};
 use crate::history::History;
 use crate::model::registry::{self, ModelVisitor};
@@ -33,8 +39,10 @@ pub struct Plan {
 /// What the composition found.
 #[derive(Debug, Clone)]
 pub struct Composed {
-    /// The linearizability result.
-    pub linear: LinearResult,
+    /// The linearizability result; `None` for a model with its own checker ([`uses_set_checker`]).
+    pub linear: Option<LinearResult>,
+    /// The set checker's result, for the `set` model.
+    pub set: Option<CheckResult>,
     /// The session checker's result, when the plan asked for it.
     pub session: Option<CheckResult>,
     /// The linearizability verdict merged with the session verdict.
@@ -70,25 +78,42 @@ pub fn check_linear(
     registry::visit(model_name, opts, Search { history, config })
 }
 
+/// Whether the model named `model_name` is checked by the set checker instead of a
+/// linearizability search (see the module doc).
+pub fn uses_set_checker(model_name: &str) -> bool {
+    model_name == super::set::NAME
+}
+
 /// Check `history` as `plan` says. An unknown model name is an error.
 pub fn check(history: &History, plan: &Plan) -> Result<Composed, String> {
-    let linear = check_linear(
-        &plan.model,
-        history,
-        &plan.options,
-        plan.time_limit,
-        plan.witness,
-    )?;
+    let (linear, set) = if uses_set_checker(&plan.model) {
+        (None, Some(SetChecker.check(history)))
+    } else {
+        let linear = check_linear(
+            &plan.model,
+            history,
+            &plan.options,
+            plan.time_limit,
+            plan.witness,
+        )?;
+        (Some(linear), None)
+    };
     let session = plan
         .session
         .clone()
         .map(|cfg| SessionChecker::new(cfg).check(history));
+    let main = match (&linear, &set) {
+        (Some(l), _) => l.verdict,
+        (None, Some(s)) => s.verdict,
+        (None, None) => Verdict::Unknown,
+    };
     let verdict = match &session {
-        Some(s) => linear.verdict.merge(s.verdict),
-        None => linear.verdict,
+        Some(s) => main.merge(s.verdict),
+        None => main,
     };
     Ok(Composed {
         linear,
+        set,
         session,
         verdict,
     })
@@ -147,10 +172,40 @@ mod tests {
         let c = check(&h, &plan).unwrap();
         assert_eq!(c.verdict, Verdict::Invalid);
         assert!(c.session.is_some());
-        let g = linear_check_result(&c.linear, &plan.model, &plan.options);
+        let g = linear_check_result(c.linear.as_ref().unwrap(), &plan.model, &plan.options);
         assert_eq!(g.details["semantics"]["preset"], "etcd");
         assert!(g.details["explanation"].is_string());
         plan.model = "graph".into();
         assert!(check(&h, &plan).unwrap_err().contains("graph"));
+    }
+
+    #[test]
+    fn the_set_model_is_checked_by_the_set_checker() {
+        let h = history(concat!(
+            r#"{"index":0,"time":0,"type":"invoke","process":0,"f":"add","key":"k","value":1}"#,
+            "\n",
+            r#"{"index":1,"time":1,"type":"ok","process":0,"f":"add","key":"k","value":1}"#,
+            "\n",
+            r#"{"index":2,"time":2,"type":"invoke","process":1,"f":"read","key":"k","value":null}"#,
+            "\n",
+            r#"{"index":3,"time":3,"type":"ok","process":1,"f":"read","key":"k","value":[]}"#,
+            "\n",
+        ));
+        let plan = Plan {
+            model: "set".into(),
+            options: ModelOptions::preset(SemanticsPreset::Etcd),
+            session: None,
+            time_limit: Duration::from_secs(5),
+            witness: WitnessMode::default(),
+        };
+        let c = check(&h, &plan).unwrap();
+        assert!(c.linear.is_none());
+        let set = c.set.unwrap();
+        assert_eq!(
+            (set.checker.as_str(), set.verdict),
+            ("set", Verdict::Invalid)
+        );
+        assert_eq!(c.verdict, Verdict::Invalid);
+        assert_eq!(set.details["lost"], 1);
     }
 }

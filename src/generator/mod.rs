@@ -36,6 +36,7 @@
 
 mod combinators;
 mod nemesis;
+pub mod set;
 #[cfg(test)]
 pub(crate) mod sim;
 #[cfg(test)]
@@ -51,6 +52,7 @@ pub use nemesis::{
     FaultSpec, NemesisCycle, NemesisHeal, NemesisSchedule, NemesisStack, WithClockOffsets,
     nemesis_cycle, nemesis_heal, nemesis_stack, with_clock_offsets,
 };
+pub use set::{SetConfig, SetWorkload, set_workload};
 pub use workload::{
     ConfigError, FinalReads, FinalReadsConfig, KeyLog, ListAppendConfig, ListAppendWorkload,
     RegisterConfig, RegisterWorkload, final_reads, final_reads_with, list_append_workload,

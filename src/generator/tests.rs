@@ -981,6 +981,73 @@ fn list_append_elements_are_unique_per_key_and_keys_rotate() {
     );
 }
 
+#[test]
+fn set_elements_are_unique_across_the_run_adds_dominate_and_final_reads_cover_keys() {
+    let cfg = SetConfig {
+        threads_per_key: 2,
+        ops_per_key: 30,
+        key_prefix: Some("s".to_string()),
+        ..SetConfig::default()
+    };
+    let w = set_workload(cfg).unwrap();
+    let keys = w.keys_used();
+    let mut g = phases(vec![boxed(limit(600, w)), boxed(final_reads(keys.clone()))]);
+    let mut sim = Sim::new(6, 11).with_uniform_latency(MS, 5 * MS);
+    assert_eq!(sim.run(&mut g, 100 * S), End::Done);
+    let (main, finals) = sim.dispatched.split_at(600);
+    let mut elements = Vec::new();
+    let mut reads = 0;
+    for inv in main {
+        match inv.f.as_str() {
+            set::ADD => elements.push(inv.value.as_i64().unwrap()),
+            set::READ => {
+                reads += 1;
+                assert_eq!(inv.value, Value::Null);
+            }
+            other => panic!("unexpected op {other}"),
+        }
+    }
+    // 0, 1, 2, … in issue order across every key: never reused.
+    let want: Vec<i64> = (0..elements.len() as i64).collect();
+    assert_eq!(elements, want);
+    assert!(
+        elements.len() > 5 * reads,
+        "{} adds, {reads} reads",
+        elements.len()
+    );
+    let mut threads: BTreeMap<String, BTreeSet<ThreadId>> = BTreeMap::new();
+    for inv in main {
+        threads
+            .entry(inv.key.clone().unwrap())
+            .or_default()
+            .insert(inv.thread);
+    }
+    let main_keys: BTreeSet<String> = threads.keys().cloned().collect();
+    assert!(main_keys.len() >= 600 / 30, "keys rotate: {main_keys:?}");
+    assert!(threads.values().all(|t| t.len() <= 2), "{threads:?}");
+    let final_keys: Vec<String> = finals.iter().filter_map(|i| i.key.clone()).collect();
+    assert!(finals.iter().all(|i| i.f == set::READ));
+    assert_eq!(final_keys.len(), main_keys.len());
+    assert_eq!(final_keys.into_iter().collect::<BTreeSet<_>>(), main_keys);
+    assert_eq!(keys.snapshot(), main_keys);
+    for bad in [
+        SetConfig {
+            add_weight: 0,
+            ..SetConfig::default()
+        },
+        SetConfig {
+            ops_per_key: 0,
+            ..SetConfig::default()
+        },
+        SetConfig {
+            threads_per_key: 0,
+            ..SetConfig::default()
+        },
+    ] {
+        assert!(set_workload(bad).is_err());
+    }
+}
+
 /// The default schedule plus a one-shot `promote` (no stop verb).
 fn schedule_with_promote() -> NemesisSchedule {
     let mut s = schedule();

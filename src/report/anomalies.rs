@@ -21,6 +21,8 @@ pub const MAX_MARKS: usize = 5_000;
 pub const LINEARIZABLE: &str = "linearizable";
 /// Category of version conflicts found by the session checker.
 pub const VERSION_CONFLICT: &str = "version-conflict";
+/// Category of elements the set checker found lost, marked at their add's acknowledgement.
+pub const SET_LOST: &str = "set-lost";
 
 /// One anomaly pinned to time.
 #[derive(Debug, Clone, PartialEq)]
@@ -215,7 +217,9 @@ pub fn anomaly_marks(history: &History, results: &Value) -> Vec<AnomalyMark> {
             ),
         });
     }
-    // Stable category order: linearizable, session guarantees as listed, version-conflict.
+    marks.extend(set_lost_marks(results));
+    // Stable category order: linearizable, session guarantees as listed, version-conflict,
+    // set-lost.
     let mut order: Vec<String> = Vec::new();
     for m in &marks {
         if !order.contains(&m.category) {
@@ -229,6 +233,37 @@ pub fn anomaly_marks(history: &History, results: &Value) -> Vec<AnomalyMark> {
     });
     marks.truncate(MAX_MARKS);
     marks
+}
+
+/// The set checker's lost elements (its `lost_elements` witness rows), each at the time its add
+/// was acknowledged (`ack_s`), spanning from the add's invocation.
+fn set_lost_marks(results: &Value) -> Vec<AnomalyMark> {
+    let rows = checker_details(results, crate::checker::set::NAME)
+        .and_then(|d| d.get("lost_elements"))
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    rows.iter()
+        .filter_map(|r| {
+            let time_s = r.get("ack_s").and_then(Value::as_f64)?;
+            Some(AnomalyMark {
+                category: SET_LOST.to_string(),
+                time_s,
+                from_s: r
+                    .get("invoke_ns")
+                    .and_then(Value::as_u64)
+                    .map(|t| t as f64 / 1e9),
+                op_index: r.get("invoke_index").and_then(Value::as_u64)?,
+                primary: true,
+                label: format!(
+                    "p{} {}: add {} lost",
+                    text(r.get("process")),
+                    text(r.get("key")),
+                    text(r.get("element"))
+                ),
+            })
+        })
+        .collect()
 }
 
 /// Every anomaly of one category as counts over time (the checker's `timeline` histogram), for
@@ -470,6 +505,30 @@ mod tests {
         assert_eq!(marks[1].label, "3 read k1 4");
         assert_eq!(marks[2].label, "p7 k2: version 12 after 15");
         assert_eq!(marks[3].label, "k3 version 9: 1 vs 2");
+    }
+
+    #[test]
+    fn lost_set_elements_are_marked_at_their_acknowledgement() {
+        let r = json!({"checkers": [{"checker": "set", "verdict": "invalid", "details": {
+        "lost_elements": [
+            {"key": "2", "element": 17, "process": 3, "invoke_index": 40,
+             "invoke_ns": 1_000_000_000u64, "ack_s": 1.25},
+            {"key": "2", "element": 18}
+        ]}}]});
+        let marks = anomaly_marks(&history(), &r);
+        assert_eq!(marks.len(), 1, "a row without an ack time is skipped");
+        let m = &marks[0];
+        assert_eq!(
+            (
+                m.category.as_str(),
+                m.time_s,
+                m.from_s,
+                m.op_index,
+                m.primary
+            ),
+            (SET_LOST, 1.25, Some(1.0), 40, true)
+        );
+        assert_eq!(m.label, "p3 2: add 17 lost");
     }
 
     #[test]

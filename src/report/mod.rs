@@ -7,7 +7,8 @@
 //! checking (`checker`).
 
 pub mod anomalies;
-pub mod faults;
+/// Fault intervals live in the pure core (`crate::faults::intervals`) so checkers can use them.
+pub use crate::faults::intervals as faults;
 pub mod junit;
 pub mod page;
 pub mod plots;

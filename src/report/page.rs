@@ -18,6 +18,8 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+mod set;
+
 /// A plot larger than this is linked instead of embedded.
 pub const MAX_EMBED_SVG_BYTES: u64 = 6 * 1024 * 1024;
 /// At most this many session violations (and, separately, version conflicts) are tabulated.
@@ -265,6 +267,7 @@ fn checker_section(out: &mut String, run_dir: &Path, results: &Value, history: O
                     .unwrap_or_default();
                 session_section(out, results, details, &times)
             }
+            crate::checker::set::NAME => set::set_section(out, details),
             _ => {}
         }
     }

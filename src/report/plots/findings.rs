@@ -78,6 +78,7 @@ pub fn anomaly_color(category: &str) -> RGBColor {
         "monotonic-writes" => RGBColor(120, 60, 180),
         "writes-follow-reads" => RGBColor(0, 140, 110),
         anomalies::VERSION_CONFLICT => RGBColor(120, 120, 0),
+        anomalies::SET_LOST => RGBColor(160, 0, 90),
         other => {
             let h = other
                 .bytes()

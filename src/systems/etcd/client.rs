@@ -1,4 +1,4 @@
-//! etcd v3 client for the register and list-append workloads, over etcd's JSON gRPC gateway.
+//! etcd v3 client for the register, list-append and set workloads, over etcd's JSON gRPC gateway.
 //!
 //! Owns: talking to etcd members (`POST /v3/kv/range`, `/v3/kv/put`, `/v3/kv/txn`,
 //! `GET /health`) over keep-alive HTTP/1.1, mapping register ops (`read`, `write`, `cas`) and
@@ -7,6 +7,11 @@
 //! Does not own decoding the gateway's JSON and classifying its errors (`wire`), the client-only
 //! load loop (`bare_loop`), starting or stopping etcd (`db`) or history writing. The only
 //! retries are an append's compare-and-put retries (below); every other op is one attempt.
+//!
+//! Set semantics (`with_set_reads`, the set workload): element `e` of set `k` is its own etcd
+//! key `{key_prefix}set/{k}/{e}`. `add` e → Put → `Ok { value: e, version: header.revision }`,
+//! errors classified as for a write; `read` → one Range over the set's prefix (keys only, the
+//! configured read mode) → `Ok { value: [elements] }`.
 //!
 //! Register semantics: values are integers stored as decimal text under
 //! `key_prefix + key` (`key_prefix` alone when the op has no key).
@@ -136,7 +141,13 @@ pub struct EtcdClient {
     read_endpoints: Vec<String>,
     /// Picks the member of each read.
     rng: rand_chacha::ChaCha8Rng,
+    /// Serve the set workload: `read` is a prefix read of the key's elements ([`SET_SEGMENT`]).
+    set_reads: bool,
 }
+
+/// The set workload's segment of etcd keys: element `e` of set `k` is the etcd key
+/// `{key_prefix}set/{k}/{e}` (value `e`), so an add is one put and a read one prefix range.
+pub const SET_SEGMENT: &str = "set/";
 
 impl EtcdClient {
     /// Build a client. Fails if the endpoint is not an `http://` URL or `timeout_ms` is 0.
@@ -179,7 +190,57 @@ impl EtcdClient {
             http,
             read_endpoints: Vec::new(),
             rng: rand_chacha::ChaCha8Rng::seed_from_u64(0),
+            set_reads: false,
         })
+    }
+
+    /// Serve the set workload: `read` returns the key's elements (a prefix range of its element
+    /// keys) instead of a register or list value.
+    pub fn with_set_reads(mut self) -> EtcdClient {
+        self.set_reads = true;
+        self
+    }
+
+    /// The etcd key prefix of set `key`'s elements.
+    pub fn set_prefix(&self, key: Option<&str>) -> String {
+        format!(
+            "{}{SET_SEGMENT}{}/",
+            self.config.key_prefix,
+            key.unwrap_or("")
+        )
+    }
+
+    /// Add `element` to set `key`: put its own etcd key. Returns the store revision.
+    pub async fn set_add(&self, key: Option<&str>, element: i64) -> Result<i64, EtcdError> {
+        let k = format!("{}{element}", self.set_prefix(key));
+        let req = json!({ "key": B64.encode(k), "value": B64.encode(element.to_string()) });
+        let body = self.post("/v3/kv/put", &req).await?;
+        decode_put(self.endpoint(), &body)
+    }
+
+    /// The elements of set `key`, read from `endpoint` with the configured read mode: one range
+    /// over the set's prefix, keys only.
+    pub async fn set_read_at(
+        &self,
+        endpoint: &str,
+        key: Option<&str>,
+    ) -> Result<Vec<i64>, EtcdError> {
+        let prefix = self.set_prefix(key);
+        let mut end = prefix.clone().into_bytes();
+        // The prefix ends in '/': the range end is the prefix with its last byte incremented.
+        if let Some(last) = end.last_mut() {
+            *last += 1;
+        }
+        let mut req = json!({
+            "key": B64.encode(&prefix),
+            "range_end": B64.encode(&end),
+            "keys_only": true,
+        });
+        if self.config.read_mode == ReadMode::Serializable {
+            req["serializable"] = Value::Bool(true);
+        }
+        let body = self.post_to(endpoint, "/v3/kv/range", &req).await?;
+        decode_range_elements(endpoint, &prefix, &body)
     }
 
     /// Send every `read` op to a member chosen uniformly at random from `endpoints` (seeded by
@@ -434,6 +495,29 @@ impl EtcdClient {
             value: value.clone(),
         };
         match f {
+            "read" if self.set_reads => match self.set_read_at(read_endpoint, key).await {
+                Ok(elements) => Completion::Ok {
+                    value: Value::from(elements),
+                    version: None,
+                },
+                // Reads do not change state: every failed read is a definite fail.
+                Err(e) => Completion::Fail {
+                    error: e.to_completion_error(),
+                    value: value.clone(),
+                },
+            },
+            "add" => {
+                let Some(e) = as_register_value(value) else {
+                    return invalid(format!("add value must be an integer, got {value}"));
+                };
+                match self.set_add(key, e).await {
+                    Ok(rev) => Completion::Ok {
+                        value: value.clone(),
+                        version: Some(rev),
+                    },
+                    Err(e) => write_error(e, value),
+                }
+            }
             "read" => match self.get_value_at(read_endpoint, &full_key).await {
                 Ok(Some((v, rev))) => Completion::Ok {
                     value: v,
@@ -512,7 +596,7 @@ impl EtcdClient {
                 }
             }
             other => invalid(format!(
-                "unsupported op f={other:?} (expected read, write, cas or append)"
+                "unsupported op f={other:?} (expected read, write, cas, append or add)"
             )),
         }
     }
@@ -582,6 +666,23 @@ mod tests {
         // "MTI=" is "12"
         let body = br#"{"header":{"revision":"9","raft_term":"2"},"kvs":[{"key":"Zm9v","create_revision":"2","mod_revision":"7","version":"3","value":"MTI="}],"count":"1"}"#;
         assert_eq!(decode_range(EP, "/k", body).unwrap(), Some((12, 7)));
+    }
+
+    #[test]
+    fn set_range_decodes_elements_from_keys() {
+        // Keys "/p/set/k/7" and "/p/set/k/12"; keys_only: no values.
+        let body = br#"{"header":{"revision":"9"},"kvs":[{"key":"L3Avc2V0L2svNw==","mod_revision":"3"},{"key":"L3Avc2V0L2svMTI=","mod_revision":"4"}],"count":"2"}"#;
+        assert_eq!(
+            decode_range_elements(EP, "/p/set/k/", body).unwrap(),
+            vec![7, 12]
+        );
+        assert_eq!(
+            decode_range_elements(EP, "/p/set/k/", br#"{"header":{}}"#).unwrap(),
+            Vec::<i64>::new()
+        );
+        let body = br#"{"kvs":[{"key":"L3Avc2V0L2sveA=="}]}"#;
+        let e = decode_range_elements(EP, "/p/set/k/", body).unwrap_err();
+        assert!(e.to_string().contains("/p/set/k/x"), "{e}");
     }
 
     #[test]

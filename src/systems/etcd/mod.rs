@@ -26,9 +26,9 @@ use std::sync::Arc;
 /// The `--db` name.
 pub const NAME: &str = "etcd";
 
-/// What etcd serves: both workloads, both read modes, reads to the own or a random member.
+/// What etcd serves: every workload, both read modes, reads to the own or a random member.
 pub const SUPPORTS: Supports = Supports {
-    workloads: &["register", "list-append"],
+    workloads: &["register", "list-append", crate::generator::set::KIND],
     read_modes: &[ReadMode::Linearizable, ReadMode::Serializable],
     read_from: &[ReadFrom::Own, ReadFrom::Any],
     read_nodes: true,
@@ -93,6 +93,11 @@ impl System for Etcd {
             key_prefix: format!("/shakedown/{}/", ctx.seed),
         })
         .map_err(failed)?;
+        let client = if ctx.workload_kind == crate::generator::set::KIND {
+            client.with_set_reads()
+        } else {
+            client
+        };
         let client = match ctx.read_from {
             // Each thread's member choices come from its own seeded stream.
             ReadFrom::Any => {

@@ -395,6 +395,33 @@ pub fn decode_range_value(
     )))
 }
 
+/// Decode a successful `/v3/kv/range` body of a prefix read (keys only) into the set's
+/// elements: each key is `prefix` followed by a decimal integer.
+pub fn decode_range_elements(
+    endpoint: &str,
+    prefix: &str,
+    body: &[u8],
+) -> Result<Vec<i64>, EtcdError> {
+    let resp: RangeResponse = parse_json(endpoint, "range", body)?;
+    resp.kvs
+        .iter()
+        .map(|kv| {
+            let raw = B64.decode(kv.key.as_bytes()).map_err(|e| {
+                decode_error(
+                    endpoint,
+                    200,
+                    format!("range key {:?} is not base64: {e}", kv.key),
+                    body,
+                )
+            })?;
+            let text = String::from_utf8_lossy(&raw);
+            text.strip_prefix(prefix)
+                .and_then(|e| e.parse::<i64>().ok())
+                .ok_or_else(|| not_an_integer(endpoint, &text, &raw))
+        })
+        .collect()
+}
+
 /// Decode a successful `/v3/kv/put` body into the store revision after the put.
 pub fn decode_put(endpoint: &str, body: &[u8]) -> Result<i64, EtcdError> {
     let resp: PutResponse = parse_json(endpoint, "put", body)?;

@@ -329,6 +329,8 @@ mod tests {
             "{e}"
         );
         assert!(run_config(&["--db", &spec, "--workload", "session"]).is_ok());
+        let e = run_config(&["--db", &spec, "--workload", "set"]).unwrap_err();
+        assert!(e.contains("toykv's client performs register"), "{e}");
     }
 
     #[test]

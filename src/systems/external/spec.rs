@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use toml::Spanned;
 
 /// The workload kinds (`kind` of `workloads/*.toml`) a client may declare in `client.workloads`.
-pub const WORKLOAD_KINDS: [&str; 2] = ["register", "list-append"];
+pub const WORKLOAD_KINDS: [&str; 3] = ["register", "list-append", crate::generator::set::KIND];
 
 /// Folder of user-editable system specs, relative to the working directory.
 pub const SYSTEMS_DIR: &str = "systems";
@@ -130,7 +130,7 @@ pub struct ExternalSpec {
     pub commands: BTreeMap<CommandKind, String>,
     /// The client program and its arguments (run locally, in `dir`).
     pub client: Vec<String>,
-    /// Workload kinds the client performs (`register`, `list-append`); empty = not declared.
+    /// Workload kinds the client performs (`register`, `list-append`, `set`); empty = not declared.
     pub workloads: Vec<String>,
     /// How long `ready` is polled before setup fails.
     pub ready_timeout_s: f64,

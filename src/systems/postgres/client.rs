@@ -1,4 +1,4 @@
-//! PostgreSQL client for the register workload, with tokio-postgres (no TLS).
+//! PostgreSQL client for the register and set workloads, with tokio-postgres (no TLS).
 //!
 //! Owns: connections to the nodes of a primary/replica cluster (one per node, opened lazily and
 //! reopened after an error or timeout), routing (writes and cas to the primary; reads per
@@ -14,6 +14,11 @@
 //! - `cas [old, new]` → `UPDATE … SET value = new, version = version + 1 WHERE key = k AND value =
 //!   old RETURNING version` → `Ok { value: [old, new], version }`, or with 0 rows
 //!   `Fail { error: "cas-mismatch" }` (it ran and saw another value, or no row).
+//!
+//! Set semantics (`with_set_reads`, the set workload) on `set_elems(k text, e bigint, primary
+//! key (k, e))`: `add e` → `INSERT … ON CONFLICT DO NOTHING` on the primary → `Ok { value: e }`
+//! (errors classified as for a write); `read` → `SELECT e … WHERE k = $1`, routed like register
+//! reads → `Ok { value: [elements] }`.
 //!
 //! Routing (`ReadFrom`): `primary` reads the primary; `replica` a uniformly random replica *per
 //! read* (from `read_nodes` when given), so successive reads of one session can hit replicas with
@@ -49,14 +54,16 @@ use serde_json::{Value, json};
 use std::time::Duration;
 use tokio_postgres::{NoTls, Statement};
 
-/// The schema the register workload needs (run once on the primary by `db::postgres`).
-pub const SCHEMA_SQL: &str =
-    "CREATE TABLE IF NOT EXISTS kv (key text PRIMARY KEY, value bigint, version bigint NOT NULL);";
+/// The schema the register and set workloads need (run once on the primary by `db::postgres`).
+pub const SCHEMA_SQL: &str = "CREATE TABLE IF NOT EXISTS kv (key text PRIMARY KEY, value bigint, version bigint NOT NULL); \
+     CREATE TABLE IF NOT EXISTS set_elems (k text, e bigint, PRIMARY KEY (k, e));";
 
 const READ_SQL: &str = "SELECT value, version FROM kv WHERE key = $1";
 const WRITE_SQL: &str = "INSERT INTO kv (key, value, version) VALUES ($1, $2, 1) \
      ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, version = kv.version + 1 \
      RETURNING version";
+const SET_ADD_SQL: &str = "INSERT INTO set_elems (k, e) VALUES ($1, $2) ON CONFLICT DO NOTHING";
+const SET_READ_SQL: &str = "SELECT e FROM set_elems WHERE k = $1";
 const CAS_SQL: &str = "UPDATE kv SET value = $3, version = version + 1 WHERE key = $1 AND value = $2 RETURNING version";
 
 /// One node the client may talk to.
@@ -145,6 +152,8 @@ struct Conn {
     read: Statement,
     write: Statement,
     cas: Statement,
+    set_add: Statement,
+    set_read: Statement,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -161,6 +170,8 @@ pub struct PgClient {
     rng: ChaCha8Rng,
     /// Set once the current op's statement was handed to the connection.
     sent: bool,
+    /// Serve the set workload: `read` returns a set's elements, `add` inserts one.
+    set_ops: bool,
 }
 
 /// A parsed register op.
@@ -169,14 +180,20 @@ enum RegOp {
     Read,
     Write(i64),
     Cas(i64, i64),
+    /// Add an element to a set (set workload).
+    SetAdd(i64),
+    /// Read a set's elements (set workload).
+    SetRead,
 }
 
-fn parse_op(f: &str, value: &Value) -> Result<RegOp, String> {
+fn parse_op(f: &str, value: &Value, set_ops: bool) -> Result<RegOp, String> {
     let int = |v: &Value| {
         v.as_i64()
             .ok_or_else(|| format!("{f}: expected an integer, got {v}"))
     };
     match f {
+        "read" if set_ops => Ok(RegOp::SetRead),
+        "add" if set_ops => Ok(RegOp::SetAdd(int(value)?)),
         "read" => Ok(RegOp::Read),
         "write" => Ok(RegOp::Write(int(value)?)),
         "cas" => match value.as_array().map(Vec::as_slice) {
@@ -207,7 +224,14 @@ impl PgClient {
             cfg,
             rng,
             sent: false,
+            set_ops: false,
         })
+    }
+
+    /// Serve the set workload (`add` / `read` of a whole set) instead of the register one.
+    pub fn with_set_reads(mut self) -> PgClient {
+        self.set_ops = true;
+        self
     }
 
     /// Index of the current primary: the promoted node after a failover, else the configured one.
@@ -259,10 +283,12 @@ impl PgClient {
         let task = tokio::spawn(async move {
             let _ = connection.await;
         });
-        let (read, write, cas) = match tokio::try_join!(
+        let (read, write, cas, set_add, set_read) = match tokio::try_join!(
             client.prepare(READ_SQL),
             client.prepare(WRITE_SQL),
-            client.prepare(CAS_SQL)
+            client.prepare(CAS_SQL),
+            client.prepare(SET_ADD_SQL),
+            client.prepare(SET_READ_SQL)
         ) {
             Ok(s) => s,
             Err(e) => {
@@ -275,6 +301,8 @@ impl PgClient {
             read,
             write,
             cas,
+            set_add,
+            set_read,
             task,
         })
     }
@@ -298,6 +326,15 @@ impl PgClient {
         let conn = self.conns[i].as_ref().expect("connection just opened");
         self.sent = true;
         let result = match op {
+            RegOp::SetAdd(e) => conn
+                .client
+                .execute(&conn.set_add, &[&key, &e])
+                .await
+                .map(|_| None),
+            RegOp::SetRead => match conn.client.query(&conn.set_read, &[&key]).await {
+                Ok(rows) => return set_read_completion(&rows),
+                Err(e) => Err(e),
+            },
             RegOp::Read => conn.client.query_opt(&conn.read, &[&key]).await,
             RegOp::Write(v) => conn.client.query_opt(&conn.write, &[&key, &v]).await,
             RegOp::Cas(old, new) => conn.client.query_opt(&conn.cas, &[&key, &old, &new]).await,
@@ -312,10 +349,12 @@ impl PgClient {
                     self.conns[i] = None;
                 }
                 match (op, certainty) {
-                    (RegOp::Read, _) | (_, Certainty::NotApplied) => Completion::Fail {
-                        error,
-                        value: op_value(op),
-                    },
+                    (RegOp::Read | RegOp::SetRead, _) | (_, Certainty::NotApplied) => {
+                        Completion::Fail {
+                            error,
+                            value: op_value(op),
+                        }
+                    }
                     (_, Certainty::Unknown) => Completion::Info { error },
                 }
             }
@@ -323,9 +362,31 @@ impl PgClient {
     }
 }
 
+/// The completion of a set read: every row's element.
+fn set_read_completion(rows: &[tokio_postgres::Row]) -> Completion {
+    let elements: Result<Vec<i64>, String> = rows
+        .iter()
+        .map(|r| {
+            r.try_get::<_, i64>(0)
+                .map_err(|e| format!("undecodable set element: {e}"))
+        })
+        .collect();
+    match elements {
+        Ok(es) => Completion::Ok {
+            value: json!(es),
+            version: None,
+        },
+        Err(error) => Completion::Fail {
+            error,
+            value: Value::Null,
+        },
+    }
+}
+
 fn op_value(op: RegOp) -> Value {
     match op {
-        RegOp::Read => Value::Null,
+        RegOp::Read | RegOp::SetRead => Value::Null,
+        RegOp::SetAdd(e) => json!(e),
         RegOp::Write(v) => json!(v),
         RegOp::Cas(old, new) => json!([old, new]),
     }
@@ -340,6 +401,11 @@ fn ok_completion(op: RegOp, row: Option<tokio_postgres::Row>) -> Completion {
         (RegOp::Read, None) => Completion::Ok {
             value: Value::Null,
             version: None,
+        },
+        // Set reads complete in `set_read_completion`; never reached.
+        (RegOp::SetRead, _) => Completion::Fail {
+            error: "set read has no single row".into(),
+            value: Value::Null,
         },
         (RegOp::Read, Some(row)) => match (get(&row, 0), get(&row, 1)) {
             (Ok(value), Ok(version)) => Completion::Ok {
@@ -358,6 +424,11 @@ fn ok_completion(op: RegOp, row: Option<tokio_postgres::Row>) -> Completion {
         (RegOp::Write(_), None) => Completion::Info {
             error: "write returned no row".into(),
         },
+        // An insert that did nothing on conflict: the element is there either way.
+        (RegOp::SetAdd(_), None) => Completion::Ok {
+            value: op_value(op),
+            version: None,
+        },
         (_, Some(row)) => match get(&row, 0) {
             Ok(version) => Completion::Ok {
                 value: op_value(op),
@@ -371,7 +442,7 @@ fn ok_completion(op: RegOp, row: Option<tokio_postgres::Row>) -> Completion {
 #[async_trait::async_trait]
 impl Client for PgClient {
     async fn invoke(&mut self, f: &str, key: Option<&str>, value: &Value) -> Completion {
-        let op = match parse_op(f, value) {
+        let op = match parse_op(f, value, self.set_ops) {
             Ok(op) => op,
             Err(error) => {
                 return Completion::Fail {
@@ -387,7 +458,7 @@ impl Client for PgClient {
             };
         };
         let node = match op {
-            RegOp::Read => self.pick_read_node(),
+            RegOp::Read | RegOp::SetRead => self.pick_read_node(),
             _ => self.primary(),
         };
         self.sent = false;
@@ -403,7 +474,7 @@ impl Client for PgClient {
                     self.cfg.timeout_ms,
                     if self.sent { "" } else { " connecting" }
                 );
-                if op == RegOp::Read || !self.sent {
+                if matches!(op, RegOp::Read | RegOp::SetRead) || !self.sent {
                     Completion::Fail {
                         error,
                         value: op_value(op),
@@ -463,12 +534,17 @@ mod tests {
 
     #[test]
     fn ops_parse_and_bad_arguments_are_rejected() {
-        assert_eq!(parse_op("read", &Value::Null), Ok(RegOp::Read));
-        assert_eq!(parse_op("write", &json!(3)), Ok(RegOp::Write(3)));
-        assert_eq!(parse_op("cas", &json!([1, 2])), Ok(RegOp::Cas(1, 2)));
-        assert!(parse_op("cas", &json!([1])).is_err());
-        assert!(parse_op("write", &json!("x")).is_err());
-        assert!(parse_op("append", &json!(1)).is_err());
+        assert_eq!(parse_op("read", &Value::Null, false), Ok(RegOp::Read));
+        assert_eq!(parse_op("write", &json!(3), false), Ok(RegOp::Write(3)));
+        assert_eq!(parse_op("cas", &json!([1, 2]), false), Ok(RegOp::Cas(1, 2)));
+        assert!(parse_op("cas", &json!([1]), false).is_err());
+        assert!(parse_op("write", &json!("x"), false).is_err());
+        assert!(parse_op("append", &json!(1), false).is_err());
+        // The set workload: add and a whole-set read; add is no register op.
+        assert_eq!(parse_op("read", &Value::Null, true), Ok(RegOp::SetRead));
+        assert_eq!(parse_op("add", &json!(7), true), Ok(RegOp::SetAdd(7)));
+        assert!(parse_op("add", &json!(7), false).is_err());
+        assert!(parse_op("add", &json!("x"), true).is_err());
     }
 
     #[test]

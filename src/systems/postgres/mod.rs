@@ -24,10 +24,10 @@ use std::sync::Arc;
 /// The `--db` name.
 pub const NAME: &str = "postgres";
 
-/// What PostgreSQL serves: the register workload (its client has no list append), linearizable
-/// reads only (stale reads are asked for with `--read-from replica`), reads anywhere.
+/// What PostgreSQL serves: the register and set workloads (its client has no list append),
+/// linearizable reads only (stale reads are asked for with `--read-from replica`), reads anywhere.
 pub const SUPPORTS: Supports = Supports {
-    workloads: &["register"],
+    workloads: &["register", crate::generator::set::KIND],
     read_modes: &[ReadMode::Linearizable],
     read_from: &[
         ReadFrom::Own,
@@ -155,6 +155,9 @@ impl System for Postgres {
             seed: ctx.seed.wrapping_add(1000 + ctx.thread as u64),
         })
         .map_err(|e| format!("creating postgres client {}: {e}", ctx.thread))?;
+        if ctx.workload_kind == crate::generator::set::KIND {
+            return Ok(Box::new(client.with_set_reads()));
+        }
         Ok(Box::new(client))
     }
 

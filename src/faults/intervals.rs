@@ -5,7 +5,9 @@
 //! `nemesis::kinds`), the real span of faults that last exactly as long as their own op (a clock
 //! strobe), faults the history never shows ending (drawn to its end), and the labels. Pure: no IO.
 //! Does not own drawing the bands (`plots`), the fault timeline HTML (`page`) or what happens to
-//! the workload during a fault (`recovery`).
+//! the workload during a fault (`report::recovery`). Lives in the pure core (under `faults`, not
+//! `report`) so checkers can say which faults were active at an op (`checker::set`); `report`
+//! re-exports it as `report::faults`.
 
 use crate::faults::{self as kinds, FaultKind, VerbRole};
 use crate::history::{History, Op, OpType, Process};
