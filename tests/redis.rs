@@ -2,8 +2,11 @@
 //! Redis 7 and Sentinel (Debian's `redis-server`, `redis-sentinel`): five servers (n1 primary,
 //! four replicas) and five Sentinels come up and agree; a register run without faults is valid;
 //! a kill of the primary and a `promote` (SENTINEL FAILOVER) fail over and the clients follow the
-//! new primary (writes keep succeeding after each failover); redis-server runs with the sandbox
-//! clock shim loaded and a `date -s` on one node moves `TIME` on that node's server only.
+//! new primary (writes keep succeeding after each failover); a set run without faults loses
+//! nothing, and one whose primary is cut off from the Sentinel majority loses acknowledged adds
+//! (the set checker names them, acknowledged while the partition was active); redis-server runs
+//! with the sandbox clock shim loaded and a `date -s` on one node moves `TIME` on that node's
+//! server only.
 //!
 //! Needs root (when not root each test prints why it did nothing). Tests take a lock so only one
 //! cluster runs at a time, and each brings its own sandbox (`sdrds`, 10.87.0.0/24) down at the
@@ -196,6 +199,85 @@ fn clients_follow_the_new_primary_after_a_kill_and_a_promote() {
         .max()
         .unwrap_or(0);
     assert!(switches >= 2, "expected two failovers in a sentinel log");
+}
+
+/// Run the set workload; returns (exit code, run dir, the set checker's result).
+fn run_set(extra: &[&str], reports: &Path) -> (i32, PathBuf, Value) {
+    let mut args = vec!["--workload", "set", "--read-from", "primary"];
+    args.extend(extra);
+    let (code, run_dir, results) = run_redis(&args, reports);
+    let set = checker(&results, "set").clone();
+    (code, run_dir, set)
+}
+
+#[test]
+fn a_set_run_without_faults_loses_nothing() {
+    if !root() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = SandboxGuard(&SANDBOX);
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, _run_dir, set) = run_set(
+        &["--nemesis", "none", "--time-limit", "10", "--seed", "13"],
+        tmp.path(),
+    );
+    assert_eq!(code, 0, "{set}");
+    assert_eq!(set["verdict"], "valid", "{set}");
+    let d = &set["details"];
+    assert_eq!(d["lost"], 0, "{d}");
+    assert!(d["acknowledged"].as_u64().unwrap() > 500, "{d}");
+}
+
+#[test]
+fn cutting_the_primary_off_from_the_sentinels_loses_acknowledged_adds() {
+    if !root() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = SandboxGuard(&SANDBOX);
+    let tmp = tempfile::tempdir().unwrap();
+    // One partition of the primary, 10 s: the four other Sentinels fail over after 2 s, clients
+    // still writing to n1 (the ones whose own Sentinel is n1's, and everyone until the failover)
+    // are acknowledged by it, and n1 drops those writes when it rejoins as a replica.
+    let nemesis = tmp.path().join("isolate-primary.toml");
+    std::fs::write(
+        &nemesis,
+        "interval_s = 10.0\n\n[[faults]]\nkind = \"partition\"\nshape = \"primaries\"\n",
+    )
+    .unwrap();
+    let (code, run_dir, set) = run_set(
+        &[
+            "--nemesis",
+            nemesis.to_str().unwrap(),
+            "--time-limit",
+            "25",
+            "--settle",
+            "5",
+            "--seed",
+            "14",
+        ],
+        tmp.path(),
+    );
+    let d = &set["details"];
+    let lost = d["lost"].as_u64().unwrap_or(0);
+    eprintln!(
+        "primary isolated for 10 s: {lost} of {} acknowledged adds lost; run dir {}",
+        d["acknowledged"],
+        run_dir.display()
+    );
+    assert_eq!(code, 1, "{set}");
+    assert_eq!(set["verdict"], "invalid", "{set}");
+    assert!(lost > 0, "{d}");
+    let h = history(&run_dir);
+    let parts = nemesis_done(&h, "start-partition");
+    let part_s = parts.first().expect("a partition").time_ns as f64 / 1e9;
+    // Every lost element the checker names was acknowledged after the partition began.
+    for e in d["lost_elements"].as_array().unwrap() {
+        let ack = e["ack_s"].as_f64().unwrap();
+        assert!(ack >= part_s - 0.5, "lost before the partition: {e}");
+        assert!(e["witness"].as_str().unwrap().contains("add"), "{e}");
+    }
 }
 
 struct Cluster {
