@@ -122,6 +122,8 @@ struct KeyOutcome {
     duplicate_adds: u64,
     /// The key's adds by element (for the witnesses of lost elements).
     adds: HashMap<Scalar, Add>,
+    /// For lost elements some read showed: (first read, last read) showing it, by completion.
+    lost_seen: HashMap<Scalar, (usize, usize)>,
 }
 
 impl KeyOutcome {
@@ -277,6 +279,8 @@ fn key_outcome(key: String, d: KeyData) -> KeyOutcome {
     let mut seen_failed = HashSet::new();
     // When each element was first seen by a completed read (completion position, read).
     let mut first_seen: HashMap<Scalar, (u64, usize)> = HashMap::new();
+    // The last read (by completion) that showed each element: when it was last seen.
+    let mut last_seen: HashMap<Scalar, usize> = HashMap::new();
     for r in &d.reads {
         for &e in &r.elements {
             match d.adds.get(&e) {
@@ -297,6 +301,10 @@ fn key_outcome(key: String, d: KeyData) -> KeyOutcome {
                 .entry(e)
                 .and_modify(|f| *f = (*f).min(seen))
                 .or_insert(seen);
+            last_seen
+                .entry(e)
+                .and_modify(|l| *l = (*l).max(r.completion))
+                .or_insert(r.completion);
         }
     }
     stale(&d.reads, &first_seen, &mut o);
@@ -323,6 +331,11 @@ fn key_outcome(key: String, d: KeyData) -> KeyOutcome {
     o.lost.sort_by_key(by_add);
     o.lost_after_read.sort_by_key(by_add);
     o.recovered.sort_by_key(by_add);
+    for e in o.lost.iter().chain(&o.lost_after_read) {
+        if let (Some(&(_, first)), Some(&last)) = (first_seen.get(e), last_seen.get(e)) {
+            o.lost_seen.insert(*e, (first, last));
+        }
+    }
     o.adds = d.adds;
     o
 }
@@ -519,9 +532,19 @@ impl SetAnalysis<'_> {
         };
         let ack_ns = done.map_or(inv.time_ns, |d| d.time_ns);
         let timing = Timing::of(&self.faults, secs(ack_ns));
+        let seen = k
+            .lost_seen
+            .get(&e)
+            .map(|&(first, last)| (secs(self.op(first).time_ns), secs(self.op(last).time_ns)));
+        let seen_text = match seen {
+            Some((first, last)) => {
+                format!("; seen by reads from {} to {}", fmt_s(first), fmt_s(last))
+            }
+            None => "; never seen by a read".to_string(),
+        };
         let what = if acked {
             format!(
-                "add {} on key {} by process {}: ok at {}, absent from the final read; {}",
+                "add {} on key {} by process {}: ok at {}, absent from the final read; {}{seen_text}",
                 self.show(e),
                 k.key,
                 inv.process,
@@ -530,7 +553,7 @@ impl SetAnalysis<'_> {
             )
         } else {
             format!(
-                "add {} on key {} by process {}: {} at {}, then seen by a read, absent from the final read",
+                "add {} on key {} by process {}: {} at {}, then seen by a read, absent from the final read{seen_text}",
                 self.show(e),
                 k.key,
                 inv.process,
@@ -549,6 +572,8 @@ impl SetAnalysis<'_> {
             "invoke_ns": inv.time_ns,
             "complete_ns": done.map(|d| d.time_ns),
             "ack_s": secs(ack_ns),
+            "first_seen_s": seen.map(|s| s.0),
+            "last_seen_s": seen.map(|s| s.1),
             "faults_active": timing.active,
             "fault_before": timing.before.as_ref().map(|(l, g)| json!({"fault": l, "ack_after_start_s": g})),
             "fault_after": timing.after.as_ref().map(|(l, g)| json!({"fault": l, "ack_before_start_s": g})),

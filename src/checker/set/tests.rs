@@ -235,6 +235,8 @@ fn an_indeterminate_add_read_and_then_gone_is_lost_after_read() {
     assert_eq!(r.details["lost_after_read"], 1);
     let w = r.details["lost_elements"][0]["witness"].as_str().unwrap();
     assert!(w.contains("then seen by a read"), "{w}");
+    assert!(w.ends_with("; seen by reads from 0.0 s to 0.0 s"), "{w}");
+    assert_eq!(r.details["lost_elements"][0]["last_seen_s"], 0.011);
 }
 
 #[test]
