@@ -430,7 +430,11 @@ impl Timing {
         if let Some((label, gap)) = &self.after {
             parts.push(format!("{} before {label} began", fmt_s(*gap)));
         }
-        if let Some((label, gap)) = &self.before {
+        // The last fault before only when nothing came after and none is active: otherwise
+        // the next fault and the active ones say more.
+        if let (None, true, Some((label, gap))) =
+            (&self.after, self.active.is_empty(), &self.before)
+        {
             parts.push(format!("{} after {label} began", fmt_s(*gap)));
         }
         if !self.active.is_empty() {
@@ -688,8 +692,8 @@ impl SetAnalysis<'_> {
             .map(|k| format!("key {}: {}", k.key, k.lost.len()))
             .collect();
         let mut parts = vec![preview(&per_key)];
-        // Group lost acks by the next fault they preceded.
-        let mut by_fault: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+        // Group lost acks by the fault they came during or before: (lo gap, hi gap, count).
+        let mut by_fault: BTreeMap<String, (f64, f64, usize)> = BTreeMap::new();
         for k in &self.keys {
             for &e in &k.lost {
                 let Some((inv, done)) = self.add_of(k, e) else {
@@ -703,14 +707,18 @@ impl SetAnalysis<'_> {
                     (None, None) if self.faults.is_empty() => continue,
                     (None, None) => ("after the last fault began".to_string(), f64::NAN),
                 };
-                let entry = by_fault.entry(label).or_insert((f64::INFINITY, 0.0));
+                let entry = by_fault.entry(label).or_insert((f64::INFINITY, 0.0, 0));
+                entry.2 += 1;
                 if gap.is_finite() {
                     entry.0 = entry.0.min(gap);
                     entry.1 = entry.1.max(gap);
                 }
             }
         }
-        for (label, (lo, hi)) in by_fault.iter().take(2) {
+        // The groups with most lost elements first; at most three.
+        let mut groups: Vec<(&String, &(f64, f64, usize))> = by_fault.iter().collect();
+        groups.sort_by_key(|(_, g)| std::cmp::Reverse(g.2));
+        for (label, (lo, hi, _)) in groups.into_iter().take(3) {
             if lo.is_finite() && format!("{lo:.1}") == format!("{hi:.1}") {
                 parts.push(format!("acknowledged {lo:.1} s {label}"));
             } else if lo.is_finite() {

@@ -267,19 +267,25 @@ fn lost_elements_are_timed_against_faults() {
         .nemesis(2000, "start-partition", part)
         .add(1, "k", 2, 2100, OpType::Ok, 2500) // during it
         .nemesis(4000, "stop-partition", Value::Null)
+        .add(3, "k", 3, 4400, OpType::Ok, 4500) // after it, no fault later
         .read(2, "k", 5000, 5001, &[])
         .h();
     let r = check(&h);
     assert_eq!(r.verdict, Verdict::Invalid);
     let rows = r.details["lost_elements"].as_array().unwrap();
-    assert_eq!(rows.len(), 2);
+    assert_eq!(rows.len(), 3);
+    let third = rows[2]["witness"].as_str().unwrap();
+    assert!(
+        third.contains("acknowledged 2.5 s after isolate n1 began; never seen"),
+        "{third}"
+    );
     let first = &rows[0];
     assert_eq!(first["element"], 1);
     assert!((first["fault_after"]["ack_before_start_s"].as_f64().unwrap() - 1.2).abs() < 1e-9);
     assert_eq!(first["faults_active"].as_array().unwrap().len(), 0);
     let w = first["witness"].as_str().unwrap();
     assert!(
-        w.contains("acknowledged 1.2 s before") && w.contains("began"),
+        w.contains("acknowledged 1.2 s before isolate n1 began; never seen by a read"),
         "{w}"
     );
     let second = &rows[1];
