@@ -1,6 +1,7 @@
 //! Unit tests of the set checker on hand-written histories: each anomaly class, unknown cases,
 //! indeterminate adds and the timing of lost elements against faults.
 
+use super::details::thousands;
 use super::*;
 use crate::history::Process;
 use serde_json::json;
