@@ -129,7 +129,7 @@ fn generate_set_history(ops: usize, seed: u64) -> History {
     let mut procs: Vec<u64> = (0..threads).collect();
     // The set each key holds (what reads return): acknowledged adds, minus the lost ones.
     let mut sets: Vec<Vec<i64>> = Vec::new();
-    let mut push = |out: &mut Vec<Op>, ty, p, f: &str, key: usize, v: Value, t: u64| {
+    let push = |out: &mut Vec<Op>, ty, p, f: &str, key: usize, v: Value, t: u64| {
         let mut o = Op::new(ty, Process::Client(p), f, v);
         o.key = Some(key.to_string());
         o.time_ns = t;

@@ -628,7 +628,11 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
 
     progress.phase(
         Phase::Check,
-        "checking linearizability and session guarantees",
+        if cfg.workload.kind == generator::set::KIND {
+            "checking the sets: lost, unexpected and recovered elements"
+        } else {
+            "checking linearizability and session guarantees"
+        },
     );
     let checked = write_results_with(
         &run_dir,

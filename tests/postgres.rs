@@ -309,6 +309,54 @@ targets = "all"
 }
 
 /// `select` one value with psql on node `host` (as root over SSH, TCP to the node's address).
+#[test]
+fn set_workload_with_async_replica_reads_reports_what_it_found() {
+    if !root() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = SandboxGuard(&SANDBOX);
+    let tmp = tempfile::tempdir().unwrap();
+    let reports = tmp.path().join("reports");
+    let (code, run_dir, results) = run_pg(
+        &[
+            "--workload",
+            "set",
+            "--synchronous-commit",
+            "off",
+            "--read-from",
+            "replica",
+            "--nemesis",
+            "none",
+            "--time-limit",
+            "10",
+            "--seed",
+            "3",
+        ],
+        &reports,
+    );
+    let set = checker(&results, "set");
+    let d = &set["details"];
+    // Whether asynchronous replicas lose or lag is measured, not assumed: print it.
+    println!(
+        "postgres set, async replica reads, no faults: exit {code}, {}; run dir {}",
+        set["summary"],
+        run_dir.display()
+    );
+    assert!(d["acknowledged"].as_u64().unwrap() > 100, "{d}");
+    // Nothing is ever read that was not added; the adds went to the primary.
+    assert_eq!(d["unexpected"], 0, "{d}");
+    assert_eq!(d["failed_but_present"], 0, "{d}");
+    let h = History::read_file(&run_dir.join("history.jsonl")).unwrap();
+    let reads = h
+        .ops
+        .iter()
+        .filter(|o| o.process != Process::Nemesis && o.f == "read" && o.op_type == OpType::Ok);
+    assert!(reads.clone().count() > 5);
+    assert!(reads.into_iter().all(|o| o.value.is_array()));
+    assert!([0, 1, 2].contains(&code), "{code}: {results}");
+}
+
 fn psql(remote: &dyn shakedown::control::Remote, host: &str, sql: &str) -> String {
     remote
         .exec_ok(&shakedown::control::Cmd::script(

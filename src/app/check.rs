@@ -5,8 +5,10 @@
 //! individual overrides), the "never a verdict from nothing" rule (no client ops is unknown; a
 //! history whose client ops all failed or only read unknown values was looked at in full and keeps
 //! its verdict, as Knossos gives it), the warning about nemesis ops that carry client functions, the
-//! text and JSON output, and the exit code over several files. Does not own reading formats
-//! (`import`), the models (`model`) or the search (`checker::linear`).
+//! text and JSON output, and the exit code over several files. A set history (`--model set`, or
+//! `auto` on add/read ops with list reads) gets the set checker's result and witnesses instead of
+//! a linearizability search (`checker::compose`). Does not own reading formats (`import`), the
+//! models (`model`) or the search (`checker::linear`).
 //!
 //! Exit code over several files: invalid (1) if any file is invalid; else 3 if any file could not
 //! be read or interpreted (an unreadable file must not hide behind a green exit); else unknown (2)

@@ -1,6 +1,7 @@
 //! Unit tests of the set checker on hand-written histories: each anomaly class, unknown cases,
 //! indeterminate adds and the timing of lost elements against faults.
 
+use super::details::thousands;
 use super::*;
 use crate::history::Process;
 use serde_json::json;
@@ -235,6 +236,8 @@ fn an_indeterminate_add_read_and_then_gone_is_lost_after_read() {
     assert_eq!(r.details["lost_after_read"], 1);
     let w = r.details["lost_elements"][0]["witness"].as_str().unwrap();
     assert!(w.contains("then seen by a read"), "{w}");
+    assert!(w.ends_with("; seen by reads from 0.0 s to 0.0 s"), "{w}");
+    assert_eq!(r.details["lost_elements"][0]["last_seen_s"], 0.011);
 }
 
 #[test]
@@ -265,19 +268,25 @@ fn lost_elements_are_timed_against_faults() {
         .nemesis(2000, "start-partition", part)
         .add(1, "k", 2, 2100, OpType::Ok, 2500) // during it
         .nemesis(4000, "stop-partition", Value::Null)
+        .add(3, "k", 3, 4400, OpType::Ok, 4500) // after it, no fault later
         .read(2, "k", 5000, 5001, &[])
         .h();
     let r = check(&h);
     assert_eq!(r.verdict, Verdict::Invalid);
     let rows = r.details["lost_elements"].as_array().unwrap();
-    assert_eq!(rows.len(), 2);
+    assert_eq!(rows.len(), 3);
+    let third = rows[2]["witness"].as_str().unwrap();
+    assert!(
+        third.contains("acknowledged 2.5 s after isolate n1 began; never seen"),
+        "{third}"
+    );
     let first = &rows[0];
     assert_eq!(first["element"], 1);
     assert!((first["fault_after"]["ack_before_start_s"].as_f64().unwrap() - 1.2).abs() < 1e-9);
     assert_eq!(first["faults_active"].as_array().unwrap().len(), 0);
     let w = first["witness"].as_str().unwrap();
     assert!(
-        w.contains("acknowledged 1.2 s before") && w.contains("began"),
+        w.contains("acknowledged 1.2 s before isolate n1 began; never seen by a read"),
         "{w}"
     );
     let second = &rows[1];
