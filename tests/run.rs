@@ -430,21 +430,23 @@ fn on_node(n: usize, script: &str) -> String {
     String::from_utf8_lossy(&out.stdout).to_string()
 }
 
-/// Start `shakedown run --time-limit 60 <extra>` in the background (stdout piped, stderr
-/// discarded) and wait until `ready` holds for the lines of its history.
+/// Start `shakedown run --time-limit 60 <extra>` in the background (stdout piped, stderr to
+/// `<reports>.stderr`, shown if the run ends early) and wait until `ready` holds for the lines
+/// of its history.
 fn start_run_until(
     reports: &Path,
     extra: &[&str],
     what: &str,
     ready: impl Fn(&[Value]) -> bool,
 ) -> std::process::Child {
+    let stderr_path = reports.with_extension("stderr");
     let mut child = cli::command()
         .args(["run", "--time-limit", "60"])
         .args(["--reports", reports.to_str().unwrap()])
         .args(extra)
         .args(SANDBOX)
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
         .spawn()
         .unwrap();
     let history = reports.join("latest/history.jsonl");
@@ -454,10 +456,12 @@ fn start_run_until(
             std::time::Instant::now() < deadline,
             "{what} never happened"
         );
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "run ended before {what}"
-        );
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!(
+                "run ended ({status}) before {what}; its stderr:\n{}",
+                std::fs::read_to_string(&stderr_path).unwrap_or_default()
+            );
+        }
         let text = std::fs::read_to_string(&history).unwrap_or_default();
         let ops: Vec<Value> = text
             .lines()
