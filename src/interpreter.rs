@@ -4,7 +4,10 @@
 //! logical thread (client threads bound to nodes, plus the nemesis thread) performs ops through a
 //! `Client`. Workers only ever talk to the owner over channels, so only the owner writes the
 //! history (invariant 2), and every invoke is appended before its op is sent and every completion
-//! as soon as it arrives. Times are nanoseconds since the run started from a monotonic clock.
+//! as soon as it arrives. The writer may buffer (the runner gives it a `BufWriter`): the owner
+//! flushes it before every wait and before sending the jobs of a burst, so an op never reaches a
+//! client before its invoke is written, and a killed controller loses at most the completions of
+//! the burst it was in (those ops then look indeterminate, never absent). Times are nanoseconds since the run started from a monotonic clock.
 //!
 //! Shutdown protocol: `Interpreter::shutdown_handle` gives a `watch` sender; once it is set the
 //! owner stops asking generators for ops, waits for in-flight ops (each bounded by its worker's
@@ -23,6 +26,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
+
+/// Completions taken in one pass after the owner wakes (bounds the time between flushes).
+const MAX_DRAIN: usize = 256;
 
 /// Counters shared with the progress display.
 #[derive(Debug, Default)]
@@ -83,6 +89,9 @@ pub struct Interpreter<W: Write> {
     nodes_of: HashMap<ThreadId, Option<String>>,
     events: mpsc::Receiver<Done>,
     in_flight: HashMap<ThreadId, Op>,
+    /// Jobs whose invokes are written but not yet flushed; sent by [`Interpreter::send_outbox`]
+    /// right after the flush, so no op reaches a client before its invoke is on disk.
+    outbox: Vec<(ThreadId, Job)>,
     stats: Arc<Stats>,
     shutdown: watch::Receiver<bool>,
     shutdown_tx: watch::Sender<bool>,
@@ -138,6 +147,7 @@ impl<W: Write> Interpreter<W> {
             nodes_of,
             events,
             in_flight: HashMap::new(),
+            outbox: Vec::new(),
             stats,
             shutdown,
             shutdown_tx,
@@ -162,6 +172,29 @@ impl<W: Write> Interpreter<W> {
 
     fn now_ns(&self) -> u64 {
         self.start.elapsed().as_nanos() as u64
+    }
+
+    /// [`Interpreter::run_phase`] as a task of the runtime, handing the interpreter back after.
+    /// A caller inside `block_on` runs on the main thread, outside the runtime's workers: every
+    /// completion would then wake it across threads (a futex wake and a context switch per op),
+    /// while a spawned owner usually runs on the thread that just finished the op. A panic
+    /// inside the phase resumes in the caller.
+    pub async fn run_phase_on_worker(
+        mut self,
+        client_gen: Option<Box<dyn Generator>>,
+        nemesis_gen: Option<Box<dyn Generator>>,
+    ) -> (Self, Result<(), InterpreterError>)
+    where
+        W: Send + 'static,
+    {
+        let task = tokio::spawn(async move {
+            let result = self.run_phase(client_gen, nemesis_gen).await;
+            (self, result)
+        });
+        match task.await {
+            Ok(done) => done,
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        }
     }
 
     /// Run client and nemesis generators until both are done (or shutdown) and nothing is in
@@ -209,19 +242,25 @@ impl<W: Write> Interpreter<W> {
             for slot in held.iter_mut() {
                 if slot.as_ref().is_some_and(|inv| inv.time_ns <= now) {
                     let inv = slot.take().expect("checked above");
-                    self.dispatch(inv, &mut gens).await?;
+                    self.dispatch(inv, &mut gens)?;
                     dispatched = true;
                 }
             }
             if dispatched {
                 continue;
             }
+            // Nothing more to dispatch now: write what this burst recorded in one go, then
+            // hand out its jobs.
+            self.send_outbox(&mut gens).await?;
             let idle = gens.iter().all(Option::is_none) && held.iter().all(Option::is_none);
             if idle && self.in_flight.is_empty() {
                 return Ok(());
             }
             let mut wake = held.iter().flatten().map(|inv| inv.time_ns).min();
-            if pending || (wake.is_none() && !idle) {
+            // With every thread busy no generator can emit anything before a completion (which
+            // wakes us anyway, each op being bounded by its worker's timeout): no poll timer.
+            let all_busy = self.ctx.free.is_empty() && wake.is_none();
+            if !all_busy && (pending || (wake.is_none() && !idle)) {
                 let t = now + self.tick.as_nanos() as u64;
                 wake = Some(wake.map_or(t, |w| w.min(t)));
             }
@@ -231,6 +270,14 @@ impl<W: Write> Interpreter<W> {
                 ev = self.events.recv() => {
                     if let Some(done) = ev {
                         self.complete(done, &mut gens)?;
+                        // Take every completion already waiting, so a busy run records (and
+                        // refills) them in one pass instead of one wake-up each.
+                        for _ in 0..MAX_DRAIN {
+                            match self.events.try_recv() {
+                                Ok(done) => self.complete(done, &mut gens)?,
+                                Err(_) => break,
+                            }
+                        }
                     }
                 }
                 _ = async {
@@ -244,7 +291,7 @@ impl<W: Write> Interpreter<W> {
         }
     }
 
-    async fn dispatch(
+    fn dispatch(
         &mut self,
         inv: Invocation,
         gens: &mut [Option<Box<dyn Generator>>; 2],
@@ -271,7 +318,26 @@ impl<W: Write> Interpreter<W> {
             key: inv.key,
             value: inv.value,
         };
-        if self.jobs[&thread].send(job).await.is_err() {
+        self.outbox.push((thread, job));
+        Ok(())
+    }
+
+    /// Flush the history (every invoke of the outbox is then written), then send the outbox's
+    /// jobs. Called before the owner waits for anything, so the file is never behind by more
+    /// than one burst of work done without waiting.
+    async fn send_outbox(
+        &mut self,
+        gens: &mut [Option<Box<dyn Generator>>; 2],
+    ) -> Result<(), InterpreterError> {
+        self.writer.flush()?;
+        let mut gone = Vec::new();
+        for (thread, job) in self.outbox.drain(..) {
+            // A free thread's channel is empty, so this does not wait in practice.
+            if self.jobs[&thread].send(job).await.is_err() {
+                gone.push(thread);
+            }
+        }
+        for thread in gone {
             // The worker is gone (its task ended): complete the op as info so nothing hangs.
             let completion = Completion::Info {
                 error: "worker task ended".into(),

@@ -939,9 +939,10 @@ pub(crate) async fn drive(
     run_dir.update_latest()?;
     let start = Instant::now();
     let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
-    let mut interp = Interpreter::new(
+    let interp = Interpreter::new(
         start,
-        HistoryWriter::new(file),
+        // Buffered: the interpreter flushes before every wait (see its module doc).
+        HistoryWriter::new(std::io::BufWriter::with_capacity(1 << 16, file)),
         workers,
         nemesis_worker,
         names,
@@ -975,7 +976,9 @@ pub(crate) async fn drive(
             with_offsets(cfg, cycle, true),
         )))
     };
-    let phase = interp.run_phase(Some(client_gen), nemesis_gen).await;
+    let (mut interp, phase) = interp
+        .run_phase_on_worker(Some(client_gen), nemesis_gen)
+        .await;
     let main_phase = start.elapsed();
     let interrupted = interp.is_shutting_down();
     // Final phase: heal through the history (so fault ends are recorded), settle, final reads.
@@ -985,7 +988,9 @@ pub(crate) async fn drive(
             "stopping every fault the nemesis started (recorded in the history)",
         );
         let heal = with_offsets(cfg, Box::new(generator::nemesis_heal(&schedule)), false);
-        interp.run_phase(None, Some(heal)).await
+        let (back, healed) = interp.run_phase_on_worker(None, Some(heal)).await;
+        interp = back;
+        healed
     } else {
         Ok(())
     };
@@ -1005,9 +1010,11 @@ pub(crate) async fn drive(
                 cfg.op_timeout_ms
             ),
         );
-        interp
-            .run_phase(Some(Box::new(generator::final_reads(keys))), None)
-            .await?;
+        let (back, read) = interp
+            .run_phase_on_worker(Some(Box::new(generator::final_reads(keys))), None)
+            .await;
+        interp = back;
+        read?;
     }
     ctrl_c.abort();
     let _ = interp.flush();
