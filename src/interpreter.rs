@@ -359,7 +359,7 @@ impl<W: Write> Interpreter<W> {
             )));
         };
         let nemesis = done.thread == NEMESIS_THREAD;
-        let mut op = invoke.clone();
+        let mut op = invoke;
         op.error = None;
         match done.completion {
             Completion::Ok { value, version } => {
