@@ -244,6 +244,7 @@ async fn paused_etcd_write_is_info_within_timeout_and_read_is_fail() {
 
     // SAFETY: kill(2) has no memory-safety preconditions; the PID is our own child.
     assert_eq!(unsafe { libc::kill(etcd.pid(), libc::SIGSTOP) }, 0);
+    wait_stopped(etcd.pid());
     let slack = Duration::from_millis(400);
     let limit = Duration::from_millis(timeout_ms) + slack;
 
@@ -439,5 +440,32 @@ async fn connection_closed_after_request_is_info_for_writes() {
             matches!(&c, Completion::Info { error } if error.starts_with("transport: ") && error.contains(&ep)),
             "{c:?}"
         );
+    }
+}
+
+/// Wait until every thread of `pid` is stopped: kill(2) returns before a SIGSTOP has reached
+/// all of a process's threads, and a request sent in between can still be served (a CI run saw
+/// the paused write come back ok).
+fn wait_stopped(pid: i32) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("etcd's threads");
+        let all_stopped = tasks.flatten().all(|t| {
+            std::fs::read_to_string(t.path().join("stat"))
+                .ok()
+                .and_then(|s| {
+                    s.rsplit_once(')')
+                        .map(|(_, rest)| rest.trim_start().starts_with('T'))
+                })
+                .unwrap_or(true)
+        });
+        if all_stopped {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "etcd {pid} not stopped after 5 s"
+        );
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
