@@ -127,3 +127,56 @@ impl ClientCtx {
             .collect()
     }
 }
+
+/// A parsed key-value op of the register and set workloads, the one reading of their `f`/`value`
+/// vocabulary that built-in clients share: register `read`/`write`/`cas` (`[old, new]`), set
+/// `add`/`read` (a `read` is a set read when the client serves the set workload).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KvOp {
+    /// Read a register.
+    Read,
+    /// Write a register.
+    Write(i64),
+    /// Compare-and-set a register: `(old, new)`.
+    Cas(i64, i64),
+    /// Add an element to a set.
+    SetAdd(i64),
+    /// Read a set's elements.
+    SetRead,
+}
+
+impl KvOp {
+    /// Parse `f` and `value`; `set` when the client serves the set workload. The error names
+    /// the op and what was expected.
+    pub fn parse(f: &str, value: &Value, set: bool) -> Result<KvOp, String> {
+        let int = |v: &Value| {
+            v.as_i64()
+                .ok_or_else(|| format!("{f}: expected an integer, got {v}"))
+        };
+        match f {
+            "read" if set => Ok(KvOp::SetRead),
+            "add" if set => Ok(KvOp::SetAdd(int(value)?)),
+            "read" => Ok(KvOp::Read),
+            "write" => Ok(KvOp::Write(int(value)?)),
+            "cas" => match value.as_array().map(Vec::as_slice) {
+                Some([old, new]) => Ok(KvOp::Cas(int(old)?, int(new)?)),
+                _ => Err(format!("cas: expected [old, new], got {value}")),
+            },
+            other => Err(format!("unsupported op {other:?}")),
+        }
+    }
+
+    /// True for register and set reads.
+    pub fn is_read(self) -> bool {
+        matches!(self, KvOp::Read | KvOp::SetRead)
+    }
+
+    /// The op's value as it appears in the history.
+    pub fn value(self) -> Value {
+        match self {
+            KvOp::Read | KvOp::SetRead => Value::Null,
+            KvOp::Write(v) | KvOp::SetAdd(v) => serde_json::json!(v),
+            KvOp::Cas(old, new) => serde_json::json!([old, new]),
+        }
+    }
+}

@@ -44,7 +44,7 @@
 //! In autocommit a statement's `ERROR` rolls its transaction back (PostgreSQL escalates errors
 //! after the commit record to `PANIC`), so the definite classes are safe; the rest stay unknown.
 
-use crate::client::{Client, Completion};
+use crate::client::{Client, Completion, KvOp};
 use crate::config::ReadFrom;
 use crate::model::CAS_MISMATCH;
 use rand::RngExt;
@@ -174,36 +174,6 @@ pub struct PgClient {
     set_ops: bool,
 }
 
-/// A parsed register op.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum RegOp {
-    Read,
-    Write(i64),
-    Cas(i64, i64),
-    /// Add an element to a set (set workload).
-    SetAdd(i64),
-    /// Read a set's elements (set workload).
-    SetRead,
-}
-
-fn parse_op(f: &str, value: &Value, set_ops: bool) -> Result<RegOp, String> {
-    let int = |v: &Value| {
-        v.as_i64()
-            .ok_or_else(|| format!("{f}: expected an integer, got {v}"))
-    };
-    match f {
-        "read" if set_ops => Ok(RegOp::SetRead),
-        "add" if set_ops => Ok(RegOp::SetAdd(int(value)?)),
-        "read" => Ok(RegOp::Read),
-        "write" => Ok(RegOp::Write(int(value)?)),
-        "cas" => match value.as_array().map(Vec::as_slice) {
-            Some([old, new]) => Ok(RegOp::Cas(int(old)?, int(new)?)),
-            _ => Err(format!("cas: expected [old, new], got {value}")),
-        },
-        other => Err(format!("unsupported op {other:?}")),
-    }
-}
-
 impl PgClient {
     /// A client; connections open on first use. Fails on an empty node list, an index out of
     /// range or a zero timeout.
@@ -308,7 +278,7 @@ impl PgClient {
     }
 
     /// Run one op on node `i`; errors carry whether the statement was sent.
-    async fn run(&mut self, i: usize, key: &str, op: RegOp) -> Completion {
+    async fn run(&mut self, i: usize, key: &str, op: KvOp) -> Completion {
         if self.conns[i].as_ref().is_some_and(|c| c.client.is_closed()) {
             self.conns[i] = None;
         }
@@ -318,7 +288,7 @@ impl PgClient {
                 Err(e) => {
                     return Completion::Fail {
                         error: format!("{}: connecting: {}", self.label(i), describe(&e)),
-                        value: op_value(op),
+                        value: op.value(),
                     };
                 }
             }
@@ -326,18 +296,18 @@ impl PgClient {
         let conn = self.conns[i].as_ref().expect("connection just opened");
         self.sent = true;
         let result = match op {
-            RegOp::SetAdd(e) => conn
+            KvOp::SetAdd(e) => conn
                 .client
                 .execute(&conn.set_add, &[&key, &e])
                 .await
                 .map(|_| None),
-            RegOp::SetRead => match conn.client.query(&conn.set_read, &[&key]).await {
+            KvOp::SetRead => match conn.client.query(&conn.set_read, &[&key]).await {
                 Ok(rows) => return set_read_completion(&rows),
                 Err(e) => Err(e),
             },
-            RegOp::Read => conn.client.query_opt(&conn.read, &[&key]).await,
-            RegOp::Write(v) => conn.client.query_opt(&conn.write, &[&key, &v]).await,
-            RegOp::Cas(old, new) => conn.client.query_opt(&conn.cas, &[&key, &old, &new]).await,
+            KvOp::Read => conn.client.query_opt(&conn.read, &[&key]).await,
+            KvOp::Write(v) => conn.client.query_opt(&conn.write, &[&key, &v]).await,
+            KvOp::Cas(old, new) => conn.client.query_opt(&conn.cas, &[&key, &old, &new]).await,
         };
         match result {
             Ok(row) => ok_completion(op, row),
@@ -349,10 +319,10 @@ impl PgClient {
                     self.conns[i] = None;
                 }
                 match (op, certainty) {
-                    (RegOp::Read | RegOp::SetRead, _) | (_, Certainty::NotApplied) => {
+                    (KvOp::Read | KvOp::SetRead, _) | (_, Certainty::NotApplied) => {
                         Completion::Fail {
                             error,
-                            value: op_value(op),
+                            value: op.value(),
                         }
                     }
                     (_, Certainty::Unknown) => Completion::Info { error },
@@ -383,31 +353,22 @@ fn set_read_completion(rows: &[tokio_postgres::Row]) -> Completion {
     }
 }
 
-fn op_value(op: RegOp) -> Value {
-    match op {
-        RegOp::Read | RegOp::SetRead => Value::Null,
-        RegOp::SetAdd(e) => json!(e),
-        RegOp::Write(v) => json!(v),
-        RegOp::Cas(old, new) => json!([old, new]),
-    }
-}
-
-fn ok_completion(op: RegOp, row: Option<tokio_postgres::Row>) -> Completion {
+fn ok_completion(op: KvOp, row: Option<tokio_postgres::Row>) -> Completion {
     let get = |row: &tokio_postgres::Row, col: usize| -> Result<Option<i64>, String> {
         row.try_get::<_, Option<i64>>(col)
             .map_err(|e| format!("undecodable column {col}: {e}"))
     };
     match (op, row) {
-        (RegOp::Read, None) => Completion::Ok {
+        (KvOp::Read, None) => Completion::Ok {
             value: Value::Null,
             version: None,
         },
         // Set reads complete in `set_read_completion`; never reached.
-        (RegOp::SetRead, _) => Completion::Fail {
+        (KvOp::SetRead, _) => Completion::Fail {
             error: "set read has no single row".into(),
             value: Value::Null,
         },
-        (RegOp::Read, Some(row)) => match (get(&row, 0), get(&row, 1)) {
+        (KvOp::Read, Some(row)) => match (get(&row, 0), get(&row, 1)) {
             (Ok(value), Ok(version)) => Completion::Ok {
                 value: value.map_or(Value::Null, |v| json!(v)),
                 version,
@@ -417,21 +378,21 @@ fn ok_completion(op: RegOp, row: Option<tokio_postgres::Row>) -> Completion {
                 value: Value::Null,
             },
         },
-        (RegOp::Cas(..), None) => Completion::Fail {
+        (KvOp::Cas(..), None) => Completion::Fail {
             error: CAS_MISMATCH.into(),
-            value: op_value(op),
+            value: op.value(),
         },
-        (RegOp::Write(_), None) => Completion::Info {
+        (KvOp::Write(_), None) => Completion::Info {
             error: "write returned no row".into(),
         },
         // An insert that did nothing on conflict: the element is there either way.
-        (RegOp::SetAdd(_), None) => Completion::Ok {
-            value: op_value(op),
+        (KvOp::SetAdd(_), None) => Completion::Ok {
+            value: op.value(),
             version: None,
         },
         (_, Some(row)) => match get(&row, 0) {
             Ok(version) => Completion::Ok {
-                value: op_value(op),
+                value: op.value(),
                 version,
             },
             Err(e) => Completion::Info { error: e },
@@ -442,7 +403,7 @@ fn ok_completion(op: RegOp, row: Option<tokio_postgres::Row>) -> Completion {
 #[async_trait::async_trait]
 impl Client for PgClient {
     async fn invoke(&mut self, f: &str, key: Option<&str>, value: &Value) -> Completion {
-        let op = match parse_op(f, value, self.set_ops) {
+        let op = match KvOp::parse(f, value, self.set_ops) {
             Ok(op) => op,
             Err(error) => {
                 return Completion::Fail {
@@ -458,7 +419,7 @@ impl Client for PgClient {
             };
         };
         let node = match op {
-            RegOp::Read | RegOp::SetRead => self.pick_read_node(),
+            KvOp::Read | KvOp::SetRead => self.pick_read_node(),
             _ => self.primary(),
         };
         self.sent = false;
@@ -474,10 +435,10 @@ impl Client for PgClient {
                     self.cfg.timeout_ms,
                     if self.sent { "" } else { " connecting" }
                 );
-                if matches!(op, RegOp::Read | RegOp::SetRead) || !self.sent {
+                if op.is_read() || !self.sent {
                     Completion::Fail {
                         error,
-                        value: op_value(op),
+                        value: op.value(),
                     }
                 } else {
                     Completion::Info { error }
@@ -534,17 +495,20 @@ mod tests {
 
     #[test]
     fn ops_parse_and_bad_arguments_are_rejected() {
-        assert_eq!(parse_op("read", &Value::Null, false), Ok(RegOp::Read));
-        assert_eq!(parse_op("write", &json!(3), false), Ok(RegOp::Write(3)));
-        assert_eq!(parse_op("cas", &json!([1, 2]), false), Ok(RegOp::Cas(1, 2)));
-        assert!(parse_op("cas", &json!([1]), false).is_err());
-        assert!(parse_op("write", &json!("x"), false).is_err());
-        assert!(parse_op("append", &json!(1), false).is_err());
+        assert_eq!(KvOp::parse("read", &Value::Null, false), Ok(KvOp::Read));
+        assert_eq!(KvOp::parse("write", &json!(3), false), Ok(KvOp::Write(3)));
+        assert_eq!(
+            KvOp::parse("cas", &json!([1, 2]), false),
+            Ok(KvOp::Cas(1, 2))
+        );
+        assert!(KvOp::parse("cas", &json!([1]), false).is_err());
+        assert!(KvOp::parse("write", &json!("x"), false).is_err());
+        assert!(KvOp::parse("append", &json!(1), false).is_err());
         // The set workload: add and a whole-set read; add is no register op.
-        assert_eq!(parse_op("read", &Value::Null, true), Ok(RegOp::SetRead));
-        assert_eq!(parse_op("add", &json!(7), true), Ok(RegOp::SetAdd(7)));
-        assert!(parse_op("add", &json!(7), false).is_err());
-        assert!(parse_op("add", &json!("x"), true).is_err());
+        assert_eq!(KvOp::parse("read", &Value::Null, true), Ok(KvOp::SetRead));
+        assert_eq!(KvOp::parse("add", &json!(7), true), Ok(KvOp::SetAdd(7)));
+        assert!(KvOp::parse("add", &json!(7), false).is_err());
+        assert!(KvOp::parse("add", &json!("x"), true).is_err());
     }
 
     #[test]

@@ -43,7 +43,7 @@
 //! | connection lost, IO error or timeout after the command was sent       | Info       |
 //! | the write succeeded but `WAIT` errored or counted too few replicas    | Info       |
 
-use crate::client::{Client, Completion};
+use crate::client::{Client, Completion, KvOp};
 use crate::config::ReadFrom;
 use crate::model::CAS_MISMATCH;
 use rand::RngExt;
@@ -110,50 +110,6 @@ pub struct RedisClientConfig {
     pub key_prefix: String,
     /// Seed of the per-read node choice.
     pub seed: u64,
-}
-
-/// A parsed op.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Op {
-    Read,
-    Write(i64),
-    Cas(i64, i64),
-    Add(i64),
-    ReadSet,
-}
-
-impl Op {
-    fn is_read(self) -> bool {
-        matches!(self, Op::Read | Op::ReadSet)
-    }
-
-    fn value(self) -> Value {
-        match self {
-            Op::Read | Op::ReadSet => Value::Null,
-            Op::Write(v) | Op::Add(v) => json!(v),
-            Op::Cas(old, new) => json!([old, new]),
-        }
-    }
-}
-
-/// Parse an op: register `read`/`write`/`cas`, set `add`/`read` (a read is a set read when the
-/// workload is a set one).
-fn parse_op(f: &str, value: &Value, set: bool) -> Result<Op, String> {
-    let int = |v: &Value| {
-        v.as_i64()
-            .ok_or_else(|| format!("{f}: expected an integer, got {v}"))
-    };
-    match f {
-        "read" if set => Ok(Op::ReadSet),
-        "read" => Ok(Op::Read),
-        "write" => Ok(Op::Write(int(value)?)),
-        "add" => Ok(Op::Add(int(value)?)),
-        "cas" => match value.as_array().map(Vec::as_slice) {
-            Some([old, new]) => Ok(Op::Cas(int(old)?, int(new)?)),
-            _ => Err(format!("cas: expected [old, new], got {value}")),
-        },
-        other => Err(format!("unsupported op {other:?}")),
-    }
 }
 
 /// A Redis error in words: the server's reply (`READONLY You can't write…`) or the transport's.
@@ -339,7 +295,7 @@ impl RedisClient {
         &mut self,
         target: Option<usize>,
         key: &str,
-        op: Op,
+        op: KvOp,
     ) -> (Option<usize>, Completion) {
         let mut node = target;
         let result = async {
@@ -356,7 +312,7 @@ impl RedisClient {
                 server_reply: is_server_reply(&e),
             };
             let done = match op {
-                Op::Read => {
+                KvOp::Read => {
                     let (v, version): (Option<String>, Option<i64>) = redis::cmd("HMGET")
                         .arg(key)
                         .arg("value")
@@ -369,7 +325,7 @@ impl RedisClient {
                         version,
                     }
                 }
-                Op::ReadSet => {
+                KvOp::SetRead => {
                     let members: Vec<String> = redis::cmd("SMEMBERS")
                         .arg(key)
                         .query_async(&mut conn)
@@ -380,7 +336,7 @@ impl RedisClient {
                         version: None,
                     }
                 }
-                Op::Write(v) => {
+                KvOp::Write(v) => {
                     let version: i64 = self
                         .write
                         .key(key)
@@ -390,7 +346,7 @@ impl RedisClient {
                         .map_err(sent_error)?;
                     self.after_write(&mut conn, i, op, Some(version)).await
                 }
-                Op::Add(v) => {
+                KvOp::SetAdd(v) => {
                     let _added: i64 = redis::cmd("SADD")
                         .arg(key)
                         .arg(v)
@@ -399,7 +355,7 @@ impl RedisClient {
                         .map_err(sent_error)?;
                     self.after_write(&mut conn, i, op, None).await
                 }
-                Op::Cas(old, new) => {
+                KvOp::Cas(old, new) => {
                     let version: i64 = self
                         .cas
                         .key(key)
@@ -432,7 +388,7 @@ impl RedisClient {
         &self,
         conn: &mut MultiplexedConnection,
         i: usize,
-        op: Op,
+        op: KvOp,
         version: Option<i64>,
     ) -> Completion {
         let ok = Completion::Ok {
@@ -472,7 +428,7 @@ impl RedisClient {
         &mut self,
         node: Option<usize>,
         target: Option<usize>,
-        op: Op,
+        op: KvOp,
         f: Failure,
     ) -> Completion {
         if let Some(i) = node
@@ -503,7 +459,7 @@ fn member(s: &str) -> Value {
 #[async_trait::async_trait]
 impl Client for RedisClient {
     async fn invoke(&mut self, f: &str, key: Option<&str>, value: &Value) -> Completion {
-        let op = match parse_op(f, value, self.set) {
+        let op = match KvOp::parse(f, value, self.set) {
             Ok(op) => op,
             Err(error) => {
                 return Completion::Fail {
@@ -585,14 +541,17 @@ mod tests {
 
     #[test]
     fn ops_parse_per_workload_and_bad_arguments_are_rejected() {
-        assert_eq!(parse_op("read", &Value::Null, false), Ok(Op::Read));
-        assert_eq!(parse_op("read", &Value::Null, true), Ok(Op::ReadSet));
-        assert_eq!(parse_op("write", &json!(3), false), Ok(Op::Write(3)));
-        assert_eq!(parse_op("add", &json!(9), true), Ok(Op::Add(9)));
-        assert_eq!(parse_op("cas", &json!([1, 2]), false), Ok(Op::Cas(1, 2)));
-        assert!(parse_op("cas", &json!([1]), false).is_err());
-        assert!(parse_op("write", &json!("x"), false).is_err());
-        assert!(parse_op("append", &json!(1), false).is_err());
+        assert_eq!(KvOp::parse("read", &Value::Null, false), Ok(KvOp::Read));
+        assert_eq!(KvOp::parse("read", &Value::Null, true), Ok(KvOp::SetRead));
+        assert_eq!(KvOp::parse("write", &json!(3), false), Ok(KvOp::Write(3)));
+        assert_eq!(KvOp::parse("add", &json!(9), true), Ok(KvOp::SetAdd(9)));
+        assert_eq!(
+            KvOp::parse("cas", &json!([1, 2]), false),
+            Ok(KvOp::Cas(1, 2))
+        );
+        assert!(KvOp::parse("cas", &json!([1]), false).is_err());
+        assert!(KvOp::parse("write", &json!("x"), false).is_err());
+        assert!(KvOp::parse("append", &json!(1), false).is_err());
         assert_eq!(member("12"), json!(12));
         assert_eq!(member("x"), json!("x"));
     }
