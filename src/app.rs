@@ -11,7 +11,9 @@ use crate::runner::RunError;
 use std::path::Path;
 
 mod check;
+mod compare;
 pub use check::check;
+pub use compare::compare;
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()

@@ -48,6 +48,10 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Browse the reports on http://127.0.0.1:PORT/ (loopback only).
     Serve(ServeArgs),
+    /// Run a matrix of configurations (compare/*.toml) with several seeds each and show each
+    /// cell's claimed consistency against what the runs observed. Exit 0 when every claim held,
+    /// 1 when any was refuted, 2 when some are undecided.
+    Compare(CompareArgs),
 }
 
 /// Read consistency (`--read-mode`); a system refuses modes it cannot serve.
@@ -629,6 +633,36 @@ pub enum SandboxAction {
     Down,
     /// Show each node's state.
     Status,
+}
+
+/// `shakedown compare` flags.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// The matrix spec: a name under compare/ (etcd-reads, postgres-replicas, redis-wait) or a
+    /// path to a .toml file.
+    pub spec: String,
+    /// Reports directory: every run is stored there as usual, the matrix page under
+    /// <reports>/compare/<time>/.
+    #[arg(long, default_value = "reports")]
+    pub reports: PathBuf,
+    /// Continue an earlier compare (the directory it printed): completed runs are kept, the
+    /// others run.
+    #[arg(long, value_name = "DIR")]
+    pub resume: Option<PathBuf>,
+    /// Only the cells whose name contains one of these comma-separated words.
+    #[arg(long, value_name = "WORDS")]
+    pub cells: Option<String>,
+    /// Seeds for every cell instead of the spec's: a count (`3` = seeds 1, 2, 3) or a
+    /// comma-separated list (`7,11`).
+    #[arg(long, value_name = "N|LIST")]
+    pub seeds: Option<String>,
+    /// Print the command line of every run and exit without running anything.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Flags for every run, after `--` (e.g. `-- --sandbox-name x --nodes …`); the spec's own
+    /// flags come first.
+    #[arg(last = true, value_name = "RUN FLAGS")]
+    pub run_args: Vec<String>,
 }
 
 /// `shakedown bench` flags.

@@ -12,6 +12,7 @@ pub mod bench;
 pub mod checker;
 pub mod cli;
 pub mod client;
+pub mod compare;
 pub mod completion;
 pub mod config;
 pub mod control;

@@ -49,6 +49,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => shakedown::app::doctor(args),
         Command::Report(args) => shakedown::app::report(args),
         Command::Serve(args) => shakedown::app::serve(args),
+        Command::Compare(args) => shakedown::app::compare(args),
     };
     let _ = EXIT_RUNTIME;
     ExitCode::from(code as u8)

@@ -563,7 +563,7 @@ pub(crate) fn parse_toml<T: serde::de::DeserializeOwned>(
 }
 
 /// Where a spec came from and its text.
-fn locate(
+pub(crate) fn locate(
     arg: &str,
     folder: &str,
     builtins: &[(&str, &str)],

@@ -3,7 +3,7 @@
 
 use crate::checker::{CheckResult, Verdict};
 
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

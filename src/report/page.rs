@@ -37,7 +37,7 @@ pub const MAX_INDEX_ROWS: usize = 1000;
 /// File name of a run page and of the reports index.
 pub const INDEX_FILE: &str = "index.html";
 
-const CSS: &str = "body{font-family:sans-serif;margin:1.5em;color:#222;max-width:1300px}\
+pub(crate) const CSS: &str = "body{font-family:sans-serif;margin:1.5em;color:#222;max-width:1300px}\
 table{border-collapse:collapse;margin:0.5em 0 1.2em}\
 th,td{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}\
 th{background:#f2f2f2}pre,code{background:#f6f6f6;font-size:90%}\
@@ -53,7 +53,7 @@ svg{max-width:100%;height:auto;display:block;margin:0.5em 0}\
 .notice{border-left:4px solid #ef8f00;background:#fff8e1;padding:0.2em 1em;margin:0.5em 0 1em}";
 
 /// Escape text for HTML element content and attribute values.
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

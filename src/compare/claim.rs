@@ -1,0 +1,331 @@
+//! What a compare cell can claim ("linearizable", "read-your-writes", "no-lost-writes", …) and
+//! how one run's `results.json` bears on a claim: held, refuted (with what refuted it) or unknown
+//! (with why). One definition of each claim's name; the checkers' result shapes are read here
+//! and nowhere else in compare.
+//!
+//! A claim is only held by a run that completed and whose checker looked at it: an interrupted
+//! or empty run, or a run whose checker did not run or could not decide, leaves it unknown.
+//! Pure: JSON in, judgement out.
+
+use crate::checker::session::Guarantee;
+use serde_json::Value;
+
+/// A consistency property a vendor claims for a configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Claim {
+    /// Every key's history is linearizable (the `linearizable` checker).
+    Linearizable,
+    /// A session guarantee holds (the `session` checker, that guarantee's violations).
+    Session(Guarantee),
+    /// No acknowledged add is missing from the final read (the `set` checker).
+    NoLostWrites,
+}
+
+impl Claim {
+    /// Every claim, in page order.
+    pub const ALL: [Claim; 6] = [
+        Claim::Linearizable,
+        Claim::Session(Guarantee::ReadYourWrites),
+        Claim::Session(Guarantee::MonotonicReads),
+        Claim::Session(Guarantee::MonotonicWrites),
+        Claim::Session(Guarantee::WritesFollowReads),
+        Claim::NoLostWrites,
+    ];
+
+    /// The claim's name in specs, pages and JUnit.
+    pub fn name(self) -> &'static str {
+        match self {
+            Claim::Linearizable => "linearizable",
+            Claim::Session(g) => g.name(),
+            Claim::NoLostWrites => "no-lost-writes",
+        }
+    }
+
+    /// The checker whose result decides the claim (its `checker` name in results.json).
+    pub fn checker(self) -> &'static str {
+        match self {
+            Claim::Linearizable => "linearizable",
+            Claim::Session(_) => "session",
+            Claim::NoLostWrites => crate::checker::set::NAME,
+        }
+    }
+
+    /// Every claim name, for messages.
+    pub fn names_text() -> String {
+        Claim::ALL
+            .iter()
+            .map(|c| c.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl std::fmt::Display for Claim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Claim {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Claim, String> {
+        let want = s.trim().to_lowercase().replace(['_', ' '], "-");
+        Claim::ALL
+            .iter()
+            .copied()
+            .find(|c| c.name() == want)
+            .ok_or_else(|| format!("unknown claim {s:?}; claims are: {}", Claim::names_text()))
+    }
+}
+
+impl serde::Serialize for Claim {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Claim {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Claim, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// What one run says about one claim.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "status", content = "detail", rename_all = "kebab-case")]
+pub enum Observed {
+    /// The run completed and its checker found no violation of the claim.
+    Held,
+    /// The checker found a violation; what it found.
+    Refuted(String),
+    /// The run or its checker could not decide; why.
+    Unknown(String),
+}
+
+impl Observed {
+    /// `held`, `refuted` or `unknown`.
+    pub fn status(&self) -> &'static str {
+        match self {
+            Observed::Held => "held",
+            Observed::Refuted(_) => "refuted",
+            Observed::Unknown(_) => "unknown",
+        }
+    }
+}
+
+fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+/// Judge `claim` against a run's `results.json`. A violation found in the recorded part of a
+/// run that did not complete still refutes (it happened); holding needs a completed run.
+pub fn judge(claim: Claim, results: &Value) -> Observed {
+    let completion = results.get("completion");
+    let completed = completion.and_then(|c| str_at(c, "status")) == Some("completed");
+    let observed = judge_checker(claim, results);
+    if completed {
+        return observed;
+    }
+    let reason = completion
+        .and_then(|c| str_at(c, "reason"))
+        .or_else(|| str_at(results, "reason"))
+        .unwrap_or("the run did not record how it ended");
+    match observed {
+        Observed::Refuted(what) => {
+            Observed::Refuted(format!("{what} (run not completed: {reason})"))
+        }
+        _ => Observed::Unknown(format!("run not completed: {reason}")),
+    }
+}
+
+fn judge_checker(claim: Claim, results: &Value) -> Observed {
+    let checkers = results
+        .get("checkers")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let Some(result) = checkers
+        .iter()
+        .find(|c| str_at(c, "checker") == Some(claim.checker()))
+    else {
+        return Observed::Unknown(format!(
+            "not checked: the run has no {} checker result (does its workload support the claim?)",
+            claim.checker()
+        ));
+    };
+    let verdict = str_at(result, "verdict").unwrap_or("unknown");
+    let summary = str_at(result, "summary").unwrap_or("").trim().to_string();
+    let details = result.get("details").unwrap_or(&Value::Null);
+    match claim {
+        Claim::Session(g) => {
+            let row = details
+                .get("guarantees")
+                .and_then(Value::as_array)
+                .and_then(|rows| {
+                    rows.iter()
+                        .find(|r| str_at(r, "guarantee") == Some(g.name()))
+                });
+            let Some(row) = row else {
+                return Observed::Unknown(format!(
+                    "the session checker did not report {}",
+                    g.name()
+                ));
+            };
+            let violations = row.get("violations").and_then(Value::as_u64).unwrap_or(0);
+            let checks = row.get("checks").and_then(Value::as_u64).unwrap_or(0);
+            if violations > 0 {
+                Observed::Refuted(format!(
+                    "{violations} {} violation{} in {checks} checks",
+                    g.name(),
+                    if violations == 1 { "" } else { "s" }
+                ))
+            } else if verdict == "unknown" {
+                Observed::Unknown(non_empty(summary, "the session checker could not decide"))
+            } else if checks == 0 {
+                Observed::Unknown(format!(
+                    "no {} comparisons were possible in this history",
+                    g.name()
+                ))
+            } else {
+                Observed::Held
+            }
+        }
+        Claim::Linearizable if verdict == "invalid" => {
+            // "3 of 42 keys not linearizable; key 1: cannot linearize op 31 (…)".
+            let parts = details.get("parts").and_then(Value::as_array);
+            let bad = parts.map(|p| {
+                p.iter()
+                    .filter(|x| str_at(x, "verdict") == Some("invalid"))
+                    .count()
+            });
+            let first = str_at(details, "explanation")
+                .and_then(|e| e.lines().find(|l| l.starts_with("key ")));
+            match (parts, bad, first) {
+                (Some(p), Some(b), Some(first)) => {
+                    Observed::Refuted(format!("{b} of {} keys not linearizable; {first}", p.len()))
+                }
+                _ => Observed::Refuted(non_empty(summary, "the checker found a violation")),
+            }
+        }
+        Claim::Linearizable | Claim::NoLostWrites => match verdict {
+            "valid" => Observed::Held,
+            "invalid" => Observed::Refuted(non_empty(summary, "the checker found a violation")),
+            _ => Observed::Unknown(non_empty(summary, "the checker could not decide")),
+        },
+    }
+}
+
+fn non_empty(s: String, fallback: &str) -> String {
+    if s.is_empty() {
+        fallback.to_string()
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(status: &str, checkers: Value) -> Value {
+        json!({
+            "valid": "valid",
+            "completion": { "status": status, "reason": format!("{status} 3.0 s of 10 s") },
+            "checkers": checkers,
+        })
+    }
+
+    #[test]
+    fn claims_parse_by_name_and_refuse_typos_listing_the_vocabulary() {
+        assert_eq!("linearizable".parse::<Claim>(), Ok(Claim::Linearizable));
+        assert_eq!(
+            "Read_Your_Writes".parse::<Claim>(),
+            Ok(Claim::Session(Guarantee::ReadYourWrites))
+        );
+        let e = "linearisable".parse::<Claim>().unwrap_err();
+        assert!(e.contains("no-lost-writes"), "{e}");
+        for c in Claim::ALL {
+            assert_eq!(c.name().parse::<Claim>(), Ok(c));
+        }
+    }
+
+    #[test]
+    fn a_claim_follows_its_checker_and_an_incomplete_run_decides_nothing() {
+        let checkers = json!([
+            {"checker": "linearizable", "verdict": "invalid", "summary": "key 3: stale read", "details": {}},
+            {"checker": "session", "verdict": "invalid", "summary": "", "details": {"guarantees": [
+                {"guarantee": "read-your-writes", "checks": 40, "violations": 0},
+                {"guarantee": "monotonic-reads", "checks": 40, "violations": 2},
+                {"guarantee": "monotonic-writes", "checks": 0, "violations": 0}
+            ]}}
+        ]);
+        let done = run("completed", checkers.clone());
+        assert_eq!(
+            judge(Claim::Linearizable, &done),
+            Observed::Refuted("key 3: stale read".into())
+        );
+        assert_eq!(
+            judge(Claim::Session(Guarantee::ReadYourWrites), &done),
+            Observed::Held
+        );
+        assert_eq!(
+            judge(Claim::Session(Guarantee::MonotonicReads), &done),
+            Observed::Refuted("2 monotonic-reads violations in 40 checks".into())
+        );
+        assert_eq!(
+            judge(Claim::Session(Guarantee::MonotonicWrites), &done).status(),
+            "unknown"
+        );
+        assert_eq!(
+            judge(Claim::Session(Guarantee::WritesFollowReads), &done).status(),
+            "unknown"
+        );
+        let Observed::Unknown(why) = judge(Claim::NoLostWrites, &done) else {
+            panic!("a register run says nothing about lost set elements");
+        };
+        assert!(why.contains("no set checker"), "{why}");
+        // Interrupted: a violation it recorded still refutes; nothing holds.
+        let cut = run("interrupted", checkers);
+        let Observed::Refuted(why) = judge(Claim::Linearizable, &cut) else {
+            panic!("a recorded violation refutes even when the run was cut short");
+        };
+        assert!(why.contains("interrupted 3.0 s"), "{why}");
+        let Observed::Unknown(why) = judge(Claim::Session(Guarantee::ReadYourWrites), &cut) else {
+            panic!("an interrupted run holds nothing");
+        };
+        assert!(why.contains("run not completed"), "{why}");
+        assert_eq!(judge(Claim::Linearizable, &json!({})).status(), "unknown");
+    }
+
+    #[test]
+    fn a_linearizability_refutation_names_the_keys_and_the_first_witness() {
+        let r = run(
+            "completed",
+            json!([{"checker": "linearizable", "verdict": "invalid", "summary": "invalid: 9 ops in 2 parts",
+                    "details": {"parts": [{"verdict": "invalid"}, {"verdict": "valid"}],
+                                "explanation": "invalid: 9 ops\nkey 1: cannot linearize op 3 (read → 3)\n  essential ops"}}]),
+        );
+        assert_eq!(
+            judge(Claim::Linearizable, &r),
+            Observed::Refuted(
+                "1 of 2 keys not linearizable; key 1: cannot linearize op 3 (read → 3)".into()
+            )
+        );
+    }
+
+    #[test]
+    fn valid_means_held_and_unknown_stays_unknown() {
+        let r = run(
+            "completed",
+            json!([{"checker": "linearizable", "verdict": "unknown", "summary": "search budget exceeded"},
+                   {"checker": "set", "verdict": "valid", "summary": "0 of 10 lost"}]),
+        );
+        assert_eq!(
+            judge(Claim::Linearizable, &r),
+            Observed::Unknown("search budget exceeded".into())
+        );
+        assert_eq!(judge(Claim::NoLostWrites, &r), Observed::Held);
+    }
+}
