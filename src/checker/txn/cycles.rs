@@ -7,8 +7,11 @@
 //! is classified by the edges it uses (an edge with several types counts as its most telling
 //! one: ww, wr, rw, process, realtime), so shapes are never mislabelled.
 //!
-//! Budget: the searches share a time budget; a component whose searches did not all finish is
-//! reported unknown with the shapes left unsearched, never dropped. Owns search and
+//! Each search is confined to the component of the subgraph of the edge types it may use (a
+//! cycle of those types lies inside one). Budgets: the searches share a time budget, one search
+//! visits at most 10,000 states, and one shape's searches in one component at most 1,000,000; a
+//! component whose searches did not all finish is reported with the shapes left unsearched and
+//! why, never dropped. Owns search and
 //! classification. Does not own the graph (`infer`) or wording (`mod`). Pure apart from reading
 //! the clock for its budget.
 
@@ -146,6 +149,16 @@ fn components(g: &Graph, mask: u8) -> Vec<u32> {
     comp
 }
 
+/// One search from one edge visits at most this many states; past it the edge is left
+/// undecided (real cycles are short; a search that long is a search for a cycle that is not there).
+const MAX_STATES_PER_SEARCH: usize = 10_000;
+
+/// The searches for one shape in one component stop after this many states in all.
+const MAX_STATES_PER_SHAPE: u64 = 1_000_000;
+
+/// A search cut at [`MAX_STATES_PER_SEARCH`].
+struct Capped;
+
 /// Scratch space for the breadth-first searches, reused across searches (stamped, not cleared).
 struct Bfs {
     stamp: Vec<u32>,
@@ -170,7 +183,8 @@ impl Bfs {
         goal: u32,
         spec: &Spec,
         steps: &mut u64,
-    ) -> Option<Vec<Hop>> {
+    ) -> Result<Option<Vec<Hop>>, Capped> {
+        let mut visited = 0usize;
         self.generation = self.generation.wrapping_add(1);
         if self.generation == 0 {
             self.stamp.iter_mut().for_each(|s| *s = 0);
@@ -187,6 +201,10 @@ impl Bfs {
             && let Some(s) = self.queue.pop_front()
         {
             *steps += 1;
+            visited += 1;
+            if visited > MAX_STATES_PER_SEARCH {
+                return Err(Capped);
+            }
             let (node, q) = (s / 2, s % 2 == 1);
             for &(to, mask) in &g.adj[node as usize] {
                 if comp[to as usize] != comp_id {
@@ -208,7 +226,9 @@ impl Bfs {
                 self.queue.push_back(ns);
             }
         }
-        let mut s = end?;
+        let Some(mut s) = end else {
+            return Ok(None);
+        };
         let mut hops = Vec::new();
         while s != s0 {
             let (p, bit) = self.parent[s as usize];
@@ -220,7 +240,7 @@ impl Bfs {
             s = p;
         }
         hops.reverse();
-        Some(hops)
+        Ok(Some(hops))
     }
 }
 
@@ -261,6 +281,7 @@ pub fn search(g: &Graph, budget: Duration) -> Cycles {
     for nodes in &comps {
         let cid = comp[nodes[0] as usize];
         let mut left: Vec<String> = Vec::new();
+        let mut cut_reasons: Vec<String> = Vec::new();
         for spec in &specs {
             if over {
                 left.push(spec.kind.name());
@@ -268,10 +289,21 @@ pub fn search(g: &Graph, budget: Duration) -> Cycles {
             }
             let subc = &sub[&(spec.first | spec.path)];
             let mut found = None;
+            let mut cut = 0usize;
+            let shape_start = steps;
             'edges: for &a in nodes {
                 for &(b, mask) in &g.adj[a as usize] {
                     if comp[b as usize] != cid || subc[a as usize] != subc[b as usize] {
                         continue;
+                    }
+                    if steps - shape_start > MAX_STATES_PER_SHAPE {
+                        cut_reasons.push(format!(
+                            "{}: stopped after {} search steps in this component",
+                            spec.kind.name(),
+                            steps - shape_start
+                        ));
+                        left.push(spec.kind.name());
+                        break 'edges;
                     }
                     // The first edge must count as the type the shape starts with.
                     if edge::pick(mask, spec.first | spec.path) != Some(spec.first) {
@@ -283,7 +315,15 @@ pub fn search(g: &Graph, budget: Duration) -> Cycles {
                         break 'edges;
                     }
                     let q = spec.first & spec.require != 0;
-                    if let Some(mut hops) = bfs.find(g, &comp, cid, b, q, a, spec, &mut steps) {
+                    let sub_id = subc[a as usize];
+                    let hops = match bfs.find(g, subc, sub_id, b, q, a, spec, &mut steps) {
+                        Ok(h) => h,
+                        Err(Capped) => {
+                            cut += 1;
+                            None
+                        }
+                    };
+                    if let Some(mut hops) = hops {
                         hops.insert(
                             0,
                             Hop {
@@ -299,18 +339,30 @@ pub fn search(g: &Graph, budget: Duration) -> Cycles {
                     }
                 }
             }
-            if let Some(h) = found {
-                out.cycles.push((spec.kind, h));
+            match found {
+                Some(h) => out.cycles.push((spec.kind, h)),
+                None if cut > 0 && !left.contains(&spec.kind.name()) => {
+                    cut_reasons.push(format!(
+                        "{}: {cut} search(es) cut at {MAX_STATES_PER_SEARCH} states",
+                        spec.kind.name()
+                    ));
+                    left.push(spec.kind.name());
+                }
+                None => {}
             }
         }
         if !left.is_empty() {
             out.unsearched.push(Unsearched {
                 size: nodes.len(),
                 shapes: left,
-                reason: format!(
-                    "the cycle search ran past its {:.1} s budget ({steps} search steps)",
-                    budget.as_secs_f64()
-                ),
+                reason: if over {
+                    format!(
+                        "the cycle search ran past its {:.1} s budget ({steps} search steps)",
+                        budget.as_secs_f64()
+                    )
+                } else {
+                    cut_reasons.join("; ")
+                },
             });
         }
     }

@@ -136,12 +136,20 @@ pub fn generate_txn_history(cfg: &TxnGenConfig) -> History {
         if !g.applies {
             continue;
         }
-        let mut local = state.clone();
+        // Copy-on-write of the keys this transaction touches.
+        let mut local: Vec<(usize, Vec<i64>)> = Vec::new();
         for (append, k, v) in g.mops.iter_mut() {
+            let slot = match local.iter().position(|(key, _)| key == k) {
+                Some(p) => p,
+                None => {
+                    local.push((*k, state[*k].clone()));
+                    local.len() - 1
+                }
+            };
             if *append {
-                local[*k].push(v.as_i64().unwrap_or(0));
+                local[slot].1.push(v.as_i64().unwrap_or(0));
             } else {
-                let list = &local[*k];
+                let list = &local[slot].1;
                 let stale = Some(i) != final_index
                     && rng.random_bool(cfg.stale_probability.clamp(0.0, 1.0));
                 let len = if stale {
@@ -152,7 +160,9 @@ pub fn generate_txn_history(cfg: &TxnGenConfig) -> History {
                 *v = json!(list[..len]);
             }
         }
-        state = local;
+        for (k, list) in local {
+            state[k] = list;
+        }
     }
     // Events in time order.
     let mut events: Vec<(u64, usize, bool)> = Vec::with_capacity(gens.len() * 2);

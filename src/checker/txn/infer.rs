@@ -141,9 +141,14 @@ pub fn infer(t: &Txns) -> Result<Inferred, String> {
             })
     };
     let mut duplicated: rustc_hash::FxHashSet<*const Vec<u32>> = Default::default();
-    for (i, key, list) in reads() {
-        let mut seen = rustc_hash::FxHashSet::default();
-        if let Some(d) = list.iter().find(|e| !seen.insert(**e)) {
+    // Last read (1-based) each element was seen in: a duplicate is one seen twice in one read.
+    let mut seen_in = vec![0u32; t.elems.values.len()];
+    for (r, (i, key, list)) in reads().enumerate() {
+        let stamp = r as u32 + 1;
+        let dup = list
+            .iter()
+            .find(|e| std::mem::replace(&mut seen_in[**e as usize], stamp) == stamp);
+        if let Some(d) = dup {
             duplicated.insert(list as *const _);
             out.anomalies.push(found(
                 Kind::Other(Other::DuplicateElements),

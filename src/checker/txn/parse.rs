@@ -66,10 +66,20 @@ pub struct Interner {
     /// Index → value.
     pub values: Vec<Value>,
     ids: FxHashMap<String, u32>,
+    /// Integers, the common case, without formatting them.
+    ints: FxHashMap<i64, u32>,
 }
 
 impl Interner {
     fn intern(&mut self, v: Value) -> u32 {
+        if let Some(i) = v.as_i64() {
+            let next = self.values.len() as u32;
+            let id = *self.ints.entry(i).or_insert(next);
+            if id == next {
+                self.values.push(v);
+            }
+            return id;
+        }
         let text = v.to_string();
         if let Some(&id) = self.ids.get(&text) {
             return id;
