@@ -326,6 +326,16 @@ fn build_client_gen(cfg: &TestConfig) -> Result<(Box<dyn Generator>, generator::
         })
         .map_err(config_err)?;
         (workload.keys_used(), Box::new(workload))
+    } else if w.kind == generator::txn::KIND {
+        let workload = generator::txn::txn_workload(generator::txn::TxnConfig {
+            read_weight: w.read_weight,
+            append_weight: w.append_weight,
+            active_keys: w.active_keys,
+            max_mops: w.max_mops,
+            appends_per_key: w.ops_per_key,
+        })
+        .map_err(config_err)?;
+        (generator::KeyLog::new(), Box::new(workload))
     } else if w.kind == "list-append" {
         let workload = generator::list_append_workload(generator::ListAppendConfig {
             read_weight: w.read_weight,

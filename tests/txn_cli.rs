@@ -89,3 +89,59 @@ fn malformed_micro_op_exits_3_naming_file_and_op() {
     );
     assert!(t.contains("an append needs an element"), "{t}");
 }
+
+/// `shakedown run` with `args` must be refused (exit 3) before any node is touched, naming
+/// `needle`, and write nothing.
+fn refused(args: &[&str], needle: &str) {
+    let reports = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_shakedown"))
+        .args(["run", "--reports"])
+        .arg(reports.path())
+        .args([
+            "--sandbox-name",
+            "sdfnever",
+            "--sandbox-subnet",
+            "10.96.0.0/24",
+            "--time-limit",
+            "1",
+        ])
+        .args(args)
+        .output()
+        .expect("run shakedown");
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{args:?}: {t}");
+    assert!(t.contains(needle), "{args:?}: {needle:?} missing from {t}");
+    assert_eq!(std::fs::read_dir(reports.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn systems_without_transactions_refuse_the_txn_workload_and_isolation() {
+    refused(
+        &["--db", "etcd", "--workload", "txn"],
+        "etcd cannot serve the txn workload",
+    );
+    refused(
+        &["--db", "redis", "--workload", "txn"],
+        "redis cannot serve the txn workload",
+    );
+    let zk = Path::new(env!("CARGO_MANIFEST_DIR")).join("systems/zookeeper.toml");
+    refused(
+        &["--db", zk.to_str().unwrap(), "--workload", "txn"],
+        "not txn",
+    );
+    refused(
+        &["--db", "etcd", "--isolation", "serializable"],
+        "--isolation: PostgreSQL settings need --db postgres",
+    );
+    refused(
+        &[
+            "--db",
+            "postgres",
+            "--workload",
+            "register",
+            "--isolation",
+            "serializable",
+        ],
+        "--isolation: applies to transactions (--workload txn)",
+    );
+}
