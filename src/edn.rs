@@ -741,6 +741,28 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn transactions_without_f_read_as_txn_and_other_ops_still_need_f() {
+        let h = read_history(
+            "{:type :invoke :process 0 :value [[:r :x] [:append :y 1M]]}\n\
+             {:type :ok :process 0 :f nil :value [[:r :x [2N]] [:append :y 1]]}\n",
+            "t.edn",
+            EdnOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(h.ops[0].f, "txn");
+        assert_eq!(h.ops[0].value, json!([["r", "x"], ["append", "y", 1.0]]));
+        assert_eq!(h.ops[1].f, "txn");
+        assert_eq!(h.ops[1].value, json!([["r", "x", [2]], ["append", "y", 1]]));
+        let e = read_history(
+            "{:type :invoke :process 0 :value 3}",
+            "t.edn",
+            EdnOptions::default(),
+        )
+        .unwrap_err();
+        assert!(e.contains("op map has no :f"), "{e}");
+    }
+
+    #[test]
     fn parses_scalars_collections_and_comments() {
         let forms = parse_all(
             "; hello\n[nil true -3 4N 2.5 \"a\\\"b\" \\x :kw sym (1 2) #{:a} {:k [1]} #inst \"t\" #_ 99]",

@@ -576,6 +576,27 @@ mod tests {
     }
 
     #[test]
+    fn transactional_anomalies_span_their_transactions() {
+        let r = json!({"checkers": [{"checker": "txn", "verdict": "invalid", "details": {
+            "anomalies": [{"type": "G2-item", "ops": [4, 1], "explanation": []},
+                          {"type": "G1a", "ops": [999], "explanation": []}]}}]});
+        let h = history();
+        let marks = anomaly_marks(&h, &r);
+        assert_eq!(
+            marks.len(),
+            1,
+            "an anomaly whose ops are not in the history is skipped"
+        );
+        let t = |i: u64| h.ops.iter().find(|o| o.index == i).unwrap().time_ns as f64 / 1e9;
+        let m = &marks[0];
+        assert_eq!(
+            (m.category.as_str(), m.time_s, m.from_s, m.op_index),
+            ("G2-item", t(4), Some(t(1)), 4)
+        );
+        assert_eq!(m.label, "G2-item: T1 T4");
+    }
+
+    #[test]
     fn missing_or_malformed_results_give_no_marks() {
         let h = history();
         for r in [
