@@ -72,8 +72,12 @@ pub enum Other {
     /// Intermediate read: a read ended at an element its writer later followed with another
     /// append to the same key.
     G1b,
-    /// A transaction's read disagrees with its own earlier reads and appends of the key.
+    /// A transaction's read of a key lacks its own earlier appends to it.
     Internal,
+    /// A transaction read a key twice and saw other transactions' appends appear in between
+    /// (a non-repeatable read, ANSI P2; allowed by read committed). Elle counts these as
+    /// `internal`; they are split out here because read committed permits them.
+    FuzzyRead,
     /// A read list holds an element twice.
     DuplicateElements,
     /// Two reads of a key are not prefixes of one another: no single order of appends.
@@ -114,6 +118,7 @@ impl Kind {
                 Other::G1a => "G1a",
                 Other::G1b => "G1b",
                 Other::Internal => "internal",
+                Other::FuzzyRead => "fuzzy-read",
                 Other::DuplicateElements => "duplicate-elements",
                 Other::IncompatibleOrder => "incompatible-order",
                 Other::LostUpdate => "lost-update",
@@ -133,7 +138,8 @@ impl Kind {
             Kind::Cycle(CycleShape::G1c, _) | Kind::Other(Other::G1a | Other::G1b) => {
                 &[ReadCommitted]
             }
-            Kind::Cycle(CycleShape::GSingle, _) | Kind::Other(Other::LostUpdate) => {
+            Kind::Cycle(CycleShape::GSingle, _)
+            | Kind::Other(Other::LostUpdate | Other::FuzzyRead) => {
                 &[SnapshotIsolation, RepeatableRead]
             }
             Kind::Cycle(CycleShape::G2Item, _) => &[RepeatableRead],

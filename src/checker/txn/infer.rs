@@ -1,6 +1,6 @@
 //! What a list-append history implies: per-key version orders from the reads (every read is a
 //! prefix of the key's longest read — Elle's trick), the non-cycle anomalies (G1a, G1b, internal,
-//! duplicate elements, incompatible orders, lost updates, garbage reads) and the dependency graph
+//! fuzzy reads, duplicate elements, incompatible orders, lost updates, garbage reads) and the dependency graph
 //! (ww, wr, rw, process and real-time edges, each data edge with why it exists).
 //!
 //! Owns inference. Does not own parsing (`parse`), cycle search (`cycles`) or wording beyond each
@@ -333,11 +333,8 @@ fn internal_and_lost_updates(t: &Txns, anomalies: &mut Vec<Found>) {
         for m in &tx.mops {
             match m {
                 Mop::Append { key, elem } => {
-                    let (known, own) = expect.entry(*key).or_default();
-                    match known {
-                        Some(k) => k.push(*elem),
-                        None => own.push(*elem),
-                    }
+                    let (_, own) = expect.entry(*key).or_default();
+                    own.push(*elem);
                     if first_read.contains_key(key) {
                         appended.insert(*key);
                     }
@@ -346,26 +343,42 @@ fn internal_and_lost_updates(t: &Txns, anomalies: &mut Vec<Found>) {
                     key,
                     list: Some(list),
                 } => {
+                    // `known`: the last read of the key; `own`: appends to it since.
                     let (known, own) = expect.entry(*key).or_default();
-                    let ok = match known {
-                        Some(k) => k == list,
-                        None => list.ends_with(own),
-                    };
-                    if !ok {
-                        let wanted = match known {
-                            Some(k) => describe_list(t, k),
-                            None => format!("a list ending in {}", describe_list(t, own)),
-                        };
+                    let sees_own = list.ends_with(own);
+                    let same_base = known
+                        .as_ref()
+                        .is_none_or(|k| sees_own && list[..list.len() - own.len()] == k[..]);
+                    if !sees_own {
                         anomalies.push(found(
                             Kind::Other(Other::Internal),
                             t,
                             &[i],
                             format!(
-                                "{} read key {} = {}, but its own earlier reads and appends mean it must read {}",
+                                "{} read key {} = {}, which does not end with its own earlier appends {}",
                                 tname(t, i),
                                 t.keys.show(*key),
                                 describe_list(t, list),
-                                wanted
+                                describe_list(t, own)
+                            ),
+                        ));
+                    } else if !same_base {
+                        let before = known.as_deref().unwrap_or(&[]);
+                        anomalies.push(found(
+                            Kind::Other(Other::FuzzyRead),
+                            t,
+                            &[i],
+                            format!(
+                                "{} read key {} = {} after reading it = {} earlier in the same transaction{} (non-repeatable read)",
+                                tname(t, i),
+                                t.keys.show(*key),
+                                describe_list(t, list),
+                                describe_list(t, before),
+                                if own.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!(" and appending {}", describe_list(t, own))
+                                }
                             ),
                         ));
                     }

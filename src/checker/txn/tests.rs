@@ -174,6 +174,30 @@ fn aborted_intermediate_internal_duplicate_garbage_and_incompatible_reads() {
     assert!(names(&r).contains(&"G1b".to_string()), "{}", r.explain());
     let r = run(&[(0, 0, 1, OK, json!([["append", "x", 1], ["r", "x", []]]))]);
     assert_eq!(names(&r), vec!["internal"], "{}", r.explain());
+    assert_eq!(r.not, vec![Model::ReadUncommitted]);
+    // A second read that sees another transaction's append: allowed by read committed.
+    let r = run(&[
+        (
+            0,
+            0,
+            10,
+            OK,
+            json!([["r", "x", []], ["append", "y", 5], ["r", "x", [1]]]),
+        ),
+        (1, 0, 10, OK, json!([["append", "x", 1]])),
+    ]);
+    assert!(
+        names(&r).contains(&"fuzzy-read".to_string()),
+        "{}",
+        r.explain()
+    );
+    assert!(
+        !names(&r).contains(&"internal".to_string()),
+        "{}",
+        r.explain()
+    );
+    assert!(r.not.contains(&Model::RepeatableRead), "{:?}", r.not);
+    assert!(!r.not.contains(&Model::ReadCommitted), "{:?}", r.not);
     let r = run(&[
         (0, 0, 1, OK, json!([["append", "x", 1]])),
         (1, 2, 3, OK, json!([["r", "x", [1, 1]]])),
