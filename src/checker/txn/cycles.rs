@@ -5,7 +5,8 @@
 //! search starts from an edge of the type the shape needs and looks for the shortest way back
 //! through the edge types it allows, tracking whether a required type was used; a found cycle
 //! is classified by the edges it uses (an edge with several types counts as its most telling
-//! one: ww, wr, rw, process, realtime), so shapes are never mislabelled.
+//! one: ww, wr, rw, process, realtime), so shapes are never mislabelled; a walk that visits a
+//! transaction twice is cut down to a sub-cycle of the same shape when one exists.
 //!
 //! Each search is confined to the component of the subgraph of the edge types it may use (a
 //! cycle of those types lies inside one). Budgets: the searches share a time budget, one search
@@ -123,6 +124,32 @@ pub fn classify(hops: &[Hop]) -> Kind {
         Variant::Plain
     };
     Kind::Cycle(shape, variant)
+}
+
+/// Shorten a closed walk that visits a transaction twice into one of its two sub-cycles while
+/// one of them still has the shape `kind` (the search works on (node, flag) states, so its walks
+/// may repeat a node).
+pub fn simplify(mut hops: Vec<Hop>, kind: Kind) -> Vec<Hop> {
+    'again: loop {
+        for i in 0..hops.len() {
+            for j in i + 1..hops.len() {
+                if hops[i].from != hops[j].from {
+                    continue;
+                }
+                let inner: Vec<Hop> = hops[i..j].to_vec();
+                let outer: Vec<Hop> = hops[..i].iter().chain(&hops[j..]).copied().collect();
+                if classify(&inner) == kind {
+                    hops = inner;
+                    continue 'again;
+                }
+                if classify(&outer) == kind {
+                    hops = outer;
+                    continue 'again;
+                }
+            }
+        }
+        return hops;
+    }
 }
 
 /// Strongly connected components of the graph restricted to edge types `mask`: component id per
@@ -333,7 +360,7 @@ pub fn search(g: &Graph, budget: Duration) -> Cycles {
                             },
                         );
                         if classify(&hops) == spec.kind {
-                            found = Some(hops);
+                            found = Some(simplify(hops, spec.kind));
                             break 'edges;
                         }
                     }

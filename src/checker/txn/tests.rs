@@ -419,3 +419,32 @@ fn agrees_with_an_exhaustive_search_on_small_random_histories() {
     // Both outcomes occur in both modes, so the cross-check is not vacuous.
     assert!(seen.iter().all(|&n| n > 20), "{seen:?}");
 }
+
+#[test]
+fn walks_through_a_transaction_twice_are_cut_to_a_simple_cycle() {
+    use super::anomaly::{CycleShape, Variant, edge};
+    use super::cycles::{Hop, classify, simplify};
+    let hop = |from, to, bit| Hop { from, to, bit };
+    // 0 →rw 1 →ww 0 →process 2 →ww 0: a G-single-process walk whose first loop is G-single.
+    let walk = vec![
+        hop(0, 1, edge::RW),
+        hop(1, 0, edge::WW),
+        hop(0, 2, edge::PROCESS),
+        hop(2, 0, edge::WW),
+    ];
+    let kind = Kind::Cycle(CycleShape::GSingle, Variant::Process);
+    assert_eq!(classify(&walk), kind);
+    // Neither sub-cycle keeps both the rw and the process edge: the walk stays.
+    assert_eq!(simplify(walk.clone(), kind), walk);
+    let g_single = Kind::Cycle(CycleShape::GSingle, Variant::Plain);
+    let walk = vec![
+        hop(0, 1, edge::RW),
+        hop(1, 2, edge::WW),
+        hop(2, 1, edge::WW),
+        hop(1, 0, edge::WR),
+    ];
+    assert_eq!(
+        simplify(walk, g_single),
+        vec![hop(0, 1, edge::RW), hop(1, 0, edge::WR)]
+    );
+}
