@@ -316,8 +316,9 @@ pub fn default_model(format: InputFormat) -> &'static str {
 fn is_append_txn(v: &Value) -> bool {
     v.as_array().is_some_and(|mops| {
         mops.iter().any(|m| {
-            m.as_array()
-                .is_some_and(|p| p.len() >= 2 && p[0] == "append")
+            m.as_array().is_some_and(|p| {
+                p.len() >= 2 && p[0].as_str().map(|f| f.trim_start_matches(':')) == Some("append")
+            })
         })
     })
 }

@@ -145,3 +145,13 @@ fn systems_without_transactions_refuse_the_txn_workload_and_isolation() {
         "--isolation: applies to transactions (--workload txn)",
     );
 }
+
+#[test]
+fn elle_cli_json_arrays_with_keyword_colons_are_transactions() {
+    // `:f` absent on one op, `":txn"` on another, micro-op functions written `":r"`.
+    let o = check(&[data("elle-cli.json").to_str().unwrap()]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("json history, 4 events; model txn"), "{t}");
+    assert!(t.contains("2 committed"), "{t}");
+}

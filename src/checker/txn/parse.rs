@@ -168,7 +168,8 @@ fn parse_mops(op: &Op, txns: &mut Txns, with_reads: bool) -> Result<Vec<Mop>, St
         let Some(parts) = m.as_array().filter(|p| p.len() == 2 || p.len() == 3) else {
             return Err(bad("not a vector of 2 or 3 items"));
         };
-        let f = parts[0].as_str().unwrap_or("");
+        // JSON exports of EDN histories may keep the keyword colon (`":append"`).
+        let f = parts[0].as_str().unwrap_or("").trim_start_matches(':');
         let key = txns.keys.intern(normalize(&parts[1]));
         let arg = parts.get(2).unwrap_or(&Value::Null);
         match f {
