@@ -519,9 +519,11 @@ pub struct CheckArgs {
     #[arg(required = true, num_args = 1..)]
     pub paths: Vec<PathBuf>,
     /// Model: auto (from the client functions: list-append for JSONL with append ops, mutex,
-    /// queue, multi-register for txn, kv for get/put/append and Porcupine input, set or counter
-    /// for add/read; cas-register otherwise), register, cas-register, multi-register, kv,
-    /// list-append, set, queue, mutex or counter.
+    /// queue, txn for transactions with append micro-ops, multi-register for other txn, kv for
+    /// get/put/append and Porcupine input, set or counter for add/read; cas-register otherwise),
+    /// register, cas-register, multi-register, kv, list-append, set, queue, mutex, counter or txn
+    /// (list-append transactions: Elle-style dependency cycles, checked against
+    /// strict-serializable).
     #[arg(long, default_value = "auto")]
     pub model: String,
     /// Time budget in seconds per file; past it the verdict is unknown.

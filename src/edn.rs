@@ -9,7 +9,8 @@
 //! top-level form (one per line, as `history.edn` files). Mapping: `:process` integer → client,
 //! `:nemesis` → `Process::Nemesis`; `:type` → `OpType`; `:f` keyword → string without the colon;
 //! `:value` → JSON (keywords and symbols become strings, vectors/lists/sets become arrays, maps become
-//! objects with stringified keys); `:time` → `time_ns`; `:error` → string; `:index` is ignored and
+//! objects with stringified keys); an absent or nil `:f` on a transaction value (a vector of
+//! micro-ops `[:append :x 1]`, Elle's histories) → `txn`; `:time` → `time_ns`; `:error` → string; `:index` is ignored and
 //! indices are renumbered densely. With `EdnOptions::independent`, client op values are
 //! `jepsen.independent` tuples `[k v]` (for cas `[k [old new]]`): `k` becomes `Op::key`, `v` the
 //! value. Malformed input is an error naming the line and column and what was expected; the reader
@@ -502,12 +503,14 @@ fn op_from_map(form: &Located, opts: EdnOptions) -> Result<Op, EdnError> {
         }
         None => return Err(fail("op map has no :process".into())),
     };
+    let raw_value = get("value").unwrap_or(&Edn::Nil);
     let f = match get("f") {
         Some(Edn::Keyword(s) | Edn::Symbol(s) | Edn::Str(s)) => s.clone(),
+        // Elle's histories may leave out :f on transactions: it looks at :value.
+        None | Some(Edn::Nil) if is_txn(raw_value) => "txn".to_string(),
         Some(v) => return Err(fail(format!(":f must be a keyword, found {}", kind(v)))),
         None => return Err(fail("op map has no :f".into())),
     };
-    let raw_value = get("value").unwrap_or(&Edn::Nil);
     let mut key = None;
     let value = if opts.independent && process != Process::Nemesis {
         match raw_value {
@@ -552,6 +555,18 @@ fn op_from_map(form: &Located, opts: EdnOptions) -> Result<Op, EdnError> {
         _ => None,
     };
     Ok(op)
+}
+
+/// A transaction value: a non-empty vector of micro-ops `[:f k]` / `[:f k v]` with a keyword `f`.
+fn is_txn(e: &Edn) -> bool {
+    let (Edn::Vector(mops) | Edn::List(mops)) = e else {
+        return false;
+    };
+    !mops.is_empty()
+        && mops.iter().all(|m| {
+            matches!(m, Edn::Vector(p) | Edn::List(p)
+                if (p.len() == 2 || p.len() == 3) && matches!(p[0], Edn::Keyword(_) | Edn::Str(_)))
+        })
 }
 
 fn kind(e: &Edn) -> String {
@@ -724,6 +739,28 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
+
+    #[test]
+    fn transactions_without_f_read_as_txn_and_other_ops_still_need_f() {
+        let h = read_history(
+            "{:type :invoke :process 0 :value [[:r :x] [:append :y 1M]]}\n\
+             {:type :ok :process 0 :f nil :value [[:r :x [2N]] [:append :y 1]]}\n",
+            "t.edn",
+            EdnOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(h.ops[0].f, "txn");
+        assert_eq!(h.ops[0].value, json!([["r", "x"], ["append", "y", 1.0]]));
+        assert_eq!(h.ops[1].f, "txn");
+        assert_eq!(h.ops[1].value, json!([["r", "x", [2]], ["append", "y", 1]]));
+        let e = read_history(
+            "{:type :invoke :process 0 :value 3}",
+            "t.edn",
+            EdnOptions::default(),
+        )
+        .unwrap_err();
+        assert!(e.contains("op map has no :f"), "{e}");
+    }
 
     #[test]
     fn parses_scalars_collections_and_comments() {

@@ -326,6 +326,16 @@ fn build_client_gen(cfg: &TestConfig) -> Result<(Box<dyn Generator>, generator::
         })
         .map_err(config_err)?;
         (workload.keys_used(), Box::new(workload))
+    } else if w.kind == generator::txn::KIND {
+        let workload = generator::txn::txn_workload(generator::txn::TxnConfig {
+            read_weight: w.read_weight,
+            append_weight: w.append_weight,
+            active_keys: w.active_keys,
+            max_mops: w.max_mops,
+            appends_per_key: w.ops_per_key,
+        })
+        .map_err(config_err)?;
+        (generator::KeyLog::new(), Box::new(workload))
     } else if w.kind == "list-append" {
         let workload = generator::list_append_workload(generator::ListAppendConfig {
             read_weight: w.read_weight,
@@ -828,7 +838,7 @@ pub fn check_with(
         // Our clients record etcd semantics (see ARCHITECTURE.md).
         options: crate::model::ModelOptions::preset(crate::model::SemanticsPreset::Etcd),
         // A set history's reads have no versions to order: the set checker covers it.
-        session: (!compose::uses_set_checker(model)).then(|| {
+        session: (!compose::has_own_checker(model)).then(|| {
             crate::checker::session::SessionConfig {
                 source: version_source,
                 ..Default::default()
@@ -845,6 +855,7 @@ pub fn check_with(
                 .map(|l| compose::linear_check_result(l, &plan.model, &plan.options))
                 .collect();
             results.extend(c.set);
+            results.extend(c.txn.as_ref().map(|t| t.check_result()));
             results.extend(c.session);
             (c.verdict, results, c.linear)
         }

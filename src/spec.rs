@@ -14,8 +14,9 @@ use std::path::{Path, PathBuf};
 #[serde(deny_unknown_fields)]
 pub struct WorkloadSpec {
     /// Which op family: `register` (read / write / cas on independent keys), `list-append`
-    /// (append unique integers / read whole lists, on independent keys) or `set` (add integers
-    /// unique across the run / read whole sets, on independent keys).
+    /// (append unique integers / read whole lists, on independent keys), `set` (add integers
+    /// unique across the run / read whole sets, on independent keys) or `txn` (transactions of
+    /// list appends and reads over a few shared keys).
     pub kind: String,
     /// Relative weight of reads.
     #[serde(default = "d_read")]
@@ -42,9 +43,23 @@ pub struct WorkloadSpec {
     /// Client threads sharing one key at a time (bounds per-key concurrency for the checker).
     #[serde(default = "d_threads_per_key")]
     pub threads_per_key: usize,
-    /// Ops a group of threads performs on a key before moving to a fresh key.
+    /// Ops a group of threads performs on a key before moving to a fresh key (`txn`: appends a
+    /// key takes before it is retired).
     #[serde(default = "d_ops_per_key")]
     pub ops_per_key: u64,
+    /// `txn` only: keys in use at a time.
+    #[serde(default = "d_active_keys")]
+    pub active_keys: usize,
+    /// `txn` only: micro-ops per transaction, 1..=max_mops.
+    #[serde(default = "d_max_mops")]
+    pub max_mops: usize,
+}
+
+fn d_active_keys() -> usize {
+    8
+}
+fn d_max_mops() -> usize {
+    4
 }
 
 fn d_read() -> u32 {
@@ -431,6 +446,7 @@ fn d_interval() -> f64 {
 const BUILTIN_WORKLOADS: &[(&str, &str)] = &[
     ("register", include_str!("../workloads/register.toml")),
     ("list-append", include_str!("../workloads/list-append.toml")),
+    ("txn", include_str!("../workloads/txn.toml")),
     ("session", include_str!("../workloads/session.toml")),
     ("set", include_str!("../workloads/set.toml")),
 ];
@@ -618,6 +634,7 @@ pub fn load_workload(arg: &str) -> Result<WorkloadSpec, ConfigError> {
     let weights = match spec.kind.as_str() {
         "register" => spec.read_weight + spec.write_weight + spec.cas_weight,
         "list-append" => spec.read_weight + spec.append_weight,
+        crate::generator::txn::KIND => spec.read_weight + spec.append_weight,
         crate::generator::set::KIND if spec.add_weight == 0 => {
             return Err(err(
                 "add_weight",
@@ -628,7 +645,9 @@ pub fn load_workload(arg: &str) -> Result<WorkloadSpec, ConfigError> {
         other => {
             return Err(err(
                 "kind",
-                format!("kind {other:?}: expected \"register\", \"list-append\" or \"set\""),
+                format!(
+                    "kind {other:?}: expected \"register\", \"list-append\", \"set\" or \"txn\""
+                ),
             ));
         }
     };
@@ -642,6 +661,8 @@ pub fn load_workload(arg: &str) -> Result<WorkloadSpec, ConfigError> {
     for (key, value) in [
         ("threads_per_key", spec.threads_per_key as u64),
         ("ops_per_key", spec.ops_per_key),
+        ("active_keys", spec.active_keys as u64),
+        ("max_mops", spec.max_mops as u64),
     ] {
         if value == 0 {
             return Err(err(key, format!("{key} = 0: expected at least 1")));

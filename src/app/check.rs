@@ -43,6 +43,7 @@ struct Settings {
 enum Primary {
     Linear(LinearResult),
     Set(CheckResult),
+    Txn(crate::checker::txn::TxnResult),
 }
 
 impl Primary {
@@ -50,6 +51,7 @@ impl Primary {
         match self {
             Primary::Linear(r) => r.verdict,
             Primary::Set(r) => r.verdict,
+            Primary::Txn(r) => r.verdict,
         }
     }
 
@@ -57,6 +59,7 @@ impl Primary {
         match self {
             Primary::Linear(r) => r.summary(),
             Primary::Set(r) => format!("{}: {}", r.verdict, r.summary),
+            Primary::Txn(r) => format!("{}: {}", r.verdict, r.summary()),
         }
     }
 
@@ -74,6 +77,7 @@ impl Primary {
                 );
                 lines.join("\n")
             }
+            Primary::Txn(r) => r.explain(),
         }
     }
 }
@@ -151,16 +155,21 @@ fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<File
         time_limit: settings.time_limit,
         witness: args.witness,
     };
-    let composed = compose::check(history, &plan)?;
-    let result = match (composed.linear, composed.set) {
-        (Some(l), _) => Primary::Linear(l),
-        (None, Some(s)) => Primary::Set(s),
-        (None, None) => return Err(format!("{}: no checker for model {model}", path.display())),
+    let composed =
+        compose::check(history, &plan).map_err(|e| format!("{}: {e}", path.display()))?;
+    let result = match (composed.linear, composed.set, composed.txn) {
+        (Some(l), _, _) => Primary::Linear(l),
+        (None, Some(s), _) => Primary::Set(s),
+        (None, None, Some(t)) => Primary::Txn(t),
+        (None, None, None) => {
+            return Err(format!("{}: no checker for model {model}", path.display()));
+        }
     };
     // The history could not be interpreted for this model at all: malformed input.
     let unreadable = match &result {
         Primary::Linear(l) => l.reason.clone(),
         Primary::Set(s) => s.details["error"].as_str().map(str::to_string),
+        Primary::Txn(_) => None,
     };
     if let Some(reason) = unreadable {
         return Err(format!("{}: {reason}", path.display()));
@@ -203,6 +212,7 @@ impl FileCheck {
         let mut g = match &self.result {
             Primary::Linear(r) => linear_check_result(r, &self.model, &self.options),
             Primary::Set(r) => r.clone(),
+            Primary::Txn(r) => r.check_result(),
         };
         if let Value::Object(d) = &mut g.details {
             d.insert("format".into(), self.loaded.format.name().into());

@@ -5,7 +5,8 @@
 //! The `set` model is the exception: a set history is checked by the set checker
 //! (`checker::set`: lost / unexpected / recovered elements), not by a linearizability search,
 //! which explodes on sets of hundreds of elements with indeterminate adds and cannot say which
-//! acknowledged add was lost.
+//! acknowledged add was lost. Likewise the `txn` model (list-append transactions) gets the
+//! transactional checker (`checker::txn`: dependency cycles, Elle-style).
 //!
 //! Owns the plan (model, semantics, session settings, time budget), running the model registry's
 //! model through the search ([`crate::model::registry`]), and the generic `CheckResult` of a
@@ -43,6 +44,8 @@ pub struct Composed {
     pub linear: Option<LinearResult>,
     /// The set checker's result, for the `set` model.
     pub set: Option<CheckResult>,
+    /// The transactional checker's result, for the `txn` model.
+    pub txn: Option<super::txn::TxnResult>,
     /// The session checker's result, when the plan asked for it.
     pub session: Option<CheckResult>,
     /// The linearizability verdict merged with the session verdict.
@@ -84,8 +87,29 @@ pub fn uses_set_checker(model_name: &str) -> bool {
     model_name == super::set::NAME
 }
 
-/// Check `history` as `plan` says. An unknown model name is an error.
+/// Whether the model named `model_name` has its own checker (set, txn) rather than a
+/// linearizability search; such histories get no session checker either.
+pub fn has_own_checker(model_name: &str) -> bool {
+    uses_set_checker(model_name) || model_name == super::txn::NAME
+}
+
+/// Check `history` as `plan` says. An unknown model name is an error, and so is a `txn` history
+/// whose transactions cannot be read.
 pub fn check(history: &History, plan: &Plan) -> Result<Composed, String> {
+    if plan.model == super::txn::NAME {
+        let cfg = super::txn::TxnConfig {
+            time_limit: plan.time_limit,
+            ..Default::default()
+        };
+        let r = super::txn::check(history, &cfg)?;
+        return Ok(Composed {
+            linear: None,
+            set: None,
+            verdict: r.verdict,
+            txn: Some(r),
+            session: None,
+        });
+    }
     let (linear, set) = if uses_set_checker(&plan.model) {
         (None, Some(SetChecker.check(history)))
     } else {
@@ -114,6 +138,7 @@ pub fn check(history: &History, plan: &Plan) -> Result<Composed, String> {
     Ok(Composed {
         linear,
         set,
+        txn: None,
         session,
         verdict,
     })

@@ -8,6 +8,7 @@ pub mod compose;
 pub mod linear;
 pub mod session;
 pub mod set;
+pub mod txn;
 pub mod witness_html;
 
 use crate::history::History;

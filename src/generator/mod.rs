@@ -41,6 +41,7 @@ pub mod set;
 pub(crate) mod sim;
 #[cfg(test)]
 mod tests;
+pub mod txn;
 mod workload;
 
 pub use combinators::{

@@ -59,7 +59,7 @@ fn is_micro_op_list(v: &Value) -> bool {
         !a.is_empty()
             && a.iter().all(|m| {
                 m.as_array()
-                    .is_some_and(|m| m.len() == 3 && m[0].is_string())
+                    .is_some_and(|m| (m.len() == 2 || m.len() == 3) && m[0].is_string())
             })
     })
 }

@@ -12,7 +12,7 @@ use super::{
 };
 
 /// Every model name, in `--model` help order.
-pub const NAMES: [&str; 9] = [
+pub const NAMES: [&str; 10] = [
     "register",
     "cas-register",
     "multi-register",
@@ -22,6 +22,7 @@ pub const NAMES: [&str; 9] = [
     "queue",
     "mutex",
     "counter",
+    crate::checker::txn::NAME,
 ];
 
 /// Something done with a model of any type (e.g. the linearizability search).
@@ -50,6 +51,11 @@ pub fn visit<V: ModelVisitor>(
         "queue" => visitor.visit(QueueModel::default()),
         "mutex" => visitor.visit(MutexModel),
         "counter" => visitor.visit(CounterModel),
+        crate::checker::txn::NAME => {
+            return Err(format!(
+                "model {name} is checked by the transactional checker (dependency cycles), not a linearizability search"
+            ));
+        }
         other => return Err(unknown(other)),
     })
 }
@@ -84,14 +90,15 @@ mod tests {
     fn every_name_visits_a_model_and_unknown_names_list_them_all() {
         let opts = ModelOptions::preset(super::super::SemanticsPreset::Etcd);
         for n in NAMES {
-            assert!(visit(n, &opts, Name).is_ok(), "{n}");
+            let own = n == crate::checker::txn::NAME;
+            assert_eq!(visit(n, &opts, Name).is_ok(), !own, "{n}");
             assert!(is_known(n));
         }
         assert!(visit("kv", &opts, Name).unwrap().ends_with("KvModel"));
         let e = visit("graph", &opts, Name).unwrap_err();
         assert_eq!(
             e,
-            "--model \"graph\": expected auto, register, cas-register, multi-register, kv, list-append, set, queue, mutex or counter"
+            "--model \"graph\": expected auto, register, cas-register, multi-register, kv, list-append, set, queue, mutex, counter or txn"
         );
         assert!(!is_known("auto"));
     }

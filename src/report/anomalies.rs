@@ -218,8 +218,9 @@ pub fn anomaly_marks(history: &History, results: &Value) -> Vec<AnomalyMark> {
         });
     }
     marks.extend(set_lost_marks(results));
+    marks.extend(txn_marks(history, results));
     // Stable category order: linearizable, session guarantees as listed, version-conflict,
-    // set-lost.
+    // set-lost, transactional anomalies.
     let mut order: Vec<String> = Vec::new();
     for m in &marks {
         if !order.contains(&m.category) {
@@ -260,6 +261,49 @@ fn set_lost_marks(results: &Value) -> Vec<AnomalyMark> {
                     text(r.get("process")),
                     text(r.get("key")),
                     text(r.get("element"))
+                ),
+            })
+        })
+        .collect()
+}
+
+/// The transactional checker's kept anomalies, each named by its type (`G2-item`, `G1a`, …) and
+/// spanning the invocations of the transactions involved (the mark sits on the latest).
+fn txn_marks(history: &History, results: &Value) -> Vec<AnomalyMark> {
+    let rows = checker_details(results, crate::checker::txn::CHECKER)
+        .and_then(|d| d.get("anomalies"))
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    let ops = |r: &Value| -> Vec<u64> {
+        r.get("ops")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_u64).collect())
+            .unwrap_or_default()
+    };
+    let wanted: HashSet<u64> = rows.iter().flat_map(ops).collect();
+    let times = op_times_ns(history, &wanted);
+    rows.iter()
+        .filter_map(|r| {
+            let mut at: Vec<(u64, u64)> = ops(r)
+                .into_iter()
+                .filter_map(|i| times.get(&i).map(|&t| (t, i)))
+                .collect();
+            at.sort_unstable();
+            let (&(first_ns, _), &(last_ns, last)) = (at.first()?, at.last()?);
+            let name = text(r.get("type"));
+            Some(AnomalyMark {
+                category: name.clone(),
+                time_s: last_ns as f64 / 1e9,
+                from_s: Some(first_ns as f64 / 1e9),
+                op_index: last,
+                primary: true,
+                label: format!(
+                    "{name}: {}",
+                    at.iter()
+                        .map(|(_, i)| format!("T{i}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
                 ),
             })
         })
@@ -529,6 +573,27 @@ mod tests {
             (SET_LOST, 1.25, Some(1.0), 40, true)
         );
         assert_eq!(m.label, "p3 2: add 17 lost");
+    }
+
+    #[test]
+    fn transactional_anomalies_span_their_transactions() {
+        let r = json!({"checkers": [{"checker": "txn", "verdict": "invalid", "details": {
+            "anomalies": [{"type": "G2-item", "ops": [4, 1], "explanation": []},
+                          {"type": "G1a", "ops": [999], "explanation": []}]}}]});
+        let h = history();
+        let marks = anomaly_marks(&h, &r);
+        assert_eq!(
+            marks.len(),
+            1,
+            "an anomaly whose ops are not in the history is skipped"
+        );
+        let t = |i: u64| h.ops.iter().find(|o| o.index == i).unwrap().time_ns as f64 / 1e9;
+        let m = &marks[0];
+        assert_eq!(
+            (m.category.as_str(), m.time_s, m.from_s, m.op_index),
+            ("G2-item", t(4), Some(t(1)), 4)
+        );
+        assert_eq!(m.label, "G2-item: T1 T4");
     }
 
     #[test]

@@ -19,6 +19,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 mod set;
+mod txn;
 
 /// A plot larger than this is linked instead of embedded.
 pub const MAX_EMBED_SVG_BYTES: u64 = 6 * 1024 * 1024;
@@ -268,6 +269,7 @@ fn checker_section(out: &mut String, run_dir: &Path, results: &Value, history: O
                 session_section(out, results, details, &times)
             }
             crate::checker::set::NAME => set::set_section(out, details),
+            crate::checker::txn::CHECKER => txn::txn_section(out, details),
             _ => {}
         }
     }

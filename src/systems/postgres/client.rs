@@ -56,7 +56,8 @@ use tokio_postgres::{NoTls, Statement};
 
 /// The schema the register and set workloads need (run once on the primary by `db::postgres`).
 pub const SCHEMA_SQL: &str = "CREATE TABLE IF NOT EXISTS kv (key text PRIMARY KEY, value bigint, version bigint NOT NULL); \
-     CREATE TABLE IF NOT EXISTS set_elems (k text, e bigint, PRIMARY KEY (k, e));";
+     CREATE TABLE IF NOT EXISTS set_elems (k text, e bigint, PRIMARY KEY (k, e)); \
+     CREATE TABLE IF NOT EXISTS txn_lists (k text PRIMARY KEY, v bigint[] NOT NULL);";
 
 const READ_SQL: &str = "SELECT value, version FROM kv WHERE key = $1";
 const WRITE_SQL: &str = "INSERT INTO kv (key, value, version) VALUES ($1, $2, 1) \

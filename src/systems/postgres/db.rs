@@ -91,6 +91,10 @@ pub struct PostgresConfig {
     pub init_sql: String,
     /// How long setup and readiness may wait (primary up, base backup, streaming).
     pub ready_timeout_ms: u64,
+    /// Isolation level of the txn workload's transactions (`--isolation`); `None` = not given
+    /// (serializable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<super::txn::Isolation>,
 }
 
 impl Default for PostgresConfig {
@@ -105,6 +109,7 @@ impl Default for PostgresConfig {
             synchronous_standby_names: None,
             init_sql: super::client::SCHEMA_SQL.into(),
             ready_timeout_ms: 60_000,
+            isolation: None,
         }
     }
 }

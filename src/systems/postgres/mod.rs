@@ -1,12 +1,13 @@
 //! PostgreSQL as a system under test: its flags (`--pg-dir`, `--synchronous-commit`,
-//! `--synchronous-standby-names`), its settings (`PostgresConfig`), what it can serve
+//! `--synchronous-standby-names`, `--isolation` for the txn workload), its settings (`PostgresConfig`), what it can serve
 //! (`validate`) and its per-thread clients.
 //!
 //! Owns the `System` impl of PostgreSQL. The primary/replica lifecycle on the nodes is `db`; the
-//! tokio-postgres register client is `client`.
+//! tokio-postgres register client is `client`; the transaction client (`--workload txn`) `txn`.
 
 pub mod client;
 pub mod db;
+pub mod txn;
 
 pub use db::{Postgres, PostgresConfig, SynchronousCommit};
 
@@ -27,7 +28,11 @@ pub const NAME: &str = "postgres";
 /// What PostgreSQL serves: the register and set workloads (its client has no list append),
 /// linearizable reads only (stale reads are asked for with `--read-from replica`), reads anywhere.
 pub const SUPPORTS: Supports = Supports {
-    workloads: &["register", crate::generator::set::KIND],
+    workloads: &[
+        "register",
+        crate::generator::set::KIND,
+        crate::generator::txn::KIND,
+    ],
     read_modes: &[ReadMode::Linearizable],
     read_from: &[
         ReadFrom::Own,
@@ -80,6 +85,30 @@ pub struct PostgresArgs {
     /// --synchronous-commit is remote_write or remote_apply, else none).
     #[arg(long)]
     pub synchronous_standby_names: Option<String>,
+    /// Isolation level of each transaction of `--workload txn` (default serializable).
+    #[arg(long, value_enum)]
+    pub isolation: Option<IsolationArg>,
+}
+
+/// `--isolation`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
+pub enum IsolationArg {
+    /// READ COMMITTED.
+    ReadCommitted,
+    /// REPEATABLE READ (snapshot isolation in PostgreSQL).
+    RepeatableRead,
+    /// SERIALIZABLE.
+    Serializable,
+}
+
+impl From<IsolationArg> for txn::Isolation {
+    fn from(a: IsolationArg) -> Self {
+        match a {
+            IsolationArg::ReadCommitted => txn::Isolation::ReadCommitted,
+            IsolationArg::RepeatableRead => txn::Isolation::RepeatableRead,
+            IsolationArg::Serializable => txn::Isolation::Serializable,
+        }
+    }
 }
 
 impl SystemArgs for PostgresArgs {
@@ -91,6 +120,7 @@ impl SystemArgs for PostgresArgs {
             base_dir: self.pg_dir,
             synchronous_commit: self.synchronous_commit.into(),
             synchronous_standby_names: self.synchronous_standby_names,
+            isolation: self.isolation.map(Into::into),
             ..PostgresConfig::default()
         }))
     }
@@ -107,6 +137,9 @@ impl SystemSettings for PostgresConfig {
 
     fn rerun_args(&self) -> Vec<String> {
         let mut parts = vec![format!("--synchronous-commit {}", self.synchronous_commit)];
+        if let Some(i) = self.isolation {
+            parts.push(format!("--isolation {i}"));
+        }
         if let Some(names) = &self.synchronous_standby_names {
             parts.push(format!(
                 "--synchronous-standby-names {}",
@@ -119,6 +152,15 @@ impl SystemSettings for PostgresConfig {
 
 impl System for Postgres {
     fn validate(&self, workload: &WorkloadSpec, options: &RunOptions) -> Result<(), ConfigError> {
+        if self.cfg.isolation.is_some() && workload.kind != crate::generator::txn::KIND {
+            return Err(ConfigError::new(
+                "--isolation",
+                format!(
+                    "applies to transactions (--workload txn); the {} workload runs single statements",
+                    workload.kind
+                ),
+            ));
+        }
         SUPPORTS.check(self, workload, options)
     }
 
@@ -137,7 +179,7 @@ impl System for Postgres {
             .primary(nodes)
             .and_then(|p| nodes.iter().position(|n| n.name == p.name))
             .ok_or_else(|| "postgres: the primary is not among the nodes".to_string())?;
-        let client = PgClient::new(PgClientConfig {
+        let cfg = PgClientConfig {
             nodes: nodes
                 .iter()
                 .map(|n| PgNode {
@@ -153,8 +195,15 @@ impl System for Postgres {
             read_nodes: ctx.read_node_indices()?,
             timeout_ms: ctx.op_timeout_ms,
             seed: ctx.seed.wrapping_add(1000 + ctx.thread as u64),
-        })
-        .map_err(|e| format!("creating postgres client {}: {e}", ctx.thread))?;
+        };
+        let client = PgClient::new(cfg.clone())
+            .map_err(|e| format!("creating postgres client {}: {e}", ctx.thread))?;
+        if ctx.workload_kind == crate::generator::txn::KIND {
+            return Ok(Box::new(txn::PgTxnClient::new(
+                cfg,
+                self.cfg.isolation.unwrap_or_default(),
+            )?));
+        }
         if ctx.workload_kind == crate::generator::set::KIND {
             return Ok(Box::new(client.with_set_reads()));
         }

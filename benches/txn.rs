@@ -1,0 +1,123 @@
+//! Benchmarks of the transactional checker (`checker::txn`) on generated list-append
+//! transaction histories.
+//!
+//! Owns two scenarios, each 100,000 transactions of 1–4 micro-ops over 1,000 keys from 50
+//! processes, 1% indeterminate and 1% failed transactions, and a final read of every key:
+//! (a) strict-serializable by construction (valid: the whole graph is built and found acyclic),
+//! (b) the same with 1% stale prefix reads (thousands of anomalies: the cycle search and the
+//! explanations run). Run with `cargo bench --bench txn`; with `TXN_BENCH_ONCE=1` each scenario
+//! runs once and prints verdict, time, transactions/s, graph size and peak RSS (VmHWM) instead of a
+//! criterion statistics run (`TXN_BENCH_ONCE=a|b` runs one).
+
+use criterion::{Criterion, criterion_group};
+use shakedown::checker::txn::histgen::{TxnGenConfig, generate_txn_history};
+use shakedown::checker::txn::{TxnConfig, check};
+use std::time::{Duration, Instant};
+
+#[path = "common/mod.rs"]
+mod common;
+use common::peak_rss_kib;
+
+fn clean() -> TxnGenConfig {
+    TxnGenConfig {
+        txns: 100_000,
+        keys: 1_000,
+        processes: 50,
+        max_mops: 4,
+        info_probability: 0.01,
+        fail_probability: 0.01,
+        final_read: true,
+        seed: 1,
+        ..TxnGenConfig::default()
+    }
+}
+
+fn stale() -> TxnGenConfig {
+    TxnGenConfig {
+        stale_probability: 0.01,
+        seed: 2,
+        ..clean()
+    }
+}
+
+fn scenarios() -> [(&'static str, &'static str, TxnGenConfig); 2] {
+    [
+        (
+            "a",
+            "100k txns / 1-4 micro-ops / 1k keys / 50 processes / strict-serializable",
+            clean(),
+        ),
+        (
+            "b",
+            "100k txns / 1-4 micro-ops / 1k keys / 50 processes / 1% stale reads",
+            stale(),
+        ),
+    ]
+}
+
+fn once() {
+    let which = std::env::var("TXN_BENCH_ONCE").unwrap_or_default();
+    for (id, name, cfg) in scenarios() {
+        if which != "1" && which != id {
+            continue;
+        }
+        let t0 = Instant::now();
+        let h = generate_txn_history(&cfg);
+        let gen_s = t0.elapsed().as_secs_f64();
+        let rss_before = peak_rss_kib().unwrap_or(0);
+        let t1 = Instant::now();
+        let r = check(&h, &TxnConfig::default()).expect("generated history is a txn history");
+        let s = t1.elapsed().as_secs_f64();
+        println!(
+            "{id}: {name}: generated {} events in {gen_s:.2} s (peak RSS {} MiB); check {} in {s:.2} s = {:.0} txns/s; {} edges, {} cyclic components; peak RSS {} MiB",
+            h.ops.len(),
+            rss_before / 1024,
+            r.verdict,
+            cfg.txns as f64 / s,
+            r.edges,
+            r.components,
+            peak_rss_kib().unwrap_or(0) / 1024,
+        );
+        println!("{}", r.summary());
+        // Where the time goes.
+        let t = Instant::now();
+        let txns = shakedown::checker::txn::parse::read_txns(&h).unwrap();
+        let parse_s = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let inferred = shakedown::checker::txn::infer::infer(&txns).unwrap();
+        let infer_s = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let c = shakedown::checker::txn::cycles::search(&inferred.graph, Duration::from_secs(60));
+        println!(
+            "  phases: parse {parse_s:.2} s, infer {infer_s:.2} s, cycle search {:.2} s ({} cycles, {} components left unsearched)",
+            t.elapsed().as_secs_f64(),
+            c.cycles.len(),
+            c.unsearched.len()
+        );
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("txn");
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(30));
+    for (name, (_, _, cfg)) in ["100k_txns_valid", "100k_txns_1pct_stale"]
+        .into_iter()
+        .zip(scenarios())
+    {
+        let h = generate_txn_history(&cfg);
+        g.bench_function(name, |b| b.iter(|| check(&h, &TxnConfig::default())));
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+
+fn main() {
+    if std::env::var_os("TXN_BENCH_ONCE").is_some() {
+        once();
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -1,0 +1,481 @@
+//! What a list-append history implies: per-key version orders from the reads (every read is a
+//! prefix of the key's longest read — Elle's trick), the non-cycle anomalies (G1a, G1b, internal,
+//! fuzzy reads, duplicate elements, incompatible orders, lost updates, garbage reads) and the dependency graph
+//! (ww, wr, rw, process and real-time edges, each data edge with why it exists).
+//!
+//! Owns inference. Does not own parsing (`parse`), cycle search (`cycles`) or wording beyond each
+//! finding's own sentence. Pure: no IO.
+
+use super::anomaly::{Kind, Other, edge};
+use super::parse::{Mop, Status, Txns};
+use super::{Found, describe_list};
+use rustc_hash::FxHashMap;
+
+/// Why a data edge exists: the key, and the element appended by the edge's target (ww: by its
+/// source too) or read.
+#[derive(Debug, Clone, Copy)]
+pub struct Reason {
+    /// The key.
+    pub key: u32,
+    /// ww: the source's element; wr: the element read (the source's); rw: the last element the
+    /// source read (`None` = it read the empty list).
+    pub first: Option<u32>,
+    /// ww, rw: the target's element; wr: unused.
+    pub second: Option<u32>,
+}
+
+/// The dependency graph over transactions (node = index into `Txns::txns`).
+#[derive(Debug, Default)]
+pub struct Graph {
+    /// Out-edges per node: (target, edge type bits).
+    pub adj: Vec<Vec<(u32, u8)>>,
+    /// Position of (from, to) in `adj[from]`.
+    index: FxHashMap<(u32, u32), u32>,
+    /// Why each data edge exists, per (from, to, type bit).
+    pub reasons: FxHashMap<(u32, u32, u8), Reason>,
+}
+
+impl Graph {
+    fn new(n: usize) -> Graph {
+        Graph {
+            adj: vec![Vec::new(); n],
+            ..Graph::default()
+        }
+    }
+
+    fn add(&mut self, from: u32, to: u32, bit: u8, reason: Option<Reason>) {
+        if from == to {
+            return;
+        }
+        let slot = match self.index.get(&(from, to)) {
+            Some(&i) => &mut self.adj[from as usize][i as usize].1,
+            None => {
+                let list = &mut self.adj[from as usize];
+                self.index.insert((from, to), list.len() as u32);
+                list.push((to, 0));
+                &mut list.last_mut().expect("just pushed").1
+            }
+        };
+        *slot |= bit;
+        if let Some(r) = reason {
+            self.reasons.entry((from, to, bit)).or_insert(r);
+        }
+    }
+
+    /// Number of distinct (from, to) pairs.
+    pub fn edge_count(&self) -> usize {
+        self.index.len()
+    }
+}
+
+/// Everything inferred before the cycle search.
+#[derive(Debug, Default)]
+pub struct Inferred {
+    /// The dependency graph.
+    pub graph: Graph,
+    /// Non-cycle anomalies.
+    pub anomalies: Vec<Found>,
+    /// Per key: the version order (the longest read), when read at all.
+    pub orders: Vec<Option<Vec<u32>>>,
+}
+
+/// `T17` — a transaction named by its invoke's index.
+pub fn tname(t: &Txns, i: u32) -> String {
+    format!("T{}", t.txns[i as usize].invoke)
+}
+
+fn found(kind: Kind, txns: &Txns, nodes: &[u32], text: String) -> Found {
+    Found {
+        kind,
+        name: kind.name(),
+        ops: nodes
+            .iter()
+            .map(|&n| txns.txns[n as usize].invoke as u64)
+            .collect(),
+        explanation: vec![text],
+        cycle: None,
+    }
+}
+
+/// Infer version orders, non-cycle anomalies and the dependency graph. An element appended twice
+/// to the same key is an error: list-append needs unique elements per key.
+pub fn infer(t: &Txns) -> Result<Inferred, String> {
+    let n = t.txns.len();
+    let nkeys = t.keys.values.len();
+    let mut out = Inferred {
+        graph: Graph::new(n),
+        orders: vec![None; nkeys],
+        ..Inferred::default()
+    };
+    // Who appended each (key, element), and each txn's last append per key.
+    let mut writer: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+    let mut last_append: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+    for (i, tx) in t.txns.iter().enumerate() {
+        for m in &tx.mops {
+            if let Mop::Append { key, elem } = *m {
+                if let Some(prev) = writer.insert((key, elem), i as u32) {
+                    return Err(format!(
+                        "{} and {} both append {} to key {}: list-append histories need elements unique per key",
+                        tname(t, prev),
+                        tname(t, i as u32),
+                        t.elems.show(elem),
+                        t.keys.show(key)
+                    ));
+                }
+                last_append.insert((i as u32, key), elem);
+            }
+        }
+    }
+    // Committed reads: duplicates, longest per key.
+    let mut longest: Vec<Option<(u32, &Vec<u32>)>> = vec![None; nkeys];
+    let reads = || {
+        t.txns
+            .iter()
+            .enumerate()
+            .filter(|(_, tx)| tx.status == Status::Ok)
+            .flat_map(|(i, tx)| {
+                tx.mops.iter().filter_map(move |m| match m {
+                    Mop::Read { key, list: Some(l) } => Some((i as u32, *key, l)),
+                    _ => None,
+                })
+            })
+    };
+    let mut duplicated: rustc_hash::FxHashSet<*const Vec<u32>> = Default::default();
+    // Last read (1-based) each element was seen in: a duplicate is one seen twice in one read.
+    let mut seen_in = vec![0u32; t.elems.values.len()];
+    for (r, (i, key, list)) in reads().enumerate() {
+        let stamp = r as u32 + 1;
+        let dup = list
+            .iter()
+            .find(|e| std::mem::replace(&mut seen_in[**e as usize], stamp) == stamp);
+        if let Some(d) = dup {
+            duplicated.insert(list as *const _);
+            out.anomalies.push(found(
+                Kind::Other(Other::DuplicateElements),
+                t,
+                &[i],
+                format!(
+                    "{} read key {} = {}, which holds {} more than once",
+                    tname(t, i),
+                    t.keys.show(key),
+                    describe_list(t, list),
+                    t.elems.show(*d)
+                ),
+            ));
+            continue;
+        }
+        let slot = &mut longest[key as usize];
+        if slot.is_none_or(|(_, l)| list.len() > l.len()) {
+            *slot = Some((i, list));
+        }
+    }
+    // Incompatible orders: every read must be a prefix of the longest one.
+    let mut incompatible_reported = vec![false; nkeys];
+    for (i, key, list) in reads() {
+        let Some((j, long)) = longest[key as usize] else {
+            continue;
+        };
+        if duplicated.contains(&(list as *const _)) || long.starts_with(list) {
+            continue;
+        }
+        if !std::mem::replace(&mut incompatible_reported[key as usize], true) {
+            out.anomalies.push(found(
+                Kind::Other(Other::IncompatibleOrder),
+                t,
+                &[i, j],
+                format!(
+                    "{} read key {} = {} and {} read it = {}: neither is a prefix of the other, so no single order of appends explains both",
+                    tname(t, i),
+                    t.keys.show(key),
+                    describe_list(t, list),
+                    tname(t, j),
+                    describe_list(t, long)
+                ),
+            ));
+        }
+    }
+    for (k, l) in longest.iter().enumerate() {
+        out.orders[k] = l.map(|(_, l)| l.clone());
+    }
+    let g = &mut out.graph;
+    // ww: consecutive appends by different non-failed writers in each order.
+    for (k, order) in out.orders.iter().enumerate() {
+        let Some(order) = order else { continue };
+        let mut prev: Option<(u32, u32)> = None;
+        for &e in order {
+            let Some(&w) = writer.get(&(k as u32, e)) else {
+                continue;
+            };
+            if t.txns[w as usize].status == Status::Fail {
+                continue;
+            }
+            if let Some((pw, pe)) = prev
+                && pw != w
+            {
+                let r = Reason {
+                    key: k as u32,
+                    first: Some(pe),
+                    second: Some(e),
+                };
+                g.add(pw, w, edge::WW, Some(r));
+            }
+            prev = Some((w, e));
+        }
+    }
+    // Reads: G1a, garbage, G1b, wr and rw edges.
+    for (i, key, list) in reads() {
+        if duplicated.contains(&(list as *const _)) {
+            continue;
+        }
+        for &e in list {
+            match writer.get(&(key, e)) {
+                None => out.anomalies.push(found(
+                    Kind::Other(Other::GarbageRead),
+                    t,
+                    &[i],
+                    format!(
+                        "{} read key {} = {}, but no transaction appended {}",
+                        tname(t, i),
+                        t.keys.show(key),
+                        describe_list(t, list),
+                        t.elems.show(e)
+                    ),
+                )),
+                Some(&w) if t.txns[w as usize].status == Status::Fail => {
+                    out.anomalies.push(found(
+                        Kind::Other(Other::G1a),
+                        t,
+                        &[i, w],
+                        format!(
+                            "{} read key {} = {}, including {}, which {} appended and which failed (aborted read)",
+                            tname(t, i),
+                            t.keys.show(key),
+                            describe_list(t, list),
+                            t.elems.show(e),
+                            tname(t, w)
+                        ),
+                    ))
+                }
+                _ => {}
+            }
+        }
+        // The version the transaction saw from others: its last element not its own.
+        let external = list
+            .iter()
+            .rposition(|e| writer.get(&(key, *e)) != Some(&i));
+        if let Some(pos) = external {
+            let e = list[pos];
+            if let Some(&w) = writer.get(&(key, e)) {
+                if last_append.get(&(w, key)).is_some_and(|&l| l != e) && pos + 1 == list.len() {
+                    out.anomalies.push(found(
+                        Kind::Other(Other::G1b),
+                        t,
+                        &[i, w],
+                        format!(
+                            "{} read key {} = {}, ending at {}, but {} appended {} to it after {} (intermediate read)",
+                            tname(t, i),
+                            t.keys.show(key),
+                            describe_list(t, list),
+                            t.elems.show(e),
+                            tname(t, w),
+                            t.elems.show(last_append[&(w, key)]),
+                            t.elems.show(e)
+                        ),
+                    ));
+                }
+                if t.txns[w as usize].status != Status::Fail {
+                    let r = Reason {
+                        key,
+                        first: Some(e),
+                        second: None,
+                    };
+                    g.add(w, i, edge::WR, Some(r));
+                }
+            }
+        }
+        // rw: the element after what was read was appended by someone who came later.
+        let Some(order) = &out.orders[key as usize] else {
+            continue;
+        };
+        if !order.starts_with(list) {
+            continue;
+        }
+        if let Some(&next) = order.get(list.len())
+            && let Some(&w) = writer.get(&(key, next))
+            && t.txns[w as usize].status != Status::Fail
+        {
+            let r = Reason {
+                key,
+                first: list.last().copied(),
+                second: Some(next),
+            };
+            g.add(i, w, edge::RW, Some(r));
+        }
+    }
+    internal_and_lost_updates(t, &mut out.anomalies);
+    order_edges(t, g);
+    Ok(out)
+}
+
+/// Internal consistency of each committed transaction, and lost updates.
+fn internal_and_lost_updates(t: &Txns, anomalies: &mut Vec<Found>) {
+    // (key, version read: last element or none) → committed txns that read it, then appended.
+    let mut read_then_wrote: FxHashMap<(u32, Option<u32>), Vec<u32>> = FxHashMap::default();
+    for (i, tx) in t.txns.iter().enumerate() {
+        if tx.status != Status::Ok {
+            continue;
+        }
+        let i = i as u32;
+        // Per key: the list it must read next (when a read fixed it), or its own appends since.
+        let mut expect: FxHashMap<u32, (Option<Vec<u32>>, Vec<u32>)> = FxHashMap::default();
+        let mut first_read: FxHashMap<u32, Option<u32>> = FxHashMap::default();
+        let mut appended: rustc_hash::FxHashSet<u32> = Default::default();
+        for m in &tx.mops {
+            match m {
+                Mop::Append { key, elem } => {
+                    let (_, own) = expect.entry(*key).or_default();
+                    own.push(*elem);
+                    if first_read.contains_key(key) {
+                        appended.insert(*key);
+                    }
+                }
+                Mop::Read {
+                    key,
+                    list: Some(list),
+                } => {
+                    // `known`: the last read of the key; `own`: appends to it since.
+                    let (known, own) = expect.entry(*key).or_default();
+                    let sees_own = list.ends_with(own);
+                    let same_base = known
+                        .as_ref()
+                        .is_none_or(|k| sees_own && list[..list.len() - own.len()] == k[..]);
+                    if !sees_own {
+                        anomalies.push(found(
+                            Kind::Other(Other::Internal),
+                            t,
+                            &[i],
+                            format!(
+                                "{} read key {} = {}, which does not end with its own earlier appends {}",
+                                tname(t, i),
+                                t.keys.show(*key),
+                                describe_list(t, list),
+                                describe_list(t, own)
+                            ),
+                        ));
+                    } else if !same_base {
+                        let before = known.as_deref().unwrap_or(&[]);
+                        anomalies.push(found(
+                            Kind::Other(Other::FuzzyRead),
+                            t,
+                            &[i],
+                            format!(
+                                "{} read key {} = {} after reading it = {} earlier in the same transaction{} (non-repeatable read)",
+                                tname(t, i),
+                                t.keys.show(*key),
+                                describe_list(t, list),
+                                describe_list(t, before),
+                                if own.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!(" and appending {}", describe_list(t, own))
+                                }
+                            ),
+                        ));
+                    }
+                    *known = Some(list.clone());
+                    own.clear();
+                    if !expect_has_own_appends(tx, *key, m) {
+                        first_read.entry(*key).or_insert(list.last().copied());
+                    }
+                }
+                Mop::Read { .. } => {}
+            }
+        }
+        for key in appended {
+            read_then_wrote
+                .entry((key, first_read[&key]))
+                .or_default()
+                .push(i);
+        }
+    }
+    let mut groups: Vec<_> = read_then_wrote
+        .into_iter()
+        .filter(|(_, v)| v.len() > 1)
+        .collect();
+    groups.sort_by_key(|((k, _), v)| (*k, v[0]));
+    for ((key, version), txns) in groups {
+        let names: Vec<String> = txns.iter().map(|&x| tname(t, x)).collect();
+        let version = version.map_or("the empty list".to_string(), |e| {
+            format!("the version ending at {}", t.elems.show(e))
+        });
+        anomalies.push(found(
+            Kind::Other(Other::LostUpdate),
+            t,
+            &txns,
+            format!(
+                "{} all read key {} at {} and then appended to it: each commit overwrote a version the others had read (lost update)",
+                names.join(", "),
+                t.keys.show(key),
+                version
+            ),
+        ));
+    }
+}
+
+/// True when the txn appended to `key` before the read `at` (so the read is not of an external
+/// version alone).
+fn expect_has_own_appends(tx: &super::parse::Txn, key: u32, at: &Mop) -> bool {
+    for m in &tx.mops {
+        if std::ptr::eq(m, at) {
+            return false;
+        }
+        if matches!(m, Mop::Append { key: k, .. } if *k == key) {
+            return true;
+        }
+    }
+    false
+}
+
+/// Process-order and real-time edges. Real time: at each invoke, an edge from every committed
+/// transaction on the frontier (completed, not yet known to precede a later completed one);
+/// at each completion the transaction replaces the ones that precede it.
+fn order_edges(t: &Txns, g: &mut Graph) {
+    let mut last_on_process: FxHashMap<u64, u32> = FxHashMap::default();
+    // Events: (time-ordered by history index) invoke / complete.
+    let mut events: Vec<(usize, bool, u32)> = Vec::with_capacity(t.txns.len() * 2);
+    for (i, tx) in t.txns.iter().enumerate() {
+        events.push((tx.invoke, true, i as u32));
+        if tx.status == Status::Ok
+            && let Some(c) = tx.complete
+        {
+            events.push((c, false, i as u32));
+        }
+    }
+    events.sort_unstable();
+    let mut frontier: Vec<u32> = Vec::new();
+    let mut preds: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
+    for (_, is_invoke, i) in events {
+        let tx = &t.txns[i as usize];
+        if is_invoke {
+            if tx.status == Status::Fail {
+                continue;
+            }
+            for &p in &frontier {
+                g.add(p, i, edge::REALTIME, None);
+            }
+            if tx.status == Status::Ok {
+                preds.insert(i, frontier.clone());
+            }
+            if let Some(&prev) = last_on_process.get(&tx.process) {
+                g.add(prev, i, edge::PROCESS, None);
+            }
+            if tx.status == Status::Ok {
+                last_on_process.insert(tx.process, i);
+            }
+        } else {
+            let before = preds.remove(&i).unwrap_or_default();
+            frontier.retain(|f| !before.contains(f));
+            frontier.push(i);
+        }
+    }
+}

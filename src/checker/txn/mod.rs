@@ -1,0 +1,355 @@
+//! The transactional checker (Elle-class) for list-append transactions: each client op is a
+//! transaction of micro-ops `["append", k, v]` / `["r", k, [v…]]`. From the reads it infers
+//! per-key version orders, builds ww / wr / rw dependency edges plus process-order and real-time
+//! edges, searches the strongly connected components for cycles by shape (G0, G1c, G-single,
+//! G2-item, each plain, `-process` or `-realtime`), finds the non-cycle anomalies (G1a, G1b,
+//! internal, duplicate elements, incompatible orders, lost updates, garbage reads), and says which
+//! consistency models the anomalies rule out (`not` / `also_not`, as Elle does). Each anomaly
+//! is explained in words, each cycle edge by edge.
+//!
+//! Verdict against a target model (default strict-serializable): invalid when an anomaly rules
+//! it out; else unknown when a component's search ran out of budget or nothing committed; else
+//! valid. Submodules: `parse` (transactions from a history), `infer` (orders, non-cycle
+//! anomalies, graph), `cycles` (components and search), `anomaly` (vocabulary and model map),
+//! `histgen` (generated histories for tests and benchmarks). Does not own file formats, the page
+//! (`report::page::txn`) or the workload. Pure: no IO (the search reads the clock for its budget).
+
+pub mod anomaly;
+pub mod cycles;
+pub mod histgen;
+pub mod infer;
+pub mod parse;
+#[cfg(test)]
+mod tests;
+
+use super::{CheckResult, Verdict};
+use crate::history::History;
+use anomaly::{Kind, Model, edge};
+use cycles::Hop;
+use parse::{Status, Txns};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The model name `check --model` and workloads use for this checker.
+pub const NAME: &str = "txn";
+
+/// The checker name in results.json.
+pub const CHECKER: &str = "txn";
+
+/// At most this many anomalies of one type are kept with their explanation (all are counted).
+const KEEP_PER_TYPE: usize = 8;
+
+/// Settings.
+#[derive(Debug, Clone, Copy)]
+pub struct TxnConfig {
+    /// The model the history must satisfy for a valid verdict.
+    pub model: Model,
+    /// Time budget of the cycle search.
+    pub time_limit: Duration,
+}
+
+impl Default for TxnConfig {
+    fn default() -> Self {
+        TxnConfig {
+            model: Model::StrictSerializable,
+            time_limit: Duration::from_secs(60),
+        }
+    }
+}
+
+/// One step of an explained cycle.
+#[derive(Debug, Clone, Serialize)]
+pub struct Step {
+    /// Source transaction, named by its invoke's op index.
+    pub from: u64,
+    /// Target transaction.
+    pub to: u64,
+    /// `ww`, `wr`, `rw`, `process` or `realtime`.
+    pub edge: &'static str,
+    /// Why the edge exists, in words.
+    pub because: String,
+}
+
+/// One anomaly found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Found {
+    /// Its type.
+    #[serde(skip)]
+    pub kind: Kind,
+    /// Its type's name (`G2-item`).
+    #[serde(rename = "type")]
+    pub name: String,
+    /// The transactions involved, by their invoke's op index.
+    pub ops: Vec<u64>,
+    /// What happened, in words.
+    pub explanation: Vec<String>,
+    /// The cycle, edge by edge, for cycle anomalies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cycle: Option<Vec<Step>>,
+}
+
+/// What the checker concluded.
+#[derive(Debug, Clone, Serialize)]
+pub struct TxnResult {
+    /// The verdict against `model`.
+    pub verdict: Verdict,
+    /// The model checked against.
+    pub model: Model,
+    /// Transactions: committed, failed, indeterminate.
+    pub committed: usize,
+    /// Failed transactions.
+    pub failed: usize,
+    /// Indeterminate transactions (info or never completed).
+    pub indeterminate: usize,
+    /// Keys seen.
+    pub keys: usize,
+    /// Dependency graph size: (from, to) pairs.
+    pub edges: usize,
+    /// Components of two or more transactions.
+    pub components: usize,
+    /// Count per anomaly type.
+    pub anomaly_counts: BTreeMap<String, usize>,
+    /// Anomalies, up to a few per type, explained.
+    pub anomalies: Vec<Found>,
+    /// The weakest models the anomalies rule out.
+    pub not: Vec<Model>,
+    /// Stronger models ruled out because they imply one of `not`.
+    pub also_not: Vec<Model>,
+    /// Components whose search did not finish.
+    pub unsearched: Vec<cycles::Unsearched>,
+    /// Why the verdict is unknown, when it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unknown_reason: Option<String>,
+}
+
+impl TxnResult {
+    /// One line: verdict, counts, anomalies and what they rule out.
+    pub fn summary(&self) -> String {
+        let mut s = format!(
+            "{} committed, {} failed, {} indeterminate transactions over {} keys",
+            self.committed, self.failed, self.indeterminate, self.keys
+        );
+        if !self.anomaly_counts.is_empty() {
+            let list: Vec<String> = self
+                .anomaly_counts
+                .iter()
+                .map(|(k, n)| format!("{k} ×{n}"))
+                .collect();
+            s.push_str(&format!("; anomalies: {}", list.join(", ")));
+        }
+        if !self.not.is_empty() {
+            let not: Vec<&str> = self.not.iter().map(|m| m.name()).collect();
+            s.push_str(&format!("; not {}", not.join(", not ")));
+        }
+        if let Some(r) = &self.unknown_reason {
+            s.push_str(&format!("; unknown: {r}"));
+        }
+        s
+    }
+
+    /// The text `check` prints: the summary, then every kept anomaly explained.
+    pub fn explain(&self) -> String {
+        let mut out = vec![format!("txn: {} — {}", self.verdict, self.summary())];
+        if !self.also_not.is_empty() {
+            let names: Vec<&str> = self.also_not.iter().map(|m| m.name()).collect();
+            out.push(format!("  also not {}", names.join(", ")));
+        }
+        for a in &self.anomalies {
+            out.push(format!("  {}:", a.name));
+            for line in &a.explanation {
+                out.push(format!("    {line}"));
+            }
+        }
+        for u in &self.unsearched {
+            out.push(format!(
+                "  unsearched component of {} transactions ({}): {}",
+                u.size,
+                u.shapes.join(", "),
+                u.reason
+            ));
+        }
+        out.join("\n")
+    }
+
+    /// As a generic checker result.
+    pub fn check_result(&self) -> CheckResult {
+        CheckResult {
+            checker: CHECKER.to_string(),
+            verdict: self.verdict,
+            summary: self.summary(),
+            details: serde_json::to_value(self).unwrap_or_else(
+                |e| serde_json::json!({ "error": format!("could not serialize result: {e}") }),
+            ),
+        }
+    }
+}
+
+/// `[1 2 3]` with elements as written.
+pub fn describe_list(t: &Txns, list: &[u32]) -> String {
+    const MAX: usize = 12;
+    let shown: Vec<String> = if list.len() > MAX {
+        let mut v: Vec<String> = list[..3].iter().map(|e| t.elems.show(*e)).collect();
+        v.push(format!("…{} more…", list.len() - 6));
+        v.extend(list[list.len() - 3..].iter().map(|e| t.elems.show(*e)));
+        v
+    } else {
+        list.iter().map(|e| t.elems.show(*e)).collect()
+    };
+    format!("[{}]", shown.join(" "))
+}
+
+fn seconds(ns: u64) -> String {
+    format!("{:.3} s", ns as f64 / 1e9)
+}
+
+/// One hop in words.
+fn explain_hop(t: &Txns, g: &infer::Graph, h: Hop) -> String {
+    let (a, b) = (infer::tname(t, h.from), infer::tname(t, h.to));
+    let reason = g.reasons.get(&(h.from, h.to, h.bit));
+    let show = |e: Option<u32>| e.map_or("nothing".to_string(), |e| t.elems.show(e));
+    match (h.bit, reason) {
+        (edge::WW, Some(r)) => format!(
+            "{a} appended {} to key {} and {b} appended {} right after it, so {a} → {b} (ww)",
+            show(r.first),
+            t.keys.show(r.key),
+            show(r.second)
+        ),
+        (edge::WR, Some(r)) => format!(
+            "{a} appended {} to key {} and {b} read it, so {a} → {b} (wr)",
+            show(r.first),
+            t.keys.show(r.key)
+        ),
+        (edge::RW, Some(r)) => format!(
+            "{a} read key {} {} without {}, which {b} appended next, so {a} → {b} (rw)",
+            t.keys.show(r.key),
+            match r.first {
+                Some(e) => format!("up to {}", t.elems.show(e)),
+                None => "empty".to_string(),
+            },
+            show(r.second)
+        ),
+        (edge::PROCESS, _) => format!(
+            "{a} and {b} ran on process {}, {a} first, so {a} → {b} (process)",
+            t.txns[h.from as usize].process
+        ),
+        (edge::REALTIME, _) => format!(
+            "{a} completed at {} before {b} began at {}, so {a} → {b} (realtime)",
+            seconds(t.txns[h.from as usize].complete_ns),
+            seconds(t.txns[h.to as usize].invoke_ns)
+        ),
+        _ => format!("{a} → {b} ({})", edge::name(h.bit)),
+    }
+}
+
+fn cycle_found(t: &Txns, g: &infer::Graph, kind: Kind, hops: &[Hop]) -> Found {
+    let steps: Vec<Step> = hops
+        .iter()
+        .map(|&h| Step {
+            from: t.txns[h.from as usize].invoke as u64,
+            to: t.txns[h.to as usize].invoke as u64,
+            edge: edge::name(h.bit),
+            because: explain_hop(t, g, h),
+        })
+        .collect();
+    let mut explanation: Vec<String> = steps.iter().map(|s| s.because.clone()).collect();
+    let names: Vec<String> = hops
+        .iter()
+        .map(|h| infer::tname(t, h.from))
+        .chain(hops.first().map(|h| infer::tname(t, h.from)))
+        .collect();
+    explanation.push(format!(
+        "so {}: a cycle, which no order of the transactions can explain ({})",
+        names.join(" → "),
+        kind.name()
+    ));
+    Found {
+        kind,
+        name: kind.name(),
+        ops: steps.iter().map(|s| s.from).collect(),
+        explanation,
+        cycle: Some(steps),
+    }
+}
+
+/// Check a list-append transaction history. `Err` when the history is not one (a client op that
+/// is not a transaction, a malformed micro-op, an element appended twice).
+pub fn check(history: &History, cfg: &TxnConfig) -> Result<TxnResult, String> {
+    let t = parse::read_txns(history)?;
+    let inferred = infer::infer(&t)?;
+    let found_cycles = cycles::search(&inferred.graph, cfg.time_limit);
+    let mut all: Vec<Found> = inferred.anomalies;
+    for (kind, hops) in &found_cycles.cycles {
+        all.push(cycle_found(&t, &inferred.graph, *kind, hops));
+    }
+    all.sort_by_key(|a| a.kind);
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut kept = Vec::new();
+    for a in all {
+        let n = counts.entry(a.name.clone()).or_default();
+        *n += 1;
+        if *n <= KEEP_PER_TYPE {
+            kept.push(a);
+        }
+    }
+    let kinds: std::collections::BTreeSet<Kind> = kept.iter().map(|a| a.kind).collect();
+    let (not, also_not) = anomaly::ruled_out(kinds.iter().copied());
+    let count = |s: Status| t.txns.iter().filter(|x| x.status == s).count();
+    let committed = count(Status::Ok);
+    let ruled_out = not
+        .iter()
+        .chain(&also_not)
+        .any(|m| cfg.model.implies_model(*m));
+    let unknown_reason = if ruled_out {
+        None
+    } else if committed == 0 {
+        Some("no transaction committed: nothing to check".to_string())
+    } else if !found_cycles.unsearched.is_empty() {
+        let u = &found_cycles.unsearched;
+        Some(format!(
+            "{} component(s) not fully searched (largest {} transactions): {}",
+            u.len(),
+            u.iter().map(|x| x.size).max().unwrap_or(0),
+            u[0].reason
+        ))
+    } else {
+        None
+    };
+    let verdict = if ruled_out {
+        Verdict::Invalid
+    } else if unknown_reason.is_some() {
+        Verdict::Unknown
+    } else {
+        Verdict::Valid
+    };
+    Ok(TxnResult {
+        verdict,
+        model: cfg.model,
+        committed,
+        failed: count(Status::Fail),
+        indeterminate: count(Status::Info),
+        keys: t.keys.values.len(),
+        edges: inferred.graph.edge_count(),
+        components: found_cycles.components,
+        anomaly_counts: counts,
+        anomalies: kept,
+        not,
+        also_not,
+        unsearched: found_cycles.unsearched,
+        unknown_reason,
+    })
+}
+
+/// Check and wrap as a generic result; a history that is not a transaction history gives an
+/// unknown result with `details.error` (what `check` reports as unreadable input).
+pub fn check_result(history: &History, cfg: &TxnConfig) -> CheckResult {
+    match check(history, cfg) {
+        Ok(r) => r.check_result(),
+        Err(e) => CheckResult {
+            checker: CHECKER.to_string(),
+            verdict: Verdict::Unknown,
+            summary: format!("not a list-append transaction history: {e}"),
+            details: serde_json::json!({ "error": e }),
+        },
+    }
+}

@@ -1,0 +1,320 @@
+//! Transactions from a history: every client op is a transaction whose value is a list of
+//! micro-ops (`["append", k, v]`, `["r", k, list]`, Elle's list-append shape). Keys and elements
+//! are interned to small integers; what they were is kept for the explanations.
+//!
+//! Owns reading micro-ops in every shape the importers hand over (keywords already turned into
+//! strings by `edn`, `[:r :x]` and `[:r :x nil]` invokes, keys and values that are numbers, strings
+//! or vectors, integral floats from EDN `1M` read as integers) and pairing each invoke with its
+//! completion. Does not own the file formats (`history`, `edn`, `import`) or any inference. Pure.
+
+use crate::history::{History, Op, OpType};
+use rustc_hash::FxHashMap;
+use serde_json::Value;
+
+/// How a transaction ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Committed: its reads are what it saw.
+    Ok,
+    /// Did not commit (`fail`): its appends must never be read.
+    Fail,
+    /// May or may not have committed (`info`, or no completion): its reads are unknown.
+    Info,
+}
+
+/// One micro-op with interned key and elements.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mop {
+    /// Append `elem` to the list at `key`.
+    Append {
+        /// Interned key.
+        key: u32,
+        /// Interned element.
+        elem: u32,
+    },
+    /// Read the list at `key`; `None` when unknown (an invoke, an info op).
+    Read {
+        /// Interned key.
+        key: u32,
+        /// The list read, interned.
+        list: Option<Vec<u32>>,
+    },
+}
+
+/// One transaction.
+#[derive(Debug, Clone)]
+pub struct Txn {
+    /// Index of its invoke in the history.
+    pub invoke: usize,
+    /// Index of its completion, when it completed.
+    pub complete: Option<usize>,
+    /// Client process.
+    pub process: u64,
+    /// How it ended.
+    pub status: Status,
+    /// Its micro-ops, in order (from the completion when it has them, else the invoke).
+    pub mops: Vec<Mop>,
+    /// Invoke time, ns.
+    pub invoke_ns: u64,
+    /// Completion time, ns (`u64::MAX` when it never completed).
+    pub complete_ns: u64,
+}
+
+/// Interned names: index → the value as written (for explanations).
+#[derive(Debug, Clone, Default)]
+pub struct Interner {
+    /// Index → value.
+    pub values: Vec<Value>,
+    ids: FxHashMap<String, u32>,
+    /// Integers, the common case, without formatting them.
+    ints: FxHashMap<i64, u32>,
+}
+
+impl Interner {
+    fn intern(&mut self, v: Value) -> u32 {
+        if let Some(i) = v.as_i64() {
+            let next = self.values.len() as u32;
+            let id = *self.ints.entry(i).or_insert(next);
+            if id == next {
+                self.values.push(v);
+            }
+            return id;
+        }
+        let text = v.to_string();
+        if let Some(&id) = self.ids.get(&text) {
+            return id;
+        }
+        let id = self.values.len() as u32;
+        self.values.push(v);
+        self.ids.insert(text, id);
+        id
+    }
+
+    /// The value as written, compactly (`x`, `3`, `[1,2]`).
+    pub fn show(&self, id: u32) -> String {
+        match self.values.get(id as usize) {
+            Some(Value::String(s)) => s.clone(),
+            Some(v) => v.to_string(),
+            None => format!("#{id}"),
+        }
+    }
+}
+
+/// Transactions read from a history, with the interned keys and elements.
+#[derive(Debug, Clone, Default)]
+pub struct Txns {
+    /// Transactions in invoke order.
+    pub txns: Vec<Txn>,
+    /// Keys.
+    pub keys: Interner,
+    /// List elements.
+    pub elems: Interner,
+}
+
+/// The micro-op function names.
+pub mod mop_f {
+    /// Append to a list.
+    pub const APPEND: &str = "append";
+    /// Read a list (or a register).
+    pub const READ: &str = "r";
+    /// Write a register (rw-register histories).
+    pub const WRITE: &str = "w";
+}
+
+/// EDN `1M` arrives as the float `1.0`; elements compare as integers when they are integral.
+fn normalize(v: &Value) -> Value {
+    match v {
+        Value::Number(n) if n.is_f64() => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Value::from(f as i64),
+            _ => v.clone(),
+        },
+        Value::Array(a) => Value::Array(a.iter().map(normalize).collect()),
+        _ => v.clone(),
+    }
+}
+
+/// True when `v` is a non-empty list of micro-ops (`[f k]` or `[f k v]` with a string `f`).
+pub fn is_txn_value(v: &Value) -> bool {
+    v.as_array().is_some_and(|a| {
+        !a.is_empty()
+            && a.iter().all(|m| {
+                m.as_array()
+                    .is_some_and(|m| (m.len() == 2 || m.len() == 3) && m[0].is_string())
+            })
+    })
+}
+
+fn op_label(op: &Op) -> String {
+    format!("op {} (process {}, {})", op.index, op.process, op.f)
+}
+
+fn parse_mops(op: &Op, txns: &mut Txns, with_reads: bool) -> Result<Vec<Mop>, String> {
+    let Value::Array(items) = &op.value else {
+        return Err(format!(
+            "{}: expected a transaction, a list of micro-ops such as [[\"append\",\"x\",3],[\"r\",\"y\",[1,2]]], found {}",
+            op_label(op),
+            op.value
+        ));
+    };
+    let mut mops = Vec::with_capacity(items.len());
+    for (i, m) in items.iter().enumerate() {
+        let bad = |why: &str| {
+            format!(
+                "{}: micro-op {} {m}: {why}; expected [\"append\", key, element] or [\"r\", key, list]",
+                op_label(op),
+                i + 1
+            )
+        };
+        let Some(parts) = m.as_array().filter(|p| p.len() == 2 || p.len() == 3) else {
+            return Err(bad("not a vector of 2 or 3 items"));
+        };
+        // JSON exports of EDN histories may keep the keyword colon (`":append"`).
+        let f = parts[0].as_str().unwrap_or("").trim_start_matches(':');
+        let key = txns.keys.intern(normalize(&parts[1]));
+        let arg = parts.get(2).unwrap_or(&Value::Null);
+        match f {
+            mop_f::APPEND => {
+                if arg.is_null() {
+                    return Err(bad("an append needs an element"));
+                }
+                let elem = txns.elems.intern(normalize(arg));
+                mops.push(Mop::Append { key, elem });
+            }
+            mop_f::READ => {
+                let list = match (with_reads, arg) {
+                    (false, _) => None,
+                    // Elle reads nil as the empty list.
+                    (true, Value::Null) => Some(Vec::new()),
+                    (true, Value::Array(a)) => {
+                        Some(a.iter().map(|e| txns.elems.intern(normalize(e))).collect())
+                    }
+                    (true, _) => return Err(bad("a list-append read must be a list or nil")),
+                };
+                mops.push(Mop::Read { key, list });
+            }
+            mop_f::WRITE => {
+                return Err(bad(
+                    "register writes (rw-register transactions) are not checked by the list-append checker",
+                ));
+            }
+            _ => return Err(bad("unknown micro-op function")),
+        }
+    }
+    Ok(mops)
+}
+
+/// Read the transactions of `history`: every client op must be a transaction. Nemesis ops are
+/// skipped. An error names the op and the micro-op.
+pub fn read_txns(history: &History) -> Result<Txns, String> {
+    let pairs = history.pairs()?;
+    let mut txns = Txns::default();
+    for (i, op) in history.ops.iter().enumerate() {
+        if !op.is_client() || op.op_type != OpType::Invoke {
+            continue;
+        }
+        let completion = pairs[i].map(|j| &history.ops[j]);
+        let status = match completion.map(|c| c.op_type) {
+            Some(OpType::Ok) => Status::Ok,
+            Some(OpType::Fail) => Status::Fail,
+            _ => Status::Info,
+        };
+        // The invoke carries the appends; a committed completion also the reads.
+        let invoke_mops = parse_mops(op, &mut txns, false)?;
+        let mops = match completion {
+            Some(c) if status == Status::Ok && !c.value.is_null() => {
+                let done = parse_mops(c, &mut txns, true)?;
+                if done.len() != invoke_mops.len() {
+                    return Err(format!(
+                        "{}: its completion has {} micro-ops, its invoke (op {}) {}",
+                        op_label(c),
+                        done.len(),
+                        op.index,
+                        invoke_mops.len()
+                    ));
+                }
+                done
+            }
+            _ => invoke_mops,
+        };
+        txns.txns.push(Txn {
+            invoke: i,
+            complete: pairs[i],
+            process: op.process.client().unwrap_or(0),
+            status,
+            mops,
+            invoke_ns: op.time_ns,
+            complete_ns: completion.map_or(u64::MAX, |c| c.time_ns),
+        });
+    }
+    Ok(txns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Process;
+    use serde_json::json;
+
+    fn op(t: OpType, p: u64, v: Value) -> Op {
+        Op::new(t, Process::Client(p), "txn", v)
+    }
+
+    #[test]
+    fn invokes_completions_and_shapes_become_txns() {
+        let h = History::from_ops(vec![
+            op(
+                OpType::Invoke,
+                0,
+                json!([["append", "x", 1.0], ["r", ["y", 2]]]),
+            ),
+            op(
+                OpType::Ok,
+                0,
+                json!([["append", "x", 1], ["r", ["y", 2], null]]),
+            ),
+            op(OpType::Invoke, 1, json!([["r", 5, null]])),
+            op(OpType::Info, 1, json!([["r", 5, null]])),
+        ]);
+        let t = read_txns(&h).unwrap();
+        assert_eq!(t.txns.len(), 2);
+        assert_eq!(t.txns[0].status, Status::Ok);
+        assert_eq!(
+            t.txns[0].mops,
+            vec![
+                Mop::Append { key: 0, elem: 0 },
+                Mop::Read {
+                    key: 1,
+                    list: Some(vec![])
+                }
+            ]
+        );
+        assert_eq!(t.elems.show(0), "1");
+        assert_eq!(t.keys.show(1), "[\"y\",2]");
+        assert_eq!(t.txns[1].status, Status::Info);
+        assert_eq!(t.txns[1].mops, vec![Mop::Read { key: 2, list: None }]);
+    }
+
+    #[test]
+    fn malformed_micro_ops_are_errors_naming_the_op() {
+        let h = History::from_ops(vec![op(OpType::Invoke, 0, json!([["cas", "x", 1]]))]);
+        let e = read_txns(&h).unwrap_err();
+        assert!(e.contains("op 0 (process 0, txn): micro-op 1"), "{e}");
+        assert!(e.contains("unknown micro-op function"), "{e}");
+        let h = History::from_ops(vec![
+            op(OpType::Invoke, 0, json!([["r", "x"]])),
+            op(OpType::Ok, 0, json!([["r", "x", 3]])),
+        ]);
+        assert!(read_txns(&h).unwrap_err().contains("list or nil"));
+        let h = History::from_ops(vec![Op::new(
+            OpType::Invoke,
+            Process::Client(0),
+            "read",
+            json!(null),
+        )]);
+        assert!(
+            read_txns(&h)
+                .unwrap_err()
+                .contains("expected a transaction")
+        );
+    }
+}

@@ -1,0 +1,157 @@
+//! End-to-end tests of `shakedown check` on list-append transaction histories (the `txn`
+//! model): Elle-shaped EDN and our JSONL, auto-detection, exit codes, `--json` details and errors
+//! naming the file and op.
+//!
+//! Owns only these CLI assertions; the checker is unit-tested in `checker::txn`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/histories/txn")
+        .join(rel)
+}
+
+fn check(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_shakedown"))
+        .env(
+            shakedown::store::PROTECT_ENV,
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("reports"),
+        )
+        .arg("check")
+        .args(args)
+        .output()
+        .expect("run shakedown")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn elle_shaped_write_skew_is_g2_item_and_exits_1() {
+    // Whole-vector EDN, :f absent / nil, [:r :x] invokes, 1M / 2N, a nemesis op without
+    // :value, sparse indices: auto-detected as txn.
+    let f = data("g2-item-elle.edn");
+    let o = check(&[f.to_str().unwrap()]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("model txn"), "{t}");
+    assert!(
+        t.contains("G2-item ×1") && t.contains("not repeatable-read"),
+        "{t}"
+    );
+    assert!(t.contains("(rw)") && t.contains("without"), "{t}");
+    let o = check(&["--json", "--model", "txn", f.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["checker"], "txn");
+    assert_eq!(v["verdict"], "invalid");
+    assert_eq!(v["details"]["anomaly_counts"]["G2-item"], 1);
+    assert_eq!(v["details"]["not"][0], "repeatable-read");
+    assert_eq!(v["details"]["anomalies"][0]["cycle"][0]["edge"], "rw");
+}
+
+#[test]
+fn one_map_per_line_with_string_and_vector_keys_finds_a_process_cycle() {
+    let f = data("per-line-g-single-process.edn");
+    let o = check(&[f.to_str().unwrap()]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("G-single-process"), "{t}");
+    assert!(t.contains("ran on process 1"), "{t}");
+}
+
+#[test]
+fn serial_jsonl_is_valid_and_aborted_read_is_g1a() {
+    let o = check(&[data("serial.jsonl").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("verdict: valid"));
+    let o = check(&[data("aborted-read.jsonl").to_str().unwrap()]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("G1a") && t.contains("not read-committed"), "{t}");
+}
+
+#[test]
+fn malformed_micro_op_exits_3_naming_file_and_op() {
+    let f = data("append-without-element.jsonl");
+    let o = check(&[f.to_str().unwrap()]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{t}");
+    assert!(
+        t.contains("append-without-element.jsonl: op 0 (process 0, txn): micro-op 1"),
+        "{t}"
+    );
+    assert!(t.contains("an append needs an element"), "{t}");
+}
+
+/// `shakedown run` with `args` must be refused (exit 3) before any node is touched, naming
+/// `needle`, and write nothing.
+fn refused(args: &[&str], needle: &str) {
+    let reports = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_shakedown"))
+        .args(["run", "--reports"])
+        .arg(reports.path())
+        .args([
+            "--sandbox-name",
+            "sdfnever",
+            "--sandbox-subnet",
+            "10.96.0.0/24",
+            "--time-limit",
+            "1",
+        ])
+        .args(args)
+        .output()
+        .expect("run shakedown");
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{args:?}: {t}");
+    assert!(t.contains(needle), "{args:?}: {needle:?} missing from {t}");
+    assert_eq!(std::fs::read_dir(reports.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn systems_without_transactions_refuse_the_txn_workload_and_isolation() {
+    refused(
+        &["--db", "etcd", "--workload", "txn"],
+        "etcd cannot serve the txn workload",
+    );
+    refused(
+        &["--db", "redis", "--workload", "txn"],
+        "redis cannot serve the txn workload",
+    );
+    let zk = Path::new(env!("CARGO_MANIFEST_DIR")).join("systems/zookeeper.toml");
+    refused(
+        &["--db", zk.to_str().unwrap(), "--workload", "txn"],
+        "not txn",
+    );
+    refused(
+        &["--db", "etcd", "--isolation", "serializable"],
+        "--isolation: PostgreSQL settings need --db postgres",
+    );
+    refused(
+        &[
+            "--db",
+            "postgres",
+            "--workload",
+            "register",
+            "--isolation",
+            "serializable",
+        ],
+        "--isolation: applies to transactions (--workload txn)",
+    );
+}
+
+#[test]
+fn elle_cli_json_arrays_with_keyword_colons_are_transactions() {
+    // `:f` absent on one op, `":txn"` on another, micro-op functions written `":r"`.
+    let o = check(&[data("elle-cli.json").to_str().unwrap()]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("json history, 4 events; model txn"), "{t}");
+    assert!(t.contains("2 committed"), "{t}");
+}
