@@ -640,7 +640,8 @@ pub enum SandboxAction {
 /// `shakedown compare` flags.
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
-    /// The matrix spec: a name under compare/ (etcd-reads, postgres-replicas, redis-wait) or a
+    /// The matrix spec: a name under compare/ (etcd-reads, postgres-replicas, postgres-isolation,
+    /// redis-wait) or a
     /// path to a .toml file.
     pub spec: String,
     /// Reports directory: every run is stored there as usual, the matrix page under

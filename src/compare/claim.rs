@@ -8,6 +8,7 @@
 //! Pure: JSON in, judgement out.
 
 use crate::checker::session::Guarantee;
+use crate::checker::txn::anomaly::Model;
 use serde_json::Value;
 
 /// A consistency property a vendor claims for a configuration.
@@ -19,17 +20,27 @@ pub enum Claim {
     Session(Guarantee),
     /// No acknowledged add is missing from the final read (the `set` checker).
     NoLostWrites,
+    /// Transactions are at least this isolated (the `txn` checker rules out nothing at or
+    /// below it).
+    Txn(Model),
 }
 
 impl Claim {
     /// Every claim, in page order.
-    pub const ALL: [Claim; 6] = [
+    pub const ALL: [Claim; 13] = [
         Claim::Linearizable,
         Claim::Session(Guarantee::ReadYourWrites),
         Claim::Session(Guarantee::MonotonicReads),
         Claim::Session(Guarantee::MonotonicWrites),
         Claim::Session(Guarantee::WritesFollowReads),
         Claim::NoLostWrites,
+        Claim::Txn(Model::ReadUncommitted),
+        Claim::Txn(Model::ReadCommitted),
+        Claim::Txn(Model::RepeatableRead),
+        Claim::Txn(Model::SnapshotIsolation),
+        Claim::Txn(Model::Serializable),
+        Claim::Txn(Model::StrongSessionSerializable),
+        Claim::Txn(Model::StrictSerializable),
     ];
 
     /// The claim's name in specs, pages and JUnit.
@@ -38,6 +49,7 @@ impl Claim {
             Claim::Linearizable => "linearizable",
             Claim::Session(g) => g.name(),
             Claim::NoLostWrites => "no-lost-writes",
+            Claim::Txn(m) => m.name(),
         }
     }
 
@@ -47,6 +59,7 @@ impl Claim {
             Claim::Linearizable => "linearizable",
             Claim::Session(_) => "session",
             Claim::NoLostWrites => crate::checker::set::NAME,
+            Claim::Txn(_) => crate::checker::txn::NAME,
         }
     }
 
@@ -208,6 +221,39 @@ fn judge_checker(claim: Claim, results: &Value) -> Observed {
                 _ => Observed::Refuted(non_empty(summary, "the checker found a violation")),
             }
         }
+        Claim::Txn(model) => {
+            let listed = |key: &str| {
+                details
+                    .get(key)
+                    .and_then(Value::as_array)
+                    .is_some_and(|l| l.iter().any(|m| m.as_str() == Some(model.name())))
+            };
+            let unsearched = details
+                .get("unsearched")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            if listed("not") || listed("also_not") {
+                let found = details
+                    .get("anomaly_counts")
+                    .and_then(Value::as_object)
+                    .map(|m| {
+                        m.iter()
+                            .map(|(k, v)| format!("{k} ×{}", v.as_u64().unwrap_or(0)))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
+                    .unwrap_or_default();
+                Observed::Refuted(format!("not {}: {found}", model.name()))
+            } else if unsearched > 0 || verdict == "unknown" {
+                Observed::Unknown(non_empty(
+                    summary,
+                    "the transaction checker could not decide",
+                ))
+            } else {
+                // Anomalies that only rule out stronger models leave this one held.
+                Observed::Held
+            }
+        }
         Claim::Linearizable | Claim::NoLostWrites => match verdict {
             "valid" => Observed::Held,
             "invalid" => Observed::Refuted(non_empty(summary, "the checker found a violation")),
@@ -312,6 +358,34 @@ mod tests {
             Observed::Refuted(
                 "1 of 2 keys not linearizable; key 1: cannot linearize op 3 (read → 3)".into()
             )
+        );
+    }
+
+    #[test]
+    fn an_isolation_claim_is_refuted_only_by_anomalies_that_rule_it_out() {
+        let r = run(
+            "completed",
+            json!([{"checker": "txn", "verdict": "invalid", "summary": "G2-item",
+                    "details": {"not": ["repeatable-read"], "also_not": ["serializable", "strict-serializable"],
+                                "anomaly_counts": {"G2-item": 39}, "unsearched": []}}]),
+        );
+        assert_eq!(
+            judge(Claim::Txn(Model::Serializable), &r),
+            Observed::Refuted("not serializable: G2-item ×39".into())
+        );
+        assert_eq!(judge(Claim::Txn(Model::ReadCommitted), &r), Observed::Held);
+        assert_eq!(
+            "snapshot-isolation".parse(),
+            Ok(Claim::Txn(Model::SnapshotIsolation))
+        );
+        let cut = run(
+            "completed",
+            json!([{"checker": "txn", "verdict": "unknown", "summary": "search budget",
+                    "details": {"not": [], "also_not": [], "unsearched": [{"why": "budget"}]}}]),
+        );
+        assert_eq!(
+            judge(Claim::Txn(Model::ReadCommitted), &cut).status(),
+            "unknown"
         );
     }
 

@@ -449,6 +449,10 @@ const BUILTIN_COMPARES: &[(&str, &str)] = &[
         include_str!("../../compare/postgres-replicas.toml"),
     ),
     ("redis-wait", include_str!("../../compare/redis-wait.toml")),
+    (
+        "postgres-isolation",
+        include_str!("../../compare/postgres-isolation.toml"),
+    ),
 ];
 
 /// Read the spec `arg` (a path, or a name under `compare/`, or a shipped example's name) and
