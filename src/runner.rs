@@ -326,6 +326,13 @@ fn build_client_gen(cfg: &TestConfig) -> Result<(Box<dyn Generator>, generator::
         })
         .map_err(config_err)?;
         (workload.keys_used(), Box::new(workload))
+    } else if generator::lock::is_lock_kind(&w.kind) {
+        let lock_cfg = generator::lock::LockConfig {
+            fenced: w.kind == generator::lock::FENCED_KIND,
+            ..w.lock.clone().unwrap_or_default()
+        };
+        let workload = generator::lock::lock_workload(lock_cfg).map_err(config_err)?;
+        (generator::KeyLog::new(), Box::new(workload))
     } else if w.kind == "list-append" {
         let workload = generator::list_append_workload(generator::ListAppendConfig {
             read_weight: w.read_weight,

@@ -45,6 +45,9 @@ pub struct WorkloadSpec {
     /// Ops a group of threads performs on a key before moving to a fresh key.
     #[serde(default = "d_ops_per_key")]
     pub ops_per_key: u64,
+    /// The `[lock]` table of the `lock` and `fenced-lock` workloads (locks, TTL, hold times).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock: Option<crate::generator::lock::LockConfig>,
 }
 
 fn d_read() -> u32 {
@@ -433,6 +436,8 @@ const BUILTIN_WORKLOADS: &[(&str, &str)] = &[
     ("list-append", include_str!("../workloads/list-append.toml")),
     ("session", include_str!("../workloads/session.toml")),
     ("set", include_str!("../workloads/set.toml")),
+    ("lock", include_str!("../workloads/lock.toml")),
+    ("fenced-lock", include_str!("../workloads/fenced-lock.toml")),
 ];
 const BUILTIN_NEMESES: &[(&str, &str)] = &[
     (
@@ -625,10 +630,17 @@ pub fn load_workload(arg: &str) -> Result<WorkloadSpec, ConfigError> {
             ));
         }
         crate::generator::set::KIND => spec.read_weight + spec.add_weight,
+        kind if crate::generator::lock::is_lock_kind(kind) => {
+            let cfg = spec.lock.clone().unwrap_or_default();
+            cfg.validate().map_err(|e| err(e.field, e.to_string()))?;
+            1
+        }
         other => {
             return Err(err(
                 "kind",
-                format!("kind {other:?}: expected \"register\", \"list-append\" or \"set\""),
+                format!(
+                    "kind {other:?}: expected \"register\", \"list-append\", \"set\", \"lock\" or \"fenced-lock\""
+                ),
             ));
         }
     };

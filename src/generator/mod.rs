@@ -35,6 +35,7 @@
 //! ```
 
 mod combinators;
+pub mod lock;
 mod nemesis;
 pub mod set;
 #[cfg(test)]
