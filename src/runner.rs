@@ -835,7 +835,7 @@ pub fn check_with(
         // Our clients record etcd semantics (see ARCHITECTURE.md).
         options: crate::model::ModelOptions::preset(crate::model::SemanticsPreset::Etcd),
         // A set history's reads have no versions to order: the set checker covers it.
-        session: (!compose::uses_set_checker(model)).then(|| {
+        session: (!compose::has_own_checker(model)).then(|| {
             crate::checker::session::SessionConfig {
                 source: version_source,
                 ..Default::default()
@@ -852,6 +852,7 @@ pub fn check_with(
                 .map(|l| compose::linear_check_result(l, &plan.model, &plan.options))
                 .collect();
             results.extend(c.set);
+            results.extend(c.lock);
             results.extend(c.session);
             (c.verdict, results, c.linear)
         }

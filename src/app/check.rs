@@ -66,7 +66,7 @@ impl Primary {
         match self {
             Primary::Linear(r) => r.explain().trim_end().to_string(),
             Primary::Set(r) => {
-                let mut lines = vec![format!("set: {} — {}", r.verdict, r.summary)];
+                let mut lines = vec![format!("{}: {} — {}", r.checker, r.verdict, r.summary)];
                 lines.extend(
                     set_witnesses(&r.details, 5)
                         .into_iter()
@@ -155,6 +155,9 @@ fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<File
     let result = match (composed.linear, composed.set) {
         (Some(l), _) => Primary::Linear(l),
         (None, Some(s)) => Primary::Set(s),
+        (None, None) if !composed.lock.is_empty() => {
+            Primary::Set(crate::checker::lock::merged(composed.lock))
+        }
         (None, None) => return Err(format!("{}: no checker for model {model}", path.display())),
     };
     // The history could not be interpreted for this model at all: malformed input.

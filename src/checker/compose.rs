@@ -43,6 +43,8 @@ pub struct Composed {
     pub linear: Option<LinearResult>,
     /// The set checker's result, for the `set` model.
     pub set: Option<CheckResult>,
+    /// The lock checkers' results (mutual exclusion, fencing), for the `lock` model.
+    pub lock: Vec<CheckResult>,
     /// The session checker's result, when the plan asked for it.
     pub session: Option<CheckResult>,
     /// The linearizability verdict merged with the session verdict.
@@ -84,8 +86,25 @@ pub fn uses_set_checker(model_name: &str) -> bool {
     model_name == super::set::NAME
 }
 
+/// Whether the model named `model_name` has its own checkers and no session guarantees to
+/// check (`set`, `lock`).
+pub fn has_own_checker(model_name: &str) -> bool {
+    uses_set_checker(model_name) || model_name == super::lock::MODEL
+}
+
 /// Check `history` as `plan` says. An unknown model name is an error.
 pub fn check(history: &History, plan: &Plan) -> Result<Composed, String> {
+    if plan.model == super::lock::MODEL {
+        let lock = super::lock::check(history);
+        let verdict = lock.iter().fold(Verdict::Valid, |v, r| v.merge(r.verdict));
+        return Ok(Composed {
+            linear: None,
+            set: None,
+            lock,
+            session: None,
+            verdict,
+        });
+    }
     let (linear, set) = if uses_set_checker(&plan.model) {
         (None, Some(SetChecker.check(history)))
     } else {
@@ -114,6 +133,7 @@ pub fn check(history: &History, plan: &Plan) -> Result<Composed, String> {
     Ok(Composed {
         linear,
         set,
+        lock: Vec::new(),
         session,
         verdict,
     })
