@@ -141,6 +141,17 @@ pub enum FaultKind {
         #[serde(default = "d_ssh_drop_ms")]
         duration_ms: u64,
     },
+    /// Stall one client thread before its next protected op (lock workloads; any op otherwise)
+    /// for a duration drawn uniform in `[min_ms, max_ms]`, as a GC pause would: the op is held
+    /// back, not slowed. Client-side: no node is touched. `stop-stall` waits for the stall to end.
+    Stall {
+        /// Shortest stall, in ms.
+        #[serde(default = "d_stall_min_ms")]
+        min_ms: u64,
+        /// Longest stall, in ms.
+        #[serde(default = "d_stall_max_ms")]
+        max_ms: u64,
+    },
     /// Step the targets' wall clocks with `date -s` (`bump`), or flip them back and forth
     /// (`strobe`); `reset-clock` on stop. Magnitudes are drawn like Jepsen's: the exponent of two
     /// uniform between `min_delta_ms` and `max_delta_ms`, random sign.
@@ -178,6 +189,13 @@ fn d_delay_ms() -> u64 {
 
 fn d_ssh_drop_ms() -> u64 {
     crate::nemesis::ssh_drop::DEFAULT_DURATION_MS
+}
+
+fn d_stall_min_ms() -> u64 {
+    crate::nemesis::stall::DEFAULT_MIN_MS
+}
+fn d_stall_max_ms() -> u64 {
+    crate::nemesis::stall::DEFAULT_MAX_MS
 }
 
 fn d_targets() -> String {
@@ -261,6 +279,11 @@ impl FaultKind {
                 json!({ "targets": targets, "duration_ms": duration_ms }),
                 verb::STOP_SSH_DROP,
             ),
+            FaultKind::Stall { min_ms, max_ms } => (
+                verb::START_STALL,
+                json!({ "min_ms": min_ms, "max_ms": max_ms }),
+                verb::STOP_STALL,
+            ),
             FaultKind::Clock {
                 mode,
                 targets,
@@ -293,6 +316,7 @@ impl FaultKind {
             FaultKind::Bandwidth { .. } => "rate_kbit",
             FaultKind::Delay { .. } => "delay_ms",
             FaultKind::Clock { .. } => "mode",
+            FaultKind::Stall { .. } => "min_ms",
             _ => "targets",
         };
         self.check_values().map_err(|m| {
@@ -313,6 +337,9 @@ impl FaultKind {
 
     fn check_values(&self) -> Result<(), String> {
         match self {
+            FaultKind::Stall { min_ms, max_ms } if min_ms > max_ms || *max_ms == 0 => Err(format!(
+                "min_ms {min_ms} / max_ms {max_ms}: expected 0 < max_ms and min_ms <= max_ms"
+            )),
             FaultKind::Partition { shape }
                 if !crate::faults::PARTITION_SHAPES.contains(&shape.as_str()) =>
             {
@@ -388,6 +415,11 @@ impl FaultKind {
     pub fn is_clock(&self) -> bool {
         matches!(self, FaultKind::Clock { .. })
     }
+
+    /// True for a client stall fault.
+    pub fn is_stall(&self) -> bool {
+        matches!(self, FaultKind::Stall { .. })
+    }
 }
 
 /// A nemesis schedule (`nemeses/*.toml`).
@@ -449,6 +481,7 @@ const BUILTIN_NEMESES: &[(&str, &str)] = &[
     ("packet", include_str!("../nemeses/packet.toml")),
     ("none", include_str!("../nemeses/none.toml")),
     ("clock", include_str!("../nemeses/clock.toml")),
+    ("stall", include_str!("../nemeses/stall.toml")),
     ("degraded", include_str!("../nemeses/degraded.toml")),
 ];
 
@@ -678,6 +711,7 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
         "clock",
         "promote",
         "ssh-drop",
+        "stall",
     ];
     if packages.iter().all(|p| known.contains(p)) {
         let mut faults = Vec::new();
@@ -717,6 +751,10 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
                 "ssh-drop" => faults.push(FaultKind::SshDrop {
                     targets: "one".into(),
                     duration_ms: d_ssh_drop_ms(),
+                }),
+                "stall" => faults.push(FaultKind::Stall {
+                    min_ms: d_stall_min_ms(),
+                    max_ms: d_stall_max_ms(),
                 }),
                 "clock" => {
                     faults.push(FaultKind::clock("bump", "one"));

@@ -40,6 +40,7 @@ mod nemesis;
 pub mod set;
 #[cfg(test)]
 pub(crate) mod sim;
+pub mod stall;
 #[cfg(test)]
 mod tests;
 mod workload;
