@@ -165,16 +165,17 @@ pub fn stall_gate<G: Generator>(
 
 impl<G: Generator> Generator for StallGate<G> {
     fn next(&mut self, ctx: &Context, rng: &mut ChaCha8Rng) -> Next {
-        if let Some((inv, until_ns, id)) = &self.held {
-            if ctx.time_ns >= *until_ns && ctx.is_free(inv.thread) {
-                let (id, inv) = (*id, inv.clone());
-                self.held = None;
-                self.board.finish(id);
-                return Next::Op(Invocation {
-                    time_ns: ctx.time_ns,
-                    ..inv
-                });
-            }
+        if let Some((inv, until_ns, id)) = &self.held
+            && ctx.time_ns >= *until_ns
+            && ctx.is_free(inv.thread)
+        {
+            let (id, inv) = (*id, inv.clone());
+            self.held = None;
+            self.board.finish(id);
+            return Next::Op(Invocation {
+                time_ns: ctx.time_ns,
+                ..inv
+            });
         }
         let mut narrowed;
         let ctx = match &self.held {
