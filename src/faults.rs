@@ -26,7 +26,7 @@
 //! | stall | `start-stall` | `stop-stall` |
 //!
 //! `clock-offsets` is a measurement, not a fault: it is no kind's verb (see [`verb::CLOCK_OFFSETS`]).
-//! `strobe-clock` is in effect only while its op runs ([`SPANNING_VERBS`]).
+//! `strobe-clock` and `start-stall` are in effect only while their op runs ([`SPANNING_VERBS`]).
 
 pub mod intervals;
 
@@ -182,7 +182,9 @@ pub fn applied_somewhere(value: &serde_json::Value) -> bool {
 /// clock for its duration and leaves it where it was, all before its completion. Such a fault is
 /// in effect from the op's start to its completion; its kind's stop verb (`reset-clock`) that
 /// follows finds nothing left to heal.
-pub const SPANNING_VERBS: &[&str] = &[verb::STROBE_CLOCK];
+/// A client stall (`start-stall`) likewise lasts while its op runs: the op waits for a thread to
+/// claim the stall and for the stall to end.
+pub const SPANNING_VERBS: &[&str] = &[verb::STROBE_CLOCK, verb::START_STALL];
 
 /// True for a [`SPANNING_VERBS`] verb.
 pub fn spans_its_op(f: &str) -> bool {

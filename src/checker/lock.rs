@@ -19,10 +19,18 @@
 //! it never counts as writing inside an overlap, and is not an accepted write for fencing. Only
 //! what the history proves makes an anomaly.
 //!
-//! **Mutual exclusion** (unfenced `lock-write`s): two holds of one lock whose intervals overlap,
-//! where *each* holder has an `ok` protected write lying wholly inside the overlap window
-//! (invoked after the window opened, completed before it closed), is an anomaly: both acted at
-//! once while both believed they held the lock. Overlaps where at most one wrote are counted.
+//! **Mutual exclusion** (unfenced `lock-write`s): two holds of one lock whose intervals overlap
+//! are an anomaly when the history proves their critical sections were not one after the other:
+//! - *concurrent*: each holder has an `ok` protected write lying wholly inside the overlap window
+//!   (invoked after the window opened, completed before it closed): both acted at once while
+//!   both believed they held the lock;
+//! - *interleaved*: one holder's `ok` writes bracket an `ok` write of the other (a write of A
+//!   completed before B's write was invoked, and another write of A was invoked after it
+//!   completed): the resource saw A, B, A — what a holder that stalled past its TTL does when
+//!   the next holder came and went while it slept.
+//!
+//! Overlaps that are neither are counted, not anomalies (e.g. the first holder had finished
+//! writing when the second began).
 //!
 //! **Fencing** (`fenced-write`s): an `ok` fenced write invoked after another `ok` fenced write on
 //! the same lock had completed with a greater token was accepted stale: an anomaly. Writes that
@@ -354,6 +362,21 @@ fn undecided(holds: &Holds, writes_done: usize) -> Option<String> {
     None
 }
 
+/// Writes of `outer` bracketing a write of `inner` (see the module doc), if any: outer's
+/// first completed write before it, the inner write, outer's next write after it.
+fn bracket<'a>(outer: &'a Hold, inner: &'a Hold) -> Option<Vec<&'a Write>> {
+    let ok = |h: &'a Hold| {
+        h.writes
+            .iter()
+            .filter(|w| w.op_type == OpType::Ok && !w.fenced)
+    };
+    ok(inner).find_map(|b| {
+        let before = ok(outer).find(|a| a.done_ns < b.invoke_ns)?;
+        let after = ok(outer).find(|a| a.invoke_ns > b.done_ns)?;
+        Some(vec![before, b, after])
+    })
+}
+
 fn mutual_exclusion(history: &History, holds: &Holds, faults: &[FaultInterval]) -> CheckResult {
     let ops = &history.ops;
     let all = overlaps(&holds.holds);
@@ -361,12 +384,19 @@ fn mutual_exclusion(history: &History, holds: &Holds, faults: &[FaultInterval]) 
     for o in &all {
         let wa = o.a.ok_writes_within(o.from_ns, o.to_ns, false);
         let wb = o.b.ok_writes_within(o.from_ns, o.to_ns, false);
-        if wa.is_empty() || wb.is_empty() {
+        let (kind, mut rows) = if !wa.is_empty() && !wb.is_empty() {
+            (
+                "concurrent",
+                wa.into_iter().chain(wb).collect::<Vec<&Write>>(),
+            )
+        } else if let Some(rows) = bracket(o.a, o.b).or_else(|| bracket(o.b, o.a)) {
+            ("interleaved", rows)
+        } else {
             continue;
-        }
-        let mut rows: Vec<&Write> = wa.into_iter().chain(wb).collect();
+        };
         rows.sort_by_key(|w| w.invoke);
         anomalies.push(json!({
+            "kind": kind,
             "lock": o.a.lock,
             "holders": [hold_row(o.a), hold_row(o.b)],
             "window_s": [s(o.from_ns), s(o.to_ns)],
@@ -386,7 +416,8 @@ fn mutual_exclusion(history: &History, holds: &Holds, faults: &[FaultInterval]) 
         (
             Verdict::Invalid,
             format!(
-                "{n} overlap(s) where two holders of one lock both wrote; first: {} held by processes {} and {} at {:.3}–{:.3} s",
+                "{n} overlap(s) where two holders of one lock both wrote; first ({}): {} held by processes {} and {} at {:.3}–{:.3} s",
+                first["kind"].as_str().unwrap_or("?"),
                 first["lock"].as_str().unwrap_or("?"),
                 first["holders"][0]["process"].as_str().unwrap_or("?"),
                 first["holders"][1]["process"].as_str().unwrap_or("?"),
@@ -648,11 +679,37 @@ mod tests {
         assert_eq!(r.verdict, Verdict::Invalid, "{}", r.summary);
         let a = &r.details["anomalies"][0];
         assert_eq!(a["lock"], "L");
+        assert_eq!(a["kind"], "concurrent");
         assert_eq!(a["holders"][0]["process"], "0");
         assert_eq!(a["holders"][1]["process"], "1");
         assert_eq!(a["window_s"], json!([0.151, 0.18]));
         assert_eq!(a["ops"].as_array().unwrap().len(), 4);
         assert_eq!(a["faults"][0]["kind"], "stall");
+    }
+
+    #[test]
+    fn a_stalled_holder_writing_around_a_whole_other_hold_is_interleaved() {
+        let mut h = H::new();
+        // 0 writes, stalls; 1 acquires, writes, releases; 0 wakes and writes again.
+        h.acquire(0, 1, OpType::Ok, 0, 1)
+            .write(2, 3, OpType::Ok, 0, WRITE, 1)
+            .acquire(150, 151, OpType::Ok, 1, 2)
+            .write(160, 161, OpType::Ok, 1, WRITE, 2)
+            .release(170, 171, 1)
+            .write(180, 181, OpType::Ok, 0, WRITE, 1)
+            .release(190, 191, 0);
+        let r = only(&h.check(), MUTEX_NAME);
+        assert_eq!(r.verdict, Verdict::Invalid, "{}", r.summary);
+        let a = &r.details["anomalies"][0];
+        assert_eq!(a["kind"], "interleaved");
+        let procs: Vec<&str> = a["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|o| o["type"] == "ok")
+            .map(|o| o["process"].as_str().unwrap())
+            .collect();
+        assert_eq!(procs, ["0", "1", "0"]);
     }
 
     #[test]

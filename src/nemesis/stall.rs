@@ -1,9 +1,11 @@
 //! The `stall` nemesis ops: post a stall request on the client generator's board
 //! (`generator::stall`), wait until a client thread claims it, and wait for it to end.
 //!
-//! Owns the two verbs' behaviour and their completion values (`start-stall` → `{"process",
-//! "thread", "f", "key", "duration_ms"}`, the stalled process named for the history and the
-//! fault band; `stop-stall` → the stalls it waited for). Does not own which op is held back or
+//! Owns the two verbs' behaviour and their completion values. `start-stall` spans the stall
+//! (`faults::SPANNING_VERBS`): it completes when the stalled thread runs again, with `{"process",
+//! "thread", "f", "key", "duration_ms", "ran_ms"}` — the stalled process named for the history,
+//! `ran_ms` how long it was seen stalled, so the fault band covers exactly the stall.
+//! `stop-stall` ends whatever is left (nothing, normally). Does not own which op is held back or
 //! for how long (the generator's `StallGate`). Touches no node: a stall is client-side.
 
 use crate::client::Completion;
@@ -31,19 +33,17 @@ fn stall_json(s: &Stall) -> Value {
     })
 }
 
-/// `start-stall`: post a request with the op value's `min_ms`/`max_ms` and wait up to
-/// [`CLAIM_WAIT_MS`] for a thread to claim it. Unclaimed: the request is withdrawn and the op
-/// completes with an error (no fault took effect).
+/// `start-stall`: post a request with the op value's `min_ms`/`max_ms`, wait up to
+/// [`CLAIM_WAIT_MS`] for a thread to claim it, then until the stall ends (at most its drawn
+/// duration plus slack). Unclaimed: the request is withdrawn and the op completes with an error
+/// (no fault took effect).
 pub async fn start(board: &StallBoard, value: &Value) -> Completion {
     let ms = |k: &str, d: u64| value.get(k).and_then(Value::as_u64).unwrap_or(d);
     let id = board.post(ms("min_ms", DEFAULT_MIN_MS), ms("max_ms", DEFAULT_MAX_MS));
     let deadline = Instant::now() + Duration::from_millis(CLAIM_WAIT_MS);
-    loop {
+    let stall = loop {
         if let Some(s) = board.claimed(id) {
-            return Completion::Ok {
-                value: stall_json(&s),
-                version: None,
-            };
+            break s;
         }
         if Instant::now() >= deadline && board.withdraw(id) {
             return Completion::Info {
@@ -54,6 +54,17 @@ pub async fn start(board: &StallBoard, value: &Value) -> Completion {
             };
         }
         tokio::time::sleep(POLL).await;
+    };
+    let claimed_at = Instant::now();
+    let end_by = claimed_at + Duration::from_millis(stall.duration_ms + END_SLACK_MS);
+    while board.claimed(id).is_some_and(|s| !s.ended) && Instant::now() < end_by {
+        tokio::time::sleep(POLL).await;
+    }
+    let mut value = stall_json(&stall);
+    value["ran_ms"] = (claimed_at.elapsed().as_millis() as u64).into();
+    Completion::Ok {
+        value,
+        version: None,
     }
 }
 
