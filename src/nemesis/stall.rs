@@ -11,7 +11,8 @@
 use crate::client::Completion;
 use crate::generator::stall::{Stall, StallBoard};
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 /// Default shortest stall, in ms (above the lock workloads' default 2 s TTL).
 pub const DEFAULT_MIN_MS: u64 = 3000;
