@@ -482,6 +482,10 @@ const BUILTIN_NEMESES: &[(&str, &str)] = &[
     ("none", include_str!("../nemeses/none.toml")),
     ("clock", include_str!("../nemeses/clock.toml")),
     ("stall", include_str!("../nemeses/stall.toml")),
+    (
+        "clock-primary",
+        include_str!("../nemeses/clock-primary.toml"),
+    ),
     ("degraded", include_str!("../nemeses/degraded.toml")),
 ];
 
