@@ -325,6 +325,21 @@ pub(super) fn start_node(node: &mut NodeInfo, sshd: &Path, reaper: &Path) -> Res
         .stderr(log_err)
         // Own process group: a Ctrl-C aimed at the controller must not kill the nodes.
         .process_group(0);
+    // The nodes outlive this process: they must not inherit its other open files (a `flock`
+    // lock a caller holds, a CI runner's pipes), or those stay held until `sandbox down`.
+    // Marking every descriptor above stderr close-on-exec keeps std's own exec-error pipe
+    // working. SAFETY: only an async-signal-safe syscall runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::syscall(
+                libc::SYS_close_range,
+                3 as libc::c_uint,
+                libc::c_uint::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            );
+            Ok(())
+        });
+    }
     let child = cmd.spawn().map_err(|source| SandboxError::Spawn {
         command: command_line(&cmd),
         source,
