@@ -470,6 +470,7 @@ const BUILTIN_WORKLOADS: &[(&str, &str)] = &[
     ("set", include_str!("../workloads/set.toml")),
     ("lock", include_str!("../workloads/lock.toml")),
     ("fenced-lock", include_str!("../workloads/fenced-lock.toml")),
+    ("lww", include_str!("../workloads/lww.toml")),
 ];
 const BUILTIN_NEMESES: &[(&str, &str)] = &[
     (
@@ -659,6 +660,13 @@ pub fn load_workload(arg: &str) -> Result<WorkloadSpec, ConfigError> {
     };
     let weights = match spec.kind.as_str() {
         "register" => spec.read_weight + spec.write_weight + spec.cas_weight,
+        crate::generator::lock::LWW_KIND if spec.cas_weight > 0 => {
+            return Err(err(
+                "cas_weight",
+                "cas_weight > 0: a last-write-wins register has no compare-and-set".into(),
+            ));
+        }
+        crate::generator::lock::LWW_KIND => spec.read_weight + spec.write_weight,
         "list-append" => spec.read_weight + spec.append_weight,
         crate::generator::set::KIND if spec.add_weight == 0 => {
             return Err(err(
@@ -676,7 +684,7 @@ pub fn load_workload(arg: &str) -> Result<WorkloadSpec, ConfigError> {
             return Err(err(
                 "kind",
                 format!(
-                    "kind {other:?}: expected \"register\", \"list-append\", \"set\", \"lock\" or \"fenced-lock\""
+                    "kind {other:?}: expected \"register\", \"list-append\", \"set\", \"lock\", \"fenced-lock\" or \"lww\""
                 ),
             ));
         }

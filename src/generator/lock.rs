@@ -36,6 +36,11 @@ pub const KIND: &str = "lock";
 /// The fenced lock workload (`kind = "fenced-lock"`).
 pub const FENCED_KIND: &str = "fenced-lock";
 
+/// The last-write-wins register workload (`kind = "lww"`): the register workload's reads and
+/// writes (no cas) on a store that keeps the write with the greater server timestamp; checked
+/// for linearizability like any register. Defined here with the other clock-sensitive kinds.
+pub const LWW_KIND: &str = "lww";
+
 /// Acquire a lock.
 pub const ACQUIRE: &str = "lock-acquire";
 /// A protected write on a lock's resource, not checked by the resource.

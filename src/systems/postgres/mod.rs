@@ -27,7 +27,11 @@ pub const NAME: &str = "postgres";
 /// What PostgreSQL serves: the register and set workloads (its client has no list append),
 /// linearizable reads only (stale reads are asked for with `--read-from replica`), reads anywhere.
 pub const SUPPORTS: Supports = Supports {
-    workloads: &["register", crate::generator::set::KIND],
+    workloads: &[
+        "register",
+        crate::generator::set::KIND,
+        crate::generator::lock::LWW_KIND,
+    ],
     read_modes: &[ReadMode::Linearizable],
     read_from: &[
         ReadFrom::Own,
@@ -157,6 +161,9 @@ impl System for Postgres {
         .map_err(|e| format!("creating postgres client {}: {e}", ctx.thread))?;
         if ctx.workload_kind == crate::generator::set::KIND {
             return Ok(Box::new(client.with_set_reads()));
+        }
+        if ctx.workload_kind == crate::generator::lock::LWW_KIND {
+            return Ok(Box::new(client.with_lww()));
         }
         Ok(Box::new(client))
     }
