@@ -18,6 +18,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+mod lock;
 mod set;
 
 /// A plot larger than this is linked instead of embedded.
@@ -268,6 +269,9 @@ fn checker_section(out: &mut String, run_dir: &Path, results: &Value, history: O
                 session_section(out, results, details, &times)
             }
             crate::checker::set::NAME => set::set_section(out, details),
+            name @ (crate::checker::lock::MUTEX_NAME | crate::checker::lock::FENCING_NAME) => {
+                lock::lock_section(out, name, details)
+            }
             _ => {}
         }
     }
