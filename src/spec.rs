@@ -14,8 +14,10 @@ use std::path::{Path, PathBuf};
 #[serde(deny_unknown_fields)]
 pub struct WorkloadSpec {
     /// Which op family: `register` (read / write / cas on independent keys), `list-append`
-    /// (append unique integers / read whole lists, on independent keys) or `set` (add integers
-    /// unique across the run / read whole sets, on independent keys).
+    /// (append unique integers / read whole lists, on independent keys), `set` (add integers
+    /// unique across the run / read whole sets, on independent keys), `lock` / `fenced-lock`
+    /// (acquire, protected writes, release: `generator::lock`, settings in `[lock]`) or `lww`
+    /// (register reads and writes on a last-write-wins store).
     pub kind: String,
     /// Relative weight of reads.
     #[serde(default = "d_read")]
