@@ -622,8 +622,9 @@ mod tests {
                 json!({TOKEN: null}),
             )
         }
-        fn nemesis(&mut self, t_ms: u64, f: &str, value: Value) -> &mut H {
-            for ty in [OpType::Invoke, OpType::Info] {
+        /// A nemesis op invoked at `t0` and completed at `t1` with `value`.
+        fn nemesis(&mut self, t0: u64, t1: u64, f: &str, value: Value) -> &mut H {
+            for (ty, t_ms) in [(OpType::Invoke, t0), (OpType::Info, t1)] {
                 let mut op = Op::new(ty, Process::Nemesis, f, value.clone());
                 op.time_ns = t_ms * 1_000_000;
                 op.index = self.0.len() as u64;
@@ -668,11 +669,12 @@ mod tests {
         let mut h = H::new();
         // Process 0 acquires, stalls past its TTL; process 1 acquires and writes; 0 wakes, writes.
         h.acquire(0, 1, OpType::Ok, 0, 1)
-            .nemesis(2, "start-stall", json!({"process": 0}))
+            // The stall spans its op: from 2 ms to 168 ms.
+            .nemesis(2, 168, "start-stall", json!({"process": 0, "ran_ms": 166}))
             .acquire(150, 151, OpType::Ok, 1, 2)
             .write(160, 161, OpType::Ok, 1, WRITE, 2)
             .write(170, 171, OpType::Ok, 0, WRITE, 1)
-            .nemesis(172, "stop-stall", json!({}))
+            .nemesis(172, 172, "stop-stall", json!({}))
             .release(180, 181, 0)
             .release(190, 191, 1);
         let r = only(&h.check(), MUTEX_NAME);
