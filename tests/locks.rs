@@ -2,6 +2,8 @@
 //! lease lock without fencing under the `stall` nemesis (a holder stalls past its 2 s lease) is
 //! caught with two holders of one lock in results.json (exit 1); the same with fencing tokens
 //! is valid (exit 0) with the stale holder's writes refused; without faults the lock is clean.
+//! Redis: forward clock steps on the primary past the TTL expire `SET NX PX` locks early: two
+//! holders.
 //!
 //! Needs root (CI runs as root); when not root each test prints why it did nothing. Run under
 //! the machine-wide lock (`flock /tmp/shakedown-sandbox.lock cargo test --test locks`); tests
@@ -26,18 +28,22 @@ fn checker<'a>(results: &'a Value, name: &str) -> &'a Value {
 }
 
 fn run(workload: &str, nemesis: &str, seed: &str) -> (i32, Value) {
+    run_on("etcd", workload, nemesis, seed, "25")
+}
+
+fn run_on(db: &str, workload: &str, nemesis: &str, seed: &str, time_s: &str) -> (i32, Value) {
     let tmp = tempfile::tempdir().unwrap();
     let (code, _dir, results) = run_results(
         SANDBOX,
         &[
             "--db",
-            "etcd",
+            db,
             "--workload",
             workload,
             "--nemesis",
             nemesis,
             "--time-limit",
-            "25",
+            time_s,
             "--seed",
             seed,
         ],
@@ -95,4 +101,26 @@ fn etcd_lease_lock_without_faults_is_clean() {
     let me = checker(&results, "mutual-exclusion");
     assert_eq!((code, me["verdict"].as_str()), (0, Some("valid")), "{me}");
     assert!(me["details"]["writes_ok"].as_u64().unwrap() >= 10, "{me}");
+}
+
+#[test]
+fn redis_lock_with_clock_steps_on_the_primary_has_two_holders() {
+    if !root() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _down = SandboxGuard(SANDBOX);
+    let (code, results) = run_on("redis", "lock", "clock-primary", "1", "40");
+    let me = checker(&results, "mutual-exclusion");
+    assert_eq!((code, me["verdict"].as_str()), (1, Some("invalid")), "{me}");
+    let a = &me["details"]["anomalies"][0];
+    assert_eq!(a["holders"].as_array().unwrap().len(), 2, "{a}");
+    assert!(
+        a["faults"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["kind"] == "clock"),
+        "the witness names the clock step active then: {a}"
+    );
 }
