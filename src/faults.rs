@@ -23,9 +23,10 @@
 //! | delay | `start-delay` | `stop-delay` |
 //! | promote | `promote` (one-shot) | — |
 //! | ssh-drop | `start-ssh-drop` | `stop-ssh-drop` |
+//! | stall | `start-stall` | `stop-stall` |
 //!
 //! `clock-offsets` is a measurement, not a fault: it is no kind's verb (see [`verb::CLOCK_OFFSETS`]).
-//! `strobe-clock` is in effect only while its op runs ([`SPANNING_VERBS`]).
+//! `strobe-clock` and `start-stall` are in effect only while their op runs ([`SPANNING_VERBS`]).
 
 pub mod intervals;
 
@@ -73,6 +74,10 @@ pub mod verb {
     pub const START_SSH_DROP: &str = "start-ssh-drop";
     /// Wait until SSH is back on every dropped node.
     pub const STOP_SSH_DROP: &str = "stop-ssh-drop";
+    /// Stall one client thread before its next protected op (client-side, like a GC pause).
+    pub const START_STALL: &str = "start-stall";
+    /// Wait until the stalled thread runs again.
+    pub const STOP_STALL: &str = "stop-stall";
 }
 
 /// Verbs after which a schedule with clock faults measures the clocks.
@@ -177,7 +182,9 @@ pub fn applied_somewhere(value: &serde_json::Value) -> bool {
 /// clock for its duration and leaves it where it was, all before its completion. Such a fault is
 /// in effect from the op's start to its completion; its kind's stop verb (`reset-clock`) that
 /// follows finds nothing left to heal.
-pub const SPANNING_VERBS: &[&str] = &[verb::STROBE_CLOCK];
+/// A client stall (`start-stall`) likewise lasts while its op runs: the op waits for a thread to
+/// claim the stall and for the stall to end.
+pub const SPANNING_VERBS: &[&str] = &[verb::STROBE_CLOCK, verb::START_STALL];
 
 /// True for a [`SPANNING_VERBS`] verb.
 pub fn spans_its_op(f: &str) -> bool {
@@ -185,7 +192,7 @@ pub fn spans_its_op(f: &str) -> bool {
 }
 
 /// Every fault kind, in display order.
-pub const KINDS: [FaultKind; 9] = [
+pub const KINDS: [FaultKind; 10] = [
     FaultKind {
         name: "partition",
         start_verbs: &[verb::START_PARTITION],
@@ -249,6 +256,13 @@ pub const KINDS: [FaultKind; 9] = [
         label: "SSH dropped",
         color_rgb: (200, 170, 0),
     },
+    FaultKind {
+        name: "stall",
+        start_verbs: &[verb::START_STALL],
+        stop_verbs: &[verb::STOP_STALL],
+        label: "client stalled",
+        color_rgb: (230, 90, 40),
+    },
 ];
 
 /// The kind named `name` (a package name such as `"clock"`).
@@ -308,6 +322,8 @@ mod tests {
             ("promote", "promote", VerbRole::Start),
             ("start-ssh-drop", "ssh-drop", VerbRole::Start),
             ("stop-ssh-drop", "ssh-drop", VerbRole::Stop),
+            ("start-stall", "stall", VerbRole::Start),
+            ("stop-stall", "stall", VerbRole::Stop),
         ];
         for (verb, name, role) in cases {
             let (k, r) = classify_verb(verb).unwrap_or_else(|| panic!("{verb} unclassified"));
@@ -332,7 +348,8 @@ mod tests {
                 "bandwidth",
                 "delay",
                 "promote",
-                "ssh-drop"
+                "ssh-drop",
+                "stall"
             ]
         );
         // No verb belongs to two kinds or to both roles.

@@ -325,14 +325,18 @@ fn is_append_txn(v: &Value) -> bool {
 
 /// The model `--model auto` means for a loaded history: `list-append` when a JSONL history has
 /// client `append` ops (the list-append workload); else, from the client functions: `mutex` for
-/// acquire/release, `queue` for enqueue/dequeue, `txn` for transactions with append micro-ops
-/// (any `:f`, as Elle), `multi-register` for other txn, `kv` for get/put/append,
+/// acquire/release, `lock` for the lock workloads (`lock-acquire`), `queue` for enqueue/dequeue,
+/// `txn` for transactions with append micro-ops (any `:f`, as Elle), `multi-register` for other
+/// txn, `kv` for get/put/append,
 /// `set` for add/read with a list or set read value and `counter` for other add/read histories;
 /// else [`default_model`] of its format.
 pub fn default_model_for(format: InputFormat, history: &History) -> &'static str {
     let clients = || history.ops.iter().filter(|o| o.is_client());
     if format == InputFormat::Jsonl && clients().any(|o| o.f == "append") {
         return "list-append";
+    }
+    if clients().any(|o| o.f == crate::generator::lock::ACQUIRE) {
+        return crate::checker::lock::MODEL;
     }
     let fs: std::collections::BTreeSet<&str> = clients().map(|o| o.f.as_str()).collect();
     let only = |allowed: &[&str]| !fs.is_empty() && fs.iter().all(|f| allowed.contains(f));

@@ -132,6 +132,9 @@ fn first_err<E: std::fmt::Display>(results: Vec<Result<(), E>>) -> Result<(), St
 /// A `Client` that performs nemesis ops on a blocking thread.
 struct NemesisClient {
     nemesis: Arc<Mutex<Nemesis>>,
+    /// The client generator's stall board, when the schedule has client stalls (their verbs
+    /// are served here, not by `Nemesis`: they touch no node).
+    stalls: Option<generator::stall::StallBoard>,
     stats: Arc<Stats>,
     /// Told which nemesis op is in flight (a long one holds up the end of a phase).
     progress: Progress,
@@ -145,6 +148,14 @@ impl Client for NemesisClient {
         _key: Option<&str>,
         value: &Value,
     ) -> crate::client::Completion {
+        if let Some(board) = &self.stalls {
+            use crate::faults::verb::{START_STALL, STOP_STALL};
+            match f {
+                START_STALL => return crate::nemesis::stall::start(board, value).await,
+                STOP_STALL => return crate::nemesis::stall::stop(board).await,
+                _ => {}
+            }
+        }
         let nemesis = self.nemesis.clone();
         let stats = self.stats.clone();
         let (f, value) = (f.to_string(), value.clone());
@@ -310,7 +321,10 @@ pub fn connect(nodes: &[Node], ssh: &SshConfig) -> Result<Vec<Arc<dyn Remote>>, 
     crate::control::connect_all(&pairs, ssh).map_err(|e| RunError::Control(e.to_string()))
 }
 
-fn build_client_gen(cfg: &TestConfig) -> Result<(Box<dyn Generator>, generator::KeyLog), RunError> {
+fn build_client_gen(
+    cfg: &TestConfig,
+    stalls: Option<&generator::stall::StallBoard>,
+) -> Result<(Box<dyn Generator>, generator::KeyLog), RunError> {
     let w = &cfg.workload;
     let config_err = |e: generator::ConfigError| {
         crate::config::ConfigError::new(&cfg.workload_name, e.to_string())
@@ -336,6 +350,13 @@ fn build_client_gen(cfg: &TestConfig) -> Result<(Box<dyn Generator>, generator::
         })
         .map_err(config_err)?;
         (generator::KeyLog::new(), Box::new(workload))
+    } else if generator::lock::is_lock_kind(&w.kind) {
+        let lock_cfg = generator::lock::LockConfig {
+            fenced: w.kind == generator::lock::FENCED_KIND,
+            ..w.lock.clone().unwrap_or_default()
+        };
+        let workload = generator::lock::lock_workload(lock_cfg).map_err(config_err)?;
+        (generator::KeyLog::new(), Box::new(workload))
     } else if w.kind == "list-append" {
         let workload = generator::list_append_workload(generator::ListAppendConfig {
             read_weight: w.read_weight,
@@ -359,6 +380,15 @@ fn build_client_gen(cfg: &TestConfig) -> Result<(Box<dyn Generator>, generator::
         .map_err(config_err)?;
         (workload.keys_used(), Box::new(workload))
     };
+    if let Some(board) = stalls {
+        // Lock workloads: a holder stalls before a protected write; others: before any op.
+        let applies: fn(&str) -> bool = if generator::lock::is_lock_kind(&w.kind) {
+            generator::lock::is_protected
+        } else {
+            |_| true
+        };
+        g = Box::new(generator::stall::stall_gate(g, board.clone(), applies));
+    }
     if cfg.rate > 0.0 {
         g = Box::new(generator::stagger((1e9 / cfg.rate) as u64, g));
     }
@@ -856,6 +886,7 @@ pub fn check_with(
                 .collect();
             results.extend(c.set);
             results.extend(c.txn.as_ref().map(|t| t.check_result()));
+            results.extend(c.lock);
             results.extend(c.session);
             (c.verdict, results, c.linear)
         }
@@ -935,9 +966,16 @@ pub(crate) async fn drive(
             timeout: op_timeout + Duration::from_millis(500),
         });
     }
+    let stalls = cfg
+        .nemesis
+        .faults
+        .iter()
+        .any(crate::spec::FaultKind::is_stall)
+        .then(generator::stall::StallBoard::new);
     let nemesis_worker = nemesis.map(|nemesis| Worker {
         client: Box::new(NemesisClient {
             nemesis,
+            stalls: stalls.clone(),
             stats: stats.clone(),
             progress: progress.clone(),
         }),
@@ -971,7 +1009,7 @@ pub(crate) async fn drive(
     });
     progress.workload(stats.clone());
 
-    let (client_gen, keys) = build_client_gen(cfg)?;
+    let (client_gen, keys) = build_client_gen(cfg, stalls.as_ref())?;
     let schedule = nemesis_schedule(cfg);
     let with_nemesis = !schedule.faults.is_empty() && interp_has_nemesis;
     let nemesis_gen: Option<Box<dyn Generator>> = if !with_nemesis {
@@ -991,6 +1029,10 @@ pub(crate) async fn drive(
         .run_phase_on_worker(Some(client_gen), nemesis_gen)
         .await;
     let main_phase = start.elapsed();
+    if let Some(board) = &stalls {
+        // The client generator is gone: a stall still holding an op back ends with the phase.
+        board.end_all();
+    }
     let interrupted = interp.is_shutting_down();
     // Final phase: heal through the history (so fault ends are recorded), settle, final reads.
     let heal = if with_nemesis {

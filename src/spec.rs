@@ -15,8 +15,10 @@ use std::path::{Path, PathBuf};
 pub struct WorkloadSpec {
     /// Which op family: `register` (read / write / cas on independent keys), `list-append`
     /// (append unique integers / read whole lists, on independent keys), `set` (add integers
-    /// unique across the run / read whole sets, on independent keys) or `txn` (transactions of
-    /// list appends and reads over a few shared keys).
+    /// unique across the run / read whole sets, on independent keys), `txn` (transactions of
+    /// list appends and reads over a few shared keys), `lock` / `fenced-lock` (acquire,
+    /// protected writes, release: `generator::lock`, settings in `[lock]`) or `lww` (register
+    /// reads and writes on a last-write-wins store).
     pub kind: String,
     /// Relative weight of reads.
     #[serde(default = "d_read")]
@@ -53,6 +55,9 @@ pub struct WorkloadSpec {
     /// `txn` only: micro-ops per transaction, 1..=max_mops.
     #[serde(default = "d_max_mops")]
     pub max_mops: usize,
+    /// The `[lock]` table of the `lock` and `fenced-lock` workloads (locks, TTL, hold times).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock: Option<crate::generator::lock::LockConfig>,
 }
 
 fn d_active_keys() -> usize {
@@ -153,6 +158,17 @@ pub enum FaultKind {
         #[serde(default = "d_ssh_drop_ms")]
         duration_ms: u64,
     },
+    /// Stall one client thread before its next protected op (lock workloads; any op otherwise)
+    /// for a duration drawn uniform in `[min_ms, max_ms]`, as a GC pause would: the op is held
+    /// back, not slowed. Client-side: no node is touched. `stop-stall` waits for the stall to end.
+    Stall {
+        /// Shortest stall, in ms.
+        #[serde(default = "d_stall_min_ms")]
+        min_ms: u64,
+        /// Longest stall, in ms.
+        #[serde(default = "d_stall_max_ms")]
+        max_ms: u64,
+    },
     /// Step the targets' wall clocks with `date -s` (`bump`), or flip them back and forth
     /// (`strobe`); `reset-clock` on stop. Magnitudes are drawn like Jepsen's: the exponent of two
     /// uniform between `min_delta_ms` and `max_delta_ms`, random sign.
@@ -190,6 +206,13 @@ fn d_delay_ms() -> u64 {
 
 fn d_ssh_drop_ms() -> u64 {
     crate::nemesis::ssh_drop::DEFAULT_DURATION_MS
+}
+
+fn d_stall_min_ms() -> u64 {
+    crate::nemesis::stall::DEFAULT_MIN_MS
+}
+fn d_stall_max_ms() -> u64 {
+    crate::nemesis::stall::DEFAULT_MAX_MS
 }
 
 fn d_targets() -> String {
@@ -273,6 +296,11 @@ impl FaultKind {
                 json!({ "targets": targets, "duration_ms": duration_ms }),
                 verb::STOP_SSH_DROP,
             ),
+            FaultKind::Stall { min_ms, max_ms } => (
+                verb::START_STALL,
+                json!({ "min_ms": min_ms, "max_ms": max_ms }),
+                verb::STOP_STALL,
+            ),
             FaultKind::Clock {
                 mode,
                 targets,
@@ -305,6 +333,7 @@ impl FaultKind {
             FaultKind::Bandwidth { .. } => "rate_kbit",
             FaultKind::Delay { .. } => "delay_ms",
             FaultKind::Clock { .. } => "mode",
+            FaultKind::Stall { .. } => "min_ms",
             _ => "targets",
         };
         self.check_values().map_err(|m| {
@@ -325,6 +354,9 @@ impl FaultKind {
 
     fn check_values(&self) -> Result<(), String> {
         match self {
+            FaultKind::Stall { min_ms, max_ms } if min_ms > max_ms || *max_ms == 0 => Err(format!(
+                "min_ms {min_ms} / max_ms {max_ms}: expected 0 < max_ms and min_ms <= max_ms"
+            )),
             FaultKind::Partition { shape }
                 if !crate::faults::PARTITION_SHAPES.contains(&shape.as_str()) =>
             {
@@ -400,6 +432,11 @@ impl FaultKind {
     pub fn is_clock(&self) -> bool {
         matches!(self, FaultKind::Clock { .. })
     }
+
+    /// True for a client stall fault.
+    pub fn is_stall(&self) -> bool {
+        matches!(self, FaultKind::Stall { .. })
+    }
 }
 
 /// A nemesis schedule (`nemeses/*.toml`).
@@ -449,6 +486,9 @@ const BUILTIN_WORKLOADS: &[(&str, &str)] = &[
     ("txn", include_str!("../workloads/txn.toml")),
     ("session", include_str!("../workloads/session.toml")),
     ("set", include_str!("../workloads/set.toml")),
+    ("lock", include_str!("../workloads/lock.toml")),
+    ("fenced-lock", include_str!("../workloads/fenced-lock.toml")),
+    ("lww", include_str!("../workloads/lww.toml")),
 ];
 const BUILTIN_NEMESES: &[(&str, &str)] = &[
     (
@@ -460,6 +500,11 @@ const BUILTIN_NEMESES: &[(&str, &str)] = &[
     ("packet", include_str!("../nemeses/packet.toml")),
     ("none", include_str!("../nemeses/none.toml")),
     ("clock", include_str!("../nemeses/clock.toml")),
+    ("stall", include_str!("../nemeses/stall.toml")),
+    (
+        "clock-primary",
+        include_str!("../nemeses/clock-primary.toml"),
+    ),
     ("degraded", include_str!("../nemeses/degraded.toml")),
 ];
 
@@ -633,6 +678,13 @@ pub fn load_workload(arg: &str) -> Result<WorkloadSpec, ConfigError> {
     };
     let weights = match spec.kind.as_str() {
         "register" => spec.read_weight + spec.write_weight + spec.cas_weight,
+        crate::generator::lock::LWW_KIND if spec.cas_weight > 0 => {
+            return Err(err(
+                "cas_weight",
+                "cas_weight > 0: a last-write-wins register has no compare-and-set".into(),
+            ));
+        }
+        crate::generator::lock::LWW_KIND => spec.read_weight + spec.write_weight,
         "list-append" => spec.read_weight + spec.append_weight,
         crate::generator::txn::KIND => spec.read_weight + spec.append_weight,
         crate::generator::set::KIND if spec.add_weight == 0 => {
@@ -642,11 +694,16 @@ pub fn load_workload(arg: &str) -> Result<WorkloadSpec, ConfigError> {
             ));
         }
         crate::generator::set::KIND => spec.read_weight + spec.add_weight,
+        kind if crate::generator::lock::is_lock_kind(kind) => {
+            let cfg = spec.lock.clone().unwrap_or_default();
+            cfg.validate().map_err(|e| err(e.field, e.to_string()))?;
+            1
+        }
         other => {
             return Err(err(
                 "kind",
                 format!(
-                    "kind {other:?}: expected \"register\", \"list-append\", \"set\" or \"txn\""
+                    "kind {other:?}: expected \"register\", \"list-append\", \"set\", \"txn\", \"lock\", \"fenced-lock\" or \"lww\""
                 ),
             ));
         }
@@ -687,6 +744,7 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
         "clock",
         "promote",
         "ssh-drop",
+        "stall",
     ];
     if packages.iter().all(|p| known.contains(p)) {
         let mut faults = Vec::new();
@@ -726,6 +784,10 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
                 "ssh-drop" => faults.push(FaultKind::SshDrop {
                     targets: "one".into(),
                     duration_ms: d_ssh_drop_ms(),
+                }),
+                "stall" => faults.push(FaultKind::Stall {
+                    min_ms: d_stall_min_ms(),
+                    max_ms: d_stall_max_ms(),
                 }),
                 "clock" => {
                     faults.push(FaultKind::clock("bump", "one"));

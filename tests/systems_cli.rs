@@ -211,3 +211,32 @@ fn redis_refuses_impossible_quorums_waits_and_the_list_append_workload() {
         &["--redis-wait", "Redis settings need --db redis"],
     );
 }
+
+#[test]
+fn lock_and_lww_workloads_are_refused_where_not_implemented() {
+    for workload in ["lock", "fenced-lock"] {
+        refused(
+            &["run", "--db", "postgres", "--workload", workload],
+            &["--workload", "postgres", workload],
+        );
+    }
+    for db in ["etcd", "redis"] {
+        refused(
+            &["run", "--db", db, "--workload", "lww"],
+            &["--workload", db, "lww"],
+        );
+    }
+    // Stepping "the primary" needs a system that can name it.
+    refused(
+        &[
+            "run",
+            "--db",
+            "postgres",
+            "--workload",
+            "lww",
+            "--nemesis",
+            "clock-primary",
+        ],
+        &["--nemesis", "primaries"],
+    );
+}

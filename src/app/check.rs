@@ -69,7 +69,7 @@ impl Primary {
         match self {
             Primary::Linear(r) => r.explain().trim_end().to_string(),
             Primary::Set(r) => {
-                let mut lines = vec![format!("set: {} — {}", r.verdict, r.summary)];
+                let mut lines = vec![format!("{}: {} — {}", r.checker, r.verdict, r.summary)];
                 lines.extend(
                     set_witnesses(&r.details, 5)
                         .into_iter()
@@ -161,6 +161,9 @@ fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<File
         (Some(l), _, _) => Primary::Linear(l),
         (None, Some(s), _) => Primary::Set(s),
         (None, None, Some(t)) => Primary::Txn(t),
+        (None, None, None) if !composed.lock.is_empty() => {
+            Primary::Set(crate::checker::lock::merged(composed.lock))
+        }
         (None, None, None) => {
             return Err(format!("{}: no checker for model {model}", path.display()));
         }

@@ -46,6 +46,8 @@ pub struct Composed {
     pub set: Option<CheckResult>,
     /// The transactional checker's result, for the `txn` model.
     pub txn: Option<super::txn::TxnResult>,
+    /// The lock checkers' results (mutual exclusion, fencing), for the `lock` model.
+    pub lock: Vec<CheckResult>,
     /// The session checker's result, when the plan asked for it.
     pub session: Option<CheckResult>,
     /// The linearizability verdict merged with the session verdict.
@@ -87,10 +89,12 @@ pub fn uses_set_checker(model_name: &str) -> bool {
     model_name == super::set::NAME
 }
 
-/// Whether the model named `model_name` has its own checker (set, txn) rather than a
+/// Whether the model named `model_name` has its own checker (set, txn, lock) rather than a
 /// linearizability search; such histories get no session checker either.
 pub fn has_own_checker(model_name: &str) -> bool {
-    uses_set_checker(model_name) || model_name == super::txn::NAME
+    uses_set_checker(model_name)
+        || model_name == super::txn::NAME
+        || model_name == super::lock::MODEL
 }
 
 /// Check `history` as `plan` says. An unknown model name is an error, and so is a `txn` history
@@ -107,7 +111,20 @@ pub fn check(history: &History, plan: &Plan) -> Result<Composed, String> {
             set: None,
             verdict: r.verdict,
             txn: Some(r),
+            lock: Vec::new(),
             session: None,
+        });
+    }
+    if plan.model == super::lock::MODEL {
+        let lock = super::lock::check(history);
+        let verdict = lock.iter().fold(Verdict::Valid, |v, r| v.merge(r.verdict));
+        return Ok(Composed {
+            linear: None,
+            set: None,
+            txn: None,
+            lock,
+            session: None,
+            verdict,
         });
     }
     let (linear, set) = if uses_set_checker(&plan.model) {
@@ -139,6 +156,7 @@ pub fn check(history: &History, plan: &Plan) -> Result<Composed, String> {
         linear,
         set,
         txn: None,
+        lock: Vec::new(),
         session,
         verdict,
     })

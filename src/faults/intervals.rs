@@ -211,6 +211,10 @@ fn fault_label(kind: &str, f: &str, invoke: Option<&Value>, done: &Value) -> Str
                 .unwrap_or_default(),
             nodes.clone().unwrap_or_default()
         )),
+        "stall" => done.get("process").and_then(Value::as_u64).map(|p| {
+            let ms = arg("duration_ms").map(|d| format!(" {} ms", num(d)));
+            format!("stall process {p}{}", ms.unwrap_or_default())
+        }),
         _ => nodes.map(|n| format!("{kind} {n}")),
     };
     truncate_label(

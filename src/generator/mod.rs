@@ -35,10 +35,12 @@
 //! ```
 
 mod combinators;
+pub mod lock;
 mod nemesis;
 pub mod set;
 #[cfg(test)]
 pub(crate) mod sim;
+pub mod stall;
 #[cfg(test)]
 mod tests;
 pub mod txn;

@@ -19,6 +19,7 @@ pub mod leftovers;
 mod outcomes;
 pub mod packet;
 pub mod ssh_drop;
+pub mod stall;
 
 pub use grudge::*;
 pub use outcomes::NodeOutcomes;

@@ -18,6 +18,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+mod lock;
 mod set;
 mod txn;
 
@@ -270,6 +271,9 @@ fn checker_section(out: &mut String, run_dir: &Path, results: &Value, history: O
             }
             crate::checker::set::NAME => set::set_section(out, details),
             crate::checker::txn::CHECKER => txn::txn_section(out, details),
+            name @ (crate::checker::lock::MUTEX_NAME | crate::checker::lock::FENCING_NAME) => {
+                lock::lock_section(out, name, details)
+            }
             _ => {}
         }
     }

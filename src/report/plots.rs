@@ -1332,6 +1332,14 @@ mod tests {
             },
             nem(1940, "stop-ssh-drop", json!(null)),
             nem(1950, "stop-ssh-drop", json!(null)),
+            nem(1960, "start-stall", json!({"min_ms": 3000, "max_ms": 5000})),
+            nem(
+                1970,
+                "start-stall",
+                json!({"process": 4, "thread": 4, "duration_ms": 3500, "ran_ms": 5}),
+            ),
+            nem(1980, "stop-stall", json!(null)),
+            nem(1990, "stop-stall", json!({"ended": []})),
         ];
         for i in 0..40u64 {
             client(&mut ops, i, "read", i * 50, i * 50 + 5, OpType::Ok);
@@ -1359,6 +1367,7 @@ mod tests {
             ("clock", "strobe-clock n1 +100 ms every 10 ms", 1.65, 1.9),
             // Partly applied: in effect where it was applied.
             ("ssh-drop", "ssh-drop n3", 1.93, 1.95),
+            ("stall", "stall process 4 3500 ms", 1.965, 1.97),
         ];
         assert_eq!(got.len(), want.len(), "{got:?}");
         for (g, w) in got.iter().zip(want) {

@@ -189,7 +189,7 @@ fn missing_ability(db: &dyn Db, fault: &FaultKind) -> Option<&'static str> {
         | FaultKind::Delay { targets, .. }
         | FaultKind::SshDrop { targets, .. }
         | FaultKind::Clock { targets, .. } => Targets::parse(targets) == Some(Targets::Primaries),
-        FaultKind::Promote { .. } => false,
+        FaultKind::Promote { .. } | FaultKind::Stall { .. } => false,
     };
     match fault {
         FaultKind::Kill { .. } if db.as_kill().is_none() => Some("kill and restart"),

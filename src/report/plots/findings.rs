@@ -456,7 +456,7 @@ mod tests {
         }
         let h = sorted(ops);
         // Interleaving measurements do not disturb fault pairing.
-        assert_eq!(fault_intervals(&h).len(), 10);
+        assert_eq!(fault_intervals(&h).len(), 11);
         let svg = clock_offsets(&h, Formats::Svg).unwrap().svg;
         assert_well_formed(&svg);
         for text in [

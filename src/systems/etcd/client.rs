@@ -306,6 +306,18 @@ impl EtcdClient {
         self.post_to(self.endpoint(), path, body).await
     }
 
+    /// POST a JSON body to this client's member and decode the 2xx answer as JSON (for the lock
+    /// client, `systems::etcd::lock`); errors are classified as for every request.
+    pub async fn post_json(&self, path: &str, body: &Value) -> Result<Value, EtcdError> {
+        let bytes = self.post(path, body).await?;
+        serde_json::from_slice(&bytes).map_err(|e| EtcdError::Decode {
+            endpoint: self.endpoint().to_string(),
+            http_status: 200,
+            message: format!("{path}: not JSON: {e}"),
+            body: String::from_utf8_lossy(&bytes).chars().take(512).collect(),
+        })
+    }
+
     /// POST a JSON body to `endpoint` (this client's or one of its read endpoints).
     async fn post_to(
         &self,

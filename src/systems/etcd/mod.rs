@@ -8,6 +8,7 @@
 pub mod bare_loop;
 pub mod client;
 pub mod db;
+pub mod lock;
 pub mod wire;
 
 pub use db::{Etcd, EtcdConfig};
@@ -28,7 +29,13 @@ pub const NAME: &str = "etcd";
 
 /// What etcd serves: every workload, both read modes, reads to the own or a random member.
 pub const SUPPORTS: Supports = Supports {
-    workloads: &["register", "list-append", crate::generator::set::KIND],
+    workloads: &[
+        "register",
+        "list-append",
+        crate::generator::set::KIND,
+        crate::generator::lock::KIND,
+        crate::generator::lock::FENCED_KIND,
+    ],
     read_modes: &[ReadMode::Linearizable, ReadMode::Serializable],
     read_from: &[ReadFrom::Own, ReadFrom::Any],
     read_nodes: true,
@@ -93,6 +100,9 @@ impl System for Etcd {
             key_prefix: format!("/shakedown/{}/", ctx.seed),
         })
         .map_err(failed)?;
+        if crate::generator::lock::is_lock_kind(&ctx.workload_kind) {
+            return Ok(Box::new(lock::EtcdLockClient::new(client)));
+        }
         let client = if ctx.workload_kind == crate::generator::set::KIND {
             client.with_set_reads()
         } else {

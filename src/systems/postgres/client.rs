@@ -20,6 +20,13 @@
 //! (errors classified as for a write); `read` → `SELECT e … WHERE k = $1`, routed like register
 //! reads → `Ok { value: [elements] }`.
 //!
+//! LWW semantics (`with_lww`, the `lww` workload) on `lww(key, value, ts timestamptz)`: `write v`
+//! → an upsert stamped with the primary's `clock_timestamp()` that keeps the row with the greater
+//! timestamp (a write stamped older is dropped silently) → `Ok { value: v }` (no version: its
+//! stamp may not be what is stored); `read` → `Ok { value, version: the row's timestamp in µs }`.
+//! Both go to the primary whatever `--read-from` says: the primary's clock decides. A backward clock
+//! step on the primary makes acknowledged writes vanish: the linearizability checker sees it.
+//!
 //! Routing (`ReadFrom`): `primary` reads the primary; `replica` a uniformly random replica *per
 //! read* (from `read_nodes` when given), so successive reads of one session can hit replicas with
 //! different lag; `any` a random node per read (from `read_nodes` when given); `own` the thread's
@@ -57,7 +64,20 @@ use tokio_postgres::{NoTls, Statement};
 /// The schema the register and set workloads need (run once on the primary by `db::postgres`).
 pub const SCHEMA_SQL: &str = "CREATE TABLE IF NOT EXISTS kv (key text PRIMARY KEY, value bigint, version bigint NOT NULL); \
      CREATE TABLE IF NOT EXISTS set_elems (k text, e bigint, PRIMARY KEY (k, e)); \
-     CREATE TABLE IF NOT EXISTS txn_lists (k text PRIMARY KEY, v bigint[] NOT NULL);";
+     CREATE TABLE IF NOT EXISTS txn_lists (k text PRIMARY KEY, v bigint[] NOT NULL); \
+     CREATE TABLE IF NOT EXISTS lww (key text PRIMARY KEY, value bigint, ts timestamptz NOT NULL);";
+
+/// LWW read (the `lww` workload): the value and its write timestamp (µs since the epoch).
+const LWW_READ_SQL: &str =
+    "SELECT value, (extract(epoch FROM ts) * 1000000)::bigint FROM lww WHERE key = $1";
+/// LWW write: stamp the write with the server's wall clock (`clock_timestamp()`) and keep the
+/// row with the greater timestamp, as applications that resolve conflicts by time do. A write
+/// stamped older than the stored row is silently dropped; the statement answers with the
+/// write's timestamp either way, as the application would see it.
+const LWW_WRITE_SQL: &str = "WITH t AS (SELECT clock_timestamp() AS ts), \
+     w AS (INSERT INTO lww (key, value, ts) SELECT $1::text, $2::bigint, t.ts FROM t \
+     ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, ts = EXCLUDED.ts WHERE lww.ts < EXCLUDED.ts) \
+     SELECT (extract(epoch FROM ts) * 1000000)::bigint FROM t";
 
 const READ_SQL: &str = "SELECT value, version FROM kv WHERE key = $1";
 const WRITE_SQL: &str = "INSERT INTO kv (key, value, version) VALUES ($1, $2, 1) \
@@ -173,6 +193,9 @@ pub struct PgClient {
     sent: bool,
     /// Serve the set workload: `read` returns a set's elements, `add` inserts one.
     set_ops: bool,
+    /// Serve the `lww` workload: reads and writes go to the `lww` table (last write wins by
+    /// the server's `clock_timestamp()`); the version is the write timestamp in µs.
+    lww: bool,
 }
 
 impl PgClient {
@@ -196,7 +219,14 @@ impl PgClient {
             rng,
             sent: false,
             set_ops: false,
+            lww: false,
         })
+    }
+
+    /// Serve the `lww` workload (register reads and writes, last write wins by timestamp).
+    pub fn with_lww(mut self) -> PgClient {
+        self.lww = true;
+        self
     }
 
     /// Serve the set workload (`add` / `read` of a whole set) instead of the register one.
@@ -306,11 +336,19 @@ impl PgClient {
                 Ok(rows) => return set_read_completion(&rows),
                 Err(e) => Err(e),
             },
+            KvOp::Read if self.lww => conn.client.query_opt(LWW_READ_SQL, &[&key]).await,
+            KvOp::Write(v) if self.lww => conn.client.query_opt(LWW_WRITE_SQL, &[&key, &v]).await,
             KvOp::Read => conn.client.query_opt(&conn.read, &[&key]).await,
             KvOp::Write(v) => conn.client.query_opt(&conn.write, &[&key, &v]).await,
             KvOp::Cas(old, new) => conn.client.query_opt(&conn.cas, &[&key, &old, &new]).await,
         };
         match result {
+            // The write's own stamp is not a version of what is stored (it may have been
+            // dropped): an LWW write reports none; LWW reads report the stored row's stamp.
+            Ok(_) if self.lww && matches!(op, KvOp::Write(_)) => Completion::Ok {
+                value: op.value(),
+                version: None,
+            },
             Ok(row) => ok_completion(op, row),
             Err(e) => {
                 let certainty = certainty_of(&e);
@@ -420,7 +458,8 @@ impl Client for PgClient {
             };
         };
         let node = match op {
-            KvOp::Read | KvOp::SetRead => self.pick_read_node(),
+            // LWW is decided by the primary's clock: an application reads it there.
+            KvOp::Read | KvOp::SetRead if !self.lww => self.pick_read_node(),
             _ => self.primary(),
         };
         self.sent = false;

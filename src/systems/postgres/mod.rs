@@ -32,6 +32,7 @@ pub const SUPPORTS: Supports = Supports {
         "register",
         crate::generator::set::KIND,
         crate::generator::txn::KIND,
+        crate::generator::lock::LWW_KIND,
     ],
     read_modes: &[ReadMode::Linearizable],
     read_from: &[
@@ -206,6 +207,9 @@ impl System for Postgres {
         }
         if ctx.workload_kind == crate::generator::set::KIND {
             return Ok(Box::new(client.with_set_reads()));
+        }
+        if ctx.workload_kind == crate::generator::lock::LWW_KIND {
+            return Ok(Box::new(client.with_lww()));
         }
         Ok(Box::new(client))
     }

@@ -113,7 +113,7 @@ pub struct RedisClientConfig {
 }
 
 /// A Redis error in words: the server's reply (`READONLY You can't write…`) or the transport's.
-fn describe(e: &RedisError) -> String {
+pub(super) fn describe(e: &RedisError) -> String {
     match (e.code(), e.detail()) {
         (Some(code), Some(detail)) => format!("{code} {detail}"),
         (Some(code), None) => code.to_string(),
@@ -131,7 +131,7 @@ fn describe(e: &RedisError) -> String {
 }
 
 /// Whether the server answered with an error reply (the command was rejected whole).
-fn is_server_reply(e: &RedisError) -> bool {
+pub(super) fn is_server_reply(e: &RedisError) -> bool {
     e.code().is_some()
 }
 
@@ -198,7 +198,31 @@ impl RedisClient {
         })
     }
 
-    fn label(&self, i: usize) -> String {
+    /// The primary (asked of the Sentinels as for every op) and a connection to it, for the lock
+    /// client (`systems::redis::lock`); the error says what failed (nothing was sent).
+    pub(super) async fn primary_connection(
+        &mut self,
+    ) -> Result<(usize, MultiplexedConnection), String> {
+        let i = self.discover().await.map_err(|f| f.error)?;
+        let conn = self.connection(i).await.map_err(|f| f.error)?;
+        Ok((i, conn))
+    }
+
+    /// After an error on node `i`: ask the Sentinels again next time and, unless the server
+    /// replied (the connection is fine), reconnect.
+    pub(super) fn forget(&mut self, i: usize, server_reply: bool) {
+        if !server_reply {
+            self.conns[i] = None;
+        }
+        self.primary = None;
+    }
+
+    /// The client's settings.
+    pub(super) fn config(&self) -> &RedisClientConfig {
+        &self.cfg
+    }
+
+    pub(super) fn label(&self, i: usize) -> String {
         let n = &self.cfg.nodes[i];
         format!("{} ({}:{})", n.name, n.host, self.cfg.port)
     }

@@ -10,6 +10,7 @@
 pub mod bare_loop;
 pub mod client;
 pub mod db;
+pub mod lock;
 
 pub use db::{MASTER_NAME, Redis, RedisConfig};
 
@@ -33,7 +34,12 @@ const SET_KIND: &str = "set";
 /// What Redis serves: register and set (no list append), the default read mode (reads are
 /// routed by `--read-from`; none is linearizable under failover), reads anywhere.
 pub const SUPPORTS: Supports = Supports {
-    workloads: &["register", SET_KIND],
+    workloads: &[
+        "register",
+        SET_KIND,
+        crate::generator::lock::KIND,
+        crate::generator::lock::FENCED_KIND,
+    ],
     read_modes: &[ReadMode::Linearizable],
     read_from: &[
         ReadFrom::Own,
@@ -163,6 +169,10 @@ impl System for Redis {
     }
 
     fn client(&self, ctx: &ClientCtx) -> Result<Box<dyn Client>, String> {
+        if crate::generator::lock::is_lock_kind(&ctx.workload_kind) {
+            let redis = self.redis_client(ctx, false)?;
+            return Ok(Box::new(lock::RedisLockClient::new(redis, ctx.thread)));
+        }
         Ok(Box::new(
             self.redis_client(ctx, ctx.workload_kind == SET_KIND)?,
         ))
