@@ -232,6 +232,20 @@ fn clock_steps_move_only_the_stepped_node_and_never_the_host() {
     assert!(seen.iter().any(|ms| ms.abs() < 50), "{seen:?}");
     assert_offsets(&mut n, &c.info, &expected, "after the strobe");
 
+    // A 1 ms period cannot be kept (each flip forks `date` and `sleep`): the strobe still stops
+    // at its duration (it once ran 2000 flips at ~3 ms each) and ends where it started.
+    let t = Instant::now();
+    ok(n.invoke(
+        "strobe-clock",
+        &json!({"nodes": ["n4"], "delta_ms": 2000, "period_ms": 1, "duration_ms": 2000}),
+    ));
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "a 2 s strobe with a 1 ms period ran {:?}",
+        t.elapsed()
+    );
+    assert_offsets(&mut n, &c.info, &expected, "after the 1 ms strobe");
+
     // A strobe whose controller is gone (here: another nemesis that never started it, as
     // `shakedown heal` would be) is stopped by the reset, which then holds.
     let n5 = c.info.node("n5").unwrap().clone();
@@ -275,6 +289,7 @@ fn clock_steps_move_only_the_stepped_node_and_never_the_host() {
         [
             "inject bump-clock",
             "inject bump-clock",
+            "inject strobe-clock",
             "inject strobe-clock",
             "undo reset-clock"
         ]

@@ -20,6 +20,10 @@ pub enum Claim {
     Session(Guarantee),
     /// No acknowledged add is missing from the final read (the `set` checker).
     NoLostWrites,
+    /// No two holders of one lock did protected work at once (the `mutual-exclusion` checker).
+    MutualExclusion,
+    /// The resource accepted no write with a stale fencing token (the `fencing` checker).
+    Fencing,
     /// Transactions are at least this isolated (the `txn` checker rules out nothing at or
     /// below it).
     Txn(Model),
@@ -27,13 +31,15 @@ pub enum Claim {
 
 impl Claim {
     /// Every claim, in page order.
-    pub const ALL: [Claim; 13] = [
+    pub const ALL: [Claim; 15] = [
         Claim::Linearizable,
         Claim::Session(Guarantee::ReadYourWrites),
         Claim::Session(Guarantee::MonotonicReads),
         Claim::Session(Guarantee::MonotonicWrites),
         Claim::Session(Guarantee::WritesFollowReads),
         Claim::NoLostWrites,
+        Claim::MutualExclusion,
+        Claim::Fencing,
         Claim::Txn(Model::ReadUncommitted),
         Claim::Txn(Model::ReadCommitted),
         Claim::Txn(Model::RepeatableRead),
@@ -49,6 +55,8 @@ impl Claim {
             Claim::Linearizable => "linearizable",
             Claim::Session(g) => g.name(),
             Claim::NoLostWrites => "no-lost-writes",
+            Claim::MutualExclusion => crate::checker::lock::MUTEX_NAME,
+            Claim::Fencing => crate::checker::lock::FENCING_NAME,
             Claim::Txn(m) => m.name(),
         }
     }
@@ -59,6 +67,8 @@ impl Claim {
             Claim::Linearizable => "linearizable",
             Claim::Session(_) => "session",
             Claim::NoLostWrites => crate::checker::set::NAME,
+            Claim::MutualExclusion => crate::checker::lock::MUTEX_NAME,
+            Claim::Fencing => crate::checker::lock::FENCING_NAME,
             Claim::Txn(_) => crate::checker::txn::NAME,
         }
     }
@@ -254,11 +264,13 @@ fn judge_checker(claim: Claim, results: &Value) -> Observed {
                 Observed::Held
             }
         }
-        Claim::Linearizable | Claim::NoLostWrites => match verdict {
-            "valid" => Observed::Held,
-            "invalid" => Observed::Refuted(non_empty(summary, "the checker found a violation")),
-            _ => Observed::Unknown(non_empty(summary, "the checker could not decide")),
-        },
+        Claim::Linearizable | Claim::NoLostWrites | Claim::MutualExclusion | Claim::Fencing => {
+            match verdict {
+                "valid" => Observed::Held,
+                "invalid" => Observed::Refuted(non_empty(summary, "the checker found a violation")),
+                _ => Observed::Unknown(non_empty(summary, "the checker could not decide")),
+            }
+        }
     }
 }
 

@@ -292,15 +292,25 @@ const BUMP_SCRIPT: &str = r#"date -s "$1" >/dev/null
 
 /// The strobe loop runs on the node; its pid file lets a reset (also one by `shakedown heal`
 /// after a killed controller) stop it. The marker comment identifies it in /proc/PID/cmdline.
+/// It makes at most `$3` flips and stops at its deadline, `$5` centiseconds of `/proc/uptime`
+/// (which the clock shim and `date -s` do not move) after it began — a forked `date` + `sleep`
+/// per flip costs milliseconds, so a 1 ms period would otherwise run several times its
+/// duration — then flips back once more if it stopped on an odd flip, so the clock ends where
+/// it started.
 const STROBE_SCRIPT: &str = r#"# shakedown-strobe
 f=/tmp/shakedown-strobe.pid
 echo $$ > "$f"
+read -r up _ < /proc/uptime
+end=$(( ${up%.*}${up#*.} + $5 ))
 i=0
 while [ "$i" -lt "$3" ]; do
   if [ $((i % 2)) -eq 0 ]; then date -s "$1" >/dev/null; else date -s "$2" >/dev/null; fi
-  sleep "$4"
   i=$((i + 1))
+  read -r up _ < /proc/uptime
+  [ "${up%.*}${up#*.}" -lt "$end" ] || break
+  sleep "$4"
 done
+if [ $((i % 2)) -eq 1 ]; then date -s "$2" >/dev/null; fi
 rm -f "$f"
 "#;
 
@@ -345,7 +355,8 @@ pub fn bump(remote: &dyn Remote, delta_ms: i64) -> Result<(), String> {
 }
 
 /// Flip `remote`'s clock by `+delta_ms`, then back, every `period_ms`, for
-/// `strobe_flips(period_ms, duration_ms)` steps; blocks until the loop on the node ends.
+/// at most `strobe_flips(period_ms, duration_ms)` steps and no longer than `duration_ms` (plus
+/// one step back); blocks until the loop on the node ends.
 pub fn strobe(
     remote: &dyn Remote,
     delta_ms: i64,
@@ -361,10 +372,11 @@ pub fn strobe(
             relative_date_arg(-delta_ms),
             flips.to_string(),
             period_s,
+            duration_ms.div_ceil(10).to_string(),
         ],
     )
     .sudo(true)
-    .timeout_ms(flips * (period_ms + 50) + 30_000);
+    .timeout_ms(duration_ms + period_ms + 30_000);
     remote.exec_ok(&cmd).map(|_| ()).map_err(|e| e.to_string())
 }
 
