@@ -116,10 +116,21 @@ pub enum Targets {
     All,
     /// The system's current primaries (leaders), asked of the system at injection time.
     Primaries,
+    /// The current primaries when the system can name them (and does), else one random node:
+    /// for stock schedules that should reach a lock server or primary where there is one and
+    /// still run everywhere.
+    PrimariesOrOne,
 }
 
 /// Target names accepted in schedules and op values.
-pub const TARGET_NAMES: &[&str] = &["one", "minority", "majority", "primaries", "all"];
+pub const TARGET_NAMES: &[&str] = &[
+    "one",
+    "minority",
+    "majority",
+    "primaries",
+    "primaries-or-one",
+    "all",
+];
 
 impl Targets {
     /// Parse a target name as used in schedules and op values.
@@ -130,6 +141,7 @@ impl Targets {
             "majority" => Targets::Majority,
             "all" => Targets::All,
             "primaries" => Targets::Primaries,
+            "primaries-or-one" => Targets::PrimariesOrOne,
             _ => return None,
         })
     }

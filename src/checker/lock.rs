@@ -401,7 +401,9 @@ fn mutual_exclusion(history: &History, holds: &Holds, faults: &[FaultInterval]) 
             "holders": [hold_row(o.a), hold_row(o.b)],
             "window_s": [s(o.from_ns), s(o.to_ns)],
             "ops": rows.iter().flat_map(|w| [op_row(&ops[w.invoke]), op_row(&ops[w.done])]).collect::<Vec<_>>(),
-            "faults": faults_within(faults, o.from_ns, o.to_ns),
+            // From the first acquire, not the overlap: a clock step (or the reset ending one)
+            // while the first holder held the lock is what expired it early.
+            "faults": faults_within(faults, o.a.start_ns.min(o.b.start_ns), o.to_ns),
         }));
     }
     let writes_done = holds

@@ -66,20 +66,22 @@ pub fn select_targets_with(
     primaries: &[String],
     rng: &mut ChaCha8Rng,
 ) -> Vec<String> {
-    if targets == Targets::Primaries {
+    if matches!(targets, Targets::Primaries | Targets::PrimariesOrOne) {
         let mut v: Vec<String> = nodes
             .iter()
             .filter(|n| primaries.contains(n))
             .cloned()
             .collect();
         v.sort();
-        return v;
+        if !v.is_empty() || targets == Targets::Primaries {
+            return v;
+        }
     }
     let mut shuffled = nodes.to_vec();
     shuffled.shuffle(rng);
     let n = nodes.len();
     let k = match targets {
-        Targets::One => 1.min(n),
+        Targets::One | Targets::PrimariesOrOne => 1.min(n),
         Targets::Minority => (n.saturating_sub(1) / 2).max(1).min(n),
         Targets::Majority => n / 2 + 1,
         Targets::All => n,
@@ -392,10 +394,13 @@ impl Nemesis {
                 TARGET_NAMES.join(", ")
             )
         })?;
-        let primaries = if t == Targets::Primaries {
-            self.primaries()?
-        } else {
-            Vec::new()
+        let primaries = match t {
+            Targets::Primaries => self.primaries()?,
+            // No primaries ability, or no answer: one random node instead.
+            Targets::PrimariesOrOne if self.cfg.db.as_primaries().is_some() => {
+                self.primaries().unwrap_or_default()
+            }
+            _ => Vec::new(),
         };
         let names = self.names();
         let chosen = select_targets_with(t, &names, &primaries, &mut self.cfg.rng);
@@ -932,6 +937,19 @@ mod tests {
         );
         assert!(select_targets(Targets::Primaries, &n, &mut rng).is_empty());
         assert_eq!(Targets::parse("primaries"), Some(Targets::Primaries));
+        // primaries-or-one: the primaries when known, else one random node.
+        assert_eq!(
+            select_targets_with(Targets::PrimariesOrOne, &n, &leaders, &mut rng),
+            select_targets_with(Targets::Primaries, &n, &leaders, &mut rng)
+        );
+        assert_eq!(
+            select_targets_with(Targets::PrimariesOrOne, &n, &[], &mut rng).len(),
+            1
+        );
+        assert_eq!(
+            Targets::parse("primaries-or-one"),
+            Some(Targets::PrimariesOrOne)
+        );
         for name in TARGET_NAMES {
             assert!(Targets::parse(name).is_some(), "{name}");
         }

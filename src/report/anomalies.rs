@@ -23,6 +23,10 @@ pub const LINEARIZABLE: &str = "linearizable";
 pub const VERSION_CONFLICT: &str = "version-conflict";
 /// Category of elements the set checker found lost, marked at their add's acknowledgement.
 pub const SET_LOST: &str = "set-lost";
+/// Category of two holders of one lock that both wrote, spanning their overlap window.
+pub const TWO_HOLDERS: &str = "two-holders";
+/// Category of protected writes accepted with a stale fencing token.
+pub const STALE_TOKEN: &str = "stale-token";
 
 /// One anomaly pinned to time.
 #[derive(Debug, Clone, PartialEq)]
@@ -219,6 +223,7 @@ pub fn anomaly_marks(history: &History, results: &Value) -> Vec<AnomalyMark> {
     }
     marks.extend(set_lost_marks(results));
     marks.extend(txn_marks(history, results));
+    marks.extend(lock_marks(results));
     // Stable category order: linearizable, session guarantees as listed, version-conflict,
     // set-lost, transactional anomalies.
     let mut order: Vec<String> = Vec::new();
@@ -265,6 +270,72 @@ fn set_lost_marks(results: &Value) -> Vec<AnomalyMark> {
             })
         })
         .collect()
+}
+
+/// The lock checkers' witnesses: two holders over their overlap window (the mark sits on the
+/// last write inside it), and stale-token writes the resource accepted (spanning from the
+/// greater-token write it came after).
+fn lock_marks(results: &Value) -> Vec<AnomalyMark> {
+    let rows = |name: &str| {
+        checker_details(results, name)
+            .and_then(|d| d.get("anomalies"))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mut marks = Vec::new();
+    for r in rows(crate::checker::lock::MUTEX_NAME) {
+        let window = r.get("window_s").and_then(Value::as_array);
+        let at = |i: usize| window.and_then(|w| w.get(i)).and_then(Value::as_f64);
+        let last = r
+            .get("ops")
+            .and_then(Value::as_array)
+            .and_then(|ops| ops.iter().filter_map(|o| o.get("index")?.as_u64()).max());
+        let (Some(from), Some(to), Some(last)) = (at(0), at(1), last) else {
+            continue;
+        };
+        let holder = |i: usize| text(r.get("holders").and_then(|h| h.get(i)?.get("process")));
+        marks.push(AnomalyMark {
+            category: TWO_HOLDERS.to_string(),
+            time_s: to,
+            from_s: Some(from),
+            op_index: last,
+            primary: true,
+            label: format!(
+                "lock {}: p{} and p{} both wrote ({})",
+                text(r.get("lock")),
+                holder(0),
+                holder(1),
+                text(r.get("kind"))
+            ),
+        });
+    }
+    for r in rows(crate::checker::lock::FENCING_NAME) {
+        let stale = r.get("stale");
+        let (Some(time_s), Some(index)) = (
+            stale.and_then(|o| o.get("time_s")).and_then(Value::as_f64),
+            stale.and_then(|o| o.get("index")).and_then(Value::as_u64),
+        ) else {
+            continue;
+        };
+        marks.push(AnomalyMark {
+            category: STALE_TOKEN.to_string(),
+            time_s,
+            from_s: r
+                .get("after")
+                .and_then(|o| o.get("time_s"))
+                .and_then(Value::as_f64),
+            op_index: index,
+            primary: true,
+            label: format!(
+                "lock {}: token {} accepted after {}",
+                text(r.get("lock")),
+                text(r.get("stale_token")),
+                text(r.get("after_token"))
+            ),
+        });
+    }
+    marks
 }
 
 /// The transactional checker's kept anomalies, each named by its type (`G2-item`, `G1a`, …) and
@@ -594,6 +665,37 @@ mod tests {
             ("G2-item", t(4), Some(t(1)), 4)
         );
         assert_eq!(m.label, "G2-item: T1 T4");
+    }
+
+    #[test]
+    fn lock_anomalies_span_the_overlap_and_the_stale_write() {
+        let r = json!({"checkers": [
+            {"checker": "mutual-exclusion", "verdict": "invalid", "details": {"anomalies": [
+                {"kind": "interleaved", "lock": "l0", "window_s": [1.5, 4.25],
+                 "holders": [{"process": "3"}, {"process": "7"}],
+                 "ops": [{"index": 10}, {"index": 31}, {"index": 12}]},
+                {"kind": "concurrent", "lock": "l1", "window_s": [2.0], "ops": [{"index": 5}]}]}},
+            {"checker": "fencing", "verdict": "invalid", "details": {"anomalies": [
+                {"lock": "l1", "stale": {"index": 40, "time_s": 6.5}, "stale_token": 4,
+                 "after": {"index": 38, "time_s": 6.0}, "after_token": 9}]}}]});
+        let marks = anomaly_marks(&history(), &r);
+        assert_eq!(
+            marks.len(),
+            2,
+            "a window without its end is skipped: {marks:?}"
+        );
+        let m = &marks[0];
+        assert_eq!(
+            (m.category.as_str(), m.time_s, m.from_s, m.op_index),
+            (TWO_HOLDERS, 4.25, Some(1.5), 31)
+        );
+        assert_eq!(m.label, "lock l0: p3 and p7 both wrote (interleaved)");
+        let m = &marks[1];
+        assert_eq!(
+            (m.category.as_str(), m.time_s, m.from_s, m.op_index),
+            (STALE_TOKEN, 6.5, Some(6.0), 40)
+        );
+        assert_eq!(m.label, "lock l1: token 4 accepted after 9");
     }
 
     #[test]

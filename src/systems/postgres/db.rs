@@ -18,7 +18,7 @@
 //! `client`); it only runs `init_sql` on the primary once it is up.
 
 use crate::control::{Cmd, Remote};
-use crate::db::{Binary, Db, DbError, Kill, Pause, Promote};
+use crate::db::{Binary, Db, DbError, Kill, Pause, Primaries, Promote};
 use crate::node::Node;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
@@ -531,6 +531,10 @@ impl Db for Postgres {
         Some(self)
     }
 
+    fn as_primaries(&self) -> Option<&dyn Primaries> {
+        Some(self)
+    }
+
     fn required_binaries(&self) -> Vec<Binary> {
         let fix = "apt-get install postgresql-15 (`shakedown run --db postgres` does this)";
         [
@@ -571,6 +575,56 @@ impl Pause for Postgres {
 
     fn resume(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
         self.signal(remote, "CONT")
+    }
+}
+
+/// Whether the server on this node is a primary: `f` (not in recovery), `t` (a standby), or an
+/// error when it does not answer within 2 s (down, paused, cut off). `$1` = bin dir, `$2` =
+/// host, `$3` = port.
+const IN_RECOVERY_SCRIPT: &str = r#""$1/psql" -X -q -At -h "$2" -p "$3" -U postgres \
+  -d "dbname=postgres connect_timeout=2" -c "select pg_is_in_recovery()"
+"#;
+
+impl Primaries for Postgres {
+    /// The nodes whose server answers that it is not in recovery, asked of every node: after a
+    /// promote while the old primary still runs (a partition), both.
+    fn primaries(
+        &self,
+        remotes: &[std::sync::Arc<dyn Remote>],
+        nodes: &[Node],
+    ) -> Result<Vec<String>, DbError> {
+        let mut found = Vec::new();
+        let mut errors = Vec::new();
+        for (remote, node) in remotes.iter().zip(nodes) {
+            let cmd = Cmd::script(
+                IN_RECOVERY_SCRIPT,
+                [
+                    self.cfg.bin_dir.clone(),
+                    node.host.clone(),
+                    self.cfg.port.to_string(),
+                ],
+            )
+            .timeout_ms(5_000);
+            match remote.exec_ok(&cmd) {
+                Ok(out) if out.trim() == "f" => found.push(node.name.clone()),
+                Ok(_) => {}
+                Err(e) => errors.push(format!("{}: {e}", node.name)),
+            }
+        }
+        if found.is_empty() {
+            return Err(DbError::Other {
+                node: nodes.first().map(|n| n.name.clone()).unwrap_or_default(),
+                message: format!(
+                    "no PostgreSQL server said it is a primary{}",
+                    if errors.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", errors.join("; "))
+                    }
+                ),
+            });
+        }
+        Ok(found)
     }
 }
 
