@@ -5,7 +5,10 @@
 //! Owns only these CLI assertions; the checker is unit-tested in `checker::txn`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+
+#[path = "common/cli.rs"]
+mod cli;
 
 fn data(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -14,11 +17,7 @@ fn data(rel: &str) -> PathBuf {
 }
 
 fn check(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_shakedown"))
-        .env(
-            shakedown::store::PROTECT_ENV,
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("reports"),
-        )
+    cli::command()
         .arg("check")
         .args(args)
         .output()
@@ -94,7 +93,7 @@ fn malformed_micro_op_exits_3_naming_file_and_op() {
 /// `needle`, and write nothing.
 fn refused(args: &[&str], needle: &str) {
     let reports = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_shakedown"))
+    let out = cli::command()
         .args(["run", "--reports"])
         .arg(reports.path())
         .args([
