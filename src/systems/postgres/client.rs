@@ -198,6 +198,28 @@ pub struct PgClient {
     lww: bool,
 }
 
+/// How messages name node `i`: `n2 (10.0.0.2:5432)`.
+pub(super) fn node_label(cfg: &PgClientConfig, i: usize) -> String {
+    let n = &cfg.nodes[i];
+    format!("{} ({}:{})", n.name, n.host, cfg.port)
+}
+
+/// Connection settings for node `i`, as `application_name`.
+pub(super) fn pg_config(
+    cfg: &PgClientConfig,
+    i: usize,
+    application: &str,
+) -> tokio_postgres::Config {
+    let mut pg = tokio_postgres::Config::new();
+    pg.host(&cfg.nodes[i].host)
+        .port(cfg.port)
+        .user("postgres")
+        .dbname("postgres")
+        .application_name(application)
+        .connect_timeout(Duration::from_millis(cfg.timeout_ms));
+    pg
+}
+
 impl PgClient {
     /// A client; connections open on first use. Fails on an empty node list, an index out of
     /// range or a zero timeout.
@@ -267,20 +289,11 @@ impl PgClient {
     }
 
     fn label(&self, i: usize) -> String {
-        let n = &self.cfg.nodes[i];
-        format!("{} ({}:{})", n.name, n.host, self.cfg.port)
+        node_label(&self.cfg, i)
     }
 
     async fn connect(&self, i: usize) -> Result<Conn, tokio_postgres::Error> {
-        let node = &self.cfg.nodes[i];
-        let mut pg = tokio_postgres::Config::new();
-        pg.host(&node.host)
-            .port(self.cfg.port)
-            .user("postgres")
-            .dbname("postgres")
-            .application_name("shakedown")
-            .connect_timeout(Duration::from_millis(self.cfg.timeout_ms));
-        let (client, connection) = pg.connect(NoTls).await?;
+        let (client, connection) = pg_config(&self.cfg, i, "shakedown").connect(NoTls).await?;
         let task = tokio::spawn(async move {
             let _ = connection.await;
         });

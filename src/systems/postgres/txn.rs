@@ -155,20 +155,13 @@ impl PgTxnClient {
     }
 
     fn label(&self, i: usize) -> String {
-        let n = &self.cfg.nodes[i];
-        format!("{} ({}:{})", n.name, n.host, self.cfg.port)
+        super::client::node_label(&self.cfg, i)
     }
 
     async fn connect(&self, i: usize) -> Result<Conn, tokio_postgres::Error> {
-        let node = &self.cfg.nodes[i];
-        let mut pg = tokio_postgres::Config::new();
-        pg.host(&node.host)
-            .port(self.cfg.port)
-            .user("postgres")
-            .dbname("postgres")
-            .application_name("shakedown-txn")
-            .connect_timeout(Duration::from_millis(self.cfg.timeout_ms));
-        let (client, connection) = pg.connect(NoTls).await?;
+        let (client, connection) = super::client::pg_config(&self.cfg, i, "shakedown-txn")
+            .connect(NoTls)
+            .await?;
         let task = tokio::spawn(async move {
             let _ = connection.await;
         });
