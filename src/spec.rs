@@ -792,6 +792,18 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
                 "clock" => {
                     faults.push(FaultKind::clock("bump", "one"));
                     faults.push(FaultKind::clock("strobe", "one"));
+                    // TTL locks and last-write-wins timestamps live on the primary: a step of
+                    // seconds to a minute there (one random node where there is none).
+                    let mut primary = FaultKind::clock("bump", "primaries-or-one");
+                    if let FaultKind::Clock {
+                        min_delta_ms,
+                        max_delta_ms,
+                        ..
+                    } = &mut primary
+                    {
+                        (*min_delta_ms, *max_delta_ms) = (4096, 65536);
+                    }
+                    faults.push(primary);
                 }
                 _ => unreachable!("filtered by known"),
             }
@@ -962,9 +974,14 @@ mod tests {
         assert_eq!(v["targets"], "one");
         assert_eq!(v["max_delta_ms"], 262_144);
         let n = load_nemesis("partition,clock").unwrap();
-        assert_eq!(n.faults.len(), 4);
+        assert_eq!(n.faults.len(), 5);
         assert_eq!(n.faults[3].ops().0, "strobe-clock");
         assert_eq!(n.faults[3].ops().1["duration_ms"], 10_000);
+        let (f, v, _) = n.faults[4].ops();
+        assert_eq!(
+            (f, &v["targets"]),
+            ("bump-clock", &serde_json::json!("primaries-or-one"))
+        );
 
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("clk.toml");
