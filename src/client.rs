@@ -128,6 +128,19 @@ impl ClientCtx {
     }
 }
 
+/// An error and every cause under it, `outer: inner: …`: transport errors often say what
+/// happened only in their sources (the clients' own words for a failed op).
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(cause) = src {
+        s.push_str(": ");
+        s.push_str(&cause.to_string());
+        src = cause.source();
+    }
+    s
+}
+
 /// A parsed key-value op of the register and set workloads, the one reading of their `f`/`value`
 /// vocabulary that built-in clients share: register `read`/`write`/`cas` (`[old, new]`), set
 /// `add`/`read` (a `read` is a set read when the client serves the set workload).
@@ -178,5 +191,29 @@ impl KvOp {
             KvOp::Write(v) | KvOp::SetAdd(v) => serde_json::json!(v),
             KvOp::Cas(old, new) => serde_json::json!([old, new]),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn kv_ops_parse_per_workload_and_bad_arguments_are_rejected() {
+        assert_eq!(KvOp::parse("read", &Value::Null, false), Ok(KvOp::Read));
+        assert_eq!(KvOp::parse("write", &json!(3), false), Ok(KvOp::Write(3)));
+        assert_eq!(
+            KvOp::parse("cas", &json!([1, 2]), false),
+            Ok(KvOp::Cas(1, 2))
+        );
+        assert!(KvOp::parse("cas", &json!([1]), false).is_err());
+        assert!(KvOp::parse("write", &json!("x"), false).is_err());
+        assert!(KvOp::parse("append", &json!(1), false).is_err());
+        // The set workload: add and a whole-set read; add is no register op.
+        assert_eq!(KvOp::parse("read", &Value::Null, true), Ok(KvOp::SetRead));
+        assert_eq!(KvOp::parse("add", &json!(7), true), Ok(KvOp::SetAdd(7)));
+        assert!(KvOp::parse("add", &json!(7), false).is_err());
+        assert!(KvOp::parse("add", &json!("x"), true).is_err());
     }
 }

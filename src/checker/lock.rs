@@ -443,6 +443,19 @@ fn mutual_exclusion(history: &History, holds: &Holds, faults: &[FaultInterval]) 
     details.insert("overlaps".into(), all.len().into());
     details.insert("two_holders".into(), n.into());
     details.insert("writes_ok".into(), writes_done.into());
+    with_witnesses(MUTEX_NAME, verdict, summary, details, anomalies)
+}
+
+/// The result of checker `name`: `details` plus the first [`WITNESS_CAP`] anomalies and how
+/// many were left off.
+fn with_witnesses(
+    name: &str,
+    verdict: Verdict,
+    summary: String,
+    mut details: serde_json::Map<String, Value>,
+    anomalies: Vec<Value>,
+) -> CheckResult {
+    let n = anomalies.len();
     details.insert(
         "anomalies".into(),
         anomalies.into_iter().take(WITNESS_CAP).collect(),
@@ -452,7 +465,7 @@ fn mutual_exclusion(history: &History, holds: &Holds, faults: &[FaultInterval]) 
         n.saturating_sub(WITNESS_CAP).into(),
     );
     CheckResult {
-        checker: MUTEX_NAME.into(),
+        checker: name.into(),
         verdict,
         summary,
         details: Value::Object(details),
@@ -543,20 +556,7 @@ fn fencing(history: &History, holds: &Holds, faults: &[FaultInterval]) -> CheckR
     details.insert("accepted_without_token".into(), untokened.into());
     details.insert("overlaps".into(), overlapping.into());
     details.insert("stale_accepted".into(), n.into());
-    details.insert(
-        "anomalies".into(),
-        anomalies.into_iter().take(WITNESS_CAP).collect(),
-    );
-    details.insert(
-        "anomalies_left_off".into(),
-        n.saturating_sub(WITNESS_CAP).into(),
-    );
-    CheckResult {
-        checker: FENCING_NAME.into(),
-        verdict,
-        summary,
-        details: Value::Object(details),
-    }
+    with_witnesses(FENCING_NAME, verdict, summary, details, anomalies)
 }
 
 #[cfg(test)]

@@ -152,19 +152,10 @@ fn certainty_of(e: &tokio_postgres::Error) -> Certainty {
     }
 }
 
-fn describe(e: &tokio_postgres::Error) -> String {
+pub(super) fn describe(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{} {}: {}", db.severity(), db.code().code(), db.message()),
-        None => {
-            let mut s = e.to_string();
-            let mut src = std::error::Error::source(e);
-            while let Some(cause) = src {
-                s.push_str(": ");
-                s.push_str(&cause.to_string());
-                src = cause.source();
-            }
-            s
-        }
+        None => crate::client::error_chain(e),
     }
 }
 
@@ -544,24 +535,6 @@ mod tests {
         assert_eq!(classify_server_error("ERROR", "XX000"), Unknown);
         assert_eq!(classify_server_error("ERROR", "58030"), Unknown);
         assert_eq!(classify_server_error("ERROR", ""), Unknown);
-    }
-
-    #[test]
-    fn ops_parse_and_bad_arguments_are_rejected() {
-        assert_eq!(KvOp::parse("read", &Value::Null, false), Ok(KvOp::Read));
-        assert_eq!(KvOp::parse("write", &json!(3), false), Ok(KvOp::Write(3)));
-        assert_eq!(
-            KvOp::parse("cas", &json!([1, 2]), false),
-            Ok(KvOp::Cas(1, 2))
-        );
-        assert!(KvOp::parse("cas", &json!([1]), false).is_err());
-        assert!(KvOp::parse("write", &json!("x"), false).is_err());
-        assert!(KvOp::parse("append", &json!(1), false).is_err());
-        // The set workload: add and a whole-set read; add is no register op.
-        assert_eq!(KvOp::parse("read", &Value::Null, true), Ok(KvOp::SetRead));
-        assert_eq!(KvOp::parse("add", &json!(7), true), Ok(KvOp::SetAdd(7)));
-        assert!(KvOp::parse("add", &json!(7), false).is_err());
-        assert!(KvOp::parse("add", &json!("x"), true).is_err());
     }
 
     #[test]

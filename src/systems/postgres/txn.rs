@@ -187,7 +187,7 @@ impl PgTxnClient {
         isolation: Isolation,
     ) -> Result<Value, Stopped> {
         let stopped = |label: String, e: &tokio_postgres::Error, commit_sent: bool| Stopped {
-            error: format!("{label}: {}", describe(e)),
+            error: format!("{label}: {}", super::client::describe(e)),
             commit_sent,
             certainty: match e.as_db_error() {
                 Some(db) => classify_server_error(db.severity(), db.code().code()),
@@ -246,22 +246,6 @@ impl PgTxnClient {
         match conn.client.batch_execute("COMMIT").await {
             Ok(()) => Ok(Value::Array(done)),
             Err(e) => Err(stopped(label, &e, true)),
-        }
-    }
-}
-
-fn describe(e: &tokio_postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!("{} {}: {}", db.severity(), db.code().code(), db.message()),
-        None => {
-            let mut s = e.to_string();
-            let mut src = std::error::Error::source(e);
-            while let Some(cause) = src {
-                s.push_str(": ");
-                s.push_str(&cause.to_string());
-                src = cause.source();
-            }
-            s
         }
     }
 }

@@ -94,15 +94,9 @@ impl RedisLockClient {
         format!("{}{what}:{lock}", self.redis.config().key_prefix)
     }
 
-    /// Run one script on the primary.
-    async fn script(
-        &mut self,
-        script: &redis::Script,
-        keys: &[String],
-        args: &[String],
-    ) -> Result<i64, Failure> {
-        let (i, mut conn) = self
-            .redis
+    /// A connection to the current primary; nothing was sent when this fails.
+    async fn primary(&mut self) -> Result<(usize, redis::aio::MultiplexedConnection), Failure> {
+        self.redis
             .primary_connection()
             .await
             .map_err(|error| Failure {
@@ -110,7 +104,17 @@ impl RedisLockClient {
                 sent: false,
                 server_reply: false,
                 node: None,
-            })?;
+            })
+    }
+
+    /// Run one script on the primary.
+    async fn script(
+        &mut self,
+        script: &redis::Script,
+        keys: &[String],
+        args: &[String],
+    ) -> Result<i64, Failure> {
+        let (i, mut conn) = self.primary().await?;
         let mut inv = script.prepare_invoke();
         for k in keys {
             inv.key(k);
@@ -217,16 +221,7 @@ impl RedisLockClient {
     }
 
     async fn set(&mut self, key: &str, v: i64) -> Result<(), Failure> {
-        let (i, mut conn) = self
-            .redis
-            .primary_connection()
-            .await
-            .map_err(|error| Failure {
-                error,
-                sent: false,
-                server_reply: false,
-                node: None,
-            })?;
+        let (i, mut conn) = self.primary().await?;
         redis::cmd("SET")
             .arg(key)
             .arg(v)
