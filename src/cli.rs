@@ -334,7 +334,9 @@ pub struct RunArgs {
     /// Workload: a name under workloads/ or a path to a .toml spec.
     #[arg(long, default_value = "register")]
     pub workload: String,
-    /// Nemesis: packages `partition,kill,pause,isolate`, `none`, a name under nemeses/ or a path.
+    /// Nemesis: a name under nemeses/ (its file, e.g. `clock`, `isolate`, `stall`, `none`), a
+    /// path to a .toml schedule, or a comma-separated list of packages (partition, kill, pause,
+    /// isolate, loss, bandwidth, delay, clock, promote, ssh-drop, stall).
     #[arg(long, default_value = "partition,kill,pause")]
     pub nemesis: String,
     /// Seconds between fault transitions (overrides the schedule's interval_s).

@@ -746,9 +746,20 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
         "ssh-drop",
         "stall",
     ];
-    if packages.iter().all(|p| known.contains(p)) {
+    // A single name with a schedule file (`nemeses/NAME.toml` here, or a built-in one) is that
+    // file, so editing `nemeses/clock.toml` changes `--nemesis clock`; lists are packages.
+    // In a list, such a name stands for its file's faults (one definition of `clock`).
+    let has_file = |name: &str| {
+        Path::new("nemeses").join(format!("{name}.toml")).is_file()
+            || BUILTIN_NEMESES.iter().any(|(n, _)| *n == name)
+    };
+    if !(packages.len() == 1 && has_file(arg)) && packages.iter().all(|p| known.contains(p)) {
         let mut faults = Vec::new();
         for p in packages {
+            if has_file(p) {
+                faults.extend(load_nemesis(p)?.faults);
+                continue;
+            }
             match p {
                 "partition" => {
                     faults.push(FaultKind::Partition {
@@ -758,9 +769,6 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
                         shape: "halves".into(),
                     });
                 }
-                "isolate" => faults.push(FaultKind::Partition {
-                    shape: "one".into(),
-                }),
                 "kill" => faults.push(FaultKind::Kill {
                     targets: "one".into(),
                 }),
@@ -785,27 +793,7 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
                     targets: "one".into(),
                     duration_ms: d_ssh_drop_ms(),
                 }),
-                "stall" => faults.push(FaultKind::Stall {
-                    min_ms: d_stall_min_ms(),
-                    max_ms: d_stall_max_ms(),
-                }),
-                "clock" => {
-                    faults.push(FaultKind::clock("bump", "one"));
-                    faults.push(FaultKind::clock("strobe", "one"));
-                    // TTL locks and last-write-wins timestamps live on the primary: a step of
-                    // seconds to a minute there (one random node where there is none).
-                    let mut primary = FaultKind::clock("bump", "primaries-or-one");
-                    if let FaultKind::Clock {
-                        min_delta_ms,
-                        max_delta_ms,
-                        ..
-                    } = &mut primary
-                    {
-                        (*min_delta_ms, *max_delta_ms) = (4096, 65536);
-                    }
-                    faults.push(primary);
-                }
-                _ => unreachable!("filtered by known"),
+                _ => unreachable!("filtered by known; the others have files"),
             }
         }
         return Ok(NemesisSpec {
@@ -893,6 +881,21 @@ mod tests {
                 targets: "one".into()
             }
         );
+    }
+
+    #[test]
+    fn a_name_with_a_file_is_the_file_and_stands_for_its_faults_in_a_list() {
+        // nemeses/isolate.toml says interval_s = 3; packages use the default 5 s.
+        let alone = load_nemesis("isolate").unwrap();
+        assert_eq!(alone.interval_s, 3.0);
+        let listed = load_nemesis("isolate,kill").unwrap();
+        assert_eq!(listed.interval_s, 5.0);
+        assert_eq!(listed.faults[..1], alone.faults[..]);
+        // `clock` in a list is clock.toml's three faults, in the file's order.
+        let clock = load_nemesis("clock").unwrap();
+        let listed = load_nemesis("kill,clock").unwrap();
+        assert_eq!(listed.faults[1..], clock.faults[..]);
+        assert_eq!(clock.faults.len(), 3);
     }
 
     #[test]
