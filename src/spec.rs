@@ -972,19 +972,22 @@ mod tests {
     fn clock_faults_parse_compose_and_validate() {
         let n = load_nemesis("clock").unwrap();
         assert!(n.faults.iter().all(FaultKind::is_clock));
+        assert_eq!(n.order, FaultOrder::Sequential);
+        // The primary's step comes first, so every run of a few intervals has one.
         let (f, v, stop) = n.faults[0].ops();
         assert_eq!((f, stop), ("bump-clock", "reset-clock"));
-        assert_eq!(v["targets"], "one");
+        assert_eq!(v["targets"], "primaries-or-one");
+        assert_eq!(v["min_delta_ms"], 4096);
+        let (f, v, _) = n.faults[1].ops();
+        assert_eq!(
+            (f, &v["targets"]),
+            ("bump-clock", &serde_json::json!("one"))
+        );
         assert_eq!(v["max_delta_ms"], 262_144);
         let n = load_nemesis("partition,clock").unwrap();
         assert_eq!(n.faults.len(), 5);
-        assert_eq!(n.faults[3].ops().0, "strobe-clock");
-        assert_eq!(n.faults[3].ops().1["duration_ms"], 10_000);
-        let (f, v, _) = n.faults[4].ops();
-        assert_eq!(
-            (f, &v["targets"]),
-            ("bump-clock", &serde_json::json!("primaries-or-one"))
-        );
+        assert_eq!(n.faults[4].ops().0, "strobe-clock");
+        assert_eq!(n.faults[4].ops().1["duration_ms"], 10_000);
 
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("clk.toml");

@@ -1,6 +1,7 @@
 //! Running one command on one non-blocking ssh2 session: the session's socket (TCP keepalive),
-//! waiting on it with `poll(2)` until the command's deadline, writing stdin and draining stdout
-//! and stderr together, and reading the exit status or signal.
+//! waiting on it with `poll(2)` in slices of at most [`POLL_SLICE_MS`] until the command's
+//! deadline, writing stdin and draining stdout and stderr together, and reading the exit status
+//! or signal.
 //!
 //! Owns `Conn` (a session and its socket), `run_on` and the classification of what went wrong
 //! (`RunError`: not started / timeout / transport). Does not own the session pool, connecting,
@@ -132,29 +133,46 @@ pub(super) fn set_keepalive(fd: RawFd) -> io::Result<()> {
     Ok(())
 }
 
-/// Wait until the session's socket is ready in the direction libssh2 is blocked on, or the
-/// deadline passes.
-fn wait_socket(conn: &Conn, deadline: Option<Instant>) -> Result<(), WaitError> {
-    let timeout_ms: i32 = match deadline {
+/// Longest one wait on the socket lasts before the caller asks libssh2 again, in ms.
+///
+/// libssh2 can return EAGAIN with "blocked inbound" while what the caller waits for (the
+/// command's output, its exit status, the channel's close) is already in its own buffers, read
+/// off the socket by an earlier call: the socket then stays quiet and a wait until the deadline
+/// sleeps the command's whole timeout before finding it (libssh2 issue #232; seen here as a
+/// `date` over SSH taking 60 s right after a clock strobe, under load). Waking at least this
+/// often bounds such a lost wakeup to one slice.
+pub(super) const POLL_SLICE_MS: i32 = 100;
+
+/// How long one `poll(2)` may wait, in ms: until the deadline (rounded up, so we do not spin on a
+/// sub-millisecond remainder), at most [`POLL_SLICE_MS`]; `None` once the deadline has passed.
+pub(super) fn poll_timeout_ms(deadline: Option<Instant>, now: Instant) -> Option<i32> {
+    match deadline {
         Some(d) => {
-            let left = d.saturating_duration_since(Instant::now());
+            let left = d.saturating_duration_since(now);
             if left.is_zero() {
-                return Err(WaitError::Timeout);
+                return None;
             }
-            // Round up so we do not spin on a sub-millisecond remainder.
-            i32::try_from(left.as_millis() + 1).unwrap_or(i32::MAX)
+            Some(
+                i32::try_from(left.as_millis() + 1)
+                    .map_or(POLL_SLICE_MS, |ms| ms.min(POLL_SLICE_MS)),
+            )
         }
-        None => -1,
+        None => Some(POLL_SLICE_MS),
+    }
+}
+
+/// Wait until the session's socket is ready in the direction libssh2 is blocked on, at most
+/// [`POLL_SLICE_MS`], or until the deadline passes.
+fn wait_socket(conn: &Conn, deadline: Option<Instant>) -> Result<(), WaitError> {
+    let Some(timeout_ms) = poll_timeout_ms(deadline, Instant::now()) else {
+        return Err(WaitError::Timeout);
     };
     let (events, timeout_ms) = match conn.sess.block_directions() {
         BlockDirections::Inbound => (libc::POLLIN, timeout_ms),
         BlockDirections::Outbound => (libc::POLLOUT, timeout_ms),
         BlockDirections::Both => (libc::POLLIN | libc::POLLOUT, timeout_ms),
         // Not blocked on the socket: just yield briefly and let the caller retry.
-        BlockDirections::None => (
-            libc::POLLIN,
-            if timeout_ms < 0 { 1 } else { timeout_ms.min(1) },
-        ),
+        BlockDirections::None => (libc::POLLIN, timeout_ms.min(1)),
     };
     let mut pfd = libc::pollfd {
         fd: conn.fd,
@@ -322,4 +340,26 @@ pub(super) fn run_on(
         stdout,
         stderr,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_wait_on_the_socket_is_never_longer_than_one_slice() {
+        let now = Instant::now();
+        let in_a_minute = Some(now + Duration::from_secs(60));
+        assert_eq!(poll_timeout_ms(in_a_minute, now), Some(POLL_SLICE_MS));
+        assert_eq!(poll_timeout_ms(None, now), Some(POLL_SLICE_MS));
+        // Close to the deadline: only what is left, rounded up.
+        let soon = Some(now + Duration::from_micros(20_500));
+        assert_eq!(poll_timeout_ms(soon, now), Some(21));
+        assert_eq!(poll_timeout_ms(Some(now), now), None);
+        assert_eq!(
+            poll_timeout_ms(Some(now), now + Duration::from_secs(1)),
+            None
+        );
+    }
 }

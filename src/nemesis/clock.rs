@@ -396,12 +396,17 @@ pub fn reset(remote: &dyn Remote) -> Result<(), String> {
 
 /// Samples per offset measurement; the one with the shortest round trip is kept (as NTP does).
 pub const OFFSET_SAMPLES: usize = 3;
+/// Longest one clock reading may take, in ms: its error bound is half its round trip, so a slower
+/// one says little, and it holds the nemesis (or a strobe's sampler) while it waits.
+const OFFSET_READING_TIMEOUT_MS: u64 = 10_000;
 
 /// `remote`'s clock minus the controller's, in ms, round-trip corrected, from the fastest of
 /// [`OFFSET_SAMPLES`] readings; also returns that round trip in ms (the error bound is half of
 /// it).
 pub fn measure_offset(remote: &dyn Remote) -> Result<(f64, f64), String> {
-    let cmd = Cmd::new("date").arg("+%s.%N");
+    let cmd = Cmd::new("date")
+        .arg("+%s.%N")
+        .timeout_ms(OFFSET_READING_TIMEOUT_MS);
     let mut best: Option<(f64, f64)> = None;
     for _ in 0..OFFSET_SAMPLES {
         let sent = now_ns();
