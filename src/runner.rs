@@ -187,6 +187,19 @@ impl Drop for NemesisOpDone {
     }
 }
 
+/// What the check phase says it checks, by workload kind (the checkers `check_with` picks).
+fn check_phase_text(kind: &str) -> &'static str {
+    if kind == generator::set::KIND {
+        "checking the sets: lost, unexpected and recovered elements"
+    } else if kind == generator::txn::KIND {
+        "checking the transactions: dependency cycles and non-cycle anomalies"
+    } else if generator::lock::is_lock_kind(kind) {
+        "checking the locks: mutual exclusion and fencing"
+    } else {
+        "checking linearizability and session guarantees"
+    }
+}
+
 /// The test metadata written to test.json.
 fn test_json(
     cfg: &TestConfig,
@@ -666,14 +679,7 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
         Err(e) => (0, (0, 0, 0), Duration::ZERO, Some(e.to_string())),
     };
 
-    progress.phase(
-        Phase::Check,
-        if cfg.workload.kind == generator::set::KIND {
-            "checking the sets: lost, unexpected and recovered elements"
-        } else {
-            "checking linearizability and session guarantees"
-        },
-    );
+    progress.phase(Phase::Check, check_phase_text(&cfg.workload.kind));
     let checked = write_results_with(
         &run_dir,
         cfg.check_time_limit_s,
