@@ -9,7 +9,7 @@
 //! or vectors, integral floats from EDN `1M` read as integers) and pairing each invoke with its
 //! completion. Does not own the file formats (`history`, `edn`, `import`) or any inference. Pure.
 
-use crate::history::{History, Op, OpType};
+use crate::history::{History, OpType};
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 
@@ -184,15 +184,13 @@ pub fn is_txn_value(v: &Value) -> bool {
     })
 }
 
-/// `line 7 (op 3, process 0, txn)` when the reader knew the op's line, else `op 3 (process 0,
-/// txn)`.
-fn op_label(history: &History, op: &Op) -> String {
-    match history.line_of(op.index as usize) {
-        Some(line) => format!(
-            "line {line} (op {}, process {}, {})",
-            op.index, op.process, op.f
-        ),
-        None => format!("op {} (process {}, {})", op.index, op.process, op.f),
+/// `line 7 (op 3, process 0, txn)` for the op at position `pos` (0-based, as transactions are
+/// named `T3`) when the reader knew its line, else `op 3 (process 0, txn)`.
+fn op_label(history: &History, pos: usize) -> String {
+    let op = &history.ops[pos];
+    match history.line_of(pos) {
+        Some(line) => format!("line {line} (op {pos}, process {}, {})", op.process, op.f),
+        None => format!("op {pos} (process {}, {})", op.process, op.f),
     }
 }
 
@@ -208,17 +206,22 @@ fn mop_fn(m: &Value) -> Option<&str> {
 /// there are no appends and some read returned a single value; else list-append. Appends and
 /// writes in one history are an error naming one op of each.
 pub fn kind_of(history: &History) -> Result<TxnKind, String> {
-    let mut append: Option<&Op> = None;
-    let mut write: Option<&Op> = None;
+    let mut append: Option<usize> = None;
+    let mut write: Option<usize> = None;
     let mut scalar_read = false;
-    for op in history.ops.iter().filter(|o| o.is_client()) {
+    for (pos, op) in history
+        .ops
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| o.is_client())
+    {
         for m in op.value.as_array().into_iter().flatten() {
             match mop_fn(m) {
                 Some(mop_f::APPEND) => {
-                    append.get_or_insert(op);
+                    append.get_or_insert(pos);
                 }
                 Some(mop_f::WRITE) => {
-                    write.get_or_insert(op);
+                    write.get_or_insert(pos);
                 }
                 Some(mop_f::READ) => {
                     scalar_read |= m.get(2).is_some_and(|v| !v.is_null() && !v.is_array());
@@ -241,15 +244,16 @@ pub fn kind_of(history: &History) -> Result<TxnKind, String> {
 
 fn parse_mops(
     history: &History,
-    op: &Op,
+    pos: usize,
     txns: &mut Txns,
     with_reads: bool,
 ) -> Result<Vec<Mop>, String> {
+    let op = &history.ops[pos];
     let register = txns.kind == TxnKind::RwRegister;
     let Value::Array(items) = &op.value else {
         return Err(format!(
             "{}: expected a transaction, a list of micro-ops such as {}, found {}",
-            op_label(history, op),
+            op_label(history, pos),
             if register {
                 "[[\"w\",\"x\",3],[\"r\",\"y\",2]]"
             } else {
@@ -263,7 +267,7 @@ fn parse_mops(
         let bad = |why: &str| {
             format!(
                 "{}: micro-op {} {m}: {why}; expected {}",
-                op_label(history, op),
+                op_label(history, pos),
                 i + 1,
                 if register {
                     "[\"w\", key, value] or [\"r\", key, value]"
@@ -340,16 +344,17 @@ pub fn read_txns(history: &History) -> Result<Txns, String> {
             _ => Status::Info,
         };
         // The invoke carries the appends; a committed completion also the reads.
-        let invoke_mops = parse_mops(history, op, &mut txns, false)?;
+        let invoke_mops = parse_mops(history, i, &mut txns, false)?;
         let mops = match completion {
             Some(c) if status == Status::Ok && !c.value.is_null() => {
-                let done = parse_mops(history, c, &mut txns, true)?;
+                let j = pairs[i].unwrap_or(i);
+                let done = parse_mops(history, j, &mut txns, true)?;
                 if done.len() != invoke_mops.len() {
                     return Err(format!(
-                        "{}: its completion has {} micro-ops, its invoke (op {}) {}",
-                        op_label(history, c),
+                        "{}: it has {} micro-ops, its invoke ({}) {}",
+                        op_label(history, j),
                         done.len(),
-                        op.index,
+                        op_label(history, i),
                         invoke_mops.len()
                     ));
                 }
@@ -373,7 +378,7 @@ pub fn read_txns(history: &History) -> Result<Txns, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::Process;
+    use crate::history::{Op, Process};
     use serde_json::json;
 
     fn op(t: OpType, p: u64, v: Value) -> Op {

@@ -44,6 +44,35 @@ pub struct Assume {
     pub linearizable_keys: bool,
 }
 
+impl Assume {
+    /// Parse `--txn-assume`: a comma-separated list of `wfr-keys`, `sequential-keys`,
+    /// `linearizable-keys` (Elle's option names), or `none`.
+    pub fn parse(list: &str) -> Result<Assume, String> {
+        let mut a = Assume::default();
+        for word in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            let source = [
+                VersionSource::WritesFollowReads,
+                VersionSource::SequentialKeys,
+                VersionSource::LinearizableKeys,
+            ]
+            .into_iter()
+            .find(|s| s.name() == word);
+            match source {
+                Some(VersionSource::WritesFollowReads) => a.writes_follow_reads = true,
+                Some(VersionSource::SequentialKeys) => a.sequential_keys = true,
+                Some(VersionSource::LinearizableKeys) => a.linearizable_keys = true,
+                _ if word == "none" => {}
+                _ => {
+                    return Err(format!(
+                        "--txn-assume {word:?}: expected a comma-separated list of wfr-keys, sequential-keys and linearizable-keys, or none"
+                    ));
+                }
+            }
+        }
+        Ok(a)
+    }
+}
+
 /// How much of the version orders could be inferred.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Coverage {
