@@ -758,6 +758,15 @@ mod tests {
         assert_eq!(h.ops[0].value, json!([["r", "x"], ["append", "y", 1.0]]));
         assert_eq!(h.ops[1].f, "txn");
         assert_eq!(h.ops[1].value, json!([["r", "x", [2]], ["append", "y", 1]]));
+        assert_eq!(h.lines, vec![1, 2]);
+        // In a whole-history vector, each op keeps the line its map starts on.
+        let h = read_history(
+            "; c\n[{:type :invoke :process 0 :f :read}\n\n {:type :ok\n :process 0 :f :read}]",
+            "t.edn",
+            EdnOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(h.lines, vec![2, 4]);
         let e = read_history(
             "{:type :invoke :process 0 :value 3}",
             "t.edn",

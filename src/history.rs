@@ -459,6 +459,15 @@ mod tests {
     }
 
     #[test]
+    fn each_op_keeps_the_line_it_was_read_from() {
+        let text = "{\"type\":\"invoke\",\"process\":0,\"f\":\"read\"}\n\n{\"type\":\"ok\",\"process\":0,\"f\":\"read\"}\n";
+        let h = History::read_jsonl(text.as_bytes(), "h.jsonl").unwrap();
+        assert_eq!(h.lines, vec![1, 3]);
+        assert_eq!((h.line_of(1), h.line_of(2)), (Some(3), None));
+        assert!(History::from_ops(h.ops).lines.is_empty());
+    }
+
+    #[test]
     fn integer_keys_are_accepted() {
         let h = History::read_jsonl(
             r#"{"type":"invoke","process":0,"f":"read","key":7}"#.as_bytes(),

@@ -271,6 +271,24 @@ fn linearizable_keys_order_sequential_writes() {
 }
 
 #[test]
+fn an_indeterminate_write_nobody_read_orders_nothing() {
+    // T0 may never have written x = 1: no rw edge from T1's nil read to it, hence no cycle.
+    let txns = [
+        (0, 0, 1, OpType::Info, json!([["w", "x", 1]])),
+        (1, 2, 3, OK, json!([["r", "x", null]])),
+    ];
+    let r = run(&txns);
+    assert_eq!(r.verdict, Verdict::Valid, "{}", r.explain());
+    assert_eq!(r.edges, 0, "{}", r.explain());
+    // Once a committed transaction read it, it committed: T1's nil read then precedes it.
+    let mut txns = txns.to_vec();
+    txns.push((2, 4, 5, OK, json!([["r", "x", 1]])));
+    let r = run(&txns);
+    assert!(r.edges > 0, "{}", r.explain());
+    assert_eq!(r.verdict, Verdict::Valid, "{}", r.explain());
+}
+
+#[test]
 fn mixed_histories_duplicate_writes_and_nil_writes_are_errors() {
     let e = check(
         &history(&[
