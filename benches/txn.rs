@@ -1,16 +1,20 @@
-//! Benchmarks of the transactional checker (`checker::txn`) on generated list-append
-//! transaction histories.
+//! Benchmarks of the transactional checker (`checker::txn`) on generated list-append and
+//! rw-register transaction histories.
 //!
-//! Owns two scenarios, each 100,000 transactions of 1–4 micro-ops over 1,000 keys from 50
+//! Owns four scenarios, each 100,000 transactions of 1–4 micro-ops over 1,000 keys from 50
 //! processes, 1% indeterminate and 1% failed transactions, and a final read of every key:
-//! (a) strict-serializable by construction (valid: the whole graph is built and found acyclic),
-//! (b) the same with 1% stale prefix reads (thousands of anomalies: the cycle search and the
-//! explanations run). Run with `cargo bench --bench txn`; with `TXN_BENCH_ONCE=1` each scenario
+//! (a) list-append, strict-serializable by construction (valid: the whole graph is built and
+//! found acyclic), (b) the same with 1% stale prefix reads (thousands of anomalies: the cycle
+//! search and the explanations run), (c) rw-register with 1% stale reads (older values), version
+//! orders from the initial state only (Elle's default), (d) rw-register strict-serializable by
+//! construction with wfr-keys, sequential-keys and linearizable-keys assumed (every version-order
+//! source used; valid). Run with `cargo bench --bench txn`; with `TXN_BENCH_ONCE=1` each scenario
 //! runs once and prints verdict, time, transactions/s, graph size and peak RSS (VmHWM) instead of a
-//! criterion statistics run (`TXN_BENCH_ONCE=a|b` runs one).
+//! criterion statistics run (`TXN_BENCH_ONCE=a|b|c|d` runs one).
 
 use criterion::{Criterion, criterion_group};
 use shakedown::checker::txn::histgen::{TxnGenConfig, generate_txn_history};
+use shakedown::checker::txn::register::Assume;
 use shakedown::checker::txn::{TxnConfig, check};
 use std::time::{Duration, Instant};
 
@@ -40,24 +44,67 @@ fn stale() -> TxnGenConfig {
     }
 }
 
-fn scenarios() -> [(&'static str, &'static str, TxnGenConfig); 2] {
+fn register() -> TxnGenConfig {
+    TxnGenConfig {
+        rw_register: true,
+        seed: 3,
+        ..stale()
+    }
+}
+
+fn register_clean() -> TxnGenConfig {
+    TxnGenConfig {
+        rw_register: true,
+        seed: 4,
+        ..clean()
+    }
+}
+
+const ALL: Assume = Assume {
+    writes_follow_reads: true,
+    sequential_keys: true,
+    linearizable_keys: true,
+};
+
+fn scenarios() -> [(&'static str, &'static str, TxnGenConfig, Assume); 4] {
     [
         (
             "a",
             "100k txns / 1-4 micro-ops / 1k keys / 50 processes / strict-serializable",
             clean(),
+            Assume::default(),
         ),
         (
             "b",
             "100k txns / 1-4 micro-ops / 1k keys / 50 processes / 1% stale reads",
             stale(),
+            Assume::default(),
+        ),
+        (
+            "c",
+            "rw-register 100k txns / 1-4 micro-ops / 1k keys / 50 processes / 1% stale reads / initial state",
+            register(),
+            Assume::default(),
+        ),
+        (
+            "d",
+            "rw-register 100k txns / 1-4 micro-ops / 1k keys / 50 processes / strict-serializable / all assumptions",
+            register_clean(),
+            ALL,
         ),
     ]
 }
 
+fn config(assume: Assume) -> TxnConfig {
+    TxnConfig {
+        assume,
+        ..TxnConfig::default()
+    }
+}
+
 fn once() {
     let which = std::env::var("TXN_BENCH_ONCE").unwrap_or_default();
-    for (id, name, cfg) in scenarios() {
+    for (id, name, cfg, assume) in scenarios() {
         if which != "1" && which != id {
             continue;
         }
@@ -66,7 +113,7 @@ fn once() {
         let gen_s = t0.elapsed().as_secs_f64();
         let rss_before = peak_rss_kib().unwrap_or(0);
         let t1 = Instant::now();
-        let r = check(&h, &TxnConfig::default()).expect("generated history is a txn history");
+        let r = check(&h, &config(assume)).expect("generated history is a txn history");
         let s = t1.elapsed().as_secs_f64();
         println!(
             "{id}: {name}: generated {} events in {gen_s:.2} s (peak RSS {} MiB); check {} in {s:.2} s = {:.0} txns/s; {} edges, {} cyclic components; peak RSS {} MiB",
@@ -84,7 +131,13 @@ fn once() {
         let txns = shakedown::checker::txn::parse::read_txns(&h).unwrap();
         let parse_s = t.elapsed().as_secs_f64();
         let t = Instant::now();
-        let inferred = shakedown::checker::txn::infer::infer(&txns).unwrap();
+        let inferred = if cfg.rw_register {
+            shakedown::checker::txn::register::infer(&txns, assume)
+                .unwrap()
+                .0
+        } else {
+            shakedown::checker::txn::infer::infer(&txns).unwrap()
+        };
         let infer_s = t.elapsed().as_secs_f64();
         let t = Instant::now();
         let c = shakedown::checker::txn::cycles::search(&inferred.graph, Duration::from_secs(60));
@@ -101,12 +154,17 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("txn");
     g.sample_size(10);
     g.measurement_time(Duration::from_secs(30));
-    for (name, (_, _, cfg)) in ["100k_txns_valid", "100k_txns_1pct_stale"]
-        .into_iter()
-        .zip(scenarios())
+    for (name, (_, _, cfg, assume)) in [
+        "100k_txns_valid",
+        "100k_txns_1pct_stale",
+        "rw_register_100k_txns_1pct_stale",
+        "rw_register_100k_txns_valid_all_assumptions",
+    ]
+    .into_iter()
+    .zip(scenarios())
     {
         let h = generate_txn_history(&cfg);
-        g.bench_function(name, |b| b.iter(|| check(&h, &TxnConfig::default())));
+        g.bench_function(name, |b| b.iter(|| check(&h, &config(assume))));
     }
     g.finish();
 }

@@ -521,13 +521,19 @@ pub struct CheckArgs {
     #[arg(required = true, num_args = 1..)]
     pub paths: Vec<PathBuf>,
     /// Model: auto (from the client functions: list-append for JSONL with append ops, mutex,
-    /// queue, txn for transactions with append micro-ops, multi-register for other txn, kv for
-    /// get/put/append and Porcupine input, set or counter for add/read; cas-register otherwise),
-    /// register, cas-register, multi-register, kv, list-append, set, queue, mutex, counter or txn
-    /// (list-append transactions: Elle-style dependency cycles, checked against
-    /// strict-serializable).
+    /// queue, txn for transactions with append or w micro-ops, multi-register for other txn, kv
+    /// for get/put/append and Porcupine input, set or counter for add/read; cas-register
+    /// otherwise), register, cas-register, multi-register, kv, list-append, set, queue, mutex,
+    /// counter or txn (list-append or rw-register transactions: Elle-style dependency cycles,
+    /// checked against strict-serializable).
     #[arg(long, default_value = "auto")]
     pub model: String,
+    /// rw-register transactions: what orders a key's versions besides the initial state nil
+    /// (Elle's options), a comma-separated list: wfr-keys (a transaction's write of a key follows
+    /// its read of it), sequential-keys (process order), linearizable-keys (real-time order), or
+    /// none. A source whose orders contradict themselves is reported (cyclic-versions) and unused.
+    #[arg(long, value_name = "LIST", default_value = "none")]
+    pub txn_assume: String,
     /// Time budget in seconds per file; past it the verdict is unknown.
     #[arg(long, default_value_t = 60.0)]
     pub time_limit: f64,

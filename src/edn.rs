@@ -591,6 +591,7 @@ fn kind(e: &Edn) -> String {
 pub fn read_history(src: &str, name: &str, opts: EdnOptions) -> Result<History, String> {
     let forms = parse_forms(src).map_err(|e| format!("{name}:{e}"))?;
     let mut ops = Vec::new();
+    let mut lines = Vec::new();
     for (form, children) in &forms {
         match &form.value {
             Edn::Vector(items) | Edn::List(items) => {
@@ -604,12 +605,16 @@ pub fn read_history(src: &str, name: &str, opts: EdnOptions) -> Result<History, 
                     };
                     let op = op_from_map(&located, opts).map_err(|e| format!("{name}:{e}"))?;
                     ops.push(op);
+                    lines.push(line);
                 }
             }
-            _ => ops.push(op_from_map(form, opts).map_err(|e| format!("{name}:{e}"))?),
+            _ => {
+                ops.push(op_from_map(form, opts).map_err(|e| format!("{name}:{e}"))?);
+                lines.push(form.line);
+            }
         }
     }
-    Ok(History::from_ops(ops))
+    Ok(History::from_ops_at_lines(ops, lines))
 }
 
 /// Read an EDN history file.
@@ -753,6 +758,15 @@ mod tests {
         assert_eq!(h.ops[0].value, json!([["r", "x"], ["append", "y", 1.0]]));
         assert_eq!(h.ops[1].f, "txn");
         assert_eq!(h.ops[1].value, json!([["r", "x", [2]], ["append", "y", 1]]));
+        assert_eq!(h.lines, vec![1, 2]);
+        // In a whole-history vector, each op keeps the line its map starts on.
+        let h = read_history(
+            "; c\n[{:type :invoke :process 0 :f :read}\n\n {:type :ok\n :process 0 :f :read}]",
+            "t.edn",
+            EdnOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(h.lines, vec![2, 4]);
         let e = read_history(
             "{:type :invoke :process 0 :value 3}",
             "t.edn",

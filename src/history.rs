@@ -192,6 +192,9 @@ pub struct History {
     pub ops: Vec<Op>,
     /// Non-fatal problems (e.g. a torn last line), for the user to see.
     pub warnings: Vec<String>,
+    /// The 1-based line of the input each op starts on, when the reader knew it (JSONL, EDN,
+    /// JSON arrays); empty otherwise. Keeps error messages about an op pointing into the file.
+    pub lines: Vec<usize>,
 }
 
 impl History {
@@ -203,7 +206,22 @@ impl History {
         History {
             ops,
             warnings: Vec::new(),
+            lines: Vec::new(),
         }
+    }
+
+    /// Wrap ops read from a file, with the line each starts on (see [`History::lines`]).
+    pub fn from_ops_at_lines(ops: Vec<Op>, lines: Vec<usize>) -> History {
+        let mut h = History::from_ops(ops);
+        if lines.len() == h.ops.len() {
+            h.lines = lines;
+        }
+        h
+    }
+
+    /// The 1-based input line op `i` starts on, when known.
+    pub fn line_of(&self, i: usize) -> Option<usize> {
+        self.lines.get(i).copied()
     }
 
     /// Parse JSONL from a reader. `name` labels errors (usually the file path).
@@ -214,6 +232,7 @@ impl History {
     /// is a file whose only op line is torn. Blank input is an empty history.
     pub fn read_jsonl(reader: impl BufRead, name: &str) -> Result<History, HistoryError> {
         let mut ops = Vec::new();
+        let mut lines = Vec::new();
         let mut warnings = Vec::new();
         let mut torn: Option<(usize, String)> = None;
         let malformed = |line: usize, message: String| HistoryError::Malformed {
@@ -235,7 +254,10 @@ impl History {
                 return Err(malformed(line, message));
             }
             match serde_json::from_slice::<Op>(trimmed) {
-                Ok(op) => ops.push(op),
+                Ok(op) => {
+                    ops.push(op);
+                    lines.push(i + 1);
+                }
                 Err(_) if ops.is_empty() && trimmed.starts_with(b"[") => {
                     return Err(malformed(
                         i + 1,
@@ -270,7 +292,11 @@ impl History {
                 "{name}:{line}: ignoring torn last line ({message})"
             ));
         }
-        Ok(History { ops, warnings })
+        Ok(History {
+            ops,
+            warnings,
+            lines,
+        })
     }
 
     /// Read a JSONL history file.
@@ -430,6 +456,15 @@ mod tests {
         let err = History::read_jsonl(text.as_bytes(), "h.jsonl").unwrap_err();
         let msg = err.to_string();
         assert!(msg.starts_with("h.jsonl:2:"), "{msg}");
+    }
+
+    #[test]
+    fn each_op_keeps_the_line_it_was_read_from() {
+        let text = "{\"type\":\"invoke\",\"process\":0,\"f\":\"read\"}\n\n{\"type\":\"ok\",\"process\":0,\"f\":\"read\"}\n";
+        let h = History::read_jsonl(text.as_bytes(), "h.jsonl").unwrap();
+        assert_eq!(h.lines, vec![1, 3]);
+        assert_eq!((h.line_of(1), h.line_of(2)), (Some(3), None));
+        assert!(History::from_ops(h.ops).lines.is_empty());
     }
 
     #[test]

@@ -312,12 +312,17 @@ pub fn default_model(format: InputFormat) -> &'static str {
     }
 }
 
-/// A transaction value with an `append` micro-op (a list-append transaction, Elle's shape).
-fn is_append_txn(v: &Value) -> bool {
+/// A transaction value with an `append` or `w` micro-op (Elle's list-append and rw-register
+/// shapes; Knossos multi-register histories spell writes `write`).
+fn is_elle_txn(v: &Value) -> bool {
     v.as_array().is_some_and(|mops| {
         mops.iter().any(|m| {
             m.as_array().is_some_and(|p| {
-                p.len() >= 2 && p[0].as_str().map(|f| f.trim_start_matches(':')) == Some("append")
+                p.len() >= 2
+                    && matches!(
+                        p[0].as_str().map(|f| f.trim_start_matches(':')),
+                        Some("append" | "w")
+                    )
             })
         })
     })
@@ -326,8 +331,8 @@ fn is_append_txn(v: &Value) -> bool {
 /// The model `--model auto` means for a loaded history: `list-append` when a JSONL history has
 /// client `append` ops (the list-append workload); else, from the client functions: `mutex` for
 /// acquire/release, `lock` for the lock workloads (`lock-acquire`), `queue` for enqueue/dequeue,
-/// `txn` for transactions with append micro-ops (any `:f`, as Elle), `multi-register` for other
-/// txn, `kv` for get/put/append,
+/// `txn` for transactions with `append` or `w` micro-ops (any `:f`, as Elle's list-append and
+/// rw-register), `multi-register` for other txn (Knossos spells writes `write`), `kv` for get/put/append,
 /// `set` for add/read with a list or set read value and `counter` for other add/read histories;
 /// else [`default_model`] of its format.
 pub fn default_model_for(format: InputFormat, history: &History) -> &'static str {
@@ -344,7 +349,7 @@ pub fn default_model_for(format: InputFormat, history: &History) -> &'static str
         "mutex"
     } else if only(&["enqueue", "dequeue"]) {
         "queue"
-    } else if clients().any(|o| is_append_txn(&o.value)) {
+    } else if clients().any(|o| is_elle_txn(&o.value)) {
         crate::checker::txn::NAME
     } else if only(&["txn"]) {
         "multi-register"

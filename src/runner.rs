@@ -882,6 +882,7 @@ pub fn check_with(
         }),
         time_limit: Duration::from_secs_f64(time_limit_s),
         witness,
+        txn_assume: Default::default(),
     };
     match compose::check(history, &plan) {
         Ok(c) => {

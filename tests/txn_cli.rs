@@ -1,6 +1,6 @@
-//! End-to-end tests of `shakedown check` on list-append transaction histories (the `txn`
-//! model): Elle-shaped EDN and our JSONL, auto-detection, exit codes, `--json` details and errors
-//! naming the file and op.
+//! End-to-end tests of `shakedown check` on list-append and rw-register transaction histories
+//! (the `txn` model): Elle-shaped EDN and our JSONL, auto-detection, `--txn-assume`, exit codes,
+//! `--json` details and errors naming the file, line and op.
 //!
 //! Owns only these CLI assertions; the checker is unit-tested in `checker::txn`.
 
@@ -83,10 +83,92 @@ fn malformed_micro_op_exits_3_naming_file_and_op() {
     let t = text(&o);
     assert_eq!(o.status.code(), Some(3), "{t}");
     assert!(
-        t.contains("append-without-element.jsonl: op 0 (process 0, txn): micro-op 1"),
+        t.contains("append-without-element.jsonl: line 1 (op 0, process 0, txn): micro-op 1"),
         "{t}"
     );
     assert!(t.contains("an append needs an element"), "{t}");
+}
+
+#[test]
+fn malformed_micro_ops_name_the_line_the_op_starts_on() {
+    // JSONL: the fourth line (after a blank one).
+    let f = data("malformed-micro-op-line-4.jsonl");
+    let o = check(&[f.to_str().unwrap()]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{t}");
+    assert!(
+        t.contains("malformed-micro-op-line-4.jsonl: line 4 (op 2, process 1, txn): micro-op 2"),
+        "{t}"
+    );
+    assert!(t.contains("an append needs an element"), "{t}");
+    // A whole-history EDN vector: the line the op map starts on.
+    let f = data("malformed-micro-op.edn");
+    let o = check(&[f.to_str().unwrap()]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{t}");
+    assert!(
+        t.contains("malformed-micro-op.edn: line 4 (op 2, process 1, txn): micro-op 2"),
+        "{t}"
+    );
+    assert!(
+        t.contains("a register write needs a value (nil is the initial state)"),
+        "{t}"
+    );
+}
+
+#[test]
+fn rw_register_write_skew_is_auto_detected_and_g2_item() {
+    let f = data("rw-register-write-skew.edn");
+    let o = check(&[f.to_str().unwrap()]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("model txn"), "{t}");
+    assert!(
+        t.contains("G2-item ×1") && t.contains("not repeatable-read"),
+        "{t}"
+    );
+    assert!(
+        t.contains("read key y = nil") && t.contains("came later in the version order"),
+        "{t}"
+    );
+    let o = check(&["--json", f.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["details"]["kind"], "rw-register");
+    assert_eq!(v["details"]["anomaly_counts"]["G2-item"], 1);
+    assert_eq!(v["details"]["versions"]["keys_totally_ordered"], 2);
+}
+
+#[test]
+fn txn_assume_wfr_keys_finds_what_the_initial_state_cannot() {
+    let f = data("rw-register-wfr.jsonl");
+    let o = check(&[f.to_str().unwrap()]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(
+        t.contains("versions totally ordered for 1 of 2 keys (initial-state)"),
+        "{t}"
+    );
+    let o = check(&["--txn-assume", "wfr-keys", f.to_str().unwrap()]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("G-single ×1"), "{t}");
+    assert!(t.contains("(initial-state, wfr-keys)"), "{t}");
+    let o = check(&["--txn-assume", "wfr", f.to_str().unwrap()]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{t}");
+    assert!(t.contains("--txn-assume \"wfr\": expected"), "{t}");
+}
+
+#[test]
+fn a_history_mixing_appends_and_register_writes_is_refused_naming_both_lines() {
+    let f = data("mixed-append-and-write.jsonl");
+    let o = check(&[f.to_str().unwrap()]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{t}");
+    assert!(
+        t.contains("line 1 (op 0, process 0, txn) appends to a list and line 4 (op 2, process 1, txn) writes a register"),
+        "{t}"
+    );
 }
 
 /// `shakedown run` with `args` must be refused (exit 3) before any node is touched, naming

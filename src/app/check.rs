@@ -36,6 +36,7 @@ struct Settings {
     version_source: Option<crate::checker::session::VersionSource>,
     initial: Option<Option<Value>>,
     time_limit: Duration,
+    txn_assume: crate::checker::txn::register::Assume,
 }
 
 /// The main checker's result: linearizability, or the set checker for the `set` model
@@ -154,6 +155,7 @@ fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<File
             }),
         time_limit: settings.time_limit,
         witness: args.witness,
+        txn_assume: settings.txn_assume,
     };
     let composed =
         compose::check(history, &plan).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -347,6 +349,13 @@ pub fn check(args: CheckArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
+    let txn_assume = match crate::checker::txn::register::Assume::parse(&args.txn_assume) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
     let settings = Settings {
         independent: match (args.independent, args.no_independent) {
             (true, _) => Some(true),
@@ -356,6 +365,7 @@ pub fn check(args: CheckArgs) -> i32 {
         version_source,
         initial,
         time_limit: Duration::from_secs_f64(args.time_limit),
+        txn_assume,
     };
     let single = args.paths.len() == 1
         && (!args.paths[0].is_dir() || args.paths[0].join(crate::store::HISTORY_FILE).is_file());

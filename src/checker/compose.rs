@@ -35,6 +35,8 @@ pub struct Plan {
     pub time_limit: Duration,
     /// How much work goes into the witness of an invalid key (`--witness`).
     pub witness: WitnessMode,
+    /// rw-register transactions: the assumptions that order versions (`--txn-assume`).
+    pub txn_assume: super::txn::register::Assume,
 }
 
 /// What the composition found.
@@ -103,6 +105,7 @@ pub fn check(history: &History, plan: &Plan) -> Result<Composed, String> {
     if plan.model == super::txn::NAME {
         let cfg = super::txn::TxnConfig {
             time_limit: plan.time_limit,
+            assume: plan.txn_assume,
             ..Default::default()
         };
         let r = super::txn::check(history, &cfg)?;
@@ -208,6 +211,7 @@ mod tests {
             session: None,
             time_limit: Duration::from_secs(5),
             witness: WitnessMode::default(),
+            txn_assume: Default::default(),
         };
         let c = check(&h, &plan).unwrap();
         assert_eq!((c.verdict, c.session.is_none()), (Verdict::Invalid, true));
@@ -240,6 +244,7 @@ mod tests {
             session: None,
             time_limit: Duration::from_secs(5),
             witness: WitnessMode::default(),
+            txn_assume: Default::default(),
         };
         let c = check(&h, &plan).unwrap();
         assert!(c.linear.is_none());

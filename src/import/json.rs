@@ -169,7 +169,7 @@ pub fn read_json_array(text: &str, name: &str) -> Result<History, String> {
         })?;
         ops.push(op);
     }
-    Ok(History::from_ops(ops))
+    Ok(History::from_ops_at_lines(ops, lines))
 }
 
 #[cfg(test)]

@@ -84,8 +84,41 @@ pub enum Other {
     IncompatibleOrder,
     /// Two committed transactions read the same version of a key and both appended to it.
     LostUpdate,
-    /// A read holds an element nobody appended.
+    /// A read holds an element nobody appended (rw-register: a value nobody wrote).
     GarbageRead,
+    /// rw-register: the version order a key's versions get from an assumed source (writes
+    /// follow reads, per-key sequential or linearizable) has a cycle, so the assumption does not
+    /// hold; the source is then left out of the inference (as Elle does).
+    CyclicVersions(VersionSource),
+}
+
+/// Where an rw-register version order comes from (Elle's `:wfr-keys?`, `:sequential-keys?`,
+/// `:linearizable-keys?`; the initial state always).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VersionSource {
+    /// The initial state nil precedes every written value.
+    InitialState,
+    /// A transaction that reads a key and then writes it wrote the version after the one it read.
+    WritesFollowReads,
+    /// Each key is sequentially consistent: a process sees a key's versions in order.
+    SequentialKeys,
+    /// Each key is linearizable: a transaction that ends before another begins saw or wrote an
+    /// earlier version of every key both touch.
+    LinearizableKeys,
+}
+
+impl VersionSource {
+    /// Elle's name for the source: `initial-state`, `wfr-keys`, `sequential-keys`,
+    /// `linearizable-keys`.
+    pub fn name(self) -> &'static str {
+        match self {
+            VersionSource::InitialState => "initial-state",
+            VersionSource::WritesFollowReads => "wfr-keys",
+            VersionSource::SequentialKeys => "sequential-keys",
+            VersionSource::LinearizableKeys => "linearizable-keys",
+        }
+    }
 }
 
 /// One anomaly type.
@@ -123,6 +156,7 @@ impl Kind {
                 Other::IncompatibleOrder => "incompatible-order",
                 Other::LostUpdate => "lost-update",
                 Other::GarbageRead => "garbage-read",
+                Other::CyclicVersions(_) => "cyclic-versions",
             }
             .to_string(),
         }
@@ -143,6 +177,13 @@ impl Kind {
                 &[SnapshotIsolation, RepeatableRead]
             }
             Kind::Cycle(CycleShape::G2Item, _) => &[RepeatableRead],
+            // The weakest model that guarantees the violated assumption.
+            Kind::Other(Other::CyclicVersions(source)) => match source {
+                VersionSource::InitialState => &[ReadUncommitted],
+                VersionSource::WritesFollowReads => &[Serializable],
+                VersionSource::SequentialKeys => &[StrongSessionSerializable],
+                VersionSource::LinearizableKeys => &[StrictSerializable],
+            },
             Kind::Other(
                 Other::Internal
                 | Other::DuplicateElements

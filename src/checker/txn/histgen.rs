@@ -1,11 +1,14 @@
-//! Generated list-append transaction histories for property tests and benchmarks.
+//! Generated list-append and rw-register transaction histories for property tests and
+//! benchmarks.
 //!
 //! Owns a deterministic (seeded) simulator: processes issue transactions of 1..=`max_mops`
 //! micro-ops (appends of per-key unique elements, reads) over `keys` keys; each transaction gets
 //! an interval and a commit point strictly inside it, and transactions are applied in
 //! commit-point order, so the history is strict-serializable by construction — unless
 //! `stale_probability` makes a read see a random prefix of the list instead (an anomaly of some
-//! kind). Crashed transactions complete `info` and take effect or not; failed ones never do.
+//! kind). With `rw_register`, the appends are register writes (`["w", k, v]`, values unique per
+//! key) and a read returns the last value of that list (nil when empty), so a stale read returns
+//! an older value. Crashed transactions complete `info` and take effect or not; failed ones never do.
 //! With `final_read`, one last transaction reads every key after everything else. Does not own
 //! checking.
 
@@ -33,6 +36,8 @@ pub struct TxnGenConfig {
     pub fail_probability: f64,
     /// One last transaction reads every key.
     pub final_read: bool,
+    /// Register writes and single-value reads instead of appends and list reads.
+    pub rw_register: bool,
     /// RNG seed.
     pub seed: u64,
 }
@@ -48,6 +53,7 @@ impl Default for TxnGenConfig {
             info_probability: 0.0,
             fail_probability: 0.0,
             final_read: false,
+            rw_register: false,
             seed: 0,
         }
     }
@@ -64,7 +70,7 @@ struct Gen {
     applies: bool,
 }
 
-/// Generate a list-append transaction history (see the module doc).
+/// Generate a list-append or rw-register transaction history (see the module doc).
 pub fn generate_txn_history(cfg: &TxnGenConfig) -> History {
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
     let keys = cfg.keys.max(1);
@@ -157,7 +163,11 @@ pub fn generate_txn_history(cfg: &TxnGenConfig) -> History {
                 } else {
                     list.len()
                 };
-                *v = json!(list[..len]);
+                *v = if cfg.rw_register {
+                    list[..len].last().map_or(Value::Null, |x| json!(x))
+                } else {
+                    json!(list[..len])
+                };
             }
         }
         for (k, list) in local {
@@ -180,7 +190,9 @@ pub fn generate_txn_history(cfg: &TxnGenConfig) -> History {
                     g.mops
                         .iter()
                         .map(|(append, k, v)| {
-                            if *append {
+                            if *append && cfg.rw_register {
+                                json!(["w", k, v])
+                            } else if *append {
                                 json!(["append", k, v])
                             } else if reads {
                                 json!(["r", k, v])

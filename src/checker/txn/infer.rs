@@ -36,14 +36,14 @@ pub struct Graph {
 }
 
 impl Graph {
-    fn new(n: usize) -> Graph {
+    pub(super) fn new(n: usize) -> Graph {
         Graph {
             adj: vec![Vec::new(); n],
             ..Graph::default()
         }
     }
 
-    fn add(&mut self, from: u32, to: u32, bit: u8, reason: Option<Reason>) {
+    pub(super) fn add(&mut self, from: u32, to: u32, bit: u8, reason: Option<Reason>) {
         if from == to {
             return;
         }
@@ -84,7 +84,7 @@ pub fn tname(t: &Txns, i: u32) -> String {
     format!("T{}", t.txns[i as usize].invoke)
 }
 
-fn found(kind: Kind, txns: &Txns, nodes: &[u32], text: String) -> Found {
+pub(super) fn found(kind: Kind, txns: &Txns, nodes: &[u32], text: String) -> Found {
     Found {
         kind,
         name: kind.name(),
@@ -388,7 +388,7 @@ fn internal_and_lost_updates(t: &Txns, anomalies: &mut Vec<Found>) {
                         first_read.entry(*key).or_insert(list.last().copied());
                     }
                 }
-                Mop::Read { .. } => {}
+                _ => {}
             }
         }
         for key in appended {
@@ -439,7 +439,7 @@ fn expect_has_own_appends(tx: &super::parse::Txn, key: u32, at: &Mop) -> bool {
 /// Process-order and real-time edges. Real time: at each invoke, an edge from every committed
 /// transaction on the frontier (completed, not yet known to precede a later completed one);
 /// at each completion the transaction replaces the ones that precede it.
-fn order_edges(t: &Txns, g: &mut Graph) {
+pub(super) fn order_edges(t: &Txns, g: &mut Graph) {
     let mut last_on_process: FxHashMap<u64, u32> = FxHashMap::default();
     // Events: (time-ordered by history index) invoke / complete.
     let mut events: Vec<(usize, bool, u32)> = Vec::with_capacity(t.txns.len() * 2);

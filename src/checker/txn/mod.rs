@@ -1,32 +1,42 @@
-//! The transactional checker (Elle-class) for list-append transactions: each client op is a
-//! transaction of micro-ops `["append", k, v]` / `["r", k, [v…]]`. From the reads it infers
-//! per-key version orders, builds ww / wr / rw dependency edges plus process-order and real-time
-//! edges, searches the strongly connected components for cycles by shape (G0, G1c, G-single,
-//! G2-item, each plain, `-process` or `-realtime`), finds the non-cycle anomalies (G1a, G1b,
-//! internal, duplicate elements, incompatible orders, lost updates, garbage reads), and says which
-//! consistency models the anomalies rule out (`not` / `also_not`, as Elle does). Each anomaly
-//! is explained in words, each cycle edge by edge.
+//! The transactional checker (Elle-class) for list-append and rw-register transactions: each
+//! client op is a transaction, a list of micro-ops — `["append", k, v]` / `["r", k, [v…]]`
+//! (list-append) or `["w", k, v]` / `["r", k, v]` (rw-register; `parse::kind_of` tells which,
+//! a history mixing both is an error). List-append infers per-key version orders from the reads
+//! (`infer`); rw-register knows wr edges exactly and orders versions only from the initial state
+//! and the assumptions the user asserts (`register`, as Elle's rw-register). Both build ww / wr /
+//! rw dependency edges plus process-order and real-time edges, search the strongly connected
+//! components for cycles by shape (G0, G1c, G-single, G2-item, each plain, `-process` or
+//! `-realtime`), find the non-cycle anomalies (G1a, G1b, internal, duplicate elements,
+//! incompatible orders, lost updates, garbage reads, cyclic versions), and say which consistency
+//! models the anomalies rule out (`not` / `also_not`, as Elle does). Each anomaly is explained in
+//! words, each cycle edge by edge.
 //!
 //! Verdict against a target model (default strict-serializable): invalid when an anomaly rules
 //! it out; else unknown when a component's search ran out of budget or nothing committed; else
-//! valid. Submodules: `parse` (transactions from a history), `infer` (orders, non-cycle
-//! anomalies, graph), `cycles` (components and search), `anomaly` (vocabulary and model map),
-//! `histgen` (generated histories for tests and benchmarks). Does not own file formats, the page
-//! (`report::page::txn`) or the workload. Pure: no IO (the search reads the clock for its budget).
+//! valid — for rw-register, valid for what the inferred version orders let it see, which the
+//! result states (`versions`: keys whose versions are totally ordered, sources used).
+//! Submodules: `parse` (transactions from a history), `infer` (list-append orders, non-cycle
+//! anomalies, graph), `register` (the same for rw-register), `cycles` (components and search),
+//! `anomaly` (vocabulary and model map), `histgen` (generated histories for tests and
+//! benchmarks). Does not own file formats, the page (`report::page::txn`) or the workload. Pure:
+//! no IO (the search reads the clock for its budget).
 
 pub mod anomaly;
 pub mod cycles;
 pub mod histgen;
 pub mod infer;
 pub mod parse;
+pub mod register;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_register;
 
 use super::{CheckResult, Verdict};
 use crate::history::History;
 use anomaly::{Kind, Model, edge};
 use cycles::Hop;
-use parse::{Status, Txns};
+use parse::{Status, TxnKind, Txns};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -47,6 +57,8 @@ pub struct TxnConfig {
     pub model: Model,
     /// Time budget of the cycle search.
     pub time_limit: Duration,
+    /// rw-register: the assumptions that order versions beyond the initial state.
+    pub assume: register::Assume,
 }
 
 impl Default for TxnConfig {
@@ -54,6 +66,7 @@ impl Default for TxnConfig {
         TxnConfig {
             model: Model::StrictSerializable,
             time_limit: Duration::from_secs(60),
+            assume: register::Assume::default(),
         }
     }
 }
@@ -92,6 +105,11 @@ pub struct Found {
 /// What the checker concluded.
 #[derive(Debug, Clone, Serialize)]
 pub struct TxnResult {
+    /// List-append or rw-register.
+    pub kind: TxnKind,
+    /// rw-register: how much of the version orders could be inferred.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub versions: Option<register::Coverage>,
     /// The verdict against `model`.
     pub verdict: Verdict,
     /// The model checked against.
@@ -130,6 +148,9 @@ impl TxnResult {
             "{} committed, {} failed, {} indeterminate transactions over {} keys",
             self.committed, self.failed, self.indeterminate, self.keys
         );
+        if let Some(v) = &self.versions {
+            s.push_str(&format!(" (rw-register: {})", v.describe()));
+        }
         if !self.anomaly_counts.is_empty() {
             let list: Vec<String> = self
                 .anomaly_counts
@@ -208,7 +229,25 @@ fn explain_hop(t: &Txns, g: &infer::Graph, h: Hop) -> String {
     let (a, b) = (infer::tname(t, h.from), infer::tname(t, h.to));
     let reason = g.reasons.get(&(h.from, h.to, h.bit));
     let show = |e: Option<u32>| e.map_or("nothing".to_string(), |e| t.elems.show(e));
+    let register = t.kind == TxnKind::RwRegister;
     match (h.bit, reason) {
+        (edge::WW, Some(r)) if register => format!(
+            "{a} wrote key {} = {} and {b} wrote it = {}, which came later in the version order, so {a} → {b} (ww)",
+            t.keys.show(r.key),
+            show(r.first),
+            show(r.second)
+        ),
+        (edge::WR, Some(r)) if register => format!(
+            "{a} wrote key {} = {} and {b} read that value, so {a} → {b} (wr)",
+            t.keys.show(r.key),
+            show(r.first)
+        ),
+        (edge::RW, Some(r)) if register => format!(
+            "{a} read key {} = {} and {b} wrote it = {}, which came later in the version order, so {a} → {b} (rw)",
+            t.keys.show(r.key),
+            r.first.map_or("nil".to_string(), |e| t.elems.show(e)),
+            show(r.second)
+        ),
         (edge::WW, Some(r)) => format!(
             "{a} appended {} to key {} and {b} appended {} right after it, so {a} → {b} (ww)",
             show(r.first),
@@ -272,11 +311,18 @@ fn cycle_found(t: &Txns, g: &infer::Graph, kind: Kind, hops: &[Hop]) -> Found {
     }
 }
 
-/// Check a list-append transaction history. `Err` when the history is not one (a client op that
-/// is not a transaction, a malformed micro-op, an element appended twice).
+/// Check a list-append or rw-register transaction history. `Err` when the history is not one (a
+/// client op that is not a transaction, a malformed micro-op, appends and writes mixed, an
+/// element appended or a value written twice to a key).
 pub fn check(history: &History, cfg: &TxnConfig) -> Result<TxnResult, String> {
     let t = parse::read_txns(history)?;
-    let inferred = infer::infer(&t)?;
+    let (inferred, versions) = match t.kind {
+        TxnKind::ListAppend => (infer::infer(&t)?, None),
+        TxnKind::RwRegister => {
+            let (i, c) = register::infer(&t, cfg.assume)?;
+            (i, Some(c))
+        }
+    };
     let found_cycles = cycles::search(&inferred.graph, cfg.time_limit);
     let mut all: Vec<Found> = inferred.anomalies;
     for (kind, hops) in &found_cycles.cycles {
@@ -323,6 +369,8 @@ pub fn check(history: &History, cfg: &TxnConfig) -> Result<TxnResult, String> {
         Verdict::Valid
     };
     Ok(TxnResult {
+        kind: t.kind,
+        versions,
         verdict,
         model: cfg.model,
         committed,
@@ -348,7 +396,7 @@ pub fn check_result(history: &History, cfg: &TxnConfig) -> CheckResult {
         Err(e) => CheckResult {
             checker: CHECKER.to_string(),
             verdict: Verdict::Unknown,
-            summary: format!("not a list-append transaction history: {e}"),
+            summary: format!("not a transaction history: {e}"),
             details: serde_json::json!({ "error": e }),
         },
     }

@@ -1,13 +1,15 @@
 //! Transactions from a history: every client op is a transaction whose value is a list of
-//! micro-ops (`["append", k, v]`, `["r", k, list]`, Elle's list-append shape). Keys and elements
-//! are interned to small integers; what they were is kept for the explanations.
+//! micro-ops — Elle's list-append shape (`["append", k, v]`, `["r", k, list]`) or its rw-register
+//! shape (`["w", k, v]`, `["r", k, v]`). Which one a history is follows from its micro-ops (any
+//! `w` → rw-register; a history mixing `append` and `w` is an error). Keys, elements and register
+//! values are interned to small integers; what they were is kept for the explanations.
 //!
 //! Owns reading micro-ops in every shape the importers hand over (keywords already turned into
 //! strings by `edn`, `[:r :x]` and `[:r :x nil]` invokes, keys and values that are numbers, strings
 //! or vectors, integral floats from EDN `1M` read as integers) and pairing each invoke with its
 //! completion. Does not own the file formats (`history`, `edn`, `import`) or any inference. Pure.
 
-use crate::history::{History, Op, OpType};
+use crate::history::{History, OpType};
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 
@@ -39,6 +41,42 @@ pub enum Mop {
         /// The list read, interned.
         list: Option<Vec<u32>>,
     },
+    /// Set the register at `key` to `value` (rw-register).
+    Write {
+        /// Interned key.
+        key: u32,
+        /// Interned value.
+        value: u32,
+    },
+    /// Read the register at `key` (rw-register).
+    ReadRegister {
+        /// Interned key.
+        key: u32,
+        /// What was read: `None` when unknown (an invoke, an info op), `Some(None)` for nil (the
+        /// initial state), `Some(Some(v))` for a value.
+        value: Option<Option<u32>>,
+    },
+}
+
+/// Which of Elle's transaction workloads a history is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TxnKind {
+    /// Appends to lists and reads of whole lists.
+    #[default]
+    ListAppend,
+    /// Writes of unique values to registers and reads of them.
+    RwRegister,
+}
+
+impl TxnKind {
+    /// Elle's name: `list-append`, `rw-register`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TxnKind::ListAppend => "list-append",
+            TxnKind::RwRegister => "rw-register",
+        }
+    }
 }
 
 /// One transaction.
@@ -103,6 +141,8 @@ impl Interner {
 /// Transactions read from a history, with the interned keys and elements.
 #[derive(Debug, Clone, Default)]
 pub struct Txns {
+    /// List-append or rw-register.
+    pub kind: TxnKind,
     /// Transactions in invoke order.
     pub txns: Vec<Txn>,
     /// Keys.
@@ -144,15 +184,81 @@ pub fn is_txn_value(v: &Value) -> bool {
     })
 }
 
-fn op_label(op: &Op) -> String {
-    format!("op {} (process {}, {})", op.index, op.process, op.f)
+/// `line 7 (op 3, process 0, txn)` for the op at position `pos` (0-based, as transactions are
+/// named `T3`) when the reader knew its line, else `op 3 (process 0, txn)`.
+fn op_label(history: &History, pos: usize) -> String {
+    let op = &history.ops[pos];
+    match history.line_of(pos) {
+        Some(line) => format!("line {line} (op {pos}, process {}, {})", op.process, op.f),
+        None => format!("op {pos} (process {}, {})", op.process, op.f),
+    }
 }
 
-fn parse_mops(op: &Op, txns: &mut Txns, with_reads: bool) -> Result<Vec<Mop>, String> {
+/// The micro-op function of a micro-op value, without a keyword colon.
+fn mop_fn(m: &Value) -> Option<&str> {
+    m.as_array()?
+        .first()?
+        .as_str()
+        .map(|f| f.trim_start_matches(':'))
+}
+
+/// Which workload the client ops' micro-ops belong to: rw-register when any is a `w`, or when
+/// there are no appends and some read returned a single value; else list-append. Appends and
+/// writes in one history are an error naming one op of each.
+pub fn kind_of(history: &History) -> Result<TxnKind, String> {
+    let mut append: Option<usize> = None;
+    let mut write: Option<usize> = None;
+    let mut scalar_read = false;
+    for (pos, op) in history
+        .ops
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| o.is_client())
+    {
+        for m in op.value.as_array().into_iter().flatten() {
+            match mop_fn(m) {
+                Some(mop_f::APPEND) => {
+                    append.get_or_insert(pos);
+                }
+                Some(mop_f::WRITE) => {
+                    write.get_or_insert(pos);
+                }
+                Some(mop_f::READ) => {
+                    scalar_read |= m.get(2).is_some_and(|v| !v.is_null() && !v.is_array());
+                }
+                _ => {}
+            }
+        }
+    }
+    match (append, write) {
+        (Some(a), Some(w)) => Err(format!(
+            "{} appends to a list and {} writes a register: a history is either list-append or rw-register, not both; check them as separate histories",
+            op_label(history, a),
+            op_label(history, w)
+        )),
+        (None, Some(_)) => Ok(TxnKind::RwRegister),
+        (None, None) if scalar_read => Ok(TxnKind::RwRegister),
+        _ => Ok(TxnKind::ListAppend),
+    }
+}
+
+fn parse_mops(
+    history: &History,
+    pos: usize,
+    txns: &mut Txns,
+    with_reads: bool,
+) -> Result<Vec<Mop>, String> {
+    let op = &history.ops[pos];
+    let register = txns.kind == TxnKind::RwRegister;
     let Value::Array(items) = &op.value else {
         return Err(format!(
-            "{}: expected a transaction, a list of micro-ops such as [[\"append\",\"x\",3],[\"r\",\"y\",[1,2]]], found {}",
-            op_label(op),
+            "{}: expected a transaction, a list of micro-ops such as {}, found {}",
+            op_label(history, pos),
+            if register {
+                "[[\"w\",\"x\",3],[\"r\",\"y\",2]]"
+            } else {
+                "[[\"append\",\"x\",3],[\"r\",\"y\",[1,2]]]"
+            },
             op.value
         ));
     };
@@ -160,9 +266,14 @@ fn parse_mops(op: &Op, txns: &mut Txns, with_reads: bool) -> Result<Vec<Mop>, St
     for (i, m) in items.iter().enumerate() {
         let bad = |why: &str| {
             format!(
-                "{}: micro-op {} {m}: {why}; expected [\"append\", key, element] or [\"r\", key, list]",
-                op_label(op),
-                i + 1
+                "{}: micro-op {} {m}: {why}; expected {}",
+                op_label(history, pos),
+                i + 1,
+                if register {
+                    "[\"w\", key, value] or [\"r\", key, value]"
+                } else {
+                    "[\"append\", key, element] or [\"r\", key, list]"
+                }
             )
         };
         let Some(parts) = m.as_array().filter(|p| p.len() == 2 || p.len() == 3) else {
@@ -173,6 +284,22 @@ fn parse_mops(op: &Op, txns: &mut Txns, with_reads: bool) -> Result<Vec<Mop>, St
         let key = txns.keys.intern(normalize(&parts[1]));
         let arg = parts.get(2).unwrap_or(&Value::Null);
         match f {
+            mop_f::WRITE => {
+                if arg.is_null() {
+                    return Err(bad(
+                        "a register write needs a value (nil is the initial state)",
+                    ));
+                }
+                let value = txns.elems.intern(normalize(arg));
+                mops.push(Mop::Write { key, value });
+            }
+            mop_f::READ if register => {
+                let value = with_reads.then(|| match arg {
+                    Value::Null => None,
+                    v => Some(txns.elems.intern(normalize(v))),
+                });
+                mops.push(Mop::ReadRegister { key, value });
+            }
             mop_f::APPEND => {
                 if arg.is_null() {
                     return Err(bad("an append needs an element"));
@@ -192,11 +319,6 @@ fn parse_mops(op: &Op, txns: &mut Txns, with_reads: bool) -> Result<Vec<Mop>, St
                 };
                 mops.push(Mop::Read { key, list });
             }
-            mop_f::WRITE => {
-                return Err(bad(
-                    "register writes (rw-register transactions) are not checked by the list-append checker",
-                ));
-            }
             _ => return Err(bad("unknown micro-op function")),
         }
     }
@@ -204,10 +326,13 @@ fn parse_mops(op: &Op, txns: &mut Txns, with_reads: bool) -> Result<Vec<Mop>, St
 }
 
 /// Read the transactions of `history`: every client op must be a transaction. Nemesis ops are
-/// skipped. An error names the op and the micro-op.
+/// skipped. An error names the op (and its line, when the reader knew it) and the micro-op.
 pub fn read_txns(history: &History) -> Result<Txns, String> {
     let pairs = history.pairs()?;
-    let mut txns = Txns::default();
+    let mut txns = Txns {
+        kind: kind_of(history)?,
+        ..Txns::default()
+    };
     for (i, op) in history.ops.iter().enumerate() {
         if !op.is_client() || op.op_type != OpType::Invoke {
             continue;
@@ -219,16 +344,17 @@ pub fn read_txns(history: &History) -> Result<Txns, String> {
             _ => Status::Info,
         };
         // The invoke carries the appends; a committed completion also the reads.
-        let invoke_mops = parse_mops(op, &mut txns, false)?;
+        let invoke_mops = parse_mops(history, i, &mut txns, false)?;
         let mops = match completion {
             Some(c) if status == Status::Ok && !c.value.is_null() => {
-                let done = parse_mops(c, &mut txns, true)?;
+                let j = pairs[i].unwrap_or(i);
+                let done = parse_mops(history, j, &mut txns, true)?;
                 if done.len() != invoke_mops.len() {
                     return Err(format!(
-                        "{}: its completion has {} micro-ops, its invoke (op {}) {}",
-                        op_label(c),
+                        "{}: it has {} micro-ops, its invoke ({}) {}",
+                        op_label(history, j),
                         done.len(),
-                        op.index,
+                        op_label(history, i),
                         invoke_mops.len()
                     ));
                 }
@@ -252,7 +378,7 @@ pub fn read_txns(history: &History) -> Result<Txns, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::Process;
+    use crate::history::{Op, Process};
     use serde_json::json;
 
     fn op(t: OpType, p: u64, v: Value) -> Op {
@@ -301,10 +427,25 @@ mod tests {
         assert!(e.contains("op 0 (process 0, txn): micro-op 1"), "{e}");
         assert!(e.contains("unknown micro-op function"), "{e}");
         let h = History::from_ops(vec![
-            op(OpType::Invoke, 0, json!([["r", "x"]])),
-            op(OpType::Ok, 0, json!([["r", "x", 3]])),
+            op(OpType::Invoke, 0, json!([["r", "x"], ["append", "y", 1]])),
+            op(OpType::Ok, 0, json!([["r", "x", 3], ["append", "y", 1]])),
         ]);
         assert!(read_txns(&h).unwrap_err().contains("list or nil"));
+        // With the lines the reader saw, the error names the line.
+        let h = History::from_ops_at_lines(
+            vec![
+                op(OpType::Invoke, 0, json!([["w", "x", 1]])),
+                op(OpType::Ok, 0, json!([["w", "x", 1]])),
+                op(OpType::Invoke, 0, json!([["w", "x"]])),
+            ],
+            vec![1, 2, 5],
+        );
+        let e = read_txns(&h).unwrap_err();
+        assert!(
+            e.starts_with("line 5 (op 2, process 0, txn): micro-op 1"),
+            "{e}"
+        );
+        assert!(e.contains("a register write needs a value"), "{e}");
         let h = History::from_ops(vec![Op::new(
             OpType::Invoke,
             Process::Client(0),

@@ -8,10 +8,10 @@ use crate::history::{Op, OpType, Process};
 use serde_json::{Value, json};
 
 /// A transaction: process, invoke time, completion time, outcome, completed value.
-type T = (u64, u64, u64, OpType, Value);
+pub(super) type T = (u64, u64, u64, OpType, Value);
 
 /// A history from transactions; invokes carry the value with reads blanked.
-fn history(txns: &[T]) -> History {
+pub(super) fn history(txns: &[T]) -> History {
     let mut events = Vec::new();
     for (i, (p, a, b, ty, v)) in txns.iter().enumerate() {
         let blank: Vec<Value> = v
@@ -288,6 +288,7 @@ fn nothing_committed_is_unknown_and_a_zero_budget_leaves_components_unknown() {
     let cfg = TxnConfig {
         model: Model::StrictSerializable,
         time_limit: Duration::ZERO,
+        ..TxnConfig::default()
     };
     let r = check(&h, &cfg).unwrap();
     assert_eq!(r.verdict, Verdict::Unknown, "{}", r.explain());
@@ -351,12 +352,13 @@ fn brute_force_serializable(h: &History, strict: bool) -> bool {
                 for m in &tx.mops {
                     match m {
                         parse::Mop::Append { key, elem } => state[*key as usize].push(*elem),
-                        parse::Mop::Read { key, list } => {
-                            if list.as_ref().is_some_and(|l| *l != state[*key as usize]) {
-                                ok = false;
-                                break;
-                            }
+                        parse::Mop::Read { key, list }
+                            if list.as_ref().is_some_and(|l| *l != state[*key as usize]) =>
+                        {
+                            ok = false;
+                            break;
                         }
+                        _ => {}
                     }
                 }
             }
@@ -396,6 +398,7 @@ fn agrees_with_an_exhaustive_search_on_small_random_histories() {
                 &TxnConfig {
                     model,
                     time_limit: Duration::from_secs(10),
+                    ..TxnConfig::default()
                 },
             )
             .unwrap();

@@ -1,4 +1,5 @@
-//! The run page's "Transactions" section: the transactional checker's counts, anomaly counts,
+//! The run page's "Transactions" section: the transactional checker's counts (and, for
+//! rw-register histories, how many keys' version orders it could infer), anomaly counts,
 //! the consistency models ruled out ("not read-committed", …), components left unsearched, and
 //! each anomaly explained in words — every cycle also drawn as a small self-contained SVG
 //! (transactions on a circle, one arrow per dependency, labelled and coloured by edge type; no
@@ -111,7 +112,7 @@ pub(super) fn txn_section(out: &mut String, details: &Value) {
     if let Some(e) = details.get("error").and_then(Value::as_str) {
         let _ = writeln!(
             out,
-            "<p>history not checkable as list-append transactions: {}</p>",
+            "<p>history not checkable as transactions: {}</p>",
             esc(e)
         );
         return;
@@ -129,6 +130,17 @@ pub(super) fn txn_section(out: &mut String, details: &Value) {
         num("components"),
         esc(details.get("model").and_then(Value::as_str).unwrap_or("?"))
     );
+    if let Some(v) = details.get("versions").filter(|v| v.is_object()) {
+        let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+        let _ = writeln!(
+            out,
+            "<p>rw-register: versions totally ordered for {} of {} keys (from {}); ww and rw \
+             dependencies exist only where a key's version order is known.</p>",
+            n("keys_totally_ordered"),
+            n("keys"),
+            esc(&strs(v.get("sources")).join(", "))
+        );
+    }
     let not = strs(details.get("not"));
     if !not.is_empty() {
         let also = strs(details.get("also_not"));
@@ -221,6 +233,18 @@ mod tests {
         assert_eq!(out.matches("<line").count(), 2);
         assert!(out.contains(">T1</text>"));
         assert!(!out.contains("<script") && !out.contains("href=\"http"));
+        assert!(!out.contains("rw-register"), "{out}");
+        let mut out = String::new();
+        let register = json!({"kind": "rw-register", "committed": 2,
+            "versions": {"sources": ["initial-state", "wfr-keys"], "keys": 10,
+                         "keys_totally_ordered": 3, "version_edges": 12}});
+        txn_section(&mut out, &register);
+        assert!(
+            out.contains(
+                "versions totally ordered for 3 of 10 keys (from initial-state, wfr-keys)"
+            ),
+            "{out}"
+        );
         let mut out = String::new();
         txn_section(&mut out, &json!({"error": "op 3: bad"}));
         assert!(out.contains("not checkable") && out.contains("op 3: bad"));
