@@ -144,15 +144,19 @@ send({"type": "init_ok"})
 
 
 def restart_lock_session():
-    """Close the lock session: the server deletes its ephemeral nodes (or expires them)."""
+    """Close the lock session in the background: the server deletes its ephemeral nodes (or
+    expires them); the next lock op opens a new one."""
     c = sessions.pop("lock", None)
     held.clear()
-    if c is not None:
+
+    def close():
         try:
             c.stop()
             c.close()
         except Exception:
             pass
+    if c is not None:
+        threading.Thread(target=close, daemon=True).start()
 
 
 def ours(lock, path, deadline):
@@ -162,11 +166,26 @@ def ours(lock, path, deadline):
 
 
 def acquire(name, deadline):
+    """`attempt` on a worker thread, bounded by the op budget: an acquire still running then (slow
+    quorum writes under load) may yet take the lock, so the lock session is closed (its nodes go
+    with it) and the answer is info. Being killed by the controller instead would leave the node
+    in place for a whole session timeout, blocking every other contender."""
+    result = []
+    worker = threading.Thread(target=lambda: result.append(attempt(name, deadline)), daemon=True)
+    worker.start()
+    worker.join(max(0.0, deadline - time.monotonic()))
+    if result:
+        return result[0]
+    restart_lock_session()
+    return {"type": "info", "error": "acquire unfinished within the op budget; lock session closed"}
+
+
+def attempt(name, deadline):
     path = "/locks/" + name
     zl = session("lock")
     lock = Lock(zl, path, identifier=f"thread-{init['thread']}")
     held[name] = lock
-    wait_s = max(0.01, (deadline - time.monotonic()) * 0.4)
+    wait_s = max(0.01, (deadline - time.monotonic()) * 0.25)
     error = None
     # The recipe waits `timeout` per predecessor; cancel() bounds the whole wait.
     bound = threading.Timer(wait_s, lock.cancel)
