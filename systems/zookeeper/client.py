@@ -25,7 +25,9 @@ expiry is ZooKeeper's lease on a lock) and the *resource session* (10 s, ZooKeep
 tickTime=500), standing for the service the lock protects, which knows nothing of the lock:
 
   lock-acquire -> kazoo's Lock recipe on /locks/<lock>: an ephemeral sequential node, held when
-                  it is the lowest; waits up to 40 % of the op budget for the holder before it.
+                  it is the lowest; waits up to 25 % of the op budget for the holder before it.
+                  Still unfinished when the op budget ends (slow quorum writes): the lock session
+                  is closed, taking the node with it, and the answer is info.
                   ok {"token": the node's sequence number} (monotonic per lock: ZooKeeper's
                   sequence counter of the parent). Not acquired and no node of ours left behind:
                   fail "lock-held"; a node of ours may be left (the cleanup was not confirmed):
