@@ -225,10 +225,12 @@ async fn run() -> Result<(), String> {
                 options: Default::default(),
                 timeout_ms: 5000,
                 seed: t as u64,
+                workload: "register".into(),
             },
             timeout_ms: 5000,
             init_timeout_ms: 10_000,
             stderr_log: None,
+            pids: None,
         }))
     };
     let rate = env_num("BENCH_RATE", 5000)? as f64;

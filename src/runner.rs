@@ -979,6 +979,9 @@ pub(crate) async fn drive(
         .iter()
         .any(crate::spec::FaultKind::is_stall)
         .then(generator::stall::StallBoard::new);
+    if let Some(board) = &stalls {
+        system.attach_stalls(board);
+    }
     let nemesis_worker = nemesis.map(|nemesis| Worker {
         client: Box::new(NemesisClient {
             nemesis,

@@ -136,6 +136,24 @@ impl StallBoard {
     }
 }
 
+/// Claim the oldest request for `thread` as the gate would (tests of the board's readers);
+/// returns the stall's id.
+#[cfg(test)]
+pub fn claim_for_test(board: &StallBoard, thread: usize) -> u64 {
+    let req = board.take_request().expect("a posted request");
+    board.record(Stall {
+        id: req.id,
+        thread,
+        process: thread as u64,
+        f: String::new(),
+        key: None,
+        duration_ms: req.max_ms,
+        from_ns: 0,
+        ended: false,
+    });
+    req.id
+}
+
 /// The generator wrapper that honours stall requests; see [`stall_gate`].
 pub struct StallGate<G> {
     inner: G,

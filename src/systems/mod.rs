@@ -53,6 +53,10 @@ pub trait System: Db {
     /// The run's directory for client-side logs (external systems' client stderr); once, before
     /// the first `client` call. Built-in clients log nothing locally.
     fn attach_client_logs(&self, _dir: &std::path::Path) {}
+    /// The run's client stall board (`--nemesis stall`), once, after the clients are made.
+    /// External systems freeze a stalled thread's client process; built-in clients run in
+    /// process, where the generator's hold is the whole stall.
+    fn attach_stalls(&self, _board: &crate::generator::stall::StallBoard) {}
 }
 
 /// What a run asks of the system besides its workload (the flags `validate` judges).

@@ -49,6 +49,8 @@ pub struct Launch {
     pub init_timeout_ms: u64,
     /// Where its stderr is appended (with a line per start and stop); `None` keeps only a tail.
     pub stderr_log: Option<PathBuf>,
+    /// Where each start records the process's pid (so a stall can freeze it).
+    pub pids: Option<super::freeze::ClientPids>,
 }
 
 /// The client's stderr log, shared with the task copying its stderr.
@@ -232,6 +234,9 @@ async fn start(
             }
         }
     });
+    if let (Some(pids), Some(pid)) = (&launch.pids, child.id()) {
+        pids.set(t, pid);
+    }
     let pid = child
         .id()
         .map_or_else(|| "?".to_string(), |p| p.to_string());
@@ -535,10 +540,12 @@ for line in sys.stdin:
                 options: Default::default(),
                 timeout_ms,
                 seed: 1,
+                workload: "register".into(),
             },
             timeout_ms,
             init_timeout_ms,
             stderr_log: Some(dir.join("logs/thread-2.log")),
+            pids: None,
         }
     }
 

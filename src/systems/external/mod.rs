@@ -9,6 +9,7 @@
 
 pub mod client;
 pub mod db;
+pub mod freeze;
 pub mod protocol;
 pub mod spec;
 
@@ -54,6 +55,8 @@ pub struct ExternalSystem {
     db: ExternalDb,
     /// Where each client thread's stderr goes (`logs/clients/` of the run), once known.
     client_logs: Arc<OnceLock<PathBuf>>,
+    /// Each thread's client process, frozen while the thread is stalled.
+    client_pids: freeze::ClientPids,
 }
 
 impl ExternalSystem {
@@ -62,6 +65,7 @@ impl ExternalSystem {
         ExternalSystem {
             db: ExternalDb::new(Arc::new(cfg)),
             client_logs: Arc::default(),
+            client_pids: freeze::ClientPids::default(),
         }
     }
 
@@ -71,7 +75,14 @@ impl ExternalSystem {
     }
 
     /// How worker thread `thread` runs its client.
-    pub fn launch(&self, thread: usize, nodes: &[Node], timeout_ms: u64, seed: u64) -> Launch {
+    pub fn launch(
+        &self,
+        thread: usize,
+        nodes: &[Node],
+        timeout_ms: u64,
+        seed: u64,
+        workload: &str,
+    ) -> Launch {
         let cfg = self.config();
         let node = &nodes[thread % nodes.len()];
         Launch {
@@ -84,6 +95,7 @@ impl ExternalSystem {
                 options: cfg.options.clone(),
                 timeout_ms,
                 seed: seed.wrapping_add(1000 + thread as u64),
+                workload: workload.to_string(),
             },
             timeout_ms,
             init_timeout_ms: timeout_ms.max(CLIENT_INIT_TIMEOUT_MS),
@@ -91,6 +103,7 @@ impl ExternalSystem {
                 .client_logs
                 .get()
                 .map(|d| d.join(format!("thread-{thread}.log"))),
+            pids: Some(self.client_pids.clone()),
         }
     }
 }
@@ -165,6 +178,7 @@ impl System for ExternalSystem {
         // common checks (read flags, abilities).
         self.config().validate_workload(workload)?;
         self.config().validate_faults(options.nemesis)?;
+        self.config().validate_stall(workload, options.nemesis)?;
         SUPPORTS.check(self, workload, options)
     }
 
@@ -186,6 +200,7 @@ impl System for ExternalSystem {
             &ctx.nodes,
             ctx.op_timeout_ms,
             ctx.seed,
+            &ctx.workload_kind,
         ))))
     }
 
@@ -226,6 +241,10 @@ impl System for ExternalSystem {
 
     fn attach_client_logs(&self, dir: &std::path::Path) {
         let _ = self.client_logs.set(dir.to_path_buf());
+    }
+
+    fn attach_stalls(&self, board: &crate::generator::stall::StallBoard) {
+        self.client_pids.watch(board.clone());
     }
 }
 
@@ -306,14 +325,14 @@ mod tests {
                 host: format!("10.0.0.{i}"),
             })
             .collect();
-        let l = sys.launch(4, &nodes, 1500, 7);
+        let l = sys.launch(4, &nodes, 1500, 7, "register");
         assert_eq!(l.init.node, "n2");
         assert_eq!(l.init.thread, 4);
         assert_eq!(l.timeout_ms, 1500);
         assert!(l.cwd.ends_with("tests/data/toykv"));
         assert_eq!(l.stderr_log, None);
         sys.attach_client_logs(std::path::Path::new("/r/logs/clients"));
-        let l = sys.launch(4, &nodes, 1500, 7);
+        let l = sys.launch(4, &nodes, 1500, 7, "register");
         assert_eq!(
             l.stderr_log.unwrap(),
             std::path::Path::new("/r/logs/clients/thread-4.log")
@@ -331,6 +350,46 @@ mod tests {
         assert!(run_config(&["--db", &spec, "--workload", "session"]).is_ok());
         let e = run_config(&["--db", &spec, "--workload", "set"]).unwrap_err();
         assert!(e.contains("toykv's client performs register"), "{e}");
+    }
+
+    #[test]
+    fn lock_workloads_and_stalls_need_a_client_that_declares_them() {
+        let zk = format!("{}/systems/zookeeper.toml", env!("CARGO_MANIFEST_DIR"));
+        for w in ["lock", "fenced-lock"] {
+            run_config(&["--db", &zk, "--workload", w, "--nemesis", "stall"])
+                .unwrap_or_else(|e| panic!("{w}: {e}"));
+        }
+        let e = run_config(&["--db", &zk, "--nemesis", "stall"]).unwrap_err();
+        assert!(
+            e.contains("--nemesis") && e.contains("stall") && e.contains("--workload lock"),
+            "{e}"
+        );
+        // toykv declares register only; a spec that declares nothing still does not get the
+        // lock ops, which no client serves by accident.
+        let e = run_config(&["--db", &toykv(), "--workload", "lock"]).unwrap_err();
+        assert!(e.contains("toykv's client performs register"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let bare = dir.path().join("bare.toml");
+        std::fs::write(
+            &bare,
+            "name = \"bare\"\n[commands]\nstart = \"x\"\nstop = \"x\"\nready = \"x\"\n[client]\ncommand = [\"c\"]\n",
+        )
+        .unwrap();
+        let bare = bare.to_str().unwrap();
+        run_config(&["--db", bare, "--workload", "set", "--nemesis", "none"]).unwrap();
+        let e = run_config(&[
+            "--db",
+            bare,
+            "--workload",
+            "fenced-lock",
+            "--nemesis",
+            "none",
+        ])
+        .unwrap_err();
+        assert!(
+            e.contains("bare's client does not declare the fenced-lock workload"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! IO: starting, feeding and restarting client processes is `client`'s job.
 
 use crate::client::Completion;
+use crate::generator::lock;
 use crate::node::Node;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -162,6 +163,8 @@ pub struct Init {
     pub timeout_ms: u64,
     /// A seed for the client's own random choices.
     pub seed: u64,
+    /// The workload's kind (`register`, `lock`, …), so a client can prepare for its ops.
+    pub workload: String,
 }
 
 impl Init {
@@ -180,6 +183,7 @@ impl Init {
             "options": self.options,
             "timeout_ms": self.timeout_ms,
             "seed": self.seed,
+            "workload": self.workload,
         })
         .to_string()
     }
@@ -229,7 +233,9 @@ pub fn excerpt(line: &str) -> String {
 ///
 /// `ok` takes `value` from the reply (a read's result; absent = nil) or, for other functions
 /// when absent or null, the request's value; `fail` echoes the request's value (the checker reads a
-/// failed cas's `[old, new]`). A line that is not a reply to `id` is a protocol error.
+/// failed cas's `[old, new]`). The lock workloads: an ok `lock-acquire` must carry
+/// `{"token": N}`; their other ops always record the request's value. A line that is not a
+/// reply to `id` is a protocol error.
 pub fn parse_reply(
     line: &str,
     id: u64,
@@ -268,6 +274,9 @@ pub fn parse_reply(
     match obj.get("type").and_then(Value::as_str) {
         Some("ok") => {
             let value = match obj.get("value") {
+                _ if f == lock::ACQUIRE => acquire_value(obj.get("value")).map_err(malformed)?,
+                // The lock workloads' other ops record what was asked (value and token).
+                _ if lock::FS.contains(&f) => request_value.clone(),
                 Some(v) if f == "read" || !v.is_null() => v.clone(),
                 None if f == "read" => Value::Null,
                 // A write, cas or append reported without a value (or with null) did what it
@@ -287,6 +296,23 @@ pub fn parse_reply(
             "\"type\" must be \"ok\", \"fail\" or \"info\": {}",
             excerpt(line)
         ))),
+    }
+}
+
+/// The value of an `ok` `lock-acquire`: `{"token": N}` with an integer token, or `null` from a
+/// system without tokens; anything else is malformed (the fencing checker reads the token).
+fn acquire_value(value: Option<&Value>) -> Result<Value, String> {
+    let token = value
+        .and_then(|v| v.as_object())
+        .and_then(|o| o.get(lock::TOKEN));
+    match token {
+        Some(t) if t.is_null() || t.is_i64() => Ok(json!({ lock::TOKEN: t })),
+        _ => Err(format!(
+            "an ok {} needs \"value\": {{\"{}\": N}} (N an integer, or null without tokens), got {}",
+            lock::ACQUIRE,
+            lock::TOKEN,
+            value.map_or_else(|| "no value".to_string(), Value::to_string)
+        )),
     }
 }
 
@@ -313,6 +339,7 @@ mod tests {
             options: [("reads".to_string(), "sync".to_string())].into(),
             timeout_ms: 5000,
             seed: 9,
+            workload: "lock".into(),
         };
         let l = init.to_line();
         assert!(!l.contains('\n'));
@@ -320,6 +347,7 @@ mod tests {
         assert_eq!(v["type"], "init");
         assert_eq!(v["nodes"][0]["host"], "10.0.0.4");
         assert_eq!(v["options"]["reads"], "sync");
+        assert_eq!(v["workload"], "lock");
         assert!(parse_init_reply("{\"type\":\"init_ok\"}").is_ok());
         let e = parse_init_reply("{\"type\":\"error\",\"error\":\"no kazoo\"}").unwrap_err();
         assert!(e.contains("no kazoo"), "{e}");
@@ -373,6 +401,65 @@ mod tests {
             .unwrap(),
             Completion::Info {
                 error: "timeout".into()
+            }
+        );
+    }
+
+    #[test]
+    fn lock_replies_carry_the_token_and_record_the_request() {
+        let acquire = json!({ lock::TTL_MS: 2000 });
+        let ok = |line: &str, f: &str, req: &Value| parse_reply(line, 3, f, req);
+        assert_eq!(
+            ok(
+                r#"{"id":3,"type":"ok","value":{"token":41}}"#,
+                lock::ACQUIRE,
+                &acquire
+            )
+            .unwrap(),
+            Completion::Ok {
+                value: json!({ lock::TOKEN: 41 }),
+                version: None
+            }
+        );
+        assert_eq!(
+            ok(
+                r#"{"id":3,"type":"ok","value":{"token":null}}"#,
+                lock::ACQUIRE,
+                &acquire
+            )
+            .unwrap(),
+            Completion::Ok {
+                value: json!({ lock::TOKEN: null }),
+                version: None
+            }
+        );
+        for bad in [
+            r#"{"id":3,"type":"ok"}"#,
+            r#"{"id":3,"type":"ok","value":7}"#,
+            r#"{"id":3,"type":"ok","value":{"token":"7"}}"#,
+        ] {
+            let e = ok(bad, lock::ACQUIRE, &acquire).unwrap_err();
+            assert_eq!(e.kind, ProtocolErrorKind::Malformed, "{bad}");
+            assert!(e.detail.contains(lock::ACQUIRE), "{}", e.detail);
+        }
+        // A protected write records its request (value and token), whatever the client echoes.
+        let w = json!({ lock::VALUE: 5, lock::TOKEN: 41 });
+        assert_eq!(
+            ok(r#"{"id":3,"type":"ok","value":99}"#, lock::FENCED_WRITE, &w).unwrap(),
+            Completion::Ok {
+                value: w.clone(),
+                version: None
+            }
+        );
+        let refused = format!(
+            r#"{{"id":3,"type":"fail","error":"{}"}}"#,
+            lock::STALE_TOKEN
+        );
+        assert_eq!(
+            ok(&refused, lock::FENCED_WRITE, &w).unwrap(),
+            Completion::Fail {
+                error: lock::STALE_TOKEN.into(),
+                value: w
             }
         );
     }

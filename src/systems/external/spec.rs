@@ -15,7 +15,15 @@ use std::path::{Path, PathBuf};
 use toml::Spanned;
 
 /// The workload kinds (`kind` of `workloads/*.toml`) a client may declare in `client.workloads`.
-pub const WORKLOAD_KINDS: [&str; 3] = ["register", "list-append", crate::generator::set::KIND];
+/// The lock kinds ([`crate::generator::lock::is_lock_kind`]) are served only by a client that
+/// declares them: their ops are not guessable from the register's.
+pub const WORKLOAD_KINDS: [&str; 5] = [
+    "register",
+    "list-append",
+    crate::generator::set::KIND,
+    crate::generator::lock::KIND,
+    crate::generator::lock::FENCED_KIND,
+];
 
 /// Folder of user-editable system specs, relative to the working directory.
 pub const SYSTEMS_DIR: &str = "systems";
@@ -193,13 +201,28 @@ impl ExternalConfig {
             .collect()
     }
 
-    /// Refuse a workload whose kind the spec's client does not declare (when it declares any).
+    /// Refuse a workload whose kind the spec's client does not declare (when it declares any;
+    /// a lock workload always needs declaring).
     pub fn validate_workload(
         &self,
         workload: &crate::spec::WorkloadSpec,
     ) -> Result<(), ConfigError> {
         let declared = &self.spec.workloads;
-        if declared.is_empty() || declared.contains(&workload.kind) {
+        if declared.contains(&workload.kind) {
+            return Ok(());
+        }
+        if declared.is_empty() && crate::generator::lock::is_lock_kind(&workload.kind) {
+            return Err(ConfigError::new(
+                "--workload",
+                format!(
+                    "{}'s client does not declare the {} workload (client.workloads in {}): a client serves the lock ops only when it says so (PROTOCOL.md)",
+                    self.spec.name,
+                    workload.kind,
+                    self.spec.path.display()
+                ),
+            ));
+        }
+        if declared.is_empty() {
             return Ok(());
         }
         Err(ConfigError::new(
@@ -208,6 +231,31 @@ impl ExternalConfig {
                 "{}'s client performs {} (client.workloads in {}), not {}",
                 self.spec.name,
                 declared.join(", "),
+                self.spec.path.display(),
+                workload.kind
+            ),
+        ))
+    }
+
+    /// Refuse the client-side `stall` fault unless the workload is a lock workload (which the
+    /// client declared: [`Self::validate_workload`] checks that first). A stall freezes the
+    /// stalled thread's client process (`freeze`); it stands for a lock holder's GC pause.
+    pub fn validate_stall(
+        &self,
+        workload: &crate::spec::WorkloadSpec,
+        nemesis: &crate::spec::NemesisSpec,
+    ) -> Result<(), ConfigError> {
+        let stalls = nemesis.faults.iter().any(crate::spec::FaultKind::is_stall);
+        if !stalls || crate::generator::lock::is_lock_kind(&workload.kind) {
+            return Ok(());
+        }
+        Err(ConfigError::new(
+            "--nemesis",
+            format!(
+                "the stall fault pauses a lock holder's client process; with {} it needs --workload {} or {} (declared in client.workloads in {}), not {}",
+                self.spec.name,
+                crate::generator::lock::KIND,
+                crate::generator::lock::FENCED_KIND,
                 self.spec.path.display(),
                 workload.kind
             ),
