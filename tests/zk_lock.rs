@@ -1,5 +1,5 @@
 //! ZooKeeper locks through the external protocol (`systems/zookeeper.toml`, kazoo's Lock recipe)
-//! against a real 5-node ensemble in the sandbox (`sdzl`, 10.88.0.0/24): under `--nemesis stall`
+//! against a real 5-node ensemble in the sandbox (`sdzl`, 10.73.0.0/24): under `--nemesis stall`
 //! the stalled holder's client process is frozen past its 2 s session timeout, its ephemeral lock
 //! node expires, another thread acquires, and the woken holder writes: two holders in
 //! results.json (exit 1). With fencing tokens (the lock nodes' sequence numbers) the stale
@@ -16,7 +16,7 @@ use serde_json::Value;
 mod cli;
 use cli::{SandboxGuard, root, run_results};
 
-const SANDBOX: &[&str] = &["--sandbox-name", "sdzl", "--sandbox-subnet", "10.88.0.0/24"];
+const SANDBOX: &[&str] = &["--sandbox-name", "sdzl", "--sandbox-subnet", "10.73.0.0/24"];
 
 fn checker<'a>(results: &'a Value, name: &str) -> &'a Value {
     results["checkers"]
