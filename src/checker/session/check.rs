@@ -157,8 +157,6 @@ pub(super) fn percentiles<T: Copy + Default + PartialOrd>(sorted: &[T]) -> Perce
     }
 }
 
-/// The auto rule (see the module doc): list-append if the history has `append` ops or
-
 /// Check the four session guarantees, quantify stale reads and find version conflicts (see the
 /// module doc for the exact semantics).
 pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResult {

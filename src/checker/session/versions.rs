@@ -139,6 +139,7 @@ pub(super) fn show_pos(source: VersionSource, is_read: bool, p: Pos) -> String {
     }
 }
 
+/// The auto rule (see the module doc): list-append if the history has `append` ops or
 /// list-valued ok reads, else system versions. Returns the source and why.
 pub(super) fn choose_source(history: &History, config: &SessionConfig) -> (VersionSource, String) {
     if let Some(s) = config.source {
