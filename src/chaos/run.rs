@@ -422,13 +422,6 @@ async fn drive(
         }
         let _ = stop.send(true);
     });
-    progress.phase(
-        Phase::Workload,
-        format!(
-            "probing every {} ms while injecting faults, for {} s (abort after {} failed probes in a row)",
-            s.probe_interval_ms, s.duration_s, s.abort_after
-        ),
-    );
     progress.workload(stats.clone());
     let duration_ns = (s.duration_s * 1e9) as u64;
     let interval_ns = s.probe_interval_ms * 1_000_000;

@@ -103,10 +103,13 @@ impl Generator for Probes {
     }
 }
 
-/// `inner` until `rail` trips.
+/// `inner` until `rail` trips. An op `inner` plans for later is kept here (the interpreter is
+/// told `Pending`) until it is due, so a fault planned before the rail trips is never injected
+/// after it.
 pub struct UntilAborted<G> {
     inner: G,
     rail: Option<RailHandle>,
+    planned: Option<crate::generator::Invocation>,
 }
 
 /// Wrap a (nemesis) generator so it ends when `rail` trips.
@@ -114,6 +117,7 @@ pub fn until_aborted<G: Generator>(inner: G, rail: RailHandle) -> UntilAborted<G
     UntilAborted {
         inner,
         rail: Some(rail),
+        planned: None,
     }
 }
 
@@ -122,7 +126,18 @@ impl<G: Generator> Generator for UntilAborted<G> {
         if tripped(&self.rail) {
             return Next::Done;
         }
-        self.inner.next(ctx, rng)
+        let op = match self.planned.take() {
+            Some(op) => op,
+            None => match self.inner.next(ctx, rng) {
+                Next::Op(op) => op,
+                other => return other,
+            },
+        };
+        if op.time_ns > ctx.time_ns {
+            self.planned = Some(op);
+            return Next::Pending;
+        }
+        Next::Op(op)
     }
 
     fn update(&mut self, ctx: &Context, event: &Op) {
@@ -200,5 +215,28 @@ mod tests {
         assert_eq!(rail.lock().unwrap().tripped_at_ns(), Some(10));
         assert_eq!(p.next(&ctx, &mut rng), Next::Done);
         assert_eq!(nemesis.next(&ctx, &mut rng), Next::Done);
+    }
+
+    #[test]
+    fn a_fault_planned_for_later_is_dropped_when_the_rail_trips_first() {
+        let rail = AbortRail::new(1);
+        let later = OpSpec::new("start-partition", None, Value::Null).at(NEMESIS_THREAD, 5_000);
+        let mut nemesis = until_aborted(crate::generator::once(later), rail.clone());
+        let mut ctx = Context::new(1, vec!["n1".into()]);
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        assert_eq!(nemesis.next(&ctx, &mut rng), Next::Pending);
+        ctx.time_ns = 5_000;
+        assert!(matches!(nemesis.next(&ctx, &mut rng), Next::Op(op) if op.time_ns == 5_000));
+        let mut again = until_aborted(
+            crate::generator::once(
+                OpSpec::new("start-partition", None, Value::Null).at(NEMESIS_THREAD, 5_000),
+            ),
+            rail.clone(),
+        );
+        ctx.time_ns = 0;
+        assert_eq!(again.next(&ctx, &mut rng), Next::Pending);
+        rail.lock().unwrap().observe(&done(OpType::Fail, 1));
+        ctx.time_ns = 5_000;
+        assert_eq!(again.next(&ctx, &mut rng), Next::Done);
     }
 }
