@@ -216,12 +216,14 @@ pub fn plan(cfg: &ChaosConfig) -> String {
             &log,
             &mut out,
         );
+        // The heal phase starts when the duration is up.
+        let heal_ns = end_ns.max((s.duration_s * 1e9) as u64);
         simulate(
             Box::new(generator::nemesis_heal(&schedule)),
             &mut nemesis,
             &names,
             &mut rng,
-            end_ns,
+            heal_ns,
             &log,
             &mut out,
         );

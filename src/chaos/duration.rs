@@ -45,7 +45,7 @@ pub fn parse_ms(text: &str) -> Result<u64, String> {
 
 fn to_ms(value: f64, scale: f64) -> Option<u64> {
     let ms = value * scale;
-    (ms.is_finite() && ms >= 0.0 && ms < 1e15).then(|| ms.round() as u64)
+    (0.0..1e15).contains(&ms).then(|| ms.round() as u64)
 }
 
 #[cfg(test)]

@@ -420,4 +420,51 @@ mod tests {
             .is_ok()
         );
     }
+
+    #[test]
+    fn a_dry_run_as_another_user_shows_every_root_command_through_sudo() {
+        let c = config(&[
+            "--nodes",
+            "n1=10.0.0.1,n2=10.0.0.2,n3=10.0.0.3",
+            "--username",
+            "deploy",
+            "--nemesis",
+            "isolate,clock",
+            "--probe",
+            "true",
+            "--duration",
+            "60s",
+            "--nemesis-interval",
+            "2",
+            "--seed",
+            "1",
+        ])
+        .unwrap_or_else(|e| panic!("{e}"));
+        let plan = crate::chaos::dry_run::plan(&c);
+        assert!(plan.contains("SSH user deploy"), "{plan}");
+        let commands: Vec<&str> = plan
+            .lines()
+            .filter(|l| l.starts_with("n1: ") || l.starts_with("n2: ") || l.starts_with("n3: "))
+            .collect();
+        assert!(!commands.is_empty(), "{plan}");
+        // Every command that changes something goes through sudo; only read-only clock reads
+        // (the probe of how the clock is set, `date +%s.%N`) do not.
+        for line in commands {
+            let cmd = line.split_once(": ").unwrap().1;
+            assert!(
+                cmd.starts_with("sudo -n -- sh -c ")
+                    || cmd == "date +%s.%N"
+                    || cmd.starts_with("sh -c 'if [ -n \"${SHAKEDOWN_CLOCK_FILE"),
+                "{line}"
+            );
+        }
+        assert!(
+            plan.contains("sudo -n -- sh -c") && plan.contains("start-partition"),
+            "{plan}"
+        );
+        assert!(
+            plan.contains("bump-clock") || plan.contains("strobe-clock"),
+            "{plan}"
+        );
+    }
 }
