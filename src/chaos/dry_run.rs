@@ -83,17 +83,29 @@ impl Remote for Recorder {
     }
 }
 
-/// Append the commands recorded since the last call, grouped by node in node order (each
-/// node's in the order they ran), under `heading`.
+/// Append the commands recorded since the last call under `heading`: each distinct command once,
+/// after the nodes that run it (`n1, n2: …`), in the order nodes first run them (each node's own
+/// commands keep their order).
 fn drain(out: &mut String, log: &Log, names: &[String], heading: &str) {
     let mut batch = std::mem::take(&mut *log.lock().unwrap_or_else(|p| p.into_inner()));
     batch.sort_by_key(|(i, _)| *i);
+    let mut grouped: Vec<(Vec<usize>, String)> = Vec::new();
+    for (i, text) in batch {
+        match grouped
+            .iter_mut()
+            .find(|(nodes, t)| *t == text && !nodes.contains(&i))
+        {
+            Some((nodes, _)) => nodes.push(i),
+            None => grouped.push((vec![i], text)),
+        }
+    }
     let _ = writeln!(out, "\n# {heading}");
-    if batch.is_empty() {
+    if grouped.is_empty() {
         out.push_str("  (no command)\n");
     }
-    for (i, text) in batch {
-        let _ = writeln!(out, "{}: {text}", names[i]);
+    for (nodes, text) in grouped {
+        let who: Vec<&str> = nodes.iter().map(|&i| names[i].as_str()).collect();
+        let _ = writeln!(out, "{}: {text}", who.join(", "));
     }
 }
 

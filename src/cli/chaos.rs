@@ -444,7 +444,7 @@ mod tests {
         assert!(plan.contains("SSH user deploy"), "{plan}");
         let commands: Vec<&str> = plan
             .lines()
-            .filter(|l| l.starts_with("n1: ") || l.starts_with("n2: ") || l.starts_with("n3: "))
+            .filter(|l| l.starts_with("n1") || l.starts_with("n2") || l.starts_with("n3"))
             .collect();
         assert!(!commands.is_empty(), "{plan}");
         // Every command that changes something goes through sudo; only read-only clock reads
