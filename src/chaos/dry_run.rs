@@ -167,19 +167,40 @@ pub fn plan(cfg: &ChaosConfig) -> String {
         cfg.nemesis_name, s.duration_s, cfg.nemesis.interval_s
     );
 
-    crate::nemesis::leftovers::heal_leftovers(
+    // What a run's leftovers heal would do, without its journal appends (`heal_leftovers`
+    // records its undos in the old journals; a dry run writes nothing).
+    let leftovers = crate::nemesis::leftovers::leftover_journals(
         &cfg.reports_dir,
-        Path::new("/nonexistent/dry-run"),
         &cfg.nodes,
-        &remotes,
-        db.clone(),
+        Path::new("/nonexistent/dry-run"),
     );
-    drain(
-        &mut out,
-        &log,
-        &names,
-        "undo faults earlier runs' journals show outstanding on these nodes",
-    );
+    for (journal, open) in &leftovers {
+        let mut healer = Nemesis::new(NemesisConfig {
+            nodes: cfg.nodes.clone(),
+            remotes: remotes.clone(),
+            db: db.clone(),
+            partition: PartitionConfig::default(),
+            rng: ChaCha8Rng::seed_from_u64(0),
+            journal: None,
+        });
+        let (verbs, killed) = crate::nemesis::leftovers::undo_plan(open);
+        healer.adopt_killed(killed);
+        for verb in verbs {
+            let _ = healer.invoke(&verb, &serde_json::Value::Null);
+            drain(
+                &mut out,
+                &log,
+                &names,
+                &format!(
+                    "{verb}: undo what {} shows still in effect",
+                    journal.display()
+                ),
+            );
+        }
+    }
+    if leftovers.is_empty() {
+        out.push_str("\n# no earlier run's journal shows a fault left on these nodes\n");
+    }
     let mut nemesis = Nemesis::new(NemesisConfig {
         nodes: cfg.nodes.clone(),
         remotes: remotes.clone(),
@@ -309,4 +330,49 @@ fn simulate(
         }
     }
     ctx.time_ns
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    #[test]
+    fn leftovers_of_earlier_runs_are_shown_and_their_journals_left_untouched() {
+        let reports = tempfile::tempdir().unwrap();
+        let old = reports.path().join("chaos").join("20260101T000000.000Z");
+        std::fs::create_dir_all(&old).unwrap();
+        std::fs::write(
+            old.join("test.json"),
+            r#"{"nodes":[{"name":"n1","host":"10.0.0.1"},{"name":"n2","host":"10.0.0.2"},{"name":"n3","host":"10.0.0.3"}]}"#,
+        )
+        .unwrap();
+        let journal = old.join("faults.jsonl");
+        let text = r#"{"action":"inject","event":"begin","f":"start-partition","detail":{},"undo_with":"stop-partition"}
+"#;
+        std::fs::write(&journal, text).unwrap();
+        let cli = Cli::try_parse_from([
+            "shakedown",
+            "chaos",
+            "--nodes",
+            "n1=10.0.0.1,n2=10.0.0.2,n3=10.0.0.3",
+            "--nemesis",
+            "isolate",
+            "--probe",
+            "true",
+            "--reports",
+            reports.path().to_str().unwrap(),
+        ])
+        .unwrap();
+        let Command::Chaos(args) = cli.command else {
+            panic!("not chaos")
+        };
+        let Ok(cfg) = args.into_config() else {
+            panic!("refused")
+        };
+        let plan = plan(&cfg);
+        assert!(plan.contains("stop-partition: undo what"), "{plan}");
+        assert_eq!(std::fs::read_to_string(&journal).unwrap(), text);
+    }
 }
