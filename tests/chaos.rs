@@ -1,6 +1,7 @@
 //! End-to-end `shakedown chaos` against a real sandbox (`sdcs`, 10.87.0.0/24) running etcd that
 //! the test starts itself through the library (chaos never installs or starts a system): a
-//! partition experiment with an etcd probe (page, results, exit code per SLO), the abort rail
+//! partition experiment with an etcd probe (page, results, exit code per SLO; then `pause` through
+//! `--db etcd`, never a restart), the abort rail
 //! (stops, heals, journal closed, exit 2), a dry run that changes nothing, and the refusals.
 //! Sandbox tests need root and take a lock so one cluster runs at a time; run them under
 //! `flock /tmp/shakedown-sandbox.lock`. The refusal test needs neither.
@@ -246,6 +247,26 @@ fn a_partition_experiment_with_an_etcd_probe_has_a_page_results_and_an_exit_code
     let results = read_json(&run_dir(&strict).join("results.json"));
     assert_eq!(results["valid"], "invalid");
     assert!(c.shakedown_rules().is_empty(), "{:?}", c.shakedown_rules());
+
+    // pause with --db etcd: the etcd processes are stopped and continued, never restarted.
+    let paused = tmp.path().join("paused");
+    let mut args = common.to_vec();
+    args.extend(["--duration", "5s", "--nemesis", "pause", "--db", "etcd"]);
+    args.retain(|a| *a != "partition");
+    let pos = args.iter().position(|a| *a == "--nemesis").unwrap();
+    args.remove(pos);
+    let (code, stdout, stderr) = c.chaos(&args, &paused);
+    assert_eq!(code, 0, "stdout: {stdout}\nstderr: {stderr}");
+    let journal = std::fs::read_to_string(run_dir(&paused).join("faults.jsonl")).unwrap();
+    assert!(
+        journal.contains("\"f\":\"pause\"") && journal.contains("\"f\":\"resume\""),
+        "{journal}"
+    );
+    assert!(
+        !journal.contains("\"f\":\"start\""),
+        "chaos restarted the system: {journal}"
+    );
+    assert!(c.stopped_etcd().is_empty(), "{:?}", c.stopped_etcd());
 }
 
 #[test]
