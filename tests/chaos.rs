@@ -1,10 +1,10 @@
 //! End-to-end `shakedown chaos` against a real sandbox (`sdcs`, 10.87.0.0/24) running etcd that
 //! the test starts itself through the library (chaos never installs or starts a system): a
-//! partition experiment with an etcd probe (page, results, exit code per SLO; then `pause` through
-//! `--db etcd`, never a restart), the abort rail
-//! (stops, heals, journal closed, exit 2), a dry run that changes nothing, and the refusals.
-//! Sandbox tests need root and take a lock so one cluster runs at a time; run them under
-//! `flock /tmp/shakedown-sandbox.lock`. The refusal test needs neither.
+//! partition experiment with an etcd probe (page, results, exit code per SLO; then `pause`
+//! through `--db etcd`, never a restart), the abort rail (stops, heals, journal closed, exit 2),
+//! a dry run that changes nothing, and the refusals. Sandbox tests need root and take a lock so
+//! one cluster runs at a time; run them under `flock /tmp/shakedown-sandbox.lock`. The refusal
+//! test needs neither.
 
 use serde_json::Value;
 use shakedown::control::{Cmd, Remote, SshConfig};
