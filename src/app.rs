@@ -10,8 +10,10 @@ use crate::import::InputFormat;
 use crate::runner::RunError;
 use std::path::Path;
 
+mod chaos;
 mod check;
 mod compare;
+pub use chaos::chaos;
 pub use check::check;
 pub use compare::compare;
 

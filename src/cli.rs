@@ -9,6 +9,9 @@ use crate::node::parse_nodes;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+mod chaos;
+pub use chaos::ChaosArgs;
+
 /// Exit code for bad usage or configuration.
 pub const EXIT_USAGE: i32 = 3;
 /// Exit code for a runtime failure (unreachable node, setup failure, IO).
@@ -52,6 +55,13 @@ pub enum Command {
     /// cell's claimed consistency against what the runs observed. Exit 0 when every claim held,
     /// 1 when any was refuted, 2 when some are undecided.
     Compare(CompareArgs),
+    /// Inject journaled, always-healed faults into a live system while its own traffic runs,
+    /// with a health probe recorded as history ops (no workload of ours, no checkers). Rails:
+    /// --nodes required, --dry-run, blast radius (--allow-majority), --abort-after. Exit 0
+    /// within SLO (or no SLO given and it ran to its end), 1 SLO violated, 2 undecided (aborted
+    /// by the probe, interrupted, no probe ran), 3 usage or refused, 4 runtime error or a heal
+    /// that left something.
+    Chaos(Box<ChaosArgs>),
 }
 
 /// Read consistency (`--read-mode`); a system refuses modes it cannot serve.

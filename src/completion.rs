@@ -28,6 +28,9 @@ pub enum RunStatus {
     Panicked,
     /// A second Ctrl-C aborted the controller at once: no cleanup, no check.
     Aborted,
+    /// `shakedown chaos`: the probe failed `--abort-after` times in a row, so the experiment
+    /// stopped injecting, healed everything and cleaned up.
+    ProbeAborted,
     /// The workload never started (an unreachable node, a failed setup).
     NotStarted,
     /// No completion record: the controller was killed (or the run is still going).
@@ -43,6 +46,7 @@ impl RunStatus {
             RunStatus::Failed => "failed",
             RunStatus::Panicked => "panicked",
             RunStatus::Aborted => "aborted",
+            RunStatus::ProbeAborted => "aborted by the probe",
             RunStatus::NotStarted => "not started",
             RunStatus::Killed => "incomplete",
         }
@@ -139,6 +143,22 @@ impl Completion {
              not checked; faults may remain (run `shakedown heal`)"
         );
         Self::new(RunStatus::Aborted, reason, None, Some(time_limit_s))
+    }
+
+    /// `shakedown chaos`: `after` failed probes in a row stopped the experiment at `at_s`
+    /// (`workload_s` of faults ran); it stopped injecting and healed.
+    pub fn probe_aborted(after: u32, at_s: f64, workload_s: f64, time_limit_s: f64) -> Self {
+        let reason = format!(
+            "aborted by the probe: {after} failed in a row at {at_s:.1} s ({}); stopped \
+             injecting and healed",
+            progress_text(workload_s, Some(time_limit_s))
+        );
+        Self::new(
+            RunStatus::ProbeAborted,
+            reason,
+            Some(workload_s),
+            Some(time_limit_s),
+        )
     }
 
     /// The workload never started.

@@ -9,6 +9,7 @@
 
 pub mod app;
 pub mod bench;
+pub mod chaos;
 pub mod checker;
 pub mod cli;
 pub mod client;

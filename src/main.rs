@@ -50,6 +50,7 @@ fn main() -> ExitCode {
         Command::Report(args) => shakedown::app::report(args),
         Command::Serve(args) => shakedown::app::serve(args),
         Command::Compare(args) => shakedown::app::compare(args),
+        Command::Chaos(args) => shakedown::app::chaos(*args),
     };
     let _ = EXIT_RUNTIME;
     ExitCode::from(code as u8)

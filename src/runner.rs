@@ -63,7 +63,7 @@ pub enum RunError {
 }
 
 /// The message of a caught panic payload.
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
@@ -129,15 +129,15 @@ fn first_err<E: std::fmt::Display>(results: Vec<Result<(), E>>) -> Result<(), St
     }
 }
 
-/// A `Client` that performs nemesis ops on a blocking thread.
-struct NemesisClient {
-    nemesis: Arc<Mutex<Nemesis>>,
+/// A `Client` that performs nemesis ops on a blocking thread (also `shakedown chaos`'s).
+pub(crate) struct NemesisClient {
+    pub(crate) nemesis: Arc<Mutex<Nemesis>>,
     /// The client generator's stall board, when the schedule has client stalls (their verbs
     /// are served here, not by `Nemesis`: they touch no node).
-    stalls: Option<generator::stall::StallBoard>,
-    stats: Arc<Stats>,
+    pub(crate) stalls: Option<generator::stall::StallBoard>,
+    pub(crate) stats: Arc<Stats>,
     /// Told which nemesis op is in flight (a long one holds up the end of a phase).
-    progress: Progress,
+    pub(crate) progress: Progress,
 }
 
 #[async_trait::async_trait]
@@ -412,9 +412,13 @@ fn build_client_gen(
 }
 
 fn nemesis_schedule(cfg: &TestConfig) -> generator::NemesisSchedule {
+    schedule_of(&cfg.nemesis)
+}
+
+/// The nemesis schedule of a spec (runs and `shakedown chaos`).
+pub(crate) fn schedule_of(spec: &crate::spec::NemesisSpec) -> generator::NemesisSchedule {
     generator::NemesisSchedule {
-        faults: cfg
-            .nemesis
+        faults: spec
             .faults
             .iter()
             .map(|f| {
@@ -427,23 +431,27 @@ fn nemesis_schedule(cfg: &TestConfig) -> generator::NemesisSchedule {
                 }
             })
             .collect(),
-        interval_ns: (cfg.nemesis.interval_s * 1e9) as u64,
-        sequential: cfg.nemesis.order == crate::spec::FaultOrder::Sequential,
+        interval_ns: (spec.interval_s * 1e9) as u64,
+        sequential: spec.order == crate::spec::FaultOrder::Sequential,
     }
 }
 
 /// With clock faults in the schedule: measure clock offsets after every clock op and, when
 /// `periodic`, every `clock_offsets_interval_s`. Otherwise `g` unchanged.
 fn with_offsets(cfg: &TestConfig, g: Box<dyn Generator>, periodic: bool) -> Box<dyn Generator> {
-    if !cfg
-        .nemesis
-        .faults
-        .iter()
-        .any(crate::spec::FaultKind::is_clock)
-    {
+    with_offsets_of(&cfg.nemesis, g, periodic)
+}
+
+/// [`with_offsets`] for a nemesis spec (runs and `shakedown chaos`).
+pub(crate) fn with_offsets_of(
+    spec: &crate::spec::NemesisSpec,
+    g: Box<dyn Generator>,
+    periodic: bool,
+) -> Box<dyn Generator> {
+    if !spec.faults.iter().any(crate::spec::FaultKind::is_clock) {
         return g;
     }
-    let period_ns = (cfg.nemesis.clock_offsets_interval_s * 1e9) as u64;
+    let period_ns = (spec.clock_offsets_interval_s * 1e9) as u64;
     Box::new(generator::with_clock_offsets(
         Some(period_ns).filter(|_| periodic),
         g,
@@ -705,7 +713,7 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
 /// Trap Ctrl-C for the whole run: the first one asks for a graceful stop (finish in-flight ops,
 /// heal, collect logs, tear down); a second one exits at once, after recording the run as
 /// aborted (completion record, reports index) so it is never mistaken for a finished one.
-fn interrupt_on_ctrl_c(
+pub(crate) fn interrupt_on_ctrl_c(
     run_dir: Arc<std::sync::OnceLock<RunDir>>,
     time_limit_s: f64,
 ) -> watch::Receiver<bool> {
@@ -780,6 +788,9 @@ fn write_results_with(
     progress: Option<&Progress>,
 ) -> Result<Checked, RunError> {
     crate::store::ensure_writable(&run_dir.path)?;
+    if crate::chaos::run::is_chaos_run(run_dir) {
+        return crate::chaos::run::write_results(run_dir, progress);
+    }
     let history = History::read_file(&run_dir.history_path())?;
     let (checked, results, linear) = check_with(
         &history,
@@ -817,6 +828,18 @@ fn write_results_with(
         let page = crate::checker::witness_html::render_witness_html(&r, &history);
         run_dir.write_text(LINEAR_WITNESS_FILE, &page)?;
     }
+    render_pages(run_dir);
+    Ok(Checked {
+        verdict: judged.verdict,
+        reason: judged.reason,
+        results,
+        completion,
+    })
+}
+
+/// Plots, the run page and (inside a reports directory) the reports index, from what the run
+/// directory holds; failures are warnings (runs and `shakedown chaos`).
+pub(crate) fn render_pages(run_dir: &RunDir) {
     if let Err(e) = crate::report::render_run(&run_dir.path) {
         tracing::warn!("plots: {e}");
     }
@@ -828,12 +851,6 @@ fn write_results_with(
     {
         tracing::warn!("reports index: {e}");
     }
-    Ok(Checked {
-        verdict: judged.verdict,
-        reason: judged.reason,
-        results,
-        completion,
-    })
 }
 
 /// Results file contents.

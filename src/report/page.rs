@@ -18,6 +18,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+mod chaos;
 mod lock;
 mod set;
 mod txn;
@@ -269,6 +270,7 @@ fn checker_section(out: &mut String, run_dir: &Path, results: &Value, history: O
                     .unwrap_or_default();
                 session_section(out, results, details, &times)
             }
+            crate::chaos::slo::CHECKER => chaos::chaos_section(out, details, results),
             crate::checker::set::NAME => set::set_section(out, details),
             crate::checker::txn::CHECKER => txn::txn_section(out, details),
             name @ (crate::checker::lock::MUTEX_NAME | crate::checker::lock::FENCING_NAME) => {

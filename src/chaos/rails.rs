@@ -1,0 +1,346 @@
+//! The blast-radius rail: before anything runs, refuse a nemesis schedule whose faults can hit
+//! so many nodes that the untouched ones no longer form a majority (or that hit every node),
+//! unless `--allow-majority`; and refuse faults chaos cannot serve (client stalls: there are no
+//! clients of ours; kill, pause, promote and `primaries` targets without a system that can).
+//!
+//! "Hit" per fault: a targeted fault (clock, loss, bandwidth, delay, ssh-drop, pause) hits as
+//! many nodes as its target chooses (`one` 1, `minority` (n−1)/2 at least 1, `majority` n/2+1,
+//! `all` n, `primaries` / `primaries-or-one` counted as one leader); a partition hits every node
+//! outside the largest group of nodes that still hear each other both ways (the partition is
+//! built from its shape as the nemesis would; shapes are symmetric, so one draw tells the size).
+//! A fault is allowed when n − hit ≥ n/2 + 1. Pure: no IO.
+
+use crate::faults::{PRIMARIES_SHAPE, Targets};
+use crate::spec::{FaultKind, NemesisSpec};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+/// What the system named with `--db` lets chaos do (all false without one).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Abilities {
+    /// SIGSTOP/SIGCONT its process (`pause`).
+    pub pause: bool,
+    /// Name its current leaders (`primaries` targets and partition shape).
+    pub primaries: bool,
+}
+
+/// Why a fault of the schedule was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The fault as written: `partition (shape halves)`, `clock (targets majority)`.
+    pub fault: String,
+    /// Why, in words, with what to do instead.
+    pub why: String,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "fault {}: {}", self.fault, self.why)
+    }
+}
+
+/// The fault as a user wrote it: its kind and the key that says whom it hits.
+pub fn describe(fault: &FaultKind) -> String {
+    match fault {
+        FaultKind::Partition { shape } => format!("partition (shape {shape})"),
+        FaultKind::Kill { targets } => format!("kill (targets {targets})"),
+        FaultKind::Pause { targets } => format!("pause (targets {targets})"),
+        FaultKind::Loss { targets, .. } => format!("loss (targets {targets})"),
+        FaultKind::Bandwidth { targets, .. } => format!("bandwidth (targets {targets})"),
+        FaultKind::Delay { targets, .. } => format!("delay (targets {targets})"),
+        FaultKind::SshDrop { targets, .. } => format!("ssh-drop (targets {targets})"),
+        FaultKind::Clock { mode, targets, .. } => format!("clock {mode} (targets {targets})"),
+        FaultKind::Promote { .. } => "promote".to_string(),
+        FaultKind::Stall { .. } => "stall".to_string(),
+    }
+}
+
+/// Nodes a fault can hit out of `n` (see the module doc); `None` for faults that hit no node.
+pub fn hit(fault: &FaultKind, n: usize) -> Option<usize> {
+    let targeted = |t: &str| match Targets::parse(t) {
+        Some(Targets::One | Targets::Primaries | Targets::PrimariesOrOne) | None => 1.min(n),
+        Some(Targets::Minority) => (n.saturating_sub(1) / 2).max(1).min(n),
+        Some(Targets::Majority) => (n / 2 + 1).min(n),
+        Some(Targets::All) => n,
+    };
+    match fault {
+        FaultKind::Partition { shape } => Some(partition_hit(shape, n)),
+        FaultKind::Kill { targets }
+        | FaultKind::Pause { targets }
+        | FaultKind::Loss { targets, .. }
+        | FaultKind::Bandwidth { targets, .. }
+        | FaultKind::Delay { targets, .. }
+        | FaultKind::SshDrop { targets, .. }
+        | FaultKind::Clock { targets, .. } => Some(targeted(targets)),
+        FaultKind::Promote { .. } => Some(1.min(n)),
+        FaultKind::Stall { .. } => None,
+    }
+}
+
+/// Nodes outside the largest group that still hears itself both ways under `shape` on `n` nodes.
+fn partition_hit(shape: &str, n: usize) -> usize {
+    let names: Vec<String> = (1..=n).map(|i| format!("n{i}")).collect();
+    let leader = names.first().cloned().into_iter().collect::<Vec<_>>();
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    let Some(g) = crate::nemesis::grudge_for_with(shape, &names, &leader, &mut rng) else {
+        return n;
+    };
+    let drops = |a: usize, b: usize| g.get(&names[a]).is_some_and(|s| s.contains(&names[b]));
+    let adjacent: Vec<Vec<bool>> = (0..n)
+        .map(|a| {
+            (0..n)
+                .map(|b| a != b && !drops(a, b) && !drops(b, a))
+                .collect()
+        })
+        .collect();
+    n - largest_clique(&adjacent)
+}
+
+/// Size of the largest set of pairwise adjacent vertices (Bron–Kerbosch with pivoting; the
+/// graphs here have one vertex per node).
+fn largest_clique(adjacent: &[Vec<bool>]) -> usize {
+    fn grow(adj: &[Vec<bool>], size: usize, p: Vec<usize>, x: Vec<usize>, best: &mut usize) {
+        if p.is_empty() && x.is_empty() {
+            *best = (*best).max(size);
+            return;
+        }
+        if size + p.len() <= *best {
+            return;
+        }
+        let pivot = p
+            .iter()
+            .chain(&x)
+            .copied()
+            .max_by_key(|&u| p.iter().filter(|&&v| adj[u][v]).count());
+        let candidates: Vec<usize> = p
+            .iter()
+            .copied()
+            .filter(|&v| pivot.is_none_or(|u| !adj[u][v]))
+            .collect();
+        let (mut p, mut x) = (p, x);
+        for v in candidates {
+            let np = p.iter().copied().filter(|&w| adj[v][w]).collect();
+            let nx = x.iter().copied().filter(|&w| adj[v][w]).collect();
+            grow(adj, size + 1, np, nx, best);
+            p.retain(|&w| w != v);
+            x.push(v);
+        }
+    }
+    let mut best = 0;
+    grow(
+        adjacent,
+        0,
+        (0..adjacent.len()).collect(),
+        Vec::new(),
+        &mut best,
+    );
+    best
+}
+
+/// Every fault of `spec` chaos refuses on `n` nodes, in schedule order: what it cannot serve
+/// (with `abilities`), and — unless `allow_majority` — what can leave fewer than a majority of
+/// the nodes untouched.
+pub fn check(
+    spec: &NemesisSpec,
+    n: usize,
+    abilities: Abilities,
+    allow_majority: bool,
+) -> Vec<Refusal> {
+    let mut out = Vec::new();
+    for fault in &spec.faults {
+        let refuse = |why: String| Refusal {
+            fault: describe(fault),
+            why,
+        };
+        let primaries = match fault {
+            FaultKind::Partition { shape } => shape == PRIMARIES_SHAPE,
+            FaultKind::Kill { targets }
+            | FaultKind::Pause { targets }
+            | FaultKind::Loss { targets, .. }
+            | FaultKind::Bandwidth { targets, .. }
+            | FaultKind::Delay { targets, .. }
+            | FaultKind::SshDrop { targets, .. }
+            | FaultKind::Clock { targets, .. } => {
+                Targets::parse(targets) == Some(Targets::Primaries)
+            }
+            _ => false,
+        };
+        match fault {
+            FaultKind::Stall { .. } => {
+                out.push(refuse(
+                    "a client stall holds back our own clients, and chaos runs none (the \
+                     system's own traffic is the workload)"
+                        .into(),
+                ));
+                continue;
+            }
+            FaultKind::Kill { .. } => {
+                out.push(refuse(
+                    "chaos never restarts a system (the restart would start it with \
+                     shakedown's own settings, not yours); use pause, partition or loss"
+                        .into(),
+                ));
+                continue;
+            }
+            FaultKind::Promote { .. } => {
+                out.push(refuse(
+                    "a failover cannot be undone by heal; chaos injects only faults it can undo"
+                        .into(),
+                ));
+                continue;
+            }
+            FaultKind::Pause { .. } if !abilities.pause => {
+                out.push(refuse(
+                    "pause needs --db naming the system whose processes to stop and continue"
+                        .into(),
+                ));
+                continue;
+            }
+            _ if primaries && !abilities.primaries => {
+                out.push(refuse(
+                    "`primaries` needs --db naming a system that can tell its leaders".into(),
+                ));
+                continue;
+            }
+            _ => {}
+        }
+        if allow_majority {
+            continue;
+        }
+        let Some(hits) = hit(fault, n) else { continue };
+        let majority = n / 2 + 1;
+        if n - hits < majority {
+            let which = if hits >= n {
+                format!("every node ({n} of {n})")
+            } else {
+                format!("{hits} of {n} nodes")
+            };
+            out.push(refuse(format!(
+                "can hit {which}, leaving {} untouched, fewer than a majority ({majority}); \
+                 pass --allow-majority to allow it",
+                n - hits
+            )));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(faults: Vec<FaultKind>) -> NemesisSpec {
+        let mut s = crate::spec::load_nemesis("none").unwrap();
+        s.faults = faults;
+        s
+    }
+
+    fn partition(shape: &str) -> FaultKind {
+        FaultKind::Partition {
+            shape: shape.into(),
+        }
+    }
+
+    #[test]
+    fn partition_shapes_hit_the_nodes_outside_the_largest_connected_group() {
+        assert_eq!(partition_hit("one", 5), 1);
+        assert_eq!(partition_hit("halves", 5), 2);
+        assert_eq!(partition_hit("halves", 4), 2);
+        // Every node sees a majority, but no majority sees itself whole.
+        assert!(partition_hit("majorities-ring", 5) >= 3);
+        assert_eq!(partition_hit("bridge", 5), 2);
+        assert_eq!(partition_hit("primaries", 5), 1);
+        for shape in crate::faults::PARTITION_SHAPES {
+            let h = partition_hit(shape, 5);
+            assert!(h <= 5, "{shape}: {h}");
+        }
+    }
+
+    #[test]
+    fn minority_faults_pass_and_majority_faults_are_refused_naming_fault_and_target() {
+        let ok = spec(vec![
+            partition("one"),
+            partition("halves"),
+            FaultKind::clock("bump", "minority"),
+            FaultKind::Loss {
+                targets: "one".into(),
+                probability: 0.5,
+            },
+        ]);
+        assert_eq!(check(&ok, 5, Abilities::default(), false), vec![]);
+        let bad = spec(vec![
+            FaultKind::clock("bump", "majority"),
+            FaultKind::Loss {
+                targets: "all".into(),
+                probability: 0.5,
+            },
+            partition("majorities-ring"),
+        ]);
+        let refused = check(&bad, 5, Abilities::default(), false);
+        let text: Vec<String> = refused.iter().map(|r| r.to_string()).collect();
+        assert_eq!(refused.len(), 3, "{text:?}");
+        assert!(
+            text[0].contains("clock bump (targets majority)"),
+            "{}",
+            text[0]
+        );
+        assert!(text[0].contains("3 of 5 nodes") && text[0].contains("--allow-majority"));
+        assert!(text[1].contains("loss (targets all)") && text[1].contains("every node"));
+        assert!(text[2].contains("partition (shape majorities-ring)"));
+        assert!(check(&bad, 5, Abilities::default(), true).is_empty());
+    }
+
+    #[test]
+    fn small_clusters_have_no_fault_to_spare() {
+        // Two nodes: losing one loses the majority; halves of four likewise.
+        let one = spec(vec![FaultKind::clock("bump", "one")]);
+        assert_eq!(check(&one, 2, Abilities::default(), false).len(), 1);
+        assert_eq!(check(&one, 3, Abilities::default(), false).len(), 0);
+        let halves = spec(vec![partition("halves")]);
+        assert_eq!(check(&halves, 4, Abilities::default(), false).len(), 1);
+        assert_eq!(check(&halves, 5, Abilities::default(), false).len(), 0);
+    }
+
+    #[test]
+    fn faults_chaos_cannot_serve_are_refused_even_with_allow_majority() {
+        let s = spec(vec![
+            FaultKind::Kill {
+                targets: "one".into(),
+            },
+            FaultKind::Pause {
+                targets: "one".into(),
+            },
+            FaultKind::Promote { node: None },
+            FaultKind::Stall {
+                min_ms: 1,
+                max_ms: 2,
+            },
+            partition("primaries"),
+        ]);
+        let refused = check(&s, 5, Abilities::default(), true);
+        assert_eq!(refused.len(), 5, "{refused:?}");
+        assert!(refused[1].why.contains("--db"));
+        let with_db = Abilities {
+            pause: true,
+            primaries: true,
+        };
+        let left: Vec<String> = check(&s, 5, with_db, true)
+            .iter()
+            .map(|r| r.fault.clone())
+            .collect();
+        assert_eq!(left, vec!["kill (targets one)", "promote", "stall"]);
+    }
+
+    #[test]
+    fn largest_clique_of_small_graphs() {
+        let full = vec![
+            vec![false, true, true],
+            vec![true, false, true],
+            vec![true, true, false],
+        ];
+        assert_eq!(largest_clique(&full), 3);
+        let none = vec![vec![false; 3]; 3];
+        assert_eq!(largest_clique(&none), 1);
+        assert_eq!(largest_clique(&[]), 0);
+    }
+}
