@@ -1,4 +1,4 @@
-//! End-to-end `shakedown chaos` against a real sandbox (`sdcs`, 10.87.0.0/24) running etcd that
+//! End-to-end `shakedown chaos` against a real sandbox (`sdcs`, 10.71.0.0/24) running etcd that
 //! the test starts itself through the library (chaos never installs or starts a system): a
 //! partition experiment with an etcd probe (page, results, exit code per SLO; then `pause`
 //! through `--db etcd`, never a restart), the abort rail (stops, heals, journal closed, exit 2),
@@ -22,7 +22,7 @@ const SANDBOX: [&str; 6] = [
     "--sandbox-name",
     "sdcs",
     "--sandbox-subnet",
-    "10.87.0.0/24",
+    "10.71.0.0/24",
     "--sandbox-nodes",
     "5",
 ];
@@ -464,7 +464,7 @@ fn refusals_exit_3_before_touching_anything() {
     let out = shakedown(&[
         "chaos",
         "--nodes",
-        "10.87.0.1,10.87.0.2,10.87.0.3",
+        "10.71.0.1,10.71.0.2,10.71.0.3",
         "--nemesis",
         spec.to_str().unwrap(),
         "--probe",

@@ -243,6 +243,7 @@ mod tests {
         History {
             ops,
             warnings: Vec::new(),
+            lines: Vec::new(),
         }
     }
 
