@@ -61,6 +61,10 @@ pub enum Command {
     /// within SLO (or no SLO given and it ran to its end), 1 SLO violated, 2 undecided (aborted
     /// by the probe, interrupted, no probe ran), 3 usage or refused, 4 runtime error or a heal
     /// that left something.
+    #[command(
+        mut_arg("nodes", |a| a.help("Nodes to inject faults into: `host,host,…` or `name=host,…` (required, or --nodes-file; never the sandbox by itself)")),
+        mut_arg("sandbox_name", |a| a.help("Sandbox whose SSH key and known_hosts to use when the nodes are a sandbox's (its nodes still go in --nodes)"))
+    )]
     Chaos(Box<ChaosArgs>),
 }
 

@@ -448,14 +448,19 @@ async fn drive(
         .run_phase_on_worker(Some(probe_gen), nemesis_gen)
         .await;
     let main_s = start.elapsed().as_secs_f64();
-    let aborted_at_s = rail
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .tripped_at_ns()
-        .map(|t| t as f64 / 1e9);
+    let (aborted_at_s, tripped_by) = {
+        let r = rail.lock().unwrap_or_else(|p| p.into_inner());
+        (
+            r.tripped_at_ns().map(|t| t as f64 / 1e9),
+            r.tripped_by().map(str::to_string),
+        )
+    };
     if let Some(at) = aborted_at_s {
+        let why = tripped_by
+            .map(|e| format!(" (last: {e})"))
+            .unwrap_or_default();
         progress.note(&format!(
-            "abort: {} probes failed in a row at {at:.1} s; stopping faults and healing",
+            "abort: {} probes failed in a row at {at:.1} s{why}; stopping faults and healing",
             s.abort_after
         ));
     }

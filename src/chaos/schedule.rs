@@ -18,6 +18,8 @@ pub struct AbortRail {
     after: u32,
     consecutive: u32,
     tripped_at_ns: Option<u64>,
+    /// The error of the probe that tripped it.
+    tripped_by: Option<String>,
 }
 
 /// A rail shared by the probe generator (which feeds it) and the nemesis wrapper (which reads it).
@@ -30,12 +32,18 @@ impl AbortRail {
             after: after.max(1),
             consecutive: 0,
             tripped_at_ns: None,
+            tripped_by: None,
         }))
     }
 
     /// When it tripped (ns since the run started), if it did.
     pub fn tripped_at_ns(&self) -> Option<u64> {
         self.tripped_at_ns
+    }
+
+    /// The error of the failed probe that tripped it, if it did and the probe said why.
+    pub fn tripped_by(&self) -> Option<&str> {
+        self.tripped_by.as_deref()
     }
 
     /// Feed one history event; only probe completions count.
@@ -50,6 +58,7 @@ impl AbortRail {
         self.consecutive += 1;
         if self.consecutive >= self.after && self.tripped_at_ns.is_none() {
             self.tripped_at_ns = Some(op.time_ns);
+            self.tripped_by = op.error.clone();
         }
     }
 }
@@ -211,8 +220,15 @@ mod tests {
         assert!(matches!(nemesis.next(&ctx, &mut rng), Next::Op(_)));
         // Invokes and nemesis ops do not count; the third failure in a row trips it.
         p.update(&ctx, &done(OpType::Invoke, 9));
-        p.update(&ctx, &done(OpType::Fail, 10));
+        let mut third = done(OpType::Fail, 10);
+        third.error = Some("exit status 7: connection refused".into());
+        p.update(&ctx, &third);
         assert_eq!(rail.lock().unwrap().tripped_at_ns(), Some(10));
+        // The abort line names why the probe that tripped it failed.
+        assert_eq!(
+            rail.lock().unwrap().tripped_by(),
+            Some("exit status 7: connection refused")
+        );
         assert_eq!(p.next(&ctx, &mut rng), Next::Done);
         assert_eq!(nemesis.next(&ctx, &mut rng), Next::Done);
     }

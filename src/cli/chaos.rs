@@ -168,7 +168,10 @@ impl ChaosArgs {
 
     /// Validate everything, rails included, before any node is touched.
     pub fn into_config(self) -> Result<ChaosConfig, ConfigError> {
-        let cluster = self.cluster.to_cluster()?;
+        let mut cluster = self.cluster.to_cluster()?;
+        if let Some(nodes) = &cluster.nodes {
+            sandbox_credentials(&mut cluster.ssh, &cluster.sandbox, nodes);
+        }
         let Some(nodes) = cluster.nodes else {
             return Err(ConfigError::new(
                 "--nodes",
@@ -291,6 +294,30 @@ impl ChaosArgs {
             db,
             rerun,
         })
+    }
+}
+
+/// Nodes that all belong to the sandbox `--sandbox-name` names (up, by address): its SSH key and
+/// known_hosts, unless `--ssh-key` / `--known-hosts` were given. The sandbox's own credentials for
+/// its own nodes only; any other node list is left to the flags, the agent and
+/// `~/.ssh/known_hosts`.
+fn sandbox_credentials(
+    ssh: &mut crate::control::SshConfig,
+    sandbox: &crate::sandbox::SandboxConfig,
+    nodes: &[crate::node::Node],
+) {
+    if ssh.private_key.is_some() && ssh.known_hosts.is_some() {
+        return;
+    }
+    let Ok(info) = crate::sandbox::load(&sandbox.state_dir()) else {
+        return;
+    };
+    let ours = nodes
+        .iter()
+        .all(|n| info.nodes.iter().any(|s| s.address.to_string() == n.host));
+    if ours && ssh.port == info.ssh_port {
+        ssh.private_key.get_or_insert(info.private_key);
+        ssh.known_hosts.get_or_insert(info.known_hosts);
     }
 }
 

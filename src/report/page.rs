@@ -42,7 +42,7 @@ pub const INDEX_FILE: &str = "index.html";
 
 pub(crate) const CSS: &str = "body{font-family:sans-serif;margin:1.5em;color:#222;max-width:1300px}\
 table{border-collapse:collapse;margin:0.5em 0 1.2em}\
-th,td{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}\
+th,td{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}td{overflow-wrap:anywhere}\
 th{background:#f2f2f2}pre,code{background:#f6f6f6;font-size:90%}\
 pre{padding:0.6em;overflow-x:auto;white-space:pre-wrap}\
 .badge{display:inline-block;padding:2px 10px;border-radius:4px;color:#fff;font-size:80%;vertical-align:middle}\
