@@ -200,6 +200,45 @@ fn check_phase_text(kind: &str) -> &'static str {
     }
 }
 
+/// The nemesis of a run or experiment (its fault journal in the run directory, its own seeded
+/// stream), after undoing the faults earlier runs' journals show left on these nodes (a killed
+/// controller's; see `nemesis::leftovers`), each undone fault noted as `{note}: …`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn nemesis_after_leftovers(
+    seed: u64,
+    nodes: &[Node],
+    remotes: &[Arc<dyn Remote>],
+    db: Arc<dyn Db>,
+    run_dir: &RunDir,
+    reports_dir: &std::path::Path,
+    progress: &Progress,
+    note: &str,
+) -> Result<Nemesis, crate::store::StoreError> {
+    let nemesis = Nemesis::new(NemesisConfig {
+        nodes: nodes.to_vec(),
+        remotes: remotes.to_vec(),
+        db: db.clone(),
+        partition: PartitionConfig::default(),
+        rng: ChaCha8Rng::seed_from_u64(seed.wrapping_add(1)),
+        journal: Some(run_dir.jsonl_sink(FAULTS_FILE)?),
+    });
+    progress.phase(
+        Phase::Leftovers,
+        "undoing faults earlier runs left on these nodes (their fault journals)",
+    );
+    let (reports, here) = (reports_dir.to_path_buf(), run_dir.path.clone());
+    let (remotes, nodes) = (remotes.to_vec(), nodes.to_vec());
+    let healed = tokio::task::spawn_blocking(move || {
+        crate::nemesis::leftovers::heal_leftovers(&reports, &here, &nodes, &remotes, db)
+    })
+    .await
+    .unwrap_or_default();
+    for line in healed {
+        progress.note(&format!("{note}: {line}"));
+    }
+    Ok(nemesis)
+}
+
 /// The test metadata written to test.json.
 fn test_json(
     cfg: &TestConfig,
@@ -510,36 +549,18 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
     let db: Arc<dyn Db> = system.to_db();
 
     // Heal leftovers of an earlier run against the same nodes, then install and start the DB.
-    let mut nemesis = Nemesis::new(NemesisConfig {
-        nodes: nodes.clone(),
-        remotes: remotes.clone(),
-        db: db.clone(),
-        partition: PartitionConfig::default(),
-        rng: ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_add(1)),
-        journal: Some(
-            run_dir
-                .jsonl_sink(FAULTS_FILE)
-                .map_err(|e| not_started(e.into()))?,
-        ),
-    });
-    {
-        // Faults a killed controller left (any earlier run against these nodes); see
-        // nemesis::leftovers.
-        progress.phase(
-            Phase::Leftovers,
-            "undoing faults earlier runs left on these nodes (their fault journals)",
-        );
-        let (reports, here) = (cfg.reports_dir.clone(), run_dir.path.clone());
-        let (remotes, nodes, db) = (remotes.clone(), nodes.clone(), db.clone());
-        let healed = tokio::task::spawn_blocking(move || {
-            crate::nemesis::leftovers::heal_leftovers(&reports, &here, &nodes, &remotes, db)
-        })
-        .await
-        .unwrap_or_default();
-        for line in healed {
-            progress.note(&format!("heal before run: {line}"));
-        }
-    }
+    let mut nemesis = nemesis_after_leftovers(
+        cfg.seed,
+        &nodes,
+        &remotes,
+        db.clone(),
+        &run_dir,
+        &cfg.reports_dir,
+        &progress,
+        "heal before run",
+    )
+    .await
+    .map_err(|e| not_started(e.into()))?;
     let setup = {
         let (remotes, nodes, db, progress) =
             (remotes.clone(), nodes.clone(), db.clone(), progress.clone());

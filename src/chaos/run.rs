@@ -19,12 +19,12 @@ use crate::db::{Db, DbError, Pause, Primaries};
 use crate::generator::{self, Generator};
 use crate::history::{History, HistoryWriter};
 use crate::interpreter::{Interpreter, Stats, Worker};
-use crate::nemesis::{Nemesis, NemesisConfig, PartitionConfig};
+use crate::nemesis::Nemesis;
 use crate::node::Node;
 use crate::progress::{Phase, Progress};
 use crate::runner::{Checked, NemesisClient, RunError};
 use crate::spec::{FaultKind, NemesisSpec};
-use crate::store::{FAULTS_FILE, RESULTS_FILE, RunDir, TEST_FILE};
+use crate::store::{RESULTS_FILE, RunDir, TEST_FILE};
 use futures_util::FutureExt;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -254,34 +254,18 @@ pub async fn run(cfg: ChaosConfig, progress: Progress) -> Result<ChaosOutcome, R
             .map_err(not_started)?
     };
     let db: Arc<dyn Db> = Arc::new(ChaosDb(cfg.db.clone()));
-    let mut nemesis = Nemesis::new(NemesisConfig {
-        nodes: cfg.nodes.clone(),
-        remotes: remotes.clone(),
-        db: db.clone(),
-        partition: PartitionConfig::default(),
-        rng: ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_add(1)),
-        journal: Some(
-            run_dir
-                .jsonl_sink(FAULTS_FILE)
-                .map_err(|e| not_started(e.into()))?,
-        ),
-    });
-    {
-        progress.phase(
-            Phase::Leftovers,
-            "undoing faults earlier runs left on these nodes (their fault journals)",
-        );
-        let (reports, here) = (cfg.reports_dir.clone(), run_dir.path.clone());
-        let (remotes, nodes, db) = (remotes.clone(), cfg.nodes.clone(), db.clone());
-        let healed = tokio::task::spawn_blocking(move || {
-            crate::nemesis::leftovers::heal_leftovers(&reports, &here, &nodes, &remotes, db)
-        })
-        .await
-        .unwrap_or_default();
-        for line in healed {
-            progress.note(&format!("heal before the experiment: {line}"));
-        }
-    }
+    let mut nemesis = crate::runner::nemesis_after_leftovers(
+        cfg.seed,
+        &cfg.nodes,
+        &remotes,
+        db.clone(),
+        &run_dir,
+        &cfg.reports_dir,
+        &progress,
+        "heal before the experiment",
+    )
+    .await
+    .map_err(|e| not_started(e.into()))?;
     let chain = needs_chain(&cfg.nemesis);
     let (nemesis, setup) = {
         progress.phase(
