@@ -290,20 +290,8 @@ pub fn resolve_cluster(
         crate::sandbox::load(&sandbox.state_dir())
     }
     .map_err(|e| RunError::Sandbox(e.to_string()))?;
-    if ssh.private_key.is_none() {
-        ssh.private_key = Some(info.private_key.clone());
-    }
-    if ssh.known_hosts.is_none() {
-        ssh.known_hosts = Some(info.known_hosts.clone());
-    }
-    Ok(info
-        .nodes
-        .iter()
-        .map(|n| Node {
-            name: n.name.clone(),
-            host: n.address.to_string(),
-        })
-        .collect())
+    info.fill_ssh(ssh);
+    Ok(info.run_nodes())
 }
 
 /// `shakedown heal`: remove the tool's iptables chain and resume paused DB processes on every

@@ -51,19 +51,9 @@ impl Cluster {
         }
         .state_dir();
         let info = shakedown::sandbox::load(&state).expect("sandbox state");
-        let nodes: Vec<Node> = info
-            .nodes
-            .iter()
-            .map(|n| Node {
-                name: n.name.clone(),
-                host: n.address.to_string(),
-            })
-            .collect();
-        let ssh = SshConfig {
-            private_key: Some(info.private_key.clone()),
-            known_hosts: Some(info.known_hosts.clone()),
-            ..SshConfig::default()
-        };
+        let nodes: Vec<Node> = info.run_nodes();
+        let mut ssh = SshConfig::default();
+        info.fill_ssh(&mut ssh);
         let pairs: Vec<(String, String)> = nodes
             .iter()
             .map(|n| (n.name.clone(), n.host.clone()))

@@ -316,8 +316,7 @@ fn sandbox_credentials(
         .iter()
         .all(|n| info.nodes.iter().any(|s| s.address.to_string() == n.host));
     if ours && ssh.port == info.ssh_port {
-        ssh.private_key.get_or_insert(info.private_key);
-        ssh.known_hosts.get_or_insert(info.known_hosts);
+        info.fill_ssh(ssh);
     }
 }
 

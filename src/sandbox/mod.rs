@@ -230,6 +230,25 @@ impl SandboxInfo {
         self.nodes.iter().map(|n| n.name.clone()).collect()
     }
 
+    /// The nodes as a run addresses them (name, address).
+    pub fn run_nodes(&self) -> Vec<crate::node::Node> {
+        self.nodes
+            .iter()
+            .map(|n| crate::node::Node {
+                name: n.name.clone(),
+                host: n.address.to_string(),
+            })
+            .collect()
+    }
+
+    /// Fill in the sandbox's SSH key and known_hosts where `ssh` names none.
+    pub fn fill_ssh(&self, ssh: &mut crate::control::SshConfig) {
+        ssh.private_key
+            .get_or_insert_with(|| self.private_key.clone());
+        ssh.known_hosts
+            .get_or_insert_with(|| self.known_hosts.clone());
+    }
+
     /// The node with this name.
     pub fn node(&self, name: &str) -> Option<&NodeInfo> {
         self.nodes.iter().find(|n| n.name == name)
