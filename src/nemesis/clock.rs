@@ -85,13 +85,6 @@ fn draw_exponential(min: u64, max: u64, rng: &mut ChaCha8Rng) -> u64 {
     (2f64.powf(x).round() as u64).clamp(lo, hi)
 }
 
-/// Number of steps a strobe makes: one per period over the duration, rounded down to an even
-/// number so the clock ends where it started (at least 2).
-pub fn strobe_flips(period_ms: u64, duration_ms: u64) -> u64 {
-    let n = duration_ms / period_ms.max(1);
-    (n - n % 2).max(2)
-}
-
 /// The relative `date -s` argument for a step of `delta_ms`: `"+1.234 seconds"`,
 /// `"-0.004 seconds"`.
 pub fn relative_date_arg(delta_ms: i64) -> String {
@@ -292,23 +285,30 @@ const BUMP_SCRIPT: &str = r#"date -s "$1" >/dev/null
 
 /// The strobe loop runs on the node; its pid file lets a reset (also one by `shakedown heal`
 /// after a killed controller) stop it. The marker comment identifies it in /proc/PID/cmdline.
-/// It makes at most `$3` flips and stops at its deadline, `$5` centiseconds of `/proc/uptime`
-/// (which the clock shim and `date -s` do not move) after it began — a forked `date` + `sleep`
-/// per flip costs milliseconds, so a 1 ms period would otherwise run several times its
-/// duration — then flips back once more if it stopped on an odd flip, so the clock ends where
-/// it started.
+/// It flips the clock by `$1`, then back by `$2`, sleeping `$3` seconds between flips, until its
+/// deadline: `$4` centiseconds of `/proc/uptime` (which the clock shim and `date -s` do not move)
+/// after it began, plus one so the coarse clock never ends it early. The last sleep is cut to
+/// the deadline (`$5` is the period in centiseconds), so a period longer than the duration does
+/// not stretch it. Then it flips back once more if it stopped on an odd flip, so the clock ends
+/// where it started. (A count of flips would end it early: each forked `date` and `sleep` costs
+/// milliseconds.)
 const STROBE_SCRIPT: &str = r#"# shakedown-strobe
 f=/tmp/shakedown-strobe.pid
 echo $$ > "$f"
 read -r up _ < /proc/uptime
-end=$(( ${up%.*}${up#*.} + $5 ))
+end=$(( ${up%.*}${up#*.} + $4 + 1 ))
 i=0
-while [ "$i" -lt "$3" ]; do
+while :; do
   if [ $((i % 2)) -eq 0 ]; then date -s "$1" >/dev/null; else date -s "$2" >/dev/null; fi
   i=$((i + 1))
   read -r up _ < /proc/uptime
-  [ "${up%.*}${up#*.}" -lt "$end" ] || break
-  sleep "$4"
+  left=$(( end - ${up%.*}${up#*.} ))
+  [ "$left" -gt 0 ] || break
+  if [ "$left" -lt "$5" ]; then
+    sleep "$((left / 100)).$((left % 100 / 10))$((left % 10))"
+  else
+    sleep "$3"
+  fi
 done
 if [ $((i % 2)) -eq 1 ]; then date -s "$2" >/dev/null; fi
 rm -f "$f"
@@ -354,30 +354,38 @@ pub fn bump(remote: &dyn Remote, delta_ms: i64) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
-/// Flip `remote`'s clock by `+delta_ms`, then back, every `period_ms`, for
-/// at most `strobe_flips(period_ms, duration_ms)` steps and no longer than `duration_ms` (plus
-/// one step back); blocks until the loop on the node ends.
+/// Flip `remote`'s clock by `+delta_ms`, then back, every `period_ms`, for `duration_ms` (at
+/// least, by the node's monotonic clock), ending where it started; blocks until the loop on the
+/// node ends.
 pub fn strobe(
     remote: &dyn Remote,
     delta_ms: i64,
     period_ms: u64,
     duration_ms: u64,
 ) -> Result<(), String> {
-    let flips = strobe_flips(period_ms, duration_ms);
-    let period_s = format!("{}.{:03}", period_ms / 1000, period_ms % 1000);
-    let cmd = Cmd::script(
-        STROBE_SCRIPT,
-        [
-            relative_date_arg(delta_ms),
-            relative_date_arg(-delta_ms),
-            flips.to_string(),
-            period_s,
-            duration_ms.div_ceil(10).to_string(),
-        ],
-    )
-    .sudo(true)
-    .timeout_ms(duration_ms + period_ms + 30_000);
-    remote.exec_ok(&cmd).map(|_| ()).map_err(|e| e.to_string())
+    remote
+        .exec_ok(&strobe_cmd(delta_ms, period_ms, duration_ms))
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// The command that runs [`STROBE_SCRIPT`] for one strobe.
+fn strobe_cmd(delta_ms: i64, period_ms: u64, duration_ms: u64) -> Cmd {
+    Cmd::script(STROBE_SCRIPT, strobe_args(delta_ms, period_ms, duration_ms))
+        .sudo(true)
+        .timeout_ms(duration_ms + period_ms + 30_000)
+}
+
+/// [`STROBE_SCRIPT`]'s positional arguments.
+fn strobe_args(delta_ms: i64, period_ms: u64, duration_ms: u64) -> [String; 5] {
+    let period_ms = period_ms.max(1);
+    [
+        relative_date_arg(delta_ms),
+        relative_date_arg(-delta_ms),
+        format!("{}.{:03}", period_ms / 1000, period_ms % 1000),
+        duration_ms.div_ceil(10).to_string(),
+        period_ms.div_ceil(10).to_string(),
+    ]
 }
 
 /// Stop a strobe loop left on `remote` (if any) and set its clock to the controller's: first
@@ -841,14 +849,69 @@ mod tests {
         assert_eq!(a, b);
     }
 
+    /// Runs the real strobe script under `sh` with a `date` that logs its arguments (and the
+    /// pid file in a temporary directory), as the node would.
+    fn run_strobe_script(period_ms: u64, duration_ms: u64) -> (f64, Vec<String>) {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("date.log");
+        let fake = dir.path().join("date");
+        std::fs::write(
+            &fake,
+            format!("#!/bin/sh\necho \"$2\" >> {}\n", log.display()),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let pid_file = dir.path().join("strobe.pid");
+        let script = STROBE_SCRIPT.replace("/tmp/shakedown-strobe.pid", pid_file.to_str().unwrap());
+        let path = format!(
+            "{}:{}",
+            dir.path().display(),
+            std::env::var("PATH").unwrap()
+        );
+        let t0 = std::time::Instant::now();
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&script)
+            .arg("sh")
+            .args(strobe_args(300, period_ms, duration_ms))
+            .env("PATH", path)
+            .output()
+            .unwrap();
+        let ran_ms = t0.elapsed().as_secs_f64() * 1e3;
+        assert!(out.status.success(), "{out:?}");
+        assert!(!pid_file.exists(), "the pid file is removed at the end");
+        let flips = std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        (ran_ms, flips)
+    }
+
+    /// CI saw a strobe of 6 s end after 5.9997 s: a count of flips (duration / period) ended it
+    /// before its deadline, as each `date` and `sleep` costs time. The deadline governs now.
     #[test]
-    fn strobe_plan_is_even_and_covers_the_duration() {
-        assert_eq!(strobe_flips(100, 1000), 10);
-        assert_eq!(strobe_flips(300, 1000), 2);
-        assert_eq!(strobe_flips(100, 1150), 10);
-        assert_eq!(strobe_flips(250, 1000), 4);
-        assert_eq!(strobe_flips(5000, 1000), 2);
-        assert_eq!(strobe_flips(0, 10), 10);
+    fn strobe_script_runs_its_whole_duration_and_ends_where_it_started() {
+        for (period_ms, duration_ms) in [(120, 500), (7, 300), (2_000, 300)] {
+            let (ran_ms, flips) = run_strobe_script(period_ms, duration_ms);
+            assert!(
+                ran_ms >= duration_ms as f64 && ran_ms < duration_ms as f64 + 400.0,
+                "period {period_ms} ms: ran {ran_ms} ms for {duration_ms} ms"
+            );
+            assert!(flips.len() >= 2 && flips.len() % 2 == 0, "{flips:?}");
+            for (i, f) in flips.iter().enumerate() {
+                let want = if i % 2 == 0 {
+                    "+0.300 seconds"
+                } else {
+                    "-0.300 seconds"
+                };
+                assert_eq!(f, want, "flip {i} of {flips:?}");
+            }
+            if period_ms == 120 {
+                assert!((4..=6).contains(&flips.len()), "{flips:?}");
+            }
+        }
     }
 
     #[test]
