@@ -309,6 +309,16 @@ impl History {
         History::read_jsonl(std::io::BufReader::new(f), &name)
     }
 
+    /// `op 3 (write 2, line 7)`: op `i` by its position, what it did and, when known, the input
+    /// line it starts on (a file read without indices has every `index` 0).
+    fn describe_op(&self, i: usize) -> String {
+        let op = &self.ops[i];
+        match self.line_of(i) {
+            Some(line) => format!("op {i} ({} {}, line {line})", op.f, op.value),
+            None => format!("op {i} ({} {})", op.f, op.value),
+        }
+    }
+
     /// Pair every invoke with its completion. `pairs[i]` is `Some(j)` when op `i` is an invoke
     /// completed by op `j`, `None` for invokes with no completion and for non-invokes.
     /// Errors on a completion without an open invoke or a second invoke on a busy process.
@@ -322,10 +332,11 @@ impl History {
             match op.op_type {
                 OpType::Invoke => {
                     if let Some(prev) = open.insert(op.process, i) {
-                        let (a, b) = (&self.ops[prev], &self.ops[i]);
                         return Err(format!(
-                            "process {} invoked op {} ({} {}) while op {} ({} {}) was still open",
-                            op.process, b.index, b.f, b.value, a.index, a.f, a.value
+                            "process {} invoked {} while {} was still open",
+                            op.process,
+                            self.describe_op(i),
+                            self.describe_op(prev)
                         ));
                     }
                 }
@@ -333,8 +344,10 @@ impl History {
                     Some(inv) => pairs[inv] = Some(i),
                     None => {
                         return Err(format!(
-                            "op {} ({:?} by process {}) completes nothing: no open invoke",
-                            op.index, op.op_type, op.process
+                            "{} ({:?} by process {}) completes nothing: no open invoke",
+                            self.describe_op(i),
+                            op.op_type,
+                            op.process
                         ));
                     }
                 },

@@ -622,7 +622,7 @@ fn two_open_invokes_are_an_error_naming_both_ops() {
     let o = shakedown(&[path(&data("histories/two-open-invokes.edn"))]);
     assert_eq!(code(&o), 3);
     assert!(
-        stderr(&o).contains("ill-formed history: process 0 invoked op 1 (write 2) while op 0 (write 1) was still open"),
+        stderr(&o).contains("ill-formed history: process 0 invoked op 1 (write 2, line 2) while op 0 (write 1, line 1) was still open"),
         "{}",
         stderr(&o)
     );
