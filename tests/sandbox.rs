@@ -283,6 +283,9 @@ fn sandbox_up_isolates_nodes_and_down_removes_everything() {
         "{report:?}"
     );
     assert_gone(&info);
+    // The nodes' /tmp (database data) goes with them; sshd's log stays for inspection.
+    assert!(!info.nodes[0].tmp_dir().exists(), "{report:?}");
+    assert!(info.nodes[0].dir.exists());
     let again = sandbox::down(&cfg).expect("second down");
     assert!(!again.was_recorded);
     assert!(again.removed.is_empty());

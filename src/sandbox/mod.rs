@@ -474,7 +474,8 @@ pub struct DownReport {
 
 /// Tears the sandbox down: kills the recorded processes (SIGKILL, by PID checked against its
 /// start time), deletes the recorded namespaces, veths, bridge, `/etc/netns` entries and iptables
-/// rules, then removes `sandbox.json`. Idempotent; keeps keys and node logs for inspection.
+/// rules and each node's `/tmp` (its database's data), then removes `sandbox.json`. Idempotent;
+/// keeps keys and node logs (sshd's) for inspection.
 pub fn down(cfg: &SandboxConfig) -> Result<DownReport> {
     validate_name(&cfg.name)?;
     require_root()?;
@@ -629,6 +630,23 @@ fn teardown(info: &SandboxInfo) -> Result<DownReport> {
                 .removed
                 .push(format!("iptables rule {}", rule.join(" "))),
             Err(e) => errors.push(e),
+        }
+    }
+    // Each node's /tmp holds its database's data (hundreds of MB for etcd); a run collects the
+    // logs it wants into its run directory, and `up` would wipe it anyway.
+    for node in &info.nodes {
+        let tmp = node.tmp_dir();
+        if tmp.exists() {
+            match fs::remove_dir_all(&tmp) {
+                Ok(()) => report
+                    .removed
+                    .push(format!("{} ({}'s /tmp)", tmp.display(), node.name)),
+                Err(source) => errors.push(SandboxError::Io {
+                    action: "remove",
+                    path: tmp,
+                    source,
+                }),
+            }
         }
     }
     if let Some(e) = errors.into_iter().next() {
