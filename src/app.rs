@@ -17,8 +17,15 @@ pub use chaos::chaos;
 pub use check::check;
 pub use compare::compare;
 
+/// The commands' runtime: one thread for every task (the scheduler, its workers, the clients
+/// and their connections), blocking work (SSH, the nemesis, the checker) on tokio's blocking
+/// pool. An op hops owner → worker → connection and back; on one thread those hops are queue
+/// pushes, across threads each is a futex wake and often a context switch. Measured with
+/// `shakedown bench --db redis` on 2 cores: 17 µs of controller CPU per op instead of 25, and
+/// the bare loop's 13 instead of 16. Nothing may block a task: blocking calls go through
+/// `spawn_blocking`.
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("tokio runtime")
@@ -388,7 +395,7 @@ pub fn bench(args: BenchArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
-    match runtime().block_on(crate::bench::overhead(cfg, args.out.clone())) {
+    match runtime().block_on(crate::bench::overhead(cfg, args.rounds, args.out.clone())) {
         Ok(report) => {
             println!("{report}");
             0

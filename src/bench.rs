@@ -4,8 +4,15 @@
 //! loop of clients (`systems::etcd::bare_loop`: etcd clients; `systems::redis::bare_loop`: plain
 //! `redis` crate connections to the primary; no generator, no history) with the full interpreter
 //! (register workload, unlimited rate, history written to a scratch run directory, no faults),
-//! each for `--duration` seconds at the same concurrency, twice each, and reports ops/s and the
-//! throughput loss. The scratch run directories live under a temporary directory and are removed.
+//! each for `--duration` seconds at the same concurrency, `--rounds` times each, and reports
+//! ops/s, the CPU time this process spent per op on each side, and the throughput loss.
+//!
+//! Throughput on a small machine drifts by a quarter within minutes (the database's log grows,
+//! replicas catch up), more than the difference being measured. So each round pairs one bare
+//! measurement with one controller measurement, the order alternating (bare first in even
+//! rounds, controller first in odd ones) so a steady drift favours neither side; the loss is the
+//! median of the rounds' paired losses. A short unrecorded bare warm-up comes first. The scratch
+//! run directories live under a temporary directory and are removed.
 
 use crate::config::TestConfig;
 use crate::node::Node;
@@ -26,37 +33,67 @@ pub struct OverheadReport {
     pub bare_ops_per_s: Vec<f64>,
     /// Controller ops/s (client completions / main phase), one per round.
     pub controller_ops_per_s: Vec<f64>,
-    /// 1 - median(controller) / median(bare), in percent.
+    /// Each round's throughput loss, 1 - controller / bare, in percent.
+    pub round_loss_pct: Vec<f64>,
+    /// The median of `round_loss_pct`.
     pub overhead_pct: f64,
+    /// CPU time (user + system) of this process per op, in µs: bare loop, one per round.
+    pub bare_cpu_us_per_op: Vec<f64>,
+    /// The same for the controller (generator, scheduler, clients, history).
+    pub controller_cpu_us_per_op: Vec<f64>,
     /// The system measured (`etcd`, `redis`).
     pub db: String,
 }
 
 impl std::fmt::Display for OverheadReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let fmt = |v: &[f64]| {
+        let fmt = |v: &[f64], digits: usize| {
             v.iter()
-                .map(|x| format!("{x:.0}"))
+                .map(|x| format!("{x:.digits$}"))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
         writeln!(
             f,
-            "{} · concurrency {} · {} s per round",
-            self.db, self.concurrency, self.duration_s
+            "{} · concurrency {} · {} s per measurement · {} rounds",
+            self.db,
+            self.concurrency,
+            self.duration_s,
+            self.round_loss_pct.len()
         )?;
-        writeln!(f, "bare client loop:   {} ops/s", fmt(&self.bare_ops_per_s))?;
         writeln!(
             f,
-            "shakedown run loop: {} ops/s",
-            fmt(&self.controller_ops_per_s)
+            "bare client loop:   {} ops/s ({} µs CPU per op)",
+            fmt(&self.bare_ops_per_s, 0),
+            fmt(&self.bare_cpu_us_per_op, 1)
         )?;
+        writeln!(
+            f,
+            "shakedown run loop: {} ops/s ({} µs CPU per op)",
+            fmt(&self.controller_ops_per_s, 0),
+            fmt(&self.controller_cpu_us_per_op, 1)
+        )?;
+        writeln!(f, "loss per round:     {} %", fmt(&self.round_loss_pct, 1))?;
         write!(
             f,
-            "controller overhead: {:.1} % throughput loss (median vs median)",
+            "controller overhead: {:.1} % throughput loss (median of the rounds)",
             self.overhead_pct
         )
     }
+}
+
+/// CPU time (user + system) this process has used so far.
+fn cpu_time() -> Duration {
+    // SAFETY: getrusage fills the zeroed struct it is given; RUSAGE_SELF cannot fail.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+/// µs of CPU per op, from a CPU time delta and an op count.
+fn cpu_us_per_op(cpu: Duration, ops: u64) -> f64 {
+    cpu.as_secs_f64() * 1e6 / (ops.max(1) as f64)
 }
 
 /// A scratch directory removed on drop.
@@ -77,7 +114,11 @@ impl Drop for Scratch {
 fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(|a, b| a.total_cmp(b));
-    if s.is_empty() { 0.0 } else { s[s.len() / 2] }
+    match s.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => s[n / 2],
+        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
+    }
 }
 
 /// One round of the bare loop on `cfg`'s system (etcd: every member; Redis: the primary, the
@@ -111,14 +152,16 @@ async fn bare_round(
     }
 }
 
-/// Run the overhead benchmark. `cfg` is the full run's config (no faults, unlimited rate, its
-/// time limit the duration of one measurement, etcd or Redis); the bare loop gets the same
-/// concurrency and duration. Run directories go to a scratch directory, removed at the end. With `out`, the
-/// report is also written there as JSON.
+/// Run the overhead benchmark: `rounds` (at least 1) paired measurements. `cfg` is the full
+/// run's config (no faults, unlimited rate, its time limit the duration of one measurement, etcd
+/// or Redis); the bare loop gets the same concurrency and duration. Run directories go to a
+/// scratch directory, removed at the end. With `out`, the report is also written there as JSON.
 pub async fn overhead(
     mut cfg: TestConfig,
+    rounds: usize,
     out: Option<std::path::PathBuf>,
 ) -> Result<OverheadReport, RunError> {
+    let rounds = rounds.max(1);
     let scratch =
         Scratch(std::env::temp_dir().join(format!("shakedown-bench-{}", std::process::id())));
     std::fs::create_dir_all(scratch.path())
@@ -159,34 +202,58 @@ pub async fn overhead(
         duration_s: cfg.time_limit_s,
         bare_ops_per_s: vec![],
         controller_ops_per_s: vec![],
+        round_loss_pct: vec![],
         overhead_pct: 0.0,
+        bare_cpu_us_per_op: vec![],
+        controller_cpu_us_per_op: vec![],
         db: cfg.system.name().to_string(),
     };
-    let mut failure = None;
-    for _round in 0..2 {
-        match bare_round(&cfg, &nodes, duration).await {
-            Ok(s) => report.bare_ops_per_s.push(s.ops_per_sec),
-            Err(e) => {
-                failure = Some(RunError::Control(format!("bare loop: {e}")));
-                break;
+    let failure = async {
+        bare_round(&cfg, &nodes, duration.min(Duration::from_secs(2)))
+            .await
+            .map_err(|e| RunError::Control(format!("bare loop (warm-up): {e}")))?;
+        for round in 0..rounds {
+            for side in [round % 2, 1 - round % 2] {
+                let cpu0 = cpu_time();
+                if side == 0 {
+                    let s = bare_round(&cfg, &nodes, duration)
+                        .await
+                        .map_err(|e| RunError::Control(format!("bare loop: {e}")))?;
+                    report.bare_ops_per_s.push(s.ops_per_sec);
+                    report
+                        .bare_cpu_us_per_op
+                        .push(cpu_us_per_op(cpu_time() - cpu0, s.ops));
+                } else {
+                    let run_dir = RunDir::create(scratch.path(), "bench")?;
+                    let control = crate::runner::Control {
+                        progress: None,
+                        interrupt: tokio::sync::watch::channel(false).1,
+                    };
+                    let (_, (ok, fail, info), main, _) = crate::runner::drive(
+                        &cfg, &nodes, &remotes, &*system, None, &run_dir, control,
+                    )
+                    .await?;
+                    let ops = ok + fail + info;
+                    report
+                        .controller_ops_per_s
+                        .push(ops as f64 / main.as_secs_f64());
+                    report
+                        .controller_cpu_us_per_op
+                        .push(cpu_us_per_op(cpu_time() - cpu0, ops));
+                }
             }
+            let (bare, ctl) = (
+                report.bare_ops_per_s[round],
+                report.controller_ops_per_s[round],
+            );
+            report
+                .round_loss_pct
+                .push((1.0 - ctl / bare.max(1e-9)) * 100.0);
         }
-        let run_dir = RunDir::create(scratch.path(), "bench")?;
-        let control = crate::runner::Control {
-            progress: None,
-            interrupt: tokio::sync::watch::channel(false).1,
-        };
-        match crate::runner::drive(&cfg, &nodes, &remotes, &*system, None, &run_dir, control).await
-        {
-            Ok((_, (ok, fail, info), main, _)) => report
-                .controller_ops_per_s
-                .push((ok + fail + info) as f64 / main.as_secs_f64()),
-            Err(e) => {
-                failure = Some(e);
-                break;
-            }
-        }
+        Ok::<(), RunError>(())
     }
+    .await
+    .err();
     let (remotes2, nodes2, system2) = (remotes.clone(), nodes.clone(), system.clone());
     let _ = tokio::task::spawn_blocking(move || {
         on_nodes(&remotes2, &nodes2, |r, n| system2.teardown(r, n))
@@ -195,9 +262,7 @@ pub async fn overhead(
     if let Some(e) = failure {
         return Err(e);
     }
-    report.overhead_pct = (1.0
-        - median(&report.controller_ops_per_s) / median(&report.bare_ops_per_s).max(1e-9))
-        * 100.0;
+    report.overhead_pct = median(&report.round_loss_pct);
     if let Some(out) = &out {
         let text = serde_json::to_string_pretty(&report).unwrap_or_default();
         std::fs::write(out, text)

@@ -703,6 +703,10 @@ pub struct BenchArgs {
     /// Concurrent clients.
     #[arg(long, default_value_t = 10)]
     pub concurrency: usize,
+    /// Paired measurements (one bare, one controller each, alternating which goes first); the
+    /// loss reported is the median of the rounds'.
+    #[arg(long, default_value_t = 5)]
+    pub rounds: usize,
     /// Where to write the JSON report (default: print only).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -713,13 +717,16 @@ pub struct BenchArgs {
 
 impl BenchArgs {
     /// The config of the full run side of the benchmark: `--db` (etcd or redis, default
-    /// settings), the register workload with no faults at an unlimited rate, for `--duration`
-    /// seconds at `--concurrency`.
+    /// settings; Redis reads from the primary, as its bare loop's), the register workload with
+    /// no faults at an unlimited rate, for `--duration` seconds at `--concurrency`.
     pub fn to_config(&self) -> Result<TestConfig, ConfigError> {
-        if !(self.duration.is_finite() && self.duration > 0.0) || self.concurrency == 0 {
+        if !(self.duration.is_finite() && self.duration > 0.0)
+            || self.concurrency == 0
+            || self.rounds == 0
+        {
             return Err(ConfigError::new(
                 "bench",
-                "--duration and --concurrency must be positive",
+                "--duration, --concurrency and --rounds must be positive",
             ));
         }
         let mut run = RunArgs {
@@ -732,6 +739,11 @@ impl BenchArgs {
             ..RunArgs::defaults(self.sandbox.clone())
         };
         run.db.name = self.db.clone();
+        if self.db == "redis" {
+            // Redis's bare loop sends every op to the primary; so must the run (the default,
+            // each thread's own node, would spread reads over the replicas).
+            run.read_from = ReadFromArg::Primary;
+        }
         run.into_config()
     }
 }

@@ -62,6 +62,15 @@ pub enum RunError {
     Panicked(String),
 }
 
+/// What a blocking task that did not finish says: its panic's message, else why it stopped.
+pub(crate) fn join_error_message(e: tokio::task::JoinError) -> String {
+    if e.is_panic() {
+        panic_message(e.into_panic().as_ref())
+    } else {
+        "the task was cancelled".to_string()
+    }
+}
+
 /// The message of a caught panic payload.
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     payload
@@ -697,12 +706,17 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
     };
 
     progress.phase(Phase::Check, check_phase_text(&cfg.workload.kind));
-    let checked = write_results_with(
-        &run_dir,
-        cfg.check_time_limit_s,
-        cfg.witness,
-        Some(&progress),
-    )?;
+    // Off the runtime's thread: the check can take minutes, and Ctrl-C (abort) must still be
+    // heard meanwhile.
+    let checked = {
+        let (run_dir, progress) = (run_dir.clone(), progress.clone());
+        let (limit, witness) = (cfg.check_time_limit_s, cfg.witness);
+        tokio::task::spawn_blocking(move || {
+            write_results_with(&run_dir, limit, witness, Some(&progress))
+        })
+        .await
+        .map_err(|e| RunError::Panicked(join_error_message(e)))??
+    };
     progress.finish();
     Ok(RunOutcome {
         run_dir,

@@ -346,7 +346,13 @@ pub async fn run(cfg: ChaosConfig, progress: Progress) -> Result<ChaosOutcome, R
         Some(e) if !reached => return Err(e),
         other => other.map(|e| e.to_string()),
     };
-    let checked = write_results(&run_dir, Some(&progress))?;
+    // Off the runtime's thread, so Ctrl-C (abort) is still heard while it runs.
+    let checked = {
+        let (run_dir, progress) = (run_dir.clone(), progress.clone());
+        tokio::task::spawn_blocking(move || write_results(&run_dir, Some(&progress)))
+            .await
+            .map_err(|e| RunError::Panicked(crate::runner::join_error_message(e)))??
+    };
     progress.finish();
     Ok(ChaosOutcome {
         run_dir,
