@@ -177,7 +177,8 @@ impl<W: Write> Interpreter<W> {
     /// [`Interpreter::run_phase`] as a task of the runtime, handing the interpreter back after.
     /// A caller inside `block_on` runs on the main thread, outside the runtime's workers: every
     /// completion would then wake it across threads (a futex wake and a context switch per op),
-    /// while a spawned owner usually runs on the thread that just finished the op. A panic
+    /// while a spawned owner usually runs on the thread that just finished the op (on the
+    /// commands' one-thread runtime both are the same thread). A panic
     /// inside the phase resumes in the caller.
     pub async fn run_phase_on_worker(
         mut self,
