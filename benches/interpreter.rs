@@ -46,7 +46,7 @@ fn env_num(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() {
     let seconds = env_num("BENCH_SECONDS", 3);
     let threads = env_num("BENCH_THREADS", 10) as usize;
@@ -83,7 +83,7 @@ async fn main() {
     .expect("register workload");
     let g = Box::new(generator::time_limit(seconds * 1_000_000_000, w));
     let (cpu0, t0) = (cpu_ms(), std::time::Instant::now());
-    // As the runner does: the owner runs as a task of the runtime.
+    // As the commands do: one thread (`app::runtime`), the owner a task of it.
     let (mut interp, phase) = interp.run_phase_on_worker(Some(g), None).await;
     phase.expect("run phase");
     interp.flush().expect("flush");
