@@ -770,6 +770,27 @@ mod tests {
     }
 
     #[test]
+    fn bench_flags_make_a_run_config_with_the_bare_loops_reads() {
+        let bench = |args: &[&str]| {
+            let Command::Bench(b) = parse(args).unwrap().command else {
+                panic!("not bench")
+            };
+            b
+        };
+        let b = bench(&["bench", "--db", "redis", "--duration", "3"]);
+        assert_eq!(b.rounds, 5);
+        let cfg = b.to_config().unwrap();
+        // Redis's bare loop reads from the primary; so must the run side.
+        assert_eq!(cfg.read_from, crate::config::ReadFrom::Primary);
+        assert_eq!((cfg.time_limit_s, cfg.rate), (3.0, 0.0));
+        assert!(cfg.nemesis.faults.is_empty());
+        let etcd = bench(&["bench"]).to_config().unwrap();
+        assert_eq!(etcd.read_from, crate::config::ReadFrom::Own);
+        let e = bench(&["bench", "--rounds", "0"]).to_config().unwrap_err();
+        assert!(e.to_string().contains("--rounds"), "{e}");
+    }
+
+    #[test]
     fn postgres_flags_reach_the_config() {
         let Command::Run(r) = parse(&[
             "run",
