@@ -18,6 +18,7 @@ pub mod etcd;
 pub mod external;
 pub mod postgres;
 pub mod redis;
+pub mod strays;
 
 use crate::client::{Client, ClientCtx};
 use crate::config::{ConfigError, ReadFrom, ReadMode};

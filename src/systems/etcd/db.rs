@@ -77,6 +77,9 @@ if [ "$sig" = KILL ]; then
 fi
 "#;
 
+/// The file name of our servers' executable, for [`crate::systems::strays::sweep`].
+const EXE_PATTERN: &str = "^etcd( |$)";
+
 /// Exit status of READY_SCRIPT when the etcd process is gone.
 const NOT_RUNNING: i32 = 3;
 
@@ -307,6 +310,7 @@ impl Db for Etcd {
         // KILL, but be explicit), then wipe data and the old log.
         self.signal(remote, "CONT")?;
         self.signal(remote, "KILL")?;
+        crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
         let dir = &self.cfg.base_dir;
         remote.exec_ok(&Cmd::new("rm").args([
             "-rf",
@@ -319,7 +323,8 @@ impl Db for Etcd {
 
     fn teardown(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
         self.signal(remote, "CONT")?;
-        self.signal(remote, "KILL")
+        self.signal(remote, "KILL")?;
+        crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)
     }
 
     fn log_files(&self, _node: &Node) -> Vec<String> {

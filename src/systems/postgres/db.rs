@@ -175,6 +175,10 @@ runuser -u "$user" -- "$bin/pg_basebackup" -D "$dir/data" -R -X stream -c fast \
   || { echo "pg_basebackup from $host:$port failed:"; tail -n 5 "$dir/postgres.log" | cut -c1-300; exit 1; }
 "#;
 
+/// The file name of the server's executable (postmaster and backends), for
+/// [`crate::systems::strays::sweep`].
+const EXE_PATTERN: &str = "^postgres( |$)";
+
 /// Start the server unless the pidfile names a live postgres: `$1` = base dir, `$2` = OS user,
 /// the rest = the server command. The server is the leader of its own session and process group
 /// (`setsid`, then `setpriv` execs it as the user).
@@ -489,6 +493,7 @@ impl Db for Postgres {
         // Kill anything left from a previous run, then wipe.
         self.signal(remote, "CONT")?;
         self.signal(remote, "KILL")?;
+        crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
         remote.exec_ok(
             &Cmd::script(
                 WIPE_SCRIPT,
@@ -505,7 +510,8 @@ impl Db for Postgres {
 
     fn teardown(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
         self.signal(remote, "CONT")?;
-        self.signal(remote, "KILL")
+        self.signal(remote, "KILL")?;
+        crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)
     }
 
     fn log_files(&self, _node: &Node) -> Vec<String> {

@@ -150,6 +150,10 @@ setsid "$prog" "$dir/$which.conf" >> "$dir/$which.log" 2>&1 < /dev/null &
 echo $! > "$dir/$which.pid"
 "#;
 
+/// The file names of our servers' executable (`redis-server` and `redis-sentinel` are links
+/// to `redis-check-rdb` on Debian), for [`crate::systems::strays::sweep`].
+const EXE_PATTERN: &str = "^redis-(server|sentinel|check-rdb)( |$)";
+
 /// Exit status of READY_SCRIPT when a server process is gone.
 const NOT_RUNNING: i32 = 3;
 
@@ -277,7 +281,7 @@ impl Redis {
             self.signal(remote, which, "CONT")?;
             self.signal(remote, which, "KILL")?;
         }
-        Ok(())
+        crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)
     }
 
     /// Block until `node` serves (a replica's link is up) and its Sentinel names the initial

@@ -1,0 +1,126 @@
+//! Ending server processes an earlier run of ours left behind without a pidfile that names
+//! them, so `setup` never starts a server next to a stray one that still holds its ports
+//! ("address already in use") or its data directory.
+//!
+//! Owns one node-side script, [`SWEEP_SCRIPT`]. A process is ours when its executable's name
+//! matches the system's pattern *and* its working directory is the system's base directory or
+//! under it: the start scripts `cd` there before starting a server (etcd and Sentinel stay there;
+//! Redis and PostgreSQL move into their data directory, which is under it). A pidfile can miss a
+//! server: a controller killed between starting one and writing its pid, two starts racing on a
+//! node, a pidfile that a later start overwrote. Does not own starting, signalling by pidfile or
+//! readiness (each system's `db`), and never looks at processes outside the base directory, so a
+//! node's own database on the same port is left alone.
+
+use crate::control::{Cmd, Remote};
+use crate::db::DbError;
+
+/// `$1` = base directory, `$2` = extended regular expression the executable's file name must
+/// match. Resumes then kills every such process and waits (up to 5 s) until they are gone; prints
+/// the PIDs it ended.
+pub const SWEEP_SCRIPT: &str = r#"dir="${1%/}"; pat="$2"
+ours() {
+  for p in /proc/[0-9]*; do
+    pid=${p#/proc/}
+    [ "$pid" = "$$" ] && continue
+    exe=$(readlink "$p/exe" 2>/dev/null) || continue
+    printf '%s\n' "${exe##*/}" | grep -Eq "$pat" || continue
+    cwd=$(readlink "$p/cwd" 2>/dev/null) || continue
+    case "$cwd" in
+      "$dir"|"$dir/"*|"$dir (deleted)") echo "$pid" ;;
+    esac
+  done
+}
+pids=$(ours)
+[ -n "$pids" ] || exit 0
+echo $pids
+kill -s CONT $pids 2>/dev/null
+kill -s KILL $pids 2>/dev/null
+i=0
+while [ -n "$(ours)" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+[ -z "$(ours)" ] || { echo "still running after SIGKILL: $(ours)" >&2; exit 1; }
+"#;
+
+/// Run [`SWEEP_SCRIPT`] on a node (through sudo when the remote needs it): `exe_pattern` names
+/// the system's server executables.
+pub fn sweep(remote: &dyn Remote, base_dir: &str, exe_pattern: &str) -> Result<(), DbError> {
+    remote.exec_ok(&Cmd::script(SWEEP_SCRIPT, [base_dir, exe_pattern]).sudo(true))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    //! The real script under `sh` against real local processes: copies of `sleep` named like a
+    //! server, started inside and outside a temporary base directory.
+    use super::*;
+    use std::process::{Command, Stdio};
+
+    fn alive(pid: u32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| !s.contains(") Z "))
+            .unwrap_or(false)
+    }
+
+    #[test]
+    fn sweep_ends_only_servers_whose_working_directory_is_under_the_base_dir() {
+        let tmp = tempfile::tempdir().unwrap();
+        let bin = tmp.path().join("bin");
+        let base = tmp.path().join("base");
+        let data = base.join("data");
+        let outside = tmp.path().join("elsewhere");
+        for d in [&bin, &data, &outside] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let server = bin.join("fakeserver");
+        let other = bin.join("otherprog");
+        std::fs::copy("/bin/sleep", &server).unwrap();
+        std::fs::copy("/bin/sleep", &other).unwrap();
+        let start = |exe: &std::path::Path, cwd: &std::path::Path| {
+            Command::new(exe)
+                .arg("30")
+                .current_dir(cwd)
+                .stdin(Stdio::null())
+                .spawn()
+                .unwrap()
+        };
+        let mut in_base = start(&server, &base);
+        let mut in_data = start(&server, &data);
+        let mut elsewhere = start(&server, &outside);
+        let mut other_name = start(&other, &base);
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(SWEEP_SCRIPT)
+            .arg("sh")
+            .arg(format!("{}/", base.display()))
+            .arg("^fakeserver")
+            .output()
+            .unwrap();
+        let (a, b) = (in_base.try_wait().unwrap(), in_data.try_wait().unwrap());
+        let (c_alive, d_alive) = (alive(elsewhere.id()), alive(other_name.id()));
+        for c in [&mut elsewhere, &mut other_name, &mut in_base, &mut in_data] {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        assert!(out.status.success(), "{out:?}");
+        assert!(a.is_some(), "the server in the base dir survived");
+        assert!(b.is_some(), "the server in the data dir survived");
+        assert!(c_alive, "a server outside the base dir was killed");
+        assert!(d_alive, "a program of another name was killed");
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(said.contains(&in_base.id().to_string()), "{said}");
+    }
+
+    #[test]
+    fn sweep_without_strays_does_nothing_and_succeeds() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(SWEEP_SCRIPT)
+            .arg("sh")
+            .arg(tmp.path())
+            .arg("^no-such-server$")
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        assert!(out.stdout.is_empty());
+    }
+}
