@@ -1,6 +1,6 @@
 //! The scheduler's own cost per op: the interpreter (register workload, unlimited rate, history
 //! written to a real file as a run does) driving in-process clients that answer at once, so
-//! everything measured is generator, history and channel work.
+//! everything measured is generator, history and scheduling work.
 //!
 //! Owns only this measurement. `shakedown bench --db etcd|redis` measures the same loop against
 //! real servers; this one isolates the controller. Env: BENCH_SECONDS (default 3), BENCH_THREADS
@@ -89,6 +89,7 @@ async fn main() {
     interp.flush().expect("flush");
     let (cpu1, elapsed) = (cpu_ms(), t0.elapsed());
     let ops = interp.ops_written() / 2;
+    interp.close().await.expect("close");
     println!(
         "interpreter, {threads} in-process clients, {seconds} s: {:.0} ops/s, {:.2} us CPU/op \
          ({ops} ops, {} history bytes)",

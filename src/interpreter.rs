@@ -1,30 +1,41 @@
-//! The one scheduler: runs generators against workers and records the history.
+//! The one scheduler: runs generators against clients and records the history.
 //!
-//! An owner task holds the generators, the `Context` and the history writer; one worker task per
-//! logical thread (client threads bound to nodes, plus the nemesis thread) performs ops through a
-//! `Client`. Workers only ever talk to the owner over channels, so only the owner writes the
-//! history (invariant 2), and every invoke is appended before its op is sent and every completion
-//! as soon as it arrives. The writer may buffer (the runner gives it a `BufWriter`): the owner
-//! flushes it before every wait and before sending the jobs of a burst, so an op never reaches a
-//! client before its invoke is written, and a killed controller loses at most the completions of
-//! the burst it was in (those ops then look indeterminate, never absent). Times are nanoseconds since the run started from a monotonic clock.
+//! One owner task holds the generators, the `Context`, the history writer and every logical
+//! thread's `Client` (client threads bound to nodes, plus the nemesis thread). An op in flight is
+//! a future the owner polls itself (a `FuturesUnordered`): it owns the thread's client for the
+//! op's duration and hands it back with the completion, so only the owner writes the history
+//! (invariant 2) and an op costs no task hop or channel on the controller's side. Every invoke is
+//! appended before its op's future exists and every completion as soon as it arrives. The writer
+//! may buffer (the runner gives it a `BufWriter`): the owner flushes it before every wait and
+//! before starting the ops of a burst, so an op never reaches a client before its invoke is
+//! written, and a killed controller loses at most the completions of the burst it was in (those
+//! ops then look indeterminate, never absent). Times are nanoseconds since the run started from a
+//! monotonic clock.
+//!
+//! Each op is bounded by its thread's [`Worker::timeout`] (then `info`, timed out); a client that
+//! panics completes its op `info` and its thread's later ops too (its client is gone).
 //!
 //! Shutdown protocol: `Interpreter::shutdown_handle` gives a `watch` sender; once it is set the
-//! owner stops asking generators for ops, waits for in-flight ops (each bounded by its worker's
-//! timeout), and returns. Dropping the interpreter closes the job channels; workers exit and
-//! close their clients. Phases (main → heal → final reads) are sequenced by the caller.
+//! owner stops asking generators for ops, waits for in-flight ops, and returns. Phases (main →
+//! heal → final reads) are sequenced by the caller; [`Interpreter::close`] closes the clients
+//! (dropping the interpreter closes them in a background task instead).
 
 use crate::client::{Client, Completion};
 use crate::generator::{Context, Generator, Invocation, NEMESIS_THREAD, Next, ThreadId};
 use crate::history::{HistoryWriter, Op, OpType, Process};
+use futures_util::FutureExt;
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+use std::future::Future;
 use std::io::Write;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::Poll;
 use std::time::Duration;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 /// Completions taken in one pass after the owner wakes (bounds the time between flushes).
@@ -56,7 +67,7 @@ pub enum InterpreterError {
     Generator(String),
 }
 
-/// One logical thread's performer.
+/// One logical thread's client and its settings.
 pub struct Worker {
     /// Performs the ops.
     pub client: Box<dyn Client>,
@@ -72,9 +83,24 @@ struct Job {
     value: Value,
 }
 
+/// A finished op: its thread's slot, the client handed back (`None` after a panic) and the
+/// completion.
 struct Done {
-    thread: ThreadId,
+    slot: usize,
+    client: Option<Box<dyn Client>>,
     completion: Completion,
+}
+
+/// An op in flight.
+type Running = Pin<Box<dyn Future<Output = Done> + Send>>;
+
+/// A thread's client while no op of it is in flight.
+enum Idle {
+    Ready(Box<dyn Client>),
+    /// Lent to the op in flight.
+    Busy,
+    /// It panicked: later ops of the thread complete `info` at once.
+    Panicked,
 }
 
 /// The scheduler state that persists across phases.
@@ -85,13 +111,18 @@ pub struct Interpreter<W: Write> {
     /// RNG of the client root; the nemesis root has its own stream so fault choices do not
     /// depend on how many client ops happened to be generated in between.
     rngs: [ChaCha8Rng; 2],
-    jobs: HashMap<ThreadId, mpsc::Sender<Job>>,
-    nodes_of: HashMap<ThreadId, Option<String>>,
-    events: mpsc::Receiver<Done>,
-    in_flight: HashMap<ThreadId, Op>,
-    /// Jobs whose invokes are written but not yet flushed; sent by [`Interpreter::send_outbox`]
+    /// Per slot (client threads `0..n`, then the nemesis thread at `n` when there is one): the
+    /// client, its op timeout, its node, and its op in flight.
+    clients: Vec<Idle>,
+    timeouts: Vec<Duration>,
+    nodes_of: Vec<Option<String>>,
+    in_flight: Vec<Option<Op>>,
+    has_nemesis: bool,
+    /// The ops in flight, polled by the owner.
+    running: FuturesUnordered<Running>,
+    /// Jobs whose invokes are written but not yet flushed; started by [`Interpreter::send_outbox`]
     /// right after the flush, so no op reaches a client before its invoke is on disk.
-    outbox: Vec<(ThreadId, Job)>,
+    outbox: Vec<(usize, Job)>,
     stats: Arc<Stats>,
     shutdown: watch::Receiver<bool>,
     shutdown_tx: watch::Sender<bool>,
@@ -99,8 +130,8 @@ pub struct Interpreter<W: Write> {
 }
 
 impl<W: Write> Interpreter<W> {
-    /// Spawn one worker task per client plus an optional nemesis worker. `start` is the run's
-    /// time origin. Must be called inside a tokio runtime.
+    /// An interpreter over one client per client thread plus an optional nemesis client.
+    /// `start` is the run's time origin.
     pub fn new(
         start: Instant,
         writer: HistoryWriter<W>,
@@ -110,22 +141,18 @@ impl<W: Write> Interpreter<W> {
         rng: ChaCha8Rng,
         stats: Arc<Stats>,
     ) -> Interpreter<W> {
-        let (done_tx, events) = mpsc::channel::<Done>(clients.len() + 2);
-        let mut jobs = HashMap::new();
-        let mut nodes_of = HashMap::new();
         let n_clients = clients.len();
-        let workers = clients
-            .into_iter()
-            .enumerate()
-            .chain(nemesis.map(|w| (NEMESIS_THREAD, w)));
-        for (thread, worker) in workers {
-            let (tx, rx) = mpsc::channel::<Job>(1);
-            jobs.insert(thread, tx);
-            nodes_of.insert(thread, worker.node.clone());
-            tokio::spawn(run_worker(thread, worker, rx, done_tx.clone()));
+        let has_nemesis = nemesis.is_some();
+        let mut slots = Vec::with_capacity(n_clients + 1);
+        let mut timeouts = Vec::with_capacity(n_clients + 1);
+        let mut nodes_of = Vec::with_capacity(n_clients + 1);
+        for worker in clients.into_iter().chain(nemesis) {
+            slots.push(Idle::Ready(worker.client));
+            timeouts.push(worker.timeout);
+            nodes_of.push(worker.node);
         }
         let mut free: BTreeSet<ThreadId> = (0..n_clients).collect();
-        if jobs.contains_key(&NEMESIS_THREAD) {
+        if has_nemesis {
             free.insert(NEMESIS_THREAD);
         }
         let ctx = Context {
@@ -143,15 +170,35 @@ impl<W: Write> Interpreter<W> {
             writer,
             ctx,
             rngs: [rng, nemesis_rng],
-            jobs,
+            in_flight: (0..slots.len()).map(|_| None).collect(),
+            clients: slots,
+            timeouts,
             nodes_of,
-            events,
-            in_flight: HashMap::new(),
+            has_nemesis,
+            running: FuturesUnordered::new(),
             outbox: Vec::new(),
             stats,
             shutdown,
             shutdown_tx,
             tick: Duration::from_millis(100),
+        }
+    }
+
+    /// The slot of a thread, if it exists.
+    fn slot(&self, thread: ThreadId) -> Option<usize> {
+        if thread == NEMESIS_THREAD {
+            self.has_nemesis.then_some(self.ctx.client_threads)
+        } else {
+            (thread < self.ctx.client_threads).then_some(thread)
+        }
+    }
+
+    /// The thread of a slot.
+    fn thread(&self, slot: usize) -> ThreadId {
+        if slot == self.ctx.client_threads {
+            NEMESIS_THREAD
+        } else {
+            slot
         }
     }
 
@@ -224,9 +271,7 @@ impl<W: Write> Interpreter<W> {
                 };
                 match g.next(&self.ctx, &mut self.rngs[root]) {
                     Next::Op(inv) => {
-                        if !self.ctx.free.contains(&inv.thread)
-                            || !self.jobs.contains_key(&inv.thread)
-                        {
+                        if !self.ctx.free.contains(&inv.thread) || self.slot(inv.thread).is_none() {
                             return Err(InterpreterError::Generator(format!(
                                 "op {} for thread {} which is busy or does not exist",
                                 inv.f, inv.thread
@@ -254,7 +299,7 @@ impl<W: Write> Interpreter<W> {
             // hand out its jobs.
             self.send_outbox(&mut gens).await?;
             let idle = gens.iter().all(Option::is_none) && held.iter().all(Option::is_none);
-            if idle && self.in_flight.is_empty() {
+            if idle && self.running.is_empty() {
                 return Ok(());
             }
             let mut wake = held.iter().flatten().map(|inv| inv.time_ns).min();
@@ -267,16 +312,25 @@ impl<W: Write> Interpreter<W> {
             }
             let sleep_for = wake.map(|w| Duration::from_nanos(w.saturating_sub(now)));
             let mut shutdown = self.shutdown.clone();
+            // Biased: ops first, so which of the ops is polled (and so first asks the system)
+            // does not depend on a random branch order (a seeded run on the paused test clock
+            // replays exactly). The shutdown flag is read at the top of every pass anyway.
             tokio::select! {
-                ev = self.events.recv() => {
-                    if let Some(done) = ev {
+                biased;
+                done = self.running.next(), if !self.running.is_empty() => {
+                    if let Some(done) = done {
                         self.complete(done, &mut gens)?;
                         // Take every completion already waiting, so a busy run records (and
                         // refills) them in one pass instead of one wake-up each.
                         for _ in 0..MAX_DRAIN {
-                            match self.events.try_recv() {
-                                Ok(done) => self.complete(done, &mut gens)?,
-                                Err(_) => break,
+                            let running = &mut self.running;
+                            let ready = std::future::poll_fn(|cx| {
+                                Poll::Ready(running.poll_next_unpin(cx))
+                            })
+                            .await;
+                            match ready {
+                                Poll::Ready(Some(done)) => self.complete(done, &mut gens)?,
+                                _ => break,
                             }
                         }
                     }
@@ -303,9 +357,10 @@ impl<W: Write> Interpreter<W> {
         } else {
             (Process::Client(self.ctx.processes[thread]), OpType::Invoke)
         };
+        let slot = self.slot(thread).expect("checked by run_phase");
         let mut op = Op::new(op_type, process, inv.f.clone(), inv.value.clone());
         op.key = inv.key.clone();
-        op.node = self.nodes_of.get(&thread).cloned().flatten();
+        op.node = self.nodes_of[slot].clone();
         op.time_ns = self.now_ns();
         self.writer.append(&mut op)?;
         self.ctx.time_ns = op.time_ns;
@@ -313,38 +368,46 @@ impl<W: Write> Interpreter<W> {
         for g in gens.iter_mut().flatten() {
             g.update(&self.ctx, &op);
         }
-        self.in_flight.insert(thread, op);
+        self.in_flight[slot] = Some(op);
         let job = Job {
             f: inv.f,
             key: inv.key,
             value: inv.value,
         };
-        self.outbox.push((thread, job));
+        self.outbox.push((slot, job));
         Ok(())
     }
 
-    /// Flush the history (every invoke of the outbox is then written), then send the outbox's
-    /// jobs. Called before the owner waits for anything, so the file is never behind by more
+    /// Flush the history (every invoke of the outbox is then written), then start the outbox's
+    /// ops. Called before the owner waits for anything, so the file is never behind by more
     /// than one burst of work done without waiting.
     async fn send_outbox(
         &mut self,
         gens: &mut [Option<Box<dyn Generator>>; 2],
     ) -> Result<(), InterpreterError> {
         self.writer.flush()?;
-        let mut gone = Vec::new();
-        for (thread, job) in self.outbox.drain(..) {
-            // A free thread's channel is empty, so this does not wait in practice.
-            if self.jobs[&thread].send(job).await.is_err() {
-                gone.push(thread);
+        let mut outbox = std::mem::take(&mut self.outbox);
+        for (slot, job) in outbox.drain(..) {
+            match std::mem::replace(&mut self.clients[slot], Idle::Busy) {
+                Idle::Ready(client) => {
+                    self.running
+                        .push(perform(slot, client, job, self.timeouts[slot]));
+                }
+                gone => {
+                    self.clients[slot] = gone;
+                    let completion = Completion::Info {
+                        error: "this thread's client panicked on an earlier op".into(),
+                    };
+                    let done = Done {
+                        slot,
+                        client: None,
+                        completion,
+                    };
+                    self.complete(done, gens)?;
+                }
             }
         }
-        for thread in gone {
-            // The worker is gone (its task ended): complete the op as info so nothing hangs.
-            let completion = Completion::Info {
-                error: "worker task ended".into(),
-            };
-            self.complete(Done { thread, completion }, gens)?;
-        }
+        self.outbox = outbox;
         Ok(())
     }
 
@@ -353,13 +416,17 @@ impl<W: Write> Interpreter<W> {
         done: Done,
         gens: &mut [Option<Box<dyn Generator>>; 2],
     ) -> Result<(), InterpreterError> {
-        let Some(invoke) = self.in_flight.remove(&done.thread) else {
+        let thread = self.thread(done.slot);
+        let Some(invoke) = self.in_flight[done.slot].take() else {
             return Err(InterpreterError::Generator(format!(
-                "completion for thread {} with no op in flight",
-                done.thread
+                "completion for thread {thread} with no op in flight"
             )));
         };
-        let nemesis = done.thread == NEMESIS_THREAD;
+        match done.client {
+            Some(client) => self.clients[done.slot] = Idle::Ready(client),
+            None => self.clients[done.slot] = Idle::Panicked,
+        }
+        let nemesis = thread == NEMESIS_THREAD;
         let mut op = invoke;
         op.error = None;
         match done.completion {
@@ -397,9 +464,9 @@ impl<W: Write> Interpreter<W> {
         self.ctx.time_ns = op.time_ns;
         if !nemesis && op.op_type == OpType::Info {
             // The old process may still be in flight forever: continue under a new one.
-            self.ctx.processes[done.thread] += self.ctx.client_threads as u64;
+            self.ctx.processes[thread] += self.ctx.client_threads as u64;
         }
-        self.ctx.free.insert(done.thread);
+        self.ctx.free.insert(thread);
         for g in gens.iter_mut().flatten() {
             g.update(&self.ctx, &op);
         }
@@ -410,27 +477,82 @@ impl<W: Write> Interpreter<W> {
     pub fn flush(&mut self) -> std::io::Result<()> {
         self.writer.flush()
     }
+
+    /// Close every client (concurrently; each `close` is bounded by the client) and flush the
+    /// history. Call between phases' end and teardown; ops must not be in flight.
+    pub async fn close(mut self) -> std::io::Result<()> {
+        let clients = std::mem::take(&mut self.clients);
+        futures_util::future::join_all(clients.into_iter().filter_map(|c| match c {
+            Idle::Ready(mut client) => Some(async move { client.close().await }),
+            _ => None,
+        }))
+        .await;
+        self.writer.flush()
+    }
 }
 
-async fn run_worker(
-    thread: ThreadId,
-    mut worker: Worker,
-    mut rx: mpsc::Receiver<Job>,
-    done: mpsc::Sender<Done>,
-) {
-    while let Some(job) = rx.recv().await {
-        let fut = worker.client.invoke(&job.f, job.key.as_deref(), &job.value);
-        let completion = match tokio::time::timeout(worker.timeout, fut).await {
-            Ok(c) => c,
-            Err(_) => Completion::Info {
-                error: format!("timed out after {} ms", worker.timeout.as_millis()),
-            },
-        };
-        if done.send(Done { thread, completion }).await.is_err() {
-            break;
+impl<W: Write> Drop for Interpreter<W> {
+    /// Clients not closed with [`Interpreter::close`] are closed in a background task (when a
+    /// runtime is there to run it); otherwise they are dropped, which ends their connections.
+    fn drop(&mut self) {
+        let clients: Vec<Box<dyn Client>> = std::mem::take(&mut self.clients)
+            .into_iter()
+            .filter_map(|c| match c {
+                Idle::Ready(client) => Some(client),
+                _ => None,
+            })
+            .collect();
+        if clients.is_empty() {
+            return;
+        }
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                for mut client in clients {
+                    client.close().await;
+                }
+            });
         }
     }
-    worker.client.close().await;
+}
+
+/// One op: `client` performs `job` within `timeout`; a panic completes it `info` and keeps the
+/// client out of further use.
+fn perform(slot: usize, mut client: Box<dyn Client>, job: Job, timeout: Duration) -> Running {
+    Box::pin(async move {
+        let invoke = client.invoke(&job.f, job.key.as_deref(), &job.value);
+        let outcome = std::panic::AssertUnwindSafe(tokio::time::timeout(timeout, invoke))
+            .catch_unwind()
+            .await;
+        let (client, completion) = match outcome {
+            Ok(Ok(c)) => (Some(client), c),
+            Ok(Err(_)) => (
+                Some(client),
+                Completion::Info {
+                    error: format!("timed out after {} ms", timeout.as_millis()),
+                },
+            ),
+            Err(panic) => (
+                None,
+                Completion::Info {
+                    error: format!("the client panicked: {}", panic_message(&*panic)),
+                },
+            ),
+        };
+        Done {
+            slot,
+            client,
+            completion,
+        }
+    })
+}
+
+/// The text of a panic payload.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".into())
 }
 
 #[cfg(test)]
@@ -442,6 +564,7 @@ mod tests {
     use crate::history::History;
     use rand::SeedableRng;
     use serde_json::json;
+    use std::collections::HashMap;
     use std::sync::Mutex;
 
     /// An atomic in-memory register map; every `every_nth_info`-th op ends info (after applying).
@@ -661,6 +784,15 @@ mod tests {
         let (b, _) = run_main(9, 0, true).await;
         let (c, _) = run_main(10, 0, true).await;
         let (a, b, c) = (strip(a), strip(b), strip(c));
+        if let Some(i) = (0..a.len().min(b.len())).find(|&i| a[i] != b[i]) {
+            panic!(
+                "differ at {i} of {}/{}: {:?} vs {:?}",
+                a.len(),
+                b.len(),
+                &a[i.saturating_sub(3)..i + 2],
+                &b[i.saturating_sub(3)..i + 2]
+            );
+        }
         assert_eq!(a, b);
         assert_ne!(a, c);
     }
@@ -718,6 +850,91 @@ mod tests {
                 .iter()
                 .filter(|o| o.f == "write" && o.op_type != OpType::Invoke)
                 .all(|o| o.op_type == OpType::Info)
+        );
+    }
+
+    /// Panics on its `panic_on`-th op (1-based), answers every other op ok; counts closes.
+    struct Panicky {
+        n: u64,
+        panic_on: u64,
+        closed: Arc<AtomicU64>,
+    }
+
+    #[async_trait::async_trait]
+    impl Client for Panicky {
+        async fn invoke(&mut self, _f: &str, _key: Option<&str>, value: &Value) -> Completion {
+            self.n += 1;
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            if self.n == self.panic_on {
+                panic!("bad client state at op {}", self.n);
+            }
+            Completion::Ok {
+                value: value.clone(),
+                version: None,
+            }
+        }
+        async fn close(&mut self) {
+            self.closed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_panicking_client_ends_its_ops_info_and_the_rest_run_on_and_close() {
+        let closed = Arc::new(AtomicU64::new(0));
+        let workers = (0..3)
+            .map(|i| Worker {
+                client: Box::new(Panicky {
+                    n: 0,
+                    // Thread 1 panics on its 5th op; the others never.
+                    panic_on: if i == 1 { 5 } else { u64::MAX },
+                    closed: closed.clone(),
+                }) as Box<dyn Client>,
+                node: Some("n1".into()),
+                timeout: Duration::from_millis(500),
+            })
+            .collect();
+        let mut interp = Interpreter::new(
+            Instant::now(),
+            HistoryWriter::new(Vec::new()),
+            workers,
+            None,
+            vec!["n1".into()],
+            ChaCha8Rng::seed_from_u64(1),
+            Arc::new(Stats::default()),
+        );
+        let (g, _) = register(3);
+        let g = Box::new(generator::time_limit(200_000_000, g));
+        interp.run_phase(Some(g), None).await.unwrap();
+        let h = History::read_jsonl(interp.writer.get_ref().as_slice(), "mem").unwrap();
+        assert!(h.pairs().is_ok());
+        let panicked: Vec<&Op> = h
+            .ops
+            .iter()
+            .filter(|o| o.error.as_deref().is_some_and(|e| e.contains("panicked")))
+            .collect();
+        assert!(
+            panicked[0]
+                .error
+                .as_deref()
+                .unwrap()
+                .contains("bad client state at op 5"),
+            "{:?}",
+            panicked[0]
+        );
+        // Every later op of that thread also ends info, at once; the others keep going.
+        assert!(panicked.len() > 1, "{} panicked ops", panicked.len());
+        assert!(panicked.iter().all(|o| o.op_type == OpType::Info));
+        let ok_after = h
+            .ops
+            .iter()
+            .filter(|o| o.op_type == OpType::Ok && o.index > panicked[0].index)
+            .count();
+        assert!(ok_after > 10, "{ok_after} ok ops after the panic");
+        interp.close().await.unwrap();
+        assert_eq!(
+            closed.load(Ordering::Relaxed),
+            2,
+            "the two live clients closed"
         );
     }
 }

@@ -680,7 +680,13 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
     let reached_workload = run_dir.history_path().is_file();
     let limit = cfg.time_limit_s;
     let (completion, error) = match result {
-        Ok((events, counts, main_phase, interrupted)) => {
+        Ok(DriveOutcome {
+            events,
+            counts,
+            main_phase,
+            interrupted,
+            ..
+        }) => {
             let w = main_phase.as_secs_f64();
             let c = if interrupted {
                 Completion::interrupted(w, limit)
@@ -959,10 +965,22 @@ pub(crate) struct Control {
     pub interrupt: watch::Receiver<bool>,
 }
 
-type DriveOutcome = (u64, (u64, u64, u64), Duration, bool);
+/// What [`drive`] did.
+pub(crate) struct DriveOutcome {
+    /// History events written.
+    pub events: u64,
+    /// Client ops completed ok, fail and info, every phase.
+    pub counts: (u64, u64, u64),
+    /// Client ops completed in the main phase (no heal or final reads).
+    pub main_ops: u64,
+    /// How long the main phase ran.
+    pub main_phase: Duration,
+    /// Whether the user stopped it.
+    pub interrupted: bool,
+}
 
 /// Wait for the DB, then run the interpreter phases against an already set-up cluster, appending
-/// to the run directory's history. Returns (events, (ok, fail, info), main phase, interrupted).
+/// to the run directory's history.
 pub(crate) async fn drive(
     cfg: &TestConfig,
     nodes: &[Node],
@@ -1079,6 +1097,9 @@ pub(crate) async fn drive(
         .run_phase_on_worker(Some(client_gen), nemesis_gen)
         .await;
     let main_phase = start.elapsed();
+    let main_ops = stats.ok.load(Ordering::Relaxed)
+        + stats.fail.load(Ordering::Relaxed)
+        + stats.info.load(Ordering::Relaxed);
     if let Some(board) = &stalls {
         // The client generator is gone: a stall still holding an op back ends with the phase.
         board.end_all();
@@ -1120,7 +1141,8 @@ pub(crate) async fn drive(
         read?;
     }
     ctrl_c.abort();
-    let _ = interp.flush();
+    let written = interp.ops_written();
+    let _ = interp.close().await;
     phase?;
     heal?;
     let counts = (
@@ -1128,5 +1150,11 @@ pub(crate) async fn drive(
         stats.fail.load(Ordering::Relaxed),
         stats.info.load(Ordering::Relaxed),
     );
-    Ok((interp.ops_written(), counts, main_phase, interrupted))
+    Ok(DriveOutcome {
+        events: written,
+        counts,
+        main_ops,
+        main_phase,
+        interrupted,
+    })
 }

@@ -485,7 +485,7 @@ async fn drive(
         settled?;
     }
     ctrl_c.abort();
-    let _ = interp.flush();
+    let _ = interp.close().await;
     phase?;
     heal?;
     Ok(Driven {
