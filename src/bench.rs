@@ -41,6 +41,12 @@ pub struct OverheadReport {
     pub bare_cpu_us_per_op: Vec<f64>,
     /// The same for the controller (generator, scheduler, clients, history).
     pub controller_cpu_us_per_op: Vec<f64>,
+    /// Share of the machine's CPU time the hypervisor took (`steal` in `/proc/stat`) during each
+    /// bare measurement, in percent (empty where `/proc/stat` cannot be read). A round where one
+    /// side lost much more than the other measured the host, not the controller.
+    pub bare_steal_pct: Vec<f64>,
+    /// The same during each controller measurement.
+    pub controller_steal_pct: Vec<f64>,
     /// The system measured (`etcd`, `redis`).
     pub db: String,
 }
@@ -74,6 +80,14 @@ impl std::fmt::Display for OverheadReport {
             fmt(&self.controller_cpu_us_per_op, 1)
         )?;
         writeln!(f, "loss per round:     {} %", fmt(&self.round_loss_pct, 1))?;
+        if !self.bare_steal_pct.is_empty() {
+            writeln!(
+                f,
+                "hypervisor steal:   bare {} %; run loop {} %",
+                fmt(&self.bare_steal_pct, 1),
+                fmt(&self.controller_steal_pct, 1)
+            )?;
+        }
         write!(
             f,
             "controller overhead: {:.1} % throughput loss (median of the rounds)",
@@ -89,6 +103,27 @@ fn cpu_time() -> Duration {
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+/// The machine's CPU time so far from `/proc/stat` (its first line, in clock ticks): (all,
+/// steal). `None` where it cannot be read.
+fn machine_cpu() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = text.lines().next()?.strip_prefix("cpu ")?;
+    let ticks: Vec<u64> = line
+        .split_whitespace()
+        .map(|t| t.parse().ok())
+        .collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq steal [guest guest_nice, already in user/nice].
+    let steal = *ticks.get(7)?;
+    Some((ticks.iter().take(8).sum(), steal))
+}
+
+/// Steal between two [`machine_cpu`] readings, in percent of all CPU time.
+fn steal_pct(before: Option<(u64, u64)>, after: Option<(u64, u64)>) -> Option<f64> {
+    let ((all0, st0), (all1, st1)) = (before?, after?);
+    let all = all1.checked_sub(all0).filter(|&d| d > 0)?;
+    Some(st1.saturating_sub(st0) as f64 * 100.0 / all as f64)
 }
 
 /// µs of CPU per op, from a CPU time delta and an op count.
@@ -206,6 +241,8 @@ pub async fn overhead(
         overhead_pct: 0.0,
         bare_cpu_us_per_op: vec![],
         controller_cpu_us_per_op: vec![],
+        bare_steal_pct: vec![],
+        controller_steal_pct: vec![],
         db: cfg.system.name().to_string(),
     };
     let failure = async {
@@ -215,6 +252,7 @@ pub async fn overhead(
         for round in 0..rounds {
             for side in [round % 2, 1 - round % 2] {
                 let cpu0 = cpu_time();
+                let machine0 = machine_cpu();
                 if side == 0 {
                     let s = bare_round(&cfg, &nodes, duration)
                         .await
@@ -223,23 +261,30 @@ pub async fn overhead(
                     report
                         .bare_cpu_us_per_op
                         .push(cpu_us_per_op(cpu_time() - cpu0, s.ops));
+                    if let Some(p) = steal_pct(machine0, machine_cpu()) {
+                        report.bare_steal_pct.push(p);
+                    }
                 } else {
                     let run_dir = RunDir::create(scratch.path(), "bench")?;
                     let control = crate::runner::Control {
                         progress: None,
                         interrupt: tokio::sync::watch::channel(false).1,
                     };
-                    let (_, (ok, fail, info), main, _) = crate::runner::drive(
+                    let driven = crate::runner::drive(
                         &cfg, &nodes, &remotes, &*system, None, &run_dir, control,
                     )
                     .await?;
-                    let ops = ok + fail + info;
+                    // The main phase's ops over its time (final reads come after the window).
+                    let ops = driven.main_ops;
                     report
                         .controller_ops_per_s
-                        .push(ops as f64 / main.as_secs_f64());
+                        .push(ops as f64 / driven.main_phase.as_secs_f64());
                     report
                         .controller_cpu_us_per_op
                         .push(cpu_us_per_op(cpu_time() - cpu0, ops));
+                    if let Some(p) = steal_pct(machine0, machine_cpu()) {
+                        report.controller_steal_pct.push(p);
+                    }
                 }
             }
             let (bare, ctl) = (
@@ -269,4 +314,25 @@ pub async fn overhead(
             .map_err(|e| RunError::Control(format!("{}: {e}", out.display())))?;
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steal_is_its_share_of_the_cpu_time_between_two_readings() {
+        assert_eq!(steal_pct(Some((100, 5)), Some((300, 25))), Some(10.0));
+        assert_eq!(steal_pct(Some((100, 5)), Some((100, 5))), None);
+        assert_eq!(steal_pct(None, Some((100, 5))), None);
+        let (all, steal) = machine_cpu().expect("/proc/stat on Linux");
+        assert!(all > 0 && steal <= all);
+    }
+
+    #[test]
+    fn the_median_of_an_even_count_is_the_mean_of_the_middle_two() {
+        assert_eq!(median(&[3.0, -1.0, 10.0, 2.0]), 2.5);
+        assert_eq!(median(&[5.0, 1.0, 9.0]), 5.0);
+        assert_eq!(median(&[]), 0.0);
+    }
 }
