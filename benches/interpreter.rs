@@ -53,11 +53,15 @@ async fn main() {
     let dir = std::env::temp_dir().join(format!("shakedown-interp-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join("history.jsonl");
+    // The sink a run's history uses (`mapped`: written through a shared mapping).
     let file = std::fs::OpenOptions::new()
         .create(true)
-        .append(true)
+        .read(true)
+        .write(true)
+        .truncate(false)
         .open(&path)
         .expect("history file");
+    let file = shakedown::mapped::HistoryFile::new(file).expect("history sink");
     let workers = (0..threads)
         .map(|i| Worker {
             client: Box::new(Instant0) as Box<dyn Client>,
@@ -69,7 +73,7 @@ async fn main() {
     let stats = Arc::new(Stats::default());
     let interp = Interpreter::new(
         Instant::now(),
-        HistoryWriter::new(std::io::BufWriter::with_capacity(1 << 16, file)),
+        HistoryWriter::new(file),
         workers,
         None,
         nodes,

@@ -333,6 +333,14 @@ fn killed_run_of(journal: &Path) -> Option<crate::store::RunDir> {
 /// After `heal` of a killed controller's run: check what it recorded and write its results and
 /// page, marked incomplete (best effort: a failure is a warning, the heal itself succeeded).
 fn report_killed_run(run_dir: &crate::store::RunDir) {
+    // A killed controller's mapped history ends in zero padding (`mapped`): trim it, so the file
+    // is plain JSONL for every other tool too.
+    if let Err(e) = crate::mapped::trim_zero_tail(&run_dir.history_path()) {
+        eprintln!(
+            "warning: {}: could not trim its zero padding: {e}",
+            run_dir.history_path().display()
+        );
+    }
     match crate::runner::write_results(run_dir, 60.0, WitnessMode::default()) {
         Ok(c) => println!(
             "run {} checked: {} ({}); run page {}",

@@ -240,11 +240,25 @@ impl History {
             line,
             message,
         };
-        for (i, line) in reader.split(b'\n').enumerate() {
-            let line = line.map_err(|source| HistoryError::Io {
+        let mut lines_in = reader.split(b'\n').enumerate().peekable();
+        while let Some((i, line)) = lines_in.next() {
+            let mut line = line.map_err(|source| HistoryError::Io {
                 path: name.to_string(),
                 source,
             })?;
+            if lines_in.peek().is_none() {
+                // Zeros after the last record: the padding of a mapped history whose writer
+                // was killed (`mapped`); a record cut short before them is torn as any other.
+                let kept = line.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
+                if kept < line.len() {
+                    warnings.push(format!(
+                        "{name}:{}: ignoring {} zero bytes at the end (a writer stopped before it trimmed the file)",
+                        i + 1,
+                        line.len() - kept
+                    ));
+                    line.truncate(kept);
+                }
+            }
             let trimmed = line.trim_ascii();
             if trimmed.is_empty() {
                 continue;
@@ -461,6 +475,35 @@ mod tests {
         assert_eq!(h.ops.len(), 1);
         assert_eq!(h.warnings.len(), 1);
         assert!(h.warnings[0].contains("h.jsonl:2"), "{:?}", h.warnings);
+    }
+
+    #[test]
+    fn zeros_after_the_last_record_are_a_warning_and_a_record_cut_before_them_is_torn() {
+        let ok = "{\"type\":\"invoke\",\"process\":0,\"f\":\"read\"}\n";
+        let padded = format!("{ok}{}", "\0".repeat(4000));
+        let h = History::read_jsonl(padded.as_bytes(), "h.jsonl").unwrap();
+        assert_eq!(h.ops.len(), 1);
+        assert!(
+            h.warnings[0].contains("4000 zero bytes"),
+            "{:?}",
+            h.warnings
+        );
+        let cut = format!("{ok}{{\"type\":\"ok\",\"pro{}", "\0".repeat(100));
+        let h = History::read_jsonl(cut.as_bytes(), "h.jsonl").unwrap();
+        assert_eq!(h.ops.len(), 1);
+        assert_eq!(h.warnings.len(), 2, "{:?}", h.warnings);
+        assert!(h.warnings[1].contains("torn last line"), "{:?}", h.warnings);
+        // Only zeros (killed before the first record): an empty history.
+        let none = "\0".repeat(64);
+        assert!(
+            History::read_jsonl(none.as_bytes(), "h.jsonl")
+                .unwrap()
+                .ops
+                .is_empty()
+        );
+        // Zeros inside the file are not padding.
+        let inside = format!("{ok}\0\0\n{ok}");
+        assert!(History::read_jsonl(inside.as_bytes(), "h.jsonl").is_err());
     }
 
     #[test]

@@ -1058,8 +1058,8 @@ pub(crate) async fn drive(
     let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
     let interp = Interpreter::new(
         start,
-        // Buffered: the interpreter flushes before every wait (see its module doc).
-        HistoryWriter::new(std::io::BufWriter::with_capacity(1 << 16, file)),
+        // Mapped or buffered (`mapped`): the interpreter flushes before every wait.
+        HistoryWriter::new(file),
         workers,
         nemesis_worker,
         names,

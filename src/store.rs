@@ -199,15 +199,19 @@ impl RunDir {
         self.path.join(HISTORY_FILE)
     }
 
-    /// Open the history file for appending (created if missing).
-    pub fn open_history(&self) -> Result<std::fs::File, StoreError> {
+    /// Open the history file for appending (created if missing), as the interpreter's sink
+    /// (`mapped::HistoryFile`: written through a shared mapping where the file system allows).
+    pub fn open_history(&self) -> Result<crate::mapped::HistoryFile, StoreError> {
         let p = self.history_path();
         ensure_writable(&p)?;
-        std::fs::OpenOptions::new()
+        let file = std::fs::OpenOptions::new()
             .create(true)
-            .append(true)
+            .read(true)
+            .write(true)
+            .truncate(false)
             .open(&p)
-            .map_err(io_err(&p))
+            .map_err(io_err(&p))?;
+        crate::mapped::HistoryFile::new(file).map_err(io_err(&p))
     }
 
     /// An append-only JSONL sink into `name` (one write per record, so a crash loses at most

@@ -396,7 +396,7 @@ async fn drive(
     let names: Vec<String> = cfg.nodes.iter().map(|n| n.name.clone()).collect();
     let interp = Interpreter::new(
         start,
-        HistoryWriter::new(std::io::BufWriter::with_capacity(1 << 16, file)),
+        HistoryWriter::new(file),
         workers,
         Some(nemesis_worker),
         names,
