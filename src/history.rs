@@ -397,8 +397,8 @@ fn is_torn_op(line: &[u8], e: &serde_json::Error) -> bool {
     }
 }
 
-/// Appends ops to a JSONL file, one `write` per line, so a crash loses at most the line being
-/// written. Assigns `index` densely.
+/// Appends ops to a JSONL sink, one line per op (the run's sink is `mapped::HistoryFile`; a crash
+/// loses at most what was not yet flushed to it). Assigns `index` densely.
 pub struct HistoryWriter<W: Write> {
     out: W,
     next_index: u64,
