@@ -10,9 +10,30 @@
 //! node, a pidfile that a later start overwrote. Does not own starting, signalling by pidfile or
 //! readiness (each system's `db`), and never looks at processes outside the base directory, so a
 //! node's own database on the same port is left alone.
+//!
+//! Also owns [`live_sh`], the shell test of "the pidfile's process is our live server" that the
+//! systems' start, signal and readiness scripts share.
 
 use crate::control::{Cmd, Remote};
+
+/// Expands to a shell function `live PID WORD` (a string literal, for `concat!` in front of a
+/// script): true when PID is a process that is not a zombie and whose command line mentions WORD
+/// — or reads empty, as it does for a moment while the process `exec`s: a server checked right
+/// after its start (`setsid` → `sh -c exec` → server) used to look dead at startup.
+macro_rules! live_sh {
+    () => {
+        r#"live() {
+  [ -n "$1" ] && [ -r "/proc/$1/status" ] || return 1
+  ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null || return 1
+  c=$(tr -d '\0' < "/proc/$1/cmdline" 2>/dev/null) || return 1
+  case "$c" in ''|*"$2"*) return 0 ;; esac
+  return 1
+}
+"#
+    };
+}
 use crate::db::DbError;
+pub(crate) use live_sh;
 
 /// `$1` = base directory, `$2` = extended regular expression the executable's file name must
 /// match. Resumes then kills every such process and waits (up to 5 s) until they are gone; prints
@@ -107,6 +128,40 @@ mod tests {
         assert!(d_alive, "a program of another name was killed");
         let said = String::from_utf8_lossy(&out.stdout);
         assert!(said.contains(&in_base.id().to_string()), "{said}");
+    }
+
+    #[test]
+    fn live_is_true_for_a_running_match_and_false_for_others_zombies_and_the_gone() {
+        let check = |pid: u32, word: &str| {
+            Command::new("sh")
+                .arg("-c")
+                .arg(concat!(live_sh!(), r#"live "$1" "$2""#))
+                .arg("sh")
+                .arg(pid.to_string())
+                .arg(word)
+                .status()
+                .unwrap()
+                .success()
+        };
+        let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+        let id = sleeper.id();
+        assert!(check(id, "sleep"));
+        assert!(!check(id, "etcd"), "another program's command line");
+        let zombie = Command::new("true").spawn().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(!check(zombie.id(), "true"), "a zombie is not live");
+        sleeper.kill().unwrap();
+        sleeper.wait().unwrap();
+        assert!(!check(id, "sleep"), "a reaped process is gone");
+        assert!(
+            !Command::new("sh")
+                .arg("-c")
+                .arg(concat!(live_sh!(), r#"live "" sleep"#))
+                .status()
+                .unwrap()
+                .success()
+        );
+        drop(zombie);
     }
 
     #[test]

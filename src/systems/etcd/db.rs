@@ -53,29 +53,35 @@ pub struct Etcd {
 }
 
 /// Start etcd unless the pidfile names a live etcd. `$1` = base dir, the rest = the command.
-const START_SCRIPT: &str = r#"set -e
+const START_SCRIPT: &str = concat!(
+    crate::systems::strays::live_sh!(),
+    r#"set -e
 dir="$1"; shift
 mkdir -p "$dir"
 pid=$(cat "$dir/etcd.pid" 2>/dev/null || true)
-if [ -n "$pid" ] && grep -q etcd "/proc/$pid/cmdline" 2>/dev/null; then exit 0; fi
+if live "$pid" etcd; then exit 0; fi
 cd "$dir"
 setsid "$@" >> "$dir/etcd.log" 2>&1 < /dev/null &
 echo $! > "$dir/etcd.pid"
-"#;
+"#
+);
 
 /// Send a signal to the pidfile's process if it is a live etcd; `$1` = base dir, `$2` = signal.
 /// With KILL, wait until the process is gone.
-const SIGNAL_SCRIPT: &str = r#"dir="$1"; sig="$2"
+const SIGNAL_SCRIPT: &str = concat!(
+    crate::systems::strays::live_sh!(),
+    r#"dir="$1"; sig="$2"
 pid=$(cat "$dir/etcd.pid" 2>/dev/null || true)
 [ -n "$pid" ] || exit 0
-grep -q etcd "/proc/$pid/cmdline" 2>/dev/null || exit 0
+live "$pid" etcd || exit 0
 kill -s "$sig" "$pid" 2>/dev/null || true
 if [ "$sig" = KILL ]; then
   i=0
-  while grep -q etcd "/proc/$pid/cmdline" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+  while live "$pid" etcd && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
   rm -f "$dir/etcd.pid"
 fi
-"#;
+"#
+);
 
 /// The file name of our servers' executable, for [`crate::systems::strays::sweep`].
 const EXE_PATTERN: &str = "^etcd( |$)";
@@ -85,16 +91,19 @@ const NOT_RUNNING: i32 = 3;
 
 /// Health probe that fails fast when etcd died: `$1` = etcdctl path, `$2` = base dir, the rest
 /// = etcdctl arguments. Prints the last log lines (cut to 300 characters) when etcd is gone.
-const READY_SCRIPT: &str = r#"c="$1"; dir="$2"; shift 2
+const READY_SCRIPT: &str = concat!(
+    crate::systems::strays::live_sh!(),
+    r#"c="$1"; dir="$2"; shift 2
 pid=$(cat "$dir/etcd.pid" 2>/dev/null || true)
-if [ -z "$pid" ] || ! grep -q etcd "/proc/$pid/cmdline" 2>/dev/null; then
+if ! live "$pid" etcd; then
   echo "last log lines of $dir/etcd.log:"
   tail -n 3 "$dir/etcd.log" 2>/dev/null | cut -c1-300
   exit 3
 fi
 [ -x "$c" ] || c=etcdctl
 ETCDCTL_API=3 exec "$c" "$@"
-"#;
+"#
+);
 
 /// Run etcdctl (the tarball's if present, else PATH's): `$1` = etcdctl path, the rest = its args.
 const ETCDCTL_SCRIPT: &str = r#"c="$1"; shift

@@ -182,10 +182,12 @@ const EXE_PATTERN: &str = "^postgres( |$)";
 /// Start the server unless the pidfile names a live postgres: `$1` = base dir, `$2` = OS user,
 /// the rest = the server command. The server is the leader of its own session and process group
 /// (`setsid`, then `setpriv` execs it as the user).
-const START_SCRIPT: &str = r#"set -e
+const START_SCRIPT: &str = concat!(
+    crate::systems::strays::live_sh!(),
+    r#"set -e
 dir="$1"; user="$2"; shift 2
 pid=$(cat "$dir/postgres.pid" 2>/dev/null || true)
-if [ -n "$pid" ] && grep -q postgres "/proc/$pid/cmdline" 2>/dev/null; then exit 0; fi
+if live "$pid" postgres; then exit 0; fi
 # A postmaster.pid left by kill -9 whose PID now names another process would block the start.
 old=$(head -n 1 "$dir/data/postmaster.pid" 2>/dev/null || true)
 if [ -n "$old" ] && ! grep -q postgres "/proc/$old/cmdline" 2>/dev/null; then rm -f "$dir/data/postmaster.pid"; fi
@@ -193,17 +195,20 @@ cd "$dir"
 setsid setpriv --reuid="$user" --regid="$(id -g "$user")" --init-groups -- "$@" \
   >> "$dir/postgres.log" 2>&1 < /dev/null &
 echo $! > "$dir/postgres.pid"
-"#;
+"#
+);
 
 /// Signal the postmaster and all its children if the pidfile names a live postgres: `$1` = base
 /// dir, `$2` = signal. PostgreSQL makes every child the leader of its own session, so a process
 /// group signal would miss them: the children are listed first (`pgrep -P`), then the postmaster
 /// is signalled before them (a stopped postmaster forks no new ones). With KILL, wait until all of
 /// them are gone.
-const SIGNAL_SCRIPT: &str = r#"dir="$1"; sig="$2"
+const SIGNAL_SCRIPT: &str = concat!(
+    crate::systems::strays::live_sh!(),
+    r#"dir="$1"; sig="$2"
 pid=$(cat "$dir/postgres.pid" 2>/dev/null || true)
 [ -n "$pid" ] || exit 0
-grep -q postgres "/proc/$pid/cmdline" 2>/dev/null || exit 0
+live "$pid" postgres || exit 0
 kids=$(pgrep -P "$pid" 2>/dev/null || true)
 kill -s "$sig" "$pid" 2>/dev/null || true
 for k in $kids; do kill -s "$sig" "$k" 2>/dev/null || true; done
@@ -217,16 +222,19 @@ if [ "$sig" = KILL ]; then
   done
   rm -f "$dir/postgres.pid"
 fi
-"#;
+"#
+);
 
 /// Exit status of READY_SCRIPT when the server process is gone.
 const NOT_RUNNING: i32 = 3;
 
 /// Readiness probe that fails fast when the server died: `$1` = base dir, `$2` = bin dir,
 /// `$3` = host, `$4` = port, `$5` = `primary` or `replica`. Replicas must be streaming.
-const READY_SCRIPT: &str = r#"dir="$1"; bin="$2"; host="$3"; port="$4"; role="$5"
+const READY_SCRIPT: &str = concat!(
+    crate::systems::strays::live_sh!(),
+    r#"dir="$1"; bin="$2"; host="$3"; port="$4"; role="$5"
 pid=$(cat "$dir/postgres.pid" 2>/dev/null || true)
-if [ -z "$pid" ] || ! grep -q postgres "/proc/$pid/cmdline" 2>/dev/null; then
+if ! live "$pid" postgres; then
   echo "last log lines of $dir/postgres.log:"
   tail -n 5 "$dir/postgres.log" 2>/dev/null | cut -c1-300
   exit 3
@@ -235,7 +243,8 @@ fi
 [ "$role" = replica ] || exit 0
 s=$("$bin/psql" -X -q -h "$host" -p "$port" -U postgres -d postgres -Atc "select status from pg_stat_wal_receiver" 2>&1) || { echo "$s" | cut -c1-300; exit 1; }
 [ "$s" = streaming ] || { echo "WAL receiver: ${s:-not running}"; exit 1; }
-"#;
+"#
+);
 
 /// What the primary writes as the `postgres` database's comment once `init_sql` ran; replicas
 /// copy it only after seeing it.

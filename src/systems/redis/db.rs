@@ -120,17 +120,20 @@ apt-get -o DPkg::Lock::Timeout=300 install -y -q redis-server redis-sentinel >/d
 
 /// Signal one server if its pidfile names a live Redis process: `$1` = base dir, `$2` = `redis`
 /// or `sentinel`, `$3` = signal. With KILL, wait until it is gone and drop the pidfile.
-const SIGNAL_SCRIPT: &str = r#"dir="$1"; which="$2"; sig="$3"
+const SIGNAL_SCRIPT: &str = concat!(
+    crate::systems::strays::live_sh!(),
+    r#"dir="$1"; which="$2"; sig="$3"
 pid=$(cat "$dir/$which.pid" 2>/dev/null || true)
 [ -n "$pid" ] || exit 0
-grep -q redis "/proc/$pid/cmdline" 2>/dev/null || exit 0
+live "$pid" redis || exit 0
 kill -s "$sig" "$pid" 2>/dev/null || true
 if [ "$sig" = KILL ]; then
   i=0
-  while [ -d "/proc/$pid" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+  while live "$pid" redis && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
   rm -f "$dir/$which.pid"
 fi
-"#;
+"#
+);
 
 /// Remove everything a previous run left: `$1` = base dir.
 const WIPE_SCRIPT: &str = r#"set -e
@@ -140,15 +143,18 @@ mkdir -p "$1/data"
 
 /// Start one server unless its pidfile names a live Redis process: `$1` = base dir, `$2` =
 /// `redis` or `sentinel`. The server is the leader of its own session; its stdout is its log.
-const START_SCRIPT: &str = r#"set -e
+const START_SCRIPT: &str = concat!(
+    crate::systems::strays::live_sh!(),
+    r#"set -e
 dir="$1"; which="$2"
 pid=$(cat "$dir/$which.pid" 2>/dev/null || true)
-if [ -n "$pid" ] && grep -q redis "/proc/$pid/cmdline" 2>/dev/null; then exit 0; fi
+if live "$pid" redis; then exit 0; fi
 if [ "$which" = redis ]; then prog=redis-server; else prog=redis-sentinel; fi
 cd "$dir"
 setsid "$prog" "$dir/$which.conf" >> "$dir/$which.log" 2>&1 < /dev/null &
 echo $! > "$dir/$which.pid"
-"#;
+"#
+);
 
 /// The file names of our servers' executable (`redis-server` and `redis-sentinel` are links
 /// to `redis-check-rdb` on Debian), for [`crate::systems::strays::sweep`].
@@ -161,10 +167,12 @@ const NOT_RUNNING: i32 = 3;
 /// `$5` = `primary` or `replica`, `$6` = master name, `$7` = the primary's host, `$8` = nodes in
 /// the cluster. Redis answers (a replica's link to the primary is up); the Sentinel names the
 /// primary and sees every replica and every other Sentinel.
-const READY_SCRIPT: &str = r#"dir="$1"; host="$2"; port="$3"; sport="$4"; role="$5"; name="$6"; primary="$7"; n="$8"
+const READY_SCRIPT: &str = concat!(
+    crate::systems::strays::live_sh!(),
+    r#"dir="$1"; host="$2"; port="$3"; sport="$4"; role="$5"; name="$6"; primary="$7"; n="$8"
 for which in redis sentinel; do
   pid=$(cat "$dir/$which.pid" 2>/dev/null || true)
-  if [ -z "$pid" ] || ! grep -q redis "/proc/$pid/cmdline" 2>/dev/null; then
+  if ! live "$pid" redis; then
     echo "$which is not running; last lines of $dir/$which.log:"
     tail -n 5 "$dir/$which.log" 2>/dev/null | cut -c1-300
     exit 3
@@ -183,7 +191,8 @@ field() { printf '%s\n' "$info" | awk -v k="$1" 'prev==k {print; exit} {prev=$0}
 others=$(field num-other-sentinels); replicas=$(field num-slaves)
 [ "$others" = $((n-1)) ] || { echo "sentinel sees ${others:-no} other sentinels of $((n-1))"; exit 1; }
 [ "$replicas" = $((n-1)) ] || { echo "sentinel sees ${replicas:-no} replicas of $((n-1))"; exit 1; }
-"#;
+"#
+);
 
 /// Ask a node's Sentinel for the primary's address: `$1` = host, `$2` = Sentinel port, `$3` =
 /// master name. Prints the host.
