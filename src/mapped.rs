@@ -12,7 +12,10 @@
 //! disk is then an error from `fallocate`, never a SIGBUS from a page fault), the bytes past the
 //! last record are zeros, and dropping the sink truncates the file to its records. A controller
 //! killed mid-run leaves that zero padding (up to one chunk); the history reader ignores it with
-//! a warning, and `shakedown heal` trims it ([`trim_zero_tail`]). Where the file system cannot
+//! a warning, and `shakedown heal` trims it ([`trim_zero_tail`]). The writer holds an exclusive
+//! `flock` on the file for its life (the kernel drops it when the process dies), and trimming
+//! refuses a file that is still locked: cutting a live mapped file would kill its writer with
+//! SIGBUS. Where the file system cannot
 //! allocate or map (`fallocate` unsupported), [`HistoryFile`] is a buffered `File` instead.
 //! Does not own the record format (`history`) or the run directory layout (`store`).
 
@@ -90,6 +93,9 @@ impl MappedAppend {
     /// Append to `file` (open for reading and writing) in chunks of `chunk` bytes (a multiple of
     /// the page size). Fails where the file system cannot allocate or map.
     pub fn new(file: File, chunk: u64) -> io::Result<MappedAppend> {
+        // Advisory: tells `trim_zero_tail` the file is live. A second writer is not expected (one
+        // interpreter per run directory), so a lock held elsewhere is not an error here.
+        let _ = lock(&file);
         let len = file.metadata()?.len();
         let mut m = MappedAppend {
             file,
@@ -169,13 +175,27 @@ impl Drop for MappedAppend {
     }
 }
 
+/// Take the exclusive advisory lock of `file` without waiting.
+fn lock(file: &File) -> io::Result<()> {
+    // SAFETY: flock on an owned, open descriptor.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// Remove the zero bytes a killed mapped writer left after the last record of `path` (at most
-/// [`CHUNK`] of them). Returns how many were removed.
+/// [`CHUNK`] of them). Returns how many were removed. Refuses, changing nothing, while a live
+/// writer holds the file.
 pub fn trim_zero_tail(path: &Path) -> io::Result<u64> {
     let mut file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open(path)?;
+    lock(&file).map_err(|_| {
+        io::Error::other("a running controller is still writing it; nothing was trimmed")
+    })?;
     let size = file.metadata()?.len();
     let from = size.saturating_sub(CHUNK);
     file.seek(SeekFrom::Start(from))?;
@@ -238,7 +258,17 @@ mod tests {
             w.write_all(r).unwrap();
         }
         // As a killed process: no drop, no truncation. The bytes are in the file already.
+        // While the writer lives, trimming is refused and changes nothing.
+        let live = std::fs::read(&path).unwrap();
+        assert!(trim_zero_tail(&path).is_err());
+        assert_eq!(std::fs::read(&path).unwrap(), live);
+        // A dead process loses its mapping and descriptor (and so its lock): unmap, leak the
+        // rest without running `drop`, and close the descriptor it held.
+        w.window = None;
+        let fd = w.file.as_raw_fd();
         std::mem::forget(w);
+        // SAFETY: closes the descriptor the forgotten writer leaked.
+        unsafe { libc::close(fd) };
         let want: Vec<u8> = recs.concat();
         let on_disk = std::fs::read(&path).unwrap();
         assert_eq!(on_disk.len() % 4096, 0);
