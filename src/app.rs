@@ -19,8 +19,8 @@ pub use compare::compare;
 
 /// The commands' runtime: one thread for every task (the scheduler, its workers, the clients
 /// and their connections), blocking work (SSH, the nemesis, the checker) on tokio's blocking
-/// pool. An op hops owner → worker → connection and back; on one thread those hops are queue
-/// pushes, across threads each is a futex wake and often a context switch. Measured on 2 cores:
+/// pool. An op hops between the scheduler and its connection's task and back; on one thread
+/// those hops are queue pushes, across threads each is a futex wake and often a context switch. Measured on 2 cores:
 /// `cargo bench --bench interpreter` 1.8 µs of CPU per op instead of 3.8; `shakedown bench --db
 /// redis` 16.5–26 µs per op in the run loop instead of 21–27. Nothing may block a task:
 /// blocking calls go through `spawn_blocking`.

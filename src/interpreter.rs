@@ -6,8 +6,8 @@
 //! op's duration and hands it back with the completion, so only the owner writes the history
 //! (invariant 2) and an op costs no task hop or channel on the controller's side. Every invoke is
 //! appended before its op's future exists and every completion as soon as it arrives. The writer
-//! may buffer (the runner gives it a `BufWriter`): the owner flushes it before every wait and
-//! before starting the ops of a burst, so an op never reaches a client before its invoke is
+//! may buffer (the runner gives it a `mapped::HistoryFile`): the owner flushes it before every
+//! wait and before starting the ops of a burst, so an op never reaches a client before its invoke is
 //! written, and a killed controller loses at most the completions of the burst it was in (those
 //! ops then look indeterminate, never absent). Times are nanoseconds since the run started from a
 //! monotonic clock.
@@ -54,6 +54,17 @@ pub struct Stats {
     pub nemesis: AtomicU64,
     /// Human-readable list of active faults, updated by the nemesis.
     pub active_faults: std::sync::Mutex<String>,
+}
+
+impl Stats {
+    /// Client ops completed so far: (ok, fail, info).
+    pub fn counts(&self) -> (u64, u64, u64) {
+        (
+            self.ok.load(Ordering::Relaxed),
+            self.fail.load(Ordering::Relaxed),
+            self.info.load(Ordering::Relaxed),
+        )
+    }
 }
 
 /// Why the interpreter stopped abnormally.
@@ -297,7 +308,7 @@ impl<W: Write> Interpreter<W> {
             }
             // Nothing more to dispatch now: write what this burst recorded in one go, then
             // hand out its jobs.
-            self.send_outbox(&mut gens).await?;
+            self.send_outbox(&mut gens)?;
             let idle = gens.iter().all(Option::is_none) && held.iter().all(Option::is_none);
             if idle && self.running.is_empty() {
                 return Ok(());
@@ -381,7 +392,7 @@ impl<W: Write> Interpreter<W> {
     /// Flush the history (every invoke of the outbox is then written), then start the outbox's
     /// ops. Called before the owner waits for anything, so the file is never behind by more
     /// than one burst of work done without waiting.
-    async fn send_outbox(
+    fn send_outbox(
         &mut self,
         gens: &mut [Option<Box<dyn Generator>>; 2],
     ) -> Result<(), InterpreterError> {

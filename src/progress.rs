@@ -118,11 +118,7 @@ pub struct Progress {
 }
 
 fn ops_text(stats: &Stats) -> (u64, String) {
-    let (ok, fail, info) = (
-        stats.ok.load(Ordering::Relaxed),
-        stats.fail.load(Ordering::Relaxed),
-        stats.info.load(Ordering::Relaxed),
-    );
+    let (ok, fail, info) = stats.counts();
     (ok + fail + info, format!("ok {ok} fail {fail} info {info}"))
 }
 

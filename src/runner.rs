@@ -23,7 +23,6 @@ use futures_util::FutureExt;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
@@ -1097,9 +1096,10 @@ pub(crate) async fn drive(
         .run_phase_on_worker(Some(client_gen), nemesis_gen)
         .await;
     let main_phase = start.elapsed();
-    let main_ops = stats.ok.load(Ordering::Relaxed)
-        + stats.fail.load(Ordering::Relaxed)
-        + stats.info.load(Ordering::Relaxed);
+    let main_ops = {
+        let (ok, fail, info) = stats.counts();
+        ok + fail + info
+    };
     if let Some(board) = &stalls {
         // The client generator is gone: a stall still holding an op back ends with the phase.
         board.end_all();
@@ -1145,14 +1145,9 @@ pub(crate) async fn drive(
     let _ = interp.close().await;
     phase?;
     heal?;
-    let counts = (
-        stats.ok.load(Ordering::Relaxed),
-        stats.fail.load(Ordering::Relaxed),
-        stats.info.load(Ordering::Relaxed),
-    );
     Ok(DriveOutcome {
         events: written,
-        counts,
+        counts: stats.counts(),
         main_ops,
         main_phase,
         interrupted,

@@ -15,6 +15,7 @@
 //! systems' start, signal and readiness scripts share.
 
 use crate::control::{Cmd, Remote};
+use crate::db::DbError;
 
 /// Expands to a shell function `live PID WORD` (a string literal, for `concat!` in front of a
 /// script): true when PID is a process that is not a zombie and whose command line mentions WORD
@@ -32,7 +33,6 @@ macro_rules! live_sh {
 "#
     };
 }
-use crate::db::DbError;
 pub(crate) use live_sh;
 
 /// `$1` = base directory, `$2` = extended regular expression the executable's file name must

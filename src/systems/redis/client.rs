@@ -489,10 +489,7 @@ impl Client for RedisClient {
                 value: value.clone(),
             };
         };
-        let mut full_key = String::with_capacity(self.cfg.key_prefix.len() + key.len());
-        full_key.push_str(&self.cfg.key_prefix);
-        full_key.push_str(key);
-        let key = full_key;
+        let key = [self.cfg.key_prefix.as_str(), key].concat();
         let target = if op.is_read() {
             self.pick_read_node()
         } else {
