@@ -195,6 +195,9 @@ pub struct History {
     /// The 1-based line of the input each op starts on, when the reader knew it (JSONL, EDN,
     /// JSON arrays); empty otherwise. Keeps error messages about an op pointing into the file.
     pub lines: Vec<usize>,
+    /// Why the input ends in a crash artefact (a torn last line, a killed writer's zero
+    /// padding), when it does: ops after it may be missing, so nothing read from it is valid.
+    pub cut_short: Option<String>,
 }
 
 impl History {
@@ -205,8 +208,7 @@ impl History {
         }
         History {
             ops,
-            warnings: Vec::new(),
-            lines: Vec::new(),
+            ..Default::default()
         }
     }
 
@@ -235,6 +237,7 @@ impl History {
         let mut lines = Vec::new();
         let mut warnings = Vec::new();
         let mut torn: Option<(usize, String)> = None;
+        let mut cut_short = None;
         let malformed = |line: usize, message: String| HistoryError::Malformed {
             path: name.to_string(),
             line,
@@ -251,11 +254,13 @@ impl History {
                 // was killed (`mapped`); a record cut short before them is torn as any other.
                 let kept = line.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
                 if kept < line.len() {
-                    warnings.push(format!(
+                    let w = format!(
                         "{name}:{}: ignoring {} zero bytes at the end (a writer stopped before it trimmed the file)",
                         i + 1,
                         line.len() - kept
-                    ));
+                    );
+                    cut_short = Some(w.clone());
+                    warnings.push(w);
                     line.truncate(kept);
                 }
             }
@@ -302,14 +307,15 @@ impl History {
                     format!("{message} (and no complete op before it)"),
                 ));
             }
-            warnings.push(format!(
-                "{name}:{line}: ignoring torn last line ({message})"
-            ));
+            let w = format!("{name}:{line}: ignoring torn last line ({message})");
+            cut_short = Some(w.clone());
+            warnings.push(w);
         }
         Ok(History {
             ops,
             warnings,
             lines,
+            cut_short,
         })
     }
 
@@ -488,6 +494,9 @@ mod tests {
             "{:?}",
             h.warnings
         );
+        assert!(h.cut_short.is_some());
+        let whole = History::read_jsonl(ok.as_bytes(), "h.jsonl").unwrap();
+        assert!(whole.cut_short.is_none() && whole.warnings.is_empty());
         let cut = format!("{ok}{{\"type\":\"ok\",\"pro{}", "\0".repeat(100));
         let h = History::read_jsonl(cut.as_bytes(), "h.jsonl").unwrap();
         assert_eq!(h.ops.len(), 1);

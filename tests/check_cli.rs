@@ -746,3 +746,48 @@ fn set_history_gets_the_set_checker_with_lost_elements_timed_against_faults() {
         stdout(&o)
     );
 }
+
+/// A history cut short by a crash (a torn last line, or the zero padding a killed controller's
+/// mapped history ends in) is never valid: ops after the cut may be missing. An anomaly among
+/// the ops that were recorded is still invalid.
+#[test]
+fn a_history_cut_short_by_a_crash_is_unknown_not_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = "{\"index\":0,\"time\":1,\"type\":\"invoke\",\"process\":0,\"f\":\"write\",\"key\":\"k\",\"value\":1}\n\
+              {\"index\":1,\"time\":2,\"type\":\"ok\",\"process\":0,\"f\":\"write\",\"key\":\"k\",\"value\":1}\n";
+    let whole = dir.path().join("whole.jsonl");
+    std::fs::write(&whole, ok).unwrap();
+    assert_eq!(code(&shakedown(&[path(&whole)])), 0);
+
+    let padded = dir.path().join("padded.jsonl");
+    let mut bytes = ok.as_bytes().to_vec();
+    bytes.extend(std::iter::repeat_n(0u8, 5000));
+    std::fs::write(&padded, &bytes).unwrap();
+    let o = shakedown(&[path(&padded)]);
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("cut short by a crash"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(stderr(&o).contains("5000 zero bytes"), "{}", stderr(&o));
+
+    let torn = dir.path().join("torn.jsonl");
+    std::fs::write(&torn, format!("{ok}{{\"index\":2,\"ti")).unwrap();
+    let o = shakedown(&[path(&torn)]);
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    let o = shakedown(&[path(&torn), "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["verdict"], "unknown", "{v}");
+
+    // A stale read among the recorded ops: invalid, cut short or not.
+    let stale = dir.path().join("stale.jsonl");
+    let bad = format!(
+        "{ok}{{\"index\":2,\"time\":3,\"type\":\"invoke\",\"process\":1,\"f\":\"read\",\"key\":\"k\",\"value\":null}}\n\
+         {{\"index\":3,\"time\":4,\"type\":\"ok\",\"process\":1,\"f\":\"read\",\"key\":\"k\",\"value\":7}}\n\
+         {{\"index\":4,\"ti"
+    );
+    std::fs::write(&stale, bad).unwrap();
+    let o = shakedown(&[path(&stale)]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+}

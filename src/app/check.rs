@@ -91,7 +91,8 @@ struct FileCheck {
     result: Primary,
     session: Option<CheckResult>,
     verdict: Verdict,
-    /// Why the verdict is unknown although nothing was wrong: there was nothing to check.
+    /// Why the verdict is unknown although no anomaly was found: there was nothing to check, or
+    /// the file ends cut short by a crash (ops after it may be missing; never valid).
     nothing_checked: Option<String>,
     /// Nemesis ops carrying client functions, per function (ignored, warned about).
     nemesis_client_ops: BTreeMap<String, usize>,
@@ -194,10 +195,19 @@ fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<File
     } else {
         result.verdict()
     };
-    let verdict = match &session {
+    let mut verdict = match &session {
         Some(s) => linear.merge(s.verdict),
         None => linear,
     };
+    let mut nothing_checked = nothing_checked;
+    if verdict == Verdict::Valid
+        && let Some(cut) = &history.cut_short
+    {
+        verdict = Verdict::Unknown;
+        nothing_checked = Some(format!(
+            "the history was cut short by a crash, so ops after it may be missing ({cut})"
+        ));
+    }
     Ok(FileCheck {
         nemesis_client_ops: crate::import::nemesis_client_ops(history),
         loaded,

@@ -242,8 +242,7 @@ mod tests {
         }
         History {
             ops,
-            warnings: Vec::new(),
-            lines: Vec::new(),
+            ..Default::default()
         }
     }
 

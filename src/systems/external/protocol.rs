@@ -516,8 +516,7 @@ mod tests {
         }
         let counts = count_errors(&History {
             ops,
-            warnings: Vec::new(),
-            lines: Vec::new(),
+            ..Default::default()
         });
         assert_eq!(counts.get(&ProtocolErrorKind::Timeout), Some(&2));
         assert_eq!(counts.get(&ProtocolErrorKind::Crash), Some(&1));
