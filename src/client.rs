@@ -59,8 +59,27 @@ impl Completion {
 #[async_trait::async_trait]
 pub trait Client: Send {
     /// Perform one op. `f`/`key`/`value` as in `crate::history::Op`. Must not panic; must return
-    /// within the configured timeout (plus small slack).
+    /// within the configured timeout (plus small slack), unless [`Client::op_bound`] hands that
+    /// bound to the interpreter.
     async fn invoke(&mut self, f: &str, key: Option<&str>, value: &Value) -> Completion;
+
+    /// The bound the interpreter should put on each op of this client, instead of the client
+    /// timing its ops itself: an op still running after it is dropped, and
+    /// [`Client::timed_out`] says how it ended. One timer per op instead of two. `None` (the
+    /// default): the client bounds its own ops and the interpreter only backstops one that
+    /// hangs anyway (the op timeout plus half a second).
+    fn op_bound(&self) -> Option<std::time::Duration> {
+        None
+    }
+
+    /// The completion of an op the interpreter dropped after `after`. By default `info` (it may
+    /// have taken effect); a client that knows nothing was sent says `fail`, and forgets what
+    /// the dropped op may have left half-done (a connection mid-reply).
+    fn timed_out(&mut self, after: std::time::Duration) -> Completion {
+        Completion::Info {
+            error: format!("timed out after {} ms", after.as_millis()),
+        }
+    }
 
     /// Release resources (connections). Ops must not be invoked afterwards.
     async fn close(&mut self) {}

@@ -12,7 +12,9 @@
 //! ops then look indeterminate, never absent). Times are nanoseconds since the run started from a
 //! monotonic clock.
 //!
-//! Each op is bounded by its thread's [`Worker::timeout`] (then `info`, timed out); a client that
+//! Each op is bounded by its client's [`Client::op_bound`], else its thread's [`Worker::timeout`]
+//! (then the op is dropped and ends as [`Client::timed_out`] says: `info` unless the client
+//! knows better); a client that
 //! panics completes its op `info` and its thread's later ops too (its client is gone).
 //!
 //! Shutdown protocol: `Interpreter::shutdown_handle` gives a `watch` sender; once it is set the
@@ -84,7 +86,9 @@ pub struct Worker {
     pub client: Box<dyn Client>,
     /// Node this thread is bound to (recorded on each op), if any.
     pub node: Option<String>,
-    /// Upper bound on one op; when exceeded the op completes `info` with a timeout error.
+    /// Upper bound on one op, a backstop behind the client's own timer: when exceeded the op is
+    /// dropped and completes as [`Client::timed_out`] says (`info` by default). A client that
+    /// hands its bound to the interpreter ([`Client::op_bound`]) gets that bound instead.
     pub timeout: Duration,
 }
 
@@ -158,8 +162,8 @@ impl<W: Write> Interpreter<W> {
         let mut timeouts = Vec::with_capacity(n_clients + 1);
         let mut nodes_of = Vec::with_capacity(n_clients + 1);
         for worker in clients.into_iter().chain(nemesis) {
+            timeouts.push(worker.client.op_bound().unwrap_or(worker.timeout));
             slots.push(Idle::Ready(worker.client));
-            timeouts.push(worker.timeout);
             nodes_of.push(worker.node);
         }
         let mut free: BTreeSet<ThreadId> = (0..n_clients).collect();
@@ -536,12 +540,10 @@ fn perform(slot: usize, mut client: Box<dyn Client>, job: Job, timeout: Duration
             .await;
         let (client, completion) = match outcome {
             Ok(Ok(c)) => (Some(client), c),
-            Ok(Err(_)) => (
-                Some(client),
-                Completion::Info {
-                    error: format!("timed out after {} ms", timeout.as_millis()),
-                },
-            ),
+            Ok(Err(_)) => {
+                let completion = client.timed_out(timeout);
+                (Some(client), completion)
+            }
             Err(panic) => (
                 None,
                 Completion::Info {
@@ -862,6 +864,96 @@ mod tests {
                 .filter(|o| o.f == "write" && o.op_type != OpType::Invoke)
                 .all(|o| o.op_type == OpType::Info)
         );
+    }
+
+    /// Hangs on every write until the interpreter drops it; asks the interpreter to bound its ops
+    /// at 40 ms and says how a dropped op ended.
+    struct SelfBounded {
+        writes_started: u64,
+        timed_out_calls: Arc<AtomicU64>,
+    }
+
+    #[async_trait::async_trait]
+    impl Client for SelfBounded {
+        async fn invoke(&mut self, f: &str, _key: Option<&str>, value: &Value) -> Completion {
+            if f == "write" {
+                self.writes_started += 1;
+                std::future::pending::<()>().await;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            Completion::Ok {
+                value: value.clone(),
+                version: None,
+            }
+        }
+
+        fn op_bound(&self) -> Option<Duration> {
+            Some(Duration::from_millis(40))
+        }
+
+        fn timed_out(&mut self, after: Duration) -> Completion {
+            self.timed_out_calls.fetch_add(1, Ordering::Relaxed);
+            Completion::Fail {
+                error: format!(
+                    "never sent (write {}), {} ms",
+                    self.writes_started,
+                    after.as_millis()
+                ),
+                value: Value::Null,
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_client_that_hands_its_bound_over_gets_it_and_says_how_dropped_ops_ended() {
+        let calls = Arc::new(AtomicU64::new(0));
+        let worker = Worker {
+            client: Box::new(SelfBounded {
+                writes_started: 0,
+                timed_out_calls: calls.clone(),
+            }),
+            node: None,
+            // The backstop; the client's own 40 ms bound replaces it.
+            timeout: Duration::from_secs(30),
+        };
+        let mut interp = Interpreter::new(
+            Instant::now(),
+            HistoryWriter::new(Vec::new()),
+            vec![worker],
+            None,
+            vec!["n1".into()],
+            ChaCha8Rng::seed_from_u64(3),
+            Arc::new(Stats::default()),
+        );
+        let (g, _) = register(1);
+        let g = Box::new(generator::time_limit(2_000_000_000, g));
+        interp.run_phase(Some(g), None).await.unwrap();
+        let h = History::read_jsonl(interp.writer.get_ref().as_slice(), "mem").unwrap();
+        let pairs = h.pairs().unwrap();
+        let done: Vec<(usize, usize)> = pairs
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| h.ops[*i].op_type == OpType::Invoke)
+            .map(|(i, c)| (i, c.expect("every op completed")))
+            .collect();
+        let writes: Vec<_> = done
+            .iter()
+            .filter(|(i, _)| h.ops[*i].f == "write")
+            .map(|(_, c)| &h.ops[*c])
+            .collect();
+        assert!(writes.len() > 5, "{} writes", writes.len());
+        for (i, w) in writes.iter().enumerate() {
+            // The client's own words, after its bound (not the 30 s backstop), on the client
+            // the dropped op gave back.
+            assert_eq!(w.op_type, OpType::Fail, "{w:?}");
+            let want = format!("never sent (write {}), 40 ms", i + 1);
+            assert_eq!(w.error.as_deref(), Some(want.as_str()));
+        }
+        for (i, c) in &done {
+            let took = h.ops[*c].time_ns - h.ops[*i].time_ns;
+            assert!(took < 100_000_000, "an op took {took} ns");
+        }
+        assert_eq!(calls.load(Ordering::Relaxed), writes.len() as u64);
     }
 
     /// Panics on its `panic_on`-th op (1-based), answers every other op ok; counts closes.

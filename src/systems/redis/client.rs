@@ -144,6 +144,9 @@ pub struct RedisClient {
     rng: ChaCha8Rng,
     /// Set once the current op's command was handed to a connection.
     sent: bool,
+    /// The op in flight and the node it was sent to (`None`: the primary), for
+    /// [`Client::timed_out`].
+    current: Option<(Option<usize>, KvOp)>,
 }
 
 /// Why an op did not complete, with whether its command reached a connection.
@@ -185,6 +188,7 @@ impl RedisClient {
             cas: redis::Script::new(CAS_LUA),
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
             sent: false,
+            current: None,
             cfg,
         })
     }
@@ -295,7 +299,7 @@ impl RedisClient {
         let client = redis::Client::open((node.host.as_str(), self.cfg.port)).map_err(failed)?;
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(Duration::from_millis(self.cfg.timeout_ms)))
-            // The op's own timeout (in `invoke`) bounds every reply.
+            // The op's bound (the interpreter's, `op_bound`) ends a reply that never comes.
             .set_response_timeout(None);
         let conn = client
             .get_multiplexed_async_connection_with_config(&config)
@@ -496,30 +500,41 @@ impl Client for RedisClient {
             None
         };
         self.sent = false;
-        let timeout = Duration::from_millis(self.cfg.timeout_ms);
-        match tokio::time::timeout(timeout, self.run(target, &key, op)).await {
-            Ok((_, done)) => done,
-            Err(_) => {
-                let sent = self.sent;
-                let node = target.or(self.primary);
-                let place = node.map_or_else(|| "the primary".to_string(), |i| self.label(i));
-                let error = format!(
-                    "{place}: timed out after {} ms{}",
-                    self.cfg.timeout_ms,
-                    if sent { "" } else { " before sending" }
-                );
-                self.failed(
-                    node,
-                    target,
-                    op,
-                    Failure {
-                        error,
-                        sent,
-                        server_reply: false,
-                    },
-                )
-            }
-        }
+        // Bounded by the interpreter (`op_bound`); a timeout ends in `timed_out`.
+        self.current = Some((target, op));
+        let (_, done) = self.run(target, &key, op).await;
+        self.current = None;
+        done
+    }
+
+    fn op_bound(&self) -> Option<Duration> {
+        Some(Duration::from_millis(self.cfg.timeout_ms))
+    }
+
+    fn timed_out(&mut self, after: Duration) -> Completion {
+        let Some((target, op)) = self.current.take() else {
+            return Completion::Info {
+                error: format!("timed out after {} ms", after.as_millis()),
+            };
+        };
+        let sent = self.sent;
+        let node = target.or(self.primary);
+        let place = node.map_or_else(|| "the primary".to_string(), |i| self.label(i));
+        let error = format!(
+            "{place}: timed out after {} ms{}",
+            after.as_millis(),
+            if sent { "" } else { " before sending" }
+        );
+        self.failed(
+            node,
+            target,
+            op,
+            Failure {
+                error,
+                sent,
+                server_reply: false,
+            },
+        )
     }
 
     async fn close(&mut self) {
