@@ -403,7 +403,12 @@ pub fn bench(args: BenchArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
-    match runtime().block_on(crate::bench::overhead(cfg, args.rounds, args.out.clone())) {
+    match runtime().block_on(crate::bench::overhead(
+        cfg,
+        args.rounds,
+        args.max_steal,
+        args.out.clone(),
+    )) {
         Ok(report) => {
             println!("{report}");
             0

@@ -2,17 +2,22 @@
 //!
 //! Brings up the sandbox and a fresh etcd (or Redis with `--db redis`), then alternates a bare
 //! loop of clients (`systems::etcd::bare_loop`: etcd clients; `systems::redis::bare_loop`: plain
-//! `redis` crate connections to the primary; no generator, no history) with the full interpreter
-//! (register workload, unlimited rate, history written to a scratch run directory, no faults),
-//! each for `--duration` seconds at the same concurrency, `--rounds` times each, and reports
-//! ops/s, the CPU time this process spent per op on each side, and the throughput loss.
+//! `redis` crate connections to the primary, on the register workload's values and key groups;
+//! no generator, no history) with the full interpreter (register workload, unlimited rate,
+//! history written to a scratch run directory, no faults), each for `--duration` seconds at the
+//! same concurrency, `--rounds` times each, and reports ops/s, the CPU time this process spent
+//! per op on each side, and the throughput loss.
 //!
-//! Throughput on a small machine drifts by a quarter within minutes (the database's log grows,
-//! replicas catch up), more than the difference being measured. So each round pairs one bare
-//! measurement with one controller measurement, the order alternating (bare first in even
-//! rounds, controller first in odd ones) so a steady drift favours neither side; the loss is the
-//! median of the rounds' paired losses. A short unrecorded bare warm-up comes first. The scratch
-//! run directories live under a temporary directory and are removed.
+//! Throughput on a small shared machine drifts by a quarter within minutes and jumps from one
+//! measurement to the next, more than the difference being measured. So each round pairs one
+//! bare measurement with one controller measurement, the order alternating (bare first in even
+//! rounds, controller first in odd ones) so a steady drift favours neither side; rounds are many
+//! and short (20 × 3 s by default); the loss is the median of the rounds' paired losses, with a
+//! distribution-free 95 % confidence interval (order statistics, [`median_ci`]). A round during
+//! which the hypervisor took more than `--max-steal` % of the machine's CPU (`steal` in
+//! `/proc/stat`) measured the host: it is shown, left out of the median and run again (at most
+//! `--rounds` extra rounds). A short unrecorded bare warm-up comes first. The scratch run
+//! directories live under a temporary directory and are removed.
 
 use crate::config::TestConfig;
 use crate::node::Node;
@@ -35,8 +40,18 @@ pub struct OverheadReport {
     pub controller_ops_per_s: Vec<f64>,
     /// Each round's throughput loss, 1 - controller / bare, in percent.
     pub round_loss_pct: Vec<f64>,
-    /// The median of `round_loss_pct`.
-    pub overhead_pct: f64,
+    /// Whether each round counts: false where the hypervisor took more than `max_steal_pct` of
+    /// the machine's CPU during either side (that round measured the host, and was run again).
+    pub round_kept: Vec<bool>,
+    /// The steal above which a round is left out (`--max-steal`).
+    pub max_steal_pct: f64,
+    /// Rounds asked for (`--rounds`); fewer are kept when the host kept stealing.
+    pub rounds_wanted: usize,
+    /// The median of the kept rounds' `round_loss_pct`; `null` when no round was clean.
+    pub overhead_pct: Option<f64>,
+    /// A 95 % confidence interval for that median, `[low, high]` in percent (distribution-free:
+    /// order statistics of the rounds); `null` with fewer than 6 rounds.
+    pub overhead_ci95_pct: Option<[f64; 2]>,
     /// CPU time (user + system) of this process per op, in µs: bare loop, one per round.
     pub bare_cpu_us_per_op: Vec<f64>,
     /// The same for the controller (generator, scheduler, clients, history).
@@ -79,7 +94,19 @@ impl std::fmt::Display for OverheadReport {
             fmt(&self.controller_ops_per_s, 0),
             fmt(&self.controller_cpu_us_per_op, 1)
         )?;
-        writeln!(f, "loss per round:     {} %", fmt(&self.round_loss_pct, 1))?;
+        let losses: Vec<String> = self
+            .round_loss_pct
+            .iter()
+            .zip(&self.round_kept)
+            .map(|(l, k)| {
+                if *k {
+                    format!("{l:.1}")
+                } else {
+                    format!("({l:.1})")
+                }
+            })
+            .collect();
+        writeln!(f, "loss per round:     {} %", losses.join(", "))?;
         if !self.bare_steal_pct.is_empty() {
             writeln!(
                 f,
@@ -88,11 +115,55 @@ impl std::fmt::Display for OverheadReport {
                 fmt(&self.controller_steal_pct, 1)
             )?;
         }
+        let left_out = self.round_kept.len() - self.kept_rounds();
+        if left_out > 0 {
+            writeln!(
+                f,
+                "left out (in brackets): {left_out} round(s) where the hypervisor took more than {} % of the CPU{}",
+                self.max_steal_pct,
+                if self.kept_rounds() < self.rounds_wanted {
+                    format!(
+                        "; only {} of the {} rounds asked for are clean: the host is busy, try again later",
+                        self.kept_rounds(),
+                        self.rounds_wanted
+                    )
+                } else {
+                    String::new()
+                }
+            )?;
+        }
+        let Some(overhead) = self.overhead_pct else {
+            return write!(
+                f,
+                "controller overhead: not measured (no round was clean of hypervisor steal)"
+            );
+        };
         write!(
             f,
-            "controller overhead: {:.1} % throughput loss (median of the rounds)",
-            self.overhead_pct
-        )
+            "controller overhead: {overhead:.1} % throughput loss (median of {} rounds",
+            self.kept_rounds()
+        )?;
+        match self.overhead_ci95_pct {
+            Some([lo, hi]) => write!(f, "; 95 % confidence interval {lo:.1} to {hi:.1} %)"),
+            None => write!(f, "; 6 or more rounds give a confidence interval)"),
+        }
+    }
+}
+
+impl OverheadReport {
+    /// Rounds that count (`round_kept`).
+    pub fn kept_rounds(&self) -> usize {
+        self.round_kept.iter().filter(|&&k| k).count()
+    }
+
+    /// The losses of the rounds that count.
+    fn kept_losses(&self) -> Vec<f64> {
+        self.round_loss_pct
+            .iter()
+            .zip(&self.round_kept)
+            .filter(|(_, k)| **k)
+            .map(|(l, _)| *l)
+            .collect()
     }
 }
 
@@ -146,6 +217,30 @@ impl Drop for Scratch {
     }
 }
 
+/// A distribution-free confidence interval for the median of the population `v` was drawn
+/// from: the `k`th smallest and `k`th largest values, `k` the largest with a binomial(n, ½) tail
+/// P(X < k) of at most (1 − `level`) / 2 on each side. `None` when `v` is too small for `level`
+/// (a 95 % interval needs 6 values).
+fn median_ci(v: &[f64], level: f64) -> Option<(f64, f64)> {
+    let n = v.len();
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    // ln P(X = i) for X ~ binomial(n, ½), built up term by term (no overflow for large n).
+    let ln_half_n = n as f64 * 0.5f64.ln();
+    let (mut ln_choose, mut below) = (0.0f64, 0.0f64);
+    let mut k = 0;
+    for i in 0..n / 2 {
+        // below = P(X <= i).
+        below += (ln_choose + ln_half_n).exp();
+        if 2.0 * below > 1.0 - level {
+            break;
+        }
+        k = i + 1;
+        ln_choose += ((n - i) as f64).ln() - ((i + 1) as f64).ln();
+    }
+    (k >= 1).then(|| (s[k - 1], s[n - k]))
+}
+
 fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(|a, b| a.total_cmp(b));
@@ -166,12 +261,23 @@ async fn bare_round(
     match &cfg.system {
         SystemConfig::Redis(r) => {
             let primary = &nodes[0];
+            // The register workload's values and keys (its groups move to fresh keys).
+            let w = &cfg.workload;
+            let mix = OpMix {
+                value_count: w.max_value.saturating_add(1),
+                ..OpMix::default()
+            };
+            let keys = crate::systems::redis::bare_loop::KeyRotation {
+                threads_per_key: w.threads_per_key,
+                ops_per_key: w.ops_per_key,
+            };
             crate::systems::redis::bare_loop::bare_loop(
                 &primary.host,
                 r.port,
                 cfg.concurrency,
                 duration,
-                OpMix::default(),
+                mix,
+                Some(keys),
             )
             .await
         }
@@ -194,6 +300,7 @@ async fn bare_round(
 pub async fn overhead(
     mut cfg: TestConfig,
     rounds: usize,
+    max_steal_pct: f64,
     out: Option<std::path::PathBuf>,
 ) -> Result<OverheadReport, RunError> {
     let rounds = rounds.max(1);
@@ -238,7 +345,11 @@ pub async fn overhead(
         bare_ops_per_s: vec![],
         controller_ops_per_s: vec![],
         round_loss_pct: vec![],
-        overhead_pct: 0.0,
+        overhead_pct: None,
+        overhead_ci95_pct: None,
+        round_kept: vec![],
+        max_steal_pct,
+        rounds_wanted: rounds,
         bare_cpu_us_per_op: vec![],
         controller_cpu_us_per_op: vec![],
         bare_steal_pct: vec![],
@@ -249,7 +360,15 @@ pub async fn overhead(
         bare_round(&cfg, &nodes, duration.min(Duration::from_secs(2)))
             .await
             .map_err(|e| RunError::Control(format!("bare loop (warm-up): {e}")))?;
-        for round in 0..rounds {
+        // A round the hypervisor took more than `max_steal_pct` of the CPU from measured the
+        // host: it is kept in the report, left out of the median and run again, up to `rounds`
+        // extra rounds in all.
+        let mut round = 0;
+        while report.kept_rounds() < rounds && round < 2 * rounds {
+            let (steal_b, steal_c) = (
+                report.bare_steal_pct.len(),
+                report.controller_steal_pct.len(),
+            );
             for side in [round % 2, 1 - round % 2] {
                 let cpu0 = cpu_time();
                 let machine0 = machine_cpu();
@@ -294,6 +413,12 @@ pub async fn overhead(
             report
                 .round_loss_pct
                 .push((1.0 - ctl / bare.max(1e-9)) * 100.0);
+            let stolen = report.bare_steal_pct[steal_b..]
+                .iter()
+                .chain(&report.controller_steal_pct[steal_c..])
+                .any(|&p| p > max_steal_pct);
+            report.round_kept.push(!stolen);
+            round += 1;
         }
         Ok::<(), RunError>(())
     }
@@ -307,7 +432,9 @@ pub async fn overhead(
     if let Some(e) = failure {
         return Err(e);
     }
-    report.overhead_pct = median(&report.round_loss_pct);
+    let kept = report.kept_losses();
+    report.overhead_pct = (!kept.is_empty()).then(|| median(&kept));
+    report.overhead_ci95_pct = median_ci(&kept, 0.95).map(|(lo, hi)| [lo, hi]);
     if let Some(out) = &out {
         let text = serde_json::to_string_pretty(&report).unwrap_or_default();
         std::fs::write(out, text)
@@ -327,6 +454,73 @@ mod tests {
         assert_eq!(steal_pct(None, Some((100, 5))), None);
         let (all, steal) = machine_cpu().expect("/proc/stat on Linux");
         assert!(all > 0 && steal <= all);
+    }
+
+    #[test]
+    fn the_medians_confidence_interval_is_the_binomial_order_statistics() {
+        let v: Vec<f64> = (1..=20).map(f64::from).collect();
+        // n = 20: P(X <= 5) = 0.0207 <= 0.025 < P(X <= 6) = 0.0577, so the 6th smallest and
+        // the 6th largest.
+        assert_eq!(median_ci(&v, 0.95), Some((6.0, 15.0)));
+        // n = 6: P(X = 0) = 1/64 <= 0.025: the extremes; n = 5 (1/32 > 0.025): no interval.
+        assert_eq!(
+            median_ci(&[3.0, 1.0, 2.0, 6.0, 5.0, 4.0], 0.95),
+            Some((1.0, 6.0))
+        );
+        assert_eq!(median_ci(&[1.0, 2.0, 3.0, 4.0, 5.0], 0.95), None);
+        assert_eq!(median_ci(&[], 0.95), None);
+        // Large n stays finite: about n/2 -+ 0.98 sqrt(n).
+        let big: Vec<f64> = (0..2000).map(f64::from).collect();
+        let (lo, hi) = median_ci(&big, 0.95).unwrap();
+        assert!(
+            (950.0..960.0).contains(&lo) && (1039.0..1050.0).contains(&hi),
+            "{lo} {hi}"
+        );
+    }
+
+    #[test]
+    fn rounds_the_host_stole_from_are_shown_but_left_out_of_the_median() {
+        let mut r = OverheadReport {
+            concurrency: 10,
+            duration_s: 3.0,
+            bare_ops_per_s: vec![100.0; 4],
+            controller_ops_per_s: vec![95.0, 50.0, 97.0, 96.0],
+            round_loss_pct: vec![5.0, 50.0, 3.0, 4.0],
+            round_kept: vec![true, false, true, true],
+            max_steal_pct: 5.0,
+            rounds_wanted: 3,
+            overhead_pct: None,
+            overhead_ci95_pct: None,
+            bare_cpu_us_per_op: vec![10.0; 4],
+            controller_cpu_us_per_op: vec![12.0; 4],
+            bare_steal_pct: vec![0.1, 30.0, 0.2, 0.0],
+            controller_steal_pct: vec![0.1, 25.0, 0.2, 0.0],
+            db: "redis".into(),
+        };
+        assert_eq!(r.kept_rounds(), 3);
+        assert_eq!(r.kept_losses(), vec![5.0, 3.0, 4.0]);
+        r.overhead_pct = Some(median(&r.kept_losses()));
+        let text = r.to_string();
+        assert!(text.contains("5.0, (50.0), 3.0, 4.0 %"), "{text}");
+        assert!(
+            text.contains("left out (in brackets): 1 round(s)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("4.0 % throughput loss (median of 3 rounds"),
+            "{text}"
+        );
+        assert!(!text.contains("only"), "{text}");
+        // A host that never stops stealing: said so, and no figure.
+        r.round_kept = vec![false; 4];
+        r.rounds_wanted = 4;
+        r.overhead_pct = None;
+        let text = r.to_string();
+        assert!(
+            text.contains("only 0 of the 4 rounds asked for are clean"),
+            "{text}"
+        );
+        assert!(text.contains("not measured"), "{text}");
     }
 
     #[test]
