@@ -46,6 +46,14 @@ impl Completion {
         }
     }
 
+    /// An op ended by its bound after `after`, nothing more known: `info` (it may have taken
+    /// effect). The words every timed-out op without a client's own account is recorded with.
+    pub fn timed_out(after: std::time::Duration) -> Completion {
+        Completion::Info {
+            error: format!("timed out after {} ms", after.as_millis()),
+        }
+    }
+
     /// The error text, for `Fail` and `Info`.
     pub fn error(&self) -> Option<&str> {
         match self {
@@ -76,9 +84,7 @@ pub trait Client: Send {
     /// have taken effect); a client that knows nothing was sent says `fail`, and forgets what
     /// the dropped op may have left half-done (a connection mid-reply).
     fn timed_out(&mut self, after: std::time::Duration) -> Completion {
-        Completion::Info {
-            error: format!("timed out after {} ms", after.as_millis()),
-        }
+        Completion::timed_out(after)
     }
 
     /// Release resources (connections). Ops must not be invoked afterwards.

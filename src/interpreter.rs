@@ -14,8 +14,8 @@
 //!
 //! Each op is bounded by its client's [`Client::op_bound`], else its thread's [`Worker::timeout`]
 //! (then the op is dropped and ends as [`Client::timed_out`] says: `info` unless the client
-//! knows better); a client that
-//! panics completes its op `info` and its thread's later ops too (its client is gone).
+//! knows better); a client that panics completes its op `info` and its thread's later ops too
+//! (its client is gone).
 //!
 //! Shutdown protocol: `Interpreter::shutdown_handle` gives a `watch` sender; once it is set the
 //! owner stops asking generators for ops, waits for in-flight ops, and returns. Phases (main →

@@ -513,9 +513,7 @@ impl Client for RedisClient {
 
     fn timed_out(&mut self, after: Duration) -> Completion {
         let Some((target, op)) = self.current.take() else {
-            return Completion::Info {
-                error: format!("timed out after {} ms", after.as_millis()),
-            };
+            return Completion::timed_out(after);
         };
         let sent = self.sent;
         let node = target.or(self.primary);
