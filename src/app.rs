@@ -382,7 +382,7 @@ pub fn doctor(args: crate::cli::DoctorArgs) -> i32 {
                 return run_error_code(&e);
             }
         };
-    let report = crate::doctor::check_all(&nodes, &ssh, &db);
+    let report = crate::doctor::check_all(&nodes, &ssh, &db, cluster.nodes.is_none());
     if args.json {
         println!(
             "{}",

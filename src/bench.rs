@@ -313,6 +313,23 @@ pub async fn overhead(
     cfg.workload.read_weight = 1;
     cfg.workload.write_weight = 1;
     cfg.workload.cas_weight = 1;
+    let system = cfg.system.open();
+    let packages = match cfg.install {
+        crate::provision::Install::Skip => Vec::new(),
+        _ => system.packages(),
+    };
+    if cfg.nodes.is_none() {
+        // The sandbox's nodes share this machine's packages (see `runner::run`).
+        let wanted = packages.clone();
+        tokio::task::spawn_blocking(move || crate::sandbox::ensure_packages(&wanted))
+            .await
+            .expect("install task")
+            .map_err(|e| RunError::Sandbox(e.to_string()))?;
+    }
+    let install = match cfg.nodes {
+        None => crate::provision::Install::Skip,
+        Some(_) => cfg.install,
+    };
     let nodes = crate::runner::resolve_nodes(&mut cfg)?;
     let ssh = cfg.ssh.clone();
     let remotes = {
@@ -321,10 +338,15 @@ pub async fn overhead(
             .await
             .expect("connect task")?
     };
-    let system = cfg.system.open();
     {
         let (remotes, nodes, system) = (remotes.clone(), nodes.clone(), system.clone());
         tokio::task::spawn_blocking(move || -> Result<(), RunError> {
+            for r in on_nodes(&remotes, &nodes, |r, _| {
+                crate::provision::node::ensure(r, &packages, install)
+            }) {
+                r.map_err(|e| RunError::Control(e.to_string()))?;
+            }
+            crate::provision::host::clear_downloads();
             for r in on_nodes(&remotes, &nodes, |r, n| {
                 system.install(r).and_then(|_| system.setup(r, n, &nodes))
             }) {

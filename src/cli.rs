@@ -316,12 +316,50 @@ pub struct DoctorArgs {
     pub json: bool,
 }
 
+/// Where missing packages come from (`--packages-from`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PackagesFromArg {
+    /// Each node runs apt-get against its own package sources.
+    Node,
+    /// This machine downloads the .deb files a node lacks and installs them over SSH.
+    Controller,
+}
+
+/// How a run installs the system's packages.
+#[derive(Debug, Clone, Args)]
+pub struct InstallArgs {
+    /// Where missing packages come from on real nodes: `node` (apt-get on each node) or
+    /// `controller` (this machine downloads the .deb files a node lacks and installs them over
+    /// SSH; for nodes without a package source). The sandbox installs on this machine.
+    #[arg(long, value_enum, default_value_t = PackagesFromArg::Node)]
+    pub packages_from: PackagesFromArg,
+    /// Install nothing: you manage the nodes' packages (the run still checks that the system's
+    /// programs are there).
+    #[arg(long, conflicts_with = "packages_from")]
+    pub no_install: bool,
+}
+
+impl InstallArgs {
+    /// The validated choice.
+    pub fn install(&self) -> crate::provision::Install {
+        use crate::provision::Install;
+        match (self.no_install, self.packages_from) {
+            (true, _) => Install::Skip,
+            (false, PackagesFromArg::Node) => Install::Node,
+            (false, PackagesFromArg::Controller) => Install::Controller,
+        }
+    }
+}
+
 /// `shakedown run` flags.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// Which cluster and how to reach it.
     #[command(flatten)]
     pub cluster: ClusterArgs,
+    /// How the system's packages are installed.
+    #[command(flatten)]
+    pub install: InstallArgs,
     /// Client threads.
     #[arg(long, default_value_t = 10)]
     pub concurrency: usize,
@@ -501,6 +539,7 @@ impl RunArgs {
             nodes,
             sandbox,
             ssh,
+            install: self.install.install(),
             concurrency: self.concurrency,
             rate: self.rate,
             time_limit_s,

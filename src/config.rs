@@ -109,6 +109,9 @@ pub struct TestConfig {
     pub sandbox: crate::sandbox::SandboxConfig,
     /// SSH settings.
     pub ssh: crate::control::SshConfig,
+    /// How missing packages reach real nodes (`--packages-from`, `--no-install`); a sandbox run
+    /// installs on this machine instead, unless `Skip`.
+    pub install: crate::provision::Install,
     /// Number of client threads.
     pub concurrency: usize,
     /// Target client ops per second over all threads; 0 means as fast as possible.

@@ -5,11 +5,11 @@
 //! `Promote`) a system may offer; nemeses ask for them through `Db::as_kill`/`Db::as_pause`/
 //! `Db::as_primaries`/`Db::as_promote` instead of assuming every system has them, and
 //! `systems::Supports::check` refuses a fault whose ability is missing before a run starts.
-//! `Db::required_binaries` feeds `shakedown doctor`. Every method is blocking and talks to one
+//! `Db::packages` feeds `provision`; `Db::required_binaries` feeds `shakedown doctor`. Every method is blocking and talks to one
 //! node through a `Remote`; the caller runs nodes in parallel. Nothing here is sandbox-specific:
 //! the sandbox only supplies the node list.
 
-use crate::control::{ExecError, Remote};
+use crate::control::{Cmd, ExecError, Remote};
 use crate::node::Node;
 use std::sync::Arc;
 
@@ -22,6 +22,44 @@ pub struct Binary {
     pub paths: Vec<String>,
     /// How to get it when it is missing.
     pub fix: String,
+}
+
+/// Exits 0 when program `$1` is at one of the paths `$2…` or on `PATH`.
+const HAS_BINARY_SCRIPT: &str = r#"n="$1"; shift
+for p in "$@"; do [ -x "$p" ] && exit 0; done
+command -v "$n" >/dev/null 2>&1
+"#;
+
+/// Checks that every one of `binaries` is on the node; the error names each missing one and
+/// how to get it (what [`Db::install`] does by default).
+pub fn check_binaries(remote: &dyn Remote, binaries: &[Binary]) -> Result<(), DbError> {
+    let mut missing: Vec<&Binary> = Vec::new();
+    for b in binaries {
+        let args = std::iter::once(b.name.clone()).chain(b.paths.iter().cloned());
+        if !remote
+            .exec(&Cmd::script(HAS_BINARY_SCRIPT, args))?
+            .success()
+        {
+            missing.push(b);
+        }
+    }
+    let Some(first) = missing.first() else {
+        return Ok(());
+    };
+    let names: Vec<&str> = missing.iter().map(|b| b.name.as_str()).collect();
+    let fix = if missing.iter().all(|b| b.fix == first.fix) {
+        first.fix.clone()
+    } else {
+        missing
+            .iter()
+            .map(|b| format!("{}: {}", b.name, b.fix))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    Err(DbError::Other {
+        node: remote.node().to_string(),
+        message: format!("{} not found; {fix}", names.join(", ")),
+    })
 }
 
 /// Why a DB operation failed.
@@ -56,8 +94,17 @@ pub enum DbError {
 pub trait Db: Send + Sync {
     /// Short name, e.g. `etcd`.
     fn name(&self) -> &str;
-    /// Make sure the binaries are present on the node (install if missing).
-    fn install(&self, remote: &dyn Remote) -> Result<(), DbError>;
+    /// Debian packages every node needs. `provision` installs the missing ones before
+    /// [`Db::install`] (on this machine for the sandbox, whose nodes share its files; over SSH
+    /// otherwise), unless the user manages packages (`--no-install`).
+    fn packages(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// The system's own steps after its packages (e.g. a release tarball), then a check that its
+    /// programs are on the node: an error names what is missing and how to get it.
+    fn install(&self, remote: &dyn Remote) -> Result<(), DbError> {
+        check_binaries(remote, &self.required_binaries())
+    }
     /// Wipe previous state and start the system on `node` as part of `cluster`.
     fn setup(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError>;
     /// Stop the system on the node (data stays until the next setup wipes it, for post-mortems).

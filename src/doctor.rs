@@ -265,8 +265,76 @@ pub fn interpret(probe: &str, binaries: &[Binary]) -> Vec<Finding> {
     out
 }
 
+/// The system's packages on a node and whether its package source answers (not asked in the
+/// sandbox, whose nodes have no route out by design).
+fn package_findings(
+    remote: &dyn crate::control::Remote,
+    packages: &[String],
+    sandbox: bool,
+) -> Vec<Finding> {
+    use crate::provision::node::{Source, missing, probe_source};
+    if packages.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let lacking = match missing(remote, packages) {
+        Ok(m) => m,
+        Err(e) => return vec![finding("packages", Status::Fail, e.to_string(), "")],
+    };
+    let install_fix = if sandbox {
+        "`shakedown run` installs them on this machine (the sandbox's nodes share its files)"
+    } else {
+        "`shakedown run` installs them (apt-get on the node, or --packages-from controller)"
+    };
+    out.push(match lacking.as_slice() {
+        [] => finding("packages", Status::Ok, packages.join(", "), ""),
+        _ => finding(
+            "packages",
+            Status::Warn,
+            format!("missing: {}", lacking.join(", ")),
+            install_fix,
+        ),
+    });
+    if sandbox {
+        // Sandbox nodes have no route out by design; their packages come from this machine.
+        return out;
+    }
+    out.push(match probe_source(remote) {
+        Ok((Source::Reachable, _)) => finding("package source", Status::Ok, "answers", ""),
+        Ok((Source::NoApt, _)) => finding(
+            "package source",
+            if lacking.is_empty() {
+                Status::Ok
+            } else {
+                Status::Fail
+            },
+            "no apt-get on this node",
+            "install the packages yourself and run with --no-install",
+        ),
+        Ok((Source::Unreachable(why), _)) => finding(
+            "package source",
+            if lacking.is_empty() {
+                Status::Warn
+            } else {
+                Status::Fail
+            },
+            format!("unreachable: {why}"),
+            &format!("either {}", crate::provision::REMEDIES),
+        ),
+        Err(e) => finding("package source", Status::Fail, e.to_string(), ""),
+    });
+    out
+}
+
 /// Check one node (blocking).
-pub fn check_node(node: &Node, ssh: &SshConfig, chain: &str, binaries: &[Binary]) -> NodeReport {
+pub fn check_node(
+    node: &Node,
+    ssh: &SshConfig,
+    chain: &str,
+    binaries: &[Binary],
+    packages: &[String],
+    sandbox: bool,
+) -> NodeReport {
     let mut findings = Vec::new();
     let skipped = |findings: &mut Vec<Finding>| {
         let mut names: Vec<String> = vec!["root".into()];
@@ -323,6 +391,7 @@ pub fn check_node(node: &Node, ssh: &SshConfig, chain: &str, binaries: &[Binary]
             .iter()
             .map(|b| format!("{}={}", b.name, b.paths.join(":"))),
     );
+    findings.extend(package_findings(&remote, packages, sandbox));
     match remote.exec(&Cmd::script(PROBE_SCRIPT, args).sudo(true)) {
         Ok(out) => findings.extend(interpret(&out.stdout, binaries)),
         Err(e) => {
@@ -342,15 +411,16 @@ pub fn check_node(node: &Node, ssh: &SshConfig, chain: &str, binaries: &[Binary]
 }
 
 /// Check every node in parallel.
-pub fn check_all(nodes: &[Node], ssh: &SshConfig, db: &Arc<dyn Db>) -> DoctorReport {
+pub fn check_all(nodes: &[Node], ssh: &SshConfig, db: &Arc<dyn Db>, sandbox: bool) -> DoctorReport {
     let binaries = db.required_binaries();
+    let packages = db.packages();
     let chain = crate::nemesis::PartitionConfig::default().chain;
     let reports: Vec<NodeReport> = std::thread::scope(|s| {
         let hs: Vec<_> = nodes
             .iter()
             .map(|n| {
-                let (binaries, chain) = (&binaries, &chain);
-                s.spawn(move || check_node(n, ssh, chain, binaries))
+                let (binaries, chain, packages) = (&binaries, &chain, &packages);
+                s.spawn(move || check_node(n, ssh, chain, binaries, packages, sandbox))
             })
             .collect();
         hs.into_iter()

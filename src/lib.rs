@@ -30,6 +30,7 @@ pub mod model;
 pub mod nemesis;
 pub mod node;
 pub mod progress;
+pub mod provision;
 pub mod report;
 pub mod runner;
 pub mod sandbox;

@@ -125,15 +125,96 @@ pub fn on_nodes<T: Send>(
     })
 }
 
+/// Every node's error, one cause said once: errors that differ only in the node they name
+/// (`n1: …`, `n2: …`) read `n1, n2: …`.
 fn first_err<E: std::fmt::Display>(results: Vec<Result<(), E>>) -> Result<(), String> {
     let errs: Vec<String> = results
         .into_iter()
         .filter_map(|r| r.err().map(|e| e.to_string()))
         .collect();
     if errs.is_empty() {
-        Ok(())
-    } else {
-        Err(errs.join("; "))
+        return Ok(());
+    }
+    Err(one_cause_once(&errs))
+}
+
+/// Groups `node: cause` messages by cause, keeping the first appearance's order.
+pub(crate) fn one_cause_once(errs: &[String]) -> String {
+    let mut groups: Vec<(Vec<&str>, &str)> = Vec::new();
+    for e in errs {
+        let (node, cause) = match e.split_once(": ") {
+            Some((n, c)) if !n.is_empty() && !n.contains(char::is_whitespace) => (n, c),
+            _ => ("", e.as_str()),
+        };
+        match groups.iter_mut().find(|(_, c)| *c == cause) {
+            Some((nodes, _)) if !node.is_empty() => nodes.push(node),
+            Some(_) => {}
+            None => groups.push((
+                vec![node].into_iter().filter(|n| !n.is_empty()).collect(),
+                cause,
+            )),
+        }
+    }
+    groups
+        .iter()
+        .map(|(nodes, cause)| match nodes.as_slice() {
+            [] => cause.to_string(),
+            _ => format!("{}: {cause}", nodes.join(", ")),
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The sandbox's nodes share this machine's files and cannot reach a package source: install
+/// what the system (and the sandbox) needs here, before any node needs it, with a phase line
+/// when anything is missing. `Skip` installs only the sandbox's own packages (`sandbox::up`).
+async fn provision_sandbox_host(
+    cfg: &TestConfig,
+    packages: &[String],
+    install: crate::provision::Install,
+    progress: &Progress,
+) -> Result<crate::provision::Installed, RunError> {
+    let wanted: Vec<String> = match install {
+        crate::provision::Install::Skip => Vec::new(),
+        _ => packages.to_vec(),
+    };
+    let missing =
+        crate::sandbox::missing_packages(&wanted).map_err(|e| RunError::Sandbox(e.to_string()))?;
+    if !missing.is_empty() {
+        progress.phase(
+            Phase::Install,
+            format!(
+                "installing {} on this machine with apt-get (the sandbox's nodes share its files)",
+                missing.join(", ")
+            ),
+        );
+    }
+    let installed = tokio::task::spawn_blocking(move || crate::sandbox::ensure_packages(&wanted))
+        .await
+        .map_err(|e| RunError::Panicked(join_error_message(e)))?
+        .map_err(|e| RunError::Sandbox(e.to_string()))?;
+    progress.phase(
+        Phase::Sandbox,
+        format!(
+            "bringing up sandbox {} (namespaces, sshd)",
+            cfg.sandbox.name
+        ),
+    );
+    Ok(installed)
+}
+
+/// Keeps what an install printed in the run's logs (`logs/install-<place>.log`); nothing when
+/// nothing was installed.
+fn keep_install_log(run_dir: &RunDir, place: &str, installed: &crate::provision::Installed) {
+    if installed.log.is_empty() {
+        return;
+    }
+    let dir = run_dir.path.join(crate::store::LOGS_DIR);
+    let file = dir.join(format!("install-{}.log", place.replace(' ', "-")));
+    if let Err(e) =
+        std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&file, &installed.log))
+    {
+        tracing::warn!("cannot keep the install log in {}: {e}", file.display());
     }
 }
 
@@ -504,18 +585,17 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
     system.validate(&cfg.workload, &crate::systems::RunOptions::of(&cfg))?;
     let run_slot: Arc<std::sync::OnceLock<RunDir>> = Arc::default();
     let interrupt = interrupt_on_ctrl_c(run_slot.clone(), cfg.time_limit_s);
-    if cfg.nodes.is_none() {
-        progress.phase(
-            Phase::Sandbox,
-            format!(
-                "bringing up sandbox {} (namespaces, sshd; apt-get when packages are missing)",
-                cfg.sandbox.name
-            ),
-        );
-    }
+    let packages = system.packages();
+    let host_install = match (&cfg.nodes, cfg.install) {
+        (None, install) => Some(provision_sandbox_host(&cfg, &packages, install, &progress).await?),
+        (Some(_), _) => None,
+    };
     let nodes = resolve_nodes(&mut cfg)?;
     let run_dir = RunDir::create(&cfg.reports_dir, &cfg.name)?;
     let _ = run_slot.set(run_dir.clone());
+    if let Some(installed) = &host_install {
+        keep_install_log(&run_dir, "this machine", installed);
+    }
     let wall_start = chrono::Utc::now().to_rfc3339();
     system.attach_client_logs(&run_dir.client_log_dir());
     run_dir.write_json(
@@ -557,20 +637,49 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
     )
     .await
     .map_err(|e| not_started(e.into()))?;
+    let setup_started = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let setup = {
         let (remotes, nodes, db, progress) =
             (remotes.clone(), nodes.clone(), db.clone(), progress.clone());
         let name = system.name().to_string();
+        let (install, run_dir, started) = (
+            // The sandbox's nodes got their packages on this machine, above.
+            if host_install.is_some() {
+                crate::provision::Install::Skip
+            } else {
+                cfg.install
+            },
+            run_dir.clone(),
+            setup_started.clone(),
+        );
         tokio::task::spawn_blocking(move || -> Result<Option<String>, RunError> {
+            if install != crate::provision::Install::Skip && !packages.is_empty() {
+                progress.phase(
+                    Phase::Install,
+                    format!(
+                        "installing {} on {} nodes where missing ({})",
+                        packages.join(", "),
+                        nodes.len(),
+                        install.flag()
+                    ),
+                );
+                let installed = on_nodes(&remotes, &nodes, |r, _| {
+                    crate::provision::node::ensure(r, &packages, install)
+                });
+                let mut results = Vec::new();
+                for (node, result) in nodes.iter().zip(installed) {
+                    results.push(result.map(|i| keep_install_log(&run_dir, &node.name, &i)));
+                }
+                crate::provision::host::clear_downloads();
+                first_err(results).map_err(RunError::Control)?;
+            }
             progress.phase(
                 Phase::Install,
-                format!(
-                    "installing {name} on {} nodes where missing (apt-get)",
-                    nodes.len()
-                ),
+                format!("checking {name}'s programs on {} nodes", nodes.len()),
             );
             first_err(on_nodes(&remotes, &nodes, |r, _| db.install(r)))
                 .map_err(RunError::Control)?;
+            started.store(true, std::sync::atomic::Ordering::SeqCst);
             progress.phase(
                 Phase::Start,
                 format!("wiping and starting {name} on {} nodes", nodes.len()),
@@ -639,6 +748,10 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
             let mut errs = n.heal_all();
             if let Err(e) = n.teardown() {
                 errs.push(format!("removing iptables chain: {e}"));
+            }
+            // Setup never started the system: there are no logs to fetch nor servers to stop.
+            if !setup_started.load(std::sync::atomic::Ordering::SeqCst) {
+                return errs;
             }
             progress.phase(
                 Phase::Logs,

@@ -61,6 +61,7 @@ impl Cluster {
         let remotes = shakedown::control::connect_all(&pairs, &ssh).expect("connect");
         // etcd as the system under test, started the way runs start it.
         let system = shakedown::systems::SystemConfig::default().open();
+        shakedown::sandbox::ensure_packages(&system.packages()).expect("etcd packages");
         std::thread::scope(|s| {
             for (r, n) in remotes.iter().zip(&nodes) {
                 let (system, nodes) = (&system, &nodes);

@@ -553,6 +553,7 @@ fn a_clock_step_reaches_a_postgresql_server_on_that_node_only() {
     use shakedown::db::Db;
     use shakedown::systems::postgres::{Postgres, PostgresConfig};
     let pg = Arc::new(Postgres::new(PostgresConfig::default()));
+    shakedown::sandbox::ensure_packages(&pg.packages()).expect("postgres packages");
     // A primary and one streaming replica are enough.
     let (nodes, remotes) = (&c.nodes[..2], &c.remotes[..2]);
     for r in shakedown::runner::on_nodes(remotes, nodes, |r, n| {

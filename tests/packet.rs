@@ -504,6 +504,7 @@ fn doctor_passes_on_the_sandbox_and_names_an_unreachable_node() {
 /// Start etcd on every sandbox node (no run); returns the db.
 fn start_etcd(sb: &Sandbox, remotes: &[Arc<dyn Remote>]) -> Arc<Etcd> {
     let etcd = Arc::new(Etcd::new(EtcdConfig::default()));
+    shakedown::sandbox::ensure_packages(&etcd.packages()).expect("etcd packages");
     let res = shakedown::runner::on_nodes(remotes, &sb.nodes, |r, n| {
         etcd.install(r)?;
         etcd.setup(r, n, &sb.nodes)

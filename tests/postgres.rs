@@ -404,6 +404,7 @@ fn promote_fails_over_and_clients_write_to_the_new_primary() {
     };
     let remotes = shakedown::runner::connect(&nodes, &ssh).expect("connect");
     let pg = Arc::new(Postgres::new(PostgresConfig::default()));
+    shakedown::sandbox::ensure_packages(&pg.packages()).expect("postgres packages");
     for r in shakedown::runner::on_nodes(&remotes, &nodes, |r, n| {
         pg.install(r)?;
         pg.setup(r, n, &nodes)

@@ -351,6 +351,7 @@ fn redis_runs_with_the_clock_shim_and_a_clock_step_moves_time_on_that_node_only(
     let c = cluster();
     use shakedown::db::Db;
     let redis = Arc::new(Redis::new(RedisConfig::default()));
+    shakedown::sandbox::ensure_packages(&redis.packages()).expect("redis packages");
     // A primary and one replica (each with its Sentinel) are enough.
     let (nodes, remotes) = (&c.nodes[..2], &c.remotes[..2]);
     for r in shakedown::runner::on_nodes(remotes, nodes, |r, n| {

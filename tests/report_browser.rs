@@ -2,8 +2,8 @@
 //! be a non-blank PNG and the DOM must carry the expected title. The screenshot is kept in
 //! `target/test-output/report_browser/runpage.png` for people to look at.
 //!
-//! Needs Debian's `chromium` (installed by .ci/run, or by the test itself when run as root). Chromium runs with a fresh profile, no
-//! network features, in its own process group, and is killed (by that group's id) after a timeout.
+//! Needs Debian's `chromium` (the test installs it through `provision::host` when run as root).
+//! Chromium runs with a fresh profile, no network features, in its own process group, and is killed (by that group's id) after a timeout.
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -22,48 +22,17 @@ fn find_chromium() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Debian's chromium; installed with apt-get when missing and running as root (like the
-/// sandbox's packages), so `cargo test --release` works on a fresh machine.
+/// Debian's chromium; installed through the project's own install path when missing (as the
+/// sandbox's packages are), so `cargo test --release` works on a fresh machine.
 fn chromium() -> PathBuf {
     if let Some(p) = find_chromium() {
         return p;
     }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        let lock = ["-o", "DPkg::Lock::Timeout=300"];
-        // Output captured: shown only when the install did not work.
-        let update = Command::new("apt-get")
-            .args(lock)
-            .args(["update", "-qq"])
-            .output();
-        let install = Command::new("apt-get")
-            .args(lock)
-            .args([
-                "install",
-                "-y",
-                "-qq",
-                "--no-install-recommends",
-                "chromium",
-            ])
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .output();
-        if find_chromium().is_none() {
-            for (what, out) in [("update", update), ("install chromium", install)] {
-                match out {
-                    Ok(o) => eprintln!(
-                        "apt-get {what}: {}\n{}{}",
-                        o.status,
-                        String::from_utf8_lossy(&o.stdout),
-                        String::from_utf8_lossy(&o.stderr)
-                    ),
-                    Err(e) => eprintln!("apt-get {what}: {e}"),
-                }
-            }
-        }
+    if let Err(e) = shakedown::provision::host::ensure(&["chromium".to_string()]) {
+        panic!("chromium is needed for this test and could not be installed: {e}");
     }
-    find_chromium().unwrap_or_else(|| {
-        panic!("chromium not found: install Debian's chromium package (apt-get install chromium)")
-    })
+    find_chromium()
+        .unwrap_or_else(|| panic!("chromium not found after installing Debian's chromium package"))
 }
 
 fn output_dir() -> PathBuf {

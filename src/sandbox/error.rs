@@ -33,6 +33,9 @@ pub enum SandboxError {
         /// The missing package names.
         packages: Vec<String>,
     },
+    /// Packages could not be installed on this machine.
+    #[error(transparent)]
+    Packages(#[from] crate::provision::ProvisionError),
     /// A command could not be started.
     #[error("cannot run `{command}`: {source}")]
     Spawn {

@@ -1,5 +1,5 @@
 //! Host-side helpers of the sandbox: running commands with errors that name them, files,
-//! packages, processes (liveness by PID and start time, SIGKILL, reaping) and inspection of
+//! the packages nodes need (through `provision::host`), processes (liveness by PID and start time, SIGKILL, reaping) and inspection of
 //! namespaces, links, addresses and the iptables FORWARD chain. Does not decide what to create.
 
 use std::fs;
@@ -10,6 +10,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use super::{Names, REQUIRED_PACKAGES, Result, SandboxError, Subnet};
+use crate::provision::{self, Installed};
 
 pub(super) fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
@@ -25,60 +26,30 @@ pub(super) fn require_root() -> Result<()> {
     Err(SandboxError::NotRoot { euid })
 }
 
-/// Which of `packages` are not installed (per `dpkg-query`).
-pub fn missing_packages(packages: &[&str]) -> Result<Vec<String>> {
-    let mut cmd = Command::new("dpkg-query");
-    cmd.args(["-W", "-f", "${Package} ${db:Status-Status}\\n"])
-        .args(packages);
-    let out = output(&mut cmd)?;
-    // dpkg-query exits 1 when some package is unknown; the known ones are still printed.
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let installed: Vec<&str> = stdout
-        .lines()
-        .filter_map(|line| line.split_once(' '))
-        .filter(|(_, status)| *status == "installed")
-        .map(|(package, _)| package.split(':').next().unwrap_or(package))
-        .collect();
-    Ok(packages
-        .iter()
-        .filter(|p| !installed.contains(p))
-        .map(|p| p.to_string())
-        .collect())
+/// Makes sure this machine has [`REQUIRED_PACKAGES`] and `extra` (a system's packages: the
+/// sandbox's nodes share this machine's files but cannot reach a package source, so whatever
+/// they run is installed here, before any node needs it). Installs the missing ones with apt-get
+/// when root; returns what it installed and apt's output.
+pub fn ensure_packages(extra: &[String]) -> Result<Installed> {
+    let mut all: Vec<String> = REQUIRED_PACKAGES.iter().map(|p| p.to_string()).collect();
+    for p in extra {
+        if !all.contains(p) {
+            all.push(p.clone());
+        }
+    }
+    Ok(provision::host::ensure(&all)?)
 }
 
-/// Ensures [`REQUIRED_PACKAGES`] are installed: installs missing ones with apt-get when root,
-/// otherwise fails with [`SandboxError::MissingPackages`]. Returns the packages it installed.
-pub fn ensure_packages() -> Result<Vec<String>> {
-    let missing = missing_packages(&REQUIRED_PACKAGES)?;
-    if missing.is_empty() {
-        return Ok(missing);
-    }
-    if !is_root() {
-        return Err(SandboxError::MissingPackages { packages: missing });
-    }
-    let mut update = Command::new("apt-get");
-    // Wait for another apt (e.g. unattended upgrades) instead of failing at once.
-    update
-        .args(["-o", "DPkg::Lock::Timeout=300", "update"])
-        .env("DEBIAN_FRONTEND", "noninteractive");
-    run(&mut update)?;
-    let mut install = Command::new("apt-get");
-    install
-        .args([
-            "-o",
-            "DPkg::Lock::Timeout=300",
-            "install",
-            "-y",
-            "--no-install-recommends",
-        ])
-        .args(&missing)
-        .env("DEBIAN_FRONTEND", "noninteractive");
-    run(&mut install)?;
-    let still = missing_packages(&REQUIRED_PACKAGES)?;
-    if !still.is_empty() {
-        return Err(SandboxError::MissingPackages { packages: still });
-    }
-    Ok(missing)
+/// Which of [`REQUIRED_PACKAGES`] and `extra` this machine lacks.
+pub fn missing_packages(extra: &[String]) -> Result<Vec<String>> {
+    let mut all: Vec<String> = REQUIRED_PACKAGES.iter().map(|p| p.to_string()).collect();
+    all.extend(
+        extra
+            .iter()
+            .filter(|p| !REQUIRED_PACKAGES.contains(&p.as_str()))
+            .cloned(),
+    );
+    Ok(provision::host::missing(&all)?)
 }
 
 pub(super) fn command_line(cmd: &Command) -> String {
@@ -393,7 +364,8 @@ mod tests {
             eprintln!("skipping: no dpkg-query (not a Debian-like host)");
             return;
         }
-        let missing = missing_packages(&["dpkg", "shakedown-no-such-package"]).unwrap();
+        let want = ["dpkg".to_string(), "shakedown-no-such-package".to_string()];
+        let missing = provision::host::missing(&want).unwrap();
         assert_eq!(missing, ["shakedown-no-such-package"]);
     }
 

@@ -64,16 +64,10 @@ use host::*;
 pub use host::{ensure_packages, missing_packages};
 use node::*;
 
-/// Packages the sandbox (and the databases it hosts) needs on the controller host.
-/// `gcc` and `libc6-dev` build the clock preload library (`clockshim.c`) at `up`.
-pub const REQUIRED_PACKAGES: [&str; 6] = [
-    "openssh-server",
-    "iptables",
-    "etcd-server",
-    "etcd-client",
-    "gcc",
-    "libc6-dev",
-];
+/// Packages the sandbox itself needs on the controller host (a system's own come from
+/// `Db::packages`, through [`ensure_packages`]). `gcc` and `libc6-dev` build the clock preload
+/// library (`clockshim.c`) at `up`.
+pub const REQUIRED_PACKAGES: [&str; 4] = ["openssh-server", "iptables", "gcc", "libc6-dev"];
 
 /// Environment variable (set by every node's sshd) naming the node's clock offset file.
 pub const CLOCK_FILE_ENV: &str = "SHAKEDOWN_CLOCK_FILE";
@@ -378,7 +372,7 @@ pub fn up(cfg: &SandboxConfig) -> Result<SandboxInfo> {
     let subnet = cfg.validate()?;
     require_root()?;
     let t0 = Instant::now();
-    ensure_packages()?;
+    ensure_packages(&[])?;
     tracing::debug!(elapsed_ms = t0.elapsed().as_millis(), "packages checked");
     let state_dir = cfg.state_dir();
     check_strict_modes(&state_dir)?;

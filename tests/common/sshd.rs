@@ -102,6 +102,8 @@ impl Sshd {
 
     /// Like `start`, with `extra_config` (complete `sshd_config` lines) appended to the config.
     pub fn start_with(extra_config: &str) -> Result<Sshd, String> {
+        // openssh-server comes through the project's install path on a fresh machine.
+        shakedown::sandbox::ensure_packages(&[]).map_err(|e| e.to_string())?;
         fs::create_dir_all("/run/sshd").map_err(|e| format!("mkdir /run/sshd: {e}"))?;
         let dir = tempfile::Builder::new()
             .prefix("shakedown-sshd-")

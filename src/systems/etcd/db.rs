@@ -111,21 +111,18 @@ const ETCDCTL_SCRIPT: &str = r#"c="$1"; shift
 ETCDCTL_API=3 exec "$c" "$@"
 "#;
 
-/// Install etcd if missing: `$1` = base dir, `$2` = tarball URL or empty.
-const INSTALL_SCRIPT: &str = r#"set -e
+/// Install etcd from a release tarball if it is not there yet: `$1` = base dir, `$2` = URL.
+const TARBALL_SCRIPT: &str = r#"set -e
 dir="$1"; url="$2"
 [ -x "$dir/bin/etcd" ] && exit 0
-command -v etcd >/dev/null 2>&1 && command -v etcdctl >/dev/null 2>&1 && exit 0
-if [ -n "$url" ]; then
-  mkdir -p "$dir/bin" "$dir/dl"
-  if command -v curl >/dev/null 2>&1; then curl -fsSL -o "$dir/dl/etcd.tar.gz" "$url";
-  else wget -q -O "$dir/dl/etcd.tar.gz" "$url"; fi
-  tar -xzf "$dir/dl/etcd.tar.gz" -C "$dir/bin" --strip-components=1
-  exit 0
-fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get -o DPkg::Lock::Timeout=300 install -y -q etcd-server etcd-client >/dev/null
+mkdir -p "$dir/bin" "$dir/dl"
+if command -v curl >/dev/null 2>&1; then curl -fsSL -o "$dir/dl/etcd.tar.gz" "$url";
+else wget -q -O "$dir/dl/etcd.tar.gz" "$url"; fi
+tar -xzf "$dir/dl/etcd.tar.gz" -C "$dir/bin" --strip-components=1
 "#;
+
+/// Debian's etcd (server and etcdctl).
+const PACKAGES: [&str; 2] = ["etcd-server", "etcd-client"];
 
 impl Etcd {
     /// An etcd system with the given settings.
@@ -307,11 +304,20 @@ impl Db for Etcd {
         "etcd"
     }
 
+    fn packages(&self) -> Vec<String> {
+        match self.cfg.tarball_url {
+            Some(_) => Vec::new(),
+            None => PACKAGES.iter().map(|p| p.to_string()).collect(),
+        }
+    }
+
     fn install(&self, remote: &dyn Remote) -> Result<(), DbError> {
-        let url = self.cfg.tarball_url.clone().unwrap_or_default();
-        remote
-            .exec_ok(&Cmd::script(INSTALL_SCRIPT, [self.cfg.base_dir.clone(), url]).sudo(true))?;
-        Ok(())
+        if let Some(url) = &self.cfg.tarball_url {
+            remote.exec_ok(
+                &Cmd::script(TARBALL_SCRIPT, [self.cfg.base_dir.clone(), url.clone()]).sudo(true),
+            )?;
+        }
+        crate::db::check_binaries(remote, &self.required_binaries())
     }
 
     fn setup(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
@@ -363,7 +369,10 @@ impl Db for Etcd {
     fn required_binaries(&self) -> Vec<Binary> {
         let fix = match &self.cfg.tarball_url {
             Some(url) => format!("installed by `shakedown run` from {url}"),
-            None => "apt-get install etcd-server etcd-client (`shakedown run` does this)".into(),
+            None => format!(
+                "apt-get install {} (`shakedown run` does this unless --no-install)",
+                PACKAGES.join(" ")
+            ),
         };
         ["etcd", "etcdctl"]
             .into_iter()

@@ -4,7 +4,7 @@
 //!
 //! Owns building each command with `Cmd` (the spec's script is constant text run by `sh -c`;
 //! node name, index, node list, data dir and options arrive as positional parameters, never
-//! spliced into the script), installing the spec's packages, uploading its files, the setup
+//! spliced into the script), uploading its files, the setup
 //! order, polling `ready`, and error messages naming the node and the command. Does not own
 //! parsing the spec (`spec`) or clients (`client`).
 
@@ -14,17 +14,6 @@ use crate::db::{Db, DbError, Kill, Pause, Primaries, Promote};
 use crate::node::Node;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// Installs the Debian packages given as `$1…` that are not installed yet.
-const INSTALL_PACKAGES_SCRIPT: &str = r#"missing=""
-for p in "$@"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
-[ -z "$missing" ] && exit 0
-export DEBIAN_FRONTEND=noninteractive
-# Package names are validated by the spec parser: splitting $missing on spaces is safe.
-apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends $missing >/dev/null
-"#;
 
 /// Prints the installed version of package `$1`.
 const PACKAGE_VERSION_SCRIPT: &str = r#"dpkg-query -W -f='${Version}' "$1""#;
@@ -213,26 +202,12 @@ impl Db for ExternalDb {
         &self.cfg.spec.name
     }
 
-    fn install(&self, remote: &dyn Remote) -> Result<(), DbError> {
-        if self.cfg.spec.packages.is_empty() {
-            return Ok(());
-        }
-        let out = remote.exec(
-            &Cmd::script(INSTALL_PACKAGES_SCRIPT, self.cfg.spec.packages.clone())
-                .sudo(true)
-                .timeout_ms(INSTALL_TIMEOUT_MS),
-        )?;
-        if !out.success() {
-            return Err(DbError::Other {
-                node: remote.node().to_string(),
-                message: format!(
-                    "installing {} with apt-get failed ({}){}",
-                    self.cfg.spec.packages.join(" "),
-                    exit_words(&out),
-                    output_hint(&out)
-                ),
-            });
-        }
+    fn packages(&self) -> Vec<String> {
+        self.cfg.spec.packages.clone()
+    }
+
+    fn install(&self, _remote: &dyn Remote) -> Result<(), DbError> {
+        // The spec's packages come through `provision`; its own `install` command runs in setup.
         Ok(())
     }
 

@@ -401,13 +401,6 @@ fn is_name(s: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
 }
 
-fn is_package(s: &str) -> bool {
-    s.len() >= 2
-        && s.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && s.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '+' | '-' | '.'))
-}
-
 /// A remote path: absolute, no `..`, no whitespace or control characters.
 fn is_remote_path(s: &str) -> bool {
     s.starts_with('/')
@@ -443,7 +436,7 @@ pub fn parse(text: &str, path: &Path) -> Result<ExternalSpec, ConfigError> {
     }
     let mut packages = Vec::new();
     for p in &raw.packages {
-        if !is_package(p.get_ref()) {
+        if !crate::provision::valid_package_name(p.get_ref()) {
             return Err(err(
                 p.span().start,
                 format!("packages: {:?} is not a Debian package name", p.get_ref()),

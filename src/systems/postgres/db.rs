@@ -127,14 +127,10 @@ pub struct Postgres {
     pub promoted: PrimarySlot,
 }
 
-/// Install Debian's PostgreSQL 15 if `$1/postgres` is missing. Debian's package creates and (with
-/// an init system) starts a `15/main` cluster on localhost:5432; ours listen on the node address
-/// with their own socket directory, so the two never meet.
-const INSTALL_SCRIPT: &str = r#"set -e
-[ -x "$1/postgres" ] && [ -x "$1/pg_basebackup" ] && exit 0
-export DEBIAN_FRONTEND=noninteractive
-apt-get -o DPkg::Lock::Timeout=300 install -y -q postgresql-15 >/dev/null
-"#;
+/// Debian's PostgreSQL 15. The package creates and (with an init system) starts a `15/main`
+/// cluster on localhost:5432; ours listen on the node address with their own socket directory,
+/// so the two never meet.
+const PACKAGES: [&str; 1] = ["postgresql-15"];
 
 /// Wipe the node's directory and recreate it owned by the server user: `$1` = base dir,
 /// `$2` = OS user.
@@ -493,9 +489,8 @@ impl Db for Postgres {
         "postgres"
     }
 
-    fn install(&self, remote: &dyn Remote) -> Result<(), DbError> {
-        remote.exec_ok(&Cmd::script(INSTALL_SCRIPT, [self.cfg.bin_dir.as_str()]).sudo(true))?;
-        Ok(())
+    fn packages(&self) -> Vec<String> {
+        PACKAGES.iter().map(|p| p.to_string()).collect()
     }
 
     fn setup(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
@@ -551,7 +546,10 @@ impl Db for Postgres {
     }
 
     fn required_binaries(&self) -> Vec<Binary> {
-        let fix = "apt-get install postgresql-15 (`shakedown run --db postgres` does this)";
+        let fix = format!(
+            "apt-get install {} (`shakedown run --db postgres` does this unless --no-install)",
+            PACKAGES.join(" ")
+        );
         [
             "postgres",
             "initdb",
@@ -564,7 +562,7 @@ impl Db for Postgres {
         .map(|name| Binary {
             name: name.into(),
             paths: vec![self.bin(name)],
-            fix: fix.into(),
+            fix: fix.clone(),
         })
         .collect()
     }

@@ -110,13 +110,9 @@ pub struct Redis {
     pub last_primary: PrimarySlot,
 }
 
-/// Install Debian's Redis and Sentinel if a program is missing. The package may start its own
-/// service on 127.0.0.1:6379/26379; ours bind node addresses, so the two never meet.
-const INSTALL_SCRIPT: &str = r#"set -e
-command -v redis-server >/dev/null && command -v redis-sentinel >/dev/null && command -v redis-cli >/dev/null && exit 0
-export DEBIAN_FRONTEND=noninteractive
-apt-get -o DPkg::Lock::Timeout=300 install -y -q redis-server redis-sentinel >/dev/null
-"#;
+/// Debian's Redis and Sentinel. The package may start its own service on
+/// 127.0.0.1:6379/26379; ours bind node addresses, so the two never meet.
+const PACKAGES: [&str; 2] = ["redis-server", "redis-sentinel"];
 
 /// Signal one server if its pidfile names a live Redis process: `$1` = base dir, `$2` = `redis`
 /// or `sentinel`, `$3` = signal. With KILL, wait until it is gone and drop the pidfile.
@@ -382,9 +378,8 @@ impl Db for Redis {
         "redis"
     }
 
-    fn install(&self, remote: &dyn Remote) -> Result<(), DbError> {
-        remote.exec_ok(&Cmd::sh(INSTALL_SCRIPT).sudo(true))?;
-        Ok(())
+    fn packages(&self) -> Vec<String> {
+        PACKAGES.iter().map(|p| p.to_string()).collect()
     }
 
     fn setup(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
@@ -451,14 +446,16 @@ impl Db for Redis {
     }
 
     fn required_binaries(&self) -> Vec<Binary> {
-        let fix =
-            "apt-get install redis-server redis-sentinel (`shakedown run --db redis` does this)";
+        let fix = format!(
+            "apt-get install {} (`shakedown run --db redis` does this unless --no-install)",
+            PACKAGES.join(" ")
+        );
         ["redis-server", "redis-sentinel", "redis-cli"]
             .into_iter()
             .map(|name| Binary {
                 name: name.into(),
                 paths: vec![],
-                fix: fix.into(),
+                fix: fix.clone(),
             })
             .collect()
     }
