@@ -1,4 +1,5 @@
-//! Cluster nodes: `Node` and parsing node lists (`--nodes`, `--nodes-file`).
+//! Cluster nodes: `Node`, parsing node lists (`--nodes`, `--nodes-file`), and saying one cause
+//! once for many nodes (`one_cause_once`).
 //!
 //! A leaf module: it imports nothing from the rest of the crate, so every layer (core, shell,
 //! CLI) can name a node. Does not own reaching nodes (`control`) or the sandbox's nodes
@@ -99,9 +100,56 @@ pub fn parse_nodes(text: &str, source: &str) -> Result<Vec<Node>, NodeListError>
     Ok(nodes)
 }
 
+/// Groups `node: cause` messages by cause, keeping the first appearance's order.
+pub fn one_cause_once(errs: &[String]) -> String {
+    let mut groups: Vec<(Vec<&str>, &str)> = Vec::new();
+    for e in errs {
+        let (node, cause) = match e.split_once(": ") {
+            Some((n, c)) if !n.is_empty() && !n.contains(char::is_whitespace) => (n, c),
+            _ => ("", e.as_str()),
+        };
+        match groups.iter_mut().find(|(_, c)| *c == cause) {
+            Some((nodes, _)) if !node.is_empty() => nodes.push(node),
+            Some(_) => {}
+            None => groups.push((
+                vec![node].into_iter().filter(|n| !n.is_empty()).collect(),
+                cause,
+            )),
+        }
+    }
+    groups
+        .iter()
+        .map(|(nodes, cause)| match nodes.as_slice() {
+            [] => cause.to_string(),
+            _ => format!("{}: {cause}", nodes.join(", ")),
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_cause_is_said_once_naming_its_nodes() {
+        let errs: Vec<String> = [
+            "n1: cannot reach a package source (x)",
+            "n2: etcd not found; fix",
+            "n3: cannot reach a package source (x)",
+            "teardown: failed badly",
+            "no node named here",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            one_cause_once(&errs),
+            "n1, n3: cannot reach a package source (x); n2: etcd not found; fix; \
+             teardown: failed badly; no node named here"
+        );
+        assert_eq!(one_cause_once(&[]), "");
+    }
 
     #[test]
     fn parses_bare_hosts_and_named_hosts() {

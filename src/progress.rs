@@ -24,6 +24,8 @@ const RATE_WINDOW: Duration = Duration::from_secs(1);
 /// The phases of a run, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
+    /// Installing missing packages on this machine (for the sandbox's nodes).
+    Packages,
     /// Bringing the built-in sandbox up.
     Sandbox,
     /// Opening SSH sessions.
@@ -60,6 +62,7 @@ impl Phase {
     /// The phase's name as shown.
     pub fn name(self) -> &'static str {
         match self {
+            Phase::Packages => "packages",
             Phase::Sandbox => "sandbox",
             Phase::Connect => "connect",
             Phase::Leftovers => "leftovers",

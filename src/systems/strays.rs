@@ -35,6 +35,21 @@ macro_rules! live_sh {
 }
 pub(crate) use live_sh;
 
+/// Shell function `log_tail FILE N` (prepend to a script): the last N lines of a server's log,
+/// each cut to 300 characters — or, when there are none, words saying so and naming the file
+/// (an empty tail alone told a person nothing).
+macro_rules! log_tail_sh {
+    () => {
+        r#"log_tail() {
+  if [ -s "$1" ]; then echo "last lines of $1:"; tail -n "$2" "$1" | cut -c1-300
+  elif [ -e "$1" ]; then echo "$1 is empty (the server wrote nothing before it ended)"
+  else echo "no log: $1 does not exist (the server never started writing it)"; fi
+}
+"#
+    };
+}
+pub(crate) use log_tail_sh;
+
 /// `$1` = base directory, `$2` = extended regular expression the executable's file name must
 /// match. Resumes then kills every such process and waits (up to 5 s) until they are gone; prints
 /// the PIDs it ended.

@@ -63,6 +63,23 @@ impl Drop for SandboxGuard {
     }
 }
 
+/// When a run could not be carried out (exit 3 or more), prints its `error:` lines first, so a
+/// failing test's first line is the cause, not the progress and cleanup lines before it.
+pub fn say_cause_first(code: Option<i32>, stderr: &str) {
+    if code.is_some_and(|c| c < 3) {
+        return;
+    }
+    let errors: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("error:") || l.starts_with("shakedown: error"))
+        .collect();
+    let cause = match errors.as_slice() {
+        [] => stderr.lines().last().unwrap_or("no output"),
+        [first, ..] => first,
+    };
+    eprintln!("shakedown run failed (exit {code:?}): {cause}");
+}
+
 /// `shakedown run --json --reports DIR <sandbox flags> <extra>`: (exit code, stdout JSON, stderr).
 pub fn run_json(sandbox: &[&str], extra: &[&str], reports: &Path) -> (i32, Value, String) {
     let mut args = vec!["run", "--json", "--reports", reports.to_str().unwrap()];
@@ -71,6 +88,7 @@ pub fn run_json(sandbox: &[&str], extra: &[&str], reports: &Path) -> (i32, Value
     let out = shakedown(&args);
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    say_cause_first(out.status.code(), &stderr);
     let v: Value = serde_json::from_str(stdout.trim())
         .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {stdout}\nstderr: {stderr}"));
     (out.status.code().unwrap_or(-1), v, stderr)

@@ -93,11 +93,11 @@ const NOT_RUNNING: i32 = 3;
 /// = etcdctl arguments. Prints the last log lines (cut to 300 characters) when etcd is gone.
 const READY_SCRIPT: &str = concat!(
     crate::systems::strays::live_sh!(),
+    crate::systems::strays::log_tail_sh!(),
     r#"c="$1"; dir="$2"; shift 2
 pid=$(cat "$dir/etcd.pid" 2>/dev/null || true)
 if ! live "$pid" etcd; then
-  echo "last log lines of $dir/etcd.log:"
-  tail -n 3 "$dir/etcd.log" 2>/dev/null | cut -c1-300
+  log_tail "$dir/etcd.log" 3
   exit 3
 fi
 [ -x "$c" ] || c=etcdctl
@@ -458,7 +458,7 @@ mod tests {
 
     #[test]
     fn startup_failure_picks_the_error_entry() {
-        let tail = "last log lines of /tmp/x/etcd.log:\n{\"level\":\"info\",\"msg\":\"closed etcd server\"}\n{\"level\":\"fatal\",\"msg\":\"discovery failed\",\"error\":\"listen tcp 10.75.0.1:2379: bind: address already in use\"}";
+        let tail = "last lines of /tmp/x/etcd.log:\n{\"level\":\"info\",\"msg\":\"closed etcd server\"}\n{\"level\":\"fatal\",\"msg\":\"discovery failed\",\"error\":\"listen tcp 10.75.0.1:2379: bind: address already in use\"}";
         assert_eq!(
             startup_failure(tail),
             "discovery failed: listen tcp 10.75.0.1:2379: bind: address already in use"

@@ -112,6 +112,9 @@ impl Db for ExternalSystem {
     fn name(&self) -> &str {
         self.db.name()
     }
+    fn packages(&self) -> Vec<String> {
+        self.db.packages()
+    }
     fn install(&self, remote: &dyn Remote) -> Result<(), DbError> {
         self.db.install(remote)
     }

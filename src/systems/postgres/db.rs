@@ -228,11 +228,11 @@ const NOT_RUNNING: i32 = 3;
 /// `$3` = host, `$4` = port, `$5` = `primary` or `replica`. Replicas must be streaming.
 const READY_SCRIPT: &str = concat!(
     crate::systems::strays::live_sh!(),
+    crate::systems::strays::log_tail_sh!(),
     r#"dir="$1"; bin="$2"; host="$3"; port="$4"; role="$5"
 pid=$(cat "$dir/postgres.pid" 2>/dev/null || true)
 if ! live "$pid" postgres; then
-  echo "last log lines of $dir/postgres.log:"
-  tail -n 5 "$dir/postgres.log" 2>/dev/null | cut -c1-300
+  log_tail "$dir/postgres.log" 5
   exit 3
 fi
 "$bin/pg_isready" -q -h "$host" -p "$port" -U postgres || { echo "not accepting connections on $host:$port"; exit 1; }

@@ -165,12 +165,13 @@ const NOT_RUNNING: i32 = 3;
 /// primary and sees every replica and every other Sentinel.
 const READY_SCRIPT: &str = concat!(
     crate::systems::strays::live_sh!(),
+    crate::systems::strays::log_tail_sh!(),
     r#"dir="$1"; host="$2"; port="$3"; sport="$4"; role="$5"; name="$6"; primary="$7"; n="$8"
 for which in redis sentinel; do
   pid=$(cat "$dir/$which.pid" 2>/dev/null || true)
   if ! live "$pid" redis; then
-    echo "$which is not running; last lines of $dir/$which.log:"
-    tail -n 5 "$dir/$which.log" 2>/dev/null | cut -c1-300
+    echo "$which is not running;"
+    log_tail "$dir/$which.log" 5
     exit 3
   fi
 done
