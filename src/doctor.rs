@@ -469,23 +469,37 @@ pub fn render_table(report: &DoctorReport) -> String {
         }
         out.push('\n');
     }
-    let problems: Vec<String> = report
-        .nodes
+    // One problem said once, naming every node it was found on.
+    let mut grouped: Vec<(Vec<&str>, &Finding)> = Vec::new();
+    for r in &report.nodes {
+        for f in r
+            .findings
+            .iter()
+            .filter(|f| matches!(f.status, Status::Fail | Status::Warn))
+        {
+            let same = |g: &&mut (Vec<&str>, &Finding)| {
+                g.1.check == f.check
+                    && g.1.status == f.status
+                    && g.1.detail == f.detail
+                    && g.1.fix == f.fix
+            };
+            match grouped.iter_mut().find(same) {
+                Some(g) => g.0.push(&r.node),
+                None => grouped.push((vec![&r.node], f)),
+            }
+        }
+    }
+    let problems: Vec<String> = grouped
         .iter()
-        .flat_map(|r| {
-            r.findings
-                .iter()
-                .filter(|f| matches!(f.status, Status::Fail | Status::Warn))
-                .map(move |f| {
-                    format!(
-                        "{} {} {}: {}\n    fix: {}",
-                        r.node,
-                        f.check,
-                        f.status.label(),
-                        f.detail,
-                        f.fix
-                    )
-                })
+        .map(|(nodes, f)| {
+            format!(
+                "{} {} {}: {}\n    fix: {}",
+                nodes.join(","),
+                f.check,
+                f.status.label(),
+                f.detail,
+                f.fix
+            )
         })
         .collect();
     if !problems.is_empty() {
