@@ -466,6 +466,24 @@ INFO [2020-04-08 11:41:30.5] jepsen.util 1 :invoke :write 2\n";
     }
 
     #[test]
+    fn line_formats_keep_the_line_each_op_is_on() {
+        assert_eq!(
+            read_jepsen_log(LOG, "log").unwrap().lines,
+            vec![2, 3, 4, 5, 6]
+        );
+        let txt = "0\t:invoke\t:read\tnil\n\n0\t:ok\t:read\t1\n";
+        assert_eq!(read_history_txt(txt, "h.txt").unwrap().lines, vec![1, 3]);
+        let kv = "; kv\n{:process 0 :type :invoke :f :get :key \"1\" :value nil}\n{:process 0 :type :ok :f :get :key \"1\" :value \"x\"}\n";
+        assert_eq!(read_porcupine(kv, "kv.txt").unwrap().lines, vec![2, 3]);
+        // So a mismatched completion names lines there too.
+        let bad = "0\t:invoke\t:write\t1\n0\t:ok\t:read\t1\n";
+        assert_eq!(
+            read_history_txt(bad, "h.txt").unwrap().pairs().unwrap_err(),
+            "line 2 completes the invoke on line 1 with f \"read\", but that invoke was f \"write\""
+        );
+    }
+
+    #[test]
     fn independent_tuples_are_detected_and_split() {
         let src = "{:process 0 :type :invoke :f :write :value [:a 1]}\n\
 {:process 0 :type :ok :f :write :value [:a 1]}\n\
