@@ -579,6 +579,11 @@ fn never_a_verdict_from_nothing() {
     std::fs::write(&empty, "\n\n").unwrap();
     let o = shakedown(&[path(&empty)]);
     assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("unknown: empty history: the file holds no ops"),
+        "{}",
+        stdout(&o)
+    );
 
     // Every client op failed: the checker looked at all of it and nothing happened, which is
     // valid (as Knossos says); only a history without client ops has nothing to check.
@@ -873,4 +878,63 @@ fn foreign_histories_with_unknown_times_and_keyless_completions_are_still_checke
         "{}",
         stderr(&o)
     );
+}
+
+#[test]
+fn an_empty_or_zero_padded_jsonl_file_is_an_empty_history() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, bytes) in [("empty.jsonl", vec![]), ("zeros.jsonl", vec![0u8; 64])] {
+        let f = dir.path().join(name);
+        std::fs::write(&f, bytes).unwrap();
+        let o = shakedown(&[path(&f)]);
+        assert_eq!(code(&o), 2, "{name}: {}{}", stdout(&o), stderr(&o));
+        assert!(
+            stdout(&o).starts_with("jsonl history, 0 events"),
+            "{name}: {}",
+            stdout(&o)
+        );
+        assert!(
+            stdout(&o).contains("unknown: empty history"),
+            "{name}: {}",
+            stdout(&o)
+        );
+        assert!(!stderr(&o).contains("EDN") && !stderr(&o).contains(":type"));
+    }
+}
+
+#[test]
+fn json_that_is_not_a_history_gets_json_words() {
+    let dir = tempfile::tempdir().unwrap();
+    for (text, found) in [
+        ("{}\n", "found an empty object"),
+        ("{\n  \"runs\": 3\n}\n", "found an object with key \"runs\""),
+        (
+            "[1, 2, 3]\n",
+            "found an array of 3 elements whose first is a number",
+        ),
+    ] {
+        let f = dir.path().join("not-a-history.json");
+        std::fs::write(&f, text).unwrap();
+        let o = shakedown(&[path(&f)]);
+        assert_eq!(code(&o), 3, "{text}: {}{}", stdout(&o), stderr(&o));
+        let want = format!("error: {}: is JSON but not a history: ", f.display());
+        assert!(stderr(&o).starts_with(&want), "{text}: {}", stderr(&o));
+        assert!(stderr(&o).contains(found), "{text}: {}", stderr(&o));
+        assert!(!stderr(&o).contains(":type"), "{}", stderr(&o));
+    }
+}
+
+#[test]
+fn a_missing_path_is_named_the_same_by_check_and_report() {
+    let missing = "/no/such/path";
+    let o = shakedown(&[missing]);
+    assert_eq!(code(&o), 3, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(stderr(&o).trim(), format!("error: no such path: {missing}"));
+    let o = Command::new(env!("CARGO_BIN_EXE_shakedown"))
+        .env(shakedown::store::PROTECT_ENV, data("../../reports"))
+        .args(["report", missing])
+        .output()
+        .expect("run shakedown");
+    assert_eq!(code(&o), 3, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(stderr(&o).trim(), format!("error: no such path: {missing}"));
 }

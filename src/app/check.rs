@@ -2,9 +2,9 @@
 //! directories of run directories and history files (one line per file), in one process.
 //!
 //! Owns reading the `check` arguments into model options (semantics preset per input shape,
-//! individual overrides), the "never a verdict from nothing" rule (no client ops is unknown; a
-//! history whose client ops all failed or only read unknown values was looked at in full and keeps
-//! its verdict, as Knossos gives it), the warning about nemesis ops that carry client functions, the
+//! individual overrides), the "never a verdict from nothing" rule (no client ops is unknown, an
+//! empty file saying "empty history"; a history whose client ops all failed or only read unknown
+//! values was looked at in full and keeps its verdict, as Knossos gives it), the warning about nemesis ops that carry client functions, the
 //! text and JSON output, and the exit code over several files. A set history (`--model set`, or
 //! `auto` on add/read ops with list reads) gets the set checker's result and witnesses instead of
 //! a linearizability search (`checker::compose`). Does not own reading formats (`import`), the
@@ -182,7 +182,9 @@ fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<File
     }
     let session = composed.session;
     let clients = history.ops.iter().filter(|o| o.is_client()).count();
-    let nothing_checked = if clients == 0 {
+    let nothing_checked = if history.ops.is_empty() {
+        Some("empty history: the file holds no ops, so there is nothing to check".to_string())
+    } else if clients == 0 {
         Some(format!(
             "no client ops in the history ({} events, none from a client process): nothing to check",
             history.ops.len()
