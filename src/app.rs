@@ -209,10 +209,8 @@ pub fn sandbox(cfg: crate::sandbox::SandboxConfig, up: bool, down: bool) -> i32 
     } else if down {
         match crate::sandbox::down(&cfg) {
             Ok(r) => {
-                if r.removed.is_empty() {
-                    println!("sandbox {}: nothing to remove", cfg.name);
-                } else {
-                    println!("sandbox {}: removed {}", cfg.name, r.removed.join(", "));
+                for line in r.lines(&cfg.name) {
+                    println!("{line}");
                 }
                 0
             }
