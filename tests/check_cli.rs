@@ -938,3 +938,51 @@ fn a_missing_path_is_named_the_same_by_check_and_report() {
     assert_eq!(code(&o), 3, "{}{}", stdout(&o), stderr(&o));
     assert_eq!(stderr(&o).trim(), format!("error: no such path: {missing}"));
 }
+
+#[test]
+fn counts_of_one_are_singular_in_checks_text_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = dir.path().join("one.jsonl");
+    std::fs::write(
+        &one,
+        "{\"type\":\"invoke\",\"process\":0,\"f\":\"write\",\"value\":1}\n{\"type\":\"ok\",\"process\":0,\"f\":\"write\",\"value\":1}\n",
+    )
+    .unwrap();
+    let o = shakedown(&[path(&one)]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("valid: 1 op in 1 part ("),
+        "{}",
+        stdout(&o)
+    );
+    let lone = dir.path().join("lone.jsonl");
+    std::fs::write(
+        &lone,
+        "{\"type\":\"info\",\"process\":\"nemesis\",\"f\":\"start-partition\",\"value\":null}\n",
+    )
+    .unwrap();
+    let o = shakedown(&[path(&lone)]);
+    assert!(
+        stdout(&o).starts_with("jsonl history, 1 event; "),
+        "{}",
+        stdout(&o)
+    );
+    assert!(stdout(&o).contains("(1 event, none from"), "{}", stdout(&o));
+    // A directory holding one history, and one unreadable file beside a readable one.
+    let single = dir.path().join("single");
+    std::fs::create_dir(&single).unwrap();
+    std::fs::copy(&one, single.join("one.jsonl")).unwrap();
+    let o = shakedown(&[path(&single)]);
+    assert!(
+        stdout(&o).contains("checked 1 file: 1 valid, 0 invalid, 0 unknown, 0 unreadable"),
+        "{}",
+        stdout(&o)
+    );
+    let o = shakedown(&[path(&one), "/no/such/path"]);
+    assert_eq!(code(&o), 3, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("verdict: valid (1 file unreadable)"),
+        "{}",
+        stdout(&o)
+    );
+}

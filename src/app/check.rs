@@ -186,8 +186,8 @@ fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<File
         Some("empty history: the file holds no ops, so there is nothing to check".to_string())
     } else if clients == 0 {
         Some(format!(
-            "no client ops in the history ({} events, none from a client process): nothing to check",
-            history.ops.len()
+            "no client ops in the history ({}, none from a client process): nothing to check",
+            count(history.ops.len(), "event", "events")
         ))
     } else {
         None
@@ -281,9 +281,9 @@ impl FileCheck {
     /// `jsonl history, 8 events; model cas-register; semantics etcd (…)`.
     fn headline(&self) -> String {
         let mut s = format!(
-            "{} history, {} events{}; model {}",
+            "{} history, {}{}; model {}",
             self.loaded.format.name(),
-            self.loaded.history.ops.len(),
+            count(self.loaded.history.ops.len(), "event", "events"),
             if self.loaded.independent {
                 ", independent keys"
             } else {
@@ -296,6 +296,11 @@ impl FileCheck {
         }
         s
     }
+}
+
+/// `1 file`, `2 files`: a count and its noun.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn write_output(path: &Path, what: &str, contents: &str) -> Result<(), String> {
@@ -517,14 +522,18 @@ fn check_many(args: &CheckArgs, settings: &Settings) -> i32 {
         println!("{}", serde_json::to_string(&out).unwrap_or_default());
     } else {
         println!(
-            "checked {total} files: {} valid, {} invalid, {} unknown, {errors} unreadable",
+            "checked {}: {} valid, {} invalid, {} unknown, {errors} unreadable",
+            count(total, "file", "files"),
             counts.get("valid").copied().unwrap_or(0),
             counts.get("invalid").copied().unwrap_or(0),
             counts.get("unknown").copied().unwrap_or(0),
         );
         match worst {
             Some(v) if errors == 0 => println!("verdict: {v}"),
-            Some(v) => println!("verdict: {v} ({errors} files unreadable)"),
+            Some(v) => println!(
+                "verdict: {v} ({} unreadable)",
+                count(errors, "file", "files")
+            ),
             None => println!("verdict: none (no file could be checked)"),
         }
     }
