@@ -209,10 +209,8 @@ pub fn sandbox(cfg: crate::sandbox::SandboxConfig, up: bool, down: bool) -> i32 
     } else if down {
         match crate::sandbox::down(&cfg) {
             Ok(r) => {
-                if r.removed.is_empty() {
-                    println!("sandbox {}: nothing to remove", cfg.name);
-                } else {
-                    println!("sandbox {}: removed {}", cfg.name, r.removed.join(", "));
+                for line in r.lines(&cfg.name) {
+                    println!("{line}");
                 }
                 0
             }
@@ -238,6 +236,11 @@ pub fn sandbox(cfg: crate::sandbox::SandboxConfig, up: bool, down: bool) -> i32 
 /// `shakedown report`: rewrite plots, results and (when invalid) the witness page of a run
 /// directory from its history alone.
 pub fn report(args: crate::cli::ReportArgs) -> i32 {
+    if matches!(args.run_dir.try_exists(), Ok(false)) {
+        let missing = crate::store::StoreError::NoSuchPath(args.run_dir.display().to_string());
+        eprintln!("error: {missing}");
+        return EXIT_USAGE;
+    }
     if !args.run_dir.join(crate::store::HISTORY_FILE).is_file() {
         eprintln!(
             "error: {}: not a run directory (no {})",

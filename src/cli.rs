@@ -26,41 +26,56 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Subcommands.
+/// Subcommands. Each doc's first paragraph is its one line in `shakedown --help` (keep it short,
+/// the list is tested to fit 100 columns); the rest shows in the command's own `--help`.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a test: set up the DB, drive the workload under faults, check the history.
     Run(Box<RunArgs>),
     /// Check a history file or run directory offline.
     Check(CheckArgs),
-    /// Manage the built-in local cluster (network namespaces + sshd). Each node's PID 1 is a
-    /// small reaper that restarts sshd when it dies (so the `ssh-drop` fault and a killed sshd
-    /// do not take the node down); killing the reaper takes the node down.
+    /// Manage the built-in local cluster (network namespaces + sshd).
+    ///
+    /// Each node's PID 1 is a small reaper that restarts sshd when it dies (so the `ssh-drop`
+    /// fault and a killed sshd do not take the node down); killing the reaper takes the node
+    /// down.
     Sandbox(SandboxCmd),
-    /// Measure the controller's overhead against a bare client loop on the same cluster.
+    /// Measure the controller's overhead against a bare client loop.
+    ///
+    /// Both sides run on the same cluster, in many short paired rounds.
     Bench(BenchArgs),
-    /// Regenerate the plots (and the witness page of an invalid run) from a run directory.
+    /// Regenerate a run directory's results, page and plots from its history.
+    ///
+    /// Rewrites results.json, the run page, the plots and, when the run is invalid, the witness
+    /// page, from history.jsonl alone.
     Report(ReportArgs),
-    /// Undo faults the tool may have left behind: remove its iptables chain (partition and loss
-    /// rules) and its tc qdiscs, resume paused DB processes on every node (e.g. after the
-    /// controller was killed). Heals every node it reaches and says per node what it undid; exits
-    /// 4 naming what was left (an unreachable node, a failed step).
+    /// Undo faults the tool may have left behind on the nodes.
+    ///
+    /// Removes its iptables chain (partition and loss rules) and its tc qdiscs, resumes paused
+    /// DB processes on every node (e.g. after the controller was killed). Heals every node it
+    /// reaches and says per node what it undid; exits 4 naming what was left (an unreachable
+    /// node, a failed step).
     Heal(HealArgs),
-    /// Preflight every node: SSH, root, iptables, tc, netem, clock, NTP, the DB's binaries.
+    /// Preflight every node: SSH, root, iptables, tc, netem, clock, NTP, DB binaries.
+    ///
     /// Exit 0 when every required check passed (warnings allowed), 4 otherwise.
     Doctor(DoctorArgs),
     /// Browse the reports on http://127.0.0.1:PORT/ (loopback only).
     Serve(ServeArgs),
-    /// Run a matrix of configurations (compare/*.toml) with several seeds each and show each
-    /// cell's claimed consistency against what the runs observed. Exit 0 when every claim held,
-    /// 1 when any was refuted, 2 when some are undecided.
+    /// Run a matrix of configurations and judge each cell's claimed consistency.
+    ///
+    /// Runs the matrix (compare/*.toml) with several seeds each and shows each cell's claimed
+    /// consistency against what the runs observed. Exit 0 when every claim held, 1 when any was
+    /// refuted, 2 when some are undecided.
     Compare(CompareArgs),
-    /// Inject journaled, always-healed faults into a live system while its own traffic runs,
-    /// with a health probe recorded as history ops (no workload of ours, no checkers). Rails:
-    /// --nodes required, --dry-run, blast radius (--allow-majority), --abort-after. Exit 0
-    /// within SLO (or no SLO given and it ran to its end), 1 SLO violated, 2 undecided (aborted
-    /// by the probe, interrupted, no probe ran), 3 usage or refused, 4 runtime error or a heal
-    /// that left something.
+    /// Inject always-healed faults into a live system, watched by a health probe.
+    ///
+    /// Faults are journaled and always healed; the system's own traffic runs, and a health probe
+    /// is recorded as history ops (no workload of ours, no checkers). Rails: --nodes required,
+    /// --dry-run, blast radius (--allow-majority), --abort-after. Exit 0 within SLO (or no SLO
+    /// given and it ran to its end), 1 SLO violated, 2 undecided (aborted by the probe,
+    /// interrupted, no probe ran), 3 usage or refused, 4 runtime error or a heal that left
+    /// something.
     #[command(
         mut_arg("nodes", |a| a.help("Nodes to inject faults into: `host,host,…` or `name=host,…` (required, or --nodes-file; never the sandbox by itself)")),
         mut_arg("sandbox_name", |a| a.help("Sandbox whose SSH key and known_hosts to use when the nodes are a sandbox's (its nodes still go in --nodes)"))
@@ -809,6 +824,49 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
         Cli::try_parse_from(std::iter::once("shakedown").chain(args.iter().copied()))
+    }
+
+    /// The lines of a help text's `Commands:` list.
+    fn command_list(help: &str) -> Vec<String> {
+        help.lines()
+            .skip_while(|l| *l != "Commands:")
+            .skip(1)
+            .take_while(|l| !l.trim().is_empty())
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn every_command_list_has_one_short_line_per_command() {
+        use clap::CommandFactory;
+        let mut top = Cli::command();
+        let mut lists = vec![("shakedown".to_string(), top.render_long_help().to_string())];
+        for sub in top.get_subcommands_mut() {
+            if sub.has_subcommands() {
+                let name = format!("shakedown {}", sub.get_name());
+                lists.push((name, sub.render_long_help().to_string()));
+            }
+        }
+        for (name, help) in &lists {
+            let list = command_list(help);
+            assert!(!list.is_empty(), "{name}: no command list in\n{help}");
+            for line in &list {
+                assert!(
+                    line.chars().count() <= 100,
+                    "{name} --help: {} columns: {line}",
+                    line.chars().count()
+                );
+            }
+        }
+        // One line per command: the top-level list names each of them once.
+        let top_list = command_list(&lists[0].1);
+        assert_eq!(top_list.len(), Cli::command().get_subcommands().count() + 1);
+        // The detail is still in the command's own --help.
+        let heal = Cli::command()
+            .find_subcommand_mut("heal")
+            .map(|c| c.render_long_help().to_string())
+            .unwrap();
+        assert!(heal.contains("exits 4 naming what was left"), "{heal}");
     }
 
     #[test]

@@ -10,8 +10,9 @@
 //! `:nemesis` → `Process::Nemesis`; `:type` → `OpType`; `:f` keyword → string without the colon;
 //! `:value` → JSON (keywords and symbols become strings, vectors/lists/sets become arrays, maps become
 //! objects with stringified keys); an absent or nil `:f` on a transaction value (a vector of
-//! micro-ops `[:append :x 1]`, Elle's histories) → `txn`; `:time` → `time_ns`; `:error` → string; `:index` is ignored and
-//! indices are renumbered densely. With `EdnOptions::independent`, client op values are
+//! micro-ops `[:append :x 1]`, Elle's histories) → `txn`; `:time` → `time_ns` (`-1`, Jepsen's
+//! unknown time, or none → 0, unknown); `:error` → string; `:index` is ignored and indices are
+//! renumbered densely. With `EdnOptions::independent`, client op values are
 //! `jepsen.independent` tuples `[k v]` (for cas `[k [old new]]`): `k` becomes `Op::key`, `v` the
 //! value. Malformed input is an error naming the line and column and what was expected; the reader
 //! never panics.
@@ -535,10 +536,11 @@ fn op_from_map(form: &Located, opts: EdnOptions) -> Result<Op, EdnError> {
     op.key = key;
     op.time_ns = match get("time") {
         Some(Edn::Int(t)) if *t >= 0 => *t as u64,
-        Some(Edn::Nil) | None => 0,
+        // Jepsen writes -1 for an op whose time it does not know: unknown, as a missing one.
+        Some(Edn::Int(-1) | Edn::Nil) | None => 0,
         Some(v) => {
             return Err(fail(format!(
-                ":time must be a non-negative integer (ns), found {}",
+                ":time must be a non-negative integer (ns) or -1 (unknown), found {}",
                 kind(v)
             )));
         }
@@ -818,6 +820,20 @@ mod tests {
         assert_eq!(h.ops[2].op_type, OpType::Fail);
         assert_eq!(h.ops[2].error.as_deref(), Some("[\"timeout\",null]"));
         assert_eq!(h.ops[2].index, 2);
+    }
+
+    #[test]
+    fn jepsens_unknown_time_reads_as_unknown_and_other_negative_times_are_refused() {
+        let src = "{:process 0, :type :invoke, :f :read, :value nil, :time -1}\n{:process 0, :type :ok, :f :read, :value 1}";
+        let h = read_history(src, "h.edn", EdnOptions::default()).unwrap();
+        assert_eq!((h.ops[0].time_ns, h.ops[1].time_ns), (0, 0));
+        let e = read_history(
+            "{:process 0, :type :invoke, :f :read, :value nil, :time -2}",
+            "h.edn",
+            EdnOptions::default(),
+        )
+        .unwrap_err();
+        assert!(e.contains("or -1 (unknown), found integer -2"), "{e}");
     }
 
     #[test]

@@ -100,7 +100,8 @@ pub struct Op {
     /// Position in the history, 0-based, dense.
     #[serde(default)]
     pub index: u64,
-    /// Nanoseconds since the run started, from a monotonic clock.
+    /// Nanoseconds since the run started, from a monotonic clock. 0 means unknown: a missing
+    /// `time` reads as 0, and so does Jepsen's `-1` in imported histories.
     #[serde(rename = "time", default)]
     pub time_ns: u64,
     /// invoke | ok | fail | info.
@@ -192,8 +193,9 @@ pub struct History {
     pub ops: Vec<Op>,
     /// Non-fatal problems (e.g. a torn last line), for the user to see.
     pub warnings: Vec<String>,
-    /// The 1-based line of the input each op starts on, when the reader knew it (JSONL, EDN,
-    /// JSON arrays); empty otherwise. Keeps error messages about an op pointing into the file.
+    /// The 1-based line of the input each op starts on, when the reader knew it (every reader of
+    /// a file: JSONL, EDN, JSON arrays, console logs, `history.txt`, Porcupine lines); empty
+    /// otherwise. Keeps error messages about an op pointing into the file.
     pub lines: Vec<usize>,
     /// Why the input ends in a crash artefact (a torn last line, a killed writer's zero
     /// padding), when it does: ops after it may be missing, so nothing read from it is valid.
@@ -339,9 +341,46 @@ impl History {
         }
     }
 
+    /// `line 7` when the input line of op `i` is known, else `op 7` (its position).
+    fn place(&self, i: usize) -> String {
+        match self.line_of(i) {
+            Some(line) => format!("line {line}"),
+            None => format!("op {i}"),
+        }
+    }
+
+    /// Why completion `c` cannot complete invoke `inv`, naming both: it names another function,
+    /// another key (only when both name one: an importer may leave a completion's key out), or a
+    /// time before the invoke's (only when both times are known; 0 is unknown, see
+    /// [`Op::time_ns`]). Values may differ: a read's completion carries what it read.
+    fn mismatch(&self, inv: usize, c: usize) -> Option<String> {
+        let (invoke, done) = (&self.ops[inv], &self.ops[c]);
+        let cause = if invoke.f != done.f {
+            format!("with f {:?}, but that invoke was f {:?}", done.f, invoke.f)
+        } else if let (Some(a), Some(b)) = (&invoke.key, &done.key)
+            && a != b
+        {
+            format!("on key {b:?}, but that invoke was on key {a:?}")
+        } else if invoke.time_ns > 0 && done.time_ns > 0 && done.time_ns < invoke.time_ns {
+            format!(
+                "at time {}, before that invoke's time {}",
+                done.time_ns, invoke.time_ns
+            )
+        } else {
+            return None;
+        };
+        Some(format!(
+            "{} completes the invoke on {} {cause}",
+            self.place(c),
+            self.place(inv)
+        ))
+    }
+
     /// Pair every invoke with its completion. `pairs[i]` is `Some(j)` when op `i` is an invoke
     /// completed by op `j`, `None` for invokes with no completion and for non-invokes.
-    /// Errors on a completion without an open invoke or a second invoke on a busy process.
+    /// Nemesis ops are not paired. Errors on a completion without an open invoke, a second invoke
+    /// on a busy process, and a completion that does not match its invoke (see
+    /// [`History::mismatch`]): such a history does not mean anything, whichever checker reads it.
     pub fn pairs(&self) -> Result<Vec<Option<usize>>, String> {
         let mut open: std::collections::HashMap<Process, usize> = std::collections::HashMap::new();
         let mut pairs = vec![None; self.ops.len()];
@@ -361,7 +400,12 @@ impl History {
                     }
                 }
                 _ => match open.remove(&op.process) {
-                    Some(inv) => pairs[inv] = Some(i),
+                    Some(inv) => {
+                        if let Some(why) = self.mismatch(inv, i) {
+                            return Err(why);
+                        }
+                        pairs[inv] = Some(i);
+                    }
                     None => {
                         return Err(format!(
                             "{} ({:?} by process {}) completes nothing: no open invoke",
@@ -557,6 +601,88 @@ mod tests {
         assert!(bad.pairs().unwrap_err().contains("no open invoke"));
         let busy = History::from_ops(vec![mk(OpType::Invoke, 0), mk(OpType::Invoke, 0)]);
         assert!(busy.pairs().unwrap_err().contains("still open"));
+    }
+
+    /// An invoke and its completion read from JSONL lines 1 and 3 (a nemesis op between them).
+    fn pair_of(invoke: &str, done: &str) -> Result<Vec<Option<usize>>, String> {
+        let nemesis = r#"{"type":"info","process":"nemesis","f":"start-partition","time":1}"#;
+        let text = format!("{invoke}\n{nemesis}\n{done}\n");
+        History::read_jsonl(text.as_bytes(), "h.jsonl")
+            .unwrap()
+            .pairs()
+    }
+
+    #[test]
+    fn a_completion_naming_another_function_names_both_lines() {
+        let err = pair_of(
+            r#"{"type":"invoke","process":0,"f":"write","value":1}"#,
+            r#"{"type":"ok","process":0,"f":"read","value":1}"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            r#"line 3 completes the invoke on line 1 with f "read", but that invoke was f "write""#
+        );
+    }
+
+    #[test]
+    fn a_completion_naming_another_key_is_refused_only_when_both_name_one() {
+        let err = pair_of(
+            r#"{"type":"invoke","process":0,"f":"write","key":"k","value":1}"#,
+            r#"{"type":"ok","process":0,"f":"write","key":"j","value":1}"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            r#"line 3 completes the invoke on line 1 on key "j", but that invoke was on key "k""#
+        );
+        // An importer may leave the completion's key out (it is the invoke's).
+        let keyless = pair_of(
+            r#"{"type":"invoke","process":0,"f":"write","key":"k","value":1}"#,
+            r#"{"type":"ok","process":0,"f":"write","value":1}"#,
+        );
+        assert_eq!(keyless.unwrap(), vec![Some(2), None, None]);
+    }
+
+    #[test]
+    fn a_completion_before_its_invoke_is_refused_only_when_both_times_are_known() {
+        let err = pair_of(
+            r#"{"type":"invoke","process":0,"f":"write","value":1,"time":30}"#,
+            r#"{"type":"info","process":0,"f":"write","value":1,"time":20}"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            "line 3 completes the invoke on line 1 at time 20, before that invoke's time 30"
+        );
+        // A missing time (0) is unknown, on either side; equal times are fine.
+        for (a, b) in [(30, 0), (0, 30), (30, 30)] {
+            let ok = pair_of(
+                &format!(r#"{{"type":"invoke","process":0,"f":"write","value":1,"time":{a}}}"#),
+                &format!(r#"{{"type":"ok","process":0,"f":"write","value":1,"time":{b}}}"#),
+            );
+            assert!(ok.is_ok(), "{a} {b}: {ok:?}");
+        }
+    }
+
+    #[test]
+    fn a_read_completes_with_another_value_and_nemesis_ops_are_not_paired() {
+        let h = History::from_ops(vec![
+            Op::new(OpType::Invoke, Process::Client(0), "read", Value::Null),
+            Op::new(OpType::Info, Process::Nemesis, "start-kill", json!("n1")),
+            Op::new(OpType::Ok, Process::Client(0), "read", json!(3)),
+            Op::new(OpType::Info, Process::Nemesis, "stop-kill", json!("n1")),
+        ]);
+        assert_eq!(h.pairs().unwrap(), vec![Some(2), None, None, None]);
+        // Without input lines, ops are named by position.
+        let h = History::from_ops(vec![
+            Op::new(OpType::Invoke, Process::Client(0), "write", json!(1)),
+            Op::new(OpType::Ok, Process::Client(0), "cas", json!(1)),
+        ]);
+        assert_eq!(
+            h.pairs().unwrap_err(),
+            r#"op 1 completes the invoke on op 0 with f "cas", but that invoke was f "write""#
+        );
     }
 
     #[test]

@@ -24,10 +24,12 @@
 //!   `{:process 0, :type :invoke, :f :put, :key "1", :value "x"}`; `:f` get/put/append suit the `kv`
 //!   model, whose keys start as `""` for this input (Porcupine's kv model).
 //!
-//! `detect_format` (for `--format auto`): a line containing `jepsen.util` among the first 200 lines →
+//! `detect_format` (for `--format auto`): blank text (or only zero bytes, a killed writer's
+//! padding) → jsonl, an empty history; a line containing `jepsen.util` among the first 200 lines →
 //! jepsen-log; text starting with `[` whose first element starts `{"` (or `[]`) → json; first
 //! meaningful line starting `{"` → jsonl; a first line `process<TAB>:type…` → history-txt; a first
-//! line that is a single EDN map with `:key` → porcupine; anything else → edn.
+//! line that is a single EDN map with `:key` → porcupine; anything else → edn, except text that
+//! is one JSON value (`{}`, `[1, 2]`): that is JSON but not a history, an error in JSON's words.
 //!
 //! Semantics defaults (`Imported::semantics`): our JSONL → etcd (our clients' histories: keys
 //! start absent, a nil read means absent, a cas-mismatch fail is evidence); Jepsen console logs in
@@ -123,8 +125,18 @@ fn looks_like_json_array(text: &str) -> bool {
         .is_some_and(|r| r.trim_start().starts_with('"') || r.trim_start().starts_with('}'))
 }
 
+/// True when the text holds nothing but whitespace and zero bytes (an empty file, or the
+/// padding of a history whose writer was killed before its first op, `mapped`).
+pub fn is_blank(text: &str) -> bool {
+    text.trim_matches(|c: char| c == '\0' || c.is_whitespace())
+        .is_empty()
+}
+
 /// Guess the format of a history text (see the module doc for the rules).
 pub fn detect_format(text: &str) -> InputFormat {
+    if is_blank(text) {
+        return InputFormat::Jsonl;
+    }
     if text.lines().take(200).any(|l| l.contains(log::LOG_MARK)) {
         return InputFormat::JepsenLog;
     }
@@ -271,7 +283,19 @@ pub fn read_text(
     format: Option<InputFormat>,
     independent: Option<bool>,
 ) -> Result<Imported, String> {
+    let detected = format.is_none();
     let format = format.unwrap_or_else(|| detect_format(text));
+    // EDN is the fallback guess: JSON that reached it is JSON of another shape, and deserves
+    // JSON's words rather than the EDN reader's.
+    if detected
+        && format == InputFormat::Edn
+        && let Ok(v) = serde_json::from_str::<Value>(text)
+    {
+        return Err(format!(
+            "{name}: is JSON but not a history: expected a JSON array of op objects or one op object per line, found {}",
+            json_shape(&v)
+        ));
+    }
     let mut history = match format {
         InputFormat::Jsonl => {
             History::read_jsonl(text.as_bytes(), name).map_err(|e| e.to_string())?
@@ -301,6 +325,49 @@ pub fn read_text(
         independent,
         semantics,
     })
+}
+
+/// What a JSON value is, for an error saying it is not a history: `an empty object`,
+/// `an object with keys "a", "b" (…)`, `an array of 2 elements whose first is a number`.
+fn json_shape(v: &Value) -> String {
+    fn kind(v: &Value) -> &'static str {
+        match v {
+            Value::Null => "null",
+            Value::Bool(_) => "boolean",
+            Value::Number(_) => "number",
+            Value::String(_) => "string",
+            Value::Array(_) => "array",
+            Value::Object(_) => "object",
+        }
+    }
+    match v {
+        Value::Object(m) if m.is_empty() => "an empty object".into(),
+        Value::Object(m) => {
+            let keys: Vec<String> = m.keys().take(5).map(|k| format!("{k:?}")).collect();
+            let more = if m.len() > 5 { ", …" } else { "" };
+            format!(
+                "an object with {} {}{more} (an op object has \"type\", \"process\" and \"f\")",
+                if m.len() == 1 { "key" } else { "keys" },
+                keys.join(", ")
+            )
+        }
+        Value::Array(a) => match a.first() {
+            None => "an empty array".into(),
+            Some(first) => format!(
+                "an array of {} {} whose first is {} {}",
+                a.len(),
+                if a.len() == 1 { "element" } else { "elements" },
+                if matches!(first, Value::Array(_) | Value::Object(_)) {
+                    "an"
+                } else {
+                    "a"
+                },
+                kind(first)
+            ),
+        },
+        Value::Null => "null".into(),
+        other => format!("a {}", kind(other)),
+    }
 }
 
 /// The model `--model auto` means for an input format: `kv` for Porcupine kv lines, else
@@ -462,6 +529,58 @@ INFO [2020-04-08 11:41:30.5] jepsen.util 1 :invoke :write 2\n";
         assert_eq!(
             detect_format("{:process 0 :type :invoke :f :read :value nil}\n"),
             InputFormat::Edn
+        );
+        // Nothing, or only a killed writer's zero padding: our own format, an empty history.
+        for blank in ["", "\n \n", "\0\0\0", "\n\0\0"] {
+            assert_eq!(detect_format(blank), InputFormat::Jsonl, "{blank:?}");
+            assert!(
+                read_text(blank, "h", None, None)
+                    .unwrap()
+                    .history
+                    .ops
+                    .is_empty()
+            );
+        }
+    }
+
+    #[test]
+    fn json_that_is_not_a_history_is_refused_in_json_words() {
+        for (text, found) in [
+            ("{}", "found an empty object"),
+            ("{\n  \"a\": 1\n}\n", "found an object with key \"a\""),
+            (
+                "[1, 2]",
+                "found an array of 2 elements whose first is a number",
+            ),
+            ("\"x\"", "found a string"),
+        ] {
+            let e = read_text(text, "h.json", None, None).unwrap_err();
+            assert!(
+                e.starts_with("h.json: is JSON but not a history: expected a JSON array of op objects or one op object per line, "),
+                "{e}"
+            );
+            assert!(e.contains(found), "{e}");
+        }
+        // Asked for EDN, EDN's words.
+        let e = read_text("{}", "h.edn", Some(InputFormat::Edn), None).unwrap_err();
+        assert!(e.contains(":type"), "{e}");
+    }
+
+    #[test]
+    fn line_formats_keep_the_line_each_op_is_on() {
+        assert_eq!(
+            read_jepsen_log(LOG, "log").unwrap().lines,
+            vec![2, 3, 4, 5, 6]
+        );
+        let txt = "0\t:invoke\t:read\tnil\n\n0\t:ok\t:read\t1\n";
+        assert_eq!(read_history_txt(txt, "h.txt").unwrap().lines, vec![1, 3]);
+        let kv = "; kv\n{:process 0 :type :invoke :f :get :key \"1\" :value nil}\n{:process 0 :type :ok :f :get :key \"1\" :value \"x\"}\n";
+        assert_eq!(read_porcupine(kv, "kv.txt").unwrap().lines, vec![2, 3]);
+        // So a mismatched completion names lines there too.
+        let bad = "0\t:invoke\t:write\t1\n0\t:ok\t:read\t1\n";
+        assert_eq!(
+            read_history_txt(bad, "h.txt").unwrap().pairs().unwrap_err(),
+            "line 2 completes the invoke on line 1 with f \"read\", but that invoke was f \"write\""
         );
     }
 

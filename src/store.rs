@@ -45,6 +45,9 @@ pub enum StoreError {
         /// Underlying error.
         source: std::io::Error,
     },
+    /// The given path does not exist.
+    #[error("no such path: {0}")]
+    NoSuchPath(String),
     /// The given path is neither a run directory nor a history file.
     #[error("{0}: not a run directory (no {HISTORY_FILE}) and not a file")]
     NotARun(String),
@@ -477,10 +480,16 @@ pub fn resolve_history(path: &Path) -> Result<PathBuf, StoreError> {
     if path.is_file() {
         return Ok(path.to_path_buf());
     }
-    Err(StoreError::Io {
-        path: path.display().to_string(),
-        source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file or directory"),
-    })
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(StoreError::NoSuchPath(path.display().to_string()))
+        }
+        Err(source) => Err(StoreError::Io {
+            path: path.display().to_string(),
+            source,
+        }),
+        Ok(_) => Err(StoreError::NotARun(path.display().to_string())),
+    }
 }
 
 /// File names that may hold a history outside run directories (`check DIR`).
@@ -564,11 +573,10 @@ mod tests {
             resolve_history(&b.path),
             Err(StoreError::NotARun(_))
         ));
-        assert!(
-            resolve_history(&tmp.path().join("nope"))
-                .unwrap_err()
-                .to_string()
-                .contains("nope")
+        let nope = tmp.path().join("nope");
+        assert_eq!(
+            resolve_history(&nope).unwrap_err().to_string(),
+            format!("no such path: {}", nope.display())
         );
     }
 

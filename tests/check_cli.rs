@@ -579,6 +579,11 @@ fn never_a_verdict_from_nothing() {
     std::fs::write(&empty, "\n\n").unwrap();
     let o = shakedown(&[path(&empty)]);
     assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("unknown: empty history: the file holds no ops"),
+        "{}",
+        stdout(&o)
+    );
 
     // Every client op failed: the checker looked at all of it and nothing happened, which is
     // valid (as Knossos says); only a history without client ops has nothing to check.
@@ -790,4 +795,194 @@ fn a_history_cut_short_by_a_crash_is_unknown_not_valid() {
     std::fs::write(&stale, bad).unwrap();
     let o = shakedown(&[path(&stale)]);
     assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+}
+
+/// Lines 1–2: a good pair; line 3: a nemesis op; line 4: `invoke`; line 5: `done`.
+fn five_lines(invoke: &str, done: &str) -> String {
+    format!(
+        "{{\"time\":1,\"type\":\"invoke\",\"process\":1,\"f\":\"read\",\"key\":\"k\",\"value\":null}}\n\
+         {{\"time\":2,\"type\":\"ok\",\"process\":1,\"f\":\"read\",\"key\":\"k\",\"value\":null}}\n\
+         {{\"time\":3,\"type\":\"info\",\"process\":\"nemesis\",\"f\":\"start-partition\",\"value\":null}}\n\
+         {invoke}\n{done}\n"
+    )
+}
+
+#[test]
+fn a_completion_that_does_not_match_its_invoke_is_an_input_error_naming_both_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let invoke = r#"{"time":30,"type":"invoke","process":0,"f":"write","key":"k","value":1}"#;
+    for (name, done, cause) in [
+        (
+            "other-f.jsonl",
+            r#"{"time":40,"type":"ok","process":0,"f":"read","key":"k","value":1}"#,
+            r#"with f "read", but that invoke was f "write""#,
+        ),
+        (
+            "other-key.jsonl",
+            r#"{"time":40,"type":"ok","process":0,"f":"write","key":"j","value":1}"#,
+            r#"on key "j", but that invoke was on key "k""#,
+        ),
+        (
+            "backwards.jsonl",
+            r#"{"time":20,"type":"info","process":0,"f":"write","key":"k","value":1}"#,
+            "at time 20, before that invoke's time 30",
+        ),
+    ] {
+        let f = dir.path().join(name);
+        std::fs::write(&f, five_lines(invoke, done)).unwrap();
+        let o = shakedown(&[path(&f)]);
+        assert_eq!(code(&o), 3, "{name}: {}{}", stdout(&o), stderr(&o));
+        let want = format!("line 5 completes the invoke on line 4 {cause}");
+        assert!(stderr(&o).contains(&want), "{name}: {}", stderr(&o));
+        assert!(stderr(&o).contains(path(&f)), "{}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "{name}: {}", stdout(&o));
+        // Every checker gets the same refusal: the session guarantees, the set checker.
+        for extra in [["--session", "--json"], ["--model", "set"]] {
+            let o = shakedown(&[path(&f), extra[0], extra[1]]);
+            assert_eq!(code(&o), 3, "{name} {extra:?}: {}", stderr(&o));
+            assert!(stderr(&o).contains(&want), "{name}: {}", stderr(&o));
+        }
+    }
+}
+
+#[test]
+fn foreign_histories_with_unknown_times_and_keyless_completions_are_still_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    // Jepsen's `:time -1` (unknown) and a missing time are not compared; a read completes with
+    // the value it read; an independent completion without a tuple takes its invoke's key.
+    let edn = dir.path().join("unknown-times.edn");
+    std::fs::write(
+        &edn,
+        "{:process 0, :type :invoke, :f :write, :value [:k 1], :time 50}\n\
+         {:process 0, :type :ok, :f :write, :value [:k 1], :time -1}\n\
+         {:process 1, :type :invoke, :f :read, :value [:k nil], :time -1}\n\
+         {:process 1, :type :ok, :f :read, :value 1}\n\
+         {:process :nemesis, :type :info, :f :start, :value nil, :time 5}\n",
+    )
+    .unwrap();
+    let o = shakedown(&[path(&edn)]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("independent keys"), "{}", stdout(&o));
+    // Known on both sides and backwards: refused, in EDN too.
+    let back = dir.path().join("backwards.edn");
+    std::fs::write(
+        &back,
+        "{:process 0, :type :invoke, :f :write, :value 1, :time 50}\n\
+         {:process 0, :type :ok, :f :write, :value 1, :time 49}\n",
+    )
+    .unwrap();
+    let o = shakedown(&[path(&back)]);
+    assert_eq!(code(&o), 3, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stderr(&o).contains("line 2 completes the invoke on line 1 at time 49"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn an_empty_or_zero_padded_jsonl_file_is_an_empty_history() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, bytes) in [("empty.jsonl", vec![]), ("zeros.jsonl", vec![0u8; 64])] {
+        let f = dir.path().join(name);
+        std::fs::write(&f, bytes).unwrap();
+        let o = shakedown(&[path(&f)]);
+        assert_eq!(code(&o), 2, "{name}: {}{}", stdout(&o), stderr(&o));
+        assert!(
+            stdout(&o).starts_with("jsonl history, 0 events"),
+            "{name}: {}",
+            stdout(&o)
+        );
+        assert!(
+            stdout(&o).contains("unknown: empty history"),
+            "{name}: {}",
+            stdout(&o)
+        );
+        assert!(!stderr(&o).contains("EDN") && !stderr(&o).contains(":type"));
+    }
+}
+
+#[test]
+fn json_that_is_not_a_history_gets_json_words() {
+    let dir = tempfile::tempdir().unwrap();
+    for (text, found) in [
+        ("{}\n", "found an empty object"),
+        ("{\n  \"runs\": 3\n}\n", "found an object with key \"runs\""),
+        (
+            "[1, 2, 3]\n",
+            "found an array of 3 elements whose first is a number",
+        ),
+    ] {
+        let f = dir.path().join("not-a-history.json");
+        std::fs::write(&f, text).unwrap();
+        let o = shakedown(&[path(&f)]);
+        assert_eq!(code(&o), 3, "{text}: {}{}", stdout(&o), stderr(&o));
+        let want = format!("error: {}: is JSON but not a history: ", f.display());
+        assert!(stderr(&o).starts_with(&want), "{text}: {}", stderr(&o));
+        assert!(stderr(&o).contains(found), "{text}: {}", stderr(&o));
+        assert!(!stderr(&o).contains(":type"), "{}", stderr(&o));
+    }
+}
+
+#[test]
+fn a_missing_path_is_named_the_same_by_check_and_report() {
+    let missing = "/no/such/path";
+    let o = shakedown(&[missing]);
+    assert_eq!(code(&o), 3, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(stderr(&o).trim(), format!("error: no such path: {missing}"));
+    let o = Command::new(env!("CARGO_BIN_EXE_shakedown"))
+        .env(shakedown::store::PROTECT_ENV, data("../../reports"))
+        .args(["report", missing])
+        .output()
+        .expect("run shakedown");
+    assert_eq!(code(&o), 3, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(stderr(&o).trim(), format!("error: no such path: {missing}"));
+}
+
+#[test]
+fn counts_of_one_are_singular_in_checks_text_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = dir.path().join("one.jsonl");
+    std::fs::write(
+        &one,
+        "{\"type\":\"invoke\",\"process\":0,\"f\":\"write\",\"value\":1}\n{\"type\":\"ok\",\"process\":0,\"f\":\"write\",\"value\":1}\n",
+    )
+    .unwrap();
+    let o = shakedown(&[path(&one)]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("valid: 1 op in 1 part ("),
+        "{}",
+        stdout(&o)
+    );
+    let lone = dir.path().join("lone.jsonl");
+    std::fs::write(
+        &lone,
+        "{\"type\":\"info\",\"process\":\"nemesis\",\"f\":\"start-partition\",\"value\":null}\n",
+    )
+    .unwrap();
+    let o = shakedown(&[path(&lone)]);
+    assert!(
+        stdout(&o).starts_with("jsonl history, 1 event; "),
+        "{}",
+        stdout(&o)
+    );
+    assert!(stdout(&o).contains("(1 event, none from"), "{}", stdout(&o));
+    // A directory holding one history, and one unreadable file beside a readable one.
+    let single = dir.path().join("single");
+    std::fs::create_dir(&single).unwrap();
+    std::fs::copy(&one, single.join("one.jsonl")).unwrap();
+    let o = shakedown(&[path(&single)]);
+    assert!(
+        stdout(&o).contains("checked 1 file: 1 valid, 0 invalid, 0 unknown, 0 unreadable"),
+        "{}",
+        stdout(&o)
+    );
+    let o = shakedown(&[path(&one), "/no/such/path"]);
+    assert_eq!(code(&o), 3, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("verdict: valid (1 file unreadable)"),
+        "{}",
+        stdout(&o)
+    );
 }

@@ -2,9 +2,9 @@
 //! directories of run directories and history files (one line per file), in one process.
 //!
 //! Owns reading the `check` arguments into model options (semantics preset per input shape,
-//! individual overrides), the "never a verdict from nothing" rule (no client ops is unknown; a
-//! history whose client ops all failed or only read unknown values was looked at in full and keeps
-//! its verdict, as Knossos gives it), the warning about nemesis ops that carry client functions, the
+//! individual overrides), the "never a verdict from nothing" rule (no client ops is unknown, an
+//! empty file saying "empty history"; a history whose client ops all failed or only read unknown
+//! values was looked at in full and keeps its verdict, as Knossos gives it), the warning about nemesis ops that carry client functions, the
 //! text and JSON output, and the exit code over several files. A set history (`--model set`, or
 //! `auto` on add/read ops with list reads) gets the set checker's result and witnesses instead of
 //! a linearizability search (`checker::compose`). Does not own reading formats (`import`), the
@@ -182,10 +182,12 @@ fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<File
     }
     let session = composed.session;
     let clients = history.ops.iter().filter(|o| o.is_client()).count();
-    let nothing_checked = if clients == 0 {
+    let nothing_checked = if history.ops.is_empty() {
+        Some("empty history: the file holds no ops, so there is nothing to check".to_string())
+    } else if clients == 0 {
         Some(format!(
-            "no client ops in the history ({} events, none from a client process): nothing to check",
-            history.ops.len()
+            "no client ops in the history ({}, none from a client process): nothing to check",
+            count(history.ops.len(), "event", "events")
         ))
     } else {
         None
@@ -279,9 +281,9 @@ impl FileCheck {
     /// `jsonl history, 8 events; model cas-register; semantics etcd (…)`.
     fn headline(&self) -> String {
         let mut s = format!(
-            "{} history, {} events{}; model {}",
+            "{} history, {}{}; model {}",
             self.loaded.format.name(),
-            self.loaded.history.ops.len(),
+            count(self.loaded.history.ops.len(), "event", "events"),
             if self.loaded.independent {
                 ", independent keys"
             } else {
@@ -294,6 +296,11 @@ impl FileCheck {
         }
         s
     }
+}
+
+/// `1 file`, `2 files`: a count and its noun.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn write_output(path: &Path, what: &str, contents: &str) -> Result<(), String> {
@@ -515,14 +522,18 @@ fn check_many(args: &CheckArgs, settings: &Settings) -> i32 {
         println!("{}", serde_json::to_string(&out).unwrap_or_default());
     } else {
         println!(
-            "checked {total} files: {} valid, {} invalid, {} unknown, {errors} unreadable",
+            "checked {}: {} valid, {} invalid, {} unknown, {errors} unreadable",
+            count(total, "file", "files"),
             counts.get("valid").copied().unwrap_or(0),
             counts.get("invalid").copied().unwrap_or(0),
             counts.get("unknown").copied().unwrap_or(0),
         );
         match worst {
             Some(v) if errors == 0 => println!("verdict: {v}"),
-            Some(v) => println!("verdict: {v} ({errors} files unreadable)"),
+            Some(v) => println!(
+                "verdict: {v} ({} unreadable)",
+                count(errors, "file", "files")
+            ),
             None => println!("verdict: none (no file could be checked)"),
         }
     }

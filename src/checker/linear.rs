@@ -238,11 +238,13 @@ impl LinearResult {
     /// One-line summary.
     pub fn summary(&self) -> String {
         let count = |v: Verdict| self.parts.iter().filter(|p| p.verdict == v).count();
+        let n =
+            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
         let mut s = format!(
-            "{}: {} ops in {} parts ({} valid, {} invalid, {} unknown) in {} ms",
+            "{}: {} in {} ({} valid, {} invalid, {} unknown) in {} ms",
             self.verdict,
-            self.op_count,
-            self.parts.len(),
+            n(self.op_count, "op", "ops"),
+            n(self.parts.len(), "part", "parts"),
             count(Verdict::Valid),
             count(Verdict::Invalid),
             count(Verdict::Unknown),

@@ -4,7 +4,7 @@
 //! Owns the mapping of such objects onto `Op`: `type` (`"invoke"` or `":invoke"`), `process` (an
 //! integer, or `"nemesis"` / `":nemesis"`), `f` (leading `:` dropped; when absent and the value is
 //! a list of micro-ops `[f k v]`, the op is `txn`, as Elle's histories omit it), `value`, optional
-//! `key`, `time` (ns), `error`, `node`; other fields (`index`, `op-index`, …) are ignored and
+//! `key`, `time` (ns; `-1` or none → 0, unknown), `error`, `node`; other fields (`index`, `op-index`, …) are ignored and
 //! indices renumbered. Errors name the line where the offending element starts and its position
 //! in the array. Does not own format detection (`import`) or JSONL (`history`).
 
@@ -119,9 +119,11 @@ fn json_op(v: &Value) -> Result<Op, String> {
     };
     op.time_ns = match m.get("time") {
         None | Some(Value::Null) => 0,
-        Some(t) => t
-            .as_u64()
-            .ok_or_else(|| format!("\"time\" must be a non-negative integer (ns), found {t}"))?,
+        // Jepsen writes -1 for an op whose time it does not know: unknown, as a missing one.
+        Some(t) if t.as_i64() == Some(-1) => 0,
+        Some(t) => t.as_u64().ok_or_else(|| {
+            format!("\"time\" must be a non-negative integer (ns) or -1 (unknown), found {t}")
+        })?,
     };
     op.error = match m.get("error") {
         None | Some(Value::Null) => None,
@@ -194,6 +196,15 @@ mod tests {
         assert_eq!(h.ops[3].value, json!([1, 2]));
         assert_eq!(h.ops[3].error.as_deref(), Some("[\"x\",1]"));
         assert_eq!(h.ops[3].index, 3);
+    }
+
+    #[test]
+    fn jepsens_unknown_time_reads_as_unknown() {
+        let text = "[{\"process\":0,\"type\":\"invoke\",\"f\":\"read\",\"time\":-1},\n {\"process\":0,\"type\":\"ok\",\"f\":\"read\",\"value\":1,\"time\":7}]";
+        let h = read_json_array(text, "e.json").unwrap();
+        assert_eq!((h.ops[0].time_ns, h.ops[1].time_ns), (0, 7));
+        let e = read_json_array(&text.replace("-1", "-2"), "e.json").unwrap_err();
+        assert!(e.contains("or -1 (unknown), found -2"), "{e}");
     }
 
     #[test]

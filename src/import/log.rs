@@ -13,10 +13,12 @@ pub(super) const LOG_MARK: &str = "jepsen.util";
 /// Parse a Jepsen console log (see the module doc). `name` labels errors.
 pub fn read_jepsen_log(text: &str, name: &str) -> Result<History, String> {
     let mut ops = Vec::new();
+    let mut lines = Vec::new();
     let mut stamps: Vec<Option<i64>> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if let Some(op) = log_line(line).map_err(|e| format!("{name}:{}: {e}", i + 1))? {
             ops.push(op);
+            lines.push(i + 1);
             stamps.push(log_timestamp_ns(line));
         }
     }
@@ -36,7 +38,7 @@ pub fn read_jepsen_log(text: &str, name: &str) -> Result<History, String> {
             "{name}: no op lines found: expected lines like `INFO jepsen.util - 3 :invoke :read nil`"
         ));
     }
-    Ok(History::from_ops(ops))
+    Ok(History::from_ops_at_lines(ops, lines))
 }
 
 /// True for the console-log shape of Porcupine's etcd test data (Jepsen's 2017 etcd test): every
@@ -136,13 +138,17 @@ pub(super) fn is_history_txt_line(line: &str) -> bool {
 /// errors.
 pub fn read_history_txt(text: &str, name: &str) -> Result<History, String> {
     let mut ops = Vec::new();
+    let mut lines = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
         let at = |m: String| format!("{name}:{}: {m}", i + 1);
         match op_fields(line.trim_start()).map_err(at)? {
-            Some(op) => ops.push(op),
+            Some(op) => {
+                ops.push(op);
+                lines.push(i + 1);
+            }
             None => {
                 return Err(at(
                     "expected an op line `process<TAB>:type<TAB>:f<TAB>value` (process an integer or :nemesis)"
@@ -151,7 +157,7 @@ pub fn read_history_txt(text: &str, name: &str) -> Result<History, String> {
             }
         }
     }
-    Ok(History::from_ops(ops))
+    Ok(History::from_ops_at_lines(ops, lines))
 }
 
 /// The first `YYYY-MM-DD HH:MM:SS[,fff]` timestamp before `jepsen.util` on a log line, in
@@ -205,6 +211,7 @@ pub(super) fn has_key(kv: &[(Edn, Edn)], name: &str) -> bool {
 /// Parse Porcupine-style kv lines (see the module doc). `name` labels errors.
 pub fn read_porcupine(text: &str, name: &str) -> Result<History, String> {
     let mut ops = Vec::new();
+    let mut lines = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let t = line.trim();
         if t.is_empty() || t.starts_with(';') {
@@ -235,9 +242,10 @@ pub fn read_porcupine(text: &str, name: &str) -> Result<History, String> {
         let op = edn::op_from_edn(form.value, 1, form.column, EdnOptions::default())
             .map_err(|e| at(e.column, e.message))?;
         ops.push(op);
+        lines.push(i + 1);
     }
     if ops.is_empty() {
         return Err(format!("{name}: no ops found"));
     }
-    Ok(History::from_ops(ops))
+    Ok(History::from_ops_at_lines(ops, lines))
 }

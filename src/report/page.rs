@@ -1012,7 +1012,14 @@ pub fn render_reports_index(reports_root: &Path) -> Result<String, String> {
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>shakedown reports</title>\
          <style>{CSS}</style></head><body>\n<h1>shakedown reports</h1>\n"
     );
-    let _ = writeln!(out, "<p>{total} runs.</p>");
+    let runs = |n: usize| {
+        if n == 1 {
+            "1 run".to_string()
+        } else {
+            format!("{n} runs")
+        }
+    };
+    let _ = writeln!(out, "<p>{}.</p>", runs(total));
     out.push_str(
         "<table><tr><th>test</th><th>start time</th><th>duration (s)</th><th>client ops</th>\
          <th>verdict</th><th>verdicts</th><th>run</th></tr>\n",
@@ -1047,8 +1054,8 @@ pub fn render_reports_index(reports_root: &Path) -> Result<String, String> {
     if total > MAX_INDEX_ROWS {
         let _ = writeln!(
             out,
-            "<p>… {} older runs not listed</p>",
-            total - MAX_INDEX_ROWS
+            "<p>… {} older than these not listed</p>",
+            runs(total - MAX_INDEX_ROWS)
         );
     }
     out.push_str("</body></html>\n");
@@ -1423,6 +1430,23 @@ mod tests {
     }
 
     #[test]
+    fn reports_index_counts_one_run_in_the_singular() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let html = render_reports_index(root).unwrap();
+        assert!(html.contains("<p>0 runs.</p>"), "{html}");
+        write_run(
+            &root.join("alpha/20261129T100000.000Z"),
+            "alpha",
+            "2026-11-29T10:00:00Z",
+            1,
+        );
+        let html = render_reports_index(root).unwrap();
+        assert!(html.contains("<p>1 run.</p>"), "{html}");
+        assert!(!html.contains("1 runs"), "{html}");
+    }
+
+    #[test]
     fn reports_index_lists_runs_newest_first_and_skips_symlinks() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path();
@@ -1456,7 +1480,7 @@ mod tests {
             2,
             "latest symlink skipped"
         );
-        assert!(html.contains("<p>2 runs.</p>"));
+        assert!(html.contains("<p>2 runs.</p>"), "{html}");
         // Duration 3.25 s, two client invokes, both checker verdicts.
         assert!(
             html.contains("<td>3.2</td><td>2</td>"),
