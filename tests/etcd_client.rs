@@ -31,6 +31,14 @@ fn free_port() -> u16 {
 
 impl LocalEtcd {
     async fn start() -> LocalEtcd {
+        // etcd comes through the project's install path on a fresh machine.
+        let packages = {
+            use shakedown::db::Db;
+            shakedown::systems::etcd::Etcd::default().packages()
+        };
+        if let Err(e) = shakedown::provision::host::ensure(&packages) {
+            panic!("etcd is needed for these tests and could not be installed: {e}");
+        }
         let data_dir = tempfile::tempdir().expect("tempdir");
         let client_port = free_port();
         let peer_port = free_port();
@@ -55,7 +63,7 @@ impl LocalEtcd {
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
-            .expect("spawn etcd (is /usr/bin/etcd installed?)");
+            .expect("spawn etcd");
         let etcd = LocalEtcd {
             child,
             endpoint,
