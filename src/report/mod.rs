@@ -12,6 +12,7 @@ pub mod compare;
 pub use crate::faults::intervals as faults;
 pub mod junit;
 pub mod page;
+pub mod phases;
 pub mod plots;
 pub mod recovery;
 pub mod serve;

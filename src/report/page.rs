@@ -1237,8 +1237,8 @@ mod tests {
             "recovery row missing"
         );
         assert!(html.contains(
-            "<b>recovery after heal: none measured (0 of 1 fault recovered; 1 not measured: \
-                 never healed, no baseline or the workload stopped)</b>"
+            "<b>recovery after heal: none measured (0 of 1 fault recovered; 1 not measured — \
+             partition isolate n2 at 1.6 s: the workload stopped before recovery could be seen)</b>"
         ));
         // Raw, quantiles, throughput, anomalies (the session violation), stale reads; no clock
         // measurements, so no clock plot, and the page says so.
