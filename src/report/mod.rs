@@ -15,6 +15,7 @@ pub mod page;
 pub mod phases;
 pub mod plots;
 pub mod recovery;
+pub mod requested;
 pub mod serve;
 
 pub use faults::{FaultInterval, fault_intervals};
