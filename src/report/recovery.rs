@@ -56,6 +56,10 @@ use crate::report::phases;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
+mod outages;
+mod unmeasured;
+pub use unmeasured::{UNMEASURED_NAMED, Unmeasured};
+
 /// Thresholds of the definitions in the module doc.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RecoveryConfig {
@@ -183,74 +187,6 @@ pub struct FaultRecovery {
     pub longest_outage: Option<Outage>,
 }
 
-/// Why a fault's recovery was not measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Unmeasured {
-    /// The history never shows it healed.
-    NeverHealed,
-    /// No usable pre-fault level: too little time without fault changes before it, or nothing
-    /// served then.
-    NoBaseline,
-    /// Healed only when the workload had already stopped (the final heal, after the time limit).
-    HealedAfterWorkload,
-    /// The workload stopped before a sustained recovery could be seen after the heal.
-    WorkloadStopped,
-    /// The next fault began too soon after the heal.
-    NextFault,
-    /// The history ended too soon after the heal.
-    HistoryEnded,
-}
-
-impl Unmeasured {
-    /// The reason in words, for the summary line.
-    pub fn phrase(self) -> &'static str {
-        match self {
-            Unmeasured::NeverHealed => "never healed",
-            Unmeasured::NoBaseline => "no baseline before it",
-            Unmeasured::HealedAfterWorkload => {
-                "healed by the final heal, after the workload stopped"
-            }
-            Unmeasured::WorkloadStopped => "the workload stopped before recovery could be seen",
-            Unmeasured::NextFault => "the next fault came too soon after the heal",
-            Unmeasured::HistoryEnded => "the history ended too soon after the heal",
-        }
-    }
-
-    /// The reason of a fault stored before reasons were kept, from its `not_recovered` text.
-    fn from_text(why: &str) -> Option<Unmeasured> {
-        Some(if why.starts_with("never healed") {
-            Unmeasured::NeverHealed
-        } else if why.starts_with("no baseline") {
-            Unmeasured::NoBaseline
-        } else if why.starts_with("only 0.0 s from the heal until the workload stopped") {
-            Unmeasured::HealedAfterWorkload
-        } else if why.contains("the workload stopped") {
-            Unmeasured::WorkloadStopped
-        } else if why.contains("the next fault change") {
-            Unmeasured::NextFault
-        } else if why.contains("the end of the history") {
-            Unmeasured::HistoryEnded
-        } else {
-            return None;
-        })
-    }
-}
-
-impl FaultRecovery {
-    /// Why recovery was not measured; `None` when it was (recovered or not).
-    pub fn unmeasured_reason(&self) -> Option<Unmeasured> {
-        if self.measured || self.recovery_s.is_some() {
-            return None;
-        }
-        self.unmeasured.or_else(|| {
-            self.not_recovered
-                .as_deref()
-                .and_then(Unmeasured::from_text)
-        })
-    }
-}
-
 /// Recovery and unavailability of a whole history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Recovery {
@@ -343,44 +279,6 @@ impl Recovery {
         Some(s)
     }
 
-    /// The faults whose recovery was not measured, grouped by why: "kill n2 at 55.0 s: never
-    /// healed; isolate n1 at 0.5 s, pause n3 at 12.0 s: no baseline before it". At most
-    /// [`UNMEASURED_NAMED`] faults are named per reason, then "and N more".
-    pub fn unmeasured_text(&self) -> String {
-        let mut by_reason: Vec<(Option<Unmeasured>, Vec<&FaultRecovery>)> = Vec::new();
-        for f in self
-            .faults
-            .iter()
-            .filter(|f| !f.measured && f.recovery_s.is_none())
-        {
-            let why = f.unmeasured_reason();
-            match by_reason.iter_mut().find(|(w, _)| *w == why) {
-                Some((_, fs)) => fs.push(f),
-                None => by_reason.push((why, vec![f])),
-            }
-        }
-        by_reason.sort_by_key(|(w, _)| (w.is_none(), *w));
-        by_reason
-            .iter()
-            .map(|(why, fs)| {
-                let named: Vec<String> = fs
-                    .iter()
-                    .take(UNMEASURED_NAMED)
-                    .map(|f| format!("{} at {:.1} s", f.label, f.start_s))
-                    .collect();
-                let mut text = named.join(", ");
-                if fs.len() > UNMEASURED_NAMED {
-                    text.push_str(&format!(" and {} more", fs.len() - UNMEASURED_NAMED));
-                }
-                format!(
-                    "{text}: {}",
-                    why.map_or("for another reason", Unmeasured::phrase)
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("; ")
-    }
-
     /// Spans to shade on the time-series charts: all-nodes outages (merged over kinds of op)
     /// and, for faults that recovered, the span from the heal to the recovery point; each in
     /// time order.
@@ -415,9 +313,6 @@ impl Recovery {
         out
     }
 }
-
-/// Faults named per reason in [`Recovery::unmeasured_text`].
-pub const UNMEASURED_NAMED: usize = 3;
 
 fn plural(n: u64) -> &'static str {
     if n == 1 { "" } else { "s" }
@@ -527,128 +422,16 @@ impl<'a> Interner<'a> {
     }
 }
 
-/// What ended an outage.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum OutageEnd {
-    /// A served op of its group.
-    Served,
-    /// The end of the history.
-    History,
-    /// The main workload stopped (the final heal began).
-    WorkloadStopped,
-}
-
-/// Per-group outage detection state.
-#[derive(Default, Clone, Copy)]
-struct GroupState {
-    last_served_ns: Option<u64>,
-    first_failed_ns: Option<u64>,
-    failed: u64,
-}
-
 /// Compute recovery and unavailability of `history` (see the module doc).
 pub fn analyse(history: &History, config: &RecoveryConfig) -> Recovery {
     let end_ns = history.ops.iter().map(|o| o.time_ns).max().unwrap_or(0);
     let (attempts, f_names, node_names) = attempts(history);
-    let (nf, nn) = (f_names.len(), node_names.len());
 
-    // Events: served ops at their completion, failed ones at their invocation.
-    let mut events: Vec<(u64, u32)> = attempts
-        .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            let t = if a.served { a.complete_ns } else { a.invoke_ns };
-            (t, i as u32)
-        })
-        .collect();
-    events.sort_unstable();
-
-    // Outages per group: scope (0 = all nodes, 1 + node) × kind (0 = all kinds, 1 + f).
-    let group = |scope: usize, fk: usize| scope * (nf + 1) + fk;
-    let mut state = vec![GroupState::default(); (nn + 1) * (nf + 1)];
-    let min_outage_ns = config.min_outage_ms * 1_000_000;
-    let mut found: Vec<(usize, u64, u64, OutageEnd, u64)> = Vec::new();
-    // Outages still going at `end` end there (`how`); every group starts afresh.
-    let close_all = |state: &mut [GroupState], found: &mut Vec<_>, end: u64, how: OutageEnd| {
-        for (g, st) in state.iter_mut().enumerate() {
-            if st.failed > 0 {
-                let start = st.last_served_ns.or(st.first_failed_ns).unwrap_or(end);
-                if end.saturating_sub(start) >= min_outage_ns {
-                    found.push((g, start, end, how, st.failed));
-                }
-            }
-            *st = GroupState::default();
-        }
-    };
     // The final heal and settle attempt nothing: outages end where the workload stopped.
     let final_phase = phases::final_phase(history);
-    let mut cut = final_phase.map(|p| (p.heal_start_ns, p.workload_end_ns));
-    let mut served_ns: Vec<u64> = Vec::new();
-    for &(t, i) in &events {
-        if let Some((from, end)) = cut
-            && t >= from
-        {
-            close_all(&mut state, &mut found, end, OutageEnd::WorkloadStopped);
-            cut = None;
-        }
-        let a = &attempts[i as usize];
-        let scopes = [Some(0), a.node.map(|n| n + 1)];
-        for g in scopes
-            .into_iter()
-            .flatten()
-            .flat_map(|s| [group(s, 0), group(s, a.f + 1)])
-        {
-            let st = &mut state[g];
-            if a.served {
-                if st.failed > 0 {
-                    let start = st.last_served_ns.or(st.first_failed_ns).unwrap_or(t);
-                    if t.saturating_sub(start) >= min_outage_ns {
-                        found.push((g, start, t, OutageEnd::Served, st.failed));
-                    }
-                }
-                *st = GroupState {
-                    last_served_ns: Some(t),
-                    ..GroupState::default()
-                };
-            } else {
-                st.first_failed_ns.get_or_insert(t);
-                st.failed += 1;
-            }
-        }
-        if a.served {
-            served_ns.push(t);
-        }
-    }
-    match cut {
-        Some((_, end)) => close_all(&mut state, &mut found, end, OutageEnd::WorkloadStopped),
-        None => close_all(&mut state, &mut found, end_ns, OutageEnd::History),
-    }
-    let outages_total = found.len() as u64;
-    if found.len() > config.max_outages {
-        found.sort_by_key(|o| std::cmp::Reverse(o.2 - o.1));
-        found.truncate(config.max_outages);
-    }
-    let mut outages: Vec<Outage> = found
-        .into_iter()
-        .map(|(g, start, end, how, failed_ops)| {
-            let (scope, fk) = (g / (nf + 1), g % (nf + 1));
-            Outage {
-                node: (scope > 0).then(|| node_names[scope - 1].clone()),
-                f: (fk > 0).then(|| f_names[fk - 1].clone()),
-                start_s: secs(start),
-                end_s: secs(end),
-                open: how == OutageEnd::History,
-                workload_stopped: how == OutageEnd::WorkloadStopped,
-                failed_ops,
-            }
-        })
-        .collect();
-    outages.sort_by(|a, b| {
-        a.start_s
-            .total_cmp(&b.start_s)
-            .then_with(|| a.node.cmp(&b.node))
-            .then_with(|| a.f.cmp(&b.f))
-    });
+    let cut = final_phase.map(|p| (p.heal_start_ns, p.workload_end_ns));
+    let (outages, outages_total, served_ns) =
+        outages::find(&attempts, &f_names, &node_names, config, end_ns, cut);
 
     // Failed ops by invocation, with the latest completion among those invoked earlier.
     let mut failed: Vec<(u64, u64)> = attempts
