@@ -127,6 +127,13 @@ pub fn run(args: RunArgs) -> i32 {
                 if let Some(line) = stored.as_ref().and_then(crate::summary::recovery_line) {
                     println!("{line}");
                 }
+                let test = o.run_dir.read_object(crate::store::TEST_FILE).ok();
+                let never = test
+                    .map(|t| crate::report::requested::never_ran(&t, &history))
+                    .unwrap_or_default();
+                if let Some(line) = crate::report::requested::summary_line(&never) {
+                    println!("{line}");
+                }
                 let protocol_key = crate::systems::external::protocol::RESULTS_KEY;
                 if let Some(errors) = stored.as_ref().and_then(|r| r.get(protocol_key)) {
                     let line = crate::systems::external::protocol::counts_line(errors);

@@ -122,6 +122,37 @@ fn anomalous_run_renders_witnesses_markers_and_stale_reads() {
         assert!(html.contains(&format!("href=\"{f}\"")), "link {f}");
     }
     assert!(html.contains("Not drawn: Clock offsets"));
+    // Configuration as a person would write it: the db named once, specs as key/value tables.
+    assert!(html.contains("<tr><th>db</th><td>etcd 3.4.23</td></tr>"));
+    assert!(html.contains("<b>register</b><table class=\"kv\">"));
+    assert!(
+        html.contains("<td>partition (shape one)</td>"),
+        "nemesis faults"
+    );
+    assert!(
+        !html.contains("&quot;cas_weight&quot;"),
+        "raw workload JSON"
+    );
+    // The last fault's recovery could not be seen, and the summary says why, per fault.
+    assert!(html.contains(
+        "1 not measured — isolate n1 at 15.3 s: the workload stopped before recovery could be seen"
+    ));
+    // Outages summarised per group above the plots, every one folded after them.
+    let (plots, details) = (
+        html.find("id=\"plots\"").unwrap(),
+        html.find("<details id=\"outages\">").unwrap(),
+    );
+    assert!(
+        plots < details,
+        "the full outage list comes after the plots"
+    );
+    assert!(html.contains("worst groups (all nodes first)"));
+    // The final heal and settle before the final reads are drawn as their own band.
+    let (_, texts) = svg_texts(&dir.join("throughput.svg"));
+    assert!(
+        texts.contains("no client ops: final heal, settle"),
+        "{texts}"
+    );
     assert!(!html.contains("<script") && !html.contains("https://"));
     assert!(html.len() < 4_000_000, "bounded page: {} bytes", html.len());
 }
@@ -185,4 +216,12 @@ fn all_fault_kinds_run_renders_a_band_per_kind_and_clock_offsets() {
         );
     }
     assert!(html.contains("id=\"plot-clock-offsets\""));
+    assert!(html.contains(
+        "<tr><th>db</th><td>postgres (PostgreSQL) 15.20 (Debian 15.20-0+deb12u1)</td></tr>"
+    ));
+    // The requested netem delay was drawn once and refused: the page says so.
+    assert!(html.contains("Requested but never in effect"));
+    assert!(html.contains(
+        "<li><b>delay</b>: drawn 1 time, never took effect: netem not available in this kernel"
+    ));
 }

@@ -12,8 +12,10 @@ pub mod compare;
 pub use crate::faults::intervals as faults;
 pub mod junit;
 pub mod page;
+pub mod phases;
 pub mod plots;
 pub mod recovery;
+pub mod requested;
 pub mod serve;
 
 pub use faults::{FaultInterval, fault_intervals};

@@ -19,7 +19,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 mod chaos;
+mod config;
 mod lock;
+mod recovery;
 mod set;
 mod txn;
 
@@ -53,7 +55,9 @@ svg{max-width:100%;height:auto;display:block;margin:0.5em 0}\
 .tl-name{width:11em;font-size:85%}.tl-track{position:relative;flex:1;height:14px;background:#f4f4f4}\
 .tl-bar{position:absolute;top:0;height:14px;opacity:0.8}\
 .swatch{display:inline-block;width:10px;height:10px;margin-right:5px;vertical-align:middle}\
-.notice{border-left:4px solid #ef8f00;background:#fff8e1;padding:0.2em 1em;margin:0.5em 0 1em}";
+.notice{border-left:4px solid #ef8f00;background:#fff8e1;padding:0.2em 1em;margin:0.5em 0 1em}\
+table.kv{margin:0.3em 0 0;font-size:90%}table.kv th{background:none;font-weight:normal;color:#555}\
+details{margin:0.5em 0 1.2em}summary{cursor:pointer;font-weight:bold}";
 
 /// Escape text for HTML element content and attribute values.
 pub(crate) fn esc(s: &str) -> String {
@@ -170,20 +174,6 @@ fn text_of(v: Option<&Value>) -> String {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(s)) => s.clone(),
         Some(other) => other.to_string(),
-    }
-}
-
-/// A `{name, spec}` object (workload, nemesis) as "name (spec json)"; other values as text.
-fn named_spec(v: Option<&Value>) -> String {
-    match v {
-        Some(Value::Object(m)) if m.contains_key("name") => {
-            let name = text_of(m.get("name"));
-            match m.get("spec") {
-                None | Some(Value::Null) => name,
-                Some(spec) => format!("{name} ({spec})"),
-            }
-        }
-        other => text_of(other),
     }
 }
 
@@ -518,11 +508,20 @@ fn session_section(out: &mut String, results: &Value, details: &Value, times: &H
     }
 }
 
-/// Fault timeline: one bar row per fault kind (CSS only, positions in % of the run), then the
-/// table of intervals, at most [`MAX_FAULT_ROWS`].
-fn fault_section(out: &mut String, history: &History) {
+/// Fault timeline: the requested faults that never took effect (`report::requested`), one bar
+/// row per fault kind (CSS only, positions in % of the run), then the table of intervals, at
+/// most [`MAX_FAULT_ROWS`].
+fn fault_section(out: &mut String, history: &History, test: &Value) {
     let faults = fault_intervals(history);
     out.push_str("<h2 id=\"faults\">Faults</h2>\n");
+    let never = crate::report::requested::never_ran(test, history);
+    if !never.is_empty() {
+        out.push_str("<div class=\"notice\"><p><b>Requested but never in effect:</b></p><ul>\n");
+        for n in &never {
+            let _ = writeln!(out, "<li><b>{}</b>: {}</li>", esc(&n.fault), esc(&n.why));
+        }
+        out.push_str("</ul></div>\n");
+    }
     if faults.is_empty() {
         out.push_str("<p>No faults injected.</p>\n");
         return;
@@ -609,123 +608,6 @@ fn fault_section(out: &mut String, history: &History) {
     }
 }
 
-/// Most outages listed in the recovery section (the longest ones).
-pub const MAX_OUTAGE_ROWS: usize = 50;
-
-/// Recovery and unavailability (`report::recovery`): the one-line summary, what the columns
-/// mean, a row per fault, then the longest outages.
-fn recovery_section(out: &mut String, history: &History, results: &Value) {
-    use crate::report::recovery::{Outage, stored_or_analysed};
-    let r = stored_or_analysed(Some(results), history);
-    let cfg = r.config;
-    out.push_str("<h2 id=\"recovery\">Recovery and unavailability</h2>\n");
-    if r.faults.is_empty() && r.outages.is_empty() {
-        out.push_str("<p>No faults and no outages.</p>\n");
-        return;
-    }
-    if let Some(line) = r.summary_line() {
-        let _ = writeln!(out, "<p><b>{}</b></p>", esc(&line));
-    }
-    let _ = writeln!(
-        out,
-        "<p><small>Served: ok, or a cas whose compare did not match. Outage: {} ms or more \
-         without a served op of a group (a kind of op, or all; one node, or all) while some \
-         failed. Recovered: from the heal, every {} ms window for {} ms holds at least {}% of \
-         the served ops per second of the {} s before the fault (cut at earlier fault \
-         changes), or until the next fault when that comes sooner but at least half that long; \
-         recovery time runs from the heal to the first served op of that stretch.\
-         </small></p>",
-        cfg.min_outage_ms,
-        cfg.window_ms,
-        cfg.sustain_ms,
-        (cfg.recovered_fraction * 100.0).round(),
-        cfg.baseline_s
-    );
-    let opt = |x: Option<f64>, digits: usize| match x {
-        Some(v) => format!("{v:.digits$}"),
-        None => "–".to_string(),
-    };
-    if !r.faults.is_empty() {
-        out.push_str(
-            "<table><tr><th>fault</th><th>in effect (s)</th><th>first failure after (s)</th>\
-             <th>served ops/s before</th><th>during</th><th>recovery after heal (s)</th>\
-             <th>longest outage (all nodes)</th></tr>\n",
-        );
-        for f in r.faults.iter().take(MAX_FAULT_ROWS) {
-            let recovery = match (f.recovery_s, &f.not_recovered) {
-                (Some(v), _) => match f.sustained_s {
-                    // Cut short by the next fault: say how long it was seen to hold.
-                    Some(held) if held + 1e-9 < r.config.sustain_ms as f64 / 1e3 => {
-                        format!("{v:.3} (held {held:.1} s until the next fault)")
-                    }
-                    _ => format!("{v:.3}"),
-                },
-                (None, Some(why)) if f.measured => format!("not recovered: {why}"),
-                (None, Some(why)) => format!("not measured: {why}"),
-                (None, None) => "–".to_string(),
-            };
-            let outage = f.longest_outage.as_ref().map_or("–".to_string(), |o| {
-                format!(
-                    "{:.3} s ({}, from {:.3} s)",
-                    o.duration_s(),
-                    o.group(),
-                    o.start_s
-                )
-            });
-            let _ = writeln!(
-                out,
-                "<tr><td>{}</td><td>{:.3}–{:.3}{}</td><td>{}</td><td>{}</td><td>{}</td>\
-                 <td>{}</td><td>{}</td></tr>",
-                // "pause n3", not "pause pause n3"; "partition n1 n2 | n3 n4 n5".
-                if f.label.starts_with(f.kind.as_str()) {
-                    esc(&f.label)
-                } else {
-                    format!("{} {}", esc(&f.kind), esc(&f.label))
-                },
-                f.start_s,
-                f.end_s,
-                if f.healed { "" } else { " (never healed)" },
-                opt(f.first_failure_s, 3),
-                opt(f.baseline_ops_per_s, 1)
-                    + if f.baseline_inherited {
-                        " (the previous fault's: it never recovered)"
-                    } else {
-                        ""
-                    },
-                opt(f.during_ops_per_s, 1),
-                esc(&recovery),
-                esc(&outage)
-            );
-        }
-        out.push_str("</table>\n");
-    }
-    if !r.outages.is_empty() {
-        let mut longest: Vec<&Outage> = r.outages.iter().collect();
-        longest.sort_by(|a, b| b.duration_s().total_cmp(&a.duration_s()));
-        longest.truncate(MAX_OUTAGE_ROWS);
-        let _ = writeln!(
-            out,
-            "<p>Outages ({} longest of {}):</p>\n<table><tr><th>ops</th><th>from (s)</th>\
-             <th>to (s)</th><th>length (s)</th><th>failed ops</th></tr>",
-            longest.len(),
-            r.outages_total
-        );
-        for o in longest {
-            let _ = writeln!(
-                out,
-                "<tr><td>{}</td><td>{:.3}</td><td>{:.3}{}</td><td>{:.3}</td><td>{}</td></tr>",
-                esc(&o.group()),
-                o.start_s,
-                o.end_s,
-                if o.open { " (end of history)" } else { "" },
-                o.duration_s(),
-                o.failed_ops
-            );
-        }
-        out.push_str("</table>\n");
-    }
-}
-
 /// Render the self-contained `index.html` of one run directory. `test.json` and `results.json`
 /// are required (an error names the missing or malformed file); everything else is optional.
 pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
@@ -754,70 +636,7 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
         "<p><a href=\"#checkers\">Checkers and anomalies</a> · <a href=\"#faults\">Faults</a> · \
          <a href=\"#recovery\">Recovery</a> · <a href=\"#plots\">Plots</a> · <a href=\"#files\">Files (history, fault journal, logs)</a></p>\n",
     );
-    // Configuration.
-    out.push_str("<h2>Configuration</h2>\n<table>\n");
-    row(&mut out, "seed", &esc(&text_of(test.get("seed"))));
-    row(
-        &mut out,
-        "start time",
-        &esc(&text_of(test.get("start_time"))),
-    );
-    let nodes = test
-        .get("nodes")
-        .and_then(Value::as_array)
-        .map(|ns| {
-            ns.iter()
-                .map(|n| match (n.get("name"), n.get("host")) {
-                    (Some(_), Some(_)) => {
-                        format!("{} ({})", text_of(n.get("name")), text_of(n.get("host")))
-                    }
-                    _ => text_of(Some(n)),
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        })
-        .unwrap_or_default();
-    row(&mut out, "nodes", &esc(&nodes));
-    let db = test.get("db");
-    let db_text = format!(
-        "{} {}",
-        text_of(db.and_then(|d| d.get("name"))),
-        text_of(db.and_then(|d| d.get("version")))
-    );
-    row(&mut out, "db", &esc(db_text.trim()));
-    row(
-        &mut out,
-        "concurrency",
-        &esc(&text_of(test.get("concurrency"))),
-    );
-    row(&mut out, "rate (ops/s)", &esc(&text_of(test.get("rate"))));
-    row(
-        &mut out,
-        "time limit (s)",
-        &esc(&text_of(test.get("time_limit_s"))),
-    );
-    row(&mut out, "read mode", &esc(&text_of(test.get("read_mode"))));
-    row(
-        &mut out,
-        "workload",
-        &esc(&named_spec(test.get("workload"))),
-    );
-    row(&mut out, "nemesis", &esc(&named_spec(test.get("nemesis"))));
-    if let Some(errors) = results.get(crate::systems::external::protocol::RESULTS_KEY) {
-        let line = crate::systems::external::protocol::counts_line(errors);
-        row(&mut out, "client protocol errors", &esc(&line));
-    }
-    row(
-        &mut out,
-        "shakedown version",
-        &esc(&text_of(test.get("shakedown_version"))),
-    );
-    row(
-        &mut out,
-        "rerun",
-        &format!("<code>{}</code>", esc(&text_of(test.get("rerun")))),
-    );
-    out.push_str("</table>\n");
+    config::config_section(&mut out, &test, &results);
 
     let dir = RunDir::open(run_dir);
     let history = dir.has(HISTORY_FILE).then(|| dir.read_history());
@@ -829,11 +648,20 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
     );
 
     // Fault timeline.
+    let recovery = match &history {
+        Some(Ok(history)) => Some(crate::report::recovery::stored_or_analysed(
+            Some(&results),
+            history,
+        )),
+        _ => None,
+    };
     match &history {
         None => {}
         Some(Ok(history)) => {
-            fault_section(&mut out, history);
-            recovery_section(&mut out, history, &results);
+            fault_section(&mut out, history, &test);
+            if let Some(r) = &recovery {
+                recovery::recovery_section(&mut out, r);
+            }
         }
         Some(Err(e)) => {
             let _ = writeln!(
@@ -886,6 +714,10 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
         if !absent.is_empty() {
             let _ = writeln!(out, "<p>Not drawn: {}.</p>", absent.join("; "));
         }
+    }
+
+    if let Some(r) = &recovery {
+        recovery::outage_details(&mut out, r);
     }
 
     // Files.
@@ -1205,7 +1037,9 @@ mod tests {
         assert!(html.contains("shakedown — etcd-register"), "title");
         assert!(html.contains("<span class=\"badge invalid\">invalid</span>"));
         assert!(html.contains("7952273444010470980"), "seed");
-        assert!(html.contains("etcd 3.4.23"));
+        assert!(html.contains("<tr><th>db</th><td>etcd 3.4.23</td></tr>"));
+        assert!(html.contains("<tr><th>workload</th><td><b>register</b></td></tr>"));
+        assert!(html.contains("<tr><th>nemesis</th><td><b>isolate</b></td></tr>"));
         assert!(html.contains("n1 (10.0.0.1), n2 (10.0.0.2)"));
         assert!(html.contains("<code>shakedown run --seed 42 --workload register</code>"));
         assert!(html.contains(
@@ -1244,8 +1078,8 @@ mod tests {
             "recovery row missing"
         );
         assert!(html.contains(
-            "<b>recovery after heal: none measured (0 of 1 fault recovered; 1 not measured: \
-                 never healed, no baseline or the workload stopped)</b>"
+            "<b>recovery after heal: none measured (0 of 1 fault recovered; 1 not measured — \
+             partition isolate n2 at 1.6 s: the workload stopped before recovery could be seen)</b>"
         ));
         // Raw, quantiles, throughput, anomalies (the session violation), stale reads; no clock
         // measurements, so no clock plot, and the page says so.

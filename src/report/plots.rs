@@ -15,9 +15,15 @@
 //! - Fault intervals are drawn as translucent coloured bands behind the data, one colour per fault
 //!   kind, labelled at their top-left with what was done (e.g. "isolate n5"), with a legend entry per
 //!   kind.
+//! - Legends sit in a column right of the data area ([`LEGEND_PX`], reserved with the chart's
+//!   right margin), never over data, bands or labels.
+//! - The x axis runs from 0 to 2 % past the last op's completion or fault end, so the final
+//!   reads are drawn whole; a window the data only partly covers is drawn at the middle of the
+//!   covered part.
 //! - The latency and throughput charts shade a strip along their bottom (`report::recovery`):
 //!   red where no op of some kind was served on any node (an outage), amber from a heal to the
-//!   workload's recovery.
+//!   workload's recovery; and the span without client ops from where the main workload stopped
+//!   to the final reads (final heal, settle: `report::phases`) as a light grey band.
 //! - At most [`MAX_F_SERIES`] distinct `f` values get their own series; further ones are merged
 //!   into "other".
 //! - Text is laid out and (in PNGs) rasterized with DejaVu Sans bundled in the binary
@@ -42,6 +48,7 @@ use crate::report::anomalies::{self, AnomalyDensity, AnomalyMark, StaleReads};
 use crate::report::faults::num;
 pub use crate::report::faults::{FaultInterval, fault_intervals};
 
+use crate::report::phases;
 use crate::report::recovery::{self, Shade, ShadeKind};
 use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
@@ -127,6 +134,8 @@ pub struct Prepared {
     samples: Samples,
     /// Outages and recovery periods, shaded along the bottom.
     shades: Vec<Shade>,
+    /// From where the main workload stopped to the final reads (`report::phases`), s.
+    quiet: Option<(f64, f64)>,
 }
 
 /// Fault intervals, paired client ops and recovery shading of `history`, for the `*_prepared`
@@ -142,6 +151,7 @@ pub fn prepare_with_shades(history: &History, shades: Vec<Shade>) -> Prepared {
         faults: fault_intervals(history),
         samples: samples(history),
         shades,
+        quiet: phases::final_phase(history).map(|p| p.quiet_span_s()),
     }
 }
 
@@ -201,148 +211,6 @@ type Root<'r, DB> = DrawingArea<DB, Shift>;
 
 fn err<E: std::fmt::Display>(e: E) -> String {
     format!("plot rendering failed: {e}")
-}
-
-/// Draw fault bands spanning `y_lo..y_hi`, a legend entry per kind and a label per band.
-fn draw_bands<'a, DB: DrawingBackend + 'a, Y: Ranged<ValueType = f64>>(
-    chart: &mut Chart<'a, DB, Y>,
-    faults: &[FaultInterval],
-    y_lo: f64,
-    y_hi: f64,
-) -> Result<(), String> {
-    let mut kinds: Vec<&str> = Vec::new();
-    for iv in faults {
-        if !kinds.contains(&iv.kind.as_str()) {
-            kinds.push(&iv.kind);
-        }
-    }
-    // One-shot events and very short faults stay visible: at least 0.3 % of the x range wide.
-    let x_range = chart.as_coord_spec().get_x_range();
-    let min_w = (x_range.end - x_range.start) * 0.003;
-    for kind in kinds {
-        let color = fault_color(kind);
-        chart
-            .draw_series(faults.iter().filter(|iv| iv.kind == kind).map(|iv| {
-                Rectangle::new(
-                    [(iv.start_s, y_lo), (iv.end_s.max(iv.start_s + min_w), y_hi)],
-                    color.mix(0.18).filled(),
-                )
-            }))
-            .map_err(err)?
-            .label(format!("fault: {kind}"))
-            .legend(move |(x, y)| {
-                Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.mix(0.4).filled())
-            });
-    }
-    let lanes = label_lanes(
-        faults,
-        (WIDTH_PX - 100) as f64 / (x_range.end - x_range.start).max(1e-9),
-    );
-    chart
-        .draw_series(faults.iter().zip(lanes).map(|(iv, lane)| {
-            EmptyElement::at((iv.start_s, y_hi))
-                + Text::new(
-                    iv.label.clone(),
-                    (2, 2 + 14 * lane as i32),
-                    (FONT, 12).into_font().color(&fault_color(&iv.kind)),
-                )
-        }))
-        .map_err(err)?;
-    Ok(())
-}
-
-/// Share of a chart's height taken by the recovery strip at its bottom.
-const STRIP_FRACTION: f64 = 0.04;
-
-/// Top of the recovery strip on a log axis from `lo` to `hi`.
-fn log_strip_top(lo: f64, hi: f64) -> f64 {
-    lo * (hi / lo).powf(STRIP_FRACTION)
-}
-
-/// Colour and legend text of a recovery shade.
-fn shade_style(kind: ShadeKind) -> (RGBColor, &'static str) {
-    match kind {
-        ShadeKind::Outage => (
-            RGBColor(200, 0, 0),
-            "outage: a kind of op served on no node",
-        ),
-        ShadeKind::Recovering => (RGBColor(255, 150, 0), "recovering after heal"),
-    }
-}
-
-/// Outages and recovery periods (`report::recovery`) as a strip along the bottom of the chart
-/// (`y_lo..y_top`), with a legend entry per kind present.
-fn draw_recovery<'a, DB: DrawingBackend + 'a, Y: Ranged<ValueType = f64>>(
-    chart: &mut Chart<'a, DB, Y>,
-    shades: &[Shade],
-    y_lo: f64,
-    y_top: f64,
-) -> Result<(), String> {
-    for kind in [ShadeKind::Recovering, ShadeKind::Outage] {
-        if !shades.iter().any(|s| s.kind == kind) {
-            continue;
-        }
-        let (color, label) = shade_style(kind);
-        chart
-            .draw_series(shades.iter().filter(|s| s.kind == kind).map(|s| {
-                Rectangle::new(
-                    [(s.start_s, y_lo), (s.end_s, y_top)],
-                    color.mix(0.7).filled(),
-                )
-            }))
-            .map_err(err)?
-            .label(label)
-            .legend(move |(x, y)| {
-                Rectangle::new([(x, y - 3), (x + 14, y + 3)], color.mix(0.7).filled())
-            });
-    }
-    Ok(())
-}
-
-/// Text lane (0 = top) of each fault label so labels of overlapping or close intervals do not
-/// collide: the first lane whose previous label ends (estimated at 7 px per character) before
-/// this one starts; at most [`MAX_LABEL_LANES`] lanes, then lanes are reused.
-fn label_lanes(faults: &[FaultInterval], px_per_s: f64) -> Vec<usize> {
-    let mut lane_end_px: Vec<f64> = Vec::new();
-    faults
-        .iter()
-        .map(|iv| {
-            let start = iv.start_s * px_per_s;
-            let end = start + 7.0 * iv.label.chars().count() as f64 + 8.0;
-            let lane = match lane_end_px.iter().position(|&e| e <= start) {
-                Some(l) => l,
-                None if lane_end_px.len() < MAX_LABEL_LANES => {
-                    lane_end_px.push(f64::NEG_INFINITY);
-                    lane_end_px.len() - 1
-                }
-                None => {
-                    // All lanes busy: the one that frees up first.
-                    let mut best = 0;
-                    for (i, e) in lane_end_px.iter().enumerate() {
-                        if *e < lane_end_px[best] {
-                            best = i;
-                        }
-                    }
-                    best
-                }
-            };
-            lane_end_px[lane] = end;
-            lane
-        })
-        .collect()
-}
-
-fn draw_legend<'a, DB: DrawingBackend + 'a, Y: Ranged<ValueType = f64>>(
-    chart: &mut Chart<'a, DB, Y>,
-) -> Result<(), String> {
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.5))
-        .label_font((FONT, 12))
-        .draw()
-        .map_err(err)
 }
 
 fn draw_no_data<'a, DB: DrawingBackend + 'a, Y: Ranged<ValueType = f64>>(
@@ -470,13 +338,38 @@ macro_rules! figure {
 }
 
 // After `figure!`: macros are visible to modules declared below their definition.
+mod bands;
 mod findings;
+mod legend;
+pub use bands::QUIET_LABEL;
+use bands::{STRIP_FRACTION, draw_bands, draw_quiet, draw_recovery, log_strip_top};
 pub use findings::{anomaly_color, anomaly_timeline, clock_offsets, stale_reads};
+pub use legend::LEGEND_PX;
+use legend::{Legend, Swatch, draw_legend};
 
-/// x range: the whole history, never empty.
-fn x_max(end_s: f64, faults: &[FaultInterval]) -> f64 {
+/// Extent of the data on the x axis: the whole history (its last op's completion) and every
+/// fault, never empty.
+fn x_extent(end_s: f64, faults: &[FaultInterval]) -> f64 {
     let m = faults.iter().map(|f| f.end_s).fold(end_s, f64::max);
     if m.is_finite() && m > 0.0 { m } else { 1.0 }
+}
+
+/// Upper end of the x axis for data up to `extent`: 2 % more, so the last ops (the final reads)
+/// are drawn whole instead of clipped at the edge.
+fn x_hi(extent: f64) -> f64 {
+    extent * 1.02
+}
+
+/// x range: [`x_extent`] with the margin of [`x_hi`].
+fn x_max(end_s: f64, faults: &[FaultInterval]) -> f64 {
+    x_hi(x_extent(end_s, faults))
+}
+
+/// Where window `i` of width `w` is drawn: the middle of the part of it before `extent` (a last
+/// window the data only partly covers is drawn at the middle of that part, not past the data).
+fn window_mid(i: usize, w: f64, extent: f64) -> f64 {
+    let a = i as f64 * w;
+    (a + ((i + 1) as f64 * w).min(extent).max(a)) / 2.0
 }
 
 /// Log-axis latency range covering `values` (ms), padded, never empty.
@@ -497,7 +390,7 @@ fn log_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
 }
 
 /// Marker of the `f` with index `i`.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 enum Marker {
     Circle,
     Triangle,
@@ -516,6 +409,7 @@ fn marker(i: usize) -> Marker {
 
 fn draw_points<'a, DB: DrawingBackend + 'a>(
     chart: &mut Chart<'a, DB, LogCoord<f64>>,
+    legend: &mut Legend,
     pts: &[(f64, f64)],
     m: Marker,
     color: RGBColor,
@@ -523,7 +417,7 @@ fn draw_points<'a, DB: DrawingBackend + 'a>(
 ) -> Result<(), String> {
     let style = color.mix(0.75).filled();
     let stroke = ShapeStyle::from(color.mix(0.75)).stroke_width(1);
-    let anno = match m {
+    match m {
         Marker::Circle => chart.draw_series(pts.iter().map(|&p| Circle::new(p, 2, style))),
         Marker::Triangle => {
             chart.draw_series(pts.iter().map(|&p| TriangleMarker::new(p, 3, style)))
@@ -535,17 +429,7 @@ fn draw_points<'a, DB: DrawingBackend + 'a>(
         ),
     }
     .map_err(err)?;
-    anno.label(label)
-        .legend(move |(x, y)| -> DynElement<'static, DB, (i32, i32)> {
-            match m {
-                Marker::Circle => Circle::new((x + 7, y), 3, style).into_dyn(),
-                Marker::Triangle => TriangleMarker::new((x + 7, y), 4, style).into_dyn(),
-                Marker::Cross => Cross::new((x + 7, y), 4, stroke).into_dyn(),
-                Marker::Square => {
-                    Rectangle::new([(x + 4, y - 3), (x + 10, y + 3)], style).into_dyn()
-                }
-            }
-        });
+    legend.add(label, Swatch::Point(m, color));
     Ok(())
 }
 
@@ -615,6 +499,7 @@ pub fn latency_raw_prepared(p: &Prepared, formats: Formats) -> Figure {
         let mut chart = ChartBuilder::on(root)
             .caption(&caption, (FONT, 20))
             .margin(12)
+            .margin_right(LEGEND_PX)
             .x_label_area_size(45)
             .y_label_area_size(70)
             .build_cartesian_2d(0.0..xmax, (ylo..yhi).log_scale())
@@ -626,12 +511,21 @@ pub fn latency_raw_prepared(p: &Prepared, formats: Formats) -> Figure {
             .axis_desc_style((FONT, 15))
             .draw()
             .map_err(err)?;
-        draw_bands(&mut chart, faults, ylo, yhi)?;
-        draw_recovery(&mut chart, &p.shades, ylo, log_strip_top(ylo, yhi))?;
+        let mut legend = Legend::default();
+        draw_quiet(&mut chart, &mut legend, p.quiet, ylo, yhi)?;
+        draw_bands(&mut chart, &mut legend, faults, ylo, yhi)?;
+        draw_recovery(
+            &mut chart,
+            &mut legend,
+            &p.shades,
+            ylo,
+            log_strip_top(ylo, yhi),
+        )?;
         for &(f_idx, outcome) in &keys {
             let f = s.f_names.get(f_idx).map(String::as_str).unwrap_or("other");
             draw_points(
                 &mut chart,
+                &mut legend,
                 &series[&(f_idx, outcome)],
                 marker(f_idx),
                 outcome.color(),
@@ -641,7 +535,7 @@ pub fn latency_raw_prepared(p: &Prepared, formats: Formats) -> Figure {
         if s.samples.is_empty() {
             draw_no_data(&mut chart, xmax * 0.3, (ylo * yhi).sqrt())?;
         }
-        draw_legend(&mut chart)
+        draw_legend(root, &chart, &legend)
     })
 }
 
@@ -678,8 +572,8 @@ const QS: [(&str, f64, RGBColor); 4] = [
 ];
 
 /// Per entry of `QS`: line segments of (window midpoint s, latency ms) over consecutive non-empty
-/// windows (bucketed by invoke time).
-fn quantile_lines(samples: &[Sample], w: f64, n: usize) -> Vec<Vec<Vec<(f64, f64)>>> {
+/// windows (bucketed by invoke time); see [`window_mid`] for a last window past `extent`.
+fn quantile_lines(samples: &[Sample], w: f64, n: usize, extent: f64) -> Vec<Vec<Vec<(f64, f64)>>> {
     let mut buckets: Vec<Vec<f64>> = vec![Vec::new(); n];
     for x in samples {
         buckets[window_of(x.invoke_s, w, n)].push(x.latency_ms.max(MIN_LATENCY_MS));
@@ -693,7 +587,7 @@ fn quantile_lines(samples: &[Sample], w: f64, n: usize) -> Vec<Vec<Vec<(f64, f64
             continue;
         }
         b.sort_by(f64::total_cmp);
-        let x = (i as f64 + 0.5) * w;
+        let x = window_mid(i, w, extent);
         for (qi, (_, q, _)) in QS.iter().enumerate() {
             if prev_empty {
                 lines[qi].push(Vec::new());
@@ -722,15 +616,17 @@ pub fn latency_quantiles(history: &History, window_s: f64, formats: Formats) -> 
 /// [`latency_quantiles`] of a [`prepare`]d history.
 pub fn latency_quantiles_prepared(p: &Prepared, window_s: f64, formats: Formats) -> Figure {
     let (faults, s) = (&p.faults, &p.samples);
-    let xmax = x_max(s.end_s, faults);
-    let w = window_width(window_s, xmax);
-    let n = window_count(xmax, w);
-    let lines = quantile_lines(&s.samples, w, n);
+    let extent = x_extent(s.end_s, faults);
+    let xmax = x_hi(extent);
+    let w = window_width(window_s, extent);
+    let n = window_count(extent, w);
+    let lines = quantile_lines(&s.samples, w, n, extent);
     let (ylo, yhi) = log_range(lines.iter().flatten().flatten().map(|p| p.1));
     figure!(formats, |root| {
         let mut chart = ChartBuilder::on(root)
             .caption(format!("Latency quantiles per {w:.3} s window"), (FONT, 20))
             .margin(12)
+            .margin_right(LEGEND_PX)
             .x_label_area_size(45)
             .y_label_area_size(70)
             .build_cartesian_2d(0.0..xmax, (ylo..yhi).log_scale())
@@ -742,21 +638,27 @@ pub fn latency_quantiles_prepared(p: &Prepared, window_s: f64, formats: Formats)
             .axis_desc_style((FONT, 15))
             .draw()
             .map_err(err)?;
-        draw_bands(&mut chart, faults, ylo, yhi)?;
-        draw_recovery(&mut chart, &p.shades, ylo, log_strip_top(ylo, yhi))?;
+        let mut legend = Legend::default();
+        draw_quiet(&mut chart, &mut legend, p.quiet, ylo, yhi)?;
+        draw_bands(&mut chart, &mut legend, faults, ylo, yhi)?;
+        draw_recovery(
+            &mut chart,
+            &mut legend,
+            &p.shades,
+            ylo,
+            log_strip_top(ylo, yhi),
+        )?;
         for (qi, (name, _, color)) in QS.iter().enumerate() {
             let color = *color;
             let mut first = true;
             for seg in &lines[qi] {
-                let anno = chart
+                chart
                     .draw_series(
                         LineSeries::new(seg.iter().copied(), color.stroke_width(2)).point_size(2),
                     )
                     .map_err(err)?;
                 if first {
-                    anno.label(*name).legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2))
-                    });
+                    legend.add(*name, Swatch::Line(color, 2, None));
                     first = false;
                 }
             }
@@ -764,7 +666,7 @@ pub fn latency_quantiles_prepared(p: &Prepared, window_s: f64, formats: Formats)
         if s.samples.is_empty() {
             draw_no_data(&mut chart, xmax * 0.3, (ylo * yhi).sqrt())?;
         }
-        draw_legend(&mut chart)
+        draw_legend(root, &chart, &legend)
     })
 }
 
@@ -823,9 +725,10 @@ pub fn throughput(history: &History, window_s: f64, formats: Formats) -> Figure 
 /// [`throughput`] of a [`prepare`]d history.
 pub fn throughput_prepared(p: &Prepared, window_s: f64, formats: Formats) -> Figure {
     let (faults, s) = (&p.faults, &p.samples);
-    let xmax = x_max(s.end_s, faults);
-    let w = window_width(window_s, xmax);
-    let n = window_count(xmax, w);
+    let extent = x_extent(s.end_s, faults);
+    let xmax = x_hi(extent);
+    let w = window_width(window_s, extent);
+    let n = window_count(extent, w);
     let counts = throughput_counts(&s.samples, w, n);
     let mut keys: Vec<_> = counts.keys().copied().collect();
     keys.sort();
@@ -835,6 +738,7 @@ pub fn throughput_prepared(p: &Prepared, window_s: f64, formats: Formats) -> Fig
         let mut chart = ChartBuilder::on(root)
             .caption(format!("Throughput per {w:.3} s window"), (FONT, 20))
             .margin(12)
+            .margin_right(LEGEND_PX)
             .x_label_area_size(45)
             .y_label_area_size(70)
             .build_cartesian_2d(0.0..xmax, 0.0..yhi)
@@ -846,39 +750,44 @@ pub fn throughput_prepared(p: &Prepared, window_s: f64, formats: Formats) -> Fig
             .axis_desc_style((FONT, 15))
             .draw()
             .map_err(err)?;
-        draw_bands(&mut chart, faults, 0.0, yhi)?;
-        draw_recovery(&mut chart, &p.shades, 0.0, yhi * STRIP_FRACTION)?;
+        let mut legend = Legend::default();
+        draw_quiet(&mut chart, &mut legend, p.quiet, 0.0, yhi)?;
+        draw_bands(&mut chart, &mut legend, faults, 0.0, yhi)?;
+        draw_recovery(
+            &mut chart,
+            &mut legend,
+            &p.shades,
+            0.0,
+            yhi * STRIP_FRACTION,
+        )?;
         for &(f_idx, outcome) in &keys {
             let f = s.f_names.get(f_idx).map(String::as_str).unwrap_or("other");
             let color = shade(outcome.color(), f_idx);
             let pts = counts[&(f_idx, outcome)]
                 .iter()
                 .enumerate()
-                .map(|(i, &c)| ((i as f64 + 0.5) * w, c as f64 / w));
+                .map(|(i, &c)| (window_mid(i, w, extent), c as f64 / w));
             let style = color.stroke_width(2);
-            let anno = match dash(f_idx) {
+            match dash(f_idx) {
                 None => chart.draw_series(LineSeries::new(pts, style)),
                 Some((on, off)) => chart.draw_series(DashedLineSeries::new(pts, on, off, style)),
             }
             .map_err(err)?;
-            anno.label(format!("{f} {}", outcome.name()))
-                .legend(move |(x, y)| {
-                    let [a, b, c] = legend_dashes(dash(f_idx));
-                    EmptyElement::at((x, y))
-                        + PathElement::new(a, style)
-                        + PathElement::new(b, style)
-                        + PathElement::new(c, style)
-                });
+            legend.add(
+                format!("{f} {}", outcome.name()),
+                Swatch::Line(color, 2, dash(f_idx)),
+            );
         }
         if s.samples.is_empty() {
             draw_no_data(&mut chart, xmax * 0.3, yhi / 2.0)?;
         }
-        draw_legend(&mut chart)
+        draw_legend(root, &chart, &legend)
     })
 }
 
 #[cfg(test)]
 mod tests {
+    use super::bands::{QUIET_COLOR, shade_style};
     use super::*;
     use serde_json::{Value, json};
 
@@ -1047,10 +956,7 @@ mod tests {
         ] {
             assert_well_formed(&svg);
             assert!(svg.contains("recovering after heal"), "legend");
-            assert!(
-                svg.contains("outage: a kind of op served on no node"),
-                "legend"
-            );
+            assert!(svg.contains("outage: an op kind served nowhere"), "legend");
             // One shade each, plus its legend swatch.
             assert_eq!(strip(&svg, ShadeKind::Outage), 2);
             assert_eq!(strip(&svg, ShadeKind::Recovering), 2);
@@ -1065,6 +971,86 @@ mod tests {
         }
         let svg = latency_raw_svg(&sorted(ops));
         assert!(!svg.contains("recovering after heal") && !svg.contains("(outage)"));
+    }
+
+    /// The x attribute of the `<text>` element holding `label`.
+    fn text_x(svg: &str, label: &str) -> i32 {
+        let at = svg.find(&format!(">\n{label}\n</text>")).expect(label);
+        let open = svg[..at].rfind("<text x=\"").expect("text element") + "<text x=\"".len();
+        let end = svg[open..].find('"').unwrap() + open;
+        svg[open..end].parse().unwrap()
+    }
+
+    /// The end of a run: ops fail from 4.5 s until the time limit (5 s), the final heal, a
+    /// settle, one final read at 8 s. The legend sits right of the data area, the final heal
+    /// and settle are a band of their own (not an outage), and the final read is inside the
+    /// x range, not on its edge.
+    #[test]
+    fn the_end_of_a_run_is_drawn_whole_with_the_legend_beside_it() {
+        let mut ops = vec![
+            nem(990, "start-partition", json!("one")),
+            nem(1_000, "start-partition", isolate_n5()),
+            nem(2_990, "stop-partition", json!(null)),
+            nem(3_000, "stop-partition", json!("healed")),
+        ];
+        for i in 0..50u64 {
+            let t = i * 100;
+            let end = if t >= 4_500 { OpType::Info } else { OpType::Ok };
+            client(&mut ops, i, "read", t, t + 3, end);
+        }
+        ops.push(nem(5_050, "stop-partition", json!(null)));
+        ops.push(nem(5_100, "stop-partition", json!("healed")));
+        let mut h = sorted(ops).ops;
+        for (t, ty) in [(8_000, OpType::Invoke), (8_010, OpType::Ok)] {
+            let mut o = op(t, ty, Process::Client(99), "read", json!(null));
+            o.key = Some("k1".into());
+            h.push(o);
+        }
+        let h = History::from_ops(h);
+        let quiet = format!(
+            "fill=\"#{:02X}{:02X}{:02X}\"",
+            QUIET_COLOR.0, QUIET_COLOR.1, QUIET_COLOR.2
+        );
+        let data_right = (WIDTH_PX - LEGEND_PX) as i32;
+        for svg in [
+            latency_raw_svg(&h),
+            latency_quantiles_svg(&h, 1.0),
+            throughput_svg(&h, 1.0),
+        ] {
+            assert_well_formed(&svg);
+            for label in ["fault: partition", QUIET_LABEL] {
+                assert!(
+                    text_x(&svg, label) > data_right,
+                    "{label} inside the data area"
+                );
+            }
+            // The band (opacity 0.12) and its legend sample.
+            let bands = svg
+                .lines()
+                .filter(|l| l.starts_with("<rect") && l.contains(&quiet))
+                .count();
+            assert_eq!(bands, 2, "quiet band and its legend sample");
+        }
+        // The final read's marker (at 8.0 s) is drawn whole, left of the data area's edge.
+        let svg = latency_raw_svg(&h);
+        let cx: Vec<i32> = svg
+            .match_indices("<circle cx=\"")
+            .map(|(i, m)| {
+                let rest = &svg[i + m.len()..];
+                rest[..rest.find('"').unwrap()].parse().unwrap()
+            })
+            .filter(|&x| x < data_right + 5)
+            .collect();
+        let last = cx.iter().copied().max().unwrap();
+        assert!(last < data_right - 5 && last > data_right - 60, "{last}");
+        assert_eq!(x_hi(10.0), 10.2);
+        assert_eq!(window_mid(2, 1.0, 2.5), 2.25);
+        assert_eq!(window_mid(1, 1.0, 2.5), 1.5);
+        assert_eq!(
+            window_mid(3, 1.0, 2.5),
+            3.0,
+            "a window past the data: its start"
+        );
     }
 
     #[test]
@@ -1185,10 +1171,13 @@ mod tests {
         client(&mut ops, 9, "read", 2_500, 2_510, OpType::Info);
         let h = sorted(ops);
         let s = samples(&h);
-        let lines = quantile_lines(&s.samples, 1.0, 3);
+        let lines = quantile_lines(&s.samples, 1.0, 3, 3.0);
         // p50 of [1, 2, 3, 4] ms is 2 ms (nearest rank); window 1 is empty, so two segments.
         assert_eq!(lines[0], vec![vec![(0.5, 2.0)], vec![(2.5, 10.0)]]);
         assert_eq!(lines[3], vec![vec![(0.5, 4.0)], vec![(2.5, 10.0)]]);
+        // The data ends at 2.51 s: the last window is drawn in the middle of what it covers.
+        let lines = quantile_lines(&s.samples, 1.0, 3, 2.51);
+        assert_eq!(lines[0], vec![vec![(0.5, 2.0)], vec![(2.255, 10.0)]]);
     }
 
     #[test]

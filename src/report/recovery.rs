@@ -15,7 +15,10 @@
 //!   one node or on all nodes — a span of at least `min_outage_ms` from a served op of the group
 //!   to the next one (or to the end of the history, then `open`), during which at least one op of
 //!   the group failed. It starts at the last served op before it (at the first failed op when
-//!   nothing was served before). Idle gaps without failed ops are not outages.
+//!   nothing was served before). Idle gaps without failed ops are not outages. The final heal
+//!   and the settle pause before the final reads (`report::phases`) are not either: nothing is
+//!   attempted then, so an outage still going when the main workload stopped ends there
+//!   (`workload_stopped`), and the final reads start every group afresh.
 //! - **Time to first failure** of a fault: from the fault's start to the first failed op
 //!   attempted in [start, settled) (settled = the recovery point, else the next change of faults
 //!   or the end of the history); an op already in flight at the start that then failed counts as
@@ -41,15 +44,21 @@
 //!   end of the history, else the fault is "not recovered" with that reason — or "not measured"
 //!   when too little was left after the heal (half of `sustain_ms` before the next fault change,
 //!   all of it before the workload stops or the history ends), or the workload stopped. A fault
-//!   never healed in the history is not measured.
+//!   never healed in the history is not measured. Why a fault was not measured is kept as an
+//!   [`Unmeasured`] reason, and the summary line names it per fault.
 //! - **Throughput during** a fault: served ops per second from its start to its heal, or to
 //!   where the workload stopped if that came first.
 
 use crate::history::{History, OpType, Process};
 use crate::model::CAS_MISMATCH;
 use crate::report::faults::{FaultInterval, fault_intervals};
+use crate::report::phases;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
+
+mod outages;
+mod unmeasured;
+pub use unmeasured::{UNMEASURED_NAMED, Unmeasured};
 
 /// Thresholds of the definitions in the module doc.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -100,6 +109,10 @@ pub struct Outage {
     pub end_s: f64,
     /// True when it lasted until the end of the history.
     pub open: bool,
+    /// True when the main workload stopped (the final heal began) while it lasted: it ends at
+    /// the workload's last op, and the quiet final heal and settle after it are not counted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub workload_stopped: bool,
     /// Ops of the group that failed in it.
     pub failed_ops: u64,
 }
@@ -165,6 +178,9 @@ pub struct FaultRecovery {
     pub sustained_s: Option<f64>,
     /// Why `recovery_s` is `None`.
     pub not_recovered: Option<String>,
+    /// Why recovery was not measured (`measured` false): which of the reasons it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unmeasured: Option<Unmeasured>,
     /// The longest all-nodes outage lying mostly (more than half of it) between the fault's
     /// start and its recovery point (or, not recovered, the next change of faults or the end of
     /// the history).
@@ -241,8 +257,9 @@ impl Recovery {
         }
         if self.not_measured > 0 {
             s.push_str(&format!(
-                "; {} not measured: never healed, no baseline or the workload stopped",
-                self.not_measured
+                "; {} not measured — {}",
+                self.not_measured,
+                self.unmeasured_text()
             ));
         }
         s.push(')');
@@ -405,99 +422,16 @@ impl<'a> Interner<'a> {
     }
 }
 
-/// Per-group outage detection state.
-#[derive(Default, Clone, Copy)]
-struct GroupState {
-    last_served_ns: Option<u64>,
-    first_failed_ns: Option<u64>,
-    failed: u64,
-}
-
 /// Compute recovery and unavailability of `history` (see the module doc).
 pub fn analyse(history: &History, config: &RecoveryConfig) -> Recovery {
     let end_ns = history.ops.iter().map(|o| o.time_ns).max().unwrap_or(0);
     let (attempts, f_names, node_names) = attempts(history);
-    let (nf, nn) = (f_names.len(), node_names.len());
 
-    // Events: served ops at their completion, failed ones at their invocation.
-    let mut events: Vec<(u64, u32)> = attempts
-        .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            let t = if a.served { a.complete_ns } else { a.invoke_ns };
-            (t, i as u32)
-        })
-        .collect();
-    events.sort_unstable();
-
-    // Outages per group: scope (0 = all nodes, 1 + node) × kind (0 = all kinds, 1 + f).
-    let group = |scope: usize, fk: usize| scope * (nf + 1) + fk;
-    let mut state = vec![GroupState::default(); (nn + 1) * (nf + 1)];
-    let min_outage_ns = config.min_outage_ms * 1_000_000;
-    let mut found: Vec<(usize, u64, u64, bool, u64)> = Vec::new();
-    let mut served_ns: Vec<u64> = Vec::new();
-    for &(t, i) in &events {
-        let a = &attempts[i as usize];
-        let scopes = [Some(0), a.node.map(|n| n + 1)];
-        for g in scopes
-            .into_iter()
-            .flatten()
-            .flat_map(|s| [group(s, 0), group(s, a.f + 1)])
-        {
-            let st = &mut state[g];
-            if a.served {
-                if st.failed > 0 {
-                    let start = st.last_served_ns.or(st.first_failed_ns).unwrap_or(t);
-                    if t.saturating_sub(start) >= min_outage_ns {
-                        found.push((g, start, t, false, st.failed));
-                    }
-                }
-                *st = GroupState {
-                    last_served_ns: Some(t),
-                    ..GroupState::default()
-                };
-            } else {
-                st.first_failed_ns.get_or_insert(t);
-                st.failed += 1;
-            }
-        }
-        if a.served {
-            served_ns.push(t);
-        }
-    }
-    for (g, st) in state.iter().enumerate() {
-        if st.failed > 0 {
-            let start = st.last_served_ns.or(st.first_failed_ns).unwrap_or(end_ns);
-            if end_ns.saturating_sub(start) >= min_outage_ns {
-                found.push((g, start, end_ns, true, st.failed));
-            }
-        }
-    }
-    let outages_total = found.len() as u64;
-    if found.len() > config.max_outages {
-        found.sort_by_key(|o| std::cmp::Reverse(o.2 - o.1));
-        found.truncate(config.max_outages);
-    }
-    let mut outages: Vec<Outage> = found
-        .into_iter()
-        .map(|(g, start, end, open, failed_ops)| {
-            let (scope, fk) = (g / (nf + 1), g % (nf + 1));
-            Outage {
-                node: (scope > 0).then(|| node_names[scope - 1].clone()),
-                f: (fk > 0).then(|| f_names[fk - 1].clone()),
-                start_s: secs(start),
-                end_s: secs(end),
-                open,
-                failed_ops,
-            }
-        })
-        .collect();
-    outages.sort_by(|a, b| {
-        a.start_s
-            .total_cmp(&b.start_s)
-            .then_with(|| a.node.cmp(&b.node))
-            .then_with(|| a.f.cmp(&b.f))
-    });
+    // The final heal and settle attempt nothing: outages end where the workload stopped.
+    let final_phase = phases::final_phase(history);
+    let cut = final_phase.map(|p| (p.heal_start_ns, p.workload_end_ns));
+    let (outages, outages_total, served_ns) =
+        outages::find(&attempts, &f_names, &node_names, config, end_ns, cut);
 
     // Failed ops by invocation, with the latest completion among those invoked earlier.
     let mut failed: Vec<(u64, u64)> = attempts
@@ -545,6 +479,7 @@ pub fn analyse(history: &History, config: &RecoveryConfig) -> Recovery {
                 failed: &failed,
                 latest_completion: &latest_completion,
                 idle: &idle,
+                workload_end_ns: final_phase.map(|p| p.workload_end_ns),
             },
             &outages,
         );
@@ -612,6 +547,9 @@ struct Context<'a> {
     latest_completion: &'a [u64],
     /// Spans of at least a window with no client op invoked or in flight, by start.
     idle: &'a [(u64, u64)],
+    /// Where the main workload stopped, when the history shows a final heal and final reads
+    /// (`report::phases`).
+    workload_end_ns: Option<u64>,
 }
 
 impl Context<'_> {
@@ -717,39 +655,58 @@ fn fault_recovery(
     } else {
         sustain_s
     };
-    let (limit_reason, measurable) = if room_s < needed_s {
+    // Why a search that found nothing did not measure anything (`None`: it did).
+    let stopped = if cx.workload_end_ns.is_some_and(|end| heal >= end) {
+        Unmeasured::HealedAfterWorkload
+    } else {
+        Unmeasured::WorkloadStopped
+    };
+    let (limit_reason, unmeasured_limit) = if room_s < needed_s {
         (
             format!("only {room_s:.1} s from the heal until {what}, {needed_s} s needed"),
-            false,
+            Some(if limit == stops {
+                stopped
+            } else if limit == next_change {
+                Unmeasured::NextFault
+            } else {
+                Unmeasured::HistoryEnded
+            }),
         )
     } else if limit == stops {
         (
             format!(
                 "the workload stopped before {sustain_s} s of {pct}% of the pre-fault throughput"
             ),
-            false,
+            Some(stopped),
         )
     } else {
         (
             format!("below {pct}% of the pre-fault throughput until {what}"),
-            true,
+            None,
         )
     };
     let mut measured = false;
     let mut sustained = None;
+    let mut unmeasured = None;
     let (recovered_at, why_not) = if !iv.open {
         match baseline {
-            None if baseline_len_s < config.min_baseline_s && inherited_baseline.is_none() => (
-                None,
-                Some(format!(
-                    "no baseline: less than {} s without fault changes before it",
-                    config.min_baseline_s
-                )),
-            ),
-            None => (
-                None,
-                Some("no baseline: nothing served before it".to_string()),
-            ),
+            None if baseline_len_s < config.min_baseline_s && inherited_baseline.is_none() => {
+                unmeasured = Some(Unmeasured::NoBaseline);
+                (
+                    None,
+                    Some(format!(
+                        "no baseline: less than {} s without fault changes before it",
+                        config.min_baseline_s
+                    )),
+                )
+            }
+            None => {
+                unmeasured = Some(Unmeasured::NoBaseline);
+                (
+                    None,
+                    Some("no baseline: nothing served before it".to_string()),
+                )
+            }
             Some(rate) => match recovery_point(heal, limit, truncate, rate, config, cx) {
                 Some((at, stretch)) => {
                     measured = true;
@@ -757,12 +714,14 @@ fn fault_recovery(
                     (Some(at), None)
                 }
                 None => {
-                    measured = measurable;
+                    measured = unmeasured_limit.is_none();
+                    unmeasured = unmeasured_limit;
                     (None, Some(limit_reason))
                 }
             },
         }
     } else {
+        unmeasured = Some(Unmeasured::NeverHealed);
         (None, Some("never healed in the history".to_string()))
     };
     let settled = recovered_at.unwrap_or(limit).max(heal);
@@ -793,6 +752,7 @@ fn fault_recovery(
         recovered_at_s: recovered_at.map(secs),
         sustained_s: sustained,
         not_recovered: why_not,
+        unmeasured,
         longest_outage,
     }
 }
@@ -1138,10 +1098,8 @@ mod tests {
         assert_eq!((r.recovered, r.not_recovered, r.not_measured), (0, 0, 1));
         assert_eq!(
             r.summary_line().unwrap(),
-            "recovery after heal: none measured (0 of 1 fault recovered; 1 not measured: never \
-             healed, no baseline or the \
-             workload stopped); \
-             longest outage 4.6 s (read on all nodes at 0.4 s)"
+            "recovery after heal: none measured (0 of 1 fault recovered; 1 not measured — kill \
+             n1 at 0.5 s: never healed); longest outage 4.6 s (read on all nodes at 0.4 s)"
         );
 
         // A healed fault with less than 1 s before it: no baseline.
@@ -1253,6 +1211,119 @@ mod tests {
         g.client(0, "n1", "read", 0, 20_000, 100, &[], 100);
         g.client(0, "n1", "read", 30_000, 30_500, 100, &[], 100);
         g.history()
+    }
+
+    /// The end of a run: ops time out from 58 s until the time limit (60 s), the final heal,
+    /// 3 s of settling, then the final reads. The outage ends where the workload stopped, not
+    /// at the first final read: the quiet settle is no outage.
+    fn run_with_final_heal_and_reads() -> History {
+        let mut g = Gen::new();
+        g.nem(49_990, "start-partition", json!("one"));
+        g.nem(
+            50_000,
+            "start-partition",
+            json!({"grudge": {"n1": ["n2"], "n2": ["n1"]}}),
+        );
+        g.client(0, "n1", "read", 0, 60_000, 100, &[(58_000, 60_000)], 500);
+        g.nem(60_050, "stop-partition", Value::Null);
+        g.nem(60_100, "stop-partition", json!("healed"));
+        g.nem(60_110, "start", Value::Null);
+        g.nem(60_150, "start", json!({"nodes": []}));
+        for (t, ty) in [(63_000, OpType::Invoke), (63_002, OpType::Ok)] {
+            g.op(t, ty, Process::Client(900), "read", Some("n1"));
+            g.ops.last_mut().unwrap().key = Some("k1".into());
+        }
+        g.history()
+    }
+
+    #[test]
+    fn the_final_heal_and_settle_are_no_outage() {
+        let r = analyse(&run_with_final_heal_and_reads(), &RecoveryConfig::default());
+        let all: Vec<&Outage> = r
+            .outages
+            .iter()
+            .filter(|o| o.node.is_none() && o.f.is_none())
+            .collect();
+        assert_eq!(all.len(), 1, "{:?}", r.outages);
+        let o = all[0];
+        assert_eq!((o.start_s, o.end_s, o.failed_ops), (57.902, 60.0, 4));
+        assert!(o.workload_stopped && !o.open, "{o:?}");
+        assert!(r.outages.iter().all(|o| o.end_s <= 60.0), "{:?}", r.outages);
+        let outage_shades: Vec<(f64, f64)> = r
+            .shading()
+            .iter()
+            .filter(|s| s.kind == ShadeKind::Outage)
+            .map(|s| (s.start_s, s.end_s))
+            .collect();
+        assert_eq!(outage_shades, [(57.902, 60.0)]);
+        // Healed only by the final heal: not measured, and the summary says why.
+        let f = &r.faults[0];
+        assert_eq!(f.unmeasured, Some(Unmeasured::HealedAfterWorkload), "{f:?}");
+        assert_eq!(f.unmeasured_reason(), Some(Unmeasured::HealedAfterWorkload));
+        let line = r.summary_line().unwrap();
+        assert!(
+            line.contains(&format!(
+                "1 not measured — {} at 50.0 s: healed by the final heal, after the workload \
+                 stopped)",
+                f.label
+            )),
+            "{line}"
+        );
+        // Stored and read back (the flag and the reason survive; absent in older results).
+        let back: Recovery = serde_json::from_value(serde_json::to_value(&r).unwrap()).unwrap();
+        assert_eq!(back, r);
+        let mut old = serde_json::to_value(&r).unwrap();
+        old["faults"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("unmeasured");
+        old["outages"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("workload_stopped");
+        let old: Recovery = serde_json::from_value(old).unwrap();
+        assert_eq!(old.faults[0].unmeasured, None);
+        assert_eq!(
+            old.faults[0].unmeasured_reason(),
+            Some(Unmeasured::HealedAfterWorkload),
+            "read from the text"
+        );
+    }
+
+    #[test]
+    fn unmeasured_faults_are_named_per_reason() {
+        let mut r = analyse(&run_with_final_heal_and_reads(), &RecoveryConfig::default());
+        let f = r.faults[0].clone();
+        let fault =
+            |label: &str, start_s: f64, why: Option<Unmeasured>, text: &str| FaultRecovery {
+                label: label.into(),
+                start_s,
+                unmeasured: why,
+                not_recovered: Some(text.into()),
+                ..f.clone()
+            };
+        r.faults = vec![
+            fault("kill n2", 55.0, Some(Unmeasured::NeverHealed), ""),
+            fault("isolate n1", 0.5, Some(Unmeasured::NoBaseline), ""),
+            fault("pause n3", 12.0, Some(Unmeasured::NoBaseline), ""),
+            fault("pause n4", 20.0, Some(Unmeasured::NoBaseline), ""),
+            fault("pause n5", 30.0, Some(Unmeasured::NoBaseline), ""),
+            // Stored before reasons were kept: read from the text.
+            fault(
+                "isolate n2",
+                40.0,
+                None,
+                "only 1.2 s from the heal until the next fault change, 1.5 s needed",
+            ),
+            fault("bump-clock n1", 45.0, None, "something else"),
+        ];
+        r.not_measured = 7;
+        assert_eq!(
+            r.unmeasured_text(),
+            "kill n2 at 55.0 s: never healed; isolate n1 at 0.5 s, pause n3 at 12.0 s, pause n4 \
+             at 20.0 s and 1 more: no baseline before it; isolate n2 at 40.0 s: the next fault \
+             came too soon after the heal; bump-clock n1 at 45.0 s: for another reason"
+        );
     }
 
     #[test]

@@ -41,6 +41,7 @@ pub fn clock_offsets(history: &History, formats: Formats) -> Option<Figure> {
         let mut chart = ChartBuilder::on(root)
             .caption("Clock offset per node (node minus controller)", (FONT, 20))
             .margin(12)
+            .margin_right(LEGEND_PX)
             .x_label_area_size(45)
             .y_label_area_size(70)
             .build_cartesian_2d(0.0..xmax, ylo..yhi)
@@ -52,20 +53,18 @@ pub fn clock_offsets(history: &History, formats: Formats) -> Option<Figure> {
             .axis_desc_style((FONT, 15))
             .draw()
             .map_err(err)?;
-        draw_bands(&mut chart, &faults, ylo, yhi)?;
+        let mut legend = Legend::default();
+        draw_bands(&mut chart, &mut legend, &faults, ylo, yhi)?;
         for (i, (node, pts)) in series.iter().enumerate() {
             let color = SERIES_PALETTE[i % SERIES_PALETTE.len()];
             chart
                 .draw_series(
                     LineSeries::new(pts.iter().copied(), color.stroke_width(2)).point_size(3),
                 )
-                .map_err(err)?
-                .label(node.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2))
-                });
+                .map_err(err)?;
+            legend.add(node.as_str(), Swatch::Line(color, 2, None));
         }
-        draw_legend(&mut chart)
+        draw_legend(root, &chart, &legend)
     }))
 }
 
@@ -171,6 +170,7 @@ pub fn anomaly_timeline(
         let mut chart = ChartBuilder::on(root)
             .caption(caption.as_str(), (FONT, 20))
             .margin(12)
+            .margin_right(LEGEND_PX)
             .x_label_area_size(45)
             .y_label_area_size(150)
             .build_cartesian_2d(0.0..xmax, ylo..yhi)
@@ -184,7 +184,8 @@ pub fn anomaly_timeline(
             .axis_desc_style((FONT, 15))
             .draw()
             .map_err(err)?;
-        draw_bands(&mut chart, &faults, ylo, yhi)?;
+        let mut legend = Legend::default();
+        draw_bands(&mut chart, &mut legend, &faults, ylo, yhi)?;
         for d in &aggregated {
             let color = anomaly_color(&d.category);
             let y = row(&d.category);
@@ -234,13 +235,15 @@ pub fn anomaly_timeline(
                         .filter(|m| m.primary)
                         .map(|m| Cross::new((m.time_s, y), 6, color.stroke_width(3))),
                 )
-                .map_err(err)?
-                .label(label)
-                .legend(move |(x, y)| Cross::new((x + 7, y), 5, color.stroke_width(3)));
+                .map_err(err)?;
+            legend.add(label, Swatch::Cross(color, 5, 3));
         }
-        draw_legend(&mut chart)
+        draw_legend(root, &chart, &legend)
     }))
 }
+
+/// Width of the legend column right of the two stale-read panels, in pixels.
+const STALE_LEGEND_PX: u32 = 170;
 
 /// Stale reads as measured by the session checker: versions behind and ms behind at p50, p90,
 /// p99 and max, over all measured reads and over stale reads only, as grouped bars in two
@@ -273,10 +276,13 @@ pub fn stale_reads(stats: &StaleReads, formats: Formats) -> Option<Figure> {
     };
     Some(figure!(formats, |root| {
         let root = root.titled(&caption, (FONT, 20)).map_err(err)?;
-        let halves = root.split_evenly((1, 2));
-        for ((title, all, stale), area) in panels.iter().zip(halves.iter()) {
+        // One legend for both panels, in a column right of them.
+        let (panels_area, _) = root.split_horizontally(root.dim_in_pixel().0 - STALE_LEGEND_PX);
+        let halves = panels_area.split_evenly((1, 2));
+        for (k, ((title, all, stale), area)) in panels.iter().zip(halves.iter()).enumerate() {
             let peak = all.iter().chain(stale).copied().fold(0.0, f64::max);
             let yhi = if peak > 0.0 { peak * 1.3 } else { 1.0 };
+            let mut legend = Legend::default();
             let mut chart = ChartBuilder::on(area)
                 .caption(*title, (FONT, 16))
                 .margin(12)
@@ -302,22 +308,26 @@ pub fn stale_reads(stats: &StaleReads, formats: Formats) -> Option<Figure> {
                         let x = i as f64 + dx;
                         Rectangle::new([(x - 0.17, 0.0), (x + 0.17, v)], color.filled())
                     }))
-                    .map_err(err)?
-                    .label(label)
-                    .legend(move |(x, y)| {
-                        Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled())
-                    });
+                    .map_err(err)?;
+                legend.add(label, Swatch::Box(color, 1.0, 5));
                 chart
                     .draw_series(values.iter().enumerate().map(|(i, &v)| {
                         Text::new(
-                            format!("{}", (v * 100.0).round() / 100.0),
+                            // Whole numbers from 100 on: labels of neighbouring bars stay apart.
+                            if v >= 100.0 {
+                                format!("{v:.0}")
+                            } else {
+                                format!("{}", (v * 100.0).round() / 100.0)
+                            },
                             (i as f64 + dx - 0.15, v + yhi * 0.05),
                             (FONT, 12).into_font(),
                         )
                     }))
                     .map_err(err)?;
             }
-            draw_legend(&mut chart)?;
+            if k + 1 == panels.len() {
+                draw_legend(&root, &chart, &legend)?;
+            }
         }
         Ok(())
     }))
@@ -514,8 +524,8 @@ mod tests {
             .count();
         assert_eq!(
             bars,
-            2 * 4 + 2,
-            "stale bars plus one legend swatch per panel"
+            2 * 4 + 1,
+            "stale bars plus one legend swatch for both panels"
         );
     }
 }

@@ -1,0 +1,258 @@
+//! The run page's Configuration section: test.json as a table a person would write.
+//!
+//! Owns how test.json's values read on the page: the db line (name once, then its version),
+//! the workload and nemesis as short key/value tables (units from key suffixes, nested values
+//! compact, a list of faults one per line) instead of raw JSON. Does not own test.json's
+//! contents (`runner::test_json`) or the rest of the page (`report::page`).
+
+use super::{esc, row, text_of};
+use serde_json::Value;
+use std::fmt::Write as _;
+
+/// The Configuration section of the run page.
+pub(super) fn config_section(out: &mut String, test: &Value, results: &Value) {
+    out.push_str("<h2>Configuration</h2>\n<table>\n");
+    row(out, "seed", &esc(&text_of(test.get("seed"))));
+    row(out, "start time", &esc(&text_of(test.get("start_time"))));
+    let nodes = test
+        .get("nodes")
+        .and_then(Value::as_array)
+        .map(|ns| {
+            ns.iter()
+                .map(|n| match (n.get("name"), n.get("host")) {
+                    (Some(_), Some(_)) => {
+                        format!("{} ({})", text_of(n.get("name")), text_of(n.get("host")))
+                    }
+                    _ => text_of(Some(n)),
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default();
+    row(out, "nodes", &esc(&nodes));
+    let db = test.get("db");
+    let db_text = db_line(
+        &text_of(db.and_then(|d| d.get("name"))),
+        &text_of(db.and_then(|d| d.get("version"))),
+    );
+    row(out, "db", &esc(&db_text));
+    row(out, "concurrency", &esc(&text_of(test.get("concurrency"))));
+    row(out, "rate (ops/s)", &esc(&text_of(test.get("rate"))));
+    row(
+        out,
+        "time limit (s)",
+        &esc(&text_of(test.get("time_limit_s"))),
+    );
+    row(out, "read mode", &esc(&text_of(test.get("read_mode"))));
+    row(out, "workload", &named_spec_html(test.get("workload")));
+    row(out, "nemesis", &named_spec_html(test.get("nemesis")));
+    if let Some(errors) = results.get(crate::systems::external::protocol::RESULTS_KEY) {
+        let line = crate::systems::external::protocol::counts_line(errors);
+        row(out, "client protocol errors", &esc(&line));
+    }
+    row(
+        out,
+        "shakedown version",
+        &esc(&text_of(test.get("shakedown_version"))),
+    );
+    row(
+        out,
+        "rerun",
+        &format!("<code>{}</code>", esc(&text_of(test.get("rerun")))),
+    );
+    out.push_str("</table>\n");
+}
+
+/// The db as "etcd 3.4.23": its name, then its version text without a leading repeat of the
+/// name or a "Version:" word (etcd reports "etcd Version: 3.4.23", PostgreSQL "postgres
+/// (PostgreSQL) 15.20").
+pub(super) fn db_line(name: &str, version: &str) -> String {
+    let (name, version) = (name.trim(), version.trim());
+    let strip = |s: &str, prefix: &str| -> Option<String> {
+        let head = s.get(..prefix.len())?;
+        (!prefix.is_empty() && head.eq_ignore_ascii_case(prefix))
+            .then(|| s[prefix.len()..].trim_start_matches([' ', ':']).to_string())
+    };
+    let mut rest = strip(version, name).unwrap_or_else(|| version.to_string());
+    if let Some(r) = strip(&rest, "version") {
+        rest = r;
+    }
+    match (name.is_empty(), rest.is_empty()) {
+        (_, true) => name.to_string(),
+        (true, false) => rest,
+        (false, false) => format!("{name} {rest}"),
+    }
+}
+
+/// A `{name, spec}` object (workload, nemesis) as its name, then its spec as a key/value table
+/// ([`spec_rows`]); other values as escaped text.
+pub(super) fn named_spec_html(v: Option<&Value>) -> String {
+    let Some(Value::Object(m)) = v else {
+        return esc(&text_of(v));
+    };
+    if !m.contains_key("name") {
+        return esc(&text_of(v));
+    }
+    let name = text_of(m.get("name"));
+    let mut html = format!("<b>{}</b>", esc(&name));
+    match m.get("spec") {
+        Some(Value::Object(spec)) => {
+            let rows = spec_rows(spec, &name);
+            if !rows.is_empty() {
+                html.push_str("<table class=\"kv\">");
+                for (k, v) in rows {
+                    let _ = write!(html, "<tr><th>{}</th><td>{v}</td></tr>", esc(&k));
+                }
+                html.push_str("</table>");
+            }
+        }
+        None | Some(Value::Null) => {}
+        Some(other) => {
+            let _ = write!(html, " {}", esc(&compact(other)));
+        }
+    }
+    html
+}
+
+/// (key, value HTML) rows of a spec object, keys in words ("interval", "read weight"), values
+/// with their unit ("5 s") and compact; a `kind` equal to the spec's name is left out; a list
+/// of objects (faults) gets one line per item.
+pub(super) fn spec_rows(
+    spec: &serde_json::Map<String, Value>,
+    name: &str,
+) -> Vec<(String, String)> {
+    spec.iter()
+        .filter(|(k, v)| !(k.as_str() == "kind" && v.as_str() == Some(name)))
+        .map(|(k, v)| {
+            let (key, unit) = key_words(k);
+            let value = match v {
+                Value::Array(items) if items.iter().any(Value::is_object) => items
+                    .iter()
+                    .map(|i| esc(&compact(i)))
+                    .collect::<Vec<_>>()
+                    .join("<br>"),
+                other => esc(&with_unit(&compact(other), unit)),
+            };
+            (key, value)
+        })
+        .collect()
+}
+
+/// A spec key in words and its unit: `interval_s` → ("interval", "s"), `read_weight` →
+/// ("read weight", "").
+fn key_words(k: &str) -> (String, &'static str) {
+    let (stem, unit) = if let Some(s) = k.strip_suffix("_ms") {
+        (s, "ms")
+    } else if let Some(s) = k.strip_suffix("_s") {
+        (s, "s")
+    } else if let Some(s) = k.strip_suffix("_kbit") {
+        (s, "kbit/s")
+    } else {
+        (k, "")
+    };
+    (stem.replace('_', " "), unit)
+}
+
+fn with_unit(value: &str, unit: &str) -> String {
+    if unit.is_empty() || value.is_empty() || value == "–" {
+        value.to_string()
+    } else {
+        format!("{value} {unit}")
+    }
+}
+
+/// A value as a person would write it: strings bare, whole numbers without ".0", null as "–",
+/// lists joined by ", ", objects as "key value" pairs (a `kind` first, the rest in brackets:
+/// "partition (shape one)").
+pub(super) fn compact(v: &Value) -> String {
+    match v {
+        Value::Null => "–".to_string(),
+        Value::String(s) => s.clone(),
+        Value::Number(n) => match n.as_f64() {
+            Some(x) if n.is_f64() && x.fract() == 0.0 && x.abs() < 1e15 => format!("{x:.0}"),
+            _ => n.to_string(),
+        },
+        Value::Bool(b) => b.to_string(),
+        Value::Array(items) => items.iter().map(compact).collect::<Vec<_>>().join(", "),
+        Value::Object(m) => {
+            let pairs: Vec<String> = m
+                .iter()
+                .filter(|(k, _)| k.as_str() != "kind")
+                .map(|(k, v)| {
+                    let (key, unit) = key_words(k);
+                    format!("{key} {}", with_unit(&compact(v), unit))
+                })
+                .collect();
+            match (m.get("kind").map(compact), pairs.is_empty()) {
+                (Some(kind), true) => kind,
+                (Some(kind), false) => format!("{kind} ({})", pairs.join(", ")),
+                (None, _) => pairs.join(", "),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_db_line_names_the_db_once() {
+        assert_eq!(db_line("etcd", "etcd Version: 3.4.23"), "etcd 3.4.23");
+        assert_eq!(
+            db_line(
+                "postgres",
+                "postgres (PostgreSQL) 15.20 (Debian 15.20-0+deb12u1)"
+            ),
+            "postgres (PostgreSQL) 15.20 (Debian 15.20-0+deb12u1)"
+        );
+        assert_eq!(db_line("etcd", "3.5.0"), "etcd 3.5.0");
+        assert_eq!(db_line("etcd", ""), "etcd");
+        assert_eq!(db_line("", "etcd Version: 3.4.23"), "etcd Version: 3.4.23");
+        assert_eq!(db_line("etcd", "Version: 3.4"), "etcd 3.4");
+        // A multi-byte version is cut at a char boundary or not at all.
+        assert_eq!(db_line("etcd", "é"), "etcd é");
+    }
+
+    #[test]
+    fn specs_read_as_key_value_tables_with_units_and_compact_faults() {
+        let workload = json!({"name": "register", "spec": {"kind": "register", "read_weight": 2,
+            "max_value": 5}});
+        assert_eq!(
+            named_spec_html(Some(&workload)),
+            "<b>register</b><table class=\"kv\"><tr><th>max value</th><td>5</td></tr>\
+             <tr><th>read weight</th><td>2</td></tr></table>"
+        );
+        let nemesis = json!({"name": "partition,kill", "spec": {
+            "faults": [{"kind": "partition", "shape": "one"}, {"kind": "kill", "targets": "one"},
+                       {"kind": "clock", "mode": "bump", "max_delta_ms": 2000}],
+            "interval_s": 5.0, "order": "random", "clock_offsets_interval_s": 0.5}});
+        let Value::Object(spec) = &nemesis["spec"] else {
+            unreachable!()
+        };
+        assert_eq!(
+            spec_rows(spec, "partition,kill"),
+            [
+                ("clock offsets interval".to_string(), "0.5 s".to_string()),
+                (
+                    "faults".to_string(),
+                    "partition (shape one)<br>kill (targets one)<br>clock (max delta 2000 ms, \
+                     mode bump)"
+                        .to_string()
+                ),
+                ("interval".to_string(), "5 s".to_string()),
+                ("order".to_string(), "random".to_string()),
+            ]
+        );
+        assert!(!named_spec_html(Some(&nemesis)).contains('{'));
+        // Not a {name, spec} object: as text, escaped.
+        assert_eq!(named_spec_html(Some(&json!("a<b"))), "a&lt;b");
+        assert_eq!(named_spec_html(Some(&json!({"name": "x"}))), "<b>x</b>");
+        assert_eq!(
+            compact(&json!({"grudge": {"n1": ["n2", "n3"]}})),
+            "grudge n1 n2, n3"
+        );
+        assert_eq!(compact(&json!(null)), "–");
+    }
+}
