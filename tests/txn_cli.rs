@@ -61,7 +61,7 @@ fn one_map_per_line_with_string_and_vector_keys_finds_a_process_cycle() {
     let o = check(&[f.to_str().unwrap()]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(1), "{t}");
-    assert!(t.contains("G-single-process"), "{t}");
+    assert!(t.contains("G-single-item-process"), "{t}");
     assert!(t.contains("ran on process 1"), "{t}");
 }
 
@@ -151,7 +151,7 @@ fn txn_assume_wfr_keys_finds_what_the_initial_state_cannot() {
     let o = check(&["--txn-assume", "wfr-keys", f.to_str().unwrap()]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(1), "{t}");
-    assert!(t.contains("G-single ×1"), "{t}");
+    assert!(t.contains("G-single-item ×1"), "{t}");
     assert!(t.contains("(initial-state, wfr-keys)"), "{t}");
     let o = check(&["--txn-assume", "wfr", f.to_str().unwrap()]);
     let t = text(&o);

@@ -8,7 +8,7 @@
 //! Pure: JSON in, judgement out.
 
 use crate::checker::session::Guarantee;
-use crate::checker::txn::anomaly::Model;
+use crate::checker::txn::consistency::Model;
 use serde_json::Value;
 
 /// A consistency property a vendor claims for a configuration.

@@ -5,10 +5,10 @@
 //! (`infer`); rw-register knows wr edges exactly and orders versions only from the initial state
 //! and the assumptions the user asserts (`register`, as Elle's rw-register). Both build ww / wr /
 //! rw dependency edges plus process-order and real-time edges, search the strongly connected
-//! components for cycles by shape (G0, G1c, G-single, G2-item, each plain, `-process` or
+//! components for cycles by shape (G0, G1c, G-single-item, G2-item, each plain, `-process` or
 //! `-realtime`), find the non-cycle anomalies (G1a, G1b, internal, duplicate elements,
 //! incompatible orders, lost updates, garbage reads, cyclic versions), and say which consistency
-//! models the anomalies rule out (`not` / `also_not`, as Elle does). Each anomaly is explained in
+//! models the anomalies rule out (`not` / `also_not`, Elle's lattice in `consistency`). Each anomaly is explained in
 //! words, each cycle edge by edge.
 //!
 //! Verdict against a target model (default strict-serializable): invalid when an anomaly rules
@@ -17,11 +17,12 @@
 //! result states (`versions`: keys whose versions are totally ordered, sources used).
 //! Submodules: `parse` (transactions from a history), `infer` (list-append orders, non-cycle
 //! anomalies, graph), `register` (the same for rw-register), `cycles` (components and search),
-//! `anomaly` (vocabulary and model map), `histgen` (generated histories for tests and
+//! `anomaly` (the kinds found), `consistency` (Elle's model lattice), `histgen` (generated histories for tests and
 //! benchmarks). Does not own file formats, the page (`report::page::txn`) or the workload. Pure:
 //! no IO (the search reads the clock for its budget).
 
 pub mod anomaly;
+pub mod consistency;
 pub mod cycles;
 pub mod histgen;
 pub mod infer;
@@ -34,7 +35,8 @@ mod tests_register;
 
 use super::{CheckResult, Verdict};
 use crate::history::History;
-use anomaly::{Kind, Model, edge};
+use anomaly::{Kind, edge};
+use consistency::Model;
 use cycles::Hop;
 use parse::{Status, TxnKind, Txns};
 use serde::Serialize;
@@ -304,7 +306,7 @@ fn cycle_found(t: &Txns, g: &infer::Graph, kind: Kind, hops: &[Hop]) -> Found {
     ));
     Found {
         kind,
-        name: kind.name(),
+        name: kind.name().to_string(),
         ops: steps.iter().map(|s| s.from).collect(),
         explanation,
         cycle: Some(steps),
@@ -339,13 +341,10 @@ pub fn check(history: &History, cfg: &TxnConfig) -> Result<TxnResult, String> {
         }
     }
     let kinds: std::collections::BTreeSet<Kind> = kept.iter().map(|a| a.kind).collect();
-    let (not, also_not) = anomaly::ruled_out(kinds.iter().copied());
+    let (not, also_not) = consistency::boundary(kinds.iter().map(|k| k.anomaly()));
     let count = |s: Status| t.txns.iter().filter(|x| x.status == s).count();
     let committed = count(Status::Ok);
-    let ruled_out = not
-        .iter()
-        .chain(&also_not)
-        .any(|m| cfg.model.implies_model(*m));
+    let ruled_out = not.iter().chain(&also_not).any(|m| *m == cfg.model);
     let unknown_reason = if ruled_out {
         None
     } else if committed == 0 {
