@@ -236,3 +236,65 @@ fn elle_cli_json_arrays_with_keyword_colons_are_transactions() {
     assert!(t.contains("json history, 4 events; model txn"), "{t}");
     assert!(t.contains("2 committed"), "{t}");
 }
+
+#[test]
+fn consistency_models_allow_what_they_do_not_proscribe() {
+    let f = data("g2-item-elle.edn");
+    let path = f.to_str().unwrap();
+    // Read committed allows write skew: valid, the G2-item still reported (as allowed).
+    let o = check(&["--consistency-models", "read-committed", path]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("G2-item allowed by read-committed"), "{t}");
+    assert!(
+        t.contains("not repeatable-read (and therefore not serializable"),
+        "{t}"
+    );
+    // Snapshot isolation allows G2-item but proscribes G-nonadjacent, which is not told apart
+    // from it: unknown, never valid.
+    let o = check(&["--json", "--consistency-models", "snapshot-isolation", path]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(o.status.code(), Some(2), "{v}");
+    let d = &v["details"];
+    assert_eq!(d["anomaly-types"], serde_json::json!([]), "{d}");
+    assert_eq!(
+        d["allowed-anomaly-types"],
+        serde_json::json!(["G2-item"]),
+        "{d}"
+    );
+    assert_eq!(d["not"], serde_json::json!(["repeatable-read"]), "{d}");
+    assert!(d["also-not"].as_array().unwrap().len() == 3, "{d}");
+    assert!(
+        d["unknown_reason"]
+            .as_str()
+            .unwrap()
+            .contains("G-nonadjacent"),
+        "{d}"
+    );
+    // --anomalies names one more anomaly to fail on.
+    let o = check(&[
+        "--consistency-models",
+        "read-committed",
+        "--anomalies",
+        "G2",
+        path,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+}
+
+#[test]
+fn unknown_model_or_anomaly_names_are_usage_errors() {
+    let f = data("serial.jsonl");
+    let o = check(&["--consistency-models", "snapshot", f.to_str().unwrap()]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{t}");
+    assert!(
+        t.contains("--consistency-models: unknown model \"snapshot\"")
+            && t.contains("snapshot-isolation"),
+        "{t}"
+    );
+    let o = check(&["--anomalies", "G3", f.to_str().unwrap()]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{t}");
+    assert!(t.contains("--anomalies: unknown anomaly \"G3\""), "{t}");
+}

@@ -37,6 +37,7 @@ struct Settings {
     initial: Option<Option<Value>>,
     time_limit: Duration,
     txn_assume: crate::checker::txn::register::Assume,
+    txn_ask: crate::checker::txn::judge::Ask,
 }
 
 /// The main checker's result: linearizability, or the set checker for the `set` model
@@ -44,7 +45,7 @@ struct Settings {
 enum Primary {
     Linear(LinearResult),
     Set(CheckResult),
-    Txn(crate::checker::txn::TxnResult),
+    Txn(Box<crate::checker::txn::TxnResult>),
 }
 
 impl Primary {
@@ -157,13 +158,14 @@ fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<File
         time_limit: settings.time_limit,
         witness: args.witness,
         txn_assume: settings.txn_assume,
+        txn_ask: settings.txn_ask.clone(),
     };
     let composed =
         compose::check(history, &plan).map_err(|e| format!("{}: {e}", path.display()))?;
     let result = match (composed.linear, composed.set, composed.txn) {
         (Some(l), _, _) => Primary::Linear(l),
         (None, Some(s), _) => Primary::Set(s),
-        (None, None, Some(t)) => Primary::Txn(t),
+        (None, None, Some(t)) => Primary::Txn(Box::new(t)),
         (None, None, None) if !composed.lock.is_empty() => {
             Primary::Set(crate::checker::lock::merged(composed.lock))
         }
@@ -373,6 +375,16 @@ pub fn check(args: CheckArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
+    let txn_ask = match crate::checker::txn::judge::Ask::parse(
+        &args.consistency_models,
+        args.anomalies.as_deref(),
+    ) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
     let settings = Settings {
         independent: match (args.independent, args.no_independent) {
             (true, _) => Some(true),
@@ -383,6 +395,7 @@ pub fn check(args: CheckArgs) -> i32 {
         initial,
         time_limit: Duration::from_secs_f64(args.time_limit),
         txn_assume,
+        txn_ask,
     };
     let single = args.paths.len() == 1
         && (!args.paths[0].is_dir() || args.paths[0].join(crate::store::HISTORY_FILE).is_file());

@@ -242,7 +242,7 @@ fn judge_checker(claim: Claim, results: &Value) -> Observed {
                 .get("unsearched")
                 .and_then(Value::as_array)
                 .map_or(0, Vec::len);
-            if listed("not") || listed("also_not") {
+            if listed("not") || listed("also-not") || listed("also_not") {
                 let found = details
                     .get("anomaly_counts")
                     .and_then(Value::as_object)

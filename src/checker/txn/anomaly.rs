@@ -87,6 +87,8 @@ pub enum Other {
     LostUpdate,
     /// A read holds an element nobody appended (rw-register: a value nobody wrote).
     GarbageRead,
+    /// A read saw a write its own transaction made later (Elle's `future-read`).
+    FutureRead,
     /// rw-register: the version order a key's versions get from an assumed source (writes
     /// follow reads, per-key sequential or linearizable) has a cycle, so the assumption does not
     /// hold; the source is then left out of the inference (as Elle does).
@@ -160,6 +162,7 @@ impl Kind {
                 Other::G1b => A::G1b,
                 Other::Internal => A::Internal,
                 Other::FuzzyRead => A::FuzzyRead,
+                Other::FutureRead => A::FutureRead,
                 Other::DuplicateElements => A::DuplicateElements,
                 Other::IncompatibleOrder => A::IncompatibleOrder,
                 Other::LostUpdate => A::LostUpdate,

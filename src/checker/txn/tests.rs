@@ -175,6 +175,13 @@ fn aborted_intermediate_internal_duplicate_garbage_and_incompatible_reads() {
     let r = run(&[(0, 0, 1, OK, json!([["append", "x", 1], ["r", "x", []]]))]);
     assert_eq!(names(&r), vec!["internal"], "{}", r.explain());
     assert_eq!(r.not, vec![Model::ReadAtomic]);
+    // A read of an element the transaction appends only afterwards: a future read (⇒ G1c).
+    let r = run(&[(0, 0, 1, OK, json!([["r", "x", [1]], ["append", "x", 1]]))]);
+    assert!(
+        names(&r).contains(&"future-read".to_string()),
+        "{}",
+        r.explain()
+    );
     // A second read that sees another transaction's append: allowed by read committed.
     let r = run(&[
         (
@@ -257,7 +264,7 @@ fn stale_reads_after_completion_are_realtime_cycles() {
         r.anomalies[0].explanation
     );
     let cfg = TxnConfig {
-        model: Model::Serializable,
+        ask: super::judge::Ask::model(Model::Serializable),
         ..TxnConfig::default()
     };
     let r = check(
@@ -289,7 +296,7 @@ fn nothing_committed_is_unknown_and_a_zero_budget_leaves_components_unknown() {
         (2, 4, 5, OK, json!([["r", "x", [1]]])),
     ]);
     let cfg = TxnConfig {
-        model: Model::StrictSerializable,
+        ask: super::judge::Ask::model(Model::StrictSerializable),
         time_limit: Duration::ZERO,
         ..TxnConfig::default()
     };
@@ -399,7 +406,7 @@ fn agrees_with_an_exhaustive_search_on_small_random_histories() {
             let r = check(
                 &h,
                 &TxnConfig {
-                    model,
+                    ask: super::judge::Ask::model(model),
                     time_limit: Duration::from_secs(10),
                     ..TxnConfig::default()
                 },

@@ -146,7 +146,7 @@ fn aborted_intermediate_internal_fuzzy_and_garbage_reads() {
     let r = run(&[(0, 0, 1, OK, json!([["w", "x", 1], ["r", "x", null]]))]);
     assert_eq!(names(&r), vec!["internal"], "{}", r.explain());
     let r = run(&[(0, 0, 1, OK, json!([["r", "x", 1], ["w", "x", 1]]))]);
-    assert_eq!(names(&r), vec!["internal"], "{}", r.explain());
+    assert_eq!(names(&r), vec!["future-read"], "{}", r.explain());
     assert!(r.explain().contains("before writing"), "{}", r.explain());
     let r = run(&[
         (0, 0, 10, OK, json!([["r", "x", null], ["r", "x", 1]])),
@@ -188,7 +188,7 @@ fn a_stale_nil_read_after_a_completed_write_is_a_realtime_cycle() {
     let r = check(
         &history(&txns),
         &TxnConfig {
-            model: Model::Serializable,
+            ask: super::judge::Ask::model(Model::Serializable),
             ..TxnConfig::default()
         },
     )
@@ -445,7 +445,7 @@ fn agrees_with_an_exhaustive_search_on_small_random_register_histories() {
             let r = check(
                 &h,
                 &TxnConfig {
-                    model,
+                    ask: super::judge::Ask::model(model),
                     time_limit: Duration::from_secs(10),
                     assume,
                 },
