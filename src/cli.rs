@@ -593,7 +593,8 @@ pub struct CheckArgs {
     /// for get/put/append and Porcupine input, set or counter for add/read; cas-register
     /// otherwise), register, cas-register, multi-register, kv, list-append, set, queue, mutex,
     /// counter or txn (list-append or rw-register transactions: Elle-style dependency cycles,
-    /// checked against --consistency-models).
+    /// checked against --consistency-models; elle-cli's list-append and rw-register mean txn on
+    /// a transaction history).
     #[arg(long, default_value = "auto")]
     pub model: String,
     /// rw-register transactions: what orders a key's versions besides the initial state nil

@@ -298,3 +298,21 @@ fn unknown_model_or_anomaly_names_are_usage_errors() {
     assert_eq!(o.status.code(), Some(3), "{t}");
     assert!(t.contains("--anomalies: unknown anomaly \"G3\""), "{t}");
 }
+
+#[test]
+fn elle_cli_model_names_check_transactions() {
+    // elle-cli's `--model list-append` / `rw-register` on transaction histories.
+    let o = check(&[
+        "--model",
+        "list-append",
+        data("g2-item-elle.edn").to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("model txn") && t.contains("G2-item ×1"), "{t}");
+    let f = data("rw-register-write-skew.edn");
+    let o = check(&["--model", "rw-register", f.to_str().unwrap()]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("rw-register"), "{t}");
+}

@@ -17,6 +17,7 @@
 use super::{LoadedHistory, load_history};
 use crate::checker::compose::{self, Plan, linear_check_result};
 use crate::checker::linear::LinearResult;
+use crate::checker::txn::parse::TxnKind;
 use crate::checker::witness_html::render_witness_html;
 use crate::checker::{CheckResult, Verdict};
 use crate::cli::{CheckArgs, EXIT_RUNTIME, EXIT_USAGE, FailedCasArg, NilReadArg};
@@ -140,8 +141,13 @@ fn model_options(args: &CheckArgs, settings: &Settings, loaded: &LoadedHistory) 
 fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<FileCheck, String> {
     let loaded = load_history(path, &args.format, settings.independent)?;
     let history = &loaded.history;
+    let detected = default_model_for(loaded.format, history);
     let model = match args.model.as_str() {
-        "auto" => default_model_for(loaded.format, history),
+        "auto" => detected,
+        // elle-cli's spelling: `--model list-append` / `rw-register` on a transaction history
+        // means the transactional checker (a list-append history of single ops keeps the
+        // linearizability model of that name).
+        m if TxnKind::parse(m).is_some() && detected == crate::checker::txn::NAME => detected,
         m => m,
     }
     .to_string();
@@ -357,7 +363,10 @@ pub fn check(args: CheckArgs) -> i32 {
         eprintln!("error: {e}");
         return EXIT_USAGE;
     }
-    if args.model != "auto" && !crate::model::registry::is_known(&args.model) {
+    if args.model != "auto"
+        && !crate::model::registry::is_known(&args.model)
+        && TxnKind::parse(&args.model).is_none()
+    {
         eprintln!("error: {}", crate::model::registry::unknown(&args.model));
         return EXIT_USAGE;
     }
