@@ -593,7 +593,8 @@ pub struct CheckArgs {
     /// for get/put/append and Porcupine input, set or counter for add/read; cas-register
     /// otherwise), register, cas-register, multi-register, kv, list-append, set, queue, mutex,
     /// counter or txn (list-append or rw-register transactions: Elle-style dependency cycles,
-    /// checked against strict-serializable).
+    /// checked against --consistency-models; elle-cli's list-append and rw-register mean txn on
+    /// a transaction history).
     #[arg(long, default_value = "auto")]
     pub model: String,
     /// rw-register transactions: what orders a key's versions besides the initial state nil
@@ -602,6 +603,16 @@ pub struct CheckArgs {
     /// none. A source whose orders contradict themselves is reported (cyclic-versions) and unused.
     #[arg(long, value_name = "LIST", default_value = "none")]
     pub txn_assume: String,
+    /// Transactions: the consistency models the history must satisfy, comma-separated, in
+    /// Elle's names (strict-serializable, serializable, snapshot-isolation, repeatable-read,
+    /// read-committed, read-atomic, strong-session-serializable, …, or Adya's PL-3, PL-SI, …).
+    /// An anomaly one of them proscribes fails the check; others found are reported as allowed.
+    #[arg(long, value_name = "MODELS", default_value = "strict-serializable")]
+    pub consistency_models: String,
+    /// Transactions: anomalies that fail the check besides the models' (Elle's names: G0, G1a,
+    /// G1c, G-single-item, G2-item, lost-update, …; any anomaly implying one counts).
+    #[arg(long, value_name = "ANOMALIES")]
+    pub anomalies: Option<String>,
     /// Time budget in seconds per file; past it the verdict is unknown.
     #[arg(long, default_value_t = 60.0)]
     pub time_limit: f64,

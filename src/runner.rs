@@ -1019,6 +1019,7 @@ pub fn check_with(
         time_limit: Duration::from_secs_f64(time_limit_s),
         witness,
         txn_assume: Default::default(),
+        txn_ask: Default::default(),
     };
     match compose::check(history, &plan) {
         Ok(c) => {

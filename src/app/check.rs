@@ -17,6 +17,7 @@
 use super::{LoadedHistory, load_history};
 use crate::checker::compose::{self, Plan, linear_check_result};
 use crate::checker::linear::LinearResult;
+use crate::checker::txn::parse::TxnKind;
 use crate::checker::witness_html::render_witness_html;
 use crate::checker::{CheckResult, Verdict};
 use crate::cli::{CheckArgs, EXIT_RUNTIME, EXIT_USAGE, FailedCasArg, NilReadArg};
@@ -37,6 +38,7 @@ struct Settings {
     initial: Option<Option<Value>>,
     time_limit: Duration,
     txn_assume: crate::checker::txn::register::Assume,
+    txn_ask: crate::checker::txn::judge::Ask,
 }
 
 /// The main checker's result: linearizability, or the set checker for the `set` model
@@ -44,7 +46,7 @@ struct Settings {
 enum Primary {
     Linear(LinearResult),
     Set(CheckResult),
-    Txn(crate::checker::txn::TxnResult),
+    Txn(Box<crate::checker::txn::TxnResult>),
 }
 
 impl Primary {
@@ -139,8 +141,13 @@ fn model_options(args: &CheckArgs, settings: &Settings, loaded: &LoadedHistory) 
 fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<FileCheck, String> {
     let loaded = load_history(path, &args.format, settings.independent)?;
     let history = &loaded.history;
+    let detected = default_model_for(loaded.format, history);
     let model = match args.model.as_str() {
-        "auto" => default_model_for(loaded.format, history),
+        "auto" => detected,
+        // elle-cli's spelling: `--model list-append` / `rw-register` on a transaction history
+        // means the transactional checker (a list-append history of single ops keeps the
+        // linearizability model of that name).
+        m if TxnKind::parse(m).is_some() && detected == crate::checker::txn::NAME => detected,
         m => m,
     }
     .to_string();
@@ -157,13 +164,14 @@ fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<File
         time_limit: settings.time_limit,
         witness: args.witness,
         txn_assume: settings.txn_assume,
+        txn_ask: settings.txn_ask.clone(),
     };
     let composed =
         compose::check(history, &plan).map_err(|e| format!("{}: {e}", path.display()))?;
     let result = match (composed.linear, composed.set, composed.txn) {
         (Some(l), _, _) => Primary::Linear(l),
         (None, Some(s), _) => Primary::Set(s),
-        (None, None, Some(t)) => Primary::Txn(t),
+        (None, None, Some(t)) => Primary::Txn(Box::new(t)),
         (None, None, None) if !composed.lock.is_empty() => {
             Primary::Set(crate::checker::lock::merged(composed.lock))
         }
@@ -355,7 +363,10 @@ pub fn check(args: CheckArgs) -> i32 {
         eprintln!("error: {e}");
         return EXIT_USAGE;
     }
-    if args.model != "auto" && !crate::model::registry::is_known(&args.model) {
+    if args.model != "auto"
+        && !crate::model::registry::is_known(&args.model)
+        && TxnKind::parse(&args.model).is_none()
+    {
         eprintln!("error: {}", crate::model::registry::unknown(&args.model));
         return EXIT_USAGE;
     }
@@ -373,6 +384,16 @@ pub fn check(args: CheckArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
+    let txn_ask = match crate::checker::txn::judge::Ask::parse(
+        &args.consistency_models,
+        args.anomalies.as_deref(),
+    ) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
     let settings = Settings {
         independent: match (args.independent, args.no_independent) {
             (true, _) => Some(true),
@@ -383,6 +404,7 @@ pub fn check(args: CheckArgs) -> i32 {
         initial,
         time_limit: Duration::from_secs_f64(args.time_limit),
         txn_assume,
+        txn_ask,
     };
     let single = args.paths.len() == 1
         && (!args.paths[0].is_dir() || args.paths[0].join(crate::store::HISTORY_FILE).is_file());

@@ -37,6 +37,9 @@ pub struct Plan {
     pub witness: WitnessMode,
     /// rw-register transactions: the assumptions that order versions (`--txn-assume`).
     pub txn_assume: super::txn::register::Assume,
+    /// Transactions: the models and anomalies checked against (`--consistency-models`,
+    /// `--anomalies`).
+    pub txn_ask: super::txn::judge::Ask,
 }
 
 /// What the composition found.
@@ -106,7 +109,7 @@ pub fn check(history: &History, plan: &Plan) -> Result<Composed, String> {
         let cfg = super::txn::TxnConfig {
             time_limit: plan.time_limit,
             assume: plan.txn_assume,
-            ..Default::default()
+            ask: plan.txn_ask.clone(),
         };
         let r = super::txn::check(history, &cfg)?;
         return Ok(Composed {
@@ -212,6 +215,7 @@ mod tests {
             time_limit: Duration::from_secs(5),
             witness: WitnessMode::default(),
             txn_assume: Default::default(),
+            txn_ask: Default::default(),
         };
         let c = check(&h, &plan).unwrap();
         assert_eq!((c.verdict, c.session.is_none()), (Verdict::Invalid, true));
@@ -245,6 +249,7 @@ mod tests {
             time_limit: Duration::from_secs(5),
             witness: WitnessMode::default(),
             txn_assume: Default::default(),
+            txn_ask: Default::default(),
         };
         let c = check(&h, &plan).unwrap();
         assert!(c.linear.is_none());

@@ -8,7 +8,7 @@
 //! Pure: JSON in, judgement out.
 
 use crate::checker::session::Guarantee;
-use crate::checker::txn::anomaly::Model;
+use crate::checker::txn::consistency::Model;
 use serde_json::Value;
 
 /// A consistency property a vendor claims for a configuration.
@@ -242,7 +242,7 @@ fn judge_checker(claim: Claim, results: &Value) -> Observed {
                 .get("unsearched")
                 .and_then(Value::as_array)
                 .map_or(0, Vec::len);
-            if listed("not") || listed("also_not") {
+            if listed("not") || listed("also-not") || listed("also_not") {
                 let found = details
                     .get("anomaly_counts")
                     .and_then(Value::as_object)

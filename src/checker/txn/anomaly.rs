@@ -1,11 +1,12 @@
-//! The anomaly vocabulary of the transactional checker, once: cycle shapes (G0, G1c, G-single,
+//! The anomaly vocabulary of the transactional checker, once: cycle shapes (G0, G1c, G-single-item,
 //! G2-item) with their process / real-time variants, the non-cycle anomalies, the dependency edge
-//! types, and which consistency models each anomaly rules out (Elle's `not` / `also-not`).
+//! types, and which of Elle's anomalies (`consistency::Anomaly`) each kind found is.
 //!
-//! Owns names and the anomaly → model mapping. Does not own finding anomalies (`infer`, `cycles`).
+//! Owns the kinds the checker finds. Does not own their names or what they rule out
+//! (`consistency`), or finding them (`infer`, `cycles`).
 
+use super::consistency::Anomaly;
 use serde::Serialize;
-use std::collections::BTreeSet;
 
 /// A dependency edge type, as a bit so an edge between two transactions can carry several.
 pub mod edge {
@@ -86,6 +87,8 @@ pub enum Other {
     LostUpdate,
     /// A read holds an element nobody appended (rw-register: a value nobody wrote).
     GarbageRead,
+    /// A read saw a write its own transaction made later (Elle's `future-read`).
+    FutureRead,
     /// rw-register: the version order a key's versions get from an assumed source (writes
     /// follow reads, per-key sequential or linearizable) has a cycle, so the assumption does not
     /// hold; the source is then left out of the inference (as Elle does).
@@ -131,156 +134,48 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// Elle's name: `G0`, `G1c-process`, `G-single-realtime`, `G2-item`, `lost-update`, ….
-    pub fn name(self) -> String {
+    /// The anomaly of Elle's vocabulary this is: a cycle with one item anti-dependency is
+    /// `G-single-item`; one with two or more is counted as `G2-item` (which a
+    /// `G-nonadjacent-item` cycle implies: telling the two apart is not done).
+    pub fn anomaly(self) -> Anomaly {
+        use Anomaly as A;
         match self {
             Kind::Cycle(shape, variant) => {
-                let base = match shape {
-                    CycleShape::G0 => "G0",
-                    CycleShape::G1c => "G1c",
-                    CycleShape::GSingle => "G-single",
-                    CycleShape::G2Item => "G2-item",
+                let [plain, process, realtime] = match shape {
+                    CycleShape::G0 => [A::G0, A::G0Process, A::G0Realtime],
+                    CycleShape::G1c => [A::G1c, A::G1cProcess, A::G1cRealtime],
+                    CycleShape::GSingle => [
+                        A::GSingleItem,
+                        A::GSingleItemProcess,
+                        A::GSingleItemRealtime,
+                    ],
+                    CycleShape::G2Item => [A::G2Item, A::G2ItemProcess, A::G2ItemRealtime],
                 };
                 match variant {
-                    Variant::Plain => base.to_string(),
-                    Variant::Process => format!("{base}-process"),
-                    Variant::Realtime => format!("{base}-realtime"),
+                    Variant::Plain => plain,
+                    Variant::Process => process,
+                    Variant::Realtime => realtime,
                 }
             }
             Kind::Other(o) => match o {
-                Other::G1a => "G1a",
-                Other::G1b => "G1b",
-                Other::Internal => "internal",
-                Other::FuzzyRead => "fuzzy-read",
-                Other::DuplicateElements => "duplicate-elements",
-                Other::IncompatibleOrder => "incompatible-order",
-                Other::LostUpdate => "lost-update",
-                Other::GarbageRead => "garbage-read",
-                Other::CyclicVersions(_) => "cyclic-versions",
-            }
-            .to_string(),
-        }
-    }
-
-    /// The weakest consistency models this anomaly directly rules out.
-    fn rules_out(self) -> &'static [Model] {
-        use Model::*;
-        match self {
-            Kind::Cycle(_, Variant::Realtime) => &[StrictSerializable],
-            Kind::Cycle(_, Variant::Process) => &[StrongSessionSerializable],
-            Kind::Cycle(CycleShape::G0, _) => &[ReadUncommitted],
-            Kind::Cycle(CycleShape::G1c, _) | Kind::Other(Other::G1a | Other::G1b) => {
-                &[ReadCommitted]
-            }
-            Kind::Cycle(CycleShape::GSingle, _)
-            | Kind::Other(Other::LostUpdate | Other::FuzzyRead) => {
-                &[SnapshotIsolation, RepeatableRead]
-            }
-            Kind::Cycle(CycleShape::G2Item, _) => &[RepeatableRead],
-            // The weakest model that guarantees the violated assumption.
-            Kind::Other(Other::CyclicVersions(source)) => match source {
-                VersionSource::InitialState => &[ReadUncommitted],
-                VersionSource::WritesFollowReads => &[Serializable],
-                VersionSource::SequentialKeys => &[StrongSessionSerializable],
-                VersionSource::LinearizableKeys => &[StrictSerializable],
+                Other::G1a => A::G1a,
+                Other::G1b => A::G1b,
+                Other::Internal => A::Internal,
+                Other::FuzzyRead => A::FuzzyRead,
+                Other::FutureRead => A::FutureRead,
+                Other::DuplicateElements => A::DuplicateElements,
+                Other::IncompatibleOrder => A::IncompatibleOrder,
+                Other::LostUpdate => A::LostUpdate,
+                Other::GarbageRead => A::GarbageRead,
+                Other::CyclicVersions(_) => A::CyclicVersions,
             },
-            Kind::Other(
-                Other::Internal
-                | Other::DuplicateElements
-                | Other::IncompatibleOrder
-                | Other::GarbageRead,
-            ) => &[ReadUncommitted],
         }
     }
-}
 
-/// The consistency models anomalies are mapped onto, weakest first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Model {
-    /// Read uncommitted (no G0).
-    ReadUncommitted,
-    /// Read committed (no G1).
-    ReadCommitted,
-    /// Repeatable read (no G1, no G2-item).
-    RepeatableRead,
-    /// Snapshot isolation (no G1, no G-single, no lost update).
-    SnapshotIsolation,
-    /// Serializable (no G0–G2 cycles of data dependencies).
-    Serializable,
-    /// Serializable, respecting each process's order.
-    StrongSessionSerializable,
-    /// Serializable, respecting real-time order.
-    StrictSerializable,
-}
-
-impl Model {
-    /// Every model, weakest first.
-    pub const ALL: [Model; 7] = [
-        Model::ReadUncommitted,
-        Model::ReadCommitted,
-        Model::RepeatableRead,
-        Model::SnapshotIsolation,
-        Model::Serializable,
-        Model::StrongSessionSerializable,
-        Model::StrictSerializable,
-    ];
-
-    /// Its name, as Elle spells it (`snapshot-isolation`).
+    /// Elle's name: `G0`, `G1c-process`, `G-single-item-realtime`, `G2-item`, `lost-update`, ….
     pub fn name(self) -> &'static str {
-        match self {
-            Model::ReadUncommitted => "read-uncommitted",
-            Model::ReadCommitted => "read-committed",
-            Model::RepeatableRead => "repeatable-read",
-            Model::SnapshotIsolation => "snapshot-isolation",
-            Model::Serializable => "serializable",
-            Model::StrongSessionSerializable => "strong-session-serializable",
-            Model::StrictSerializable => "strict-serializable",
-        }
+        self.anomaly().name()
     }
-
-    /// The model named `s`.
-    pub fn parse(s: &str) -> Option<Model> {
-        Model::ALL.into_iter().find(|m| m.name() == s)
-    }
-
-    /// The models this one directly implies (one step weaker).
-    fn implies(self) -> &'static [Model] {
-        use Model::*;
-        match self {
-            ReadUncommitted => &[],
-            ReadCommitted => &[ReadUncommitted],
-            RepeatableRead | SnapshotIsolation => &[ReadCommitted],
-            Serializable => &[RepeatableRead, SnapshotIsolation],
-            StrongSessionSerializable => &[Serializable],
-            StrictSerializable => &[StrongSessionSerializable],
-        }
-    }
-
-    /// Whether this model implies `weaker` (reflexively).
-    pub fn implies_model(self, weaker: Model) -> bool {
-        self == weaker || self.implies().iter().any(|m| m.implies_model(weaker))
-    }
-}
-
-/// What the anomalies `kinds` rule out: `not` = the weakest models ruled out, `also_not` = the
-/// stronger ones ruled out because they imply one of those.
-pub fn ruled_out(kinds: impl IntoIterator<Item = Kind>) -> (Vec<Model>, Vec<Model>) {
-    let direct: BTreeSet<Model> = kinds
-        .into_iter()
-        .flat_map(|k| k.rules_out().iter().copied())
-        .collect();
-    let all: BTreeSet<Model> = Model::ALL
-        .into_iter()
-        .filter(|m| direct.iter().any(|d| m.implies_model(*d)))
-        .collect();
-    let not: Vec<Model> = all
-        .iter()
-        .copied()
-        .filter(|m| !all.iter().any(|w| w != m && m.implies_model(*w)))
-        .collect();
-    let also_not = all.into_iter().filter(|m| !not.contains(m)).collect();
-    (not, also_not)
 }
 
 #[cfg(test)]
@@ -288,26 +183,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn anomalies_rule_out_the_models_elle_names() {
-        let g2 = Kind::Cycle(CycleShape::G2Item, Variant::Plain);
-        let (not, also) = ruled_out([g2]);
-        assert_eq!(not, vec![Model::RepeatableRead]);
-        assert_eq!(
-            also,
-            vec![
-                Model::Serializable,
-                Model::StrongSessionSerializable,
-                Model::StrictSerializable
-            ]
-        );
-        let (not, _) = ruled_out([Kind::Other(Other::G1a), g2]);
-        assert_eq!(not, vec![Model::ReadCommitted]);
+    fn kinds_are_elles_anomalies() {
         let rt = Kind::Cycle(CycleShape::G1c, Variant::Realtime);
-        assert_eq!(ruled_out([rt]), (vec![Model::StrictSerializable], vec![]));
         assert_eq!(rt.name(), "G1c-realtime");
+        assert_eq!(
+            Kind::Cycle(CycleShape::GSingle, Variant::Process).name(),
+            "G-single-item-process"
+        );
         assert_eq!(Kind::Other(Other::LostUpdate).name(), "lost-update");
-        assert!(ruled_out([]).0.is_empty());
-        assert_eq!(Model::parse("serializable"), Some(Model::Serializable));
+        let cyclic = Kind::Other(Other::CyclicVersions(VersionSource::SequentialKeys));
+        assert_eq!(cyclic.anomaly(), Anomaly::CyclicVersions);
         assert_eq!(edge::pick(edge::WW | edge::PROCESS, edge::PROCESS), Some(8));
         assert_eq!(edge::pick(edge::WW | edge::PROCESS, edge::DATA), Some(1));
     }

@@ -1,6 +1,6 @@
 //! Cycle search over the dependency graph: strongly connected components (petgraph's Tarjan),
 //! then, per component and per anomaly shape, a breadth-first search for a cycle of that shape:
-//! G0 (ww only), G1c (ww + wr, at least one wr), G-single (exactly one rw), G2-item (two or more
+//! G0 (ww only), G1c (ww + wr, at least one wr), G-single-item (exactly one rw), G2-item (two or more
 //! rw), each also with process-order and real-time edges (`-process`, `-realtime`). Each
 //! search starts from an edge of the type the shape needs and looks for the shortest way back
 //! through the edge types it allows, tracking whether a required type was used; a found cycle
@@ -311,7 +311,7 @@ pub fn search(g: &Graph, budget: Duration) -> Cycles {
         let mut cut_reasons: Vec<String> = Vec::new();
         for spec in &specs {
             if over {
-                left.push(spec.kind.name());
+                left.push(spec.kind.name().to_string());
                 continue;
             }
             let subc = &sub[&(spec.first | spec.path)];
@@ -329,7 +329,7 @@ pub fn search(g: &Graph, budget: Duration) -> Cycles {
                             spec.kind.name(),
                             steps - shape_start
                         ));
-                        left.push(spec.kind.name());
+                        left.push(spec.kind.name().to_string());
                         break 'edges;
                     }
                     // The first edge must count as the type the shape starts with.
@@ -338,7 +338,7 @@ pub fn search(g: &Graph, budget: Duration) -> Cycles {
                     }
                     if started.elapsed() >= budget {
                         over = true;
-                        left.push(spec.kind.name());
+                        left.push(spec.kind.name().to_string());
                         break 'edges;
                     }
                     let q = spec.first & spec.require != 0;
@@ -368,12 +368,12 @@ pub fn search(g: &Graph, budget: Duration) -> Cycles {
             }
             match found {
                 Some(h) => out.cycles.push((spec.kind, h)),
-                None if cut > 0 && !left.contains(&spec.kind.name()) => {
+                None if cut > 0 && !left.iter().any(|l| l == spec.kind.name()) => {
                     cut_reasons.push(format!(
                         "{}: {cut} search(es) cut at {MAX_STATES_PER_SEARCH} states",
                         spec.kind.name()
                     ));
-                    left.push(spec.kind.name());
+                    left.push(spec.kind.name().to_string());
                 }
                 None => {}
             }

@@ -87,7 +87,7 @@ pub fn tname(t: &Txns, i: u32) -> String {
 pub(super) fn found(kind: Kind, txns: &Txns, nodes: &[u32], text: String) -> Found {
     Found {
         kind,
-        name: kind.name(),
+        name: kind.name().to_string(),
         ops: nodes
             .iter()
             .map(|&n| txns.txns[n as usize].invoke as u64)

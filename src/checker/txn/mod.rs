@@ -5,26 +5,29 @@
 //! (`infer`); rw-register knows wr edges exactly and orders versions only from the initial state
 //! and the assumptions the user asserts (`register`, as Elle's rw-register). Both build ww / wr /
 //! rw dependency edges plus process-order and real-time edges, search the strongly connected
-//! components for cycles by shape (G0, G1c, G-single, G2-item, each plain, `-process` or
+//! components for cycles by shape (G0, G1c, G-single-item, G2-item, each plain, `-process` or
 //! `-realtime`), find the non-cycle anomalies (G1a, G1b, internal, duplicate elements,
 //! incompatible orders, lost updates, garbage reads, cyclic versions), and say which consistency
-//! models the anomalies rule out (`not` / `also_not`, as Elle does). Each anomaly is explained in
+//! models the anomalies rule out (`not` / `also_not`, Elle's lattice in `consistency`). Each anomaly is explained in
 //! words, each cycle edge by edge.
 //!
-//! Verdict against a target model (default strict-serializable): invalid when an anomaly rules
-//! it out; else unknown when a component's search ran out of budget or nothing committed; else
-//! valid — for rw-register, valid for what the inferred version orders let it see, which the
+//! Verdict against the models and anomalies asked for (`judge`; default strict-serializable):
+//! invalid when a found anomaly is prohibited; else unknown when a component's search ran out of
+//! budget, nothing committed, or a prohibited anomaly is not checked; else valid — for rw-register, valid for what the inferred version orders let it see, which the
 //! result states (`versions`: keys whose versions are totally ordered, sources used).
 //! Submodules: `parse` (transactions from a history), `infer` (list-append orders, non-cycle
 //! anomalies, graph), `register` (the same for rw-register), `cycles` (components and search),
-//! `anomaly` (vocabulary and model map), `histgen` (generated histories for tests and
+//! `anomaly` (the kinds found), `consistency` (Elle's model lattice), `judge` (the verdict), `future` (future reads), `histgen` (generated histories for tests and
 //! benchmarks). Does not own file formats, the page (`report::page::txn`) or the workload. Pure:
 //! no IO (the search reads the clock for its budget).
 
 pub mod anomaly;
+pub mod consistency;
 pub mod cycles;
+pub mod future;
 pub mod histgen;
 pub mod infer;
+pub mod judge;
 pub mod parse;
 pub mod register;
 #[cfg(test)]
@@ -34,7 +37,8 @@ mod tests_register;
 
 use super::{CheckResult, Verdict};
 use crate::history::History;
-use anomaly::{Kind, Model, edge};
+use anomaly::{Kind, edge};
+use consistency::{Anomaly, Model};
 use cycles::Hop;
 use parse::{Status, TxnKind, Txns};
 use serde::Serialize;
@@ -51,10 +55,10 @@ pub const CHECKER: &str = "txn";
 const KEEP_PER_TYPE: usize = 8;
 
 /// Settings.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct TxnConfig {
-    /// The model the history must satisfy for a valid verdict.
-    pub model: Model,
+    /// The models the history must satisfy and the anomalies it must not show.
+    pub ask: judge::Ask,
     /// Time budget of the cycle search.
     pub time_limit: Duration,
     /// rw-register: the assumptions that order versions beyond the initial state.
@@ -64,7 +68,7 @@ pub struct TxnConfig {
 impl Default for TxnConfig {
     fn default() -> Self {
         TxnConfig {
-            model: Model::StrictSerializable,
+            ask: judge::Ask::default(),
             time_limit: Duration::from_secs(60),
             assume: register::Assume::default(),
         }
@@ -110,10 +114,14 @@ pub struct TxnResult {
     /// rw-register: how much of the version orders could be inferred.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub versions: Option<register::Coverage>,
-    /// The verdict against `model`.
+    /// The verdict against `consistency_models` and `prohibited`.
     pub verdict: Verdict,
-    /// The model checked against.
-    pub model: Model,
+    /// The models checked against.
+    #[serde(rename = "consistency-models")]
+    pub consistency_models: Vec<Model>,
+    /// Anomalies named as prohibited besides the models' (`--anomalies`).
+    #[serde(rename = "prohibited-anomalies", skip_serializing_if = "Vec::is_empty")]
+    pub prohibited_anomalies: Vec<Anomaly>,
     /// Transactions: committed, failed, indeterminate.
     pub committed: usize,
     /// Failed transactions.
@@ -130,9 +138,19 @@ pub struct TxnResult {
     pub anomaly_counts: BTreeMap<String, usize>,
     /// Anomalies, up to a few per type, explained.
     pub anomalies: Vec<Found>,
+    /// The anomaly types found that what was asked prohibits (Elle's `anomaly-types`).
+    #[serde(rename = "anomaly-types")]
+    pub anomaly_types: Vec<Anomaly>,
+    /// The anomaly types found that what was asked allows: reported, not failures.
+    #[serde(rename = "allowed-anomaly-types")]
+    pub allowed_anomaly_types: Vec<Anomaly>,
+    /// Prohibited anomalies the checker neither looks for nor could rule out.
+    #[serde(rename = "not-checked")]
+    pub not_checked: Vec<Anomaly>,
     /// The weakest models the anomalies rule out.
     pub not: Vec<Model>,
     /// Stronger models ruled out because they imply one of `not`.
+    #[serde(rename = "also-not")]
     pub also_not: Vec<Model>,
     /// Components whose search did not finish.
     pub unsearched: Vec<cycles::Unsearched>,
@@ -159,9 +177,20 @@ impl TxnResult {
                 .collect();
             s.push_str(&format!("; anomalies: {}", list.join(", ")));
         }
-        if !self.not.is_empty() {
-            let not: Vec<&str> = self.not.iter().map(|m| m.name()).collect();
-            s.push_str(&format!("; not {}", not.join(", not ")));
+        if !self.allowed_anomaly_types.is_empty() {
+            let allowed: Vec<&str> = self
+                .allowed_anomaly_types
+                .iter()
+                .map(|a| a.name())
+                .collect();
+            s.push_str(&format!(
+                " ({} allowed by {})",
+                allowed.join(", "),
+                models_text(&self.consistency_models)
+            ));
+        }
+        if let Some(b) = self.boundary_text() {
+            s.push_str(&format!("; {b}"));
         }
         if let Some(r) = &self.unknown_reason {
             s.push_str(&format!("; unknown: {r}"));
@@ -169,13 +198,24 @@ impl TxnResult {
         s
     }
 
+    /// `not snapshot-isolation (and therefore not serializable, strict-serializable)`, when the
+    /// anomalies rule anything out.
+    pub fn boundary_text(&self) -> Option<String> {
+        if self.not.is_empty() {
+            return None;
+        }
+        let not: Vec<&str> = self.not.iter().map(|m| m.name()).collect();
+        let mut s = format!("not {}", not.join(", not "));
+        if !self.also_not.is_empty() {
+            let also: Vec<&str> = self.also_not.iter().map(|m| m.name()).collect();
+            s.push_str(&format!(" (and therefore not {})", also.join(", ")));
+        }
+        Some(s)
+    }
+
     /// The text `check` prints: the summary, then every kept anomaly explained.
     pub fn explain(&self) -> String {
         let mut out = vec![format!("txn: {} — {}", self.verdict, self.summary())];
-        if !self.also_not.is_empty() {
-            let names: Vec<&str> = self.also_not.iter().map(|m| m.name()).collect();
-            out.push(format!("  also not {}", names.join(", ")));
-        }
         for a in &self.anomalies {
             out.push(format!("  {}:", a.name));
             for line in &a.explanation {
@@ -204,6 +244,12 @@ impl TxnResult {
             ),
         }
     }
+}
+
+/// `strict-serializable` or `read-committed + snapshot-isolation`.
+fn models_text(models: &[Model]) -> String {
+    let names: Vec<&str> = models.iter().map(|m| m.name()).collect();
+    names.join(" + ")
 }
 
 /// `[1 2 3]` with elements as written.
@@ -304,7 +350,7 @@ fn cycle_found(t: &Txns, g: &infer::Graph, kind: Kind, hops: &[Hop]) -> Found {
     ));
     Found {
         kind,
-        name: kind.name(),
+        name: kind.name().to_string(),
         ops: steps.iter().map(|s| s.from).collect(),
         explanation,
         cycle: Some(steps),
@@ -325,6 +371,7 @@ pub fn check(history: &History, cfg: &TxnConfig) -> Result<TxnResult, String> {
     };
     let found_cycles = cycles::search(&inferred.graph, cfg.time_limit);
     let mut all: Vec<Found> = inferred.anomalies;
+    all.extend(future::future_reads(&t));
     for (kind, hops) in &found_cycles.cycles {
         all.push(cycle_found(&t, &inferred.graph, *kind, hops));
     }
@@ -338,14 +385,13 @@ pub fn check(history: &History, cfg: &TxnConfig) -> Result<TxnResult, String> {
             kept.push(a);
         }
     }
-    let kinds: std::collections::BTreeSet<Kind> = kept.iter().map(|a| a.kind).collect();
-    let (not, also_not) = anomaly::ruled_out(kinds.iter().copied());
+    let found: std::collections::BTreeSet<Anomaly> =
+        kept.iter().map(|a| a.kind.anomaly()).collect();
+    let (not, also_not) = consistency::boundary(found.iter().copied());
+    let judged = cfg.ask.judge(&found);
     let count = |s: Status| t.txns.iter().filter(|x| x.status == s).count();
     let committed = count(Status::Ok);
-    let ruled_out = not
-        .iter()
-        .chain(&also_not)
-        .any(|m| cfg.model.implies_model(*m));
+    let ruled_out = !judged.prohibited.is_empty();
     let unknown_reason = if ruled_out {
         None
     } else if committed == 0 {
@@ -359,7 +405,7 @@ pub fn check(history: &History, cfg: &TxnConfig) -> Result<TxnResult, String> {
             u[0].reason
         ))
     } else {
-        None
+        judged.not_checked_reason()
     };
     let verdict = if ruled_out {
         Verdict::Invalid
@@ -372,7 +418,8 @@ pub fn check(history: &History, cfg: &TxnConfig) -> Result<TxnResult, String> {
         kind: t.kind,
         versions,
         verdict,
-        model: cfg.model,
+        consistency_models: cfg.ask.models.clone(),
+        prohibited_anomalies: cfg.ask.anomalies.clone(),
         committed,
         failed: count(Status::Fail),
         indeterminate: count(Status::Info),
@@ -381,6 +428,9 @@ pub fn check(history: &History, cfg: &TxnConfig) -> Result<TxnResult, String> {
         components: found_cycles.components,
         anomaly_counts: counts,
         anomalies: kept,
+        anomaly_types: judged.prohibited,
+        allowed_anomaly_types: judged.allowed,
+        not_checked: judged.not_checked,
         not,
         also_not,
         unsearched: found_cycles.unsearched,

@@ -70,6 +70,14 @@ pub enum TxnKind {
 }
 
 impl TxnKind {
+    /// Both workloads.
+    pub const ALL: [TxnKind; 2] = [TxnKind::ListAppend, TxnKind::RwRegister];
+
+    /// The workload Elle (and elle-cli's `--model`) calls `name`.
+    pub fn parse(name: &str) -> Option<TxnKind> {
+        TxnKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
     /// Elle's name: `list-append`, `rw-register`.
     pub fn name(self) -> &'static str {
         match self {

@@ -316,11 +316,11 @@ fn read_anomalies(
                         )),
                         Some(&w) if w == i && !own => {
                             out.anomalies.push(found(
-                                Kind::Other(Other::Internal),
+                                Kind::Other(Other::FutureRead),
                                 t,
                                 &[i],
                                 format!(
-                                    "{} read key {key_s} = {} before writing that value itself (internal inconsistency)",
+                                    "{} read key {key_s} = {} before writing that value itself (a future read)",
                                     tname(t, i),
                                     t.elems.show(v)
                                 ),

@@ -25,6 +25,20 @@ fn edge_colour(edge: &str) -> &'static str {
     }
 }
 
+/// The models a result was checked against: `consistency-models` (a list), or an older
+/// result's single `model`.
+fn checked_against(details: &Value) -> String {
+    let models = strs(details.get("consistency-models"));
+    if !models.is_empty() {
+        return models.join(" + ");
+    }
+    details
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("?")
+        .to_string()
+}
+
 fn strs(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
         .map(|a| {
@@ -128,7 +142,7 @@ pub(super) fn txn_section(out: &mut String, details: &Value) {
         num("keys"),
         num("edges"),
         num("components"),
-        esc(details.get("model").and_then(Value::as_str).unwrap_or("?"))
+        esc(&checked_against(details))
     );
     if let Some(v) = details.get("versions").filter(|v| v.is_object()) {
         let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
@@ -143,7 +157,7 @@ pub(super) fn txn_section(out: &mut String, details: &Value) {
     }
     let not = strs(details.get("not"));
     if !not.is_empty() {
-        let also = strs(details.get("also_not"));
+        let also = strs(details.get("also-not").or_else(|| details.get("also_not")));
         let _ = writeln!(
             out,
             "<p><b>not {}</b>{}</p>",

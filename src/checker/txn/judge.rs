@@ -1,0 +1,284 @@
+//! The transactional verdict against what was asked: the consistency models the history must
+//! satisfy and the anomalies it must not show (`check --consistency-models`, `--anomalies`; Elle's
+//! `:consistency-models`, default strict-serializable, and `:anomalies`). An anomaly is
+//! prohibited when a requested model proscribes it (Elle's `anomalies-prohibited-by`) or it
+//! implies a named one (`all-anomalies-implying`); found anomalies that are not prohibited are
+//! allowed: reported, never a failure.
+//!
+//! A green verdict must be earned: a prohibited anomaly the checker does not look for makes the
+//! verdict unknown ("G-nonadjacent is not checked") unless what was searched rules it out. The
+//! coverage table here says which anomalies are looked for and when the others are ruled out.
+//!
+//! Owns the coverage table and the prohibited / allowed / not-checked split. Does not own the
+//! lattice (`consistency`) or finding anomalies. Pure.
+
+use super::consistency::{Anomaly, Model, implying, prohibited_by};
+use std::collections::BTreeSet;
+
+/// What the history is checked against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ask {
+    /// Models that must hold (Elle's default: strict-serializable).
+    pub models: Vec<Model>,
+    /// Anomalies that must not occur (with every anomaly implying one of them).
+    pub anomalies: Vec<Anomaly>,
+}
+
+impl Default for Ask {
+    fn default() -> Self {
+        Ask {
+            models: vec![Model::StrictSerializable],
+            anomalies: Vec::new(),
+        }
+    }
+}
+
+impl Ask {
+    /// One model, no named anomalies.
+    pub fn model(model: Model) -> Ask {
+        Ask {
+            models: vec![model],
+            anomalies: Vec::new(),
+        }
+    }
+
+    /// `--consistency-models` and `--anomalies` values (comma-separated Elle names); an unknown
+    /// name is an error naming the flag, the name and every valid one.
+    pub fn parse(models: &str, anomalies: Option<&str>) -> Result<Ask, String> {
+        let items = |s: &str| -> Vec<String> {
+            s.split(',')
+                .map(|x| x.trim().trim_start_matches(':').to_string())
+                .filter(|x| !x.is_empty())
+                .collect()
+        };
+        let models = items(models)
+            .iter()
+            .map(|m| {
+                Model::parse(m).ok_or_else(|| {
+                    format!(
+                        "--consistency-models: unknown model {m:?}; models are: {}",
+                        Model::all_names().join(", ")
+                    )
+                })
+            })
+            .collect::<Result<Vec<Model>, String>>()?;
+        let anomalies = items(anomalies.unwrap_or(""))
+            .iter()
+            .map(|a| {
+                Anomaly::parse(a).ok_or_else(|| {
+                    let names: Vec<&str> = Anomaly::ALL.iter().map(|a| a.name()).collect();
+                    format!(
+                        "--anomalies: unknown anomaly {a:?}; anomalies are: {}",
+                        names.join(", ")
+                    )
+                })
+            })
+            .collect::<Result<Vec<Anomaly>, String>>()?;
+        if models.is_empty() && anomalies.is_empty() {
+            return Err(
+                "--consistency-models: no model given (and no --anomalies): nothing to check against"
+                    .to_string(),
+            );
+        }
+        Ok(Ask { models, anomalies })
+    }
+
+    /// Every anomaly that fails the check.
+    pub fn prohibited(&self) -> BTreeSet<Anomaly> {
+        let mut p = prohibited_by(&self.models);
+        p.extend(implying(self.anomalies.iter().copied()));
+        p
+    }
+
+    /// Split `found` into prohibited and allowed, and name the prohibited anomalies the search
+    /// could not rule out.
+    pub fn judge(&self, found: &BTreeSet<Anomaly>) -> Judgement {
+        let prohibited = self.prohibited();
+        Judgement {
+            prohibited: found.intersection(&prohibited).copied().collect(),
+            allowed: found.difference(&prohibited).copied().collect(),
+            not_checked: prohibited
+                .iter()
+                .copied()
+                .filter(|a| !found.contains(a) && !ruled_out(*a, found))
+                .collect(),
+        }
+    }
+}
+
+/// The split of one history's anomalies.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Judgement {
+    /// Found and prohibited: the verdict is invalid.
+    pub prohibited: Vec<Anomaly>,
+    /// Found but allowed by what was asked.
+    pub allowed: Vec<Anomaly>,
+    /// Prohibited, not found, and not ruled out by the search: a valid verdict is not earned.
+    pub not_checked: Vec<Anomaly>,
+}
+
+impl Judgement {
+    /// `G-nonadjacent is not checked`, `G-cursor, G-nonadjacent are not checked`.
+    pub fn not_checked_reason(&self) -> Option<String> {
+        let names: Vec<&str> = self.not_checked.iter().map(|a| a.name()).collect();
+        match names.len() {
+            0 => None,
+            1 => Some(format!("{} is not checked", names[0])),
+            _ => Some(format!("{} are not checked", names.join(", "))),
+        }
+    }
+}
+
+/// Whether an anomaly absent from `found` is known absent: the checker looks for it, or what it
+/// looked for rules it out. Histories here read and write keys, never predicates.
+fn ruled_out(a: Anomaly, found: &BTreeSet<Anomaly>) -> bool {
+    use Anomaly::*;
+    let any = |xs: &[Anomaly]| xs.iter().any(|x| found.contains(x));
+    match a {
+        // Looked for: the non-cycle passes and the cycle search (every cycle of data, process
+        // and real-time edges has one of the searched shapes, so a cycle-exists marker is never
+        // present without one of them).
+        G0
+        | G0Process
+        | G0Realtime
+        | G1a
+        | G1b
+        | G1c
+        | G1cProcess
+        | G1cRealtime
+        | GSingleItem
+        | GSingleItemProcess
+        | GSingleItemRealtime
+        | G2Item
+        | G2ItemProcess
+        | G2ItemRealtime
+        | Internal
+        | FuzzyRead
+        | DuplicateElements
+        | IncompatibleOrder
+        | LostUpdate
+        | GarbageRead
+        | CyclicVersions
+        | FutureRead
+        | Pl1CycleExists
+        | Pl2CycleExists
+        | Pl299CycleExists
+        | Pl3CycleExists
+        | PlSsCycleExists
+        | StrongSessionPl1CycleExists
+        | StrongSessionPl2CycleExists
+        | StrongPl1CycleExists
+        | StrongPl2CycleExists
+        | StrongSessionSerializableCycleExists => true,
+        // Unions of what is looked for; write skew is a two-rw cycle, which the G2-item search
+        // finds.
+        G1 | G1Process | G1Realtime | WriteSkew => true,
+        // Predicate forms: without predicate reads they are their item forms.
+        GSingle | GSingleProcess | GSingleRealtime | G2 | G2Process | G2Realtime
+        | PredicateReadMiss => true,
+        // A failed write enters a version order only through a committed read of it: a G1a,
+        // which every model proscribing dirty updates proscribes too.
+        DirtyUpdate => true,
+        // Non-adjacent rw edges are not told apart from adjacent ones; a cycle with two or
+        // more rw edges over the same edge types would have been found as G2-item (of that
+        // variant or a weaker one), so none found rules them out.
+        GNonadjacentItem | GNonadjacent | PlSiCycleExists => !any(&[G2Item]),
+        GNonadjacentItemProcess | GNonadjacentProcess | StrongSessionSiCycleExists => {
+            !any(&[G2Item, G2ItemProcess])
+        }
+        GNonadjacentItemRealtime | GNonadjacentRealtime | StrongSiCycleExists => {
+            !any(&[G2Item, G2ItemProcess, G2ItemRealtime])
+        }
+        // Adya's cycles over the dependency graph: none can exist when it has no cycle.
+        GCursor | GMonotonic | GMsr | GSIbAdya | GSi | GUpdate | GSIa | GSIb | GSI => {
+            !any(&[G0, G1c, GSingleItem, G2Item])
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Anomaly::*;
+    use super::*;
+
+    fn found(v: &[Anomaly]) -> BTreeSet<Anomaly> {
+        v.iter().copied().collect()
+    }
+
+    #[test]
+    fn nothing_found_is_earned_for_every_model() {
+        for m in Model::ALL {
+            let ask = Ask {
+                models: vec![*m],
+                anomalies: vec![],
+            };
+            assert_eq!(ask.judge(&found(&[])), Judgement::default(), "{m:?}");
+        }
+    }
+
+    #[test]
+    fn write_skew_under_snapshot_isolation_is_not_earned() {
+        let si = Ask {
+            models: vec![Model::SnapshotIsolation],
+            anomalies: vec![],
+        };
+        let j = si.judge(&found(&[G2Item]));
+        assert!(j.prohibited.is_empty());
+        assert_eq!(j.allowed, vec![G2Item]);
+        assert!(j.not_checked.contains(&GNonadjacent), "{j:?}");
+        assert!(j.not_checked_reason().unwrap().contains("G-nonadjacent"));
+        // Repeatable read allows G-single-item-realtime and needs nothing unchecked.
+        let rr = Ask {
+            models: vec![Model::RepeatableRead],
+            anomalies: vec![],
+        };
+        let j = rr.judge(&found(&[GSingleItemRealtime]));
+        assert_eq!(j.allowed, vec![GSingleItemRealtime]);
+        assert!(j.not_checked.is_empty(), "{j:?}");
+        assert_eq!(rr.judge(&found(&[G2Item])).prohibited, vec![G2Item]);
+    }
+
+    #[test]
+    fn flags_parse_elle_names_and_refuse_others() {
+        let ask = Ask::parse("snapshot-isolation,PL-2", Some("G2-item")).unwrap();
+        assert_eq!(
+            ask.models,
+            vec![Model::SnapshotIsolation, Model::ReadCommitted]
+        );
+        assert_eq!(ask.anomalies, vec![G2Item]);
+        assert_eq!(
+            Ask::parse("strict-serializable", None).unwrap(),
+            Ask::default()
+        );
+        let e = Ask::parse("snapshot", None).unwrap_err();
+        assert!(
+            e.contains("--consistency-models: unknown model \"snapshot\""),
+            "{e}"
+        );
+        assert!(e.contains("repeatable-read"), "{e}");
+        let e = Ask::parse("serializable", Some("G3")).unwrap_err();
+        assert!(e.contains("--anomalies: unknown anomaly \"G3\"") && e.contains("G-single-item"));
+        assert!(Ask::parse("", None).is_err());
+    }
+
+    #[test]
+    fn named_anomalies_prohibit_what_implies_them() {
+        let ask = Ask {
+            models: vec![Model::ReadCommitted],
+            anomalies: vec![G2],
+        };
+        assert_eq!(
+            ask.judge(&found(&[LostUpdate])).prohibited,
+            vec![LostUpdate]
+        );
+        assert_eq!(
+            ask.judge(&found(&[G2ItemRealtime])).allowed,
+            vec![G2ItemRealtime]
+        );
+        let default = Ask::default();
+        assert_eq!(
+            default.judge(&found(&[G0Realtime])).prohibited,
+            vec![G0Realtime]
+        );
+    }
+}
