@@ -29,6 +29,7 @@ pub mod mapped;
 pub mod model;
 pub mod nemesis;
 pub mod node;
+pub mod plural;
 pub mod progress;
 pub mod provision;
 pub mod report;

@@ -433,9 +433,10 @@ fn mutual_exclusion(history: &History, holds: &Holds, faults: &[FaultInterval]) 
         (
             Verdict::Valid,
             format!(
-                "{} holds, {writes_done} protected writes: no two holders wrote at once ({} overlaps without both writing)",
-                holds.holds.len(),
-                all.len()
+                "{}, {}: no two holders wrote at once ({} without both writing)",
+                crate::plural::counted(holds.holds.len(), "hold"),
+                crate::plural::counted(writes_done, "protected write"),
+                crate::plural::counted(all.len(), "overlap")
             ),
         )
     };

@@ -95,13 +95,7 @@ pub struct MatrixRecord {
     pub unknown: usize,
 }
 
-fn plural(n: usize, one: &str) -> String {
-    if n == 1 {
-        format!("{n} {one}")
-    } else {
-        format!("{n} {one}s")
-    }
-}
+use crate::plural::counted as plural;
 
 /// Fold a claim over the runs of a cell that should have run `seeds` seeds.
 pub fn fold(claim: Claim, runs: &[RunRecord], seeds: usize) -> ClaimOutcome {

@@ -314,9 +314,7 @@ impl Recovery {
     }
 }
 
-fn plural(n: u64) -> &'static str {
-    if n == 1 { "" } else { "s" }
-}
+use crate::plural::s as plural;
 
 const NS_PER_S: f64 = 1e9;
 

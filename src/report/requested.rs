@@ -202,9 +202,7 @@ pub fn summary_line(never: &[NeverRan]) -> Option<String> {
     ))
 }
 
-fn plural(n: u64) -> &'static str {
-    if n == 1 { "" } else { "s" }
-}
+use crate::plural::s as plural;
 
 /// A number without a needless fraction: `10`, `2.5`.
 fn num(x: f64) -> String {

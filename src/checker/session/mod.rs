@@ -440,8 +440,9 @@ impl SessionResult {
                 self.reason.as_deref().unwrap_or("nothing could be checked")
             ),
             Verdict::Valid => format!(
-                "4 session guarantees held over {checks} checks in {} sessions",
-                self.sessions
+                "4 session guarantees held over {} in {}",
+                crate::plural::counted(checks, "check"),
+                crate::plural::counted(self.sessions, "session")
             ),
         };
         let _ = write!(

@@ -163,8 +163,12 @@ impl TxnResult {
     /// One line: verdict, counts, anomalies and what they rule out.
     pub fn summary(&self) -> String {
         let mut s = format!(
-            "{} committed, {} failed, {} indeterminate transactions over {} keys",
-            self.committed, self.failed, self.indeterminate, self.keys
+            "{} committed, {} failed, {} indeterminate transaction{} over {}",
+            self.committed,
+            self.failed,
+            self.indeterminate,
+            crate::plural::s(self.committed + self.failed + self.indeterminate),
+            crate::plural::counted(self.keys, "key")
         );
         if let Some(v) = &self.versions {
             s.push_str(&format!(" (rw-register: {})", v.describe()));
