@@ -491,7 +491,11 @@ fn invoke_value(done: &Value) -> Value {
             p.len() == 3 && p[0].as_str().map(|f| f.trim_start_matches(':')) == Some("r")
         })
     };
-    if mops.is_empty() || !mops.iter().all(|m| m.as_array().is_some_and(|p| p.len() == 2 || p.len() == 3)) {
+    if mops.is_empty()
+        || !mops
+            .iter()
+            .all(|m| m.as_array().is_some_and(|p| p.len() == 2 || p.len() == 3))
+    {
         return done.clone();
     }
     Value::Array(
@@ -696,7 +700,10 @@ mod tests {
         let mut h = History::read_jsonl(mixed.as_bytes(), "m.jsonl").unwrap();
         assert!(!h.synthesize_invokes());
         let e = h.pairs().unwrap_err();
-        assert!(e.contains("line 3) (Ok by process 0) completes nothing"), "{e}");
+        assert!(
+            e.contains("line 3) (Ok by process 0) completes nothing"),
+            "{e}"
+        );
         assert!(e.contains("completions only"), "{e}");
     }
 

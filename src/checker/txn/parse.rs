@@ -157,6 +157,10 @@ pub struct Txns {
     pub keys: Interner,
     /// List elements.
     pub elems: Interner,
+    /// The history's invokes were synthesized from its completions
+    /// ([`History::invokes_synthesized`]): real-time order is unknown, so no real-time edge is
+    /// drawn and real-time anomalies are not checked.
+    pub realtime_unknown: bool,
 }
 
 /// The micro-op function names.
@@ -339,6 +343,7 @@ pub fn read_txns(history: &History) -> Result<Txns, String> {
     let pairs = history.pairs()?;
     let mut txns = Txns {
         kind: kind_of(history)?,
+        realtime_unknown: history.invokes_synthesized,
         ..Txns::default()
     };
     for (i, op) in history.ops.iter().enumerate() {
