@@ -81,7 +81,7 @@ pub struct Inferred {
 
 /// `T17` — a transaction named by its invoke's index.
 pub fn tname(t: &Txns, i: u32) -> String {
-    format!("T{}", t.txns[i as usize].invoke)
+    format!("T{}", t.txns[i as usize].name)
 }
 
 pub(super) fn found(kind: Kind, txns: &Txns, nodes: &[u32], text: String) -> Found {

@@ -139,7 +139,16 @@ impl Judgement {
                 _ => Some(format!("{} are not checked", names.join(", "))),
             }
         };
-        let realtime = list(&realtime).map(|r| {
+        let realtime = (!realtime.is_empty()).then(|| {
+            let r = match realtime.len() {
+                n if n > 3 => format!(
+                    "{}, {} and {} more real-time anomalies are not checked",
+                    realtime[0].name(),
+                    realtime[1].name(),
+                    n - 2
+                ),
+                _ => list(&realtime).unwrap_or_default(),
+            };
             format!(
                 "{r}: the history has completions only, no invokes, so real-time order is unknown (ask for a model without real time, e.g. --consistency-models serializable)"
             )
