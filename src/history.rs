@@ -94,6 +94,19 @@ fn de_key<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     }
 }
 
+/// `time`: nanoseconds, or Jepsen's `-1` (or `null`) for unknown, which reads as 0.
+fn de_time<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    match Option::<Value>::deserialize(d)? {
+        None | Some(Value::Null) => Ok(0),
+        Some(Value::Number(n)) if n.as_i64() == Some(-1) => Ok(0),
+        Some(v) => v.as_u64().ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "time must be a non-negative integer (ns) or -1 (unknown), got {v}"
+            ))
+        }),
+    }
+}
+
 /// One history event. Field order matches the documented JSONL format.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Op {
@@ -101,8 +114,8 @@ pub struct Op {
     #[serde(default)]
     pub index: u64,
     /// Nanoseconds since the run started, from a monotonic clock. 0 means unknown: a missing
-    /// `time` reads as 0, and so does Jepsen's `-1` in imported histories.
-    #[serde(rename = "time", default)]
+    /// `time` reads as 0, and so does Jepsen's `-1` (in our JSONL as in imported histories).
+    #[serde(rename = "time", default, deserialize_with = "de_time")]
     pub time_ns: u64,
     /// invoke | ok | fail | info.
     #[serde(rename = "type")]
@@ -200,6 +213,10 @@ pub struct History {
     /// Why the input ends in a crash artefact (a torn last line, a killed writer's zero
     /// padding), when it does: ops after it may be missing, so nothing read from it is valid.
     pub cut_short: Option<String>,
+    /// The input held completions only, no client invoke (as Elle's tests and elle-cli inputs
+    /// write them), and [`History::synthesize_invokes`] put an invoke before each: process order
+    /// is known, real-time order is not (Elle draws no real-time edge without invokes).
+    pub invokes_synthesized: bool,
 }
 
 impl History {
@@ -318,7 +335,49 @@ impl History {
             warnings,
             lines,
             cut_short,
+            invokes_synthesized: false,
         })
+    }
+
+    /// Give a completion-only history (client completions, no client invoke at all) an invoke
+    /// right before each client completion, at the same process, time and input line; its value
+    /// is the completion's, with the values of transaction reads (`["r", k, v]`) nil, as Elle
+    /// reads such a history. Sets [`History::invokes_synthesized`] and returns true when it did;
+    /// a history with any client invoke is left alone (a bare completion in it stays an error of
+    /// [`History::pairs`]).
+    pub fn synthesize_invokes(&mut self) -> bool {
+        let clients = || self.ops.iter().filter(|o| o.is_client());
+        if clients().any(|o| o.op_type == OpType::Invoke) || clients().next().is_none() {
+            return false;
+        }
+        let keep_lines = self.lines.len() == self.ops.len();
+        let mut ops = Vec::with_capacity(self.ops.len() * 2);
+        let mut lines = Vec::with_capacity(if keep_lines { self.ops.len() * 2 } else { 0 });
+        for (i, op) in std::mem::take(&mut self.ops).into_iter().enumerate() {
+            let line = self.lines.get(i).copied();
+            if op.is_client() {
+                let mut invoke = Op::new(
+                    OpType::Invoke,
+                    op.process,
+                    op.f.clone(),
+                    invoke_value(&op.value),
+                );
+                invoke.time_ns = op.time_ns;
+                invoke.key = op.key.clone();
+                invoke.node = op.node.clone();
+                ops.push(invoke);
+                lines.extend(line.filter(|_| keep_lines));
+            }
+            ops.push(op);
+            lines.extend(line.filter(|_| keep_lines));
+        }
+        for (i, op) in ops.iter_mut().enumerate() {
+            op.index = i as u64;
+        }
+        self.ops = ops;
+        self.lines = lines;
+        self.invokes_synthesized = true;
+        true
     }
 
     /// Read a JSONL history file.
@@ -408,7 +467,7 @@ impl History {
                     }
                     None => {
                         return Err(format!(
-                            "{} ({:?} by process {}) completes nothing: no open invoke",
+                            "{} ({:?} by process {}) completes nothing: no open invoke (a history is either invokes with their completions, or completions only, as Elle writes them; not both)",
                             self.describe_op(i),
                             op.op_type,
                             op.process
@@ -419,6 +478,36 @@ impl History {
         }
         Ok(pairs)
     }
+}
+
+/// The invoke value Elle reads for a completion: a transaction's micro-ops with every read's
+/// value nil (`["r", k, [1, 2]]` → `["r", k, null]`); any other value as it is.
+fn invoke_value(done: &Value) -> Value {
+    let Value::Array(mops) = done else {
+        return done.clone();
+    };
+    let is_read = |m: &Value| {
+        m.as_array().is_some_and(|p| {
+            p.len() == 3 && p[0].as_str().map(|f| f.trim_start_matches(':')) == Some("r")
+        })
+    };
+    if mops.is_empty()
+        || !mops
+            .iter()
+            .all(|m| m.as_array().is_some_and(|p| p.len() == 2 || p.len() == 3))
+    {
+        return done.clone();
+    }
+    Value::Array(
+        mops.iter()
+            .map(|m| match m {
+                Value::Array(p) if is_read(m) => {
+                    Value::Array(vec![p[0].clone(), p[1].clone(), Value::Null])
+                }
+                other => other.clone(),
+            })
+            .collect(),
+    )
 }
 
 /// A serde_json error as words with the column, without its one-line "at line 1" position.
@@ -557,6 +646,65 @@ mod tests {
         // Zeros inside the file are not padding.
         let inside = format!("{ok}\0\0\n{ok}");
         assert!(History::read_jsonl(inside.as_bytes(), "h.jsonl").is_err());
+    }
+
+    #[test]
+    fn time_minus_one_is_unknown_and_other_negatives_are_errors() {
+        let text = "{\"type\":\"invoke\",\"process\":0,\"f\":\"read\",\"time\":-1}\n{\"type\":\"ok\",\"process\":0,\"f\":\"read\",\"time\":null}\n";
+        let h = History::read_jsonl(text.as_bytes(), "h.jsonl").unwrap();
+        assert_eq!((h.ops[0].time_ns, h.ops[1].time_ns), (0, 0));
+        let e = History::read_jsonl(text.replace("-1", "-2").as_bytes(), "h.jsonl").unwrap_err();
+        let e = e.to_string();
+        assert!(e.starts_with("h.jsonl:1:"), "{e}");
+        assert!(e.contains("or -1 (unknown), got -2"), "{e}");
+    }
+
+    #[test]
+    fn completion_only_histories_get_an_invoke_before_each_completion() {
+        let text = r#"{"type":"ok","process":0,"f":"txn","value":[["append",1,2],["r",1,[2]]],"time":5}
+{"type":"info","process":"nemesis","f":"start-partition"}
+{"type":"fail","process":1,"f":"txn","value":[["append",1,3]]}
+"#;
+        let mut h = History::read_jsonl(text.as_bytes(), "h.jsonl").unwrap();
+        assert!(h.synthesize_invokes());
+        assert!(h.invokes_synthesized);
+        let shape: Vec<(OpType, u64, usize)> = h
+            .ops
+            .iter()
+            .enumerate()
+            .map(|(i, o)| (o.op_type, o.index, h.lines[i]))
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                (OpType::Invoke, 0, 1),
+                (OpType::Ok, 1, 1),
+                (OpType::Info, 2, 2),
+                (OpType::Invoke, 3, 3),
+                (OpType::Fail, 4, 3),
+            ]
+        );
+        assert_eq!(
+            h.ops[0].value,
+            serde_json::json!([["append", 1, 2], ["r", 1, null]])
+        );
+        assert_eq!(h.ops[0].time_ns, 5);
+        assert_eq!(h.ops[3].value, h.ops[4].value);
+        assert_eq!(h.pairs().unwrap()[0], Some(1));
+        // Twice is once; a history with an invoke is left alone, its bare completion an error.
+        assert!(!h.synthesize_invokes());
+        let mixed = r#"{"type":"invoke","process":0,"f":"txn","value":[["r",1,null]]}
+{"type":"ok","process":0,"f":"txn","value":[["r",1,[]]]}
+{"type":"ok","process":0,"f":"txn","value":[["r",1,[]]]}
+"#;
+        let mut h = History::read_jsonl(mixed.as_bytes(), "m.jsonl").unwrap();
+        assert!(!h.synthesize_invokes());
+        let e = h.pairs().unwrap_err();
+        assert!(
+            e.contains("line 3) (Ok by process 0) completes nothing"),
+            "{e}"
+        );
+        assert!(e.contains("completions only"), "{e}");
     }
 
     #[test]

@@ -43,6 +43,11 @@
 //! into `Op::key` (a completion whose value is not a tuple takes its invoke's key). The CLI applies
 //! this automatically and `--independent` / `--no-independent` force it either way.
 //!
+//! Completion-only histories (client ok/fail/info ops and no client invoke, as Elle's tests and
+//! many elle-cli inputs are written), in any format, get an invoke synthesized before each
+//! completion (`History::synthesize_invokes`, with a warning): process order is kept, real-time
+//! order is unknown. Only the transactional checker reads such a history (`checker::compose`).
+//!
 //! Errors name the input, the 1-based line and what was expected; no parser here panics on any input.
 
 mod json;
@@ -311,6 +316,11 @@ pub fn read_text(
         InputFormat::JepsenLog if is_porcupine_etcd_log(text) => SemanticsPreset::Etcd,
         _ => SemanticsPreset::Knossos,
     };
+    if history.synthesize_invokes() {
+        history.warnings.push(format!(
+            "{name}: the history has completions only, no invokes (as Elle writes them): each completion is read as invoked just before it, by its process; real-time order is unknown"
+        ));
+    }
     let tuples_possible = !matches!(format, InputFormat::Jsonl | InputFormat::Porcupine);
     let independent = match independent {
         Some(b) => b,

@@ -316,3 +316,98 @@ fn elle_cli_model_names_check_transactions() {
     assert_eq!(o.status.code(), Some(1), "{t}");
     assert!(t.contains("rw-register"), "{t}");
 }
+
+#[test]
+fn completion_only_elle_cli_json_finds_g1c() {
+    // elle-cli's JSON: no invokes, no "f", "time": -1, "index".
+    let f = data("elle-g1c-completions.json");
+    let o = check(&[f.to_str().unwrap()]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("json history, 3 events (completions only)"),
+        "{t}"
+    );
+    assert!(t.contains("model txn") && t.contains("G1c ×1"), "{t}");
+    // Transactions are named by their position in the file, as written.
+    assert!(t.contains("so T1 → T0 → T1"), "{t}");
+    let o = check(&["--json", "--model", "list-append", f.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["verdict"], "invalid", "{v}");
+    assert_eq!(v["details"]["anomaly-types"], serde_json::json!(["G1c"]));
+    assert_eq!(v["details"]["not"], serde_json::json!(["read-committed"]));
+}
+
+#[test]
+fn completion_only_write_skew_is_judged_per_model() {
+    let f = data("elle-write-skew-completions.json");
+    let path = f.to_str().unwrap();
+    // Strict serializability (the default) proscribes the G2-item found.
+    let o = check(&[path]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("G2-item ×1"), "{t}");
+    // Snapshot isolation allows it but G-nonadjacent is not told apart: unknown.
+    let o = check(&["--consistency-models", "snapshot-isolation", path]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("G2-item allowed by snapshot-isolation"), "{t}");
+    // Read committed needs neither real time nor G-nonadjacent: valid.
+    let o = check(&["--consistency-models", "read-committed", path]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+#[test]
+fn completion_only_jsonl_has_no_real_time_order() {
+    // A stale read across processes is a real-time anomaly only with invokes.
+    let f = data("stale-read-completions.jsonl");
+    let path = f.to_str().unwrap();
+    let o = check(&[path]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("real-time order is unknown"), "{t}");
+    let o = check(&["--consistency-models", "serializable", path]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // Other checkers need invokes.
+    let o = check(&["--model", "cas-register", path]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{t}");
+    assert!(t.contains("completions only, no invokes"), "{t}");
+    // A bare completion among invokes stays an error naming its line.
+    let o = check(&[data("bare-completion-among-invokes.jsonl")
+        .to_str()
+        .unwrap()]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{t}");
+    assert!(
+        t.contains("line 3) (Ok by process 1) completes nothing"),
+        "{t}"
+    );
+}
+
+#[test]
+fn a_txn_model_of_the_other_kind_is_a_usage_error_naming_what_the_history_holds() {
+    let o = check(&[
+        "--model",
+        "list-append",
+        data("rw-register-write-skew.edn").to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{t}");
+    assert!(
+        t.contains("--model list-append: the history holds rw-register transactions")
+            && t.contains("--model rw-register"),
+        "{t}"
+    );
+    let o = check(&[
+        "--model",
+        "rw-register",
+        data("elle-g1c-completions.json").to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{t}");
+    assert!(
+        t.contains("--model rw-register: the history holds list-append transactions (line 1"),
+        "{t}"
+    );
+}

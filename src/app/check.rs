@@ -142,13 +142,18 @@ fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<File
     let loaded = load_history(path, &args.format, settings.independent)?;
     let history = &loaded.history;
     let detected = default_model_for(loaded.format, history);
-    let model = match args.model.as_str() {
-        "auto" => detected,
+    let model = match (args.model.as_str(), TxnKind::parse(&args.model)) {
+        ("auto", _) => detected,
         // elle-cli's spelling: `--model list-append` / `rw-register` on a transaction history
         // means the transactional checker (a list-append history of single ops keeps the
-        // linearizability model of that name).
-        m if TxnKind::parse(m).is_some() && detected == crate::checker::txn::NAME => detected,
-        m => m,
+        // linearizability model of that name) — if the history holds that kind.
+        (_, Some(asked)) if detected == crate::checker::txn::NAME => {
+            if let Some(why) = crate::checker::txn::parse::kind_mismatch(history, asked) {
+                return Err(format!("{}: {why}", path.display()));
+            }
+            detected
+        }
+        (m, _) => m,
     }
     .to_string();
     let options = model_options(args, settings, &loaded);
@@ -286,12 +291,30 @@ impl FileCheck {
         w
     }
 
+    /// `8 events`, or `3 events (completions only)` for a history whose invokes were synthesized
+    /// (counting the events of the input, not the invokes added).
+    fn events(&self) -> String {
+        let h = &self.loaded.history;
+        if !h.invokes_synthesized {
+            return count(h.ops.len(), "event", "events");
+        }
+        let added = h
+            .ops
+            .iter()
+            .filter(|o| o.is_client() && o.op_type == crate::history::OpType::Invoke)
+            .count();
+        format!(
+            "{} (completions only)",
+            count(h.ops.len() - added, "event", "events")
+        )
+    }
+
     /// `jsonl history, 8 events; model cas-register; semantics etcd (…)`.
     fn headline(&self) -> String {
         let mut s = format!(
             "{} history, {}{}; model {}",
             self.loaded.format.name(),
-            count(self.loaded.history.ops.len(), "event", "events"),
+            self.events(),
             if self.loaded.independent {
                 ", independent keys"
             } else {

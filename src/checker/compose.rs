@@ -103,8 +103,16 @@ pub fn has_own_checker(model_name: &str) -> bool {
 }
 
 /// Check `history` as `plan` says. An unknown model name is an error, and so is a `txn` history
-/// whose transactions cannot be read.
+/// whose transactions cannot be read, and a history of completions only (invokes synthesized)
+/// for any model but `txn`: without invokes real-time order is unknown, and every other checker
+/// here (linearizability, the set's final read, locks, sessions) depends on it.
 pub fn check(history: &History, plan: &Plan) -> Result<Composed, String> {
+    if history.invokes_synthesized && plan.model != super::txn::NAME {
+        return Err(format!(
+            "the history has completions only, no invokes: only the transactional checker (list-append, rw-register transactions) reads such a history; model {} needs each op's invoke, since real-time order decides its verdict",
+            plan.model
+        ));
+    }
     if plan.model == super::txn::NAME {
         let cfg = super::txn::TxnConfig {
             time_limit: plan.time_limit,

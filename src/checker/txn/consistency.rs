@@ -373,6 +373,18 @@ impl Model {
 }
 
 impl Anomaly {
+    /// Whether only real-time order can show it: the `-realtime` cycles and the cycle-exists
+    /// markers of the models that respect real time (`PL-SS`, `strong-PL-1`, `strong-PL-2`,
+    /// `strong-snapshot-isolation`).
+    pub fn needs_realtime(self) -> bool {
+        use Anomaly::*;
+        self.name().ends_with("-realtime")
+            || matches!(
+                self,
+                PlSsCycleExists | StrongPl1CycleExists | StrongPl2CycleExists | StrongSiCycleExists
+            )
+    }
+
     /// The anomalies this one directly implies (Elle's `implied-anomalies`).
     fn implies(self) -> &'static [Anomaly] {
         use Anomaly::*;

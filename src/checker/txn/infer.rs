@@ -81,7 +81,7 @@ pub struct Inferred {
 
 /// `T17` — a transaction named by its invoke's index.
 pub fn tname(t: &Txns, i: u32) -> String {
-    format!("T{}", t.txns[i as usize].invoke)
+    format!("T{}", t.txns[i as usize].name)
 }
 
 pub(super) fn found(kind: Kind, txns: &Txns, nodes: &[u32], text: String) -> Found {
@@ -438,7 +438,9 @@ fn expect_has_own_appends(tx: &super::parse::Txn, key: u32, at: &Mop) -> bool {
 
 /// Process-order and real-time edges. Real time: at each invoke, an edge from every committed
 /// transaction on the frontier (completed, not yet known to precede a later completed one);
-/// at each completion the transaction replaces the ones that precede it.
+/// at each completion the transaction replaces the ones that precede it. None when real-time
+/// order is unknown (invokes synthesized from completions, see `Txns::realtime_unknown`), as
+/// Elle draws none for a history without invokes.
 pub(super) fn order_edges(t: &Txns, g: &mut Graph) {
     let mut last_on_process: FxHashMap<u64, u32> = FxHashMap::default();
     // Events: (time-ordered by history index) invoke / complete.
@@ -460,8 +462,10 @@ pub(super) fn order_edges(t: &Txns, g: &mut Graph) {
             if tx.status == Status::Fail {
                 continue;
             }
-            for &p in &frontier {
-                g.add(p, i, edge::REALTIME, None);
+            if !t.realtime_unknown {
+                for &p in &frontier {
+                    g.add(p, i, edge::REALTIME, None);
+                }
             }
             if tx.status == Status::Ok {
                 preds.insert(i, frontier.clone());

@@ -91,17 +91,21 @@ impl Ask {
     }
 
     /// Split `found` into prohibited and allowed, and name the prohibited anomalies the search
-    /// could not rule out.
-    pub fn judge(&self, found: &BTreeSet<Anomaly>) -> Judgement {
+    /// could not rule out. With `realtime_unknown` (a history of completions only) no anomaly
+    /// that needs real-time order ([`Anomaly::needs_realtime`]) is ruled out: none can be seen.
+    pub fn judge(&self, found: &BTreeSet<Anomaly>, realtime_unknown: bool) -> Judgement {
         let prohibited = self.prohibited();
+        let blind = |a: Anomaly| realtime_unknown && a.needs_realtime();
         Judgement {
             prohibited: found.intersection(&prohibited).copied().collect(),
             allowed: found.difference(&prohibited).copied().collect(),
             not_checked: prohibited
                 .iter()
                 .copied()
-                .filter(|a| !found.contains(a) && !ruled_out(*a, found))
+                .filter(|a| !found.contains(a) && (blind(*a) || !ruled_out(*a, found)))
                 .collect(),
+            realtime_unknown: realtime_unknown
+                && prohibited.iter().any(|a| !found.contains(a) && blind(*a)),
         }
     }
 }
@@ -115,16 +119,45 @@ pub struct Judgement {
     pub allowed: Vec<Anomaly>,
     /// Prohibited, not found, and not ruled out by the search: a valid verdict is not earned.
     pub not_checked: Vec<Anomaly>,
+    /// Some of `not_checked` need real-time order, which the history does not give.
+    pub realtime_unknown: bool,
 }
 
 impl Judgement {
-    /// `G-nonadjacent is not checked`, `G-cursor, G-nonadjacent are not checked`.
+    /// `G-nonadjacent is not checked`, `G-cursor, G-nonadjacent are not checked`; the anomalies
+    /// that need real-time order are named apart, with why they cannot be seen.
     pub fn not_checked_reason(&self) -> Option<String> {
-        let names: Vec<&str> = self.not_checked.iter().map(|a| a.name()).collect();
-        match names.len() {
-            0 => None,
-            1 => Some(format!("{} is not checked", names[0])),
-            _ => Some(format!("{} are not checked", names.join(", "))),
+        let (realtime, other): (Vec<Anomaly>, Vec<Anomaly>) = self
+            .not_checked
+            .iter()
+            .partition(|a| self.realtime_unknown && a.needs_realtime());
+        let list = |xs: &[Anomaly]| {
+            let names: Vec<&str> = xs.iter().map(|a| a.name()).collect();
+            match names.len() {
+                0 => None,
+                1 => Some(format!("{} is not checked", names[0])),
+                _ => Some(format!("{} are not checked", names.join(", "))),
+            }
+        };
+        let realtime = (!realtime.is_empty()).then(|| {
+            let r = match realtime.len() {
+                n if n > 3 => format!(
+                    "{}, {} and {} more real-time anomalies are not checked",
+                    realtime[0].name(),
+                    realtime[1].name(),
+                    n - 2
+                ),
+                _ => list(&realtime).unwrap_or_default(),
+            };
+            format!(
+                "{r}: the history has completions only, no invokes, so real-time order is unknown (ask for a model without real time, e.g. --consistency-models serializable)"
+            )
+        });
+        match (list(&other), realtime) {
+            (None, None) => None,
+            (Some(o), None) => Some(o),
+            (None, Some(r)) => Some(r),
+            (Some(o), Some(r)) => Some(format!("{o}; {r}")),
         }
     }
 }
@@ -212,8 +245,29 @@ mod tests {
                 models: vec![*m],
                 anomalies: vec![],
             };
-            assert_eq!(ask.judge(&found(&[])), Judgement::default(), "{m:?}");
+            assert_eq!(ask.judge(&found(&[]), false), Judgement::default(), "{m:?}");
         }
+    }
+
+    #[test]
+    fn without_real_time_order_strict_models_are_not_earned_and_others_are() {
+        let strict = Ask::default();
+        let j = strict.judge(&found(&[]), true);
+        assert!(j.prohibited.is_empty() && j.realtime_unknown, "{j:?}");
+        assert!(j.not_checked.contains(&G1cRealtime), "{j:?}");
+        assert!(j.not_checked.contains(&PlSsCycleExists), "{j:?}");
+        assert!(j.not_checked.iter().all(|a| a.needs_realtime()), "{j:?}");
+        let why = j.not_checked_reason().unwrap();
+        assert!(why.contains("G1c-realtime"), "{why}");
+        assert!(why.contains("real-time order is unknown"), "{why}");
+        // Serializable and snapshot isolation need no real time: earned as with invokes.
+        for m in [Model::Serializable, Model::SnapshotIsolation] {
+            let j = Ask::model(m).judge(&found(&[]), true);
+            assert_eq!(j, Judgement::default(), "{m:?}");
+        }
+        // A found prohibited anomaly still fails the check.
+        let j = strict.judge(&found(&[G1c]), true);
+        assert_eq!(j.prohibited, vec![G1c]);
     }
 
     #[test]
@@ -222,7 +276,7 @@ mod tests {
             models: vec![Model::SnapshotIsolation],
             anomalies: vec![],
         };
-        let j = si.judge(&found(&[G2Item]));
+        let j = si.judge(&found(&[G2Item]), false);
         assert!(j.prohibited.is_empty());
         assert_eq!(j.allowed, vec![G2Item]);
         assert!(j.not_checked.contains(&GNonadjacent), "{j:?}");
@@ -232,10 +286,10 @@ mod tests {
             models: vec![Model::RepeatableRead],
             anomalies: vec![],
         };
-        let j = rr.judge(&found(&[GSingleItemRealtime]));
+        let j = rr.judge(&found(&[GSingleItemRealtime]), false);
         assert_eq!(j.allowed, vec![GSingleItemRealtime]);
         assert!(j.not_checked.is_empty(), "{j:?}");
-        assert_eq!(rr.judge(&found(&[G2Item])).prohibited, vec![G2Item]);
+        assert_eq!(rr.judge(&found(&[G2Item]), false).prohibited, vec![G2Item]);
     }
 
     #[test]
@@ -268,16 +322,16 @@ mod tests {
             anomalies: vec![G2],
         };
         assert_eq!(
-            ask.judge(&found(&[LostUpdate])).prohibited,
+            ask.judge(&found(&[LostUpdate]), false).prohibited,
             vec![LostUpdate]
         );
         assert_eq!(
-            ask.judge(&found(&[G2ItemRealtime])).allowed,
+            ask.judge(&found(&[G2ItemRealtime]), false).allowed,
             vec![G2ItemRealtime]
         );
         let default = Ask::default();
         assert_eq!(
-            default.judge(&found(&[G0Realtime])).prohibited,
+            default.judge(&found(&[G0Realtime]), false).prohibited,
             vec![G0Realtime]
         );
     }

@@ -13,7 +13,9 @@
 //!
 //! Verdict against the models and anomalies asked for (`judge`; default strict-serializable):
 //! invalid when a found anomaly is prohibited; else unknown when a component's search ran out of
-//! budget, nothing committed, or a prohibited anomaly is not checked; else valid — for rw-register, valid for what the inferred version orders let it see, which the
+//! budget, nothing committed, or a prohibited anomaly is not checked (a history of completions
+//! only, as Elle writes them, has process order but no real-time order: no real-time edge, and
+//! anomalies that need real time are not checked); else valid — for rw-register, valid for what the inferred version orders let it see, which the
 //! result states (`versions`: keys whose versions are totally ordered, sources used).
 //! Submodules: `parse` (transactions from a history), `infer` (list-append orders, non-cycle
 //! anomalies, graph), `register` (the same for rw-register), `cycles` (components and search),
@@ -392,7 +394,7 @@ pub fn check(history: &History, cfg: &TxnConfig) -> Result<TxnResult, String> {
     let found: std::collections::BTreeSet<Anomaly> =
         kept.iter().map(|a| a.kind.anomaly()).collect();
     let (not, also_not) = consistency::boundary(found.iter().copied());
-    let judged = cfg.ask.judge(&found);
+    let judged = cfg.ask.judge(&found, t.realtime_unknown);
     let count = |s: Status| t.txns.iter().filter(|x| x.status == s).count();
     let committed = count(Status::Ok);
     let ruled_out = !judged.prohibited.is_empty();

@@ -92,6 +92,9 @@ impl TxnKind {
 pub struct Txn {
     /// Index of its invoke in the history.
     pub invoke: usize,
+    /// The number it is named by (`T3`): its invoke's index, or, when the invokes were
+    /// synthesized from completions, its completion's position in the input as written.
+    pub name: usize,
     /// Index of its completion, when it completed.
     pub complete: Option<usize>,
     /// Client process.
@@ -157,6 +160,10 @@ pub struct Txns {
     pub keys: Interner,
     /// List elements.
     pub elems: Interner,
+    /// The history's invokes were synthesized from its completions
+    /// ([`History::invokes_synthesized`]): real-time order is unknown, so no real-time edge is
+    /// drawn and real-time anomalies are not checked.
+    pub realtime_unknown: bool,
 }
 
 /// The micro-op function names.
@@ -250,6 +257,42 @@ pub fn kind_of(history: &History) -> Result<TxnKind, String> {
     }
 }
 
+/// Why `--model asked` does not fit `history`: it holds the other kind's micro-ops (an append
+/// for rw-register; a write, or a single-value read, for list-append), named with the first op
+/// that shows it. `None` when it fits or the history shows neither kind (reads of nil only).
+pub fn kind_mismatch(history: &History, asked: TxnKind) -> Option<String> {
+    let held = kind_of(history).ok()?;
+    if held == asked {
+        return None;
+    }
+    let evident = |m: &Value| match held {
+        TxnKind::ListAppend => mop_fn(m) == Some(mop_f::APPEND),
+        TxnKind::RwRegister => {
+            mop_fn(m) == Some(mop_f::WRITE)
+                || (mop_fn(m) == Some(mop_f::READ)
+                    && m.get(2).is_some_and(|v| !v.is_null() && !v.is_array()))
+        }
+    };
+    let (pos, m) = history
+        .ops
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| o.is_client())
+        .find_map(|(pos, o)| {
+            o.value
+                .as_array()
+                .and_then(|ms| ms.iter().find(|m| evident(m)))
+                .map(|m| (pos, m))
+        })?;
+    Some(format!(
+        "--model {}: the history holds {} transactions ({} has the micro-op {m}); check it with --model {} (or auto)",
+        asked.name(),
+        held.name(),
+        op_label(history, pos),
+        held.name()
+    ))
+}
+
 fn parse_mops(
     history: &History,
     pos: usize,
@@ -339,12 +382,20 @@ pub fn read_txns(history: &History) -> Result<Txns, String> {
     let pairs = history.pairs()?;
     let mut txns = Txns {
         kind: kind_of(history)?,
+        realtime_unknown: history.invokes_synthesized,
         ..Txns::default()
     };
+    let mut synthesized_before = 0;
     for (i, op) in history.ops.iter().enumerate() {
         if !op.is_client() || op.op_type != OpType::Invoke {
             continue;
         }
+        let name = if history.invokes_synthesized {
+            synthesized_before += 1;
+            i + 1 - synthesized_before
+        } else {
+            i
+        };
         let completion = pairs[i].map(|j| &history.ops[j]);
         let status = match completion.map(|c| c.op_type) {
             Some(OpType::Ok) => Status::Ok,
@@ -372,6 +423,7 @@ pub fn read_txns(history: &History) -> Result<Txns, String> {
         };
         txns.txns.push(Txn {
             invoke: i,
+            name,
             complete: pairs[i],
             process: op.process.client().unwrap_or(0),
             status,
@@ -426,6 +478,28 @@ mod tests {
         assert_eq!(t.keys.show(1), "[\"y\",2]");
         assert_eq!(t.txns[1].status, Status::Info);
         assert_eq!(t.txns[1].mops, vec![Mop::Read { key: 2, list: None }]);
+    }
+
+    #[test]
+    fn a_model_of_the_other_kind_is_named_with_the_op_that_shows_the_kind() {
+        let register = History::from_ops_at_lines(
+            vec![
+                op(OpType::Invoke, 0, json!([["r", "x", null]])),
+                op(OpType::Ok, 0, json!([["r", "x", null]])),
+                op(OpType::Invoke, 1, json!([["w", "x", 1]])),
+            ],
+            vec![1, 2, 4],
+        );
+        assert_eq!(kind_mismatch(&register, TxnKind::RwRegister), None);
+        let e = kind_mismatch(&register, TxnKind::ListAppend).unwrap();
+        assert!(
+            e.starts_with("--model list-append: the history holds rw-register transactions (line 4 (op 2, process 1, txn) has the micro-op [\"w\",\"x\",1])"),
+            "{e}"
+        );
+        // Reads of nil only show neither kind: either model fits.
+        let reads = History::from_ops(vec![op(OpType::Invoke, 0, json!([["r", "x", null]]))]);
+        assert_eq!(kind_mismatch(&reads, TxnKind::RwRegister), None);
+        assert_eq!(kind_mismatch(&reads, TxnKind::ListAppend), None);
     }
 
     #[test]

@@ -461,3 +461,63 @@ fn walks_through_a_transaction_twice_are_cut_to_a_simple_cycle() {
         vec![hop(0, 1, edge::RW), hop(1, 0, edge::WR)]
     );
 }
+
+/// Completions only, as Elle writes them: the invokes are synthesized and real time is unknown.
+fn bare(txns: &[(u64, Value)]) -> History {
+    let mut h = History::from_ops(
+        txns.iter()
+            .map(|(p, v)| Op::new(OK, Process::Client(*p), "txn", v.clone()))
+            .collect(),
+    );
+    assert!(h.synthesize_invokes());
+    h
+}
+
+#[test]
+fn completion_only_histories_have_process_order_but_no_real_time() {
+    // T1 appends, then (on another process) T2 reads the empty list: with invokes a
+    // G-single-item-realtime; without them no cycle, and real time is not checked.
+    let txns = [
+        (0, json!([["append", "x", 1]])),
+        (1, json!([["r", "x", []]])),
+        (2, json!([["r", "x", [1]]])),
+    ];
+    let timed: Vec<T> = txns
+        .iter()
+        .enumerate()
+        .map(|(i, (p, v))| (*p, 2 * i as u64, 2 * i as u64 + 1, OK, v.clone()))
+        .collect();
+    assert_eq!(
+        names(&run(&timed)),
+        vec!["G-single-item-realtime".to_string()]
+    );
+    let r = check(&bare(&txns), &TxnConfig::default()).unwrap();
+    assert_eq!(r.verdict, Verdict::Unknown, "{r:?}");
+    assert!(names(&r).is_empty(), "{:?}", names(&r));
+    let why = r.unknown_reason.clone().unwrap();
+    assert!(why.contains("real-time order is unknown"), "{why}");
+    let ser = TxnConfig {
+        ask: judge::Ask::model(Model::Serializable),
+        ..TxnConfig::default()
+    };
+    assert_eq!(check(&bare(&txns), &ser).unwrap().verdict, Verdict::Valid);
+    // On one process the order is known: a G-single-item-process (a third read shows the
+    // version order).
+    let same = [
+        (0, json!([["append", "x", 1]])),
+        (0, json!([["r", "x", []]])),
+        (1, json!([["r", "x", [1]]])),
+    ];
+    let r = check(&bare(&same), &TxnConfig::default()).unwrap();
+    assert_eq!(r.verdict, Verdict::Invalid);
+    assert_eq!(names(&r), vec!["G-single-item-process".to_string()]);
+    // A data cycle needs no order at all: G1c.
+    let g1c = [
+        (0, json!([["append", 1, 1], ["r", 2, [1]]])),
+        (1, json!([["append", 1, 2], ["append", 2, 1]])),
+        (2, json!([["r", 1, [1, 2]]])),
+    ];
+    let r = check(&bare(&g1c), &TxnConfig::default()).unwrap();
+    assert_eq!(r.verdict, Verdict::Invalid);
+    assert_eq!(names(&r), vec!["G1c".to_string()]);
+}
