@@ -183,7 +183,7 @@ pub fn probe_source(remote: &dyn Remote) -> Result<(Source, String), ProvisionEr
 fn from_node(remote: &dyn Remote, need: &[String]) -> Result<Installed, ProvisionError> {
     let node = remote.node().to_string();
     let (source, text) = probe_source(remote)?;
-    let mut log = format!("$ apt-get update\n{text}");
+    let log = format!("$ apt-get update\n{text}");
     match source {
         Source::Reachable => {}
         Source::NoApt => {
@@ -209,22 +209,8 @@ fn from_node(remote: &dyn Remote, need: &[String]) -> Result<Installed, Provisio
             .sudo(true)
             .timeout_ms(INSTALL_TIMEOUT_MS),
     )?;
-    log.push_str(&format!(
-        "$ apt-get install {}\n{}",
-        need.join(" "),
-        output_of(&out)
-    ));
-    if !out.success() {
-        return Err(ProvisionError::Failed {
-            place: node,
-            packages: need.to_vec(),
-            detail: apt_gist(&output_of(&out)),
-        });
-    }
-    Ok(Installed {
-        packages: need.to_vec(),
-        log,
-    })
+    let command = format!("apt-get install {}", need.join(" "));
+    finish(node, need, need.to_vec(), log, &command, &out)
 }
 
 fn from_controller(remote: &dyn Remote, need: &[String]) -> Result<Installed, ProvisionError> {
@@ -277,19 +263,29 @@ fn from_controller(remote: &dyn Remote, need: &[String]) -> Result<Installed, Pr
             .sudo(true)
             .timeout_ms(INSTALL_TIMEOUT_MS),
     )?;
-    log.push_str(&format!(
-        "$ apt-get install --no-download …\n{}",
-        output_of(&out)
-    ));
+    finish(node, need, plan, log, "dpkg -i …", &out)
+}
+
+/// The outcome of the install command `command` (output `out`) that was to bring `need`,
+/// installing `installed`: its output joins `log`; a failure names the node and apt's gist.
+fn finish(
+    node: String,
+    need: &[String],
+    installed: Vec<String>,
+    mut log: String,
+    command: &str,
+    out: &ExecOutput,
+) -> Result<Installed, ProvisionError> {
+    log.push_str(&format!("$ {command}\n{}", output_of(out)));
     if !out.success() {
         return Err(ProvisionError::Failed {
             place: node,
             packages: need.to_vec(),
-            detail: apt_gist(&output_of(&out)),
+            detail: apt_gist(&output_of(out)),
         });
     }
     Ok(Installed {
-        packages: plan,
+        packages: installed,
         log,
     })
 }

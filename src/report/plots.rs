@@ -342,7 +342,7 @@ mod bands;
 mod findings;
 mod legend;
 pub use bands::QUIET_LABEL;
-use bands::{STRIP_FRACTION, draw_bands, draw_quiet, draw_recovery, log_strip_top};
+use bands::{STRIP_FRACTION, draw_backdrop, draw_bands, draw_quiet, draw_recovery};
 pub use findings::{anomaly_color, anomaly_timeline, clock_offsets, stale_reads};
 pub use legend::LEGEND_PX;
 use legend::{Legend, Swatch, draw_legend};
@@ -512,15 +512,7 @@ pub fn latency_raw_prepared(p: &Prepared, formats: Formats) -> Figure {
             .draw()
             .map_err(err)?;
         let mut legend = Legend::default();
-        draw_quiet(&mut chart, &mut legend, p.quiet, ylo, yhi)?;
-        draw_bands(&mut chart, &mut legend, faults, ylo, yhi)?;
-        draw_recovery(
-            &mut chart,
-            &mut legend,
-            &p.shades,
-            ylo,
-            log_strip_top(ylo, yhi),
-        )?;
+        draw_backdrop(&mut chart, &mut legend, p, faults, ylo, yhi)?;
         for &(f_idx, outcome) in &keys {
             let f = s.f_names.get(f_idx).map(String::as_str).unwrap_or("other");
             draw_points(
@@ -639,15 +631,7 @@ pub fn latency_quantiles_prepared(p: &Prepared, window_s: f64, formats: Formats)
             .draw()
             .map_err(err)?;
         let mut legend = Legend::default();
-        draw_quiet(&mut chart, &mut legend, p.quiet, ylo, yhi)?;
-        draw_bands(&mut chart, &mut legend, faults, ylo, yhi)?;
-        draw_recovery(
-            &mut chart,
-            &mut legend,
-            &p.shades,
-            ylo,
-            log_strip_top(ylo, yhi),
-        )?;
+        draw_backdrop(&mut chart, &mut legend, p, faults, ylo, yhi)?;
         for (qi, (name, _, color)) in QS.iter().enumerate() {
             let color = *color;
             let mut first = true;

@@ -9,6 +9,21 @@
 use super::*;
 
 /// Draw fault bands spanning `y_lo..y_hi`, a legend entry per kind and a label per band.
+/// Everything behind a latency chart's points: the quiet final phase, the fault bands and the
+/// recovery strip along the bottom (a log-scale y axis from `y_lo` to `y_hi`).
+pub(super) fn draw_backdrop<'a, DB: DrawingBackend + 'a, Y: Ranged<ValueType = f64>>(
+    chart: &mut Chart<'a, DB, Y>,
+    legend: &mut Legend,
+    p: &Prepared,
+    faults: &[FaultInterval],
+    y_lo: f64,
+    y_hi: f64,
+) -> Result<(), String> {
+    draw_quiet(chart, legend, p.quiet, y_lo, y_hi)?;
+    draw_bands(chart, legend, faults, y_lo, y_hi)?;
+    draw_recovery(chart, legend, &p.shades, y_lo, log_strip_top(y_lo, y_hi))
+}
+
 pub(super) fn draw_bands<'a, DB: DrawingBackend + 'a, Y: Ranged<ValueType = f64>>(
     chart: &mut Chart<'a, DB, Y>,
     legend: &mut Legend,
