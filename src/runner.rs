@@ -220,11 +220,15 @@ impl Client for NemesisClient {
         }
         let nemesis = self.nemesis.clone();
         let stats = self.stats.clone();
+        let progress = self.progress.clone();
         let (f, value) = (f.to_string(), value.clone());
-        self.progress.nemesis_op(Some(&f));
-        let _done = NemesisOpDone(self.progress.clone());
         tokio::task::spawn_blocking(move || {
             let mut n = nemesis.lock().unwrap_or_else(|p| p.into_inner());
+            // Shown until the op's work ends, not when the interpreter stops waiting for it
+            // (its bound): whatever waits for the nemesis next (a heal, the cleanup) waits for
+            // this, and the progress line names it and for how long.
+            progress.nemesis_op(Some(&f));
+            let _done = NemesisOpDone(progress);
             let c = n.invoke(&f, &value);
             *stats
                 .active_faults
@@ -239,8 +243,8 @@ impl Client for NemesisClient {
     }
 }
 
-/// Clears the progress display's in-flight nemesis op when dropped (also when the op's future
-/// is cancelled by a timeout).
+/// Clears the progress display's in-flight nemesis op when dropped: when the op's blocking work
+/// ends (also by a panic), even after the interpreter stopped waiting for it.
 struct NemesisOpDone(Progress);
 
 impl Drop for NemesisOpDone {
