@@ -520,21 +520,23 @@ fn start_etcd(sb: &Sandbox, remotes: &[Arc<dyn Remote>]) -> Arc<Etcd> {
 
 /// The leader according to etcd's own status endpoint, asked from the controller over HTTP.
 fn leader_by_http(nodes: &[Node]) -> Option<String> {
+    // Plain HTTP over a socket (no curl: a fresh machine may not have it).
     let status = |host: &str| -> Option<Value> {
-        let out = Command::new("curl")
-            .args([
-                "-s",
-                "-m",
-                "2",
-                "-X",
-                "POST",
-                "-d",
-                "{}",
-                &format!("http://{host}:2379/v3/maintenance/status"),
-            ])
-            .output()
-            .ok()?;
-        serde_json::from_slice(&out.stdout).ok()
+        use std::io::{Read, Write};
+        let addr: std::net::SocketAddr = format!("{host}:2379").parse().ok()?;
+        let timeout = std::time::Duration::from_secs(2);
+        let mut s = std::net::TcpStream::connect_timeout(&addr, timeout).ok()?;
+        s.set_read_timeout(Some(timeout)).ok()?;
+        let req = format!(
+            "POST /v3/maintenance/status HTTP/1.1\r\nHost: {host}\r\nContent-Type: \
+             application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+        );
+        s.write_all(req.as_bytes()).ok()?;
+        let mut resp = Vec::new();
+        let _ = s.read_to_end(&mut resp);
+        let text = String::from_utf8_lossy(&resp);
+        let body = text.split_once("\r\n\r\n")?.1;
+        serde_json::from_str(body.trim()).ok()
     };
     let leader_id = nodes.iter().find_map(|n| status(&n.host))?["leader"]
         .as_str()?
