@@ -243,6 +243,25 @@ impl Client for NemesisClient {
     }
 }
 
+/// How long cleanup waits for a nemesis op still running (abandoned by the interpreter's bound)
+/// before it gives up healing through the nemesis.
+const CLEANUP_NEMESIS_WAIT: Duration = Duration::from_secs(300);
+
+/// The lock of `m` within `wait`, or `None` (a poisoned lock is taken: healing must still run).
+fn lock_within<T>(m: &Mutex<T>, wait: Duration) -> Option<std::sync::MutexGuard<'_, T>> {
+    let deadline = Instant::now() + wait;
+    loop {
+        match m.try_lock() {
+            Ok(g) => return Some(g),
+            Err(std::sync::TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        }
+    }
+}
+
 /// Clears the progress display's in-flight nemesis op when dropped: when the op's blocking work
 /// ends (also by a panic), even after the interpreter stopped waiting for it.
 struct NemesisOpDone(Progress);
@@ -721,10 +740,21 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
                     nodes.len()
                 ),
             );
-            let mut n = nemesis.lock().unwrap_or_else(|p| p.into_inner());
-            let mut errs = n.heal_all();
-            if let Err(e) = n.teardown() {
-                errs.push(format!("removing iptables chain: {e}"));
+            // A nemesis op the interpreter stopped waiting for may still hold the nemesis: wait
+            // for it a bounded time (the progress line names it), then go on without healing.
+            let mut errs = Vec::new();
+            match lock_within(&nemesis, CLEANUP_NEMESIS_WAIT) {
+                Some(mut n) => {
+                    errs = n.heal_all();
+                    if let Err(e) = n.teardown() {
+                        errs.push(format!("removing iptables chain: {e}"));
+                    }
+                }
+                None => errs.push(format!(
+                    "a nemesis operation was still running after {} s more: its faults were not \
+                     healed; run `shakedown heal`",
+                    CLEANUP_NEMESIS_WAIT.as_secs()
+                )),
             }
             // Setup never started the system: there are no logs to fetch nor servers to stop.
             if !setup_started.load(std::sync::atomic::Ordering::SeqCst) {
@@ -1248,4 +1278,31 @@ pub(crate) async fn drive(
         main_phase,
         interrupted,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_held_lock_is_given_up_on_after_the_wait_and_taken_once_free() {
+        let m = Arc::new(Mutex::new(1));
+        let held = m.lock().unwrap();
+        let t0 = Instant::now();
+        assert!(lock_within(&m, Duration::from_millis(50)).is_none());
+        assert!(t0.elapsed() >= Duration::from_millis(50));
+        drop(held);
+        assert_eq!(
+            lock_within(&m, Duration::from_millis(50)).map(|g| *g),
+            Some(1)
+        );
+        // Poisoned by a panicking holder: still taken (healing must run).
+        let m2 = m.clone();
+        let _ = std::thread::spawn(move || {
+            let _g = m2.lock().unwrap();
+            panic!("holder died");
+        })
+        .join();
+        assert!(lock_within(&m, Duration::from_millis(50)).is_some());
+    }
 }
