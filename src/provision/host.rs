@@ -20,12 +20,14 @@ pub const LOCK_WAIT: Duration = Duration::from_secs(300);
 /// How often to look at the locks again while waiting.
 const LOCK_POLL: Duration = Duration::from_millis(500);
 
-fn is_root() -> bool {
+/// Whether this process runs as root.
+pub(crate) fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
 }
 
-fn command_line(cmd: &Command) -> String {
+/// A command as a person would type it (for messages).
+pub(crate) fn command_line(cmd: &Command) -> String {
     let mut parts = vec![cmd.get_program().to_string_lossy().into_owned()];
     parts.extend(cmd.get_args().map(|a| a.to_string_lossy().into_owned()));
     parts.join(" ")
@@ -97,26 +99,38 @@ pub fn missing_from_status(packages: &[String], status: &str) -> Vec<String> {
 
 /// Who holds the POSIX or flock lock on `path` now, as `name (pid N)`, per `/proc/locks`.
 pub fn lock_holder(path: &Path) -> Option<String> {
-    let inode = std::fs::metadata(path).ok()?.ino();
+    let meta = std::fs::metadata(path).ok()?;
+    let dev = meta.dev();
+    let file = (
+        u64::from(libc::major(dev)),
+        u64::from(libc::minor(dev)),
+        meta.ino(),
+    );
     let locks = std::fs::read_to_string("/proc/locks").ok()?;
-    let pid = holder_pid(&locks, inode)?;
+    let pid = holder_pid(&locks, file)?;
     let name = std::fs::read_to_string(format!("/proc/{pid}/comm"))
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "a process".to_string());
     Some(format!("{name} (pid {pid})"))
 }
 
-/// The PID holding a lock on `inode` in `/proc/locks` text (`1: POSIX ADVISORY WRITE 1234
-/// 08:01:5678 0 EOF`); blocked waiters (`->` lines) do not hold it.
-fn holder_pid(locks: &str, inode: u64) -> Option<u32> {
+/// The PID holding a lock on the file `(major, minor, inode)` in `/proc/locks` text (`1: POSIX
+/// ADVISORY WRITE 1234 08:01:5678 0 EOF`, device numbers in hex); blocked waiters (`->` lines)
+/// do not hold it.
+fn holder_pid(locks: &str, file: (u64, u64, u64)) -> Option<u32> {
     locks.lines().find_map(|line| {
         let fields: Vec<&str> = line.split_whitespace().collect();
         if fields.get(1) == Some(&"->") {
             return None;
         }
-        let (pid, dev) = (fields.get(4)?, fields.get(5)?);
-        let ino: u64 = dev.rsplit(':').next()?.parse().ok()?;
-        (ino == inode).then(|| pid.parse().ok()).flatten()
+        let (pid, id) = (fields.get(4)?, fields.get(5)?);
+        let mut parts = id.split(':');
+        let major = u64::from_str_radix(parts.next()?, 16).ok()?;
+        let minor = u64::from_str_radix(parts.next()?, 16).ok()?;
+        let inode: u64 = parts.next()?.parse().ok()?;
+        ((major, minor, inode) == file)
+            .then(|| pid.parse().ok())
+            .flatten()
     })
 }
 
@@ -389,10 +403,12 @@ mod tests {
         let locks = "1: POSIX  ADVISORY  WRITE 4242 08:01:77 0 EOF\n\
                      1: -> POSIX  ADVISORY  WRITE 5151 08:01:77 0 EOF\n\
                      2: FLOCK  ADVISORY  WRITE 99 00:1a:12 0 EOF\n";
-        assert_eq!(holder_pid(locks, 77), Some(4242));
-        assert_eq!(holder_pid(locks, 12), Some(99));
-        assert_eq!(holder_pid(locks, 5), None);
-        assert_eq!(holder_pid("garbage\n\n", 5), None);
+        assert_eq!(holder_pid(locks, (8, 1, 77)), Some(4242));
+        assert_eq!(holder_pid(locks, (0, 0x1a, 12)), Some(99));
+        // Same inode on another device: not this file.
+        assert_eq!(holder_pid(locks, (8, 2, 77)), None);
+        assert_eq!(holder_pid(locks, (8, 1, 5)), None);
+        assert_eq!(holder_pid("garbage\n\n", (8, 1, 5)), None);
     }
 
     #[test]
@@ -408,7 +424,10 @@ mod tests {
             holder.contains(&format!("pid {}", std::process::id())),
             "{holder}"
         );
-        drop(f);
+        // Unlocked explicitly: a child a parallel test forks may share the descriptor until it
+        // execs, so closing ours alone need not release the lock at once.
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_UN) }, 0);
         assert_eq!(lock_holder(&path), None);
     }
 }

@@ -12,10 +12,7 @@ use std::process::{Command, Output, Stdio};
 use super::{Names, REQUIRED_PACKAGES, Result, SandboxError, Subnet};
 use crate::provision::{self, Installed};
 
-pub(super) fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
+pub(super) use crate::provision::host::{command_line, is_root};
 
 pub(super) fn require_root() -> Result<()> {
     if is_root() {
@@ -31,31 +28,23 @@ pub(super) fn require_root() -> Result<()> {
 /// they run is installed here, before any node needs it). Installs the missing ones with apt-get
 /// when root; returns what it installed and apt's output.
 pub fn ensure_packages(extra: &[String]) -> Result<Installed> {
+    Ok(provision::host::ensure(&with_required(extra))?)
+}
+
+/// Which of [`REQUIRED_PACKAGES`] and `extra` this machine lacks.
+pub fn missing_packages(extra: &[String]) -> Result<Vec<String>> {
+    Ok(provision::host::missing(&with_required(extra))?)
+}
+
+/// [`REQUIRED_PACKAGES`], then those of `extra` not among them.
+fn with_required(extra: &[String]) -> Vec<String> {
     let mut all: Vec<String> = REQUIRED_PACKAGES.iter().map(|p| p.to_string()).collect();
     for p in extra {
         if !all.contains(p) {
             all.push(p.clone());
         }
     }
-    Ok(provision::host::ensure(&all)?)
-}
-
-/// Which of [`REQUIRED_PACKAGES`] and `extra` this machine lacks.
-pub fn missing_packages(extra: &[String]) -> Result<Vec<String>> {
-    let mut all: Vec<String> = REQUIRED_PACKAGES.iter().map(|p| p.to_string()).collect();
-    all.extend(
-        extra
-            .iter()
-            .filter(|p| !REQUIRED_PACKAGES.contains(&p.as_str()))
-            .cloned(),
-    );
-    Ok(provision::host::missing(&all)?)
-}
-
-pub(super) fn command_line(cmd: &Command) -> String {
-    let mut parts = vec![cmd.get_program().to_string_lossy().into_owned()];
-    parts.extend(cmd.get_args().map(|a| a.to_string_lossy().into_owned()));
-    parts.join(" ")
+    all
 }
 
 /// Runs a command to completion, capturing output, whatever its exit status.
