@@ -140,8 +140,8 @@ impl std::fmt::Display for OverheadReport {
         };
         write!(
             f,
-            "controller overhead: {overhead:.1} % throughput loss (median of {} rounds",
-            self.kept_rounds()
+            "controller overhead: {overhead:.1} % throughput loss (median of {}",
+            crate::plural::counted(self.kept_rounds(), "round")
         )?;
         match self.overhead_ci95_pct {
             Some([lo, hi]) => write!(f, "; 95 % confidence interval {lo:.1} to {hi:.1} %)"),
@@ -314,20 +314,14 @@ pub async fn overhead(
     cfg.workload.write_weight = 1;
     cfg.workload.cas_weight = 1;
     let system = cfg.system.open();
-    let packages = match cfg.install {
-        crate::provision::Install::Skip => Vec::new(),
-        _ => system.packages(),
-    };
-    if cfg.nodes.is_none() {
-        // The sandbox's nodes share this machine's packages (see `runner::run`).
-        let wanted = packages.clone();
-        tokio::task::spawn_blocking(move || crate::sandbox::ensure_packages(&wanted))
-            .await
-            .expect("install task")
-            .map_err(|e| RunError::Sandbox(e.to_string()))?;
-    }
-    let install = match cfg.nodes {
-        None => crate::provision::Install::Skip,
+    let packages = system.packages();
+    // The sandbox's nodes get their packages on this machine (as `runner::run` does).
+    let install = match &cfg.nodes {
+        None => {
+            let quiet = crate::progress::Progress::quiet();
+            crate::runner::provision_sandbox_host(&cfg, &packages, cfg.install, &quiet).await?;
+            crate::provision::Install::Skip
+        }
         Some(_) => cfg.install,
     };
     let nodes = crate::runner::resolve_nodes(&mut cfg)?;
@@ -341,12 +335,9 @@ pub async fn overhead(
     {
         let (remotes, nodes, system) = (remotes.clone(), nodes.clone(), system.clone());
         tokio::task::spawn_blocking(move || -> Result<(), RunError> {
-            for r in on_nodes(&remotes, &nodes, |r, _| {
-                crate::provision::node::ensure(r, &packages, install)
-            }) {
-                r.map_err(|e| RunError::Control(e.to_string()))?;
+            if install != crate::provision::Install::Skip {
+                crate::runner::provision_nodes(&remotes, &nodes, &packages, install, None)?;
             }
-            crate::provision::host::clear_downloads();
             for r in on_nodes(&remotes, &nodes, |r, n| {
                 system.install(r).and_then(|_| system.setup(r, n, &nodes))
             }) {

@@ -141,7 +141,7 @@ fn first_err<E: std::fmt::Display>(results: Vec<Result<(), E>>) -> Result<(), St
 /// The sandbox's nodes share this machine's files and cannot reach a package source: install
 /// what the system (and the sandbox) needs here, before any node needs it, with a phase line
 /// when anything is missing. `Skip` installs only the sandbox's own packages (`sandbox::up`).
-async fn provision_sandbox_host(
+pub(crate) async fn provision_sandbox_host(
     cfg: &TestConfig,
     packages: &[String],
     install: crate::provision::Install,
@@ -174,6 +174,33 @@ async fn provision_sandbox_host(
         ),
     );
     Ok(installed)
+}
+
+/// Missing packages onto every node the way `install` says (`provision::node`), keeping each
+/// node's install output in the run's logs when there is a run; one cause said once on failure.
+pub(crate) fn provision_nodes(
+    remotes: &[Arc<dyn Remote>],
+    nodes: &[Node],
+    packages: &[String],
+    install: crate::provision::Install,
+    run_dir: Option<&RunDir>,
+) -> Result<(), RunError> {
+    let installed = on_nodes(remotes, nodes, |r, _| {
+        crate::provision::node::ensure(r, packages, install)
+    });
+    crate::provision::host::clear_downloads();
+    let results: Vec<_> = nodes
+        .iter()
+        .zip(installed)
+        .map(|(node, result)| {
+            result.map(|i| {
+                if let Some(dir) = run_dir {
+                    keep_install_log(dir, &node.name, &i);
+                }
+            })
+        })
+        .collect();
+    first_err(results).map_err(RunError::Control)
 }
 
 /// Keeps what an install printed in the run's logs (`logs/install-<place>.log`); nothing when
@@ -659,15 +686,7 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
                         install.flag()
                     ),
                 );
-                let installed = on_nodes(&remotes, &nodes, |r, _| {
-                    crate::provision::node::ensure(r, &packages, install)
-                });
-                let mut results = Vec::new();
-                for (node, result) in nodes.iter().zip(installed) {
-                    results.push(result.map(|i| keep_install_log(&run_dir, &node.name, &i)));
-                }
-                crate::provision::host::clear_downloads();
-                first_err(results).map_err(RunError::Control)?;
+                provision_nodes(&remotes, &nodes, &packages, install, Some(&run_dir))?;
             }
             progress.phase(
                 Phase::Install,
