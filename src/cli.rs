@@ -438,6 +438,17 @@ pub struct RunArgs {
     /// within the check's time budget).
     #[arg(long, default_value = "fast", value_parser = parse_witness)]
     pub witness: crate::checker::linear::WitnessMode,
+    /// Transactional workloads (--workload txn): the consistency models the history must
+    /// satisfy, comma-separated, in Elle's names (strict-serializable, serializable,
+    /// snapshot-isolation, repeatable-read, read-committed, …). Default: what the system claims
+    /// for its settings (PostgreSQL: read-committed, snapshot-isolation for repeatable read,
+    /// serializable), else strict-serializable.
+    #[arg(long, value_name = "MODELS")]
+    pub consistency_models: Option<String>,
+    /// Transactional workloads: anomalies that fail the check besides the models' (Elle's
+    /// names: G0, G1c, G-single-item, G-nonadjacent-item, G2-item, lost-update, …).
+    #[arg(long, value_name = "ANOMALIES")]
+    pub anomalies: Option<String>,
     /// No progress bar; only the final summary.
     #[arg(long)]
     pub quiet: bool,
@@ -479,6 +490,39 @@ fn positive(name: &str, v: f64) -> Result<f64, ConfigError> {
 }
 
 impl RunArgs {
+    /// `--consistency-models` and `--anomalies`: only for a transactional workload.
+    fn consistency(
+        &self,
+        workload: &crate::spec::WorkloadSpec,
+    ) -> Result<Option<crate::checker::txn::judge::Ask>, ConfigError> {
+        if self.consistency_models.is_none() && self.anomalies.is_none() {
+            return Ok(None);
+        }
+        let flag = if self.consistency_models.is_some() {
+            "--consistency-models"
+        } else {
+            "--anomalies"
+        };
+        if workload.kind != crate::generator::txn::KIND {
+            return Err(ConfigError::new(
+                flag,
+                format!(
+                    "applies to transactional workloads (--workload txn); the {} workload is checked by its own checker",
+                    workload.kind
+                ),
+            ));
+        }
+        crate::checker::txn::judge::Ask::parse(
+            self.consistency_models.as_deref().unwrap_or(""),
+            self.anomalies.as_deref(),
+        )
+        .map(Some)
+        .map_err(|e| {
+            let (flag, rest) = e.split_once(": ").unwrap_or((flag, &e));
+            ConfigError::new(flag, rest)
+        })
+    }
+
     /// Validate and convert into a `TestConfig`.
     pub fn into_config(self) -> Result<TestConfig, ConfigError> {
         let Cluster {
@@ -523,6 +567,7 @@ impl RunArgs {
         }
         let check_time_limit_s = positive("--check-time-limit", self.check_time_limit)?;
         let mut workload = crate::spec::load_workload(&self.workload)?;
+        let consistency = self.consistency(&workload)?;
         match self.version_source.as_str() {
             "auto" => {}
             v => {
@@ -572,6 +617,7 @@ impl RunArgs {
             settle_s: self.settle,
             check_time_limit_s,
             witness: self.witness,
+            consistency,
         };
         // Before any node is touched: refuse what the system cannot serve.
         cfg.system

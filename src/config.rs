@@ -146,6 +146,10 @@ pub struct TestConfig {
     pub check_time_limit_s: f64,
     /// How much work goes into the witness of an invalid key (`--witness`).
     pub witness: crate::checker::linear::WitnessMode,
+    /// Transactional workloads: the models and anomalies to check against
+    /// (`--consistency-models`, `--anomalies`); `None` = what the system claims for its settings
+    /// ([`crate::systems::System::claimed_consistency`]), else Elle's default.
+    pub consistency: Option<crate::checker::txn::judge::Ask>,
 }
 
 impl TestConfig {

@@ -351,6 +351,62 @@ pub(crate) async fn nemesis_after_leftovers(
     Ok(nemesis)
 }
 
+/// What a run's history is checked against: for a transactional workload the models asked
+/// for (`--consistency-models`, `--anomalies`), else those the system claims for its settings,
+/// else Elle's default; nothing for other workloads.
+fn check_record(cfg: &TestConfig, system: &dyn System) -> crate::store::CheckRecord {
+    use crate::checker::txn::judge::Ask;
+    if cfg.workload.kind != crate::generator::txn::KIND {
+        return Default::default();
+    }
+    let record = |ask: &Ask, by: String| crate::store::CheckRecord {
+        consistency_models: ask.models.iter().map(|m| m.name().to_string()).collect(),
+        anomalies: ask.anomalies.iter().map(|a| a.name().to_string()).collect(),
+        claimed_by: Some(by),
+    };
+    if let Some(ask) = &cfg.consistency {
+        let flags = match (ask.models.is_empty(), ask.anomalies.is_empty()) {
+            (false, false) => "--consistency-models and --anomalies",
+            (false, true) => "--consistency-models",
+            _ => "--anomalies",
+        };
+        return record(ask, flags.to_string());
+    }
+    if let Some((models, by)) = system.claimed_consistency(&cfg.workload) {
+        let ask = Ask {
+            models,
+            anomalies: Vec::new(),
+        };
+        return record(&ask, by);
+    }
+    record(
+        &Ask::default(),
+        format!(
+            "Elle's default: {} claims no model; ask with --consistency-models",
+            system.name()
+        ),
+    )
+}
+
+/// The transactional ask a run directory recorded ([`check_record`]); Elle's default when it
+/// recorded none.
+fn recorded_ask(
+    run_dir: &RunDir,
+) -> Result<(crate::checker::txn::judge::Ask, Option<String>), RunError> {
+    let bad = |m: String| RunError::Config(crate::config::ConfigError::new(TEST_FILE, m));
+    let record = run_dir.read_check_record().map_err(bad)?;
+    if record.consistency_models.is_empty() && record.anomalies.is_empty() {
+        return Ok((Default::default(), record.claimed_by));
+    }
+    let anomalies = record.anomalies.join(",");
+    let ask = crate::checker::txn::judge::Ask::parse(
+        &record.consistency_models.join(","),
+        (!anomalies.is_empty()).then_some(anomalies.as_str()),
+    )
+    .map_err(|e| bad(format!("\"{}\": {e}", crate::store::CHECK_KEY)))?;
+    Ok((ask, record.claimed_by))
+}
+
 /// The test metadata written to test.json.
 fn test_json(
     cfg: &TestConfig,
@@ -376,6 +432,7 @@ fn test_json(
         "read_nodes": cfg.read_nodes,
         "workload": { "name": cfg.workload_name, "spec": cfg.workload },
         "nemesis": { "name": cfg.nemesis_name, "spec": cfg.nemesis },
+        crate::store::CHECK_KEY: check_record(cfg, system),
         "rerun": cfg.rerun_command(),
     })
 }
@@ -964,12 +1021,22 @@ fn write_results_with(
         return crate::chaos::run::write_results(run_dir, progress);
     }
     let history = History::read_file(&run_dir.history_path())?;
-    let (checked, results, linear) = check_with(
+    let (txn_ask, claimed_by) = recorded_ask(run_dir)?;
+    let (checked, mut results, linear) = check_with(
         &history,
         check_time_limit_s,
         declared_version_source(run_dir),
         witness,
+        txn_ask,
     );
+    if let Some(by) = claimed_by {
+        for r in results
+            .iter_mut()
+            .filter(|r| r.checker == crate::checker::txn::CHECKER)
+        {
+            r.details["claimed-by"] = by.clone().into();
+        }
+    }
     let completion = run_dir.read_completion();
     let client_ops = history
         .ops
@@ -1040,7 +1107,13 @@ pub fn check(
     Vec<CheckResult>,
     Option<crate::checker::linear::LinearResult>,
 ) {
-    check_with(history, time_limit_s, None, Default::default())
+    check_with(
+        history,
+        time_limit_s,
+        None,
+        Default::default(),
+        Default::default(),
+    )
 }
 
 /// [`check`] with the session checker's version source fixed (`None` = chosen from the history).
@@ -1051,6 +1124,7 @@ pub fn check_with(
     time_limit_s: f64,
     version_source: Option<crate::checker::session::VersionSource>,
     witness: crate::checker::linear::WitnessMode,
+    txn_ask: crate::checker::txn::judge::Ask,
 ) -> (
     Verdict,
     Vec<CheckResult>,
@@ -1072,7 +1146,7 @@ pub fn check_with(
         time_limit: Duration::from_secs_f64(time_limit_s),
         witness,
         txn_assume: Default::default(),
-        txn_ask: Default::default(),
+        txn_ask,
     };
     match compose::check(history, &plan) {
         Ok(c) => {

@@ -34,6 +34,25 @@ pub const COMPLETION_FILE: &str = "completion.json";
 /// touching the user's runs).
 pub const PROTECT_ENV: &str = "SHAKEDOWN_PROTECT_DIR";
 
+/// The key of [`CheckRecord`] in test.json.
+pub const CHECK_KEY: &str = "check";
+
+/// What a run's history is checked against, recorded in test.json (under [`CHECK_KEY`]) when the
+/// run starts, so the end of the run, `report` and `heal` judge it alike. Absent in older run
+/// directories: the defaults then apply.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CheckRecord {
+    /// Transactional workloads: the consistency models (Elle's names).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub consistency_models: Vec<String>,
+    /// Transactional workloads: anomalies prohibited besides the models'.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub anomalies: Vec<String>,
+    /// Who asked for the models: the flag, or the system setting that claims them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed_by: Option<String>,
+}
+
 /// Errors creating or writing a run directory.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -375,6 +394,23 @@ impl RunDir {
             source: std::io::Error::other(e),
         })?;
         self.write_json(COMPLETION_FILE, &value)
+    }
+
+    /// What the run recorded it is checked against ([`CheckRecord`]; the default when test.json
+    /// has none); an entry that does not read as one is an error naming the file.
+    pub fn read_check_record(&self) -> Result<CheckRecord, String> {
+        let Ok(test) = self.read_object(TEST_FILE) else {
+            return Ok(CheckRecord::default());
+        };
+        match test.get(CHECK_KEY) {
+            None => Ok(CheckRecord::default()),
+            Some(v) => serde_json::from_value(v.clone()).map_err(|e| {
+                format!(
+                    "{}: \"{CHECK_KEY}\" is not what the run recorded ({e})",
+                    self.path.join(TEST_FILE).display()
+                )
+            }),
+        }
     }
 
     /// The completion record; a missing one means the controller was killed

@@ -58,6 +58,16 @@ pub trait System: Db {
     /// External systems freeze a stalled thread's client process; built-in clients run in
     /// process, where the generator's hold is the whole stall.
     fn attach_stalls(&self, _board: &crate::generator::stall::StallBoard) {}
+    /// The consistency models this system claims for `workload`'s transactions with its
+    /// settings (PostgreSQL's repeatable read is snapshot isolation), and the setting that
+    /// makes the claim, in words; `None` = no claim (a transactional run is then checked for
+    /// Elle's default, strict-serializable).
+    fn claimed_consistency(
+        &self,
+        _workload: &WorkloadSpec,
+    ) -> Option<(Vec<crate::checker::txn::consistency::Model>, String)> {
+        None
+    }
 }
 
 /// What a run asks of the system besides its workload (the flags `validate` judges).

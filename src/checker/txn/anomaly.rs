@@ -1,5 +1,5 @@
 //! The anomaly vocabulary of the transactional checker, once: cycle shapes (G0, G1c, G-single-item,
-//! G2-item) with their process / real-time variants, the non-cycle anomalies, the dependency edge
+//! G-nonadjacent-item, G2-item) with their process / real-time variants, the non-cycle anomalies, the dependency edge
 //! types, and which of Elle's anomalies (`consistency::Anomaly`) each kind found is.
 //!
 //! Owns the kinds the checker finds. Does not own their names or what they rule out
@@ -50,7 +50,9 @@ pub enum CycleShape {
     G1c,
     /// Read skew: exactly one rw edge.
     GSingle,
-    /// Anti-dependency cycle with two or more rw edges (write skew).
+    /// Two or more rw edges, no two adjacent (what snapshot isolation forbids besides G-single).
+    GNonadjacent,
+    /// Two or more rw edges, two of them adjacent (write skew; allowed by snapshot isolation).
     G2Item,
 }
 
@@ -135,8 +137,8 @@ pub enum Kind {
 
 impl Kind {
     /// The anomaly of Elle's vocabulary this is: a cycle with one item anti-dependency is
-    /// `G-single-item`; one with two or more is counted as `G2-item` (which a
-    /// `G-nonadjacent-item` cycle implies: telling the two apart is not done).
+    /// `G-single-item`; one with two or more is `G-nonadjacent-item` when no two are adjacent,
+    /// else `G2-item`.
     pub fn anomaly(self) -> Anomaly {
         use Anomaly as A;
         match self {
@@ -148,6 +150,11 @@ impl Kind {
                         A::GSingleItem,
                         A::GSingleItemProcess,
                         A::GSingleItemRealtime,
+                    ],
+                    CycleShape::GNonadjacent => [
+                        A::GNonadjacentItem,
+                        A::GNonadjacentItemProcess,
+                        A::GNonadjacentItemRealtime,
                     ],
                     CycleShape::G2Item => [A::G2Item, A::G2ItemProcess, A::G2ItemRealtime],
                 };

@@ -1,12 +1,18 @@
 //! Cycle search over the dependency graph: strongly connected components (petgraph's Tarjan),
 //! then, per component and per anomaly shape, a breadth-first search for a cycle of that shape:
-//! G0 (ww only), G1c (ww + wr, at least one wr), G-single-item (exactly one rw), G2-item (two or more
-//! rw), each also with process-order and real-time edges (`-process`, `-realtime`). Each
-//! search starts from an edge of the type the shape needs and looks for the shortest way back
-//! through the edge types it allows, tracking whether a required type was used; a found cycle
-//! is classified by the edges it uses (an edge with several types counts as its most telling
-//! one: ww, wr, rw, process, realtime), so shapes are never mislabelled; a walk that visits a
-//! transaction twice is cut down to a sub-cycle of the same shape when one exists.
+//! G0 (ww only), G1c (ww + wr, at least one wr), G-single-item (exactly one rw),
+//! G-nonadjacent-item (two or more rw, no two adjacent — what snapshot isolation forbids),
+//! G2-item (two or more rw, two of them adjacent), each also with process-order and real-time
+//! edges (`-process`, `-realtime`). Each search starts from an edge of the type the shape needs
+//! and looks for the shortest way back through the edge types it allows; its states are
+//! (transaction, flags), the flags tracking what the shape needs (a required edge type used; the
+//! last edge an rw; a second rw, or two adjacent). A search for G-nonadjacent or G2-item may
+//! take an edge that has several types as either its rw or its other type; the other shapes
+//! count such an edge as its most telling type (ww, wr, rw, process, realtime). A found walk
+//! that visits a transaction twice is cut into simple cycles and one of them kept (of the
+//! shape searched for when one is; a non-adjacent walk always holds a simple cycle with no two
+//! rw adjacent), and a cycle is reported as the shape its edges give, so shapes are never
+//! mislabelled.
 //!
 //! Each search is confined to the component of the subgraph of the edge types it may use (a
 //! cycle of those types lies inside one). Budgets: the searches share a time budget, one search
@@ -21,6 +27,7 @@ use super::infer::Graph;
 use petgraph::graph::{DiGraph, NodeIndex};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// One step of a cycle: `from → to` by an edge of type `bit`.
@@ -41,6 +48,10 @@ pub struct Unsearched {
     pub size: usize,
     /// The shapes not (fully) searched in it.
     pub shapes: Vec<String>,
+    /// The same shapes as kinds (for the verdict: only a shape a model proscribes makes it
+    /// unknown).
+    #[serde(skip)]
+    pub kinds: Vec<Kind>,
     /// Why.
     pub reason: String,
 }
@@ -56,6 +67,17 @@ pub struct Cycles {
     pub components: usize,
 }
 
+/// What a search tracks about the rw edges of its walk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rw {
+    /// Nothing: the path types fix the count (none or the first edge only).
+    Free,
+    /// Two or more rw edges, no two adjacent (the first edge is one).
+    Nonadjacent,
+    /// Two rw edges adjacent somewhere (the first edge is one).
+    Adjacent,
+}
+
 /// One search: start on an edge of type `first`, come back through `path` types; when
 /// `require` is not 0 the cycle must use one of those types somewhere.
 struct Spec {
@@ -63,6 +85,79 @@ struct Spec {
     first: u8,
     path: u8,
     require: u8,
+    rw: Rw,
+}
+
+/// State flags: a required type was used.
+const REQ: u8 = 1;
+/// State flags: the last edge taken was an rw.
+const LAST_RW: u8 = 2;
+/// State flags: a second rw (non-adjacent search) or an adjacent pair (adjacent search) was seen.
+const MORE: u8 = 4;
+/// States per transaction.
+const FLAGS: u32 = 8;
+
+impl Spec {
+    /// The flags after taking an edge counted as `bit` from a state with `flags`, or `None` when
+    /// the shape forbids it.
+    fn step(&self, flags: u8, bit: u8) -> Option<u8> {
+        let mut f = flags;
+        if bit & self.require != 0 {
+            f |= REQ;
+        }
+        match self.rw {
+            Rw::Free => {}
+            Rw::Nonadjacent if bit == edge::RW => {
+                if flags & LAST_RW != 0 {
+                    return None;
+                }
+                f |= LAST_RW | MORE;
+            }
+            Rw::Adjacent if bit == edge::RW => {
+                if flags & LAST_RW != 0 {
+                    f |= MORE;
+                }
+                f |= LAST_RW;
+            }
+            _ => f &= !LAST_RW,
+        }
+        Some(f)
+    }
+
+    /// The flags right after the first edge.
+    fn start(&self) -> u8 {
+        let mut f = 0;
+        if self.first & self.require != 0 {
+            f |= REQ;
+        }
+        if self.rw != Rw::Free && self.first == edge::RW {
+            f |= LAST_RW;
+        }
+        f
+    }
+
+    /// Whether arriving back at the start with `flags` closes a cycle of the shape (the first
+    /// edge, an rw for the rw-tracking shapes, follows the last).
+    fn closes(&self, flags: u8) -> bool {
+        let req = self.require == 0 || flags & REQ != 0;
+        req && match self.rw {
+            Rw::Free => true,
+            Rw::Nonadjacent => flags & LAST_RW == 0 && flags & MORE != 0,
+            Rw::Adjacent => flags & (LAST_RW | MORE) != 0,
+        }
+    }
+
+    /// The types an edge with `mask` may be counted as: its most telling allowed type, and for
+    /// the rw-tracking shapes also rw when it has one (a search may need either).
+    fn bits(&self, mask: u8) -> [Option<u8>; 2] {
+        match self.rw {
+            Rw::Free => [edge::pick(mask, self.path), None],
+            _ => [
+                edge::pick(mask, self.path & !edge::RW),
+                (mask & self.path & edge::RW != 0).then_some(edge::RW),
+            ],
+        }
+    }
 }
 
 fn specs() -> Vec<Spec> {
@@ -79,42 +174,41 @@ fn specs() -> Vec<Spec> {
             Variant::Realtime => REALTIME,
         };
         let first_for = |data_first: u8| if require == 0 { data_first } else { require };
-        v.push(Spec {
-            kind: Kind::Cycle(CycleShape::G0, variant),
-            first: first_for(WW),
-            path: WW | extra,
-            require,
-        });
-        v.push(Spec {
-            kind: Kind::Cycle(CycleShape::G1c, variant),
-            first: WR,
-            path: WW | WR | extra,
-            require,
-        });
-        v.push(Spec {
-            kind: Kind::Cycle(CycleShape::GSingle, variant),
-            first: RW,
-            path: WW | WR | extra,
-            require,
-        });
-        v.push(Spec {
-            kind: Kind::Cycle(CycleShape::G2Item, variant),
-            first: RW,
-            path: DATA | extra,
-            require,
-        });
+        let mut push = |shape, first, path, rw| {
+            v.push(Spec {
+                kind: Kind::Cycle(shape, variant),
+                first,
+                path,
+                require,
+                rw,
+            })
+        };
+        push(CycleShape::G0, first_for(WW), WW | extra, Rw::Free);
+        push(CycleShape::G1c, WR, WW | WR | extra, Rw::Free);
+        push(CycleShape::GSingle, RW, WW | WR | extra, Rw::Free);
+        push(CycleShape::GNonadjacent, RW, DATA | extra, Rw::Nonadjacent);
+        push(CycleShape::G2Item, RW, DATA | extra, Rw::Adjacent);
     }
     v
 }
 
-/// The shape a cycle has, from the types its hops count as.
+/// Whether two rw hops follow each other somewhere in the cycle (the last hop is followed by
+/// the first).
+fn rw_adjacent(hops: &[Hop]) -> bool {
+    let n = hops.len();
+    n > 1 && (0..n).any(|i| hops[i].bit == edge::RW && hops[(i + 1) % n].bit == edge::RW)
+}
+
+/// The shape a cycle has, from the types its hops count as (Elle's classification: one rw is
+/// G-single, several with two adjacent G2-item, several with none adjacent G-nonadjacent).
 pub fn classify(hops: &[Hop]) -> Kind {
     let count = |b: u8| hops.iter().filter(|h| h.bit == b).count();
     let shape = match count(edge::RW) {
         0 if count(edge::WR) == 0 => CycleShape::G0,
         0 => CycleShape::G1c,
         1 => CycleShape::GSingle,
-        _ => CycleShape::G2Item,
+        _ if rw_adjacent(hops) => CycleShape::G2Item,
+        _ => CycleShape::GNonadjacent,
     };
     let variant = if count(edge::REALTIME) > 0 {
         Variant::Realtime
@@ -127,7 +221,7 @@ pub fn classify(hops: &[Hop]) -> Kind {
 }
 
 /// Shorten a closed walk that visits a transaction twice into one of its two sub-cycles while
-/// one of them still has the shape `kind` (the search works on (node, flag) states, so its walks
+/// one of them still has the shape `kind` (the search works on (node, flags) states, so its walks
 /// may repeat a node).
 pub fn simplify(mut hops: Vec<Hop>, kind: Kind) -> Vec<Hop> {
     'again: loop {
@@ -152,6 +246,48 @@ pub fn simplify(mut hops: Vec<Hop>, kind: Kind) -> Vec<Hop> {
     }
 }
 
+/// The simple cycles a closed walk is made of (each hop in exactly one).
+fn split_walk(hops: &[Hop]) -> Vec<Vec<Hop>> {
+    let mut out = Vec::new();
+    let mut stack: Vec<Hop> = Vec::new();
+    for &h in hops {
+        stack.push(h);
+        // The walk came back to a transaction it left earlier: pop that loop.
+        if let Some(i) = stack.iter().position(|x| x.from == h.to) {
+            out.push(stack.split_off(i));
+        }
+    }
+    if !stack.is_empty() {
+        out.push(stack);
+    }
+    out
+}
+
+/// A simple cycle out of a closed walk found for `kind`: the walk shortened keeping the shape
+/// when it can be, otherwise the simple cycle it is made of that says the most (of the shape
+/// searched for; for a non-adjacent walk one with no two rw adjacent, which always exists; else
+/// the one with the most rw edges).
+pub(super) fn reduce(hops: Vec<Hop>, kind: Kind) -> Vec<Hop> {
+    let hops = simplify(hops, kind);
+    let mut seen = rustc_hash::FxHashSet::default();
+    if hops.iter().all(|h| seen.insert(h.from)) {
+        return hops;
+    }
+    let parts = split_walk(&hops);
+    let rws = |c: &Vec<Hop>| c.iter().filter(|h| h.bit == edge::RW).count();
+    if let Some(c) = parts.iter().find(|c| classify(c) == kind) {
+        return c.clone();
+    }
+    if matches!(kind, Kind::Cycle(CycleShape::GNonadjacent, _))
+        && let Some(c) = parts
+            .iter()
+            .filter(|c| !rw_adjacent(c))
+            .max_by_key(|c| rws(c))
+    {
+        return c.clone();
+    }
+    parts.into_iter().max_by_key(rws).unwrap_or_default()
+}
 /// Strongly connected components of the graph restricted to edge types `mask`: component id per
 /// node.
 fn components(g: &Graph, mask: u8) -> Vec<u32> {
@@ -195,10 +331,9 @@ struct Bfs {
 }
 
 impl Bfs {
-    /// Shortest path from `start` (with `q` = required type already used) back to `goal`, through
-    /// edges of `path` types inside component `comp_id`, using a required type when `require` is
-    /// not 0. States are (node, used-required) pairs. Returns the hops, and counts visited states
-    /// into `steps`.
+    /// Shortest walk from `start` (with `flags` after the first edge) back to `goal` that closes
+    /// a cycle of the spec's shape, through edges of `path` types inside component `comp_id`.
+    /// States are (node, flags) pairs. Returns the hops, and counts visited states into `steps`.
     #[allow(clippy::too_many_arguments)]
     fn find(
         &mut self,
@@ -206,7 +341,7 @@ impl Bfs {
         comp: &[u32],
         comp_id: u32,
         start: u32,
-        q: bool,
+        flags: u8,
         goal: u32,
         spec: &Spec,
         steps: &mut u64,
@@ -217,12 +352,12 @@ impl Bfs {
             self.stamp.iter_mut().for_each(|s| *s = 0);
             self.generation = 1;
         }
-        let state = |node: u32, q: bool| node * 2 + q as u32;
-        let s0 = state(start, q);
+        let state = |node: u32, f: u8| node * FLAGS + f as u32;
+        let s0 = state(start, flags);
         self.stamp[s0 as usize] = self.generation;
         self.queue.clear();
         self.queue.push_back(s0);
-        let done = |s: u32| s / 2 == goal && (spec.require == 0 || s % 2 == 1);
+        let done = |s: u32| s / FLAGS == goal && spec.closes((s % FLAGS) as u8);
         let mut end = if done(s0) { Some(s0) } else { None };
         while end.is_none()
             && let Some(s) = self.queue.pop_front()
@@ -232,25 +367,27 @@ impl Bfs {
             if visited > MAX_STATES_PER_SEARCH {
                 return Err(Capped);
             }
-            let (node, q) = (s / 2, s % 2 == 1);
-            for &(to, mask) in &g.adj[node as usize] {
+            let (node, f) = (s / FLAGS, (s % FLAGS) as u8);
+            'out: for &(to, mask) in &g.adj[node as usize] {
                 if comp[to as usize] != comp_id {
                     continue;
                 }
-                let Some(bit) = edge::pick(mask, spec.path) else {
-                    continue;
-                };
-                let ns = state(to, q || bit & spec.require != 0);
-                if self.stamp[ns as usize] == self.generation {
-                    continue;
+                for bit in spec.bits(mask).into_iter().flatten() {
+                    let Some(nf) = spec.step(f, bit) else {
+                        continue;
+                    };
+                    let ns = state(to, nf);
+                    if self.stamp[ns as usize] == self.generation {
+                        continue;
+                    }
+                    self.stamp[ns as usize] = self.generation;
+                    self.parent[ns as usize] = (s, bit);
+                    if done(ns) {
+                        end = Some(ns);
+                        break 'out;
+                    }
+                    self.queue.push_back(ns);
                 }
-                self.stamp[ns as usize] = self.generation;
-                self.parent[ns as usize] = (s, bit);
-                if done(ns) {
-                    end = Some(ns);
-                    break;
-                }
-                self.queue.push_back(ns);
             }
         }
         let Some(mut s) = end else {
@@ -260,8 +397,8 @@ impl Bfs {
         while s != s0 {
             let (p, bit) = self.parent[s as usize];
             hops.push(Hop {
-                from: p / 2,
-                to: s / 2,
+                from: p / FLAGS,
+                to: s / FLAGS,
                 bit,
             });
             s = p;
@@ -297,9 +434,10 @@ pub fn search(g: &Graph, budget: Duration) -> Cycles {
         let m = s.first | s.path;
         sub.entry(m).or_insert_with(|| components(g, m));
     }
+    let states = FLAGS as usize * n;
     let mut bfs = Bfs {
-        stamp: vec![0; 2 * n],
-        parent: vec![(0, 0); 2 * n],
+        stamp: vec![0; states],
+        parent: vec![(0, 0); states],
         generation: 0,
         queue: Default::default(),
     };
@@ -307,17 +445,23 @@ pub fn search(g: &Graph, budget: Duration) -> Cycles {
     let mut over = false;
     for nodes in &comps {
         let cid = comp[nodes[0] as usize];
-        let mut left: Vec<String> = Vec::new();
+        let mut left: Vec<Kind> = Vec::new();
         let mut cut_reasons: Vec<String> = Vec::new();
+        // Cycles found in this component, by the shape they have (a search may find a cycle
+        // of another shape than it looks for; that shape's own search is then not needed).
+        let mut found: BTreeMap<Kind, Vec<Hop>> = BTreeMap::new();
         for spec in &specs {
+            if found.contains_key(&spec.kind) {
+                continue;
+            }
             if over {
-                left.push(spec.kind.name().to_string());
+                left.push(spec.kind);
                 continue;
             }
             let subc = &sub[&(spec.first | spec.path)];
-            let mut found = None;
             let mut cut = 0usize;
             let shape_start = steps;
+            let mut stopped = false;
             'edges: for &a in nodes {
                 for &(b, mask) in &g.adj[a as usize] {
                     if comp[b as usize] != cid || subc[a as usize] != subc[b as usize] {
@@ -329,28 +473,32 @@ pub fn search(g: &Graph, budget: Duration) -> Cycles {
                             spec.kind.name(),
                             steps - shape_start
                         ));
-                        left.push(spec.kind.name().to_string());
+                        stopped = true;
                         break 'edges;
                     }
-                    // The first edge must count as the type the shape starts with.
-                    if edge::pick(mask, spec.first | spec.path) != Some(spec.first) {
+                    // The first edge must be able to count as the type the shape starts with.
+                    let first_ok = match spec.rw {
+                        Rw::Free => edge::pick(mask, spec.first | spec.path) == Some(spec.first),
+                        _ => mask & spec.first != 0,
+                    };
+                    if !first_ok {
                         continue;
                     }
                     if started.elapsed() >= budget {
                         over = true;
-                        left.push(spec.kind.name().to_string());
+                        stopped = true;
                         break 'edges;
                     }
-                    let q = spec.first & spec.require != 0;
                     let sub_id = subc[a as usize];
-                    let hops = match bfs.find(g, subc, sub_id, b, q, a, spec, &mut steps) {
+                    let flags = spec.start();
+                    let walk = match bfs.find(g, subc, sub_id, b, flags, a, spec, &mut steps) {
                         Ok(h) => h,
                         Err(Capped) => {
                             cut += 1;
                             None
                         }
                     };
-                    if let Some(mut hops) = hops {
+                    if let Some(mut hops) = walk {
                         hops.insert(
                             0,
                             Hop {
@@ -359,29 +507,36 @@ pub fn search(g: &Graph, budget: Duration) -> Cycles {
                                 bit: spec.first,
                             },
                         );
-                        if classify(&hops) == spec.kind {
-                            found = Some(simplify(hops, spec.kind));
+                        let cycle = reduce(hops, spec.kind);
+                        let kind = classify(&cycle);
+                        found.entry(kind).or_insert(cycle);
+                        if kind == spec.kind {
                             break 'edges;
                         }
                     }
                 }
             }
-            match found {
-                Some(h) => out.cycles.push((spec.kind, h)),
-                None if cut > 0 && !left.iter().any(|l| l == spec.kind.name()) => {
-                    cut_reasons.push(format!(
-                        "{}: {cut} search(es) cut at {MAX_STATES_PER_SEARCH} states",
-                        spec.kind.name()
-                    ));
-                    left.push(spec.kind.name().to_string());
-                }
-                None => {}
+            if found.contains_key(&spec.kind) {
+                continue;
+            }
+            if stopped {
+                left.push(spec.kind);
+            } else if cut > 0 {
+                cut_reasons.push(format!(
+                    "{}: {cut} search(es) cut at {MAX_STATES_PER_SEARCH} states",
+                    spec.kind.name()
+                ));
+                left.push(spec.kind);
             }
         }
+        // A shape whose own search stopped but that another shape's search found is not missing.
+        left.retain(|k| !found.contains_key(k));
+        out.cycles.extend(found);
         if !left.is_empty() {
             out.unsearched.push(Unsearched {
                 size: nodes.len(),
-                shapes: left,
+                shapes: left.iter().map(|k| k.name().to_string()).collect(),
+                kinds: left,
                 reason: if over {
                     format!(
                         "the cycle search ran past its {:.1} s budget ({steps} search steps)",

@@ -363,6 +363,25 @@ fn cycle_found(t: &Txns, g: &infer::Graph, kind: Kind, hops: &[Hop]) -> Found {
     }
 }
 
+/// The unsearched components whose missing shapes could hold an anomaly `ask` prohibits (a
+/// shape nobody asked about does not make the verdict unknown).
+fn unsearched_prohibited<'a>(
+    unsearched: &'a [cycles::Unsearched],
+    ask: &judge::Ask,
+) -> Vec<&'a cycles::Unsearched> {
+    let prohibited = ask.prohibited();
+    let matters = |k: &Kind| {
+        consistency::implied_by([k.anomaly()])
+            .intersection(&prohibited)
+            .next()
+            .is_some()
+    };
+    unsearched
+        .iter()
+        .filter(|u| u.kinds.iter().any(matters))
+        .collect()
+}
+
 /// Check a list-append or rw-register transaction history. `Err` when the history is not one (a
 /// client op that is not a transaction, a malformed micro-op, appends and writes mixed, an
 /// element appended or a value written twice to a key).
@@ -398,12 +417,13 @@ pub fn check(history: &History, cfg: &TxnConfig) -> Result<TxnResult, String> {
     let count = |s: Status| t.txns.iter().filter(|x| x.status == s).count();
     let committed = count(Status::Ok);
     let ruled_out = !judged.prohibited.is_empty();
+    let missing = unsearched_prohibited(&found_cycles.unsearched, &cfg.ask);
     let unknown_reason = if ruled_out {
         None
     } else if committed == 0 {
         Some("no transaction committed: nothing to check".to_string())
-    } else if !found_cycles.unsearched.is_empty() {
-        let u = &found_cycles.unsearched;
+    } else if !missing.is_empty() {
+        let u = &missing;
         Some(format!(
             "{} component(s) not fully searched (largest {} transactions): {}",
             u.len(),

@@ -30,7 +30,10 @@ fn edge_colour(edge: &str) -> &'static str {
 fn checked_against(details: &Value) -> String {
     let models = strs(details.get("consistency-models"));
     if !models.is_empty() {
-        return models.join(" + ");
+        return match details.get("claimed-by").and_then(Value::as_str) {
+            Some(by) => format!("{} ({by})", models.join(" + ")),
+            None => models.join(" + "),
+        };
     }
     details
         .get("model")

@@ -165,6 +165,37 @@ impl System for Postgres {
         SUPPORTS.check(self, workload, options)
     }
 
+    fn claimed_consistency(
+        &self,
+        workload: &WorkloadSpec,
+    ) -> Option<(Vec<crate::checker::txn::consistency::Model>, String)> {
+        use crate::checker::txn::consistency::Model;
+        if workload.kind != crate::generator::txn::KIND {
+            return None;
+        }
+        // What PostgreSQL documents for each level ("Transaction Isolation"): repeatable read
+        // is implemented as snapshot isolation, serializable as serializable snapshot isolation.
+        let level = self.cfg.isolation.unwrap_or_default();
+        let model = match level {
+            txn::Isolation::ReadCommitted => Model::ReadCommitted,
+            txn::Isolation::RepeatableRead => Model::SnapshotIsolation,
+            txn::Isolation::Serializable => Model::Serializable,
+        };
+        let given = if self.cfg.isolation.is_some() {
+            ""
+        } else {
+            ", the default"
+        };
+        Some((
+            vec![model],
+            format!(
+                "PostgreSQL's {} level (--isolation {}{given})",
+                level.name().replace('-', " "),
+                level.name()
+            ),
+        ))
+    }
+
     fn await_ready(
         &self,
         remote: &dyn Remote,
