@@ -10,7 +10,9 @@
 //! construction with wfr-keys, sequential-keys and linearizable-keys assumed (every version-order
 //! source used; valid). Run with `cargo bench --bench txn`; with `TXN_BENCH_ONCE=1` each scenario
 //! runs once and prints verdict, time, transactions/s, graph size and peak RSS (VmHWM) instead of a
-//! criterion statistics run (`TXN_BENCH_ONCE=a|b|c|d` runs one).
+//! criterion statistics run (`TXN_BENCH_ONCE=a|b|c|d|e|f` runs one). Once-only, (e) and (f) are
+//! (a) and (b) at 1,000,000 transactions with keys retired after 32 appends: the size
+//! (target < 15 s, < 4 GiB).
 
 use criterion::{Criterion, criterion_group};
 use shakedown::checker::txn::histgen::{TxnGenConfig, generate_txn_history};
@@ -66,7 +68,23 @@ const ALL: Assume = Assume {
     linearizable_keys: true,
 };
 
-fn scenarios() -> [(&'static str, &'static str, TxnGenConfig, Assume); 4] {
+/// The size: 1M list-append transactions, 1,000 keys active at a time, each retired after
+/// 32 appends (Jepsen's list-append default; with 1,000 keys for all 1M transactions every read
+/// would return ~600 elements, a history of ~800M elements) (`TXN_BENCH_TXNS` sets another size,
+/// to see how time and memory grow).
+fn million(base: TxnGenConfig) -> TxnGenConfig {
+    let txns = std::env::var("TXN_BENCH_TXNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    TxnGenConfig {
+        txns,
+        max_writes_per_key: 32,
+        ..base
+    }
+}
+
+fn scenarios() -> [(&'static str, &'static str, TxnGenConfig, Assume); 6] {
     [
         (
             "a",
@@ -91,6 +109,18 @@ fn scenarios() -> [(&'static str, &'static str, TxnGenConfig, Assume); 4] {
             "rw-register 100k txns / 1-4 micro-ops / 1k keys / 50 processes / strict-serializable / all assumptions",
             register_clean(),
             ALL,
+        ),
+        (
+            "e",
+            "1M txns / 1-4 micro-ops / 1k keys / 50 processes / strict-serializable",
+            million(clean()),
+            Assume::default(),
+        ),
+        (
+            "f",
+            "1M txns / 1-4 micro-ops / 1k keys / 50 processes / 1% stale reads",
+            million(stale()),
+            Assume::default(),
         ),
     ]
 }
@@ -161,7 +191,7 @@ fn bench(c: &mut Criterion) {
         "rw_register_100k_txns_valid_all_assumptions",
     ]
     .into_iter()
-    .zip(scenarios())
+    .zip(scenarios().into_iter().take(4))
     {
         let h = generate_txn_history(&cfg);
         g.bench_function(name, |b| b.iter(|| check(&h, &config(assume))));

@@ -1,4 +1,5 @@
-//! Cycle search over the dependency graph: strongly connected components (petgraph's Tarjan),
+//! Cycle search over the dependency graph: strongly connected components (petgraph's Kosaraju,
+//! iterative: a recursive Tarjan overflows the stack on a graph of a million transactions),
 //! then, per component and per anomaly shape, a breadth-first search for a cycle of that shape:
 //! G0 (ww only), G1c (ww + wr, at least one wr), G-single-item (exactly one rw),
 //! G-nonadjacent-item (two or more rw, no two adjacent — what snapshot isolation forbids),
@@ -304,7 +305,7 @@ fn components(g: &Graph, mask: u8) -> Vec<u32> {
         }
     }
     let mut comp = vec![0u32; n];
-    for (c, scc) in petgraph::algo::tarjan_scc(&pg).into_iter().enumerate() {
+    for (c, scc) in petgraph::algo::kosaraju_scc(&pg).into_iter().enumerate() {
         for v in scc {
             comp[v.index()] = c as u32;
         }

@@ -9,8 +9,9 @@
 //! kind). With `rw_register`, the appends are register writes (`["w", k, v]`, values unique per
 //! key) and a read returns the last value of that list (nil when empty), so a stale read returns
 //! an older value. Crashed transactions complete `info` and take effect or not; failed ones never do.
-//! With `final_read`, one last transaction reads every key after everything else. Does not own
-//! checking.
+//! With `final_read`, one last transaction reads every key after everything else. With
+//! `max_writes_per_key`, keys retire after that many appends and fresh ones take their place.
+//! Does not own checking.
 
 use crate::history::{History, Op, OpType, Process};
 use rand::{RngExt, SeedableRng};
@@ -36,6 +37,9 @@ pub struct TxnGenConfig {
     pub fail_probability: f64,
     /// One last transaction reads every key.
     pub final_read: bool,
+    /// Retire a key after this many appends and use a fresh one in its place, so `keys` are
+    /// active at a time and reads stay short (Jepsen's `:max-writes-per-key`); 0 = never.
+    pub max_writes_per_key: usize,
     /// Register writes and single-value reads instead of appends and list reads.
     pub rw_register: bool,
     /// RNG seed.
@@ -53,6 +57,7 @@ impl Default for TxnGenConfig {
             info_probability: 0.0,
             fail_probability: 0.0,
             final_read: false,
+            max_writes_per_key: 0,
             rw_register: false,
             seed: 0,
         }
@@ -78,6 +83,8 @@ pub fn generate_txn_history(cfg: &TxnGenConfig) -> History {
     let mut cursor: Vec<(u64, u64)> = (0..procs as u64).map(|p| (p, 0)).collect();
     let mut next_process = procs as u64;
     let mut next_elem = vec![1i64; keys];
+    // The key each active slot stands for (slot = key until keys retire).
+    let mut slots: Vec<usize> = (0..keys).collect();
     let mut gens: Vec<Gen> = Vec::with_capacity(cfg.txns + 1);
     for _ in 0..cfg.txns {
         let t = rng.random_range(0..procs);
@@ -87,10 +94,15 @@ pub fn generate_txn_history(cfg: &TxnGenConfig) -> History {
         let n = rng.random_range(1..=cfg.max_mops.max(1));
         let mops = (0..n)
             .map(|_| {
-                let k = rng.random_range(0..keys);
+                let slot = rng.random_range(0..keys);
+                let k = slots[slot];
                 if rng.random_bool(0.5) {
                     let e = next_elem[k];
                     next_elem[k] += 1;
+                    if cfg.max_writes_per_key > 0 && e as usize >= cfg.max_writes_per_key {
+                        slots[slot] = next_elem.len();
+                        next_elem.push(1);
+                    }
                     (true, k, json!(e))
                 } else {
                     (false, k, Value::Null)
@@ -120,6 +132,7 @@ pub fn generate_txn_history(cfg: &TxnGenConfig) -> History {
             next_process += 1;
         }
     }
+    let keys = next_elem.len();
     if cfg.final_read {
         let end = cursor.iter().map(|c| c.1).max().unwrap_or(0) + 1;
         gens.push(Gen {

@@ -426,6 +426,7 @@ fn agrees_with_an_exhaustive_search_on_small_random_register_histories() {
             final_read: true,
             rw_register: true,
             seed,
+            ..TxnGenConfig::default()
         };
         let h = generate_txn_history(&cfg);
         let dump = || {
