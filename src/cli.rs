@@ -693,7 +693,9 @@ pub struct CheckArgs {
     /// Never split `[key value]` tuples, even when every value looks like one.
     #[arg(long)]
     pub no_independent: bool,
-    /// Write a self-contained HTML page explaining the result to this file (one input file only).
+    /// Write a self-contained HTML page explaining the result to this file (one input file only):
+    /// the linearizability witness, or for transactions each anomaly explained and each cycle
+    /// drawn.
     #[arg(long, value_name = "OUT")]
     pub html: Option<PathBuf>,
     /// Write the history as Jepsen EDN to this file (one input file only).

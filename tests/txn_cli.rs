@@ -411,3 +411,30 @@ fn a_txn_model_of_the_other_kind_is_a_usage_error_naming_what_the_history_holds(
         "{t}"
     );
 }
+
+#[test]
+fn html_draws_each_cycle_and_names_the_claim() {
+    let f = data("g2-item-elle.edn");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("g2.html");
+    let o = check(&[
+        f.to_str().unwrap(),
+        "--consistency-models",
+        "snapshot-isolation",
+        "--html",
+        out.to_str().unwrap(),
+    ]);
+    // Write skew is allowed by snapshot isolation.
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let page = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        page.contains("<svg") && page.contains(">rw<"),
+        "no cycle drawn"
+    );
+    assert!(page.contains("<h4>G2-item</h4>"), "{page}");
+    assert!(
+        page.contains("checked against snapshot-isolation"),
+        "{page}"
+    );
+    assert!(page.contains("badge valid"), "{page}");
+}

@@ -461,14 +461,24 @@ fn check_single(path: &Path, args: &CheckArgs, settings: &Settings) -> i32 {
         return EXIT_RUNTIME;
     }
     if let Some(out) = &args.html {
-        let Primary::Linear(result) = &fc.result else {
-            eprintln!(
-                "error: --html draws a linearizability witness; model {} has none (its witnesses are in the output)",
-                fc.model
-            );
-            return EXIT_USAGE;
+        let page = match &fc.result {
+            Primary::Linear(result) => render_witness_html(result, history),
+            Primary::Txn(result) => {
+                let r = result.check_result();
+                crate::report::page::txn_page(
+                    &path.display().to_string(),
+                    &r.verdict.to_string(),
+                    &r.details,
+                )
+            }
+            Primary::Set(_) => {
+                eprintln!(
+                    "error: --html draws a linearizability witness or transaction cycles; model {} has neither (its witnesses are in the output)",
+                    fc.model
+                );
+                return EXIT_USAGE;
+            }
         };
-        let page = render_witness_html(result, history);
         if let Err(e) = write_output(out, "HTML page", &page) {
             eprintln!("error: {e}");
             return EXIT_RUNTIME;

@@ -25,6 +25,23 @@ mod recovery;
 mod set;
 mod txn;
 
+/// A self-contained page of one transactional result (`shakedown check --html` on a
+/// transaction history): the Transactions section of the run page — counts, the models checked
+/// against and ruled out, each anomaly explained in words and each cycle drawn — for `source`.
+pub fn txn_page(source: &str, verdict: &str, details: &serde_json::Value) -> String {
+    let mut out = format!(
+        "<!DOCTYPE html><html><head><meta charset=\"utf-8\">\
+         <title>shakedown check — {}</title><style>{CSS}</style></head><body>\n\
+         <h1>{} {}</h1>\n",
+        esc(source),
+        esc(source),
+        badge(verdict)
+    );
+    txn::txn_section(&mut out, details);
+    out.push_str("</body></html>\n");
+    out
+}
+
 /// A plot larger than this is linked instead of embedded.
 pub const MAX_EMBED_SVG_BYTES: u64 = 6 * 1024 * 1024;
 /// At most this many session violations (and, separately, version conflicts) are tabulated.
