@@ -656,7 +656,8 @@ pub struct CheckArgs {
     #[arg(long, value_name = "MODELS", default_value = "strict-serializable")]
     pub consistency_models: String,
     /// Transactions: anomalies that fail the check besides the models' (Elle's names: G0, G1a,
-    /// G1c, G-single-item, G2-item, lost-update, …; any anomaly implying one counts).
+    /// G1c, G-single-item, G-nonadjacent-item, G2-item, lost-update, …; any anomaly implying one
+    /// counts).
     #[arg(long, value_name = "ANOMALIES")]
     pub anomalies: Option<String>,
     /// Time budget in seconds per file; past it the verdict is unknown.
