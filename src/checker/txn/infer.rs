@@ -79,7 +79,8 @@ pub struct Inferred {
     pub orders: Vec<Option<Vec<u32>>>,
 }
 
-/// `T17` — a transaction named by its invoke's index.
+/// `T17` — a transaction named by its invoke's index (by its completion's position in the input
+/// when the invokes were synthesized).
 pub fn tname(t: &Txns, i: u32) -> String {
     format!("T{}", t.txns[i as usize].name)
 }
@@ -90,7 +91,7 @@ pub(super) fn found(kind: Kind, txns: &Txns, nodes: &[u32], text: String) -> Fou
         name: kind.name().to_string(),
         ops: nodes
             .iter()
-            .map(|&n| txns.txns[n as usize].invoke as u64)
+            .map(|&n| txns.txns[n as usize].name as u64)
             .collect(),
         explanation: vec![text],
         cycle: None,

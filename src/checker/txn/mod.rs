@@ -80,7 +80,8 @@ impl Default for TxnConfig {
 /// One step of an explained cycle.
 #[derive(Debug, Clone, Serialize)]
 pub struct Step {
-    /// Source transaction, named by its invoke's op index.
+    /// Source transaction, by the number the explanation names it with (`T17`): its invoke's op
+    /// index, or in a history of completions only its completion's position in the input.
     pub from: u64,
     /// Target transaction.
     pub to: u64,
@@ -99,7 +100,7 @@ pub struct Found {
     /// Its type's name (`G2-item`).
     #[serde(rename = "type")]
     pub name: String,
-    /// The transactions involved, by their invoke's op index.
+    /// The transactions involved, numbered as the explanation names them (see [`Step::from`]).
     pub ops: Vec<u64>,
     /// What happened, in words.
     pub explanation: Vec<String>,
@@ -337,8 +338,8 @@ fn cycle_found(t: &Txns, g: &infer::Graph, kind: Kind, hops: &[Hop]) -> Found {
     let steps: Vec<Step> = hops
         .iter()
         .map(|&h| Step {
-            from: t.txns[h.from as usize].invoke as u64,
-            to: t.txns[h.to as usize].invoke as u64,
+            from: t.txns[h.from as usize].name as u64,
+            to: t.txns[h.to as usize].name as u64,
             edge: edge::name(h.bit),
             because: explain_hop(t, g, h),
         })

@@ -520,6 +520,14 @@ fn completion_only_histories_have_process_order_but_no_real_time() {
     let r = check(&bare(&g1c), &TxnConfig::default()).unwrap();
     assert_eq!(r.verdict, Verdict::Invalid);
     assert_eq!(names(&r), vec!["G1c".to_string()]);
+    // Transactions are numbered by their place in the input, in the ops as in the words.
+    let a = &r.anomalies[0];
+    let mut ops = a.ops.clone();
+    ops.sort();
+    assert_eq!(ops, vec![0, 1], "{a:?}");
+    for s in a.cycle.as_ref().unwrap() {
+        assert!(s.because.contains(&format!("T{}", s.from)), "{s:?}");
+    }
 }
 
 /// Whether the committed transactions have a snapshot-isolation execution: a commit order and,
