@@ -737,7 +737,11 @@ fn set_history_gets_the_set_checker_with_lost_elements_timed_against_faults() {
     let html = dir.path().join("w.html");
     let o = shakedown(&["--html", path(&html), path(&f)]);
     assert_eq!(code(&o), 3, "{}{}", stdout(&o), stderr(&o));
-    assert!(stderr(&o).contains("model set has neither"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("model set has neither"),
+        "{}",
+        stderr(&o)
+    );
     // A set history without its final reads is unknown, never valid.
     let text = std::fs::read_to_string(&f).unwrap();
     let cut: String = text.lines().take(14).map(|l| format!("{l}\n")).collect();

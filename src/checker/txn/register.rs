@@ -580,7 +580,7 @@ fn order_version_edges(
 }
 
 /// A key whose version edges have a cycle, if any.
-fn cyclic_key(edges: &FxHashSet<(u32, u32, u32)>, nkeys: usize) -> Option<u32> {
+pub(super) fn cyclic_key(edges: &FxHashSet<(u32, u32, u32)>, nkeys: usize) -> Option<u32> {
     let mut per_key: Vec<Vec<(u32, u32)>> = vec![Vec::new(); nkeys];
     for &(k, a, b) in edges {
         if a != NIL {
@@ -589,7 +589,11 @@ fn cyclic_key(edges: &FxHashSet<(u32, u32, u32)>, nkeys: usize) -> Option<u32> {
     }
     per_key.iter().enumerate().find_map(|(k, es)| {
         let g = version_graph(es);
-        petgraph::algo::is_cyclic_directed(&g).then_some(k as u32)
+        // toposort is iterative; is_cyclic_directed recurses once per version in a chain and
+        // overflows the stack on a key with a long version history.
+        petgraph::algo::toposort(&g, None)
+            .is_err()
+            .then_some(k as u32)
     })
 }
 

@@ -492,3 +492,14 @@ fn agrees_with_an_exhaustive_search_on_small_random_register_histories() {
         "caught {caught_strict} of {bad_strict}"
     );
 }
+
+#[test]
+fn a_key_with_a_million_versions_is_checked_for_cycles_without_overflowing_the_stack() {
+    // A chain v0 < v1 < … on one key, then the same chain closed into a cycle.
+    let n = 1_000_000u32;
+    let mut edges: rustc_hash::FxHashSet<(u32, u32, u32)> =
+        (0..n - 1).map(|v| (0u32, v, v + 1)).collect();
+    assert_eq!(super::register::cyclic_key(&edges, 1), None);
+    edges.insert((0, n - 1, 0));
+    assert_eq!(super::register::cyclic_key(&edges, 1), Some(0));
+}
