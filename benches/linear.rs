@@ -6,18 +6,26 @@
 //! threads where every write of ops 100..160 crashes (about 30 pending ops per key, like a run's
 //! key when the PostgreSQL primary is killed), (e) Jepsen-etcd-shaped invalid histories: 60 one-key histories of
 //! 60–200 ops by 10 threads, 10% `info` (reads time out too; a crashed thread continues as a new process, so 15–35 processes), one read made stale (it returns the value before the last write that completed before it); verdict
-//! and witness times separately, (k) the Knossos corpus's bad histories (tests/data/knossos).
+//! and witness times separately, (k) the Knossos corpus's bad histories (tests/data/knossos),
+//! (v) Porcupine-`kv/c50-bad`-shaped histories (`histgen::kv`: 50 clients, 10 keys, 12,000
+//! get/put/append ops; 1 key made illegal early in its history, and 1, 3 and 10 keys anywhere)
+//! checked the verdict-first way (the default),
+//! and (w) the same with every key decided (`--all-keys`): time to the first invalid key, verdict
+//! and total time, keys left undecided and why, peak RSS (VmHWM; it only grows, so run one
+//! scenario per process for memory: `LINEAR_BENCH_ONCE=v` or `w`).
 //! Run with `cargo bench --bench linear`; with `LINEAR_BENCH_ONCE=1` each scenario runs once and
 //! prints verdict, times and peak RSS (VmHWM) instead of a criterion statistics run
-//! (`LINEAR_BENCH_ONCE=a|b|c|d|e|k` runs one scenario). `LINEAR_BENCH_DUMP=DIR` also writes the
-//! histories of every scenario but (k) as JSONL files, to check them with another build of `shakedown check`.
+//! (`LINEAR_BENCH_ONCE=a|b|c|d|e|k|v|w` runs one scenario). `LINEAR_BENCH_DUMP=DIR` also writes the
+//! histories of every scenario but (k) as JSONL files ((v): Porcupine kv lines), to check them
+//! with another build of `shakedown check`.
 
 use criterion::{Criterion, criterion_group};
 use shakedown::checker::Verdict;
+use shakedown::checker::linear::histgen::kv::{KvGenConfig, generate_kv_history, write_porcupine};
 use shakedown::checker::linear::histgen::{GenConfig, corrupt_read, generate_register_history};
-use shakedown::checker::linear::{LinearConfig, LinearResult, check_history};
+use shakedown::checker::linear::{Decide, LinearConfig, LinearResult, check_history};
 use shakedown::history::History;
-use shakedown::model::{MutexModel, RegisterConfig, RegisterModel};
+use shakedown::model::{KvModel, MutexModel, RegisterConfig, RegisterModel};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -83,6 +91,76 @@ fn etcd_shaped_invalid(seed: u64) -> Option<History> {
     corrupt_read(&mut h, reads.saturating_sub(1 + (seed as usize % 5)))?;
     let r = check_history(&cas(), &h, &no_witness());
     (r.verdict == Verdict::Invalid).then_some(h)
+}
+
+/// Scenario (v): a `kv/c50-bad`-shaped history with `illegal` keys made illegal anywhere in their
+/// history; clients pause up to 1 ms between ops (without a pause, 10 appends in flight on one
+/// key make even a legal key's search outgrow a 1 GiB budget; with 2 ms, every key is decided in
+/// about a second).
+fn c50_bad_like(illegal: usize) -> KvGenConfig {
+    KvGenConfig {
+        clients: 50,
+        keys: 10,
+        ops: 12_000,
+        illegal_keys: illegal,
+        max_think_ns: 1_000_000,
+        seed: 29,
+        ..KvGenConfig::default()
+    }
+}
+
+/// Scenarios (v) and (w): the c50-bad-like histories checked the verdict-first way or deciding
+/// every key, under the default 1 GiB memory budget and a 60 s time limit.
+fn kv_scenario(id: &str, decide: Decide, dump_dir: Option<&Path>) {
+    let cases = [
+        ("early", 1, (0.0, 0.05)),
+        ("anywhere", 1, (0.0, 1.0)),
+        ("anywhere", 3, (0.0, 1.0)),
+        ("anywhere", 10, (0.0, 1.0)),
+    ];
+    for (place, illegal, window) in cases {
+        let g = generate_kv_history(&KvGenConfig {
+            illegal_window: window,
+            ..c50_bad_like(illegal)
+        });
+        if let Some(dir) = dump_dir {
+            std::fs::create_dir_all(dir).expect("dump dir");
+            std::fs::write(
+                dir.join(format!("c50-bad-like-{illegal}-{place}.txt")),
+                write_porcupine(&g.history),
+            )
+            .expect("dump write");
+        }
+        let cfg = LinearConfig {
+            time_limit: Some(Duration::from_secs(60)),
+            decide,
+            ..LinearConfig::default()
+        };
+        let t = Instant::now();
+        let r = check_history(&KvModel::porcupine(), &g.history, &cfg);
+        let total = t.elapsed().as_secs_f64() * 1e3;
+        let u = &r.undecided;
+        println!(
+            "{id}: c50-bad-like, {illegal} of 10 keys illegal ({}, {place}): {}; first invalid key at {} ms, verdict phase {} ms, total {total:.0} ms; {} invalid, {} valid, undecided: {} settled / {} memory / {} time limit; peak RSS {} MiB",
+            g.illegal.join(" "),
+            r.verdict,
+            r.first_invalid_ms
+                .map_or("-".to_string(), |ms| ms.to_string()),
+            r.verdict_time_ms,
+            r.parts
+                .iter()
+                .filter(|p| p.verdict == Verdict::Invalid)
+                .count(),
+            r.parts
+                .iter()
+                .filter(|p| p.verdict == Verdict::Valid)
+                .count(),
+            u.settled,
+            u.memory,
+            u.time_limit,
+            peak_rss_kib().unwrap_or(0) / 1024,
+        );
+    }
 }
 
 fn cas() -> RegisterModel {
@@ -265,6 +343,12 @@ fn once() {
             "e: etcd-shaped invalid (60–200 ops, 10 threads, 10% info)",
             &results,
         );
+    }
+    if want("v") {
+        kv_scenario("v", Decide::default(), dump_dir.as_deref());
+    }
+    if want("w") {
+        kv_scenario("w", Decide::AllKeys, None);
     }
     if want("k") {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/knossos");

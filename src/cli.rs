@@ -473,6 +473,11 @@ impl RunArgs {
     }
 }
 
+/// `--memory`: a size such as 512M or 2G.
+fn parse_memory(s: &str) -> Result<usize, String> {
+    crate::size::parse_size(s)
+}
+
 /// `--witness`: none, fast or minimal.
 fn parse_witness(s: &str) -> Result<crate::checker::linear::WitnessMode, String> {
     s.parse()
@@ -664,10 +669,20 @@ pub struct CheckArgs {
     #[arg(long, default_value_t = 60.0)]
     pub time_limit: f64,
     /// Witness of an invalid key: none (blocked op and longest linearizable prefix only), fast
-    /// (also the essential ops, minimized within 2 s per key) or minimal (minimized to 1-minimal
-    /// within --time-limit).
+    /// (also the essential ops, minimized within 10 times the key's search time, at least 50 ms
+    /// and at most 2 s) or minimal (minimized to 1-minimal within --time-limit).
     #[arg(long, default_value = "fast", value_parser = parse_witness)]
     pub witness: crate::checker::linear::WitnessMode,
+    /// Decide every key within --time-limit even once one is invalid. Without it the verdict
+    /// comes first: one invalid key settles it, the keys still undecided then get 10 times the
+    /// time that took (at least 100 ms), and those left are reported unknown.
+    #[arg(long)]
+    pub all_keys: bool,
+    /// Memory budget of the linearizability check, for all keys searched at once (512M, 2G, …);
+    /// past it a key is unknown. Default: a quarter of the machine's available memory, at most
+    /// 1 GiB.
+    #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
+    pub memory: Option<usize>,
     /// Input format: auto, jsonl, json (a JSON array of op maps, as elle-cli reads), edn,
     /// history-txt (Jepsen's tab-separated history.txt), jepsen-log or porcupine.
     #[arg(long, default_value = "auto")]

@@ -88,10 +88,27 @@ pub trait Model: Send + Sync {
         let _ = op;
         false
     }
+    /// Heap bytes `s` holds beyond `size_of::<State>()` (strings, map nodes), so the search's
+    /// memory budget counts what its cache really holds. The default 0 is right for states that
+    /// own no heap memory.
+    fn state_heap_bytes(&self, s: &Self::State) -> usize {
+        let _ = s;
+        0
+    }
     /// Human description of an op, e.g. `read → 3`.
     fn describe_op(&self, op: &Self::Op) -> String;
     /// Human description of a state.
     fn describe_state(&self, s: &Self::State) -> String;
+}
+
+/// Approximate heap bytes of a `BTreeMap` / `BTreeSet` of `len` entries of `entry` bytes each:
+/// nodes of 11 entries plus links, about two thirds full.
+pub(crate) fn btree_heap_bytes(len: usize, entry: usize) -> usize {
+    if len == 0 {
+        0
+    } else {
+        len.div_ceil(7) * (11 * entry + 64)
+    }
 }
 
 /// The error text of a cas that ran and found another value (our clients write it on `fail`).

@@ -1145,6 +1145,9 @@ pub fn check_with(
         }),
         time_limit: Duration::from_secs_f64(time_limit_s),
         witness,
+        all_keys: false,
+        // The machine's memory sets the check's budget (the checker core reads no files).
+        memory_bytes: Some(crate::meminfo::default_budget()),
         txn_assume: Default::default(),
         txn_ask,
     };

@@ -37,6 +37,8 @@ struct Settings {
     version_source: Option<crate::checker::session::VersionSource>,
     initial: Option<Option<Value>>,
     time_limit: Duration,
+    /// The linearizability check's memory budget: `--memory`, or the machine's default.
+    memory_bytes: usize,
     txn_assume: crate::checker::txn::register::Assume,
     txn_ask: crate::checker::txn::judge::Ask,
 }
@@ -168,6 +170,8 @@ fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<File
             }),
         time_limit: settings.time_limit,
         witness: args.witness,
+        all_keys: args.all_keys,
+        memory_bytes: Some(settings.memory_bytes),
         txn_assume: settings.txn_assume,
         txn_ask: settings.txn_ask.clone(),
     };
@@ -426,6 +430,7 @@ pub fn check(args: CheckArgs) -> i32 {
         version_source,
         initial,
         time_limit: Duration::from_secs_f64(args.time_limit),
+        memory_bytes: args.memory.unwrap_or_else(crate::meminfo::default_budget),
         txn_assume,
         txn_ask,
     };

@@ -13,7 +13,7 @@
 //! linearizability result. Does not own choosing the model for an input (`import`), judging a
 //! run's completeness (`completion`) or output. Pure: no IO.
 
-use super::linear::{LinearConfig, LinearResult, WitnessMode, check_history};
+use super::linear::{Decide, LinearConfig, LinearResult, WitnessMode, check_history};
 use super::session::{SessionChecker, SessionConfig};
 use super::set::SetChecker;
 use super::{CheckResult, Checker, Verdict};
@@ -35,6 +35,12 @@ pub struct Plan {
     pub time_limit: Duration,
     /// How much work goes into the witness of an invalid key (`--witness`).
     pub witness: WitnessMode,
+    /// Decide every key even once one is invalid (`--all-keys`); otherwise the verdict first
+    /// (`linear::Decide`).
+    pub all_keys: bool,
+    /// The linearizability check's one memory budget in bytes (`--memory`; the shell passes the
+    /// machine's default); `None` = the checker's own default.
+    pub memory_bytes: Option<usize>,
     /// rw-register transactions: the assumptions that order versions (`--txn-assume`).
     pub txn_assume: super::txn::register::Assume,
     /// Transactions: the models and anomalies checked against (`--consistency-models`,
@@ -72,7 +78,8 @@ impl ModelVisitor for Search<'_> {
 }
 
 /// Linearizability of `history` with the model named `model_name` and semantics `opts`, within
-/// `time_limit`, with witnesses as `witness` says. An unknown model name is an error.
+/// `time_limit`, with witnesses as `witness` says, other budgets the checker's defaults. An
+/// unknown model name is an error.
 pub fn check_linear(
     model_name: &str,
     history: &History,
@@ -85,7 +92,33 @@ pub fn check_linear(
         witness,
         ..LinearConfig::default()
     };
+    check_linear_with(model_name, history, opts, config)
+}
+
+/// [`check_linear`] with every budget and option given.
+pub fn check_linear_with(
+    model_name: &str,
+    history: &History,
+    opts: &ModelOptions,
+    config: LinearConfig,
+) -> Result<LinearResult, String> {
     registry::visit(model_name, opts, Search { history, config })
+}
+
+/// The linearizability checker's configuration for `plan`.
+fn linear_config(plan: &Plan) -> LinearConfig {
+    let default = LinearConfig::default();
+    LinearConfig {
+        time_limit: Some(plan.time_limit),
+        witness: plan.witness,
+        decide: if plan.all_keys {
+            Decide::AllKeys
+        } else {
+            Decide::default()
+        },
+        memory_bytes: plan.memory_bytes.or(default.memory_bytes),
+        ..default
+    }
 }
 
 /// Whether the model named `model_name` is checked by the set checker instead of a
@@ -144,13 +177,7 @@ pub fn check(history: &History, plan: &Plan) -> Result<Composed, String> {
     let (linear, set) = if uses_set_checker(&plan.model) {
         (None, Some(SetChecker.check(history)))
     } else {
-        let linear = check_linear(
-            &plan.model,
-            history,
-            &plan.options,
-            plan.time_limit,
-            plan.witness,
-        )?;
+        let linear = check_linear_with(&plan.model, history, &plan.options, linear_config(plan))?;
         (Some(linear), None)
     };
     let session = plan
@@ -222,6 +249,8 @@ mod tests {
             session: None,
             time_limit: Duration::from_secs(5),
             witness: WitnessMode::default(),
+            all_keys: false,
+            memory_bytes: None,
             txn_assume: Default::default(),
             txn_ask: Default::default(),
         };
@@ -256,6 +285,8 @@ mod tests {
             session: None,
             time_limit: Duration::from_secs(5),
             witness: WitnessMode::default(),
+            all_keys: false,
+            memory_bytes: None,
             txn_assume: Default::default(),
             txn_ask: Default::default(),
         };

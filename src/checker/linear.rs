@@ -2,13 +2,22 @@
 //!
 //! Owns splitting a history into independent parts (by `Op::key`; ops without a key form one part),
 //! checking every part in parallel within the budgets, the result types and their text. Two phases:
-//! the verdict (every part searched; an invalid part does not stop the others unless
-//! `stop_on_first_invalid`), then the witnesses of the invalid parts, so verdict and witness times
-//! are reported separately and neither the parts checked nor the order of the output depends on
-//! thread timing. Submodules: `search` (the WGL/Lowe search and its cache key), `witness` (blocked
-//! op, longest linearizable prefix, minimized essential ops), `histgen` (generated histories for
-//! tests and benchmarks). Does not own the sequential specifications (`crate::model`) or history
-//! parsing.
+//! the verdict, then the witnesses of the invalid parts, so verdict and witness times are reported
+//! separately and the order of the output does not depend on thread timing.
+//!
+//! The verdict first ([`Decide`]): one invalid part settles the verdict. By default the parts
+//! still undecided then get a budget proportionate to what the first invalid part took (a multiple
+//! of it) and are left unknown past it, saying so; `Decide::AllKeys` decides every part within
+//! the time limit. A valid verdict always needs every part decided valid. Budgets are for the whole
+//! check: one time limit, and one memory budget shared by the parts searched in parallel and then
+//! by the witnesses' minimizations (`memory_bytes`; a part past it is unknown). A witness's
+//! minimization gets a multiple of its part's search time, capped (`WitnessMode::Fast`), or the
+//! whole time limit (`WitnessMode::Minimal`).
+//!
+//! Submodules: `search` (the WGL/Lowe search and its cache key), `witness` (blocked op, longest
+//! linearizable prefix, minimized essential ops), `result` (the result types, summary line and
+//! explanation), `histgen` (generated histories for tests and benchmarks). Does not own the sequential specifications (`crate::model`) or history parsing, nor
+//! the default memory budget (the CLI reads the machine's memory and passes a number down).
 //!
 //! Semantics: an op converted to `Convert::Completed` must take effect between its invoke and its
 //! completion; a `Convert::Pending` op (crashed, `info`, or never completed) has its return entry at
@@ -17,6 +26,7 @@
 //! reason, per part.
 
 pub mod histgen;
+mod result;
 mod search;
 mod witness;
 
@@ -24,11 +34,13 @@ use crate::checker::{CheckResult, Checker, Verdict};
 use crate::history::{History, OpType};
 use crate::model::{Convert, Model};
 use rayon::prelude::*;
-use search::{CANCELLED, Limits, Outcome, PartOp, Pruning, Stats, search};
+use result::key_label;
+pub use result::{LinearResult, PartSummary, Undecided, Witness, WitnessOp, WitnessStep};
+pub use search::Cause;
+use search::{Limits, Memory, Outcome, PartOp, Pruning, Stats, Stop, search};
 use serde::Serialize;
-use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// How much work goes into the witness of an invalid part (`--witness`).
@@ -37,7 +49,9 @@ use std::time::{Duration, Instant};
 pub enum WitnessMode {
     /// The blocked op and the longest linearizable prefix only; no minimization.
     None,
-    /// Minimize to a 1-minimal set of essential ops within `minimize_time_limit` (default).
+    /// Minimize to a 1-minimal set of essential ops within a budget that follows the part's
+    /// search time ([`WITNESS_FACTOR`] times it, at least [`WITNESS_FLOOR`]), at most
+    /// `minimize_time_limit` (default).
     #[default]
     Fast,
     /// Minimize to a 1-minimal set within the check's whole `time_limit`.
@@ -73,34 +87,72 @@ impl std::str::FromStr for WitnessMode {
     }
 }
 
+/// A `WitnessMode::Fast` minimization gets this many times its part's search time…
+pub const WITNESS_FACTOR: u32 = 10;
+/// …but at least this much (a tiny part's witness is still minimized).
+pub const WITNESS_FLOOR: Duration = Duration::from_millis(50);
+
+/// How many parts a check decides once one part is invalid (`--all-keys`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decide {
+    /// Every part, within the time limit and the memory budget (`--all-keys`).
+    AllKeys,
+    /// The verdict first: once a part is invalid the verdict is settled, and the parts still
+    /// undecided get `factor` times the time that took (at least `floor`) before they are left
+    /// unknown (cause `Cause::Settled`). Factor 0 and floor 0 stop at once.
+    Proportionate {
+        /// Multiple of the time to the first invalid part.
+        factor: u32,
+        /// The least time the other parts get.
+        floor: Duration,
+    },
+}
+
+impl Default for Decide {
+    /// Ten times what the first invalid part took, at least 100 ms.
+    fn default() -> Self {
+        Decide::Proportionate {
+            factor: 10,
+            floor: Duration::from_millis(100),
+        }
+    }
+}
+
 /// Budgets and options for a linearizability check.
 #[derive(Debug, Clone)]
 pub struct LinearConfig {
     /// Wall-clock limit for the whole check; parts unfinished by then are `Unknown`.
     pub time_limit: Option<Duration>,
-    /// Cap on the summed size of all search caches, in bytes; a part that would exceed it stops
-    /// with `Unknown`.
-    pub max_cache_bytes: Option<usize>,
+    /// The check's one memory budget, in bytes: the search caches of every part searched at once
+    /// (states' heap memory counted, `Model::state_heap_bytes`), then the witnesses'
+    /// minimizations. A search that finds the budget used up stops, its part `Unknown`
+    /// (`Cause::Memory`). `None` = unbounded.
+    pub memory_bytes: Option<usize>,
     /// Worker threads; `None` uses rayon's global pool (one per core).
     pub threads: Option<usize>,
-    /// Cancel the other parts as soon as one part is invalid (off by default: every invalid key is
-    /// reported, and which parts get checked does not depend on thread timing).
-    pub stop_on_first_invalid: bool,
+    /// How many parts are decided once one is invalid.
+    pub decide: Decide,
     /// How much work goes into each invalid part's witness.
     pub witness: WitnessMode,
-    /// Time budget per invalid part for minimizing its witness with `WitnessMode::Fast`; `None`
-    /// disables minimization. `WitnessMode::Minimal` uses `time_limit` instead.
+    /// Cap of the minimization budget per invalid part with `WitnessMode::Fast`; `None` disables
+    /// minimization. `WitnessMode::Minimal` uses `time_limit` instead.
     pub minimize_time_limit: Option<Duration>,
     /// How many steps at the end of the longest linearizable prefix the witness keeps.
     pub prefix_tail_len: usize,
 }
 
 impl LinearConfig {
-    /// The minimization budget per invalid part that `witness` asks for, if any.
-    pub fn minimize_budget(&self) -> Option<Duration> {
+    /// The minimization budget of an invalid part whose search took `search`, as `witness` asks:
+    /// `WitnessMode::Fast` follows the search's cost (see [`WITNESS_FACTOR`]).
+    pub fn minimize_budget(&self, search: Duration) -> Option<Duration> {
         match self.witness {
             WitnessMode::None => None,
-            WitnessMode::Fast => self.minimize_time_limit,
+            WitnessMode::Fast => self.minimize_time_limit.map(|cap| {
+                search
+                    .saturating_mul(WITNESS_FACTOR)
+                    .max(WITNESS_FLOOR)
+                    .min(cap)
+            }),
             WitnessMode::Minimal => Some(
                 self.time_limit
                     .unwrap_or(Duration::from_secs(3600))
@@ -114,212 +166,13 @@ impl Default for LinearConfig {
     fn default() -> Self {
         LinearConfig {
             time_limit: Some(Duration::from_secs(60)),
-            max_cache_bytes: Some(1 << 30),
+            memory_bytes: Some(1 << 30),
             threads: None,
-            stop_on_first_invalid: false,
+            decide: Decide::default(),
             witness: WitnessMode::Fast,
             minimize_time_limit: Some(Duration::from_secs(2)),
             prefix_tail_len: 50,
         }
-    }
-}
-
-/// A history op as shown in a witness.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct WitnessOp {
-    /// Position of the invoke in the history (0-based; equals `Op::index` in dense histories).
-    pub index: u64,
-    /// Position of the completion, if any.
-    pub completion_index: Option<u64>,
-    /// Completion type: `ok`, `fail`, `info`, or `none` when the op never completed.
-    pub outcome: String,
-    /// Issuing process.
-    pub process: String,
-    /// Function name.
-    pub f: String,
-    /// Key, for independent-key histories.
-    pub key: Option<String>,
-    /// Observed value (completion value for ok ops, invoke value otherwise).
-    pub value: Value,
-    /// Invoke time, seconds since the run started.
-    pub invoke_time_s: f64,
-    /// Completion time in seconds, if completed.
-    pub complete_time_s: Option<f64>,
-    /// The model's description of the op.
-    pub description: String,
-}
-
-/// One step of a linearization.
-#[derive(Debug, Clone, Serialize)]
-pub struct WitnessStep {
-    /// The op linearized at this step.
-    pub op: WitnessOp,
-    /// Model state after it.
-    pub state_after: String,
-}
-
-/// Why a part is not linearizable.
-#[derive(Debug, Clone, Serialize)]
-pub struct Witness {
-    /// The op that could not be linearized at the furthest point any linearization reached.
-    pub op: WitnessOp,
-    /// Length of the longest linearizable prefix found (ending at that point).
-    pub prefix_len: usize,
-    /// The last `prefix_tail_len` steps of that prefix, in linearization order.
-    pub prefix_tail: Vec<WitnessStep>,
-    /// Model state after the prefix.
-    pub last_state: String,
-    /// Essential ops found by delta debugging (history order), if run: even if every other read
-    /// in the window is ignored and every other write may have taken effect at any time after its
-    /// invoke or never, these ops cannot be linearized.
-    pub minimized: Option<Vec<WitnessOp>>,
-    /// True when minimization ran to a 1-minimal result within its budget.
-    pub minimized_complete: bool,
-    /// Searches minimization ran (each on a relaxed sub-history).
-    pub minimize_searches: usize,
-    /// Time spent building this witness (prefix replay and minimization), in milliseconds.
-    pub time_ms: u64,
-}
-
-/// Outcome for one independent part.
-#[derive(Debug, Clone, Serialize)]
-pub struct PartSummary {
-    /// The key (`None` for ops without a key).
-    pub key: Option<String>,
-    /// Model ops in the part (after dropping ops that impose nothing).
-    pub op_count: usize,
-    /// How many of them are pending (info / never completed).
-    pub pending_count: usize,
-    /// Verdict for this part.
-    pub verdict: Verdict,
-    /// Why the verdict is unknown, if it is.
-    pub reason: Option<String>,
-    /// Search (verdict) time in milliseconds; the witness's own time is `witness.time_ms`.
-    pub time_ms: u64,
-    /// Cache entries (distinct configurations visited).
-    pub cache_entries: usize,
-    /// Approximate peak cache size in bytes.
-    pub cache_bytes: usize,
-    /// Witness, for an invalid part.
-    pub witness: Option<Witness>,
-}
-
-/// Result of a linearizability check.
-#[derive(Debug, Clone, Serialize)]
-pub struct LinearResult {
-    /// Model name.
-    pub model: String,
-    /// Merged verdict over all parts.
-    pub verdict: Verdict,
-    /// History-level reason for an unknown verdict (ill-formed input), if any.
-    pub reason: Option<String>,
-    /// Total model ops over all parts.
-    pub op_count: usize,
-    /// Wall time in milliseconds (verdict and witnesses).
-    pub time_ms: u64,
-    /// Wall time of the verdict phase (every part searched), in milliseconds.
-    pub verdict_time_ms: u64,
-    /// Wall time of the witness phase (witnesses of the invalid parts), in milliseconds.
-    pub witness_time_ms: u64,
-    /// How the witnesses were built.
-    pub witness_mode: WitnessMode,
-    /// Per-part summaries, in order of the parts' first appearance in the history.
-    pub parts: Vec<PartSummary>,
-}
-
-fn key_label(k: &Option<String>) -> String {
-    match k {
-        Some(k) => format!("key {k}"),
-        None => "history".to_string(),
-    }
-}
-
-impl LinearResult {
-    /// One-line summary.
-    pub fn summary(&self) -> String {
-        let count = |v: Verdict| self.parts.iter().filter(|p| p.verdict == v).count();
-        let n =
-            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
-        let mut s = format!(
-            "{}: {} in {} ({} valid, {} invalid, {} unknown) in {} ms",
-            self.verdict,
-            n(self.op_count, "op", "ops"),
-            n(self.parts.len(), "part", "parts"),
-            count(Verdict::Valid),
-            count(Verdict::Invalid),
-            count(Verdict::Unknown),
-            self.time_ms
-        );
-        if count(Verdict::Invalid) > 0 {
-            s.push_str(&format!(
-                " (verdict {} ms, witnesses {} ms, --witness {})",
-                self.verdict_time_ms,
-                self.witness_time_ms,
-                self.witness_mode.name()
-            ));
-        }
-        if let Some(r) = &self.reason {
-            s.push_str(&format!("; {r}"));
-        }
-        s
-    }
-
-    /// A short human explanation for terminal output: the summary, then one line per invalid part
-    /// and one per unknown part.
-    pub fn explain(&self) -> String {
-        let mut out = vec![self.summary()];
-        let mut cancelled = 0usize;
-        for p in &self.parts {
-            match (p.verdict, &p.witness) {
-                (Verdict::Invalid, Some(w)) => {
-                    let o = &w.op;
-                    let at = match o.complete_time_s {
-                        Some(t) => format!("{:.3} s", t),
-                        None => format!("{:.3} s (never completed)", o.invoke_time_s),
-                    };
-                    out.push(format!(
-                        "{}: cannot linearize op {} (process {} {} at {}); last consistent state: {} after {} ops",
-                        key_label(&p.key),
-                        o.index,
-                        o.process,
-                        o.description,
-                        at,
-                        w.last_state,
-                        w.prefix_len
-                    ));
-                    if let Some(m) = &w.minimized {
-                        const SHOWN: usize = 12;
-                        let mut ops: Vec<String> = m
-                            .iter()
-                            .take(SHOWN)
-                            .map(|o| {
-                                format!("op {} (process {} {})", o.index, o.process, o.description)
-                            })
-                            .collect();
-                        if m.len() > SHOWN {
-                            ops.push(format!("… {} more", m.len() - SHOWN));
-                        }
-                        let how = if w.minimized_complete {
-                            "minimal"
-                        } else {
-                            "reduced, budget ran out"
-                        };
-                        out.push(format!("  essential ops ({how}): {}", ops.join("; ")));
-                    }
-                }
-                (Verdict::Unknown, _) if p.reason.as_deref() == Some(CANCELLED) => cancelled += 1,
-                (Verdict::Unknown, _) => out.push(format!(
-                    "{}: unknown ({})",
-                    key_label(&p.key),
-                    p.reason.as_deref().unwrap_or("no reason recorded")
-                )),
-                _ => {}
-            }
-        }
-        if cancelled > 0 {
-            out.push(format!("{cancelled} other parts not checked ({CANCELLED})"));
-        }
-        out.join("\n")
     }
 }
 
@@ -393,7 +246,79 @@ fn par_map<T: Sync, R: Send>(
     }
 }
 
-/// Check a whole history against `model`.
+/// The budgets a result reports, with no part counted yet.
+fn undecided_base(config: &LinearConfig) -> Undecided {
+    Undecided {
+        decide: match config.decide {
+            Decide::AllKeys => "all-keys",
+            Decide::Proportionate { .. } => "verdict-first",
+        },
+        memory_budget_bytes: config.memory_bytes,
+        time_limit_ms: config.time_limit.map(|d| d.as_millis() as u64),
+        ..Undecided::default()
+    }
+}
+
+/// The verdict phase searches every part in rounds: a part that passes the round's cap of cached
+/// configurations is searched again in the next round with a cap `ROUND_GROWTH` times bigger, and
+/// the last round has none. So a part that is quick to decide (an invalid key convicted early in
+/// its history) is decided within the first round whichever parts come before it, as Porcupine's
+/// goroutine per partition would, while a hard part repeats at most 1/(ROUND_GROWTH − 1) of its
+/// work. Rounds count configurations, not time, so which parts they decide does not depend on
+/// timing.
+const ROUNDS: usize = 4;
+/// The first round's cap of cached configurations per part.
+const FIRST_ROUND_ENTRIES: usize = 20_000;
+/// How much bigger each round's cap is than the one before.
+const ROUND_GROWTH: usize = 8;
+
+/// The first invalid part (index, when found from the check's start) and the budget the parts
+/// still undecided got from then on.
+type FirstInvalid = Mutex<Option<(usize, Duration, Option<Duration>)>>;
+
+/// One round of the verdict phase over the parts `todo`: their outcomes in `todo` order, each
+/// with its search time. The first invalid part found sets the stop of the others (`Decide`).
+fn search_round<M: Model>(
+    model: &M,
+    parts: &[Part<M::Op>],
+    todo: &[usize],
+    limits: &Limits<'_>,
+    config: &LinearConfig,
+    start: Instant,
+    first_invalid: &FirstInvalid,
+) -> Vec<(usize, Outcome, Stats, Duration)> {
+    par_map(config, todo, |&i| {
+        let t0 = Instant::now();
+        let (outcome, stats) = if limits.settled.passed(t0) {
+            (
+                Outcome::Aborted(Cause::Settled, String::new()),
+                Stats::default(),
+            )
+        } else {
+            search(model, &parts[i].ops, limits, true, Pruning::Auto)
+        };
+        let took = t0.elapsed();
+        if matches!(outcome, Outcome::Invalid(_)) {
+            let at = start.elapsed();
+            let mut first = first_invalid.lock().unwrap_or_else(|e| e.into_inner());
+            if first.is_none() {
+                let budget = match config.decide {
+                    Decide::AllKeys => None,
+                    Decide::Proportionate { factor, floor } => {
+                        Some(at.saturating_mul(factor).max(floor))
+                    }
+                };
+                if let Some(b) = budget {
+                    limits.settled.at(start + at + b);
+                }
+                *first = Some((i, at, budget));
+            }
+        }
+        (i, outcome, stats, took)
+    })
+}
+
+/// Check a whole history against `model` (see the module doc for the phases and budgets).
 pub fn check_history<M: Model>(
     model: &M,
     history: &History,
@@ -413,56 +338,126 @@ pub fn check_history<M: Model>(
                 verdict_time_ms: ms,
                 witness_time_ms: 0,
                 witness_mode: config.witness,
+                first_invalid_ms: None,
+                undecided: undecided_base(config),
                 parts: Vec::new(),
             };
         }
     };
-    let cancel = AtomicBool::new(false);
-    let mem = AtomicUsize::new(0);
-    let limits = Limits {
-        deadline: config.time_limit.map(|d| start + d),
-        cancel: &cancel,
-        mem_used: &mem,
-        mem_cap: config.max_cache_bytes.unwrap_or(usize::MAX),
-    };
-    // Phase 1, the verdict: biggest parts first, for load balance.
-    let mut order: Vec<usize> = (0..parts.len()).collect();
-    order.sort_by_key(|&i| (std::cmp::Reverse(parts[i].ops.len()), i));
-    let searched = par_map(config, &order, |&i| {
-        let t0 = Instant::now();
-        let (outcome, stats) = if cancel.load(Ordering::Relaxed) {
-            (Outcome::Aborted(CANCELLED.into()), Stats::default())
-        } else {
-            search(model, &parts[i].ops, &limits, true, Pruning::Auto)
+    let settled = Stop::never(start);
+    let memory = Memory::new(config.memory_bytes.unwrap_or(usize::MAX));
+    // The first invalid part: its index and when it was found, from `start`; and the budget the
+    // others got from then on.
+    let first_invalid: FirstInvalid = Mutex::new(None);
+    // Phase 1, the verdict, in rounds (see `ROUNDS`); in each, biggest parts first, for load
+    // balance.
+    let mut todo: Vec<usize> = (0..parts.len()).collect();
+    todo.sort_by_key(|&i| (std::cmp::Reverse(parts[i].ops.len()), i));
+    let mut decided: Vec<Option<(Outcome, Stats)>> = (0..parts.len()).map(|_| None).collect();
+    let mut took = vec![Duration::ZERO; parts.len()];
+    // The statistics of each part's latest search that ran (a part stopped before its next
+    // round began keeps the last round's).
+    let mut last_stats = vec![Stats::default(); parts.len()];
+    for round in 0..ROUNDS {
+        let limits = Limits {
+            deadline: config.time_limit.map(|d| start + d),
+            settled: &settled,
+            memory: &memory,
+            max_entries: (round + 1 < ROUNDS)
+                .then(|| FIRST_ROUND_ENTRIES * ROUND_GROWTH.pow(round as u32)),
         };
-        if config.stop_on_first_invalid && matches!(outcome, Outcome::Invalid(_)) {
-            cancel.store(true, Ordering::Relaxed);
+        let searched = search_round(model, &parts, &todo, &limits, config, start, &first_invalid);
+        todo.clear();
+        for (i, outcome, stats, t) in searched {
+            took[i] += t;
+            if stats.cache_entries > 0 {
+                last_stats[i] = stats;
+            }
+            match outcome {
+                Outcome::Unfinished => todo.push(i),
+                o => decided[i] = Some((o, last_stats[i])),
+            }
         }
-        (i, outcome, stats, t0.elapsed())
-    });
-    let mut searched: Vec<_> = searched.into_iter().collect();
-    searched.sort_by_key(|(i, ..)| *i);
+        if todo.is_empty() {
+            break;
+        }
+    }
+    let searched: Vec<(usize, Outcome, Stats, Duration)> = decided
+        .into_iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let (o, st) = d.unwrap_or_else(|| {
+                (
+                    Outcome::Aborted(Cause::Other, "internal: never searched".into()),
+                    Stats::default(),
+                )
+            });
+            (i, o, st, took[i])
+        })
+        .collect();
     let verdict_time = start.elapsed();
-    // Phase 2, the witnesses of the invalid parts, in part order.
-    let invalid: Vec<(usize, &search::Blocked)> = searched
+    let first_invalid = first_invalid
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner());
+    // Phase 2, the witnesses of the invalid parts, in part order, within the same memory budget.
+    let invalid: Vec<(usize, &search::Blocked, Duration)> = searched
         .iter()
-        .filter_map(|(i, o, ..)| match o {
-            Outcome::Invalid(b) => Some((*i, b)),
+        .filter_map(|(i, o, _, took)| match o {
+            Outcome::Invalid(b) => Some((*i, b, *took)),
             _ => None,
         })
         .collect();
-    let witnesses = par_map(config, &invalid, |&(i, b)| {
-        witness::build_witness(model, history, &parts[i].ops, b, config)
+    let witnesses = par_map(config, &invalid, |&(i, b, took)| {
+        let budget = config.minimize_budget(took);
+        witness::build_witness(
+            model,
+            history,
+            &parts[i].ops,
+            b,
+            config.prefix_tail_len,
+            budget.map(|d| (d, &memory)),
+        )
     });
     let mut witnesses = witnesses.into_iter();
+    let mut undecided = undecided_base(config);
+    undecided.settled_budget_ms = first_invalid.and_then(|(.., b)| b.map(|b| b.as_millis() as u64));
+    let settled_reason = |first: usize| {
+        let (_, at, budget) = first_invalid.unwrap_or((first, Duration::ZERO, None));
+        let budget = budget.map_or(String::new(), |b| {
+            format!("; the other parts had {} ms more", b.as_millis())
+        });
+        format!(
+            "not decided: {} was invalid after {} ms, which settled the verdict{budget} (--all-keys decides every key)",
+            key_label(&parts[first].key),
+            at.as_millis()
+        )
+    };
     let summaries: Vec<PartSummary> = searched
         .into_iter()
         .map(|(i, outcome, stats, took)| {
             let part = &parts[i];
-            let (verdict, reason, witness) = match outcome {
-                Outcome::Valid => (Verdict::Valid, None, None),
-                Outcome::Aborted(r) => (Verdict::Unknown, Some(r), None),
-                Outcome::Invalid(_) => (Verdict::Invalid, None, witnesses.next()),
+            let (verdict, reason, cause, witness) = match outcome {
+                Outcome::Valid => (Verdict::Valid, None, None, None),
+                Outcome::Aborted(cause, r) => {
+                    match cause {
+                        Cause::Settled => undecided.settled += 1,
+                        Cause::Memory => undecided.memory += 1,
+                        Cause::TimeLimit => undecided.time_limit += 1,
+                        Cause::Other => undecided.other += 1,
+                    }
+                    let r = match (cause, first_invalid) {
+                        (Cause::Settled, Some((first, ..))) => settled_reason(first),
+                        _ => r,
+                    };
+                    (Verdict::Unknown, Some(r), Some(cause), None)
+                }
+                Outcome::Invalid(_) => (Verdict::Invalid, None, None, witnesses.next()),
+                // The last round has no cap, so no part ends unfinished.
+                Outcome::Unfinished => {
+                    undecided.other += 1;
+                    let r = "internal: the search stopped unfinished".to_string();
+                    (Verdict::Unknown, Some(r), Some(Cause::Other), None)
+                }
             };
             PartSummary {
                 key: part.key.clone(),
@@ -470,6 +465,7 @@ pub fn check_history<M: Model>(
                 pending_count: part.ops.iter().filter(|o| o.ret.is_none()).count(),
                 verdict,
                 reason,
+                unknown_cause: cause,
                 time_ms: took.as_millis() as u64,
                 cache_entries: stats.cache_entries,
                 cache_bytes: stats.cache_bytes,
@@ -490,6 +486,8 @@ pub fn check_history<M: Model>(
         verdict_time_ms: verdict_time.as_millis() as u64,
         witness_time_ms: (total - verdict_time).as_millis() as u64,
         witness_mode: config.witness,
+        first_invalid_ms: first_invalid.map(|(_, at, _)| at.as_millis() as u64),
+        undecided,
         parts: summaries,
     }
 }
@@ -540,7 +538,7 @@ mod tests {
     use super::*;
     use crate::history::{Op, Process};
     use crate::model::{MutexModel, RegisterConfig, RegisterModel};
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn op(t: OpType, p: u64, f: &str, v: Value) -> Op {
         Op::new(t, Process::Client(p), f, v)
@@ -652,7 +650,7 @@ mod tests {
         ops.push(r);
         ops.push(ro);
         let cfg = LinearConfig {
-            stop_on_first_invalid: false,
+            decide: Decide::AllKeys,
             ..LinearConfig::default()
         };
         let res = check_history(&cas(), &History::from_ops(ops), &cfg);
@@ -687,6 +685,7 @@ mod tests {
         }
         let cfg = LinearConfig {
             threads: Some(2),
+            decide: Decide::AllKeys,
             ..LinearConfig::default()
         };
         type Shown = (Option<String>, Verdict, Option<u64>, Vec<u64>);
@@ -723,6 +722,137 @@ mod tests {
             let r = check_history(&cas(), &h, &cfg);
             assert_eq!(project(&r), project(&first));
         }
+    }
+
+    /// Key `a` (the biggest, so searched first) is invalid; `b` and `c` are valid.
+    fn one_bad_key_and_two_good() -> History {
+        use OpType::*;
+        let mut ops = Vec::new();
+        let mut push = |t: OpType, p: u64, f: &str, v: Value, k: &str| {
+            let mut o = op(t, p, f, v);
+            o.key = Some(k.into());
+            ops.push(o);
+        };
+        for v in 1..=4 {
+            push(Invoke, 0, "write", json!(v), "a");
+            push(Ok, 0, "write", json!(v), "a");
+        }
+        push(Invoke, 1, "read", Value::Null, "a");
+        push(Ok, 1, "read", json!(1), "a");
+        for k in ["b", "c"] {
+            push(Invoke, 2, "write", json!(5), k);
+            push(Ok, 2, "write", json!(5), k);
+            push(Invoke, 3, "read", Value::Null, k);
+            push(Ok, 3, "read", json!(5), k);
+        }
+        History::from_ops(ops)
+    }
+
+    #[test]
+    fn the_verdict_comes_first_and_undecided_keys_are_counted_with_why() {
+        let h = one_bad_key_and_two_good();
+        let first = LinearConfig {
+            threads: Some(1),
+            decide: Decide::Proportionate {
+                factor: 0,
+                floor: Duration::ZERO,
+            },
+            ..LinearConfig::default()
+        };
+        let r = check_history(&cas(), &h, &first);
+        assert_eq!(r.verdict, Verdict::Invalid, "{}", r.explain());
+        assert_eq!(r.parts[0].verdict, Verdict::Invalid);
+        assert!(r.parts[0].witness.is_some());
+        for p in &r.parts[1..] {
+            assert_eq!(p.verdict, Verdict::Unknown, "{}", r.explain());
+            assert_eq!(p.unknown_cause, Some(Cause::Settled));
+            let why = p.reason.as_deref().unwrap();
+            assert!(why.contains("not decided: key a was invalid"), "{why}");
+        }
+        assert_eq!(r.undecided.settled, 2);
+        assert_eq!(r.undecided.decide, "verdict-first");
+        assert!(r.first_invalid_ms.is_some());
+        let summary = r.summary();
+        assert!(summary.contains("2 keys left undecided"), "{summary}");
+        assert!(summary.contains("--all-keys"), "{summary}");
+        assert!(
+            r.explain()
+                .contains("not decided once the verdict was settled: key b, key c"),
+            "{}",
+            r.explain()
+        );
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["undecided"]["settled"], 2);
+        assert_eq!(json["parts"][1]["unknown_cause"], "settled");
+        // Every key decided with --all-keys.
+        let all = LinearConfig {
+            decide: Decide::AllKeys,
+            ..first
+        };
+        let r = check_history(&cas(), &h, &all);
+        assert_eq!(r.verdict, Verdict::Invalid);
+        let verdicts: Vec<Verdict> = r.parts.iter().map(|p| p.verdict).collect();
+        assert_eq!(verdicts, [Verdict::Invalid, Verdict::Valid, Verdict::Valid]);
+        assert_eq!(r.undecided.settled, 0);
+        assert!(!r.summary().contains("undecided"), "{}", r.summary());
+        // The default budget (10x, at least 100 ms) decides keys this small.
+        let r = check_history(&cas(), &h, &LinearConfig::default());
+        assert!(r.parts.iter().all(|p| p.verdict != Verdict::Unknown));
+    }
+
+    #[test]
+    fn past_the_memory_budget_a_key_is_unknown_and_never_valid() {
+        use super::histgen::{GenConfig, generate_register_history};
+        // One key whose search passes the first memory check (4096 steps), with many crashes.
+        let h = generate_register_history(&GenConfig {
+            processes_per_key: 20,
+            ops: 4_000,
+            info_probability: 0.1,
+            seed: 2,
+            ..GenConfig::default()
+        });
+        let tiny = LinearConfig {
+            memory_bytes: Some(1),
+            ..LinearConfig::default()
+        };
+        let r = check_history(&cas(), &h, &tiny);
+        assert_eq!(r.verdict, Verdict::Unknown, "{}", r.explain());
+        assert_eq!(r.parts[0].unknown_cause, Some(Cause::Memory));
+        assert!(
+            r.parts[0]
+                .reason
+                .as_deref()
+                .unwrap()
+                .contains("memory budget exhausted"),
+            "{}",
+            r.explain()
+        );
+        assert_eq!(r.undecided.memory, 1);
+        assert!(r.summary().contains("--memory"), "{}", r.summary());
+        let r = check_history(&cas(), &h, &LinearConfig::default());
+        assert_eq!(r.verdict, Verdict::Valid, "{}", r.explain());
+    }
+
+    #[test]
+    fn witness_budget_follows_the_search_cost() {
+        let cfg = LinearConfig::default();
+        let ms = Duration::from_millis;
+        assert_eq!(cfg.minimize_budget(ms(1)), Some(WITNESS_FLOOR));
+        assert_eq!(cfg.minimize_budget(ms(10)), Some(ms(100)));
+        assert_eq!(cfg.minimize_budget(ms(900)), Some(ms(2000)));
+        let minimal = LinearConfig {
+            witness: WitnessMode::Minimal,
+            ..LinearConfig::default()
+        };
+        assert_eq!(
+            minimal.minimize_budget(ms(1)),
+            Some(Duration::from_secs(60))
+        );
+        let none = LinearConfig {
+            witness: WitnessMode::None,
+            ..LinearConfig::default()
+        };
+        assert_eq!(none.minimize_budget(ms(1)), None);
     }
 
     #[test]
@@ -829,18 +959,18 @@ mod tests {
             };
             h.ops[t].value = json!(-5);
             let parts = prepare(&m, &h).unwrap();
-            let cancel = AtomicBool::new(false);
-            let mem = AtomicUsize::new(0);
+            let stop = Stop::never(Instant::now());
+            let mem = Memory::new(512 << 20);
             let limits = Limits {
                 deadline: Some(Instant::now() + Duration::from_secs(5)),
-                cancel: &cancel,
-                mem_used: &mem,
-                mem_cap: 512 << 20,
+                settled: &stop,
+                memory: &mem,
+                max_entries: None,
             };
             let ops = &parts[0].ops;
             let b = match search(&m, ops, &limits, true, Pruning::Auto).0 {
                 Outcome::Invalid(b) => b,
-                Outcome::Aborted(_) => {
+                Outcome::Aborted(..) | Outcome::Unfinished => {
                     aborted += 1;
                     continue;
                 }

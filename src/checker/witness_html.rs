@@ -602,7 +602,7 @@ fn render_summary_table(out: &mut String, result: &LinearResult) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checker::linear::{LinearConfig, check_history};
+    use crate::checker::linear::{Decide, LinearConfig, check_history};
     use crate::history::{Op, Process};
     use crate::model::{RegisterConfig, RegisterModel};
     use serde_json::json;
@@ -720,7 +720,7 @@ mod tests {
         }
         let h = History::from_ops(ops);
         let cfg = LinearConfig {
-            stop_on_first_invalid: false,
+            decide: Decide::AllKeys,
             minimize_time_limit: Some(Duration::from_millis(200)),
             ..LinearConfig::default()
         };
@@ -779,7 +779,7 @@ mod tests {
         assert_eq!(h.ops.len(), 1_000_000);
         let m = RegisterModel::cas_register(RegisterConfig::etcd());
         let cfg = LinearConfig {
-            stop_on_first_invalid: false,
+            decide: Decide::AllKeys,
             minimize_time_limit: Some(Duration::from_millis(500)),
             ..LinearConfig::default()
         };

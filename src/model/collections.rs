@@ -88,6 +88,10 @@ impl Model for SetModel {
         matches!(op, SetOp::Read(_))
     }
 
+    fn state_heap_bytes(&self, s: &Self::State) -> usize {
+        super::btree_heap_bytes(s.len(), std::mem::size_of::<Scalar>())
+    }
+
     fn describe_op(&self, op: &SetOp) -> String {
         match op {
             SetOp::Add(v) => format!("add {}", self.values.show(*v)),
@@ -182,6 +186,10 @@ impl Model for QueueModel {
 
     fn is_read_only(&self, op: &QueueOp) -> bool {
         matches!(op, QueueOp::Dequeue(None))
+    }
+
+    fn state_heap_bytes(&self, s: &Self::State) -> usize {
+        s.capacity() * std::mem::size_of::<Scalar>()
     }
 
     fn describe_op(&self, op: &QueueOp) -> String {

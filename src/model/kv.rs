@@ -116,6 +116,11 @@ impl Model for KvModel {
         matches!(op, KvOp::Get(..))
     }
 
+    fn state_heap_bytes(&self, s: &Self::State) -> usize {
+        let strings: usize = s.iter().map(|(k, v)| k.capacity() + v.capacity()).sum();
+        super::btree_heap_bytes(s.len(), 2 * std::mem::size_of::<String>()) + strings
+    }
+
     fn describe_op(&self, op: &KvOp) -> String {
         match op {
             KvOp::Get(k, v) => format!("get {k} → {v:?}"),

@@ -85,6 +85,10 @@ impl Model for ListAppendModel {
         matches!(op, ListAppendOp::Read(_))
     }
 
+    fn state_heap_bytes(&self, s: &Self::State) -> usize {
+        s.capacity() * std::mem::size_of::<i64>()
+    }
+
     fn describe_op(&self, op: &ListAppendOp) -> String {
         match op {
             ListAppendOp::Append(e) => format!("append {e}"),

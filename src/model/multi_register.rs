@@ -132,6 +132,14 @@ impl Model for MultiRegisterModel {
         op.iter().all(|m| matches!(m, MicroOp::Read(..)))
     }
 
+    fn state_heap_bytes(&self, s: &Self::State) -> usize {
+        let keys: usize = s.keys().map(String::capacity).sum();
+        super::btree_heap_bytes(
+            s.len(),
+            std::mem::size_of::<String>() + std::mem::size_of::<Scalar>(),
+        ) + keys
+    }
+
     fn describe_op(&self, op: &Vec<MicroOp>) -> String {
         let parts: Vec<String> = op
             .iter()

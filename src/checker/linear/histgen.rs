@@ -5,7 +5,10 @@
 //! sequential register in linearization-point order to decide outputs, so the resulting history is
 //! linearizable by construction (under `RegisterConfig::etcd` semantics). Crashed ops complete with
 //! `info`, may or may not take effect, and move their thread to a fresh process id. A cas whose
-//! compare fails completes `fail` with `error: "cas-mismatch"`. Does not own checking.
+//! compare fails completes `fail` with `error: "cas-mismatch"`. Does not own checking. Submodule
+//! `kv`: Porcupine-shaped key-value histories (get/put/append), some keys made illegal.
+
+pub mod kv;
 
 use crate::history::{History, Op, OpType, Process};
 use rand::{RngExt, SeedableRng};

@@ -20,10 +20,12 @@
 //! per-(class, count) random words), updated in O(1) per lift/unlift.
 
 use crate::model::Model;
+use crate::size::human_bytes;
 use hashbrown::HashTable;
+use serde::Serialize;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 /// One model op of a part, with its real-time interval in history positions.
@@ -41,20 +43,92 @@ pub(crate) struct PartOp<O> {
     pub(crate) completion_idx: Option<usize>,
 }
 
-/// Shared limits of one search.
-pub(crate) struct Limits<'a> {
-    /// Stop with `Aborted` at this instant.
-    pub(crate) deadline: Option<Instant>,
-    /// Stop with `Aborted(CANCELLED)` once set.
-    pub(crate) cancel: &'a AtomicBool,
-    /// Summed cache bytes of all searches sharing this budget.
-    pub(crate) mem_used: &'a AtomicUsize,
-    /// Cap on `mem_used`.
-    pub(crate) mem_cap: usize,
+/// A stop time shared by searches running in parallel, which may be brought forward while they run
+/// (when one part is invalid, the verdict is settled and the others get a budget from then on).
+pub(crate) struct Stop {
+    start: Instant,
+    /// Nanoseconds after `start`; `u64::MAX` = never.
+    at_ns: AtomicU64,
 }
 
-/// Reason recorded on parts stopped because another part was already invalid.
-pub(crate) const CANCELLED: &str = "cancelled: another part was invalid";
+impl Stop {
+    /// A stop that never comes until [`Stop::at`] sets one.
+    pub(crate) fn never(start: Instant) -> Stop {
+        Stop {
+            start,
+            at_ns: AtomicU64::new(u64::MAX),
+        }
+    }
+
+    /// Stop at `t`, or earlier if an earlier stop was set.
+    pub(crate) fn at(&self, t: Instant) {
+        let ns = t.saturating_duration_since(self.start).as_nanos();
+        self.at_ns
+            .fetch_min(u64::try_from(ns).unwrap_or(u64::MAX - 1), Ordering::Relaxed);
+    }
+
+    /// Whether the stop time has come by `now`.
+    pub(crate) fn passed(&self, now: Instant) -> bool {
+        let at = self.at_ns.load(Ordering::Relaxed);
+        at != u64::MAX && now.saturating_duration_since(self.start).as_nanos() >= u128::from(at)
+    }
+}
+
+/// The memory budget shared by every search of a check, run at once or one after another.
+pub(crate) struct Memory {
+    /// Bytes the running searches hold (their caches and stacks).
+    used: AtomicUsize,
+    /// Searches running.
+    active: AtomicUsize,
+    /// The budget.
+    cap: usize,
+}
+
+impl Memory {
+    /// A budget of `cap` bytes, none used.
+    pub(crate) fn new(cap: usize) -> Memory {
+        Memory {
+            used: AtomicUsize::new(0),
+            active: AtomicUsize::new(0),
+            cap,
+        }
+    }
+
+    /// Whether a search holding `own` bytes should give up: the budget is used up and it holds at
+    /// least an even share of it, so the searches holding the most go first and a small one is
+    /// not stopped by a big neighbour (whose stop frees the memory).
+    fn exhausted(&self, own: usize) -> bool {
+        let used = self.used.load(Ordering::Relaxed);
+        used > self.cap && own.saturating_mul(self.active.load(Ordering::Relaxed).max(1)) >= used
+    }
+}
+
+/// Shared limits of one search.
+pub(crate) struct Limits<'a> {
+    /// Stop with `Aborted(Cause::TimeLimit)` at this instant.
+    pub(crate) deadline: Option<Instant>,
+    /// Stop with `Aborted(Cause::Settled)` once it passes.
+    pub(crate) settled: &'a Stop,
+    /// The check's memory budget; stop with `Aborted(Cause::Memory)` past it.
+    pub(crate) memory: &'a Memory,
+    /// Stop with `Outcome::Unfinished` after caching this many configurations.
+    pub(crate) max_entries: Option<usize>,
+}
+
+/// Why a search stopped without a verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Cause {
+    /// Another part was invalid, which settled the verdict, and the budget for deciding the
+    /// others ran out.
+    Settled,
+    /// The check's memory budget was used up.
+    Memory,
+    /// The check's time limit passed.
+    TimeLimit,
+    /// Anything else (a part too large to search).
+    Other,
+}
 
 /// Where the deepest failed linearization got stuck.
 #[derive(Debug, Clone)]
@@ -69,7 +143,9 @@ pub(crate) struct Blocked {
 pub(crate) enum Outcome {
     Valid,
     Invalid(Blocked),
-    Aborted(String),
+    Aborted(Cause, String),
+    /// Stopped at `Limits::max_entries`: search again with a bigger cap for a verdict.
+    Unfinished,
 }
 
 /// Cache statistics of one search.
@@ -318,6 +394,8 @@ struct Cache<S> {
     classes: usize,
     /// Configurations stored (exact entries or count vectors).
     entries: usize,
+    /// Heap bytes the stored states hold beyond their own size (`Model::state_heap_bytes`).
+    state_heap: usize,
     key: Vec<u64>,
 }
 
@@ -332,6 +410,7 @@ impl<S: Clone + Eq + Hash> Cache<S> {
             counts: Vec::new(),
             classes,
             entries: 0,
+            state_heap: 0,
             key: Vec::new(),
         }
     }
@@ -344,12 +423,17 @@ impl<S: Clone + Eq + Hash> Cache<S> {
         } else {
             0
         };
-        self.meta.len() * per + self.arena.len() * 8 + self.counts.len() * 2 + groups
+        self.meta.len() * per
+            + self.arena.len() * 8
+            + self.counts.len() * 2
+            + groups
+            + self.state_heap
     }
 
     /// Record the configuration (`lin`, `state`); false when it was seen or is dominated.
+    /// `heap` tells the heap bytes a stored state holds.
     #[inline]
-    fn visit(&mut self, lin: &LinSet, state: &S) -> bool {
+    fn visit(&mut self, lin: &LinSet, state: &S, heap: impl FnOnce(&S) -> usize) -> bool {
         let dominance = self.classes > 0;
         let sh = state_hash(state).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let h = if dominance {
@@ -395,6 +479,7 @@ impl<S: Clone + Eq + Hash> Cache<S> {
                 self.meta.push((h, self.arena.len(), self.key.len()));
                 self.arena.extend_from_slice(&self.key);
                 self.states.push(state.clone());
+                self.state_heap += heap(state);
                 let meta = &self.meta;
                 self.table.insert_unique(h, idx, |&c| meta[c as usize].0);
                 if dominance {
@@ -441,7 +526,10 @@ pub(crate) fn search<M: Model>(
         return (Outcome::Valid, stats);
     }
     if n >= (u32::MAX as usize - 2) / 2 {
-        return (Outcome::Aborted(format!("part too large: {n} ops")), stats);
+        return (
+            Outcome::Aborted(Cause::Other, format!("part too large: {n} ops")),
+            stats,
+        );
     }
     // Node 0 is the head; op i has call node 2i+1 and return node 2i+2.
     let mut events: Vec<(u64, u32)> = Vec::with_capacity(2 * n);
@@ -462,6 +550,7 @@ pub(crate) fn search<M: Model>(
     }
 
     let mut lin = LinSet::new(ops);
+    limits.memory.active.fetch_add(1, Ordering::Relaxed);
     let mut state = model.init();
     let mut remaining = ops.iter().filter(|o| o.ret.is_some()).count();
 
@@ -492,40 +581,55 @@ pub(crate) fn search<M: Model>(
                 dominance = true;
                 entries_before += cache.entries;
                 cache = Cache::new(classes);
-                limits.mem_used.fetch_sub(reported, Ordering::Relaxed);
+                limits.memory.used.fetch_sub(reported, Ordering::Relaxed);
                 reported = 0;
             }
             let bytes = cache.bytes() + stack.len() * 32;
             if bytes > reported {
                 limits
-                    .mem_used
+                    .memory
+                    .used
                     .fetch_add(bytes - reported, Ordering::Relaxed);
                 reported = bytes;
             }
             stats.cache_bytes = stats.cache_bytes.max(bytes);
-            if limits.cancel.load(Ordering::Relaxed) {
-                break Outcome::Aborted(CANCELLED.into());
+            let now = Instant::now();
+            if limits.settled.passed(now) {
+                break Outcome::Aborted(Cause::Settled, String::new());
             }
-            if limits.mem_used.load(Ordering::Relaxed) > limits.mem_cap {
-                break Outcome::Aborted(format!(
-                    "cache memory cap of {} bytes exceeded ({} configurations cached)",
-                    limits.mem_cap, cache.entries
-                ));
+            if limits.memory.exhausted(reported) {
+                break Outcome::Aborted(
+                    Cause::Memory,
+                    format!(
+                        "memory budget exhausted: the check's {} were in use ({} configurations of this part cached)",
+                        human_bytes(limits.memory.cap),
+                        entries_before + cache.entries
+                    ),
+                );
+            }
+            if limits
+                .max_entries
+                .is_some_and(|m| entries_before + cache.entries >= m)
+            {
+                break Outcome::Unfinished;
             }
             if let Some(d) = limits.deadline
-                && Instant::now() >= d
+                && now >= d
             {
-                break Outcome::Aborted(format!(
-                    "time limit exceeded after {} configurations ({} of {} ops linearized at the time)",
-                    cache.entries,
-                    stack.len(),
-                    n
-                ));
+                break Outcome::Aborted(
+                    Cause::TimeLimit,
+                    format!(
+                        "time limit exceeded after {} configurations ({} of {} ops linearized at the time)",
+                        cache.entries,
+                        stack.len(),
+                        n
+                    ),
+                );
             }
         }
         if entry == NIL {
             // Unreachable while a completed op remains: its return entry is in the list.
-            break Outcome::Aborted("internal: ran off the entry list".into());
+            break Outcome::Aborted(Cause::Other, "internal: ran off the entry list".into());
         }
         let e = entry as usize;
         if e & 1 == 1 {
@@ -546,7 +650,7 @@ pub(crate) fn search<M: Model>(
                     }
                 }
                 lin.set(id);
-                if !cache.visit(&lin, &ns) {
+                if !cache.visit(&lin, &ns, |s| model.state_heap_bytes(s)) {
                     lin.clear(id);
                     entry = next[e];
                 } else {
@@ -615,7 +719,8 @@ pub(crate) fn search<M: Model>(
     let bytes = cache.bytes() + stack.len() * 32;
     stats.cache_bytes = stats.cache_bytes.max(bytes);
     stats.cache_entries = entries_before + cache.entries;
-    limits.mem_used.fetch_sub(reported, Ordering::Relaxed);
+    limits.memory.used.fetch_sub(reported, Ordering::Relaxed);
+    limits.memory.active.fetch_sub(1, Ordering::Relaxed);
     (outcome, stats)
 }
 
@@ -697,20 +802,20 @@ mod tests {
             }
             let parts = super::super::prepare(&m, &h).unwrap();
             let ops = &parts[0].ops;
-            let cancel = AtomicBool::new(false);
-            let mem = AtomicUsize::new(0);
+            let stop = Stop::never(Instant::now());
+            let mem = Memory::new(usize::MAX);
             let limits = Limits {
                 deadline: None,
-                cancel: &cancel,
-                mem_used: &mem,
-                mem_cap: usize::MAX,
+                settled: &stop,
+                memory: &mem,
+                max_entries: None,
             };
             let (a, sa) = search(&m, ops, &limits, true, Pruning::Auto);
             let (b, sb) = search(&m, ops, &limits, true, Pruning::Dominance);
             let verdict = |o: &Outcome| match o {
                 Outcome::Valid => "valid",
                 Outcome::Invalid(_) => "invalid",
-                Outcome::Aborted(_) => "aborted",
+                Outcome::Aborted(..) | Outcome::Unfinished => "aborted",
             };
             assert_eq!(verdict(&a), verdict(&b), "seed {seed}");
             invalid += matches!(a, Outcome::Invalid(_)) as usize;

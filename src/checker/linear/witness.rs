@@ -4,11 +4,10 @@
 //! Owns turning a search's `Blocked` point into a `Witness` and the minimization. Does not own the
 //! search (`linear::search`) or the result types (`linear`).
 
-use super::search::{Blocked, Limits, Outcome, PartOp, Pruning, search};
-use super::{LinearConfig, Witness, WitnessOp, WitnessStep};
+use super::search::{Blocked, Limits, Memory, Outcome, PartOp, Pruning, Stop, search};
+use super::{Witness, WitnessOp, WitnessStep};
 use crate::history::{History, Op, OpType};
 use crate::model::Model;
-use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::time::{Duration, Instant};
 
 pub(super) fn witness_op<M: Model>(model: &M, history: &History, p: &PartOp<M::Op>) -> WitnessOp {
@@ -86,7 +85,8 @@ pub(super) struct Minimized {
     pub(super) searches: usize,
 }
 
-/// Minimize an invalid part into a small set of *essential* ops, within `budget`.
+/// Minimize an invalid part into a small set of *essential* ops, within `budget` and the check's
+/// `memory` budget.
 ///
 /// Only relaxations are tried, so the result never blames ops for a violation that removing other
 /// ops created: a non-essential read-only op is dropped, a non-essential mutating op becomes pending
@@ -101,10 +101,10 @@ pub(super) fn minimize<M: Model>(
     ops: &[PartOp<M::Op>],
     blocked: &Blocked,
     budget: Duration,
+    memory: &Memory,
 ) -> Minimized {
     let deadline = Instant::now() + budget;
-    let cancel = AtomicBool::new(false);
-    let mem = AtomicUsize::new(0);
+    let stop = Stop::never(Instant::now());
     // Each search gets a slice of the budget; one that runs out counts as "not shown invalid"
     // (its candidate is kept unrelaxed) and the result is then not claimed 1-minimal.
     let per_check = (budget / 16).max(Duration::from_millis(10));
@@ -139,15 +139,15 @@ pub(super) fn minimize<M: Model>(
         }
         let limits = Limits {
             deadline: Some((Instant::now() + per_check).min(deadline)),
-            cancel: &cancel,
-            mem_used: &mem,
-            mem_cap: 256 << 20,
+            settled: &stop,
+            memory,
+            max_entries: None,
         };
         searches += 1;
         match search(model, &sub, &limits, false, Pruning::Dominance).0 {
             Outcome::Invalid(_) => true,
             Outcome::Valid => false,
-            Outcome::Aborted(_) => {
+            Outcome::Aborted(..) | Outcome::Unfinished => {
                 undecided = true;
                 false
             }
@@ -243,14 +243,15 @@ pub(super) fn minimize<M: Model>(
     }
 }
 
-/// The witness of an invalid part: replay the blocked search's prefix, then minimize as
-/// `config.witness` asks.
+/// The witness of an invalid part: replay the blocked search's prefix (keeping its last
+/// `prefix_tail_len` steps), then minimize within `minimize` (none: no minimization).
 pub(super) fn build_witness<M: Model>(
     model: &M,
     history: &History,
     ops: &[PartOp<M::Op>],
     blocked: &Blocked,
-    config: &LinearConfig,
+    prefix_tail_len: usize,
+    minimize: Option<(Duration, &Memory)>,
 ) -> Witness {
     let t0 = Instant::now();
     let mut state = model.init();
@@ -263,7 +264,7 @@ pub(super) fn build_witness<M: Model>(
         }
         steps.push((id as usize, model.describe_state(&state)));
     }
-    let tail_from = steps.len().saturating_sub(config.prefix_tail_len);
+    let tail_from = steps.len().saturating_sub(prefix_tail_len);
     let prefix_tail = steps[tail_from..]
         .iter()
         .map(|(id, s)| WitnessStep {
@@ -271,9 +272,9 @@ pub(super) fn build_witness<M: Model>(
             state_after: s.clone(),
         })
         .collect();
-    let (minimized, minimized_complete, minimize_searches) = match config.minimize_budget() {
-        Some(budget) => {
-            let m = minimize(model, ops, blocked, budget);
+    let (minimized, minimized_complete, minimize_searches) = match minimize {
+        Some((budget, memory)) => {
+            let m = self::minimize(model, ops, blocked, budget, memory);
             let w = m
                 .ids
                 .iter()
