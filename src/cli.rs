@@ -440,7 +440,7 @@ pub struct RunArgs {
     pub workload: String,
     /// Nemesis: a name under nemeses/ (its file, e.g. `clock`, `isolate`, `stall`, `none`), a
     /// path to a .toml schedule, or a comma-separated list of packages (partition, kill, pause,
-    /// isolate, loss, bandwidth, delay, clock, promote, ssh-drop, stall).
+    /// isolate, loss, bandwidth, delay, clock, promote, ssh-drop, stall, power-loss).
     #[arg(long, default_value = "partition,kill,pause")]
     pub nemesis: String,
     /// Seconds between fault transitions (overrides the schedule's interval_s).
@@ -571,6 +571,22 @@ impl RunArgs {
         let mut nemesis = crate::spec::load_nemesis(&self.nemesis)?;
         if let Some(i) = self.nemesis_interval {
             nemesis.interval_s = positive("--nemesis-interval", i)?;
+        }
+        let mut system = system;
+        if nemesis
+            .faults
+            .iter()
+            .any(|f| matches!(f, crate::spec::FaultKind::PowerLoss { .. }))
+        {
+            // The nodes run this very binary to serve the data directory (the sandbox's share
+            // this machine's files; real hosts need it at the same path).
+            let exe = std::env::current_exe().map_err(|e| {
+                ConfigError::new(
+                    "--nemesis",
+                    format!("power-loss: cannot tell where this binary is ({e})"),
+                )
+            })?;
+            system.serve_data_from_layer(&exe.to_string_lossy());
         }
         let seed = self.seed.unwrap_or_else(rand::random);
         let name = self.name.clone().unwrap_or_else(|| {

@@ -69,6 +69,27 @@ fn postgres_refuses_the_list_append_workload() {
 }
 
 #[test]
+fn postgres_refuses_power_loss_it_has_no_declared_data_directory_for() {
+    refused(
+        &[
+            "run",
+            "--db",
+            "postgres",
+            "--workload",
+            "set",
+            "--nemesis",
+            "power-loss",
+        ],
+        &[
+            "--nemesis",
+            "postgres",
+            "power-loss fault",
+            "declared data directory",
+        ],
+    );
+}
+
+#[test]
 fn etcd_refuses_the_promote_fault_it_has_no_ability_for() {
     refused(
         &["run", "--db", "etcd", "--nemesis", "partition,promote"],
