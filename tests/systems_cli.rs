@@ -87,6 +87,14 @@ fn postgres_refuses_power_loss_it_has_no_declared_data_directory_for() {
             "declared data directory",
         ],
     );
+    // clap refuses an unknown policy, naming the ones Redis knows.
+    let out = cli::shakedown(&["run", "--db", "redis", "--redis-appendfsync", "sometimes"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("sometimes") && stderr.contains("everysec, always, no"),
+        "{stderr}"
+    );
 }
 
 #[test]
