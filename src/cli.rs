@@ -81,6 +81,43 @@ pub enum Command {
         mut_arg("sandbox_name", |a| a.help("Sandbox whose SSH key and known_hosts to use when the nodes are a sandbox's (its nodes still go in --nodes)"))
     )]
     Chaos(Box<ChaosArgs>),
+    /// The filesystem layer that loses unsynced writes (run on nodes by the power-loss fault).
+    #[command(hide = true)]
+    Lazyfs(LazyfsCmd),
+}
+
+/// `shakedown lazyfs serve|ctl` (hidden: the `power-loss` fault runs it on the nodes).
+#[derive(Debug, Args)]
+pub struct LazyfsCmd {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: LazyfsAction,
+}
+
+/// `lazyfs` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum LazyfsAction {
+    /// Mount the layer over a backing directory and serve it until unmounted or SIGTERM.
+    Serve {
+        /// Directory holding the real files.
+        #[arg(long)]
+        backing: PathBuf,
+        /// Mount point.
+        #[arg(long)]
+        mount: PathBuf,
+        /// Unix socket taking commands (lose-unsynced, lose-unsynced torn, sync-all, stats).
+        #[arg(long)]
+        control: PathBuf,
+    },
+    /// Send one command to a serving layer and print its JSON answer.
+    Ctl {
+        /// The layer's control socket.
+        #[arg(long)]
+        control: PathBuf,
+        /// lose-unsynced, lose-unsynced torn, sync-all or stats.
+        #[arg(required = true, num_args = 1..)]
+        command: Vec<String>,
+    },
 }
 
 /// Read consistency (`--read-mode`); a system refuses modes it cannot serve.
@@ -403,7 +440,7 @@ pub struct RunArgs {
     pub workload: String,
     /// Nemesis: a name under nemeses/ (its file, e.g. `clock`, `isolate`, `stall`, `none`), a
     /// path to a .toml schedule, or a comma-separated list of packages (partition, kill, pause,
-    /// isolate, loss, bandwidth, delay, clock, promote, ssh-drop, stall).
+    /// isolate, loss, bandwidth, delay, clock, promote, ssh-drop, stall, power-loss).
     #[arg(long, default_value = "partition,kill,pause")]
     pub nemesis: String,
     /// Seconds between fault transitions (overrides the schedule's interval_s).
@@ -584,6 +621,22 @@ impl RunArgs {
         let mut nemesis = crate::spec::load_nemesis(&self.nemesis)?;
         if let Some(i) = self.nemesis_interval {
             nemesis.interval_s = positive("--nemesis-interval", i)?;
+        }
+        let mut system = system;
+        if nemesis
+            .faults
+            .iter()
+            .any(|f| matches!(f, crate::spec::FaultKind::PowerLoss { .. }))
+        {
+            // The nodes run this very binary to serve the data directory (the sandbox's share
+            // this machine's files; real hosts need it at the same path).
+            let exe = std::env::current_exe().map_err(|e| {
+                ConfigError::new(
+                    "--nemesis",
+                    format!("power-loss: cannot tell where this binary is ({e})"),
+                )
+            })?;
+            system.serve_data_from_layer(&exe.to_string_lossy());
         }
         let seed = self.seed.unwrap_or_else(rand::random);
         let name = self.name.clone().unwrap_or_else(|| {
@@ -935,7 +988,12 @@ mod tests {
         }
         // One line per command: the top-level list names each of them once.
         let top_list = command_list(&lists[0].1);
-        assert_eq!(top_list.len(), Cli::command().get_subcommands().count() + 1);
+        // (hidden commands, such as `lazyfs` the nodes run, are not listed)
+        let shown = Cli::command()
+            .get_subcommands()
+            .filter(|c| !c.is_hide_set())
+            .count();
+        assert_eq!(top_list.len(), shown + 1);
         // The detail is still in the command's own --help.
         let heal = Cli::command()
             .find_subcommand_mut("heal")

@@ -129,6 +129,17 @@ pub trait Db: Send + Sync {
     fn as_primaries(&self) -> Option<&dyn Primaries> {
         None
     }
+    /// The directory holding the state that must survive a power failure (what the
+    /// `power-loss` fault serves from the lose-unsynced layer); `None`: not declared, and the
+    /// fault is refused.
+    fn data_dir(&self) -> Option<String> {
+        None
+    }
+    /// The lose-unsynced layer this run mounted on [`Db::data_dir`] (set when the nemesis has
+    /// `power-loss`); `None`: the data directory is a plain directory.
+    fn data_layer(&self) -> Option<crate::nemesis::power::DataLayer> {
+        None
+    }
     /// Programs that must be present on every node (none by default).
     fn required_binaries(&self) -> Vec<Binary> {
         Vec::new()

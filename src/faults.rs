@@ -24,6 +24,7 @@
 //! | promote | `promote` (one-shot) | — |
 //! | ssh-drop | `start-ssh-drop` | `stop-ssh-drop` |
 //! | stall | `start-stall` | `stop-stall` |
+//! | power-loss | `power-loss` | `power-on` |
 //!
 //! `clock-offsets` is a measurement, not a fault: it is no kind's verb (see [`verb::CLOCK_OFFSETS`]).
 //! `strobe-clock` and `start-stall` are in effect only while their op runs ([`SPANNING_VERBS`]).
@@ -78,6 +79,11 @@ pub mod verb {
     pub const START_STALL: &str = "start-stall";
     /// Wait until the stalled thread runs again.
     pub const STOP_STALL: &str = "stop-stall";
+    /// SIGKILL the DB on the targets and drop every write it did not fsync (its data directory
+    /// is on the lose-unsynced layer).
+    pub const POWER_LOSS: &str = "power-loss";
+    /// Start the DB again where the power was lost.
+    pub const POWER_ON: &str = "power-on";
 }
 
 /// Verbs after which a schedule with clock faults measures the clocks.
@@ -204,7 +210,7 @@ pub fn spans_its_op(f: &str) -> bool {
 }
 
 /// Every fault kind, in display order.
-pub const KINDS: [FaultKind; 10] = [
+pub const KINDS: [FaultKind; 11] = [
     FaultKind {
         name: "partition",
         start_verbs: &[verb::START_PARTITION],
@@ -275,6 +281,13 @@ pub const KINDS: [FaultKind; 10] = [
         label: "client stalled",
         color_rgb: (230, 90, 40),
     },
+    FaultKind {
+        name: "power-loss",
+        start_verbs: &[verb::POWER_LOSS],
+        stop_verbs: &[verb::POWER_ON],
+        label: "power lost (unsynced writes dropped)",
+        color_rgb: (120, 20, 20),
+    },
 ];
 
 /// The kind named `name` (a package name such as `"clock"`).
@@ -336,6 +349,8 @@ mod tests {
             ("stop-ssh-drop", "ssh-drop", VerbRole::Stop),
             ("start-stall", "stall", VerbRole::Start),
             ("stop-stall", "stall", VerbRole::Stop),
+            ("power-loss", "power-loss", VerbRole::Start),
+            ("power-on", "power-loss", VerbRole::Stop),
         ];
         for (verb, name, role) in cases {
             let (k, r) = classify_verb(verb).unwrap_or_else(|| panic!("{verb} unclassified"));
@@ -361,7 +376,8 @@ mod tests {
                 "delay",
                 "promote",
                 "ssh-drop",
-                "stall"
+                "stall",
+                "power-loss"
             ]
         );
         // No verb belongs to two kinds or to both roles.

@@ -25,6 +25,7 @@ pub mod generator;
 pub mod history;
 pub mod import;
 pub mod interpreter;
+pub mod lazyfs;
 pub mod mapped;
 pub mod meminfo;
 pub mod model;

@@ -2,7 +2,7 @@
 //! (0 valid, 1 invalid, 2 unknown, 3 usage/configuration error, 4 runtime error).
 
 use clap::Parser;
-use shakedown::cli::{Cli, Command, EXIT_RUNTIME, EXIT_USAGE, SandboxAction};
+use shakedown::cli::{Cli, Command, EXIT_RUNTIME, EXIT_USAGE, LazyfsAction, SandboxAction};
 use std::process::ExitCode;
 
 /// mimalloc instead of glibc's malloc: a run allocates a few small objects per op (history
@@ -57,7 +57,33 @@ fn main() -> ExitCode {
         Command::Serve(args) => shakedown::app::serve(args),
         Command::Compare(args) => shakedown::app::compare(args),
         Command::Chaos(args) => shakedown::app::chaos(*args),
+        Command::Lazyfs(cmd) => lazyfs(cmd.action),
     };
     let _ = EXIT_RUNTIME;
     ExitCode::from(code as u8)
+}
+
+/// `shakedown lazyfs serve|ctl`: 0 on success, 4 with the error on stderr.
+fn lazyfs(action: LazyfsAction) -> i32 {
+    let r = match action {
+        LazyfsAction::Serve {
+            backing,
+            mount,
+            control,
+        } => shakedown::lazyfs::serve(&shakedown::lazyfs::ServeOptions {
+            backing,
+            mount,
+            control,
+        }),
+        LazyfsAction::Ctl { control, command } => {
+            shakedown::lazyfs::command(&control, &command.join(" ")).map(|v| println!("{v}"))
+        }
+    };
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: lazyfs: {e}");
+            EXIT_RUNTIME
+        }
+    }
 }

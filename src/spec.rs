@@ -169,6 +169,18 @@ pub enum FaultKind {
         #[serde(default = "d_stall_max_ms")]
         max_ms: u64,
     },
+    /// Power failure: SIGKILL the DB on the targets and drop every write it did not fsync (the
+    /// run serves its data directory from the lose-unsynced layer, `crate::lazyfs`); `power-on`
+    /// starts it again. `torn` keeps the first half of the last unsynced write (a torn write).
+    #[serde(rename = "power-loss")]
+    PowerLoss {
+        /// `one`, `minority`, `majority`, `primaries` or `all`.
+        #[serde(default = "d_targets")]
+        targets: String,
+        /// Keep half of the last unsynced write.
+        #[serde(default)]
+        torn: bool,
+    },
     /// Step the targets' wall clocks with `date -s` (`bump`), or flip them back and forth
     /// (`strobe`); `reset-clock` on stop. Magnitudes are drawn like Jepsen's: the exponent of two
     /// uniform between `min_delta_ms` and `max_delta_ms`, random sign.
@@ -259,6 +271,11 @@ impl FaultKind {
                 verb::STOP_PARTITION,
             ),
             FaultKind::Kill { targets } => (verb::KILL, targets.clone().into(), verb::START),
+            FaultKind::PowerLoss { targets, torn } => (
+                verb::POWER_LOSS,
+                json!({ "targets": targets, "torn": torn }),
+                verb::POWER_ON,
+            ),
             FaultKind::Pause { targets } => (verb::PAUSE, targets.clone().into(), verb::RESUME),
             // One-shot: the empty stop verb means no stop op.
             FaultKind::Promote { node } => (
@@ -366,6 +383,7 @@ impl FaultKind {
                 ))
             }
             FaultKind::Kill { targets }
+            | FaultKind::PowerLoss { targets, .. }
             | FaultKind::Pause { targets }
             | FaultKind::Loss { targets, .. }
             | FaultKind::Bandwidth { targets, .. }
@@ -506,6 +524,7 @@ const BUILTIN_NEMESES: &[(&str, &str)] = &[
         include_str!("../nemeses/clock-primary.toml"),
     ),
     ("degraded", include_str!("../nemeses/degraded.toml")),
+    ("power-loss", include_str!("../nemeses/power-loss.toml")),
 ];
 
 /// A serde type name in an error as words people use ("u32" → "a whole number ≥ 0").
@@ -730,7 +749,7 @@ pub fn load_workload(arg: &str) -> Result<WorkloadSpec, ConfigError> {
 
 /// Load a nemesis schedule: a path, a name under `nemeses/`, `none`, or a comma-separated list of
 /// packages (`partition`, `kill`, `pause`, `isolate`, `loss`, `bandwidth`, `delay`, `clock`,
-/// `promote`, `ssh-drop`) composed into one schedule.
+/// `promote`, `ssh-drop`, `stall`, `power-loss`) composed into one schedule.
 pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
     let packages: Vec<&str> = arg.split(',').map(str::trim).collect();
     let known = [
@@ -745,6 +764,7 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
         "promote",
         "ssh-drop",
         "stall",
+        "power-loss",
     ];
     // A single name with a schedule file (`nemeses/NAME.toml` here, or a built-in one) is that
     // file, so editing `nemeses/clock.toml` changes `--nemesis clock`; lists are packages.
@@ -913,6 +933,40 @@ mod tests {
         std::fs::write(&p, "[[faults]]\nkind = \"promote\"\ntargets = \"one\"\n").unwrap();
         let e = load_nemesis(p.to_str().unwrap()).unwrap_err().to_string();
         assert!(e.contains("fo.toml") && e.contains("unknown field"), "{e}");
+    }
+
+    #[test]
+    fn power_loss_parses_with_its_targets_and_torn_flag() {
+        let n = load_nemesis("power-loss").unwrap();
+        assert_eq!(
+            n.faults[0].ops(),
+            (
+                "power-loss",
+                serde_json::json!({"targets": "all", "torn": false}),
+                "power-on"
+            )
+        );
+        let n = load_nemesis("power-loss,partition").unwrap();
+        assert_eq!(n.faults.len(), 3);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.toml");
+        std::fs::write(
+            &path,
+            "interval_s = 5.0\n[[faults]]\nkind = \"power-loss\"\ntargets = \"most\"\n",
+        )
+        .unwrap();
+        let e = load_nemesis(path.to_str().unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("targets") && e.contains("most"), "{e}");
+        std::fs::write(
+            &path,
+            "interval_s = 5.0\n[[faults]]\nkind = \"power-loss\"\ntorn = true\n",
+        )
+        .unwrap();
+        let n = load_nemesis(path.to_str().unwrap()).unwrap();
+        assert_eq!(n.faults[0].ops().1["torn"], true);
+        assert_eq!(n.faults[0].ops().1["targets"], "one");
     }
 
     #[test]

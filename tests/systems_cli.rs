@@ -69,6 +69,35 @@ fn postgres_refuses_the_list_append_workload() {
 }
 
 #[test]
+fn postgres_refuses_power_loss_it_has_no_declared_data_directory_for() {
+    refused(
+        &[
+            "run",
+            "--db",
+            "postgres",
+            "--workload",
+            "set",
+            "--nemesis",
+            "power-loss",
+        ],
+        &[
+            "--nemesis",
+            "postgres",
+            "power-loss fault",
+            "declared data directory",
+        ],
+    );
+    // clap refuses an unknown policy, naming the ones Redis knows.
+    let out = cli::shakedown(&["run", "--db", "redis", "--redis-appendfsync", "sometimes"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("sometimes") && stderr.contains("everysec, always, no"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn etcd_refuses_the_promote_fault_it_has_no_ability_for() {
     refused(
         &["run", "--db", "etcd", "--nemesis", "partition,promote"],

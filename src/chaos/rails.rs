@@ -44,6 +44,7 @@ pub fn describe(fault: &FaultKind) -> String {
     match fault {
         FaultKind::Partition { shape } => format!("partition (shape {shape})"),
         FaultKind::Kill { targets } => format!("kill (targets {targets})"),
+        FaultKind::PowerLoss { targets, .. } => format!("power-loss (targets {targets})"),
         FaultKind::Pause { targets } => format!("pause (targets {targets})"),
         FaultKind::Loss { targets, .. } => format!("loss (targets {targets})"),
         FaultKind::Bandwidth { targets, .. } => format!("bandwidth (targets {targets})"),
@@ -66,6 +67,7 @@ pub fn hit(fault: &FaultKind, n: usize) -> Option<usize> {
     match fault {
         FaultKind::Partition { shape } => Some(partition_hit(shape, n)),
         FaultKind::Kill { targets }
+        | FaultKind::PowerLoss { targets, .. }
         | FaultKind::Pause { targets }
         | FaultKind::Loss { targets, .. }
         | FaultKind::Bandwidth { targets, .. }
@@ -170,6 +172,14 @@ pub fn check(
                 out.push(refuse(
                     "a client stall holds back our own clients, and chaos runs none (the \
                      system's own traffic is the workload)"
+                        .into(),
+                ));
+                continue;
+            }
+            FaultKind::PowerLoss { .. } => {
+                out.push(refuse(
+                    "a power loss drops writes for good and restarts the system; chaos injects \
+                     only faults it can undo"
                         .into(),
                 ));
                 continue;

@@ -1,4 +1,5 @@
-//! `shakedown heal` node by node: undo every fault the tool can find on every node it reaches,
+//! `shakedown heal` node by node: undo every fault the tool can find on every node it reaches
+//! (power losses: restart the DB, remounting a stale lose-unsynced layer first),
 //! say per node what was actually undone, and name what is left.
 //!
 //! Owns the sequence of `heal` (survey, partition and loss rules, tc qdiscs, chain, pause, kill,
@@ -292,6 +293,43 @@ impl Nemesis {
                         .iter()
                         .any(|k| k == n)
                         .then(|| format!("restarted {db_name} (killed per the journal)"))
+                },
+            );
+        }
+
+        let powered_off = nodes_of(outstanding, verb::POWER_LOSS);
+        if !powered_off.is_empty() {
+            // The journal names the layer: a stale mount (its process died with the
+            // controller's run) is remounted over its files before the DB starts again.
+            let layer: Option<super::power::DataLayer> = outstanding
+                .iter()
+                .filter(|r| r["f"] == verb::POWER_LOSS)
+                .find_map(|r| serde_json::from_value(r["detail"]["layer"].clone()).ok());
+            if let Some(layer) = layer {
+                let idx: Vec<usize> = powered_off
+                    .iter()
+                    .filter_map(|n| self.index_of(n))
+                    .collect();
+                self.heal_step(
+                    &mut log,
+                    "remount the lose-unsynced layer",
+                    |n| {
+                        n.on_nodes(&idx, |r, _| {
+                            layer.mount(r, false).map_err(|e| e.to_string())
+                        })
+                    },
+                    |_| None,
+                );
+            }
+            self.adopt_powered_off(powered_off.clone());
+            self.heal_step(
+                &mut log,
+                "power on",
+                |n| n.power_on().map(|_| ()),
+                |n| {
+                    powered_off.iter().any(|k| k == n).then(|| {
+                        format!("restarted {db_name} (power lost per the journal; its lazyfs layer remounted first if stale)")
+                    })
                 },
             );
         }

@@ -1313,6 +1313,14 @@ mod tests {
             ),
             nem(1980, "stop-stall", json!(null)),
             nem(1990, "stop-stall", json!({"ended": []})),
+            nem(1992, "power-loss", json!({"targets": "all", "torn": false})),
+            nem(
+                1994,
+                "power-loss",
+                json!({"nodes": ["n1", "n2"], "torn": false, "lost": {}}),
+            ),
+            nem(1996, "power-on", json!(null)),
+            nem(1998, "power-on", json!({"nodes": ["n1", "n2"]})),
         ];
         for i in 0..40u64 {
             client(&mut ops, i, "read", i * 50, i * 50 + 5, OpType::Ok);
@@ -1341,6 +1349,7 @@ mod tests {
             // Partly applied: in effect where it was applied.
             ("ssh-drop", "ssh-drop n3", 1.93, 1.95),
             ("stall", "stall process 4 3500 ms", 1.965, 1.97),
+            ("power-loss", "power-loss n1 n2", 1.994, 1.998),
         ];
         assert_eq!(got.len(), want.len(), "{got:?}");
         for (g, w) in got.iter().zip(want) {

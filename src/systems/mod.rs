@@ -198,6 +198,7 @@ fn missing_ability(db: &dyn Db, fault: &FaultKind) -> Option<&'static str> {
     let targets_primaries = match fault {
         FaultKind::Partition { shape } => shape == PRIMARIES_SHAPE,
         FaultKind::Kill { targets }
+        | FaultKind::PowerLoss { targets, .. }
         | FaultKind::Pause { targets }
         | FaultKind::Loss { targets, .. }
         | FaultKind::Bandwidth { targets, .. }
@@ -208,6 +209,10 @@ fn missing_ability(db: &dyn Db, fault: &FaultKind) -> Option<&'static str> {
     };
     match fault {
         FaultKind::Kill { .. } if db.as_kill().is_none() => Some("kill and restart"),
+        FaultKind::PowerLoss { .. } if db.as_kill().is_none() => Some("kill and restart"),
+        FaultKind::PowerLoss { .. } if db.data_dir().is_none() => {
+            Some("declared data directory (to serve from the lose-unsynced layer)")
+        }
         FaultKind::Pause { .. } if db.as_pause().is_none() => Some("pause and resume"),
         FaultKind::Promote { .. } if db.as_promote().is_none() => Some("promote (failover)"),
         _ if targets_primaries && db.as_primaries().is_none() => Some("primaries (who leads)"),
@@ -276,6 +281,17 @@ impl SystemConfig {
     /// Flags after `--db NAME` in the rerun command line.
     pub fn rerun_args(&self) -> Vec<String> {
         self.settings().rerun_args()
+    }
+
+    /// Serve the data directory from the lose-unsynced layer run by the binary `exe` (a run
+    /// with the `power-loss` fault). Systems without a declared data directory ignore it; their
+    /// `validate` refuses the fault.
+    pub fn serve_data_from_layer(&mut self, exe: &str) {
+        match self {
+            SystemConfig::Etcd(c) => c.lazyfs = Some(exe.to_string()),
+            SystemConfig::Redis(c) => c.lazyfs = Some(exe.to_string()),
+            SystemConfig::Postgres(_) | SystemConfig::External(_) => {}
+        }
     }
 }
 

@@ -31,6 +31,9 @@ pub struct EtcdConfig {
     pub peer_port: u16,
     /// How long to wait for the cluster to become healthy.
     pub ready_timeout_ms: u64,
+    /// The `shakedown` binary serving `data/` from the lose-unsynced layer (runs with the
+    /// `power-loss` fault); `None`: a plain directory.
+    pub lazyfs: Option<String>,
 }
 
 impl Default for EtcdConfig {
@@ -41,6 +44,7 @@ impl Default for EtcdConfig {
             client_port: 2379,
             peer_port: 2380,
             ready_timeout_ms: 30_000,
+            lazyfs: None,
         }
     }
 }
@@ -163,7 +167,7 @@ impl Etcd {
             "--name".into(),
             node.name.clone(),
             "--data-dir".into(),
-            format!("{}/data", self.cfg.base_dir),
+            self.data_path(),
             "--listen-client-urls".into(),
             self.client_url(node),
             "--advertise-client-urls".into(),
@@ -181,6 +185,11 @@ impl Etcd {
             "--logger".into(),
             "zap".into(),
         ]
+    }
+
+    /// etcd's `--data-dir`.
+    fn data_path(&self) -> String {
+        format!("{}/data", self.cfg.base_dir)
     }
 
     fn signal(&self, remote: &dyn Remote, sig: &str) -> Result<(), DbError> {
@@ -326,6 +335,8 @@ impl Db for Etcd {
         self.signal(remote, "CONT")?;
         self.signal(remote, "KILL")?;
         crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
+        // A layer an earlier run left mounted (stale or not) goes before the wipe.
+        crate::nemesis::power::unmount(remote, &self.data_path())?;
         let dir = &self.cfg.base_dir;
         remote.exec_ok(&Cmd::new("rm").args([
             "-rf",
@@ -333,13 +344,31 @@ impl Db for Etcd {
             &format!("{dir}/etcd.log"),
         ]))?;
         remote.exec_ok(&Cmd::new("mkdir").args(["-p", dir]))?;
+        if let Some(layer) = self.data_layer() {
+            layer.mount(remote, true)?;
+        }
         self.start_process(remote, node, cluster)
     }
 
     fn teardown(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
         self.signal(remote, "CONT")?;
         self.signal(remote, "KILL")?;
-        crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)
+        crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
+        crate::nemesis::power::unmount(remote, &self.data_path()).map(|_| ())
+    }
+
+    fn data_dir(&self) -> Option<String> {
+        Some(self.data_path())
+    }
+
+    fn data_layer(&self) -> Option<crate::nemesis::power::DataLayer> {
+        self.cfg
+            .lazyfs
+            .as_ref()
+            .map(|exe| crate::nemesis::power::DataLayer {
+                exe: exe.clone(),
+                data_dir: self.data_path(),
+            })
     }
 
     fn log_files(&self, _node: &Node) -> Vec<String> {
@@ -437,7 +466,12 @@ impl Kill for Etcd {
         self.signal(remote, "KILL")
     }
 
+    /// Start etcd again; with the lose-unsynced layer, remount it first if its process died
+    /// (a stale mount), keeping its files.
     fn start(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
+        if let Some(layer) = self.data_layer() {
+            layer.mount(remote, false)?;
+        }
         self.start_process(remote, node, cluster)
     }
 }

@@ -8,7 +8,8 @@
 //! node): `redis.conf` and `sentinel.conf` (written by `setup`; both servers rewrite their own
 //! file — Sentinel records its id, the other Sentinels, the replicas and failovers; `redis.conf`
 //! gets `replicaof` when Sentinel reconfigures the node — so a restarted server keeps its role),
-//! `data/` (the append-only file, `appendfsync everysec`), `redis.log`, `sentinel.log` (each
+//! `data/` (the append-only file, `appendfsync` per `--redis-appendfsync`, default `everysec`;
+//! on the lose-unsynced layer when the nemesis has `power-loss`, see `nemesis::power`), `redis.log`, `sentinel.log` (each
 //! server's stdout) and the pidfiles `redis.pid`, `sentinel.pid`. `setup` wipes all of it, so a
 //! run never inherits a Sentinel's rewritten config. Both servers bind the node's address only
 //! (Debian's own service, if the package started one, listens on 127.0.0.1 and never meets
@@ -59,7 +60,15 @@ pub struct RedisConfig {
     pub wait_timeout_ms: u64,
     /// How long setup and readiness may wait.
     pub ready_timeout_ms: u64,
+    /// `appendfsync` of the append-only file: `everysec` (Redis' default), `always` or `no`.
+    pub appendfsync: String,
+    /// The `shakedown` binary serving `data/` from the lose-unsynced layer (runs with the
+    /// `power-loss` fault); `None`: a plain directory.
+    pub lazyfs: Option<String>,
 }
+
+/// The `appendfsync` policies Redis knows.
+pub const APPENDFSYNC: [&str; 3] = ["everysec", "always", "no"];
 
 impl Default for RedisConfig {
     fn default() -> Self {
@@ -74,6 +83,8 @@ impl Default for RedisConfig {
             wait_replicas: 0,
             wait_timeout_ms: 500,
             ready_timeout_ms: 60_000,
+            appendfsync: "everysec".into(),
+            lazyfs: None,
         }
     }
 }
@@ -237,10 +248,11 @@ impl Redis {
         let dir = &self.cfg.base_dir;
         let mut conf = format!(
             "bind {host}\nport {port}\nprotected-mode no\ndaemonize no\nlogfile \"\"\n\
-             dir {dir}/data\nappendonly yes\nappendfsync everysec\nsave \"\"\n\
+             dir {dir}/data\nappendonly yes\nappendfsync {fsync}\nsave \"\"\n\
              repl-diskless-sync-delay 0\nreplica-read-only yes\n",
             host = node.host,
             port = self.cfg.port,
+            fsync = self.cfg.appendfsync,
         );
         if node.name != primary.name {
             conf.push_str(&format!("replicaof {} {}\n", primary.host, self.cfg.port));
@@ -348,6 +360,11 @@ impl Redis {
         }
     }
 
+    /// Redis' `dir`: the append-only file's directory.
+    fn data_path(&self) -> String {
+        format!("{}/data", self.cfg.base_dir)
+    }
+
     fn remember_primary(&self, name: &str) {
         *self.last_primary.lock().unwrap_or_else(|p| p.into_inner()) = Some(name.to_string());
     }
@@ -397,7 +414,12 @@ impl Db for Redis {
                 message,
             })?;
         self.stop_all(remote)?;
+        // A layer an earlier run left mounted (stale or not) goes before the wipe.
+        crate::nemesis::power::unmount(remote, &self.data_path())?;
         remote.exec_ok(&Cmd::script(WIPE_SCRIPT, [self.cfg.base_dir.as_str()]).sudo(true))?;
+        if let Some(layer) = self.data_layer() {
+            layer.mount(remote, true)?;
+        }
         let dir = &self.cfg.base_dir;
         remote.upload(
             self.redis_conf(node, primary).as_bytes(),
@@ -415,7 +437,22 @@ impl Db for Redis {
     }
 
     fn teardown(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
-        self.stop_all(remote)
+        self.stop_all(remote)?;
+        crate::nemesis::power::unmount(remote, &self.data_path()).map(|_| ())
+    }
+
+    fn data_dir(&self) -> Option<String> {
+        Some(self.data_path())
+    }
+
+    fn data_layer(&self) -> Option<crate::nemesis::power::DataLayer> {
+        self.cfg
+            .lazyfs
+            .as_ref()
+            .map(|exe| crate::nemesis::power::DataLayer {
+                exe: exe.clone(),
+                data_dir: self.data_path(),
+            })
     }
 
     fn log_files(&self, _node: &Node) -> Vec<String> {
@@ -470,7 +507,12 @@ impl Kill for Redis {
     /// Start `redis-server` again from its (possibly Sentinel-rewritten) config and its
     /// append-only file; a former primary comes back as a primary until Sentinel turns it into a
     /// replica of the current one.
+    /// With the lose-unsynced layer, it is remounted first if its process died (a stale mount),
+    /// keeping its files.
     fn start(&self, remote: &dyn Remote, _node: &Node, _cluster: &[Node]) -> Result<(), DbError> {
+        if let Some(layer) = self.data_layer() {
+            layer.mount(remote, false)?;
+        }
         self.start_server(remote, "redis")
     }
 }

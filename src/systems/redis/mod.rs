@@ -73,6 +73,10 @@ pub struct RedisArgs {
     /// Timeout of that `WAIT`, in ms.
     #[arg(long, default_value_t = 500)]
     pub redis_wait_timeout_ms: u64,
+    /// `appendfsync` of the append-only file: everysec (fsync once a second), always (before
+    /// every reply) or no (leave it to the OS). What a `power-loss` can take.
+    #[arg(long, default_value = "everysec", value_parser = ["everysec", "always", "no"])]
+    pub redis_appendfsync: String,
 }
 
 impl SystemArgs for RedisArgs {
@@ -87,6 +91,7 @@ impl SystemArgs for RedisArgs {
             failover_timeout_ms: self.redis_failover_timeout_ms,
             wait_replicas: self.redis_wait,
             wait_timeout_ms: self.redis_wait_timeout_ms,
+            appendfsync: self.redis_appendfsync,
             ..RedisConfig::default()
         };
         if cfg.down_after_ms == 0 || cfg.failover_timeout_ms == 0 {
@@ -134,6 +139,9 @@ impl SystemSettings for RedisConfig {
         }
         if self.wait_timeout_ms != d.wait_timeout_ms {
             parts.push(format!("--redis-wait-timeout-ms {}", self.wait_timeout_ms));
+        }
+        if self.appendfsync != d.appendfsync {
+            parts.push(format!("--redis-appendfsync {}", self.appendfsync));
         }
         parts
     }
