@@ -56,7 +56,7 @@ impl Layer {
         );
         std::fs::create_dir_all(&mount).unwrap();
         std::fs::create_dir_all(&backing).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_shakedown"))
+        let child = cli::command()
             .args(["lazyfs", "serve", "--backing"])
             .arg(&backing)
             .arg("--mount")
