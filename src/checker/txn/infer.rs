@@ -29,8 +29,8 @@ pub struct Reason {
 pub struct Graph {
     /// Out-edges per node: (target, edge type bits).
     pub adj: Vec<Vec<(u32, u8)>>,
-    /// Position of (from, to) in `adj[from]`.
-    index: FxHashMap<(u32, u32), u32>,
+    /// Distinct (from, to) pairs, counted by [`Graph::finish`].
+    edges: usize,
     /// Why each data edge exists, per (from, to, type bit).
     pub reasons: FxHashMap<(u32, u32, u8), Reason>,
 }
@@ -47,24 +47,40 @@ impl Graph {
         if from == to {
             return;
         }
-        let slot = match self.index.get(&(from, to)) {
-            Some(&i) => &mut self.adj[from as usize][i as usize].1,
-            None => {
-                let list = &mut self.adj[from as usize];
-                self.index.insert((from, to), list.len() as u32);
-                list.push((to, 0));
-                &mut list.last_mut().expect("just pushed").1
-            }
-        };
-        *slot |= bit;
+        // The same pair added twice in a row merges at once; the others in `finish` (sorting
+        // each list is cheaper than a hash lookup per edge: a million transactions have tens of
+        // millions of edges).
+        let list = &mut self.adj[from as usize];
+        match list.last_mut() {
+            Some(last) if last.0 == to => last.1 |= bit,
+            _ => list.push((to, bit)),
+        }
         if let Some(r) = reason {
             self.reasons.entry((from, to, bit)).or_insert(r);
         }
     }
 
-    /// Number of distinct (from, to) pairs.
+    /// Merge each node's edges to the same target into one (their types or'ed), after the last
+    /// [`Graph::add`]; the search needs one entry per pair.
+    pub(super) fn finish(&mut self) {
+        for list in &mut self.adj {
+            if list.len() > 1 {
+                list.sort_unstable_by_key(|e| e.0);
+                list.dedup_by(|later, kept| {
+                    let same = later.0 == kept.0;
+                    if same {
+                        kept.1 |= later.1;
+                    }
+                    same
+                });
+            }
+        }
+        self.edges = self.adj.iter().map(Vec::len).sum();
+    }
+
+    /// Number of distinct (from, to) pairs (after [`Graph::finish`]).
     pub fn edge_count(&self) -> usize {
-        self.index.len()
+        self.edges
     }
 }
 
@@ -315,6 +331,7 @@ pub fn infer(t: &Txns) -> Result<Inferred, String> {
     }
     internal_and_lost_updates(t, &mut out.anomalies);
     order_edges(t, g);
+    out.graph.finish();
     Ok(out)
 }
 

@@ -244,6 +244,7 @@ pub fn infer(t: &Txns, assume: Assume) -> Result<(Inferred, Coverage), String> {
         }
     }
     order_edges(t, &mut out.graph);
+    out.graph.finish();
     Ok((out, coverage))
 }
 
