@@ -800,3 +800,127 @@ fn a_cycle_through_a_million_transactions_does_not_overflow_the_stack() {
     // unsearched, never dropped.
     assert_eq!(c.unsearched.len(), 1, "{:?}", c.unsearched);
 }
+
+#[test]
+fn each_model_boundary_has_a_history_valid_below_and_invalid_above() {
+    // Along the chain vendors claim: read-uncommitted < read-committed < snapshot-isolation /
+    // repeatable-read < serializable < strong-session-serializable < strict-serializable, one
+    // history per step that the weaker model allows and the stronger one forbids. Concurrent
+    // transactions share the interval 0..10; a final read at 20..30 fixes version orders.
+    use Model::*;
+    let fin = |keys: &[&str]| -> T {
+        let reads: Vec<Value> = keys.iter().map(|k| json!(["r", k, [1, 2]])).collect();
+        (9, 20, 30, OK, Value::Array(reads))
+    };
+    let fin1 = |keys: &[&str]| -> T {
+        let reads: Vec<Value> = keys.iter().map(|k| json!(["r", k, [1]])).collect();
+        (9, 20, 30, OK, Value::Array(reads))
+    };
+    let cases: Vec<(&str, Vec<T>, Vec<Model>, Vec<Model>)> = vec![
+        (
+            "G1c (circular information flow)",
+            vec![
+                (0, 0, 10, OK, json!([["append", "x", 1], ["r", "y", [1]]])),
+                (1, 0, 10, OK, json!([["append", "y", 1], ["r", "x", [1]]])),
+                fin1(&["x", "y"]),
+            ],
+            vec![ReadUncommitted],
+            vec![ReadCommitted],
+        ),
+        (
+            "G-single-item (read skew)",
+            vec![
+                (0, 0, 10, OK, json!([["r", "x", []], ["r", "y", [1]]])),
+                (
+                    1,
+                    0,
+                    10,
+                    OK,
+                    json!([["append", "x", 1], ["append", "y", 1]]),
+                ),
+                fin1(&["x", "y"]),
+            ],
+            vec![ReadUncommitted, ReadCommitted],
+            vec![SnapshotIsolation, RepeatableRead],
+        ),
+        (
+            "G-nonadjacent-item",
+            vec![
+                (0, 0, 10, OK, json!([["r", "x", []], ["r", "w", [1]]])),
+                (
+                    1,
+                    0,
+                    10,
+                    OK,
+                    json!([["append", "x", 1], ["append", "y", 1]]),
+                ),
+                (2, 0, 10, OK, json!([["r", "y", [1]], ["r", "z", []]])),
+                (
+                    3,
+                    0,
+                    10,
+                    OK,
+                    json!([["append", "z", 1], ["append", "w", 1]]),
+                ),
+                fin1(&["x", "y", "z", "w"]),
+            ],
+            vec![ReadCommitted],
+            vec![SnapshotIsolation, RepeatableRead],
+        ),
+        (
+            "G2-item (write skew)",
+            vec![
+                (
+                    0,
+                    0,
+                    10,
+                    OK,
+                    json!([["r", "x", []], ["r", "y", []], ["append", "x", 1]]),
+                ),
+                (
+                    1,
+                    0,
+                    10,
+                    OK,
+                    json!([["r", "x", []], ["r", "y", []], ["append", "y", 1]]),
+                ),
+                fin1(&["x", "y"]),
+            ],
+            vec![ReadCommitted, SnapshotIsolation],
+            vec![RepeatableRead, Serializable],
+        ),
+        (
+            "G-single-item-process (a process misses its own append)",
+            vec![
+                (0, 0, 1, OK, json!([["append", "x", 1]])),
+                (0, 2, 3, OK, json!([["r", "x", []]])),
+                fin1(&["x"]),
+            ],
+            vec![Serializable],
+            vec![StrongSessionSerializable, StrictSerializable],
+        ),
+        (
+            "G-single-item-realtime (a stale read after a completed append)",
+            vec![
+                (0, 0, 1, OK, json!([["append", "x", 1]])),
+                (1, 2, 3, OK, json!([["r", "x", []]])),
+                (2, 4, 5, OK, json!([["append", "x", 2]])),
+                fin(&["x"]),
+            ],
+            vec![Serializable, StrongSessionSerializable],
+            vec![StrictSerializable],
+        ),
+    ];
+    for (name, txns, valid, invalid) in cases {
+        for (models, expect) in [(valid, Verdict::Valid), (invalid, Verdict::Invalid)] {
+            for m in models {
+                let cfg = TxnConfig {
+                    ask: super::judge::Ask::model(m),
+                    ..TxnConfig::default()
+                };
+                let r = check(&history(&txns), &cfg).unwrap();
+                assert_eq!(r.verdict, expect, "{name} under {m:?}:\n{}", r.explain());
+            }
+        }
+    }
+}
