@@ -816,7 +816,9 @@ fn each_model_boundary_has_a_history_valid_below_and_invalid_above() {
         let reads: Vec<Value> = keys.iter().map(|k| json!(["r", k, [1]])).collect();
         (9, 20, 30, OK, Value::Array(reads))
     };
-    let cases: Vec<(&str, Vec<T>, Vec<Model>, Vec<Model>)> = vec![
+    // (what the history shows, its transactions, models it satisfies, models it violates)
+    type Case = (&'static str, Vec<T>, Vec<Model>, Vec<Model>);
+    let cases: Vec<Case> = vec![
         (
             "G1c (circular information flow)",
             vec![
