@@ -318,6 +318,31 @@ impl LazyFs {
         }
     }
 
+    /// Make a new entry `name` in `parent` with `make` (a `*at` call on the parent's descriptor
+    /// returning < 0 on error), give it to the caller, and reply with its attributes.
+    fn make_entry(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        reply: ReplyEntry,
+        make: impl FnOnce(RawFd, &CString) -> libc::c_int,
+    ) {
+        let r = (|| {
+            let pfd = self.fd_of(parent)?;
+            let c = cstr(name)?;
+            if make(pfd.as_raw_fd(), &c) < 0 {
+                return Err(errno());
+            }
+            self.chown_new(&pfd, &c, req);
+            self.lookup_entry(parent, name)
+        })();
+        match r {
+            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
+            Err(e) => reply.error(e),
+        }
+    }
+
     /// Sync one file now: fsync its backing file and forget its undo record.
     fn sync_file(&self, key: FileKey, file: &File, datasync: bool) -> Result<(), Errno> {
         // Hold the undo lock so no write slips between the sync and forgetting its record.
@@ -531,21 +556,10 @@ impl Filesystem for LazyFs {
         rdev: u32,
         reply: ReplyEntry,
     ) {
-        let r = (|| {
-            let pfd = self.fd_of(parent)?;
-            let c = cstr(name)?;
-            // SAFETY: valid descriptor and name.
-            if unsafe { libc::mknodat(pfd.as_raw_fd(), c.as_ptr(), mode & !umask, rdev as u64) } < 0
-            {
-                return Err(errno());
-            }
-            self.chown_new(&pfd, &c, req);
-            self.lookup_entry(parent, name)
-        })();
-        match r {
-            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
-            Err(e) => reply.error(e),
-        }
+        // SAFETY: valid descriptor and name.
+        self.make_entry(req, parent, name, reply, |fd, c| unsafe {
+            libc::mknodat(fd, c.as_ptr(), mode & !umask, rdev as u64)
+        })
     }
 
     fn mkdir(
@@ -557,20 +571,10 @@ impl Filesystem for LazyFs {
         umask: u32,
         reply: ReplyEntry,
     ) {
-        let r = (|| {
-            let pfd = self.fd_of(parent)?;
-            let c = cstr(name)?;
-            // SAFETY: valid descriptor and name.
-            if unsafe { libc::mkdirat(pfd.as_raw_fd(), c.as_ptr(), mode & !umask) } < 0 {
-                return Err(errno());
-            }
-            self.chown_new(&pfd, &c, req);
-            self.lookup_entry(parent, name)
-        })();
-        match r {
-            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
-            Err(e) => reply.error(e),
-        }
+        // SAFETY: valid descriptor and name.
+        self.make_entry(req, parent, name, reply, |fd, c| unsafe {
+            libc::mkdirat(fd, c.as_ptr(), mode & !umask)
+        })
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -613,21 +617,14 @@ impl Filesystem for LazyFs {
         target: &Path,
         reply: ReplyEntry,
     ) {
-        let r = (|| {
-            let pfd = self.fd_of(parent)?;
-            let c = cstr(link_name)?;
-            let t = cstr(target.as_os_str())?;
-            // SAFETY: valid descriptor and names.
-            if unsafe { libc::symlinkat(t.as_ptr(), pfd.as_raw_fd(), c.as_ptr()) } < 0 {
-                return Err(errno());
-            }
-            self.chown_new(&pfd, &c, req);
-            self.lookup_entry(parent, link_name)
-        })();
-        match r {
-            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
-            Err(e) => reply.error(e),
-        }
+        let t = match cstr(target.as_os_str()) {
+            Ok(t) => t,
+            Err(e) => return reply.error(e),
+        };
+        // SAFETY: valid descriptor and names.
+        self.make_entry(req, parent, link_name, reply, |fd, c| unsafe {
+            libc::symlinkat(t.as_ptr(), fd, c.as_ptr())
+        })
     }
 
     fn rename(

@@ -104,6 +104,15 @@ fn other(remote: &dyn Remote, message: String) -> DbError {
 }
 
 impl DataLayer {
+    /// The layer over `data_dir` when the run serves its data through one (`exe` is the binary
+    /// the nodes run it with, set only when the nemesis has `power-loss`).
+    pub fn over(exe: Option<&str>, data_dir: String) -> Option<DataLayer> {
+        exe.map(|exe| DataLayer {
+            exe: exe.to_string(),
+            data_dir,
+        })
+    }
+
     /// Mount the layer on the data directory: `fresh` wipes what was there (a new run's setup),
     /// otherwise the files are kept (a restart after the layer process died).
     pub fn mount(&self, remote: &dyn Remote, fresh: bool) -> Result<(), DbError> {

@@ -446,13 +446,7 @@ impl Db for Redis {
     }
 
     fn data_layer(&self) -> Option<crate::nemesis::power::DataLayer> {
-        self.cfg
-            .lazyfs
-            .as_ref()
-            .map(|exe| crate::nemesis::power::DataLayer {
-                exe: exe.clone(),
-                data_dir: self.data_path(),
-            })
+        crate::nemesis::power::DataLayer::over(self.cfg.lazyfs.as_deref(), self.data_path())
     }
 
     fn log_files(&self, _node: &Node) -> Vec<String> {
