@@ -89,7 +89,14 @@ fn each_isolation_level_is_judged_by_what_postgres_claims_for_it() {
         d["anomaly_counts"]["G2-item"].as_u64().unwrap_or(0) >= 1,
         "write skew expected: {d}"
     );
-    assert_eq!(names(&d["allowed-anomaly-types"]), vec!["G2-item"], "{d}");
+    // Write skew, possibly with a real-time or process edge in the cycle (G2-item-realtime,
+    // G2-item-process): snapshot isolation allows all of them, and nothing else was found.
+    let allowed = names(&d["allowed-anomaly-types"]);
+    assert!(allowed.contains(&"G2-item".to_string()), "{d}");
+    assert!(
+        allowed.iter().all(|a| a.starts_with("G2-item")),
+        "only write skew is allowed under snapshot isolation: {d}"
+    );
     assert!(
         names(&d["not"]).contains(&"repeatable-read".to_string()),
         "{d}"
