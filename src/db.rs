@@ -135,6 +135,13 @@ pub trait Db: Send + Sync {
     fn data_dir(&self) -> Option<String> {
         None
     }
+    /// Globs, relative to [`Db::data_dir`], of the files holding acknowledged data (WAL
+    /// segments, append-only files, snapshots): what the `bitflip` and `truncate` faults choose
+    /// from (`*` also matches across `/`). Empty: none declared; those faults then need their
+    /// own `files`.
+    fn data_files(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// The lose-unsynced layer this run mounted on [`Db::data_dir`] (set when the nemesis has
     /// `power-loss`); `None`: the data directory is a plain directory.
     fn data_layer(&self) -> Option<crate::nemesis::power::DataLayer> {

@@ -25,10 +25,12 @@
 //! | ssh-drop | `start-ssh-drop` | `stop-ssh-drop` |
 //! | stall | `start-stall` | `stop-stall` |
 //! | power-loss | `power-loss` | `power-on` |
+//! | corrupt | `bitflip`, `truncate` | `start-corrupted` |
 //!
 //! `clock-offsets` is a measurement, not a fault: it is no kind's verb (see [`verb::CLOCK_OFFSETS`]).
 //! `strobe-clock` and `start-stall` are in effect only while their op runs ([`SPANNING_VERBS`]).
 
+pub mod corrupt;
 pub mod intervals;
 
 /// Nemesis verbs: the `f` of nemesis ops in histories and of fault-journal records.
@@ -84,6 +86,12 @@ pub mod verb {
     pub const POWER_LOSS: &str = "power-loss";
     /// Start the DB again where the power was lost.
     pub const POWER_ON: &str = "power-on";
+    /// Stop the DB on the targets and flip random bits in one of its data files.
+    pub const BITFLIP: &str = "bitflip";
+    /// Stop the DB on the targets and cut bytes from the tail of one of its data files.
+    pub const TRUNCATE: &str = "truncate";
+    /// Start the DB again where its files were corrupted.
+    pub const START_CORRUPTED: &str = "start-corrupted";
 }
 
 /// Verbs after which a schedule with clock faults measures the clocks.
@@ -210,7 +218,7 @@ pub fn spans_its_op(f: &str) -> bool {
 }
 
 /// Every fault kind, in display order.
-pub const KINDS: [FaultKind; 11] = [
+pub const KINDS: [FaultKind; 12] = [
     FaultKind {
         name: "partition",
         start_verbs: &[verb::START_PARTITION],
@@ -288,6 +296,13 @@ pub const KINDS: [FaultKind; 11] = [
         label: "power lost (unsynced writes dropped)",
         color_rgb: (120, 20, 20),
     },
+    FaultKind {
+        name: "corrupt",
+        start_verbs: &[verb::BITFLIP, verb::TRUNCATE],
+        stop_verbs: &[verb::START_CORRUPTED],
+        label: "data file corrupted (DB stopped)",
+        color_rgb: (90, 60, 20),
+    },
 ];
 
 /// The kind named `name` (a package name such as `"clock"`).
@@ -351,6 +366,9 @@ mod tests {
             ("stop-stall", "stall", VerbRole::Stop),
             ("power-loss", "power-loss", VerbRole::Start),
             ("power-on", "power-loss", VerbRole::Stop),
+            ("bitflip", "corrupt", VerbRole::Start),
+            ("truncate", "corrupt", VerbRole::Start),
+            ("start-corrupted", "corrupt", VerbRole::Stop),
         ];
         for (verb, name, role) in cases {
             let (k, r) = classify_verb(verb).unwrap_or_else(|| panic!("{verb} unclassified"));
@@ -377,7 +395,8 @@ mod tests {
                 "promote",
                 "ssh-drop",
                 "stall",
-                "power-loss"
+                "power-loss",
+                "corrupt"
             ]
         );
         // No verb belongs to two kinds or to both roles.

@@ -181,6 +181,28 @@ pub enum FaultKind {
         #[serde(default)]
         torn: bool,
     },
+    /// Corrupt a data file (Jepsen's file nemesis): stop the DB on the targets (SIGKILL), then
+    /// flip `bits` random bits in (`mode = "bitflip"`) or cut up to `bytes` from the tail of
+    /// (`mode = "truncate"`) one file matching the system's declared data-file globs (or
+    /// `files`, relative to its data directory), chosen at random; `start-corrupted` starts the
+    /// DB again on the damaged files.
+    Corrupt {
+        /// `bitflip` or `truncate`.
+        #[serde(default = "d_corrupt_mode")]
+        mode: String,
+        /// `one`, `minority`, `majority`, `primaries` or `all`.
+        #[serde(default = "d_targets")]
+        targets: String,
+        /// Bitflip: bits flipped in the chosen file.
+        #[serde(default = "d_bits")]
+        bits: u64,
+        /// Truncate: most bytes cut from the chosen file's tail.
+        #[serde(default = "d_bytes")]
+        bytes: u64,
+        /// Globs relative to the data directory; empty: the files the system declares.
+        #[serde(default)]
+        files: Vec<String>,
+    },
     /// Step the targets' wall clocks with `date -s` (`bump`), or flip them back and forth
     /// (`strobe`); `reset-clock` on stop. Magnitudes are drawn like Jepsen's: the exponent of two
     /// uniform between `min_delta_ms` and `max_delta_ms`, random sign.
@@ -225,6 +247,16 @@ fn d_stall_min_ms() -> u64 {
 }
 fn d_stall_max_ms() -> u64 {
     crate::nemesis::stall::DEFAULT_MAX_MS
+}
+
+fn d_corrupt_mode() -> String {
+    "bitflip".into()
+}
+fn d_bits() -> u64 {
+    crate::faults::corrupt::DEFAULT_BITS
+}
+fn d_bytes() -> u64 {
+    crate::faults::corrupt::DEFAULT_BYTES
 }
 
 fn d_targets() -> String {
@@ -277,6 +309,11 @@ impl FaultKind {
                 verb::POWER_ON,
             ),
             FaultKind::Pause { targets } => (verb::PAUSE, targets.clone().into(), verb::RESUME),
+            FaultKind::Corrupt { .. } => match self.corrupt_params() {
+                Some(p) => (p.mode.verb(), p.to_value(), verb::START_CORRUPTED),
+                // An unknown mode (refused by `validate`) still names a verb.
+                None => (verb::BITFLIP, json!({}), verb::START_CORRUPTED),
+            },
             // One-shot: the empty stop verb means no stop op.
             FaultKind::Promote { node } => (
                 verb::PROMOTE,
@@ -351,6 +388,7 @@ impl FaultKind {
             FaultKind::Delay { .. } => "delay_ms",
             FaultKind::Clock { .. } => "mode",
             FaultKind::Stall { .. } => "min_ms",
+            FaultKind::Corrupt { .. } => "mode",
             _ => "targets",
         };
         self.check_values().map_err(|m| {
@@ -362,6 +400,9 @@ impl FaultKind {
                 "max_period_ms",
                 "duration_ms",
                 "jitter_ms",
+                "bits",
+                "bytes",
+                "files",
             ]
             .into_iter()
             .find(|k| m.starts_with(k) || m.starts_with(&format!("{k} ")));
@@ -382,19 +423,26 @@ impl FaultKind {
                     crate::faults::PARTITION_SHAPES.join(", ")
                 ))
             }
-            FaultKind::Kill { targets }
-            | FaultKind::PowerLoss { targets, .. }
-            | FaultKind::Pause { targets }
-            | FaultKind::Loss { targets, .. }
-            | FaultKind::Bandwidth { targets, .. }
-            | FaultKind::Delay { targets, .. }
-            | FaultKind::SshDrop { targets, .. }
-                if crate::faults::Targets::parse(targets).is_none() =>
+            _ if self
+                .targets()
+                .is_some_and(|t| crate::faults::Targets::parse(t).is_none()) =>
             {
                 Err(format!(
-                    "targets {targets:?}: expected one of {}",
+                    "targets {:?}: expected one of {}",
+                    self.targets().unwrap_or_default(),
                     crate::faults::TARGET_NAMES.join(", ")
                 ))
+            }
+            FaultKind::Corrupt { mode, .. } => {
+                match crate::faults::corrupt::CorruptMode::parse(mode) {
+                    None => Err(format!(
+                        "corrupt mode {mode:?}: expected \"bitflip\" or \"truncate\""
+                    )),
+                    Some(m) => {
+                        let (_, value, _) = self.ops();
+                        crate::faults::corrupt::CorruptParams::from_value(m, &value).map(|_| ())
+                    }
+                }
             }
             FaultKind::SshDrop { .. } => {
                 let (_, value, _) = self.ops();
@@ -411,14 +459,6 @@ impl FaultKind {
                     }
                     _ => crate::nemesis::packet::DelayParams::from_value(&value).map(|_| ()),
                 }
-            }
-            FaultKind::Clock { targets, .. }
-                if crate::faults::Targets::parse(targets).is_none() =>
-            {
-                Err(format!(
-                    "targets {targets:?}: expected one of {}",
-                    crate::faults::TARGET_NAMES.join(", ")
-                ))
             }
             FaultKind::Clock { mode, .. } if mode != "bump" && mode != "strobe" => Err(format!(
                 "clock mode {mode:?}: expected \"bump\" or \"strobe\""
@@ -443,6 +483,45 @@ impl FaultKind {
                 ))
             }
             _ => Ok(()),
+        }
+    }
+
+    /// A corruption fault's parameters (`None` for other faults and an unknown mode).
+    pub fn corrupt_params(&self) -> Option<crate::faults::corrupt::CorruptParams> {
+        let FaultKind::Corrupt {
+            mode,
+            targets,
+            bits,
+            bytes,
+            files,
+        } = self
+        else {
+            return None;
+        };
+        Some(crate::faults::corrupt::CorruptParams {
+            mode: crate::faults::corrupt::CorruptMode::parse(mode)?,
+            targets: targets.clone(),
+            bits: *bits,
+            bytes: *bytes,
+            files: files.clone(),
+        })
+    }
+
+    /// The target name of a fault that hits chosen nodes (`None`: partitions, promote, stall).
+    pub fn targets(&self) -> Option<&str> {
+        match self {
+            FaultKind::Kill { targets }
+            | FaultKind::PowerLoss { targets, .. }
+            | FaultKind::Corrupt { targets, .. }
+            | FaultKind::Pause { targets }
+            | FaultKind::Loss { targets, .. }
+            | FaultKind::Bandwidth { targets, .. }
+            | FaultKind::Delay { targets, .. }
+            | FaultKind::SshDrop { targets, .. }
+            | FaultKind::Clock { targets, .. } => Some(targets),
+            FaultKind::Partition { .. } | FaultKind::Promote { .. } | FaultKind::Stall { .. } => {
+                None
+            }
         }
     }
 
@@ -525,6 +604,8 @@ const BUILTIN_NEMESES: &[(&str, &str)] = &[
     ),
     ("degraded", include_str!("../nemeses/degraded.toml")),
     ("power-loss", include_str!("../nemeses/power-loss.toml")),
+    ("bitflip", include_str!("../nemeses/bitflip.toml")),
+    ("truncate", include_str!("../nemeses/truncate.toml")),
 ];
 
 /// A serde type name in an error as words people use ("u32" → "a whole number ≥ 0").
@@ -749,7 +830,8 @@ pub fn load_workload(arg: &str) -> Result<WorkloadSpec, ConfigError> {
 
 /// Load a nemesis schedule: a path, a name under `nemeses/`, `none`, or a comma-separated list of
 /// packages (`partition`, `kill`, `pause`, `isolate`, `loss`, `bandwidth`, `delay`, `clock`,
-/// `promote`, `ssh-drop`, `stall`, `power-loss`) composed into one schedule.
+/// `promote`, `ssh-drop`, `stall`, `power-loss`, `bitflip`, `truncate`) composed into one
+/// schedule.
 pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
     let packages: Vec<&str> = arg.split(',').map(str::trim).collect();
     let known = [
@@ -765,6 +847,8 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
         "ssh-drop",
         "stall",
         "power-loss",
+        "bitflip",
+        "truncate",
     ];
     // A single name with a schedule file (`nemeses/NAME.toml` here, or a built-in one) is that
     // file, so editing `nemeses/clock.toml` changes `--nemesis clock`; lists are packages.
@@ -967,6 +1051,48 @@ mod tests {
         let n = load_nemesis(path.to_str().unwrap()).unwrap();
         assert_eq!(n.faults[0].ops().1["torn"], true);
         assert_eq!(n.faults[0].ops().1["targets"], "one");
+    }
+
+    #[test]
+    fn corruption_faults_parse_as_their_verbs_and_refuse_bad_values_by_line() {
+        let n = load_nemesis("bitflip,truncate").unwrap();
+        let ops: Vec<_> = n.faults.iter().map(|f| f.ops()).collect();
+        assert_eq!(
+            ops,
+            [
+                (
+                    "bitflip",
+                    serde_json::json!({"targets": "one", "bits": 8, "files": []}),
+                    "start-corrupted"
+                ),
+                (
+                    "truncate",
+                    serde_json::json!({"targets": "one", "bytes": 4096, "files": []}),
+                    "start-corrupted"
+                ),
+            ]
+        );
+        assert_eq!(n.faults[1].targets(), Some("one"));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        for (body, needles) in [
+            ("mode = \"flip\"\n", [":4:", "mode", "flip"]),
+            ("bits = 0\n", [":4:", "bits", "above 0"]),
+            ("files = [\"../etc/*\"]\n", [":4:", "files", "relative"]),
+            ("targets = \"most\"\n", [":4:", "targets", "most"]),
+        ] {
+            std::fs::write(
+                &path,
+                format!("interval_s = 5.0\n[[faults]]\nkind = \"corrupt\"\n{body}"),
+            )
+            .unwrap();
+            let e = load_nemesis(path.to_str().unwrap())
+                .unwrap_err()
+                .to_string();
+            for needle in needles {
+                assert!(e.contains(needle), "{body}: {e}");
+            }
+        }
     }
 
     #[test]

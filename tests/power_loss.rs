@@ -3,6 +3,9 @@
 //! lost on all five nodes at once: with `--redis-appendfsync everysec` acknowledged adds are lost
 //! (the set checker names them, each acknowledged before a power loss began); with `always`
 //! none is. After each run no layer mount and no layer process is left in any node.
+//! Also the `truncate` corruption fault on the same cluster: every node's append-only file cut
+//! at its tail while Redis is stopped loses acknowledged adds even with `appendfsync always`,
+//! and the witnesses name the corruption.
 //!
 //! Needs root and /dev/fuse (when not, each test prints why it did nothing). Brings its own
 //! sandbox (`sdpwr`, 10.94.0.0/24) down at the end, also on failure. Run under the machine-wide
@@ -130,4 +133,80 @@ fn redis_everysec_loses_acknowledged_adds_on_power_loss_and_always_loses_none() 
     assert_eq!(code, 0, "{set}");
     assert!(d["acknowledged"].as_u64().unwrap() > 200, "{d}");
     assert_eq!(layer_leftovers(), Vec::<String>::new());
+}
+
+#[test]
+fn truncating_every_nodes_append_only_file_loses_acknowledged_adds() {
+    if !root() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = SandboxGuard(&SANDBOX);
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = tmp.path().join("truncate-all.toml");
+    std::fs::write(
+        &spec,
+        "interval_s = 4.0\n[[faults]]\nkind = \"corrupt\"\nmode = \"truncate\"\ntargets = \"all\"\nbytes = 2048\nfiles = [\"appendonlydir/*.incr.aof\"]\n",
+    )
+    .unwrap();
+    let (code, dir, results) = cli::run_results(
+        &SANDBOX,
+        &[
+            "--db",
+            "redis",
+            "--redis-appendfsync",
+            "always",
+            "--workload",
+            "set",
+            "--nemesis",
+            spec.to_str().unwrap(),
+            "--time-limit",
+            "10",
+            "--seed",
+            "3",
+        ],
+        tmp.path(),
+    );
+    let set = set_checker(&results);
+    let d = &set["details"];
+    eprintln!(
+        "truncate all: {} of {} acknowledged adds lost; run dir {}",
+        d["lost"],
+        d["acknowledged"],
+        dir.display()
+    );
+    // Every node's file was cut, within the bound, and the databases started again on them.
+    let history = shakedown::history::History::read_file(&dir.join("history.jsonl")).unwrap();
+    let done: Vec<_> = history
+        .ops
+        .iter()
+        .filter(|o| {
+            o.process == shakedown::history::Process::Nemesis && o.value["damaged"].is_object()
+        })
+        .collect();
+    assert!(!done.is_empty(), "no completed truncate op");
+    for op in &done {
+        assert_eq!(op.f, "truncate");
+        let damaged = op.value["damaged"].as_object().unwrap();
+        assert_eq!(damaged.len(), 5, "{}", op.value);
+        for (node, r) in damaged {
+            let (size, to) = (
+                r["size"].as_u64().unwrap(),
+                r["truncated_to"].as_u64().unwrap(),
+            );
+            assert!(to < size && size - to <= 2048, "{node}: {r}");
+            assert!(r["file"].as_str().unwrap().ends_with(".incr.aof"), "{r}");
+        }
+    }
+    assert!(
+        history.ops.iter().any(|o| o.f == "start-corrupted"
+            && o.value["nodes"].as_array().is_some_and(|a| a.len() == 5)),
+        "the databases were not started again"
+    );
+    // What was cut had been acknowledged: lost, and the witnesses say when against the fault.
+    assert_eq!(code, 1, "{set}");
+    assert!(d["lost"].as_u64().unwrap() > 0, "{d}");
+    for e in d["lost_elements"].as_array().unwrap() {
+        assert!(e["witness"].as_str().unwrap().contains("corrupt"), "{e}");
+    }
 }

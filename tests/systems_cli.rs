@@ -87,6 +87,24 @@ fn postgres_refuses_power_loss_it_has_no_declared_data_directory_for() {
             "declared data directory",
         ],
     );
+    // File corruption needs a data directory too.
+    refused(
+        &[
+            "run",
+            "--db",
+            "postgres",
+            "--workload",
+            "set",
+            "--nemesis",
+            "truncate",
+        ],
+        &[
+            "--nemesis",
+            "postgres",
+            "corrupt fault",
+            "declared data directory",
+        ],
+    );
     // clap refuses an unknown policy, naming the ones Redis knows.
     let out = cli::shakedown(&["run", "--db", "redis", "--redis-appendfsync", "sometimes"]);
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -51,6 +51,7 @@ pub fn describe(fault: &FaultKind) -> String {
         FaultKind::Delay { targets, .. } => format!("delay (targets {targets})"),
         FaultKind::SshDrop { targets, .. } => format!("ssh-drop (targets {targets})"),
         FaultKind::Clock { mode, targets, .. } => format!("clock {mode} (targets {targets})"),
+        FaultKind::Corrupt { mode, targets, .. } => format!("{mode} (targets {targets})"),
         FaultKind::Promote { .. } => "promote".to_string(),
         FaultKind::Stall { .. } => "stall".to_string(),
     }
@@ -66,16 +67,8 @@ pub fn hit(fault: &FaultKind, n: usize) -> Option<usize> {
     };
     match fault {
         FaultKind::Partition { shape } => Some(partition_hit(shape, n)),
-        FaultKind::Kill { targets }
-        | FaultKind::PowerLoss { targets, .. }
-        | FaultKind::Pause { targets }
-        | FaultKind::Loss { targets, .. }
-        | FaultKind::Bandwidth { targets, .. }
-        | FaultKind::Delay { targets, .. }
-        | FaultKind::SshDrop { targets, .. }
-        | FaultKind::Clock { targets, .. } => Some(targeted(targets)),
         FaultKind::Promote { .. } => Some(1.min(n)),
-        FaultKind::Stall { .. } => None,
+        other => other.targets().map(targeted),
     }
 }
 
@@ -156,16 +149,7 @@ pub fn check(
         };
         let primaries = match fault {
             FaultKind::Partition { shape } => shape == PRIMARIES_SHAPE,
-            FaultKind::Kill { targets }
-            | FaultKind::Pause { targets }
-            | FaultKind::Loss { targets, .. }
-            | FaultKind::Bandwidth { targets, .. }
-            | FaultKind::Delay { targets, .. }
-            | FaultKind::SshDrop { targets, .. }
-            | FaultKind::Clock { targets, .. } => {
-                Targets::parse(targets) == Some(Targets::Primaries)
-            }
-            _ => false,
+            other => other.targets().and_then(Targets::parse) == Some(Targets::Primaries),
         };
         match fault {
             FaultKind::Stall { .. } => {
@@ -180,6 +164,14 @@ pub fn check(
                 out.push(refuse(
                     "a power loss drops writes for good and restarts the system; chaos injects \
                      only faults it can undo"
+                        .into(),
+                ));
+                continue;
+            }
+            FaultKind::Corrupt { .. } => {
+                out.push(refuse(
+                    "corrupting a data file damages the system's data for good and restarts \
+                     the system; chaos injects only faults it can undo"
                         .into(),
                 ));
                 continue;

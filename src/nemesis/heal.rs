@@ -1,5 +1,6 @@
 //! `shakedown heal` node by node: undo every fault the tool can find on every node it reaches
-//! (power losses: restart the DB, remounting a stale lose-unsynced layer first),
+//! (power losses: restart the DB, remounting a stale lose-unsynced layer first; corrupted files:
+//! restart the DB on them),
 //! say per node what was actually undone, and name what is left.
 //!
 //! Owns the sequence of `heal` (survey, partition and loss rules, tc qdiscs, chain, pause, kill,
@@ -293,6 +294,24 @@ impl Nemesis {
                         .iter()
                         .any(|k| k == n)
                         .then(|| format!("restarted {db_name} (killed per the journal)"))
+                },
+            );
+        }
+
+        let mut corrupted = nodes_of(outstanding, verb::BITFLIP);
+        corrupted.extend(nodes_of(outstanding, verb::TRUNCATE));
+        corrupted.sort();
+        corrupted.dedup();
+        if !corrupted.is_empty() {
+            self.adopt_corrupted(corrupted.clone());
+            self.heal_step(
+                &mut log,
+                "restart after corruption",
+                |n| n.start_corrupted().map(|_| ()),
+                |n| {
+                    corrupted.iter().any(|k| k == n).then(|| {
+                        format!("restarted {db_name} (stopped to corrupt a data file per the journal; the damage stays)")
+                    })
                 },
             );
         }

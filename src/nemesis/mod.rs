@@ -1,6 +1,7 @@
 //! Fault injection: network partitions (iptables in a chain the tool owns), process kills and
 //! pauses through the `Db` abilities, power losses (`power`: kill + drop unsynced writes on the
-//! lose-unsynced layer), and healing all of them.
+//! lose-unsynced layer), data-file corruption (`corrupt`: bitflip / truncate with the DB
+//! stopped), and healing all of them.
 //!
 //! Pure part: grudges (node → nodes it must not hear from, in `grudge`) built by small
 //! functions, target selection, and per-node outcomes of fault steps (`outcomes`), all
@@ -14,6 +15,7 @@
 //! Clock faults (`bump-clock`, `strobe-clock`, `reset-clock`, `clock-offsets`) live in `clock`.
 
 pub mod clock;
+mod corrupt;
 mod grudge;
 pub mod heal;
 pub mod leftovers;
@@ -30,6 +32,7 @@ use outcomes::strip_node_prefix;
 use crate::client::Completion;
 use crate::control::{Cmd, Remote};
 use crate::db::Db;
+use crate::faults::corrupt::CorruptMode;
 use crate::faults::{PARTITION_SHAPES, PRIMARIES_SHAPE, TARGET_NAMES, Targets, verb};
 use crate::node::Node;
 use rand::seq::SliceRandom;
@@ -169,6 +172,8 @@ pub struct Nemesis {
     killed: BTreeSet<String>,
     /// Nodes whose power this nemesis cut (DB killed, unsynced writes dropped).
     powered_off: BTreeSet<String>,
+    /// Nodes whose DB this nemesis stopped to damage a data file (`corrupt`).
+    corrupted: BTreeSet<String>,
     paused: BTreeSet<String>,
     /// Nodes with the tool's loss rules.
     lossy: BTreeSet<String>,
@@ -191,6 +196,7 @@ impl Nemesis {
             partitioned: false,
             killed: BTreeSet::new(),
             powered_off: BTreeSet::new(),
+            corrupted: BTreeSet::new(),
             paused: BTreeSet::new(),
             lossy: BTreeSet::new(),
             shaped: BTreeSet::new(),
@@ -471,6 +477,13 @@ impl Nemesis {
             verb::START => self.start_all().map(|nodes| json!({ "nodes": nodes })),
             verb::POWER_LOSS => self.power_loss(value),
             verb::POWER_ON => self.power_on().map(|nodes| json!({ "nodes": nodes })),
+            verb::BITFLIP | verb::TRUNCATE => match CorruptMode::of_verb(f) {
+                Some(mode) => self.corrupt(mode, value),
+                None => Err(format!("unknown nemesis op {f:?}")),
+            },
+            verb::START_CORRUPTED => self
+                .start_corrupted()
+                .map(|nodes| json!({ "nodes": nodes })),
             verb::PAUSE => self.pause(value),
             verb::PROMOTE => self.promote(value),
             verb::RESUME => self.resume_all().map(|nodes| json!({ "nodes": nodes })),
@@ -538,77 +551,6 @@ impl Nemesis {
             },
         )?;
         Ok(detail)
-    }
-
-    /// Power failure on the targets (`{"targets", "torn"}`): SIGKILL the DB, then order the
-    /// lose-unsynced layer under its data directory to drop every write not fsynced. The
-    /// completion value has each node's loss report (`lost`: files rolled back, writes dropped).
-    fn power_loss(&mut self, value: &Value) -> Result<Value, String> {
-        let db = self.cfg.db.clone();
-        let kill = db
-            .as_kill()
-            .ok_or_else(|| format!("{} cannot be killed", db.name()))?;
-        let layer = db.data_layer().ok_or_else(|| {
-            format!(
-                "{}'s data directory is not on the lose-unsynced layer in this run",
-                db.name()
-            )
-        })?;
-        let targets = value["targets"].as_str().unwrap_or("one").to_string();
-        let torn = value["torn"].as_bool().unwrap_or(false);
-        let idx = self.targets_named(&targets)?;
-        let names = self.node_names(&idx);
-        self.powered_off.extend(names.iter().cloned());
-        let detail = json!({ "nodes": names, "torn": torn, "layer": layer });
-        let reports = std::sync::Mutex::new(serde_json::Map::new());
-        self.journaled(
-            "inject",
-            verb::POWER_LOSS,
-            detail.clone(),
-            Some(verb::POWER_ON),
-            |n| {
-                n.on_nodes(&idx, |r, node| {
-                    kill.kill(r, node).map_err(|e| e.to_string())?;
-                    let lost = layer.lose(r, torn).map_err(|e| e.to_string())?;
-                    reports
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(node.name.clone(), lost);
-                    Ok(())
-                })
-            },
-        )?;
-        let mut out = detail;
-        out["lost"] = Value::Object(reports.into_inner().unwrap_or_else(|p| p.into_inner()));
-        Ok(out)
-    }
-
-    /// Start the DB on every node (idempotent) after power losses; with the layer, a stale
-    /// mount is remounted first (the system's `start`).
-    pub fn power_on(&mut self) -> Result<Vec<String>, String> {
-        let db = self.cfg.db.clone();
-        let Some(kill) = db.as_kill() else {
-            return Ok(vec![]);
-        };
-        let cluster = self.cfg.nodes.clone();
-        let (all, off) = (self.all_idx(), self.powered_off.clone());
-        self.journaled(
-            "undo",
-            verb::POWER_ON,
-            json!({ "powered_off": off }),
-            None,
-            |n| {
-                n.on_nodes(&all, |r, node| {
-                    kill.start(r, node, &cluster).map_err(|e| e.to_string())
-                })
-            },
-        )?;
-        Ok(std::mem::take(&mut self.powered_off).into_iter().collect())
-    }
-
-    /// Remember nodes whose power an earlier controller cut (from its journal).
-    pub fn adopt_powered_off(&mut self, nodes: impl IntoIterator<Item = String>) {
-        self.powered_off.extend(nodes);
     }
 
     /// Fail over: promote `{"node": name}`, or a random replica. One-shot (journaled without an
@@ -909,6 +851,11 @@ impl Nemesis {
         {
             errs.push(format!("power on: {e}"));
         }
+        if self.has_corrupted()
+            && let Err(e) = self.start_corrupted()
+        {
+            errs.push(format!("start after corruption: {e}"));
+        }
         if let Err(e) = self.reset_clocks(&Value::Null) {
             errs.push(format!("reset clocks: {e}"));
         }
@@ -949,6 +896,12 @@ impl Nemesis {
                     .cloned()
                     .collect::<Vec<_>>()
                     .join(",")
+            ));
+        }
+        if !self.corrupted.is_empty() {
+            v.push(format!(
+                "corrupted {}",
+                self.corrupted.iter().cloned().collect::<Vec<_>>().join(",")
             ));
         }
         if !self.paused.is_empty() {

@@ -15,6 +15,8 @@
 
 use crate::control::{Cmd, Remote};
 use crate::db::DbError;
+use crate::faults::verb;
+use serde_json::{Value, json};
 
 /// Where a system's data directory is served from the layer on a node.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -159,6 +161,79 @@ pub fn unmount(remote: &dyn Remote, data_dir: &str) -> Result<String, DbError> {
         .exec_ok(&Cmd::script(UNMOUNT_SCRIPT, [data_dir]).sudo(true))
         .map_err(|e| other(remote, format!("unmounting the lazyfs layer: {e}")))?;
     Ok(out.trim().to_string())
+}
+
+impl super::Nemesis {
+    /// Power failure on the targets (`{"targets", "torn"}`): SIGKILL the DB, then order the
+    /// lose-unsynced layer under its data directory to drop every write not fsynced. The
+    /// completion value has each node's loss report (`lost`: files rolled back, writes dropped).
+    pub(super) fn power_loss(&mut self, value: &Value) -> Result<Value, String> {
+        let db = self.cfg.db.clone();
+        let kill = db
+            .as_kill()
+            .ok_or_else(|| format!("{} cannot be killed", db.name()))?;
+        let layer = db.data_layer().ok_or_else(|| {
+            format!(
+                "{}'s data directory is not on the lose-unsynced layer in this run",
+                db.name()
+            )
+        })?;
+        let targets = value["targets"].as_str().unwrap_or("one").to_string();
+        let torn = value["torn"].as_bool().unwrap_or(false);
+        let idx = self.targets_named(&targets)?;
+        let names = self.node_names(&idx);
+        self.powered_off.extend(names.iter().cloned());
+        let detail = json!({ "nodes": names, "torn": torn, "layer": layer });
+        let reports = std::sync::Mutex::new(serde_json::Map::new());
+        self.journaled(
+            "inject",
+            verb::POWER_LOSS,
+            detail.clone(),
+            Some(verb::POWER_ON),
+            |n| {
+                n.on_nodes(&idx, |r, node| {
+                    kill.kill(r, node).map_err(|e| e.to_string())?;
+                    let lost = layer.lose(r, torn).map_err(|e| e.to_string())?;
+                    reports
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(node.name.clone(), lost);
+                    Ok(())
+                })
+            },
+        )?;
+        let mut out = detail;
+        out["lost"] = Value::Object(reports.into_inner().unwrap_or_else(|p| p.into_inner()));
+        Ok(out)
+    }
+
+    /// Start the DB on every node (idempotent) after power losses; with the layer, a stale
+    /// mount is remounted first (the system's `start`).
+    pub fn power_on(&mut self) -> Result<Vec<String>, String> {
+        let db = self.cfg.db.clone();
+        let Some(kill) = db.as_kill() else {
+            return Ok(vec![]);
+        };
+        let cluster = self.cfg.nodes.clone();
+        let (all, off) = (self.all_idx(), self.powered_off.clone());
+        self.journaled(
+            "undo",
+            verb::POWER_ON,
+            json!({ "powered_off": off }),
+            None,
+            |n| {
+                n.on_nodes(&all, |r, node| {
+                    kill.start(r, node, &cluster).map_err(|e| e.to_string())
+                })
+            },
+        )?;
+        Ok(std::mem::take(&mut self.powered_off).into_iter().collect())
+    }
+
+    /// Remember nodes whose power an earlier controller cut (from its journal).
+    pub fn adopt_powered_off(&mut self, nodes: impl IntoIterator<Item = String>) {
+        self.powered_off.extend(nodes);
+    }
 }
 
 /// Whether the scripts' shared helper is in each (kept in one place above).

@@ -197,22 +197,23 @@ fn fault_name(fault: &FaultKind) -> String {
 fn missing_ability(db: &dyn Db, fault: &FaultKind) -> Option<&'static str> {
     let targets_primaries = match fault {
         FaultKind::Partition { shape } => shape == PRIMARIES_SHAPE,
-        FaultKind::Kill { targets }
-        | FaultKind::PowerLoss { targets, .. }
-        | FaultKind::Pause { targets }
-        | FaultKind::Loss { targets, .. }
-        | FaultKind::Bandwidth { targets, .. }
-        | FaultKind::Delay { targets, .. }
-        | FaultKind::SshDrop { targets, .. }
-        | FaultKind::Clock { targets, .. } => Targets::parse(targets) == Some(Targets::Primaries),
-        FaultKind::Promote { .. } | FaultKind::Stall { .. } => false,
+        other => other.targets().and_then(Targets::parse) == Some(Targets::Primaries),
     };
     match fault {
-        FaultKind::Kill { .. } if db.as_kill().is_none() => Some("kill and restart"),
-        FaultKind::PowerLoss { .. } if db.as_kill().is_none() => Some("kill and restart"),
+        FaultKind::Kill { .. } | FaultKind::PowerLoss { .. } | FaultKind::Corrupt { .. }
+            if db.as_kill().is_none() =>
+        {
+            Some("kill and restart")
+        }
         FaultKind::PowerLoss { .. } if db.data_dir().is_none() => {
             Some("declared data directory (to serve from the lose-unsynced layer)")
         }
+        FaultKind::Corrupt { .. } if db.data_dir().is_none() => {
+            Some("declared data directory (whose files are corrupted)")
+        }
+        FaultKind::Corrupt { files, .. } if files.is_empty() && db.data_files().is_empty() => Some(
+            "declared data files (globs of the files to corrupt; or name them with `files = [...]` in the fault)",
+        ),
         FaultKind::Pause { .. } if db.as_pause().is_none() => Some("pause and resume"),
         FaultKind::Promote { .. } if db.as_promote().is_none() => Some("promote (failover)"),
         _ if targets_primaries && db.as_primaries().is_none() => Some("primaries (who leads)"),

@@ -361,6 +361,13 @@ impl Db for Etcd {
         Some(self.data_path())
     }
 
+    /// WAL segments, snapshots and the bbolt database.
+    fn data_files(&self) -> Vec<String> {
+        ["member/wal/*.wal", "member/snap/*.snap", "member/snap/db"]
+            .map(String::from)
+            .to_vec()
+    }
+
     fn data_layer(&self) -> Option<crate::nemesis::power::DataLayer> {
         crate::nemesis::power::DataLayer::over(self.cfg.lazyfs.as_deref(), self.data_path())
     }

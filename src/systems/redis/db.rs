@@ -445,6 +445,13 @@ impl Db for Redis {
         Some(self.data_path())
     }
 
+    /// the append-only files (Redis 7 keeps them in `appendonlydir/`) and any RDB file (`save ""` writes none, but a replica's full sync leaves one).
+    fn data_files(&self) -> Vec<String> {
+        ["appendonlydir/*", "*.aof", "*.rdb"]
+            .map(String::from)
+            .to_vec()
+    }
+
     fn data_layer(&self) -> Option<crate::nemesis::power::DataLayer> {
         crate::nemesis::power::DataLayer::over(self.cfg.lazyfs.as_deref(), self.data_path())
     }
