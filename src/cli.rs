@@ -105,7 +105,8 @@ pub enum LazyfsAction {
         /// Mount point.
         #[arg(long)]
         mount: PathBuf,
-        /// Unix socket taking commands (lose-unsynced, lose-unsynced torn, sync-all, stats).
+        /// Unix socket taking commands (lose-unsynced, lose-unsynced torn, sync-all, stats,
+        /// inject JSON, clear).
         #[arg(long)]
         control: PathBuf,
     },
@@ -114,7 +115,8 @@ pub enum LazyfsAction {
         /// The layer's control socket.
         #[arg(long)]
         control: PathBuf,
-        /// lose-unsynced, lose-unsynced torn, sync-all or stats.
+        /// lose-unsynced, lose-unsynced torn, sync-all, stats, inject JSON (a disk fault) or
+        /// clear; the words are joined with spaces.
         #[arg(required = true, num_args = 1..)]
         command: Vec<String>,
     },
@@ -626,14 +628,14 @@ impl RunArgs {
         if nemesis
             .faults
             .iter()
-            .any(|f| matches!(f, crate::spec::FaultKind::PowerLoss { .. }))
+            .any(crate::spec::FaultKind::needs_data_layer)
         {
             // The nodes run this very binary to serve the data directory (the sandbox's share
             // this machine's files; real hosts need it at the same path).
             let exe = std::env::current_exe().map_err(|e| {
                 ConfigError::new(
                     "--nemesis",
-                    format!("power-loss: cannot tell where this binary is ({e})"),
+                    format!("power-loss / disk faults: cannot tell where this binary is ({e})"),
                 )
             })?;
             system.serve_data_from_layer(&exe.to_string_lossy());

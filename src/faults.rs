@@ -26,11 +26,13 @@
 //! | stall | `start-stall` | `stop-stall` |
 //! | power-loss | `power-loss` | `power-on` |
 //! | corrupt | `bitflip`, `truncate` | `start-corrupted` |
+//! | disk | `start-disk-fault` | `stop-disk-fault` |
 //!
 //! `clock-offsets` is a measurement, not a fault: it is no kind's verb (see [`verb::CLOCK_OFFSETS`]).
 //! `strobe-clock` and `start-stall` are in effect only while their op runs ([`SPANNING_VERBS`]).
 
 pub mod corrupt;
+pub mod disk;
 pub mod intervals;
 
 /// Nemesis verbs: the `f` of nemesis ops in histories and of fault-journal records.
@@ -92,6 +94,11 @@ pub mod verb {
     pub const TRUNCATE: &str = "truncate";
     /// Start the DB again where its files were corrupted.
     pub const START_CORRUPTED: &str = "start-corrupted";
+    /// Make the targets' data directories fail or slow down writes and fsyncs (on the
+    /// lose-unsynced layer).
+    pub const START_DISK_FAULT: &str = "start-disk-fault";
+    /// End every disk fault.
+    pub const STOP_DISK_FAULT: &str = "stop-disk-fault";
 }
 
 /// Verbs after which a schedule with clock faults measures the clocks.
@@ -218,7 +225,7 @@ pub fn spans_its_op(f: &str) -> bool {
 }
 
 /// Every fault kind, in display order.
-pub const KINDS: [FaultKind; 12] = [
+pub const KINDS: [FaultKind; 13] = [
     FaultKind {
         name: "partition",
         start_verbs: &[verb::START_PARTITION],
@@ -303,6 +310,13 @@ pub const KINDS: [FaultKind; 12] = [
         label: "data file corrupted (DB stopped)",
         color_rgb: (90, 60, 20),
     },
+    FaultKind {
+        name: "disk",
+        start_verbs: &[verb::START_DISK_FAULT],
+        stop_verbs: &[verb::STOP_DISK_FAULT],
+        label: "faulty disk (errors or latency)",
+        color_rgb: (200, 120, 60),
+    },
 ];
 
 /// The kind named `name` (a package name such as `"clock"`).
@@ -369,6 +383,8 @@ mod tests {
             ("bitflip", "corrupt", VerbRole::Start),
             ("truncate", "corrupt", VerbRole::Start),
             ("start-corrupted", "corrupt", VerbRole::Stop),
+            ("start-disk-fault", "disk", VerbRole::Start),
+            ("stop-disk-fault", "disk", VerbRole::Stop),
         ];
         for (verb, name, role) in cases {
             let (k, r) = classify_verb(verb).unwrap_or_else(|| panic!("{verb} unclassified"));
@@ -396,7 +412,8 @@ mod tests {
                 "ssh-drop",
                 "stall",
                 "power-loss",
-                "corrupt"
+                "corrupt",
+                "disk"
             ]
         );
         // No verb belongs to two kinds or to both roles.

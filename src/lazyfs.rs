@@ -28,13 +28,18 @@
 //! `power::unmount` does it).
 //!
 //! Commands, one line over the unix socket `--control` (the answer is one JSON line):
-//! `lose-unsynced`, `lose-unsynced torn`, `sync-all`, `stats`. The database must be stopped
-//! (SIGKILL) before a loss: a loss under a running writer races its writes.
+//! `lose-unsynced`, `lose-unsynced torn`, `sync-all`, `stats`, and the disk faults
+//! (`lazyfs::inject`): `inject {JSON of faults::disk::DiskFault}` (writes / fsyncs fail with EIO
+//! or ENOSPC, a failed fsync may drop the file's unsynced writes, added latency) and `clear`.
+//! The database must be stopped (SIGKILL) before a loss: a loss under a running writer races
+//! its writes.
 //!
 //! Owns the `lazyfs serve` process (mount, control socket, SIGTERM/SIGINT → unmount) and the
-//! `lazyfs ctl` client. Does not own the fault (`nemesis::power`) nor mounting it on nodes.
+//! `lazyfs ctl` client. Does not own the faults (`nemesis::power`, `nemesis::disk`) nor mounting
+//! it on nodes.
 
 pub mod fs;
+pub mod inject;
 pub mod undo;
 
 use std::io::{BufRead, BufReader, Write};
@@ -43,7 +48,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The commands the control socket takes.
-pub const COMMANDS: &[&str] = &["lose-unsynced", "lose-unsynced torn", "sync-all", "stats"];
+pub const COMMANDS: &[&str] = &[
+    "lose-unsynced",
+    "lose-unsynced torn",
+    "sync-all",
+    "stats",
+    "inject {disk fault JSON}",
+    "clear",
+];
 
 /// Drops unsynced writes (`true`: torn) and returns the loss report.
 type LoseFn = Arc<dyn Fn(bool) -> serde_json::Value + Send + Sync>;
@@ -107,6 +119,12 @@ pub fn serve(opts: &ServeOptions) -> Result<(), String> {
     let mut session = fuser::Session::new(SharedFs(fs.clone()), &opts.mount, &config)
         .map_err(|e| format!("mounting on {}: {e}", opts.mount.display()))?;
     let notifier = session.notifier();
+    {
+        let notifier = notifier.clone();
+        fs.set_invalidator(Arc::new(move |ino| {
+            let _ = notifier.inval_inode(fuser::INodeNo(ino), 0, 0);
+        }));
+    }
     // A loss also drops the kernel's cached pages and attributes of every inode it knows.
     let lose: LoseFn = {
         let fs = fs.clone();
@@ -138,7 +156,23 @@ pub fn serve(opts: &ServeOptions) -> Result<(), String> {
                         "sync-all" => fs
                             .sync_all()
                             .map(|n| serde_json::json!({ "synced_files": n })),
-                        "stats" => Ok(undo.lock().unwrap_or_else(|p| p.into_inner()).stats()),
+                        "stats" => {
+                            let mut s = undo.lock().unwrap_or_else(|p| p.into_inner()).stats();
+                            s["disk_fault"] = fs.inject.stats();
+                            Ok(s)
+                        }
+                        "clear" => {
+                            fs.inject.set(None);
+                            Ok(serde_json::json!({ "cleared": true }))
+                        }
+                        c if c.starts_with("inject ") => {
+                            let v: serde_json::Value = serde_json::from_str(&c["inject ".len()..])
+                                .map_err(|e| format!("inject: not JSON ({e})"))?;
+                            let fault = crate::faults::disk::DiskFault::from_value(&v)?;
+                            let what = fault.describe();
+                            fs.inject.set(Some(fault));
+                            Ok(serde_json::json!({ "injected": what }))
+                        }
                         other => Err(format!(
                             "unknown command {other:?}: expected one of {}",
                             COMMANDS.join(", ")

@@ -203,6 +203,33 @@ pub enum FaultKind {
         #[serde(default)]
         files: Vec<String>,
     },
+    /// A faulty disk under the targets' data directories (served from the lose-unsynced layer
+    /// for the run): writes and/or fsyncs fail with EIO or ENOSPC (all, or `probability` of
+    /// them), a failed fsync may drop the file's unsynced writes, writes and fsyncs may be
+    /// slowed; `stop-disk-fault` ends it. The fields mean what `faults::disk::DiskFault`'s do.
+    Disk {
+        /// `one`, `minority`, `majority`, `primaries` or `all`.
+        #[serde(default = "d_targets")]
+        targets: String,
+        /// `EIO` or `ENOSPC` for writes.
+        #[serde(default)]
+        write_error: Option<crate::faults::disk::DiskErrno>,
+        /// `EIO` or `ENOSPC` for fsyncs.
+        #[serde(default)]
+        fsync_error: Option<crate::faults::disk::DiskErrno>,
+        /// Fraction of the affected operations that fail.
+        #[serde(default = "d_fraction_all")]
+        probability: f64,
+        /// A failed fsync drops the file's unsynced writes.
+        #[serde(default)]
+        drop_unsynced_on_fsync_error: bool,
+        /// Added latency per write, in ms.
+        #[serde(default)]
+        write_delay_ms: u64,
+        /// Added latency per fsync, in ms.
+        #[serde(default)]
+        fsync_delay_ms: u64,
+    },
     /// Step the targets' wall clocks with `date -s` (`bump`), or flip them back and forth
     /// (`strobe`); `reset-clock` on stop. Magnitudes are drawn like Jepsen's: the exponent of two
     /// uniform between `min_delta_ms` and `max_delta_ms`, random sign.
@@ -249,6 +276,9 @@ fn d_stall_max_ms() -> u64 {
     crate::nemesis::stall::DEFAULT_MAX_MS
 }
 
+fn d_fraction_all() -> f64 {
+    1.0
+}
 fn d_corrupt_mode() -> String {
     "bitflip".into()
 }
@@ -309,6 +339,11 @@ impl FaultKind {
                 verb::POWER_ON,
             ),
             FaultKind::Pause { targets } => (verb::PAUSE, targets.clone().into(), verb::RESUME),
+            FaultKind::Disk { targets, .. } => {
+                let mut v = serde_json::to_value(self.disk_fault()).unwrap_or_default();
+                v["targets"] = targets.clone().into();
+                (verb::START_DISK_FAULT, v, verb::STOP_DISK_FAULT)
+            }
             FaultKind::Corrupt { .. } => match self.corrupt_params() {
                 Some(p) => (p.mode.verb(), p.to_value(), verb::START_CORRUPTED),
                 // An unknown mode (refused by `validate`) still names a verb.
@@ -389,6 +424,7 @@ impl FaultKind {
             FaultKind::Clock { .. } => "mode",
             FaultKind::Stall { .. } => "min_ms",
             FaultKind::Corrupt { .. } => "mode",
+            FaultKind::Disk { .. } => "write_error",
             _ => "targets",
         };
         self.check_values().map_err(|m| {
@@ -403,6 +439,11 @@ impl FaultKind {
                 "bits",
                 "bytes",
                 "files",
+                "probability",
+                "fsync_error",
+                "write_delay_ms",
+                "fsync_delay_ms",
+                "drop_unsynced_on_fsync_error",
             ]
             .into_iter()
             .find(|k| m.starts_with(k) || m.starts_with(&format!("{k} ")));
@@ -433,6 +474,10 @@ impl FaultKind {
                     crate::faults::TARGET_NAMES.join(", ")
                 ))
             }
+            FaultKind::Disk { .. } => self
+                .disk_fault()
+                .map(|f| f.validate())
+                .unwrap_or_else(|| Err("not a disk fault".into())),
             FaultKind::Corrupt { mode, .. } => {
                 match crate::faults::corrupt::CorruptMode::parse(mode) {
                     None => Err(format!(
@@ -513,6 +558,7 @@ impl FaultKind {
             FaultKind::Kill { targets }
             | FaultKind::PowerLoss { targets, .. }
             | FaultKind::Corrupt { targets, .. }
+            | FaultKind::Disk { targets, .. }
             | FaultKind::Pause { targets }
             | FaultKind::Loss { targets, .. }
             | FaultKind::Bandwidth { targets, .. }
@@ -523,6 +569,37 @@ impl FaultKind {
                 None
             }
         }
+    }
+
+    /// A disk fault's effect on the layer (`None` for other faults); the seed is the
+    /// nemesis's to draw.
+    pub fn disk_fault(&self) -> Option<crate::faults::disk::DiskFault> {
+        let FaultKind::Disk {
+            write_error,
+            fsync_error,
+            probability,
+            drop_unsynced_on_fsync_error,
+            write_delay_ms,
+            fsync_delay_ms,
+            ..
+        } = self
+        else {
+            return None;
+        };
+        Some(crate::faults::disk::DiskFault {
+            write_error: *write_error,
+            fsync_error: *fsync_error,
+            probability: *probability,
+            drop_unsynced_on_fsync_error: *drop_unsynced_on_fsync_error,
+            write_delay_ms: *write_delay_ms,
+            fsync_delay_ms: *fsync_delay_ms,
+            seed: 0,
+        })
+    }
+
+    /// Whether this fault needs the system's data directory on the lose-unsynced layer.
+    pub fn needs_data_layer(&self) -> bool {
+        matches!(self, FaultKind::PowerLoss { .. } | FaultKind::Disk { .. })
     }
 
     /// Whether this fault steps clocks (the run then measures clock offsets).
@@ -606,6 +683,9 @@ const BUILTIN_NEMESES: &[(&str, &str)] = &[
     ("power-loss", include_str!("../nemeses/power-loss.toml")),
     ("bitflip", include_str!("../nemeses/bitflip.toml")),
     ("truncate", include_str!("../nemeses/truncate.toml")),
+    ("disk-error", include_str!("../nemeses/disk-error.toml")),
+    ("disk-full", include_str!("../nemeses/disk-full.toml")),
+    ("slow-disk", include_str!("../nemeses/slow-disk.toml")),
 ];
 
 /// A serde type name in an error as words people use ("u32" → "a whole number ≥ 0").
@@ -830,8 +910,8 @@ pub fn load_workload(arg: &str) -> Result<WorkloadSpec, ConfigError> {
 
 /// Load a nemesis schedule: a path, a name under `nemeses/`, `none`, or a comma-separated list of
 /// packages (`partition`, `kill`, `pause`, `isolate`, `loss`, `bandwidth`, `delay`, `clock`,
-/// `promote`, `ssh-drop`, `stall`, `power-loss`, `bitflip`, `truncate`) composed into one
-/// schedule.
+/// `promote`, `ssh-drop`, `stall`, `power-loss`, `bitflip`, `truncate`, `disk-error`,
+/// `disk-full`, `slow-disk`) composed into one schedule.
 pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
     let packages: Vec<&str> = arg.split(',').map(str::trim).collect();
     let known = [
@@ -849,6 +929,9 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
         "power-loss",
         "bitflip",
         "truncate",
+        "disk-error",
+        "disk-full",
+        "slow-disk",
     ];
     // A single name with a schedule file (`nemeses/NAME.toml` here, or a built-in one) is that
     // file, so editing `nemeses/clock.toml` changes `--nemesis clock`; lists are packages.
@@ -1092,6 +1175,46 @@ mod tests {
             for needle in needles {
                 assert!(e.contains(needle), "{body}: {e}");
             }
+        }
+    }
+
+    #[test]
+    fn disk_faults_parse_from_their_packages_and_refuse_bad_values() {
+        let n = load_nemesis("disk-error,disk-full,slow-disk").unwrap();
+        let ops: Vec<_> = n.faults.iter().map(|f| f.ops()).collect();
+        assert!(
+            ops.iter()
+                .all(|(s, _, e)| (*s, *e) == ("start-disk-fault", "stop-disk-fault"))
+        );
+        assert_eq!(ops[0].1["fsync_error"], "EIO");
+        assert_eq!(ops[0].1["drop_unsynced_on_fsync_error"], true);
+        assert_eq!(ops[1].1["write_error"], "ENOSPC");
+        assert_eq!(ops[2].1["fsync_delay_ms"], 50);
+        assert!(n.faults.iter().all(FaultKind::needs_data_layer));
+        let back = crate::faults::disk::DiskFault::from_value(&{
+            let mut v = ops[0].1.clone();
+            v.as_object_mut().unwrap().remove("targets");
+            v
+        })
+        .unwrap();
+        assert_eq!(Some(back), n.faults[0].disk_fault());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.toml");
+        for (body, needle) in [
+            ("write_error = \"EPERM\"\n", "EPERM"),
+            ("fsync_error = \"EIO\"\nprobability = 1.5\n", "probability"),
+            ("", "at least one"),
+            ("drop_unsynced_on_fsync_error = true\n", "needs fsync_error"),
+        ] {
+            std::fs::write(
+                &path,
+                format!("interval_s = 5.0\n[[faults]]\nkind = \"disk\"\n{body}"),
+            )
+            .unwrap();
+            let e = load_nemesis(path.to_str().unwrap())
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(needle) && e.contains("d.toml:"), "{body}: {e}");
         }
     }
 

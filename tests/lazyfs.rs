@@ -3,7 +3,9 @@
 //! not (unsynced writes, truncates), a torn write, pass-through of renames, links, symlinks,
 //! directories, `mmap` and `O_DIRECT`; and a real Redis (`appendonly yes`, `appendfsync always`)
 //! on the layer, killed with SIGKILL and restarted after a loss, that still has every key it
-//! acknowledged — the layer never loses what was synced.
+//! acknowledged — the layer never loses what was synced. And the disk faults the layer injects
+//! on command: ENOSPC on writes, EIO on fsync that drops the file's unsynced writes (the retried
+//! fsync succeeds on the old data), added fsync latency, and `clear`.
 //!
 //! Needs root and `/dev/fuse` (each test prints why it did nothing otherwise); the Redis test
 //! needs `redis-server` and `redis-cli` and skips without them. Every process a test starts is
@@ -259,6 +261,77 @@ fn unsynced_writes_are_lost_and_everything_else_passes_through() {
         .map_err(|e| err = e)
         .map(|_| ());
     assert!(err.contains("unknown command"), "{err}");
+}
+
+#[test]
+fn injected_disk_faults_fail_writes_and_fsyncs_drop_unsynced_data_and_clear() {
+    if !usable() {
+        return;
+    }
+    let layer = Layer::start();
+    let p = layer.path("wal");
+    write(&p, b"old-data", true);
+
+    // A full disk: writes fail with ENOSPC, reads still work.
+    let v = layer.ctl(r#"inject {"write_error":"ENOSPC"}"#);
+    assert_eq!(v["injected"], "writes ENOSPC", "{v}");
+    let e = std::fs::write(layer.path("new"), b"x").unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
+    assert_eq!(std::fs::read(&p).unwrap(), b"old-data");
+    layer.ctl("clear");
+    std::fs::write(layer.path("new"), b"x").unwrap();
+
+    // fsync fails with EIO and the unsynced write is dropped; the retry then succeeds on the
+    // old data, which is also what a read sees.
+    let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+    f.write_all_at(b"NEW!", 0).unwrap();
+    assert_eq!(std::fs::read(&p).unwrap(), b"NEW!data");
+    layer.ctl(r#"inject {"fsync_error":"EIO","drop_unsynced_on_fsync_error":true}"#);
+    let e = f.sync_all().unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}");
+    layer.ctl("clear");
+    f.sync_all().unwrap();
+    let t = Instant::now();
+    while std::fs::read(&p).unwrap() != b"old-data" {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "the dropped write is still visible: {:?}",
+            std::fs::read(&p).unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        std::fs::read(layer.backing.join("wal")).unwrap(),
+        b"old-data"
+    );
+
+    // A slow disk: each fsync waits.
+    layer.ctl(r#"inject {"fsync_delay_ms":300}"#);
+    f.write_all_at(b"slow", 0).unwrap();
+    let t = Instant::now();
+    f.sync_all().unwrap();
+    assert!(
+        t.elapsed() >= Duration::from_millis(300),
+        "{:?}",
+        t.elapsed()
+    );
+    let stats = layer.ctl("stats");
+    let c = &stats["disk_fault"]["counters"];
+    assert_eq!(
+        (
+            c["writes_failed"].as_u64(),
+            c["fsyncs_failed"].as_u64(),
+            c["files_dropped"].as_u64()
+        ),
+        (Some(1), Some(1), Some(1)),
+        "{stats}"
+    );
+    layer.ctl("clear");
+    // A bad fault is refused in words, and nothing changes.
+    let e = shakedown::lazyfs::command(&layer.control, r#"inject {"write_error":"EPERM"}"#)
+        .unwrap_err();
+    assert!(e.contains("EPERM"), "{e}");
+    std::fs::write(layer.path("new"), b"y").unwrap();
 }
 
 #[test]

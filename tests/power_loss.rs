@@ -5,7 +5,10 @@
 //! none is. After each run no layer mount and no layer process is left in any node.
 //! Also the `truncate` corruption fault on the same cluster: every node's append-only file cut
 //! at its tail while Redis is stopped loses acknowledged adds even with `appendfsync always`,
-//! and the witnesses name the corruption.
+//! and the witnesses name the corruption. And the `disk` fault on the layer: every fsync failing
+//! with EIO and dropping the unsynced writes (the "fsyncgate" case), then a kill of every node:
+//! Redis with `appendfsync everysec` logs the failed fsync, keeps acknowledging, and loses those
+//! adds; the same failed fsyncs without the drop lose none (Redis retries them).
 //!
 //! Needs root and /dev/fuse (when not, each test prints why it did nothing). Brings its own
 //! sandbox (`sdpwr`, 10.94.0.0/24) down at the end, also on failure. Run under the machine-wide
@@ -209,4 +212,77 @@ fn truncating_every_nodes_append_only_file_loses_acknowledged_adds() {
     for e in d["lost_elements"].as_array().unwrap() {
         assert!(e["witness"].as_str().unwrap().contains("corrupt"), "{e}");
     }
+}
+
+fn fsyncgate_run(drop: bool, reports: &Path) -> (i32, Value) {
+    let spec = reports.join("fsyncgate.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            "interval_s = 3.0\norder = \"sequential\"\n\
+             [[faults]]\nkind = \"disk\"\ntargets = \"all\"\nfsync_error = \"EIO\"\n\
+             drop_unsynced_on_fsync_error = {drop}\n\
+             [[faults]]\nkind = \"kill\"\ntargets = \"all\"\n"
+        ),
+    )
+    .unwrap();
+    let (code, dir, results) = cli::run_results(
+        &SANDBOX,
+        &[
+            "--db",
+            "redis",
+            "--redis-appendfsync",
+            "everysec",
+            "--workload",
+            "set",
+            "--nemesis",
+            spec.to_str().unwrap(),
+            "--time-limit",
+            "12",
+            "--seed",
+            "1",
+        ],
+        reports,
+    );
+    let history = std::fs::read_to_string(dir.join("history.jsonl")).unwrap();
+    assert!(
+        history.contains(r#""fault":"fsync EIO"#) && history.contains(r#""f":"stop-disk-fault""#),
+        "no disk fault in the history"
+    );
+    assert_eq!(layer_leftovers(), Vec::<String>::new());
+    (code, set_checker(&results))
+}
+
+#[test]
+fn failed_fsyncs_that_drop_writes_lose_redis_everysec_adds_and_without_the_drop_none() {
+    if !root() || !Path::new("/dev/fuse").exists() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = SandboxGuard(&SANDBOX);
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, set) = fsyncgate_run(true, tmp.path());
+    let d = &set["details"];
+    eprintln!(
+        "fsync EIO + drop: {} of {} lost",
+        d["lost"], d["acknowledged"]
+    );
+    assert_eq!(code, 1, "{set}");
+    assert!(d["lost"].as_u64().unwrap() > 0, "{d}");
+    assert!(
+        d["lost_elements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["witness"].as_str().unwrap().contains("disk")),
+        "{d}"
+    );
+    let (code, set) = fsyncgate_run(false, tmp.path());
+    let d = &set["details"];
+    eprintln!(
+        "fsync EIO, no drop: {} of {} lost",
+        d["lost"], d["acknowledged"]
+    );
+    assert_eq!(d["lost"], 0, "{d}");
+    assert_eq!(code, 0, "{set}");
 }

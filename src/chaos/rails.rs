@@ -52,6 +52,7 @@ pub fn describe(fault: &FaultKind) -> String {
         FaultKind::SshDrop { targets, .. } => format!("ssh-drop (targets {targets})"),
         FaultKind::Clock { mode, targets, .. } => format!("clock {mode} (targets {targets})"),
         FaultKind::Corrupt { mode, targets, .. } => format!("{mode} (targets {targets})"),
+        FaultKind::Disk { targets, .. } => format!("disk (targets {targets})"),
         FaultKind::Promote { .. } => "promote".to_string(),
         FaultKind::Stall { .. } => "stall".to_string(),
     }
@@ -164,6 +165,14 @@ pub fn check(
                 out.push(refuse(
                     "a power loss drops writes for good and restarts the system; chaos injects \
                      only faults it can undo"
+                        .into(),
+                ));
+                continue;
+            }
+            FaultKind::Disk { .. } => {
+                out.push(refuse(
+                    "a disk fault needs the data directory on shakedown's lose-unsynced layer, \
+                     which only `shakedown run` mounts (at the system's setup)"
                         .into(),
                 ));
                 continue;

@@ -17,6 +17,7 @@
 //! it. Extended attributes and `copy_file_range` answer ENOSYS (the kernel falls back); locks are
 //! the kernel's local ones. Does not own the command channel (`lazyfs::control`).
 
+use super::inject::Injector;
 use super::undo::{FileKey, LossReport, UndoLog};
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
@@ -76,6 +77,11 @@ pub struct LazyFs {
     state: Mutex<State>,
     /// Shared with the command channel.
     pub undo: Arc<Mutex<UndoLog>>,
+    /// Disk faults in effect (set over the command channel).
+    pub inject: Arc<Injector>,
+    /// Drops the kernel's cached pages of an inode (set once the session exists); called from
+    /// a thread of its own, never inside a request.
+    invalidate: std::sync::OnceLock<Arc<dyn Fn(u64) + Send + Sync>>,
 }
 
 fn errno() -> Errno {
@@ -206,7 +212,38 @@ impl LazyFs {
         Ok(LazyFs {
             state: Mutex::new(state),
             undo: Arc::new(Mutex::new(UndoLog::default())),
+            inject: Arc::new(Injector::default()),
+            invalidate: std::sync::OnceLock::new(),
         })
+    }
+
+    /// How to drop the kernel's cached pages of an inode (after a failed fsync dropped a file's
+    /// unsynced writes).
+    pub fn set_invalidator(&self, f: Arc<dyn Fn(u64) + Send + Sync>) {
+        let _ = self.invalidate.set(f);
+    }
+
+    /// Sync a file unless a disk fault fails the fsync; a failure that drops unsynced writes
+    /// rolls the file back first, and its cached pages are invalidated after the reply.
+    fn fsync_gated(
+        &self,
+        ino: INodeNo,
+        key: FileKey,
+        file: &File,
+        datasync: bool,
+    ) -> Result<(), Errno> {
+        match self.inject.before_fsync() {
+            Ok(()) => self.sync_file(key, file, datasync),
+            Err(f) => {
+                if f.drop_unsynced {
+                    let _ = self.lock_undo().lose_file(key);
+                    if let Some(inval) = self.invalidate.get().cloned() {
+                        std::thread::spawn(move || inval(ino.0));
+                    }
+                }
+                Err(Errno::from_i32(f.errno))
+            }
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -752,7 +789,7 @@ impl Filesystem for LazyFs {
     fn write(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         offset: u64,
         data: &[u8],
@@ -766,6 +803,7 @@ impl Filesystem for LazyFs {
             let Handle::File { file, key, sync } = &*h else {
                 return Err(Errno::from_i32(libc::EISDIR));
             };
+            self.inject.before_write()?;
             {
                 let mut undo = self.lock_undo();
                 undo.before_write(*key, file, offset, data)
@@ -773,7 +811,7 @@ impl Filesystem for LazyFs {
                 file.write_all_at(data, offset).map_err(Errno::from)?;
             }
             if *sync {
-                self.sync_file(*key, file, false)?;
+                self.fsync_gated(ino, *key, file, false)?;
             }
             Ok(data.len() as u32)
         })();
@@ -812,7 +850,7 @@ impl Filesystem for LazyFs {
     fn fsync(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         datasync: bool,
         reply: ReplyEmpty,
@@ -822,7 +860,7 @@ impl Filesystem for LazyFs {
             let Handle::File { file, key, .. } = &*h else {
                 return Err(Errno::from_i32(libc::EISDIR));
             };
-            self.sync_file(*key, file, datasync)
+            self.fsync_gated(ino, *key, file, datasync)
         })();
         match r {
             Ok(()) => reply.ok(),
@@ -1057,6 +1095,7 @@ impl Filesystem for LazyFs {
             let Handle::File { file, key, .. } = &*h else {
                 return Err(Errno::from_i32(libc::EISDIR));
             };
+            self.inject.before_write()?;
             let mut undo = self.lock_undo();
             if mode & (libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_ZERO_RANGE) != 0 {
                 undo.before_change(*key, file, offset, length)

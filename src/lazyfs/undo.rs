@@ -33,6 +33,16 @@ struct FileUndo {
     written_bytes: u64,
 }
 
+impl FileUndo {
+    /// Write the old bytes back in reverse order of saving, then cut to the synced size.
+    fn roll_back(&self) -> std::io::Result<()> {
+        for (offset, old) in self.saved.iter().rev() {
+            self.file.write_all_at(old, *offset)?;
+        }
+        self.file.set_len(self.synced_size)
+    }
+}
+
 /// The last unsynced write, for a torn-write loss: which file, where, and what it wrote.
 #[derive(Debug, Clone)]
 struct LastWrite {
@@ -196,23 +206,11 @@ impl UndoLog {
         let last = self.last.take();
         let files = std::mem::take(&mut self.files);
         for (key, e) in &files {
-            let mut failed = None;
-            for (offset, old) in e.saved.iter().rev() {
-                if let Err(err) = e.file.write_all_at(old, *offset) {
-                    failed = Some(err);
-                    break;
-                }
-            }
-            if failed.is_none()
-                && let Err(err) = e.file.set_len(e.synced_size)
-            {
-                failed = Some(err);
-            }
-            match failed {
-                Some(err) => report
+            match e.roll_back() {
+                Err(err) => report
                     .errors
                     .push(format!("file (dev {}, inode {}): {err}", key.0, key.1)),
-                None => {
+                Ok(()) => {
                     report.files += 1;
                     report.writes += e.writes;
                 }
@@ -234,6 +232,22 @@ impl UndoLog {
         self.counters.writes_lost += report.writes;
         self.counters.files_rolled_back += report.files as u64;
         report
+    }
+
+    /// Roll one file back to its last sync (its unsynced writes dropped, as a failed fsync
+    /// whose dirty pages the kernel then throws away); returns the writes dropped. A file with
+    /// nothing unsynced is left alone (0).
+    pub fn lose_file(&mut self, key: FileKey) -> std::io::Result<u64> {
+        let Some(e) = self.files.remove(&key) else {
+            return Ok(0);
+        };
+        if self.last.as_ref().is_some_and(|l| l.key == key) {
+            self.last = None;
+        }
+        e.roll_back()?;
+        self.counters.writes_lost += e.writes;
+        self.counters.files_rolled_back += 1;
+        Ok(e.writes)
     }
 
     /// Counters and the current unsynced state, as JSON for `stats`.
@@ -275,6 +289,26 @@ mod tests {
             .unwrap();
         let m = f.metadata().unwrap();
         ((m.dev(), m.ino()), Arc::new(f))
+    }
+
+    #[test]
+    fn losing_one_file_rolls_back_only_that_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pa, pb) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::write(&pa, b"aaaa").unwrap();
+        std::fs::write(&pb, b"bbbb").unwrap();
+        let ((ka, fa), (kb, fb)) = (open(&pa), open(&pb));
+        let mut log = UndoLog::default();
+        for (k, f) in [(ka, &fa), (kb, &fb)] {
+            log.before_write(k, f, 2, b"XXXX").unwrap();
+            f.write_all_at(b"XXXX", 2).unwrap();
+        }
+        assert_eq!(log.lose_file(ka).unwrap(), 1);
+        assert_eq!(std::fs::read(&pa).unwrap(), b"aaaa");
+        assert_eq!(std::fs::read(&pb).unwrap(), b"bbXXXX");
+        assert_eq!(log.lose_file(ka).unwrap(), 0, "nothing left to drop");
+        assert_eq!(log.stats()["dirty_files"], 1);
+        assert_eq!(log.stats()["totals"]["files_rolled_back"], 1);
     }
 
     #[test]

@@ -298,6 +298,29 @@ impl Nemesis {
             );
         }
 
+        let disk_faulted = nodes_of(outstanding, verb::START_DISK_FAULT);
+        if !disk_faulted.is_empty() {
+            // The journal names the layer, whatever the heal's --db flags say.
+            let layer: Option<super::power::DataLayer> = outstanding
+                .iter()
+                .filter(|r| r["f"] == verb::START_DISK_FAULT)
+                .find_map(|r| serde_json::from_value(r["detail"]["layer"].clone()).ok());
+            if let Some(layer) = layer {
+                self.adopt_disk_faulted(disk_faulted.clone());
+                self.heal_step(
+                    &mut log,
+                    verb::STOP_DISK_FAULT,
+                    |n| n.stop_disk_fault_on(&layer).map(|_| ()),
+                    |n| {
+                        disk_faulted.iter().any(|k| k == n).then(|| {
+                            "cleared the disk fault of its lazyfs layer (per the journal)"
+                                .to_string()
+                        })
+                    },
+                );
+            }
+        }
+
         let mut corrupted = nodes_of(outstanding, verb::BITFLIP);
         corrupted.extend(nodes_of(outstanding, verb::TRUNCATE));
         corrupted.sort();

@@ -1,7 +1,7 @@
 //! Fault injection: network partitions (iptables in a chain the tool owns), process kills and
 //! pauses through the `Db` abilities, power losses (`power`: kill + drop unsynced writes on the
 //! lose-unsynced layer), data-file corruption (`corrupt`: bitflip / truncate with the DB
-//! stopped), and healing all of them.
+//! stopped), faulty disks (`disk`: errors and latency from the layer), and healing all of them.
 //!
 //! Pure part: grudges (node → nodes it must not hear from, in `grudge`) built by small
 //! functions, target selection, and per-node outcomes of fault steps (`outcomes`), all
@@ -16,6 +16,7 @@
 
 pub mod clock;
 mod corrupt;
+pub mod disk;
 mod grudge;
 pub mod heal;
 pub mod leftovers;
@@ -174,6 +175,8 @@ pub struct Nemesis {
     powered_off: BTreeSet<String>,
     /// Nodes whose DB this nemesis stopped to damage a data file (`corrupt`).
     corrupted: BTreeSet<String>,
+    /// Nodes whose data directory's layer this nemesis made faulty (`disk`).
+    disk_faulted: BTreeSet<String>,
     paused: BTreeSet<String>,
     /// Nodes with the tool's loss rules.
     lossy: BTreeSet<String>,
@@ -197,6 +200,7 @@ impl Nemesis {
             killed: BTreeSet::new(),
             powered_off: BTreeSet::new(),
             corrupted: BTreeSet::new(),
+            disk_faulted: BTreeSet::new(),
             paused: BTreeSet::new(),
             lossy: BTreeSet::new(),
             shaped: BTreeSet::new(),
@@ -481,6 +485,10 @@ impl Nemesis {
                 Some(mode) => self.corrupt(mode, value),
                 None => Err(format!("unknown nemesis op {f:?}")),
             },
+            verb::START_DISK_FAULT => self.start_disk_fault(value),
+            verb::STOP_DISK_FAULT => self
+                .stop_disk_fault()
+                .map(|nodes| json!({ "nodes": nodes })),
             verb::START_CORRUPTED => self
                 .start_corrupted()
                 .map(|nodes| json!({ "nodes": nodes })),
@@ -851,6 +859,11 @@ impl Nemesis {
         {
             errs.push(format!("power on: {e}"));
         }
+        if self.has_disk_fault()
+            && let Err(e) = self.stop_disk_fault()
+        {
+            errs.push(format!("stop disk fault: {e}"));
+        }
         if self.has_corrupted()
             && let Err(e) = self.start_corrupted()
         {
@@ -892,6 +905,16 @@ impl Nemesis {
             v.push(format!(
                 "power-loss {}",
                 self.powered_off
+                    .iter()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ));
+        }
+        if !self.disk_faulted.is_empty() {
+            v.push(format!(
+                "disk fault {}",
+                self.disk_faulted
                     .iter()
                     .cloned()
                     .collect::<Vec<_>>()

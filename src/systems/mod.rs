@@ -205,7 +205,7 @@ fn missing_ability(db: &dyn Db, fault: &FaultKind) -> Option<&'static str> {
         {
             Some("kill and restart")
         }
-        FaultKind::PowerLoss { .. } if db.data_dir().is_none() => {
+        FaultKind::PowerLoss { .. } | FaultKind::Disk { .. } if db.data_dir().is_none() => {
             Some("declared data directory (to serve from the lose-unsynced layer)")
         }
         FaultKind::Corrupt { .. } if db.data_dir().is_none() => {
@@ -285,7 +285,7 @@ impl SystemConfig {
     }
 
     /// Serve the data directory from the lose-unsynced layer run by the binary `exe` (a run
-    /// with the `power-loss` fault). Systems without a declared data directory ignore it; their
+    /// with the `power-loss` or a `disk` fault). Systems without a declared data directory ignore it; their
     /// `validate` refuses the fault.
     pub fn serve_data_from_layer(&mut self, exe: &str) {
         match self {
