@@ -16,6 +16,7 @@
 
 pub mod etcd;
 pub mod external;
+pub mod nats;
 pub mod postgres;
 pub mod redis;
 pub mod strays;
@@ -251,6 +252,8 @@ pub enum SystemConfig {
     External(external::spec::ExternalConfig),
     /// Redis primary + replicas watched by Sentinels (`systems::redis`).
     Redis(redis::RedisConfig),
+    /// NATS JetStream (`--db nats`).
+    Nats(nats::NatsConfig),
 }
 
 impl SystemConfig {
@@ -260,6 +263,7 @@ impl SystemConfig {
             SystemConfig::Postgres(c) => c,
             SystemConfig::External(c) => c,
             SystemConfig::Redis(c) => c,
+            SystemConfig::Nats(c) => c,
         }
     }
 
@@ -290,6 +294,7 @@ impl SystemConfig {
         match self {
             SystemConfig::Etcd(c) => c.lazyfs = Some(exe.to_string()),
             SystemConfig::Redis(c) => c.lazyfs = Some(exe.to_string()),
+            SystemConfig::Nats(c) => c.lazyfs = Some(exe.to_string()),
             SystemConfig::Postgres(_) | SystemConfig::External(_) => {}
         }
     }
@@ -352,6 +357,7 @@ pub fn registry() -> Vec<Registration> {
         Registration::of::<etcd::EtcdArgs>(),
         Registration::of::<postgres::PostgresArgs>(),
         Registration::of::<redis::RedisArgs>(),
+        Registration::of::<nats::NatsArgs>(),
     ]
 }
 
