@@ -112,3 +112,39 @@ fn nats_refuses_other_workloads_and_too_many_replicas_before_touching_nodes() {
         "{err}"
     );
 }
+
+/// nats-server 2.9 writes a stream's metadata (`meta.inf`) without fsyncing it: a power loss on
+/// every node (the lose-unsynced layer drops what was never synced) leaves it empty, the servers
+/// drop the stream at restart ("checksums do not match"), and every message acknowledged before
+/// is lost; later sends are refused ("no stream found"). Reproduced on every seed tried.
+#[test]
+fn power_loss_on_every_node_loses_the_streams_of_nats_2_9() {
+    if !root() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _down = SandboxGuard(&SANDBOX);
+    let reports = tempfile::tempdir().unwrap();
+    let (code, _run_dir, results) = cli::run_results(
+        &SANDBOX,
+        &[
+            "--db",
+            "nats",
+            "--workload",
+            "log",
+            "--nemesis",
+            "power-loss",
+            "--time-limit",
+            "12",
+        ],
+        reports.path(),
+    );
+    let log = checker(&results, "log");
+    assert_eq!(code, 1, "{log}");
+    let d = &log["details"];
+    let acked = d["acknowledged"].as_u64().unwrap();
+    let lost = d["counts"]["lost"].as_u64().unwrap();
+    assert!(acked > 100 && lost == acked, "{lost} of {acked} lost: {d}");
+    let w = d["lost"]["witnesses"][0]["witness"].as_str().unwrap();
+    assert!(w.contains("before power-loss"), "{w}");
+}

@@ -13,7 +13,8 @@
 //! - `read`: once the stream's followers are all current (at most [`SETTLE_WAIT`]), the stream's
 //!   last sequence (stream info, from the leader), then a direct get of every
 //!   sequence from 1 to it and on past it while messages are found; missing sequences are left
-//!   out, so a hole in a replica shows as a skipped offset.
+//!   out, so a hole in a replica shows as a skipped offset. A stream the cluster says does not
+//!   exist (JetStream error 10059, e.g. its metadata lost to a power failure) reads as empty.
 //!
 //! With fewer replicas than nodes, a node holding none has its direct gets answered by whichever
 //! replica the server picks, so its reads mix replicas; with `--nats-replicas` = the node count
@@ -23,7 +24,11 @@
 
 use crate::client::{Client, Completion};
 use crate::generator::log::{POLL, READ, SEND};
-use async_nats::jetstream::{self, context::PublishErrorKind, stream::DirectGetErrorKind};
+use async_nats::jetstream::{
+    self,
+    context::{GetStreamErrorKind, PublishErrorKind},
+    stream::DirectGetErrorKind,
+};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -221,13 +226,22 @@ impl NatsClient {
     /// The stream's last sequence, once it has a leader and every follower is current (a
     /// follower restarted by a fault catches up first), or after [`SETTLE_WAIT`] whatever their
     /// state: the read then shows what the nodes serve.
-    async fn settled_last(js: &jetstream::Context, name: &str) -> Result<u64, String> {
+    /// `None`: the cluster answers that the stream does not exist (JetStream error 10059): as
+    /// the nodes serve it, the log is empty (a power loss can take a stream's metadata with it).
+    async fn settled_last(js: &jetstream::Context, name: &str) -> Result<Option<u64>, String> {
         let give_up = tokio::time::Instant::now() + SETTLE_WAIT;
         loop {
-            let mut stream = js
-                .get_stream(name)
-                .await
-                .map_err(|e| format!("stream {name}: {e}"))?;
+            let mut stream = match js.get_stream(name).await {
+                Ok(stream) => stream,
+                Err(e) => match e.kind() {
+                    GetStreamErrorKind::JetStream(j)
+                        if j.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND =>
+                    {
+                        return Ok(None);
+                    }
+                    _ => return Err(format!("stream {name}: {e}")),
+                },
+            };
             let info = stream
                 .info()
                 .await
@@ -237,7 +251,7 @@ impl NatsClient {
                 .as_ref()
                 .is_none_or(|c| c.leader.is_some() && c.replicas.iter().all(|p| p.current));
             if settled || tokio::time::Instant::now() >= give_up {
-                return Ok(info.state.last_sequence);
+                return Ok(Some(info.state.last_sequence));
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
@@ -246,7 +260,13 @@ impl NatsClient {
     async fn read(&mut self, js: jetstream::Context, key: &str) -> Completion {
         let name = stream_name(key);
         let last = match Self::settled_last(&js, &name).await {
-            Ok(last) => last,
+            Ok(Some(last)) => last,
+            Ok(None) => {
+                return Completion::Ok {
+                    value: json!([]),
+                    version: None,
+                };
+            }
             Err(e) => return self.fail(e, &Value::Null),
         };
         let mut pairs: Vec<(u64, i64)> = Vec::new();
