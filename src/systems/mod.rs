@@ -453,11 +453,12 @@ mod tests {
     #[test]
     fn registry_names_match_the_config_tags() {
         let names: Vec<&str> = registry().iter().map(|r| r.name).collect();
-        assert_eq!(names, ["etcd", "postgres", "redis"]);
+        assert_eq!(names, ["etcd", "postgres", "redis", "nats"]);
         for (cfg, name) in [
             (SystemConfig::Etcd(Default::default()), "etcd"),
             (SystemConfig::Postgres(Default::default()), "postgres"),
             (SystemConfig::Redis(Default::default()), "redis"),
+            (SystemConfig::Nats(Default::default()), "nats"),
         ] {
             assert_eq!(cfg.name(), name);
             assert_eq!(cfg.open().name(), name);
