@@ -273,7 +273,15 @@ fn nats_refuses_other_workloads_bad_replicas_and_the_log_workload_elsewhere() {
         &["--workload", "nats", "register", "log"],
     );
     refused(
-        &["run", "--db", "nats", "--workload", "log", "--nats-replicas", "6"],
+        &[
+            "run",
+            "--db",
+            "nats",
+            "--workload",
+            "log",
+            "--nats-replicas",
+            "6",
+        ],
         &["--nats-replicas", "1 to 5"],
     );
     refused(
