@@ -694,13 +694,14 @@ pub struct CheckArgs {
     /// Porcupine kv lines) or directories of them; several give one line per file.
     #[arg(required = true, num_args = 1..)]
     pub paths: Vec<PathBuf>,
-    /// Model: auto (from the client functions: list-append for JSONL with append ops, mutex,
-    /// queue, txn for transactions with append or w micro-ops, multi-register for other txn, kv
-    /// for get/put/append and Porcupine input, set or counter for add/read; cas-register
-    /// otherwise), register, cas-register, multi-register, kv, list-append, set, queue, mutex,
-    /// counter or txn (list-append or rw-register transactions: Elle-style dependency cycles,
-    /// checked against --consistency-models; elle-cli's list-append and rw-register mean txn on
-    /// a transaction history).
+    /// Model: auto (from the client functions: list-append for JSONL with append ops, log for
+    /// send ops, mutex, queue, txn for transactions with append or w micro-ops, multi-register
+    /// for other txn, kv for get/put/append and Porcupine input, set or counter for add/read;
+    /// cas-register otherwise), register, cas-register, multi-register, kv, list-append, set,
+    /// queue, mutex, counter, txn (list-append or rw-register transactions: Elle-style
+    /// dependency cycles, checked against --consistency-models; elle-cli's list-append and
+    /// rw-register mean txn on a transaction history) or log (replicated logs: lost, duplicated
+    /// and inconsistent offsets).
     #[arg(long, default_value = "auto")]
     pub model: String,
     /// rw-register transactions: what orders a key's versions besides the initial state nil

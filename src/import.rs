@@ -417,6 +417,9 @@ pub fn default_model_for(format: InputFormat, history: &History) -> &'static str
     if format == InputFormat::Jsonl && clients().any(|o| o.f == "append") {
         return "list-append";
     }
+    if clients().any(|o| o.f == crate::generator::log::SEND) {
+        return crate::checker::log::NAME;
+    }
     if clients().any(|o| o.f == crate::generator::lock::ACQUIRE) {
         return crate::checker::lock::MODEL;
     }

@@ -303,6 +303,8 @@ impl Drop for NemesisOpDone {
 fn check_phase_text(kind: &str) -> &'static str {
     if kind == generator::set::KIND {
         "checking the sets: lost, unexpected and recovered elements"
+    } else if kind == generator::log::KIND {
+        "checking the logs: lost, duplicated and inconsistent offsets"
     } else if kind == generator::txn::KIND {
         "checking the transactions: dependency cycles and non-cycle anomalies"
     } else if generator::lock::is_lock_kind(kind) {
@@ -549,6 +551,10 @@ fn build_client_gen(
         })
         .map_err(config_err)?;
         (workload.keys_used(), Box::new(workload))
+    } else if w.kind == generator::log::KIND {
+        let workload =
+            generator::log::log_workload(w.log.clone().unwrap_or_default()).map_err(config_err)?;
+        (generator::KeyLog::new(), Box::new(workload))
     } else if w.kind == generator::txn::KIND {
         let workload = generator::txn::txn_workload(generator::txn::TxnConfig {
             read_weight: w.read_weight,
@@ -1161,6 +1167,7 @@ pub fn check_with(
             results.extend(c.set);
             results.extend(c.txn.as_ref().map(|t| t.check_result()));
             results.extend(c.lock);
+            results.extend(c.log);
             results.extend(c.session);
             (c.verdict, results, c.linear)
         }
@@ -1351,14 +1358,23 @@ pub(crate) async fn drive(
         tokio::time::sleep(Duration::from_secs_f64(cfg.settle_s)).await;
         progress.phase(
             Phase::FinalReads,
-            format!(
-                "reading every key once (op timeout {} ms)",
-                cfg.op_timeout_ms
-            ),
+            if cfg.workload.kind == generator::log::KIND {
+                "reading every log whole from every node".to_string()
+            } else {
+                format!(
+                    "reading every key once (op timeout {} ms)",
+                    cfg.op_timeout_ms
+                )
+            },
         );
-        let (back, read) = interp
-            .run_phase_on_worker(Some(Box::new(generator::final_reads(keys))), None)
-            .await;
+        // Logs: every log read whole on every node; else one read of every key.
+        let finals: Box<dyn Generator> = if cfg.workload.kind == generator::log::KIND {
+            let logs = cfg.workload.log.clone().unwrap_or_default().key_names();
+            Box::new(generator::log::log_final_reads(logs))
+        } else {
+            Box::new(generator::final_reads(keys))
+        };
+        let (back, read) = interp.run_phase_on_worker(Some(finals), None).await;
         interp = back;
         read?;
     }

@@ -58,6 +58,9 @@ pub struct WorkloadSpec {
     /// The `[lock]` table of the `lock` and `fenced-lock` workloads (locks, TTL, hold times).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lock: Option<crate::generator::lock::LockConfig>,
+    /// The `[log]` table of the `log` workload (logs, send and poll weights).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<crate::generator::log::LogConfig>,
 }
 
 fn d_active_keys() -> usize {
@@ -660,6 +663,7 @@ const BUILTIN_WORKLOADS: &[(&str, &str)] = &[
     ("txn", include_str!("../workloads/txn.toml")),
     ("session", include_str!("../workloads/session.toml")),
     ("set", include_str!("../workloads/set.toml")),
+    ("log", include_str!("../workloads/log.toml")),
     ("lock", include_str!("../workloads/lock.toml")),
     ("fenced-lock", include_str!("../workloads/fenced-lock.toml")),
     ("lww", include_str!("../workloads/lww.toml")),
@@ -874,6 +878,11 @@ pub fn load_workload(arg: &str) -> Result<WorkloadSpec, ConfigError> {
             ));
         }
         crate::generator::set::KIND => spec.read_weight + spec.add_weight,
+        crate::generator::log::KIND => {
+            let cfg = spec.log.clone().unwrap_or_default();
+            cfg.validate().map_err(|e| err(e.field, e.to_string()))?;
+            1
+        }
         kind if crate::generator::lock::is_lock_kind(kind) => {
             let cfg = spec.lock.clone().unwrap_or_default();
             cfg.validate().map_err(|e| err(e.field, e.to_string()))?;
@@ -883,7 +892,7 @@ pub fn load_workload(arg: &str) -> Result<WorkloadSpec, ConfigError> {
             return Err(err(
                 "kind",
                 format!(
-                    "kind {other:?}: expected \"register\", \"list-append\", \"set\", \"txn\", \"lock\", \"fenced-lock\" or \"lww\""
+                    "kind {other:?}: expected \"register\", \"list-append\", \"set\", \"txn\", \"lock\", \"fenced-lock\", \"lww\" or \"log\""
                 ),
             ));
         }

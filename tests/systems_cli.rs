@@ -283,3 +283,31 @@ fn lock_and_lww_workloads_are_refused_where_not_implemented() {
         );
     }
 }
+
+#[test]
+fn nats_refuses_other_workloads_bad_replicas_and_the_log_workload_elsewhere() {
+    refused(
+        &["run", "--db", "nats", "--workload", "register"],
+        &["--workload", "nats", "register", "log"],
+    );
+    refused(
+        &[
+            "run",
+            "--db",
+            "nats",
+            "--workload",
+            "log",
+            "--nats-replicas",
+            "6",
+        ],
+        &["--nats-replicas", "1 to 5"],
+    );
+    refused(
+        &["run", "--db", "etcd", "--workload", "log"],
+        &["--workload", "etcd", "log"],
+    );
+    refused(
+        &["run", "--db", "etcd", "--nats-replicas", "5"],
+        &["--nats-replicas", "NATS settings need --db nats"],
+    );
+}

@@ -49,13 +49,15 @@ enum Primary {
     Linear(LinearResult),
     Set(CheckResult),
     Txn(Box<crate::checker::txn::TxnResult>),
+    /// The log checker's result (`--model log`).
+    Log(CheckResult),
 }
 
 impl Primary {
     fn verdict(&self) -> Verdict {
         match self {
             Primary::Linear(r) => r.verdict,
-            Primary::Set(r) => r.verdict,
+            Primary::Set(r) | Primary::Log(r) => r.verdict,
             Primary::Txn(r) => r.verdict,
         }
     }
@@ -63,7 +65,7 @@ impl Primary {
     fn summary(&self) -> String {
         match self {
             Primary::Linear(r) => r.summary(),
-            Primary::Set(r) => format!("{}: {}", r.verdict, r.summary),
+            Primary::Set(r) | Primary::Log(r) => format!("{}: {}", r.verdict, r.summary),
             Primary::Txn(r) => format!("{}: {}", r.verdict, r.summary()),
         }
     }
@@ -83,6 +85,15 @@ impl Primary {
                 lines.join("\n")
             }
             Primary::Txn(r) => r.explain(),
+            Primary::Log(r) => {
+                let mut lines = vec![format!("{}: {} — {}", r.checker, r.verdict, r.summary)];
+                lines.extend(
+                    crate::checker::log::witness_lines(&r.details, 5)
+                        .into_iter()
+                        .map(|w| format!("  {w}")),
+                );
+                lines.join("\n")
+            }
         }
     }
 }
@@ -177,21 +188,22 @@ fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<File
     };
     let composed =
         compose::check(history, &plan).map_err(|e| format!("{}: {e}", path.display()))?;
-    let result = match (composed.linear, composed.set, composed.txn) {
-        (Some(l), _, _) => Primary::Linear(l),
-        (None, Some(s), _) => Primary::Set(s),
-        (None, None, Some(t)) => Primary::Txn(Box::new(t)),
-        (None, None, None) if !composed.lock.is_empty() => {
+    let result = match (composed.linear, composed.set, composed.txn, composed.log) {
+        (_, _, _, Some(log)) => Primary::Log(log),
+        (Some(l), _, _, None) => Primary::Linear(l),
+        (None, Some(s), _, None) => Primary::Set(s),
+        (None, None, Some(t), None) => Primary::Txn(Box::new(t)),
+        (None, None, None, None) if !composed.lock.is_empty() => {
             Primary::Set(crate::checker::lock::merged(composed.lock))
         }
-        (None, None, None) => {
+        (None, None, None, None) => {
             return Err(format!("{}: no checker for model {model}", path.display()));
         }
     };
     // The history could not be interpreted for this model at all: malformed input.
     let unreadable = match &result {
         Primary::Linear(l) => l.reason.clone(),
-        Primary::Set(s) => s.details["error"].as_str().map(str::to_string),
+        Primary::Set(s) | Primary::Log(s) => s.details["error"].as_str().map(str::to_string),
         Primary::Txn(_) => None,
     };
     if let Some(reason) = unreadable {
@@ -245,7 +257,7 @@ impl FileCheck {
     fn generic(&self) -> CheckResult {
         let mut g = match &self.result {
             Primary::Linear(r) => linear_check_result(r, &self.model, &self.options),
-            Primary::Set(r) => r.clone(),
+            Primary::Set(r) | Primary::Log(r) => r.clone(),
             Primary::Txn(r) => r.check_result(),
         };
         if let Value::Object(d) = &mut g.details {
@@ -476,7 +488,7 @@ fn check_single(path: &Path, args: &CheckArgs, settings: &Settings) -> i32 {
                     &r.details,
                 )
             }
-            Primary::Set(_) => {
+            Primary::Set(_) | Primary::Log(_) => {
                 eprintln!(
                     "error: --html draws a linearizability witness or transaction cycles; model {} has neither (its witnesses are in the output)",
                     fc.model

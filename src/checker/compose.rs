@@ -6,7 +6,8 @@
 //! (`checker::set`: lost / unexpected / recovered elements), not by a linearizability search,
 //! which explodes on sets of hundreds of elements with indeterminate adds and cannot say which
 //! acknowledged add was lost. Likewise the `txn` model (list-append transactions) gets the
-//! transactional checker (`checker::txn`: dependency cycles, Elle-style).
+//! transactional checker (`checker::txn`: dependency cycles, Elle-style), and the `log` model
+//! the log checker (`checker::log`: lost sends, inconsistent offsets).
 //!
 //! Owns the plan (model, semantics, session settings, time budget), running the model registry's
 //! model through the search ([`crate::model::registry`]), and the generic `CheckResult` of a
@@ -59,6 +60,8 @@ pub struct Composed {
     pub txn: Option<super::txn::TxnResult>,
     /// The lock checkers' results (mutual exclusion, fencing), for the `lock` model.
     pub lock: Vec<CheckResult>,
+    /// The log checker's result, for the `log` model.
+    pub log: Option<CheckResult>,
     /// The session checker's result, when the plan asked for it.
     pub session: Option<CheckResult>,
     /// The linearizability verdict merged with the session verdict.
@@ -133,6 +136,7 @@ pub fn has_own_checker(model_name: &str) -> bool {
     uses_set_checker(model_name)
         || model_name == super::txn::NAME
         || model_name == super::lock::MODEL
+        || model_name == super::log::NAME
 }
 
 /// Check `history` as `plan` says. An unknown model name is an error, and so is a `txn` history
@@ -159,7 +163,20 @@ pub fn check(history: &History, plan: &Plan) -> Result<Composed, String> {
             verdict: r.verdict,
             txn: Some(r),
             lock: Vec::new(),
+            log: None,
             session: None,
+        });
+    }
+    if plan.model == super::log::NAME {
+        let log = super::log::LogChecker.check(history);
+        return Ok(Composed {
+            linear: None,
+            set: None,
+            txn: None,
+            lock: Vec::new(),
+            session: None,
+            verdict: log.verdict,
+            log: Some(log),
         });
     }
     if plan.model == super::lock::MODEL {
@@ -170,6 +187,7 @@ pub fn check(history: &History, plan: &Plan) -> Result<Composed, String> {
             set: None,
             txn: None,
             lock,
+            log: None,
             session: None,
             verdict,
         });
@@ -198,6 +216,7 @@ pub fn check(history: &History, plan: &Plan) -> Result<Composed, String> {
         set,
         txn: None,
         lock: Vec::new(),
+        log: None,
         session,
         verdict,
     })

@@ -7,6 +7,7 @@
 pub mod compose;
 pub mod linear;
 pub mod lock;
+pub mod log;
 pub mod session;
 pub mod set;
 pub mod txn;

@@ -371,6 +371,7 @@ fn stale(reads: &[Read], first_seen: &HashMap<Scalar, (u64, usize)>, o: &mut Key
 }
 
 mod details;
+pub(crate) use details::{Timing, thousands};
 
 #[cfg(test)]
 mod tests;

@@ -36,6 +36,7 @@
 
 mod combinators;
 pub mod lock;
+pub mod log;
 mod nemesis;
 pub mod set;
 #[cfg(test)]

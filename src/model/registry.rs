@@ -12,7 +12,7 @@ use super::{
 };
 
 /// Every model name, in `--model` help order.
-pub const NAMES: [&str; 10] = [
+pub const NAMES: [&str; 11] = [
     "register",
     "cas-register",
     "multi-register",
@@ -23,6 +23,7 @@ pub const NAMES: [&str; 10] = [
     "mutex",
     "counter",
     crate::checker::txn::NAME,
+    crate::checker::log::NAME,
 ];
 
 /// Something done with a model of any type (e.g. the linearizability search).
@@ -54,6 +55,11 @@ pub fn visit<V: ModelVisitor>(
         crate::checker::txn::NAME => {
             return Err(format!(
                 "model {name} is checked by the transactional checker (dependency cycles), not a linearizability search"
+            ));
+        }
+        crate::checker::log::NAME => {
+            return Err(format!(
+                "model {name} is checked by the log checker (lost, inconsistent offsets), not a linearizability search"
             ));
         }
         other => return Err(unknown(other)),
@@ -90,7 +96,7 @@ mod tests {
     fn every_name_visits_a_model_and_unknown_names_list_them_all() {
         let opts = ModelOptions::preset(super::super::SemanticsPreset::Etcd);
         for n in NAMES {
-            let own = n == crate::checker::txn::NAME;
+            let own = n == crate::checker::txn::NAME || n == crate::checker::log::NAME;
             assert_eq!(visit(n, &opts, Name).is_ok(), !own, "{n}");
             assert!(is_known(n));
         }
@@ -98,7 +104,7 @@ mod tests {
         let e = visit("graph", &opts, Name).unwrap_err();
         assert_eq!(
             e,
-            "--model \"graph\": expected auto, register, cas-register, multi-register, kv, list-append, set, queue, mutex, counter or txn"
+            "--model \"graph\": expected auto, register, cas-register, multi-register, kv, list-append, set, queue, mutex, counter, txn or log"
         );
         assert!(!is_known("auto"));
     }

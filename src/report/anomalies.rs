@@ -27,6 +27,9 @@ pub const SET_LOST: &str = "set-lost";
 pub const TWO_HOLDERS: &str = "two-holders";
 /// Category of protected writes accepted with a stale fencing token.
 pub const STALE_TOKEN: &str = "stale-token";
+/// Prefix of the log checker's categories (`log-lost`, `log-inconsistent_offsets`, …): its
+/// violation witnesses, each at the time of its first witness op (a lost send at its ack).
+pub const LOG_PREFIX: &str = "log-";
 
 /// One anomaly pinned to time.
 #[derive(Debug, Clone, PartialEq)]
@@ -222,6 +225,7 @@ pub fn anomaly_marks(history: &History, results: &Value) -> Vec<AnomalyMark> {
         });
     }
     marks.extend(set_lost_marks(results));
+    marks.extend(log_marks(results));
     marks.extend(txn_marks(history, results));
     marks.extend(lock_marks(results));
     // Stable category order: linearizable, session guarantees as listed, version-conflict,
@@ -270,6 +274,36 @@ fn set_lost_marks(results: &Value) -> Vec<AnomalyMark> {
             })
         })
         .collect()
+}
+
+/// The log checker's violation witnesses (lost sends at their ack, inconsistent offsets, skips,
+/// …), each at the time of its first witness op; allowed classes (duplicates) are not marked.
+fn log_marks(results: &Value) -> Vec<AnomalyMark> {
+    use crate::checker::log::Anomaly;
+    let Some(d) = checker_details(results, crate::checker::log::NAME) else {
+        return Vec::new();
+    };
+    let mut marks = Vec::new();
+    for class in Anomaly::ALL.into_iter().filter(|c| c.is_violation()) {
+        let rows = d[class.name()]["witnesses"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        for r in rows {
+            let (Some(t), Some(index)) = (r["time_ns"].as_u64(), r["indices"][0].as_u64()) else {
+                continue;
+            };
+            marks.push(AnomalyMark {
+                category: format!("{LOG_PREFIX}{}", class.name()),
+                time_s: t as f64 / 1e9,
+                from_s: None,
+                op_index: index,
+                primary: true,
+                label: text(r.get("witness")),
+            });
+        }
+    }
+    marks
 }
 
 /// The lock checkers' witnesses: two holders over their overlap window (the mark sits on the

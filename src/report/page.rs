@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 mod chaos;
 mod config;
 mod lock;
+mod log;
 mod recovery;
 mod set;
 mod txn;
@@ -279,6 +280,7 @@ fn checker_section(out: &mut String, run_dir: &Path, results: &Value, history: O
             }
             crate::chaos::slo::CHECKER => chaos::chaos_section(out, details, results),
             crate::checker::set::NAME => set::set_section(out, details),
+            crate::checker::log::NAME => log::log_section(out, details),
             crate::checker::txn::CHECKER => txn::txn_section(out, details),
             name @ (crate::checker::lock::MUTEX_NAME | crate::checker::lock::FENCING_NAME) => {
                 lock::lock_section(out, name, details)

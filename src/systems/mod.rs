@@ -16,6 +16,7 @@
 
 pub mod etcd;
 pub mod external;
+pub mod nats;
 pub mod postgres;
 pub mod redis;
 pub mod strays;
@@ -252,6 +253,8 @@ pub enum SystemConfig {
     External(external::spec::ExternalConfig),
     /// Redis primary + replicas watched by Sentinels (`systems::redis`).
     Redis(redis::RedisConfig),
+    /// NATS JetStream (`--db nats`).
+    Nats(nats::NatsConfig),
 }
 
 impl SystemConfig {
@@ -261,6 +264,7 @@ impl SystemConfig {
             SystemConfig::Postgres(c) => c,
             SystemConfig::External(c) => c,
             SystemConfig::Redis(c) => c,
+            SystemConfig::Nats(c) => c,
         }
     }
 
@@ -291,6 +295,7 @@ impl SystemConfig {
         match self {
             SystemConfig::Etcd(c) => c.lazyfs = Some(exe.to_string()),
             SystemConfig::Redis(c) => c.lazyfs = Some(exe.to_string()),
+            SystemConfig::Nats(c) => c.lazyfs = Some(exe.to_string()),
             SystemConfig::Postgres(_) | SystemConfig::External(_) => {}
         }
     }
@@ -353,6 +358,7 @@ pub fn registry() -> Vec<Registration> {
         Registration::of::<etcd::EtcdArgs>(),
         Registration::of::<postgres::PostgresArgs>(),
         Registration::of::<redis::RedisArgs>(),
+        Registration::of::<nats::NatsArgs>(),
     ]
 }
 
@@ -448,11 +454,12 @@ mod tests {
     #[test]
     fn registry_names_match_the_config_tags() {
         let names: Vec<&str> = registry().iter().map(|r| r.name).collect();
-        assert_eq!(names, ["etcd", "postgres", "redis"]);
+        assert_eq!(names, ["etcd", "postgres", "redis", "nats"]);
         for (cfg, name) in [
             (SystemConfig::Etcd(Default::default()), "etcd"),
             (SystemConfig::Postgres(Default::default()), "postgres"),
             (SystemConfig::Redis(Default::default()), "redis"),
+            (SystemConfig::Nats(Default::default()), "nats"),
         ] {
             assert_eq!(cfg.name(), name);
             assert_eq!(cfg.open().name(), name);

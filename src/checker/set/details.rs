@@ -21,7 +21,7 @@ fn fmt_s(s: f64) -> String {
 }
 
 /// `1234567` → `1,234,567`.
-pub(super) fn thousands(n: u64) -> String {
+pub(crate) fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
@@ -35,7 +35,7 @@ pub(super) fn thousands(n: u64) -> String {
 
 /// A lost element timed against the faults.
 #[derive(Debug, Clone)]
-struct Timing {
+pub(crate) struct Timing {
     active: Vec<String>,
     /// (label, seconds from the ack to the fault's start) of the nearest fault start before.
     before: Option<(String, f64)>,
@@ -44,7 +44,7 @@ struct Timing {
 }
 
 impl Timing {
-    fn of(faults: &[FaultInterval], at_s: f64) -> Timing {
+    pub(crate) fn of(faults: &[FaultInterval], at_s: f64) -> Timing {
         let active = faults
             .iter()
             .filter(|f| f.start_s <= at_s && at_s <= f.end_s)
@@ -68,7 +68,7 @@ impl Timing {
     }
 
     /// "acknowledged 1.2 s before partition n1 | n2 n3 began; during kill n2".
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let mut parts = Vec::new();
         if let Some((label, gap)) = &self.after {
             parts.push(format!("{} before {label} began", fmt_s(*gap)));

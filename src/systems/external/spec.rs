@@ -15,14 +15,15 @@ use std::path::{Path, PathBuf};
 use toml::Spanned;
 
 /// The workload kinds (`kind` of `workloads/*.toml`) a client may declare in `client.workloads`.
-/// The lock kinds ([`crate::generator::lock::is_lock_kind`]) are served only by a client that
-/// declares them: their ops are not guessable from the register's.
-pub const WORKLOAD_KINDS: [&str; 5] = [
+/// The lock kinds ([`crate::generator::lock::is_lock_kind`]) and the log kind are served only by
+/// a client that declares them: their ops are not guessable from the register's.
+pub const WORKLOAD_KINDS: [&str; 6] = [
     "register",
     "list-append",
     crate::generator::set::KIND,
     crate::generator::lock::KIND,
     crate::generator::lock::FENCED_KIND,
+    crate::generator::log::KIND,
 ];
 
 /// Folder of user-editable system specs, relative to the working directory.
@@ -211,11 +212,13 @@ impl ExternalConfig {
         if declared.contains(&workload.kind) {
             return Ok(());
         }
-        if declared.is_empty() && crate::generator::lock::is_lock_kind(&workload.kind) {
+        let own_ops = crate::generator::lock::is_lock_kind(&workload.kind)
+            || workload.kind == crate::generator::log::KIND;
+        if declared.is_empty() && own_ops {
             return Err(ConfigError::new(
                 "--workload",
                 format!(
-                    "{}'s client does not declare the {} workload (client.workloads in {}): a client serves the lock ops only when it says so (PROTOCOL.md)",
+                    "{}'s client does not declare the {} workload (client.workloads in {}): a client serves the lock and log ops only when it says so (PROTOCOL.md)",
                     self.spec.name,
                     workload.kind,
                     self.spec.path.display()

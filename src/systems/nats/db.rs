@@ -1,0 +1,378 @@
+//! NATS JetStream as a system under test on the nodes: a JetStream cluster of every node (routes
+//! to all, one cluster name), started as a daemon with a pidfile, kill -9 / restart, pause /
+//! resume, wipe, logs, and readiness: every stream exists, has a leader and all its replicas are
+//! current.
+//!
+//! Layout on a node (under `base_dir`, default `/tmp/shakedown/nats`, private per sandbox node):
+//! `data/` (JetStream storage, `-sd`; served from the lose-unsynced layer when the run has the
+//! `power-loss` fault), `nats.log`, `nats.pid`. The server is Debian's `nats-server` (2.9 on
+//! Debian 12), which fsyncs its stream files on a fixed timer and has no setting for it. Does not
+//! own the client (`client`) or the flags (`mod.rs`).
+
+use super::client::{connect, stream_name, subject};
+use crate::control::{Cmd, Remote};
+use crate::db::{Binary, Db, DbError, Kill, Pause};
+use crate::node::Node;
+use std::time::{Duration, Instant};
+
+/// How to run NATS on the nodes. Fields missing from a recorded config take their defaults.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct NatsConfig {
+    /// Directory on each node holding data, log and pidfile.
+    pub base_dir: String,
+    /// Client port.
+    pub client_port: u16,
+    /// Cluster (route) port.
+    pub cluster_port: u16,
+    /// Streams to create, `LOG0..`, one per log key of the workload.
+    pub streams: usize,
+    /// Replicas of each stream (1..=5, at most the node count).
+    pub replicas: usize,
+    /// How long to wait for the cluster and its streams to become ready.
+    pub ready_timeout_ms: u64,
+    /// The `shakedown` binary serving `data/` from the lose-unsynced layer (runs with the
+    /// `power-loss` fault); `None`: a plain directory.
+    pub lazyfs: Option<String>,
+}
+
+impl Default for NatsConfig {
+    fn default() -> Self {
+        NatsConfig {
+            base_dir: "/tmp/shakedown/nats".into(),
+            client_port: 4222,
+            cluster_port: 6222,
+            streams: 3,
+            replicas: 3,
+            ready_timeout_ms: 60_000,
+            lazyfs: None,
+        }
+    }
+}
+
+/// The NATS system.
+#[derive(Debug, Clone, Default)]
+pub struct Nats {
+    /// Settings.
+    pub cfg: NatsConfig,
+}
+
+/// Start nats-server unless the pidfile names a live one. `$1` = base dir, the rest = command.
+const START_SCRIPT: &str = concat!(
+    crate::systems::strays::live_sh!(),
+    r#"set -e
+dir="$1"; shift
+mkdir -p "$dir"
+pid=$(cat "$dir/nats.pid" 2>/dev/null || true)
+if live "$pid" nats-server; then exit 0; fi
+cd "$dir"
+setsid "$@" >> "$dir/nats.log" 2>&1 < /dev/null &
+echo $! > "$dir/nats.pid"
+"#
+);
+
+/// Send a signal to the pidfile's process if it is a live nats-server; `$1` = base dir, `$2` =
+/// signal. With KILL, wait until the process is gone.
+const SIGNAL_SCRIPT: &str = concat!(
+    crate::systems::strays::live_sh!(),
+    r#"dir="$1"; sig="$2"
+pid=$(cat "$dir/nats.pid" 2>/dev/null || true)
+[ -n "$pid" ] || exit 0
+live "$pid" nats-server || exit 0
+kill -s "$sig" "$pid" 2>/dev/null || true
+if [ "$sig" = KILL ]; then
+  i=0
+  while live "$pid" nats-server && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+  rm -f "$dir/nats.pid"
+fi
+"#
+);
+
+/// Exits 3 with the log's tail when the server is not running; `$1` = base dir.
+const ALIVE_SCRIPT: &str = concat!(
+    crate::systems::strays::live_sh!(),
+    crate::systems::strays::log_tail_sh!(),
+    r#"dir="$1"
+pid=$(cat "$dir/nats.pid" 2>/dev/null || true)
+if ! live "$pid" nats-server; then
+  log_tail "$dir/nats.log" 5
+  exit 3
+fi
+"#
+);
+
+/// The file name of our servers' executable, for [`crate::systems::strays::sweep`].
+const EXE_PATTERN: &str = "^nats-server$";
+
+/// Debian's NATS server.
+const PACKAGES: [&str; 1] = ["nats-server"];
+
+impl Nats {
+    /// A NATS system with the given settings.
+    pub fn new(cfg: NatsConfig) -> Nats {
+        Nats { cfg }
+    }
+
+    /// The client URL of a node.
+    pub fn url(&self, node: &Node) -> String {
+        format!("nats://{}:{}", node.host, self.cfg.client_port)
+    }
+
+    fn data_path(&self) -> String {
+        format!("{}/data", self.cfg.base_dir)
+    }
+
+    /// The nats-server command line for `node` in `cluster`.
+    fn command(&self, node: &Node, cluster: &[Node]) -> Vec<String> {
+        let routes: Vec<String> = cluster
+            .iter()
+            .filter(|n| n.name != node.name)
+            .map(|n| format!("nats://{}:{}", n.host, self.cfg.cluster_port))
+            .collect();
+        vec![
+            "nats-server".into(),
+            "--name".into(),
+            node.name.clone(),
+            "-a".into(),
+            node.host.clone(),
+            "-p".into(),
+            self.cfg.client_port.to_string(),
+            "-js".into(),
+            "-sd".into(),
+            self.data_path(),
+            "--cluster".into(),
+            format!("nats://{}:{}", node.host, self.cfg.cluster_port),
+            "--cluster_name".into(),
+            "shakedown".into(),
+            "--routes".into(),
+            routes.join(","),
+        ]
+    }
+
+    fn signal(&self, remote: &dyn Remote, sig: &str) -> Result<(), DbError> {
+        remote.exec_ok(&Cmd::script(
+            SIGNAL_SCRIPT,
+            [self.cfg.base_dir.as_str(), sig],
+        ))?;
+        Ok(())
+    }
+
+    fn start_process(
+        &self,
+        remote: &dyn Remote,
+        node: &Node,
+        cluster: &[Node],
+    ) -> Result<(), DbError> {
+        let mut args = vec![self.cfg.base_dir.clone()];
+        args.extend(self.command(node, cluster));
+        remote.exec_ok(&Cmd::script(START_SCRIPT, args))?;
+        Ok(())
+    }
+
+    /// Block until `node`'s server runs, answers, and every stream (created through the first
+    /// node, retried while the cluster forms: "no suitable peers" for a few seconds after start)
+    /// has a leader and all its replicas current.
+    pub fn await_ready(
+        &self,
+        remote: &dyn Remote,
+        node: &Node,
+        cluster: &[Node],
+    ) -> Result<(), DbError> {
+        let start = Instant::now();
+        let deadline = start + Duration::from_millis(self.cfg.ready_timeout_ms);
+        let other = |message: String| DbError::Other {
+            node: node.name.clone(),
+            message,
+        };
+        let creator = cluster.first().is_some_and(|n| n.name == node.name);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| other(format!("cannot start a runtime to ask NATS: {e}")))?;
+        loop {
+            let alive = remote.exec(&Cmd::script(ALIVE_SCRIPT, [self.cfg.base_dir.as_str()]))?;
+            if alive.status == 3 {
+                return Err(other(format!(
+                    "nats-server exited during startup: {}",
+                    alive.stdout.trim()
+                )));
+            }
+            let last = match rt.block_on(self.probe(node, creator)) {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            if Instant::now() >= deadline {
+                return Err(DbError::NotReady {
+                    node: node.name.clone(),
+                    what: "NATS JetStream".into(),
+                    waited_ms: start.elapsed().as_millis() as u64,
+                    detail: last,
+                });
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+
+    /// One readiness probe through `node`: create the streams (when `create`), then every stream
+    /// must have a leader and `replicas - 1` current followers. `Err` says what is missing.
+    async fn probe(&self, node: &Node, create: bool) -> Result<(), String> {
+        let timeout = Duration::from_secs(3);
+        let (_client, js) = connect(&self.url(node), timeout).await?;
+        for k in 0..self.cfg.streams {
+            let key = k.to_string();
+            let name = stream_name(&key);
+            if create {
+                let config = async_nats::jetstream::stream::Config {
+                    name: name.clone(),
+                    subjects: vec![subject(&key)],
+                    num_replicas: self.cfg.replicas,
+                    storage: async_nats::jetstream::stream::StorageType::File,
+                    allow_direct: true,
+                    ..Default::default()
+                };
+                js.get_or_create_stream(config)
+                    .await
+                    .map_err(|e| format!("creating stream {name}: {e}"))?;
+            }
+            let mut stream = js
+                .get_stream(&name)
+                .await
+                .map_err(|e| format!("stream {name}: {e}"))?;
+            let info = stream
+                .info()
+                .await
+                .map_err(|e| format!("stream {name} info: {e}"))?;
+            let cluster = info.cluster.clone().unwrap_or_default();
+            let Some(leader) = cluster.leader else {
+                return Err(format!("stream {name} has no leader yet"));
+            };
+            let current = cluster.replicas.iter().filter(|p| p.current).count();
+            if current + 1 < self.cfg.replicas {
+                return Err(format!(
+                    "stream {name} (leader {leader}): {current} of {} followers current",
+                    self.cfg.replicas - 1
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Db for Nats {
+    fn name(&self) -> &str {
+        "nats"
+    }
+
+    fn packages(&self) -> Vec<String> {
+        PACKAGES.iter().map(|p| p.to_string()).collect()
+    }
+
+    fn setup(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
+        self.signal(remote, "CONT")?;
+        self.signal(remote, "KILL")?;
+        crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
+        // A layer an earlier run left mounted (stale or not) goes before the wipe.
+        crate::nemesis::power::unmount(remote, &self.data_path())?;
+        let dir = &self.cfg.base_dir;
+        remote.exec_ok(&Cmd::new("rm").args([
+            "-rf",
+            &self.data_path(),
+            &format!("{dir}/nats.log"),
+        ]))?;
+        remote.exec_ok(&Cmd::new("mkdir").args(["-p", dir]))?;
+        if let Some(layer) = self.data_layer() {
+            layer.mount(remote, true)?;
+        }
+        self.start_process(remote, node, cluster)
+    }
+
+    fn teardown(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
+        self.signal(remote, "CONT")?;
+        self.signal(remote, "KILL")?;
+        crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
+        crate::nemesis::power::unmount(remote, &self.data_path()).map(|_| ())
+    }
+
+    fn data_dir(&self) -> Option<String> {
+        Some(self.data_path())
+    }
+
+    fn data_layer(&self) -> Option<crate::nemesis::power::DataLayer> {
+        crate::nemesis::power::DataLayer::over(self.cfg.lazyfs.as_deref(), self.data_path())
+    }
+
+    fn log_files(&self, _node: &Node) -> Vec<String> {
+        vec![format!("{}/nats.log", self.cfg.base_dir)]
+    }
+
+    fn version(&self, remote: &dyn Remote) -> Option<String> {
+        let out = remote
+            .exec_ok(&Cmd::new("nats-server").arg("--version"))
+            .ok()?;
+        out.lines().next().map(|l| l.trim().to_string())
+    }
+
+    fn as_kill(&self) -> Option<&dyn Kill> {
+        Some(self)
+    }
+
+    fn as_pause(&self) -> Option<&dyn Pause> {
+        Some(self)
+    }
+
+    fn required_binaries(&self) -> Vec<Binary> {
+        vec![Binary {
+            name: "nats-server".into(),
+            paths: Vec::new(),
+            fix: "apt-get install nats-server (`shakedown run` does this unless --no-install)"
+                .into(),
+        }]
+    }
+}
+
+impl Kill for Nats {
+    fn kill(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
+        self.signal(remote, "KILL")
+    }
+
+    /// Start the server again; with the lose-unsynced layer, remount it first if its process
+    /// died (a stale mount), keeping its files.
+    fn start(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
+        if let Some(layer) = self.data_layer() {
+            layer.mount(remote, false)?;
+        }
+        self.start_process(remote, node, cluster)
+    }
+}
+
+impl Pause for Nats {
+    fn pause(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
+        self.signal(remote, "STOP")
+    }
+
+    fn resume(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
+        self.signal(remote, "CONT")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_routes_to_every_other_node_and_stores_under_the_data_dir() {
+        let nodes: Vec<Node> = (1..=3)
+            .map(|i| Node {
+                name: format!("n{i}"),
+                host: format!("10.101.0.{i}"),
+            })
+            .collect();
+        let cmd = Nats::default().command(&nodes[1], &nodes).join(" ");
+        assert!(cmd.contains("--name n2 -a 10.101.0.2 -p 4222 -js"), "{cmd}");
+        assert!(cmd.contains("-sd /tmp/shakedown/nats/data"), "{cmd}");
+        assert!(
+            cmd.contains("--routes nats://10.101.0.1:6222,nats://10.101.0.3:6222"),
+            "{cmd}"
+        );
+    }
+}
