@@ -265,3 +265,39 @@ fn lock_and_lww_workloads_are_refused_where_not_implemented() {
         );
     }
 }
+
+#[test]
+fn galera_refuses_what_it_cannot_serve_and_its_flags_elsewhere() {
+    refused(
+        &["run", "--db", "galera", "--workload", "register"],
+        &["--workload", "galera", "register", "txn"],
+    );
+    refused(
+        &[
+            "run",
+            "--db",
+            "galera",
+            "--workload",
+            "txn",
+            "--read-from",
+            "any",
+        ],
+        &["--read-from", "galera supports own"],
+    );
+    refused(
+        &[
+            "run",
+            "--db",
+            "galera",
+            "--workload",
+            "txn",
+            "--nemesis",
+            "power-loss",
+        ],
+        &["--nemesis", "galera", "power-loss", "data directory"],
+    );
+    refused(
+        &["run", "--db", "etcd", "--write-to", "any"],
+        &["--write-to", "Galera settings need --db galera"],
+    );
+}
