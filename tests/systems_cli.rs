@@ -292,9 +292,9 @@ fn galera_refuses_what_it_cannot_serve_and_its_flags_elsewhere() {
             "--workload",
             "txn",
             "--nemesis",
-            "power-loss",
+            "promote",
         ],
-        &["--nemesis", "galera", "power-loss", "data directory"],
+        &["--nemesis", "galera", "promote"],
     );
     refused(
         &["run", "--db", "etcd", "--write-to", "any"],

@@ -294,7 +294,8 @@ impl SystemConfig {
         match self {
             SystemConfig::Etcd(c) => c.lazyfs = Some(exe.to_string()),
             SystemConfig::Redis(c) => c.lazyfs = Some(exe.to_string()),
-            SystemConfig::Postgres(_) | SystemConfig::External(_) | SystemConfig::Galera(_) => {}
+            SystemConfig::Galera(c) => c.lazyfs = Some(exe.to_string()),
+            SystemConfig::Postgres(_) | SystemConfig::External(_) => {}
         }
     }
 }

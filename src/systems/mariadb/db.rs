@@ -87,6 +87,9 @@ pub struct MariaDbConfig {
     pub write_to: super::WriteTo,
     /// How long setup and readiness may wait (bootstrap, every join's state transfer).
     pub ready_timeout_ms: u64,
+    /// The `shakedown` binary serving `data/` from the lose-unsynced layer (runs with the
+    /// `power-loss` fault); `None`: a plain directory.
+    pub lazyfs: Option<String>,
 }
 
 impl Default for MariaDbConfig {
@@ -105,6 +108,7 @@ impl Default for MariaDbConfig {
             isolation: None,
             write_to: super::WriteTo::Own,
             ready_timeout_ms: 120_000,
+            lazyfs: None,
         }
     }
 }
@@ -141,6 +145,10 @@ touch "$dir/error.log"
 chown -R "$user:" "$dir"
 chmod 755 "$dir"
 "#;
+
+/// Hand the data directory (a freshly mounted layer's root) to the server's user: `$1` = data
+/// dir, `$2` = OS user.
+const CHOWN_SCRIPT: &str = r#"chown "$2:" "$1" && chmod 700 "$1""#;
 
 /// Create the system tables: `$1` = base dir, `$2` = OS user.
 const INSTALL_DB_SCRIPT: &str = r#"set -e
@@ -318,6 +326,23 @@ impl Galera {
         cmd
     }
 
+    fn data_path(&self) -> String {
+        format!("{}/data", self.cfg.base_dir)
+    }
+
+    /// Mount the lose-unsynced layer on the data directory when the run has one (`fresh` at
+    /// setup, kept files on a restart) and hand its root to the server's user.
+    fn mount_layer(&self, remote: &dyn Remote, fresh: bool) -> Result<(), DbError> {
+        let Some(layer) = self.data_layer() else {
+            return Ok(());
+        };
+        layer.mount(remote, fresh)?;
+        remote.exec_ok(
+            &Cmd::script(CHOWN_SCRIPT, [self.data_path(), self.cfg.os_user.clone()]).sudo(true),
+        )?;
+        Ok(())
+    }
+
     fn signal(&self, remote: &dyn Remote, sig: &str) -> Result<(), DbError> {
         remote
             .exec_ok(&Cmd::script(SIGNAL_SCRIPT, [self.cfg.base_dir.as_str(), sig]).sudo(true))?;
@@ -449,6 +474,8 @@ impl Db for Galera {
         self.signal(remote, "CONT")?;
         self.signal(remote, "KILL")?;
         crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
+        // A layer an earlier run left mounted (stale or not) goes before the wipe.
+        crate::nemesis::power::unmount(remote, &self.data_path())?;
         remote.exec_ok(
             &Cmd::script(
                 WIPE_SCRIPT,
@@ -461,6 +488,7 @@ impl Db for Galera {
             )
             .sudo(true),
         )?;
+        self.mount_layer(remote, true)?;
         remote.exec_ok(
             &Cmd::script(
                 INSTALL_DB_SCRIPT,
@@ -479,7 +507,16 @@ impl Db for Galera {
     fn teardown(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
         self.signal(remote, "CONT")?;
         self.signal(remote, "KILL")?;
-        crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)
+        crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
+        crate::nemesis::power::unmount(remote, &self.data_path()).map(|_| ())
+    }
+
+    fn data_dir(&self) -> Option<String> {
+        Some(self.data_path())
+    }
+
+    fn data_layer(&self) -> Option<crate::nemesis::power::DataLayer> {
+        crate::nemesis::power::DataLayer::over(self.cfg.lazyfs.as_deref(), self.data_path())
     }
 
     fn log_files(&self, _node: &Node) -> Vec<String> {
@@ -529,7 +566,10 @@ impl Kill for Galera {
     /// Start again with the data kept: `--wsrep-recover` finds the last committed position and
     /// the node rejoins with it (incremental transfer when a donor still has the writes). Never
     /// bootstraps: after every node was killed, the nodes started together re-form the cluster.
+    /// With the lose-unsynced layer, it is remounted first if its process died, keeping its
+    /// files.
     fn start(&self, remote: &dyn Remote, _node: &Node, _cluster: &[Node]) -> Result<(), DbError> {
+        self.mount_layer(remote, false)?;
         self.start_process(remote, false, true)
     }
 }
