@@ -7,9 +7,10 @@
 //! `--defaults-file`, so Debian's shared `/etc/mysql` is never read), `data/` (the datadir,
 //! wiped by `setup`), `mysqld.sock`, `server.pid` (the server's own pidfile), `mariadbd.pid`
 //! (ours: the PID we started), `error.log` (the server's error log, collected at teardown) and
-//! `recover.log` (what `--wsrep-recover` printed before a restart). The server runs as root
-//! (`user=mysql`: as root, rsync's daemon in a state transfer would
-//! write as `nobody`), binds the node's address, skips name resolution, and listens for Galera
+//! `recover.log` (what `--wsrep-recover` printed before a restart). The server is started by
+//! root and runs as `mysql` (`user=mysql`: as root, rsync's daemon in a state transfer writes
+//! as `nobody` and the join fails), binds the node's address, skips name resolution, and
+//! listens for Galera
 //! (`gmcast.listen_addr`), incremental state transfer (`ist.recv_addr`) and rsync state transfer
 //! (`wsrep_sst_receive_address`) on the node's address only.
 //!
@@ -26,8 +27,10 @@
 //! position) and starts with `--wsrep-start-position` set to it, so the node asks the others for
 //! an incremental transfer instead of a full one. After every node was killed no node is safe
 //! to bootstrap (`safe_to_bootstrap: 0`): started together they re-form the primary component
-//! from their saved view (`pc.recovery`, Galera's default). Does not own the client (`client`)
-//! or the settings' flags (`mod.rs`).
+//! from their saved view (`pc.recovery`, Galera's default). With the `power-loss` fault,
+//! `data/` is served from the lose-unsynced layer (`nemesis::power`), mounted after the wipe
+//! and handed to the server's user. Does not own the client (`txn`) or the settings' flags
+//! (`mod.rs`).
 
 use crate::control::{Cmd, Remote};
 use crate::db::{Binary, Db, DbError, Kill, Pause};

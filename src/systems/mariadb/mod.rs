@@ -6,7 +6,7 @@
 //! per-thread clients (`txn`, with `mysql_async`).
 //!
 //! Not yet here (issue 31): `--db mariadb` (a primary with asynchronous GTID replicas), the
-//! register and set workloads, partitions of a Galera cluster measured for stale reads.
+//! rw-register, register and set workloads, `--read-from` other than the transaction's node.
 
 pub mod db;
 pub mod txn;
