@@ -311,3 +311,39 @@ fn nats_refuses_other_workloads_bad_replicas_and_the_log_workload_elsewhere() {
         &["--nats-replicas", "NATS settings need --db nats"],
     );
 }
+
+#[test]
+fn galera_refuses_what_it_cannot_serve_and_its_flags_elsewhere() {
+    refused(
+        &["run", "--db", "galera", "--workload", "register"],
+        &["--workload", "galera", "register", "txn"],
+    );
+    refused(
+        &[
+            "run",
+            "--db",
+            "galera",
+            "--workload",
+            "txn",
+            "--read-from",
+            "any",
+        ],
+        &["--read-from", "galera supports own"],
+    );
+    refused(
+        &[
+            "run",
+            "--db",
+            "galera",
+            "--workload",
+            "txn",
+            "--nemesis",
+            "promote",
+        ],
+        &["--nemesis", "galera", "promote"],
+    );
+    refused(
+        &["run", "--db", "etcd", "--write-to", "any"],
+        &["--write-to", "Galera settings need --db galera"],
+    );
+}

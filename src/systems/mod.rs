@@ -17,6 +17,7 @@
 pub mod etcd;
 pub mod external;
 pub mod nats;
+pub mod mariadb;
 pub mod postgres;
 pub mod redis;
 pub mod strays;
@@ -255,6 +256,8 @@ pub enum SystemConfig {
     Redis(redis::RedisConfig),
     /// NATS JetStream (`--db nats`).
     Nats(nats::NatsConfig),
+    /// MariaDB Galera Cluster, every node a primary (`systems::mariadb`).
+    Galera(mariadb::MariaDbConfig),
 }
 
 impl SystemConfig {
@@ -265,6 +268,7 @@ impl SystemConfig {
             SystemConfig::External(c) => c,
             SystemConfig::Redis(c) => c,
             SystemConfig::Nats(c) => c,
+            SystemConfig::Galera(c) => c,
         }
     }
 
@@ -296,6 +300,7 @@ impl SystemConfig {
             SystemConfig::Etcd(c) => c.lazyfs = Some(exe.to_string()),
             SystemConfig::Redis(c) => c.lazyfs = Some(exe.to_string()),
             SystemConfig::Nats(c) => c.lazyfs = Some(exe.to_string()),
+            SystemConfig::Galera(c) => c.lazyfs = Some(exe.to_string()),
             SystemConfig::Postgres(_) | SystemConfig::External(_) => {}
         }
     }
@@ -359,6 +364,7 @@ pub fn registry() -> Vec<Registration> {
         Registration::of::<postgres::PostgresArgs>(),
         Registration::of::<redis::RedisArgs>(),
         Registration::of::<nats::NatsArgs>(),
+        Registration::of::<mariadb::GaleraArgs>(),
     ]
 }
 
@@ -402,9 +408,19 @@ impl clap::FromArgMatches for SystemFlags {
 impl clap::Args for SystemFlags {
     fn augment_args(cmd: clap::Command) -> clap::Command {
         // Each group sets its own help heading; the flags after them go back to the default one.
+        // A flag two systems share (`--isolation`: same id, same values) is added once, with
+        // the first group that declares it.
         registry()
             .iter()
-            .fold(cmd, |c, r| (r.augment)(c))
+            .fold(cmd, |c, r| {
+                let group = (r.augment)(clap::Command::new("flags"));
+                let new: Vec<clap::Arg> = group
+                    .get_arguments()
+                    .filter(|a| c.get_arguments().all(|b| b.get_id() != a.get_id()))
+                    .cloned()
+                    .collect();
+                new.into_iter().fold(c, |c, a| c.arg(a))
+            })
             .next_help_heading(None::<&str>)
     }
 
@@ -427,8 +443,14 @@ impl SystemFlags {
                 format!("{db} has no options (--db-opt is for systems/*.toml specs)"),
             ));
         }
+        let shared: Vec<String> = chosen
+            .map(|c| c.flags().into_iter().map(|(id, _)| id).collect())
+            .unwrap_or_default();
         for other in systems.iter().filter(|r| r.name != db) {
             for (id, flag) in other.flags() {
+                if shared.contains(&id) {
+                    continue;
+                }
                 let given = self.matches.ids().any(|i| i.as_str() == id)
                     && self.matches.value_source(&id)
                         == Some(clap::parser::ValueSource::CommandLine);
@@ -454,12 +476,13 @@ mod tests {
     #[test]
     fn registry_names_match_the_config_tags() {
         let names: Vec<&str> = registry().iter().map(|r| r.name).collect();
-        assert_eq!(names, ["etcd", "postgres", "redis", "nats"]);
+        assert_eq!(names, ["etcd", "postgres", "redis", "nats", "galera"]);
         for (cfg, name) in [
             (SystemConfig::Etcd(Default::default()), "etcd"),
             (SystemConfig::Postgres(Default::default()), "postgres"),
             (SystemConfig::Redis(Default::default()), "redis"),
             (SystemConfig::Nats(Default::default()), "nats"),
+            (SystemConfig::Galera(Default::default()), "galera"),
         ] {
             assert_eq!(cfg.name(), name);
             assert_eq!(cfg.open().name(), name);

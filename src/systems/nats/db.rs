@@ -297,6 +297,12 @@ impl Db for Nats {
         Some(self.data_path())
     }
 
+    /// The streams' message blocks (`jetstream/<account>/streams/<stream>/msgs/N.blk`), what
+    /// Jepsen's NATS analysis corrupted.
+    fn data_files(&self) -> Vec<String> {
+        vec!["jetstream/*/streams/*/msgs/*.blk".to_string()]
+    }
+
     fn data_layer(&self) -> Option<crate::nemesis::power::DataLayer> {
         crate::nemesis::power::DataLayer::over(self.cfg.lazyfs.as_deref(), self.data_path())
     }
