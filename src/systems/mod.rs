@@ -16,8 +16,8 @@
 
 pub mod etcd;
 pub mod external;
-pub mod nats;
 pub mod mariadb;
+pub mod nats;
 pub mod postgres;
 pub mod redis;
 pub mod strays;
