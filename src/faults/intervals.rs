@@ -215,6 +215,12 @@ fn fault_label(kind: &str, f: &str, invoke: Option<&Value>, done: &Value) -> Str
             let ms = arg("duration_ms").map(|d| format!(" {} ms", num(d)));
             format!("stall process {p}{}", ms.unwrap_or_default())
         }),
+        // The verb says which corruption (`bitflip n3`, `truncate n3`).
+        "corrupt" => nodes.map(|n| format!("{f} {n}")),
+        "disk" => nodes.map(|n| match done.get("fault").and_then(Value::as_str) {
+            Some(what) => format!("disk {what} {n}"),
+            None => format!("disk fault {n}"),
+        }),
         _ => nodes.map(|n| format!("{kind} {n}")),
     };
     truncate_label(

@@ -1321,6 +1321,22 @@ mod tests {
             ),
             nem(1996, "power-on", json!(null)),
             nem(1998, "power-on", json!({"nodes": ["n1", "n2"]})),
+            nem(2000, "bitflip", json!({"targets": "one", "bits": 8})),
+            nem(
+                2002,
+                "bitflip",
+                json!({"nodes": ["n3"], "damaged": {"n3": {"file": "/d/x.wal"}}}),
+            ),
+            nem(2004, "start-corrupted", json!(null)),
+            nem(2006, "start-corrupted", json!({"nodes": ["n3"]})),
+            nem(2008, "start-disk-fault", json!({"targets": "one"})),
+            nem(
+                2010,
+                "start-disk-fault",
+                json!({"nodes": ["n4"], "fault": "fsync EIO"}),
+            ),
+            nem(2012, "stop-disk-fault", json!(null)),
+            nem(2014, "stop-disk-fault", json!({"nodes": ["n4"]})),
         ];
         for i in 0..40u64 {
             client(&mut ops, i, "read", i * 50, i * 50 + 5, OpType::Ok);
@@ -1350,6 +1366,8 @@ mod tests {
             ("ssh-drop", "ssh-drop n3", 1.93, 1.95),
             ("stall", "stall process 4 3500 ms", 1.965, 1.97),
             ("power-loss", "power-loss n1 n2", 1.994, 1.998),
+            ("corrupt", "bitflip n3", 2.002, 2.006),
+            ("disk", "disk fsync EIO n4", 2.010, 2.014),
         ];
         assert_eq!(got.len(), want.len(), "{got:?}");
         for (g, w) in got.iter().zip(want) {
