@@ -1,11 +1,12 @@
 //! `shakedown doctor`: preflight checks per node before a run — SSH reachable, root (or
 //! passwordless sudo), iptables usable and the tool's chain free of leftovers, tc present, netem
-//! available, clock settable, NTP daemons running, the system's binaries present.
+//! available, /dev/fuse present (power-loss and disk faults), clock settable, NTP daemons
+//! running, the system's binaries present.
 //!
 //! One SSH connection and two commands per node (nodes in parallel); a probe script prints one
 //! tab-separated line per check, and `interpret` (pure, unit-tested) turns it into findings with a
 //! fix for each problem. Required abilities (SSH, root, iptables, tc, the DB's binaries) FAIL;
-//! optional ones (netem, a settable clock, no NTP daemon, no leftover rules) only WARN: they limit
+//! optional ones (netem, FUSE, a settable clock, no NTP daemon, no leftover rules) only WARN: they limit
 //! which faults work. The clock check never steps a real clock: it reads CAP_SYS_TIME from
 //! `/proc/self/status`, and only when a clock shim is preloaded (the sandbox's per-node clocks)
 //! runs `date -s` of the current time, which the shim turns into a no-op offset write.
@@ -77,7 +78,7 @@ pub struct DoctorReport {
 }
 
 /// Checks that come from the probe script, in table order (the DB's binaries follow).
-const PROBE_CHECKS: &[&str] = &["iptables", "chain", "tc", "netem", "clock", "ntp"];
+const PROBE_CHECKS: &[&str] = &["iptables", "chain", "tc", "netem", "fuse", "clock", "ntp"];
 
 /// `$1` = chain; the rest `name=path1:path2` binaries. Prints `check<TAB>state<TAB>detail` lines.
 const PROBE_SCRIPT: &str = r#"c="$1"; shift
@@ -106,6 +107,7 @@ if command -v tc >/dev/null 2>&1; then
 else
   say tc missing ""; say netem error "tc missing"
 fi
+if [ -c /dev/fuse ]; then say fuse ok ""; else say fuse missing ""; fi
 cap=$(awk '/^CapEff/ {print $2}' /proc/self/status)
 if [ -n "$LD_PRELOAD" ]; then
   if e=$(date -s "@$(date +%s.%N)" 2>&1 >/dev/null); then say clock shim "$LD_PRELOAD"
@@ -238,6 +240,18 @@ pub fn interpret(probe: &str, binaries: &[Binary]) -> Vec<Finding> {
                 Status::Warn,
                 detail,
                 "clock faults will fail; run as root with CAP_SYS_TIME (the sandbox's clock shim provides per-node clocks)",
+            ),
+            ("fuse", "ok") => finding(
+                check,
+                Status::Ok,
+                "/dev/fuse present (power-loss and disk faults can serve the data directory)",
+                "",
+            ),
+            ("fuse", _) => finding(
+                check,
+                Status::Warn,
+                "no /dev/fuse: power-loss and disk faults will fail on this node",
+                "modprobe fuse (a container needs --device /dev/fuse)",
             ),
             ("ntp", "none") => finding(check, Status::Ok, "no NTP daemon running", ""),
             ("ntp", _) => finding(
@@ -532,9 +546,9 @@ mod tests {
 
     #[test]
     fn a_healthy_probe_is_all_ok() {
-        let probe = "iptables\tok\tiptables v1.8.9 (nf_tables)\nchain\tabsent\t\ntc\tok\t/usr/sbin/tc\nnetem\tok\t\nclock\tcap\tCAP_SYS_TIME\nntp\tnone\t\nbin:etcd\tok\t/usr/bin/etcd\nbin:etcdctl\tok\t/usr/bin/etcdctl\n";
+        let probe = "iptables\tok\tiptables v1.8.9 (nf_tables)\nchain\tabsent\t\ntc\tok\t/usr/sbin/tc\nnetem\tok\t\nfuse\tok\t\nclock\tcap\tCAP_SYS_TIME\nntp\tnone\t\nbin:etcd\tok\t/usr/bin/etcd\nbin:etcdctl\tok\t/usr/bin/etcdctl\n";
         let f = interpret(probe, &etcd_bins());
-        assert_eq!(f.len(), 8);
+        assert_eq!(f.len(), 9);
         assert!(
             f.iter().all(|f| f.status == Status::Ok && f.fix.is_empty()),
             "{f:?}"
@@ -543,7 +557,7 @@ mod tests {
 
     #[test]
     fn missing_netem_and_clock_warn_missing_tools_fail() {
-        let probe = "iptables\tmissing\t\nchain\tunknown\t\ntc\tok\t/usr/sbin/tc\nnetem\terror\tError: Specified qdisc kind is unknown.\nclock\terror\tno CAP_SYS_TIME\nntp\trunning\t chronyd\nbin:etcd\tmissing\t\n";
+        let probe = "iptables\tmissing\t\nchain\tunknown\t\ntc\tok\t/usr/sbin/tc\nnetem\terror\tError: Specified qdisc kind is unknown.\nfuse\tmissing\t\nclock\terror\tno CAP_SYS_TIME\nntp\trunning\t chronyd\nbin:etcd\tmissing\t\n";
         let f = interpret(probe, &etcd_bins());
         let st = |c: &str| f.iter().find(|x| x.check == c).unwrap().clone();
         assert_eq!(st("iptables").status, Status::Fail);
@@ -554,6 +568,12 @@ mod tests {
             st("netem")
                 .detail
                 .contains("netem not available in this kernel")
+        );
+        assert_eq!(st("fuse").status, Status::Warn);
+        assert!(
+            st("fuse")
+                .detail
+                .contains("power-loss and disk faults will fail")
         );
         assert_eq!(st("clock").status, Status::Warn);
         assert_eq!(st("ntp").status, Status::Warn);

@@ -455,7 +455,7 @@ fn doctor_passes_on_the_sandbox_and_names_an_unreachable_node() {
         assert!(header.contains(&format!("n{n}")), "{table}");
     }
     for check in [
-        "ssh", "root", "iptables", "tc", "netem", "clock", "ntp", "etcd",
+        "ssh", "root", "iptables", "tc", "netem", "fuse", "clock", "ntp", "etcd",
     ] {
         assert!(
             table.lines().any(|l| l.starts_with(check)),
@@ -477,6 +477,20 @@ fn doctor_passes_on_the_sandbox_and_names_an_unreachable_node() {
         netem["status"] == "ok" || netem["status"] == "warn",
         "{netem}"
     );
+    // FUSE likewise; where this machine has /dev/fuse the nodes see it.
+    let fuse = v["nodes"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == "fuse")
+        .unwrap()
+        .clone();
+    let want = if std::path::Path::new("/dev/fuse").exists() {
+        "ok"
+    } else {
+        "warn"
+    };
+    assert_eq!(fuse["status"], want, "{fuse}");
 
     // n9 has no machine behind it.
     let key = sb.state_dir.join("ssh/id_ed25519");
