@@ -7,12 +7,13 @@
 //! under it: the start scripts `cd` there before starting a server (etcd and Sentinel stay there;
 //! Redis and PostgreSQL move into their data directory, which is under it). A pidfile can miss a
 //! server: a controller killed between starting one and writing its pid, two starts racing on a
-//! node, a pidfile that a later start overwrote. Does not own starting, signalling by pidfile or
-//! readiness (each system's `db`), and never looks at processes outside the base directory, so a
+//! node, a pidfile that a later start overwrote. Does not own starting or readiness (each
+//! system's `db`), and never looks at processes outside the base directory, so a
 //! node's own database on the same port is left alone.
 //!
 //! Also owns [`live_sh`], the shell test of "the pidfile's process is our live server" that the
-//! systems' start, signal and readiness scripts share.
+//! systems' start, signal and readiness scripts share, and [`SIGNAL_SCRIPT`], signalling the
+//! server a pidfile names and its children (every built-in system's kill, pause and resume).
 
 use crate::control::{Cmd, Remote};
 use crate::db::DbError;
@@ -49,6 +50,40 @@ macro_rules! log_tail_sh {
     };
 }
 pub(crate) use log_tail_sh;
+
+/// Signal a server and its children if its pidfile names a live one: `$1` = pidfile, `$2` = a
+/// word its command line mentions (the `live` check: a reused PID is left alone), `$3` = signal.
+/// Children are listed first (`pgrep -P`: PostgreSQL makes each the leader of its own session,
+/// so a group signal would miss them; MariaDB's state-transfer scripts and rsync), then the
+/// server is signalled before them (a stopped server forks no new ones). With KILL, wait (at most
+/// 10 s) until all of them are gone and remove the pidfile. Shared by every built-in system.
+pub const SIGNAL_SCRIPT: &str = concat!(
+    live_sh!(),
+    r#"pidfile="$1"; word="$2"; sig="$3"
+pid=$(cat "$pidfile" 2>/dev/null || true)
+[ -n "$pid" ] || exit 0
+live "$pid" "$word" || exit 0
+kids=$(pgrep -P "$pid" 2>/dev/null || true)
+kill -s "$sig" "$pid" 2>/dev/null || true
+for k in $kids; do kill -s "$sig" "$k" 2>/dev/null || true; done
+if [ "$sig" = KILL ]; then
+  i=0
+  while [ $i -lt 200 ]; do
+    alive=0
+    live "$pid" "$word" && alive=1
+    for k in $kids; do [ -d "/proc/$k" ] && alive=1; done
+    [ $alive = 0 ] && break
+    sleep 0.05; i=$((i+1))
+  done
+  rm -f "$pidfile"
+fi
+"#
+);
+
+/// The command that sends `sig` to the server `pidfile` names (see [`SIGNAL_SCRIPT`]).
+pub fn signal_cmd(pidfile: &str, word: &str, sig: &str) -> Cmd {
+    Cmd::script(SIGNAL_SCRIPT, [pidfile, word, sig])
+}
 
 /// `$1` = base directory, `$2` = extended regular expression the executable's file name must
 /// match. Resumes then kills every such process and waits (up to 5 s) until they are gone; prints
@@ -192,5 +227,49 @@ mod tests {
             .unwrap();
         assert!(out.status.success());
         assert!(out.stdout.is_empty());
+    }
+
+    /// A server with a child, on this machine: KILL ends both and removes the pidfile; a
+    /// pidfile naming a process without the word is left alone.
+    #[test]
+    fn signal_script_kills_the_server_and_its_children_and_only_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("srv.pid");
+        let mut server = std::process::Command::new("sh")
+            .args(["-c", "sleep 300 & wait", "fake-server-xyz"])
+            .spawn()
+            .unwrap();
+        std::fs::write(&pidfile, server.id().to_string()).unwrap();
+        let run = |word: &str, sig: &str| {
+            std::process::Command::new("sh")
+                .arg("-c")
+                .arg(SIGNAL_SCRIPT)
+                .args(["sh", pidfile.to_str().unwrap(), word, sig])
+                .status()
+                .unwrap()
+        };
+        // Let the child start.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let kids = std::process::Command::new("pgrep")
+            .args(["-P", &server.id().to_string()])
+            .output()
+            .unwrap();
+        let kid: u32 = String::from_utf8_lossy(&kids.stdout)
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(run("no-such-word", "KILL").success());
+        assert!(pidfile.exists(), "another process's pidfile was acted on");
+        assert!(run("sleep 300", "KILL").success());
+        assert!(!pidfile.exists());
+        assert!(server.wait().is_ok());
+        assert!(
+            !std::path::Path::new(&format!("/proc/{kid}")).exists() || {
+                // A zombie until init reaps it is gone for our purposes.
+                std::fs::read_to_string(format!("/proc/{kid}/status"))
+                    .map(|s| s.contains("zombie"))
+                    .unwrap_or(true)
+            }
+        );
     }
 }

@@ -70,23 +70,6 @@ echo $! > "$dir/etcd.pid"
 "#
 );
 
-/// Send a signal to the pidfile's process if it is a live etcd; `$1` = base dir, `$2` = signal.
-/// With KILL, wait until the process is gone.
-const SIGNAL_SCRIPT: &str = concat!(
-    crate::systems::strays::live_sh!(),
-    r#"dir="$1"; sig="$2"
-pid=$(cat "$dir/etcd.pid" 2>/dev/null || true)
-[ -n "$pid" ] || exit 0
-live "$pid" etcd || exit 0
-kill -s "$sig" "$pid" 2>/dev/null || true
-if [ "$sig" = KILL ]; then
-  i=0
-  while live "$pid" etcd && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
-  rm -f "$dir/etcd.pid"
-fi
-"#
-);
-
 /// The file name of our servers' executable, for [`crate::systems::strays::sweep`].
 const EXE_PATTERN: &str = "^etcd( |$)";
 
@@ -193,9 +176,10 @@ impl Etcd {
     }
 
     fn signal(&self, remote: &dyn Remote, sig: &str) -> Result<(), DbError> {
-        remote.exec_ok(&Cmd::script(
-            SIGNAL_SCRIPT,
-            [self.cfg.base_dir.as_str(), sig],
+        remote.exec_ok(&crate::systems::strays::signal_cmd(
+            &format!("{}/etcd.pid", self.cfg.base_dir),
+            "etcd",
+            sig,
         ))?;
         Ok(())
     }

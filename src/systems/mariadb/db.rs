@@ -186,30 +186,6 @@ echo $! > "$dir/mariadbd.pid"
 "#
 );
 
-/// Signal mariadbd and its children (state-transfer scripts and rsync) if our pidfile names a
-/// live mariadbd: `$1` = base dir, `$2` = signal. With KILL, wait until they are gone.
-const SIGNAL_SCRIPT: &str = concat!(
-    crate::systems::strays::live_sh!(),
-    r#"dir="$1"; sig="$2"
-pid=$(cat "$dir/mariadbd.pid" 2>/dev/null || true)
-[ -n "$pid" ] || exit 0
-live "$pid" mariadbd || exit 0
-kids=$(pgrep -P "$pid" 2>/dev/null || true)
-kill -s "$sig" "$pid" 2>/dev/null || true
-for k in $kids; do kill -s "$sig" "$k" 2>/dev/null || true; done
-if [ "$sig" = KILL ]; then
-  i=0
-  while [ $i -lt 200 ]; do
-    alive=0
-    for p in $pid $kids; do [ -d "/proc/$p" ] && alive=1; done
-    [ $alive = 0 ] && break
-    sleep 0.05; i=$((i+1))
-  done
-  rm -f "$dir/mariadbd.pid"
-fi
-"#
-);
-
 /// Exit status of READY_SCRIPT when the server process is gone.
 const NOT_RUNNING: i32 = 3;
 
@@ -347,8 +323,14 @@ impl Galera {
     }
 
     fn signal(&self, remote: &dyn Remote, sig: &str) -> Result<(), DbError> {
-        remote
-            .exec_ok(&Cmd::script(SIGNAL_SCRIPT, [self.cfg.base_dir.as_str(), sig]).sudo(true))?;
+        remote.exec_ok(
+            &crate::systems::strays::signal_cmd(
+                &format!("{}/mariadbd.pid", self.cfg.base_dir),
+                "mariadbd",
+                sig,
+            )
+            .sudo(true),
+        )?;
         Ok(())
     }
 

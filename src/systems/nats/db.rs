@@ -71,23 +71,6 @@ echo $! > "$dir/nats.pid"
 "#
 );
 
-/// Send a signal to the pidfile's process if it is a live nats-server; `$1` = base dir, `$2` =
-/// signal. With KILL, wait until the process is gone.
-const SIGNAL_SCRIPT: &str = concat!(
-    crate::systems::strays::live_sh!(),
-    r#"dir="$1"; sig="$2"
-pid=$(cat "$dir/nats.pid" 2>/dev/null || true)
-[ -n "$pid" ] || exit 0
-live "$pid" nats-server || exit 0
-kill -s "$sig" "$pid" 2>/dev/null || true
-if [ "$sig" = KILL ]; then
-  i=0
-  while live "$pid" nats-server && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
-  rm -f "$dir/nats.pid"
-fi
-"#
-);
-
 /// Exits 3 with the log's tail when the server is not running; `$1` = base dir.
 const ALIVE_SCRIPT: &str = concat!(
     crate::systems::strays::live_sh!(),
@@ -150,9 +133,10 @@ impl Nats {
     }
 
     fn signal(&self, remote: &dyn Remote, sig: &str) -> Result<(), DbError> {
-        remote.exec_ok(&Cmd::script(
-            SIGNAL_SCRIPT,
-            [self.cfg.base_dir.as_str(), sig],
+        remote.exec_ok(&crate::systems::strays::signal_cmd(
+            &format!("{}/nats.pid", self.cfg.base_dir),
+            "nats-server",
+            sig,
         ))?;
         Ok(())
     }

@@ -194,33 +194,6 @@ echo $! > "$dir/postgres.pid"
 "#
 );
 
-/// Signal the postmaster and all its children if the pidfile names a live postgres: `$1` = base
-/// dir, `$2` = signal. PostgreSQL makes every child the leader of its own session, so a process
-/// group signal would miss them: the children are listed first (`pgrep -P`), then the postmaster
-/// is signalled before them (a stopped postmaster forks no new ones). With KILL, wait until all of
-/// them are gone.
-const SIGNAL_SCRIPT: &str = concat!(
-    crate::systems::strays::live_sh!(),
-    r#"dir="$1"; sig="$2"
-pid=$(cat "$dir/postgres.pid" 2>/dev/null || true)
-[ -n "$pid" ] || exit 0
-live "$pid" postgres || exit 0
-kids=$(pgrep -P "$pid" 2>/dev/null || true)
-kill -s "$sig" "$pid" 2>/dev/null || true
-for k in $kids; do kill -s "$sig" "$k" 2>/dev/null || true; done
-if [ "$sig" = KILL ]; then
-  i=0
-  while [ $i -lt 200 ]; do
-    alive=0
-    for p in $pid $kids; do [ -d "/proc/$p" ] && alive=1; done
-    [ $alive = 0 ] && break
-    sleep 0.05; i=$((i+1))
-  done
-  rm -f "$dir/postgres.pid"
-fi
-"#
-);
-
 /// Exit status of READY_SCRIPT when the server process is gone.
 const NOT_RUNNING: i32 = 3;
 
@@ -324,8 +297,14 @@ impl Postgres {
     }
 
     fn signal(&self, remote: &dyn Remote, sig: &str) -> Result<(), DbError> {
-        remote
-            .exec_ok(&Cmd::script(SIGNAL_SCRIPT, [self.cfg.base_dir.as_str(), sig]).sudo(true))?;
+        remote.exec_ok(
+            &crate::systems::strays::signal_cmd(
+                &format!("{}/postgres.pid", self.cfg.base_dir),
+                "postgres",
+                sig,
+            )
+            .sudo(true),
+        )?;
         Ok(())
     }
 
