@@ -84,6 +84,32 @@ pub enum Command {
     /// The filesystem layer that loses unsynced writes (run on nodes by the power-loss fault).
     #[command(hide = true)]
     Lazyfs(LazyfsCmd),
+    /// The packet delayer (run on nodes by the delay fault where the kernel has no netem).
+    #[command(hide = true)]
+    Netdelay(NetdelayArgs),
+}
+
+/// `shakedown netdelay` (hidden: the `delay` fault's NFQUEUE backend runs it on the nodes).
+#[derive(Debug, Args)]
+pub struct NetdelayArgs {
+    /// NFQUEUE queue number to bind.
+    #[arg(long)]
+    pub queue: u16,
+    /// Delay per packet in ms.
+    #[arg(long)]
+    pub delay_ms: u64,
+    /// Uniform jitter around the delay in ms.
+    #[arg(long, default_value_t = 0)]
+    pub jitter_ms: u64,
+    /// Fraction of packets sent at once (0 <= r < 1).
+    #[arg(long, default_value_t = 0.0)]
+    pub reorder: f64,
+    /// Seed of the delay schedule.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Most packets the kernel queues for the delayer (past it, packets pass undelayed).
+    #[arg(long, default_value_t = 1 << 16)]
+    pub max_queued: u32,
 }
 
 /// `shakedown lazyfs serve|ctl` (hidden: the `power-loss` fault runs it on the nodes).

@@ -78,7 +78,9 @@ pub struct DoctorReport {
 }
 
 /// Checks that come from the probe script, in table order (the DB's binaries follow).
-const PROBE_CHECKS: &[&str] = &["iptables", "chain", "tc", "netem", "fuse", "clock", "ntp"];
+const PROBE_CHECKS: &[&str] = &[
+    "iptables", "chain", "tc", "netem", "nfqueue", "fuse", "clock", "ntp",
+];
 
 /// `$1` = chain; the rest `name=path1:path2` binaries. Prints `check<TAB>state<TAB>detail` lines.
 const PROBE_SCRIPT: &str = r#"c="$1"; shift
@@ -107,6 +109,8 @@ if command -v tc >/dev/null 2>&1; then
 else
   say tc missing ""; say netem error "tc missing"
 fi
+[ -e /proc/net/netfilter/nfnetlink_queue ] || modprobe -q nfnetlink_queue 2>/dev/null
+if [ -e /proc/net/netfilter/nfnetlink_queue ]; then say nfqueue ok ""; else say nfqueue missing ""; fi
 if [ -c /dev/fuse ]; then say fuse ok ""; else say fuse missing ""; fi
 cap=$(awk '/^CapEff/ {print $2}' /proc/self/status)
 if [ -n "$LD_PRELOAD" ]; then
@@ -220,13 +224,25 @@ pub fn interpret(probe: &str, binaries: &[Binary]) -> Vec<Finding> {
                 check,
                 Status::Warn,
                 format!("{}: {detail}", crate::nemesis::packet::NETEM_UNAVAILABLE),
-                "delay faults will fail; use a kernel with CONFIG_NET_SCH_NETEM (modprobe sch_netem)",
+                "delay faults use the tool's NFQUEUE delayer instead (see the nfqueue row); for netem, a kernel with CONFIG_NET_SCH_NETEM (modprobe sch_netem)",
             ),
             ("netem", _) => finding(
                 check,
                 Status::Warn,
                 format!("netem probe on lo failed: {detail}"),
                 "delay faults may fail; check `tc qdisc add dev lo root netem delay 0ms` by hand",
+            ),
+            ("nfqueue", "ok") => finding(
+                check,
+                Status::Ok,
+                "nfnetlink_queue available (the NFQUEUE delayer can serve delay faults)",
+                "",
+            ),
+            ("nfqueue", _) => finding(
+                check,
+                Status::Warn,
+                "no nfnetlink_queue in this kernel",
+                "delay faults need netem here (backend = \"netem\"); for the NFQUEUE delayer, a kernel with CONFIG_NETFILTER_NETLINK_QUEUE (modprobe nfnetlink_queue)",
             ),
             ("clock", "shim") => finding(
                 check,
@@ -546,9 +562,9 @@ mod tests {
 
     #[test]
     fn a_healthy_probe_is_all_ok() {
-        let probe = "iptables\tok\tiptables v1.8.9 (nf_tables)\nchain\tabsent\t\ntc\tok\t/usr/sbin/tc\nnetem\tok\t\nfuse\tok\t\nclock\tcap\tCAP_SYS_TIME\nntp\tnone\t\nbin:etcd\tok\t/usr/bin/etcd\nbin:etcdctl\tok\t/usr/bin/etcdctl\n";
+        let probe = "iptables\tok\tiptables v1.8.9 (nf_tables)\nchain\tabsent\t\ntc\tok\t/usr/sbin/tc\nnetem\tok\t\nnfqueue\tok\t\nfuse\tok\t\nclock\tcap\tCAP_SYS_TIME\nntp\tnone\t\nbin:etcd\tok\t/usr/bin/etcd\nbin:etcdctl\tok\t/usr/bin/etcdctl\n";
         let f = interpret(probe, &etcd_bins());
-        assert_eq!(f.len(), 9);
+        assert_eq!(f.len(), 10);
         assert!(
             f.iter().all(|f| f.status == Status::Ok && f.fix.is_empty()),
             "{f:?}"
@@ -557,7 +573,7 @@ mod tests {
 
     #[test]
     fn missing_netem_and_clock_warn_missing_tools_fail() {
-        let probe = "iptables\tmissing\t\nchain\tunknown\t\ntc\tok\t/usr/sbin/tc\nnetem\terror\tError: Specified qdisc kind is unknown.\nfuse\tmissing\t\nclock\terror\tno CAP_SYS_TIME\nntp\trunning\t chronyd\nbin:etcd\tmissing\t\n";
+        let probe = "iptables\tmissing\t\nchain\tunknown\t\ntc\tok\t/usr/sbin/tc\nnetem\terror\tError: Specified qdisc kind is unknown.\nnfqueue\tmissing\t\nfuse\tmissing\t\nclock\terror\tno CAP_SYS_TIME\nntp\trunning\t chronyd\nbin:etcd\tmissing\t\n";
         let f = interpret(probe, &etcd_bins());
         let st = |c: &str| f.iter().find(|x| x.check == c).unwrap().clone();
         assert_eq!(st("iptables").status, Status::Fail);
@@ -569,6 +585,9 @@ mod tests {
                 .detail
                 .contains("netem not available in this kernel")
         );
+        assert!(st("netem").fix.contains("NFQUEUE delayer"));
+        assert_eq!(st("nfqueue").status, Status::Warn);
+        assert!(st("nfqueue").fix.contains("backend = \"netem\""));
         assert_eq!(st("fuse").status, Status::Warn);
         assert!(
             st("fuse")

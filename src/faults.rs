@@ -34,6 +34,7 @@
 pub mod corrupt;
 pub mod disk;
 pub mod intervals;
+pub mod packet;
 
 /// Nemesis verbs: the `f` of nemesis ops in histories and of fault-journal records.
 pub mod verb {

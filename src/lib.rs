@@ -30,6 +30,7 @@ pub mod mapped;
 pub mod meminfo;
 pub mod model;
 pub mod nemesis;
+pub mod netdelay;
 pub mod node;
 pub mod plural;
 pub mod progress;

@@ -58,9 +58,29 @@ fn main() -> ExitCode {
         Command::Compare(args) => shakedown::app::compare(args),
         Command::Chaos(args) => shakedown::app::chaos(*args),
         Command::Lazyfs(cmd) => lazyfs(cmd.action),
+        Command::Netdelay(a) => netdelay(a),
     };
     let _ = EXIT_RUNTIME;
     ExitCode::from(code as u8)
+}
+
+/// `shakedown netdelay`: delays queued packets until SIGTERM; 0, or 4 with the error on stderr.
+fn netdelay(a: shakedown::cli::NetdelayArgs) -> i32 {
+    let o = shakedown::netdelay::ServeOptions {
+        queue: a.queue,
+        delay_ms: a.delay_ms,
+        jitter_ms: a.jitter_ms,
+        reorder: a.reorder,
+        seed: a.seed,
+        max_queued: a.max_queued,
+    };
+    match shakedown::netdelay::serve(&o) {
+        Ok(_) => 0,
+        Err(e) => {
+            eprintln!("error: netdelay: {e}");
+            EXIT_RUNTIME
+        }
+    }
 }
 
 /// `shakedown lazyfs serve|ctl`: 0 on success, 4 with the error on stderr.

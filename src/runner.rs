@@ -127,6 +127,14 @@ pub fn on_nodes<T: Send>(
 
 /// Every node's error, one cause said once: errors that differ only in the node they name
 /// (`n1: …`, `n2: …`) read `n1, n2: …`.
+/// This binary's path, which the nodes run for faults served by the tool itself (the NFQUEUE
+/// delayer; the sandbox's nodes share this machine's files, real hosts need it at that path).
+pub fn helper_exe() -> Option<String> {
+    std::env::current_exe()
+        .ok()
+        .map(|p| p.to_string_lossy().into_owned())
+}
+
 fn first_err<E: std::fmt::Display>(results: Vec<Result<(), E>>) -> Result<(), String> {
     let errs: Vec<String> = results
         .into_iter()
@@ -329,6 +337,7 @@ pub(crate) async fn nemesis_after_leftovers(
     note: &str,
 ) -> Result<Nemesis, crate::store::StoreError> {
     let nemesis = Nemesis::new(NemesisConfig {
+        helper_exe: crate::runner::helper_exe(),
         nodes: nodes.to_vec(),
         remotes: remotes.to_vec(),
         db: db.clone(),
@@ -510,6 +519,7 @@ pub async fn heal_db(
             })
             .collect();
         let mut nemesis = Nemesis::new(NemesisConfig {
+            helper_exe: crate::runner::helper_exe(),
             nodes: nodes.clone(),
             remotes,
             db,

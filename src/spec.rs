@@ -130,7 +130,8 @@ pub enum FaultKind {
         #[serde(default = "d_rate_kbit")]
         rate_kbit: u64,
     },
-    /// Delay the targets' egress packets (tc netem; only where the kernel has it).
+    /// Delay the targets' egress packets (tc netem where the kernel has it, else the tool's
+    /// NFQUEUE delayer; `backend` chooses).
     Delay {
         /// `one`, `minority`, `majority`, `primaries` or `all`.
         #[serde(default = "d_targets")]
@@ -141,6 +142,12 @@ pub enum FaultKind {
         /// Jitter around the delay in ms.
         #[serde(default)]
         jitter_ms: u64,
+        /// Fraction of packets sent at once, overtaking the held ones (0 <= r < 1).
+        #[serde(default)]
+        reorder: f64,
+        /// `auto` (netem, else NFQUEUE), `netem` or `nfqueue`.
+        #[serde(default = "d_delay_backend")]
+        backend: String,
     },
     /// Fail over: promote a replica (PostgreSQL) to primary. One-shot: no stop op; the old
     /// primary is not fenced, and clients send writes to the promoted node.
@@ -264,6 +271,9 @@ fn d_probability() -> f64 {
 fn d_rate_kbit() -> u64 {
     1000
 }
+fn d_delay_backend() -> String {
+    "auto".into()
+}
 fn d_delay_ms() -> u64 {
     50
 }
@@ -375,9 +385,25 @@ impl FaultKind {
                 targets,
                 delay_ms,
                 jitter_ms,
+                reorder,
+                backend,
             } => (
                 verb::START_DELAY,
-                json!({ "targets": targets, "delay_ms": delay_ms, "jitter_ms": jitter_ms }),
+                {
+                    // Defaults are left out, so the op value is the one runs always recorded.
+                    let mut v = json!({
+                        "targets": targets,
+                        "delay_ms": delay_ms,
+                        "jitter_ms": jitter_ms,
+                    });
+                    if *reorder != 0.0 {
+                        v["reorder"] = json!(reorder);
+                    }
+                    if backend != "auto" {
+                        v["backend"] = json!(backend);
+                    }
+                    v
+                },
                 verb::STOP_DELAY,
             ),
             FaultKind::SshDrop {
@@ -439,6 +465,8 @@ impl FaultKind {
                 "max_period_ms",
                 "duration_ms",
                 "jitter_ms",
+                "reorder",
+                "backend",
                 "bits",
                 "bytes",
                 "files",
@@ -500,12 +528,12 @@ impl FaultKind {
                 let (_, value, _) = self.ops();
                 match self {
                     FaultKind::Loss { .. } => {
-                        crate::nemesis::packet::LossParams::from_value(&value).map(|_| ())
+                        crate::faults::packet::LossParams::from_value(&value).map(|_| ())
                     }
                     FaultKind::Bandwidth { .. } => {
-                        crate::nemesis::packet::BandwidthParams::from_value(&value).map(|_| ())
+                        crate::faults::packet::BandwidthParams::from_value(&value).map(|_| ())
                     }
-                    _ => crate::nemesis::packet::DelayParams::from_value(&value).map(|_| ()),
+                    _ => crate::faults::packet::DelayParams::from_value(&value).map(|_| ()),
                 }
             }
             FaultKind::Clock { mode, .. } if mode != "bump" && mode != "strobe" => Err(format!(
@@ -983,6 +1011,8 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
                     targets: "one".into(),
                     delay_ms: d_delay_ms(),
                     jitter_ms: 10,
+                    reorder: 0.0,
+                    backend: d_delay_backend(),
                 }),
                 "promote" => faults.push(FaultKind::Promote { node: None }),
                 "ssh-drop" => faults.push(FaultKind::SshDrop {
@@ -1270,6 +1300,14 @@ mod tests {
             ("kind = \"loss\"\nprobability = 1.5\n", "probability"),
             ("kind = \"bandwidth\"\nrate_kbit = 0\n", "rate_kbit"),
             ("kind = \"delay\"\ndelay_ms = 5\njitter_ms = 9\n", "jitter"),
+            (
+                "kind = \"delay\"\ndelay_ms = 5\nbackend = \"tc\"\n",
+                "p.toml:4: backend \"tc\": expected one of auto, netem, nfqueue",
+            ),
+            (
+                "kind = \"delay\"\ndelay_ms = 5\nreorder = 2\n",
+                "p.toml:4: reorder 2",
+            ),
             ("kind = \"kill\"\ntargets = \"leaders\"\n", "primaries"),
         ] {
             std::fs::write(&path, format!("[[faults]]\n{body}")).unwrap();
@@ -1278,6 +1316,13 @@ mod tests {
                 .to_string();
             assert!(e.contains("p.toml") && e.contains(want), "{body}: {e}");
         }
+        // The shipped delay nemesis: jitter and reorder, backend chosen on the node.
+        let (f, v, _) = load_nemesis("delay").unwrap().faults[0].ops();
+        assert_eq!(f, "start-delay");
+        assert_eq!(
+            v,
+            serde_json::json!({"targets": "minority", "delay_ms": 100, "jitter_ms": 50, "reorder": 0.25})
+        );
     }
 
     #[test]

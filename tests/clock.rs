@@ -102,6 +102,7 @@ fn nemesis(c: &Cluster) -> (Nemesis, Journal) {
     let journal: Journal = Arc::new(Mutex::new(Vec::new()));
     let sink = journal.clone();
     let n = Nemesis::new(NemesisConfig {
+        helper_exe: None,
         nodes: c.nodes.clone(),
         remotes: c.remotes.clone(),
         db: Arc::new(Etcd::new(EtcdConfig::default())),

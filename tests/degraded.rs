@@ -263,6 +263,7 @@ fn heal_with_one_node_unreachable_heals_the_others_and_names_it() {
             .jsonl_sink("faults.jsonl")
             .unwrap();
         let mut n = Nemesis::new(NemesisConfig {
+            helper_exe: None,
             nodes: nodes.clone(),
             remotes: shakedown::runner::connect(&nodes, &ssh).unwrap(),
             db: Arc::new(Etcd::default()),

@@ -103,6 +103,7 @@ impl Sandbox {
                 .unwrap()
         });
         let mut n = Nemesis::new(NemesisConfig {
+            helper_exe: Some(env!("CARGO_BIN_EXE_shakedown").to_string()),
             nodes: self.nodes.clone(),
             remotes: self.remotes(),
             db,
@@ -146,6 +147,46 @@ fn chain_rules(node: &str) -> Vec<String> {
         .filter(|l| l.starts_with("-A"))
         .map(str::to_string)
         .collect()
+}
+
+/// The delay's NFQUEUE rules on a node (`iptables -S OUTPUT` lines with the tool's comment).
+fn delay_rules(node: &str) -> Vec<String> {
+    on_node(node, "iptables -w -S OUTPUT 2>/dev/null")
+        .lines()
+        .filter(|l| l.contains(shakedown::nemesis::packet::DELAY_COMMENT))
+        .map(str::to_string)
+        .collect()
+}
+
+/// No `shakedown netdelay` process of this sandbox's runs on this machine (the sandbox's nodes
+/// share its process table from the host's side).
+fn no_delayer() -> bool {
+    let exe = env!("CARGO_BIN_EXE_shakedown");
+    std::fs::read_dir("/proc").unwrap().flatten().all(|e| {
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let words: Vec<&[u8]> = cmd.split(|&b| b == 0).collect();
+        !(words.first() == Some(&exe.as_bytes()) && words.get(1) == Some(&b"netdelay".as_slice()))
+    })
+}
+
+/// How long a TCP connect from node `from` to node `to` takes (a listener on `to`).
+fn connect_rtt(from: (&str, &str), to: (&str, &str)) -> Duration {
+    let listener = {
+        let host = to.1.to_string();
+        in_netns(to.0, move || {
+            TcpListener::bind(addr(&host, 47_003)).unwrap()
+        })
+    };
+    let dest = addr(to.1, 47_003);
+    let rtt = in_netns(from.0, move || {
+        let start = Instant::now();
+        let s = TcpStream::connect_timeout(&dest.into(), Duration::from_secs(5)).unwrap();
+        let rtt = start.elapsed();
+        drop(s);
+        rtt
+    });
+    drop(listener);
+    rtt
 }
 
 /// Kinds of the tool's root qdiscs on a node (from `tc qdisc show`, every interface).
@@ -335,27 +376,64 @@ fn loss_bandwidth_and_delay_are_observed_and_healed() {
     ok_value(nem.invoke("stop-bandwidth", &Value::Null));
     assert!(tool_qdiscs(&shaped_node).is_empty());
 
-    // Delay: netem where the kernel has it; a clear failure where it does not.
-    match nem.invoke("start-delay", &json!({"targets": "one", "delay_ms": 30})) {
-        Completion::Ok { value, .. } => {
-            let node = value["nodes"][0].as_str().unwrap();
-            assert_eq!(tool_qdiscs(node), ["netem"]);
-        }
-        Completion::Fail { error, .. } => {
-            assert!(
-                error.starts_with("netem not available in this kernel"),
-                "{error}"
+    // Delay: netem where the kernel has it, else the tool's NFQUEUE delayer. Seen from outside
+    // as the round trip of a TCP connect to the delayed node (its SYN-ACK is held).
+    let fast = connect_rtt(n2, n1);
+    let v = ok_value(nem.invoke(
+        "start-delay",
+        &json!({"targets": "one", "delay_ms": 40, "jitter_ms": 5}),
+    ));
+    let slow_node = v["nodes"][0].as_str().unwrap().to_string();
+    let backend = v["backend"].as_str().unwrap().to_string();
+    let peer = if slow_node == "n1" { "n2" } else { "n1" };
+    let slow = connect_rtt(
+        (peer, host_of(n, peer)),
+        (&slow_node, host_of(n, &slow_node)),
+    );
+    eprintln!(
+        "TCP connect {peer}→{slow_node}: {:.1} ms, with delay 40±5 ms ({backend}) {:.1} ms",
+        fast.as_secs_f64() * 1e3,
+        slow.as_secs_f64() * 1e3
+    );
+    assert!(
+        fast < Duration::from_millis(20),
+        "undelayed connect {fast:?}"
+    );
+    assert!(
+        slow >= Duration::from_millis(34) && slow < Duration::from_millis(300),
+        "connect under a 40±5 ms delay took {slow:?}"
+    );
+    match backend.as_str() {
+        "netem" => assert_eq!(tool_qdiscs(&slow_node), ["netem"]),
+        "nfqueue" => {
+            assert_eq!(
+                delay_rules(&slow_node).len(),
+                1,
+                "{:?}",
+                delay_rules(&slow_node)
             );
-            for node in &sb.nodes {
-                assert!(
-                    tool_qdiscs(&node.name).is_empty(),
-                    "a failed delay left a netem qdisc on {}",
-                    node.name
-                );
-            }
+            assert!(tool_qdiscs(&slow_node).is_empty());
         }
-        other => panic!("start-delay: {other:?}"),
+        other => panic!("backend {other}"),
     }
+    let stopped = ok_value(nem.invoke("stop-delay", &Value::Null));
+    if backend == "nfqueue" {
+        let summary = &stopped["delayer"][&slow_node];
+        assert!(summary["delayed"].as_u64().unwrap() >= 1, "{stopped}");
+        assert_eq!(summary["errors"], 0, "{stopped}");
+    }
+    for node in &sb.nodes {
+        assert!(delay_rules(&node.name).is_empty() && tool_qdiscs(&node.name).is_empty());
+    }
+    assert!(no_delayer(), "a delayer outlived stop-delay");
+    let after = connect_rtt(
+        (peer, host_of(n, peer)),
+        (&slow_node, host_of(n, &slow_node)),
+    );
+    assert!(
+        after < Duration::from_millis(20),
+        "connect after stop-delay {after:?}"
+    );
 
     // Loss again, then heal_all removes everything the tool made, and only that.
     ok_value(nem.invoke(
@@ -398,8 +476,15 @@ fn loss_bandwidth_and_delay_are_observed_and_healed() {
         "start-bandwidth",
         &json!({"targets": "all", "rate_kbit": 5000}),
     ));
+    let v = ok_value(crashed.invoke(
+        "start-delay",
+        &json!({"targets": "one", "delay_ms": 20, "backend": "nfqueue"}),
+    ));
+    let delayed = v["nodes"][0].as_str().unwrap().to_string();
     drop(crashed);
     assert!(!chain_rules("n3").is_empty() && !tool_qdiscs("n3").is_empty());
+    assert_eq!(delay_rules(&delayed).len(), 1);
+    assert!(!no_delayer());
     let out = run_cli(&with_sandbox(&[
         "heal",
         "--journal",
@@ -412,9 +497,12 @@ fn loss_bandwidth_and_delay_are_observed_and_healed() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        stdout.contains("start-loss") && stdout.contains("removed tc qdisc tbf"),
+        stdout.contains("start-loss")
+            && stdout.contains("removed tc qdisc tbf")
+            && stdout.contains("removed 1 delay queue rule(s) and stopped the packet delayer"),
         "{stdout}"
     );
+    assert!(no_delayer(), "heal left the delayer running");
     for node in &sb.nodes {
         assert!(
             chain_rules(&node.name).is_empty(),
@@ -424,6 +512,11 @@ fn loss_bandwidth_and_delay_are_observed_and_healed() {
         assert!(
             tool_qdiscs(&node.name).is_empty(),
             "{} qdisc left",
+            node.name
+        );
+        assert!(
+            delay_rules(&node.name).is_empty(),
+            "{} delay rule left",
             node.name
         );
     }
@@ -455,7 +548,7 @@ fn doctor_passes_on_the_sandbox_and_names_an_unreachable_node() {
         assert!(header.contains(&format!("n{n}")), "{table}");
     }
     for check in [
-        "ssh", "root", "iptables", "tc", "netem", "fuse", "clock", "ntp", "etcd",
+        "ssh", "root", "iptables", "tc", "netem", "nfqueue", "fuse", "clock", "ntp", "etcd",
     ] {
         assert!(
             table.lines().any(|l| l.starts_with(check)),

@@ -442,6 +442,7 @@ fn promote_fails_over_and_clients_write_to_the_new_primary() {
     std::thread::sleep(std::time::Duration::from_secs(1));
 
     let mut nem = shakedown::nemesis::Nemesis::new(shakedown::nemesis::NemesisConfig {
+        helper_exe: None,
         nodes: nodes.clone(),
         remotes: remotes.clone(),
         db: pg.clone(),

@@ -381,6 +381,7 @@ fn redis_runs_with_the_clock_shim_and_a_clock_step_moves_time_on_that_node_only(
         assert!(off.abs() < 250.0, "n{} TIME off by {off} ms", i + 1);
     }
     let mut nem = Nemesis::new(NemesisConfig {
+        helper_exe: None,
         nodes: c.nodes.clone(),
         remotes: c.remotes.clone(),
         db: redis.clone(),

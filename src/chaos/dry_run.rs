@@ -176,6 +176,7 @@ pub fn plan(cfg: &ChaosConfig) -> String {
     );
     for (journal, open) in &leftovers {
         let mut healer = Nemesis::new(NemesisConfig {
+            helper_exe: None,
             nodes: cfg.nodes.clone(),
             remotes: remotes.clone(),
             db: db.clone(),
@@ -202,6 +203,7 @@ pub fn plan(cfg: &ChaosConfig) -> String {
         out.push_str("\n# no earlier run's journal shows a fault left on these nodes\n");
     }
     let mut nemesis = Nemesis::new(NemesisConfig {
+        helper_exe: None,
         nodes: cfg.nodes.clone(),
         remotes: remotes.clone(),
         db,

@@ -201,16 +201,26 @@ fn fault_label(kind: &str, f: &str, invoke: Option<&Value>, done: &Value) -> Str
                 .unwrap_or_default(),
             nodes.clone().unwrap_or_default()
         )),
-        "delay" => Some(format!(
-            "delay {}{}",
-            arg("delay_ms")
-                .map(|d| match arg("jitter_ms") {
-                    Some(j) if j > 0.0 => format!("{}±{} ms ", num(d), num(j)),
-                    _ => format!("{} ms ", num(d)),
-                })
-                .unwrap_or_default(),
-            nodes.clone().unwrap_or_default()
-        )),
+        "delay" => {
+            let label = format!(
+                "delay {}{}",
+                arg("delay_ms")
+                    .map(|d| match arg("jitter_ms") {
+                        Some(j) if j > 0.0 => format!("{}±{} ms ", num(d), num(j)),
+                        _ => format!("{} ms ", num(d)),
+                    })
+                    .unwrap_or_default(),
+                nodes.clone().unwrap_or_default()
+            );
+            // The completion names what served it (one backend, or one per node).
+            return match done.get("backend") {
+                Some(Value::String(b)) if b != "auto" => {
+                    with_suffix(label.trim().to_string(), &format!(" ({b})"))
+                }
+                Some(Value::Object(_)) => with_suffix(label.trim().to_string(), " (mixed)"),
+                _ => truncate_label(label.trim().to_string()),
+            };
+        }
         "stall" => done.get("process").and_then(Value::as_u64).map(|p| {
             let ms = arg("duration_ms").map(|d| format!(" {} ms", num(d)));
             format!("stall process {p}{}", ms.unwrap_or_default())
@@ -529,6 +539,34 @@ mod tests {
         assert!(
             label.starts_with("kill node0 node1") && label.ends_with('…'),
             "{label}"
+        );
+    }
+
+    #[test]
+    fn a_delay_label_names_the_backend_that_served_it() {
+        let label = |done: Value| fault_label("delay", "start-delay", None, &done);
+        assert_eq!(
+            label(
+                json!({"nodes": ["n2", "n3"], "delay_ms": 100, "jitter_ms": 50, "backend": "nfqueue"})
+            ),
+            "delay 100±50 ms n2 n3 (nfqueue)"
+        );
+        assert_eq!(
+            label(
+                json!({"nodes": ["n1"], "delay_ms": 30, "backend": {"n1": "netem", "n2": "nfqueue"}})
+            ),
+            "delay 30 ms n1 (mixed)"
+        );
+        // An invocation's `auto` says nothing about what served it.
+        assert_eq!(
+            label(json!({"nodes": ["n1"], "delay_ms": 30, "backend": "auto"})),
+            "delay 30 ms n1"
+        );
+        let many: Vec<String> = (0..20).map(|i| format!("node{i}")).collect();
+        let long = label(json!({"nodes": many, "delay_ms": 30, "backend": "nfqueue"}));
+        assert!(
+            long.ends_with("… (nfqueue)") && long.chars().count() == 40,
+            "{long}"
         );
     }
 

@@ -1056,6 +1056,7 @@ mod tests {
         let journal: Arc<std::sync::Mutex<Vec<Value>>> = Default::default();
         let sink = journal.clone();
         let mut n = Nemesis::new(super::super::NemesisConfig {
+            helper_exe: None,
             nodes: (1..=2)
                 .map(|i| crate::node::Node {
                     name: format!("n{i}"),
@@ -1156,6 +1157,7 @@ mod tests {
 
     fn fake_nemesis(hosts: &[Arc<FakeHost>]) -> Nemesis {
         Nemesis::new(super::super::NemesisConfig {
+            helper_exe: None,
             nodes: hosts
                 .iter()
                 .enumerate()

@@ -34,9 +34,11 @@ impl HealReport {
 }
 
 /// Reads, per node, what of the tool's is there before healing: the chain's rules (loss rules
-/// counted apart) and the tool's root qdisc. `$1` chain, `$2` loss comment, `$3` node address,
-/// `$4` tc handle. Prints `chain absent` or `chain <rules> <loss rules>`, then `qdisc <kind>`.
-const SURVEY: &str = r#"c="$1"; k="$2"; a="$3"; h="$4"
+/// counted apart), the delay's queue rules and delayer, and the tool's root qdisc. `$1` chain,
+/// `$2` loss comment, `$3` node address, `$4` tc handle, `$5` delay rule comment, `$6` the
+/// delayer's files prefix. Prints `chain absent` or `chain <rules> <loss rules>`, `delay <queue
+/// rules> <delayer running: 0|1>`, then `qdisc <kind>`.
+const SURVEY: &str = r#"c="$1"; k="$2"; a="$3"; h="$4"; dk="$5"; f="$6"
 if r=$(iptables -w -S "$c" 2>/dev/null); then
   all=$(printf '%s\n' "$r" | grep -c '^-A ')
   loss=$(printf '%s\n' "$r" | grep -c -- "--comment $k")
@@ -44,6 +46,11 @@ if r=$(iptables -w -S "$c" 2>/dev/null); then
 else
   echo "chain absent"
 fi
+q=$(iptables -w -S OUTPUT 2>/dev/null | grep -c -F -- "--comment $dk")
+pid=$(cat "$f.pid" 2>/dev/null || true)
+run=0
+if [ -n "$pid" ] && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q netdelay; then run=1; fi
+echo "delay $q $run"
 i=$(ip -o -4 addr show | while read -r _ ifc _ cidr _; do
   [ "${cidr%/*}" = "$a" ] && echo "${ifc%@*}" && break
 done)
@@ -61,6 +68,8 @@ struct Found {
     chain: Option<(usize, usize)>,
     /// Kind of the tool's root qdisc, if any.
     qdisc: Option<String>,
+    /// The delay's queue rules, and whether its delayer runs.
+    delay: (usize, bool),
 }
 
 fn parse_survey(out: &str) -> Found {
@@ -74,6 +83,9 @@ fn parse_survey(out: &str) -> Found {
                 found.chain = Some((all.saturating_sub(loss), loss));
             }
             ["qdisc", kind] => found.qdisc = Some((*kind).to_string()),
+            ["delay", rules, running] => {
+                found.delay = (rules.parse().unwrap_or(0), *running == "1");
+            }
             _ => {}
         }
     }
@@ -191,7 +203,7 @@ impl Nemesis {
                     .join("; ")
             )),
             None => report.lines.push(
-                "no journal given: undoing what can be found on the nodes (the tool's iptables chain and tc qdiscs); a killed DB or a stepped clock is only known from a journal"
+                "no journal given: undoing what can be found on the nodes (the tool's iptables chain, tc qdiscs and packet delayer); a killed DB or a stepped clock is only known from a journal"
                     .to_string(),
             ),
         }
@@ -214,6 +226,8 @@ impl Nemesis {
                                     packet::LOSS_COMMENT,
                                     node.host.as_str(),
                                     packet::TC_HANDLE,
+                                    packet::DELAY_COMMENT,
+                                    packet::DELAYER_FILES,
                                 ],
                             )
                             .sudo(true),
@@ -254,6 +268,17 @@ impl Nemesis {
                 }
                 if let Some(kind) = f.qdisc {
                     parts.push(format!("removed tc qdisc {kind} ({})", packet::TC_HANDLE));
+                }
+                match f.delay {
+                    (0, false) => {}
+                    (rules, running) => parts.push(format!(
+                        "removed {rules} delay queue rule(s){}",
+                        if running {
+                            " and stopped the packet delayer"
+                        } else {
+                            ""
+                        }
+                    )),
                 }
                 (!parts.is_empty()).then(|| parts.join(", "))
             },
@@ -546,6 +571,7 @@ mod tests {
         let journal: Arc<Mutex<Vec<Value>>> = Default::default();
         let sink = journal.clone();
         let n = Nemesis::new(super::super::NemesisConfig {
+            helper_exe: None,
             nodes,
             remotes,
             db: Arc::new(crate::systems::etcd::Etcd::new(Default::default())),
@@ -640,12 +666,14 @@ mod tests {
     #[test]
     fn survey_output_is_parsed() {
         assert_eq!(
-            parse_survey("chain 5 2\nqdisc netem\n"),
+            parse_survey("chain 5 2\ndelay 0 0\nqdisc netem\n"),
             Found {
                 chain: Some((3, 2)),
-                qdisc: Some("netem".into())
+                qdisc: Some("netem".into()),
+                delay: (0, false),
             }
         );
+        assert_eq!(parse_survey("chain absent\ndelay 1 1\n").delay, (1, true));
         assert_eq!(parse_survey("chain absent\n"), Found::default());
         assert_eq!(parse_survey(""), Found::default());
     }

@@ -133,6 +133,7 @@ pub fn heal_leftovers(
             }
         };
         let mut nemesis = Nemesis::new(NemesisConfig {
+            helper_exe: None,
             nodes: nodes.to_vec(),
             remotes: remotes.to_vec(),
             db: db.clone(),

@@ -16,6 +16,7 @@
 
 pub mod clock;
 mod corrupt;
+mod delay;
 pub mod disk;
 mod grudge;
 pub mod heal;
@@ -159,6 +160,9 @@ pub struct NemesisConfig {
     pub rng: ChaCha8Rng,
     /// Where fault records go (the run's `faults.jsonl`); `None` records nothing.
     pub journal: Option<JournalSink>,
+    /// The shakedown binary as the nodes see it, for faults that run it there (the NFQUEUE
+    /// delayer); `None` where no such fault can be served.
+    pub helper_exe: Option<String>,
 }
 
 /// Receives one JSON record per fault step: `{"time", "action": "inject"|"undo", "f", "detail",
@@ -182,7 +186,7 @@ pub struct Nemesis {
     lossy: BTreeSet<String>,
     /// Nodes with the tool's tbf qdisc.
     shaped: BTreeSet<String>,
-    /// Nodes with the tool's netem qdisc.
+    /// Nodes with a delay (netem qdisc or NFQUEUE delayer).
     delayed: BTreeSet<String>,
     clock: clock::ClockState,
     /// Nodes whose SSH this nemesis dropped.
@@ -498,9 +502,9 @@ impl Nemesis {
             verb::START_LOSS => self.start_loss(value),
             verb::STOP_LOSS => self.stop_loss(),
             verb::START_BANDWIDTH => self.start_bandwidth(value),
-            verb::STOP_BANDWIDTH => self.stop_qdisc("bandwidth"),
+            verb::STOP_BANDWIDTH => self.stop_bandwidth(),
             verb::START_DELAY => self.start_delay(value),
-            verb::STOP_DELAY => self.stop_qdisc("delay"),
+            verb::STOP_DELAY => self.stop_delay(),
             verb::BUMP_CLOCK => self.bump_clock(value),
             verb::STROBE_CLOCK => self.strobe_clock(value),
             verb::RESET_CLOCK => self.reset_clocks(value),
@@ -676,7 +680,7 @@ impl Nemesis {
     }
 
     fn start_loss(&mut self, value: &Value) -> Result<Value, String> {
-        let p = packet::LossParams::from_value(value)?;
+        let p = crate::faults::packet::LossParams::from_value(value)?;
         let idx = self.targets_named(&p.targets)?;
         let names = self.node_names(&idx);
         let chain = self.cfg.partition.chain.clone();
@@ -727,7 +731,7 @@ impl Nemesis {
     }
 
     fn start_bandwidth(&mut self, value: &Value) -> Result<Value, String> {
-        let p = packet::BandwidthParams::from_value(value)?;
+        let p = crate::faults::packet::BandwidthParams::from_value(value)?;
         let idx = self.targets_named(&p.targets)?;
         let names = self.node_names(&idx);
         self.shaped.extend(names.iter().cloned());
@@ -746,61 +750,24 @@ impl Nemesis {
         Ok(detail)
     }
 
-    fn start_delay(&mut self, value: &Value) -> Result<Value, String> {
-        let p = packet::DelayParams::from_value(value)?;
-        let idx = self.targets_named(&p.targets)?;
-        let names = self.node_names(&idx);
-        self.delayed.extend(names.iter().cloned());
-        let detail = json!({ "nodes": names, "delay_ms": p.delay_ms, "jitter_ms": p.jitter_ms });
-        let result = self.journaled(
-            "inject",
-            verb::START_DELAY,
-            detail.clone(),
-            Some(verb::STOP_DELAY),
+    /// Undo `bandwidth` (the tool's tbf) on every node.
+    fn stop_bandwidth(&mut self) -> Result<Value, String> {
+        let all = self.all_idx();
+        let active = self.shaped.clone();
+        self.journaled(
+            "undo",
+            verb::STOP_BANDWIDTH,
+            json!({ "nodes": active }),
+            None,
             |n| {
-                n.on_nodes(&idx, |r, node| {
-                    packet::start_delay(r, &node.host, p.delay_ms, p.jitter_ms)
+                n.on_nodes(&all, |r, node| {
+                    packet::clear_qdisc(r, &node.host, Some("tbf"))
+                        .map(|_| ())
                         .map_err(|e| e.to_string())
                 })
             },
-        );
-        match result {
-            // Say it once, up front, not buried in one message per node.
-            Err(e) if e.contains(packet::NETEM_UNAVAILABLE) => Err(format!(
-                "{} (tried on {}: tc says the qdisc kind netem is unknown); delay faults need the sch_netem module",
-                packet::NETEM_UNAVAILABLE,
-                names.join(", ")
-            )),
-            Err(e) => Err(e),
-            Ok(()) => Ok(detail),
-        }
-    }
-
-    /// Undo `bandwidth` (the tool's tbf) or `delay` (the tool's netem) on every node.
-    fn stop_qdisc(&mut self, which: &str) -> Result<Value, String> {
-        let (f, kind) = if which == "bandwidth" {
-            (verb::STOP_BANDWIDTH, "tbf")
-        } else {
-            (verb::STOP_DELAY, "netem")
-        };
-        let all = self.all_idx();
-        let active = if which == "bandwidth" {
-            self.shaped.clone()
-        } else {
-            self.delayed.clone()
-        };
-        self.journaled("undo", f, json!({ "nodes": active }), None, |n| {
-            n.on_nodes(&all, |r, node| {
-                packet::clear_qdisc(r, &node.host, Some(kind))
-                    .map(|_| ())
-                    .map_err(|e| e.to_string())
-            })
-        })?;
-        if which == "bandwidth" {
-            self.shaped.clear();
-        } else {
-            self.delayed.clear();
-        }
+        )?;
+        self.shaped.clear();
         Ok(json!({ "nodes": active }))
     }
 
@@ -810,8 +777,8 @@ impl Nemesis {
         let mut errs = Vec::new();
         for r in [
             self.stop_loss().map(|_| ()),
-            self.stop_qdisc("bandwidth").map(|_| ()),
-            self.stop_qdisc("delay").map(|_| ()),
+            self.stop_bandwidth().map(|_| ()),
+            self.stop_delay().map(|_| ()),
         ] {
             if let Err(e) = r {
                 errs.push(e);
@@ -836,12 +803,12 @@ impl Nemesis {
             errs.push(format!("stop loss: {e}"));
         }
         if !self.shaped.is_empty()
-            && let Err(e) = self.stop_qdisc("bandwidth")
+            && let Err(e) = self.stop_bandwidth()
         {
             errs.push(format!("stop bandwidth: {e}"));
         }
         if !self.delayed.is_empty()
-            && let Err(e) = self.stop_qdisc("delay")
+            && let Err(e) = self.stop_delay()
         {
             errs.push(format!("stop delay: {e}"));
         }

@@ -10,6 +10,7 @@
 //! Does not own which nodes are hit, the journal, or the op verbs' dispatch (`nemesis`).
 
 use crate::control::{Cmd, ExecError, Remote};
+use crate::faults::packet::{DelayBackend, DelayParams};
 use serde_json::Value;
 
 /// iptables comment on every loss rule the tool adds.
@@ -17,6 +18,12 @@ pub const LOSS_COMMENT: &str = "shakedown-loss";
 /// Handle of the root qdisc the tool adds (tbf or netem); only a root qdisc with this handle is
 /// ever removed.
 pub const TC_HANDLE: &str = "5d5d:";
+/// iptables comment on the rule that queues a node's egress to the delayer (NFQUEUE backend).
+pub const DELAY_COMMENT: &str = "shakedown-delay";
+/// The delayer's NFQUEUE queue number (queues are per network namespace: one per node).
+pub const DELAY_QUEUE: u16 = 0x5d5d;
+/// Where the delayer keeps its pidfile and log on a node (`.pid`, `.log`; a node's `/tmp`).
+pub const DELAYER_FILES: &str = "/tmp/shakedown-netdelay";
 /// The error text of a failed op when the kernel lacks netem.
 pub const NETEM_UNAVAILABLE: &str = "netem not available in this kernel";
 
@@ -34,6 +41,14 @@ pub enum PacketError {
         /// tc's message.
         detail: String,
     },
+    /// The delay needs the NFQUEUE delayer and no binary to run it was given.
+    #[error(
+        "{node}: the kernel has no netem, and the NFQUEUE delayer that stands in for it needs the shakedown binary on the node (this nemesis was given none)"
+    )]
+    NoDelayer {
+        /// Node name.
+        node: String,
+    },
     /// No interface on the node carries the node's address.
     #[error("{node}: no network interface has address {host}")]
     NoInterface {
@@ -42,103 +57,6 @@ pub enum PacketError {
         /// The node's address.
         host: String,
     },
-}
-
-/// Parameters of `start-loss`: `{"targets": "one", "probability": 0.2}`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LossParams {
-    /// Target selection name (`one`, `minority`, `majority`, `primaries`, `all`).
-    pub targets: String,
-    /// Probability in (0, 1] that a packet from another node is dropped.
-    pub probability: f64,
-}
-
-/// Parameters of `start-bandwidth`: `{"targets": "one", "rate_kbit": 1000}`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BandwidthParams {
-    /// Target selection name.
-    pub targets: String,
-    /// Egress rate limit in kbit/s (1000 bit).
-    pub rate_kbit: u64,
-}
-
-/// Parameters of `start-delay`: `{"targets": "one", "delay_ms": 50, "jitter_ms": 10}`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DelayParams {
-    /// Target selection name.
-    pub targets: String,
-    /// Added egress delay in ms.
-    pub delay_ms: u64,
-    /// Jitter (uniform ±) around the delay in ms.
-    pub jitter_ms: u64,
-}
-
-fn targets_of(v: &Value) -> Result<String, String> {
-    match v.get("targets") {
-        None | Some(Value::Null) => Ok("one".into()),
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(other) => Err(format!("targets {other}: expected a string")),
-    }
-}
-
-fn u64_of(v: &Value, key: &str, default: Option<u64>) -> Result<u64, String> {
-    match (v.get(key), default) {
-        (None | Some(Value::Null), Some(d)) => Ok(d),
-        (None | Some(Value::Null), None) => Err(format!("missing {key}")),
-        (Some(x), _) => x
-            .as_u64()
-            .ok_or_else(|| format!("{key} {x}: expected a non-negative integer")),
-    }
-}
-
-impl LossParams {
-    /// Parse and validate an op value.
-    pub fn from_value(v: &Value) -> Result<LossParams, String> {
-        let probability = v
-            .get("probability")
-            .and_then(Value::as_f64)
-            .ok_or_else(|| format!("start-loss value {v}: expected a number \"probability\""))?;
-        if !(probability > 0.0 && probability <= 1.0) {
-            return Err(format!("probability {probability}: expected 0 < p <= 1"));
-        }
-        Ok(LossParams {
-            targets: targets_of(v)?,
-            probability,
-        })
-    }
-}
-
-impl BandwidthParams {
-    /// Parse and validate an op value.
-    pub fn from_value(v: &Value) -> Result<BandwidthParams, String> {
-        let rate_kbit =
-            u64_of(v, "rate_kbit", None).map_err(|e| format!("start-bandwidth: {e}"))?;
-        if rate_kbit == 0 {
-            return Err("rate_kbit 0: expected at least 1".into());
-        }
-        Ok(BandwidthParams {
-            targets: targets_of(v)?,
-            rate_kbit,
-        })
-    }
-}
-
-impl DelayParams {
-    /// Parse and validate an op value.
-    pub fn from_value(v: &Value) -> Result<DelayParams, String> {
-        let delay_ms = u64_of(v, "delay_ms", None).map_err(|e| format!("start-delay: {e}"))?;
-        let jitter_ms = u64_of(v, "jitter_ms", Some(0)).map_err(|e| format!("start-delay: {e}"))?;
-        if delay_ms == 0 || delay_ms > 60_000 || jitter_ms > delay_ms {
-            return Err(format!(
-                "delay_ms {delay_ms}, jitter_ms {jitter_ms}: expected 1..=60000 and jitter <= delay"
-            ));
-        }
-        Ok(DelayParams {
-            targets: targets_of(v)?,
-            delay_ms,
-            jitter_ms,
-        })
-    }
 }
 
 /// tbf bucket size in bytes for a rate: a tenth of a second of traffic, at least 4 KiB (tbf
@@ -221,6 +139,68 @@ tc qdisc show dev "$i" | while read -r q kind handle where _; do
 done
 "#;
 
+/// Start the delayer and queue the node's egress to it: `$1` binary, `$2` node address, `$3`
+/// queue, `$4` rule comment, `$5` files prefix, then the delayer's flags. Waits (≤ 5 s) for the
+/// delayer to bind its queue before adding the rule, so no packet is queued to nobody.
+const NFQ_START: &str = r#"exe="$1"; a="$2"; q="$3"; k="$4"; f="$5"; shift 5
+i=$(ip -o -4 addr show | while read -r _ ifc _ cidr _; do
+  [ "${cidr%/*}" = "$a" ] && echo "${ifc%@*}" && break
+done)
+[ -n "$i" ] || exit 3
+[ -x "$exe" ] || { echo "the shakedown binary is not at $exe on this node (the NFQUEUE delay runs it there)" >&2; exit 1; }
+pid=$(cat "$f.pid" 2>/dev/null || true)
+if [ -n "$pid" ] && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q netdelay; then
+  echo "a delayer is already running here (pid $pid): stop the delay first" >&2; exit 1
+fi
+: > "$f.log"
+setsid "$exe" netdelay --queue "$q" "$@" >> "$f.log" 2>&1 < /dev/null &
+p=$!
+echo "$p" > "$f.pid"
+n=0
+until grep -q '^ready' "$f.log"; do
+  if grep -q '^error' "$f.log"; then
+    rm -f "$f.pid"; echo "the delayer did not start: $(grep '^error' "$f.log" | head -n 1)" >&2; exit 1
+  fi
+  n=$((n+1))
+  if [ $n -gt 100 ]; then
+    kill -9 "$p" 2>/dev/null; rm -f "$f.pid"
+    echo "the delayer did not bind queue $q within 5 s: $(tail -n 3 "$f.log")" >&2; exit 1
+  fi
+  sleep 0.05
+done
+iptables -w -I OUTPUT 1 -o "$i" -m comment --comment "$k" -j NFQUEUE --queue-num "$q" --queue-bypass
+"#;
+
+/// Undo a delay of either backend: the queue rules (first, so nothing new is queued), then the
+/// delayer (SIGTERM: it releases what it holds; SIGKILL after 5 s), then the tool's netem qdisc.
+/// `$1` node address, `$2` tc handle, `$3` rule comment, `$4` files prefix. Prints `rules N`,
+/// `delayer <its summary line>` and `qdisc netem` for what it removed.
+const DELAY_STOP: &str = r#"a="$1"; h="$2"; k="$3"; f="$4"
+r=$(iptables -w -S OUTPUT 2>/dev/null | grep -F -- "--comment $k" | sed 's/^-A /-D /')
+if [ -n "$r" ]; then
+  printf '*filter\n%s\nCOMMIT\n' "$r" | iptables-restore -w -n || exit 1
+  echo "rules $(printf '%s\n' "$r" | wc -l)"
+fi
+pid=$(cat "$f.pid" 2>/dev/null || true)
+if [ -n "$pid" ] && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q netdelay; then
+  kill -TERM "$pid" 2>/dev/null
+  n=0
+  while [ -d "/proc/$pid" ] && [ $n -lt 50 ]; do sleep 0.1; n=$((n+1)); done
+  [ -d "/proc/$pid" ] && kill -KILL "$pid" 2>/dev/null
+  echo "delayer $(grep '^summary' "$f.log" 2>/dev/null | tail -n 1)"
+fi
+rm -f "$f.pid"
+i=$(ip -o -4 addr show | while read -r _ ifc _ cidr _; do
+  [ "${cidr%/*}" = "$a" ] && echo "${ifc%@*}" && break
+done)
+[ -n "$i" ] || exit 0
+tc qdisc show dev "$i" | while read -r q kind handle where _; do
+  [ "$q" = qdisc ] && [ "$handle" = "$h" ] && [ "$where" = root ] && [ "$kind" = netem ] || continue
+  tc qdisc del dev "$i" root && echo "qdisc netem"
+done
+exit 0
+"#;
+
 /// Drop packets arriving from `peers` (addresses) with the given probability.
 pub fn start_loss(
     remote: &dyn Remote,
@@ -292,19 +272,107 @@ pub fn start_bandwidth(remote: &dyn Remote, host: &str, rate_kbit: u64) -> Resul
     add_qdisc(remote, host, &args)
 }
 
-/// Delay the node's egress by `delay_ms` ± `jitter_ms` with a netem root qdisc. Fails with
-/// [`PacketError::NetemUnavailable`] when the kernel lacks netem.
+/// Delay the node's egress with a netem root qdisc (`p`'s delay, jitter and reorder). Fails
+/// with [`PacketError::NetemUnavailable`] when the kernel lacks netem.
+pub fn start_netem_delay(
+    remote: &dyn Remote,
+    host: &str,
+    p: &DelayParams,
+) -> Result<(), PacketError> {
+    add_qdisc(remote, host, &p.netem_args())
+}
+
+/// Delay the node's egress as `p` says, with the backend it names (`auto`: netem, else the
+/// NFQUEUE delayer run from `exe` with schedule seed `seed`). Returns the backend that serves it.
 pub fn start_delay(
     remote: &dyn Remote,
     host: &str,
-    delay_ms: u64,
-    jitter_ms: u64,
-) -> Result<(), PacketError> {
-    let mut args: Vec<String> = vec!["netem".into(), "delay".into(), format!("{delay_ms}ms")];
-    if jitter_ms > 0 {
-        args.push(format!("{jitter_ms}ms"));
+    p: &DelayParams,
+    exe: Option<&str>,
+    seed: u64,
+) -> Result<DelayBackend, PacketError> {
+    if p.backend != DelayBackend::Nfqueue {
+        match start_netem_delay(remote, host, p) {
+            Ok(()) => return Ok(DelayBackend::Netem),
+            Err(PacketError::NetemUnavailable { .. }) if p.backend == DelayBackend::Auto => {}
+            Err(e) => return Err(e),
+        }
     }
-    add_qdisc(remote, host, &args)
+    let Some(exe) = exe else {
+        return Err(PacketError::NoDelayer {
+            node: remote.node().to_string(),
+        });
+    };
+    let args: Vec<String> = vec![
+        exe.to_string(),
+        host.to_string(),
+        DELAY_QUEUE.to_string(),
+        DELAY_COMMENT.to_string(),
+        DELAYER_FILES.to_string(),
+        "--delay-ms".into(),
+        p.delay_ms.to_string(),
+        "--jitter-ms".into(),
+        p.jitter_ms.to_string(),
+        "--reorder".into(),
+        p.reorder.to_string(),
+        "--seed".into(),
+        seed.to_string(),
+    ];
+    let cmd = Cmd::script(NFQ_START, args).sudo(true);
+    let out = remote.exec(&cmd)?;
+    if out.status == NO_INTERFACE {
+        return Err(no_interface(remote, host));
+    }
+    if !out.success() {
+        return Err(PacketError::Exec(ExecError::Failed {
+            node: remote.node().to_string(),
+            cmd: "start the NFQUEUE delayer".into(),
+            status: out.status,
+            stderr: out.stderr.trim().to_string(),
+        }));
+    }
+    Ok(DelayBackend::Nfqueue)
+}
+
+/// What undoing a delay removed on one node.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct DelayRemoved {
+    /// The tool's netem qdisc was there.
+    pub netem: bool,
+    /// Queue rules removed.
+    pub rules: usize,
+    /// The delayer was running; its summary (packets delayed, lateness) when it printed one.
+    pub delayer: Option<Value>,
+}
+
+impl DelayRemoved {
+    /// Parse the output of the stop script.
+    pub fn parse(out: &str) -> DelayRemoved {
+        let mut r = DelayRemoved::default();
+        for line in out.lines() {
+            if line.trim() == "qdisc netem" {
+                r.netem = true;
+            } else if let Some(n) = line.strip_prefix("rules ") {
+                r.rules += n.trim().parse::<usize>().unwrap_or(0);
+            } else if let Some(rest) = line.strip_prefix("delayer") {
+                let summary = rest.trim().strip_prefix(crate::netdelay::SUMMARY);
+                r.delayer = Some(
+                    summary
+                        .and_then(|j| serde_json::from_str(j.trim()).ok())
+                        .unwrap_or(Value::Null),
+                );
+            }
+        }
+        r
+    }
+}
+
+/// Undo a delay of either backend on the node (nothing there: nothing to do).
+pub fn stop_delay(remote: &dyn Remote, host: &str) -> Result<DelayRemoved, PacketError> {
+    let out = remote.exec_ok(
+        &Cmd::script(DELAY_STOP, [host, TC_HANDLE, DELAY_COMMENT, DELAYER_FILES]).sudo(true),
+    )?;
+    Ok(DelayRemoved::parse(&out))
 }
 
 /// Remove the tool's root qdisc of `kind` (`Some("tbf")`, `Some("netem")`, or any with `None`)
@@ -333,25 +401,6 @@ pub fn clear_qdisc(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn params_parse_and_reject_bad_values() {
-        let l = LossParams::from_value(&json!({"probability": 0.25})).unwrap();
-        assert_eq!((l.targets.as_str(), l.probability), ("one", 0.25));
-        assert!(LossParams::from_value(&json!({"probability": 0})).is_err());
-        assert!(LossParams::from_value(&json!({"probability": 1.5})).is_err());
-        assert!(LossParams::from_value(&json!("one")).is_err());
-        let b = BandwidthParams::from_value(&json!({"targets":"all","rate_kbit":500})).unwrap();
-        assert_eq!((b.targets.as_str(), b.rate_kbit), ("all", 500));
-        assert!(BandwidthParams::from_value(&json!({"rate_kbit": 0})).is_err());
-        assert!(BandwidthParams::from_value(&json!({"rate_kbit": -3})).is_err());
-        let d = DelayParams::from_value(&json!({"delay_ms": 50})).unwrap();
-        assert_eq!((d.delay_ms, d.jitter_ms), (50, 0));
-        assert!(DelayParams::from_value(&json!({"delay_ms": 5, "jitter_ms": 6})).is_err());
-        assert!(DelayParams::from_value(&json!({"targets": 3, "delay_ms": 5})).is_err());
-    }
-
     #[test]
     fn only_the_tools_root_qdisc_is_recognized() {
         assert_eq!(
@@ -377,6 +426,18 @@ mod tests {
             ),
             Some("netem".into())
         );
+    }
+
+    #[test]
+    fn what_a_delay_stop_removed() {
+        let r = DelayRemoved::parse(
+            "rules 1\ndelayer summary {\"delayed\": 12, \"late_p99_us\": 80}\nqdisc netem\n",
+        );
+        assert_eq!((r.netem, r.rules), (true, 1));
+        assert_eq!(r.delayer.unwrap()["delayed"], 12);
+        let killed = DelayRemoved::parse("delayer \n");
+        assert_eq!(killed.delayer, Some(Value::Null));
+        assert_eq!(DelayRemoved::parse(""), DelayRemoved::default());
     }
 
     #[test]

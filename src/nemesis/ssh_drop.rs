@@ -261,6 +261,7 @@ mod tests {
     #[test]
     fn without_the_reaper_ssh_drop_fails_definitely_and_says_why() {
         let mut n = Nemesis::new(super::super::NemesisConfig {
+            helper_exe: None,
             nodes: vec![crate::node::Node {
                 name: "n1".into(),
                 host: "10.0.0.1".into(),

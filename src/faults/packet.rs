@@ -1,0 +1,238 @@
+//! The packet faults' parameters (packages `loss`, `bandwidth`, `delay`): the op values of
+//! `start-loss`, `start-bandwidth` and `start-delay`, parsed and checked once for the spec
+//! (`spec`), the nemesis and the delayer, and which mechanism serves a delay
+//! ([`DelayBackend`]: the kernel's netem qdisc, or the tool's own NFQUEUE delayer where the
+//! kernel has no netem).
+//!
+//! Pure: no IO. Does not own the node commands (`nemesis::packet`) or the delayer program
+//! (`netdelay`).
+
+use serde_json::Value;
+
+/// Parameters of `start-loss`: `{"targets": "one", "probability": 0.2}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LossParams {
+    /// Target selection name (`one`, `minority`, `majority`, `primaries`, `all`).
+    pub targets: String,
+    /// Probability in (0, 1] that a packet from another node is dropped.
+    pub probability: f64,
+}
+
+/// Parameters of `start-bandwidth`: `{"targets": "one", "rate_kbit": 1000}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BandwidthParams {
+    /// Target selection name.
+    pub targets: String,
+    /// Egress rate limit in kbit/s (1000 bit).
+    pub rate_kbit: u64,
+}
+
+fn targets_of(v: &Value) -> Result<String, String> {
+    match v.get("targets") {
+        None | Some(Value::Null) => Ok("one".into()),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(other) => Err(format!("targets {other}: expected a string")),
+    }
+}
+
+fn u64_of(v: &Value, key: &str, default: Option<u64>) -> Result<u64, String> {
+    match (v.get(key), default) {
+        (None | Some(Value::Null), Some(d)) => Ok(d),
+        (None | Some(Value::Null), None) => Err(format!("missing {key}")),
+        (Some(x), _) => x
+            .as_u64()
+            .ok_or_else(|| format!("{key} {x}: expected a non-negative integer")),
+    }
+}
+
+impl LossParams {
+    /// Parse and validate an op value.
+    pub fn from_value(v: &Value) -> Result<LossParams, String> {
+        let probability = v
+            .get("probability")
+            .and_then(Value::as_f64)
+            .ok_or_else(|| format!("start-loss value {v}: expected a number \"probability\""))?;
+        if !(probability > 0.0 && probability <= 1.0) {
+            return Err(format!("probability {probability}: expected 0 < p <= 1"));
+        }
+        Ok(LossParams {
+            targets: targets_of(v)?,
+            probability,
+        })
+    }
+}
+
+impl BandwidthParams {
+    /// Parse and validate an op value.
+    pub fn from_value(v: &Value) -> Result<BandwidthParams, String> {
+        let rate_kbit =
+            u64_of(v, "rate_kbit", None).map_err(|e| format!("start-bandwidth: {e}"))?;
+        if rate_kbit == 0 {
+            return Err("rate_kbit 0: expected at least 1".into());
+        }
+        Ok(BandwidthParams {
+            targets: targets_of(v)?,
+            rate_kbit,
+        })
+    }
+}
+
+/// What delays the packets of a `delay` fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DelayBackend {
+    /// netem where the node's kernel has it, else the NFQUEUE delayer.
+    Auto,
+    /// The kernel's netem qdisc on the node's interface (egress).
+    Netem,
+    /// The tool's delayer (`shakedown netdelay`) holding the node's outgoing packets, queued to
+    /// it by an iptables `NFQUEUE` rule.
+    Nfqueue,
+}
+
+impl DelayBackend {
+    /// Every backend name, for messages.
+    pub const NAMES: [&'static str; 3] = ["auto", "netem", "nfqueue"];
+
+    /// The backend named `s`.
+    pub fn parse(s: &str) -> Option<DelayBackend> {
+        match s {
+            "auto" => Some(DelayBackend::Auto),
+            "netem" => Some(DelayBackend::Netem),
+            "nfqueue" => Some(DelayBackend::Nfqueue),
+            _ => None,
+        }
+    }
+
+    /// Its name in specs, op values and completions.
+    pub fn name(self) -> &'static str {
+        match self {
+            DelayBackend::Auto => "auto",
+            DelayBackend::Netem => "netem",
+            DelayBackend::Nfqueue => "nfqueue",
+        }
+    }
+}
+
+/// Parameters of `start-delay`: `{"targets": "one", "delay_ms": 50, "jitter_ms": 10,
+/// "reorder": 0.25, "backend": "auto"}`. As netem: each packet waits `delay_ms` ± a uniform
+/// `jitter_ms` (so jitter reorders packets), except a `reorder` fraction sent at once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DelayParams {
+    /// Target selection name.
+    pub targets: String,
+    /// Added egress delay in ms.
+    pub delay_ms: u64,
+    /// Jitter (uniform ±) around the delay in ms.
+    pub jitter_ms: u64,
+    /// Fraction of packets in [0, 1) sent without delay, ahead of those held before them.
+    pub reorder: f64,
+    /// What delays the packets.
+    pub backend: DelayBackend,
+}
+
+impl DelayParams {
+    /// Parse and validate an op value.
+    pub fn from_value(v: &Value) -> Result<DelayParams, String> {
+        let delay_ms = u64_of(v, "delay_ms", None).map_err(|e| format!("start-delay: {e}"))?;
+        let jitter_ms = u64_of(v, "jitter_ms", Some(0)).map_err(|e| format!("start-delay: {e}"))?;
+        if delay_ms == 0 || delay_ms > 60_000 || jitter_ms > delay_ms {
+            return Err(format!(
+                "delay_ms {delay_ms}, jitter_ms {jitter_ms}: expected 1..=60000 and jitter <= delay"
+            ));
+        }
+        let reorder = match v.get("reorder") {
+            None | Some(Value::Null) => 0.0,
+            Some(x) => x
+                .as_f64()
+                .ok_or_else(|| format!("reorder {x}: expected a number"))?,
+        };
+        if !(0.0..1.0).contains(&reorder) {
+            return Err(format!(
+                "reorder {reorder}: expected the fraction of packets sent at once, 0 <= r < 1"
+            ));
+        }
+        let backend = match v.get("backend") {
+            None | Some(Value::Null) => DelayBackend::Auto,
+            Some(Value::String(s)) => DelayBackend::parse(s).ok_or_else(|| {
+                format!(
+                    "backend {s:?}: expected one of {}",
+                    DelayBackend::NAMES.join(", ")
+                )
+            })?,
+            Some(x) => return Err(format!("backend {x}: expected a string")),
+        };
+        Ok(DelayParams {
+            targets: targets_of(v)?,
+            delay_ms,
+            jitter_ms,
+            reorder,
+            backend,
+        })
+    }
+
+    /// The netem qdisc and its options: `netem delay 50ms [10ms] [reorder 25%]`.
+    pub fn netem_args(&self) -> Vec<String> {
+        let mut args: Vec<String> = vec![
+            "netem".into(),
+            "delay".into(),
+            format!("{}ms", self.delay_ms),
+        ];
+        if self.jitter_ms > 0 {
+            args.push(format!("{}ms", self.jitter_ms));
+        }
+        if self.reorder > 0.0 {
+            args.push("reorder".into());
+            args.push(format!("{}%", (self.reorder * 1e4).round() / 100.0));
+        }
+        args
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn params_parse_and_reject_bad_values() {
+        let l = LossParams::from_value(&json!({"probability": 0.25})).unwrap();
+        assert_eq!((l.targets.as_str(), l.probability), ("one", 0.25));
+        assert!(LossParams::from_value(&json!({"probability": 0})).is_err());
+        assert!(LossParams::from_value(&json!({"probability": 1.5})).is_err());
+        assert!(LossParams::from_value(&json!("one")).is_err());
+        let b = BandwidthParams::from_value(&json!({"targets":"all","rate_kbit":500})).unwrap();
+        assert_eq!((b.targets.as_str(), b.rate_kbit), ("all", 500));
+        assert!(BandwidthParams::from_value(&json!({"rate_kbit": 0})).is_err());
+        assert!(BandwidthParams::from_value(&json!({"rate_kbit": -3})).is_err());
+        let d = DelayParams::from_value(&json!({"delay_ms": 50})).unwrap();
+        assert_eq!((d.delay_ms, d.jitter_ms, d.reorder), (50, 0, 0.0));
+        assert_eq!(d.backend, DelayBackend::Auto);
+        assert!(DelayParams::from_value(&json!({"delay_ms": 5, "jitter_ms": 6})).is_err());
+        assert!(DelayParams::from_value(&json!({"targets": 3, "delay_ms": 5})).is_err());
+    }
+
+    #[test]
+    fn delay_reorder_and_backend() {
+        let d = DelayParams::from_value(
+            &json!({"delay_ms": 100, "jitter_ms": 50, "reorder": 0.25, "backend": "nfqueue"}),
+        )
+        .unwrap();
+        assert_eq!(d.backend, DelayBackend::Nfqueue);
+        assert_eq!(
+            d.netem_args(),
+            ["netem", "delay", "100ms", "50ms", "reorder", "25%"]
+        );
+        let plain = DelayParams::from_value(&json!({"delay_ms": 30})).unwrap();
+        assert_eq!(plain.netem_args(), ["netem", "delay", "30ms"]);
+        let e = DelayParams::from_value(&json!({"delay_ms": 30, "reorder": 1.0})).unwrap_err();
+        assert!(e.starts_with("reorder 1"), "{e}");
+        let e = DelayParams::from_value(&json!({"delay_ms": 30, "backend": "tc"})).unwrap_err();
+        assert!(e.contains("auto, netem, nfqueue"), "{e}");
+        for name in DelayBackend::NAMES {
+            assert_eq!(
+                DelayBackend::parse(name).map(DelayBackend::name),
+                Some(name)
+            );
+        }
+    }
+}
