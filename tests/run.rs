@@ -624,7 +624,7 @@ fn chain_rules(n: usize) -> usize {
 }
 
 #[test]
-fn heal_undoes_partitions_and_pauses_left_by_a_killed_controller() {
+fn heal_undoes_partitions_pauses_kills_delays_and_power_losses_left_by_a_killed_controller() {
     if !root() {
         return;
     }
@@ -738,6 +738,64 @@ fn heal_undoes_partitions_and_pauses_left_by_a_killed_controller() {
     // incomplete, never valid.
     let killed = std::fs::canonicalize(reports.join("latest")).unwrap();
     assert!(stdout.contains("controller killed"), "{stdout}");
+
+    // Delay through the NFQUEUE delayer: heal removes the queue rule and ends the delayer.
+    let nem = nemesis_file(
+        tmp.path(),
+        "interval_s = 3.0\n[[faults]]\nkind = \"delay\"\ntargets = \"one\"\ndelay_ms = 30\nbackend = \"nfqueue\"\n",
+    );
+    kill_controller_during("start-delay", &reports, &nem);
+    let delay_rules = |n| {
+        on_node(n, "iptables -w -S OUTPUT")
+            .lines()
+            .filter(|l| l.contains(shakedown::nemesis::packet::DELAY_COMMENT))
+            .count()
+    };
+    let delayer = |n| {
+        !on_node(n, "pgrep -f 'shakedown netdelay'")
+            .trim()
+            .is_empty()
+    };
+    assert_eq!(
+        (1..=5).map(delay_rules).sum::<usize>(),
+        1,
+        "no delay rule before heal"
+    );
+    assert_eq!((1..=5).filter(|&n| delayer(n)).count(), 1);
+    let out = shakedown(&heal);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("removed 1 delay queue rule(s) and stopped the packet delayer"),
+        "{stdout}"
+    );
+    assert_eq!((1..=5).map(delay_rules).sum::<usize>(), 0);
+    assert!(!(1..=5).any(delayer), "a delayer survived heal");
+
+    // Power loss: the journal names the layer; heal starts the DB again on it.
+    let nem = nemesis_file(
+        tmp.path(),
+        "interval_s = 3.0\n[[faults]]\nkind = \"power-loss\"\ntargets = \"one\"\n",
+    );
+    kill_controller_during("power-loss", &reports, &nem);
+    assert_eq!(
+        (1..=5).filter(|&n| running(n)).count(),
+        4,
+        "one etcd should be without power before heal"
+    );
+    let out = shakedown(&heal);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("restarted etcd (power lost per the journal"),
+        "{stdout}"
+    );
+    assert!((1..=5).all(running), "every etcd runs again after heal");
+    // Each node's data directory is still served by a live layer (no stale mount).
+    for n in 1..=5 {
+        let ls = on_node(n, "ls /tmp/shakedown/etcd/data >/dev/null && echo readable");
+        assert_eq!(ls.trim(), "readable", "n{n}: data directory after heal");
+    }
     let results: Value =
         serde_json::from_slice(&std::fs::read(killed.join("results.json")).unwrap()).unwrap();
     assert_ne!(results["valid"], "valid", "{results}");
