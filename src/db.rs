@@ -172,6 +172,11 @@ pub trait Kill: Send + Sync {
     fn kill(&self, remote: &dyn Remote, node: &Node) -> Result<(), DbError>;
     /// Start the system again if it is not running (data kept). Idempotent.
     fn start(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError>;
+    /// Whether the system's process runs on the node now; `None` when the system cannot tell
+    /// (the end-of-run status then says unknown for it).
+    fn running(&self, _remote: &dyn Remote, _node: &Node) -> Option<Result<bool, DbError>> {
+        None
+    }
 }
 
 /// Fail over: make a replica the primary. One-shot: nothing undoes it (the old primary is not

@@ -28,7 +28,8 @@
 //! | corrupt | `bitflip`, `truncate` | `start-corrupted` |
 //! | disk | `start-disk-fault` | `stop-disk-fault` |
 //!
-//! `clock-offsets` is a measurement, not a fault: it is no kind's verb (see [`verb::CLOCK_OFFSETS`]).
+//! `clock-offsets` and `db-status` are measurements, not faults: they are no kind's verbs (see
+//! [`verb::CLOCK_OFFSETS`], [`verb::DB_STATUS`]).
 //! `strobe-clock` and `start-stall` are in effect only while their op runs ([`SPANNING_VERBS`]).
 
 pub mod corrupt;
@@ -58,6 +59,9 @@ pub mod verb {
     pub const RESET_CLOCK: &str = "reset-clock";
     /// Measure every node's clock offset from the controller (a measurement, no fault).
     pub const CLOCK_OFFSETS: &str = "clock-offsets";
+    /// Ask every node whether its database runs (a measurement, no fault): the run does it
+    /// after the final heal and settle, so a node that never came back is on record.
+    pub const DB_STATUS: &str = "db-status";
     /// Journal only: NTP daemons stopped on real hosts before the first clock fault.
     pub const STOP_NTP: &str = "stop-ntp";
     /// Journal only: start the NTP daemons again.
@@ -392,6 +396,7 @@ mod tests {
             assert_eq!((k.name, r), (name, role), "{verb}");
         }
         assert_eq!(classify_verb(verb::CLOCK_OFFSETS), None);
+        assert_eq!(classify_verb(verb::DB_STATUS), None);
         assert_eq!(classify_verb("read"), None);
         assert_eq!(classify_verb("start-clock"), None);
     }

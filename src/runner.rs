@@ -1366,6 +1366,15 @@ pub(crate) async fn drive(
             ),
         );
         tokio::time::sleep(Duration::from_secs_f64(cfg.settle_s)).await;
+        if with_nemesis {
+            // After the settle: is every node's database running again? (A node whose restart
+            // crashed, e.g. on a corrupted file, is on record, not taken for recovered.)
+            let status = generator::nemesis_once(crate::faults::verb::DB_STATUS, Value::Null);
+            let (back, _) = interp
+                .run_phase_on_worker(None, Some(Box::new(status)))
+                .await;
+            interp = back;
+        }
         progress.phase(
             Phase::FinalReads,
             if cfg.workload.kind == generator::log::KIND {

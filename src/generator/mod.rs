@@ -54,7 +54,7 @@ pub use combinators::{
 };
 pub use nemesis::{
     FaultSpec, NemesisCycle, NemesisHeal, NemesisSchedule, NemesisStack, WithClockOffsets,
-    nemesis_cycle, nemesis_heal, nemesis_stack, with_clock_offsets,
+    nemesis_cycle, nemesis_heal, nemesis_once, nemesis_stack, with_clock_offsets,
 };
 pub use set::{SetConfig, SetWorkload, set_workload};
 pub use workload::{

@@ -148,6 +148,14 @@ pub fn nemesis_heal(schedule: &NemesisSchedule) -> NemesisHeal {
     NemesisHeal { stops, next: 0 }
 }
 
+/// One nemesis op, once (e.g. the run's `db-status` after the final heal).
+pub fn nemesis_once(f: &str, value: Value) -> NemesisHeal {
+    NemesisHeal {
+        stops: vec![(f.to_string(), value)],
+        next: 0,
+    }
+}
+
 impl Generator for NemesisHeal {
     fn next(&mut self, ctx: &Context, _rng: &mut ChaCha8Rng) -> Next {
         let Some((f, value)) = self.stops.get(self.next) else {

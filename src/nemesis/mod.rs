@@ -509,6 +509,7 @@ impl Nemesis {
             verb::STROBE_CLOCK => self.strobe_clock(value),
             verb::RESET_CLOCK => self.reset_clocks(value),
             verb::CLOCK_OFFSETS => self.clock_offsets(),
+            verb::DB_STATUS => Ok(self.db_status()),
             verb::START_SSH_DROP => self.drop_ssh(value),
             verb::STOP_SSH_DROP => self.restore_ssh(value),
             other => Err(format!("unknown nemesis op {other:?}")),
@@ -748,6 +749,40 @@ impl Nemesis {
             },
         )?;
         Ok(detail)
+    }
+
+    /// `db-status`: whether each node's database runs now — `{"running": [..], "stopped":
+    /// [..], "unknown": {node: why}}` (unknown: the system cannot tell, or the node did not
+    /// answer). A measurement: it changes nothing and always completes ok.
+    fn db_status(&mut self) -> Value {
+        let all = self.all_idx();
+        let seen: std::sync::Mutex<BTreeMap<String, Result<bool, String>>> =
+            std::sync::Mutex::new(BTreeMap::new());
+        let db = self.cfg.db.clone();
+        let _ = self.on_nodes(&all, |r, node| {
+            let state = match db.as_kill().and_then(|k| k.running(r, node)) {
+                None => Err(format!("{} cannot tell whether it runs", db.name())),
+                Some(Ok(up)) => Ok(up),
+                Some(Err(e)) => Err(e.to_string()),
+            };
+            seen.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(node.name.clone(), state);
+            Ok(())
+        });
+        self.take_outcomes();
+        let seen = seen.into_inner().unwrap_or_else(|e| e.into_inner());
+        let names = |want: bool| -> Vec<&String> {
+            seen.iter()
+                .filter(|(_, s)| s.as_ref().is_ok_and(|up| *up == want))
+                .map(|(n, _)| n)
+                .collect()
+        };
+        let unknown: BTreeMap<&String, &String> = seen
+            .iter()
+            .filter_map(|(n, s)| s.as_ref().err().map(|e| (n, e)))
+            .collect();
+        json!({ "running": names(true), "stopped": names(false), "unknown": unknown })
     }
 
     /// Undo `bandwidth` (the tool's tbf) on every node.

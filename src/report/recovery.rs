@@ -209,6 +209,10 @@ pub struct Recovery {
     /// Faults whose recovery was not measured (never healed, no baseline, or the workload
     /// stopped too soon after the heal).
     pub not_measured: u64,
+    /// Nodes whose database was not running after the final heal and settle (the run's last
+    /// `db-status`), by name: they never came back, whatever the throughput says.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub down_at_end: Vec<String>,
 }
 
 /// A span to shade on the time-series charts.
@@ -238,6 +242,12 @@ impl Recovery {
         if self.faults.is_empty() {
             return None;
         }
+        let down = (!self.down_at_end.is_empty()).then(|| {
+            format!(
+                "; not running after the final heal: {}",
+                self.down_at_end.join(", ")
+            )
+        });
         let total = self.faults.len();
         let mut s = match (self.recovery_p50_s, self.recovery_max_s) {
             (Some(p50), Some(max)) => format!(
@@ -275,6 +285,9 @@ impl Recovery {
                 o.group(),
                 o.start_s
             ));
+        }
+        if let Some(d) = down {
+            s.push_str(&d);
         }
         Some(s)
     }
@@ -504,7 +517,28 @@ pub fn analyse(history: &History, config: &RecoveryConfig) -> Recovery {
         faults,
         outages,
         outages_total,
+        down_at_end: down_at_end(history),
     }
+}
+
+/// The nodes the history's last `db-status` completion found stopped.
+fn down_at_end(history: &History) -> Vec<String> {
+    history
+        .ops
+        .iter()
+        .rev()
+        .find(|o| {
+            o.process == crate::history::Process::Nemesis
+                && o.f == crate::faults::verb::DB_STATUS
+                && o.op_type != crate::history::OpType::Invoke
+        })
+        .and_then(|o| o.value.get("stopped")?.as_array().cloned())
+        .map(|a| {
+            a.iter()
+                .filter_map(|n| n.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Key of the recovery value in results.json.
@@ -926,6 +960,48 @@ mod tests {
 
     fn close(a: Option<f64>, b: f64) -> bool {
         a.is_some_and(|a| (a - b).abs() < 1e-6)
+    }
+
+    /// A node whose database never came back (e.g. it crashes on a corrupted file at its
+    /// restart) is named, whatever the throughput of the others says; the last status counts.
+    #[test]
+    fn nodes_stopped_after_the_final_heal_are_named() {
+        let mut g = Gen::new();
+        partition(&mut g, 10_000, 20_000);
+        for (c, node) in [(0, "n1"), (1, "n2")] {
+            g.client(c, node, "read", 0, 40_000, 100, &[], 500);
+        }
+        g.nem(39_000, "db-status", Value::Null);
+        g.nem(
+            39_010,
+            "db-status",
+            json!({"running": ["n1"], "stopped": [], "unknown": {}}),
+        );
+        g.nem(41_000, "db-status", Value::Null);
+        g.nem(
+            41_010,
+            "db-status",
+            json!({"running": ["n1"], "stopped": ["n2"], "unknown": {}}),
+        );
+        let r = analyse(&g.history(), &RecoveryConfig::default());
+        assert_eq!(r.down_at_end, ["n2"]);
+        let line = r.summary_line().unwrap();
+        assert!(
+            line.ends_with("; not running after the final heal: n2"),
+            "{line}"
+        );
+        // Stored in results.json and read back.
+        let back: Recovery = serde_json::from_value(serde_json::to_value(&r).unwrap()).unwrap();
+        assert_eq!(back.down_at_end, ["n2"]);
+        // Without a status, nothing is claimed either way.
+        let mut g = Gen::new();
+        partition(&mut g, 10_000, 20_000);
+        g.client(0, "n1", "read", 0, 40_000, 100, &[], 500);
+        assert!(
+            analyse(&g.history(), &RecoveryConfig::default())
+                .down_at_end
+                .is_empty()
+        );
     }
 
     /// The etcd pattern of issue 15: every op times out for ~4 s after the heal.

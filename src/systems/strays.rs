@@ -85,6 +85,26 @@ pub fn signal_cmd(pidfile: &str, word: &str, sig: &str) -> Cmd {
     Cmd::script(SIGNAL_SCRIPT, [pidfile, word, sig])
 }
 
+/// Prints `running` when the pidfile `$1` names a live process whose command line mentions
+/// `$2`, else `stopped`.
+const RUNNING_SCRIPT: &str = concat!(
+    live_sh!(),
+    r#"pid=$(cat "$1" 2>/dev/null || true)
+if live "$pid" "$2"; then echo running; else echo stopped; fi
+"#
+);
+
+/// Whether the server the pidfile names is running (see [`RUNNING_SCRIPT`]).
+pub fn running(
+    remote: &dyn Remote,
+    pidfile: &str,
+    word: &str,
+    sudo: bool,
+) -> Result<bool, DbError> {
+    let out = remote.exec_ok(&Cmd::script(RUNNING_SCRIPT, [pidfile, word]).sudo(sudo))?;
+    Ok(out.trim() == "running")
+}
+
 /// `$1` = base directory, `$2` = extended regular expression the executable's file name must
 /// match. Resumes then kills every such process and waits (up to 5 s) until they are gone; prints
 /// the PIDs it ended.

@@ -307,6 +307,7 @@ mod tests {
             recovered: 0,
             not_recovered: 0,
             not_measured: 0,
+            down_at_end: Vec::new(),
         }
     }
 

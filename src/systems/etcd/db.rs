@@ -459,6 +459,13 @@ impl Kill for Etcd {
         }
         self.start_process(remote, node, cluster)
     }
+
+    fn running(&self, remote: &dyn Remote, _node: &Node) -> Option<Result<bool, DbError>> {
+        let pidfile = format!("{}/etcd.pid", self.cfg.base_dir);
+        Some(crate::systems::strays::running(
+            remote, &pidfile, "etcd", false,
+        ))
+    }
 }
 
 impl Pause for Etcd {

@@ -565,6 +565,13 @@ impl Kill for Galera {
         self.mount_layer(remote, false)?;
         self.start_process(remote, false, true)
     }
+
+    fn running(&self, remote: &dyn Remote, _node: &Node) -> Option<Result<bool, DbError>> {
+        let pidfile = format!("{}/mariadbd.pid", self.cfg.base_dir);
+        Some(crate::systems::strays::running(
+            remote, &pidfile, "mariadbd", true,
+        ))
+    }
 }
 
 impl Pause for Galera {

@@ -333,6 +333,16 @@ impl Kill for Nats {
         }
         self.start_process(remote, node, cluster)
     }
+
+    fn running(&self, remote: &dyn Remote, _node: &Node) -> Option<Result<bool, DbError>> {
+        let pidfile = format!("{}/nats.pid", self.cfg.base_dir);
+        Some(crate::systems::strays::running(
+            remote,
+            &pidfile,
+            "nats-server",
+            false,
+        ))
+    }
 }
 
 impl Pause for Nats {

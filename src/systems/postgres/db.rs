@@ -557,6 +557,13 @@ impl Kill for Postgres {
     fn start(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
         self.start_process(remote, node, cluster)
     }
+
+    fn running(&self, remote: &dyn Remote, _node: &Node) -> Option<Result<bool, DbError>> {
+        let pidfile = format!("{}/postgres.pid", self.cfg.base_dir);
+        Some(crate::systems::strays::running(
+            remote, &pidfile, "postgres", true,
+        ))
+    }
 }
 
 impl Pause for Postgres {

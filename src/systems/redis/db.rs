@@ -516,6 +516,14 @@ impl Kill for Redis {
         }
         self.start_server(remote, "redis")
     }
+
+    /// The Redis server (its Sentinel is not the database).
+    fn running(&self, remote: &dyn Remote, _node: &Node) -> Option<Result<bool, DbError>> {
+        let pidfile = format!("{}/redis.pid", self.cfg.base_dir);
+        Some(crate::systems::strays::running(
+            remote, &pidfile, "redis", true,
+        ))
+    }
 }
 
 impl Pause for Redis {
