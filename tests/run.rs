@@ -114,6 +114,18 @@ shape = "halves"
         "{nemesis:#?}"
     );
     assert!(completed("stop-partition") >= 2 || nemesis.iter().any(|o| o.f == "stop-partition"));
+    // After the final heal every etcd runs again, and the run asked and recorded it.
+    let status = nemesis
+        .iter()
+        .rev()
+        .find(|o| o.f == "db-status" && o.value.is_object())
+        .expect("a db-status after the final heal");
+    assert_eq!(
+        status.value["running"],
+        serde_json::json!(["n1", "n2", "n3", "n4", "n5"]),
+        "{:?}",
+        status.value
+    );
     let grudge = nemesis
         .iter()
         .find(|o| o.f == "start-partition" && o.value.is_object())
