@@ -16,13 +16,13 @@
 
 pub mod clock;
 mod corrupt;
-mod delay;
 pub mod disk;
 mod grudge;
 pub mod heal;
 pub mod leftovers;
 mod outcomes;
 pub mod packet;
+mod packet_faults;
 pub mod power;
 pub mod ssh_drop;
 pub mod stall;
@@ -680,77 +680,6 @@ impl Nemesis {
             .collect()
     }
 
-    fn start_loss(&mut self, value: &Value) -> Result<Value, String> {
-        let p = crate::faults::packet::LossParams::from_value(value)?;
-        let idx = self.targets_named(&p.targets)?;
-        let names = self.node_names(&idx);
-        let chain = self.cfg.partition.chain.clone();
-        // Each target drops packets from every other node's address (never the controller's).
-        let peers: BTreeMap<String, Vec<String>> = names
-            .iter()
-            .map(|me| {
-                let others: BTreeSet<String> =
-                    self.names().into_iter().filter(|n| n != me).collect();
-                (me.clone(), self.hosts_of(&others))
-            })
-            .collect();
-        self.lossy.extend(names.iter().cloned());
-        let detail = json!({ "nodes": names, "probability": p.probability });
-        self.journaled(
-            "inject",
-            verb::START_LOSS,
-            detail.clone(),
-            Some(verb::STOP_LOSS),
-            |n| {
-                n.on_nodes(&idx, |r, node| {
-                    packet::start_loss(r, &chain, &peers[&node.name], p.probability)
-                        .map_err(|e| e.to_string())
-                })
-            },
-        )?;
-        Ok(detail)
-    }
-
-    fn stop_loss(&mut self) -> Result<Value, String> {
-        let chain = self.cfg.partition.chain.clone();
-        let (all, lossy) = (self.all_idx(), self.lossy.clone());
-        self.journaled(
-            "undo",
-            verb::STOP_LOSS,
-            json!({ "nodes": lossy }),
-            None,
-            |n| {
-                n.on_nodes(&all, |r, _| {
-                    packet::stop_loss(r, &chain)
-                        .map(|_| ())
-                        .map_err(|e| e.to_string())
-                })
-            },
-        )?;
-        self.lossy.clear();
-        Ok(json!({ "nodes": lossy }))
-    }
-
-    fn start_bandwidth(&mut self, value: &Value) -> Result<Value, String> {
-        let p = crate::faults::packet::BandwidthParams::from_value(value)?;
-        let idx = self.targets_named(&p.targets)?;
-        let names = self.node_names(&idx);
-        self.shaped.extend(names.iter().cloned());
-        let detail = json!({ "nodes": names, "rate_kbit": p.rate_kbit });
-        self.journaled(
-            "inject",
-            verb::START_BANDWIDTH,
-            detail.clone(),
-            Some(verb::STOP_BANDWIDTH),
-            |n| {
-                n.on_nodes(&idx, |r, node| {
-                    packet::start_bandwidth(r, &node.host, p.rate_kbit).map_err(|e| e.to_string())
-                })
-            },
-        )?;
-        Ok(detail)
-    }
-
     /// `db-status`: whether each node's database runs now — `{"running": [..], "stopped":
     /// [..], "unknown": {node: why}}` (unknown: the system cannot tell, or the node did not
     /// answer). A measurement: it changes nothing and always completes ok.
@@ -783,47 +712,6 @@ impl Nemesis {
             .filter_map(|(n, s)| s.as_ref().err().map(|e| (n, e)))
             .collect();
         json!({ "running": names(true), "stopped": names(false), "unknown": unknown })
-    }
-
-    /// Undo `bandwidth` (the tool's tbf) on every node.
-    fn stop_bandwidth(&mut self) -> Result<Value, String> {
-        let all = self.all_idx();
-        let active = self.shaped.clone();
-        self.journaled(
-            "undo",
-            verb::STOP_BANDWIDTH,
-            json!({ "nodes": active }),
-            None,
-            |n| {
-                n.on_nodes(&all, |r, node| {
-                    packet::clear_qdisc(r, &node.host, Some("tbf"))
-                        .map(|_| ())
-                        .map_err(|e| e.to_string())
-                })
-            },
-        )?;
-        self.shaped.clear();
-        Ok(json!({ "nodes": active }))
-    }
-
-    /// Undo every packet fault on every node, whether or not this nemesis applied it (for a
-    /// controller recovering from a crashed one): loss rules, the tool's tbf and netem qdiscs.
-    pub fn heal_packets(&mut self) -> Result<(), String> {
-        let mut errs = Vec::new();
-        for r in [
-            self.stop_loss().map(|_| ()),
-            self.stop_bandwidth().map(|_| ()),
-            self.stop_delay().map(|_| ()),
-        ] {
-            if let Err(e) = r {
-                errs.push(e);
-            }
-        }
-        if errs.is_empty() {
-            Ok(())
-        } else {
-            Err(errs.join("; "))
-        }
     }
 
     /// Undo every fault: remove packet faults this nemesis applied, heal partitions, resume paused

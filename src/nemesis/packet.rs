@@ -43,7 +43,7 @@ pub enum PacketError {
     },
     /// The delay needs the NFQUEUE delayer and no binary to run it was given.
     #[error(
-        "{node}: the kernel has no netem, and the NFQUEUE delayer that stands in for it needs the shakedown binary on the node (this nemesis was given none)"
+        "{node}: the delay needs the NFQUEUE delayer here (no netem, or backend = \"nfqueue\"), which runs the shakedown binary on the node, and this nemesis was given none"
     )]
     NoDelayer {
         /// Node name.
