@@ -69,38 +69,23 @@ fn postgres_refuses_the_list_append_workload() {
 }
 
 #[test]
-fn postgres_refuses_power_loss_it_has_no_declared_data_directory_for() {
+fn an_external_spec_refuses_power_loss_it_has_no_declared_data_directory_for() {
+    // PostgreSQL serves it since it declares PGDATA; an external spec (ZooKeeper) declares none.
     refused(
-        &[
-            "run",
-            "--db",
-            "postgres",
-            "--workload",
-            "set",
-            "--nemesis",
-            "power-loss",
-        ],
+        &["run", "--db", "zookeeper", "--nemesis", "power-loss"],
         &[
             "--nemesis",
-            "postgres",
+            "zookeeper",
             "power-loss fault",
             "declared data directory",
         ],
     );
     // File corruption needs a data directory too.
     refused(
-        &[
-            "run",
-            "--db",
-            "postgres",
-            "--workload",
-            "set",
-            "--nemesis",
-            "truncate",
-        ],
+        &["run", "--db", "zookeeper", "--nemesis", "truncate"],
         &[
             "--nemesis",
-            "postgres",
+            "zookeeper",
             "corrupt fault",
             "declared data directory",
         ],

@@ -301,7 +301,8 @@ impl SystemConfig {
             SystemConfig::Redis(c) => c.lazyfs = Some(exe.to_string()),
             SystemConfig::Nats(c) => c.lazyfs = Some(exe.to_string()),
             SystemConfig::Galera(c) => c.lazyfs = Some(exe.to_string()),
-            SystemConfig::Postgres(_) | SystemConfig::External(_) => {}
+            SystemConfig::Postgres(c) => c.lazyfs = Some(exe.to_string()),
+            SystemConfig::External(_) => {}
         }
     }
 }

@@ -14,8 +14,15 @@
 //! `postgresql-15`, installed with apt-get when missing). Authentication is `trust` for `samenet`
 //! (every subnet the node is directly attached to: the cluster and, in the sandbox, the
 //! controller's bridge address). Settings are passed as `-c` flags, so they are visible in the
-//! process list and test.json. Does not own the client protocol or the schema's use (that is
-//! `client`); it only runs `init_sql` on the primary once it is up.
+//! process list and test.json (`fsync` too: `--pg-fsync off` is the unsafe setting). With the
+//! `power-loss` or a `disk` fault, `data/` (all of PGDATA, WAL included) is served from the
+//! lose-unsynced layer (`nemesis::power`): mounted after the wipe, before initdb or the base
+//! backup, handed to `os_user` with mode 0700, unmounted at teardown; the primary's setup ends
+//! with a `CHECKPOINT` and an fsync of every file, so a power loss never reaches back into the
+//! schema (with `fsync=off` the server never syncs anything itself). A restart after a power
+//! loss is crash recovery (a `postmaster.pid` emptied by the loss is removed first). Does not
+//! own the client protocol or the schema's use (that is `client`); it only runs `init_sql` on
+//! the primary once it is up.
 
 use crate::control::{Cmd, Remote};
 use crate::db::{Binary, Db, DbError, Kill, Pause, Primaries, Promote};
@@ -95,6 +102,13 @@ pub struct PostgresConfig {
     /// (serializable).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isolation: Option<super::txn::Isolation>,
+    /// PostgreSQL's `fsync` (`--pg-fsync`): off = the server never asks the kernel to make its
+    /// WAL or data files durable (acknowledged commits can vanish on a power loss).
+    pub fsync: bool,
+    /// The `shakedown` binary that serves `data/` from the lose-unsynced layer on the nodes (a
+    /// run with the `power-loss` or a `disk` fault); `None`: a plain directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lazyfs: Option<String>,
 }
 
 impl Default for PostgresConfig {
@@ -110,6 +124,8 @@ impl Default for PostgresConfig {
             init_sql: super::client::SCHEMA_SQL.into(),
             ready_timeout_ms: 60_000,
             isolation: None,
+            fsync: true,
+            lazyfs: None,
         }
     }
 }
@@ -142,6 +158,15 @@ mkdir -p "$dir"
 chown "$user:" "$dir"
 chmod 755 "$dir"
 "#;
+
+/// Hand the data directory (a freshly mounted layer's root) to the server's user with the mode
+/// PostgreSQL demands: `$1` = data dir, `$2` = OS user.
+const CHOWN_SCRIPT: &str = r#"chown "$2:" "$1" && chmod 700 "$1""#;
+
+/// Make every file under `$1` durable on the lose-unsynced layer (`sync FILE` fsyncs each): the
+/// end of setup, after a `CHECKPOINT`, so a power loss never reaches back into initdb and the
+/// schema — with `fsync=off` the server itself never syncs.
+const SYNC_ALL_SCRIPT: &str = r#"find "$1" -type f -exec sync {} +"#;
 
 /// initdb as the server user and open pg_hba to the attached subnets: `$1` = base dir,
 /// `$2` = bin dir, `$3` = OS user.
@@ -176,21 +201,39 @@ runuser -u "$user" -- "$bin/pg_basebackup" -D "$dir/data" -R -X stream -c fast \
 const EXE_PATTERN: &str = "^postgres( |$)";
 
 /// Start the server unless the pidfile names a live postgres: `$1` = base dir, `$2` = OS user,
-/// the rest = the server command. The server is the leader of its own session and process group
-/// (`setsid`, then `setpriv` execs it as the user).
+/// `$3` = how many times to try, the rest = the server command. The server is the leader of its
+/// own session and process group (`setsid`, then `setpriv` execs it as the user). With more than
+/// one try, a server that exits within a second because its System V shared-memory key was
+/// being probed by another server ("pre-existing shared memory block … is still in use") is
+/// started again: on the lose-unsynced layer every node's data directory has inode 1, the key
+/// PostgreSQL derives from it is the same on every node, and in the sandbox the nodes share one
+/// IPC namespace, so servers starting together (a power-on) look at each other's segments.
 const START_SCRIPT: &str = concat!(
     crate::systems::strays::live_sh!(),
     r#"set -e
-dir="$1"; user="$2"; shift 2
+dir="$1"; user="$2"; tries="$3"; shift 3
 pid=$(cat "$dir/postgres.pid" 2>/dev/null || true)
 if live "$pid" postgres; then exit 0; fi
-# A postmaster.pid left by kill -9 whose PID now names another process would block the start.
-old=$(head -n 1 "$dir/data/postmaster.pid" 2>/dev/null || true)
-if [ -n "$old" ] && ! grep -q postgres "/proc/$old/cmdline" 2>/dev/null; then rm -f "$dir/data/postmaster.pid"; fi
-cd "$dir"
-setsid setpriv --reuid="$user" --regid="$(id -g "$user")" --init-groups -- "$@" \
-  >> "$dir/postgres.log" 2>&1 < /dev/null &
-echo $! > "$dir/postgres.pid"
+n=0
+while :; do
+  # A postmaster.pid left by kill -9 whose PID now names another process would block the start;
+  # so would an empty one (a power loss dropped its unsynced contents: "lock file is empty").
+  old=$(head -n 1 "$dir/data/postmaster.pid" 2>/dev/null || true)
+  if [ -z "$old" ] || ! grep -q postgres "/proc/$old/cmdline" 2>/dev/null; then rm -f "$dir/data/postmaster.pid"; fi
+  cd "$dir"
+  lines=$(wc -l < "$dir/postgres.log" 2>/dev/null || echo 0)
+  setsid setpriv --reuid="$user" --regid="$(id -g "$user")" --init-groups -- "$@" \
+    >> "$dir/postgres.log" 2>&1 < /dev/null &
+  pid=$!
+  echo "$pid" > "$dir/postgres.pid"
+  n=$((n+1))
+  [ "$n" -lt "$tries" ] || exit 0
+  i=0
+  while [ $i -lt 10 ] && live "$pid" postgres; do sleep 0.1; i=$((i+1)); done
+  live "$pid" postgres && exit 0
+  tail -n +$((lines+1)) "$dir/postgres.log" 2>/dev/null | grep -q 'pre-existing shared memory block' || exit 0
+  sleep "0.$((n*2))"
+done
 "#
 );
 
@@ -284,6 +327,7 @@ impl Postgres {
             "max_connections=300".into(),
             "shared_buffers=32MB".into(),
             format!("synchronous_commit={}", self.cfg.synchronous_commit),
+            format!("fsync={}", if self.cfg.fsync { "on" } else { "off" }),
             format!("synchronous_standby_names={}", self.standby_names(cluster)),
             format!("cluster_name={}", node.name),
             "log_line_prefix=%m [%p] %a ".into(),
@@ -314,7 +358,12 @@ impl Postgres {
         node: &Node,
         cluster: &[Node],
     ) -> Result<(), DbError> {
-        let mut args = vec![self.cfg.base_dir.clone(), self.cfg.os_user.clone()];
+        let tries = if self.data_layer().is_some() { 5 } else { 1 };
+        let mut args = vec![
+            self.cfg.base_dir.clone(),
+            self.cfg.os_user.clone(),
+            tries.to_string(),
+        ];
         args.extend(self.command(node, cluster));
         remote.exec_ok(&Cmd::script(START_SCRIPT, args).sudo(true))?;
         Ok(())
@@ -387,6 +436,23 @@ impl Postgres {
         }
     }
 
+    fn data_path(&self) -> String {
+        format!("{}/data", self.cfg.base_dir)
+    }
+
+    /// Mount the lose-unsynced layer on the data directory when the run has one (`fresh` at
+    /// setup, kept files on a restart) and hand its root to the server's user.
+    fn mount_layer(&self, remote: &dyn Remote, fresh: bool) -> Result<(), DbError> {
+        let Some(layer) = self.data_layer() else {
+            return Ok(());
+        };
+        layer.mount(remote, fresh)?;
+        remote.exec_ok(
+            &Cmd::script(CHOWN_SCRIPT, [self.data_path(), self.cfg.os_user.clone()]).sudo(true),
+        )?;
+        Ok(())
+    }
+
     fn setup_primary(
         &self,
         remote: &dyn Remote,
@@ -407,8 +473,9 @@ impl Postgres {
         self.start_process(remote, node, cluster)?;
         self.await_ready(remote, node, cluster)?;
         let init = format!(
-            // Local commit: the synchronous standbys do not exist yet.
-            "SET synchronous_commit = local;\n{}\nCOMMENT ON DATABASE postgres IS '{READY_MARKER}';",
+            // Local commit: the synchronous standbys do not exist yet. The checkpoint writes the
+            // schema to the data files (made durable below on the layer).
+            "SET synchronous_commit = local;\n{}\nCHECKPOINT;\nCOMMENT ON DATABASE postgres IS '{READY_MARKER}';",
             self.cfg.init_sql
         );
         let out = remote.exec(&self.psql(node, &init))?;
@@ -417,6 +484,9 @@ impl Postgres {
                 node: node.name.clone(),
                 message: format!("init SQL failed: {}", out.stderr.trim()),
             });
+        }
+        if self.data_layer().is_some() {
+            remote.exec_ok(&Cmd::script(SYNC_ALL_SCRIPT, [self.data_path()]).sudo(true))?;
         }
         Ok(())
     }
@@ -477,6 +547,8 @@ impl Db for Postgres {
         self.signal(remote, "CONT")?;
         self.signal(remote, "KILL")?;
         crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
+        // A layer an earlier run left mounted (stale or not) goes before the wipe.
+        crate::nemesis::power::unmount(remote, &self.data_path())?;
         remote.exec_ok(
             &Cmd::script(
                 WIPE_SCRIPT,
@@ -484,6 +556,8 @@ impl Db for Postgres {
             )
             .sudo(true),
         )?;
+        // All of PGDATA, WAL included, on the layer: mounted before initdb / the base backup.
+        self.mount_layer(remote, true)?;
         if self.is_primary(node, cluster) {
             self.setup_primary(remote, node, cluster)
         } else {
@@ -494,7 +568,22 @@ impl Db for Postgres {
     fn teardown(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
         self.signal(remote, "CONT")?;
         self.signal(remote, "KILL")?;
-        crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)
+        crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
+        crate::nemesis::power::unmount(remote, &self.data_path()).map(|_| ())
+    }
+
+    fn data_dir(&self) -> Option<String> {
+        Some(self.data_path())
+    }
+
+    /// The WAL segments and the heap and index files of every database (the test tables live
+    /// in `postgres`, under `base/<its OID>/`).
+    fn data_files(&self) -> Vec<String> {
+        ["pg_wal/0*", "base/*/[0-9]*"].map(String::from).to_vec()
+    }
+
+    fn data_layer(&self) -> Option<crate::nemesis::power::DataLayer> {
+        crate::nemesis::power::DataLayer::over(self.cfg.lazyfs.as_deref(), self.data_path())
     }
 
     fn log_files(&self, _node: &Node) -> Vec<String> {
@@ -553,8 +642,10 @@ impl Kill for Postgres {
     }
 
     /// Start again with the data kept: the primary runs crash recovery, a replica resumes
-    /// streaming (its `standby.signal` and `primary_conninfo` survive).
+    /// streaming (its `standby.signal` and `primary_conninfo` survive). With the lose-unsynced
+    /// layer, it is remounted first if its process died, keeping its files.
     fn start(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
+        self.mount_layer(remote, false)?;
         self.start_process(remote, node, cluster)
     }
 

@@ -1,5 +1,5 @@
 //! PostgreSQL as a system under test: its flags (`--pg-dir`, `--synchronous-commit`,
-//! `--synchronous-standby-names`, `--isolation` for the txn workload), its settings (`PostgresConfig`), what it can serve
+//! `--synchronous-standby-names`, `--pg-fsync`, `--isolation` for the txn workload), its settings (`PostgresConfig`), what it can serve
 //! (`validate`) and its per-thread clients.
 //!
 //! Owns the `System` impl of PostgreSQL. The primary/replica lifecycle on the nodes is `db`; the
@@ -89,6 +89,19 @@ pub struct PostgresArgs {
     /// Isolation level of each transaction of `--workload txn` (default serializable).
     #[arg(long, value_enum)]
     pub isolation: Option<IsolationArg>,
+    /// PostgreSQL `fsync`: off = the server never makes its WAL or data files durable, so a
+    /// power loss (`--nemesis power-loss`) can take acknowledged commits with it.
+    #[arg(long, value_enum, default_value_t = OnOff::On)]
+    pub pg_fsync: OnOff,
+}
+
+/// `on` / `off` for a boolean server setting.
+#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
+pub enum OnOff {
+    /// On.
+    On,
+    /// Off.
+    Off,
 }
 
 /// `--isolation`.
@@ -122,6 +135,7 @@ impl SystemArgs for PostgresArgs {
             synchronous_commit: self.synchronous_commit.into(),
             synchronous_standby_names: self.synchronous_standby_names,
             isolation: self.isolation.map(Into::into),
+            fsync: self.pg_fsync == OnOff::On,
             ..PostgresConfig::default()
         }))
     }
@@ -146,6 +160,9 @@ impl SystemSettings for PostgresConfig {
                 "--synchronous-standby-names {}",
                 crate::control::quote(names)
             ));
+        }
+        if !self.fsync {
+            parts.push("--pg-fsync off".into());
         }
         parts
     }
@@ -308,5 +325,45 @@ mod tests {
             cfg.rerun_args(),
             vec!["--synchronous-commit remote_apply".to_string()]
         );
+    }
+
+    #[test]
+    fn pg_fsync_off_reaches_the_server_and_the_rerun_line_and_power_loss_gets_a_layer() {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            pg: PostgresArgs,
+        }
+        let off = Cli::parse_from(["x", "--pg-fsync", "off"])
+            .pg
+            .into_config()
+            .unwrap();
+        let on = Cli::parse_from(["x"]).pg.into_config().unwrap();
+        assert!(off.rerun_args().contains(&"--pg-fsync off".to_string()));
+        assert!(!on.rerun_args().iter().any(|a| a.contains("fsync")));
+        let SystemConfig::Postgres(cfg) = &off else {
+            panic!("{off:?}")
+        };
+        let cmd = Postgres::new(cfg.clone()).command(&nodes()[0], &nodes());
+        assert!(cmd.contains(&"fsync=off".to_string()), "{cmd:?}");
+        let SystemConfig::Postgres(cfg) = &on else {
+            panic!("{on:?}")
+        };
+        let cmd = Postgres::new(cfg.clone()).command(&nodes()[0], &nodes());
+        assert!(cmd.contains(&"fsync=on".to_string()), "{cmd:?}");
+
+        let mut with_layer = on.clone();
+        assert!(with_layer.open().to_db().data_layer().is_none());
+        with_layer.serve_data_from_layer("/opt/shakedown");
+        let db = with_layer.open().to_db();
+        let layer = db.data_layer().unwrap();
+        assert_eq!(layer.exe, "/opt/shakedown");
+        assert_eq!(layer.data_dir, "/tmp/shakedown/postgres/data");
+        assert_eq!(
+            db.data_dir().as_deref(),
+            Some("/tmp/shakedown/postgres/data")
+        );
+        assert!(db.data_files().contains(&"pg_wal/0*".to_string()));
     }
 }
