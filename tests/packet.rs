@@ -103,7 +103,7 @@ impl Sandbox {
                 .unwrap()
         });
         let mut n = Nemesis::new(NemesisConfig {
-            helper_exe: Some(env!("CARGO_BIN_EXE_shakedown").to_string()),
+            helper_exe: Some(cli::exe_path().to_string()),
             nodes: self.nodes.clone(),
             remotes: self.remotes(),
             db,
@@ -161,7 +161,7 @@ fn delay_rules(node: &str) -> Vec<String> {
 /// No `shakedown netdelay` process of this sandbox's runs on this machine (the sandbox's nodes
 /// share its process table from the host's side).
 fn no_delayer() -> bool {
-    let exe = env!("CARGO_BIN_EXE_shakedown");
+    let exe = cli::exe_path();
     std::fs::read_dir("/proc").unwrap().flatten().all(|e| {
         let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
         let words: Vec<&[u8]> = cmd.split(|&b| b == 0).collect();

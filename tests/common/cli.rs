@@ -30,6 +30,13 @@ pub fn repo_reports() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("reports")
 }
 
+/// The binary's path, handed to nodes that run it themselves (the delay fault's NFQUEUE
+/// delayer), which never write reports. Runs are started with [`command`].
+#[allow(dead_code)]
+pub fn exe_path() -> &'static str {
+    env!("CARGO_BIN_EXE_shakedown") // not a spawn: no PROTECT_ENV, nothing it starts writes reports
+}
+
 /// The built binary, with the repository's `reports/` protected from writes.
 pub fn command() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_shakedown"));
