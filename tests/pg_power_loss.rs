@@ -20,19 +20,14 @@ use std::path::Path;
 
 #[path = "common/cli.rs"]
 mod cli;
+#[path = "common/layer.rs"]
+mod layer;
 use cli::{SandboxGuard, root};
+use layer::set_checker;
 
 const NAME: &str = "sdpgp";
 const SUBNET: &str = "10.107.0.0/24";
 const SANDBOX: [&str; 4] = ["--sandbox-name", NAME, "--sandbox-subnet", SUBNET];
-
-fn set_checker(results: &Value) -> Value {
-    results["checkers"]
-        .as_array()
-        .and_then(|cs| cs.iter().find(|c| c["checker"] == "set"))
-        .cloned()
-        .unwrap_or_else(|| panic!("no set checker in {results}"))
-}
 
 fn run(fsync: &str, reports: &Path) -> (i32, std::path::PathBuf, Value) {
     let (code, dir, results) = cli::run_results(
@@ -54,22 +49,6 @@ fn run(fsync: &str, reports: &Path) -> (i32, std::path::PathBuf, Value) {
         reports,
     );
     (code, dir, set_checker(&results))
-}
-
-/// Lazyfs mounts left in the sandbox's nodes (their mount namespaces).
-fn layer_mounts_left() -> Vec<String> {
-    let state = shakedown::sandbox::SandboxConfig::named(NAME).state_dir();
-    let s: Value =
-        serde_json::from_slice(&std::fs::read(state.join("sandbox.json")).unwrap()).unwrap();
-    let mut left = Vec::new();
-    for n in s["nodes"].as_array().unwrap() {
-        let pid = n["init_pid"].as_u64().unwrap();
-        let info = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).unwrap_or_default();
-        for l in info.lines().filter(|l| l.contains("lazyfs")) {
-            left.push(format!("{}: {l}", n["name"]));
-        }
-    }
-    left
 }
 
 #[test]
@@ -104,7 +83,7 @@ fn postgres_fsync_off_loses_acknowledged_adds_on_power_loss_and_fsync_on_loses_n
     let test: Value =
         serde_json::from_slice(&std::fs::read(dir.join("test.json")).unwrap()).unwrap();
     assert_eq!(test["db"]["config"]["fsync"], false, "{}", test["db"]);
-    assert_eq!(layer_mounts_left(), Vec::<String>::new());
+    assert_eq!(layer::layer_leftovers(NAME), Vec::<String>::new());
 
     let started = std::time::Instant::now();
     let (code, dir, set) = run("on", tmp.path());
@@ -131,5 +110,5 @@ fn postgres_fsync_off_loses_acknowledged_adds_on_power_loss_and_fsync_on_loses_n
         .map(|r| r["writes"].as_u64().unwrap_or(0))
         .sum::<u64>();
     assert!(dropped > 0, "the layer dropped no writes");
-    assert_eq!(layer_mounts_left(), Vec::<String>::new());
+    assert_eq!(layer::layer_leftovers(NAME), Vec::<String>::new());
 }

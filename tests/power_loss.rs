@@ -20,20 +20,15 @@ use std::sync::Mutex;
 
 #[path = "common/cli.rs"]
 mod cli;
+#[path = "common/layer.rs"]
+mod layer;
 use cli::{SandboxGuard, root};
+use layer::set_checker;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 const NAME: &str = "sdpwr";
 const SUBNET: &str = "10.94.0.0/24";
 const SANDBOX: [&str; 4] = ["--sandbox-name", NAME, "--sandbox-subnet", SUBNET];
-
-fn set_checker(results: &Value) -> Value {
-    results["checkers"]
-        .as_array()
-        .and_then(|cs| cs.iter().find(|c| c["checker"] == "set"))
-        .cloned()
-        .unwrap_or_else(|| panic!("no set checker in {results}"))
-}
 
 fn run(appendfsync: &str, reports: &Path) -> (i32, std::path::PathBuf, Value) {
     let (code, dir, results) = cli::run_results(
@@ -55,39 +50,6 @@ fn run(appendfsync: &str, reports: &Path) -> (i32, std::path::PathBuf, Value) {
         reports,
     );
     (code, dir, set_checker(&results))
-}
-
-/// Lazyfs mounts and layer processes left in the sandbox's nodes (their mount namespaces).
-fn layer_leftovers() -> Vec<String> {
-    let state = shakedown::sandbox::SandboxConfig::named(NAME).state_dir();
-    let s: Value =
-        serde_json::from_slice(&std::fs::read(state.join("sandbox.json")).unwrap()).unwrap();
-    let mut left = Vec::new();
-    for n in s["nodes"].as_array().unwrap() {
-        let pid = n["init_pid"].as_u64().unwrap();
-        let info = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).unwrap_or_default();
-        for l in info.lines().filter(|l| l.contains("lazyfs")) {
-            left.push(format!("{}: {l}", n["name"]));
-        }
-    }
-    // Layer processes in the nodes' PID namespaces.
-    let node_ns: Vec<std::path::PathBuf> = s["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|n| std::fs::read_link(format!("/proc/{}/ns/pid", n["init_pid"])).ok())
-        .collect();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let p = e.path();
-        let cmd = std::fs::read(p.join("cmdline")).unwrap_or_default();
-        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-        if cmd.contains("lazyfs serve")
-            && std::fs::read_link(p.join("ns/pid")).is_ok_and(|ns| node_ns.contains(&ns))
-        {
-            left.push(format!("layer process {}: {cmd}", p.display()));
-        }
-    }
-    left
 }
 
 #[test]
@@ -121,7 +83,7 @@ fn redis_everysec_loses_acknowledged_adds_on_power_loss_and_always_loses_none() 
         history.contains(r#""f":"power-loss""#) && history.contains(r#""f":"power-on""#),
         "no power-loss ops in the history"
     );
-    assert_eq!(layer_leftovers(), Vec::<String>::new());
+    assert_eq!(layer::layer_leftovers(NAME), Vec::<String>::new());
 
     let (code, dir, set) = run("always", tmp.path());
     let d = &set["details"];
@@ -135,7 +97,7 @@ fn redis_everysec_loses_acknowledged_adds_on_power_loss_and_always_loses_none() 
     assert_eq!(set["verdict"], "valid", "{set}");
     assert_eq!(code, 0, "{set}");
     assert!(d["acknowledged"].as_u64().unwrap() > 200, "{d}");
-    assert_eq!(layer_leftovers(), Vec::<String>::new());
+    assert_eq!(layer::layer_leftovers(NAME), Vec::<String>::new());
 }
 
 #[test]
@@ -249,7 +211,7 @@ fn fsyncgate_run(drop: bool, reports: &Path) -> (i32, Value) {
         history.contains(r#""fault":"fsync EIO"#) && history.contains(r#""f":"stop-disk-fault""#),
         "no disk fault in the history"
     );
-    assert_eq!(layer_leftovers(), Vec::<String>::new());
+    assert_eq!(layer::layer_leftovers(NAME), Vec::<String>::new());
     (code, set_checker(&results))
 }
 

@@ -38,7 +38,9 @@ impl HealReport {
 /// `$2` loss comment, `$3` node address, `$4` tc handle, `$5` delay rule comment, `$6` the
 /// delayer's files prefix. Prints `chain absent` or `chain <rules> <loss rules>`, `delay <queue
 /// rules> <delayer running: 0|1>`, then `qdisc <kind>`.
-const SURVEY: &str = r#"c="$1"; k="$2"; a="$3"; h="$4"; dk="$5"; f="$6"
+const SURVEY: &str = concat!(
+    packet::iface_sh!(),
+    r#"c="$1"; k="$2"; a="$3"; h="$4"; dk="$5"; f="$6"
 if r=$(iptables -w -S "$c" 2>/dev/null); then
   all=$(printf '%s\n' "$r" | grep -c '^-A ')
   loss=$(printf '%s\n' "$r" | grep -c -- "--comment $k")
@@ -51,15 +53,14 @@ pid=$(cat "$f.pid" 2>/dev/null || true)
 run=0
 if [ -n "$pid" ] && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q netdelay; then run=1; fi
 echo "delay $q $run"
-i=$(ip -o -4 addr show | while read -r _ ifc _ cidr _; do
-  [ "${cidr%/*}" = "$a" ] && echo "${ifc%@*}" && break
-done)
+i=$(iface_of "$a")
 [ -n "$i" ] || exit 0
 tc qdisc show dev "$i" | while read -r q kind handle where _; do
   [ "$q" = qdisc ] && [ "$handle" = "$h" ] && [ "$where" = root ] && echo "qdisc $kind"
 done
 exit 0
-"#;
+"#
+);
 
 /// What the survey found on one node.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]

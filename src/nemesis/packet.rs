@@ -85,6 +85,20 @@ pub fn tool_qdisc_kind(listing: &str) -> Option<String> {
     })
 }
 
+/// Expands to a shell function `iface_of ADDR` (a string literal, for `concat!` in front of a
+/// script): prints the interface carrying IPv4 address ADDR, nothing when none does.
+macro_rules! iface_sh {
+    () => {
+        r#"iface_of() {
+  ip -o -4 addr show | while read -r _ ifc _ cidr _; do
+    [ "${cidr%/*}" = "$1" ] && echo "${ifc%@*}" && break
+  done
+}
+"#
+    };
+}
+pub(crate) use iface_sh;
+
 /// Add loss rules: `$1` chain, `$2` probability, the rest source addresses. Creates the chain
 /// (and its jump from INPUT) if a previous step did not.
 const LOSS_SCRIPT: &str = r#"set -e
@@ -117,35 +131,37 @@ const NO_INTERFACE: i32 = 3;
 
 /// Add the tool's root qdisc on the interface carrying address `$1`: `$2` handle, the rest the
 /// qdisc and its options.
-const QDISC_ADD: &str = r#"a="$1"; h="$2"; shift 2
-i=$(ip -o -4 addr show | while read -r _ ifc _ cidr _; do
-  [ "${cidr%/*}" = "$a" ] && echo "${ifc%@*}" && break
-done)
+const QDISC_ADD: &str = concat!(
+    iface_sh!(),
+    r#"a="$1"; h="$2"; shift 2
+i=$(iface_of "$a")
 [ -n "$i" ] || exit 3
 exec tc qdisc add dev "$i" root handle "$h" "$@"
-"#;
+"#
+);
 
 /// Remove the tool's root qdisc of kind `$3` (any kind when empty), handle `$2`, on the
 /// interface carrying address `$1`; prints the kinds removed.
-const QDISC_DEL: &str = r#"a="$1"; h="$2"; k="$3"
-i=$(ip -o -4 addr show | while read -r _ ifc _ cidr _; do
-  [ "${cidr%/*}" = "$a" ] && echo "${ifc%@*}" && break
-done)
+const QDISC_DEL: &str = concat!(
+    iface_sh!(),
+    r#"a="$1"; h="$2"; k="$3"
+i=$(iface_of "$a")
 [ -n "$i" ] || exit 3
 tc qdisc show dev "$i" | while read -r q kind handle where _; do
   [ "$q" = qdisc ] && [ "$handle" = "$h" ] && [ "$where" = root ] || continue
   [ -z "$k" ] || [ "$kind" = "$k" ] || continue
   tc qdisc del dev "$i" root && echo "$kind"
 done
-"#;
+"#
+);
 
 /// Start the delayer and queue the node's egress to it: `$1` binary, `$2` node address, `$3`
 /// queue, `$4` rule comment, `$5` files prefix, then the delayer's flags. Waits (≤ 5 s) for the
 /// delayer to bind its queue before adding the rule, so no packet is queued to nobody.
-const NFQ_START: &str = r#"exe="$1"; a="$2"; q="$3"; k="$4"; f="$5"; shift 5
-i=$(ip -o -4 addr show | while read -r _ ifc _ cidr _; do
-  [ "${cidr%/*}" = "$a" ] && echo "${ifc%@*}" && break
-done)
+const NFQ_START: &str = concat!(
+    iface_sh!(),
+    r#"exe="$1"; a="$2"; q="$3"; k="$4"; f="$5"; shift 5
+i=$(iface_of "$a")
 [ -n "$i" ] || exit 3
 [ -x "$exe" ] || { echo "the shakedown binary is not at $exe on this node (the NFQUEUE delay runs it there)" >&2; exit 1; }
 pid=$(cat "$f.pid" 2>/dev/null || true)
@@ -169,13 +185,16 @@ until grep -q '^ready' "$f.log"; do
   sleep 0.05
 done
 iptables -w -I OUTPUT 1 -o "$i" -m comment --comment "$k" -j NFQUEUE --queue-num "$q" --queue-bypass
-"#;
+"#
+);
 
 /// Undo a delay of either backend: the queue rules (first, so nothing new is queued), then the
 /// delayer (SIGTERM: it releases what it holds; SIGKILL after 5 s), then the tool's netem qdisc.
 /// `$1` node address, `$2` tc handle, `$3` rule comment, `$4` files prefix. Prints `rules N`,
 /// `delayer <its summary line>` and `qdisc netem` for what it removed.
-const DELAY_STOP: &str = r#"a="$1"; h="$2"; k="$3"; f="$4"
+const DELAY_STOP: &str = concat!(
+    iface_sh!(),
+    r#"a="$1"; h="$2"; k="$3"; f="$4"
 r=$(iptables -w -S OUTPUT 2>/dev/null | grep -F -- "--comment $k" | sed 's/^-A /-D /')
 if [ -n "$r" ]; then
   printf '*filter\n%s\nCOMMIT\n' "$r" | iptables-restore -w -n || exit 1
@@ -190,16 +209,15 @@ if [ -n "$pid" ] && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q net
   echo "delayer $(grep '^summary' "$f.log" 2>/dev/null | tail -n 1)"
 fi
 rm -f "$f.pid"
-i=$(ip -o -4 addr show | while read -r _ ifc _ cidr _; do
-  [ "${cidr%/*}" = "$a" ] && echo "${ifc%@*}" && break
-done)
+i=$(iface_of "$a")
 [ -n "$i" ] || exit 0
 tc qdisc show dev "$i" | while read -r q kind handle where _; do
   [ "$q" = qdisc ] && [ "$handle" = "$h" ] && [ "$where" = root ] && [ "$kind" = netem ] || continue
   tc qdisc del dev "$i" root && echo "qdisc netem"
 done
 exit 0
-"#;
+"#
+);
 
 /// Drop packets arriving from `peers` (addresses) with the given probability.
 pub fn start_loss(
@@ -223,6 +241,16 @@ pub fn start_loss(
 pub fn stop_loss(remote: &dyn Remote, chain: &str) -> Result<usize, PacketError> {
     let out = remote.exec_ok(&Cmd::script(UNLOSS_SCRIPT, [chain, LOSS_COMMENT]).sudo(true))?;
     Ok(out.trim().parse().unwrap_or(0))
+}
+
+/// A command that ran and exited non-zero, as `Remote::exec_ok` reports it.
+fn failed(remote: &dyn Remote, cmd: String, out: &crate::control::ExecOutput) -> PacketError {
+    PacketError::Exec(ExecError::Failed {
+        node: remote.node().to_string(),
+        cmd,
+        status: out.status,
+        stderr: out.stderr.trim().to_string(),
+    })
 }
 
 fn no_interface(remote: &dyn Remote, host: &str) -> PacketError {
@@ -250,12 +278,7 @@ fn add_qdisc(remote: &dyn Remote, host: &str, qdisc: &[String]) -> Result<(), Pa
             detail: out.stderr.trim().to_string(),
         });
     }
-    Err(PacketError::Exec(ExecError::Failed {
-        node: remote.node().to_string(),
-        cmd: cmd.to_string(),
-        status: out.status,
-        stderr: out.stderr.trim().to_string(),
-    }))
+    Err(failed(remote, cmd.to_string(), &out))
 }
 
 /// Limit the node's egress to `rate_kbit` with a tbf root qdisc.
@@ -324,12 +347,7 @@ pub fn start_delay(
         return Err(no_interface(remote, host));
     }
     if !out.success() {
-        return Err(PacketError::Exec(ExecError::Failed {
-            node: remote.node().to_string(),
-            cmd: "start the NFQUEUE delayer".into(),
-            status: out.status,
-            stderr: out.stderr.trim().to_string(),
-        }));
+        return Err(failed(remote, "start the NFQUEUE delayer".into(), &out));
     }
     Ok(DelayBackend::Nfqueue)
 }
@@ -388,12 +406,7 @@ pub fn clear_qdisc(
         return Err(no_interface(remote, host));
     }
     if !out.success() {
-        return Err(PacketError::Exec(ExecError::Failed {
-            node: remote.node().to_string(),
-            cmd: cmd.to_string(),
-            status: out.status,
-            stderr: out.stderr.trim().to_string(),
-        }));
+        return Err(failed(remote, cmd.to_string(), &out));
     }
     Ok(out.stdout.lines().map(|l| l.trim().to_string()).collect())
 }

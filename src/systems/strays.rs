@@ -94,15 +94,32 @@ if live "$pid" "$2"; then echo running; else echo stopped; fi
 "#
 );
 
-/// Whether the server the pidfile names is running (see [`RUNNING_SCRIPT`]).
-pub fn running(
-    remote: &dyn Remote,
-    pidfile: &str,
-    word: &str,
-    sudo: bool,
-) -> Result<bool, DbError> {
-    let out = remote.exec_ok(&Cmd::script(RUNNING_SCRIPT, [pidfile, word]).sudo(sudo))?;
-    Ok(out.trim() == "running")
+/// A system's server process on a node, as its pidfile names it: defined once per system and
+/// used for its kill, pause and resume signals and the end-of-run `db-status`.
+#[derive(Debug, Clone)]
+pub struct Server {
+    /// The pidfile the server's start script writes.
+    pub pidfile: String,
+    /// A word the server's command line mentions (a reused PID is left alone).
+    pub word: &'static str,
+    /// Whether its commands run through `sudo` (a server run as another user).
+    pub sudo: bool,
+}
+
+impl Server {
+    /// Send `sig` to the server and its children (see [`SIGNAL_SCRIPT`]).
+    pub fn signal(&self, remote: &dyn Remote, sig: &str) -> Result<(), DbError> {
+        remote.exec_ok(&signal_cmd(&self.pidfile, self.word, sig).sudo(self.sudo))?;
+        Ok(())
+    }
+
+    /// Whether the server runs now (see [`RUNNING_SCRIPT`]).
+    pub fn running(&self, remote: &dyn Remote) -> Result<bool, DbError> {
+        let out = remote.exec_ok(
+            &Cmd::script(RUNNING_SCRIPT, [self.pidfile.as_str(), self.word]).sudo(self.sudo),
+        )?;
+        Ok(out.trim() == "running")
+    }
 }
 
 /// `$1` = base directory, `$2` = extended regular expression the executable's file name must
@@ -250,7 +267,8 @@ mod tests {
     }
 
     /// A server with a child, on this machine: KILL ends both and removes the pidfile; a
-    /// pidfile naming a process without the word is left alone.
+    /// pidfile naming a process without the word is left alone; the status script says running
+    /// before and stopped after.
     #[test]
     fn signal_script_kills_the_server_and_its_children_and_only_it() {
         let dir = tempfile::tempdir().unwrap();
@@ -278,10 +296,23 @@ mod tests {
             .trim()
             .parse()
             .unwrap();
+        // The end-of-run status (`Server::running`) reads the same pidfile the same way.
+        let state = |word: &str| {
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(RUNNING_SCRIPT)
+                .args(["sh", pidfile.to_str().unwrap(), word])
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        assert_eq!(state("sleep 300"), "running");
+        assert_eq!(state("no-such-word"), "stopped");
         assert!(run("no-such-word", "KILL").success());
         assert!(pidfile.exists(), "another process's pidfile was acted on");
         assert!(run("sleep 300", "KILL").success());
         assert!(!pidfile.exists());
+        assert_eq!(state("sleep 300"), "stopped");
         assert!(server.wait().is_ok());
         assert!(
             !std::path::Path::new(&format!("/proc/{kid}")).exists() || {

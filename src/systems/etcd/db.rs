@@ -175,13 +175,17 @@ impl Etcd {
         format!("{}/data", self.cfg.base_dir)
     }
 
+    /// The server process: its pidfile and the word its command line mentions.
+    fn server(&self) -> crate::systems::strays::Server {
+        crate::systems::strays::Server {
+            pidfile: format!("{}/etcd.pid", self.cfg.base_dir),
+            word: "etcd",
+            sudo: false,
+        }
+    }
+
     fn signal(&self, remote: &dyn Remote, sig: &str) -> Result<(), DbError> {
-        remote.exec_ok(&crate::systems::strays::signal_cmd(
-            &format!("{}/etcd.pid", self.cfg.base_dir),
-            "etcd",
-            sig,
-        ))?;
-        Ok(())
+        self.server().signal(remote, sig)
     }
 
     fn start_process(
@@ -461,10 +465,7 @@ impl Kill for Etcd {
     }
 
     fn running(&self, remote: &dyn Remote, _node: &Node) -> Option<Result<bool, DbError>> {
-        let pidfile = format!("{}/etcd.pid", self.cfg.base_dir);
-        Some(crate::systems::strays::running(
-            remote, &pidfile, "etcd", false,
-        ))
+        Some(self.server().running(remote))
     }
 }
 

@@ -322,16 +322,17 @@ impl Galera {
         Ok(())
     }
 
+    /// The server process: its pidfile and the word its command line mentions.
+    fn server(&self) -> crate::systems::strays::Server {
+        crate::systems::strays::Server {
+            pidfile: format!("{}/mariadbd.pid", self.cfg.base_dir),
+            word: "mariadbd",
+            sudo: true,
+        }
+    }
+
     fn signal(&self, remote: &dyn Remote, sig: &str) -> Result<(), DbError> {
-        remote.exec_ok(
-            &crate::systems::strays::signal_cmd(
-                &format!("{}/mariadbd.pid", self.cfg.base_dir),
-                "mariadbd",
-                sig,
-            )
-            .sudo(true),
-        )?;
-        Ok(())
+        self.server().signal(remote, sig)
     }
 
     fn start_process(
@@ -567,10 +568,7 @@ impl Kill for Galera {
     }
 
     fn running(&self, remote: &dyn Remote, _node: &Node) -> Option<Result<bool, DbError>> {
-        let pidfile = format!("{}/mariadbd.pid", self.cfg.base_dir);
-        Some(crate::systems::strays::running(
-            remote, &pidfile, "mariadbd", true,
-        ))
+        Some(self.server().running(remote))
     }
 }
 

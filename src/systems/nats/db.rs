@@ -132,13 +132,17 @@ impl Nats {
         ]
     }
 
+    /// The server process: its pidfile and the word its command line mentions.
+    fn server(&self) -> crate::systems::strays::Server {
+        crate::systems::strays::Server {
+            pidfile: format!("{}/nats.pid", self.cfg.base_dir),
+            word: "nats-server",
+            sudo: false,
+        }
+    }
+
     fn signal(&self, remote: &dyn Remote, sig: &str) -> Result<(), DbError> {
-        remote.exec_ok(&crate::systems::strays::signal_cmd(
-            &format!("{}/nats.pid", self.cfg.base_dir),
-            "nats-server",
-            sig,
-        ))?;
-        Ok(())
+        self.server().signal(remote, sig)
     }
 
     fn start_process(
@@ -335,13 +339,7 @@ impl Kill for Nats {
     }
 
     fn running(&self, remote: &dyn Remote, _node: &Node) -> Option<Result<bool, DbError>> {
-        let pidfile = format!("{}/nats.pid", self.cfg.base_dir);
-        Some(crate::systems::strays::running(
-            remote,
-            &pidfile,
-            "nats-server",
-            false,
-        ))
+        Some(self.server().running(remote))
     }
 }
 

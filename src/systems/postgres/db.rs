@@ -340,16 +340,17 @@ impl Postgres {
         cmd
     }
 
+    /// The server process: its pidfile and the word its command line mentions.
+    fn server(&self) -> crate::systems::strays::Server {
+        crate::systems::strays::Server {
+            pidfile: format!("{}/postgres.pid", self.cfg.base_dir),
+            word: "postgres",
+            sudo: true,
+        }
+    }
+
     fn signal(&self, remote: &dyn Remote, sig: &str) -> Result<(), DbError> {
-        remote.exec_ok(
-            &crate::systems::strays::signal_cmd(
-                &format!("{}/postgres.pid", self.cfg.base_dir),
-                "postgres",
-                sig,
-            )
-            .sudo(true),
-        )?;
-        Ok(())
+        self.server().signal(remote, sig)
     }
 
     fn start_process(
@@ -650,10 +651,7 @@ impl Kill for Postgres {
     }
 
     fn running(&self, remote: &dyn Remote, _node: &Node) -> Option<Result<bool, DbError>> {
-        let pidfile = format!("{}/postgres.pid", self.cfg.base_dir);
-        Some(crate::systems::strays::running(
-            remote, &pidfile, "postgres", true,
-        ))
+        Some(self.server().running(remote))
     }
 }
 

@@ -519,10 +519,12 @@ impl Kill for Redis {
 
     /// The Redis server (its Sentinel is not the database).
     fn running(&self, remote: &dyn Remote, _node: &Node) -> Option<Result<bool, DbError>> {
-        let pidfile = format!("{}/redis.pid", self.cfg.base_dir);
-        Some(crate::systems::strays::running(
-            remote, &pidfile, "redis", true,
-        ))
+        let server = crate::systems::strays::Server {
+            pidfile: format!("{}/redis.pid", self.cfg.base_dir),
+            word: "redis",
+            sudo: true,
+        };
+        Some(server.running(remote))
     }
 }
 
