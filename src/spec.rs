@@ -718,6 +718,14 @@ const BUILTIN_NEMESES: &[(&str, &str)] = &[
     ("disk-error", include_str!("../nemeses/disk-error.toml")),
     ("disk-full", include_str!("../nemeses/disk-full.toml")),
     ("slow-disk", include_str!("../nemeses/slow-disk.toml")),
+    ("delay", include_str!("../nemeses/delay.toml")),
+    ("clock-all", include_str!("../nemeses/clock-all.toml")),
+    ("primary", include_str!("../nemeses/primary.toml")),
+    ("kill-all", include_str!("../nemeses/kill-all.toml")),
+    (
+        "power-loss-slow",
+        include_str!("../nemeses/power-loss-slow.toml"),
+    ),
 ];
 
 /// A serde type name in an error as words people use ("u32" → "a whole number ≥ 0").
@@ -1007,13 +1015,6 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
                     targets: "one".into(),
                     rate_kbit: d_rate_kbit(),
                 }),
-                "delay" => faults.push(FaultKind::Delay {
-                    targets: "one".into(),
-                    delay_ms: d_delay_ms(),
-                    jitter_ms: 10,
-                    reorder: 0.0,
-                    backend: d_delay_backend(),
-                }),
                 "promote" => faults.push(FaultKind::Promote { node: None }),
                 "ssh-drop" => faults.push(FaultKind::SshDrop {
                     targets: "one".into(),
@@ -1254,6 +1255,22 @@ mod tests {
                 .unwrap_err()
                 .to_string();
             assert!(e.contains(needle) && e.contains("d.toml:"), "{body}: {e}");
+        }
+    }
+
+    /// Every schedule shipped in `nemeses/` is built into the binary, so `--nemesis NAME` means
+    /// the same from any directory.
+    #[test]
+    fn every_shipped_nemesis_file_is_built_in() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("nemeses");
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let path = e.unwrap().path();
+            let name = path.file_stem().unwrap().to_str().unwrap().to_string();
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert!(
+                BUILTIN_NEMESES.iter().any(|(n, t)| *n == name && *t == text),
+                "nemeses/{name}.toml is not in BUILTIN_NEMESES"
+            );
         }
     }
 
