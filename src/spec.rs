@@ -1268,7 +1268,9 @@ mod tests {
             let name = path.file_stem().unwrap().to_str().unwrap().to_string();
             let text = std::fs::read_to_string(&path).unwrap();
             assert!(
-                BUILTIN_NEMESES.iter().any(|(n, t)| *n == name && *t == text),
+                BUILTIN_NEMESES
+                    .iter()
+                    .any(|(n, t)| *n == name && *t == text),
                 "nemeses/{name}.toml is not in BUILTIN_NEMESES"
             );
         }
