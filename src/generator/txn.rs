@@ -4,7 +4,8 @@
 //! Elements are unique per key (1, 2, 3, … in issue order); a key that has taken
 //! `appends_per_key` appends is retired and replaced by a fresh one, which bounds list length.
 //!
-//! Owns which transaction is issued. Does not own executing it (clients, e.g.
+//! Owns which transaction is issued, and reading a transaction's micro-ops back ([`parse_mops`],
+//! for the clients that execute them). Does not own executing it (clients, e.g.
 //! `systems::postgres::txn`) or checking it (`checker::txn`). Pure.
 
 use super::workload::ConfigError;
@@ -122,9 +123,85 @@ impl Generator for TxnWorkload {
     }
 }
 
+/// One micro-op of a transaction's value, as the clients that execute it read it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mop {
+    /// `["append", k, e]`: append integer `e` to key `k`'s list.
+    Append {
+        /// The key, as the op names it.
+        key: Value,
+        /// The element appended.
+        elem: i64,
+    },
+    /// `["r", k, null]` (or `["r", k]`): read key `k`'s list.
+    Read {
+        /// The key, as the op names it.
+        key: Value,
+    },
+}
+
+/// The SQL text of a key: a string as is, anything else as its JSON.
+pub fn key_text(k: &Value) -> String {
+    match k {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The micro-ops of a `txn` op value; words naming the bad one otherwise.
+pub fn parse_mops(value: &Value) -> Result<Vec<Mop>, String> {
+    let Some(items) = value.as_array().filter(|a| !a.is_empty()) else {
+        return Err(format!("txn: expected a list of micro-ops, got {value}"));
+    };
+    items
+        .iter()
+        .map(|m| {
+            let parts = m.as_array().map(Vec::as_slice).unwrap_or(&[]);
+            match parts {
+                [f, k, e] if f == "append" => e
+                    .as_i64()
+                    .map(|elem| Mop::Append {
+                        key: k.clone(),
+                        elem,
+                    })
+                    .ok_or_else(|| format!("txn: append needs an integer element, got {m}")),
+                [f, k] | [f, k, Value::Null] if f == "r" => Ok(Mop::Read { key: k.clone() }),
+                _ => Err(format!(
+                    "txn: expected [\"append\", k, integer] or [\"r\", k, null], got {m}"
+                )),
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn micro_ops_parse_and_bad_ones_are_refused() {
+        let m = parse_mops(&json!([["append", 3, 7], ["r", 3, null], ["r", "k"]])).unwrap();
+        assert_eq!(
+            m,
+            vec![
+                Mop::Append {
+                    key: json!(3),
+                    elem: 7
+                },
+                Mop::Read { key: json!(3) },
+                Mop::Read { key: json!("k") }
+            ]
+        );
+        assert!(parse_mops(&json!([])).is_err());
+        assert!(
+            parse_mops(&json!([["append", 3, "x"]]))
+                .unwrap_err()
+                .contains("integer")
+        );
+        assert!(parse_mops(&json!([["w", 3, 1]])).is_err());
+        assert_eq!(key_text(&json!(3)), "3");
+        assert_eq!(key_text(&json!("k")), "k");
+    }
     use rand::SeedableRng;
 
     #[test]

@@ -19,6 +19,7 @@
 //! and lock-wait timeouts apart. Does not own the cluster (`db`) or the checker (`checker::txn`).
 
 use crate::client::{Client, Completion};
+use crate::generator::txn::{Mop, key_text, parse_mops as parse};
 use mysql_async::prelude::Queryable;
 use rand::RngExt;
 use rand::SeedableRng;
@@ -118,46 +119,6 @@ impl FailReason {
             _ => None,
         }
     }
-}
-
-/// One micro-op of an invoke.
-#[derive(Debug, Clone, PartialEq)]
-enum Mop {
-    Append { key: Value, elem: i64 },
-    Read { key: Value },
-}
-
-/// The SQL text of a key: a string as is, anything else as its JSON.
-fn key_text(k: &Value) -> String {
-    match k {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
-fn parse(value: &Value) -> Result<Vec<Mop>, String> {
-    let Some(items) = value.as_array().filter(|a| !a.is_empty()) else {
-        return Err(format!("txn: expected a list of micro-ops, got {value}"));
-    };
-    items
-        .iter()
-        .map(|m| {
-            let parts = m.as_array().map(Vec::as_slice).unwrap_or(&[]);
-            match parts {
-                [f, k, e] if f == "append" => e
-                    .as_i64()
-                    .map(|elem| Mop::Append {
-                        key: k.clone(),
-                        elem,
-                    })
-                    .ok_or_else(|| format!("txn: append needs an integer element, got {m}")),
-                [f, k] | [f, k, Value::Null] if f == "r" => Ok(Mop::Read { key: k.clone() }),
-                _ => Err(format!(
-                    "txn: expected [\"append\", k, integer] or [\"r\", k, null], got {m}"
-                )),
-            }
-        })
-        .collect()
 }
 
 /// The list a text column holds (`"3,7,12"`; empty or no row = `[]`); the error quotes it.
@@ -427,21 +388,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn micro_ops_and_text_lists_parse_and_bad_ones_are_refused() {
-        let m = parse(&json!([["append", 3, 7], ["r", 3, null], ["r", "k"]])).unwrap();
-        assert_eq!(
-            m,
-            vec![
-                Mop::Append {
-                    key: json!(3),
-                    elem: 7
-                },
-                Mop::Read { key: json!(3) },
-                Mop::Read { key: json!("k") }
-            ]
-        );
-        assert!(parse(&json!([])).is_err());
-        assert!(parse(&json!([["w", 3, 1]])).is_err());
+    fn text_lists_parse_and_bad_ones_are_refused() {
         assert_eq!(parse_list(None).unwrap(), Vec::<i64>::new());
         assert_eq!(parse_list(Some("")).unwrap(), Vec::<i64>::new());
         assert_eq!(parse_list(Some("3,7,12")).unwrap(), vec![3, 7, 12]);

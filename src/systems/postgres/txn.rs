@@ -21,6 +21,7 @@
 use super::client::{Certainty, PgClient, PgClientConfig, classify_server_error};
 use crate::client::{Client, Completion};
 use crate::config::ReadFrom;
+use crate::generator::txn::{Mop, key_text, parse_mops as parse};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -68,46 +69,6 @@ impl std::fmt::Display for Isolation {
 const APPEND_SQL: &str = "INSERT INTO txn_lists (k, v) VALUES ($1, ARRAY[$2::bigint]) \
      ON CONFLICT (k) DO UPDATE SET v = txn_lists.v || EXCLUDED.v";
 const READ_SQL: &str = "SELECT v FROM txn_lists WHERE k = $1";
-
-/// One micro-op of an invoke.
-#[derive(Debug, Clone, PartialEq)]
-enum Mop {
-    Append { key: Value, elem: i64 },
-    Read { key: Value },
-}
-
-/// The SQL text of a key: a string as is, anything else as its JSON.
-fn key_text(k: &Value) -> String {
-    match k {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
-fn parse(value: &Value) -> Result<Vec<Mop>, String> {
-    let Some(items) = value.as_array().filter(|a| !a.is_empty()) else {
-        return Err(format!("txn: expected a list of micro-ops, got {value}"));
-    };
-    items
-        .iter()
-        .map(|m| {
-            let parts = m.as_array().map(Vec::as_slice).unwrap_or(&[]);
-            match parts {
-                [f, k, e] if f == "append" => e
-                    .as_i64()
-                    .map(|elem| Mop::Append {
-                        key: k.clone(),
-                        elem,
-                    })
-                    .ok_or_else(|| format!("txn: append needs an integer element, got {m}")),
-                [f, k] | [f, k, Value::Null] if f == "r" => Ok(Mop::Read { key: k.clone() }),
-                _ => Err(format!(
-                    "txn: expected [\"append\", k, integer] or [\"r\", k, null], got {m}"
-                )),
-            }
-        })
-        .collect()
-}
 
 struct Conn {
     client: tokio_postgres::Client,
@@ -336,28 +297,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn micro_ops_parse_and_bad_ones_are_refused() {
-        let m = parse(&json!([["append", 3, 7], ["r", 3, null], ["r", "k"]])).unwrap();
-        assert_eq!(
-            m,
-            vec![
-                Mop::Append {
-                    key: json!(3),
-                    elem: 7
-                },
-                Mop::Read { key: json!(3) },
-                Mop::Read { key: json!("k") }
-            ]
-        );
-        assert!(parse(&json!([])).is_err());
-        assert!(
-            parse(&json!([["append", 3, "x"]]))
-                .unwrap_err()
-                .contains("integer")
-        );
-        assert!(parse(&json!([["w", 3, 1]])).is_err());
-        assert_eq!(key_text(&json!(3)), "3");
-        assert_eq!(key_text(&json!("k")), "k");
+    fn isolation_levels_begin_their_transactions() {
         assert_eq!(
             Isolation::RepeatableRead.begin_sql(),
             "BEGIN ISOLATION LEVEL REPEATABLE READ"
