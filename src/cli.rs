@@ -495,6 +495,10 @@ pub struct RunArgs {
     /// Seconds to let the cluster settle after healing, before final reads.
     #[arg(long, default_value_t = 3.0)]
     pub settle: f64,
+    /// Bound on one nemesis op, in seconds (its commands are cut off when it passes); the final
+    /// heal gets the same bound for all its ops together.
+    #[arg(long, value_name = "SECS", default_value_t = crate::config::DEFAULT_NEMESIS_TIMEOUT_S)]
+    pub nemesis_timeout: f64,
     /// Time budget for the linearizability check, in seconds.
     #[arg(long, default_value_t = 60.0)]
     pub check_time_limit: f64,
@@ -636,6 +640,7 @@ impl RunArgs {
             ));
         }
         let check_time_limit_s = positive("--check-time-limit", self.check_time_limit)?;
+        let nemesis_timeout_s = positive("--nemesis-timeout", self.nemesis_timeout)?;
         let mut workload = crate::spec::load_workload(&self.workload)?;
         let consistency = self.consistency(&workload)?;
         match self.version_source.as_str() {
@@ -701,6 +706,7 @@ impl RunArgs {
             op_timeout_ms: self.op_timeout_ms,
             reports_dir: self.reports.clone(),
             settle_s: self.settle,
+            nemesis_timeout_s,
             check_time_limit_s,
             witness: self.witness,
             consistency,

@@ -6,6 +6,10 @@
 use crate::node::Node;
 use serde::Serialize;
 
+/// The default bound on one nemesis op, in seconds (`--nemesis-timeout`): long enough for a
+/// database restart that waits for the server to serve (a minute) and its commands.
+pub const DEFAULT_NEMESIS_TIMEOUT_S: f64 = 120.0;
+
 /// A config error, naming what was wrong.
 #[derive(Debug, thiserror::Error)]
 #[error("{what}: {message}")]
@@ -142,6 +146,9 @@ pub struct TestConfig {
     pub reports_dir: std::path::PathBuf,
     /// Seconds to wait after healing before the final reads.
     pub settle_s: f64,
+    /// The bound on one nemesis op, in seconds: its commands are cut off when it passes, and
+    /// the final heal gets the same bound for all of its ops together (`--nemesis-timeout`).
+    pub nemesis_timeout_s: f64,
     /// Time budget of the linearizability check.
     pub check_time_limit_s: f64,
     /// How much work goes into the witness of an invalid key (`--witness`).
@@ -177,6 +184,9 @@ impl TestConfig {
         parts.push(format!("--workload {}", self.workload_name));
         parts.push(format!("--nemesis {}", self.nemesis_name));
         parts.push(format!("--read-mode {}", self.read_mode));
+        if self.nemesis_timeout_s != DEFAULT_NEMESIS_TIMEOUT_S {
+            parts.push(format!("--nemesis-timeout {}", self.nemesis_timeout_s));
+        }
         if let Some(v) = &self.workload.version_source {
             parts.push(format!("--version-source {v}"));
         }

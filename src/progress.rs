@@ -225,6 +225,14 @@ impl Progress {
         self.phase(Phase::Workload, "clients and nemesis running");
     }
 
+    /// The nemesis op in flight and how long it has run.
+    pub fn nemesis_op_in_flight(&self) -> Option<(String, Duration)> {
+        self.state()
+            .nemesis_op
+            .as_ref()
+            .map(|(f, since)| (f.clone(), since.elapsed()))
+    }
+
     /// The nemesis started op `f` (`Some`) or finished its op (`None`).
     pub fn nemesis_op(&self, f: Option<&str>) {
         self.state().nemesis_op = f.map(|f| (f.to_string(), Instant::now()));

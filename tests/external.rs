@@ -167,6 +167,73 @@ fn a_spec_file_runs_and_misbehaving_clients_cost_one_op_each() {
     assert_eq!(session["verdict"], "valid", "{session}");
 }
 
+/// A nemesis op whose node command hangs is cut off at `--nemesis-timeout`: it ends `info`
+/// naming the bound soon after it (not after the command's own 60 s timeout), the ops after it
+/// find the nemesis free, the final heal runs, and the run completes.
+#[test]
+fn a_hanging_nemesis_op_is_cut_off_at_its_bound_and_the_heal_still_runs() {
+    if !root() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = SandboxGuard(&SANDBOX);
+    let tmp = tempfile::tempdir().unwrap();
+    // The toy system, with a kill that hangs.
+    let dir = tmp.path().join("toykv");
+    std::fs::create_dir(&dir).unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/toykv");
+    for f in ["toykv.toml", "server.py", "client.py"] {
+        std::fs::copy(src.join(f), dir.join(f)).unwrap();
+    }
+    let spec = std::fs::read_to_string(dir.join("toykv.toml")).unwrap();
+    let kill = spec
+        .lines()
+        .find(|l| l.starts_with("kill = "))
+        .expect("toykv has a kill command");
+    let spec = spec.replace(kill, "kill = 'sleep 40'");
+    std::fs::write(dir.join("toykv.toml"), spec).unwrap();
+    let (code, run_dir, results) = cli::run_results(
+        &SANDBOX,
+        &[
+            "--db",
+            dir.join("toykv.toml").to_str().unwrap(),
+            "--nemesis",
+            "kill",
+            "--nemesis-interval",
+            "1",
+            "--nemesis-timeout",
+            "3",
+            "--time-limit",
+            "8",
+            "--seed",
+            "3",
+        ],
+        &tmp.path().join("reports"),
+    );
+    assert_eq!(code, 0, "{results}");
+    let history = shakedown::history::History::read_file(&run_dir.join("history.jsonl")).unwrap();
+    // The nemesis runs one op at a time: its events pair up in order (invoke, completion).
+    let events: Vec<_> = history.ops.iter().filter(|o| !o.is_client()).collect();
+    assert!(events.len() % 2 == 0, "a nemesis op never completed");
+    let ops: Vec<_> = events.chunks(2).map(|p| (p[0], p[1])).collect();
+    let kills: Vec<_> = ops.iter().filter(|(o, _)| o.f == "kill").collect();
+    assert!(!kills.is_empty(), "no kill was tried");
+    for (invoke, done) in &kills {
+        assert_eq!(invoke.f, done.f);
+        let error = done.error.as_deref().unwrap_or_default();
+        assert!(error.contains("bound of 3 s ran out"), "{error}");
+        let took = (done.time_ns - invoke.time_ns) as f64 / 1e9;
+        assert!((2.9..8.0).contains(&took), "kill took {took} s: {error}");
+    }
+    // After each cut-off kill the nemesis was free: the start that heals it ran.
+    let starts: Vec<_> = ops.iter().filter(|(o, _)| o.f == "start").collect();
+    assert!(!starts.is_empty(), "no start ran");
+    for (_, done) in &starts {
+        let error = done.error.as_deref().unwrap_or_default();
+        assert!(!error.contains("not run"), "{error}");
+    }
+}
+
 /// The minimal client in PROTOCOL.md is the file the test above runs, word for word.
 #[test]
 fn the_documented_minimal_client_is_the_tested_one() {

@@ -380,16 +380,15 @@ async fn drive(
         node: None,
         timeout: Duration::from_millis(s.probe_timeout_ms + 500),
     }];
-    let nemesis_worker = Worker {
-        client: Box::new(NemesisClient {
-            nemesis,
-            stalls: None,
-            stats: stats.clone(),
-            progress: progress.clone(),
-        }),
-        node: None,
-        timeout: Duration::from_secs(120),
-    };
+    let nemesis_worker = NemesisClient {
+        nemesis,
+        stalls: None,
+        stats: stats.clone(),
+        progress: progress.clone(),
+        bound: Duration::from_secs_f64(crate::config::DEFAULT_NEMESIS_TIMEOUT_S),
+        budget: Default::default(),
+    }
+    .worker();
     let file = run_dir.open_history()?;
     run_dir.update_latest()?;
     let start = Instant::now();

@@ -3,7 +3,7 @@
 //! Owns: the `Remote` trait (exec with exit status + stdout/stderr, upload, download), its ssh2
 //! implementation `SshRemote` (in `ssh`), the `Cmd` builder and `quote` (in `cmd`), the error type
 //! `ExecError`, and helpers that run on every node in parallel (`connect_all`, `on_all`,
-//! `exec_async`). It does not own what is run: OS/DB setup, nemeses and log collection build
+//! `exec_async`), and the time bound a thread's commands run under (`deadline`). It does not own what is run: OS/DB setup, nemeses and log collection build
 //! `Cmd`s and call `Remote`; the sandbox cluster that provides the sshds lives in `sandbox`.
 //!
 //! Threading: `Remote` is blocking (ssh2 is). Run it from threads (`on_all`) or from async code via
@@ -11,6 +11,7 @@
 
 mod channel;
 mod cmd;
+pub mod deadline;
 mod ssh;
 pub mod words;
 
@@ -105,6 +106,15 @@ pub enum ExecError {
         /// The timeout that expired.
         timeout_ms: u64,
     },
+    /// The work the command belongs to (a nemesis op, a heal) ran out of its time bound
+    /// (`deadline`) before the command could be sent: it was not run.
+    #[error("node {node}: not run, the operation's time bound had already passed: {cmd}")]
+    OutOfTime {
+        /// Node name.
+        node: String,
+        /// The command (shell text, possibly cut).
+        cmd: String,
+    },
     /// The SSH connection failed while the command was (possibly) running.
     #[error("node {node}: SSH connection failed while running {cmd}: {reason}")]
     Transport {
@@ -165,6 +175,7 @@ impl ExecError {
             | ExecError::HostKey { node, .. }
             | ExecError::Auth { node, .. }
             | ExecError::Timeout { node, .. }
+            | ExecError::OutOfTime { node, .. }
             | ExecError::Transport { node, .. }
             | ExecError::Failed { node, .. }
             | ExecError::Io { node, .. }
@@ -353,7 +364,7 @@ pub fn on_all<T: Send>(remotes: &[Arc<dyn Remote>], f: impl Fn(&dyn Remote) -> T
     std::thread::scope(|s| {
         let handles: Vec<_> = remotes
             .iter()
-            .map(|r| s.spawn(move || f(r.as_ref())))
+            .map(|r| s.spawn(deadline::carry(move || f(r.as_ref()))))
             .collect();
         handles
             .into_iter()

@@ -28,7 +28,7 @@
 //! after ~11–15 s, or at the command's deadline if sooner.
 
 use super::channel::{Conn, RawOutput, RunError, run_on, set_keepalive};
-use super::{Cmd, ExecError, ExecOutput, Remote, words};
+use super::{Cmd, ExecError, ExecOutput, Remote, deadline, words};
 use ssh2::{CheckResult, KnownHostFileKind, Session};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::fd::AsRawFd;
@@ -514,7 +514,7 @@ impl SshRemote {
     }
 
     /// Reserve a session for one command, opening a new one if the pool has room, else waiting.
-    fn lease(&self) -> Result<Lease<'_>, ExecError> {
+    fn lease(&self, cmd: &Cmd) -> Result<Lease<'_>, ExecError> {
         let mut pool = self.lock_pool();
         loop {
             if let Some(c) = pool.idle.pop() {
@@ -528,10 +528,25 @@ impl SshRemote {
                 pool.open += 1;
                 break;
             }
-            pool = self
-                .slot_freed
-                .wait(pool)
-                .unwrap_or_else(|e| e.into_inner());
+            // Under a deadline, wait for a free session only until it passes.
+            pool = match deadline::left(Instant::now()) {
+                None => self
+                    .slot_freed
+                    .wait(pool)
+                    .unwrap_or_else(|e| e.into_inner()),
+                Some(left) if left.is_zero() => {
+                    return Err(ExecError::OutOfTime {
+                        node: self.node.clone(),
+                        cmd: cmd.to_string(),
+                    });
+                }
+                Some(left) => {
+                    self.slot_freed
+                        .wait_timeout(pool, left)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
+            };
         }
         drop(pool);
         let mut lease = Lease {
@@ -547,12 +562,21 @@ impl SshRemote {
     fn exec_raw(&self, cmd: &Cmd) -> Result<RawOutput, ExecError> {
         let shell = cmd.to_shell_as(&self.cfg.user);
         let stdin = cmd.stdin_bytes().unwrap_or(&[]);
-        let timeout_ms = cmd
+        let own_timeout_ms = cmd
             .timeout_override_ms()
             .unwrap_or(self.cfg.command_timeout_ms);
         let mut attempt = 0;
         loop {
-            let mut lease = self.lease()?;
+            // Under the work's bound (`deadline`): cut short, or not sent once it has passed.
+            let Ok(timeout_ms) =
+                deadline::clip(own_timeout_ms, deadline::current(), Instant::now())
+            else {
+                return Err(ExecError::OutOfTime {
+                    node: self.node.clone(),
+                    cmd: cmd.to_string(),
+                });
+            };
+            let mut lease = self.lease(cmd)?;
             let Some(conn) = lease.conn.as_ref() else {
                 return Err(self.transport(cmd, "no session".to_string()));
             };

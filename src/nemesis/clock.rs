@@ -439,7 +439,10 @@ fn measure_all(
     std::thread::scope(|s| {
         let handles: Vec<_> = nodes
             .iter()
-            .map(|(name, r)| (name, s.spawn(|| measure_offset(r.as_ref()))))
+            .map(|(name, r)| {
+                let measure = crate::control::deadline::carry(|| measure_offset(r.as_ref()));
+                (name, s.spawn(measure))
+            })
             .collect();
         handles
             .into_iter()
@@ -665,8 +668,11 @@ impl Nemesis {
                 let t0 = Instant::now();
                 let (result, ended, samples) = std::thread::scope(|s| {
                     let (all, stop) = (&all, &stop);
-                    let sampler =
-                        every.map(|every| s.spawn(move || sample_offsets(all, every, t0, stop)));
+                    let sampler = every.map(|every| {
+                        s.spawn(crate::control::deadline::carry(move || {
+                            sample_offsets(all, every, t0, stop)
+                        }))
+                    });
                     let result = n.on_nodes(&idx, |r, _| strobe(r, delta, period, duration));
                     let ended = Instant::now();
                     stop.stop();

@@ -246,9 +246,9 @@ impl Nemesis {
                     let f = &f;
                     let remote = self.cfg.remotes[i].clone();
                     let node = &self.cfg.nodes[i];
-                    s.spawn(move || {
+                    s.spawn(crate::control::deadline::carry(move || {
                         f(remote.as_ref(), node).map_err(|e| strip_node_prefix(&node.name, e))
-                    })
+                    }))
                 })
                 .collect();
             handles

@@ -6,7 +6,6 @@
 //! appended as ops happen, so an aborted run still leaves a checkable run directory.
 
 use crate::checker::{CheckResult, Verdict};
-use crate::client::Client;
 use crate::completion::Completion;
 use crate::config::TestConfig;
 use crate::control::{Remote, SshConfig};
@@ -28,8 +27,11 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+mod nemesis_client;
 mod results;
 
+use nemesis_client::lock_within;
+pub(crate) use nemesis_client::{Budget, NemesisClient};
 pub(crate) use results::render_pages;
 use results::write_results_with;
 pub use results::{Checked, check, check_with, results_json, write_results};
@@ -123,7 +125,7 @@ pub fn on_nodes<T: Send>(
         let hs: Vec<_> = remotes
             .iter()
             .zip(nodes)
-            .map(|(r, n)| s.spawn(move || f(r.as_ref(), n)))
+            .map(|(r, n)| s.spawn(crate::control::deadline::carry(move || f(r.as_ref(), n))))
             .collect();
         hs.into_iter()
             .map(|h| h.join().expect("node task panicked"))
@@ -229,87 +231,6 @@ fn keep_install_log(run_dir: &RunDir, place: &str, installed: &crate::provision:
         std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&file, &installed.log))
     {
         tracing::warn!("cannot keep the install log in {}: {e}", file.display());
-    }
-}
-
-/// A `Client` that performs nemesis ops on a blocking thread (also `shakedown chaos`'s).
-pub(crate) struct NemesisClient {
-    pub(crate) nemesis: Arc<Mutex<Nemesis>>,
-    /// The client generator's stall board, when the schedule has client stalls (their verbs
-    /// are served here, not by `Nemesis`: they touch no node).
-    pub(crate) stalls: Option<generator::stall::StallBoard>,
-    pub(crate) stats: Arc<Stats>,
-    /// Told which nemesis op is in flight (a long one holds up the end of a phase).
-    pub(crate) progress: Progress,
-}
-
-#[async_trait::async_trait]
-impl Client for NemesisClient {
-    async fn invoke(
-        &mut self,
-        f: &str,
-        _key: Option<&str>,
-        value: &Value,
-    ) -> crate::client::Completion {
-        if let Some(board) = &self.stalls {
-            use crate::faults::verb::{START_STALL, STOP_STALL};
-            match f {
-                START_STALL => return crate::nemesis::stall::start(board, value).await,
-                STOP_STALL => return crate::nemesis::stall::stop(board).await,
-                _ => {}
-            }
-        }
-        let nemesis = self.nemesis.clone();
-        let stats = self.stats.clone();
-        let progress = self.progress.clone();
-        let (f, value) = (f.to_string(), value.clone());
-        tokio::task::spawn_blocking(move || {
-            let mut n = nemesis.lock().unwrap_or_else(|p| p.into_inner());
-            // Shown until the op's work ends, not when the interpreter stops waiting for it
-            // (its bound): whatever waits for the nemesis next (a heal, the cleanup) waits for
-            // this, and the progress line names it and for how long.
-            progress.nemesis_op(Some(&f));
-            let _done = NemesisOpDone(progress);
-            let c = n.invoke(&f, &value);
-            *stats
-                .active_faults
-                .lock()
-                .unwrap_or_else(|p| p.into_inner()) = n.active().join(" ");
-            c
-        })
-        .await
-        .unwrap_or_else(|e| crate::client::Completion::Info {
-            error: format!("nemesis task failed: {e}"),
-        })
-    }
-}
-
-/// How long cleanup waits for a nemesis op still running (abandoned by the interpreter's bound)
-/// before it gives up healing through the nemesis.
-const CLEANUP_NEMESIS_WAIT: Duration = Duration::from_secs(300);
-
-/// The lock of `m` within `wait`, or `None` (a poisoned lock is taken: healing must still run).
-fn lock_within<T>(m: &Mutex<T>, wait: Duration) -> Option<std::sync::MutexGuard<'_, T>> {
-    let deadline = Instant::now() + wait;
-    loop {
-        match m.try_lock() {
-            Ok(g) => return Some(g),
-            Err(std::sync::TryLockError::Poisoned(p)) => return Some(p.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            Err(std::sync::TryLockError::WouldBlock) => return None,
-        }
-    }
-}
-
-/// Clears the progress display's in-flight nemesis op when dropped: when the op's blocking work
-/// ends (also by a panic), even after the interpreter stopped waiting for it.
-struct NemesisOpDone(Progress);
-
-impl Drop for NemesisOpDone {
-    fn drop(&mut self) {
-        self.0.nemesis_op(None);
     }
 }
 
@@ -822,6 +743,7 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
     };
 
     // Always: heal, collect logs, stop the DB.
+    let nemesis_bound = Duration::from_secs_f64(cfg.nemesis_timeout_s);
     let cleanup = {
         let (remotes, nodes, db, run_dir, progress) = (
             remotes.clone(),
@@ -838,20 +760,24 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
                     nodes.len()
                 ),
             );
-            // A nemesis op the interpreter stopped waiting for may still hold the nemesis: wait
-            // for it a bounded time (the progress line names it), then go on without healing.
+            // A nemesis op the interpreter stopped waiting for may still hold the nemesis until
+            // its bound cuts its commands off: wait for it that long (the progress line names
+            // it), then go on without healing. The heal itself gets the same bound.
             let mut errs = Vec::new();
-            match lock_within(&nemesis, CLEANUP_NEMESIS_WAIT) {
+            match lock_within(&nemesis, nemesis_bound) {
                 Some(mut n) => {
-                    errs = n.heal_all();
-                    if let Err(e) = n.teardown() {
-                        errs.push(format!("removing iptables chain: {e}"));
-                    }
+                    let until = std::time::Instant::now() + nemesis_bound;
+                    crate::control::deadline::within(until, || {
+                        errs = n.heal_all();
+                        if let Err(e) = n.teardown() {
+                            errs.push(format!("removing iptables chain: {e}"));
+                        }
+                    });
                 }
                 None => errs.push(format!(
                     "a nemesis operation was still running after {} s more: its faults were not \
                      healed; run `shakedown heal`",
-                    CLEANUP_NEMESIS_WAIT.as_secs()
+                    nemesis_bound.as_secs()
                 )),
             }
             // Setup never started the system: there are no logs to fetch nor servers to stop.
@@ -1081,15 +1007,18 @@ pub(crate) async fn drive(
     if let Some(board) = &stalls {
         system.attach_stalls(board);
     }
-    let nemesis_worker = nemesis.map(|nemesis| Worker {
-        client: Box::new(NemesisClient {
+    let budget = Budget::default();
+    let nemesis_bound = Duration::from_secs_f64(cfg.nemesis_timeout_s);
+    let nemesis_worker = nemesis.map(|nemesis| {
+        NemesisClient {
             nemesis,
             stalls: stalls.clone(),
             stats: stats.clone(),
             progress: progress.clone(),
-        }),
-        node: None,
-        timeout: Duration::from_secs(120),
+            bound: nemesis_bound,
+            budget: budget.clone(),
+        }
+        .worker()
     });
     let interp_has_nemesis = nemesis_worker.is_some();
     let file = run_dir.open_history()?;
@@ -1154,7 +1083,11 @@ pub(crate) async fn drive(
             "stopping every fault the nemesis started (recorded in the history)",
         );
         let heal = with_offsets(cfg, Box::new(generator::nemesis_heal(&schedule)), false);
+        // One budget for the whole heal: an op that overruns does not hold up every heal after
+        // it by its own bound (cleanup heals whatever this left).
+        budget.set(std::time::Instant::now() + nemesis_bound, "final heal");
         let (back, healed) = interp.run_phase_on_worker(None, Some(heal)).await;
+        budget.clear();
         interp = back;
         healed
     } else {
@@ -1212,31 +1145,4 @@ pub(crate) async fn drive(
         main_phase,
         interrupted,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_held_lock_is_given_up_on_after_the_wait_and_taken_once_free() {
-        let m = Arc::new(Mutex::new(1));
-        let held = m.lock().unwrap();
-        let t0 = Instant::now();
-        assert!(lock_within(&m, Duration::from_millis(50)).is_none());
-        assert!(t0.elapsed() >= Duration::from_millis(50));
-        drop(held);
-        assert_eq!(
-            lock_within(&m, Duration::from_millis(50)).map(|g| *g),
-            Some(1)
-        );
-        // Poisoned by a panicking holder: still taken (healing must run).
-        let m2 = m.clone();
-        let _ = std::thread::spawn(move || {
-            let _g = m2.lock().unwrap();
-            panic!("holder died");
-        })
-        .join();
-        assert!(lock_within(&m, Duration::from_millis(50)).is_some());
-    }
 }

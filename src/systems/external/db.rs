@@ -322,7 +322,9 @@ impl Primaries for ExternalDb {
                 .iter()
                 .zip(nodes)
                 .map(|(r, n)| {
-                    s.spawn(move || self.run(r.as_ref(), CommandKind::Primaries, n, nodes))
+                    s.spawn(crate::control::deadline::carry(move || {
+                        self.run(r.as_ref(), CommandKind::Primaries, n, nodes)
+                    }))
                 })
                 .collect();
             handles
