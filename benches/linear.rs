@@ -15,9 +15,11 @@
 //! scenario per process for memory: `LINEAR_BENCH_ONCE=v` or `w`).
 //! Run with `cargo bench --bench linear`; with `LINEAR_BENCH_ONCE=1` each scenario runs once and
 //! prints verdict, times and peak RSS (VmHWM) instead of a criterion statistics run
-//! (`LINEAR_BENCH_ONCE=a|b|c|d|e|k|v|w` runs one scenario). `LINEAR_BENCH_DUMP=DIR` also writes the
+//! (`LINEAR_BENCH_ONCE=a|b|c|d|e|k|v|w` runs one scenario; `s` runs the soak, (s) below, alone). `LINEAR_BENCH_DUMP=DIR` also writes the
 //! histories of every scenario but (k) as JSONL files ((v): Porcupine kv lines), to check them
 //! with another build of `shakedown check`.
+//! (s) is the 10M-op soak (`LINEAR_BENCH_ONCE=s`, `SOAK_OPS` to change its size; the JSONL file
+//! is kept in `LINEAR_BENCH_DUMP` or the temp directory and reused): see [`soak`].
 
 use criterion::{Criterion, criterion_group};
 use shakedown::checker::Verdict;
@@ -241,10 +243,124 @@ fn report_invalid(label: &str, results: &[(LinearResult, f64)]) {
     );
 }
 
+/// Resident set size of this process now (VmRSS), in KiB.
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("VmRSS:"))?.to_string();
+            line.split_whitespace().nth(1)?.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
+/// Scenario (s), the soak: `SOAK_OPS` (default 10,000,000) register ops in the register
+/// workload's shape — 100 key slots of 10 threads each, every slot moving to a fresh key after
+/// 200 of its ops, 1 % of ops crashing (`info`, the thread continues as a new process) — written
+/// as JSONL in chunks of 1M ops (each chunk's keys, processes and times after the last's), then
+/// checked twice: stage by stage in this process (parse, pairing, search; RSS after each) and
+/// end to end by `shakedown check FILE` in a child process (wall time, peak RSS).
+fn soak(dir: &Path) {
+    use std::io::Write;
+    let ops: usize = std::env::var("SOAK_OPS")
+        .ok()
+        .and_then(|v| v.replace('_', "").parse().ok())
+        .unwrap_or(10_000_000);
+    let file = dir.join(format!("soak-{ops}.jsonl"));
+    if !file.exists() {
+        std::fs::create_dir_all(dir).expect("soak dir");
+        let t = Instant::now();
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&file).expect("soak file"));
+        let chunk = 1_000_000usize;
+        let (mut index, mut t_off) = (0u64, 0u64);
+        for c in 0..ops.div_ceil(chunk) {
+            let g = GenConfig {
+                keys: 100,
+                processes_per_key: 10,
+                ops: chunk.min(ops - c * chunk),
+                info_probability: 0.01,
+                seed: 1000 + c as u64,
+                rotate_every: 200,
+                ..GenConfig::default()
+            };
+            let h = generate_register_history(&g);
+            let mut last = 0;
+            for mut o in h.ops {
+                o.index = index;
+                index += 1;
+                o.time_ns += t_off;
+                last = o.time_ns;
+                o.key = o.key.map(|k| format!("c{c}{k}"));
+                if let shakedown::history::Process::Client(p) = o.process {
+                    o.process = shakedown::history::Process::Client(p + c as u64 * 10_000_000);
+                }
+                serde_json::to_writer(&mut out, &o).expect("op serializes");
+                out.write_all(b"\n").expect("soak write");
+            }
+            t_off = last + 1_000;
+        }
+        out.flush().expect("soak write");
+        println!(
+            "s: wrote {} ({} MiB, {index} events) in {:.1} s",
+            file.display(),
+            std::fs::metadata(&file).map_or(0, |m| m.len()) >> 20,
+            t.elapsed().as_secs_f64()
+        );
+    }
+    // End to end first, while this process is small.
+    let t = Instant::now();
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_shakedown"))
+        .arg("check")
+        .arg(&file)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("shakedown check runs");
+    let wall = t.elapsed().as_secs_f64();
+    // SAFETY: getrusage only writes the struct it is given.
+    let child_peak_kib = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru);
+        ru.ru_maxrss as u64
+    };
+    println!(
+        "s: `shakedown check` of {ops} ops: exit {:?} in {wall:.1} s, peak RSS {} MiB",
+        status.code(),
+        child_peak_kib / 1024
+    );
+    let base = rss_kib();
+    let t = Instant::now();
+    let h = History::read_file(&file).expect("soak history reads back");
+    let parse_s = t.elapsed().as_secs_f64();
+    let hist_kib = rss_kib().saturating_sub(base);
+    let t = Instant::now();
+    let pairs = h.pairs().expect("soak history pairs");
+    let pairs_s = t.elapsed().as_secs_f64();
+    drop(pairs);
+    let t = Instant::now();
+    let r = run(&h);
+    let check_s = t.elapsed().as_secs_f64();
+    println!(
+        "s: in process: parse {parse_s:.1} s (history {} MiB = {} B per event), pairing {pairs_s:.1} s, linearizability {} in {check_s:.1} s ({} keys); peak RSS {} MiB",
+        hist_kib / 1024,
+        hist_kib * 1024 / h.ops.len().max(1) as u64,
+        r.verdict,
+        r.parts.len(),
+        peak_rss_kib().unwrap_or(0) / 1024
+    );
+}
+
 fn once() {
     let which = std::env::var("LINEAR_BENCH_ONCE").unwrap_or_default();
     let dump_dir = std::env::var_os("LINEAR_BENCH_DUMP").map(std::path::PathBuf::from);
     let want = |id: &str| which == "1" || which == id;
+    if which == "s" {
+        // Not part of "1": minutes and gigabytes.
+        let dir = dump_dir
+            .clone()
+            .unwrap_or_else(|| std::env::temp_dir().join("shakedown-soak"));
+        soak(&dir);
+        return;
+    }
     let scenarios = [
         ("a", "1M ops / 100 keys / 10 procs per key", big()),
         ("b", "1 key / 20 procs / crashes / 2k ops", crashy()),

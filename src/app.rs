@@ -178,8 +178,11 @@ pub fn load_history(
 ) -> Result<LoadedHistory, String> {
     let fmt = InputFormat::from_arg(format)?;
     let file = crate::store::resolve_history(path).map_err(|e| e.to_string())?;
-    let bytes = std::fs::read(&file).map_err(|e| format!("{}: {e}", file.display()))?;
     let name = file.display().to_string();
+    if let Some(read) = crate::import::read_big_jsonl(&file, &name, fmt, independent) {
+        return read;
+    }
+    let bytes = std::fs::read(&file).map_err(|e| format!("{}: {e}", file.display()))?;
     let text = String::from_utf8(bytes).map_err(|e| {
         let upto = &e.as_bytes()[..e.utf8_error().valid_up_to()];
         let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;

@@ -252,8 +252,19 @@ impl History {
     /// early); a complete line that is not an op (`{"foo":1}`) is an error wherever it is, and so
     /// is a file whose only op line is torn. Blank input is an empty history.
     pub fn read_jsonl(reader: impl BufRead, name: &str) -> Result<History, HistoryError> {
-        let mut ops = Vec::new();
-        let mut lines = Vec::new();
+        History::read_jsonl_sized(reader, name, 0)
+    }
+
+    /// [`History::read_jsonl`] with room for `expected` ops made up front: a history of millions
+    /// of ops then never grows its op vector by copying it (each doubling faults in and zeroes
+    /// new pages, and that, not the JSON, was most of the time of reading a big file).
+    pub fn read_jsonl_sized(
+        mut reader: impl BufRead,
+        name: &str,
+        expected: usize,
+    ) -> Result<History, HistoryError> {
+        let mut ops = Vec::with_capacity(expected);
+        let mut lines = Vec::with_capacity(expected);
         let mut warnings = Vec::new();
         let mut torn: Option<(usize, String)> = None;
         let mut cut_short = None;
@@ -262,13 +273,21 @@ impl History {
             line,
             message,
         };
-        let mut lines_in = reader.split(b'\n').enumerate().peekable();
-        while let Some((i, line)) = lines_in.next() {
-            let mut line = line.map_err(|source| HistoryError::Io {
-                path: name.to_string(),
-                source,
-            })?;
-            if lines_in.peek().is_none() {
+        let io = |source| HistoryError::Io {
+            path: name.to_string(),
+            source,
+        };
+        // One line buffer for the whole file, not an allocation per line.
+        let mut line = Vec::new();
+        for i in 0.. {
+            line.clear();
+            if reader.read_until(b'\n', &mut line).map_err(io)? == 0 {
+                break;
+            }
+            if line.last() == Some(&b'\n') {
+                line.pop();
+            }
+            if reader.fill_buf().map_err(io)?.is_empty() {
                 // Zeros after the last record: the padding of a mapped history whose writer
                 // was killed (`mapped`); a record cut short before them is torn as any other.
                 let kept = line.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
@@ -380,14 +399,21 @@ impl History {
         true
     }
 
-    /// Read a JSONL history file.
+    /// Read a JSONL history file (its size and first lines tell how many ops to make room for).
     pub fn read_file(path: &Path) -> Result<History, HistoryError> {
         let name = path.display().to_string();
         let f = std::fs::File::open(path).map_err(|source| HistoryError::Io {
             path: name.clone(),
             source,
         })?;
-        History::read_jsonl(std::io::BufReader::new(f), &name)
+        let size = f.metadata().map_or(0, |m| m.len());
+        let mut reader = std::io::BufReader::with_capacity(1 << 16, f);
+        let sample = reader.fill_buf().map_err(|source| HistoryError::Io {
+            path: name.clone(),
+            source,
+        })?;
+        let expected = expected_ops(sample, size);
+        History::read_jsonl_sized(reader, &name, expected)
     }
 
     /// `op 3 (write 2, line 7)`: op `i` by its position, what it did and, when known, the input
@@ -586,9 +612,32 @@ impl<W: Write> HistoryWriter<W> {
     }
 }
 
+/// About how many ops a JSONL file of `size` bytes holds, from the line length of its first
+/// bytes `sample`, with a quarter more: later lines tend to be longer (bigger indices, times and
+/// keys), and room never used costs address space, not memory (its pages are never touched). 0
+/// for a file under 1 MiB, where growing as it reads costs nothing worth saving.
+fn expected_ops(sample: &[u8], size: u64) -> usize {
+    let lines = sample.iter().filter(|&&b| b == b'\n').count();
+    if lines == 0 || size < 1 << 20 {
+        return 0;
+    }
+    let per_line = (sample.len() / lines).max(16) as u64;
+    (size / per_line + size / per_line / 4) as usize
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_big_file_gets_room_for_its_ops_from_its_first_lines() {
+        let sample = b"{\"f\":\"read\",\"value\":null}\n".repeat(100);
+        // 26-byte lines, and a quarter more is made room for.
+        let size = 26 << 20;
+        assert_eq!(expected_ops(&sample, size), (1 << 20) + (1 << 18));
+        assert_eq!(expected_ops(&sample, 1000), 0);
+        assert_eq!(expected_ops(b"no newline", size), 0);
+    }
     use serde_json::json;
 
     #[test]

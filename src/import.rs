@@ -301,7 +301,7 @@ pub fn read_text(
             json_shape(&v)
         ));
     }
-    let mut history = match format {
+    let history = match format {
         InputFormat::Jsonl => {
             History::read_jsonl(text.as_bytes(), name).map_err(|e| e.to_string())?
         }
@@ -316,6 +316,72 @@ pub fn read_text(
         InputFormat::JepsenLog if is_porcupine_etcd_log(text) => SemanticsPreset::Etcd,
         _ => SemanticsPreset::Knossos,
     };
+    imported(history, name, format, independent, semantics)
+}
+
+/// Files past this size are read as they are parsed when they are JSONL ([`read_file`]).
+pub const STREAM_ABOVE: u64 = 64 << 20;
+
+/// Read the history file `path` (`name` in messages) as [`read_text`] reads its text, but
+/// that a JSONL file over [`STREAM_ABOVE`] (its format told by its first MiB) is parsed as it is
+/// read: its text is never held whole next to the history made from it, and the history has
+/// room for its ops from the start. `None`: the file is not such a file, read it whole.
+pub fn read_big_jsonl(
+    path: &std::path::Path,
+    name: &str,
+    format: Option<InputFormat>,
+    independent: Option<bool>,
+) -> Option<Result<Imported, String>> {
+    read_jsonl_above(path, name, format, independent, STREAM_ABOVE)
+}
+
+fn read_jsonl_above(
+    path: &std::path::Path,
+    name: &str,
+    format: Option<InputFormat>,
+    independent: Option<bool>,
+    above: u64,
+) -> Option<Result<Imported, String>> {
+    use std::io::Read;
+    let size = std::fs::metadata(path).ok()?.len();
+    if size <= above {
+        return None;
+    }
+    let mut head = Vec::with_capacity(1 << 20);
+    std::fs::File::open(path)
+        .ok()?
+        .take(1 << 20)
+        .read_to_end(&mut head)
+        .ok()?;
+    let whole_lines = head.iter().rposition(|&b| b == b'\n')?;
+    let head = std::str::from_utf8(&head[..whole_lines]).ok()?;
+    if is_blank(head) || format.unwrap_or_else(|| detect_format(head)) != InputFormat::Jsonl {
+        return None;
+    }
+    Some(
+        History::read_file(path)
+            .map_err(|e| e.to_string())
+            .and_then(|h| {
+                imported(
+                    h,
+                    name,
+                    InputFormat::Jsonl,
+                    independent,
+                    SemanticsPreset::Etcd,
+                )
+            }),
+    )
+}
+
+/// What [`read_text`] does after parsing: completion-only histories get their invokes, and
+/// `jepsen.independent` tuples are split into keys where the format can hold them.
+fn imported(
+    mut history: History,
+    name: &str,
+    format: InputFormat,
+    independent: Option<bool>,
+    semantics: SemanticsPreset,
+) -> Result<Imported, String> {
     if history.synthesize_invokes() {
         history.warnings.push(format!(
             "{name}: the history has completions only, no invokes (as Elle writes them): each completion is read as invoked just before it, by its process; real-time order is unknown"
@@ -446,6 +512,43 @@ pub fn default_model_for(format: InputFormat, history: &History) -> &'static str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_big_jsonl_file_is_read_as_it_is_parsed_like_its_text_and_others_are_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let jsonl = dir.path().join("h.jsonl");
+        let mut text = String::new();
+        for i in 0..400 {
+            text.push_str(&format!(
+                "{{\"type\":\"invoke\",\"process\":{p},\"f\":\"write\",\"key\":\"k{p}\",\"value\":{i}}}\n{{\"type\":\"ok\",\"process\":{p},\"f\":\"write\",\"key\":\"k{p}\",\"value\":{i}}}\n",
+                p = i % 7
+            ));
+        }
+        std::fs::write(&jsonl, &text).unwrap();
+        let streamed = read_jsonl_above(&jsonl, "h", None, None, 100)
+            .expect("streamed")
+            .unwrap();
+        let whole = read_text(&text, "h", None, None).unwrap();
+        assert_eq!(streamed.history.ops, whole.history.ops);
+        assert_eq!(streamed.history.lines, whole.history.lines);
+        assert_eq!(streamed.format, InputFormat::Jsonl);
+        assert_eq!(streamed.semantics, whole.semantics);
+        // Under the size, or not JSONL: read whole (None).
+        assert!(read_jsonl_above(&jsonl, "h", None, None, 1 << 30).is_none());
+        let edn = dir.path().join("h.edn");
+        std::fs::write(
+            &edn,
+            "{:type :invoke, :f :read, :process 0, :value nil}\n".repeat(50),
+        )
+        .unwrap();
+        assert!(read_jsonl_above(&edn, "h", None, None, 100).is_none());
+        // A malformed line deep in a streamed file names its line.
+        std::fs::write(&jsonl, format!("{text}{{\"type\": oops}}\n")).unwrap();
+        let err = read_jsonl_above(&jsonl, "h", None, None, 100)
+            .expect("streamed")
+            .unwrap_err();
+        assert!(err.contains(":801:"), "{err}");
+    }
     use proptest::prelude::*;
     use serde_json::json;
 

@@ -35,6 +35,10 @@ pub struct GenConfig {
     /// Ops numbered in this range (`from..to`, in generation order) that write (write, cas) all
     /// crash, as when the primary that takes the writes is down and reads go to a replica.
     pub write_outage: Option<(usize, usize)>,
+    /// When positive, each of the `keys` slots moves to a fresh key after this many of its ops,
+    /// as the register workload does (`ops_per_key`): a long history then has many short keys,
+    /// `keys` of them in use at a time. 0: the same `keys` keys throughout.
+    pub rotate_every: usize,
 }
 
 impl Default for GenConfig {
@@ -48,6 +52,7 @@ impl Default for GenConfig {
             max_delay_ns: 1_000_000,
             seed: 0,
             write_outage: None,
+            rotate_every: 0,
         }
     }
 }
@@ -81,10 +86,16 @@ pub fn generate_register_history(cfg: &GenConfig) -> History {
         })
         .collect();
     let mut gen_ops: Vec<GenOp> = Vec::with_capacity(cfg.ops);
+    // A slot's threads stay; with rotation its key changes every `rotate_every` of its ops.
+    let key_of = |i: usize| match cfg.rotate_every {
+        0 => i % keys,
+        every => i % keys + keys * (i / (keys * every)),
+    };
     for i in 0..cfg.ops {
-        let key = i % keys;
+        let slot = i % keys;
+        let key = key_of(i);
         let t = rng.random_range(0..procs);
-        let (process, cursor) = threads[key][t];
+        let (process, cursor) = threads[slot][t];
         let invoke_ns = cursor;
         let lin_ns = invoke_ns + rng.random_range(1..delay);
         let ret_ns = lin_ns + rng.random_range(1..delay);
@@ -121,12 +132,16 @@ pub fn generate_register_history(cfg: &GenConfig) -> History {
         } else {
             process
         };
-        threads[key][t] = (new_process, ret_ns + gap);
+        threads[slot][t] = (new_process, ret_ns + gap);
     }
     // Decide outputs by applying ops in linearization-point order.
     let mut order: Vec<usize> = (0..gen_ops.len()).collect();
     order.sort_by_key(|&i| (gen_ops[i].lin_ns, i));
-    let mut regs: Vec<Option<i64>> = vec![None; keys];
+    let key_count = match cfg.rotate_every {
+        0 => keys,
+        every => keys * ((cfg.ops.max(1) - 1) / (keys * every) + 1),
+    };
+    let mut regs: Vec<Option<i64>> = vec![None; key_count];
     // Per op: (completion type, completion value, error).
     let mut outputs: Vec<(OpType, Value, Option<&'static str>)> =
         vec![(OpType::Ok, Value::Null, None); gen_ops.len()];
@@ -187,7 +202,7 @@ pub fn generate_register_history(cfg: &GenConfig) -> History {
             Op::new(OpType::Invoke, Process::Client(o.process), o.f, v)
         };
         op.time_ns = t;
-        if keys > 1 {
+        if keys > 1 || cfg.rotate_every > 0 {
             op.key = Some(format!("k{}", o.key));
         }
         ops.push(op);
@@ -270,5 +285,33 @@ mod tests {
             3
         );
         assert!(a.ops.windows(2).all(|w| w[0].time_ns <= w[1].time_ns));
+    }
+
+    #[test]
+    fn rotating_slots_move_to_fresh_keys_and_stay_linearizable() {
+        let cfg = GenConfig {
+            keys: 3,
+            processes_per_key: 4,
+            ops: 310,
+            info_probability: 0.05,
+            seed: 4,
+            rotate_every: 10,
+            ..GenConfig::default()
+        };
+        let h = generate_register_history(&cfg);
+        let mut per_key = std::collections::BTreeMap::<String, usize>::new();
+        for o in h.ops.iter().filter(|o| o.op_type == OpType::Invoke) {
+            *per_key.entry(o.key.clone().expect("keyed")).or_default() += 1;
+        }
+        // 310 ops, 3 slots, 10 ops per key: 10 full rounds of 3 keys, then 10 ops over 3 more.
+        assert_eq!(per_key.len(), 33);
+        assert!(per_key.values().all(|&n| n <= 10), "{per_key:?}");
+        let model = crate::model::RegisterModel::cas_register(crate::model::RegisterConfig::etcd());
+        let r = crate::checker::linear::check_history(
+            &model,
+            &h,
+            &crate::checker::linear::LinearConfig::default(),
+        );
+        assert_eq!(r.verdict, crate::checker::Verdict::Valid);
     }
 }
