@@ -145,6 +145,10 @@ pub enum FaultKind {
         /// Fraction of packets sent at once, overtaking the held ones (0 <= r < 1).
         #[serde(default)]
         reorder: f64,
+        /// Fraction of packets sent twice (0 <= d < 1; netem only: the `nfqueue` backend
+        /// refuses it).
+        #[serde(default)]
+        duplicate: f64,
         /// `auto` (netem, else NFQUEUE), `netem` or `nfqueue`.
         #[serde(default = "d_delay_backend")]
         backend: String,
@@ -386,6 +390,7 @@ impl FaultKind {
                 delay_ms,
                 jitter_ms,
                 reorder,
+                duplicate,
                 backend,
             } => (
                 verb::START_DELAY,
@@ -398,6 +403,9 @@ impl FaultKind {
                     });
                     if *reorder != 0.0 {
                         v["reorder"] = json!(reorder);
+                    }
+                    if *duplicate != 0.0 {
+                        v["duplicate"] = json!(duplicate);
                     }
                     if backend != "auto" {
                         v["backend"] = json!(backend);
@@ -466,6 +474,7 @@ impl FaultKind {
                 "duration_ms",
                 "jitter_ms",
                 "reorder",
+                "duplicate",
                 "backend",
                 "bits",
                 "bytes",
@@ -1216,6 +1225,39 @@ mod tests {
                 assert!(e.contains(needle), "{body}: {e}");
             }
         }
+    }
+
+    #[test]
+    fn delay_duplicate_is_refused_on_the_nfqueue_backend_by_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.toml");
+        std::fs::write(
+            &path,
+            "[[faults]]\nkind = \"delay\"\ndelay_ms = 50\nbackend = \"nfqueue\"\nduplicate = 0.05\n",
+        )
+        .unwrap();
+        let e = load_nemesis(path.to_str().unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("d.toml:5") && e.contains("cannot duplicate packets"),
+            "{e}"
+        );
+        std::fs::write(
+            &path,
+            "[[faults]]\nkind = \"delay\"\ndelay_ms = 50\nduplicate = 0.05\n",
+        )
+        .unwrap();
+        let n = load_nemesis(path.to_str().unwrap()).unwrap();
+        assert_eq!(n.faults[0].ops().1["duplicate"], 0.05);
+        // Without duplicates the op value is the one runs always recorded.
+        assert!(
+            load_nemesis("delay").unwrap().faults[0]
+                .ops()
+                .1
+                .get("duplicate")
+                .is_none()
+        );
     }
 
     #[test]
