@@ -365,13 +365,19 @@ impl Nemesis {
             );
         }
 
-        let powered_off = nodes_of(outstanding, verb::POWER_LOSS);
+        let cut_verbs = [verb::POWER_LOSS, verb::OS_CRASH];
+        let mut powered_off: Vec<String> = cut_verbs
+            .iter()
+            .flat_map(|f| nodes_of(outstanding, f))
+            .collect();
+        powered_off.sort();
+        powered_off.dedup();
         if !powered_off.is_empty() {
             // The journal names the layer: a stale mount (its process died with the
             // controller's run) is remounted over its files before the DB starts again.
             let layer: Option<super::power::DataLayer> = outstanding
                 .iter()
-                .filter(|r| r["f"] == verb::POWER_LOSS)
+                .filter(|r| cut_verbs.iter().any(|f| r["f"] == *f))
                 .find_map(|r| serde_json::from_value(r["detail"]["layer"].clone()).ok());
             if let Some(layer) = layer {
                 let idx: Vec<usize> = powered_off
@@ -389,14 +395,15 @@ impl Nemesis {
                     |_| None,
                 );
             }
-            self.adopt_powered_off(powered_off.clone());
+            self.adopt_powered_off(nodes_of(outstanding, verb::POWER_LOSS), verb::POWER_ON);
+            self.adopt_powered_off(nodes_of(outstanding, verb::OS_CRASH), verb::REBOOT);
             self.heal_step(
                 &mut log,
                 "power on",
                 |n| n.power_on().map(|_| ()),
                 |n| {
                     powered_off.iter().any(|k| k == n).then(|| {
-                        format!("restarted {db_name} (power lost per the journal; its lazyfs layer remounted first if stale)")
+                        format!("restarted {db_name} (power lost or OS crashed per the journal; its lazyfs layer remounted first if stale)")
                     })
                 },
             );

@@ -202,12 +202,15 @@ fn missing_ability(db: &dyn Db, fault: &FaultKind) -> Option<&'static str> {
         other => other.targets().and_then(Targets::parse) == Some(Targets::Primaries),
     };
     match fault {
-        FaultKind::Kill { .. } | FaultKind::PowerLoss { .. } | FaultKind::Corrupt { .. }
+        FaultKind::Kill { .. }
+        | FaultKind::PowerLoss { .. }
+        | FaultKind::OsCrash { .. }
+        | FaultKind::Corrupt { .. }
             if db.as_kill().is_none() =>
         {
             Some("kill and restart")
         }
-        FaultKind::PowerLoss { .. } | FaultKind::Disk { .. } if db.data_dir().is_none() => {
+        f if f.needs_data_layer() && db.data_dir().is_none() => {
             Some("declared data directory (to serve from the lose-unsynced layer)")
         }
         FaultKind::Corrupt { .. } if db.data_dir().is_none() => {
