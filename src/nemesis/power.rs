@@ -100,6 +100,9 @@ if [ "$3" = torn ]; then set -- lose-unsynced torn; else set -- lose-unsynced; f
 "$exe" lazyfs ctl --control "$d.lazyfs.sock" "$@"
 "#;
 
+/// Make every write so far durable: `$1` binary, `$2` data dir. Prints the layer's answer.
+const SYNC_ALL_SCRIPT: &str = r#""$1" lazyfs ctl --control "$2.lazyfs.sock" sync-all"#;
+
 fn other(remote: &dyn Remote, message: String) -> DbError {
     DbError::Other {
         node: remote.node().to_string(),
@@ -136,6 +139,18 @@ impl DataLayer {
     /// Unmount the layer (stale or not) and stop its process. Nothing mounted: nothing done.
     pub fn unmount(&self, remote: &dyn Remote) -> Result<String, DbError> {
         unmount(remote, &self.data_dir)
+    }
+
+    /// Make every write made so far durable, as if each file had been fsynced (the end of a
+    /// setup whose files a power loss must not take back).
+    pub fn sync_all(&self, remote: &dyn Remote) -> Result<(), DbError> {
+        remote
+            .exec_ok(
+                &Cmd::script(SYNC_ALL_SCRIPT, [self.exe.as_str(), self.data_dir.as_str()])
+                    .sudo(true),
+            )
+            .map_err(|e| other(remote, format!("syncing the lazyfs layer: {e}")))?;
+        Ok(())
     }
 
     /// Drop every unsynced write (the database must be stopped). Returns the layer's report.
