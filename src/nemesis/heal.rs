@@ -395,15 +395,21 @@ impl Nemesis {
                     |_| None,
                 );
             }
+            let crashed = nodes_of(outstanding, verb::OS_CRASH);
             self.adopt_powered_off(nodes_of(outstanding, verb::POWER_LOSS), verb::POWER_ON);
-            self.adopt_powered_off(nodes_of(outstanding, verb::OS_CRASH), verb::REBOOT);
+            self.adopt_powered_off(crashed.clone(), verb::REBOOT);
             self.heal_step(
                 &mut log,
                 "power on",
                 |n| n.power_on().map(|_| ()),
                 |n| {
                     powered_off.iter().any(|k| k == n).then(|| {
-                        format!("restarted {db_name} (power lost or OS crashed per the journal; its lazyfs layer remounted first if stale)")
+                        let what = if crashed.iter().any(|k| k == n) {
+                            "OS crashed"
+                        } else {
+                            "power lost"
+                        };
+                        format!("restarted {db_name} ({what} per the journal; its lazyfs layer remounted first if stale)")
                     })
                 },
             );
