@@ -176,8 +176,9 @@ pub struct Nemesis {
     partitioned: bool,
     killed: BTreeSet<String>,
     /// Nodes whose power this nemesis cut or whose OS it crashed (DB killed, unsynced writes
-    /// dropped), with the verb that undoes it (`power-on`, `reboot`).
-    powered_off: std::collections::BTreeMap<String, &'static str>,
+    /// dropped), each with the verb that undoes that cut (`power-on`, `reboot`): a node cut
+    /// both ways owes both.
+    powered_off: BTreeSet<(String, &'static str)>,
     /// Nodes whose DB this nemesis stopped to damage a data file (`corrupt`).
     corrupted: BTreeSet<String>,
     /// Nodes whose data directory's layer this nemesis made faulty (`disk`).
@@ -203,7 +204,7 @@ impl Nemesis {
             cfg,
             partitioned: false,
             killed: BTreeSet::new(),
-            powered_off: std::collections::BTreeMap::new(),
+            powered_off: BTreeSet::new(),
             corrupted: BTreeSet::new(),
             disk_faulted: BTreeSet::new(),
             paused: BTreeSet::new(),
@@ -802,7 +803,7 @@ impl Nemesis {
             let nodes: Vec<&str> = self
                 .powered_off
                 .iter()
-                .filter(|(_, u)| **u == undo)
+                .filter(|(_, u)| *u == undo)
                 .map(|(n, _)| n.as_str())
                 .collect();
             if !nodes.is_empty() {

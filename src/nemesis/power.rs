@@ -235,7 +235,7 @@ impl super::Nemesis {
     /// outstanding cut owes). Cuts owed another verb are journaled undone by it too, so
     /// `shakedown heal` finds none of them outstanding.
     pub(super) fn power_on_as(&mut self, f: Option<&str>) -> Result<Vec<String>, String> {
-        let owed: BTreeSet<&'static str> = self.powered_off.values().copied().collect();
+        let owed: BTreeSet<&'static str> = self.powered_off.iter().map(|(_, u)| *u).collect();
         let f: &'static str = match f {
             Some(v) if v == verb::REBOOT => verb::REBOOT,
             Some(_) => verb::POWER_ON,
@@ -247,7 +247,7 @@ impl super::Nemesis {
         };
         let cluster = self.cfg.nodes.clone();
         let all = self.all_idx();
-        let off: Vec<String> = self.powered_off.keys().cloned().collect();
+        let off: BTreeSet<String> = self.powered_off.iter().map(|(n, _)| n.clone()).collect();
         self.journaled("undo", f, json!({ "powered_off": off }), None, |n| {
             n.on_nodes(&all, |r, node| {
                 kill.start(r, node, &cluster).map_err(|e| e.to_string())
@@ -263,7 +263,7 @@ impl super::Nemesis {
             )?;
         }
         self.powered_off.clear();
-        Ok(off)
+        Ok(off.into_iter().collect())
     }
 
     /// Remember nodes whose power an earlier controller cut (from its journal), with the verb
