@@ -468,7 +468,8 @@ pub struct RunArgs {
     pub workload: String,
     /// Nemesis: a name under nemeses/ (its file, e.g. `clock`, `isolate`, `stall`, `none`), a
     /// path to a .toml schedule, or a comma-separated list of packages (partition, kill, pause,
-    /// isolate, loss, bandwidth, delay, clock, promote, ssh-drop, stall, power-loss).
+    /// isolate, loss, bandwidth, delay, clock, promote, ssh-drop, stall, power-loss, os-crash,
+    /// bitflip, truncate, disk-error, disk-full, slow-disk).
     #[arg(long, default_value = "partition,kill,pause")]
     pub nemesis: String,
     /// Seconds between fault transitions (overrides the schedule's interval_s).
@@ -666,7 +667,9 @@ impl RunArgs {
             let exe = std::env::current_exe().map_err(|e| {
                 ConfigError::new(
                     "--nemesis",
-                    format!("power-loss / disk faults: cannot tell where this binary is ({e})"),
+                    format!(
+                        "power-loss / os-crash / disk faults: cannot tell where this binary is ({e})"
+                    ),
                 )
             })?;
             system.serve_data_from_layer(&exe.to_string_lossy());

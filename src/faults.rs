@@ -25,6 +25,7 @@
 //! | ssh-drop | `start-ssh-drop` | `stop-ssh-drop` |
 //! | stall | `start-stall` | `stop-stall` |
 //! | power-loss | `power-loss` | `power-on` |
+//! | os-crash | `os-crash` | `reboot` |
 //! | corrupt | `bitflip`, `truncate` | `start-corrupted` |
 //! | disk | `start-disk-fault` | `stop-disk-fault` |
 //!
@@ -93,6 +94,11 @@ pub mod verb {
     pub const POWER_LOSS: &str = "power-loss";
     /// Start the DB again where the power was lost.
     pub const POWER_ON: &str = "power-on";
+    /// The kernel crashed on the targets: what `power-loss` does (SIGKILL the DB, drop every
+    /// write it did not fsync), told as a single node's crash (`nemeses/os-crash.toml`).
+    pub const OS_CRASH: &str = "os-crash";
+    /// Start the DB again where the OS crashed.
+    pub const REBOOT: &str = "reboot";
     /// Stop the DB on the targets and flip random bits in one of its data files.
     pub const BITFLIP: &str = "bitflip";
     /// Stop the DB on the targets and cut bytes from the tail of one of its data files.
@@ -230,7 +236,7 @@ pub fn spans_its_op(f: &str) -> bool {
 }
 
 /// Every fault kind, in display order.
-pub const KINDS: [FaultKind; 13] = [
+pub const KINDS: [FaultKind; 14] = [
     FaultKind {
         name: "partition",
         start_verbs: &[verb::START_PARTITION],
@@ -309,6 +315,13 @@ pub const KINDS: [FaultKind; 13] = [
         color_rgb: (120, 20, 20),
     },
     FaultKind {
+        name: "os-crash",
+        start_verbs: &[verb::OS_CRASH],
+        stop_verbs: &[verb::REBOOT],
+        label: "OS crashed (unsynced writes dropped)",
+        color_rgb: (190, 30, 90),
+    },
+    FaultKind {
         name: "corrupt",
         start_verbs: &[verb::BITFLIP, verb::TRUNCATE],
         stop_verbs: &[verb::START_CORRUPTED],
@@ -385,6 +398,8 @@ mod tests {
             ("stop-stall", "stall", VerbRole::Stop),
             ("power-loss", "power-loss", VerbRole::Start),
             ("power-on", "power-loss", VerbRole::Stop),
+            ("os-crash", "os-crash", VerbRole::Start),
+            ("reboot", "os-crash", VerbRole::Stop),
             ("bitflip", "corrupt", VerbRole::Start),
             ("truncate", "corrupt", VerbRole::Start),
             ("start-corrupted", "corrupt", VerbRole::Stop),
@@ -418,6 +433,7 @@ mod tests {
                 "ssh-drop",
                 "stall",
                 "power-loss",
+                "os-crash",
                 "corrupt",
                 "disk"
             ]

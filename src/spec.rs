@@ -145,6 +145,10 @@ pub enum FaultKind {
         /// Fraction of packets sent at once, overtaking the held ones (0 <= r < 1).
         #[serde(default)]
         reorder: f64,
+        /// Fraction of packets sent twice (0 <= d < 1; netem only: the `nfqueue` backend
+        /// refuses it).
+        #[serde(default)]
+        duplicate: f64,
         /// `auto` (netem, else NFQUEUE), `netem` or `nfqueue`.
         #[serde(default = "d_delay_backend")]
         backend: String,
@@ -184,6 +188,18 @@ pub enum FaultKind {
     /// starts it again. `torn` keeps the first half of the last unsynced write (a torn write).
     #[serde(rename = "power-loss")]
     PowerLoss {
+        /// `one`, `minority`, `majority`, `primaries` or `all`.
+        #[serde(default = "d_targets")]
+        targets: String,
+        /// Keep half of the last unsynced write.
+        #[serde(default)]
+        torn: bool,
+    },
+    /// An OS (kernel) crash: what `power-loss` does — SIGKILL the DB on the targets and drop
+    /// every write it did not fsync, the page cache being gone — under its own name, verbs
+    /// (`os-crash` / `reboot`) and plot band, one node by default.
+    #[serde(rename = "os-crash")]
+    OsCrash {
         /// `one`, `minority`, `majority`, `primaries` or `all`.
         #[serde(default = "d_targets")]
         targets: String,
@@ -351,6 +367,11 @@ impl FaultKind {
                 json!({ "targets": targets, "torn": torn }),
                 verb::POWER_ON,
             ),
+            FaultKind::OsCrash { targets, torn } => (
+                verb::OS_CRASH,
+                json!({ "targets": targets, "torn": torn }),
+                verb::REBOOT,
+            ),
             FaultKind::Pause { targets } => (verb::PAUSE, targets.clone().into(), verb::RESUME),
             FaultKind::Disk { targets, .. } => {
                 let mut v = serde_json::to_value(self.disk_fault()).unwrap_or_default();
@@ -386,6 +407,7 @@ impl FaultKind {
                 delay_ms,
                 jitter_ms,
                 reorder,
+                duplicate,
                 backend,
             } => (
                 verb::START_DELAY,
@@ -398,6 +420,9 @@ impl FaultKind {
                     });
                     if *reorder != 0.0 {
                         v["reorder"] = json!(reorder);
+                    }
+                    if *duplicate != 0.0 {
+                        v["duplicate"] = json!(duplicate);
                     }
                     if backend != "auto" {
                         v["backend"] = json!(backend);
@@ -466,6 +491,7 @@ impl FaultKind {
                 "duration_ms",
                 "jitter_ms",
                 "reorder",
+                "duplicate",
                 "backend",
                 "bits",
                 "bytes",
@@ -588,6 +614,7 @@ impl FaultKind {
         match self {
             FaultKind::Kill { targets }
             | FaultKind::PowerLoss { targets, .. }
+            | FaultKind::OsCrash { targets, .. }
             | FaultKind::Corrupt { targets, .. }
             | FaultKind::Disk { targets, .. }
             | FaultKind::Pause { targets }
@@ -630,7 +657,16 @@ impl FaultKind {
 
     /// Whether this fault needs the system's data directory on the lose-unsynced layer.
     pub fn needs_data_layer(&self) -> bool {
-        matches!(self, FaultKind::PowerLoss { .. } | FaultKind::Disk { .. })
+        self.loses_unsynced() || matches!(self, FaultKind::Disk { .. })
+    }
+
+    /// Whether this fault kills the DB and drops its unsynced writes (`power-loss`,
+    /// `os-crash`): one mechanism under two names.
+    pub fn loses_unsynced(&self) -> bool {
+        matches!(
+            self,
+            FaultKind::PowerLoss { .. } | FaultKind::OsCrash { .. }
+        )
     }
 
     /// Whether this fault steps clocks (the run then measures clock offsets).
@@ -713,6 +749,7 @@ const BUILTIN_NEMESES: &[(&str, &str)] = &[
     ),
     ("degraded", include_str!("../nemeses/degraded.toml")),
     ("power-loss", include_str!("../nemeses/power-loss.toml")),
+    ("os-crash", include_str!("../nemeses/os-crash.toml")),
     ("bitflip", include_str!("../nemeses/bitflip.toml")),
     ("truncate", include_str!("../nemeses/truncate.toml")),
     ("disk-error", include_str!("../nemeses/disk-error.toml")),
@@ -955,8 +992,8 @@ pub fn load_workload(arg: &str) -> Result<WorkloadSpec, ConfigError> {
 
 /// Load a nemesis schedule: a path, a name under `nemeses/`, `none`, or a comma-separated list of
 /// packages (`partition`, `kill`, `pause`, `isolate`, `loss`, `bandwidth`, `delay`, `clock`,
-/// `promote`, `ssh-drop`, `stall`, `power-loss`, `bitflip`, `truncate`, `disk-error`,
-/// `disk-full`, `slow-disk`) composed into one schedule.
+/// `promote`, `ssh-drop`, `stall`, `power-loss`, `os-crash`, `bitflip`, `truncate`,
+/// `disk-error`, `disk-full`, `slow-disk`) composed into one schedule.
 pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
     let packages: Vec<&str> = arg.split(',').map(str::trim).collect();
     let known = [
@@ -972,6 +1009,7 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
         "ssh-drop",
         "stall",
         "power-loss",
+        "os-crash",
         "bitflip",
         "truncate",
         "disk-error",
@@ -1174,6 +1212,76 @@ mod tests {
         let n = load_nemesis(path.to_str().unwrap()).unwrap();
         assert_eq!(n.faults[0].ops().1["torn"], true);
         assert_eq!(n.faults[0].ops().1["targets"], "one");
+    }
+
+    #[test]
+    fn os_crash_is_power_loss_on_one_node_under_its_own_verbs() {
+        let n = load_nemesis("os-crash").unwrap();
+        assert_eq!(
+            n.faults[0].ops(),
+            (
+                "os-crash",
+                serde_json::json!({"targets": "one", "torn": false}),
+                "reboot"
+            )
+        );
+        assert!(n.faults[0].needs_data_layer() && n.faults[0].loses_unsynced());
+        // Its verbs name their own kind, so plots and the fault table say os-crash.
+        let (kind, _) = crate::faults::classify_verb("os-crash").unwrap();
+        assert_eq!(kind.name, "os-crash");
+        assert_eq!(
+            crate::faults::classify_verb("reboot").unwrap().0.name,
+            "os-crash"
+        );
+        // A package list mixes it with the others.
+        let n = load_nemesis("os-crash,power-loss").unwrap();
+        let verbs: Vec<&str> = n.faults.iter().map(|f| f.ops().0).collect();
+        assert_eq!(verbs, ["os-crash", "power-loss"]);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(
+            &path,
+            "[[faults]]\nkind = \"os-crash\"\ntargets = \"majority\"\ntorn = true\n",
+        )
+        .unwrap();
+        let n = load_nemesis(path.to_str().unwrap()).unwrap();
+        assert_eq!(
+            n.faults[0].ops().1,
+            serde_json::json!({"targets": "majority", "torn": true})
+        );
+    }
+
+    #[test]
+    fn delay_duplicate_is_refused_on_the_nfqueue_backend_by_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.toml");
+        std::fs::write(
+            &path,
+            "[[faults]]\nkind = \"delay\"\ndelay_ms = 50\nbackend = \"nfqueue\"\nduplicate = 0.05\n",
+        )
+        .unwrap();
+        let e = load_nemesis(path.to_str().unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("d.toml:5") && e.contains("cannot duplicate packets"),
+            "{e}"
+        );
+        std::fs::write(
+            &path,
+            "[[faults]]\nkind = \"delay\"\ndelay_ms = 50\nduplicate = 0.05\n",
+        )
+        .unwrap();
+        let n = load_nemesis(path.to_str().unwrap()).unwrap();
+        assert_eq!(n.faults[0].ops().1["duplicate"], 0.05);
+        // Without duplicates the op value is the one runs always recorded.
+        assert!(
+            load_nemesis("delay").unwrap().faults[0]
+                .ops()
+                .1
+                .get("duplicate")
+                .is_none()
+        );
     }
 
     #[test]

@@ -70,24 +70,27 @@ fn postgres_refuses_the_list_append_workload() {
 
 #[test]
 fn an_external_spec_refuses_power_loss_it_has_no_declared_data_directory_for() {
-    // PostgreSQL serves it since it declares PGDATA; an external spec (ZooKeeper) declares none.
-    refused(
-        &["run", "--db", "zookeeper", "--nemesis", "power-loss"],
-        &[
-            "--nemesis",
-            "zookeeper",
-            "power-loss fault",
-            "declared data directory",
-        ],
-    );
+    // PostgreSQL serves it since it declares PGDATA, ZooKeeper's spec its `[durability]` dir;
+    // toykv's spec declares none.
+    let toykv = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/toykv/toykv.toml");
+    for nemesis in ["power-loss", "os-crash", "slow-disk"] {
+        refused(
+            &["run", "--db", toykv, "--nemesis", nemesis],
+            &[
+                "--nemesis",
+                "toykv has no `[durability]` table with the `dir` holding its data",
+                "toykv.toml",
+                "fault",
+            ],
+        );
+    }
     // File corruption needs a data directory too.
     refused(
-        &["run", "--db", "zookeeper", "--nemesis", "truncate"],
+        &["run", "--db", toykv, "--nemesis", "truncate"],
         &[
             "--nemesis",
-            "zookeeper",
-            "corrupt fault",
-            "declared data directory",
+            "toykv has no `[durability]` table",
+            "truncate fault",
         ],
     );
     // clap refuses an unknown policy, naming the ones Redis knows.

@@ -45,6 +45,7 @@ pub fn describe(fault: &FaultKind) -> String {
         FaultKind::Partition { shape } => format!("partition (shape {shape})"),
         FaultKind::Kill { targets } => format!("kill (targets {targets})"),
         FaultKind::PowerLoss { targets, .. } => format!("power-loss (targets {targets})"),
+        FaultKind::OsCrash { targets, .. } => format!("os-crash (targets {targets})"),
         FaultKind::Pause { targets } => format!("pause (targets {targets})"),
         FaultKind::Loss { targets, .. } => format!("loss (targets {targets})"),
         FaultKind::Bandwidth { targets, .. } => format!("bandwidth (targets {targets})"),
@@ -161,9 +162,9 @@ pub fn check(
                 ));
                 continue;
             }
-            FaultKind::PowerLoss { .. } => {
+            FaultKind::PowerLoss { .. } | FaultKind::OsCrash { .. } => {
                 out.push(refuse(
-                    "a power loss drops writes for good and restarts the system; chaos injects \
+                    "a power loss or OS crash drops writes for good and restarts the system; chaos injects \
                      only faults it can undo"
                         .into(),
                 ));

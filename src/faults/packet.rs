@@ -126,9 +126,15 @@ pub struct DelayParams {
     pub jitter_ms: u64,
     /// Fraction of packets in [0, 1) sent without delay, ahead of those held before them.
     pub reorder: f64,
+    /// Fraction of packets in [0, 1) sent twice (netem only: see [`DelayParams::duplicate`]'s
+    /// refusal on the NFQUEUE backend).
+    pub duplicate: f64,
     /// What delays the packets.
     pub backend: DelayBackend,
 }
+
+/// Why the NFQUEUE backend refuses `duplicate`, for every message that says so.
+pub const NFQUEUE_CANNOT_DUPLICATE: &str = "the nfqueue backend cannot duplicate packets (NFQUEUE hands each packet to the delayer, which can only let it go, later, or drop it: never send it twice); netem can";
 
 impl DelayParams {
     /// Parse and validate an op value.
@@ -151,6 +157,17 @@ impl DelayParams {
                 "reorder {reorder}: expected the fraction of packets sent at once, 0 <= r < 1"
             ));
         }
+        let duplicate = match v.get("duplicate") {
+            None | Some(Value::Null) => 0.0,
+            Some(x) => x
+                .as_f64()
+                .ok_or_else(|| format!("duplicate {x}: expected a number"))?,
+        };
+        if !(0.0..1.0).contains(&duplicate) {
+            return Err(format!(
+                "duplicate {duplicate}: expected the fraction of packets sent twice, 0 <= d < 1"
+            ));
+        }
         let backend = match v.get("backend") {
             None | Some(Value::Null) => DelayBackend::Auto,
             Some(Value::String(s)) => DelayBackend::parse(s).ok_or_else(|| {
@@ -161,16 +178,27 @@ impl DelayParams {
             })?,
             Some(x) => return Err(format!("backend {x}: expected a string")),
         };
+        if duplicate > 0.0 && backend == DelayBackend::Nfqueue {
+            return Err(format!(
+                "duplicate {duplicate} with backend = \"nfqueue\": {NFQUEUE_CANNOT_DUPLICATE}; use backend = \"netem\", or \"auto\" on nodes whose kernel has netem"
+            ));
+        }
         Ok(DelayParams {
             targets: targets_of(v)?,
             delay_ms,
             jitter_ms,
             reorder,
+            duplicate,
             backend,
         })
     }
 
-    /// The netem qdisc and its options: `netem delay 50ms [10ms] [reorder 25%]`.
+    /// Whether the NFQUEUE delayer can serve these parameters (it cannot duplicate).
+    pub fn nfqueue_can_serve(&self) -> bool {
+        self.duplicate == 0.0
+    }
+
+    /// The netem qdisc and its options: `netem delay 50ms [10ms] [reorder 25%] [duplicate 1%]`.
     pub fn netem_args(&self) -> Vec<String> {
         let mut args: Vec<String> = vec![
             "netem".into(),
@@ -183,6 +211,10 @@ impl DelayParams {
         if self.reorder > 0.0 {
             args.push("reorder".into());
             args.push(format!("{}%", (self.reorder * 1e4).round() / 100.0));
+        }
+        if self.duplicate > 0.0 {
+            args.push("duplicate".into());
+            args.push(format!("{}%", (self.duplicate * 1e4).round() / 100.0));
         }
         args
     }
@@ -224,6 +256,7 @@ mod tests {
         );
         let plain = DelayParams::from_value(&json!({"delay_ms": 30})).unwrap();
         assert_eq!(plain.netem_args(), ["netem", "delay", "30ms"]);
+        assert!(plain.nfqueue_can_serve());
         let e = DelayParams::from_value(&json!({"delay_ms": 30, "reorder": 1.0})).unwrap_err();
         assert!(e.starts_with("reorder 1"), "{e}");
         let e = DelayParams::from_value(&json!({"delay_ms": 30, "backend": "tc"})).unwrap_err();
@@ -233,6 +266,51 @@ mod tests {
                 DelayBackend::parse(name).map(DelayBackend::name),
                 Some(name)
             );
+        }
+    }
+
+    #[test]
+    fn duplicate_is_netems_and_the_nfqueue_backend_refuses_it() {
+        let d = DelayParams::from_value(
+            &json!({"delay_ms": 100, "jitter_ms": 10, "reorder": 0.25, "duplicate": 0.015}),
+        )
+        .unwrap();
+        assert_eq!(d.duplicate, 0.015);
+        assert_eq!(
+            d.netem_args(),
+            [
+                "netem",
+                "delay",
+                "100ms",
+                "10ms",
+                "reorder",
+                "25%",
+                "duplicate",
+                "1.5%"
+            ]
+        );
+        assert!(!d.nfqueue_can_serve());
+        let netem =
+            DelayParams::from_value(&json!({"delay_ms": 5, "duplicate": 0.5, "backend": "netem"}))
+                .unwrap();
+        assert_eq!(
+            netem.netem_args(),
+            ["netem", "delay", "5ms", "duplicate", "50%"]
+        );
+        let e = DelayParams::from_value(
+            &json!({"delay_ms": 5, "duplicate": 0.1, "backend": "nfqueue"}),
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("duplicate 0.1 with backend = \"nfqueue\"")
+                && e.contains("cannot duplicate packets"),
+            "{e}"
+        );
+        // Without duplicates the NFQUEUE backend is fine; out-of-range fractions are refused.
+        assert!(DelayParams::from_value(&json!({"delay_ms": 5, "backend": "nfqueue"})).is_ok());
+        for bad in [json!(1.0), json!(-0.1), json!("1%")] {
+            let e = DelayParams::from_value(&json!({"delay_ms": 5, "duplicate": bad})).unwrap_err();
+            assert!(e.starts_with("duplicate "), "{e}");
         }
     }
 }

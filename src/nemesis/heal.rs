@@ -365,13 +365,19 @@ impl Nemesis {
             );
         }
 
-        let powered_off = nodes_of(outstanding, verb::POWER_LOSS);
+        let cut_verbs = [verb::POWER_LOSS, verb::OS_CRASH];
+        let mut powered_off: Vec<String> = cut_verbs
+            .iter()
+            .flat_map(|f| nodes_of(outstanding, f))
+            .collect();
+        powered_off.sort();
+        powered_off.dedup();
         if !powered_off.is_empty() {
             // The journal names the layer: a stale mount (its process died with the
             // controller's run) is remounted over its files before the DB starts again.
             let layer: Option<super::power::DataLayer> = outstanding
                 .iter()
-                .filter(|r| r["f"] == verb::POWER_LOSS)
+                .filter(|r| cut_verbs.iter().any(|f| r["f"] == *f))
                 .find_map(|r| serde_json::from_value(r["detail"]["layer"].clone()).ok());
             if let Some(layer) = layer {
                 let idx: Vec<usize> = powered_off
@@ -389,14 +395,21 @@ impl Nemesis {
                     |_| None,
                 );
             }
-            self.adopt_powered_off(powered_off.clone());
+            let crashed = nodes_of(outstanding, verb::OS_CRASH);
+            self.adopt_powered_off(nodes_of(outstanding, verb::POWER_LOSS), verb::POWER_ON);
+            self.adopt_powered_off(crashed.clone(), verb::REBOOT);
             self.heal_step(
                 &mut log,
                 "power on",
                 |n| n.power_on().map(|_| ()),
                 |n| {
                     powered_off.iter().any(|k| k == n).then(|| {
-                        format!("restarted {db_name} (power lost per the journal; its lazyfs layer remounted first if stale)")
+                        let what = if crashed.iter().any(|k| k == n) {
+                            "OS crashed"
+                        } else {
+                            "power lost"
+                        };
+                        format!("restarted {db_name} ({what} per the journal; its lazyfs layer remounted first if stale)")
                     })
                 },
             );
@@ -583,6 +596,73 @@ mod tests {
             })),
         });
         (n, journal, why)
+    }
+
+    #[test]
+    fn a_power_on_after_an_os_crash_and_a_power_loss_journals_both_undone() {
+        let nodes: Vec<Node> = (1..=3)
+            .map(|i| Node {
+                name: format!("n{i}"),
+                host: format!("10.0.0.{i}"),
+            })
+            .collect();
+        let remotes: Vec<Arc<dyn Remote>> = nodes
+            .iter()
+            .map(|n| {
+                Arc::new(Fine {
+                    name: n.name.clone(),
+                    rules: None,
+                }) as Arc<dyn Remote>
+            })
+            .collect();
+        let journal: Arc<Mutex<Vec<Value>>> = Default::default();
+        let sink = journal.clone();
+        let etcd = crate::systems::etcd::EtcdConfig {
+            lazyfs: Some("/opt/shakedown".into()),
+            ..Default::default()
+        };
+        let mut n = Nemesis::new(super::super::NemesisConfig {
+            helper_exe: None,
+            nodes,
+            remotes,
+            db: Arc::new(crate::systems::etcd::Etcd::new(etcd)),
+            partition: Default::default(),
+            rng: rand_chacha::ChaCha8Rng::seed_from_u64(3),
+            journal: Some(Box::new(move |r: &Value| {
+                sink.lock().unwrap().push(r.clone())
+            })),
+        });
+        let crash = n.invoke("os-crash", &json!({"targets": "one", "torn": false}));
+        let crate::client::Completion::Ok { value, .. } = crash else {
+            panic!("os-crash: {crash:?}");
+        };
+        assert_eq!(value["nodes"].as_array().map(Vec::len), Some(1), "{value}");
+        assert_eq!(value["layer"]["exe"], "/opt/shakedown");
+        let cut = n.invoke("power-loss", &json!({"targets": "all", "torn": false}));
+        assert!(
+            matches!(cut, crate::client::Completion::Ok { .. }),
+            "{cut:?}"
+        );
+        let active = n.active().join(" ");
+        assert!(
+            active.contains("power-loss") && active.contains("os-crash"),
+            "{active}"
+        );
+        let open: Vec<Value> = super::super::outstanding_faults(&journal.lock().unwrap());
+        let undo: Vec<&Value> = open.iter().map(|r| &r["undo_with"]).collect();
+        assert_eq!(undo, [&json!("reboot"), &json!("power-on")]);
+        // One reboot starts every node and leaves neither cut outstanding.
+        let on = n.invoke("reboot", &Value::Null);
+        let crate::client::Completion::Ok { value, .. } = on else {
+            panic!("reboot: {on:?}");
+        };
+        assert_eq!(value["nodes"], json!(["n1", "n2", "n3"]));
+        let records = journal.lock().unwrap().clone();
+        assert!(
+            super::super::outstanding_faults(&records).is_empty(),
+            "{records:?}"
+        );
+        assert!(n.active().is_empty());
     }
 
     #[test]

@@ -175,8 +175,10 @@ pub struct Nemesis {
     cfg: NemesisConfig,
     partitioned: bool,
     killed: BTreeSet<String>,
-    /// Nodes whose power this nemesis cut (DB killed, unsynced writes dropped).
-    powered_off: BTreeSet<String>,
+    /// Nodes whose power this nemesis cut or whose OS it crashed (DB killed, unsynced writes
+    /// dropped), each with the verb that undoes that cut (`power-on`, `reboot`): a node cut
+    /// both ways owes both.
+    powered_off: BTreeSet<(String, &'static str)>,
     /// Nodes whose DB this nemesis stopped to damage a data file (`corrupt`).
     corrupted: BTreeSet<String>,
     /// Nodes whose data directory's layer this nemesis made faulty (`disk`).
@@ -483,8 +485,11 @@ impl Nemesis {
             verb::STOP_PARTITION => self.heal_partition().map(|()| json!("healed")),
             verb::KILL => self.kill(value),
             verb::START => self.start_all().map(|nodes| json!({ "nodes": nodes })),
-            verb::POWER_LOSS => self.power_loss(value),
-            verb::POWER_ON => self.power_on().map(|nodes| json!({ "nodes": nodes })),
+            verb::POWER_LOSS => self.power_loss(verb::POWER_LOSS, verb::POWER_ON, value),
+            verb::OS_CRASH => self.power_loss(verb::OS_CRASH, verb::REBOOT, value),
+            verb::POWER_ON | verb::REBOOT => self
+                .power_on_as(Some(f))
+                .map(|nodes| json!({ "nodes": nodes })),
             verb::BITFLIP | verb::TRUNCATE => match CorruptMode::of_verb(f) {
                 Some(mode) => self.corrupt(mode, value),
                 None => Err(format!("unknown nemesis op {f:?}")),
@@ -791,15 +796,19 @@ impl Nemesis {
                 self.killed.iter().cloned().collect::<Vec<_>>().join(",")
             ));
         }
-        if !self.powered_off.is_empty() {
-            v.push(format!(
-                "power-loss {}",
-                self.powered_off
-                    .iter()
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(",")
-            ));
+        for (undo, kind) in [
+            (verb::POWER_ON, verb::POWER_LOSS),
+            (verb::REBOOT, verb::OS_CRASH),
+        ] {
+            let nodes: Vec<&str> = self
+                .powered_off
+                .iter()
+                .filter(|(_, u)| *u == undo)
+                .map(|(n, _)| n.as_str())
+                .collect();
+            if !nodes.is_empty() {
+                v.push(format!("{kind} {}", nodes.join(",")));
+            }
         }
         if !self.disk_faulted.is_empty() {
             v.push(format!(

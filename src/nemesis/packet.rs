@@ -49,6 +49,15 @@ pub enum PacketError {
         /// Node name.
         node: String,
     },
+    /// The delay duplicates packets, which only netem can do, and the node's kernel has none.
+    #[error(
+        "{node}: the delay duplicates packets, which needs netem, and this kernel has none ({})",
+        crate::faults::packet::NFQUEUE_CANNOT_DUPLICATE
+    )]
+    CannotDuplicate {
+        /// Node name.
+        node: String,
+    },
     /// No interface on the node carries the node's address.
     #[error("{node}: no network interface has address {host}")]
     NoInterface {
@@ -317,6 +326,13 @@ pub fn start_delay(
     if p.backend != DelayBackend::Nfqueue {
         match start_netem_delay(remote, host, p) {
             Ok(()) => return Ok(DelayBackend::Netem),
+            Err(PacketError::NetemUnavailable { .. })
+                if p.backend == DelayBackend::Auto && !p.nfqueue_can_serve() =>
+            {
+                return Err(PacketError::CannotDuplicate {
+                    node: remote.node().to_string(),
+                });
+            }
             Err(PacketError::NetemUnavailable { .. }) if p.backend == DelayBackend::Auto => {}
             Err(e) => return Err(e),
         }

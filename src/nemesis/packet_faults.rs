@@ -32,6 +32,9 @@ impl Nemesis {
             "backend": p.backend.name(),
             "seed": seed,
         });
+        if p.duplicate > 0.0 {
+            detail["duplicate"] = json!(p.duplicate);
+        }
         let exe = self.cfg.helper_exe.clone();
         let served: Mutex<BTreeMap<String, &'static str>> = Mutex::new(BTreeMap::new());
         let result = self.journaled(

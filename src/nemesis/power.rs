@@ -10,13 +10,15 @@
 //! invisible there), by the same `shakedown` binary (the nodes share this machine's files); on
 //! real hosts the binary must be at the same path on the node (refused with words otherwise).
 //!
-//! Owns the scripts and [`DataLayer`]; does not own when they run (the systems' `setup`,
-//! `teardown` and `start`, and `Nemesis::power_loss`).
+//! Owns the scripts and [`DataLayer`], and the `power-loss` / `os-crash` faults' `Nemesis`
+//! methods (one mechanism, two names: a kernel crash loses the page cache as a power failure
+//! does); does not own when the scripts run (the systems' `setup`, `teardown` and `start`).
 
 use crate::control::{Cmd, Remote};
 use crate::db::DbError;
 use crate::faults::verb;
 use serde_json::{Value, json};
+use std::collections::BTreeSet;
 
 /// Where a system's data directory is served from the layer on a node.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -98,6 +100,9 @@ if [ "$3" = torn ]; then set -- lose-unsynced torn; else set -- lose-unsynced; f
 "$exe" lazyfs ctl --control "$d.lazyfs.sock" "$@"
 "#;
 
+/// Make every write so far durable: `$1` binary, `$2` data dir. Prints the layer's answer.
+const SYNC_ALL_SCRIPT: &str = r#""$1" lazyfs ctl --control "$2.lazyfs.sock" sync-all"#;
+
 fn other(remote: &dyn Remote, message: String) -> DbError {
     DbError::Other {
         node: remote.node().to_string(),
@@ -136,6 +141,18 @@ impl DataLayer {
         unmount(remote, &self.data_dir)
     }
 
+    /// Make every write made so far durable, as if each file had been fsynced (the end of a
+    /// setup whose files a power loss must not take back).
+    pub fn sync_all(&self, remote: &dyn Remote) -> Result<(), DbError> {
+        remote
+            .exec_ok(
+                &Cmd::script(SYNC_ALL_SCRIPT, [self.exe.as_str(), self.data_dir.as_str()])
+                    .sudo(true),
+            )
+            .map_err(|e| other(remote, format!("syncing the lazyfs layer: {e}")))?;
+        Ok(())
+    }
+
     /// Drop every unsynced write (the database must be stopped). Returns the layer's report.
     pub fn lose(&self, remote: &dyn Remote, torn: bool) -> Result<serde_json::Value, DbError> {
         let out = remote
@@ -164,10 +181,16 @@ pub fn unmount(remote: &dyn Remote, data_dir: &str) -> Result<String, DbError> {
 }
 
 impl super::Nemesis {
-    /// Power failure on the targets (`{"targets", "torn"}`): SIGKILL the DB, then order the
-    /// lose-unsynced layer under its data directory to drop every write not fsynced. The
+    /// Power failure (`f` = `power-loss`, undone by `undo` = `power-on`) or OS crash
+    /// (`os-crash`, `reboot`) on the targets (`{"targets", "torn"}`): SIGKILL the DB, then order
+    /// the lose-unsynced layer under its data directory to drop every write not fsynced. The
     /// completion value has each node's loss report (`lost`: files rolled back, writes dropped).
-    pub(super) fn power_loss(&mut self, value: &Value) -> Result<Value, String> {
+    pub(super) fn power_loss(
+        &mut self,
+        f: &'static str,
+        undo: &'static str,
+        value: &Value,
+    ) -> Result<Value, String> {
         let db = self.cfg.db.clone();
         let kill = db
             .as_kill()
@@ -182,57 +205,76 @@ impl super::Nemesis {
         let torn = value["torn"].as_bool().unwrap_or(false);
         let idx = self.targets_named(&targets)?;
         let names = self.node_names(&idx);
-        self.powered_off.extend(names.iter().cloned());
+        self.powered_off
+            .extend(names.iter().map(|n| (n.clone(), undo)));
         let detail = json!({ "nodes": names, "torn": torn, "layer": layer });
         let reports = std::sync::Mutex::new(serde_json::Map::new());
-        self.journaled(
-            "inject",
-            verb::POWER_LOSS,
-            detail.clone(),
-            Some(verb::POWER_ON),
-            |n| {
-                n.on_nodes(&idx, |r, node| {
-                    kill.kill(r, node).map_err(|e| e.to_string())?;
-                    let lost = layer.lose(r, torn).map_err(|e| e.to_string())?;
-                    reports
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(node.name.clone(), lost);
-                    Ok(())
-                })
-            },
-        )?;
+        self.journaled("inject", f, detail.clone(), Some(undo), |n| {
+            n.on_nodes(&idx, |r, node| {
+                kill.kill(r, node).map_err(|e| e.to_string())?;
+                let lost = layer.lose(r, torn).map_err(|e| e.to_string())?;
+                reports
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(node.name.clone(), lost);
+                Ok(())
+            })
+        })?;
         let mut out = detail;
         out["lost"] = Value::Object(reports.into_inner().unwrap_or_else(|p| p.into_inner()));
         Ok(out)
     }
 
-    /// Start the DB on every node (idempotent) after power losses; with the layer, a stale
-    /// mount is remounted first (the system's `start`).
+    /// Start the DB on every node (idempotent) after power losses and OS crashes; with the
+    /// layer, a stale mount is remounted first (the system's `start`).
     pub fn power_on(&mut self) -> Result<Vec<String>, String> {
+        self.power_on_as(None)
+    }
+
+    /// [`Self::power_on`] journaled as `f` (`power-on` or `reboot`; `None`: the verb an
+    /// outstanding cut owes). Cuts owed another verb are journaled undone by it too, so
+    /// `shakedown heal` finds none of them outstanding.
+    pub(super) fn power_on_as(&mut self, f: Option<&str>) -> Result<Vec<String>, String> {
+        let owed: BTreeSet<&'static str> = self.powered_off.iter().map(|(_, u)| *u).collect();
+        let f: &'static str = match f {
+            Some(v) if v == verb::REBOOT => verb::REBOOT,
+            Some(_) => verb::POWER_ON,
+            None => owed.iter().next().copied().unwrap_or(verb::POWER_ON),
+        };
         let db = self.cfg.db.clone();
         let Some(kill) = db.as_kill() else {
             return Ok(vec![]);
         };
         let cluster = self.cfg.nodes.clone();
-        let (all, off) = (self.all_idx(), self.powered_off.clone());
-        self.journaled(
-            "undo",
-            verb::POWER_ON,
-            json!({ "powered_off": off }),
-            None,
-            |n| {
-                n.on_nodes(&all, |r, node| {
-                    kill.start(r, node, &cluster).map_err(|e| e.to_string())
-                })
-            },
-        )?;
-        Ok(std::mem::take(&mut self.powered_off).into_iter().collect())
+        let all = self.all_idx();
+        let off: BTreeSet<String> = self.powered_off.iter().map(|(n, _)| n.clone()).collect();
+        self.journaled("undo", f, json!({ "powered_off": off }), None, |n| {
+            n.on_nodes(&all, |r, node| {
+                kill.start(r, node, &cluster).map_err(|e| e.to_string())
+            })
+        })?;
+        for other in owed.into_iter().filter(|v| *v != f) {
+            self.journaled(
+                "undo",
+                other,
+                json!({ "powered_off": off, "by": f }),
+                None,
+                |_| Ok(()),
+            )?;
+        }
+        self.powered_off.clear();
+        Ok(off.into_iter().collect())
     }
 
-    /// Remember nodes whose power an earlier controller cut (from its journal).
-    pub fn adopt_powered_off(&mut self, nodes: impl IntoIterator<Item = String>) {
-        self.powered_off.extend(nodes);
+    /// Remember nodes whose power an earlier controller cut (from its journal), with the verb
+    /// that undoes the cut (`power-on`, `reboot`).
+    pub fn adopt_powered_off(
+        &mut self,
+        nodes: impl IntoIterator<Item = String>,
+        undo: &'static str,
+    ) {
+        self.powered_off
+            .extend(nodes.into_iter().map(|n| (n, undo)));
     }
 }
 

@@ -202,12 +202,15 @@ fn missing_ability(db: &dyn Db, fault: &FaultKind) -> Option<&'static str> {
         other => other.targets().and_then(Targets::parse) == Some(Targets::Primaries),
     };
     match fault {
-        FaultKind::Kill { .. } | FaultKind::PowerLoss { .. } | FaultKind::Corrupt { .. }
+        FaultKind::Kill { .. }
+        | FaultKind::PowerLoss { .. }
+        | FaultKind::OsCrash { .. }
+        | FaultKind::Corrupt { .. }
             if db.as_kill().is_none() =>
         {
             Some("kill and restart")
         }
-        FaultKind::PowerLoss { .. } | FaultKind::Disk { .. } if db.data_dir().is_none() => {
+        f if f.needs_data_layer() && db.data_dir().is_none() => {
             Some("declared data directory (to serve from the lose-unsynced layer)")
         }
         FaultKind::Corrupt { .. } if db.data_dir().is_none() => {
@@ -251,7 +254,8 @@ pub enum SystemConfig {
     Postgres(postgres::PostgresConfig),
     /// A system described by a TOML spec (`systems::external`), recorded as its spec path and
     /// options (test.json's `db` object names the spec's system instead).
-    External(external::spec::ExternalConfig),
+    /// Boxed: a spec is much larger than the built-in systems' settings.
+    External(Box<external::spec::ExternalConfig>),
     /// Redis primary + replicas watched by Sentinels (`systems::redis`).
     Redis(redis::RedisConfig),
     /// NATS JetStream (`--db nats`).
@@ -265,7 +269,7 @@ impl SystemConfig {
         match self {
             SystemConfig::Etcd(c) => c,
             SystemConfig::Postgres(c) => c,
-            SystemConfig::External(c) => c,
+            SystemConfig::External(c) => c.as_ref(),
             SystemConfig::Redis(c) => c,
             SystemConfig::Nats(c) => c,
             SystemConfig::Galera(c) => c,
@@ -293,8 +297,9 @@ impl SystemConfig {
     }
 
     /// Serve the data directory from the lose-unsynced layer run by the binary `exe` (a run
-    /// with the `power-loss` or a `disk` fault). Systems without a declared data directory ignore it; their
-    /// `validate` refuses the fault.
+    /// with the `power-loss`, `os-crash` or a `disk` fault). Systems without a declared data
+    /// directory (an external spec without `[durability]`) ignore it; their `validate` refuses
+    /// the fault.
     pub fn serve_data_from_layer(&mut self, exe: &str) {
         match self {
             SystemConfig::Etcd(c) => c.lazyfs = Some(exe.to_string()),
@@ -302,7 +307,7 @@ impl SystemConfig {
             SystemConfig::Nats(c) => c.lazyfs = Some(exe.to_string()),
             SystemConfig::Galera(c) => c.lazyfs = Some(exe.to_string()),
             SystemConfig::Postgres(c) => c.lazyfs = Some(exe.to_string()),
-            SystemConfig::External(_) => {}
+            SystemConfig::External(c) => c.lazyfs = Some(exe.to_string()),
         }
     }
 }
@@ -465,7 +470,9 @@ impl SystemFlags {
         }
         match chosen {
             Some(chosen) => (chosen.config)(&self.matches),
-            None => external::spec::configure(db, db_opts).map(SystemConfig::External),
+            None => {
+                external::spec::configure(db, db_opts).map(|c| SystemConfig::External(Box::new(c)))
+            }
         }
     }
 }

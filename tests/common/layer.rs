@@ -1,6 +1,9 @@
 //! What the power-loss tests share: the set checker's result in a run's results.json, and what
 //! of the lose-unsynced layer (mounts, `lazyfs serve` processes) is left in a sandbox's nodes.
-//! Included with `#[path = "common/layer.rs"] mod layer;` next to `common/cli.rs`.
+//! Included with `#[path = "common/layer.rs"] mod layer;` next to `common/cli.rs`; each test
+//! uses what it needs.
+
+#![allow(dead_code)]
 
 use serde_json::Value;
 

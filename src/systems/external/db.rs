@@ -5,8 +5,11 @@
 //! Owns building each command with `Cmd` (the spec's script is constant text run by `sh -c`;
 //! node name, index, node list, data dir and options arrive as positional parameters, never
 //! spliced into the script), uploading its files, the setup
-//! order, polling `ready`, and error messages naming the node and the command. Does not own
-//! parsing the spec (`spec`) or clients (`client`).
+//! order (with `[durability]`: any old layer unmounted before `wipe`; in a run that serves it
+//! from the lose-unsynced layer, a fresh layer mounted before the uploads and `setup`, and what
+//! they wrote made durable before `start`), polling `ready`, and error messages naming the node
+//! and the command. Does not own parsing the spec (`spec`), clients (`client`) or the layer's
+//! scripts (`nemesis::power`).
 
 use super::spec::{CommandKind, ExternalConfig};
 use crate::control::{Cmd, ExecOutput, Remote};
@@ -55,6 +58,11 @@ impl ExternalDb {
 
     fn known_cluster(&self) -> Vec<Node> {
         self.cluster.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    /// The spec's `[durability]` directory on the node (absolute), if declared.
+    fn durable_dir(&self) -> Option<String> {
+        self.cfg.spec.durability.as_ref().map(|d| d.dir.clone())
     }
 
     /// Whether the spec gives `kind`.
@@ -214,10 +222,20 @@ impl Db for ExternalDb {
     fn setup(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
         self.remember(cluster);
         self.run(remote, CommandKind::Install, node, cluster)?;
-        // Whatever an earlier run left running goes first, then its data.
+        // Whatever an earlier run left running goes first, then a layer it left mounted (stale
+        // or not: `wipe` could not remove a stale mount point), then its data.
         self.run(remote, CommandKind::Stop, node, cluster)?;
+        if let Some(dir) = self.durable_dir() {
+            crate::nemesis::power::unmount(remote, &dir)?;
+        }
         self.run(remote, CommandKind::Wipe, node, cluster)?;
         remote.exec_ok(&Cmd::script(MKDIR_SCRIPT, [self.cfg.spec.data_dir.clone()]).sudo(true))?;
+        // A fresh layer before the uploads and `setup`, which may write into it (ZooKeeper's
+        // `myid`).
+        let layer = self.data_layer();
+        if let Some(layer) = &layer {
+            layer.mount(remote, true)?;
+        }
         for f in &self.cfg.spec.files {
             if let Some(parent) = std::path::Path::new(&f.dest).parent() {
                 remote.exec_ok(
@@ -227,6 +245,10 @@ impl Db for ExternalDb {
             remote.upload(&f.contents, &f.dest, f.mode)?;
         }
         self.run(remote, CommandKind::Setup, node, cluster)?;
+        if let Some(layer) = &layer {
+            // What setup wrote is durable: a power loss never reaches back before the start.
+            layer.sync_all(remote)?;
+        }
         self.run(remote, CommandKind::Start, node, cluster)?;
         Ok(())
     }
@@ -237,7 +259,27 @@ impl Db for ExternalDb {
             self.run(remote, CommandKind::Resume, node, &self.known_cluster())?;
         }
         self.run(remote, CommandKind::Stop, node, &self.known_cluster())?;
+        if let Some(dir) = self.durable_dir() {
+            crate::nemesis::power::unmount(remote, &dir)?;
+        }
         Ok(())
+    }
+
+    fn data_dir(&self) -> Option<String> {
+        self.durable_dir()
+    }
+
+    fn data_files(&self) -> Vec<String> {
+        self.cfg
+            .spec
+            .durability
+            .as_ref()
+            .map(|d| d.files.clone())
+            .unwrap_or_default()
+    }
+
+    fn data_layer(&self) -> Option<crate::nemesis::power::DataLayer> {
+        crate::nemesis::power::DataLayer::over(self.cfg.lazyfs.as_deref(), self.durable_dir()?)
     }
 
     fn log_files(&self, _node: &Node) -> Vec<String> {
@@ -290,7 +332,12 @@ impl Kill for ExternalDb {
         Ok(())
     }
 
+    /// Start the server again; with the lose-unsynced layer, remount it first if its process
+    /// died (a stale mount), keeping its files.
     fn start(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
+        if let Some(layer) = self.data_layer() {
+            layer.mount(remote, false)?;
+        }
         self.run(remote, CommandKind::Start, node, cluster)?;
         Ok(())
     }
@@ -405,6 +452,7 @@ mod tests {
             arg: "toy.toml".into(),
             spec,
             options,
+            lazyfs: None,
         }))
     }
 

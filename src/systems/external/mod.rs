@@ -142,6 +142,15 @@ impl Db for ExternalSystem {
     fn as_promote(&self) -> Option<&dyn crate::db::Promote> {
         self.db.as_promote()
     }
+    fn data_dir(&self) -> Option<String> {
+        self.db.data_dir()
+    }
+    fn data_files(&self) -> Vec<String> {
+        self.db.data_files()
+    }
+    fn data_layer(&self) -> Option<crate::nemesis::power::DataLayer> {
+        self.db.data_layer()
+    }
 }
 
 /// What every external system can serve besides its declared workloads and its commands'
@@ -227,6 +236,11 @@ impl System for ExternalSystem {
             "spec": cfg.spec.path.display().to_string(),
             "packages": cfg.spec.packages,
             "data_dir": cfg.spec.data_dir,
+            "durability": cfg.spec.durability.as_ref().map(|d| json!({
+                "dir": d.dir,
+                "files": d.files,
+                "layer": cfg.lazyfs.is_some(),
+            })),
             "options": cfg.options,
             "commands": commands,
             "abilities": abilities,

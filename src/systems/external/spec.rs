@@ -116,6 +116,20 @@ pub struct OptionSpec {
     pub help: String,
 }
 
+/// Where a spec's database keeps the data a power failure must not take (`[durability]`): the
+/// directory the lose-unsynced layer is mounted on in runs with `power-loss`, `os-crash` or a
+/// `disk` fault, and the files the `bitflip` / `truncate` faults choose from. Not the spec's
+/// `data_dir`: that is the node's working directory (config, pidfile, logs), which the layer
+/// must not cover.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Durability {
+    /// Absolute path on each node, under `data_dir` (what `Db::data_dir` answers).
+    pub dir: String,
+    /// Globs relative to `dir` of the files holding acknowledged data (`*` crosses `/`); empty:
+    /// none declared, and the corruption faults need their own `files`.
+    pub files: Vec<String>,
+}
+
 /// A validated system spec.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExternalSpec {
@@ -129,6 +143,9 @@ pub struct ExternalSpec {
     pub packages: Vec<String>,
     /// Data directory on each node (`$4` of every command).
     pub data_dir: String,
+    /// The database's durable data under `data_dir` (`[durability]`); `None`: not declared, and
+    /// the faults that need it are refused.
+    pub durability: Option<Durability>,
     /// Absolute log paths on each node, downloaded after the run.
     pub logs: Vec<String>,
     /// Files uploaded to every node.
@@ -158,6 +175,9 @@ pub struct ExternalConfig {
     pub spec: ExternalSpec,
     /// Every option's value (defaults filled in).
     pub options: BTreeMap<String, String>,
+    /// The `shakedown` binary serving the spec's durability directory from the lose-unsynced
+    /// layer (runs with `power-loss`, `os-crash` or a `disk` fault); `None`: a plain directory.
+    pub lazyfs: Option<String>,
 }
 
 /// What a run records of an external system's configuration.
@@ -166,6 +186,8 @@ struct ConfigRecord {
     arg: String,
     spec: PathBuf,
     options: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lazyfs: Option<String>,
 }
 
 impl From<ExternalConfig> for ConfigRecord {
@@ -174,6 +196,7 @@ impl From<ExternalConfig> for ConfigRecord {
             arg: c.arg,
             spec: c.spec.path,
             options: c.options,
+            lazyfs: c.lazyfs,
         }
     }
 }
@@ -188,6 +211,7 @@ impl TryFrom<ConfigRecord> for ExternalConfig {
             arg: r.arg,
             spec,
             options,
+            lazyfs: r.lazyfs,
         })
     }
 }
@@ -266,14 +290,19 @@ impl ExternalConfig {
     }
 
     /// Refuse, before any node is touched, faults the spec's commands cannot serve: `kill`
-    /// needs `kill`, `pause` needs `pause`/`resume`, `promote` needs `promote`, and targets or
-    /// partitions of `primaries` need `primaries`.
+    /// (and the power and corruption faults, which stop the server first) needs `kill`, `pause`
+    /// needs `pause`/`resume`, `promote` needs `promote`, and targets or partitions of
+    /// `primaries` need `primaries`; then the faults its `[durability]` table cannot serve
+    /// ([`Self::validate_durability`]).
     pub fn validate_faults(&self, nemesis: &crate::spec::NemesisSpec) -> Result<(), ConfigError> {
         let has = |k: CommandKind| self.spec.commands.contains_key(&k);
         for fault in &nemesis.faults {
             let (verb, value, _) = fault.ops();
             let needs = match fault {
-                crate::spec::FaultKind::Kill { .. } => Some(CommandKind::Kill),
+                crate::spec::FaultKind::Kill { .. }
+                | crate::spec::FaultKind::PowerLoss { .. }
+                | crate::spec::FaultKind::OsCrash { .. }
+                | crate::spec::FaultKind::Corrupt { .. } => Some(CommandKind::Kill),
                 crate::spec::FaultKind::Pause { .. } => Some(CommandKind::Pause),
                 crate::spec::FaultKind::Promote { .. } => Some(CommandKind::Promote),
                 _ => None,
@@ -303,8 +332,47 @@ impl ExternalConfig {
                     ),
                 ));
             }
+            self.validate_durability(fault, verb)?;
         }
         Ok(())
+    }
+
+    /// Refuse a fault that needs what `[durability]` declares: the lose-unsynced layer
+    /// (`power-loss`, `os-crash`, `disk`) needs its `dir`; `bitflip` / `truncate` need it too, and
+    /// globs of files to damage (its `files`, or the fault's own).
+    fn validate_durability(
+        &self,
+        fault: &crate::spec::FaultKind,
+        verb: &str,
+    ) -> Result<(), ConfigError> {
+        let durability = self.spec.durability.as_ref();
+        let missing = match fault {
+            f if f.needs_data_layer() && durability.is_none() => Some(
+                "`[durability]` table with the `dir` holding its data (the layer that loses unsynced writes is mounted there)",
+            ),
+            crate::spec::FaultKind::Corrupt { .. } if durability.is_none() => Some(
+                "`[durability]` table with the `dir` holding its data (the corrupted files are chosen there)",
+            ),
+            crate::spec::FaultKind::Corrupt { files, .. }
+                if files.is_empty() && durability.is_some_and(|d| d.files.is_empty()) =>
+            {
+                Some(
+                    "`files` in its `[durability]` table (globs of the files to corrupt; or name them with `files = [...]` in the fault)",
+                )
+            }
+            _ => None,
+        };
+        match missing {
+            None => Ok(()),
+            Some(what) => Err(ConfigError::new(
+                "--nemesis",
+                format!(
+                    "{} has no {what} in {}, so it cannot serve the {verb} fault (PROTOCOL.md)",
+                    self.spec.name,
+                    self.spec.path.display()
+                ),
+            )),
+        }
     }
 }
 
@@ -315,6 +383,7 @@ struct RawSpec {
     #[serde(default)]
     packages: Vec<Spanned<String>>,
     data_dir: Option<Spanned<String>>,
+    durability: Option<Spanned<RawDurability>>,
     #[serde(default)]
     logs: Vec<Spanned<String>>,
     #[serde(default)]
@@ -325,6 +394,14 @@ struct RawSpec {
     client: Spanned<RawClient>,
     ready_timeout_s: Option<Spanned<f64>>,
     command_timeout_s: Option<Spanned<f64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDurability {
+    dir: Spanned<String>,
+    #[serde(default)]
+    files: Vec<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -411,6 +488,15 @@ fn is_remote_path(s: &str) -> bool {
         && !s.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
+/// A path relative to a directory: not empty, not absolute, no `.` or `..` component, no
+/// whitespace or control characters (globs' `*`, `?` and `[...]` are allowed).
+fn is_relative_path(s: &str) -> bool {
+    !s.is_empty()
+        && !s.starts_with('/')
+        && !s.split('/').any(|c| c.is_empty() || c == "." || c == "..")
+        && !s.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
 /// `rel` under `base` unless it is absolute.
 fn under(base: &str, rel: &str) -> String {
     if rel.starts_with('/') {
@@ -459,6 +545,39 @@ pub fn parse(text: &str, path: &Path) -> Result<ExternalSpec, ConfigError> {
         }
         Some(d) => d.get_ref().trim_end_matches('/').to_string(),
         None => format!("/tmp/shakedown-{name}"),
+    };
+    let durability = match &raw.durability {
+        None => None,
+        Some(d) => {
+            let d = d.get_ref();
+            let rel = d.dir.get_ref().trim_end_matches('/');
+            if !is_relative_path(rel) {
+                return Err(err(
+                    d.dir.span().start,
+                    format!(
+                        "durability.dir = {:?}: expected a directory relative to data_dir, such as \"data\" (the layer that loses unsynced writes is mounted there, so it must not be data_dir itself, which holds the config, pidfile and logs; no '..', '.' or spaces)",
+                        d.dir.get_ref()
+                    ),
+                ));
+            }
+            let mut files = Vec::new();
+            for g in &d.files {
+                if !is_relative_path(g.get_ref()) {
+                    return Err(err(
+                        g.span().start,
+                        format!(
+                            "durability.files: {:?}: expected a glob relative to durability.dir, such as \"wal/*.log\" (no leading '/', '..', '.' or spaces)",
+                            g.get_ref()
+                        ),
+                    ));
+                }
+                files.push(g.get_ref().clone());
+            }
+            Some(Durability {
+                dir: under(&data_dir, rel),
+                files,
+            })
+        }
     };
     let mut logs = Vec::new();
     for l in &raw.logs {
@@ -653,6 +772,7 @@ pub fn parse(text: &str, path: &Path) -> Result<ExternalSpec, ConfigError> {
         dir,
         packages,
         data_dir,
+        durability,
         logs,
         files,
         options,
@@ -724,6 +844,7 @@ pub fn configure(arg: &str, opts: &[String]) -> Result<ExternalConfig, ConfigErr
         arg: arg.to_string(),
         spec,
         options,
+        lazyfs: None,
     })
 }
 
@@ -777,6 +898,7 @@ workloads = ["register"]
             arg: "toy".into(),
             spec: s.clone(),
             options: opts,
+            lazyfs: None,
         };
         assert_eq!(cfg.non_default_opts(), vec!["reads=sync"]);
     }
@@ -865,6 +987,113 @@ workloads = ["register"]
     }
 
     #[test]
+    fn durability_declares_the_layer_directory_and_the_files_to_corrupt() {
+        let s = parse_str(GOOD).unwrap();
+        assert_eq!(s.durability, None);
+        let text = GOOD.replace(
+            "[options.reads]",
+            "[durability]\ndir = \"data/\"\nfiles = [\"version-2/log.*\", \"version-2/snapshot.*\"]\n\n[options.reads]",
+        );
+        let s = parse_str(&text).unwrap();
+        assert_eq!(
+            s.durability,
+            Some(Durability {
+                dir: "/tmp/shakedown-toy/data".into(),
+                files: vec!["version-2/log.*".into(), "version-2/snapshot.*".into()],
+            })
+        );
+        // A directory without files: the layer's faults, not the corruption ones' defaults.
+        let s = parse_str(&GOOD.replace(
+            "[options.reads]",
+            "[durability]\ndir = \"db\"\n[options.reads]",
+        ))
+        .unwrap();
+        assert_eq!(s.durability.unwrap().files, Vec::<String>::new());
+        let base = "name = \"toy\"\n[commands]\nstart = \"x\"\nstop = \"x\"\nready = \"x\"\n[client]\ncommand = [\"c\"]\n";
+        for (table, line, words) in [
+            (
+                "[durability]\ndir = \"/var/lib/toy\"\n",
+                9,
+                "relative to data_dir",
+            ),
+            (
+                "[durability]\ndir = \".\"\n",
+                9,
+                "must not be data_dir itself",
+            ),
+            ("[durability]\ndir = \"../x\"\n", 9, "durability.dir"),
+            (
+                "[durability]\ndir = \"d\"\nfiles = [\"ok/*\", \"/etc/*\"]\n",
+                10,
+                "durability.files: \"/etc/*\"",
+            ),
+            ("[durability]\nfiles = [\"a\"]\n", 8, "dir"),
+            ("[durability]\ndir = \"d\"\nfsync = true\n", 10, "fsync"),
+        ] {
+            let e = parse_str(&format!("{base}{table}")).unwrap_err();
+            assert!(
+                e.starts_with(&format!("systems/toy.toml:{line}: ")) && e.contains(words),
+                "{table:?} → {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn faults_that_need_durability_are_refused_in_the_specs_words() {
+        let cfg = |text: &str| ExternalConfig {
+            arg: "toy".into(),
+            spec: parse_str(text).unwrap(),
+            options: BTreeMap::new(),
+            lazyfs: None,
+        };
+        let with_kill = GOOD.replace("[client]", "kill = \"x\"\n[client]");
+        let bare = cfg(&with_kill);
+        let declared = cfg(&with_kill.replace(
+            "[options.reads]",
+            "[durability]\ndir = \"data\"\n[options.reads]",
+        ));
+        let with_files = cfg(&with_kill.replace(
+            "[options.reads]",
+            "[durability]\ndir = \"data\"\nfiles = [\"*.log\"]\n[options.reads]",
+        ));
+        for nemesis in [
+            "power-loss",
+            "os-crash",
+            "disk-error",
+            "bitflip",
+            "truncate",
+        ] {
+            let n = crate::spec::load_nemesis(nemesis).unwrap();
+            let e = bare.validate_faults(&n).unwrap_err().to_string();
+            assert!(
+                e.contains("--nemesis")
+                    && e.contains("toy has no `[durability]` table with the `dir`")
+                    && e.contains("systems/toy.toml"),
+                "{nemesis}: {e}"
+            );
+            assert!(with_files.validate_faults(&n).is_ok(), "{nemesis}");
+        }
+        for nemesis in ["power-loss", "os-crash", "slow-disk"] {
+            let n = crate::spec::load_nemesis(nemesis).unwrap();
+            assert!(declared.validate_faults(&n).is_ok(), "{nemesis}");
+        }
+        let e = declared
+            .validate_faults(&crate::spec::load_nemesis("bitflip").unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`files` in its `[durability]` table"), "{e}");
+        // Without `kill` the power faults are refused for the missing command first.
+        let e = cfg(GOOD)
+            .validate_faults(&crate::spec::load_nemesis("os-crash").unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("no `kill` command") && e.contains("os-crash fault"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn a_config_round_trips_through_its_record_by_reloading_the_spec() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("toy.toml");
@@ -875,6 +1104,7 @@ workloads = ["register"]
             arg: path.display().to_string(),
             spec,
             options,
+            lazyfs: Some("/opt/shakedown".into()),
         };
         let v = serde_json::to_value(&cfg).unwrap();
         assert_eq!(v["options"]["reads"], "sync");
