@@ -1,0 +1,377 @@
+//! Driving a set-up cluster: the client generator a workload spec makes (`build_client_gen`),
+//! the nemesis schedule a nemesis spec makes (`schedule_of`, clock offsets `with_offsets_of`),
+//! and [`drive`], the interpreter's phases — main (clients and nemesis until the time limit), the
+//! final heal (one budget), settle, `db-status`, final reads — appending to the run's history.
+//!
+//! Does not own setting the cluster up or tearing it down, nor checking (the rest of `runner`),
+//! nor what an op does (clients, `nemesis`).
+
+use super::{Budget, NemesisClient, RunError, first_err, on_nodes};
+use crate::config::TestConfig;
+use crate::control::Remote;
+use crate::generator::{self, Generator};
+use crate::history::HistoryWriter;
+use crate::interpreter::{Interpreter, Stats, Worker};
+use crate::nemesis::Nemesis;
+use crate::node::Node;
+use crate::progress::{Phase, Progress};
+use crate::store::RunDir;
+use crate::systems::System;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+pub(super) fn build_client_gen(
+    cfg: &TestConfig,
+    stalls: Option<&generator::stall::StallBoard>,
+) -> Result<(Box<dyn Generator>, generator::KeyLog), RunError> {
+    let w = &cfg.workload;
+    let config_err = |e: generator::ConfigError| {
+        crate::config::ConfigError::new(&cfg.workload_name, e.to_string())
+    };
+    let threads_per_key = w.threads_per_key.min(cfg.concurrency).max(1);
+    let (keys, mut g): (generator::KeyLog, Box<dyn Generator>) = if w.kind == generator::set::KIND {
+        let workload = generator::set_workload(generator::SetConfig {
+            read_weight: w.read_weight,
+            add_weight: w.add_weight,
+            threads_per_key,
+            ops_per_key: w.ops_per_key,
+            key_prefix: None,
+        })
+        .map_err(config_err)?;
+        (workload.keys_used(), Box::new(workload))
+    } else if w.kind == generator::log::KIND {
+        let workload =
+            generator::log::log_workload(w.log.clone().unwrap_or_default()).map_err(config_err)?;
+        (generator::KeyLog::new(), Box::new(workload))
+    } else if w.kind == generator::txn::KIND {
+        let workload = generator::txn::txn_workload(generator::txn::TxnConfig {
+            read_weight: w.read_weight,
+            append_weight: w.append_weight,
+            active_keys: w.active_keys,
+            max_mops: w.max_mops,
+            appends_per_key: w.ops_per_key,
+        })
+        .map_err(config_err)?;
+        (generator::KeyLog::new(), Box::new(workload))
+    } else if generator::lock::is_lock_kind(&w.kind) {
+        let lock_cfg = generator::lock::LockConfig {
+            fenced: w.kind == generator::lock::FENCED_KIND,
+            ..w.lock.clone().unwrap_or_default()
+        };
+        let workload = generator::lock::lock_workload(lock_cfg).map_err(config_err)?;
+        (generator::KeyLog::new(), Box::new(workload))
+    } else if w.kind == "list-append" {
+        let workload = generator::list_append_workload(generator::ListAppendConfig {
+            read_weight: w.read_weight,
+            append_weight: w.append_weight,
+            threads_per_key,
+            ops_per_key: w.ops_per_key,
+            key_prefix: None,
+        })
+        .map_err(config_err)?;
+        (workload.keys_used(), Box::new(workload))
+    } else {
+        let workload = generator::register_workload(generator::RegisterConfig {
+            read_weight: w.read_weight,
+            write_weight: w.write_weight,
+            cas_weight: w.cas_weight,
+            max_value: u64::from(w.max_value),
+            threads_per_key,
+            ops_per_key: w.ops_per_key,
+            key_prefix: None,
+        })
+        .map_err(config_err)?;
+        (workload.keys_used(), Box::new(workload))
+    };
+    if let Some(board) = stalls {
+        // Lock workloads: a holder stalls before a protected write; others: before any op.
+        let applies: fn(&str) -> bool = if generator::lock::is_lock_kind(&w.kind) {
+            generator::lock::is_protected
+        } else {
+            |_| true
+        };
+        g = Box::new(generator::stall::stall_gate(g, board.clone(), applies));
+    }
+    if cfg.rate > 0.0 {
+        g = Box::new(generator::stagger((1e9 / cfg.rate) as u64, g));
+    }
+    Ok((
+        Box::new(generator::time_limit((cfg.time_limit_s * 1e9) as u64, g)),
+        keys,
+    ))
+}
+
+fn nemesis_schedule(cfg: &TestConfig) -> generator::NemesisSchedule {
+    schedule_of(&cfg.nemesis)
+}
+
+/// The nemesis schedule of a spec (runs and `shakedown chaos`).
+pub(crate) fn schedule_of(spec: &crate::spec::NemesisSpec) -> generator::NemesisSchedule {
+    generator::NemesisSchedule {
+        faults: spec
+            .faults
+            .iter()
+            .map(|f| {
+                let (start_f, start_value, stop_f) = f.ops();
+                generator::FaultSpec {
+                    start_f: start_f.into(),
+                    start_value,
+                    stop_f: stop_f.into(),
+                    stop_value: Value::Null,
+                }
+            })
+            .collect(),
+        interval_ns: (spec.interval_s * 1e9) as u64,
+        sequential: spec.order == crate::spec::FaultOrder::Sequential,
+    }
+}
+
+/// With clock faults in the schedule: measure clock offsets after every clock op and, when
+/// `periodic`, every `clock_offsets_interval_s`. Otherwise `g` unchanged.
+fn with_offsets(cfg: &TestConfig, g: Box<dyn Generator>, periodic: bool) -> Box<dyn Generator> {
+    with_offsets_of(&cfg.nemesis, g, periodic)
+}
+
+/// [`with_offsets`] for a nemesis spec (runs and `shakedown chaos`).
+pub(crate) fn with_offsets_of(
+    spec: &crate::spec::NemesisSpec,
+    g: Box<dyn Generator>,
+    periodic: bool,
+) -> Box<dyn Generator> {
+    if !spec.faults.iter().any(crate::spec::FaultKind::is_clock) {
+        return g;
+    }
+    let period_ns = (spec.clock_offsets_interval_s * 1e9) as u64;
+    Box::new(generator::with_clock_offsets(
+        Some(period_ns).filter(|_| periodic),
+        g,
+    ))
+}
+
+/// How the user steers a running workload: the progress display to update and the Ctrl-C signal.
+pub(crate) struct Control {
+    /// Progress display, if any.
+    pub progress: Option<Progress>,
+    /// Becomes true when the user asks to stop.
+    pub interrupt: watch::Receiver<bool>,
+}
+
+/// What [`drive`] did.
+pub(crate) struct DriveOutcome {
+    /// History events written.
+    pub events: u64,
+    /// Client ops completed ok, fail and info, every phase.
+    pub counts: (u64, u64, u64),
+    /// Client ops completed in the main phase (no heal or final reads).
+    pub main_ops: u64,
+    /// How long the main phase ran.
+    pub main_phase: Duration,
+    /// Whether the user stopped it.
+    pub interrupted: bool,
+}
+
+/// Wait for the DB, then run the interpreter phases against an already set-up cluster, appending
+/// to the run directory's history.
+pub(crate) async fn drive(
+    cfg: &TestConfig,
+    nodes: &[Node],
+    remotes: &[Arc<dyn Remote>],
+    system: &dyn System,
+    nemesis: Option<Arc<Mutex<Nemesis>>>,
+    run_dir: &RunDir,
+    control: Control,
+) -> Result<DriveOutcome, RunError> {
+    let Control {
+        progress,
+        mut interrupt,
+    } = control;
+    // Wait for the cluster before the clock starts.
+    let progress = progress.unwrap_or_else(Progress::quiet);
+    progress.phase(
+        Phase::ReadyWait,
+        format!(
+            "waiting until {} answers on all {} nodes",
+            system.name(),
+            nodes.len()
+        ),
+    );
+    {
+        let (remotes, nodes, system) = (remotes.to_vec(), nodes.to_vec(), system.to_arc());
+        tokio::task::spawn_blocking(move || {
+            first_err(on_nodes(&remotes, &nodes, |r, n| {
+                system.await_ready(r, n, &nodes)
+            }))
+        })
+        .await
+        .expect("ready task")
+        .map_err(RunError::Control)?;
+    }
+    if *interrupt.borrow() {
+        return Err(RunError::Interrupted);
+    }
+    let stats = Arc::new(Stats::default());
+    let op_timeout = Duration::from_millis(cfg.op_timeout_ms);
+    let mut workers = Vec::new();
+    for t in 0..cfg.concurrency {
+        let node = &nodes[t % nodes.len()];
+        let ctx = crate::client::ClientCtx::of_thread(cfg, t, nodes);
+        let client = system.client(&ctx).map_err(RunError::Control)?;
+        workers.push(Worker {
+            client,
+            node: Some(node.name.clone()),
+            timeout: op_timeout + Duration::from_millis(500),
+        });
+    }
+    let stalls = cfg
+        .nemesis
+        .faults
+        .iter()
+        .any(crate::spec::FaultKind::is_stall)
+        .then(generator::stall::StallBoard::new);
+    if let Some(board) = &stalls {
+        system.attach_stalls(board);
+    }
+    let budget = Budget::default();
+    let nemesis_bound = Duration::from_secs_f64(cfg.nemesis_timeout_s);
+    let nemesis_worker = nemesis.map(|nemesis| {
+        NemesisClient {
+            nemesis,
+            stalls: stalls.clone(),
+            stats: stats.clone(),
+            progress: progress.clone(),
+            bound: nemesis_bound,
+            budget: budget.clone(),
+        }
+        .worker()
+    });
+    let interp_has_nemesis = nemesis_worker.is_some();
+    let file = run_dir.open_history()?;
+    // The run reached its workload: from now on it is the latest run.
+    run_dir.update_latest()?;
+    let start = Instant::now();
+    let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
+    let interp = Interpreter::new(
+        start,
+        // Mapped or buffered (`mapped`): the interpreter flushes before every wait.
+        HistoryWriter::new(file),
+        workers,
+        nemesis_worker,
+        names,
+        ChaCha8Rng::seed_from_u64(cfg.seed),
+        stats.clone(),
+    );
+    let stop = interp.shutdown_handle();
+    let ctrl_c = tokio::spawn(async move {
+        while !*interrupt.borrow_and_update() {
+            if interrupt.changed().await.is_err() {
+                return;
+            }
+        }
+        let _ = stop.send(true);
+    });
+    progress.workload(stats.clone());
+
+    let (client_gen, keys) = build_client_gen(cfg, stalls.as_ref())?;
+    let schedule = nemesis_schedule(cfg);
+    let with_nemesis = !schedule.faults.is_empty() && interp_has_nemesis;
+    let nemesis_gen: Option<Box<dyn Generator>> = if !with_nemesis {
+        None
+    } else {
+        let cycle: Box<dyn Generator> = if cfg.nemesis.order == crate::spec::FaultOrder::Stacked {
+            Box::new(generator::nemesis_stack(schedule.clone()))
+        } else {
+            Box::new(generator::nemesis_cycle(schedule.clone()))
+        };
+        Some(Box::new(generator::time_limit(
+            (cfg.time_limit_s * 1e9) as u64,
+            with_offsets(cfg, cycle, true),
+        )))
+    };
+    let (mut interp, phase) = interp
+        .run_phase_on_worker(Some(client_gen), nemesis_gen)
+        .await;
+    let main_phase = start.elapsed();
+    let main_ops = {
+        let (ok, fail, info) = stats.counts();
+        ok + fail + info
+    };
+    if let Some(board) = &stalls {
+        // The client generator is gone: a stall still holding an op back ends with the phase.
+        board.end_all();
+    }
+    let interrupted = interp.is_shutting_down();
+    // Final phase: heal through the history (so fault ends are recorded), settle, final reads.
+    let heal = if with_nemesis {
+        progress.phase(
+            Phase::Heal,
+            "stopping every fault the nemesis started (recorded in the history)",
+        );
+        let heal = with_offsets(cfg, Box::new(generator::nemesis_heal(&schedule)), false);
+        // One budget for the whole heal: an op that overruns does not hold up every heal after
+        // it by its own bound (cleanup heals whatever this left).
+        budget.set(std::time::Instant::now() + nemesis_bound, "final heal");
+        let (back, healed) = interp.run_phase_on_worker(None, Some(heal)).await;
+        budget.clear();
+        interp = back;
+        healed
+    } else {
+        Ok(())
+    };
+    if phase.is_ok() && heal.is_ok() && !interrupted {
+        progress.phase(
+            Phase::Settle,
+            format!(
+                "letting the cluster settle for {} s before final reads",
+                cfg.settle_s
+            ),
+        );
+        tokio::time::sleep(Duration::from_secs_f64(cfg.settle_s)).await;
+        if with_nemesis {
+            // After the settle: is every node's database running again? (A node whose restart
+            // crashed, e.g. on a corrupted file, is on record, not taken for recovered.)
+            let status = generator::nemesis_once(crate::faults::verb::DB_STATUS, Value::Null);
+            let (back, _) = interp
+                .run_phase_on_worker(None, Some(Box::new(status)))
+                .await;
+            interp = back;
+        }
+        progress.phase(
+            Phase::FinalReads,
+            if cfg.workload.kind == generator::log::KIND {
+                "reading every log whole from every node".to_string()
+            } else {
+                format!(
+                    "reading every key once (op timeout {} ms)",
+                    cfg.op_timeout_ms
+                )
+            },
+        );
+        // Logs: every log read whole on every node; else one read of every key.
+        let finals: Box<dyn Generator> = if cfg.workload.kind == generator::log::KIND {
+            let logs = cfg.workload.log.clone().unwrap_or_default().key_names();
+            Box::new(generator::log::log_final_reads(logs))
+        } else {
+            Box::new(generator::final_reads(keys))
+        };
+        let (back, read) = interp.run_phase_on_worker(Some(finals), None).await;
+        interp = back;
+        read?;
+    }
+    ctrl_c.abort();
+    let written = interp.ops_written();
+    let _ = interp.close().await;
+    phase?;
+    heal?;
+    Ok(DriveOutcome {
+        events: written,
+        counts: stats.counts(),
+        main_ops,
+        main_phase,
+        interrupted,
+    })
+}
