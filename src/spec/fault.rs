@@ -1,0 +1,600 @@
+//! The fault vocabulary of nemesis specs: [`FaultKind`], one variant per fault a schedule can
+//! hold (its TOML table, defaults and parameters), the ops that start and stop it, and what each
+//! kind is (clock, packet, stall, …) for the runner and the systems' refusals.
+//!
+//! Does not own reading a spec file or naming its errors' lines (`spec`), nor applying a fault
+//! (`nemesis`); the verbs themselves are `faults::verb`.
+
+use crate::faults::verb;
+use serde::{Deserialize, Serialize};
+
+/// One fault kind in a nemesis schedule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, tag = "kind", rename_all = "lowercase")]
+pub enum FaultKind {
+    /// Network partition of the given shape: `one` isolates a node, `halves` splits the cluster,
+    /// `majorities-ring`, `bridge`, `minority-third`, `one-way` (asymmetric), `primaries` (the
+    /// current leader(s), asked of the system, cut off from the rest).
+    Partition {
+        /// One of `faults::PARTITION_SHAPES`.
+        shape: String,
+    },
+    /// kill -9 the DB process on the targets, restart on stop.
+    Kill {
+        /// `one`, `minority`, `majority`, `primaries` or `all`.
+        #[serde(default = "d_targets")]
+        targets: String,
+    },
+    /// SIGSTOP the DB process on the targets, SIGCONT on stop.
+    Pause {
+        /// `one`, `minority`, `majority`, `primaries` or `all`.
+        #[serde(default = "d_targets")]
+        targets: String,
+    },
+    /// Drop packets from the other nodes at random on the targets (iptables `statistic`).
+    Loss {
+        /// `one`, `minority`, `majority`, `primaries` or `all`.
+        #[serde(default = "d_targets")]
+        targets: String,
+        /// Probability in (0, 1] that a packet is dropped.
+        #[serde(default = "d_probability")]
+        probability: f64,
+    },
+    /// Limit the targets' egress bandwidth (tc tbf).
+    Bandwidth {
+        /// `one`, `minority`, `majority`, `primaries` or `all`.
+        #[serde(default = "d_targets")]
+        targets: String,
+        /// Rate limit in kbit/s.
+        #[serde(default = "d_rate_kbit")]
+        rate_kbit: u64,
+    },
+    /// Delay the targets' egress packets (tc netem where the kernel has it, else the tool's
+    /// NFQUEUE delayer; `backend` chooses).
+    Delay {
+        /// `one`, `minority`, `majority`, `primaries` or `all`.
+        #[serde(default = "d_targets")]
+        targets: String,
+        /// Added delay in ms.
+        #[serde(default = "d_delay_ms")]
+        delay_ms: u64,
+        /// Jitter around the delay in ms.
+        #[serde(default)]
+        jitter_ms: u64,
+        /// Fraction of packets sent at once, overtaking the held ones (0 <= r < 1).
+        #[serde(default)]
+        reorder: f64,
+        /// Fraction of packets sent twice (0 <= d < 1; netem only: the `nfqueue` backend
+        /// refuses it).
+        #[serde(default)]
+        duplicate: f64,
+        /// `auto` (netem, else NFQUEUE), `netem` or `nfqueue`.
+        #[serde(default = "d_delay_backend")]
+        backend: String,
+    },
+    /// Fail over: promote a replica (PostgreSQL) to primary. One-shot: no stop op; the old
+    /// primary is not fenced, and clients send writes to the promoted node.
+    Promote {
+        /// The node to promote; default a random replica.
+        #[serde(default)]
+        node: Option<String>,
+    },
+    /// Kill the targets' sshd and every SSH connection to them; sshd comes back after
+    /// `duration_ms` (sandbox nodes only: their PID 1 restarts it). Tests the controller's
+    /// reconnects; the DB keeps running.
+    #[serde(rename = "ssh-drop")]
+    SshDrop {
+        /// `one`, `minority`, `majority`, `primaries` or `all`.
+        #[serde(default = "d_targets")]
+        targets: String,
+        /// How long sshd stays away, in ms.
+        #[serde(default = "d_ssh_drop_ms")]
+        duration_ms: u64,
+    },
+    /// Stall one client thread before its next protected op (lock workloads; any op otherwise)
+    /// for a duration drawn uniform in `[min_ms, max_ms]`, as a GC pause would: the op is held
+    /// back, not slowed. Client-side: no node is touched. `stop-stall` waits for the stall to end.
+    Stall {
+        /// Shortest stall, in ms.
+        #[serde(default = "d_stall_min_ms")]
+        min_ms: u64,
+        /// Longest stall, in ms.
+        #[serde(default = "d_stall_max_ms")]
+        max_ms: u64,
+    },
+    /// Power failure: SIGKILL the DB on the targets and drop every write it did not fsync (the
+    /// run serves its data directory from the lose-unsynced layer, `crate::lazyfs`); `power-on`
+    /// starts it again. `torn` keeps the first half of the last unsynced write (a torn write).
+    #[serde(rename = "power-loss")]
+    PowerLoss {
+        /// `one`, `minority`, `majority`, `primaries` or `all`.
+        #[serde(default = "d_targets")]
+        targets: String,
+        /// Keep half of the last unsynced write.
+        #[serde(default)]
+        torn: bool,
+    },
+    /// An OS (kernel) crash: what `power-loss` does — SIGKILL the DB on the targets and drop
+    /// every write it did not fsync, the page cache being gone — under its own name, verbs
+    /// (`os-crash` / `reboot`) and plot band, one node by default.
+    #[serde(rename = "os-crash")]
+    OsCrash {
+        /// `one`, `minority`, `majority`, `primaries` or `all`.
+        #[serde(default = "d_targets")]
+        targets: String,
+        /// Keep half of the last unsynced write.
+        #[serde(default)]
+        torn: bool,
+    },
+    /// Corrupt a data file (Jepsen's file nemesis): stop the DB on the targets (SIGKILL), then
+    /// flip `bits` random bits in (`mode = "bitflip"`) or cut up to `bytes` from the tail of
+    /// (`mode = "truncate"`) one file matching the system's declared data-file globs (or
+    /// `files`, relative to its data directory), chosen at random; `start-corrupted` starts the
+    /// DB again on the damaged files.
+    Corrupt {
+        /// `bitflip` or `truncate`.
+        #[serde(default = "d_corrupt_mode")]
+        mode: String,
+        /// `one`, `minority`, `majority`, `primaries` or `all`.
+        #[serde(default = "d_targets")]
+        targets: String,
+        /// Bitflip: bits flipped in the chosen file.
+        #[serde(default = "d_bits")]
+        bits: u64,
+        /// Truncate: most bytes cut from the chosen file's tail.
+        #[serde(default = "d_bytes")]
+        bytes: u64,
+        /// Globs relative to the data directory; empty: the files the system declares.
+        #[serde(default)]
+        files: Vec<String>,
+    },
+    /// A faulty disk under the targets' data directories (served from the lose-unsynced layer
+    /// for the run): writes and/or fsyncs fail with EIO or ENOSPC (all, or `probability` of
+    /// them), a failed fsync may drop the file's unsynced writes, writes and fsyncs may be
+    /// slowed; `stop-disk-fault` ends it. The fields mean what `faults::disk::DiskFault`'s do.
+    Disk {
+        /// `one`, `minority`, `majority`, `primaries` or `all`.
+        #[serde(default = "d_targets")]
+        targets: String,
+        /// `EIO` or `ENOSPC` for writes.
+        #[serde(default)]
+        write_error: Option<crate::faults::disk::DiskErrno>,
+        /// `EIO` or `ENOSPC` for fsyncs.
+        #[serde(default)]
+        fsync_error: Option<crate::faults::disk::DiskErrno>,
+        /// Fraction of the affected operations that fail.
+        #[serde(default = "d_fraction_all")]
+        probability: f64,
+        /// A failed fsync drops the file's unsynced writes.
+        #[serde(default)]
+        drop_unsynced_on_fsync_error: bool,
+        /// Added latency per write, in ms.
+        #[serde(default)]
+        write_delay_ms: u64,
+        /// Added latency per fsync, in ms.
+        #[serde(default)]
+        fsync_delay_ms: u64,
+    },
+    /// Step the targets' wall clocks with `date -s` (`bump`), or flip them back and forth
+    /// (`strobe`); `reset-clock` on stop. Magnitudes are drawn like Jepsen's: the exponent of two
+    /// uniform between `min_delta_ms` and `max_delta_ms`, random sign.
+    Clock {
+        /// `bump` (one step) or `strobe` (flip every period for `duration_ms`).
+        #[serde(default = "d_clock_mode")]
+        mode: String,
+        /// `one`, `minority`, `majority`, `primaries` or `all`.
+        #[serde(default = "d_targets")]
+        targets: String,
+        /// Smallest step magnitude, in ms.
+        #[serde(default = "d_min_delta_ms")]
+        min_delta_ms: u64,
+        /// Largest step magnitude, in ms.
+        #[serde(default = "d_max_delta_ms")]
+        max_delta_ms: u64,
+        /// Strobe: largest period drawn (exponent of two uniform from 1 ms), in ms.
+        #[serde(default = "d_max_period_ms")]
+        max_period_ms: u64,
+        /// Strobe: how long to flip, in ms (at most 60000; the nemesis waits for it).
+        #[serde(default = "d_strobe_duration_ms")]
+        duration_ms: u64,
+    },
+}
+
+pub(super) fn d_probability() -> f64 {
+    0.2
+}
+pub(super) fn d_rate_kbit() -> u64 {
+    1000
+}
+fn d_delay_backend() -> String {
+    "auto".into()
+}
+fn d_delay_ms() -> u64 {
+    50
+}
+
+pub(super) fn d_ssh_drop_ms() -> u64 {
+    crate::nemesis::ssh_drop::DEFAULT_DURATION_MS
+}
+
+fn d_stall_min_ms() -> u64 {
+    crate::nemesis::stall::DEFAULT_MIN_MS
+}
+fn d_stall_max_ms() -> u64 {
+    crate::nemesis::stall::DEFAULT_MAX_MS
+}
+
+fn d_fraction_all() -> f64 {
+    1.0
+}
+fn d_corrupt_mode() -> String {
+    "bitflip".into()
+}
+fn d_bits() -> u64 {
+    crate::faults::corrupt::DEFAULT_BITS
+}
+fn d_bytes() -> u64 {
+    crate::faults::corrupt::DEFAULT_BYTES
+}
+
+fn d_targets() -> String {
+    "one".into()
+}
+fn d_clock_mode() -> String {
+    "bump".into()
+}
+fn d_min_delta_ms() -> u64 {
+    crate::nemesis::clock::DEFAULT_MIN_DELTA_MS
+}
+fn d_max_delta_ms() -> u64 {
+    crate::nemesis::clock::DEFAULT_MAX_DELTA_MS
+}
+fn d_max_period_ms() -> u64 {
+    crate::nemesis::clock::DEFAULT_MAX_PERIOD_MS
+}
+fn d_strobe_duration_ms() -> u64 {
+    crate::nemesis::clock::DEFAULT_STROBE_DURATION_MS
+}
+
+impl FaultKind {
+    /// A clock fault with the default magnitudes.
+    pub fn clock(mode: &str, targets: &str) -> FaultKind {
+        FaultKind::Clock {
+            mode: mode.into(),
+            targets: targets.into(),
+            min_delta_ms: d_min_delta_ms(),
+            max_delta_ms: d_max_delta_ms(),
+            max_period_ms: d_max_period_ms(),
+            duration_ms: d_strobe_duration_ms(),
+        }
+    }
+}
+
+impl FaultKind {
+    /// The (start f, start value, stop f) ops that inject and undo this fault.
+    pub fn ops(&self) -> (&'static str, serde_json::Value, &'static str) {
+        use serde_json::json;
+        match self {
+            FaultKind::Partition { shape } => (
+                verb::START_PARTITION,
+                shape.clone().into(),
+                verb::STOP_PARTITION,
+            ),
+            FaultKind::Kill { targets } => (verb::KILL, targets.clone().into(), verb::START),
+            FaultKind::PowerLoss { targets, torn } => (
+                verb::POWER_LOSS,
+                json!({ "targets": targets, "torn": torn }),
+                verb::POWER_ON,
+            ),
+            FaultKind::OsCrash { targets, torn } => (
+                verb::OS_CRASH,
+                json!({ "targets": targets, "torn": torn }),
+                verb::REBOOT,
+            ),
+            FaultKind::Pause { targets } => (verb::PAUSE, targets.clone().into(), verb::RESUME),
+            FaultKind::Disk { targets, .. } => {
+                let mut v = serde_json::to_value(self.disk_fault()).unwrap_or_default();
+                v["targets"] = targets.clone().into();
+                (verb::START_DISK_FAULT, v, verb::STOP_DISK_FAULT)
+            }
+            FaultKind::Corrupt { .. } => match self.corrupt_params() {
+                Some(p) => (p.mode.verb(), p.to_value(), verb::START_CORRUPTED),
+                // An unknown mode (refused by `validate`) still names a verb.
+                None => (verb::BITFLIP, json!({}), verb::START_CORRUPTED),
+            },
+            // One-shot: the empty stop verb means no stop op.
+            FaultKind::Promote { node } => (
+                verb::PROMOTE,
+                node.as_ref().map_or(json!({}), |n| json!({ "node": n })),
+                "",
+            ),
+            FaultKind::Loss {
+                targets,
+                probability,
+            } => (
+                verb::START_LOSS,
+                json!({ "targets": targets, "probability": probability }),
+                verb::STOP_LOSS,
+            ),
+            FaultKind::Bandwidth { targets, rate_kbit } => (
+                verb::START_BANDWIDTH,
+                json!({ "targets": targets, "rate_kbit": rate_kbit }),
+                verb::STOP_BANDWIDTH,
+            ),
+            FaultKind::Delay {
+                targets,
+                delay_ms,
+                jitter_ms,
+                reorder,
+                duplicate,
+                backend,
+            } => (
+                verb::START_DELAY,
+                {
+                    // Defaults are left out, so the op value is the one runs always recorded.
+                    let mut v = json!({
+                        "targets": targets,
+                        "delay_ms": delay_ms,
+                        "jitter_ms": jitter_ms,
+                    });
+                    if *reorder != 0.0 {
+                        v["reorder"] = json!(reorder);
+                    }
+                    if *duplicate != 0.0 {
+                        v["duplicate"] = json!(duplicate);
+                    }
+                    if backend != "auto" {
+                        v["backend"] = json!(backend);
+                    }
+                    v
+                },
+                verb::STOP_DELAY,
+            ),
+            FaultKind::SshDrop {
+                targets,
+                duration_ms,
+            } => (
+                verb::START_SSH_DROP,
+                json!({ "targets": targets, "duration_ms": duration_ms }),
+                verb::STOP_SSH_DROP,
+            ),
+            FaultKind::Stall { min_ms, max_ms } => (
+                verb::START_STALL,
+                json!({ "min_ms": min_ms, "max_ms": max_ms }),
+                verb::STOP_STALL,
+            ),
+            FaultKind::Clock {
+                mode,
+                targets,
+                min_delta_ms,
+                max_delta_ms,
+                max_period_ms,
+                duration_ms,
+            } => {
+                let mut value = serde_json::json!({
+                    "targets": targets,
+                    "min_delta_ms": min_delta_ms,
+                    "max_delta_ms": max_delta_ms,
+                });
+                if mode == "strobe" {
+                    value["max_period_ms"] = (*max_period_ms).into();
+                    value["duration_ms"] = (*duration_ms).into();
+                    (verb::STROBE_CLOCK, value, verb::RESET_CLOCK)
+                } else {
+                    (verb::BUMP_CLOCK, value, verb::RESET_CLOCK)
+                }
+            }
+        }
+    }
+
+    /// Check the fault's values; an error names the key at fault (for its line) and why.
+    pub(super) fn validate(&self) -> Result<(), (&'static str, String)> {
+        let key = match self {
+            FaultKind::Partition { .. } => "shape",
+            FaultKind::Loss { .. } => "probability",
+            FaultKind::Bandwidth { .. } => "rate_kbit",
+            FaultKind::Delay { .. } => "delay_ms",
+            FaultKind::Clock { .. } => "mode",
+            FaultKind::Stall { .. } => "min_ms",
+            FaultKind::Corrupt { .. } => "mode",
+            FaultKind::Disk { .. } => "write_error",
+            _ => "targets",
+        };
+        self.check_values().map_err(|m| {
+            // The message starts with the key it is about, when it names one.
+            let named = [
+                "targets",
+                "min_delta_ms",
+                "max_delta_ms",
+                "max_period_ms",
+                "duration_ms",
+                "jitter_ms",
+                "reorder",
+                "duplicate",
+                "backend",
+                "bits",
+                "bytes",
+                "files",
+                "probability",
+                "fsync_error",
+                "write_delay_ms",
+                "fsync_delay_ms",
+                "drop_unsynced_on_fsync_error",
+            ]
+            .into_iter()
+            .find(|k| m.starts_with(k) || m.starts_with(&format!("{k} ")));
+            (named.unwrap_or(key), m)
+        })
+    }
+
+    fn check_values(&self) -> Result<(), String> {
+        match self {
+            FaultKind::Stall { min_ms, max_ms } if min_ms > max_ms || *max_ms == 0 => Err(format!(
+                "min_ms {min_ms} / max_ms {max_ms}: expected 0 < max_ms and min_ms <= max_ms"
+            )),
+            FaultKind::Partition { shape }
+                if !crate::faults::PARTITION_SHAPES.contains(&shape.as_str()) =>
+            {
+                Err(format!(
+                    "partition shape {shape:?}: expected one of {}",
+                    crate::faults::PARTITION_SHAPES.join(", ")
+                ))
+            }
+            _ if self
+                .targets()
+                .is_some_and(|t| crate::faults::Targets::parse(t).is_none()) =>
+            {
+                Err(format!(
+                    "targets {:?}: expected one of {}",
+                    self.targets().unwrap_or_default(),
+                    crate::faults::TARGET_NAMES.join(", ")
+                ))
+            }
+            FaultKind::Disk { .. } => self
+                .disk_fault()
+                .map(|f| f.validate())
+                .unwrap_or_else(|| Err("not a disk fault".into())),
+            FaultKind::Corrupt { mode, .. } => {
+                match crate::faults::corrupt::CorruptMode::parse(mode) {
+                    None => Err(format!(
+                        "corrupt mode {mode:?}: expected \"bitflip\" or \"truncate\""
+                    )),
+                    Some(m) => {
+                        let (_, value, _) = self.ops();
+                        crate::faults::corrupt::CorruptParams::from_value(m, &value).map(|_| ())
+                    }
+                }
+            }
+            FaultKind::SshDrop { .. } => {
+                let (_, value, _) = self.ops();
+                crate::nemesis::ssh_drop::DropParams::from_value(&value).map(|_| ())
+            }
+            FaultKind::Loss { .. } | FaultKind::Bandwidth { .. } | FaultKind::Delay { .. } => {
+                let (_, value, _) = self.ops();
+                match self {
+                    FaultKind::Loss { .. } => {
+                        crate::faults::packet::LossParams::from_value(&value).map(|_| ())
+                    }
+                    FaultKind::Bandwidth { .. } => {
+                        crate::faults::packet::BandwidthParams::from_value(&value).map(|_| ())
+                    }
+                    _ => crate::faults::packet::DelayParams::from_value(&value).map(|_| ()),
+                }
+            }
+            FaultKind::Clock { mode, .. } if mode != "bump" && mode != "strobe" => Err(format!(
+                "clock mode {mode:?}: expected \"bump\" or \"strobe\""
+            )),
+            FaultKind::Clock {
+                min_delta_ms,
+                max_delta_ms,
+                ..
+            } if min_delta_ms > max_delta_ms || *max_delta_ms == 0 => Err(format!(
+                "min_delta_ms {min_delta_ms} / max_delta_ms {max_delta_ms}: expected 0 < max and min <= max"
+            )),
+            FaultKind::Clock {
+                max_period_ms,
+                duration_ms,
+                ..
+            } if *max_period_ms == 0
+                || *duration_ms > crate::nemesis::clock::MAX_STROBE_DURATION_MS =>
+            {
+                Err(format!(
+                    "max_period_ms {max_period_ms} / duration_ms {duration_ms}: expected a period of at least 1 and a duration of at most {}",
+                    crate::nemesis::clock::MAX_STROBE_DURATION_MS
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A corruption fault's parameters (`None` for other faults and an unknown mode).
+    pub fn corrupt_params(&self) -> Option<crate::faults::corrupt::CorruptParams> {
+        let FaultKind::Corrupt {
+            mode,
+            targets,
+            bits,
+            bytes,
+            files,
+        } = self
+        else {
+            return None;
+        };
+        Some(crate::faults::corrupt::CorruptParams {
+            mode: crate::faults::corrupt::CorruptMode::parse(mode)?,
+            targets: targets.clone(),
+            bits: *bits,
+            bytes: *bytes,
+            files: files.clone(),
+        })
+    }
+
+    /// The target name of a fault that hits chosen nodes (`None`: partitions, promote, stall).
+    pub fn targets(&self) -> Option<&str> {
+        match self {
+            FaultKind::Kill { targets }
+            | FaultKind::PowerLoss { targets, .. }
+            | FaultKind::OsCrash { targets, .. }
+            | FaultKind::Corrupt { targets, .. }
+            | FaultKind::Disk { targets, .. }
+            | FaultKind::Pause { targets }
+            | FaultKind::Loss { targets, .. }
+            | FaultKind::Bandwidth { targets, .. }
+            | FaultKind::Delay { targets, .. }
+            | FaultKind::SshDrop { targets, .. }
+            | FaultKind::Clock { targets, .. } => Some(targets),
+            FaultKind::Partition { .. } | FaultKind::Promote { .. } | FaultKind::Stall { .. } => {
+                None
+            }
+        }
+    }
+
+    /// A disk fault's effect on the layer (`None` for other faults); the seed is the
+    /// nemesis's to draw.
+    pub fn disk_fault(&self) -> Option<crate::faults::disk::DiskFault> {
+        let FaultKind::Disk {
+            write_error,
+            fsync_error,
+            probability,
+            drop_unsynced_on_fsync_error,
+            write_delay_ms,
+            fsync_delay_ms,
+            ..
+        } = self
+        else {
+            return None;
+        };
+        Some(crate::faults::disk::DiskFault {
+            write_error: *write_error,
+            fsync_error: *fsync_error,
+            probability: *probability,
+            drop_unsynced_on_fsync_error: *drop_unsynced_on_fsync_error,
+            write_delay_ms: *write_delay_ms,
+            fsync_delay_ms: *fsync_delay_ms,
+            seed: 0,
+        })
+    }
+
+    /// Whether this fault needs the system's data directory on the lose-unsynced layer.
+    pub fn needs_data_layer(&self) -> bool {
+        self.loses_unsynced() || matches!(self, FaultKind::Disk { .. })
+    }
+
+    /// Whether this fault kills the DB and drops its unsynced writes (`power-loss`,
+    /// `os-crash`): one mechanism under two names.
+    pub fn loses_unsynced(&self) -> bool {
+        matches!(
+            self,
+            FaultKind::PowerLoss { .. } | FaultKind::OsCrash { .. }
+        )
+    }
+
+    /// Whether this fault steps clocks (the run then measures clock offsets).
+    pub fn is_clock(&self) -> bool {
+        matches!(self, FaultKind::Clock { .. })
+    }
+
+    /// True for a client stall fault.
+    pub fn is_stall(&self) -> bool {
+        matches!(self, FaultKind::Stall { .. })
+    }
+}
