@@ -1337,6 +1337,14 @@ mod tests {
             ),
             nem(2012, "stop-disk-fault", json!(null)),
             nem(2014, "stop-disk-fault", json!({"nodes": ["n4"]})),
+            nem(2016, "os-crash", json!({"targets": "one", "torn": false})),
+            nem(
+                2018,
+                "os-crash",
+                json!({"nodes": ["n5"], "torn": false, "lost": {}}),
+            ),
+            nem(2020, "reboot", json!(null)),
+            nem(2022, "reboot", json!({"nodes": ["n5"]})),
         ];
         for i in 0..40u64 {
             client(&mut ops, i, "read", i * 50, i * 50 + 5, OpType::Ok);
@@ -1368,6 +1376,7 @@ mod tests {
             ("power-loss", "power-loss n1 n2", 1.994, 1.998),
             ("corrupt", "bitflip n3", 2.002, 2.006),
             ("disk", "disk fsync EIO n4", 2.010, 2.014),
+            ("os-crash", "os-crash n5", 2.018, 2.022),
         ];
         assert_eq!(got.len(), want.len(), "{got:?}");
         for (g, w) in got.iter().zip(want) {

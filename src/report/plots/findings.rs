@@ -466,7 +466,7 @@ mod tests {
         }
         let h = sorted(ops);
         // Interleaving measurements do not disturb fault pairing.
-        assert_eq!(fault_intervals(&h).len(), 14);
+        assert_eq!(fault_intervals(&h).len(), 15);
         let svg = clock_offsets(&h, Formats::Svg).unwrap().svg;
         assert_well_formed(&svg);
         for text in [
