@@ -251,6 +251,9 @@ mod tests {
             assert!(cnf.lines().any(|l| l == want), "{want} not in\n{cnf}");
         }
         assert!(!primary.contains("read_only"), "{primary}");
+        let files = crate::db::Db::data_files(&db);
+        assert!(files.contains(&"binlog.0*".to_string()), "{files:?}");
+        assert!(!files.contains(&"galera.cache".to_string()), "{files:?}");
         assert!(!replica.contains("wsrep"), "{replica}");
         assert_eq!(
             db.command(true),
