@@ -303,8 +303,8 @@ fn nats_refuses_other_workloads_bad_replicas_and_the_log_workload_elsewhere() {
 #[test]
 fn galera_refuses_what_it_cannot_serve_and_its_flags_elsewhere() {
     refused(
-        &["run", "--db", "galera", "--workload", "register"],
-        &["--workload", "galera", "register", "txn"],
+        &["run", "--db", "galera", "--workload", "log"],
+        &["--workload", "galera", "register, set, txn"],
     );
     refused(
         &[
@@ -316,7 +316,22 @@ fn galera_refuses_what_it_cannot_serve_and_its_flags_elsewhere() {
             "--read-from",
             "any",
         ],
-        &["--read-from", "galera supports own"],
+        &[
+            "--read-from",
+            "on galera a transaction runs where --write-to sends it",
+        ],
+    );
+    refused(
+        &[
+            "run",
+            "--db",
+            "galera",
+            "--workload",
+            "register",
+            "--read-from",
+            "replica",
+        ],
+        &["--read-from", "galera supports own, primary, any"],
     );
     refused(
         &[
@@ -333,5 +348,56 @@ fn galera_refuses_what_it_cannot_serve_and_its_flags_elsewhere() {
     refused(
         &["run", "--db", "etcd", "--write-to", "any"],
         &["--write-to", "Galera settings need --db galera"],
+    );
+}
+
+#[test]
+fn mariadb_refuses_galera_flags_and_what_it_cannot_serve() {
+    refused(
+        &["run", "--db", "mariadb", "--write-to", "any"],
+        &["--write-to", "Galera settings need --db galera"],
+    );
+    refused(
+        &["run", "--db", "mariadb", "--wsrep-sync-wait", "1"],
+        &["--wsrep-sync-wait", "Galera settings need --db galera"],
+    );
+    refused(
+        &[
+            "run",
+            "--db",
+            "mariadb",
+            "--workload",
+            "register",
+            "--isolation",
+            "serializable",
+        ],
+        &["--isolation", "applies to transactions", "mariadb"],
+    );
+    refused(
+        &[
+            "run",
+            "--db",
+            "mariadb",
+            "--workload",
+            "txn",
+            "--read-from",
+            "replica",
+        ],
+        &[
+            "--read-from",
+            "on mariadb a transaction runs on the primary",
+        ],
+    );
+    refused(
+        &["run", "--db", "mariadb", "--workload", "log"],
+        &["--workload", "mariadb", "register, set, txn"],
+    );
+    refused(
+        &["run", "--db", "mariadb", "--nemesis", "promote"],
+        &["--nemesis", "mariadb", "promote"],
+    );
+    refused(
+        &["run", "--db", "etcd", "--sync-binlog", "1"],
+        &["--sync-binlog", "need --db"],
     );
 }

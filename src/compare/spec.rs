@@ -453,6 +453,8 @@ const BUILTIN_COMPARES: &[(&str, &str)] = &[
         "postgres-isolation",
         include_str!("../../compare/postgres-isolation.toml"),
     ),
+    ("galera", include_str!("../../compare/galera.toml")),
+    ("mariadb", include_str!("../../compare/mariadb.toml")),
 ];
 
 /// Read the spec `arg` (a path, or a name under `compare/`, or a shipped example's name) and
@@ -466,6 +468,22 @@ pub fn load(arg: &str) -> Result<(String, Matrix), ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_shipped_compare_file_is_built_in_and_parses() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("compare");
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_stem().unwrap().to_string_lossy().to_string();
+            assert!(
+                BUILTIN_COMPARES.iter().any(|(n, _)| *n == name),
+                "compare/{name}.toml is not built in"
+            );
+        }
+        for (name, text) in BUILTIN_COMPARES {
+            parse(text, name).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+    }
 
     const SPEC: &str = r#"
 title = "etcd reads"

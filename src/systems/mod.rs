@@ -262,6 +262,8 @@ pub enum SystemConfig {
     Nats(nats::NatsConfig),
     /// MariaDB Galera Cluster, every node a primary (`systems::mariadb`).
     Galera(mariadb::MariaDbConfig),
+    /// MariaDB primary + asynchronous GTID replicas (`systems::mariadb::replication`).
+    Mariadb(mariadb::ReplicatedConfig),
 }
 
 impl SystemConfig {
@@ -273,6 +275,7 @@ impl SystemConfig {
             SystemConfig::Redis(c) => c,
             SystemConfig::Nats(c) => c,
             SystemConfig::Galera(c) => c,
+            SystemConfig::Mariadb(c) => c,
         }
     }
 
@@ -306,6 +309,7 @@ impl SystemConfig {
             SystemConfig::Redis(c) => c.lazyfs = Some(exe.to_string()),
             SystemConfig::Nats(c) => c.lazyfs = Some(exe.to_string()),
             SystemConfig::Galera(c) => c.lazyfs = Some(exe.to_string()),
+            SystemConfig::Mariadb(c) => c.0.lazyfs = Some(exe.to_string()),
             SystemConfig::Postgres(c) => c.lazyfs = Some(exe.to_string()),
             SystemConfig::External(c) => c.lazyfs = Some(exe.to_string()),
         }
@@ -371,6 +375,7 @@ pub fn registry() -> Vec<Registration> {
         Registration::of::<redis::RedisArgs>(),
         Registration::of::<nats::NatsArgs>(),
         Registration::of::<mariadb::GaleraArgs>(),
+        Registration::of::<mariadb::MariaDbArgs>(),
     ]
 }
 
@@ -484,13 +489,17 @@ mod tests {
     #[test]
     fn registry_names_match_the_config_tags() {
         let names: Vec<&str> = registry().iter().map(|r| r.name).collect();
-        assert_eq!(names, ["etcd", "postgres", "redis", "nats", "galera"]);
+        assert_eq!(
+            names,
+            ["etcd", "postgres", "redis", "nats", "galera", "mariadb"]
+        );
         for (cfg, name) in [
             (SystemConfig::Etcd(Default::default()), "etcd"),
             (SystemConfig::Postgres(Default::default()), "postgres"),
             (SystemConfig::Redis(Default::default()), "redis"),
             (SystemConfig::Nats(Default::default()), "nats"),
             (SystemConfig::Galera(Default::default()), "galera"),
+            (SystemConfig::Mariadb(Default::default()), "mariadb"),
         ] {
             assert_eq!(cfg.name(), name);
             assert_eq!(cfg.open().name(), name);

@@ -1,6 +1,9 @@
-//! MariaDB 10.11 with Galera 4 as a system under test (`--db galera`): one `mariadbd` per node,
-//! every node a primary of a multi-primary Galera cluster; bootstrap, joins by rsync state
-//! transfer, readiness, kill -9 / restart (with `--wsrep-recover`), pause / resume, wipe, logs.
+//! MariaDB 10.11 on the nodes, in either topology (`MariaDbConfig::topology`): `--db galera`,
+//! one `mariadbd` per node, every node a primary of a multi-primary Galera 4 cluster
+//! (bootstrap, joins by rsync state transfer, `--wsrep-recover` on restart); or `--db mariadb`,
+//! the first node a primary and the others asynchronous GTID replicas of it (`replication`
+//! owns what differs: their config lines, replication set-up and readiness). Both share the
+//! layout, wipe, install, start, kill -9 / restart, pause / resume, logs and the schema.
 //!
 //! Layout on a node (all under `base_dir`, default `/tmp/shakedown/mariadb`, private per sandbox
 //! node): `my.cnf` (the node's whole configuration, written by `setup` and passed as
@@ -14,7 +17,7 @@
 //! (`gmcast.listen_addr`), incremental state transfer (`ist.recv_addr`) and rsync state transfer
 //! (`wsrep_sst_receive_address`) on the node's address only.
 //!
-//! Start-up: the first node of the cluster runs `mariadb-install-db`, starts with
+//! Galera start-up: the first node of the cluster runs `mariadb-install-db`, starts with
 //! `--wsrep-new-cluster`, waits until it is `Synced`, creates the `shakedown` database, its
 //! tables and a passwordless `shakedown@%` user (replicated to the joiners), and writes a
 //! marker row; every other node installs its own datadir, waits for the marker on the first
@@ -22,23 +25,25 @@
 //! (rsync) state transfer. Ready = the node says `wsrep_local_state_comment = Synced`,
 //! `wsrep_ready = ON` and `wsrep_cluster_size` = the number of nodes.
 //!
-//! Kill and restart: `kill -9` of `mariadbd` (and any state-transfer child). A restart first runs
+//! Galera kill and restart: `kill -9` of `mariadbd` (and any state-transfer child). A restart first runs
 //! `mariadbd --wsrep-recover` (InnoDB recovery only, then it prints the last committed
 //! position) and starts with `--wsrep-start-position` set to it, so the node asks the others for
 //! an incremental transfer instead of a full one. After every node was killed no node is safe
 //! to bootstrap (`safe_to_bootstrap: 0`): started together they re-form the primary component
 //! from their saved view (`pc.recovery`, Galera's default). With the `power-loss` fault,
 //! `data/` is served from the lose-unsynced layer (`nemesis::power`), mounted after the wipe
-//! and handed to the server's user. Does not own the client (`txn`) or the settings' flags
-//! (`mod.rs`).
+//! and handed to the server's user. Does not own the clients (`txn`, `kv`) or the settings'
+//! flags (`mod.rs`).
 
+use super::replication::Topology;
 use crate::control::{Cmd, Remote};
 use crate::db::{Binary, Db, DbError, Kill, Pause};
 use crate::node::Node;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
-/// Debian's MariaDB server, the Galera 4 provider and rsync for state transfers. The server
+/// Debian's MariaDB server (all asynchronous replication needs), the Galera 4 provider and
+/// rsync for state transfers. The server
 /// package's own service is not started by us (and, where an init system starts it, listens on
 /// localhost with `/etc/mysql`'s files, which ours never read).
 const PACKAGES: [&str; 3] = ["mariadb-server", "galera-4", "rsync"];
@@ -59,6 +64,10 @@ const EXE_PATTERN: &str = "^(mariadbd|mysqld|rsync)$";
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct MariaDbConfig {
+    /// Galera (multi-primary) or a primary with asynchronous replicas: set from the `--db`
+    /// name (`SystemConfig`'s variant) when the system is opened, never recorded.
+    #[serde(skip)]
+    pub topology: super::replication::Topology,
     /// Directory on each node holding config, data, socket, pidfiles and logs.
     pub base_dir: String,
     /// OS user the server runs as (`user=`; rsync state transfers as root would run their
@@ -75,7 +84,8 @@ pub struct MariaDbConfig {
     /// `innodb_flush_log_at_trx_commit`: 1 = flush the redo log at every commit (default),
     /// 2 = write at commit and flush once a second, 0 = write and flush once a second.
     pub flush_log_at_trx_commit: u8,
-    /// `sync_binlog` with the binary log on; `None` = no binary log (Galera does not need it).
+    /// `sync_binlog` with the binary log on; `None` = Galera: no binary log (it does not need
+    /// one); asynchronous replication: the binary log with the server's default.
     pub sync_binlog: Option<u32>,
     /// `wsrep_sync_wait`: causality checks before reads (0 = none, 1 = before reads, … 15 = all).
     pub wsrep_sync_wait: u8,
@@ -98,6 +108,7 @@ pub struct MariaDbConfig {
 impl Default for MariaDbConfig {
     fn default() -> Self {
         MariaDbConfig {
+            topology: Default::default(),
             base_dir: "/tmp/shakedown/mariadb".into(),
             os_user: "mysql".into(),
             port: 3306,
@@ -116,30 +127,35 @@ impl Default for MariaDbConfig {
     }
 }
 
-/// The Galera cluster.
+/// A MariaDB cluster of either topology.
 #[derive(Debug, Clone, Default)]
-pub struct Galera {
+pub struct MariaDb {
     /// Settings.
     pub cfg: MariaDbConfig,
 }
 
-/// The schema the workloads use, created on the first node once it is up, and the marker row
-/// the joiners wait for.
+/// The schema the workloads use, created on the first node once it is up (and replicated to
+/// the others), and the marker row the other nodes wait for. The client user has privileges
+/// on the `shakedown` database only: neither `SUPER` nor `READ_ONLY ADMIN`, so a replica's
+/// `read_only=1` refuses its writes (error 1290).
 pub const SCHEMA_SQL: &str = "CREATE DATABASE IF NOT EXISTS shakedown;
 CREATE TABLE IF NOT EXISTS shakedown.txn_lists (k VARCHAR(64) NOT NULL PRIMARY KEY, v TEXT NOT NULL) ENGINE=InnoDB;
+CREATE TABLE IF NOT EXISTS shakedown.regs (k VARCHAR(64) NOT NULL PRIMARY KEY, v BIGINT, version BIGINT NOT NULL) ENGINE=InnoDB;
+CREATE TABLE IF NOT EXISTS shakedown.set_elems (k VARCHAR(64) NOT NULL, e BIGINT NOT NULL, PRIMARY KEY (k, e)) ENGINE=InnoDB;
 CREATE TABLE IF NOT EXISTS shakedown.marker (id INT NOT NULL PRIMARY KEY, v VARCHAR(64) NOT NULL) ENGINE=InnoDB;
 CREATE USER IF NOT EXISTS 'shakedown'@'%';
-GRANT ALL PRIVILEGES ON *.* TO 'shakedown'@'%';
+GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, INDEX, ALTER ON shakedown.* TO 'shakedown'@'%';
 REPLACE INTO shakedown.marker VALUES (1, 'shakedown-ready');";
 
 /// What the marker row holds once the schema exists.
-const READY_MARKER: &str = "shakedown-ready";
+pub(super) const READY_MARKER: &str = "shakedown-ready";
 
 /// Wipe the node's directory and write its config, all owned by the server's user: `$1` = base
-/// dir, `$2` = my.cnf text, `$3` = the Galera provider library, `$4` = OS user.
+/// dir, `$2` = my.cnf text, `$3` = the Galera provider library (empty: none needed), `$4` = OS
+/// user.
 const WIPE_SCRIPT: &str = r#"set -e
 dir="$1"; user="$4"
-[ -r "$3" ] || { echo "no Galera provider at $3 (apt-get install galera-4)"; exit 1; }
+[ -z "$3" ] || [ -r "$3" ] || { echo "no Galera provider at $3 (apt-get install galera-4)"; exit 1; }
 id "$user" >/dev/null 2>&1 || { echo "no OS user $user (apt-get install mariadb-server)"; exit 1; }
 rm -rf "$dir/data" "$dir/error.log" "$dir/recover.log" "$dir/install.log" "$dir/mariadbd.pid" "$dir/server.pid" "$dir/mysqld.sock"
 mkdir -p "$dir/data"
@@ -186,8 +202,8 @@ echo $! > "$dir/mariadbd.pid"
 "#
 );
 
-/// Exit status of READY_SCRIPT when the server process is gone.
-const NOT_RUNNING: i32 = 3;
+/// Exit status of the readiness scripts when the server process is gone.
+pub(super) const NOT_RUNNING: i32 = 3;
 
 /// Readiness: `$1` = base dir, `$2` = cluster size. Prints what the node says when not ready.
 const READY_SCRIPT: &str = concat!(
@@ -213,11 +229,12 @@ exit 1
 );
 
 /// Run SQL on the node's server through its socket as root: `$1` = base dir, `$2` = SQL.
-const SQL_SCRIPT: &str = r#"mariadb --no-defaults -S "$1/mysqld.sock" -u root -N -B -e "$2" 2>&1"#;
+pub(super) const SQL_SCRIPT: &str =
+    r#"mariadb --no-defaults -S "$1/mysqld.sock" -u root -N -B -e "$2" 2>&1"#;
 
 /// Wait until the first node holds the schema marker: `$1` = host, `$2` = port, `$3` =
 /// seconds, `$4` = marker.
-const AWAIT_MARKER_SCRIPT: &str = r#"host="$1"; port="$2"; wait_s="$3"; marker="$4"
+pub(super) const AWAIT_MARKER_SCRIPT: &str = r#"host="$1"; port="$2"; wait_s="$3"; marker="$4"
 i=0
 while :; do
   got=$(mariadb --no-defaults -h "$host" -P "$port" -u shakedown --connect-timeout=2 -N -B \
@@ -229,26 +246,23 @@ while :; do
 done
 "#;
 
-impl Galera {
-    /// A Galera system with the given settings.
-    pub fn new(cfg: MariaDbConfig) -> Galera {
-        Galera { cfg }
+impl MariaDb {
+    /// A MariaDB system with the given settings.
+    pub fn new(cfg: MariaDbConfig) -> MariaDb {
+        MariaDb { cfg }
     }
 
     /// The node that bootstraps the cluster: the first.
-    fn is_bootstrap(node: &Node, cluster: &[Node]) -> bool {
+    pub(super) fn is_bootstrap(node: &Node, cluster: &[Node]) -> bool {
         cluster.first().is_some_and(|n| n.name == node.name)
     }
 
-    /// The node's `my.cnf` (everything in one `[mariadbd]` group; nothing else is read).
+    /// The node's `my.cnf` (everything in one `[mariadbd]` group; nothing else is read): the
+    /// lines both topologies share, then the topology's own.
     pub fn my_cnf(&self, node: &Node, cluster: &[Node]) -> String {
         let c = &self.cfg;
         let dir = &c.base_dir;
         let host = &node.host;
-        let members: Vec<String> = cluster
-            .iter()
-            .map(|n| format!("{}:{}", n.host, c.galera_port))
-            .collect();
         let mut lines = vec![
             "[mariadbd]".to_string(),
             format!("user={}", c.os_user),
@@ -272,6 +286,24 @@ impl Galera {
                 if c.snapshot_isolation { "ON" } else { "OFF" }
             ),
             "max_connections=300".into(),
+        ];
+        match c.topology {
+            Topology::Galera => lines.extend(self.galera_cnf(node, cluster)),
+            Topology::Replicated => lines.extend(super::replication::cnf(c, node, cluster)),
+        }
+        lines.join("\n")
+    }
+
+    /// Galera's lines of `my.cnf`.
+    fn galera_cnf(&self, node: &Node, cluster: &[Node]) -> Vec<String> {
+        let c = &self.cfg;
+        let dir = &c.base_dir;
+        let host = &node.host;
+        let members: Vec<String> = cluster
+            .iter()
+            .map(|n| format!("{}:{}", n.host, c.galera_port))
+            .collect();
+        let mut lines = vec![
             "wsrep_on=ON".into(),
             format!("wsrep_provider={PROVIDER}"),
             "wsrep_cluster_name=shakedown".into(),
@@ -290,19 +322,28 @@ impl Galera {
             lines.push(format!("log_bin={dir}/data/binlog"));
             lines.push(format!("sync_binlog={n}"));
         }
-        lines.join("\n")
+        lines
     }
 
-    /// The server command line (`--wsrep-new-cluster` on the bootstrapping node at setup).
-    fn command(&self, bootstrap: bool) -> Vec<String> {
+    /// The server command line (`--wsrep-new-cluster` on Galera's bootstrapping node at
+    /// setup).
+    pub(super) fn command(&self, bootstrap: bool) -> Vec<String> {
         let mut cmd = vec![
             "mariadbd".to_string(),
             format!("--defaults-file={}/my.cnf", self.cfg.base_dir),
         ];
-        if bootstrap {
+        if bootstrap && self.cfg.topology == Topology::Galera {
             cmd.push("--wsrep-new-cluster".into());
         }
         cmd
+    }
+
+    /// The packages a node needs for this topology.
+    fn packages_list(&self) -> &'static [&'static str] {
+        match self.cfg.topology {
+            Topology::Galera => &PACKAGES,
+            Topology::Replicated => &PACKAGES[..1],
+        }
     }
 
     fn data_path(&self) -> String {
@@ -335,7 +376,7 @@ impl Galera {
         self.server().signal(remote, sig)
     }
 
-    fn start_process(
+    pub(super) fn start_process(
         &self,
         remote: &dyn Remote,
         bootstrap: bool,
@@ -360,15 +401,28 @@ impl Galera {
         node: &Node,
         cluster_size: usize,
     ) -> Result<(), DbError> {
-        let start = Instant::now();
-        let deadline = start + Duration::from_millis(self.cfg.ready_timeout_ms);
         let cmd = Cmd::script(
             READY_SCRIPT,
             [self.cfg.base_dir.clone(), cluster_size.to_string()],
         )
         .sudo(true);
+        self.poll_ready(remote, node, &cmd, "galera node")
+    }
+
+    /// Run a readiness script until it exits 0 (ready), [`NOT_RUNNING`] (an error with the
+    /// error log's tail it printed) or the ready timeout passes (an error with what it printed
+    /// last); `what` names the node's role in the error.
+    pub(super) fn poll_ready(
+        &self,
+        remote: &dyn Remote,
+        node: &Node,
+        cmd: &Cmd,
+        what: &str,
+    ) -> Result<(), DbError> {
+        let start = Instant::now();
+        let deadline = start + Duration::from_millis(self.cfg.ready_timeout_ms);
         loop {
-            let out = remote.exec(&cmd)?;
+            let out = remote.exec(cmd)?;
             if out.status == 0 {
                 return Ok(());
             }
@@ -381,7 +435,7 @@ impl Galera {
             if Instant::now() >= deadline {
                 return Err(DbError::NotReady {
                     node: node.name.clone(),
-                    what: "galera node".into(),
+                    what: what.into(),
                     waited_ms: start.elapsed().as_millis() as u64,
                     detail: format!("{} {}", out.stdout.trim(), out.stderr.trim()),
                 });
@@ -390,7 +444,12 @@ impl Galera {
         }
     }
 
-    fn sql(&self, remote: &dyn Remote, node: &Node, sql: &str) -> Result<String, DbError> {
+    pub(super) fn sql(
+        &self,
+        remote: &dyn Remote,
+        node: &Node,
+        sql: &str,
+    ) -> Result<String, DbError> {
         let out =
             remote.exec(&Cmd::script(SQL_SCRIPT, [self.cfg.base_dir.as_str(), sql]).sudo(true))?;
         if !out.success() {
@@ -415,6 +474,19 @@ impl Galera {
         node: &Node,
         cluster: &[Node],
     ) -> Result<(), DbError> {
+        self.await_schema_on_first(remote, node, cluster, "bootstrap the cluster")?;
+        self.start_process(remote, false, false)
+    }
+
+    /// Wait until the first node serves the schema marker to the client user; `why` says in
+    /// the error what the first node was waited for.
+    pub(super) fn await_schema_on_first(
+        &self,
+        remote: &dyn Remote,
+        node: &Node,
+        cluster: &[Node],
+        why: &str,
+    ) -> Result<(), DbError> {
         let first = cluster.first().ok_or_else(|| DbError::Other {
             node: node.name.clone(),
             message: "no nodes in the cluster".into(),
@@ -436,24 +508,24 @@ impl Galera {
             return Err(DbError::Other {
                 node: node.name.clone(),
                 message: format!(
-                    "waiting for {} to bootstrap the cluster: {} {}",
+                    "waiting for {} to {why}: {} {}",
                     first.name,
                     out.stdout.trim(),
                     out.stderr.trim()
                 ),
             });
         }
-        self.start_process(remote, false, false)
+        Ok(())
     }
 }
 
-impl Db for Galera {
+impl Db for MariaDb {
     fn name(&self) -> &str {
-        super::GALERA
+        self.cfg.topology.db_name()
     }
 
     fn packages(&self) -> Vec<String> {
-        PACKAGES.iter().map(|p| p.to_string()).collect()
+        self.packages_list().iter().map(|p| p.to_string()).collect()
     }
 
     fn setup(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
@@ -468,7 +540,10 @@ impl Db for Galera {
                 [
                     self.cfg.base_dir.clone(),
                     self.my_cnf(node, cluster),
-                    PROVIDER.to_string(),
+                    match self.cfg.topology {
+                        Topology::Galera => PROVIDER.to_string(),
+                        Topology::Replicated => String::new(),
+                    },
                     self.cfg.os_user.clone(),
                 ],
             )
@@ -483,10 +558,11 @@ impl Db for Galera {
             .sudo(true)
             .timeout_ms(self.cfg.ready_timeout_ms),
         )?;
-        if Self::is_bootstrap(node, cluster) {
-            self.setup_bootstrap(remote, node)
-        } else {
-            self.setup_joiner(remote, node, cluster)
+        match (self.cfg.topology, Self::is_bootstrap(node, cluster)) {
+            (Topology::Galera, true) => self.setup_bootstrap(remote, node),
+            (Topology::Galera, false) => self.setup_joiner(remote, node, cluster),
+            (Topology::Replicated, true) => self.setup_primary(remote, node),
+            (Topology::Replicated, false) => self.setup_replica(remote, node, cluster),
         }
     }
 
@@ -502,11 +578,17 @@ impl Db for Galera {
     }
 
     /// InnoDB's redo log and system tablespace, the test schema's tables, and Galera's
-    /// write-set cache.
+    /// write-set cache (Galera) or the binary and relay logs (asynchronous replication).
     fn data_files(&self) -> Vec<String> {
-        ["ib_logfile*", "ibdata1", "shakedown/*.ibd", "galera.cache"]
-            .map(String::from)
-            .to_vec()
+        let last = match self.cfg.topology {
+            Topology::Galera => &["galera.cache"][..],
+            Topology::Replicated => &["binlog.0*", "relay.0*"][..],
+        };
+        ["ib_logfile*", "ibdata1", "shakedown/*.ibd"]
+            .iter()
+            .chain(last)
+            .map(|s| s.to_string())
+            .collect()
     }
 
     fn data_layer(&self) -> Option<crate::nemesis::power::DataLayer> {
@@ -535,16 +617,25 @@ impl Db for Galera {
         Some(self)
     }
 
+    fn as_primaries(&self) -> Option<&dyn crate::db::Primaries> {
+        (self.cfg.topology == Topology::Replicated).then_some(self as _)
+    }
+
     fn required_binaries(&self) -> Vec<Binary> {
         let fix = format!(
-            "apt-get install {} (`shakedown run --db galera` does this unless --no-install)",
-            PACKAGES.join(" ")
+            "apt-get install {} (`shakedown run --db {}` does this unless --no-install)",
+            self.packages_list().join(" "),
+            self.cfg.topology.db_name()
         );
         // The provider library (not a program) is checked by setup's wipe script.
-        ["mariadbd", "mariadb-install-db", "mariadb", "rsync"]
-            .into_iter()
+        let programs = match self.cfg.topology {
+            Topology::Galera => &["mariadbd", "mariadb-install-db", "mariadb", "rsync"][..],
+            Topology::Replicated => &["mariadbd", "mariadb-install-db", "mariadb"][..],
+        };
+        programs
+            .iter()
             .map(|name| Binary {
-                name: name.into(),
+                name: name.to_string(),
                 paths: vec![format!("/usr/sbin/{name}"), format!("/usr/bin/{name}")],
                 fix: fix.clone(),
             })
@@ -552,19 +643,20 @@ impl Db for Galera {
     }
 }
 
-impl Kill for Galera {
+impl Kill for MariaDb {
     fn kill(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
         self.signal(remote, "KILL")
     }
 
-    /// Start again with the data kept: `--wsrep-recover` finds the last committed position and
-    /// the node rejoins with it (incremental transfer when a donor still has the writes). Never
-    /// bootstraps: after every node was killed, the nodes started together re-form the cluster.
-    /// With the lose-unsynced layer, it is remounted first if its process died, keeping its
-    /// files.
+    /// Start again with the data kept. Galera: `--wsrep-recover` finds the last committed
+    /// position and the node rejoins with it (incremental transfer when a donor still has the
+    /// writes); never bootstraps: after every node was killed, the nodes started together
+    /// re-form the cluster. Asynchronous replication: a plain restart; a replica resumes
+    /// replicating from its saved GTID position by itself. With the lose-unsynced layer, it is
+    /// remounted first if its process died, keeping its files.
     fn start(&self, remote: &dyn Remote, _node: &Node, _cluster: &[Node]) -> Result<(), DbError> {
         self.mount_layer(remote, false)?;
-        self.start_process(remote, false, true)
+        self.start_process(remote, false, self.cfg.topology == Topology::Galera)
     }
 
     fn running(&self, remote: &dyn Remote, _node: &Node) -> Option<Result<bool, DbError>> {
@@ -572,7 +664,7 @@ impl Kill for Galera {
     }
 }
 
-impl Pause for Galera {
+impl Pause for MariaDb {
     fn pause(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
         self.signal(remote, "STOP")
     }
@@ -598,7 +690,7 @@ mod tests {
     #[test]
     fn my_cnf_binds_every_listener_to_the_node_and_lists_the_members() {
         let cluster = nodes(3);
-        let g = Galera::new(MariaDbConfig {
+        let g = MariaDb::new(MariaDbConfig {
             flush_log_at_trx_commit: 2,
             wsrep_sync_wait: 1,
             ..Default::default()
@@ -628,7 +720,7 @@ mod tests {
             );
         }
         assert!(!cnf.contains("log_bin"), "no binary log unless sync_binlog");
-        let g = Galera::new(MariaDbConfig {
+        let g = MariaDb::new(MariaDbConfig {
             sync_binlog: Some(1),
             ..Default::default()
         });
@@ -637,8 +729,8 @@ mod tests {
             cnf.contains("sync_binlog=1") && cnf.contains("log_bin="),
             "{cnf}"
         );
-        assert!(Galera::is_bootstrap(&cluster[0], &cluster));
-        assert!(!Galera::is_bootstrap(&cluster[2], &cluster));
+        assert!(MariaDb::is_bootstrap(&cluster[0], &cluster));
+        assert!(!MariaDb::is_bootstrap(&cluster[2], &cluster));
         assert_eq!(
             g.command(true),
             [

@@ -7,23 +7,21 @@
 //!   VALUES(v))` (an upsert that appends);
 //! - `["r", k, nil]` → `SELECT v … WHERE k = ?` → `["r", k, [e…]]` (no row = `[]`).
 //!
-//! Routing (`--write-to`): `own` (default) sends every transaction of a thread to its own node,
-//! `primary` to the first node, `any` to a random node per transaction (seeded per thread). One
-//! connection per node, opened on first use, dropped after an error that may have broken it.
+//! Routing: every transaction goes where writes go (`conn::Router::write`: on `--db mariadb`
+//! the primary; on `--db galera` per `--write-to`). One connection per node, opened on first
+//! use, dropped after an error that may have broken it.
 //!
 //! Outcomes, as for PostgreSQL: any error before `COMMIT` was sent leaves the transaction
 //! uncommitted → `fail`; at `COMMIT`, a server error that aborts the transaction (1213, which is
-//! how Galera reports a failed certification, and the other [`FailReason`]s) → `fail`; a lost
+//! how Galera reports a failed certification, and the other `conn::FailReason`s) → `fail`; a lost
 //! connection, a timeout or another error after `COMMIT` was sent → `info`. Every `fail` error
-//! starts with its [`FailReason`] word, so the history counts certification failures, deadlocks
+//! starts with its [`FailReason`] word (`conn`), so the history counts certification failures, deadlocks
 //! and lock-wait timeouts apart. Does not own the cluster (`db`) or the checker (`checker::txn`).
 
+use super::conn::{FailReason, MyClientConfig, Router, breaks_connection, describe};
 use crate::client::{Client, Completion};
 use crate::generator::txn::{Mop, key_text, parse_mops as parse};
 use mysql_async::prelude::Queryable;
-use rand::RngExt;
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -72,55 +70,6 @@ const APPEND_SQL: &str = "INSERT INTO txn_lists (k, v) VALUES (?, ?) \
      ON DUPLICATE KEY UPDATE v = CONCAT(v, ',', VALUES(v))";
 const READ_SQL: &str = "SELECT v FROM txn_lists WHERE k = ?";
 
-/// Why a transaction definitely did not commit: the first word of its `fail` error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FailReason {
-    /// 1213 at `COMMIT`: Galera's certification refused the write set (a conflicting
-    /// transaction from another node certified first).
-    Certification,
-    /// 1213 before `COMMIT`: a local InnoDB deadlock, or the transaction was aborted by a
-    /// replicated write set that conflicted with it (Galera's brute-force abort).
-    Deadlock,
-    /// 1205: a lock wait timed out.
-    LockWaitTimeout,
-    /// 1020 "Record has changed since last read" (`innodb_snapshot_isolation`).
-    SnapshotConflict,
-    /// 1047 / 1180 wsrep refusals: the node is not in a primary component or not ready.
-    NotReady,
-    /// Connecting failed.
-    Connect,
-    /// Another error before `COMMIT` was sent.
-    Other,
-}
-
-impl FailReason {
-    /// The word the `fail` error starts with.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FailReason::Certification => "certification-failure",
-            FailReason::Deadlock => "deadlock",
-            FailReason::LockWaitTimeout => "lock-wait-timeout",
-            FailReason::SnapshotConflict => "snapshot-conflict",
-            FailReason::NotReady => "node-not-ready",
-            FailReason::Connect => "connect",
-            FailReason::Other => "aborted",
-        }
-    }
-
-    /// The reason of a server error code, when it definitely aborts the transaction at any
-    /// point (also at `COMMIT`); `None` for the rest.
-    fn definite(code: u16, at_commit: bool) -> Option<FailReason> {
-        match code {
-            1213 if at_commit => Some(FailReason::Certification),
-            1213 => Some(FailReason::Deadlock),
-            1205 => Some(FailReason::LockWaitTimeout),
-            1020 => Some(FailReason::SnapshotConflict),
-            1047 => Some(FailReason::NotReady),
-            _ => None,
-        }
-    }
-}
-
 /// The list a text column holds (`"3,7,12"`; empty or no row = `[]`); the error quotes it.
 fn parse_list(text: Option<&str>) -> Result<Vec<i64>, String> {
     match text {
@@ -134,34 +83,6 @@ fn parse_list(text: Option<&str>) -> Result<Vec<i64>, String> {
             })
             .collect(),
     }
-}
-
-/// One node the client may talk to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MyNode {
-    /// Node name, for error messages.
-    pub name: String,
-    /// Host or address.
-    pub host: String,
-}
-
-/// Settings of one client (one worker thread).
-#[derive(Debug, Clone)]
-pub struct MyClientConfig {
-    /// Every node of the cluster.
-    pub nodes: Vec<MyNode>,
-    /// SQL port on every node.
-    pub port: u16,
-    /// Index into `nodes` of the thread's own node.
-    pub own: usize,
-    /// Where transactions go.
-    pub write_to: super::WriteTo,
-    /// Isolation level of every transaction.
-    pub isolation: Isolation,
-    /// Per-op timeout (connecting included).
-    pub timeout_ms: u64,
-    /// Seed of the per-transaction node choice (`--write-to any`).
-    pub seed: u64,
 }
 
 /// Where one transaction got to when it stopped.
@@ -179,64 +100,33 @@ struct Stopped {
 pub struct MyTxnClient {
     cfg: MyClientConfig,
     conns: Vec<Option<mysql_async::Conn>>,
-    rng: ChaCha8Rng,
+    router: Router,
     /// Set once the current transaction's `COMMIT` was handed to the connection.
     commit_sent: bool,
 }
 
-fn describe(e: &mysql_async::Error) -> String {
-    match e {
-        mysql_async::Error::Server(s) => {
-            format!("ERROR {} ({}): {}", s.code, s.state, s.message)
-        }
-        other => crate::client::error_chain(other),
-    }
-}
-
 impl MyTxnClient {
-    /// A client; connections open on first use.
-    pub fn new(cfg: MyClientConfig) -> MyTxnClient {
-        MyTxnClient {
+    /// A client; connections open on first use. Fails on a config [`MyClientConfig::check`]
+    /// refuses.
+    pub fn new(cfg: MyClientConfig) -> Result<MyTxnClient, String> {
+        cfg.check()?;
+        Ok(MyTxnClient {
             conns: (0..cfg.nodes.len()).map(|_| None).collect(),
-            rng: ChaCha8Rng::seed_from_u64(cfg.seed),
+            router: Router::new(cfg.seed),
             cfg,
             commit_sent: false,
-        }
+        })
     }
 
     fn label(&self, i: usize) -> String {
-        let n = &self.cfg.nodes[i];
-        format!("{} ({}:{})", n.name, n.host, self.cfg.port)
-    }
-
-    fn pick_node(&mut self) -> usize {
-        match self.cfg.write_to {
-            super::WriteTo::Own => self.cfg.own,
-            super::WriteTo::Primary => 0,
-            super::WriteTo::Any => self.rng.random_range(0..self.cfg.nodes.len()),
-        }
-    }
-
-    async fn connect(&self, i: usize) -> Result<mysql_async::Conn, mysql_async::Error> {
-        let n = &self.cfg.nodes[i];
-        let opts = mysql_async::OptsBuilder::default()
-            .ip_or_hostname(n.host.clone())
-            .tcp_port(self.cfg.port)
-            .user(Some(super::db::USER))
-            .db_name(Some(super::db::DATABASE))
-            .prefer_socket(false)
-            .tcp_nodelay(true);
-        mysql_async::Conn::new(opts).await
+        self.cfg.label(i)
     }
 
     /// Run the transaction on node `i`: the completed micro-ops, or where it stopped.
     async fn run(&mut self, i: usize, mops: &[Mop]) -> Result<Value, Stopped> {
         let label = self.label(i);
         let stopped = |e: &mysql_async::Error, commit_sent: bool| {
-            let (definite, broken) = match e {
-                mysql_async::Error::Server(s) => (FailReason::definite(s.code, commit_sent), false),
-                _ => (None, true),
-            };
+            let (definite, broken) = (FailReason::of(e, commit_sent), breaks_connection(e));
             Stopped {
                 error: format!("{label}: {}", describe(e)),
                 commit_sent,
@@ -245,7 +135,7 @@ impl MyTxnClient {
             }
         };
         if self.conns[i].is_none() {
-            match self.connect(i).await {
+            match self.cfg.connect(i).await {
                 Ok(c) => self.conns[i] = Some(c),
                 Err(e) => {
                     let mut s = stopped(&e, false);
@@ -328,7 +218,7 @@ impl Client for MyTxnClient {
                 };
             }
         };
-        let node = self.pick_node();
+        let node = self.router.write(&self.cfg);
         self.commit_sent = false;
         let timeout = Duration::from_millis(self.cfg.timeout_ms);
         let result = match tokio::time::timeout(timeout, self.run(node, &mops)).await {
@@ -397,26 +287,5 @@ mod tests {
             Isolation::RepeatableRead.set_sql(),
             "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"
         );
-    }
-
-    #[test]
-    fn galera_aborts_are_definite_with_their_own_reasons() {
-        assert_eq!(
-            FailReason::definite(1213, true),
-            Some(FailReason::Certification)
-        );
-        assert_eq!(
-            FailReason::definite(1213, false),
-            Some(FailReason::Deadlock)
-        );
-        assert_eq!(
-            FailReason::definite(1205, true),
-            Some(FailReason::LockWaitTimeout)
-        );
-        assert_eq!(
-            FailReason::definite(1047, false),
-            Some(FailReason::NotReady)
-        );
-        assert_eq!(FailReason::definite(1064, true), None);
     }
 }
