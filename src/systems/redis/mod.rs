@@ -301,6 +301,7 @@ mod tests {
             nemesis: &nemesis,
             nemesis_name: "test",
             node_count,
+            sandbox: false,
         };
         let open = |c: RedisConfig| SystemConfig::Redis(c).open();
         open(RedisConfig::default())
