@@ -204,6 +204,23 @@ impl KvOp {
         }
     }
 
+    /// [`KvOp::parse`] of an op on `key`, which the kv workloads always name: the op and its
+    /// key, or the `fail` completion a malformed op gets (nothing was sent).
+    pub fn parse_keyed<'k>(
+        f: &str,
+        key: Option<&'k str>,
+        value: &Value,
+        set: bool,
+    ) -> Result<(KvOp, &'k str), Completion> {
+        let fail = |error| Completion::Fail {
+            error,
+            value: value.clone(),
+        };
+        let op = KvOp::parse(f, value, set).map_err(fail)?;
+        let key = key.ok_or_else(|| fail(format!("{f}: no key")))?;
+        Ok((op, key))
+    }
+
     /// True for register and set reads.
     pub fn is_read(self) -> bool {
         matches!(self, KvOp::Read | KvOp::SetRead)

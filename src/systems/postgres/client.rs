@@ -446,20 +446,9 @@ fn ok_completion(op: KvOp, row: Option<tokio_postgres::Row>) -> Completion {
 #[async_trait::async_trait]
 impl Client for PgClient {
     async fn invoke(&mut self, f: &str, key: Option<&str>, value: &Value) -> Completion {
-        let op = match KvOp::parse(f, value, self.set_ops) {
-            Ok(op) => op,
-            Err(error) => {
-                return Completion::Fail {
-                    error,
-                    value: value.clone(),
-                };
-            }
-        };
-        let Some(key) = key else {
-            return Completion::Fail {
-                error: format!("{f}: no key"),
-                value: value.clone(),
-            };
+        let (op, key) = match KvOp::parse_keyed(f, key, value, self.set_ops) {
+            Ok(parsed) => parsed,
+            Err(refused) => return refused,
         };
         let node = match op {
             // LWW is decided by the primary's clock: an application reads it there.

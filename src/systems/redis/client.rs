@@ -478,20 +478,9 @@ fn member(s: &str) -> Value {
 #[async_trait::async_trait]
 impl Client for RedisClient {
     async fn invoke(&mut self, f: &str, key: Option<&str>, value: &Value) -> Completion {
-        let op = match KvOp::parse(f, value, self.set) {
-            Ok(op) => op,
-            Err(error) => {
-                return Completion::Fail {
-                    error,
-                    value: value.clone(),
-                };
-            }
-        };
-        let Some(key) = key else {
-            return Completion::Fail {
-                error: format!("{f}: no key"),
-                value: value.clone(),
-            };
+        let (op, key) = match KvOp::parse_keyed(f, key, value, self.set) {
+            Ok(parsed) => parsed,
+            Err(refused) => return refused,
         };
         let key = [self.cfg.key_prefix.as_str(), key].concat();
         let target = if op.is_read() {
