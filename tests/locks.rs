@@ -15,17 +15,10 @@ use std::sync::Mutex;
 
 #[path = "common/cli.rs"]
 mod cli;
-use cli::{SandboxGuard, root, run_results};
+use cli::{SandboxGuard, checker, root, run_results};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 const SANDBOX: &[&str] = &["--sandbox-name", "sdlk", "--sandbox-subnet", "10.86.0.0/24"];
-
-fn checker<'a>(results: &'a Value, name: &str) -> &'a Value {
-    results["checkers"]
-        .as_array()
-        .and_then(|cs| cs.iter().find(|c| c["checker"] == name))
-        .unwrap_or_else(|| panic!("no {name} checker in {results}"))
-}
 
 fn run(workload: &str, nemesis: &str, seed: &str) -> (i32, Value) {
     run_on("etcd", workload, nemesis, seed, "25")

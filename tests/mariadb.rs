@@ -14,7 +14,7 @@ use std::sync::Mutex;
 
 #[path = "common/cli.rs"]
 mod cli;
-use cli::{SandboxGuard, root};
+use cli::{SandboxGuard, checker, guarantee, root};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 const SANDBOX: [&str; 6] = [
@@ -30,20 +30,6 @@ fn run(db: &str, extra: &[&str], reports: &Path) -> (i32, PathBuf, Value) {
     let mut args = vec!["--db", db, "--concurrency", "6", "--time-limit", "15"];
     args.extend(extra);
     cli::run_results(&SANDBOX, &args, reports)
-}
-
-fn checker<'a>(results: &'a Value, name: &str) -> &'a Value {
-    results["checkers"]
-        .as_array()
-        .and_then(|cs| cs.iter().find(|c| c["checker"] == name))
-        .unwrap_or_else(|| panic!("no {name} checker in {results}"))
-}
-
-fn guarantee<'a>(session: &'a Value, name: &str) -> &'a Value {
-    session["details"]["guarantees"]
-        .as_array()
-        .and_then(|gs| gs.iter().find(|g| g["guarantee"] == name))
-        .unwrap_or_else(|| panic!("no {name} in {session}"))
 }
 
 fn test_json(run_dir: &Path) -> Value {

@@ -16,7 +16,7 @@ use std::sync::Mutex;
 
 #[path = "common/cli.rs"]
 mod cli;
-use cli::{SandboxGuard, root};
+use cli::{SandboxGuard, checker, root};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 const SANDBOX: [&str; 4] = [
@@ -25,13 +25,6 @@ const SANDBOX: [&str; 4] = [
     "--sandbox-subnet",
     "10.101.0.0/24",
 ];
-
-fn checker<'a>(results: &'a Value, name: &str) -> &'a Value {
-    results["checkers"]
-        .as_array()
-        .and_then(|cs| cs.iter().find(|c| c["checker"] == name))
-        .unwrap_or_else(|| panic!("no {name} checker in {results}"))
-}
 
 #[test]
 fn a_log_run_without_faults_is_valid_and_reads_every_log_from_every_node() {

@@ -27,7 +27,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 #[path = "common/cli.rs"]
 mod cli;
-use cli::{SandboxGuard, root};
+use cli::{SandboxGuard, checker, root};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 const NAME: &str = "sdrds";
@@ -39,13 +39,6 @@ fn run_redis(extra: &[&str], reports: &Path) -> (i32, PathBuf, Value) {
     let mut args = vec!["--db", "redis"];
     args.extend(extra);
     cli::run_results(&SANDBOX, &args, reports)
-}
-
-fn checker<'a>(results: &'a Value, name: &str) -> &'a Value {
-    results["checkers"]
-        .as_array()
-        .and_then(|cs| cs.iter().find(|c| c["checker"] == name))
-        .unwrap_or_else(|| panic!("no {name} checker in {results}"))
 }
 
 fn log(run_dir: &Path, node: &str, file: &str) -> String {

@@ -14,16 +14,9 @@ use serde_json::Value;
 
 #[path = "common/cli.rs"]
 mod cli;
-use cli::{SandboxGuard, root, run_results};
+use cli::{SandboxGuard, checker, root, run_results};
 
 const SANDBOX: &[&str] = &["--sandbox-name", "sdzl", "--sandbox-subnet", "10.73.0.0/24"];
-
-fn checker<'a>(results: &'a Value, name: &str) -> &'a Value {
-    results["checkers"]
-        .as_array()
-        .and_then(|cs| cs.iter().find(|c| c["checker"] == name))
-        .unwrap_or_else(|| panic!("no {name} checker in {results}"))
-}
 
 fn run(workload: &str, nemesis: &str, seed: &str, time_s: &str) -> (i32, Value) {
     let tmp = tempfile::tempdir().unwrap();

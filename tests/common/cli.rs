@@ -113,3 +113,19 @@ pub fn run_results(sandbox: &[&str], extra: &[&str], reports: &Path) -> (i32, Pa
         serde_json::from_slice(&std::fs::read(run_dir.join("results.json")).unwrap()).unwrap();
     (code, run_dir, results)
 }
+
+/// The checker `name`'s entry of a results.json (panics, naming it, when there is none).
+pub fn checker<'a>(results: &'a Value, name: &str) -> &'a Value {
+    results["checkers"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["checker"] == name))
+        .unwrap_or_else(|| panic!("no {name} checker in {results}"))
+}
+
+/// The session checker's entry for guarantee `name` (panics, naming it, when there is none).
+pub fn guarantee<'a>(session: &'a Value, name: &str) -> &'a Value {
+    session["details"]["guarantees"]
+        .as_array()
+        .and_then(|gs| gs.iter().find(|g| g["guarantee"] == name))
+        .unwrap_or_else(|| panic!("no {name} in {session}"))
+}
