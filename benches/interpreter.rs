@@ -4,7 +4,9 @@
 //!
 //! Owns only this measurement. `shakedown bench --db etcd|redis` measures the same loop against
 //! real servers; this one isolates the controller. Env: BENCH_SECONDS (default 3), BENCH_THREADS
-//! (default 10).
+//! (default 10), BENCH_LIVE=1 (live checking of retired keys beside it, as a run does:
+//! `runner::live` tails the same history file on its own nice-19 thread; the owner thread's CPU
+//! per op is printed apart from the whole process's).
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -33,6 +35,17 @@ fn cpu_ms() -> f64 {
     // SAFETY: getrusage only writes into the zeroed struct we pass.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return f64::NAN;
+    }
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1000.0 + t.tv_usec as f64 / 1000.0;
+    ms(usage.ru_utime) + ms(usage.ru_stime)
+}
+
+/// CPU time of the calling thread, in ms.
+fn thread_cpu_ms() -> f64 {
+    // SAFETY: getrusage only writes into the zeroed struct we pass.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) } != 0 {
         return f64::NAN;
     }
     let ms = |t: libc::timeval| t.tv_sec as f64 * 1000.0 + t.tv_usec as f64 / 1000.0;
@@ -86,20 +99,47 @@ async fn main() {
     })
     .expect("register workload");
     let g = Box::new(generator::time_limit(seconds * 1_000_000_000, w));
-    let (cpu0, t0) = (cpu_ms(), std::time::Instant::now());
+    let live = (env_num("BENCH_LIVE", 0) == 1).then(|| {
+        shakedown::runner::live::LiveChecker::start(
+            shakedown::runner::live::LiveConfig {
+                model: "cas-register",
+                concurrency: threads,
+                time_limit: Duration::from_secs(10),
+                witness: shakedown::checker::linear::WitnessMode::Fast,
+                memory_bytes: 1 << 28,
+            },
+            shakedown::store::RunDir::open(&dir),
+            std::time::Instant::now(),
+        )
+        .expect("live checker")
+    });
+    let (cpu0, own0, t0) = (cpu_ms(), thread_cpu_ms(), std::time::Instant::now());
     // As the commands do: one thread (`app::runtime`), the owner a task of it.
     let (mut interp, phase) = interp.run_phase_on_worker(Some(g), None).await;
     phase.expect("run phase");
     interp.flush().expect("flush");
-    let (cpu1, elapsed) = (cpu_ms(), t0.elapsed());
+    let (cpu1, own1, elapsed) = (cpu_ms(), thread_cpu_ms(), t0.elapsed());
     let ops = interp.ops_written() / 2;
     interp.close().await.expect("close");
     println!(
-        "interpreter, {threads} in-process clients, {seconds} s: {:.0} ops/s, {:.2} us CPU/op \
-         ({ops} ops, {} history bytes)",
+        "interpreter, {threads} in-process clients, {seconds} s{}: {:.0} ops/s, {:.2} us CPU/op \
+         ({:.2} us on the owner thread; {ops} ops, {} history bytes)",
+        if live.is_some() {
+            ", live checking"
+        } else {
+            ""
+        },
         ops as f64 / elapsed.as_secs_f64(),
         (cpu1 - cpu0) * 1000.0 / ops.max(1) as f64,
+        (own1 - own0) * 1000.0 / ops.max(1) as f64,
         std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0)
     );
+    if let Some(l) = live {
+        let r = l.join();
+        println!(
+            "live checking: {} keys checked ({} invalid, {} unknown), {} keys open at the end",
+            r.checked, r.invalid, r.unknown, r.open_keys
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -508,6 +508,13 @@ pub struct RunArgs {
     /// within the check's time budget).
     #[arg(long, default_value = "fast", value_parser = parse_witness)]
     pub witness: crate::checker::linear::WitnessMode,
+    /// End the workload at the first anomaly confirmed while it runs, heal, and report why it
+    /// stopped (the run is invalid). Register and list-append keys are checked for
+    /// linearizability as soon as they are retired (every run of these workloads does this);
+    /// set, log, lock and transactional workloads cannot be decided before their final reads or
+    /// whole history, so they are refused, and session guarantees are only checked at the end.
+    #[arg(long)]
+    pub stop_on_anomaly: bool,
     /// Transactional workloads (--workload txn): the consistency models the history must
     /// satisfy, comma-separated, in Elle's names (strict-serializable, serializable,
     /// snapshot-isolation, repeatable-read, read-committed, …). Default: what the system claims
@@ -674,6 +681,12 @@ impl RunArgs {
             })?;
             system.serve_data_from_layer(&exe.to_string_lossy());
         }
+        if self.stop_on_anomaly && crate::runner::live::live_model(&workload.kind).is_none() {
+            return Err(ConfigError::new(
+                "--stop-on-anomaly",
+                crate::runner::live::not_live_because(&workload.kind),
+            ));
+        }
         let seed = self.seed.unwrap_or_else(rand::random);
         let name = self.name.clone().unwrap_or_else(|| {
             format!(
@@ -712,6 +725,7 @@ impl RunArgs {
             nemesis_timeout_s,
             check_time_limit_s,
             witness: self.witness,
+            stop_on_anomaly: self.stop_on_anomaly,
             consistency,
         };
         // Before any node is touched: refuse what the system cannot serve.

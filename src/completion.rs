@@ -26,6 +26,10 @@ pub enum RunStatus {
     Failed,
     /// The controller panicked while driving the workload; it healed and cleaned up.
     Panicked,
+    /// `--stop-on-anomaly`: live checking confirmed an anomaly, so the workload stopped early;
+    /// the controller healed and cleaned up. Never `valid`; `invalid` by the confirmed anomaly,
+    /// which the end-of-run check keeps.
+    StoppedOnAnomaly,
     /// A second Ctrl-C aborted the controller at once: no cleanup, no check.
     Aborted,
     /// `shakedown chaos`: the probe failed `--abort-after` times in a row, so the experiment
@@ -45,6 +49,7 @@ impl RunStatus {
             RunStatus::Interrupted => "interrupted",
             RunStatus::Failed => "failed",
             RunStatus::Panicked => "panicked",
+            RunStatus::StoppedOnAnomaly => "stopped on anomaly",
             RunStatus::Aborted => "aborted",
             RunStatus::ProbeAborted => "aborted by the probe",
             RunStatus::NotStarted => "not started",
@@ -112,6 +117,21 @@ impl Completion {
         );
         Self::new(
             RunStatus::Interrupted,
+            reason,
+            Some(workload_s),
+            Some(time_limit_s),
+        )
+    }
+
+    /// `--stop-on-anomaly`: the anomaly `what` ("key 17 not linearizable at 12.3 s") stopped
+    /// the workload after `workload_s`.
+    pub fn stopped_on_anomaly(what: &str, workload_s: f64, time_limit_s: f64) -> Self {
+        let reason = format!(
+            "stopped early: {what} (--stop-on-anomaly; the workload ran {}, then healed)",
+            progress_text(workload_s, Some(time_limit_s))
+        );
+        Self::new(
+            RunStatus::StoppedOnAnomaly,
             reason,
             Some(workload_s),
             Some(time_limit_s),
@@ -247,6 +267,7 @@ mod tests {
             Completion::failed("writing history: disk full", Some(3.0), 60.0),
             Completion::panicked("boom", 60.0),
             Completion::aborted(2.0, 60.0),
+            Completion::stopped_on_anomaly("key 17 not linearizable at 12.3 s", 12.5, 60.0),
             Completion::not_started("n1: unreachable"),
             Completion::killed(),
         ] {
@@ -263,6 +284,18 @@ mod tests {
         let cut = Completion::interrupted(5.0, 60.0);
         assert_eq!(judge(Verdict::Invalid, &cut, 10).verdict, Verdict::Invalid);
         assert_eq!(judge(Verdict::Invalid, &cut, 0).verdict, Verdict::Invalid);
+        // A stop at a confirmed anomaly is invalid by it, never "interrupted, so unknown".
+        let stopped =
+            Completion::stopped_on_anomaly("key 17 not linearizable at 12.3 s", 12.5, 60.0);
+        assert!(
+            stopped
+                .reason
+                .starts_with("stopped early: key 17 not linearizable at 12.3 s")
+        );
+        assert_eq!(
+            judge(Verdict::Invalid, &stopped, 10).verdict,
+            Verdict::Invalid
+        );
         let done = Completion::completed(60.0, 60.0);
         assert_eq!(judge(Verdict::Unknown, &done, 10).verdict, Verdict::Unknown);
     }

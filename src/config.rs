@@ -153,6 +153,9 @@ pub struct TestConfig {
     pub check_time_limit_s: f64,
     /// How much work goes into the witness of an invalid key (`--witness`).
     pub witness: crate::checker::linear::WitnessMode,
+    /// End the workload at the first anomaly live checking confirms (`--stop-on-anomaly`;
+    /// `runner::live`).
+    pub stop_on_anomaly: bool,
     /// Transactional workloads: the models and anomalies to check against
     /// (`--consistency-models`, `--anomalies`); `None` = what the system claims for its settings
     /// ([`crate::systems::System::claimed_consistency`]), else Elle's default.
@@ -189,6 +192,9 @@ impl TestConfig {
         }
         if let Some(v) = &self.workload.version_source {
             parts.push(format!("--version-source {v}"));
+        }
+        if self.stop_on_anomaly {
+            parts.push("--stop-on-anomaly".into());
         }
         parts.push(format!("--seed {}", self.seed));
         parts.join(" ")

@@ -101,6 +101,8 @@ struct State {
     timings: Vec<(Phase, Duration)>,
     /// The nemesis op in flight and since when (a strobe holds the nemesis for its duration).
     nemesis_op: Option<(String, Instant)>,
+    /// Live checking's counts, when the run checks keys as they retire (`runner::live`).
+    live: Option<Arc<crate::runner::live::LiveCounts>>,
 }
 
 struct Inner {
@@ -144,6 +146,7 @@ impl Progress {
                 rate_per_s: 0.0,
                 timings: Vec::new(),
                 nemesis_op: None,
+                live: None,
             }),
             stop: std::sync::atomic::AtomicBool::new(false),
             ticker: Mutex::new(None),
@@ -223,6 +226,11 @@ impl Progress {
             s.stats = Some(stats);
         }
         self.phase(Phase::Workload, "clients and nemesis running");
+    }
+
+    /// Show live checking's counts on the workload line.
+    pub fn live(&self, counts: Arc<crate::runner::live::LiveCounts>) {
+        self.state().live = Some(counts);
     }
 
     /// The nemesis op in flight and how long it has run.
@@ -325,6 +333,9 @@ impl Progress {
                 s.rate_per_s,
                 if faults.is_empty() { "none" } else { &faults }
             ));
+        }
+        if let Some(live) = &s.live {
+            line.push_str(&format!(" | {}", live.text()));
         }
         if in_phase_s > self.inner.time_limit_s {
             line.push_str(" | time limit reached: waiting for in-flight ops");

@@ -24,6 +24,9 @@ pub const RESULTS_FILE: &str = "results.json";
 pub const FAULTS_FILE: &str = "faults.jsonl";
 /// Linearizability witness page, written when the verdict is invalid.
 pub const LINEAR_WITNESS_FILE: &str = "linearizability.html";
+/// Live checking's counts while the run goes on (`runner::live`): keys checked, invalid, the
+/// first invalid key.
+pub const LIVE_FILE: &str = "live.json";
 /// Directory of per-node logs.
 pub const LOGS_DIR: &str = "logs";
 /// How the run ended ([`crate::completion::Completion`]); written by the controller on every

@@ -142,6 +142,33 @@ fn completion_of(run_dir: &Path, results: &Value) -> Completion {
         .unwrap_or_else(|| RunDir::open(run_dir).read_completion())
 }
 
+/// What live checking decided while the run went on (`runner::live`; results.json `live`).
+fn live_section(out: &mut String, results: &Value) {
+    let Some(live) = results.get(crate::runner::results::LIVE_KEY) else {
+        return;
+    };
+    let n = |k: &str| live.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let first = live
+        .pointer("/first_invalid/key")
+        .and_then(Value::as_str)
+        .map_or(String::new(), |k| {
+            let at = live.pointer("/first_invalid/at_s").and_then(Value::as_f64);
+            format!(
+                "; first invalid: key {} at {:.1} s",
+                esc(k),
+                at.unwrap_or(0.0)
+            )
+        });
+    let _ = writeln!(
+        out,
+        "<p>Live checking: {} keys checked while the run went on, {} invalid, {} left unknown \
+         (checked again at the end){first}.</p>",
+        n("checked"),
+        n("invalid"),
+        n("unknown")
+    );
+}
+
 /// Why the verdict is not the checkers' (an incomplete run, no client ops), and what cleanup
 /// left behind; nothing for a complete, clean run.
 fn completion_section(out: &mut String, results: &Value, c: &Completion) {
@@ -650,6 +677,7 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
         status_badge(&completion)
     );
     completion_section(&mut out, &results, &completion);
+    live_section(&mut out, &results);
 
     out.push_str(
         "<p><a href=\"#checkers\">Checkers and anomalies</a> · <a href=\"#faults\">Faults</a> · \

@@ -1,7 +1,9 @@
 //! Driving a set-up cluster: the client generator a workload spec makes (`build_client_gen`),
 //! the nemesis schedule a nemesis spec makes (`schedule_of`, clock offsets `with_offsets_of`),
 //! and [`drive`], the interpreter's phases — main (clients and nemesis until the time limit), the
-//! final heal (one budget), settle, `db-status`, final reads — appending to the run's history.
+//! final heal (one budget), settle, `db-status`, final reads — appending to the run's history;
+//! live checking of retired keys runs beside the main phase (`runner::live`) and, with
+//! `--stop-on-anomaly`, ends it at the first confirmed anomaly.
 //!
 //! Does not own setting the cluster up or tearing it down, nor checking (the rest of `runner`),
 //! nor what an op does (clients, `nemesis`).
@@ -173,6 +175,9 @@ pub(crate) struct DriveOutcome {
     pub main_phase: Duration,
     /// Whether the user stopped it.
     pub interrupted: bool,
+    /// What live checking decided (register and list-append workloads), and whether it
+    /// stopped the workload.
+    pub live: Option<super::live::LiveRecord>,
 }
 
 /// Wait for the DB, then run the interpreter phases against an already set-up cluster, appending
@@ -266,6 +271,7 @@ pub(crate) async fn drive(
         stats.clone(),
     );
     let stop = interp.shutdown_handle();
+    let user_stop = interrupt.clone();
     let ctrl_c = tokio::spawn(async move {
         while !*interrupt.borrow_and_update() {
             if interrupt.changed().await.is_err() {
@@ -275,6 +281,19 @@ pub(crate) async fn drive(
         let _ = stop.send(true);
     });
     progress.workload(stats.clone());
+    let live = start_live(cfg, run_dir, &progress, start.into_std());
+    // `--stop-on-anomaly`: the first confirmed anomaly stops the workload as Ctrl-C would.
+    let on_anomaly = live.as_ref().filter(|_| cfg.stop_on_anomaly).map(|l| {
+        let (mut anomaly, stop) = (l.anomaly(), interp.shutdown_handle());
+        tokio::spawn(async move {
+            while !*anomaly.borrow_and_update() {
+                if anomaly.changed().await.is_err() {
+                    return;
+                }
+            }
+            let _ = stop.send(true);
+        })
+    });
 
     let (client_gen, keys) = build_client_gen(cfg, stalls.as_ref())?;
     let schedule = nemesis_schedule(cfg);
@@ -296,6 +315,13 @@ pub(crate) async fn drive(
         .run_phase_on_worker(Some(client_gen), nemesis_gen)
         .await;
     let main_phase = start.elapsed();
+    if let Some(l) = &live {
+        // The workload is over: live checking takes what the history holds now and stops.
+        l.finish();
+    }
+    if let Some(t) = on_anomaly {
+        t.abort();
+    }
     let main_ops = {
         let (ok, fail, info) = stats.counts();
         ok + fail + info
@@ -304,7 +330,10 @@ pub(crate) async fn drive(
         // The client generator is gone: a stall still holding an op back ends with the phase.
         board.end_all();
     }
-    let interrupted = interp.is_shutting_down();
+    let stopped_early = cfg.stop_on_anomaly
+        && !*user_stop.borrow()
+        && live.as_ref().is_some_and(|l| l.counts().first().is_some());
+    let interrupted = interp.is_shutting_down() && !stopped_early;
     // Final phase: heal through the history (so fault ends are recorded), settle, final reads.
     let heal = if with_nemesis {
         progress.phase(
@@ -322,7 +351,9 @@ pub(crate) async fn drive(
     } else {
         Ok(())
     };
-    if phase.is_ok() && heal.is_ok() && !interrupted {
+    // An early stop skips the settle and the final reads, as an interrupt does: the verdict is
+    // the confirmed anomaly.
+    if phase.is_ok() && heal.is_ok() && !interrupted && !stopped_early {
         progress.phase(
             Phase::Settle,
             format!(
@@ -365,6 +396,14 @@ pub(crate) async fn drive(
     ctrl_c.abort();
     let written = interp.ops_written();
     let _ = interp.close().await;
+    let live = match live {
+        Some(l) => tokio::task::spawn_blocking(move || l.join()).await.ok(),
+        None => None,
+    }
+    .map(|mut r| {
+        r.stopped_early = stopped_early;
+        r
+    });
     phase?;
     heal?;
     Ok(DriveOutcome {
@@ -373,5 +412,38 @@ pub(crate) async fn drive(
         main_ops,
         main_phase,
         interrupted,
+        live,
     })
+}
+
+/// Start checking retired keys live, when the workload's keys are checked that way
+/// (`live::live_model`); the progress line shows its counts. A thread that cannot start costs
+/// only the live verdicts (said on the progress display), never the run.
+fn start_live(
+    cfg: &TestConfig,
+    run_dir: &RunDir,
+    progress: &Progress,
+    started: std::time::Instant,
+) -> Option<super::live::LiveChecker> {
+    let model = super::live::live_model(&cfg.workload.kind)?;
+    let live_cfg = super::live::LiveConfig {
+        model,
+        concurrency: cfg.concurrency,
+        time_limit: Duration::from_secs_f64(cfg.check_time_limit_s).min(super::live::MAX_KEY_CHECK),
+        witness: cfg.witness,
+        // A quarter of the end-of-run check's: the workload and its servers come first.
+        memory_bytes: crate::meminfo::default_budget() / 4,
+    };
+    match super::live::LiveChecker::start(live_cfg, run_dir.clone(), started) {
+        Ok(l) => {
+            progress.live(l.counts());
+            Some(l)
+        }
+        Err(e) => {
+            progress.note(&format!(
+                "live checking could not start ({e}): keys are checked at the end"
+            ));
+            None
+        }
+    }
 }

@@ -25,8 +25,9 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 mod drive;
+pub mod live;
 mod nemesis_client;
-mod results;
+pub mod results;
 
 pub(crate) use drive::{Control, DriveOutcome, drive, schedule_of, with_offsets_of};
 use nemesis_client::lock_within;
@@ -698,20 +699,27 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
     }
     let reached_workload = run_dir.history_path().is_file();
     let limit = cfg.time_limit_s;
+    let mut live = None;
     let (completion, error) = match result {
         Ok(DriveOutcome {
             events,
             counts,
             main_phase,
             interrupted,
+            live: live_record,
             ..
         }) => {
             let w = main_phase.as_secs_f64();
-            let c = if interrupted {
-                Completion::interrupted(w, limit)
-            } else {
-                Completion::completed(w, limit)
+            let stopped = live_record
+                .as_ref()
+                .filter(|l| l.stopped_early)
+                .and_then(|l| l.first_invalid.clone());
+            let c = match stopped {
+                Some(first) => Completion::stopped_on_anomaly(&first.describe(), w, limit),
+                None if interrupted => Completion::interrupted(w, limit),
+                None => Completion::completed(w, limit),
             };
+            live = live_record;
             (c, Ok((events, counts, main_phase)))
         }
         Err(e) if !reached_workload => (Completion::not_started(&e.to_string()), Err(e)),
@@ -737,7 +745,7 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
         let (run_dir, progress) = (run_dir.clone(), progress.clone());
         let (limit, witness) = (cfg.check_time_limit_s, cfg.witness);
         tokio::task::spawn_blocking(move || {
-            write_results_with(&run_dir, limit, witness, Some(&progress))
+            write_results_with(&run_dir, limit, witness, Some(&progress), live.as_ref())
         })
         .await
         .map_err(|e| RunError::Panicked(join_error_message(e)))??

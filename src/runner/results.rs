@@ -12,6 +12,11 @@ use crate::completion::Completion;
 use crate::history::History;
 use crate::progress::{Phase, Progress};
 use crate::store::{LINEAR_WITNESS_FILE, RESULTS_FILE, RunDir, TEST_FILE};
+
+/// results.json's key for what live checking decided (`runner::live::LiveRecord`).
+pub const LIVE_KEY: &str = "live";
+/// results.json's key for why a run stopped early (`--stop-on-anomaly`), when it did.
+pub const STOPPED_EARLY_KEY: &str = "stopped_early";
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -46,7 +51,7 @@ pub fn write_results(
     check_time_limit_s: f64,
     witness: crate::checker::linear::WitnessMode,
 ) -> Result<Checked, RunError> {
-    write_results_with(run_dir, check_time_limit_s, witness, None)
+    write_results_with(run_dir, check_time_limit_s, witness, None, None)
 }
 
 pub(super) fn write_results_with(
@@ -54,6 +59,7 @@ pub(super) fn write_results_with(
     check_time_limit_s: f64,
     witness: crate::checker::linear::WitnessMode,
     progress: Option<&Progress>,
+    live: Option<&super::live::LiveRecord>,
 ) -> Result<Checked, RunError> {
     crate::store::ensure_writable(&run_dir.path)?;
     if crate::chaos::run::is_chaos_run(run_dir) {
@@ -61,12 +67,14 @@ pub(super) fn write_results_with(
     }
     let history = History::read_file(&run_dir.history_path())?;
     let (txn_ask, claimed_by) = recorded_ask(run_dir)?;
-    let (checked, mut results, linear) = check_with(
+    let reuse = live.map(super::live::Reuse::of).unwrap_or_default();
+    let (checked, mut results, linear) = check_reusing(
         &history,
         check_time_limit_s,
         declared_version_source(run_dir),
         witness,
         txn_ask,
+        &reuse,
     );
     if let Some(by) = claimed_by {
         for r in results
@@ -89,6 +97,12 @@ pub(super) fn write_results_with(
         json["reason"] = r.clone().into();
     }
     json["completion"] = serde_json::to_value(&completion).unwrap_or_default();
+    if let Some(l) = live {
+        json[LIVE_KEY] = l.to_json();
+    }
+    if completion.status == crate::completion::RunStatus::StoppedOnAnomaly {
+        json[STOPPED_EARLY_KEY] = completion.reason.clone().into();
+    }
     json[crate::report::recovery::RESULTS_KEY] = crate::report::recovery::to_json(&history);
     crate::systems::external::record_protocol_errors(
         &mut json,
@@ -169,6 +183,32 @@ pub fn check_with(
     Vec<CheckResult>,
     Option<crate::checker::linear::LinearResult>,
 ) {
+    let reuse = super::live::Reuse::default();
+    check_reusing(
+        history,
+        time_limit_s,
+        version_source,
+        witness,
+        txn_ask,
+        &reuse,
+    )
+}
+
+/// [`check_with`], keeping the keys live checking decided (`reuse`): they are not searched
+/// again, their parts are put back into the linearizability result, and the session checker
+/// still reads the whole history.
+fn check_reusing(
+    history: &History,
+    time_limit_s: f64,
+    version_source: Option<crate::checker::session::VersionSource>,
+    witness: crate::checker::linear::WitnessMode,
+    txn_ask: crate::checker::txn::judge::Ask,
+    reuse: &super::live::Reuse,
+) -> (
+    Verdict,
+    Vec<CheckResult>,
+    Option<crate::checker::linear::LinearResult>,
+) {
     use crate::checker::compose::{self, Plan};
     let model = crate::import::default_model_for(crate::import::InputFormat::Jsonl, history);
     let plan = Plan {
@@ -190,7 +230,12 @@ pub fn check_with(
         txn_assume: Default::default(),
         txn_ask,
     };
-    match compose::check(history, &plan) {
+    let composed = if reuse.invalid_parts.is_empty() || compose::has_own_checker(model) {
+        compose::check(history, &plan)
+    } else {
+        check_rest(history, &plan, reuse)
+    };
+    match composed {
         Ok(c) => {
             let mut results: Vec<CheckResult> = c
                 .linear
@@ -216,4 +261,28 @@ pub fn check_with(
             None,
         ),
     }
+}
+
+/// The composition of `history` when live checking decided some keys: the linearizability search
+/// on the rest, merged with the live parts, and the session guarantees on the whole history.
+fn check_rest(
+    history: &History,
+    plan: &crate::checker::compose::Plan,
+    reuse: &super::live::Reuse,
+) -> Result<crate::checker::compose::Composed, String> {
+    use crate::checker::{Checker, compose};
+    let (rest, orig) = reuse.remaining(history);
+    let rest_plan = compose::Plan {
+        session: None,
+        ..plan.clone()
+    };
+    let mut c = compose::check(&rest, &rest_plan)?;
+    c.linear = c.linear.map(|l| reuse.merge(l, &orig, history));
+    c.session = plan
+        .session
+        .clone()
+        .map(|cfg| crate::checker::session::SessionChecker::new(cfg).check(history));
+    let main = c.linear.as_ref().map_or(Verdict::Unknown, |l| l.verdict);
+    c.verdict = c.session.as_ref().map_or(main, |s| main.merge(s.verdict));
+    Ok(c)
 }

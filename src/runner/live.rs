@@ -1,0 +1,685 @@
+//! Live checking: verdicts on retired keys while the run goes on (`shakedown run`), and the stop
+//! at the first confirmed anomaly (`--stop-on-anomaly`).
+//!
+//! The register and list-append workloads move each group of threads to a fresh key after
+//! `ops_per_key` ops and never return to a key they left. A background thread at the lowest CPU
+//! priority (nice 19) tails the run's `history.jsonl` as the interpreter writes it (no hook in
+//! the interpreter: the workload's hot path is unchanged) and keeps each key's ops in
+//! [`Retirement`]: a key is *retired* once every thread that worked on it has invoked an op on
+//! another key and no op on it is open. Its sub-history is then checked for linearizability with
+//! the model the final check uses, through the checker's public API (`check_linear_with`, every
+//! key decided, one search thread).
+//!
+//! What a live verdict means, honestly:
+//! - **invalid is final.** Every op of the checked sub-history had completed before any later op
+//!   on the key was invoked (no op open), and ops that may never take effect can be left out, so
+//!   no later op — the final read, or anything else — makes a non-linearizable prefix
+//!   linearizable. The final check reuses these parts as they are ([`Reuse`]) and does not search
+//!   them again; `shakedown check` of the same history finds them invalid too.
+//! - **valid is "so far".** The final phase reads every key once more, and that read may expose
+//!   a lost write; such keys are checked again, whole, at the end.
+//! - Set, lock, log and transactional workloads are not checked live: a set's lost adds and a
+//!   log's lost sends are judged against the final reads, which come after the workload, and the
+//!   session guarantees choose their version order from the whole history. `--stop-on-anomaly`
+//!   is refused for them (`cli`).
+//!
+//! Owns the retirement bookkeeping (pure, [`Retirement`]), the tailing thread, the live counts the
+//! progress line shows, `live.json` and the first invalid key's witness page written as soon as it
+//! is found, and mapping the live parts back into the final check. Does not own the search
+//! (`checker::linear`), the stop itself (`runner::drive` shuts the interpreter down) or how the
+//! run's verdict is judged (`completion`).
+
+use crate::checker::Verdict;
+use crate::checker::linear::{Decide, LinearConfig, LinearResult, PartSummary, WitnessMode};
+use crate::history::{History, Op, OpType, Process};
+use crate::store::{LINEAR_WITNESS_FILE, LIVE_FILE, RunDir};
+use serde::Serialize;
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::io::{Read, Seek, SeekFrom};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How often the tailing thread looks for new history lines.
+const POLL: Duration = Duration::from_millis(500);
+/// The longest one live search may take; a key it leaves unknown is checked again at the end.
+pub(crate) const MAX_KEY_CHECK: Duration = Duration::from_secs(10);
+
+/// The linearizability model a workload kind's keys are checked live with, when they are: the
+/// one `import::default_model_for` gives the run's whole history.
+pub(crate) fn live_model(workload_kind: &str) -> Option<&'static str> {
+    match workload_kind {
+        "register" => Some(crate::import::default_model(
+            crate::import::InputFormat::Jsonl,
+        )),
+        "list-append" => Some("list-append"),
+        _ => None,
+    }
+}
+
+/// Why a workload kind cannot be checked live (`--stop-on-anomaly` refuses it), in words.
+pub(crate) fn not_live_because(workload_kind: &str) -> String {
+    format!(
+        "the {workload_kind} workload is not checked while it runs: only register and list-append \
+         keys (linearizability) are decided live; set and log losses are judged against the final \
+         reads, lock and transactional histories as a whole"
+    )
+}
+
+/// One key's ops while it is not yet retired.
+#[derive(Debug, Default)]
+struct KeyOps {
+    /// Its ops in history order, with their history `index`.
+    ops: Vec<Op>,
+    /// Invokes without their completion yet.
+    open: usize,
+    /// Threads that invoked an op on it.
+    threads: BTreeSet<u64>,
+    /// Threads of `threads` that have since invoked an op on another key.
+    left: BTreeSet<u64>,
+}
+
+impl KeyOps {
+    fn retired(&self) -> bool {
+        self.open == 0 && !self.threads.is_empty() && self.left.len() == self.threads.len()
+    }
+}
+
+/// Which keys are retired, from the history alone (pure; see the module doc): fed client ops in
+/// history order, it hands out each key's ops once every thread that worked on the key has moved
+/// to another key and none of its ops is open. A thread is `process % concurrency` (a thread
+/// whose op ends `info` goes on as `process + concurrency`).
+#[derive(Debug)]
+pub struct Retirement {
+    concurrency: u64,
+    keys: HashMap<String, KeyOps>,
+    /// The key each thread last invoked an op on.
+    thread_key: HashMap<u64, String>,
+    /// Keys already handed out.
+    retired: HashSet<String>,
+    /// Ops on a key after it was handed out (final reads; none during the workload).
+    late_ops: u64,
+}
+
+impl Retirement {
+    /// Bookkeeping for a run of `concurrency` client threads.
+    pub fn new(concurrency: usize) -> Retirement {
+        Retirement {
+            concurrency: concurrency.max(1) as u64,
+            keys: HashMap::new(),
+            thread_key: HashMap::new(),
+            retired: HashSet::new(),
+            late_ops: 0,
+        }
+    }
+
+    /// Feed the next op of the history; returns the keys it retires, each with its ops.
+    pub fn push(&mut self, op: Op) -> Vec<(String, Vec<Op>)> {
+        let (Process::Client(p), Some(key)) = (op.process, op.key.clone()) else {
+            return Vec::new();
+        };
+        if self.retired.contains(&key) {
+            self.late_ops += 1;
+            return Vec::new();
+        }
+        let thread = p % self.concurrency;
+        let mut candidates = Vec::new();
+        let entry = self.keys.entry(key.clone()).or_default();
+        if op.op_type == OpType::Invoke {
+            entry.open += 1;
+            entry.threads.insert(thread);
+            entry.left.remove(&thread);
+            if let Some(prev) = self.thread_key.insert(thread, key.clone())
+                && prev != key
+                && let Some(k) = self.keys.get_mut(&prev)
+            {
+                k.left.insert(thread);
+                candidates.push(prev);
+            }
+        } else {
+            entry.open = entry.open.saturating_sub(1);
+            candidates.push(key.clone());
+        }
+        if let Some(k) = self.keys.get_mut(&key) {
+            k.ops.push(op);
+        }
+        let mut out = Vec::new();
+        for k in candidates {
+            if self.keys.get(&k).is_some_and(KeyOps::retired)
+                && let Some(ops) = self.keys.remove(&k)
+            {
+                self.retired.insert(k.clone());
+                out.push((k, ops.ops));
+            }
+        }
+        out
+    }
+
+    /// Keys seen and not retired yet.
+    pub fn open_keys(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Ops seen on keys already retired.
+    pub fn late_ops(&self) -> u64 {
+        self.late_ops
+    }
+}
+
+/// The first invalid key found live.
+#[derive(Debug, Clone, Serialize)]
+pub struct FirstAnomaly {
+    /// The key.
+    pub key: String,
+    /// When it was found, seconds since the workload started.
+    pub at_s: f64,
+}
+
+impl FirstAnomaly {
+    /// "key 17 not linearizable at 12.3 s".
+    pub fn describe(&self) -> String {
+        format!("key {} not linearizable at {:.1} s", self.key, self.at_s)
+    }
+}
+
+/// What the live checker found, shared with the progress line and the driver while it runs.
+#[derive(Debug, Default)]
+pub struct LiveCounts {
+    /// Keys checked live.
+    pub checked: AtomicU64,
+    /// Of them, invalid.
+    pub invalid: AtomicU64,
+    /// Of them, left unknown by the live search's budget (checked again at the end).
+    pub unknown: AtomicU64,
+    first: Mutex<Option<FirstAnomaly>>,
+}
+
+impl LiveCounts {
+    /// The first invalid key, once there is one.
+    pub fn first(&self) -> Option<FirstAnomaly> {
+        self.first.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The progress line's words: "live: 12 keys checked, 1 invalid".
+    pub fn text(&self) -> String {
+        format!(
+            "live: {} checked, {} invalid",
+            crate::plural::counted(self.checked.load(Ordering::Relaxed) as usize, "key"),
+            self.invalid.load(Ordering::Relaxed)
+        )
+    }
+}
+
+/// What live checking leaves for the final check and the report.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LiveRecord {
+    /// The workload kind's model.
+    pub model: String,
+    /// Keys checked live.
+    pub checked: u64,
+    /// Keys found invalid live (final: reused by the end-of-run check).
+    pub invalid: u64,
+    /// Keys the live search left unknown (checked again at the end).
+    pub unknown: u64,
+    /// Keys not retired when live checking ended.
+    pub open_keys: usize,
+    /// The first invalid key.
+    pub first_invalid: Option<FirstAnomaly>,
+    /// The workload stopped at the first invalid key (`--stop-on-anomaly`).
+    pub stopped_early: bool,
+    /// The invalid parts, their op positions those of the run's history.
+    #[serde(skip)]
+    pub invalid_parts: Vec<PartSummary>,
+}
+
+impl LiveRecord {
+    /// results.json's `live` object.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+}
+
+/// Budgets of the live searches.
+#[derive(Debug, Clone)]
+pub struct LiveConfig {
+    /// The model, by registry name.
+    pub model: &'static str,
+    /// The run's client threads.
+    pub concurrency: usize,
+    /// The time one batch of keys may take.
+    pub time_limit: Duration,
+    /// Witness work per invalid key.
+    pub witness: WitnessMode,
+    /// Memory budget of one batch.
+    pub memory_bytes: usize,
+}
+
+/// Check a batch of retired keys' ops (history order, original `index`es kept): every key
+/// decided, one search thread. Returns the result with positions mapped back to the run's
+/// history, and the same result with the batch's own positions plus the batch (for a witness
+/// page drawn from the batch alone).
+pub fn check_batch(
+    cfg: &LiveConfig,
+    mut ops: Vec<Op>,
+) -> Result<(LinearResult, LinearResult, History), String> {
+    ops.sort_by_key(|o| o.index);
+    let orig: Vec<u64> = ops.iter().map(|o| o.index).collect();
+    let history = History::from_ops(ops);
+    let config = LinearConfig {
+        time_limit: Some(cfg.time_limit),
+        memory_bytes: Some(cfg.memory_bytes),
+        threads: Some(1),
+        decide: Decide::AllKeys,
+        witness: cfg.witness,
+        ..LinearConfig::default()
+    };
+    let options = crate::model::ModelOptions::preset(crate::model::SemanticsPreset::Etcd);
+    let local = crate::checker::compose::check_linear_with(cfg.model, &history, &options, config)?;
+    let mut mapped = local.clone();
+    remap_positions(&mut mapped, &orig);
+    Ok((mapped, local, history))
+}
+
+/// Map a result's op positions (`WitnessOp::index`, `completion_index`) through `orig`: the
+/// position in the checked history → the position in the run's history.
+pub fn remap_positions(r: &mut LinearResult, orig: &[u64]) {
+    let map = |i: &mut u64| {
+        if let Some(&o) = orig.get(*i as usize) {
+            *i = o;
+        }
+    };
+    let map_op = |op: &mut crate::checker::linear::WitnessOp| {
+        map(&mut op.index);
+        if let Some(c) = op.completion_index.as_mut() {
+            map(c);
+        }
+    };
+    for part in &mut r.parts {
+        if let Some(w) = part.witness.as_mut() {
+            map_op(&mut w.op);
+            for s in &mut w.prefix_tail {
+                map_op(&mut s.op);
+            }
+            for m in w.minimized.iter_mut().flatten() {
+                map_op(m);
+            }
+        }
+    }
+}
+
+/// The live checker of one run: its thread, the counts it shares, and its stop signal.
+pub struct LiveChecker {
+    counts: Arc<LiveCounts>,
+    done: Arc<AtomicBool>,
+    anomaly: tokio::sync::watch::Receiver<bool>,
+    thread: Option<std::thread::JoinHandle<LiveRecord>>,
+}
+
+impl LiveChecker {
+    /// Start tailing `run_dir`'s history on a background thread at nice 19.
+    pub fn start(cfg: LiveConfig, run_dir: RunDir, started: Instant) -> std::io::Result<Self> {
+        let counts = Arc::new(LiveCounts::default());
+        let done = Arc::new(AtomicBool::new(false));
+        let (tx, anomaly) = tokio::sync::watch::channel(false);
+        let tail = Tail {
+            cfg,
+            run_dir,
+            started,
+            counts: counts.clone(),
+            done: done.clone(),
+            anomaly: tx,
+        };
+        let thread = std::thread::Builder::new()
+            .name("live-check".into())
+            .spawn(move || tail.run())?;
+        Ok(LiveChecker {
+            counts,
+            done,
+            anomaly,
+            thread: Some(thread),
+        })
+    }
+
+    /// The counts the progress line shows.
+    pub fn counts(&self) -> Arc<LiveCounts> {
+        self.counts.clone()
+    }
+
+    /// Becomes true at the first invalid key.
+    pub fn anomaly(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.anomaly.clone()
+    }
+
+    /// The workload is over: check what the history holds now, then stop. Returns at once.
+    pub fn finish(&self) {
+        self.done.store(true, Ordering::Relaxed);
+    }
+
+    /// Wait for the thread (after [`LiveChecker::finish`]) and take its record.
+    pub fn join(mut self) -> LiveRecord {
+        self.finish();
+        match self.thread.take().map(|t| t.join()) {
+            Some(Ok(r)) => r,
+            // A panic in the live thread loses its verdicts, not the run: the final check
+            // decides every key.
+            _ => LiveRecord::default(),
+        }
+    }
+}
+
+struct Tail {
+    cfg: LiveConfig,
+    run_dir: RunDir,
+    started: Instant,
+    counts: Arc<LiveCounts>,
+    done: Arc<AtomicBool>,
+    anomaly: tokio::sync::watch::Sender<bool>,
+}
+
+/// Lower the calling thread's CPU priority to nice 19 (Linux: nice is per thread), so live
+/// checking only takes CPU the workload leaves.
+fn lowest_priority() {
+    // SAFETY: gettid and setpriority have no memory preconditions; a failure leaves the
+    // priority as it was.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, 19);
+    }
+}
+
+impl Tail {
+    fn run(self) -> LiveRecord {
+        lowest_priority();
+        let mut record = LiveRecord {
+            model: self.cfg.model.to_string(),
+            ..LiveRecord::default()
+        };
+        let mut retirement = Retirement::new(self.cfg.concurrency);
+        let mut offset = 0u64;
+        let mut pending = Vec::new();
+        let path = self.run_dir.history_path();
+        loop {
+            let last = self.done.load(Ordering::Relaxed);
+            let mut ready = Vec::new();
+            for op in read_new_ops(&path, &mut offset, &mut pending) {
+                ready.extend(retirement.push(op));
+            }
+            if !ready.is_empty() {
+                self.check(&mut record, ready);
+                record.open_keys = retirement.open_keys();
+                self.write_live(&record);
+            }
+            if last {
+                break;
+            }
+            std::thread::sleep(POLL);
+        }
+        record.open_keys = retirement.open_keys();
+        record.first_invalid = self.counts.first();
+        self.write_live(&record);
+        record
+    }
+
+    fn check(&self, record: &mut LiveRecord, ready: Vec<(String, Vec<Op>)>) {
+        let keys = ready.len() as u64;
+        let ops: Vec<Op> = ready.into_iter().flat_map(|(_, ops)| ops).collect();
+        let Ok((mapped, local, batch)) = check_batch(&self.cfg, ops) else {
+            // The model could not be named: nothing is decided live.
+            return;
+        };
+        record.checked += keys;
+        self.counts.checked.fetch_add(keys, Ordering::Relaxed);
+        for part in mapped.parts {
+            match part.verdict {
+                Verdict::Invalid => {
+                    record.invalid += 1;
+                    self.counts.invalid.fetch_add(1, Ordering::Relaxed);
+                    let mut first = self.counts.first.lock().unwrap_or_else(|e| e.into_inner());
+                    if first.is_none() {
+                        *first = Some(FirstAnomaly {
+                            key: part.key.clone().unwrap_or_default(),
+                            at_s: self.started.elapsed().as_secs_f64(),
+                        });
+                        drop(first);
+                        // The witness as soon as it is found (the end of the run rewrites it
+                        // from the whole history).
+                        let page = crate::checker::witness_html::render_witness_html(
+                            &only_part(&local, part.key.as_deref()),
+                            &batch,
+                        );
+                        if let Err(e) = self.run_dir.write_text(LINEAR_WITNESS_FILE, &page) {
+                            tracing::warn!("live witness page: {e}");
+                        }
+                        let _ = self.anomaly.send(true);
+                    }
+                    record.invalid_parts.push(part);
+                }
+                Verdict::Unknown => {
+                    record.unknown += 1;
+                    self.counts.unknown.fetch_add(1, Ordering::Relaxed);
+                }
+                Verdict::Valid => {}
+            }
+        }
+    }
+
+    fn write_live(&self, record: &LiveRecord) {
+        let mut v = record.to_json();
+        v["first_invalid"] = serde_json::to_value(self.counts.first()).unwrap_or_default();
+        if let Err(e) = self.run_dir.write_json(LIVE_FILE, &v) {
+            tracing::warn!("{LIVE_FILE}: {e}");
+        }
+    }
+}
+
+/// `r` with only the part of `key` (a witness page shows one key).
+fn only_part(r: &LinearResult, key: Option<&str>) -> LinearResult {
+    let mut one = r.clone();
+    one.parts.retain(|p| p.key.as_deref() == key);
+    one.verdict = Verdict::Invalid;
+    one
+}
+
+/// The ops of the complete lines written to `path` after `offset` (advanced past them); a line
+/// still being written stays in `pending`. The history sink pads its file with zero bytes ahead
+/// of the writer (`mapped`): reading stops at the first one. Errors read as "nothing new".
+fn read_new_ops(path: &std::path::Path, offset: &mut u64, pending: &mut Vec<u8>) -> Vec<Op> {
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return Vec::new();
+    };
+    if f.seek(SeekFrom::Start(*offset)).is_err() {
+        return Vec::new();
+    }
+    let mut buf = Vec::new();
+    if f.read_to_end(&mut buf).is_err() {
+        return Vec::new();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    buf.truncate(end);
+    *offset += buf.len() as u64;
+    pending.extend_from_slice(&buf);
+    let Some(last_nl) = pending.iter().rposition(|&b| b == b'\n') else {
+        return Vec::new();
+    };
+    let rest = pending.split_off(last_nl + 1);
+    let complete = std::mem::replace(pending, rest);
+    complete
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .filter_map(|l| serde_json::from_slice::<Op>(l).ok())
+        .collect()
+}
+
+/// The final check's use of the live verdicts: the keys decided invalid live are left out of
+/// the search and their parts put back into its result.
+#[derive(Debug, Clone, Default)]
+pub struct Reuse {
+    /// The parts decided invalid live (positions of the run's history).
+    pub invalid_parts: Vec<PartSummary>,
+}
+
+impl Reuse {
+    /// What a live record leaves to reuse.
+    pub fn of(record: &LiveRecord) -> Reuse {
+        Reuse {
+            invalid_parts: record.invalid_parts.clone(),
+        }
+    }
+
+    /// The keys decided live.
+    pub fn keys(&self) -> HashSet<&str> {
+        self.invalid_parts
+            .iter()
+            .filter_map(|p| p.key.as_deref())
+            .collect()
+    }
+
+    /// `history` without the client ops on keys decided live, and each kept op's position in
+    /// `history`.
+    pub fn remaining(&self, history: &History) -> (History, Vec<u64>) {
+        let keys = self.keys();
+        let decided = |o: &Op| o.is_client() && o.key.as_deref().is_some_and(|k| keys.contains(k));
+        let mut ops = Vec::with_capacity(history.ops.len());
+        let mut orig = Vec::with_capacity(history.ops.len());
+        let mut lines = Vec::new();
+        for (i, o) in history.ops.iter().enumerate() {
+            if decided(o) {
+                continue;
+            }
+            ops.push(o.clone());
+            orig.push(i as u64);
+            if let Some(&l) = history.lines.get(i) {
+                lines.push(l);
+            }
+        }
+        let mut rest = History::from_ops_at_lines(ops, lines);
+        rest.warnings = history.warnings.clone();
+        rest.cut_short = history.cut_short.clone();
+        rest.invokes_synthesized = history.invokes_synthesized;
+        (rest, orig)
+    }
+
+    /// The result of searching [`Reuse::remaining`] (positions mapped back through `orig`)
+    /// merged with the parts decided live, parts in order of their first op in `history`.
+    pub fn merge(&self, mut rest: LinearResult, orig: &[u64], history: &History) -> LinearResult {
+        remap_positions(&mut rest, orig);
+        if self.invalid_parts.is_empty() {
+            return rest;
+        }
+        let mut first_of: HashMap<&str, usize> = HashMap::new();
+        for (i, o) in history.ops.iter().enumerate() {
+            if let Some(k) = o.key.as_deref() {
+                first_of.entry(k).or_insert(i);
+            }
+        }
+        rest.parts.extend(self.invalid_parts.iter().cloned());
+        rest.parts.sort_by_key(|p| {
+            p.key
+                .as_deref()
+                .and_then(|k| first_of.get(k).copied())
+                .unwrap_or(usize::MAX)
+        });
+        rest.op_count = rest.parts.iter().map(|p| p.op_count).sum();
+        rest.verdict = rest
+            .parts
+            .iter()
+            .fold(Verdict::Valid, |v, p| v.merge(p.verdict));
+        // Decided before the check began.
+        rest.first_invalid_ms = Some(0);
+        rest
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn op(index: u64, t: OpType, p: u64, key: &str) -> Op {
+        let mut o = Op::new(t, Process::Client(p), "read", Value::Null);
+        o.index = index;
+        o.key = Some(key.into());
+        o
+    }
+
+    fn keys_of(out: Vec<(String, Vec<Op>)>) -> Vec<String> {
+        out.into_iter().map(|(k, _)| k).collect()
+    }
+
+    #[test]
+    fn a_key_retires_when_every_thread_left_it_and_no_op_is_open() {
+        // Two threads (0, 1) on key a; both move to key c.
+        let mut r = Retirement::new(2);
+        let mut i = 0;
+        let mut push = |r: &mut Retirement, t, p, k: &str| {
+            i += 1;
+            keys_of(r.push(op(i, t, p, k)))
+        };
+        assert!(push(&mut r, OpType::Invoke, 0, "a").is_empty());
+        assert!(push(&mut r, OpType::Invoke, 1, "a").is_empty());
+        assert!(push(&mut r, OpType::Ok, 0, "a").is_empty());
+        // Thread 0 moves on; thread 1 is still on a, its op open.
+        assert!(push(&mut r, OpType::Invoke, 0, "c").is_empty());
+        // Thread 1's op ends info: it goes on as process 3 (thread 1), on key c.
+        assert!(push(&mut r, OpType::Info, 1, "a").is_empty());
+        assert_eq!(push(&mut r, OpType::Invoke, 3, "c"), vec!["a".to_string()]);
+        assert_eq!(r.open_keys(), 1);
+        // A final read of a retired key is late, not a reopening.
+        assert!(push(&mut r, OpType::Invoke, 0, "a").is_empty());
+        assert_eq!(r.late_ops(), 1);
+    }
+
+    #[test]
+    fn an_open_op_holds_a_key_back_until_it_completes() {
+        let mut r = Retirement::new(1);
+        assert!(r.push(op(0, OpType::Invoke, 0, "a")).is_empty());
+        assert!(r.push(op(1, OpType::Ok, 0, "a")).is_empty());
+        let out = r.push(op(2, OpType::Invoke, 0, "b"));
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            out[0].1.iter().map(|o| o.index).collect::<Vec<_>>(),
+            vec![0, 1],
+            "the retired key's ops, with their history positions"
+        );
+        // Nemesis ops and ops without a key are not a key's.
+        let mut n = Op::new(
+            OpType::Info,
+            Process::Nemesis,
+            "start-partition",
+            Value::Null,
+        );
+        n.index = 3;
+        assert!(r.push(n).is_empty());
+        assert_eq!(r.open_keys(), 1);
+    }
+
+    #[test]
+    fn a_stale_read_on_a_retired_key_is_invalid_with_positions_of_the_whole_history() {
+        let line = |i: u64, t: &str, p: u64, f: &str, k: &str, v: &str| {
+            serde_json::from_str::<Op>(&format!(
+                r#"{{"index":{i},"time":{},"type":"{t}","process":{p},"f":"{f}","key":"{k}","value":{v}}}"#,
+                i + 1
+            ))
+            .unwrap()
+        };
+        let ops = vec![
+            line(10, "invoke", 0, "write", "k", "1"),
+            line(12, "ok", 0, "write", "k", "1"),
+            line(20, "invoke", 1, "read", "k", "null"),
+            line(22, "ok", 1, "read", "k", "2"),
+        ];
+        let cfg = LiveConfig {
+            model: "cas-register",
+            concurrency: 2,
+            time_limit: Duration::from_secs(5),
+            witness: WitnessMode::Fast,
+            memory_bytes: 1 << 26,
+        };
+        let (mapped, local, batch) = check_batch(&cfg, ops).unwrap();
+        assert_eq!(mapped.verdict, Verdict::Invalid);
+        assert_eq!(batch.ops.len(), 4);
+        let w = mapped.parts[0].witness.as_ref().unwrap();
+        assert!([10, 20].contains(&w.op.index), "{:?}", w.op);
+        assert!(local.parts[0].witness.as_ref().unwrap().op.index < 4);
+    }
+}
