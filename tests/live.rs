@@ -101,6 +101,7 @@ fn live_verdicts_match_a_post_hoc_check_and_stop_on_anomaly_ends_the_run_invalid
     args.extend(["--time-limit", "20"]);
     let (code, run_dir, results) = cli::run_results(&SANDBOX, &args, reports.path());
     let live = &results["live"];
+    eprintln!("whole run: live {live}, verdict {}", results["valid"]);
     assert!(live["checked"].as_u64().unwrap() > 10, "{live}");
     assert_eq!(results["completion"]["status"], "completed", "{results}");
     assert!(results.get("stopped_early").is_none(), "{results}");
@@ -130,6 +131,7 @@ fn live_verdicts_match_a_post_hoc_check_and_stop_on_anomaly_ends_the_run_invalid
         "{why}"
     );
     let ran = results["completion"]["workload_s"].as_f64().unwrap();
+    eprintln!("stopped run: {why}; live {}", results["live"]);
     assert!(ran < 60.0, "stopped at {ran} s");
     assert_eq!(
         verdicts(checker(&results, "linearizable"))[first],

@@ -330,7 +330,10 @@ pub(crate) async fn drive(
         // The client generator is gone: a stall still holding an op back ends with the phase.
         board.end_all();
     }
+    // Stopped by live checking: a stop was asked for, not by the user, and there is an anomaly
+    // (a workload that reached its time limit first ran to its end).
     let stopped_early = cfg.stop_on_anomaly
+        && interp.is_shutting_down()
         && !*user_stop.borrow()
         && live.as_ref().is_some_and(|l| l.counts().first().is_some());
     let interrupted = interp.is_shutting_down() && !stopped_early;

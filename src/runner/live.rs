@@ -490,14 +490,21 @@ fn read_new_ops(path: &std::path::Path, offset: &mut u64, pending: &mut Vec<u8>)
     if f.seek(SeekFrom::Start(*offset)).is_err() {
         return Vec::new();
     }
-    let mut buf = Vec::new();
-    if f.read_to_end(&mut buf).is_err() {
-        return Vec::new();
+    // In chunks, up to the padding: not the whole padded tail every time.
+    let mut chunk = vec![0u8; 1 << 20];
+    loop {
+        let n = match f.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let end = chunk[..n].iter().position(|&b| b == 0);
+        let take = end.unwrap_or(n);
+        pending.extend_from_slice(&chunk[..take]);
+        *offset += take as u64;
+        if end.is_some() {
+            break;
+        }
     }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    buf.truncate(end);
-    *offset += buf.len() as u64;
-    pending.extend_from_slice(&buf);
     let Some(last_nl) = pending.iter().rposition(|&b| b == b'\n') else {
         return Vec::new();
     };
@@ -561,10 +568,25 @@ impl Reuse {
 
     /// The result of searching [`Reuse::remaining`] (positions mapped back through `orig`)
     /// merged with the parts decided live, parts in order of their first op in `history`.
-    pub fn merge(&self, mut rest: LinearResult, orig: &[u64], history: &History) -> LinearResult {
+    /// A rest that could not be checked (an ill-formed history) stays as it is, unknown with
+    /// its reason, as `shakedown check` would say; a rest without client ops (every key decided
+    /// live) adds nothing.
+    pub fn merge(
+        &self,
+        mut rest: LinearResult,
+        orig: &[u64],
+        history: &History,
+        rest_has_client_ops: bool,
+    ) -> LinearResult {
         remap_positions(&mut rest, orig);
         if self.invalid_parts.is_empty() {
             return rest;
+        }
+        if rest.reason.is_some() {
+            if rest_has_client_ops {
+                return rest;
+            }
+            rest.reason = None;
         }
         let mut first_of: HashMap<&str, usize> = HashMap::new();
         for (i, o) in history.ops.iter().enumerate() {
@@ -653,29 +675,129 @@ mod tests {
         assert_eq!(r.open_keys(), 1);
     }
 
+    fn line(i: u64, t: &str, p: u64, f: &str, k: &str, v: &str) -> Op {
+        serde_json::from_str::<Op>(&format!(
+            r#"{{"index":{i},"time":{},"type":"{t}","process":{p},"f":"{f}","key":"{k}","value":{v}}}"#,
+            i + 1
+        ))
+        .unwrap()
+    }
+
+    fn live_cfg() -> LiveConfig {
+        LiveConfig {
+            model: "cas-register",
+            concurrency: 2,
+            time_limit: Duration::from_secs(5),
+            witness: WitnessMode::Fast,
+            memory_bytes: 1 << 26,
+        }
+    }
+
+    #[test]
+    fn the_final_check_reuses_live_parts_and_agrees_with_a_whole_check() {
+        // Key a: a stale read (invalid); key b: fine; ops interleaved in the history.
+        let ops = vec![
+            line(0, "invoke", 0, "write", "a", "1"),
+            line(1, "invoke", 1, "write", "b", "5"),
+            line(2, "ok", 0, "write", "a", "1"),
+            line(3, "ok", 1, "write", "b", "5"),
+            line(4, "invoke", 0, "read", "a", "null"),
+            line(5, "ok", 0, "read", "a", "2"),
+            line(6, "invoke", 1, "read", "b", "null"),
+            line(7, "ok", 1, "read", "b", "5"),
+        ];
+        let history = History::from_ops(ops.clone());
+        let a: Vec<Op> = ops
+            .iter()
+            .filter(|o| o.key.as_deref() == Some("a"))
+            .cloned()
+            .collect();
+        let (mapped, ..) = check_batch(&live_cfg(), a).unwrap();
+        let reuse = Reuse {
+            invalid_parts: mapped.parts.clone(),
+        };
+        let (rest, orig) = reuse.remaining(&history);
+        assert_eq!(orig, vec![1, 3, 6, 7]);
+        let options = crate::model::ModelOptions::preset(crate::model::SemanticsPreset::Etcd);
+        let searched = crate::checker::compose::check_linear_with(
+            "cas-register",
+            &rest,
+            &options,
+            LinearConfig::default(),
+        )
+        .unwrap();
+        let merged = reuse.merge(searched, &orig, &history, true);
+        let whole = crate::checker::compose::check_linear_with(
+            "cas-register",
+            &history,
+            &options,
+            LinearConfig {
+                decide: Decide::AllKeys,
+                ..LinearConfig::default()
+            },
+        )
+        .unwrap();
+        let per_key = |r: &LinearResult| -> Vec<(Option<String>, Verdict)> {
+            r.parts.iter().map(|p| (p.key.clone(), p.verdict)).collect()
+        };
+        assert_eq!(per_key(&merged), per_key(&whole));
+        assert_eq!(merged.verdict, Verdict::Invalid);
+        assert_eq!(merged.op_count, whole.op_count);
+        let (m, w) = (
+            merged.parts[0].witness.as_ref().unwrap(),
+            whole.parts[0].witness.as_ref().unwrap(),
+        );
+        assert_eq!(m.op.index, w.op.index, "positions of the whole history");
+        // Every key decided live: nothing left to search adds nothing.
+        let none = Reuse {
+            invalid_parts: mapped.parts,
+        };
+        let lone = History::from_ops(ops[..1].to_vec());
+        let empty = crate::checker::compose::check_linear_with(
+            "cas-register",
+            &History::from_ops(Vec::new()),
+            &options,
+            LinearConfig::default(),
+        )
+        .unwrap();
+        assert!(empty.reason.is_some());
+        assert_eq!(
+            none.merge(empty, &[], &lone, false).verdict,
+            Verdict::Invalid
+        );
+    }
+
+    #[test]
+    fn tailing_stops_at_the_padding_and_keeps_a_line_being_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("history.jsonl");
+        let a =
+            r#"{"index":0,"time":1,"type":"invoke","process":0,"f":"read","key":"k","value":null}"#;
+        let b = r#"{"index":1,"time":2,"type":"ok","process":0,"f":"read","key":"k","value":null}"#;
+        let mut bytes = format!("{a}\n{}", &b[..20]).into_bytes();
+        bytes.extend([0u8; 64]);
+        std::fs::write(&path, &bytes).unwrap();
+        let (mut offset, mut pending) = (0, Vec::new());
+        let got = read_new_ops(&path, &mut offset, &mut pending);
+        assert_eq!(got.len(), 1);
+        assert_eq!(pending, b[..20].as_bytes());
+        let mut bytes = format!("{a}\n{b}\n").into_bytes();
+        bytes.extend([0u8; 64]);
+        std::fs::write(&path, &bytes).unwrap();
+        let got = read_new_ops(&path, &mut offset, &mut pending);
+        assert_eq!(got.iter().map(|o| o.index).collect::<Vec<_>>(), vec![1]);
+        assert!(pending.is_empty());
+    }
+
     #[test]
     fn a_stale_read_on_a_retired_key_is_invalid_with_positions_of_the_whole_history() {
-        let line = |i: u64, t: &str, p: u64, f: &str, k: &str, v: &str| {
-            serde_json::from_str::<Op>(&format!(
-                r#"{{"index":{i},"time":{},"type":"{t}","process":{p},"f":"{f}","key":"{k}","value":{v}}}"#,
-                i + 1
-            ))
-            .unwrap()
-        };
         let ops = vec![
             line(10, "invoke", 0, "write", "k", "1"),
             line(12, "ok", 0, "write", "k", "1"),
             line(20, "invoke", 1, "read", "k", "null"),
             line(22, "ok", 1, "read", "k", "2"),
         ];
-        let cfg = LiveConfig {
-            model: "cas-register",
-            concurrency: 2,
-            time_limit: Duration::from_secs(5),
-            witness: WitnessMode::Fast,
-            memory_bytes: 1 << 26,
-        };
-        let (mapped, local, batch) = check_batch(&cfg, ops).unwrap();
+        let (mapped, local, batch) = check_batch(&live_cfg(), ops).unwrap();
         assert_eq!(mapped.verdict, Verdict::Invalid);
         assert_eq!(batch.ops.len(), 4);
         let w = mapped.parts[0].witness.as_ref().unwrap();

@@ -97,8 +97,17 @@ pub(super) fn write_results_with(
         json["reason"] = r.clone().into();
     }
     json["completion"] = serde_json::to_value(&completion).unwrap_or_default();
+    // At the end of a run: what live checking decided; later (`report`, `heal`): what it left
+    // in live.json.
     if let Some(l) = live {
-        json[LIVE_KEY] = l.to_json();
+        // The final record (with whether it stopped the run) for `report` and `heal` later.
+        run_dir.write_json(crate::store::LIVE_FILE, &l.to_json())?;
+    }
+    if let Some(l) = live
+        .map(super::live::LiveRecord::to_json)
+        .or_else(|| run_dir.read_object(crate::store::LIVE_FILE).ok())
+    {
+        json[LIVE_KEY] = l;
     }
     if completion.status == crate::completion::RunStatus::StoppedOnAnomaly {
         json[STOPPED_EARLY_KEY] = completion.reason.clone().into();
@@ -277,7 +286,10 @@ fn check_rest(
         ..plan.clone()
     };
     let mut c = compose::check(&rest, &rest_plan)?;
-    c.linear = c.linear.map(|l| reuse.merge(l, &orig, history));
+    let rest_has_client_ops = rest.ops.iter().any(crate::history::Op::is_client);
+    c.linear = c
+        .linear
+        .map(|l| reuse.merge(l, &orig, history, rest_has_client_ops));
     c.session = plan
         .session
         .clone()
