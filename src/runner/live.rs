@@ -780,7 +780,7 @@ mod tests {
         let (mut offset, mut pending) = (0, Vec::new());
         let got = read_new_ops(&path, &mut offset, &mut pending);
         assert_eq!(got.len(), 1);
-        assert_eq!(pending, b[..20].as_bytes());
+        assert_eq!(pending, &b.as_bytes()[..20]);
         let mut bytes = format!("{a}\n{b}\n").into_bytes();
         bytes.extend([0u8; 64]);
         std::fs::write(&path, &bytes).unwrap();
