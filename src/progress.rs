@@ -434,6 +434,16 @@ mod tests {
         assert!(line.starts_with("workload 0.0 s / 0 s"), "{line}");
         assert!(line.contains("ok 7 fail 0 info 1"), "{line}");
         assert!(line.contains("faults: partition"), "{line}");
+        assert!(!line.contains("live:"), "{line}");
+        let live = Arc::new(crate::runner::live::LiveCounts::default());
+        live.checked.store(12, Ordering::Relaxed);
+        live.invalid.store(1, Ordering::Relaxed);
+        p.live(live);
+        let line = p.status(&mut p.state(), true).unwrap();
+        assert!(
+            line.contains("| live: 12 keys checked, 1 invalid"),
+            "{line}"
+        );
         p.phase(Phase::Settle, "letting the cluster settle for 3 s");
         let line = p.status(&mut p.state(), true).unwrap();
         assert_eq!(line, "settle: letting the cluster settle for 3 s (for 0 s)");
