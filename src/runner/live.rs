@@ -760,7 +760,6 @@ mod tests {
             LinearConfig::default(),
         )
         .unwrap();
-        assert!(empty.reason.is_some());
         assert_eq!(
             none.merge(empty, &[], &lone, false).verdict,
             Verdict::Invalid
