@@ -1413,6 +1413,27 @@ mod tests {
     }
 
     #[test]
+    fn a_run_stopped_on_an_anomaly_says_why_and_what_live_checking_found() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("stop/20261129T100000.000Z");
+        write_run(&dir, "stop", "2026-11-29T10:00:00Z", 1);
+        let c = Completion::stopped_on_anomaly("key 17 not linearizable at 12.3 s", 12.5, 60.0);
+        let results = json!({"valid": "invalid", "completion": c,
+            "live": {"checked": 40, "invalid": 1, "unknown": 0,
+                     "first_invalid": {"key": "17", "at_s": 12.3}},
+            "checkers": [{"checker": "linearizable", "verdict": "invalid", "summary": "bad"}]});
+        std::fs::write(dir.join(RESULTS_FILE), results.to_string()).unwrap();
+        let html = render_run_page(&dir).unwrap();
+        assert!(html.contains(">stopped on anomaly</span></h1>"), "{html}");
+        assert!(html.contains("stopped early: key 17 not linearizable at 12.3 s"));
+        assert!(
+            html.contains("Live checking: 40 keys checked while the run went on, 1 invalid"),
+            "{html}"
+        );
+        assert!(html.contains("first invalid: key 17 at 12.3 s"), "{html}");
+    }
+
+    #[test]
     fn incomplete_runs_are_marked_on_the_page_and_in_the_index() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path();
