@@ -7,7 +7,8 @@
 //!
 //! Needs root (when not root each test prints why it did nothing). Each test brings its own
 //! sandbox (`sdlive`, 10.110.0.0/24) down at the end, also on failure. Run under the machine-wide
-//! lock: `flock /tmp/shakedown-sandbox.lock cargo test --release --test live -- --nocapture`.
+//! lock: `flock /tmp/shakedown-sandbox.lock cargo test --release --test live -- --nocapture`
+//! (about 30 s here: a 20 s run, then one that stops at its first invalid key).
 
 use serde_json::Value;
 use std::collections::BTreeMap;
