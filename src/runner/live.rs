@@ -18,6 +18,8 @@
 //!   them again; `shakedown check` of the same history finds them invalid too.
 //! - **valid is "so far".** The final phase reads every key once more, and that read may expose
 //!   a lost write; such keys are checked again, whole, at the end.
+//! - Keys that never rotate (the session workload's) never retire: past `MAX_BUFFERED_OPS` held
+//!   ops, live checking stops (`gave_up`) instead of keeping a second copy of the history.
 //! - Set, lock, log and transactional workloads are not checked live: a set's lost adds and a
 //!   log's lost sends are judged against the final reads, which come after the workload, and the
 //!   session guarantees choose their version order from the whole history. `--stop-on-anomaly`
@@ -42,6 +44,10 @@ use std::time::{Duration, Instant};
 
 /// How often the tailing thread looks for new history lines.
 const POLL: Duration = Duration::from_millis(500);
+/// The most ops live checking holds for keys not yet retired; past it (keys that never retire,
+/// as in the session workload's hot keys) it stops and leaves every key to the final check,
+/// rather than keep a second copy of the history in memory.
+pub(crate) const MAX_BUFFERED_OPS: usize = 2_000_000;
 /// The longest one live search may take; a key it leaves unknown is checked again at the end.
 pub(crate) const MAX_KEY_CHECK: Duration = Duration::from_secs(10);
 
@@ -99,6 +105,8 @@ pub struct Retirement {
     retired: HashSet<String>,
     /// Ops on a key after it was handed out (final reads; none during the workload).
     late_ops: u64,
+    /// Ops held for keys not yet retired.
+    buffered: usize,
 }
 
 impl Retirement {
@@ -110,6 +118,7 @@ impl Retirement {
             thread_key: HashMap::new(),
             retired: HashSet::new(),
             late_ops: 0,
+            buffered: 0,
         }
     }
 
@@ -142,6 +151,7 @@ impl Retirement {
         }
         if let Some(k) = self.keys.get_mut(&key) {
             k.ops.push(op);
+            self.buffered += 1;
         }
         let mut out = Vec::new();
         for k in candidates {
@@ -149,6 +159,7 @@ impl Retirement {
                 && let Some(ops) = self.keys.remove(&k)
             {
                 self.retired.insert(k.clone());
+                self.buffered = self.buffered.saturating_sub(ops.ops.len());
                 out.push((k, ops.ops));
             }
         }
@@ -158,6 +169,11 @@ impl Retirement {
     /// Keys seen and not retired yet.
     pub fn open_keys(&self) -> usize {
         self.keys.len()
+    }
+
+    /// Ops held for keys not retired yet.
+    pub fn buffered_ops(&self) -> usize {
+        self.buffered
     }
 
     /// Ops seen on keys already retired.
@@ -227,6 +243,8 @@ pub struct LiveRecord {
     pub first_invalid: Option<FirstAnomaly>,
     /// The workload stopped at the first invalid key (`--stop-on-anomaly`).
     pub stopped_early: bool,
+    /// Why live checking stopped before the workload did, when it did.
+    pub gave_up: Option<String>,
     /// The invalid parts, their op positions those of the run's history.
     #[serde(skip)]
     pub invalid_parts: Vec<PartSummary>,
@@ -408,6 +426,13 @@ impl Tail {
                 self.check(&mut record, ready);
                 record.open_keys = retirement.open_keys();
                 self.write_live(&record);
+            }
+            if retirement.buffered_ops() > MAX_BUFFERED_OPS {
+                record.gave_up = Some(format!(
+                    "more than {MAX_BUFFERED_OPS} ops on keys not retired (keys that do not \
+                     rotate); they are checked at the end"
+                ));
+                break;
             }
             if last {
                 break;
@@ -645,7 +670,7 @@ mod tests {
         // Thread 1's op ends info: it goes on as process 3 (thread 1), on key c.
         assert!(push(&mut r, OpType::Info, 1, "a").is_empty());
         assert_eq!(push(&mut r, OpType::Invoke, 3, "c"), vec!["a".to_string()]);
-        assert_eq!(r.open_keys(), 1);
+        assert_eq!((r.open_keys(), r.buffered_ops()), (1, 2));
         // A final read of a retired key is late, not a reopening.
         assert!(push(&mut r, OpType::Invoke, 0, "a").is_empty());
         assert_eq!(r.late_ops(), 1);
