@@ -103,7 +103,7 @@ pub(super) fn write_results_with(
         );
     }
     if let Some(r) = linear.filter(|r| r.verdict == Verdict::Invalid) {
-        let page = crate::checker::witness_html::render_witness_html(&r, &history);
+        let page = crate::report::witness_html::render_witness_html(&r, &history);
         run_dir.write_text(LINEAR_WITNESS_FILE, &page)?;
     }
     render_pages(run_dir);

@@ -137,8 +137,8 @@ impl StallBoard {
 }
 
 /// Claim the oldest request for `thread` as the gate would (tests of the board's readers);
-/// returns the stall's id.
-#[cfg(test)]
+/// returns the stall's id. Public for the shell's tests (they are another crate).
+#[doc(hidden)]
 pub fn claim_for_test(board: &StallBoard, thread: usize) -> u64 {
     let req = board.take_request().expect("a posted request");
     board.record(Stall {
