@@ -51,6 +51,19 @@ pub struct CheckRecord {
     /// Who asked for the models: the flag, or the system setting that claims them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claimed_by: Option<String>,
+    /// The workload that ran (its `kind`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<String>,
+    /// The model its history is checked with (`checker::compose::model_for_workload`); absent
+    /// in older run directories, whose model is then inferred from the history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The register semantics the clients record (a `--semantics` preset name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub semantics: Option<String>,
+    /// The session checker's version source the workload declares (`version_source`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_source: Option<String>,
 }
 
 /// Errors creating or writing a run directory.
