@@ -37,6 +37,7 @@ pub mod corrupt;
 pub mod disk;
 pub mod intervals;
 pub mod packet;
+pub mod ssh_drop;
 
 /// Nemesis verbs: the `f` of nemesis ops in histories and of fault-journal records.
 pub mod verb {

@@ -214,14 +214,14 @@ fn d_delay_ms() -> u64 {
 }
 
 pub(super) fn d_ssh_drop_ms() -> u64 {
-    crate::nemesis::ssh_drop::DEFAULT_DURATION_MS
+    crate::faults::ssh_drop::DEFAULT_DURATION_MS
 }
 
 fn d_stall_min_ms() -> u64 {
-    crate::nemesis::stall::DEFAULT_MIN_MS
+    crate::generator::stall::DEFAULT_MIN_MS
 }
 fn d_stall_max_ms() -> u64 {
-    crate::nemesis::stall::DEFAULT_MAX_MS
+    crate::generator::stall::DEFAULT_MAX_MS
 }
 
 fn d_fraction_all() -> f64 {
@@ -467,7 +467,7 @@ impl FaultKind {
             }
             FaultKind::SshDrop { .. } => {
                 let (_, value, _) = self.ops();
-                crate::nemesis::ssh_drop::DropParams::from_value(&value).map(|_| ())
+                crate::faults::ssh_drop::DropParams::from_value(&value).map(|_| ())
             }
             FaultKind::Loss { .. } | FaultKind::Bandwidth { .. } | FaultKind::Delay { .. } => {
                 let (_, value, _) = self.ops();
