@@ -19,6 +19,7 @@ pub mod external;
 pub mod mariadb;
 pub mod nats;
 pub mod postgres;
+pub mod ready;
 pub mod redis;
 pub mod strays;
 
