@@ -141,24 +141,16 @@ impl ExternalConfig {
     pub fn validate_faults(&self, nemesis: &crate::spec::NemesisSpec) -> Result<(), ConfigError> {
         let has = |k: CommandKind| self.spec.commands.contains_key(&k);
         for fault in &nemesis.faults {
-            let (verb, value, _) = fault.ops();
+            let (verb, _, _) = fault.ops();
             let needs = match fault {
-                crate::spec::FaultKind::Kill { .. }
-                | crate::spec::FaultKind::PowerLoss { .. }
-                | crate::spec::FaultKind::OsCrash { .. }
-                | crate::spec::FaultKind::Corrupt { .. } => Some(CommandKind::Kill),
+                f if f.needs_kill() => Some(CommandKind::Kill),
                 crate::spec::FaultKind::Pause { .. } => Some(CommandKind::Pause),
                 crate::spec::FaultKind::Promote { .. } => Some(CommandKind::Promote),
                 _ => None,
             };
-            let targets = value
-                .get("targets")
-                .unwrap_or(&value)
-                .as_str()
-                .unwrap_or_default();
             let needs = needs
                 .filter(|k| !has(*k))
-                .or((targets == "primaries" && !has(CommandKind::Primaries))
+                .or((fault.aims_at_primaries() && !has(CommandKind::Primaries))
                     .then_some(CommandKind::Primaries));
             if let Some(k) = needs {
                 return Err(ConfigError::new(
