@@ -6,7 +6,8 @@
 //! Owns rendering a [`MatrixRecord`]. Does not run, judge or fold (`compare`, `app::compare`)
 //! or write files. Pure: text out; `href` maps a run directory to a link.
 
-use super::page::{CSS, esc};
+use super::html::esc;
+use super::page::CSS;
 use crate::compare::outcome::MatrixRecord;
 use std::fmt::Write as _;
 
@@ -186,7 +187,7 @@ pub fn page(m: &MatrixRecord, href: &dyn Fn(&str) -> String, resume: &str) -> St
 
 /// One `<testcase>` per cell and claim: refuted → failure, unknown → error.
 pub fn junit(m: &MatrixRecord) -> String {
-    let esc = super::junit::esc;
+    let esc = super::html::esc_xml;
     let cases: Vec<_> = m
         .cells
         .iter()

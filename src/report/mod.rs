@@ -8,6 +8,7 @@
 
 pub mod anomalies;
 pub mod compare;
+pub mod html;
 /// Fault intervals live in the pure core (`crate::faults::intervals`) so checkers can use them.
 pub use crate::faults::intervals as faults;
 pub mod junit;

@@ -11,6 +11,7 @@
 //! and `page::index` renders `reports/index.html`.
 
 use crate::completion::Completion;
+use crate::report::html::esc;
 use crate::report::{PLOT_FILES, omitted_reason};
 use crate::store::{
     COMPLETION_FILE, FAULTS_FILE, HISTORY_FILE, LINEAR_WITNESS_FILE, LOGS_DIR, RESULTS_FILE,
@@ -85,22 +86,6 @@ svg{max-width:100%;height:auto;display:block;margin:0.5em 0}\
 .notice{border-left:4px solid #ef8f00;background:#fff8e1;padding:0.2em 1em;margin:0.5em 0 1em}\
 table.kv{margin:0.3em 0 0;font-size:90%}table.kv th{background:none;font-weight:normal;color:#555}\
 details{margin:0.5em 0 1.2em}summary{cursor:pointer;font-weight:bold}";
-
-/// Escape text for HTML element content and attribute values.
-pub(crate) fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
 
 /// Percent-encode one relative path for an `href` (keeps `/` and unreserved characters), so a
 /// file name can never become a scheme or break out of the attribute.
@@ -751,6 +736,89 @@ mod tests {
         assert!(html.contains("<td>&lt;i&gt;c&lt;/i&gt;</td>"));
         assert!(html.contains("1 &lt; 2 &amp; 3 &gt; 2"));
         assert!(html.contains("href=\"logs/n%221/a%20b%3C.log\""));
+    }
+
+    /// Text a database, an operator or a spec author controls reaches the page only escaped:
+    /// node names (in test.json, ops and fault values), error texts (op errors, checker
+    /// summaries and explanations, the completion's reason and cleanup failures) and spec names
+    /// (system, workload, nemesis, test) carrying tags, quotes and ampersands.
+    #[test]
+    fn hostile_names_errors_and_spec_names_are_escaped_in_the_run_page() {
+        const P: &str = "<script>alert(\"x&'y\")</script><img src=x onerror=alert(1)>";
+        let escaped = crate::report::html::esc(P);
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run");
+        write_run(&dir, P, "2026-11-29T21:29:52Z", 1);
+        let node = format!("n1{P}");
+        let mut test: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(TEST_FILE)).unwrap()).unwrap();
+        test["db"] = json!({"name": format!("spec{P}"), "version": P});
+        test["nodes"] = json!([{"name": node, "host": P}]);
+        test["workload"] = json!({"name": format!("w{P}"), "spec": {"kind": P}});
+        test["nemesis"] = json!({"name": format!("f{P}"), "spec": {"faults": [{"kind": P}]}});
+        test["rerun"] = json!(P);
+        std::fs::write(dir.join(TEST_FILE), test.to_string()).unwrap();
+        let c =
+            Completion::interrupted(1.0, 10.0).with_cleanup_failures(vec![format!("{node}: {P}")]);
+        let results = json!({"valid": "invalid", "reason": P, "completion": c, "checkers": [
+            {"checker": "linearizable", "verdict": "invalid", "summary": format!("error {P}"),
+             "details": {"explanation": format!("op on {node}: {P}")}},
+            {"checker": P, "verdict": P, "summary": P, "details": {"error": P}}
+        ]});
+        std::fs::write(dir.join(RESULTS_FILE), results.to_string()).unwrap();
+        let mut ops = Vec::new();
+        for (i, (t, ty, p, f, v)) in [
+            (0, OpType::Invoke, Process::Client(0), "write", json!(1)),
+            (
+                1_000_000,
+                OpType::Info,
+                Process::Client(0),
+                "write",
+                json!(1),
+            ),
+            (
+                2_000_000,
+                OpType::Info,
+                Process::Nemesis,
+                "kill",
+                json!({ &node: P }),
+            ),
+            (
+                3_000_000,
+                OpType::Info,
+                Process::Nemesis,
+                "kill",
+                json!({ &node: P }),
+            ),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut op = Op::new(ty, p, f, v);
+            op.index = i as u64;
+            op.time_ns = t;
+            op.node = Some(node.clone());
+            if ty == OpType::Info {
+                op.error = Some(P.to_string());
+            }
+            ops.push(serde_json::to_string(&op).unwrap());
+        }
+        std::fs::write(dir.join(HISTORY_FILE), ops.join("\n") + "\n").unwrap();
+        let html = render_run_page(&dir).unwrap();
+        assert!(!html.contains("<script"), "{html}");
+        assert!(!html.contains("<img"), "{html}");
+        assert!(!html.contains("\"x&'y\""), "{html}");
+        for shown in [
+            format!("shakedown — {escaped}"),
+            format!("spec{escaped}"),
+            format!("n1{escaped}"),
+            format!("w{escaped}"),
+            format!("f{escaped}"),
+            format!("error {escaped}"),
+            format!("n1{escaped}: {escaped}"),
+        ] {
+            assert!(html.contains(&shown), "{shown} missing from {html}");
+        }
     }
 
     #[test]
