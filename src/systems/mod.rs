@@ -14,6 +14,7 @@
 //! [`registry`]. See ARCHITECTURE.md. Without Rust: a TOML spec and a client program
 //! (`external`, `SystemConfig::External`; any `--db` that is not a registry name).
 
+pub mod bare_loop;
 pub mod etcd;
 pub mod external;
 pub mod mariadb;
