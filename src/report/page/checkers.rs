@@ -59,7 +59,7 @@ pub(super) fn checker_section(
                     .unwrap_or_default();
                 session_section(out, results, details, &times)
             }
-            crate::chaos::slo::CHECKER => chaos::chaos_section(out, details, results),
+            crate::store::SLO_CHECKER => chaos::chaos_section(out, details, results),
             crate::checker::set::NAME => set::set_section(out, details),
             crate::checker::log::NAME => log::log_section(out, details),
             crate::checker::txn::CHECKER => txn::txn_section(out, details),
