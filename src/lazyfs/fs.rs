@@ -1,8 +1,8 @@
 //! The FUSE side of the lose-unsynced filesystem: a passthrough over a backing directory (every
 //! operation is the same operation on the backing file, reached through an `O_PATH` descriptor
 //! per inode the kernel knows, as libfuse's `passthrough_ll` does, so renames of open files and
-//! directories need no path bookkeeping) that records in an [`UndoLog`](super::undo::UndoLog) what every data change
-//! overwrote until the file is synced.
+//! directories need no path bookkeeping) that records in an
+//! [`UndoLog`](super::undo::UndoLog) what every data change overwrote until the file is synced.
 //!
 //! Owns the mapping kernel inode ⇄ backing file, file handles, and which operations sync:
 //! `fsync`/`fdatasync` of a file (any handle of it) and writes through a handle opened with
