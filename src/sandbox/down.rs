@@ -127,46 +127,23 @@ pub(super) fn teardown(info: &SandboxInfo) -> Result<DownReport> {
     let mut killed = Vec::new();
     for node in &info.nodes {
         let name = Some(node.name.as_str());
-        // The reaper is PID 1 of the node: killing it kills every process of the node.
-        if kill_recorded(node.init_pid, node.init_start_ticks) {
-            report.record(
-                name,
-                format!(
-                    "process {} ({} init)",
-                    node.init_pid.unwrap_or(0),
-                    node.name
-                ),
-                "process",
-            );
+        let processes = [
+            // The reaper is PID 1 of the node: killing it kills every process of the node.
+            (node.init_pid, node.init_start_ticks, "init"),
+            (node.sshd_pid, node.sshd_start_ticks, "sshd"),
+            // unshare ignores SIGTERM; SIGKILL it by PID (its --kill-child also kills sshd).
+            (node.launcher_pid, node.launcher_start_ticks, "launcher"),
+        ];
+        for (pid, ticks, what) in processes {
+            if kill_recorded(pid, ticks) {
+                report.record(
+                    name,
+                    format!("process {} ({} {what})", pid.unwrap_or(0), node.name),
+                    "process",
+                );
+            }
+            killed.push((pid, ticks));
         }
-        if kill_recorded(node.sshd_pid, node.sshd_start_ticks) {
-            report.record(
-                name,
-                format!(
-                    "process {} ({} sshd)",
-                    node.sshd_pid.unwrap_or(0),
-                    node.name
-                ),
-                "process",
-            );
-        }
-        // unshare ignores SIGTERM; SIGKILL it by PID (its --kill-child also kills sshd).
-        if kill_recorded(node.launcher_pid, node.launcher_start_ticks) {
-            report.record(
-                name,
-                format!(
-                    "process {} ({} launcher)",
-                    node.launcher_pid.unwrap_or(0),
-                    node.name
-                ),
-                "process",
-            );
-        }
-        killed.extend([
-            (node.init_pid, node.init_start_ticks),
-            (node.sshd_pid, node.sshd_start_ticks),
-            (node.launcher_pid, node.launcher_start_ticks),
-        ]);
     }
     wait_dead(&killed);
     // Processes still inside a recorded namespace (e.g. an sshd whose PID was never recorded
