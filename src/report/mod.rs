@@ -7,7 +7,7 @@
 //! checking (`checker`).
 
 pub mod anomalies;
-pub mod compare;
+pub mod html;
 /// Fault intervals live in the pure core (`crate::faults::intervals`) so checkers can use them.
 pub use crate::faults::intervals as faults;
 pub mod junit;

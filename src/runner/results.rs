@@ -98,8 +98,9 @@ pub struct Checked {
 
 /// Check a run directory's history, judge it against its completion record and write
 /// results.json, the witness page (when linearizability is violated), the plots, the run page
-/// and (for a run inside a reports directory) the reports index. Used at the end of a run, by
-/// `report` and by `heal`.
+/// and (for a run inside a reports directory) the reports index. Used at the end of a run, and
+/// by `report` and `heal` for the runs the runner recorded (`app::write_run_results` hands a
+/// chaos run to chaos's writer instead: the runner knows nothing of chaos).
 pub fn write_results(
     run_dir: &RunDir,
     check_time_limit_s: f64,
@@ -115,9 +116,6 @@ pub(super) fn write_results_with(
     progress: Option<&Progress>,
 ) -> Result<Checked, RunError> {
     crate::store::ensure_writable(&run_dir.path)?;
-    if crate::chaos::run::is_chaos_run(run_dir) {
-        return crate::chaos::run::write_results(run_dir, progress);
-    }
     let history = History::read_file(&run_dir.history_path())?;
     let (txn_ask, record) = recorded_check(run_dir)?;
     let what = WhatRan::read(run_dir, &record)?;

@@ -548,6 +548,30 @@ impl FaultKind {
         }
     }
 
+    /// Whether the fault stops the server and starts it again (kill, power loss, OS crash, a
+    /// corrupted file), so only a system that can kill and restart serves it.
+    pub fn needs_kill(&self) -> bool {
+        matches!(
+            self,
+            FaultKind::Kill { .. }
+                | FaultKind::PowerLoss { .. }
+                | FaultKind::OsCrash { .. }
+                | FaultKind::Corrupt { .. }
+        )
+    }
+
+    /// Whether the fault is aimed at the system's primaries (the `primaries` partition, or
+    /// `targets = "primaries"`), so only a system that names its primaries can serve it.
+    pub fn aims_at_primaries(&self) -> bool {
+        match self {
+            FaultKind::Partition { shape } => shape == crate::faults::PRIMARIES_SHAPE,
+            other => {
+                other.targets().and_then(crate::faults::Targets::parse)
+                    == Some(crate::faults::Targets::Primaries)
+            }
+        }
+    }
+
     /// A disk fault's effect on the layer (`None` for other faults); the seed is the
     /// nemesis's to draw.
     pub fn disk_fault(&self) -> Option<crate::faults::disk::DiskFault> {
@@ -596,5 +620,31 @@ impl FaultKind {
     /// True for a client stall fault.
     pub fn is_stall(&self) -> bool {
         matches!(self, FaultKind::Stall { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn primaries_and_kill_needs_follow_the_shape_and_targets() {
+        let partition = |shape: &str| FaultKind::Partition {
+            shape: shape.into(),
+        };
+        let kill = |targets: &str| FaultKind::Kill {
+            targets: targets.into(),
+        };
+        assert!(partition("primaries").aims_at_primaries());
+        assert!(!partition("halves").aims_at_primaries());
+        assert!(kill("primaries").aims_at_primaries());
+        assert!(!kill("primaries-or-one").aims_at_primaries());
+        assert!(!FaultKind::Promote { node: None }.aims_at_primaries());
+        assert!(kill("one").needs_kill());
+        assert!(!partition("primaries").needs_kill());
+        let pause = FaultKind::Pause {
+            targets: "primaries".into(),
+        };
+        assert!(pause.aims_at_primaries() && !pause.needs_kill());
     }
 }
