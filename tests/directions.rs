@@ -1,7 +1,7 @@
 //! The import directions between the parts (ARCHITECTURE.md): the report is a function of a run
 //! directory and imports nothing from chaos, compare or the systems; the runner imports nothing
 //! from chaos or compare (they build on it: `app` chooses chaos's results writer, compare's page
-//! lives in `compare`). Scans the source as text, so an arrow the wrong way fails here even when
+//! lives in `compare`); a spec imports no shell part (fault parameters are the core's). Scans the source as text, so an arrow the wrong way fails here even when
 //! it compiles: `crate::chaos::…` paths, grouped `use crate::{chaos, …}` imports, and `super::`
 //! chains that climb to the crate root and back down into a forbidden part.
 
@@ -11,6 +11,14 @@ use std::path::{Path, PathBuf};
 const RULES: &[(&str, &[&str])] = &[
     ("report", &["chaos", "compare", "systems"]),
     ("runner", &["chaos", "compare"]),
+    // Fault parameters live with the faults (the core's `faults`); a spec names them, it does
+    // not reach into the code that injects them.
+    (
+        "spec",
+        &[
+            "nemesis", "systems", "runner", "chaos", "compare", "report", "control", "sandbox",
+        ],
+    ),
 ];
 
 /// Every `.rs` file of a part: `src/<part>.rs` and everything under `src/<part>/`.
@@ -158,7 +166,7 @@ fn report_and_runner_import_only_downwards() {
     let mut wrong = Vec::new();
     for (part, forbidden) in RULES {
         let files = part_files(&src, part);
-        assert!(files.len() > 3, "{part}: found only {files:?}");
+        assert!(files.len() >= 2, "{part}: found only {files:?}");
         for file in files {
             let text = std::fs::read_to_string(&file).unwrap();
             let module = module_path(&src, &file);

@@ -33,6 +33,7 @@
 //! [`verb::CLOCK_OFFSETS`], [`verb::DB_STATUS`]).
 //! `strobe-clock` and `start-stall` are in effect only while their op runs ([`SPANNING_VERBS`]).
 
+pub mod clock;
 pub mod corrupt;
 pub mod disk;
 pub mod intervals;

@@ -244,16 +244,16 @@ fn d_clock_mode() -> String {
     "bump".into()
 }
 fn d_min_delta_ms() -> u64 {
-    crate::nemesis::clock::DEFAULT_MIN_DELTA_MS
+    crate::faults::clock::DEFAULT_MIN_DELTA_MS
 }
 fn d_max_delta_ms() -> u64 {
-    crate::nemesis::clock::DEFAULT_MAX_DELTA_MS
+    crate::faults::clock::DEFAULT_MAX_DELTA_MS
 }
 fn d_max_period_ms() -> u64 {
-    crate::nemesis::clock::DEFAULT_MAX_PERIOD_MS
+    crate::faults::clock::DEFAULT_MAX_PERIOD_MS
 }
 fn d_strobe_duration_ms() -> u64 {
-    crate::nemesis::clock::DEFAULT_STROBE_DURATION_MS
+    crate::faults::clock::DEFAULT_STROBE_DURATION_MS
 }
 
 impl FaultKind {
@@ -496,11 +496,11 @@ impl FaultKind {
                 duration_ms,
                 ..
             } if *max_period_ms == 0
-                || *duration_ms > crate::nemesis::clock::MAX_STROBE_DURATION_MS =>
+                || *duration_ms > crate::faults::clock::MAX_STROBE_DURATION_MS =>
             {
                 Err(format!(
                     "max_period_ms {max_period_ms} / duration_ms {duration_ms}: expected a period of at least 1 and a duration of at most {}",
-                    crate::nemesis::clock::MAX_STROBE_DURATION_MS
+                    crate::faults::clock::MAX_STROBE_DURATION_MS
                 ))
             }
             _ => Ok(()),

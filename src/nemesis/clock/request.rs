@@ -8,18 +8,10 @@ use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 
-/// Default smallest step magnitude drawn, in ms (Jepsen: 2^2).
-pub const DEFAULT_MIN_DELTA_MS: u64 = 4;
-/// Default largest step magnitude drawn, in ms (Jepsen: 2^18, about 4.4 minutes).
-pub const DEFAULT_MAX_DELTA_MS: u64 = 262_144;
-/// Default largest strobe period drawn, in ms (Jepsen: 2^10).
-pub const DEFAULT_MAX_PERIOD_MS: u64 = 1_024;
-/// Default strobe duration, in ms.
-pub const DEFAULT_STROBE_DURATION_MS: u64 = 10_000;
-/// Longest strobe accepted, in ms (the nemesis op blocks for the whole strobe).
-pub const MAX_STROBE_DURATION_MS: u64 = 60_000;
-/// Smallest sampling period accepted during a strobe, in ms.
-pub const MIN_OFFSETS_EVERY_MS: u64 = 100;
+pub use crate::faults::clock::{
+    DEFAULT_MAX_DELTA_MS, DEFAULT_MAX_PERIOD_MS, DEFAULT_MIN_DELTA_MS, DEFAULT_STROBE_DURATION_MS,
+    MAX_STROBE_DURATION_MS, MIN_OFFSETS_EVERY_MS,
+};
 
 /// Draw a step in ms: magnitude `2^x` with `x` uniform in `[log2 min, log2 max]` (clamped to
 /// `[min, max]`, at least 1), sign `+` or `-` with equal odds.
