@@ -267,7 +267,7 @@ pub fn report(args: crate::cli::ReportArgs) -> i32 {
         return EXIT_USAGE;
     }
     let run_dir = crate::store::RunDir::open(&args.run_dir);
-    match crate::runner::write_results(&run_dir, args.check_time_limit, WitnessMode::default()) {
+    match write_run_results(&run_dir, args.check_time_limit) {
         Ok(checked) => {
             for name in std::fs::read_dir(&run_dir.path)
                 .into_iter()
@@ -343,6 +343,21 @@ fn killed_run_of(journal: &Path) -> Option<crate::store::RunDir> {
     killed.then_some(run_dir)
 }
 
+/// Check a recorded run directory and write its results and pages with the writer of the part
+/// that recorded it: chaos's for a chaos experiment (`chaos::run::write_results`, its SLO
+/// judgement), the runner's otherwise. The one place that chooses, so the runner imports
+/// nothing from chaos. Used by `report` and `heal`.
+fn write_run_results(
+    run_dir: &crate::store::RunDir,
+    check_time_limit_s: f64,
+) -> Result<crate::runner::Checked, crate::runner::RunError> {
+    if crate::chaos::run::is_chaos_run(run_dir) {
+        crate::store::ensure_writable(&run_dir.path)?;
+        return crate::chaos::run::write_results(run_dir, None);
+    }
+    crate::runner::write_results(run_dir, check_time_limit_s, WitnessMode::default())
+}
+
 /// After `heal` of a killed controller's run: check what it recorded and write its results and
 /// page, marked incomplete (best effort: a failure is a warning, the heal itself succeeded).
 fn report_killed_run(run_dir: &crate::store::RunDir) {
@@ -354,7 +369,7 @@ fn report_killed_run(run_dir: &crate::store::RunDir) {
             run_dir.history_path().display()
         );
     }
-    match crate::runner::write_results(run_dir, 60.0, WitnessMode::default()) {
+    match write_run_results(run_dir, 60.0) {
         Ok(c) => println!(
             "run {} checked: {} ({}); run page {}",
             run_dir.path.display(),

@@ -3,14 +3,25 @@
 //! clap types stop here: `RunArgs::into_config` produces a `TestConfig`, and the rest of the
 //! program never sees clap. Exit codes: 0 valid, 1 invalid, 2 unknown, 3 usage or configuration
 //! error, 4 runtime error (cluster, SSH, IO).
+//!
+//! This file holds the command list and `run`'s flags; `cli::cluster` which cluster and system a
+//! command acts on, `cli::check` the `check` flags, `cli::bench` and `cli::chaos` those commands'.
 
 use crate::config::{Cluster, ConfigError, TestConfig};
-use crate::node::parse_nodes;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+mod bench;
 mod chaos;
+mod check;
+mod cluster;
+pub use bench::BenchArgs;
 pub use chaos::ChaosArgs;
+pub use check::{CheckArgs, FailedCasArg, NilReadArg, SemanticsArg};
+pub use cluster::{
+    ClusterArgs, DbArgs, DoctorArgs, HealArgs, InstallArgs, PackagesFromArg, SandboxAction,
+    SandboxArgs, SandboxCmd,
+};
 
 /// Exit code for bad usage or configuration.
 pub const EXIT_USAGE: i32 = 3;
@@ -191,111 +202,6 @@ impl From<ReadFromArg> for crate::config::ReadFrom {
     }
 }
 
-/// Sandbox selection shared by several commands.
-#[derive(Debug, Clone, Args)]
-pub struct SandboxArgs {
-    /// Sandbox name; namespaces, bridge and state directory derive from it.
-    #[arg(long = "sandbox-name", default_value = "shakedown", global = true)]
-    pub sandbox_name: String,
-    /// Sandbox subnet (IPv4 /24 or larger; nodes get .1, .2, …; the bridge .254).
-    #[arg(long = "sandbox-subnet", default_value = "10.78.0.0/24", global = true)]
-    pub sandbox_subnet: String,
-    /// Number of sandbox nodes.
-    #[arg(long = "sandbox-nodes", default_value_t = 5, global = true)]
-    pub sandbox_nodes: usize,
-}
-
-impl SandboxArgs {
-    /// Validated sandbox config.
-    pub fn to_config(&self) -> Result<crate::sandbox::SandboxConfig, ConfigError> {
-        let cfg = crate::sandbox::SandboxConfig {
-            name: self.sandbox_name.clone(),
-            nodes: self.sandbox_nodes,
-            subnet: self.sandbox_subnet.clone(),
-            ..Default::default()
-        };
-        cfg.validate()
-            .map_err(|e| ConfigError::new("sandbox", e.to_string()))?;
-        Ok(cfg)
-    }
-}
-
-/// Which cluster to act on and how to reach it (shared by `run` and `heal`).
-#[derive(Debug, Clone, Args)]
-pub struct ClusterArgs {
-    /// Nodes to test: `host,host,…` or `name=host,…`; default: the built-in sandbox.
-    #[arg(long)]
-    pub nodes: Option<String>,
-    /// File with one node per line (`host` or `name=host`), instead of --nodes.
-    #[arg(long, conflicts_with = "nodes")]
-    pub nodes_file: Option<PathBuf>,
-    /// SSH user.
-    #[arg(long, default_value = "root")]
-    pub username: String,
-    /// SSH private key (default: the sandbox key, else the ssh-agent).
-    #[arg(long)]
-    pub ssh_key: Option<PathBuf>,
-    /// known_hosts file to check host keys against (default: sandbox's, else ~/.ssh/known_hosts).
-    #[arg(long)]
-    pub known_hosts: Option<PathBuf>,
-    /// Do not check SSH host keys (unsafe outside throwaway clusters).
-    #[arg(long)]
-    pub no_host_key_check: bool,
-    /// SSH port.
-    #[arg(long, default_value_t = 22)]
-    pub ssh_port: u16,
-    /// Sandbox selection (used when no --nodes are given).
-    #[command(flatten)]
-    pub sandbox: SandboxArgs,
-}
-
-impl ClusterArgs {
-    /// Validate node list, key files and sandbox settings.
-    pub fn to_cluster(&self) -> Result<Cluster, ConfigError> {
-        let nodes = match (&self.nodes, &self.nodes_file) {
-            (Some(list), _) => Some(parse_nodes(list, "--nodes")?),
-            (None, Some(path)) => {
-                let label = path.display().to_string();
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| ConfigError::new(&label, e.to_string()))?;
-                let cleaned: Vec<&str> = text
-                    .lines()
-                    .map(|l| l.split('#').next().unwrap_or("").trim())
-                    .filter(|l| !l.is_empty())
-                    .collect();
-                Some(parse_nodes(&cleaned.join(","), &label)?)
-            }
-            (None, None) => None,
-        };
-        for (flag, p) in [
-            ("--ssh-key", &self.ssh_key),
-            ("--known-hosts", &self.known_hosts),
-        ] {
-            if let Some(p) = p
-                && !p.is_file()
-            {
-                return Err(ConfigError::new(
-                    flag,
-                    format!("{}: no such file", p.display()),
-                ));
-            }
-        }
-        let ssh = crate::control::SshConfig {
-            user: self.username.clone(),
-            port: self.ssh_port,
-            private_key: self.ssh_key.clone(),
-            known_hosts: self.known_hosts.clone(),
-            strict_host_key_checking: !self.no_host_key_check,
-            ..crate::control::SshConfig::default()
-        };
-        Ok(Cluster {
-            nodes,
-            ssh,
-            sandbox: self.sandbox.to_config()?,
-        })
-    }
-}
-
 /// `shakedown report` flags.
 #[derive(Debug, Clone, Args)]
 pub struct ReportArgs {
@@ -316,121 +222,6 @@ pub struct ServeArgs {
     #[arg(long, default_value = "reports")]
     pub reports: PathBuf,
 }
-
-/// `shakedown heal` flags.
-#[derive(Debug, Clone, Args)]
-pub struct HealArgs {
-    /// Which cluster.
-    #[command(flatten)]
-    pub cluster: ClusterArgs,
-    /// Fault journal to heal from (default: `<reports>/latest/faults.jsonl` when it exists).
-    #[arg(long)]
-    pub journal: Option<PathBuf>,
-    /// Directory holding run directories (for the default journal).
-    #[arg(long, default_value = "reports")]
-    pub reports: PathBuf,
-    /// System whose processes to resume and restart.
-    #[command(flatten)]
-    pub db: DbArgs,
-}
-
-/// `--db` and every system's flags (`systems::SystemFlags`), for `run`, `heal` and `doctor`.
-#[derive(Debug, Clone, Args)]
-pub struct DbArgs {
-    /// `--db`: the name of a built-in system, a spec under systems/ or a FILE.toml.
-    #[arg(id = "db", long = "db", default_value = "etcd", help = crate::systems::db_flag_help())]
-    pub name: String,
-    /// An option of an external system's spec, `key=value` (repeatable), e.g. `reads=sync`.
-    #[arg(long = "db-opt", value_name = "KEY=VALUE")]
-    pub db_opt: Vec<String>,
-    /// Every system's own flags; only the chosen system's may be given.
-    #[command(flatten)]
-    pub flags: crate::systems::SystemFlags,
-}
-
-impl DbArgs {
-    /// The settings of the system `--db` names.
-    pub fn config(&self) -> Result<crate::systems::SystemConfig, ConfigError> {
-        self.flags.config(&self.name, &self.db_opt)
-    }
-
-    /// The system named by `--db`, as a `Db` (for heal and doctor).
-    pub fn system(&self) -> Result<std::sync::Arc<dyn crate::db::Db>, ConfigError> {
-        Ok(self.config()?.open().to_db())
-    }
-}
-
-impl HealArgs {
-    /// The system to heal, from `--db`.
-    pub fn system(&self) -> Result<std::sync::Arc<dyn crate::db::Db>, ConfigError> {
-        self.db.system()
-    }
-
-    /// The journal to heal from, if any; an explicit `--journal` must exist.
-    pub fn journal_path(&self) -> Result<Option<PathBuf>, ConfigError> {
-        match &self.journal {
-            Some(p) if p.is_file() => Ok(Some(p.clone())),
-            Some(p) => Err(ConfigError::new(
-                "--journal",
-                format!("{}: no such file", p.display()),
-            )),
-            None => {
-                let p = self.reports.join("latest").join(crate::store::FAULTS_FILE);
-                Ok(p.is_file().then_some(p))
-            }
-        }
-    }
-}
-
-/// `shakedown doctor` flags.
-#[derive(Debug, Clone, Args)]
-pub struct DoctorArgs {
-    /// Which cluster.
-    #[command(flatten)]
-    pub cluster: ClusterArgs,
-    /// System whose binaries to check.
-    #[command(flatten)]
-    pub db: DbArgs,
-    /// Print the findings as one JSON object instead of a table.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// Where missing packages come from (`--packages-from`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PackagesFromArg {
-    /// Each node runs apt-get against its own package sources.
-    Node,
-    /// This machine downloads the .deb files a node lacks and installs them over SSH.
-    Controller,
-}
-
-/// How a run installs the system's packages.
-#[derive(Debug, Clone, Args)]
-pub struct InstallArgs {
-    /// Where missing packages come from on real nodes: `node` (apt-get on each node) or
-    /// `controller` (this machine downloads the .deb files a node lacks and installs them over
-    /// SSH; for nodes without a package source). The sandbox installs on this machine.
-    #[arg(long, value_enum, default_value_t = PackagesFromArg::Node)]
-    pub packages_from: PackagesFromArg,
-    /// Install nothing: you manage the nodes' packages (the run still checks that the system's
-    /// programs are there).
-    #[arg(long, conflicts_with = "packages_from")]
-    pub no_install: bool,
-}
-
-impl InstallArgs {
-    /// The validated choice.
-    pub fn install(&self) -> crate::provision::Install {
-        use crate::provision::Install;
-        match (self.no_install, self.packages_from) {
-            (true, _) => Install::Skip,
-            (false, PackagesFromArg::Node) => Install::Node,
-            (false, PackagesFromArg::Controller) => Install::Controller,
-        }
-    }
-}
-
 /// `shakedown run` flags.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
@@ -735,164 +526,6 @@ impl RunArgs {
         Ok(cfg)
     }
 }
-
-/// `shakedown check` flags.
-#[derive(Debug, Clone, Args)]
-pub struct CheckArgs {
-    /// Run directories, history files (JSONL, JSON array, Jepsen EDN, history.txt or console log,
-    /// Porcupine kv lines) or directories of them; several give one line per file.
-    #[arg(required = true, num_args = 1..)]
-    pub paths: Vec<PathBuf>,
-    /// Model: auto (from the client functions: list-append for JSONL with append ops, log for
-    /// send ops, mutex, queue, txn for transactions with append or w micro-ops, multi-register
-    /// for other txn, kv for get/put/append and Porcupine input, set or counter for add/read;
-    /// cas-register otherwise), register, cas-register, multi-register, kv, list-append, set,
-    /// queue, mutex, counter, txn (list-append or rw-register transactions: Elle-style
-    /// dependency cycles, checked against --consistency-models; elle-cli's list-append and
-    /// rw-register mean txn on a transaction history) or log (replicated logs: lost, duplicated
-    /// and inconsistent offsets).
-    #[arg(long, default_value = "auto")]
-    pub model: String,
-    /// rw-register transactions: what orders a key's versions besides the initial state nil
-    /// (Elle's options), a comma-separated list: wfr-keys (a transaction's write of a key follows
-    /// its read of it), sequential-keys (process order), linearizable-keys (real-time order), or
-    /// none. A source whose orders contradict themselves is reported (cyclic-versions) and unused.
-    #[arg(long, value_name = "LIST", default_value = "none")]
-    pub txn_assume: String,
-    /// Transactions: the consistency models the history must satisfy, comma-separated, in
-    /// Elle's names (strict-serializable, serializable, snapshot-isolation, repeatable-read,
-    /// read-committed, read-atomic, strong-session-serializable, …, or Adya's PL-3, PL-SI, …).
-    /// An anomaly one of them proscribes fails the check; others found are reported as allowed.
-    #[arg(long, value_name = "MODELS", default_value = "strict-serializable")]
-    pub consistency_models: String,
-    /// Transactions: anomalies that fail the check besides the models' (Elle's names: G0, G1a,
-    /// G1c, G-single-item, G-nonadjacent-item, G2-item, lost-update, …; any anomaly implying one
-    /// counts).
-    #[arg(long, value_name = "ANOMALIES")]
-    pub anomalies: Option<String>,
-    /// Time budget in seconds per file; past it the verdict is unknown.
-    #[arg(long, default_value_t = 60.0)]
-    pub time_limit: f64,
-    /// Witness of an invalid key: none (blocked op and longest linearizable prefix only), fast
-    /// (also the essential ops, minimized within 10 times the key's search time, at least 50 ms
-    /// and at most 2 s) or minimal (minimized to 1-minimal within --time-limit).
-    #[arg(long, default_value = "fast", value_parser = parse_witness)]
-    pub witness: crate::checker::linear::WitnessMode,
-    /// Decide every key within --time-limit even once one is invalid. Without it the verdict
-    /// comes first: one invalid key settles it, the keys still undecided then get 10 times the
-    /// time that took (at least 100 ms), and those left are reported unknown.
-    #[arg(long)]
-    pub all_keys: bool,
-    /// Memory budget of the linearizability check, for all keys searched at once (512M, 2G, …);
-    /// past it a key is unknown. Default: a quarter of the machine's available memory, at most
-    /// 1 GiB.
-    #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
-    pub memory: Option<usize>,
-    /// Input format: auto, jsonl, json (a JSON array of op maps, as elle-cli reads), edn,
-    /// history-txt (Jepsen's tab-separated history.txt), jepsen-log or porcupine.
-    #[arg(long, default_value = "auto")]
-    pub format: String,
-    /// Register semantics preset (default per input: etcd for our JSONL and Porcupine's etcd
-    /// logs, knossos for Jepsen EDN, history.txt, console logs and JSON arrays).
-    #[arg(long, value_enum)]
-    pub semantics: Option<SemanticsArg>,
-    /// The register's value before any op: nil (absent) or a value (`0`, `"x"`, `x`); overrides
-    /// the preset.
-    #[arg(long, value_name = "nil|VALUE")]
-    pub initial: Option<String>,
-    /// What an ok read of nil means: the key was absent, or nothing is known; overrides the preset.
-    #[arg(long, value_enum)]
-    pub nil_read: Option<NilReadArg>,
-    /// What a failed cas (no error, or error cas-mismatch) means: evidence that the value
-    /// differed, or nothing (the op did not happen); overrides the preset.
-    #[arg(long, value_enum)]
-    pub failed_cas: Option<FailedCasArg>,
-    /// Treat client op values as `jepsen.independent` `[key value]` tuples (EDN, JSON arrays and
-    /// Jepsen logs detect this automatically when every client invoke value is a tuple).
-    #[arg(long, conflicts_with = "no_independent")]
-    pub independent: bool,
-    /// Never split `[key value]` tuples, even when every value looks like one.
-    #[arg(long)]
-    pub no_independent: bool,
-    /// Write a self-contained HTML page explaining the result to this file (one input file only):
-    /// the linearizability witness, or for transactions each anomaly explained and each cycle
-    /// drawn.
-    #[arg(long, value_name = "OUT")]
-    pub html: Option<PathBuf>,
-    /// Write the history as Jepsen EDN to this file (one input file only).
-    #[arg(long, value_name = "OUT")]
-    pub export_edn: Option<PathBuf>,
-    /// Print the outcome as JSON.
-    #[arg(long)]
-    pub json: bool,
-    /// Also check the four session guarantees (read-your-writes, monotonic reads, monotonic
-    /// writes, writes-follow-reads); the verdict merges both checkers, as a run does.
-    #[arg(long)]
-    pub session: bool,
-    /// Version order for --session: auto (chosen from the history), system, list-append or
-    /// increasing-values.
-    #[arg(long, default_value = "auto", requires = "session")]
-    pub version_source: String,
-}
-
-/// `--semantics`: a register semantics preset.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum SemanticsArg {
-    /// Starts at 0, a nil read is unknown, a failed cas did not happen (Knossos).
-    Knossos,
-    /// Starts absent, a nil read means absent, a failed cas saw another value (etcd, Porcupine).
-    Etcd,
-}
-
-impl From<SemanticsArg> for crate::model::SemanticsPreset {
-    fn from(s: SemanticsArg) -> Self {
-        match s {
-            SemanticsArg::Knossos => crate::model::SemanticsPreset::Knossos,
-            SemanticsArg::Etcd => crate::model::SemanticsPreset::Etcd,
-        }
-    }
-}
-
-/// `--nil-read`.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum NilReadArg {
-    /// A nil read observed the key absent.
-    Absent,
-    /// A nil read says nothing.
-    Unknown,
-}
-
-/// `--failed-cas`.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum FailedCasArg {
-    /// A failed cas happened and saw a value other than its `old`.
-    Evidence,
-    /// A failed cas did not happen.
-    Ignored,
-}
-
-/// `shakedown sandbox` subcommands.
-#[derive(Debug, Clone, Args)]
-pub struct SandboxCmd {
-    /// up, down or status.
-    #[command(subcommand)]
-    pub action: SandboxAction,
-    /// Which sandbox.
-    #[command(flatten)]
-    pub sandbox: SandboxArgs,
-}
-
-/// Sandbox actions.
-#[derive(Debug, Clone, Subcommand)]
-pub enum SandboxAction {
-    /// Create the namespaces and start sshd on every node.
-    Up,
-    /// Remove everything `up` created (safe to run twice).
-    Down,
-    /// Show each node's state.
-    Status,
-}
-
 /// `shakedown compare` flags.
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
@@ -922,80 +555,6 @@ pub struct CompareArgs {
     /// flags come first.
     #[arg(last = true, value_name = "RUN FLAGS")]
     pub run_args: Vec<String>,
-}
-
-/// `shakedown bench` flags.
-#[derive(Debug, Clone, Args)]
-pub struct BenchArgs {
-    /// System to measure: etcd (bare loop: etcd clients) or redis (bare loop: plain `redis`
-    /// crate connections to the primary).
-    #[arg(long, value_parser = ["etcd", "redis"], default_value = "etcd")]
-    pub db: String,
-    /// Seconds per measurement.
-    #[arg(long, default_value_t = 3.0)]
-    pub duration: f64,
-    /// Concurrent clients.
-    #[arg(long, default_value_t = 10)]
-    pub concurrency: usize,
-    /// Paired measurements (one bare, one controller each, alternating which goes first); the
-    /// loss reported is the median of the rounds', with a 95 % confidence interval from 6
-    /// rounds on. Many short rounds beat a few long ones: the host's throughput drifts, and
-    /// the median of many pairs shrugs off the rounds a neighbour disturbed.
-    #[arg(long, default_value_t = 20)]
-    pub rounds: usize,
-    /// Leave out (and run again) a round during which the hypervisor took more than this share
-    /// of the machine's CPU, in percent (`steal` in `/proc/stat`): it measured the host, not
-    /// the controller. At most `--rounds` extra rounds are run.
-    #[arg(long = "max-steal", default_value_t = 5.0)]
-    pub max_steal: f64,
-    /// Where to write the JSON report (default: print only).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Sandbox selection.
-    #[command(flatten)]
-    pub sandbox: SandboxArgs,
-}
-
-impl BenchArgs {
-    /// The config of the full run side of the benchmark: `--db` (etcd or redis, default
-    /// settings; Redis reads from the primary, as its bare loop's), the register workload with
-    /// no faults at an unlimited rate, for `--duration` seconds at `--concurrency`.
-    pub fn to_config(&self) -> Result<TestConfig, ConfigError> {
-        if !(self.max_steal.is_finite() && self.max_steal >= 0.0) {
-            return Err(ConfigError::new(
-                "bench",
-                format!(
-                    "--max-steal must be a percentage (0 or more), got {}",
-                    self.max_steal
-                ),
-            ));
-        }
-        if !(self.duration.is_finite() && self.duration > 0.0)
-            || self.concurrency == 0
-            || self.rounds == 0
-        {
-            return Err(ConfigError::new(
-                "bench",
-                "--duration, --concurrency and --rounds must be positive",
-            ));
-        }
-        let mut run = RunArgs {
-            nemesis: "none".into(),
-            rate: 0.0,
-            time_limit: self.duration,
-            concurrency: self.concurrency,
-            settle: 0.0,
-            quiet: true,
-            ..RunArgs::defaults(self.sandbox.clone())
-        };
-        run.db.name = self.db.clone();
-        if self.db == "redis" {
-            // Redis's bare loop sends every op to the primary; so must the run (the default,
-            // each thread's own node, would spread reads over the replicas).
-            run.read_from = ReadFromArg::Primary;
-        }
-        run.into_config()
-    }
 }
 
 #[cfg(test)]
@@ -1065,31 +624,6 @@ mod tests {
         assert!(cfg.nodes.is_none());
         assert_eq!(cfg.nemesis.faults.len(), 4);
         assert_eq!(cfg.name, "etcd-register");
-    }
-
-    #[test]
-    fn bench_flags_make_a_run_config_with_the_bare_loops_reads() {
-        let bench = |args: &[&str]| {
-            let Command::Bench(b) = parse(args).unwrap().command else {
-                panic!("not bench")
-            };
-            b
-        };
-        let b = bench(&["bench", "--db", "redis", "--duration", "3"]);
-        assert_eq!(b.rounds, 20);
-        let cfg = b.to_config().unwrap();
-        // Redis's bare loop reads from the primary; so must the run side.
-        assert_eq!(cfg.read_from, crate::config::ReadFrom::Primary);
-        assert_eq!((cfg.time_limit_s, cfg.rate), (3.0, 0.0));
-        assert!(cfg.nemesis.faults.is_empty());
-        let etcd = bench(&["bench"]).to_config().unwrap();
-        assert_eq!(etcd.read_from, crate::config::ReadFrom::Own);
-        let e = bench(&["bench", "--rounds", "0"]).to_config().unwrap_err();
-        assert!(e.to_string().contains("--rounds"), "{e}");
-        let e = bench(&["bench", "--max-steal", "NaN"])
-            .to_config()
-            .unwrap_err();
-        assert!(e.to_string().contains("--max-steal"), "{e}");
     }
 
     #[test]

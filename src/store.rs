@@ -40,6 +40,31 @@ pub const PROTECT_ENV: &str = "SHAKEDOWN_PROTECT_DIR";
 /// The key of [`CheckRecord`] in test.json.
 pub const CHECK_KEY: &str = "check";
 
+/// The key of an external system's client protocol error counts in results.json:
+/// `{"total": N, "by_kind": {"timeout": 2, …}}` (written by `systems::external`, shown by the
+/// report and the summary).
+pub const PROTOCOL_ERRORS_KEY: &str = "client_protocol_errors";
+
+/// The name in results.json `checkers` of a chaos experiment's SLO judgement (`chaos::slo`),
+/// whose details the run page shows as its Chaos section.
+pub const SLO_CHECKER: &str = "slo";
+
+/// The [`PROTOCOL_ERRORS_KEY`] counts in one line for people: `3 (timeout 2, crash 1)`, or `0`.
+pub fn protocol_errors_line(stored: &serde_json::Value) -> String {
+    use serde_json::Value;
+    let total = stored.get("total").and_then(Value::as_u64).unwrap_or(0);
+    let parts: Vec<String> = stored
+        .get("by_kind")
+        .and_then(Value::as_object)
+        .map(|m| m.iter().map(|(k, n)| format!("{k} {n}")).collect())
+        .unwrap_or_default();
+    if parts.is_empty() {
+        total.to_string()
+    } else {
+        format!("{total} ({})", parts.join(", "))
+    }
+}
+
 /// What a run's history is checked against, recorded in test.json (under [`CHECK_KEY`]) when the
 /// run starts, so the end of the run, `report` and `heal` judge it alike. Absent in older run
 /// directories: the defaults then apply.
@@ -54,6 +79,19 @@ pub struct CheckRecord {
     /// Who asked for the models: the flag, or the system setting that claims them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claimed_by: Option<String>,
+    /// The workload that ran (its `kind`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<String>,
+    /// The model its history is checked with (`checker::compose::model_for_workload`); absent
+    /// in older run directories, whose model is then inferred from the history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The register semantics the clients record (a `--semantics` preset name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub semantics: Option<String>,
+    /// The session checker's version source the workload declares (`version_source`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_source: Option<String>,
 }
 
 /// Errors creating or writing a run directory.

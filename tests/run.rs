@@ -146,6 +146,10 @@ shape = "halves"
     let test: Value =
         serde_json::from_slice(&std::fs::read(run_dir.join("test.json")).unwrap()).unwrap();
     assert_eq!(test["seed"], 42);
+    // The run records what its check is told: the workload, its model and the semantics.
+    assert_eq!(test["check"]["workload"], "register", "{test}");
+    assert_eq!(test["check"]["model"], "cas-register", "{test}");
+    assert_eq!(test["check"]["semantics"], "etcd", "{test}");
     assert!(
         test["db"]["version"]
             .as_str()

@@ -18,11 +18,12 @@ use super::{LoadedHistory, load_history};
 use crate::checker::compose::{self, Plan, linear_check_result};
 use crate::checker::linear::LinearResult;
 use crate::checker::txn::parse::TxnKind;
-use crate::checker::witness_html::render_witness_html;
 use crate::checker::{CheckResult, Verdict};
 use crate::cli::{CheckArgs, EXIT_RUNTIME, EXIT_USAGE, FailedCasArg, NilReadArg};
 use crate::import::{InputFormat, default_model_for};
 use crate::model::ModelOptions;
+use crate::report::witness_html::render_witness_html;
+use crate::runner::WhatRan;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -133,8 +134,17 @@ fn parse_initial(s: &str) -> Result<Option<Value>, String> {
 
 /// The model options for one input: its shape's default preset unless `--semantics` names one,
 /// then the individual overrides; kv keys start as `""` for Porcupine input.
-fn model_options(args: &CheckArgs, settings: &Settings, loaded: &LoadedHistory) -> ModelOptions {
-    let preset = args.semantics.map_or(loaded.semantics, Into::into);
+fn model_options(
+    args: &CheckArgs,
+    settings: &Settings,
+    loaded: &LoadedHistory,
+    ran: &WhatRan,
+) -> ModelOptions {
+    let preset = args
+        .semantics
+        .map(Into::into)
+        .or(ran.semantics)
+        .unwrap_or(loaded.semantics);
     let mut o = ModelOptions::preset(preset);
     if let Some(initial) = &settings.initial {
         o.register.initial = initial.clone();
@@ -149,14 +159,32 @@ fn model_options(args: &CheckArgs, settings: &Settings, loaded: &LoadedHistory) 
     o
 }
 
+/// What the run that recorded `path` says ran (its model, semantics and version source), when
+/// `path` is a run directory or its history file; nothing for any other file. A run directory
+/// whose record cannot be read is an error naming its test.json.
+fn what_ran(path: &Path) -> Result<WhatRan, String> {
+    let file = crate::store::resolve_history(path).map_err(|e| e.to_string())?;
+    let Some(dir) = file
+        .parent()
+        .filter(|_| file.file_name() == Some(crate::store::HISTORY_FILE.as_ref()))
+        .filter(|d| d.join(crate::store::TEST_FILE).is_file())
+    else {
+        return Ok(WhatRan::default());
+    };
+    let run = crate::store::RunDir::open(dir);
+    let record = run.read_check_record()?;
+    WhatRan::read(&run, &record).map_err(|e| e.to_string())
+}
+
 /// Load and check one history. `Err` is an input error (unreadable, malformed, ill-formed, or not
 /// interpretable by the model), with the file named.
 fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<FileCheck, String> {
     let loaded = load_history(path, &args.format, settings.independent)?;
     let history = &loaded.history;
+    let ran = what_ran(path)?;
     let detected = default_model_for(loaded.format, history);
     let model = match (args.model.as_str(), TxnKind::parse(&args.model)) {
-        ("auto", _) => detected,
+        ("auto", _) => ran.model.as_deref().unwrap_or(detected),
         // elle-cli's spelling: `--model list-append` / `rw-register` on a transaction history
         // means the transactional checker (a list-append history of single ops keeps the
         // linearizability model of that name) — if the history holds that kind.
@@ -169,14 +197,14 @@ fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<File
         (m, _) => m,
     }
     .to_string();
-    let options = model_options(args, settings, &loaded);
+    let options = model_options(args, settings, &loaded, &ran);
     let plan = Plan {
         model: model.clone(),
         options: options.clone(),
         session: args
             .session
             .then(|| crate::checker::session::SessionConfig {
-                source: settings.version_source,
+                source: settings.version_source.or(ran.version_source),
                 ..Default::default()
             }),
         time_limit: settings.time_limit,

@@ -9,7 +9,7 @@
 //! passed on too (the run's own abort).
 //!
 //! Owns the driving, resuming, and files. Does not parse or judge (`compare`), render
-//! (`report::compare`) or run a test itself (`shakedown run` does, unchanged).
+//! (`compare::page`) or run a test itself (`shakedown run` does, unchanged).
 
 use crate::cli::{CompareArgs, EXIT_RUNTIME, EXIT_USAGE};
 use crate::compare::claim::{Observed, judge};
@@ -125,9 +125,9 @@ fn write_all(dir: &Path, m: &MatrixRecord, resume: &str) -> Result<(), String> {
     write_file(
         dir,
         PAGE_FILE,
-        &crate::report::compare::page(m, &href, resume),
+        &crate::compare::page::page(m, &href, resume),
     )?;
-    write_file(dir, JUNIT_FILE, &crate::report::compare::junit(m))
+    write_file(dir, JUNIT_FILE, &crate::compare::page::junit(m))
 }
 
 /// The compare directory and its record: a new one, or `--resume`'s (whose cells must still

@@ -10,7 +10,7 @@
 //! built from its shape as the nemesis would; shapes are symmetric, so one draw tells the size).
 //! A fault is allowed when n − hit ≥ n/2 + 1. Pure: no IO.
 
-use crate::faults::{PRIMARIES_SHAPE, Targets};
+use crate::faults::Targets;
 use crate::spec::{FaultKind, NemesisSpec};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -149,10 +149,7 @@ pub fn check(
             fault: describe(fault),
             why,
         };
-        let primaries = match fault {
-            FaultKind::Partition { shape } => shape == PRIMARIES_SHAPE,
-            other => other.targets().and_then(Targets::parse) == Some(Targets::Primaries),
-        };
+        let primaries = fault.aims_at_primaries();
         match fault {
             FaultKind::Stall { .. } => {
                 out.push(refuse(

@@ -157,7 +157,7 @@ pub fn abort_at_s(history: &History, after: u32) -> Option<f64> {
 
 /// Judge a chaos run directory and write results.json (`valid` = the SLO verdict, `checkers` =
 /// the SLO judgement, `chaos` = SLO, probe statistics, violations and the abort), the plots,
-/// the run page and the reports index. Called by `runner::write_results` for chaos runs, so
+/// the run page and the reports index. `app::write_run_results` calls it for chaos runs, so
 /// `shakedown report` and `heal` treat them alike.
 pub fn write_results(run_dir: &RunDir, progress: Option<&Progress>) -> Result<Checked, RunError> {
     let settings = settings_of(run_dir)?;

@@ -18,8 +18,9 @@ use crate::history::{History, OpType};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-/// Name of the judgement in results.json `checkers`.
-pub const CHECKER: &str = "slo";
+/// Name of the judgement in results.json `checkers` (defined with the run directory, which the
+/// report reads).
+pub use crate::store::SLO_CHECKER as CHECKER;
 
 /// The service level the probe must stay within; `None` = not asked.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]

@@ -4,8 +4,9 @@
 //!
 //! Does not run anything (`app::compare` starts one `shakedown run` per cell and seed), parse
 //! `run`'s flags (clap stays in `cli`; the driver validates each cell's flags through it before
-//! the first run) or render (`report::compare`). No IO.
+//! the first run). No IO. [`page`] renders its matrix as HTML and JUnit.
 
 pub mod claim;
 pub mod outcome;
+pub mod page;
 pub mod spec;

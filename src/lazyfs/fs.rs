@@ -1,8 +1,8 @@
 //! The FUSE side of the lose-unsynced filesystem: a passthrough over a backing directory (every
 //! operation is the same operation on the backing file, reached through an `O_PATH` descriptor
 //! per inode the kernel knows, as libfuse's `passthrough_ll` does, so renames of open files and
-//! directories need no path bookkeeping) that records in an [`UndoLog`] what every data change
-//! overwrote until the file is synced.
+//! directories need no path bookkeeping) that records in an
+//! [`UndoLog`](super::undo::UndoLog) what every data change overwrote until the file is synced.
 //!
 //! Owns the mapping kernel inode ⇄ backing file, file handles, and which operations sync:
 //! `fsync`/`fdatasync` of a file (any handle of it) and writes through a handle opened with
@@ -16,412 +16,33 @@
 //! FUSE filesystem (no such request): it syncs nothing here, as on a file system that ignores
 //! it. Extended attributes and `copy_file_range` answer ENOSYS (the kernel falls back); locks are
 //! the kernel's local ones. Does not own the command channel (`lazyfs::control`).
+//!
+//! This file answers the kernel's requests; the state they act on is `fs::inodes`, the syncs
+//! `fs::sync`, the libc translation `fs::sys`.
 
-use super::inject::Injector;
-use super::undo::{FileKey, LossReport, UndoLog};
+mod inodes;
+mod sync;
+mod sys;
+
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
     KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
     ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite,
     Request, TimeOrNow, WriteFlags,
 };
-use std::collections::HashMap;
-use std::ffi::{CString, OsStr, OsString};
+use inodes::Handle;
+pub use inodes::LazyFs;
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use sys::{backing_flags, cstr, errno, proc_path, stat_fd, wants_sync};
 
 /// How long the kernel may cache entries and attributes (a loss invalidates them explicitly).
 const TTL: Duration = Duration::from_secs(1);
-
-/// One inode the kernel knows.
-struct Inode {
-    /// `O_PATH` descriptor of the backing file.
-    fd: OwnedFd,
-    /// Backing identity.
-    key: FileKey,
-    /// Lookups the kernel holds (decremented by `forget`).
-    nlookup: u64,
-}
-
-/// One open file or directory.
-enum Handle {
-    File {
-        file: Arc<File>,
-        key: FileKey,
-        /// Opened `O_SYNC`/`O_DSYNC`: every write is synced.
-        sync: bool,
-    },
-    Dir {
-        /// Entries snapshotted at `opendir`: (backing inode, type, name).
-        entries: Vec<(u64, FileType, OsString)>,
-        fd: File,
-    },
-}
-
-#[derive(Default)]
-struct State {
-    inodes: HashMap<u64, Inode>,
-    by_key: HashMap<FileKey, u64>,
-    next_ino: u64,
-    handles: HashMap<u64, Arc<Handle>>,
-    next_fh: u64,
-}
-
-/// The filesystem: backing root, inode table, handles and the undo log.
-pub struct LazyFs {
-    state: Mutex<State>,
-    /// Shared with the command channel.
-    pub undo: Arc<Mutex<UndoLog>>,
-    /// Disk faults in effect (set over the command channel).
-    pub inject: Arc<Injector>,
-    /// Drops the kernel's cached pages of an inode (set once the session exists); called from
-    /// a thread of its own, never inside a request.
-    invalidate: std::sync::OnceLock<Arc<dyn Fn(u64) + Send + Sync>>,
-}
-
-fn errno() -> Errno {
-    Errno::from(std::io::Error::last_os_error())
-}
-
-fn cstr(name: &OsStr) -> Result<CString, Errno> {
-    CString::new(name.as_bytes()).map_err(|_| Errno::from_i32(libc::EINVAL))
-}
-
-fn proc_path(fd: RawFd) -> CString {
-    CString::new(format!("/proc/self/fd/{fd}")).expect("no NUL in a number")
-}
-
-fn stat_fd(fd: RawFd) -> Result<libc::stat, Errno> {
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    let empty = c"";
-    // SAFETY: valid descriptor, NUL-terminated empty path, st is a valid out pointer.
-    let r = unsafe {
-        libc::fstatat(
-            fd,
-            empty.as_ptr(),
-            &mut st,
-            libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
-        )
-    };
-    if r < 0 { Err(errno()) } else { Ok(st) }
-}
-
-fn kind_of(mode: u32) -> FileType {
-    match mode & libc::S_IFMT {
-        libc::S_IFDIR => FileType::Directory,
-        libc::S_IFLNK => FileType::Symlink,
-        libc::S_IFCHR => FileType::CharDevice,
-        libc::S_IFBLK => FileType::BlockDevice,
-        libc::S_IFIFO => FileType::NamedPipe,
-        libc::S_IFSOCK => FileType::Socket,
-        _ => FileType::RegularFile,
-    }
-}
-
-fn time(sec: i64, nsec: i64) -> SystemTime {
-    if sec >= 0 {
-        UNIX_EPOCH + Duration::new(sec as u64, nsec as u32)
-    } else {
-        UNIX_EPOCH - Duration::from_secs(sec.unsigned_abs())
-    }
-}
-
-fn attr_of(ino: u64, st: &libc::stat) -> FileAttr {
-    FileAttr {
-        ino: INodeNo(ino),
-        size: st.st_size as u64,
-        blocks: st.st_blocks as u64,
-        atime: time(st.st_atime, st.st_atime_nsec),
-        mtime: time(st.st_mtime, st.st_mtime_nsec),
-        ctime: time(st.st_ctime, st.st_ctime_nsec),
-        crtime: time(st.st_ctime, st.st_ctime_nsec),
-        kind: kind_of(st.st_mode),
-        perm: (st.st_mode & 0o7777) as u16,
-        nlink: st.st_nlink as u32,
-        uid: st.st_uid,
-        gid: st.st_gid,
-        rdev: st.st_rdev as u32,
-        blksize: st.st_blksize as u32,
-        flags: 0,
-    }
-}
-
-/// Flags the backing file is opened with: the caller's, without those the layer serves itself
-/// (`O_DIRECT`, `O_SYNC`/`O_DSYNC`, `O_APPEND` — the kernel gives every write its offset) and
-/// with read access added to write-only opens (the undo log reads what a write overwrites).
-fn backing_flags(flags: i32) -> i32 {
-    let mut f = flags
-        & !(libc::O_DIRECT
-            | libc::O_SYNC
-            | libc::O_DSYNC
-            | libc::O_APPEND
-            | libc::O_NOFOLLOW
-            | libc::O_CREAT
-            | libc::O_EXCL
-            | libc::O_TRUNC
-            | libc::O_NOCTTY);
-    if f & libc::O_ACCMODE == libc::O_WRONLY {
-        f = (f & !libc::O_ACCMODE) | libc::O_RDWR;
-    }
-    f | libc::O_CLOEXEC
-}
-
-fn wants_sync(flags: i32) -> bool {
-    flags & (libc::O_SYNC | libc::O_DSYNC) != 0
-}
-
-impl LazyFs {
-    /// A layer over `backing` (an existing directory).
-    pub fn new(backing: &Path) -> std::io::Result<LazyFs> {
-        let c = CString::new(backing.as_os_str().as_bytes())
-            .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
-        // SAFETY: NUL-terminated path; the result is checked.
-        let fd = unsafe {
-            libc::open(
-                c.as_ptr(),
-                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: fd was just opened and is owned here.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let st =
-            stat_fd(fd.as_raw_fd()).map_err(|e| std::io::Error::from_raw_os_error(e.code()))?;
-        let key = (st.st_dev, st.st_ino);
-        let mut state = State {
-            next_ino: 2,
-            next_fh: 1,
-            ..State::default()
-        };
-        state.inodes.insert(
-            1,
-            Inode {
-                fd,
-                key,
-                nlookup: 1,
-            },
-        );
-        state.by_key.insert(key, 1);
-        Ok(LazyFs {
-            state: Mutex::new(state),
-            undo: Arc::new(Mutex::new(UndoLog::default())),
-            inject: Arc::new(Injector::default()),
-            invalidate: std::sync::OnceLock::new(),
-        })
-    }
-
-    /// How to drop the kernel's cached pages of an inode (after a failed fsync dropped a file's
-    /// unsynced writes).
-    pub fn set_invalidator(&self, f: Arc<dyn Fn(u64) + Send + Sync>) {
-        let _ = self.invalidate.set(f);
-    }
-
-    /// Sync a file unless a disk fault fails the fsync; a failure that drops unsynced writes
-    /// rolls the file back first, and its cached pages are invalidated after the reply.
-    fn fsync_gated(
-        &self,
-        ino: INodeNo,
-        key: FileKey,
-        file: &File,
-        datasync: bool,
-    ) -> Result<(), Errno> {
-        match self.inject.before_fsync() {
-            Ok(()) => self.sync_file(key, file, datasync),
-            Err(f) => {
-                if f.drop_unsynced {
-                    let _ = self.lock_undo().lose_file(key);
-                    if let Some(inval) = self.invalidate.get().cloned() {
-                        std::thread::spawn(move || inval(ino.0));
-                    }
-                }
-                Err(Errno::from_i32(f.errno))
-            }
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn lock_undo(&self) -> MutexGuard<'_, UndoLog> {
-        self.undo.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// A duplicate of the `O_PATH` descriptor of `ino` (so no lock is held during IO).
-    fn fd_of(&self, ino: INodeNo) -> Result<OwnedFd, Errno> {
-        let st = self.lock();
-        let inode = st.inodes.get(&ino.0).ok_or(Errno::from_i32(libc::ESTALE))?;
-        inode.fd.try_clone().map_err(Errno::from)
-    }
-
-    fn handle(&self, fh: FileHandle) -> Result<Arc<Handle>, Errno> {
-        self.lock()
-            .handles
-            .get(&fh.0)
-            .cloned()
-            .ok_or(Errno::from_i32(libc::EBADF))
-    }
-
-    fn add_handle(&self, h: Handle) -> u64 {
-        let mut st = self.lock();
-        let fh = st.next_fh;
-        st.next_fh += 1;
-        st.handles.insert(fh, Arc::new(h));
-        fh
-    }
-
-    /// Look `name` up in `parent` and count one kernel lookup of it.
-    fn lookup_entry(&self, parent: INodeNo, name: &OsStr) -> Result<FileAttr, Errno> {
-        let pfd = self.fd_of(parent)?;
-        let c = cstr(name)?;
-        // SAFETY: valid descriptor and NUL-terminated name; the result is checked.
-        let fd = unsafe {
-            libc::openat(
-                pfd.as_raw_fd(),
-                c.as_ptr(),
-                libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(errno());
-        }
-        // SAFETY: just opened, owned here.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let stat = stat_fd(fd.as_raw_fd())?;
-        let key = (stat.st_dev, stat.st_ino);
-        let mut st = self.lock();
-        let ino = match st.by_key.get(&key).copied() {
-            Some(ino) => {
-                if let Some(i) = st.inodes.get_mut(&ino) {
-                    i.nlookup += 1;
-                }
-                ino
-            }
-            None => {
-                let ino = st.next_ino;
-                st.next_ino += 1;
-                st.inodes.insert(
-                    ino,
-                    Inode {
-                        fd,
-                        key,
-                        nlookup: 1,
-                    },
-                );
-                st.by_key.insert(key, ino);
-                ino
-            }
-        };
-        Ok(attr_of(ino, &stat))
-    }
-
-    fn attr(&self, ino: INodeNo) -> Result<FileAttr, Errno> {
-        let fd = self.fd_of(ino)?;
-        Ok(attr_of(ino.0, &stat_fd(fd.as_raw_fd())?))
-    }
-
-    /// Open the backing file of `ino` through `/proc/self/fd` with `flags`.
-    fn reopen(&self, ino: INodeNo, flags: i32) -> Result<(File, FileKey), Errno> {
-        let fd = self.fd_of(ino)?;
-        let st = stat_fd(fd.as_raw_fd())?;
-        let p = proc_path(fd.as_raw_fd());
-        // SAFETY: NUL-terminated path; the result is checked.
-        let f = unsafe { libc::open(p.as_ptr(), flags) };
-        if f < 0 {
-            return Err(errno());
-        }
-        // SAFETY: just opened, owned by the File.
-        Ok((unsafe { File::from_raw_fd(f) }, (st.st_dev, st.st_ino)))
-    }
-
-    /// Give a node made by the request to its caller (we run as root).
-    fn chown_new(&self, parent: &OwnedFd, name: &CString, req: &Request) {
-        // SAFETY: valid descriptor and name; failure leaves root as owner, which is harmless.
-        unsafe {
-            libc::fchownat(
-                parent.as_raw_fd(),
-                name.as_ptr(),
-                req.uid(),
-                req.gid(),
-                libc::AT_SYMLINK_NOFOLLOW,
-            );
-        }
-    }
-
-    /// Make a new entry `name` in `parent` with `make` (a `*at` call on the parent's descriptor
-    /// returning < 0 on error), give it to the caller, and reply with its attributes.
-    fn make_entry(
-        &self,
-        req: &Request,
-        parent: INodeNo,
-        name: &OsStr,
-        reply: ReplyEntry,
-        make: impl FnOnce(RawFd, &CString) -> libc::c_int,
-    ) {
-        let r = (|| {
-            let pfd = self.fd_of(parent)?;
-            let c = cstr(name)?;
-            if make(pfd.as_raw_fd(), &c) < 0 {
-                return Err(errno());
-            }
-            self.chown_new(&pfd, &c, req);
-            self.lookup_entry(parent, name)
-        })();
-        match r {
-            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
-            Err(e) => reply.error(e),
-        }
-    }
-
-    /// Sync one file now: fsync its backing file and forget its undo record.
-    fn sync_file(&self, key: FileKey, file: &File, datasync: bool) -> Result<(), Errno> {
-        // Hold the undo lock so no write slips between the sync and forgetting its record.
-        let mut undo = self.lock_undo();
-        let r = if datasync {
-            file.sync_data()
-        } else {
-            file.sync_all()
-        };
-        r.map_err(Errno::from)?;
-        undo.synced(key);
-        Ok(())
-    }
-
-    /// Drop every unsynced change (see [`UndoLog::lose`]).
-    pub fn lose(&self, torn: bool) -> LossReport {
-        self.lock_undo().lose(torn)
-    }
-
-    /// Make every file durable now.
-    pub fn sync_all(&self) -> Result<usize, String> {
-        let mut undo = self.lock_undo();
-        let dirty = undo.dirty_files();
-        let mut errs = Vec::new();
-        for (key, file) in &dirty {
-            match file.sync_all() {
-                Ok(()) => undo.synced(*key),
-                Err(e) => errs.push(format!("file (dev {}, inode {}): {e}", key.0, key.1)),
-            }
-        }
-        if errs.is_empty() {
-            Ok(dirty.len())
-        } else {
-            Err(errs.join("; "))
-        }
-    }
-
-    /// Inode numbers the kernel knows (for cache invalidation after a loss).
-    pub fn known_inodes(&self) -> Vec<u64> {
-        self.lock().inodes.keys().copied().collect()
-    }
-}
 
 impl Filesystem for LazyFs {
     fn init(&mut self, _req: &Request, _config: &mut KernelConfig) -> std::io::Result<()> {
@@ -1144,23 +765,5 @@ impl Filesystem for LazyFs {
             Ok(o) => reply.offset(o),
             Err(e) => reply.error(e),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backing_flags_drop_what_the_layer_serves_and_add_read_access() {
-        let f = backing_flags(libc::O_WRONLY | libc::O_APPEND | libc::O_DIRECT | libc::O_DSYNC);
-        assert_eq!(f & libc::O_ACCMODE, libc::O_RDWR);
-        assert_eq!(f & (libc::O_APPEND | libc::O_DIRECT | libc::O_DSYNC), 0);
-        assert!(wants_sync(libc::O_WRONLY | libc::O_DSYNC));
-        assert!(!wants_sync(libc::O_RDWR));
-        assert_eq!(
-            backing_flags(libc::O_RDONLY) & libc::O_ACCMODE,
-            libc::O_RDONLY
-        );
     }
 }

@@ -171,6 +171,21 @@ pub struct NemesisConfig {
 /// applied, with the op that undoes it.
 pub type JournalSink = crate::store::JsonlSink;
 
+/// Why the system's primaries are not known ([`Nemesis::primaries`]). A fault aimed at
+/// `primaries` fails with it; `primaries-or-one` takes one random node instead, whichever it is.
+#[derive(Debug, thiserror::Error)]
+pub enum PrimariesError {
+    /// The system has no `Primaries` ability.
+    #[error("{system} cannot tell its primaries")]
+    NotServed {
+        /// The system's name.
+        system: String,
+    },
+    /// It has one, and asking it failed.
+    #[error(transparent)]
+    Asked(#[from] crate::db::DbError),
+}
+
 /// Applies and heals faults, remembering what is active.
 pub struct Nemesis {
     cfg: NemesisConfig,
@@ -400,13 +415,12 @@ impl Nemesis {
     }
 
     /// The system's current primaries (asked of it), as node names.
-    pub fn primaries(&self) -> Result<Vec<String>, String> {
+    pub fn primaries(&self) -> Result<Vec<String>, PrimariesError> {
         let db = self.cfg.db.clone();
-        let p = db
-            .as_primaries()
-            .ok_or_else(|| format!("{} cannot tell its primaries", db.name()))?;
-        p.primaries(&self.cfg.remotes, &self.cfg.nodes)
-            .map_err(|e| e.to_string())
+        let p = db.as_primaries().ok_or_else(|| PrimariesError::NotServed {
+            system: db.name().to_string(),
+        })?;
+        Ok(p.primaries(&self.cfg.remotes, &self.cfg.nodes)?)
     }
 
     fn targets_named(&mut self, spec: &str) -> Result<Vec<usize>, String> {
@@ -417,11 +431,9 @@ impl Nemesis {
             )
         })?;
         let primaries = match t {
-            Targets::Primaries => self.primaries()?,
+            Targets::Primaries => self.primaries().map_err(|e| e.to_string())?,
             // No primaries ability, or no answer: one random node instead.
-            Targets::PrimariesOrOne if self.cfg.db.as_primaries().is_some() => {
-                self.primaries().unwrap_or_default()
-            }
+            Targets::PrimariesOrOne => self.primaries().unwrap_or_default(),
             _ => Vec::new(),
         };
         let names = self.names();
@@ -455,7 +467,7 @@ impl Nemesis {
                         Ok(p) => p,
                         Err(error) => {
                             return Completion::Fail {
-                                error,
+                                error: error.to_string(),
                                 value: value.clone(),
                             };
                         }

@@ -1,8 +1,8 @@
 //! The `ssh-drop` fault: the targets' sshd and every established SSH connection to them die,
 //! and sshd stays away for `duration_ms`; then it is back and the controller reconnects.
 //!
-//! Owns the verbs (`start-ssh-drop`, `stop-ssh-drop`), their parameters and the command sent to
-//! a node. Works only where sshd has a supervisor that restarts it: the sandbox's PID 1 reaper
+//! Owns the verbs (`start-ssh-drop`, `stop-ssh-drop`), the command sent to a node; its parameters are the
+//! core's (`faults::ssh_drop`). Works only where sshd has a supervisor that restarts it: the sandbox's PID 1 reaper
 //! (`sandbox::REAPER_NAME`, see `src/sandbox/reaper.c`). The command writes the hold time to
 //! `sandbox::SSHD_HOLD_FILE` and sends SIGUSR1 to PID 1; the reaper waits
 //! `sandbox::DROP_DELAY_MS` (so this command's own answer reaches the controller first), kills
@@ -15,15 +15,12 @@
 
 use super::Nemesis;
 use crate::control::{Cmd, Remote};
+pub use crate::faults::ssh_drop::{DEFAULT_DURATION_MS, DropParams, MAX_DURATION_MS};
 use crate::faults::verb::{START_SSH_DROP as START, STOP_SSH_DROP as STOP};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-/// Default hold: how long sshd stays away, in ms.
-pub const DEFAULT_DURATION_MS: u64 = 5_000;
-/// Longest hold accepted, in ms.
-pub const MAX_DURATION_MS: u64 = 600_000;
 /// How long after the hold `stop-ssh-drop` keeps trying before it gives up, in ms.
 pub const BACK_GRACE_MS: u64 = 15_000;
 /// Pause between attempts to reach a dropped node, in ms.
@@ -46,67 +43,6 @@ printf '%s\n' "$1" > "$3" && kill -USR1 1
 
 /// Exit status of [`DROP_SCRIPT`] when PID 1 is not the reaper.
 const NOT_SUPERVISED: i32 = 3;
-
-/// Parameters of `start-ssh-drop`: `{"targets": "one", "duration_ms": 5000}` or
-/// `{"nodes": ["n3"], "duration_ms": 5000}`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DropParams {
-    /// Target selection (`one`, `minority`, …) unless `nodes` is given.
-    pub targets: String,
-    /// Explicit nodes.
-    pub nodes: Option<Vec<String>>,
-    /// How long sshd stays away, in ms.
-    pub duration_ms: u64,
-}
-
-impl DropParams {
-    /// Parse an op value; a bare string is a target name.
-    pub fn from_value(v: &Value) -> Result<DropParams, String> {
-        let mut p = DropParams {
-            targets: "one".to_string(),
-            nodes: None,
-            duration_ms: DEFAULT_DURATION_MS,
-        };
-        match v {
-            Value::Null => {}
-            Value::String(s) => p.targets = s.clone(),
-            Value::Object(m) => {
-                if let Some(t) = m.get("targets") {
-                    p.targets = t
-                        .as_str()
-                        .ok_or_else(|| format!("{START}: targets must be a name, got {t}"))?
-                        .to_string();
-                }
-                if let Some(n) = m.get("nodes") {
-                    let list = n
-                        .as_array()
-                        .and_then(|a| {
-                            a.iter()
-                                .map(|x| x.as_str().map(str::to_string))
-                                .collect::<Option<Vec<_>>>()
-                        })
-                        .ok_or_else(|| {
-                            format!("{START}: nodes must be a list of names, got {n}")
-                        })?;
-                    p.nodes = Some(list);
-                }
-                if let Some(d) = m.get("duration_ms") {
-                    p.duration_ms = d.as_u64().ok_or_else(|| {
-                        format!("{START}: duration_ms must be a whole number of ms, got {d}")
-                    })?;
-                }
-            }
-            other => return Err(format!("{START}: expected an object, got {other}")),
-        }
-        if p.duration_ms == 0 || p.duration_ms > MAX_DURATION_MS {
-            return Err(format!(
-                "{START}: duration_ms {}: expected 1 to {MAX_DURATION_MS}",
-                p.duration_ms
-            ));
-        }
-        Ok(p)
-    }
-}
 
 /// Which nodes have SSH dropped, and until when (controller's monotonic clock).
 #[derive(Debug, Default)]
@@ -288,31 +224,5 @@ mod tests {
             n.invoke(STOP, &Value::Null),
             crate::client::Completion::Ok { .. }
         ));
-    }
-
-    #[test]
-    fn params_parse_and_reject_bad_values() {
-        let p = DropParams::from_value(&Value::Null).unwrap();
-        assert_eq!(
-            (p.targets.as_str(), p.duration_ms),
-            ("one", DEFAULT_DURATION_MS)
-        );
-        let p = DropParams::from_value(&json!({"nodes": ["n3"], "duration_ms": 2500})).unwrap();
-        assert_eq!(p.nodes, Some(vec!["n3".to_string()]));
-        assert_eq!(p.duration_ms, 2500);
-        assert_eq!(
-            DropParams::from_value(&json!("minority")).unwrap().targets,
-            "minority"
-        );
-        for (bad, needle) in [
-            (json!({"duration_ms": 0}), "expected 1 to"),
-            (json!({"duration_ms": 700_000}), "expected 1 to"),
-            (json!({"duration_ms": "5s"}), "whole number of ms"),
-            (json!({"nodes": "n1"}), "list of names"),
-            (json!([1]), "expected an object"),
-        ] {
-            let e = DropParams::from_value(&bad).unwrap_err();
-            assert!(e.contains(needle), "{bad}: {e}");
-        }
     }
 }

@@ -14,10 +14,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// Default shortest stall, in ms (above the lock workloads' default 2 s TTL).
-pub const DEFAULT_MIN_MS: u64 = 3000;
-/// Default longest stall, in ms.
-pub const DEFAULT_MAX_MS: u64 = 5000;
+pub use crate::generator::stall::{DEFAULT_MAX_MS, DEFAULT_MIN_MS};
 /// How long `start-stall` waits for a thread to reach an op it may stall.
 pub const CLAIM_WAIT_MS: u64 = 10_000;
 /// Slack past a stall's drawn duration before `stop-stall` gives up waiting for it.

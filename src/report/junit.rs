@@ -2,23 +2,7 @@
 //! (so a CI job never counts an undecided check as passed). Pure: returns the XML text.
 
 use crate::checker::{CheckResult, Verdict};
-
-pub(crate) fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            // XML 1.0 forbids most control characters.
-            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\r' | '\t') => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out
-}
+use crate::report::html::esc_xml as esc;
 
 /// A `<testsuite>` named `suite` with one `<testcase>` per checker result.
 pub fn junit_xml(suite: &str, results: &[CheckResult], duration_s: f64) -> String {

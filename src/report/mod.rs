@@ -7,7 +7,7 @@
 //! checking (`checker`).
 
 pub mod anomalies;
-pub mod compare;
+pub mod html;
 /// Fault intervals live in the pure core (`crate::faults::intervals`) so checkers can use them.
 pub use crate::faults::intervals as faults;
 pub mod junit;
@@ -17,6 +17,7 @@ pub mod plots;
 pub mod recovery;
 pub mod requested;
 pub mod serve;
+pub mod witness_html;
 
 pub use faults::{FaultInterval, fault_intervals};
 pub use plots::{Figure, Formats, latency_quantiles_svg, latency_raw_svg, throughput_svg};

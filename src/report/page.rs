@@ -5,26 +5,36 @@
 //! SVGs, `logs/`) and rendering it as static HTML with inline CSS and inline SVG: no scripts, no
 //! external references, opens from `file://`. Does not own the run layout (`store`), rendering the
 //! plots (`plots`), or checking (`checker`); it only displays what those wrote.
+//!
+//! This file renders the page and its shared pieces (badges, escaping); each section is a module
+//! of `page/` (`config`, `checkers`, `faults`, `recovery`, one per checker with its own section),
+//! and `page::index` renders `reports/index.html`.
 
 use crate::completion::Completion;
-use crate::history::{History, OpType, Process};
-use crate::report::{PLOT_FILES, anomalies, fault_intervals, omitted_reason, plots};
+use crate::report::html::esc;
+use crate::report::{PLOT_FILES, omitted_reason};
 use crate::store::{
     COMPLETION_FILE, FAULTS_FILE, HISTORY_FILE, LINEAR_WITNESS_FILE, LOGS_DIR, RESULTS_FILE,
     RunDir, TEST_FILE,
 };
 use serde_json::Value;
-use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 mod chaos;
+mod checkers;
 mod config;
+mod faults;
+mod index;
 mod lock;
 mod log;
 mod recovery;
 mod set;
 mod txn;
+
+use checkers::checker_section;
+use faults::fault_section;
+pub use index::{render_reports_index, write_reports_index};
 
 /// A self-contained page of one transactional result (`shakedown check --html` on a
 /// transaction history): the Transactions section of the run page — counts, the models checked
@@ -76,22 +86,6 @@ svg{max-width:100%;height:auto;display:block;margin:0.5em 0}\
 .notice{border-left:4px solid #ef8f00;background:#fff8e1;padding:0.2em 1em;margin:0.5em 0 1em}\
 table.kv{margin:0.3em 0 0;font-size:90%}table.kv th{background:none;font-weight:normal;color:#555}\
 details{margin:0.5em 0 1.2em}summary{cursor:pointer;font-weight:bold}";
-
-/// Escape text for HTML element content and attribute values.
-pub(crate) fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
 
 /// Percent-encode one relative path for an `href` (keeps `/` and unreserved characters), so a
 /// file name can never become a scheme or break out of the attribute.
@@ -265,395 +259,6 @@ fn embeddable_svg(run_dir: &Path, name: &str) -> Option<String> {
     Some(text)
 }
 
-fn checker_section(out: &mut String, run_dir: &Path, results: &Value, history: Option<&History>) {
-    let checkers: &[Value] = results
-        .get("checkers")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[]);
-    out.push_str(
-        "<h2 id=\"checkers\">Checkers</h2>\n<table><tr><th>checker</th><th>verdict</th><th>summary</th></tr>\n",
-    );
-    for c in checkers {
-        let _ = writeln!(
-            out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&text_of(c.get("checker"))),
-            badge(&text_of(c.get("verdict"))),
-            esc(&text_of(c.get("summary")))
-        );
-    }
-    out.push_str("</table>\n");
-    for c in checkers {
-        let name = text_of(c.get("checker"));
-        let details = c.get("details").unwrap_or(&Value::Null);
-        match name.as_str() {
-            "linearizable" => linear_section(out, run_dir, details),
-            "session" => {
-                // Times of the ops the session witnesses name.
-                let mut wanted = HashSet::new();
-                for (_, w) in anomalies::session_violations(results)
-                    .iter()
-                    .take(MAX_SESSION_WITNESSES)
-                {
-                    for k in ["earlier_index", "later_index"] {
-                        wanted.extend(w.get(k).and_then(Value::as_u64));
-                    }
-                }
-                let times = history
-                    .map(|h| anomalies::op_times_ns(h, &wanted))
-                    .unwrap_or_default();
-                session_section(out, results, details, &times)
-            }
-            crate::chaos::slo::CHECKER => chaos::chaos_section(out, details, results),
-            crate::checker::set::NAME => set::set_section(out, details),
-            crate::checker::log::NAME => log::log_section(out, details),
-            crate::checker::txn::CHECKER => txn::txn_section(out, details),
-            name @ (crate::checker::lock::MUTEX_NAME | crate::checker::lock::FENCING_NAME) => {
-                lock::lock_section(out, name, details)
-            }
-            _ => {}
-        }
-    }
-}
-
-/// Table header and rows of linearizability witness ops.
-fn witness_op_rows(out: &mut String, ops: &[(&str, &Value)]) {
-    out.push_str(
-        "<table><tr><th>role</th><th>op</th><th>process</th><th>f</th><th>value</th>\
-         <th>outcome</th><th>invoked (s)</th><th>completed (s)</th></tr>\n",
-    );
-    for (role, op) in ops {
-        let secs = |k: &str| {
-            op.get(k)
-                .and_then(Value::as_f64)
-                .map(|t| format!("{t:.3}"))
-                .unwrap_or_default()
-        };
-        let _ = writeln!(
-            out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td>{}</td></tr>",
-            esc(role),
-            esc(&text_of(op.get("index"))),
-            esc(&text_of(op.get("process"))),
-            esc(&text_of(op.get("f"))),
-            esc(&text_of(op.get("value"))),
-            esc(&text_of(op.get("outcome"))),
-            secs("invoke_time_s"),
-            secs("complete_time_s")
-        );
-    }
-    out.push_str("</table>\n");
-}
-
-fn linear_section(out: &mut String, run_dir: &Path, details: &Value) {
-    out.push_str("<h3 id=\"anomalies-linearizable\">linearizable</h3>\n");
-    let invalid: Vec<&Value> = details
-        .get("parts")
-        .and_then(Value::as_array)
-        .map(|ps| {
-            ps.iter()
-                .filter(|p| p.get("witness").is_some_and(Value::is_object))
-                .collect()
-        })
-        .unwrap_or_default();
-    for part in invalid.iter().take(MAX_LINEAR_PARTS) {
-        let w = &part["witness"];
-        let key = text_of(part.get("key"));
-        let _ = writeln!(
-            out,
-            "<p>Witness for {}: no linearization of the first {} ops can include the op below \
-             (model state then: <code>{}</code>).</p>",
-            if key.is_empty() {
-                "the history".to_string()
-            } else {
-                format!("key <code>{}</code>", esc(&key))
-            },
-            esc(&text_of(w.get("prefix_len"))),
-            esc(&text_of(w.get("last_state")))
-        );
-        let mut ops: Vec<(&str, &Value)> = Vec::new();
-        if let Some(op) = w.get("op") {
-            ops.push(("cannot linearize", op));
-        }
-        for op in w
-            .get("minimized")
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
-            .iter()
-            .take(MAX_SESSION_WITNESSES)
-        {
-            ops.push(("minimal witness", op));
-        }
-        witness_op_rows(out, &ops);
-        let minimized = w
-            .get("minimized")
-            .and_then(Value::as_array)
-            .map_or(0, Vec::len);
-        if minimized > MAX_SESSION_WITNESSES {
-            let _ = writeln!(
-                out,
-                "<p>… {} more minimal witness ops not shown (see {} or results.json)</p>",
-                minimized - MAX_SESSION_WITNESSES,
-                esc(LINEAR_WITNESS_FILE)
-            );
-        }
-    }
-    if invalid.len() > MAX_LINEAR_PARTS {
-        let _ = writeln!(
-            out,
-            "<p>… {} more invalid keys not shown (see results.json)</p>",
-            invalid.len() - MAX_LINEAR_PARTS
-        );
-    }
-    if let Some(expl) = details.get("explanation").and_then(Value::as_str) {
-        let _ = writeln!(
-            out,
-            "<pre>{}</pre>",
-            esc(&truncate(expl, MAX_EXPLANATION_BYTES))
-        );
-    }
-    if run_dir.join(LINEAR_WITNESS_FILE).is_file() {
-        let _ = writeln!(
-            out,
-            "<p><a href=\"{}\">linearizability witness ({})</a></p>",
-            href(LINEAR_WITNESS_FILE),
-            esc(LINEAR_WITNESS_FILE)
-        );
-    }
-}
-
-fn session_section(out: &mut String, results: &Value, details: &Value, times: &HashMap<u64, u64>) {
-    out.push_str("<h3 id=\"anomalies-session\">session</h3>\n");
-    let guarantees: &[Value] = details
-        .get("guarantees")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[]);
-    if !guarantees.is_empty() {
-        out.push_str("<table><tr><th>guarantee</th><th>checks</th><th>violations</th></tr>\n");
-        for g in guarantees {
-            let _ = writeln!(
-                out,
-                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&text_of(g.get("guarantee"))),
-                esc(&text_of(g.get("checks"))),
-                esc(&text_of(g.get("violations")))
-            );
-        }
-        out.push_str("</table>\n");
-    }
-    let violations = anomalies::session_violations(results);
-    if !violations.is_empty() {
-        let total: u64 = guarantees
-            .iter()
-            .filter_map(|g| g.get("violations").and_then(Value::as_u64))
-            .sum();
-        let shown = violations.len().min(MAX_SESSION_WITNESSES);
-        let all_on_timeline = if anomalies::anomaly_density(results).is_empty() {
-            ""
-        } else {
-            "; the anomaly timeline counts all of them over time"
-        };
-        let _ = writeln!(
-            out,
-            "<p>Violations ({shown} of {total} shown; the checker keeps the first of each \
-             guarantee{all_on_timeline}):</p>"
-        );
-        out.push_str(
-            "<table><tr><th>guarantee</th><th>process</th><th>key</th><th>ops</th>\
-             <th>times (s)</th><th>version expected ≥</th><th>version seen</th>\
-             <th>witness</th></tr>\n",
-        );
-        for (g, w) in violations.iter().take(MAX_SESSION_WITNESSES) {
-            let idx = |k: &str| w.get(k).and_then(Value::as_u64);
-            let t = |i: Option<u64>| {
-                i.and_then(|i| times.get(&i))
-                    .map(|&ns| format!("{:.3}", ns as f64 / 1e9))
-                    .unwrap_or_else(|| "?".into())
-            };
-            let (e, l) = (idx("earlier_index"), idx("later_index"));
-            let _ = writeln!(
-                out,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{} → {}</td><td>{} → {}</td>\
-                 <td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(g),
-                esc(&text_of(w.get("process"))),
-                esc(&text_of(w.get("key"))),
-                esc(&text_of(w.get("earlier_index"))),
-                esc(&text_of(w.get("later_index"))),
-                t(e),
-                t(l),
-                esc(&text_of(w.get("earlier_version"))),
-                esc(&text_of(w.get("later_version"))),
-                esc(&truncate(&text_of(w.get("witness")), 2048))
-            );
-        }
-        out.push_str("</table>\n");
-        if violations.len() > shown {
-            let _ = writeln!(
-                out,
-                "<p>… {} more recorded violations not shown (see results.json)</p>",
-                violations.len() - shown
-            );
-        }
-    }
-    let conflicts = anomalies::version_conflicts(results);
-    if !conflicts.is_empty() {
-        let total = details
-            .get("version_conflicts")
-            .and_then(Value::as_u64)
-            .unwrap_or(conflicts.len() as u64);
-        let shown = conflicts.len().min(MAX_SESSION_WITNESSES);
-        let _ = writeln!(out, "<p>Version conflicts ({shown} of {total} shown):</p>");
-        out.push_str(
-            "<table><tr><th>key</th><th>version</th><th>ops</th><th>values</th>\
-             <th>witness</th></tr>\n",
-        );
-        for c in conflicts.iter().take(MAX_SESSION_WITNESSES) {
-            let _ = writeln!(
-                out,
-                "<tr><td>{}</td><td>{}</td><td>{} → {}</td><td>{} vs {}</td><td>{}</td></tr>",
-                esc(&text_of(c.get("key"))),
-                esc(&text_of(c.get("version"))),
-                esc(&text_of(c.get("first_index"))),
-                esc(&text_of(c.get("later_index"))),
-                esc(&text_of(c.get("first_value"))),
-                esc(&text_of(c.get("later_value"))),
-                esc(&truncate(&text_of(c.get("witness")), 2048))
-            );
-        }
-        out.push_str("</table>\n");
-    }
-    if let Some(stale) = details.get("stale").filter(|s| s.is_object()) {
-        out.push_str("<p>Stale reads:</p>\n<table>\n");
-        row(
-            out,
-            "reads measured",
-            &esc(&text_of(stale.get("reads_measured"))),
-        );
-        row(out, "stale reads", &esc(&text_of(stale.get("stale_reads"))));
-        for (key, label) in [
-            ("versions_behind", "versions behind (all reads)"),
-            ("ms_behind", "ms behind (all reads)"),
-            ("stale_versions_behind", "versions behind (stale reads)"),
-            ("stale_ms_behind", "ms behind (stale reads)"),
-        ] {
-            if let Some(p) = stale.get(key) {
-                let cell = ["p50", "p90", "p99", "max"]
-                    .iter()
-                    .map(|q| format!("{q} {}", text_of(p.get(*q))))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                row(out, label, &esc(&cell));
-            }
-        }
-        out.push_str("</table>\n");
-    }
-}
-
-/// Fault timeline: the requested faults that never took effect (`report::requested`), one bar
-/// row per fault kind (CSS only, positions in % of the run), then the table of intervals, at
-/// most [`MAX_FAULT_ROWS`].
-fn fault_section(out: &mut String, history: &History, test: &Value) {
-    let faults = fault_intervals(history);
-    out.push_str("<h2 id=\"faults\">Faults</h2>\n");
-    let never = crate::report::requested::never_ran(test, history);
-    if !never.is_empty() {
-        out.push_str("<div class=\"notice\"><p><b>Requested but never in effect:</b></p><ul>\n");
-        for n in &never {
-            let _ = writeln!(out, "<li><b>{}</b>: {}</li>", esc(&n.fault), esc(&n.why));
-        }
-        out.push_str("</ul></div>\n");
-    }
-    if faults.is_empty() {
-        out.push_str("<p>No faults injected.</p>\n");
-        return;
-    }
-    let end_s = history.ops.iter().map(|o| o.time_ns).max().unwrap_or(0) as f64 / 1e9;
-    let span_s = faults
-        .iter()
-        .map(|f| f.end_s)
-        .fold(end_s, f64::max)
-        .max(1e-9);
-    let shown = &faults[..faults.len().min(MAX_FAULT_ROWS)];
-    let mut kinds: Vec<&str> = Vec::new();
-    for f in shown {
-        if !kinds.contains(&f.kind.as_str()) {
-            kinds.push(&f.kind);
-        }
-    }
-    let _ = writeln!(
-        out,
-        "<div class=\"timeline\"><div class=\"tl-axis\">0 s<span>{span_s:.1} s</span></div>"
-    );
-    for kind in &kinds {
-        let c = plots::fault_color(kind);
-        let label = crate::faults::kind(kind).map_or(*kind, |k| k.label);
-        let _ = write!(
-            out,
-            "<div class=\"tl-row\"><span class=\"tl-name\">{}</span><div class=\"tl-track\">",
-            esc(label)
-        );
-        for f in shown.iter().filter(|f| f.kind == *kind) {
-            let left = (f.start_s / span_s * 100.0).clamp(0.0, 100.0);
-            // At least 0.3 % wide, but never past the end (a fault started at the very end of a
-            // killed run's history leaves less than that; f64::clamp would panic).
-            let width = ((f.end_s - f.start_s) / span_s * 100.0)
-                .max(0.3)
-                .min(100.0 - left);
-            let _ = write!(
-                out,
-                "<span class=\"tl-bar\" style=\"left:{left:.3}%;width:{width:.3}%;\
-                 background:#{:02x}{:02x}{:02x}\" title=\"{} {:.3}–{:.3} s\"></span>",
-                c.0,
-                c.1,
-                c.2,
-                esc(&f.label),
-                f.start_s,
-                f.end_s
-            );
-        }
-        out.push_str("</div></div>\n");
-    }
-    out.push_str("</div>\n");
-    out.push_str(
-        "<table><tr><th>start (s)</th><th>end (s)</th><th>duration (s)</th><th>kind</th>\
-         <th>label</th></tr>\n",
-    );
-    for f in shown {
-        let c = plots::fault_color(&f.kind);
-        let _ = writeln!(
-            out,
-            "<tr><td>{:.3}</td><td>{:.3}{}</td><td>{:.3}</td><td><span class=\"swatch\" \
-             style=\"background:#{:02x}{:02x}{:02x}\"></span>{}</td><td>{}</td></tr>",
-            f.start_s,
-            f.end_s,
-            if f.open {
-                " (end of history: never healed in it)"
-            } else {
-                ""
-            },
-            f.end_s - f.start_s,
-            c.0,
-            c.1,
-            c.2,
-            esc(&f.kind),
-            esc(&f.label)
-        );
-    }
-    out.push_str("</table>\n");
-    if faults.len() > MAX_FAULT_ROWS {
-        let _ = writeln!(
-            out,
-            "<p>… {} more intervals not shown</p>",
-            faults.len() - MAX_FAULT_ROWS
-        );
-    }
-}
-
 /// Render the self-contained `index.html` of one run directory. `test.json` and `results.json`
 /// are required (an error names the missing or malformed file); everything else is optional.
 pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
@@ -798,160 +403,11 @@ pub fn write_run_page(run_dir: &Path) -> Result<PathBuf, String> {
     Ok(run_dir.join(INDEX_FILE))
 }
 
-/// One row of the reports index.
-struct IndexRow {
-    /// Run directory relative to the reports root, `/`-separated.
-    rel: String,
-    /// Test name from test.json.
-    name: String,
-    /// Start time from test.json (RFC 3339 text, sorts chronologically).
-    start_time: String,
-    /// Time of the last history event, seconds; `None` without a readable history.
-    duration_s: Option<f64>,
-    /// Client invocations in the history.
-    client_ops: Option<u64>,
-    /// (checker, verdict) pairs; `None` without a readable results.json.
-    verdicts: Option<Vec<(String, String)>>,
-    /// The run's verdict (results.json `valid`), when checked.
-    verdict: Option<String>,
-    /// How the run ended.
-    completion: Completion,
-}
-
-fn index_row(dir: &Path, test_dir: &str, stamp: &str) -> Option<IndexRow> {
-    let test = read_json(dir, TEST_FILE).ok()?;
-    let (duration_s, client_ops) = match RunDir::open(dir).read_history() {
-        Ok(h) => (
-            Some(h.ops.iter().map(|o| o.time_ns).max().unwrap_or(0) as f64 / 1e9),
-            Some(
-                h.ops
-                    .iter()
-                    .filter(|o| o.op_type == OpType::Invoke && o.process != Process::Nemesis)
-                    .count() as u64,
-            ),
-        ),
-        Err(_) => (None, None),
-    };
-    let results = read_json(dir, RESULTS_FILE).ok();
-    let completion = match &results {
-        Some(r) => completion_of(dir, r),
-        None => RunDir::open(dir).read_completion(),
-    };
-    let verdict = results.as_ref().map(|r| text_of(r.get("valid")));
-    let verdicts = results.map(|r| {
-        r.get("checkers")
-            .and_then(Value::as_array)
-            .map(|cs| {
-                cs.iter()
-                    .map(|c| (text_of(c.get("checker")), text_of(c.get("verdict"))))
-                    .collect()
-            })
-            .unwrap_or_default()
-    });
-    Some(IndexRow {
-        rel: format!("{test_dir}/{stamp}"),
-        name: text_of(test.get("name")),
-        start_time: text_of(test.get("start_time")),
-        duration_s,
-        client_ops,
-        verdicts,
-        verdict,
-        completion,
-    })
-}
-
-/// Render `reports/index.html`: every `<root>/<test>/<timestamp>/` holding a `test.json`
-/// (symlinks such as `latest` skipped), newest first, at most [`MAX_INDEX_ROWS`] rows.
-pub fn render_reports_index(reports_root: &Path) -> Result<String, String> {
-    // Collect candidate dirs first (cheap), sort newest first by timestamp dir name, then read
-    // at most MAX_INDEX_ROWS of them.
-    let mut candidates: Vec<(String, String, PathBuf)> = crate::store::runs_in(reports_root)
-        .map_err(|e| format!("cannot list reports: {e}"))?
-        .into_iter()
-        .map(|r| (r.stamp, r.test, r.dir.path))
-        .collect();
-    // Timestamp directory names are UTC and sort chronologically: keep the newest before reading.
-    candidates.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
-    let total = candidates.len();
-    candidates.truncate(MAX_INDEX_ROWS);
-    let mut rows: Vec<IndexRow> = candidates
-        .iter()
-        .filter_map(|(stamp, test_dir, path)| index_row(path, test_dir, stamp))
-        .collect();
-    // Newest first: by start time, then directory name.
-    rows.sort_by(|a, b| {
-        b.start_time
-            .cmp(&a.start_time)
-            .then_with(|| b.rel.cmp(&a.rel))
-    });
-
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>shakedown reports</title>\
-         <style>{CSS}</style></head><body>\n<h1>shakedown reports</h1>\n"
-    );
-    let runs = |n: usize| {
-        if n == 1 {
-            "1 run".to_string()
-        } else {
-            format!("{n} runs")
-        }
-    };
-    let _ = writeln!(out, "<p>{}.</p>", runs(total));
-    out.push_str(
-        "<table><tr><th>test</th><th>start time</th><th>duration (s)</th><th>client ops</th>\
-         <th>verdict</th><th>verdicts</th><th>run</th></tr>\n",
-    );
-    for r in &rows {
-        let verdicts = match &r.verdicts {
-            None => "no results".to_string(),
-            Some(vs) => vs
-                .iter()
-                .map(|(c, v)| format!("{} {}", esc(c), badge(v)))
-                .collect::<Vec<_>>()
-                .join("<br>"),
-        };
-        let verdict = format!(
-            "{}{}",
-            r.verdict.as_deref().map(badge).unwrap_or_default(),
-            status_badge(&r.completion)
-        );
-        let _ = writeln!(
-            out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{verdict}</td><td>{verdicts}</td>\
-             <td><a href=\"{}\">{}</a></td></tr>",
-            esc(&r.name),
-            esc(&r.start_time),
-            r.duration_s.map(|d| format!("{d:.1}")).unwrap_or_default(),
-            r.client_ops.map(|n| n.to_string()).unwrap_or_default(),
-            href(&format!("{}/{INDEX_FILE}", r.rel)),
-            esc(&r.rel)
-        );
-    }
-    out.push_str("</table>\n");
-    if total > MAX_INDEX_ROWS {
-        let _ = writeln!(
-            out,
-            "<p>… {} older than these not listed</p>",
-            runs(total - MAX_INDEX_ROWS)
-        );
-    }
-    out.push_str("</body></html>\n");
-    Ok(out)
-}
-
-/// Render and write `reports_root/index.html`; returns its path.
-pub fn write_reports_index(reports_root: &Path) -> Result<PathBuf, String> {
-    let html = render_reports_index(reports_root)?;
-    crate::store::write_reports_file(reports_root, INDEX_FILE, &html)
-        .map_err(|e| format!("cannot write the reports index: {e}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::history::Op;
+    use crate::history::{OpType, Process};
     use serde_json::json;
 
     fn history_text(ops: &[(u64, OpType, Process, &str, Value)]) -> String {
@@ -967,7 +423,7 @@ mod tests {
     }
 
     /// A small run dir: test.json, results.json, a history with a partition, plots, a log.
-    fn write_run(dir: &Path, name: &str, start_time: &str, seed: u64) {
+    pub(super) fn write_run(dir: &Path, name: &str, start_time: &str, seed: u64) {
         std::fs::create_dir_all(dir).unwrap();
         let test = json!({
             "name": name, "seed": seed, "start_time": start_time,
@@ -1310,67 +766,87 @@ mod tests {
         assert!(html.contains("href=\"logs/n%221/a%20b%3C.log\""));
     }
 
+    /// Text a database, an operator or a spec author controls reaches the page only escaped:
+    /// node names (in test.json, ops and fault values), error texts (op errors, checker
+    /// summaries and explanations, the completion's reason and cleanup failures) and spec names
+    /// (system, workload, nemesis, test) carrying tags, quotes and ampersands.
     #[test]
-    fn reports_index_counts_one_run_in_the_singular() {
+    fn hostile_names_errors_and_spec_names_are_escaped_in_the_run_page() {
+        const P: &str = "<script>alert(\"x&'y\")</script><img src=x onerror=alert(1)>";
+        let escaped = crate::report::html::esc(P);
         let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path();
-        let html = render_reports_index(root).unwrap();
-        assert!(html.contains("<p>0 runs.</p>"), "{html}");
-        write_run(
-            &root.join("alpha/20261129T100000.000Z"),
-            "alpha",
-            "2026-11-29T10:00:00Z",
-            1,
-        );
-        let html = render_reports_index(root).unwrap();
-        assert!(html.contains("<p>1 run.</p>"), "{html}");
-        assert!(!html.contains("1 runs"), "{html}");
-    }
-
-    #[test]
-    fn reports_index_lists_runs_newest_first_and_skips_symlinks() {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path();
-        write_run(
-            &root.join("alpha/20261129T100000.000Z"),
-            "alpha",
-            "2026-11-29T10:00:00Z",
-            1,
-        );
-        write_run(
-            &root.join("beta/20261129T110000.000Z"),
-            "beta",
-            "2026-11-29T11:00:00Z",
-            2,
-        );
-        // Not a run: no test.json.
-        std::fs::create_dir_all(root.join("beta/20261129T120000.000Z")).unwrap();
-        #[cfg(unix)]
-        std::os::unix::fs::symlink(root.join("beta/20261129T110000.000Z"), root.join("latest"))
-            .unwrap();
-        let html = render_reports_index(root).unwrap();
-        let beta = html
-            .find("href=\"beta/20261129T110000.000Z/index.html\"")
-            .expect("beta link");
-        let alpha = html
-            .find("href=\"alpha/20261129T100000.000Z/index.html\"")
-            .expect("alpha link");
-        assert!(beta < alpha, "newest first");
-        assert_eq!(
-            html.matches("/index.html\"").count(),
-            2,
-            "latest symlink skipped"
-        );
-        assert!(html.contains("<p>2 runs.</p>"), "{html}");
-        // Duration 3.25 s, two client invokes, both checker verdicts.
-        assert!(
-            html.contains("<td>3.2</td><td>2</td>"),
-            "duration and op count"
-        );
-        assert!(html.contains("linearizable <span class=\"badge invalid\">invalid</span>"));
-        assert!(html.contains("session <span class=\"badge valid\">valid</span>"));
-        let path = write_reports_index(root).unwrap();
-        assert_eq!(path, root.join(INDEX_FILE));
+        let dir = tmp.path().join("run");
+        write_run(&dir, P, "2026-11-29T21:29:52Z", 1);
+        let node = format!("n1{P}");
+        let mut test: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(TEST_FILE)).unwrap()).unwrap();
+        test["db"] = json!({"name": format!("spec{P}"), "version": P});
+        test["nodes"] = json!([{"name": node, "host": P}]);
+        test["workload"] = json!({"name": format!("w{P}"), "spec": {"kind": P}});
+        test["nemesis"] = json!({"name": format!("f{P}"), "spec": {"faults": [{"kind": P}]}});
+        test["rerun"] = json!(P);
+        std::fs::write(dir.join(TEST_FILE), test.to_string()).unwrap();
+        let c =
+            Completion::interrupted(1.0, 10.0).with_cleanup_failures(vec![format!("{node}: {P}")]);
+        let results = json!({"valid": "invalid", "reason": P, "completion": c, "checkers": [
+            {"checker": "linearizable", "verdict": "invalid", "summary": format!("error {P}"),
+             "details": {"explanation": format!("op on {node}: {P}")}},
+            {"checker": P, "verdict": P, "summary": P, "details": {"error": P}}
+        ]});
+        std::fs::write(dir.join(RESULTS_FILE), results.to_string()).unwrap();
+        let mut ops = Vec::new();
+        for (i, (t, ty, p, f, v)) in [
+            (0, OpType::Invoke, Process::Client(0), "write", json!(1)),
+            (
+                1_000_000,
+                OpType::Info,
+                Process::Client(0),
+                "write",
+                json!(1),
+            ),
+            (
+                2_000_000,
+                OpType::Info,
+                Process::Nemesis,
+                "kill",
+                json!({ &node: P }),
+            ),
+            (
+                3_000_000,
+                OpType::Info,
+                Process::Nemesis,
+                "kill",
+                json!({ &node: P }),
+            ),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut op = Op::new(ty, p, f, v);
+            op.index = i as u64;
+            op.time_ns = t;
+            op.node = Some(node.clone());
+            if ty == OpType::Info {
+                op.error = Some(P.to_string());
+            }
+            ops.push(serde_json::to_string(&op).unwrap());
+        }
+        std::fs::write(dir.join(HISTORY_FILE), ops.join("\n") + "\n").unwrap();
+        let html = render_run_page(&dir).unwrap();
+        assert!(!html.contains("<script"), "{html}");
+        assert!(!html.contains("<img"), "{html}");
+        assert!(!html.contains("\"x&'y\""), "{html}");
+        for shown in [
+            format!("shakedown — {escaped}"),
+            format!("spec{escaped}"),
+            format!("n1{escaped}"),
+            format!("w{escaped}"),
+            format!("f{escaped}"),
+            format!("error {escaped}"),
+            format!("n1{escaped}: {escaped}"),
+        ] {
+            assert!(html.contains(&shown), "{shown} missing from {html}");
+        }
     }
 
     #[test]
@@ -1503,12 +979,5 @@ mod tests {
             .find(|l| l.starts_with(&format!("<tr><td>{name}</td>")))
             .unwrap_or_default()
             .to_string()
-    }
-
-    #[test]
-    fn reports_index_of_missing_root_is_an_error() {
-        let tmp = tempfile::tempdir().unwrap();
-        let err = render_reports_index(&tmp.path().join("nope")).unwrap_err();
-        assert!(err.contains("nope"), "{err}");
     }
 }

@@ -48,16 +48,22 @@
 //!   [`Unmeasured`] reason, and the summary line names it per fault.
 //! - **Throughput during** a fault: served ops per second from its start to its heal, or to
 //!   where the workload stopped if that came first.
+//!
+//! This file holds the types stored in results.json and [`analyse`]; `recovery::attempts` pairs
+//! the ops, `recovery::outages` finds outages, `recovery::fault` measures one fault,
+//! `recovery::unmeasured` names why a fault was not measured.
 
-use crate::history::{History, OpType, Process};
-use crate::model::CAS_MISMATCH;
-use crate::report::faults::{FaultInterval, fault_intervals};
+use crate::history::History;
+use crate::report::faults::fault_intervals;
 use crate::report::phases;
-use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
+mod attempts;
+mod fault;
 mod outages;
 mod unmeasured;
+use attempts::{Attempt, attempts};
+use fault::{Context, fault_recovery, idle_spans};
 pub use unmeasured::{UNMEASURED_NAMED, Unmeasured};
 
 /// Thresholds of the definitions in the module doc.
@@ -339,100 +345,14 @@ fn ns_of(s: f64) -> u64 {
     (s * NS_PER_S).round().max(0.0) as u64
 }
 
-/// One client op as recovery sees it.
-struct Attempt {
-    invoke_ns: u64,
-    /// `u64::MAX` when it never completed.
-    complete_ns: u64,
-    served: bool,
-    f: usize,
-    node: Option<usize>,
-}
-
-/// Pair client invokes with completions (per process): completed ops in history order, then
-/// invokes never completed (failed). Also returns the `f` and node names (indices of
-/// [`Attempt::f`] and [`Attempt::node`]).
-fn attempts(history: &History) -> (Vec<Attempt>, Vec<String>, Vec<String>) {
-    let ops = &history.ops;
-    let mut open: FxHashMap<u64, usize> = FxHashMap::default();
-    let mut paired: Vec<(usize, u64, bool)> = Vec::with_capacity(ops.len() / 2);
-    for (i, op) in ops.iter().enumerate() {
-        let Process::Client(p) = op.process else {
-            continue;
-        };
-        if op.op_type == OpType::Invoke {
-            open.insert(p, i);
-            continue;
-        }
-        let Some(j) = open.remove(&p) else {
-            continue;
-        };
-        let served = op.op_type == OpType::Ok
-            || (op.op_type == OpType::Fail && op.error.as_deref() == Some(CAS_MISMATCH));
-        paired.push((j, op.time_ns, served));
-    }
-    let mut unfinished: Vec<usize> = open.into_values().collect();
-    unfinished.sort_unstable();
-    paired.extend(unfinished.into_iter().map(|j| (j, u64::MAX, false)));
-    let (mut fs, mut nodes) = (Interner::default(), Interner::default());
-    let out = paired
-        .into_iter()
-        .map(|(j, complete_ns, served)| {
-            let inv = &ops[j];
-            let f = fs.id(&inv.f);
-            let node = inv.node.as_deref().map(|n| nodes.id(n));
-            Attempt {
-                invoke_ns: inv.time_ns,
-                complete_ns,
-                served,
-                f,
-                node,
-            }
-        })
-        .collect();
-    (out, fs.into_names(), nodes.into_names())
-}
-
-/// Small ids for names (kinds of op, nodes): a linear scan while there are few (the usual
-/// case, faster than hashing every op's name), a hash map beyond.
-#[derive(Default)]
-struct Interner<'a> {
-    names: Vec<&'a str>,
-    ids: FxHashMap<&'a str, usize>,
-}
-
-impl<'a> Interner<'a> {
-    const LINEAR_MAX: usize = 16;
-
-    fn id(&mut self, name: &'a str) -> usize {
-        if self.names.len() <= Self::LINEAR_MAX {
-            if let Some(i) = self.names.iter().position(|n| *n == name) {
-                return i;
-            }
-        } else if let Some(&i) = self.ids.get(name) {
-            return i;
-        }
-        self.names.push(name);
-        if self.names.len() > Self::LINEAR_MAX {
-            if self.ids.is_empty() {
-                self.ids = self
-                    .names
-                    .iter()
-                    .enumerate()
-                    .map(|(i, n)| (*n, i))
-                    .collect();
-            } else {
-                self.ids.insert(name, self.names.len() - 1);
-            }
-        }
-        self.names.len() - 1
-    }
-
-    fn into_names(self) -> Vec<String> {
-        self.names.into_iter().map(str::to_string).collect()
+/// A duration for people: milliseconds below a second (`4 ms`), else seconds (`3.2 s`).
+fn duration_text(s: f64) -> String {
+    if s < 1.0 {
+        format!("{:.0} ms", s * 1e3)
+    } else {
+        format!("{s:.1} s")
     }
 }
-
 /// Compute recovery and unavailability of `history` (see the module doc).
 pub fn analyse(history: &History, config: &RecoveryConfig) -> Recovery {
     let end_ns = history.ops.iter().map(|o| o.time_ns).max().unwrap_or(0);
@@ -563,321 +483,11 @@ pub fn stored_or_analysed(results: Option<&serde_json::Value>, history: &History
         .unwrap_or_else(|| analyse(history, &RecoveryConfig::default()))
 }
 
-/// What every fault's computation reads.
-struct Context<'a> {
-    end_ns: u64,
-    first_client_ns: u64,
-    /// Starts and ends of every fault interval, sorted.
-    boundaries: &'a [u64],
-    /// Recovery points of the faults before this one.
-    recovered_points: &'a [u64],
-    /// Completion times of served ops, sorted.
-    served_ns: &'a [u64],
-    /// Failed ops as (invoke, completion), by invocation.
-    failed: &'a [(u64, u64)],
-    /// Latest completion among `failed[..=i]`.
-    latest_completion: &'a [u64],
-    /// Spans of at least a window with no client op invoked or in flight, by start.
-    idle: &'a [(u64, u64)],
-    /// Where the main workload stopped, when the history shows a final heal and final reads
-    /// (`report::phases`).
-    workload_end_ns: Option<u64>,
-}
-
-impl Context<'_> {
-    /// Served ops completed in `[a, b)`.
-    fn served_between(&self, a: u64, b: u64) -> u64 {
-        let before = |t: u64| self.served_ns.partition_point(|&s| s < t);
-        before(b).saturating_sub(before(a)) as u64
-    }
-
-    /// Start of the first idle span that begins at or after `t`, or `t` itself when the
-    /// workload is idle at `t`.
-    fn workload_stops_after(&self, t: u64) -> Option<u64> {
-        let i = self.idle.partition_point(|s| s.1 < t);
-        self.idle.get(i).map(|s| s.0.max(t))
-    }
-}
-
-/// Spans of at least `min_ns` during which no client op was invoked or in flight (the
-/// workload had stopped or not begun), in time order, up to `end_ns`.
-fn idle_spans(attempts: &[Attempt], min_ns: u64, end_ns: u64) -> Vec<(u64, u64)> {
-    let mut busy: Vec<(u64, u64)> = attempts
-        .iter()
-        .map(|a| (a.invoke_ns, a.complete_ns))
-        .collect();
-    busy.sort_unstable();
-    let mut out = Vec::new();
-    let mut covered_to: Option<u64> = None;
-    for (a, b) in busy {
-        if let Some(c) = covered_to
-            && a >= c.saturating_add(min_ns)
-        {
-            out.push((c, a));
-        }
-        covered_to = Some(covered_to.map_or(b, |c| c.max(b)));
-    }
-    if let Some(c) = covered_to
-        && end_ns >= c.saturating_add(min_ns)
-    {
-        out.push((c, end_ns));
-    }
-    out
-}
-
-fn fault_recovery(
-    iv: &FaultInterval,
-    config: &RecoveryConfig,
-    inherited_baseline: Option<f64>,
-    cx: &Context<'_>,
-    outages: &[Outage],
-) -> FaultRecovery {
-    let (start, heal) = (ns_of(iv.start_s), ns_of(iv.end_s));
-    let own = [start, heal];
-    let is_own = |b: &u64| own.contains(b);
-    // Baseline: cut at the latest other change of faults and earlier recovery point.
-    let cut = cx
-        .boundaries
-        .iter()
-        .filter(|b| **b < start && !is_own(b))
-        .chain(cx.recovered_points.iter().filter(|r| **r <= start))
-        .copied()
-        .max()
-        .unwrap_or(0);
-    let b0 = cut
-        .max(cx.first_client_ns)
-        .max(start.saturating_sub(ns_of(config.baseline_s)));
-    let baseline_len_s = start.saturating_sub(b0) as f64 / NS_PER_S;
-    let baseline = inherited_baseline.or_else(|| {
-        (baseline_len_s >= config.min_baseline_s)
-            .then(|| cx.served_between(b0, start) as f64 / baseline_len_s)
-            .filter(|r| *r > 0.0)
-    });
-    // While the workload ran (it stops at the end of the run, e.g. during a long strobe).
-    let busy_until = cx.workload_stops_after(start).unwrap_or(heal).min(heal);
-    let during = (busy_until > start).then(|| {
-        cx.served_between(start, busy_until) as f64 / ((busy_until - start) as f64 / NS_PER_S)
-    });
-    // Recovery must be seen before the next change of faults, before the workload stops and
-    // before the end of the history.
-    let next_change = cx
-        .boundaries
-        .iter()
-        .copied()
-        .find(|b| *b > heal && !is_own(b))
-        .unwrap_or(u64::MAX);
-    let stops = cx.workload_stops_after(heal).unwrap_or(u64::MAX);
-    let limit = next_change.min(stops).min(cx.end_ns);
-    let pct = (config.recovered_fraction * 100.0).round();
-    let what = if limit == stops {
-        "the workload stopped"
-    } else if limit == next_change {
-        "the next fault change"
-    } else {
-        "the end of the history"
-    };
-    // Why no recovery point was found before `limit`, and whether that is a measurement: too
-    // little time after the heal to see a sustained recovery is not one.
-    let sustain_s = config.sustain_ms.max(config.window_ms) as f64 / 1e3;
-    let room_s = limit.saturating_sub(heal) as f64 / NS_PER_S;
-    // Before the next fault change, a shorter stretch suffices (see the module doc).
-    let truncate = limit == next_change && limit < stops && limit < cx.end_ns;
-    let needed_s = if truncate {
-        min_sustain_s(config)
-    } else {
-        sustain_s
-    };
-    // Why a search that found nothing did not measure anything (`None`: it did).
-    let stopped = if cx.workload_end_ns.is_some_and(|end| heal >= end) {
-        Unmeasured::HealedAfterWorkload
-    } else {
-        Unmeasured::WorkloadStopped
-    };
-    let (limit_reason, unmeasured_limit) = if room_s < needed_s {
-        (
-            format!("only {room_s:.1} s from the heal until {what}, {needed_s} s needed"),
-            Some(if limit == stops {
-                stopped
-            } else if limit == next_change {
-                Unmeasured::NextFault
-            } else {
-                Unmeasured::HistoryEnded
-            }),
-        )
-    } else if limit == stops {
-        (
-            format!(
-                "the workload stopped before {sustain_s} s of {pct}% of the pre-fault throughput"
-            ),
-            Some(stopped),
-        )
-    } else {
-        (
-            format!("below {pct}% of the pre-fault throughput until {what}"),
-            None,
-        )
-    };
-    let mut measured = false;
-    let mut sustained = None;
-    let mut unmeasured = None;
-    let (recovered_at, why_not) = if !iv.open {
-        match baseline {
-            None if baseline_len_s < config.min_baseline_s && inherited_baseline.is_none() => {
-                unmeasured = Some(Unmeasured::NoBaseline);
-                (
-                    None,
-                    Some(format!(
-                        "no baseline: less than {} s without fault changes before it",
-                        config.min_baseline_s
-                    )),
-                )
-            }
-            None => {
-                unmeasured = Some(Unmeasured::NoBaseline);
-                (
-                    None,
-                    Some("no baseline: nothing served before it".to_string()),
-                )
-            }
-            Some(rate) => match recovery_point(heal, limit, truncate, rate, config, cx) {
-                Some((at, stretch)) => {
-                    measured = true;
-                    sustained = Some(secs(stretch));
-                    (Some(at), None)
-                }
-                None => {
-                    measured = unmeasured_limit.is_none();
-                    unmeasured = unmeasured_limit;
-                    (None, Some(limit_reason))
-                }
-            },
-        }
-    } else {
-        unmeasured = Some(Unmeasured::NeverHealed);
-        (None, Some("never healed in the history".to_string()))
-    };
-    let settled = recovered_at.unwrap_or(limit).max(heal);
-    let first_failure = first_failure(start, settled, cx);
-    // Outages mostly within [start, settled): one that began before the fault and only ran
-    // into it belongs to what came before.
-    let (from_s, to_s) = (iv.start_s, secs(settled));
-    let longest_outage = outages
-        .iter()
-        .filter(|o| {
-            let inside = o.end_s.min(to_s) - o.start_s.max(from_s);
-            o.node.is_none() && inside > o.duration_s() / 2.0
-        })
-        .max_by(Outage::longer)
-        .cloned();
-    FaultRecovery {
-        kind: iv.kind.clone(),
-        label: iv.label.clone(),
-        start_s: iv.start_s,
-        end_s: iv.end_s,
-        healed: !iv.open,
-        first_failure_s: first_failure.map(secs),
-        baseline_ops_per_s: baseline.map(round2),
-        baseline_inherited: inherited_baseline.is_some(),
-        during_ops_per_s: during.map(round2),
-        measured,
-        recovery_s: recovered_at.map(|at| secs(at - heal)),
-        recovered_at_s: recovered_at.map(secs),
-        sustained_s: sustained,
-        not_recovered: why_not,
-        unmeasured,
-        longest_outage,
-    }
-}
-
-/// A duration for people: milliseconds below a second (`4 ms`), else seconds (`3.2 s`).
-fn duration_text(s: f64) -> String {
-    if s < 1.0 {
-        format!("{:.0} ms", s * 1e3)
-    } else {
-        format!("{s:.1} s")
-    }
-}
-
-fn round2(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
-}
-
-/// Shortest stretch of recovered throughput that counts when the next change of faults cuts it
-/// short: half of `sustain_ms`, and at least one window.
-fn min_sustain_s(config: &RecoveryConfig) -> f64 {
-    (config.sustain_ms / 2).max(config.window_ms) as f64 / 1e3
-}
-
-/// The first served op at or after the first grid time from which throughput stays recovered
-/// for `sustain_ms` — or, with `truncate`, until `limit` when that is sooner but at least
-/// [`min_sustain_s`] away (see the module doc) — with the length of that stretch in ns.
-fn recovery_point(
-    heal: u64,
-    limit: u64,
-    truncate: bool,
-    baseline_per_s: f64,
-    config: &RecoveryConfig,
-    cx: &Context<'_>,
-) -> Option<(u64, u64)> {
-    let ms = 1_000_000u64;
-    let step = config.step_ms.max(1) * ms;
-    let window = config.window_ms.max(1) * ms;
-    let sustain = (config.sustain_ms * ms).max(window);
-    let min_stretch = if truncate {
-        ns_of(min_sustain_s(config))
-    } else {
-        sustain
-    };
-    let need = (config.recovered_fraction * baseline_per_s * window as f64 / NS_PER_S)
-        .ceil()
-        .max(1.0) as u64;
-    // Grid windows [heal + k·step, + window) that fit before `limit`, and whether each holds
-    // enough served ops.
-    let fit = limit.checked_sub(heal)?.checked_sub(window)? / step + 1;
-    let good: Vec<bool> = (0..fit)
-        .map(|k| {
-            let t = heal + k * step;
-            cx.served_between(t, t + window) >= need
-        })
-        .collect();
-    // Runs of consecutive good windows, scanned once: `run_from[k]` = good windows from k on.
-    let mut run_from = vec![0u64; good.len() + 1];
-    for k in (0..good.len()).rev() {
-        run_from[k] = if good[k] { run_from[k + 1] + 1 } else { 0 };
-    }
-    for (k, _) in good.iter().enumerate().filter(|(_, g)| **g) {
-        let t0 = heal + k as u64 * step;
-        // The stretch this start needs: all of `sustain`, or up to `limit` when truncating.
-        let stretch = sustain.min(limit - t0);
-        if stretch < min_stretch {
-            return None;
-        }
-        let windows = (stretch - window) / step + 1;
-        if run_from[k] >= windows {
-            let i = cx.served_ns.partition_point(|&s| s < t0);
-            return cx.served_ns.get(i).copied().map(|at| (at, stretch));
-        }
-    }
-    None
-}
-
-/// Time from `start` to the first failed op attempted in `[start, settled)` (0 when one was in
-/// flight at `start`), in ns.
-fn first_failure(start: u64, settled: u64, cx: &Context<'_>) -> Option<u64> {
-    let k = cx.failed.partition_point(|f| f.0 < start);
-    if k > 0 && cx.latest_completion[k - 1] >= start {
-        return Some(0);
-    }
-    cx.failed
-        .get(k)
-        .filter(|f| f.0 < settled)
-        .map(|f| f.0 - start)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::Op;
+    use crate::history::{Op, OpType, Process};
+    use crate::model::CAS_MISMATCH;
     use serde_json::{Value, json};
 
     const MS: u64 = 1_000_000;
@@ -1463,18 +1073,6 @@ mod tests {
             let _ = r.summary_line();
             let _ = r.shading();
         }
-    }
-
-    #[test]
-    fn interner_ids_are_stable_past_the_linear_limit() {
-        let names: Vec<String> = (0..40).map(|i| format!("f{i}")).collect();
-        let mut it = Interner::default();
-        for round in 0..2 {
-            for (i, n) in names.iter().enumerate() {
-                assert_eq!(it.id(n), i, "round {round}");
-            }
-        }
-        assert_eq!(it.into_names(), names);
     }
 
     #[test]

@@ -52,13 +52,11 @@ pub(crate) const MAX_BUFFERED_OPS: usize = 2_000_000;
 pub(crate) const MAX_KEY_CHECK: Duration = Duration::from_secs(10);
 
 /// The linearizability model a workload kind's keys are checked live with, when they are: the
-/// one `import::default_model_for` gives the run's whole history.
+/// one the run records for the final check (`checker::compose::model_for_workload`), for the
+/// kinds whose keys rotate (register, list-append).
 pub(crate) fn live_model(workload_kind: &str) -> Option<&'static str> {
     match workload_kind {
-        "register" => Some(crate::import::default_model(
-            crate::import::InputFormat::Jsonl,
-        )),
-        "list-append" => Some("list-append"),
+        "register" | "list-append" => crate::checker::compose::model_for_workload(workload_kind),
         _ => None,
     }
 }
@@ -291,7 +289,7 @@ pub fn check_batch(
         witness: cfg.witness,
         ..LinearConfig::default()
     };
-    let options = crate::model::ModelOptions::preset(crate::model::SemanticsPreset::Etcd);
+    let options = crate::model::ModelOptions::preset(super::RECORDED_SEMANTICS);
     let local = crate::checker::compose::check_linear_with(cfg.model, &history, &options, config)?;
     let mut mapped = local.clone();
     remap_positions(&mut mapped, &orig);
@@ -468,7 +466,7 @@ impl Tail {
                         drop(first);
                         // The witness as soon as it is found (the end of the run rewrites it
                         // from the whole history).
-                        let page = crate::checker::witness_html::render_witness_html(
+                        let page = crate::report::witness_html::render_witness_html(
                             &only_part(&local, part.key.as_deref()),
                             &batch,
                         );

@@ -34,7 +34,7 @@ use nemesis_client::lock_within;
 pub(crate) use nemesis_client::{Budget, NemesisClient};
 pub(crate) use results::render_pages;
 use results::write_results_with;
-pub use results::{Checked, check, check_with, results_json, write_results};
+pub use results::{Checked, WhatRan, check, check_with, results_json, write_results};
 
 /// Errors that end a run early. Messages name the node/command/file.
 #[derive(Debug, thiserror::Error)]
@@ -289,18 +289,30 @@ pub(crate) async fn nemesis_after_leftovers(
     Ok(nemesis)
 }
 
+/// The register semantics every built-in client records: a read of a never-written key returns
+/// nil (absent), a failed cas saw another value (see ARCHITECTURE.md).
+pub const RECORDED_SEMANTICS: crate::model::SemanticsPreset = crate::model::SemanticsPreset::Etcd;
+
 /// What a run's history is checked against: for a transactional workload the models asked
 /// for (`--consistency-models`, `--anomalies`), else those the system claims for its settings,
 /// else Elle's default; nothing for other workloads.
 fn check_record(cfg: &TestConfig, system: &dyn System) -> crate::store::CheckRecord {
     use crate::checker::txn::judge::Ask;
+    let what_ran = crate::store::CheckRecord {
+        workload: Some(cfg.workload.kind.clone()),
+        model: crate::checker::compose::model_for_workload(&cfg.workload.kind).map(str::to_string),
+        semantics: Some(RECORDED_SEMANTICS.name().to_string()),
+        version_source: cfg.workload.version_source.clone(),
+        ..Default::default()
+    };
     if cfg.workload.kind != crate::generator::txn::KIND {
-        return Default::default();
+        return what_ran;
     }
     let record = |ask: &Ask, by: String| crate::store::CheckRecord {
         consistency_models: ask.models.iter().map(|m| m.name().to_string()).collect(),
         anomalies: ask.anomalies.iter().map(|a| a.name().to_string()).collect(),
         claimed_by: Some(by),
+        ..what_ran.clone()
     };
     if let Some(ask) = &cfg.consistency {
         let flags = match (ask.models.is_empty(), ask.anomalies.is_empty()) {
@@ -326,15 +338,15 @@ fn check_record(cfg: &TestConfig, system: &dyn System) -> crate::store::CheckRec
     )
 }
 
-/// The transactional ask a run directory recorded ([`check_record`]); Elle's default when it
-/// recorded none.
-fn recorded_ask(
+/// What a run directory recorded about its check ([`check_record`]): the transactional ask
+/// (Elle's default when it recorded none) and the record itself.
+fn recorded_check(
     run_dir: &RunDir,
-) -> Result<(crate::checker::txn::judge::Ask, Option<String>), RunError> {
+) -> Result<(crate::checker::txn::judge::Ask, crate::store::CheckRecord), RunError> {
     let bad = |m: String| RunError::Config(crate::config::ConfigError::new(TEST_FILE, m));
     let record = run_dir.read_check_record().map_err(bad)?;
     if record.consistency_models.is_empty() && record.anomalies.is_empty() {
-        return Ok((Default::default(), record.claimed_by));
+        return Ok((Default::default(), record));
     }
     let anomalies = record.anomalies.join(",");
     let ask = crate::checker::txn::judge::Ask::parse(
@@ -342,7 +354,7 @@ fn recorded_ask(
         (!anomalies.is_empty()).then_some(anomalies.as_str()),
     )
     .map_err(|e| bad(format!("\"{}\": {e}", crate::store::CHECK_KEY)))?;
-    Ok((ask, record.claimed_by))
+    Ok((ask, record))
 }
 
 /// The test metadata written to test.json.

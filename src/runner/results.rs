@@ -6,7 +6,7 @@
 //!
 //! Does not own driving the run (`runner`), the checkers (`checker`) or the pages (`report`).
 
-use super::{RunError, recorded_ask};
+use super::{RECORDED_SEMANTICS, RunError, recorded_check};
 use crate::checker::{CheckResult, Verdict};
 use crate::completion::Completion;
 use crate::history::History;
@@ -20,6 +20,65 @@ pub const STOPPED_EARLY_KEY: &str = "stopped_early";
 use serde_json::{Value, json};
 use std::time::Duration;
 
+/// What ran, as far as the check needs it: the run's own record in test.json
+/// ([`crate::store::CheckRecord`]). A run directory from before the record falls back to the
+/// workload spec copied into test.json for the version source, and to the model inferred from
+/// the history.
+#[derive(Debug, Clone, Default)]
+pub struct WhatRan {
+    /// The model the history is checked with; `None` = inferred from the history.
+    pub model: Option<String>,
+    /// The register semantics the clients recorded; `None` = [`RECORDED_SEMANTICS`].
+    pub semantics: Option<crate::model::SemanticsPreset>,
+    /// The session checker's version source; `None` = chosen from the history.
+    pub version_source: Option<crate::checker::session::VersionSource>,
+}
+
+impl WhatRan {
+    /// What `record` says ran; `run_dir` for the older run directories' spec copy. A recorded
+    /// value this build does not know is an error naming test.json, never silently replaced.
+    pub fn read(run_dir: &RunDir, record: &crate::store::CheckRecord) -> Result<WhatRan, RunError> {
+        let bad = |m: String| {
+            RunError::Config(crate::config::ConfigError::new(
+                run_dir.path.join(TEST_FILE).display().to_string(),
+                m,
+            ))
+        };
+        let key = crate::store::CHECK_KEY;
+        let model = match &record.model {
+            Some(m)
+                if crate::model::registry::is_known(m)
+                    || crate::checker::compose::has_own_checker(m) =>
+            {
+                Some(m.clone())
+            }
+            Some(m) => {
+                return Err(bad(format!(
+                    "\"{key}\": model {m:?} is not one this build checks"
+                )));
+            }
+            None => None,
+        };
+        let semantics =
+            match &record.semantics {
+                Some(s) => Some(crate::model::SemanticsPreset::from_name(s).ok_or_else(|| {
+                    bad(format!("\"{key}\": semantics {s:?} is not a known preset"))
+                })?),
+                None => None,
+            };
+        let version_source = match &record.version_source {
+            Some(v) => Some(v.parse().map_err(|e| bad(format!("\"{key}\": {e}")))?),
+            None => declared_version_source(run_dir),
+        };
+        Ok(WhatRan {
+            model,
+            semantics,
+            version_source,
+        })
+    }
+}
+
+/// The version source an older run directory's workload spec declared (test.json's copy).
 fn declared_version_source(run_dir: &RunDir) -> Option<crate::checker::session::VersionSource> {
     let text = std::fs::read_to_string(run_dir.path.join(TEST_FILE)).ok()?;
     let v: Value = serde_json::from_str(&text).ok()?;
@@ -44,8 +103,9 @@ pub struct Checked {
 
 /// Check a run directory's history, judge it against its completion record and write
 /// results.json, the witness page (when linearizability is violated), the plots, the run page
-/// and (for a run inside a reports directory) the reports index. Used at the end of a run, by
-/// `report` and by `heal`.
+/// and (for a run inside a reports directory) the reports index. Used at the end of a run, and
+/// by `report` and `heal` for the runs the runner recorded (`app::write_run_results` hands a
+/// chaos run to chaos's writer instead: the runner knows nothing of chaos).
 pub fn write_results(
     run_dir: &RunDir,
     check_time_limit_s: f64,
@@ -62,21 +122,19 @@ pub(super) fn write_results_with(
     live: Option<&super::live::LiveRecord>,
 ) -> Result<Checked, RunError> {
     crate::store::ensure_writable(&run_dir.path)?;
-    if crate::chaos::run::is_chaos_run(run_dir) {
-        return crate::chaos::run::write_results(run_dir, progress);
-    }
     let history = History::read_file(&run_dir.history_path())?;
-    let (txn_ask, claimed_by) = recorded_ask(run_dir)?;
+    let (txn_ask, record) = recorded_check(run_dir)?;
+    let what = WhatRan::read(run_dir, &record)?;
     let reuse = live.map(super::live::Reuse::of).unwrap_or_default();
     let (checked, mut results, linear) = check_reusing(
         &history,
         check_time_limit_s,
-        declared_version_source(run_dir),
+        &what,
         witness,
         txn_ask,
         &reuse,
     );
-    if let Some(by) = claimed_by {
+    if let Some(by) = record.claimed_by {
         for r in results
             .iter_mut()
             .filter(|r| r.checker == crate::checker::txn::CHECKER)
@@ -126,7 +184,7 @@ pub(super) fn write_results_with(
         );
     }
     if let Some(r) = linear.filter(|r| r.verdict == Verdict::Invalid) {
-        let page = crate::checker::witness_html::render_witness_html(&r, &history);
+        let page = crate::report::witness_html::render_witness_html(&r, &history);
         run_dir.write_text(LINEAR_WITNESS_FILE, &page)?;
     }
     render_pages(run_dir);
@@ -172,19 +230,18 @@ pub fn check(
     check_with(
         history,
         time_limit_s,
-        None,
+        &WhatRan::default(),
         Default::default(),
         Default::default(),
     )
 }
 
-/// [`check`] with the session checker's version source fixed (`None` = chosen from the history).
-/// The linearizability model follows the history: `list-append` when it has append ops, else
-/// `cas-register`.
+/// [`check`] as `what` says ran: its model (else inferred from the history: `list-append` when
+/// it has append ops, else `cas-register`, …), semantics and version source.
 pub fn check_with(
     history: &History,
     time_limit_s: f64,
-    version_source: Option<crate::checker::session::VersionSource>,
+    what: &WhatRan,
     witness: crate::checker::linear::WitnessMode,
     txn_ask: crate::checker::txn::judge::Ask,
 ) -> (
@@ -193,14 +250,7 @@ pub fn check_with(
     Option<crate::checker::linear::LinearResult>,
 ) {
     let reuse = super::live::Reuse::default();
-    check_reusing(
-        history,
-        time_limit_s,
-        version_source,
-        witness,
-        txn_ask,
-        &reuse,
-    )
+    check_reusing(history, time_limit_s, what, witness, txn_ask, &reuse)
 }
 
 /// [`check_with`], keeping the keys live checking decided (`reuse`): they are not searched
@@ -209,7 +259,7 @@ pub fn check_with(
 fn check_reusing(
     history: &History,
     time_limit_s: f64,
-    version_source: Option<crate::checker::session::VersionSource>,
+    what: &WhatRan,
     witness: crate::checker::linear::WitnessMode,
     txn_ask: crate::checker::txn::judge::Ask,
     reuse: &super::live::Reuse,
@@ -219,18 +269,19 @@ fn check_reusing(
     Option<crate::checker::linear::LinearResult>,
 ) {
     use crate::checker::compose::{self, Plan};
-    let model = crate::import::default_model_for(crate::import::InputFormat::Jsonl, history);
+    let model = what.model.clone().unwrap_or_else(|| {
+        crate::import::default_model_for(crate::import::InputFormat::Jsonl, history).to_string()
+    });
     let plan = Plan {
-        model: model.to_string(),
-        // Our clients record etcd semantics (see ARCHITECTURE.md).
-        options: crate::model::ModelOptions::preset(crate::model::SemanticsPreset::Etcd),
         // A set history's reads have no versions to order: the set checker covers it.
-        session: (!compose::has_own_checker(model)).then(|| {
+        session: (!compose::has_own_checker(&model)).then(|| {
             crate::checker::session::SessionConfig {
-                source: version_source,
+                source: what.version_source,
                 ..Default::default()
             }
         }),
+        model,
+        options: crate::model::ModelOptions::preset(what.semantics.unwrap_or(RECORDED_SEMANTICS)),
         time_limit: Duration::from_secs_f64(time_limit_s),
         witness,
         all_keys: false,
@@ -239,7 +290,7 @@ fn check_reusing(
         txn_assume: Default::default(),
         txn_ask,
     };
-    let composed = if reuse.invalid_parts.is_empty() || compose::has_own_checker(model) {
+    let composed = if reuse.invalid_parts.is_empty() || compose::has_own_checker(&plan.model) {
         compose::check(history, &plan)
     } else {
         check_rest(history, &plan, reuse)
@@ -297,4 +348,90 @@ fn check_rest(
     let main = c.linear.as_ref().map_or(Verdict::Unknown, |l| l.verdict);
     c.verdict = c.session.as_ref().map_or(main, |s| main.merge(s.verdict));
     Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::SemanticsPreset;
+
+    fn run_dir_with(test_json: Value) -> (tempfile::TempDir, RunDir) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(TEST_FILE), test_json.to_string()).unwrap();
+        let run = RunDir::open(dir.path());
+        (dir, run)
+    }
+
+    #[test]
+    fn the_check_is_told_what_ran_from_the_runs_record() {
+        let (_d, run) = run_dir_with(json!({ "check": {
+            "workload": "list-append", "model": "list-append", "semantics": "knossos",
+            "version_source": "list-append"
+        }}));
+        let what = WhatRan::read(&run, &run.read_check_record().unwrap()).unwrap();
+        assert_eq!(what.model.as_deref(), Some("list-append"));
+        assert_eq!(what.semantics, Some(SemanticsPreset::Knossos));
+        assert_eq!(
+            what.version_source,
+            Some("list-append".parse().unwrap()),
+            "{what:?}"
+        );
+    }
+
+    #[test]
+    fn an_older_run_directory_falls_back_to_its_spec_copy_and_the_history() {
+        let (_d, run) =
+            run_dir_with(json!({ "workload": { "spec": { "version_source": "list-append" } } }));
+        let what = WhatRan::read(&run, &run.read_check_record().unwrap()).unwrap();
+        assert_eq!(what.model, None);
+        assert_eq!(what.semantics, None);
+        assert_eq!(what.version_source, Some("list-append".parse().unwrap()));
+    }
+
+    #[test]
+    fn a_recorded_model_or_semantics_this_build_does_not_know_is_an_error_naming_test_json() {
+        for bad in [
+            json!({ "check": { "model": "quantum-register" } }),
+            json!({ "check": { "semantics": "vibes" } }),
+            json!({ "check": { "version_source": "tea-leaves" } }),
+        ] {
+            let (_d, run) = run_dir_with(bad.clone());
+            let err = WhatRan::read(&run, &run.read_check_record().unwrap())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("test.json") && err.contains("\"check\""),
+                "{bad}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_recorded_model_decides_over_the_op_names() {
+        // An add/read history with a set-shaped read would be inferred as `set`; the record
+        // says the run was a counter-like register, and the check obeys the record.
+        let h = History::read_jsonl(
+            concat!(
+                "{\"type\":\"invoke\",\"process\":0,\"f\":\"write\",\"key\":\"k\",\"value\":1}\n",
+                "{\"type\":\"ok\",\"process\":0,\"f\":\"write\",\"key\":\"k\",\"value\":1}\n",
+            )
+            .as_bytes(),
+            "t",
+        )
+        .unwrap();
+        let what = WhatRan {
+            model: Some("set".into()),
+            ..Default::default()
+        };
+        let (_, results, linear) =
+            check_with(&h, 5.0, &what, Default::default(), Default::default());
+        assert!(
+            linear.is_none(),
+            "the set model gets no linearizability search"
+        );
+        assert!(
+            results.iter().any(|r| r.checker.contains("set")),
+            "{results:?}"
+        );
+    }
 }

@@ -214,14 +214,14 @@ fn d_delay_ms() -> u64 {
 }
 
 pub(super) fn d_ssh_drop_ms() -> u64 {
-    crate::nemesis::ssh_drop::DEFAULT_DURATION_MS
+    crate::faults::ssh_drop::DEFAULT_DURATION_MS
 }
 
 fn d_stall_min_ms() -> u64 {
-    crate::nemesis::stall::DEFAULT_MIN_MS
+    crate::generator::stall::DEFAULT_MIN_MS
 }
 fn d_stall_max_ms() -> u64 {
-    crate::nemesis::stall::DEFAULT_MAX_MS
+    crate::generator::stall::DEFAULT_MAX_MS
 }
 
 fn d_fraction_all() -> f64 {
@@ -244,16 +244,16 @@ fn d_clock_mode() -> String {
     "bump".into()
 }
 fn d_min_delta_ms() -> u64 {
-    crate::nemesis::clock::DEFAULT_MIN_DELTA_MS
+    crate::faults::clock::DEFAULT_MIN_DELTA_MS
 }
 fn d_max_delta_ms() -> u64 {
-    crate::nemesis::clock::DEFAULT_MAX_DELTA_MS
+    crate::faults::clock::DEFAULT_MAX_DELTA_MS
 }
 fn d_max_period_ms() -> u64 {
-    crate::nemesis::clock::DEFAULT_MAX_PERIOD_MS
+    crate::faults::clock::DEFAULT_MAX_PERIOD_MS
 }
 fn d_strobe_duration_ms() -> u64 {
-    crate::nemesis::clock::DEFAULT_STROBE_DURATION_MS
+    crate::faults::clock::DEFAULT_STROBE_DURATION_MS
 }
 
 impl FaultKind {
@@ -467,7 +467,7 @@ impl FaultKind {
             }
             FaultKind::SshDrop { .. } => {
                 let (_, value, _) = self.ops();
-                crate::nemesis::ssh_drop::DropParams::from_value(&value).map(|_| ())
+                crate::faults::ssh_drop::DropParams::from_value(&value).map(|_| ())
             }
             FaultKind::Loss { .. } | FaultKind::Bandwidth { .. } | FaultKind::Delay { .. } => {
                 let (_, value, _) = self.ops();
@@ -496,11 +496,11 @@ impl FaultKind {
                 duration_ms,
                 ..
             } if *max_period_ms == 0
-                || *duration_ms > crate::nemesis::clock::MAX_STROBE_DURATION_MS =>
+                || *duration_ms > crate::faults::clock::MAX_STROBE_DURATION_MS =>
             {
                 Err(format!(
                     "max_period_ms {max_period_ms} / duration_ms {duration_ms}: expected a period of at least 1 and a duration of at most {}",
-                    crate::nemesis::clock::MAX_STROBE_DURATION_MS
+                    crate::faults::clock::MAX_STROBE_DURATION_MS
                 ))
             }
             _ => Ok(()),
@@ -544,6 +544,30 @@ impl FaultKind {
             | FaultKind::Clock { targets, .. } => Some(targets),
             FaultKind::Partition { .. } | FaultKind::Promote { .. } | FaultKind::Stall { .. } => {
                 None
+            }
+        }
+    }
+
+    /// Whether the fault stops the server and starts it again (kill, power loss, OS crash, a
+    /// corrupted file), so only a system that can kill and restart serves it.
+    pub fn needs_kill(&self) -> bool {
+        matches!(
+            self,
+            FaultKind::Kill { .. }
+                | FaultKind::PowerLoss { .. }
+                | FaultKind::OsCrash { .. }
+                | FaultKind::Corrupt { .. }
+        )
+    }
+
+    /// Whether the fault is aimed at the system's primaries (the `primaries` partition, or
+    /// `targets = "primaries"`), so only a system that names its primaries can serve it.
+    pub fn aims_at_primaries(&self) -> bool {
+        match self {
+            FaultKind::Partition { shape } => shape == crate::faults::PRIMARIES_SHAPE,
+            other => {
+                other.targets().and_then(crate::faults::Targets::parse)
+                    == Some(crate::faults::Targets::Primaries)
             }
         }
     }
@@ -596,5 +620,31 @@ impl FaultKind {
     /// True for a client stall fault.
     pub fn is_stall(&self) -> bool {
         matches!(self, FaultKind::Stall { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn primaries_and_kill_needs_follow_the_shape_and_targets() {
+        let partition = |shape: &str| FaultKind::Partition {
+            shape: shape.into(),
+        };
+        let kill = |targets: &str| FaultKind::Kill {
+            targets: targets.into(),
+        };
+        assert!(partition("primaries").aims_at_primaries());
+        assert!(!partition("halves").aims_at_primaries());
+        assert!(kill("primaries").aims_at_primaries());
+        assert!(!kill("primaries-or-one").aims_at_primaries());
+        assert!(!FaultKind::Promote { node: None }.aims_at_primaries());
+        assert!(kill("one").needs_kill());
+        assert!(!partition("primaries").needs_kill());
+        let pause = FaultKind::Pause {
+            targets: "primaries".into(),
+        };
+        assert!(pause.aims_at_primaries() && !pause.needs_kill());
     }
 }

@@ -14,11 +14,13 @@
 //! [`registry`]. See ARCHITECTURE.md. Without Rust: a TOML spec and a client program
 //! (`external`, `SystemConfig::External`; any `--db` that is not a registry name).
 
+pub mod bare_loop;
 pub mod etcd;
 pub mod external;
 pub mod mariadb;
 pub mod nats;
 pub mod postgres;
+pub mod ready;
 pub mod redis;
 pub mod strays;
 
@@ -26,7 +28,6 @@ use crate::client::{Client, ClientCtx};
 use crate::config::{ConfigError, ReadFrom, ReadMode};
 use crate::control::Remote;
 use crate::db::{Db, DbError};
-use crate::faults::{PRIMARIES_SHAPE, Targets};
 use crate::node::Node;
 use crate::spec::{FaultKind, NemesisSpec, WorkloadSpec};
 use serde_json::Value;
@@ -200,19 +201,9 @@ fn fault_name(fault: &FaultKind) -> String {
 
 /// The `Db` ability `fault` needs and `db` lacks, if any.
 fn missing_ability(db: &dyn Db, fault: &FaultKind) -> Option<&'static str> {
-    let targets_primaries = match fault {
-        FaultKind::Partition { shape } => shape == PRIMARIES_SHAPE,
-        other => other.targets().and_then(Targets::parse) == Some(Targets::Primaries),
-    };
+    let targets_primaries = fault.aims_at_primaries();
     match fault {
-        FaultKind::Kill { .. }
-        | FaultKind::PowerLoss { .. }
-        | FaultKind::OsCrash { .. }
-        | FaultKind::Corrupt { .. }
-            if db.as_kill().is_none() =>
-        {
-            Some("kill and restart")
-        }
+        f if f.needs_kill() && db.as_kill().is_none() => Some("kill and restart"),
         f if f.needs_data_layer() && db.data_dir().is_none() => {
             Some("declared data directory (to serve from the lose-unsynced layer)")
         }

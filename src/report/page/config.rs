@@ -46,8 +46,8 @@ pub(super) fn config_section(out: &mut String, test: &Value, results: &Value) {
     row(out, "read mode", &esc(&text_of(test.get("read_mode"))));
     row(out, "workload", &named_spec_html(test.get("workload")));
     row(out, "nemesis", &named_spec_html(test.get("nemesis")));
-    if let Some(errors) = results.get(crate::systems::external::protocol::RESULTS_KEY) {
-        let line = crate::systems::external::protocol::counts_line(errors);
+    if let Some(errors) = results.get(crate::store::PROTOCOL_ERRORS_KEY) {
+        let line = crate::store::protocol_errors_line(errors);
         row(out, "client protocol errors", &esc(&line));
     }
     row(

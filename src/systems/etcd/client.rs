@@ -69,7 +69,7 @@
 
 use super::wire::*;
 pub use super::wire::{CasOutcome, EtcdError};
-use crate::client::{Client, Completion};
+use crate::client::{Client, Completion, KvOp};
 use crate::config::ReadMode;
 use crate::model::CAS_MISMATCH;
 use base64::Engine;
@@ -506,8 +506,41 @@ impl EtcdClient {
             .to_completion_error(),
             value: value.clone(),
         };
-        match f {
-            "read" if self.set_reads => match self.set_read_at(read_endpoint, key).await {
+        if f == "append" {
+            let Some(e) = as_register_value(value) else {
+                return invalid(format!("append value must be an integer, got {value}"));
+            };
+            return match self.append(&full_key, e).await {
+                Ok(Some(revision)) => Completion::Ok {
+                    value: value.clone(),
+                    version: Some(revision),
+                },
+                Ok(None) => Completion::Fail {
+                    error: format!(
+                        "{APPEND_CONFLICT}: {} lost {APPEND_ATTEMPTS} compare-and-put races on {full_key:?}; nothing written",
+                        self.endpoint()
+                    ),
+                    value: value.clone(),
+                },
+                // Before any txn was sent (the pre-read failed) nothing can have been
+                // written; otherwise classify as for a write.
+                Err(AppendError {
+                    error,
+                    txn_sent: false,
+                }) => Completion::Fail {
+                    error: error.to_completion_error(),
+                    value: value.clone(),
+                },
+                Err(AppendError { error, .. }) => write_error(error, value),
+            };
+        }
+        // Register and set ops: the one reading of their vocabulary the built-in clients share.
+        let op = match KvOp::parse(f, value, self.set_reads) {
+            Ok(op) => op,
+            Err(message) => return invalid(message),
+        };
+        match op {
+            KvOp::SetRead => match self.set_read_at(read_endpoint, key).await {
                 Ok(elements) => Completion::Ok {
                     value: Value::from(elements),
                     version: None,
@@ -518,19 +551,14 @@ impl EtcdClient {
                     value: value.clone(),
                 },
             },
-            "add" => {
-                let Some(e) = as_register_value(value) else {
-                    return invalid(format!("add value must be an integer, got {value}"));
-                };
-                match self.set_add(key, e).await {
-                    Ok(rev) => Completion::Ok {
-                        value: value.clone(),
-                        version: Some(rev),
-                    },
-                    Err(e) => write_error(e, value),
-                }
-            }
-            "read" => match self.get_value_at(read_endpoint, &full_key).await {
+            KvOp::SetAdd(e) => match self.set_add(key, e).await {
+                Ok(rev) => Completion::Ok {
+                    value: value.clone(),
+                    version: Some(rev),
+                },
+                Err(e) => write_error(e, value),
+            },
+            KvOp::Read => match self.get_value_at(read_endpoint, &full_key).await {
                 Ok(Some((v, rev))) => Completion::Ok {
                     value: v,
                     version: Some(rev),
@@ -545,71 +573,24 @@ impl EtcdClient {
                     value: value.clone(),
                 },
             },
-            "write" => {
-                let Some(v) = as_register_value(value) else {
-                    return invalid(format!("write value must be an integer, got {value}"));
-                };
-                match self.put(&full_key, v).await {
-                    Ok(rev) => Completion::Ok {
-                        value: value.clone(),
-                        version: Some(rev),
-                    },
-                    Err(e) => write_error(e, value),
-                }
-            }
-            "cas" => {
-                let pair = value.as_array().and_then(|a| match a.as_slice() {
-                    [old, new] => Some((as_register_value(old)?, as_register_value(new)?)),
-                    _ => None,
-                });
-                let Some((old, new)) = pair else {
-                    return invalid(format!(
-                        "cas value must be [old, new] integers, got {value}"
-                    ));
-                };
-                match self.cas(&full_key, old, new).await {
-                    Ok(CasOutcome::Swapped { revision }) => Completion::Ok {
-                        value: value.clone(),
-                        version: Some(revision),
-                    },
-                    Ok(CasOutcome::Mismatch) => Completion::Fail {
-                        error: CAS_MISMATCH.to_string(),
-                        value: value.clone(),
-                    },
-                    Err(e) => write_error(e, value),
-                }
-            }
-            "append" => {
-                let Some(e) = as_register_value(value) else {
-                    return invalid(format!("append value must be an integer, got {value}"));
-                };
-                match self.append(&full_key, e).await {
-                    Ok(Some(revision)) => Completion::Ok {
-                        value: value.clone(),
-                        version: Some(revision),
-                    },
-                    Ok(None) => Completion::Fail {
-                        error: format!(
-                            "{APPEND_CONFLICT}: {} lost {APPEND_ATTEMPTS} compare-and-put races on {full_key:?}; nothing written",
-                            self.endpoint()
-                        ),
-                        value: value.clone(),
-                    },
-                    // Before any txn was sent (the pre-read failed) nothing can have been
-                    // written; otherwise classify as for a write.
-                    Err(AppendError {
-                        error,
-                        txn_sent: false,
-                    }) => Completion::Fail {
-                        error: error.to_completion_error(),
-                        value: value.clone(),
-                    },
-                    Err(AppendError { error, .. }) => write_error(error, value),
-                }
-            }
-            other => invalid(format!(
-                "unsupported op f={other:?} (expected read, write, cas, append or add)"
-            )),
+            KvOp::Write(v) => match self.put(&full_key, v).await {
+                Ok(rev) => Completion::Ok {
+                    value: value.clone(),
+                    version: Some(rev),
+                },
+                Err(e) => write_error(e, value),
+            },
+            KvOp::Cas(old, new) => match self.cas(&full_key, old, new).await {
+                Ok(CasOutcome::Swapped { revision }) => Completion::Ok {
+                    value: value.clone(),
+                    version: Some(revision),
+                },
+                Ok(CasOutcome::Mismatch) => Completion::Fail {
+                    error: CAS_MISMATCH.to_string(),
+                    value: value.clone(),
+                },
+                Err(e) => write_error(e, value),
+            },
         }
     }
 }

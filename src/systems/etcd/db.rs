@@ -11,9 +11,9 @@
 use crate::control::{Cmd, Remote};
 use crate::db::{Binary, Db, DbError, Kill, Pause, Primaries};
 use crate::node::Node;
+use crate::systems::ready;
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 /// How to run etcd on the nodes. Fields missing from a recorded config (an older test.json)
 /// take their defaults.
@@ -72,9 +72,6 @@ echo $! > "$dir/etcd.pid"
 
 /// The file name of our servers' executable, for [`crate::systems::strays::sweep`].
 const EXE_PATTERN: &str = "^etcd( |$)";
-
-/// Exit status of READY_SCRIPT when the etcd process is gone.
-const NOT_RUNNING: i32 = 3;
 
 /// Health probe that fails fast when etcd died: `$1` = etcdctl path, `$2` = base dir, the rest
 /// = etcdctl arguments. Prints the last log lines (cut to 300 characters) when etcd is gone.
@@ -202,8 +199,6 @@ impl Etcd {
 
     /// Block until `node` reports healthy (has a leader and answers), or time out.
     pub fn await_ready(&self, remote: &dyn Remote, node: &Node) -> Result<(), DbError> {
-        let start = Instant::now();
-        let deadline = start + Duration::from_millis(self.cfg.ready_timeout_ms);
         let cmd = Cmd::script(
             READY_SCRIPT,
             [
@@ -216,30 +211,14 @@ impl Etcd {
                 "health".into(),
             ],
         );
-        loop {
-            let out = remote.exec(&cmd)?;
-            if out.status == 0 {
-                return Ok(());
-            }
-            if out.status == NOT_RUNNING {
-                return Err(DbError::Other {
-                    node: node.name.clone(),
-                    message: format!(
-                        "etcd exited during startup: {}",
-                        startup_failure(&out.stdout)
-                    ),
-                });
-            }
-            if Instant::now() >= deadline {
-                return Err(DbError::NotReady {
-                    node: node.name.clone(),
-                    what: "etcd".into(),
-                    waited_ms: start.elapsed().as_millis() as u64,
-                    detail: format!("{} {}", out.stdout.trim(), out.stderr.trim()),
-                });
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        let how = ready::Readiness {
+            server: "etcd",
+            what: "etcd".into(),
+            timeout_ms: self.cfg.ready_timeout_ms,
+            interval_ms: 200,
+            exited: startup_failure,
+        };
+        ready::poll(remote, node, &cmd, &how)
     }
 }
 

@@ -121,8 +121,8 @@ pub fn count_errors(history: &crate::history::History) -> BTreeMap<ProtocolError
     counts
 }
 
-/// The key of the protocol error counts in results.json.
-pub const RESULTS_KEY: &str = "client_protocol_errors";
+/// The key of the protocol error counts in results.json (defined with the run directory).
+pub use crate::store::PROTOCOL_ERRORS_KEY as RESULTS_KEY;
 
 /// Counts as results.json stores them: `{"total": N, "by_kind": {"timeout": 2, …}}`.
 pub fn counts_json(counts: &BTreeMap<ProtocolErrorKind, u64>) -> Value {
@@ -133,20 +133,8 @@ pub fn counts_json(counts: &BTreeMap<ProtocolErrorKind, u64>) -> Value {
     json!({ "total": counts.values().sum::<u64>(), "by_kind": by_kind })
 }
 
-/// One line for people: `3 (timeout 2, crash 1)`, or `0`.
-pub fn counts_line(stored: &Value) -> String {
-    let total = stored.get("total").and_then(Value::as_u64).unwrap_or(0);
-    let parts: Vec<String> = stored
-        .get("by_kind")
-        .and_then(Value::as_object)
-        .map(|m| m.iter().map(|(k, n)| format!("{k} {n}")).collect())
-        .unwrap_or_default();
-    if parts.is_empty() {
-        total.to_string()
-    } else {
-        format!("{total} ({})", parts.join(", "))
-    }
-}
+/// One line for people: `3 (timeout 2, crash 1)`, or `0` (defined with the run directory).
+pub use crate::store::protocol_errors_line as counts_line;
 
 /// What a client learns once, before its first op.
 #[derive(Debug, Clone, PartialEq)]

@@ -39,8 +39,8 @@ use super::replication::Topology;
 use crate::control::{Cmd, Remote};
 use crate::db::{Binary, Db, DbError, Kill, Pause};
 use crate::node::Node;
+use crate::systems::ready;
 use serde::{Deserialize, Serialize};
-use std::time::{Duration, Instant};
 
 /// Debian's MariaDB server (all asynchronous replication needs), the Galera 4 provider and
 /// rsync for state transfers. The server
@@ -201,9 +201,6 @@ setsid "$@" $extra >> "$dir/error.log" 2>&1 < /dev/null &
 echo $! > "$dir/mariadbd.pid"
 "#
 );
-
-/// Exit status of the readiness scripts when the server process is gone.
-pub(super) const NOT_RUNNING: i32 = 3;
 
 /// Readiness: `$1` = base dir, `$2` = cluster size. Prints what the node says when not ready.
 const READY_SCRIPT: &str = concat!(
@@ -409,7 +406,7 @@ impl MariaDb {
         self.poll_ready(remote, node, &cmd, "galera node")
     }
 
-    /// Run a readiness script until it exits 0 (ready), [`NOT_RUNNING`] (an error with the
+    /// Run a readiness script until it exits 0 (ready), [`ready::NOT_RUNNING`] (an error with the
     /// error log's tail it printed) or the ready timeout passes (an error with what it printed
     /// last); `what` names the node's role in the error.
     pub(super) fn poll_ready(
@@ -419,29 +416,14 @@ impl MariaDb {
         cmd: &Cmd,
         what: &str,
     ) -> Result<(), DbError> {
-        let start = Instant::now();
-        let deadline = start + Duration::from_millis(self.cfg.ready_timeout_ms);
-        loop {
-            let out = remote.exec(cmd)?;
-            if out.status == 0 {
-                return Ok(());
-            }
-            if out.status == NOT_RUNNING {
-                return Err(DbError::Other {
-                    node: node.name.clone(),
-                    message: format!("mariadbd exited during startup: {}", out.stdout.trim()),
-                });
-            }
-            if Instant::now() >= deadline {
-                return Err(DbError::NotReady {
-                    node: node.name.clone(),
-                    what: what.into(),
-                    waited_ms: start.elapsed().as_millis() as u64,
-                    detail: format!("{} {}", out.stdout.trim(), out.stderr.trim()),
-                });
-            }
-            std::thread::sleep(Duration::from_millis(250));
-        }
+        let how = ready::Readiness {
+            server: "mariadbd",
+            what: what.into(),
+            timeout_ms: self.cfg.ready_timeout_ms,
+            interval_ms: 250,
+            exited: ready::trimmed,
+        };
+        ready::poll(remote, node, cmd, &how)
     }
 
     pub(super) fn sql(

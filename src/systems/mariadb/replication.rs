@@ -56,8 +56,8 @@ GRANT REPLICATION SLAVE ON *.* TO 'repl'@'%';";
 
 /// Readiness of a node of the replicated topology: `$1` = base dir, `$2` = role (`serving`:
 /// the server answers; `primary`: it also holds the schema marker; `replica`: both replication
-/// threads run and the marker has arrived), `$3` = marker. Exits 3 (`db::NOT_RUNNING`) when
-/// the server is gone; prints why when not ready.
+/// threads run and the marker has arrived), `$3` = marker. Exits 3
+/// (`systems::ready::NOT_RUNNING`) when the server is gone; prints why when not ready.
 const READY_SCRIPT: &str = concat!(
     crate::systems::strays::live_sh!(),
     crate::systems::strays::log_tail_sh!(),

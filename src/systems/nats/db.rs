@@ -230,7 +230,7 @@ impl Nats {
             .map_err(|e| other(format!("cannot start a runtime to ask NATS: {e}")))?;
         loop {
             let alive = remote.exec(&Cmd::script(ALIVE_SCRIPT, [self.cfg.base_dir.as_str()]))?;
-            if alive.status == 3 {
+            if alive.status == crate::systems::ready::NOT_RUNNING {
                 return Err(other(format!(
                     "nats-server exited during startup: {}",
                     alive.stdout.trim()

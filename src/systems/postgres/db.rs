@@ -27,8 +27,8 @@
 use crate::control::{Cmd, Remote};
 use crate::db::{Binary, Db, DbError, Kill, Pause, Primaries, Promote};
 use crate::node::Node;
+use crate::systems::ready;
 use serde::{Deserialize, Serialize};
-use std::time::{Duration, Instant};
 
 /// `synchronous_commit`: how long a commit waits before it is acknowledged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -237,9 +237,6 @@ done
 "#
 );
 
-/// Exit status of READY_SCRIPT when the server process is gone.
-const NOT_RUNNING: i32 = 3;
-
 /// Readiness probe that fails fast when the server died: `$1` = base dir, `$2` = bin dir,
 /// `$3` = host, `$4` = port, `$5` = `primary` or `replica`. Replicas must be streaming.
 const READY_SCRIPT: &str = concat!(
@@ -397,8 +394,6 @@ impl Postgres {
         node: &Node,
         cluster: &[Node],
     ) -> Result<(), DbError> {
-        let start = Instant::now();
-        let deadline = start + Duration::from_millis(self.cfg.ready_timeout_ms);
         let role = if self.is_primary(node, cluster) {
             "primary"
         } else {
@@ -414,27 +409,14 @@ impl Postgres {
                 role.to_string(),
             ],
         );
-        loop {
-            let out = remote.exec(&cmd)?;
-            if out.status == 0 {
-                return Ok(());
-            }
-            if out.status == NOT_RUNNING {
-                return Err(DbError::Other {
-                    node: node.name.clone(),
-                    message: format!("postgres exited during startup: {}", out.stdout.trim()),
-                });
-            }
-            if Instant::now() >= deadline {
-                return Err(DbError::NotReady {
-                    node: node.name.clone(),
-                    what: format!("postgres {role}"),
-                    waited_ms: start.elapsed().as_millis() as u64,
-                    detail: format!("{} {}", out.stdout.trim(), out.stderr.trim()),
-                });
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        let how = ready::Readiness {
+            server: "postgres",
+            what: format!("postgres {role}"),
+            timeout_ms: self.cfg.ready_timeout_ms,
+            interval_ms: 200,
+            exited: ready::trimmed,
+        };
+        ready::poll(remote, node, &cmd, &how)
     }
 
     fn data_path(&self) -> String {

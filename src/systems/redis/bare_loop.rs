@@ -7,24 +7,14 @@
 //! the server does the same work on both sides (fresh keys cost Redis, its replicas and their
 //! append-only files more than overwrites of a few).
 //!
-//! Owns only the loop. The comparison with a full run is `bench`; the op mix and statistics
-//! types are shared with etcd's loop (`systems::etcd::bare_loop`).
+//! Owns only the loop. The comparison with a full run is `bench`; the op mix, the workers'
+//! measurements and the statistics are shared with etcd's loop (`systems::bare_loop`).
 
 use super::client::{CAS_LUA, WRITE_LUA};
-use crate::systems::etcd::bare_loop::{BareLoopError, BareLoopStats, LatencySummary, OpMix};
+use crate::systems::bare_loop::{self, BareLoopError, BareLoopStats, OpMix, WorkerResult};
 use rand::RngExt;
 use rand::SeedableRng;
 use std::time::{Duration, Instant};
-
-const OP_NAMES: [&str; 3] = ["read", "write", "cas"];
-
-#[derive(Default)]
-struct WorkerResult {
-    ok: u64,
-    fail: u64,
-    latencies_us: [Vec<u64>; 3],
-    errors: Vec<String>,
-}
 
 /// Which key each bare client uses, as the register workload picks them: client `i` is in
 /// group `i / threads_per_key`; a group stays on one key for `ops_per_key` ops (each of its
@@ -60,9 +50,7 @@ pub async fn bare_loop(
     mix: OpMix,
     keys: Option<KeyRotation>,
 ) -> Result<BareLoopStats, BareLoopError> {
-    let total_weight =
-        u64::from(mix.read_weight) + u64::from(mix.write_weight) + u64::from(mix.cas_weight);
-    if concurrency == 0 || total_weight == 0 || mix.key_count == 0 || mix.value_count == 0 {
+    if concurrency == 0 || mix.total_weight() == 0 || mix.key_count == 0 || mix.value_count == 0 {
         return Err(BareLoopError::Invalid(format!(
             "needs a positive concurrency, weight, key_count and value_count, got {concurrency} and {mix:?}"
         )));
@@ -91,14 +79,7 @@ pub async fn bare_loop(
                 let mut r = WorkerResult::default();
                 let mut n = 0u64;
                 while Instant::now() < deadline {
-                    let pick = rng.random_range(0..total_weight);
-                    let fi = if pick < u64::from(mix.read_weight) {
-                        0
-                    } else if pick < u64::from(mix.read_weight) + u64::from(mix.write_weight) {
-                        1
-                    } else {
-                        2
-                    };
+                    let fi = mix.pick(&mut rng);
                     let k = match keys {
                         Some(rot) => rot.key_index(i, concurrency, n),
                         None => u64::from(rng.random_range(0..mix.key_count)),
@@ -143,48 +124,7 @@ pub async fn bare_loop(
             })
         })
         .collect();
-    let mut results = Vec::with_capacity(tasks.len());
-    for (worker, t) in tasks.into_iter().enumerate() {
-        results.push(t.await.map_err(|e| BareLoopError::Worker {
-            worker,
-            message: e.to_string(),
-        })?);
-    }
-    let elapsed = start.elapsed();
-    let (mut ok, mut fail) = (0, 0);
-    let mut all = Vec::new();
-    let mut by_f: [Vec<u64>; 3] = Default::default();
-    let mut sample_errors: Vec<String> = Vec::new();
-    for r in results {
-        ok += r.ok;
-        fail += r.fail;
-        for (fi, lat) in r.latencies_us.into_iter().enumerate() {
-            all.extend_from_slice(&lat);
-            by_f[fi].extend(lat);
-        }
-        for e in r.errors {
-            if sample_errors.len() < 5 && !sample_errors.contains(&e) {
-                sample_errors.push(e);
-            }
-        }
-    }
-    let ops = ok + fail;
-    Ok(BareLoopStats {
-        concurrency,
-        elapsed_ms: elapsed.as_millis() as u64,
-        ops,
-        ok,
-        fail,
-        info: 0,
-        ops_per_sec: ops as f64 / elapsed.as_secs_f64().max(1e-9),
-        latency: LatencySummary::from_latencies(&mut all),
-        latency_by_f: OP_NAMES
-            .iter()
-            .zip(by_f.iter_mut())
-            .map(|(name, lat)| (name.to_string(), LatencySummary::from_latencies(lat)))
-            .collect(),
-        sample_errors,
-    })
+    bare_loop::join(tasks, concurrency, start).await
 }
 
 #[cfg(test)]

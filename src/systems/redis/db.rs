@@ -27,9 +27,9 @@
 use crate::control::{Cmd, Remote};
 use crate::db::{Binary, Db, DbError, Kill, Pause, Primaries, Promote};
 use crate::node::Node;
+use crate::systems::ready;
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 /// The name the Sentinels monitor the primary under (`sentinel monitor NAME …`).
 pub const MASTER_NAME: &str = "shakedown";
@@ -166,9 +166,6 @@ echo $! > "$dir/$which.pid"
 /// The file names of our servers' executable (`redis-server` and `redis-sentinel` are links
 /// to `redis-check-rdb` on Debian), for [`crate::systems::strays::sweep`].
 const EXE_PATTERN: &str = "^redis-(server|sentinel|check-rdb)( |$)";
-
-/// Exit status of READY_SCRIPT when a server process is gone.
-const NOT_RUNNING: i32 = 3;
 
 /// Readiness of one node: `$1` = base dir, `$2` = host, `$3` = port, `$4` = Sentinel port,
 /// `$5` = `primary` or `replica`, `$6` = master name, `$7` = the primary's host, `$8` = nodes in
@@ -335,29 +332,14 @@ impl Redis {
                 cluster.len().to_string(),
             ],
         );
-        let start = Instant::now();
-        let deadline = start + Duration::from_millis(self.cfg.ready_timeout_ms);
-        loop {
-            let out = remote.exec(&cmd)?;
-            if out.status == 0 {
-                return Ok(());
-            }
-            if out.status == NOT_RUNNING {
-                return Err(DbError::Other {
-                    node: node.name.clone(),
-                    message: format!("redis exited during startup: {}", out.stdout.trim()),
-                });
-            }
-            if Instant::now() >= deadline {
-                return Err(DbError::NotReady {
-                    node: node.name.clone(),
-                    what: format!("redis {role} and its sentinel"),
-                    waited_ms: start.elapsed().as_millis() as u64,
-                    detail: format!("{} {}", out.stdout.trim(), out.stderr.trim()),
-                });
-            }
-            std::thread::sleep(Duration::from_millis(250));
-        }
+        let how = ready::Readiness {
+            server: "redis",
+            what: format!("redis {role} and its sentinel"),
+            timeout_ms: self.cfg.ready_timeout_ms,
+            interval_ms: 250,
+            exited: ready::trimmed,
+        };
+        ready::poll(remote, node, &cmd, &how)
     }
 
     /// Redis' `dir`: the append-only file's directory.

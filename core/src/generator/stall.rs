@@ -16,6 +16,11 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+/// Default shortest stall, in ms (above the lock workloads' default 2 s TTL).
+pub const DEFAULT_MIN_MS: u64 = 3000;
+/// Default longest stall, in ms.
+pub const DEFAULT_MAX_MS: u64 = 5000;
+
 /// A request for one stall, posted by the nemesis.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StallRequest {
@@ -137,8 +142,8 @@ impl StallBoard {
 }
 
 /// Claim the oldest request for `thread` as the gate would (tests of the board's readers);
-/// returns the stall's id.
-#[cfg(test)]
+/// returns the stall's id. Public for the shell's tests (they are another crate).
+#[doc(hidden)]
 pub fn claim_for_test(board: &StallBoard, thread: usize) -> u64 {
     let req = board.take_request().expect("a posted request");
     board.record(Stall {

@@ -33,10 +33,12 @@
 //! [`verb::CLOCK_OFFSETS`], [`verb::DB_STATUS`]).
 //! `strobe-clock` and `start-stall` are in effect only while their op runs ([`SPANNING_VERBS`]).
 
+pub mod clock;
 pub mod corrupt;
 pub mod disk;
 pub mod intervals;
 pub mod packet;
+pub mod ssh_drop;
 
 /// Nemesis verbs: the `f` of nemesis ops in histories and of fault-journal records.
 pub mod verb {

@@ -192,6 +192,13 @@ impl SemanticsPreset {
             SemanticsPreset::Etcd => "etcd",
         }
     }
+
+    /// The preset a `--semantics` name (or a run's recorded name) means; `None` for another.
+    pub fn from_name(name: &str) -> Option<SemanticsPreset> {
+        [SemanticsPreset::Knossos, SemanticsPreset::Etcd]
+            .into_iter()
+            .find(|p| p.name() == name)
+    }
 }
 
 /// Semantics switches for the register models; see the module doc.

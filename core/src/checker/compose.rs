@@ -124,6 +124,24 @@ fn linear_config(plan: &Plan) -> LinearConfig {
     }
 }
 
+/// The model a history of our own workload `kind` (`kind` in a workload spec) is checked with:
+/// what a run records when it starts, so the check is told what ran instead of guessing it from
+/// op names. `None` for a kind this table does not know (the caller then falls back to
+/// [`crate::import::default_model_for`]).
+pub fn model_for_workload(kind: &str) -> Option<&'static str> {
+    use crate::generator::{lock, log, set, txn};
+    Some(match kind {
+        // A last-write-wins register is checked for linearizability like any register.
+        "register" | lock::LWW_KIND => "cas-register",
+        "list-append" => "list-append",
+        txn::KIND => super::txn::NAME,
+        set::KIND => super::set::NAME,
+        log::KIND => super::log::NAME,
+        k if lock::is_lock_kind(k) => super::lock::MODEL,
+        _ => return None,
+    })
+}
+
 /// Whether the model named `model_name` is checked by the set checker instead of a
 /// linearizability search (see the module doc).
 pub fn uses_set_checker(model_name: &str) -> bool {
@@ -243,6 +261,28 @@ pub fn linear_check_result(r: &LinearResult, model_name: &str, opts: &ModelOptio
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_workload_kind_names_the_model_its_history_gets() {
+        for (kind, model) in [
+            ("register", "cas-register"),
+            ("lww", "cas-register"),
+            ("list-append", "list-append"),
+            ("txn", "txn"),
+            ("set", "set"),
+            ("log", "log"),
+            ("lock", "lock"),
+            ("fenced-lock", "lock"),
+        ] {
+            assert_eq!(model_for_workload(kind), Some(model), "{kind}");
+            assert!(
+                crate::model::registry::is_known(model) || has_own_checker(model),
+                "{model} is not a model the check knows"
+            );
+        }
+        assert_eq!(model_for_workload("no-such-kind"), None);
+    }
+
     use crate::model::SemanticsPreset;
 
     fn history(lines: &str) -> History {

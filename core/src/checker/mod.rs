@@ -11,7 +11,6 @@ pub mod log;
 pub mod session;
 pub mod set;
 pub mod txn;
-pub mod witness_html;
 
 use crate::history::History;
 use serde::{Deserialize, Serialize};

@@ -15,7 +15,7 @@
 //! Typical roots (the interpreter runs the phases itself):
 //! ```
 //! use rand::SeedableRng;
-//! use shakedown::generator::*;
+//! use shakedown_core::generator::*;
 //! let workload = register_workload(RegisterConfig::default()).unwrap();
 //! let keys = workload.keys_used();
 //! // main phase, client root: ~100 ops/s for 60 s

@@ -154,7 +154,7 @@ fn arg_f64(key: &str, invoke: Option<&Value>, done: &Value) -> Option<f64> {
 }
 
 /// `x` without a trailing ".0" for whole numbers.
-pub(crate) fn num(x: f64) -> String {
+pub fn num(x: f64) -> String {
     if x.fract() == 0.0 && x.abs() < 1e15 {
         format!("{}", x as i64)
     } else {

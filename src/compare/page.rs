@@ -4,10 +4,13 @@
 //! no scripts.
 //!
 //! Owns rendering a [`MatrixRecord`]. Does not run, judge or fold (`compare`, `app::compare`)
-//! or write files. Pure: text out; `href` maps a run directory to a link.
+//! or write files. Pure: text out; `href` maps a run directory to a link. Lives with compare,
+//! not in `report`: the report renders run directories and imports nothing from compare; this
+//! page borrows the report's escaping and style.
 
-use super::page::{CSS, esc};
 use crate::compare::outcome::MatrixRecord;
+use crate::report::html::esc;
+use crate::report::page::CSS;
 use std::fmt::Write as _;
 
 fn class(status: &str) -> &'static str {
@@ -186,7 +189,7 @@ pub fn page(m: &MatrixRecord, href: &dyn Fn(&str) -> String, resume: &str) -> St
 
 /// One `<testcase>` per cell and claim: refuted → failure, unknown → error.
 pub fn junit(m: &MatrixRecord) -> String {
-    let esc = super::junit::esc;
+    let esc = crate::report::html::esc_xml;
     let cases: Vec<_> = m
         .cells
         .iter()

@@ -20,6 +20,7 @@
 //! truncated. The time axis is the ops' `time_ns` when they carry distinct times, otherwise history
 //! positions.
 
+use super::html::esc;
 use crate::checker::Verdict;
 use crate::checker::linear::{LinearResult, PartSummary, Witness};
 use crate::history::{History, OpType};
@@ -48,21 +49,6 @@ const LABEL_W: f64 = 90.0;
 const PLOT_W_MIN: f64 = 1100.0;
 const PLOT_W_MAX: f64 = 4000.0;
 const AXIS_H: f64 = 30.0;
-
-fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
 
 fn trunc(s: &str, n: usize) -> String {
     if s.chars().count() <= n {

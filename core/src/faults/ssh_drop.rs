@@ -1,0 +1,105 @@
+//! The `ssh-drop` fault's parameters: the op value of `start-ssh-drop` parsed and checked once,
+//! for the spec (`spec`) and the nemesis, with its defaults and limits.
+//!
+//! Pure: no IO. Does not own the node command or waiting for sshd to come back
+//! (`nemesis::ssh_drop`).
+
+use crate::faults::verb::START_SSH_DROP as START;
+use serde_json::Value;
+
+/// Default hold: how long sshd stays away, in ms.
+pub const DEFAULT_DURATION_MS: u64 = 5_000;
+/// Longest hold accepted, in ms.
+pub const MAX_DURATION_MS: u64 = 600_000;
+/// Parameters of `start-ssh-drop`: `{"targets": "one", "duration_ms": 5000}` or
+/// `{"nodes": ["n3"], "duration_ms": 5000}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DropParams {
+    /// Target selection (`one`, `minority`, …) unless `nodes` is given.
+    pub targets: String,
+    /// Explicit nodes.
+    pub nodes: Option<Vec<String>>,
+    /// How long sshd stays away, in ms.
+    pub duration_ms: u64,
+}
+
+impl DropParams {
+    /// Parse an op value; a bare string is a target name.
+    pub fn from_value(v: &Value) -> Result<DropParams, String> {
+        let mut p = DropParams {
+            targets: "one".to_string(),
+            nodes: None,
+            duration_ms: DEFAULT_DURATION_MS,
+        };
+        match v {
+            Value::Null => {}
+            Value::String(s) => p.targets = s.clone(),
+            Value::Object(m) => {
+                if let Some(t) = m.get("targets") {
+                    p.targets = t
+                        .as_str()
+                        .ok_or_else(|| format!("{START}: targets must be a name, got {t}"))?
+                        .to_string();
+                }
+                if let Some(n) = m.get("nodes") {
+                    let list = n
+                        .as_array()
+                        .and_then(|a| {
+                            a.iter()
+                                .map(|x| x.as_str().map(str::to_string))
+                                .collect::<Option<Vec<_>>>()
+                        })
+                        .ok_or_else(|| {
+                            format!("{START}: nodes must be a list of names, got {n}")
+                        })?;
+                    p.nodes = Some(list);
+                }
+                if let Some(d) = m.get("duration_ms") {
+                    p.duration_ms = d.as_u64().ok_or_else(|| {
+                        format!("{START}: duration_ms must be a whole number of ms, got {d}")
+                    })?;
+                }
+            }
+            other => return Err(format!("{START}: expected an object, got {other}")),
+        }
+        if p.duration_ms == 0 || p.duration_ms > MAX_DURATION_MS {
+            return Err(format!(
+                "{START}: duration_ms {}: expected 1 to {MAX_DURATION_MS}",
+                p.duration_ms
+            ));
+        }
+        Ok(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn params_parse_and_reject_bad_values() {
+        let p = DropParams::from_value(&Value::Null).unwrap();
+        assert_eq!(
+            (p.targets.as_str(), p.duration_ms),
+            ("one", DEFAULT_DURATION_MS)
+        );
+        let p = DropParams::from_value(&json!({"nodes": ["n3"], "duration_ms": 2500})).unwrap();
+        assert_eq!(p.nodes, Some(vec!["n3".to_string()]));
+        assert_eq!(p.duration_ms, 2500);
+        assert_eq!(
+            DropParams::from_value(&json!("minority")).unwrap().targets,
+            "minority"
+        );
+        for (bad, needle) in [
+            (json!({"duration_ms": 0}), "expected 1 to"),
+            (json!({"duration_ms": 700_000}), "expected 1 to"),
+            (json!({"duration_ms": "5s"}), "whole number of ms"),
+            (json!({"nodes": "n1"}), "list of names"),
+            (json!([1]), "expected an object"),
+        ] {
+            let e = DropParams::from_value(&bad).unwrap_err();
+            assert!(e.contains(needle), "{bad}: {e}");
+        }
+    }
+}
