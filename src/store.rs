@@ -45,6 +45,11 @@ pub const CHECK_KEY: &str = "check";
 /// report and the summary).
 pub const PROTOCOL_ERRORS_KEY: &str = "client_protocol_errors";
 
+/// results.json's key for what live checking decided (`runner::live::LiveRecord`; the run page shows it).
+pub const LIVE_KEY: &str = "live";
+/// results.json's key for why a run stopped early (`--stop-on-anomaly`), when it did.
+pub const STOPPED_EARLY_KEY: &str = "stopped_early";
+
 /// The name in results.json `checkers` of a chaos experiment's SLO judgement (`chaos::slo`),
 /// whose details the run page shows as its Chaos section.
 pub const SLO_CHECKER: &str = "slo";

@@ -1,15 +1,16 @@
 //! The import directions between the parts (ARCHITECTURE.md): the report is a function of a run
-//! directory and imports nothing from chaos, compare or the systems; the runner imports nothing
-//! from chaos or compare (they build on it: `app` chooses chaos's results writer, compare's page
-//! lives in `compare`); a spec imports no shell part (fault parameters are the core's). Scans the source as text, so an arrow the wrong way fails here even when
-//! it compiles: `crate::chaos::…` paths, grouped `use crate::{chaos, …}` imports, and `super::`
+//! directory and imports nothing from chaos, compare, the systems or the runner; the runner
+//! imports nothing from chaos or compare (they build on it: `app` chooses chaos's results
+//! writer, compare's page lives in `compare`); a spec imports no shell part (fault parameters
+//! are the core's). Scans the source as text, so an arrow the wrong way fails here even when it
+//! compiles: `crate::chaos::…` paths, grouped `use crate::{chaos, …}` imports, and `super::`
 //! chains that climb to the crate root and back down into a forbidden part.
 
 use std::path::{Path, PathBuf};
 
 /// Each part (a folder under `src/`) and the top-level modules it must not name.
 const RULES: &[(&str, &[&str])] = &[
-    ("report", &["chaos", "compare", "systems"]),
+    ("report", &["chaos", "compare", "systems", "runner"]),
     ("runner", &["chaos", "compare"]),
     // Fault parameters live with the faults (the core's `faults`); a spec names them, it does
     // not reach into the code that injects them.

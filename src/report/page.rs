@@ -138,7 +138,7 @@ fn completion_of(run_dir: &Path, results: &Value) -> Completion {
 
 /// What live checking decided while the run went on (`runner::live`; results.json `live`).
 fn live_section(out: &mut String, results: &Value) {
-    let Some(live) = results.get(crate::runner::results::LIVE_KEY) else {
+    let Some(live) = results.get(crate::store::LIVE_KEY) else {
         return;
     };
     let n = |k: &str| live.get(k).and_then(Value::as_u64).unwrap_or(0);

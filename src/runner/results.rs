@@ -13,10 +13,7 @@ use crate::history::History;
 use crate::progress::{Phase, Progress};
 use crate::store::{LINEAR_WITNESS_FILE, RESULTS_FILE, RunDir, TEST_FILE};
 
-/// results.json's key for what live checking decided (`runner::live::LiveRecord`).
-pub const LIVE_KEY: &str = "live";
-/// results.json's key for why a run stopped early (`--stop-on-anomaly`), when it did.
-pub const STOPPED_EARLY_KEY: &str = "stopped_early";
+pub use crate::store::{LIVE_KEY, STOPPED_EARLY_KEY};
 use serde_json::{Value, json};
 use std::time::Duration;
 
