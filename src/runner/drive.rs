@@ -32,7 +32,7 @@ pub(super) fn build_client_gen(
     stalls: Option<&generator::stall::StallBoard>,
 ) -> Result<(Box<dyn Generator>, generator::KeyLog), RunError> {
     let w = &cfg.workload;
-    let config_err = |e: generator::ConfigError| {
+    let config_err = |e: generator::WorkloadConfigError| {
         crate::config::ConfigError::new(&cfg.workload_name, e.to_string())
     };
     let threads_per_key = w.threads_per_key.min(cfg.concurrency).max(1);

@@ -22,7 +22,7 @@
 //! interpreter's rule); its next op is a release of the same lock, so a lease it may still hold
 //! is given back. Hold times, pauses between holds and the lock chosen come from the seeded RNG.
 
-use super::workload::ConfigError;
+use super::workload::WorkloadConfigError;
 use super::{Context, Generator, Invocation, Next, ThreadId};
 use crate::history::{Op, OpType, Process};
 use rand::RngExt;
@@ -109,8 +109,8 @@ impl Default for LockConfig {
 
 impl LockConfig {
     /// Check the configuration.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        let err = |field, message: String| ConfigError {
+    pub fn validate(&self) -> Result<(), WorkloadConfigError> {
+        let err = |field, message: String| WorkloadConfigError {
             what: "lock workload",
             field,
             message,
@@ -190,7 +190,7 @@ pub struct LockWorkload {
 /// max_hold_ms]`, then release; wait `retry_ms`. After an `info` acquire or write, or a write
 /// refused as stale, the next op releases that lock. Among threads whose next op is due, the one
 /// asked is uniformly random; when none is due the answer is `Pending`.
-pub fn lock_workload(cfg: LockConfig) -> Result<LockWorkload, ConfigError> {
+pub fn lock_workload(cfg: LockConfig) -> Result<LockWorkload, WorkloadConfigError> {
     cfg.validate()?;
     Ok(LockWorkload {
         cfg,

@@ -17,7 +17,7 @@
 //! - `read`: invoke value `null`; `ok` value = `[[offset, value], …]` ascending, the whole log as
 //!   the thread's node serves it, from the first offset. The final reads are reads.
 
-use super::workload::ConfigError;
+use super::workload::WorkloadConfigError;
 use super::{Context, Generator, Invocation, Next, ThreadId, pick_free_client};
 use crate::history::{Op, OpType, Process};
 use rand::RngExt;
@@ -60,8 +60,8 @@ impl Default for LogConfig {
 
 impl LogConfig {
     /// Check the configuration.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        let err = |field, message: &str| ConfigError {
+    pub fn validate(&self) -> Result<(), WorkloadConfigError> {
+        let err = |field, message: &str| WorkloadConfigError {
             what: "log workload",
             field,
             message: message.to_string(),
@@ -93,7 +93,7 @@ pub struct LogWorkload {
 /// Sends and polls on `cfg.keys` logs, infinite (bound it with `time_limit`). Each op goes to a
 /// uniformly random free client thread and a uniformly random key: `send` of the next integer
 /// (0, 1, 2, … in issue order, never reused on any key) or `poll`, by weight.
-pub fn log_workload(cfg: LogConfig) -> Result<LogWorkload, ConfigError> {
+pub fn log_workload(cfg: LogConfig) -> Result<LogWorkload, WorkloadConfigError> {
     cfg.validate()?;
     Ok(LogWorkload { cfg, next_value: 0 })
 }

@@ -58,8 +58,8 @@ pub use nemesis::{
 };
 pub use set::{SetConfig, SetWorkload, set_workload};
 pub use workload::{
-    ConfigError, FinalReads, FinalReadsConfig, KeyLog, ListAppendConfig, ListAppendWorkload,
-    RegisterConfig, RegisterWorkload, final_reads, final_reads_with, list_append_workload,
+    FinalReads, FinalReadsConfig, KeyLog, ListAppendConfig, ListAppendWorkload, RegisterConfig,
+    RegisterWorkload, WorkloadConfigError, final_reads, final_reads_with, list_append_workload,
     register_workload,
 };
 

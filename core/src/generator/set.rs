@@ -6,7 +6,9 @@
 //! rotation (reused from the register workload), executing ops (clients) or checking them
 //! (`checker::set`).
 
-use super::workload::{ConfigError, KeyLog, RegisterConfig, RegisterWorkload, register_workload};
+use super::workload::{
+    KeyLog, RegisterConfig, RegisterWorkload, WorkloadConfigError, register_workload,
+};
 use super::{Context, Generator, Next};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
@@ -52,8 +54,8 @@ impl Default for SetConfig {
 
 impl SetConfig {
     /// Check the configuration.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        let err = |field, message: &str| ConfigError {
+    pub fn validate(&self) -> Result<(), WorkloadConfigError> {
+        let err = |field, message: &str| WorkloadConfigError {
             what: "set workload",
             field,
             message: message.to_string(),
@@ -88,7 +90,7 @@ pub struct SetWorkload {
 /// `ops_per_key` ops). Each op goes to a uniformly random free client thread, on its group's
 /// current key: `add` of the next integer (0, 1, 2, … in issue order across the whole run, never
 /// reused on any key) or `read` (null; the client returns the key's elements), chosen by weight.
-pub fn set_workload(cfg: SetConfig) -> Result<SetWorkload, ConfigError> {
+pub fn set_workload(cfg: SetConfig) -> Result<SetWorkload, WorkloadConfigError> {
     cfg.validate()?;
     let keys = register_workload(RegisterConfig {
         read_weight: 1,

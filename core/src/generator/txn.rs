@@ -8,7 +8,7 @@
 //! for the clients that execute them). Does not own executing it (clients, e.g.
 //! `systems::postgres::txn`) or checking it (`checker::txn`). Pure.
 
-use super::workload::ConfigError;
+use super::workload::WorkloadConfigError;
 use super::{Context, Generator, Next, OpSpec, pick_free_client};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
@@ -49,8 +49,8 @@ impl Default for TxnConfig {
 
 impl TxnConfig {
     /// Check the configuration.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        let err = |field, message: &str| ConfigError {
+    pub fn validate(&self) -> Result<(), WorkloadConfigError> {
+        let err = |field, message: &str| WorkloadConfigError {
             what: "txn workload",
             field,
             message: message.to_string(),
@@ -82,7 +82,7 @@ pub struct TxnWorkload {
 /// The transaction workload, infinite (bound it with `time_limit`). Each op goes to a uniformly
 /// random free client thread. There are no final reads: a transaction history is checked from
 /// the transactions' own reads (as Elle's list-append workload).
-pub fn txn_workload(cfg: TxnConfig) -> Result<TxnWorkload, ConfigError> {
+pub fn txn_workload(cfg: TxnConfig) -> Result<TxnWorkload, WorkloadConfigError> {
     cfg.validate()?;
     let active = (0..cfg.active_keys as u64).map(|k| (k, 1, 0)).collect();
     Ok(TxnWorkload {

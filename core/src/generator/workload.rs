@@ -15,10 +15,11 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// An invalid generator configuration.
+/// An invalid workload (generator) configuration, naming the field; the spec reader turns it
+/// into a `config::ConfigError` at the field's file:line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{what}: {field} {message}")]
-pub struct ConfigError {
+pub struct WorkloadConfigError {
     /// Which generator was being configured, e.g. `register workload`.
     pub what: &'static str,
     /// The offending field.
@@ -108,8 +109,8 @@ impl Default for RegisterConfig {
 
 impl RegisterConfig {
     /// Check the configuration.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        let err = |field, message: String| ConfigError {
+    pub fn validate(&self) -> Result<(), WorkloadConfigError> {
+        let err = |field, message: String| WorkloadConfigError {
             what: "register workload",
             field,
             message,
@@ -165,7 +166,7 @@ pub struct RegisterWorkload {
 /// random free client thread, on its group's current key: `read` (null), `write` (int) or `cas`
 /// (`[old, new]`), chosen by weight. Keys are recorded in [`RegisterWorkload::keys_used`] when
 /// first used.
-pub fn register_workload(cfg: RegisterConfig) -> Result<RegisterWorkload, ConfigError> {
+pub fn register_workload(cfg: RegisterConfig) -> Result<RegisterWorkload, WorkloadConfigError> {
     cfg.validate()?;
     let total_weight =
         u64::from(cfg.read_weight) + u64::from(cfg.write_weight) + u64::from(cfg.cas_weight);
@@ -281,8 +282,8 @@ impl Default for ListAppendConfig {
 
 impl ListAppendConfig {
     /// Check the configuration.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        let err = |field, message: String| ConfigError {
+    pub fn validate(&self) -> Result<(), WorkloadConfigError> {
+        let err = |field, message: String| WorkloadConfigError {
             what: "list-append workload",
             field,
             message,
@@ -321,7 +322,9 @@ pub struct ListAppendWorkload {
 /// group's current key: `append` with the next integer of that key (1, 2, 3, … in issue order, so
 /// elements are unique per key) or `read` (null; the client returns the whole list), chosen by
 /// weight.
-pub fn list_append_workload(cfg: ListAppendConfig) -> Result<ListAppendWorkload, ConfigError> {
+pub fn list_append_workload(
+    cfg: ListAppendConfig,
+) -> Result<ListAppendWorkload, WorkloadConfigError> {
     cfg.validate()?;
     let keys = register_workload(RegisterConfig {
         read_weight: 1,
