@@ -290,7 +290,7 @@ fn soak(dir: &Path) {
                 index += 1;
                 o.time_ns += t_off;
                 last = o.time_ns;
-                o.key = o.key.map(|k| format!("c{c}{k}"));
+                o.key = o.key.map(|k| format!("c{c}{k}").into());
                 if let shakedown::history::Process::Client(p) = o.process {
                     o.process = shakedown::history::Process::Client(p + c as u64 * 10_000_000);
                 }

@@ -131,7 +131,7 @@ fn generate_set_history(ops: usize, seed: u64) -> History {
     let mut sets: Vec<Vec<i64>> = Vec::new();
     let push = |out: &mut Vec<Op>, ty, p, f: &str, key: usize, v: Value, t: u64| {
         let mut o = Op::new(ty, Process::Client(p), f, v);
-        o.key = Some(key.to_string());
+        o.key = Some(key.to_string().into());
         o.time_ns = t;
         o.index = out.len() as u64;
         out.push(o);

@@ -24,7 +24,7 @@
 
 use crate::client::{Client, Completion};
 use crate::generator::{Context, Generator, Invocation, NEMESIS_THREAD, Next, ThreadId};
-use crate::history::{HistoryWriter, Op, OpType, Process};
+use crate::history::{HistoryWriter, Name, Op, OpType, Process};
 use futures_util::FutureExt;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use rand_chacha::ChaCha8Rng;
@@ -130,7 +130,7 @@ pub struct Interpreter<W: Write> {
     /// client, its op timeout, its node, and its op in flight.
     clients: Vec<Idle>,
     timeouts: Vec<Duration>,
-    nodes_of: Vec<Option<String>>,
+    nodes_of: Vec<Option<Name>>,
     in_flight: Vec<Option<Op>>,
     has_nemesis: bool,
     /// The ops in flight, polled by the owner.
@@ -164,7 +164,7 @@ impl<W: Write> Interpreter<W> {
         for worker in clients.into_iter().chain(nemesis) {
             timeouts.push(worker.client.op_bound().unwrap_or(worker.timeout));
             slots.push(Idle::Ready(worker.client));
-            nodes_of.push(worker.node);
+            nodes_of.push(worker.node.as_deref().map(Name::new));
         }
         let mut free: BTreeSet<ThreadId> = (0..n_clients).collect();
         if has_nemesis {
@@ -374,7 +374,7 @@ impl<W: Write> Interpreter<W> {
         };
         let slot = self.slot(thread).expect("checked by run_phase");
         let mut op = Op::new(op_type, process, inv.f.clone(), inv.value.clone());
-        op.key = inv.key.clone();
+        op.key = inv.key.as_deref().map(Name::new);
         op.node = self.nodes_of[slot].clone();
         op.time_ns = self.now_ns();
         self.writer.append(&mut op)?;
@@ -790,7 +790,7 @@ mod tests {
             h.ops
                 .into_iter()
                 .filter(|o| o.op_type == OpType::Invoke)
-                .map(|o| (o.f, o.key, o.value))
+                .map(|o| (o.f.into(), o.key.map(String::from), o.value))
                 .collect()
         };
         let (a, _) = run_main(9, 0, true).await;

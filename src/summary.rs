@@ -31,7 +31,7 @@ pub fn summarize(history: &History) -> BTreeMap<String, FnSummary> {
     let mut open: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
     for op in history.ops.iter().filter(|o| o.is_client()) {
         let p = op.process.client().unwrap_or(0);
-        let s = out.entry(op.f.clone()).or_default();
+        let s = out.entry(op.f.to_string()).or_default();
         match op.op_type {
             OpType::Invoke => {
                 open.insert(p, op.time_ns);
@@ -45,7 +45,7 @@ pub fn summarize(history: &History) -> BTreeMap<String, FnSummary> {
                 if let Some(start) = open.remove(&p)
                     && t == OpType::Ok
                 {
-                    lat.entry(op.f.clone())
+                    lat.entry(op.f.to_string())
                         .or_default()
                         .push(op.time_ns.saturating_sub(start));
                 }
@@ -60,7 +60,7 @@ pub fn summarize(history: &History) -> BTreeMap<String, FnSummary> {
     {
         let p = op.process.client().unwrap_or(0);
         if open.get(&p) == Some(&op.time_ns) {
-            if let Some(s) = out.get_mut(&op.f) {
+            if let Some(s) = out.get_mut(op.f.as_str()) {
                 s.info += 1;
             }
             open.remove(&p);

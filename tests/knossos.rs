@@ -471,7 +471,7 @@ proptest! {
         prop_assume!(!reads.is_empty());
         let target = reads[pick.index(reads.len())];
         h.ops[target].value = serde_json::json!(-1);
-        let bad_key = h.ops[target].key.clone();
+        let bad_key = h.ops[target].key.clone().map(String::from);
         let r = check_history(&m, &h, &cfg_fast());
         prop_assert_eq!(r.verdict, Verdict::Invalid);
         let bad: Vec<_> = r.parts.iter().filter(|p| p.verdict == Verdict::Invalid).collect();

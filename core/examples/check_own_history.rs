@@ -25,7 +25,7 @@ struct Recorder {
 impl Recorder {
     fn record(&self, t: OpType, process: u64, f: &str, key: &str, value: Value) {
         let mut op = Op::new(t, Process::Client(process), f, value);
-        op.key = Some(key.to_string());
+        op.key = Some(key.into());
         op.time_ns = self.start.elapsed().as_nanos() as u64;
         self.ops.lock().expect("recorder lock").push(op);
     }

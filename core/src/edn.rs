@@ -17,7 +17,7 @@
 //! value. Malformed input is an error naming the line and column and what was expected; the reader
 //! never panics.
 
-use crate::history::{History, Op, OpType, Process};
+use crate::history::{History, Name, Op, OpType, Process};
 use serde_json::{Map, Number, Value};
 use std::fmt::Write as _;
 
@@ -533,7 +533,7 @@ fn op_from_map(form: &Located, opts: EdnOptions) -> Result<Op, EdnError> {
     if let Some(k) = get("key").filter(|k| **k != Edn::Nil) {
         key = Some(map_key_string(k));
     }
-    op.key = key;
+    op.key = key.map(Name::from);
     op.time_ns = match get("time") {
         Some(Edn::Int(t)) if *t >= 0 => *t as u64,
         // Jepsen writes -1 for an op whose time it does not know: unknown, as a missing one.
@@ -553,7 +553,7 @@ fn op_from_map(form: &Located, opts: EdnOptions) -> Result<Op, EdnError> {
         }),
     };
     op.node = match get("node") {
-        Some(Edn::Str(s) | Edn::Keyword(s)) => Some(s.clone()),
+        Some(Edn::Str(s) | Edn::Keyword(s)) => Some(Name::new(s)),
         _ => None,
     };
     Ok(op)

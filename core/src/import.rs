@@ -57,7 +57,7 @@ pub use json::read_json_array;
 pub use log::{is_porcupine_etcd_log, read_history_txt, read_jepsen_log, read_porcupine};
 
 use crate::edn::{self, Edn, EdnOptions};
-use crate::history::{History, OpType, Process};
+use crate::history::{History, Name, OpType, Process};
 use crate::model::SemanticsPreset;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -203,7 +203,7 @@ fn key_string(v: &Value) -> String {
 /// left alone; a completion whose value is not a tuple takes its invoke's key and keeps its value).
 /// Errors name the op and what was found.
 pub fn split_independent(history: &mut History) -> Result<(), String> {
-    let mut open_key: HashMap<Process, String> = HashMap::new();
+    let mut open_key: HashMap<Process, Name> = HashMap::new();
     for (i, op) in history.ops.iter_mut().enumerate() {
         if !op.is_client() || op.key.is_some() {
             continue;
@@ -211,7 +211,7 @@ pub fn split_independent(history: &mut History) -> Result<(), String> {
         let invoke = op.op_type == OpType::Invoke;
         let value = std::mem::take(&mut op.value);
         let tuple_key = match &value {
-            Value::Array(a) if is_keyed_tuple(&value) => Some(key_string(&a[0])),
+            Value::Array(a) if is_keyed_tuple(&value) => Some(Name::from(key_string(&a[0]))),
             _ => None,
         };
         let open = open_key.remove(&op.process);
@@ -261,7 +261,7 @@ pub fn nemesis_client_ops(history: &History) -> BTreeMap<String, usize> {
     let mut counts = BTreeMap::new();
     for op in &history.ops {
         if op.process == Process::Nemesis && client_fs.contains(op.f.as_str()) {
-            *counts.entry(op.f.clone()).or_insert(0) += 1;
+            *counts.entry(op.f.to_string()).or_insert(0) += 1;
         }
     }
     counts
@@ -489,7 +489,12 @@ pub fn default_model_for(format: InputFormat, history: &History) -> &'static str
     if clients().any(|o| o.f == crate::generator::lock::ACQUIRE) {
         return crate::checker::lock::MODEL;
     }
-    let fs: std::collections::BTreeSet<&str> = clients().map(|o| o.f.as_str()).collect();
+    // Inserted one by one: `collect` into a BTreeSet gathers every item into a vector and sorts
+    // it first, which for a 10M-op history is 0.9 GB for a set of three names.
+    let mut fs = std::collections::BTreeSet::new();
+    for o in clients() {
+        fs.insert(o.f.as_str());
+    }
     let only = |allowed: &[&str]| !fs.is_empty() && fs.iter().all(|f| allowed.contains(f));
     if only(&["acquire", "release"]) {
         "mutex"

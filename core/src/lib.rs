@@ -56,6 +56,7 @@ pub mod history;
 pub mod import;
 pub mod meminfo;
 pub mod model;
+pub mod name;
 pub mod node;
 pub mod plural;
 pub mod size;

@@ -825,7 +825,7 @@ mod tests {
             let mut op = Op::new(ty, p, f, v);
             op.index = i as u64;
             op.time_ns = t;
-            op.node = Some(node.clone());
+            op.node = Some(node.as_str().into());
             if ty == OpType::Info {
                 op.error = Some(P.to_string());
             }

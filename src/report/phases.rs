@@ -107,7 +107,7 @@ mod tests {
 
     fn keyed(t: OpType, key: &str, time_ns: u64) -> Op {
         let mut o = op(t, Process::Client(0), "read", time_ns);
-        o.key = Some(key.to_string());
+        o.key = Some(key.into());
         o
     }
 

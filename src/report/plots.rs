@@ -181,7 +181,7 @@ fn samples(history: &History) -> Samples {
         let f_idx = match f_index.get(inv.f.as_str()) {
             Some(&i) => i,
             None if f_names.len() < MAX_F_SERIES => {
-                f_names.push(inv.f.clone());
+                f_names.push(inv.f.to_string());
                 f_index.insert(inv.f.as_str(), f_names.len() - 1);
                 f_names.len() - 1
             }

@@ -506,7 +506,7 @@ mod tests {
         fn op(&mut self, t_ms: u64, ty: OpType, p: Process, f: &str, node: Option<&str>) {
             let mut o = Op::new(ty, p, f, Value::Null);
             o.time_ns = t_ms * MS;
-            o.node = node.map(str::to_string);
+            o.node = node.map(Into::into);
             self.ops.push(o);
         }
 

@@ -205,7 +205,7 @@ fn select_ops(w: &Witness, key: &Option<String>, history: &History) -> (Vec<usiz
     }
     let in_part = |i: usize| {
         let o = &history.ops[i];
-        o.op_type == OpType::Invoke && o.is_client() && o.key == *key
+        o.op_type == OpType::Invoke && o.is_client() && o.key.as_deref() == key.as_deref()
     };
     // Neighbours: nearest same-part invokes around the blocked op, alternating sides.
     let centre = (w.op.index as usize).min(n.saturating_sub(1));
@@ -683,7 +683,7 @@ mod tests {
         let mut ops = Vec::with_capacity(1_000_000);
         let mut push = |t: OpType, p: u64, f: &str, k: u64, v: serde_json::Value| {
             let mut o = op(t, p, f, v);
-            o.key = Some(k.to_string());
+            o.key = Some(k.to_string().into());
             ops.push(o);
         };
         for k in 0..keys {
@@ -755,7 +755,7 @@ mod tests {
                     (OpType::Ok, "read", read_v),
                 ] {
                     let mut o = op(t, p, f, val);
-                    o.key = Some(k.to_string());
+                    o.key = Some(k.to_string().into());
                     o.time_ns = (ops.len() as u64) * 1000;
                     ops.push(o);
                 }

@@ -122,7 +122,8 @@ impl Retirement {
 
     /// Feed the next op of the history; returns the keys it retires, each with its ops.
     pub fn push(&mut self, op: Op) -> Vec<(String, Vec<Op>)> {
-        let (Process::Client(p), Some(key)) = (op.process, op.key.clone()) else {
+        let (Process::Client(p), Some(key)) = (op.process, op.key.as_deref().map(str::to_string))
+        else {
             return Vec::new();
         };
         if self.retired.contains(&key) {
@@ -578,7 +579,7 @@ impl Reuse {
             }
             ops.push(o.clone());
             orig.push(i as u64);
-            if let Some(&l) = history.lines.get(i) {
+            if let Some(l) = history.line_of(i) {
                 lines.push(l);
             }
         }

@@ -44,7 +44,7 @@
 use super::{CheckResult, Verdict};
 use crate::faults::intervals::{FaultInterval, fault_intervals};
 use crate::generator::lock::{ACQUIRE, FENCED_WRITE, RELEASE, STALE_TOKEN, TOKEN, WRITE};
-use crate::history::{History, Op, OpType, Process};
+use crate::history::{History, Name, Op, OpType, Process};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 
@@ -76,9 +76,9 @@ struct Write {
 /// One hold: a process's ok acquire of a lock to its release invoke or last ok write.
 #[derive(Debug, Clone)]
 struct Hold {
-    lock: String,
+    lock: Name,
     process: Process,
-    node: Option<String>,
+    node: Option<Name>,
     /// Index in the history of the acquire's completion.
     acquired: usize,
     start_ns: u64,
@@ -130,7 +130,7 @@ fn read_holds(history: &History) -> Result<Holds, String> {
     let pairs = history.pairs()?;
     let ops = &history.ops;
     let mut holds: Vec<Hold> = Vec::new();
-    let mut open: HashMap<(Process, String), usize> = HashMap::new();
+    let mut open: HashMap<(Process, Name), usize> = HashMap::new();
     let mut out = Holds {
         holds: Vec::new(),
         unheld_writes: 0,

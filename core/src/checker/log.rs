@@ -226,7 +226,9 @@ pub fn analyze(history: &History) -> Result<LogAnalysis<'_>, String> {
             continue;
         }
         let done = pairs_of[i].map(|j| &ops[j]);
-        let d = data.entry(op.key.clone().unwrap_or_default()).or_default();
+        let d = data
+            .entry(op.key.clone().map(String::from).unwrap_or_default())
+            .or_default();
         match op.f.as_str() {
             SEND => {
                 let v = int(&op.value)
@@ -544,7 +546,12 @@ impl LogAnalysis<'_> {
             if sends_over_at.is_some_and(|s| r.invoke < s) {
                 continue;
             }
-            let node = self.op(r.invoke).node.clone().unwrap_or_default();
+            let node = self
+                .op(r.invoke)
+                .node
+                .clone()
+                .map(String::from)
+                .unwrap_or_default();
             finals.insert(node, r);
         }
         t.final_nodes = finals.keys().cloned().collect();

@@ -165,7 +165,7 @@ fn element(values: &Values, v: &Value, op: &Op, what: &str) -> Result<Scalar, St
 }
 
 fn key_name(op: &Op) -> String {
-    op.key.clone().unwrap_or_default()
+    op.key.clone().map(String::from).unwrap_or_default()
 }
 
 fn read_elements(values: &Values, v: &Value, op: &Op) -> Result<Vec<Scalar>, String> {

@@ -131,8 +131,8 @@ impl Sim {
         let inv = Invocation {
             thread,
             time_ns: inv_op.time_ns,
-            f: inv_op.f.clone(),
-            key: inv_op.key.clone(),
+            f: inv_op.f.to_string(),
+            key: inv_op.key.clone().map(String::from),
             value: inv_op.value.clone(),
         };
         let op_type = (self.outcome)(&inv, &mut self.sim_rng);
@@ -154,10 +154,10 @@ impl Sim {
     fn dispatch(&mut self, g: &mut dyn Generator, inv: Invocation, at: u64) {
         let process = self.ctx.process_of(inv.thread);
         let mut op = Op::new(OpType::Invoke, process, inv.f.clone(), inv.value.clone());
-        op.key = inv.key.clone();
+        op.key = inv.key.as_deref().map(Into::into);
         op.time_ns = at;
         op.index = self.history.len() as u64;
-        op.node = self.ctx.node_of(inv.thread).map(str::to_string);
+        op.node = self.ctx.node_of(inv.thread).map(Into::into);
         let latency = (self.latency)(&inv, &mut self.sim_rng);
         self.ctx.free.remove(&inv.thread);
         self.in_flight

@@ -669,7 +669,7 @@ fn final_reads_give_up_after_max_attempts_and_never_overlap_a_key() {
     assert_eq!(sim.dispatched.len(), 30);
     let mut open: BTreeSet<String> = BTreeSet::new();
     for op in &sim.history {
-        let key = op.key.clone().unwrap_or_default();
+        let key = op.key.clone().map(String::from).unwrap_or_default();
         if op.op_type == OpType::Invoke {
             assert!(open.insert(key), "two reads of one key in flight");
         } else {

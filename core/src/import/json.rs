@@ -8,7 +8,7 @@
 //! indices renumbered. Errors name the line where the offending element starts and its position
 //! in the array. Does not own format detection (`import`) or JSONL (`history`).
 
-use crate::history::{History, Op, OpType, Process};
+use crate::history::{History, Name, Op, OpType, Process};
 use serde_json::Value;
 
 /// The 1-based line on which each top-level element of a JSON array starts (empty when the text
@@ -109,8 +109,8 @@ fn json_op(v: &Value) -> Result<Op, String> {
     let mut op = Op::new(op_type, process, f, value);
     op.key = match m.get("key") {
         None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Number(n)) => Some(n.to_string()),
+        Some(Value::String(s)) => Some(Name::new(s)),
+        Some(Value::Number(n)) => Some(Name::from(n.to_string())),
         Some(other) => {
             return Err(format!(
                 "\"key\" must be a string or an integer, found {other}"
@@ -130,7 +130,7 @@ fn json_op(v: &Value) -> Result<Op, String> {
         Some(Value::String(s)) => Some(s.clone()),
         Some(other) => Some(other.to_string()),
     };
-    op.node = m.get("node").and_then(Value::as_str).map(str::to_string);
+    op.node = m.get("node").and_then(Value::as_str).map(Name::new);
     Ok(op)
 }
 

@@ -56,7 +56,11 @@ impl Model for MultiRegisterModel {
         completion: Option<&Op>,
     ) -> Result<Convert<Vec<MicroOp>>, String> {
         if invoke.f != "txn" {
-            return Err(bad(invoke, "f \"txn\"", &Value::String(invoke.f.clone())));
+            return Err(bad(
+                invoke,
+                "f \"txn\"",
+                &Value::String(invoke.f.to_string()),
+            ));
         }
         let o = outcome(completion);
         if matches!(o, Outcome::Fail(_)) {

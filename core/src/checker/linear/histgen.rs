@@ -203,7 +203,7 @@ pub fn generate_register_history(cfg: &GenConfig) -> History {
         };
         op.time_ns = t;
         if keys > 1 || cfg.rotate_every > 0 {
-            op.key = Some(format!("k{}", o.key));
+            op.key = Some(format!("k{}", o.key).into());
         }
         ops.push(op);
     }
@@ -301,7 +301,9 @@ mod tests {
         let h = generate_register_history(&cfg);
         let mut per_key = std::collections::BTreeMap::<String, usize>::new();
         for o in h.ops.iter().filter(|o| o.op_type == OpType::Invoke) {
-            *per_key.entry(o.key.clone().expect("keyed")).or_default() += 1;
+            *per_key
+                .entry(o.key.clone().expect("keyed").into())
+                .or_default() += 1;
         }
         // 310 ops, 3 slots, 10 ops per key: 10 full rounds of 3 keys, then 10 ops over 3 more.
         assert_eq!(per_key.len(), 33);

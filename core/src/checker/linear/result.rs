@@ -141,9 +141,9 @@ pub struct Undecided {
     pub time_limit_ms: Option<u64>,
 }
 
-pub(super) fn key_label(k: &Option<String>) -> String {
+pub(super) fn key_label<K: std::ops::Deref<Target = str>>(k: &Option<K>) -> String {
     match k {
-        Some(k) => format!("key {k}"),
+        Some(k) => format!("key {}", &**k),
         None => "history".to_string(),
     }
 }

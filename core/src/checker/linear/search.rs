@@ -28,19 +28,77 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
-/// One model op of a part, with its real-time interval in history positions.
+/// One model op of a part, with its real-time interval in history positions. Positions are
+/// 31-bit (a history of 2 billion events would not fit in memory): a 10M-op history holds 10M of
+/// these, so each byte here is 10 MB of the check's peak; with the register model's op this is
+/// 40 bytes.
 #[derive(Debug, Clone)]
 pub(crate) struct PartOp<O> {
     /// The model op with its observed output.
     pub(crate) op: O,
+    /// History index (and position) of the invoke.
+    invoke: u32,
+    /// History index of the completion ([`NO_COMPLETION`] when there is none), with
+    /// [`RETURNED`] set when that completion ends the op's interval; clear for a pending op (its
+    /// interval runs to +infinity), whether it has no completion or one (`info`) that does not
+    /// bound it.
+    completion: u32,
+}
+
+/// [`PartOp::completion`] of an op without one.
+const NO_COMPLETION: u32 = u32::MAX >> 1;
+
+/// [`PartOp::completion`]'s flag: the completion bounds the op's interval.
+const RETURNED: u32 = 1 << 31;
+
+impl<O> PartOp<O> {
+    /// An op invoked at history index `invoke`, completed at `completion` (if any); `returned`:
+    /// that completion bounds its interval (false: pending). `None` when an index does not fit
+    /// in 31 bits.
+    pub(crate) fn new(
+        op: O,
+        invoke: usize,
+        completion: Option<usize>,
+        returned: bool,
+    ) -> Option<Self> {
+        let fits = |i: usize| u32::try_from(i).ok().filter(|&i| i < NO_COMPLETION);
+        let completion = match completion {
+            Some(j) if returned => fits(j)? | RETURNED,
+            Some(j) => fits(j)?,
+            None => NO_COMPLETION,
+        };
+        Some(PartOp {
+            op,
+            invoke: fits(invoke)?,
+            completion,
+        })
+    }
+
     /// History position of the invoke.
-    pub(crate) call: u64,
+    pub(crate) fn call(&self) -> u64 {
+        u64::from(self.invoke)
+    }
+
     /// History position of the completion; `None` = pending (+infinity).
-    pub(crate) ret: Option<u64>,
+    pub(crate) fn ret(&self) -> Option<u64> {
+        (self.completion & RETURNED != 0).then_some(u64::from(self.completion & !RETURNED))
+    }
+
     /// History index of the invoke.
-    pub(crate) invoke_idx: usize,
+    pub(crate) fn invoke_idx(&self) -> usize {
+        self.invoke as usize
+    }
+
     /// History index of the completion, if any.
-    pub(crate) completion_idx: Option<usize>,
+    pub(crate) fn completion_idx(&self) -> Option<usize> {
+        let c = self.completion & !RETURNED;
+        (c != NO_COMPLETION).then_some(c as usize)
+    }
+
+    /// Make the op pending: its completion no longer bounds its interval.
+    pub(crate) fn set_pending(&mut self) {
+        self.completion &= !RETURNED;
+    }
 }
 
 /// A stop time shared by searches running in parallel, which may be brought forward while they run
@@ -223,7 +281,7 @@ impl LinSet {
         let slot: Vec<Slot> = ops
             .iter()
             .map(|o| {
-                if o.ret.is_some() {
+                if o.ret().is_some() {
                     nc += 1;
                     Slot::Completed(nc - 1)
                 } else {
@@ -534,8 +592,8 @@ pub(crate) fn search<M: Model>(
     // Node 0 is the head; op i has call node 2i+1 and return node 2i+2.
     let mut events: Vec<(u64, u32)> = Vec::with_capacity(2 * n);
     for (i, o) in ops.iter().enumerate() {
-        events.push((o.call, (2 * i + 1) as u32));
-        events.push((o.ret.unwrap_or(u64::MAX), (2 * i + 2) as u32));
+        events.push((o.call(), (2 * i + 1) as u32));
+        events.push((o.ret().unwrap_or(u64::MAX), (2 * i + 2) as u32));
     }
     // Calls sort before returns at equal positions (only +infinity collides).
     events.sort_unstable_by_key(|&(pos, node)| (pos, node & 1 == 0, node));
@@ -552,7 +610,7 @@ pub(crate) fn search<M: Model>(
     let mut lin = LinSet::new(ops);
     limits.memory.active.fetch_add(1, Ordering::Relaxed);
     let mut state = model.init();
-    let mut remaining = ops.iter().filter(|o| o.ret.is_some()).count();
+    let mut remaining = ops.iter().filter(|o| o.ret().is_some()).count();
 
     let classes = lin.fields.len();
     let mut dominance = pruning == Pruning::Dominance && classes > 0;
@@ -642,7 +700,7 @@ pub(crate) fn search<M: Model>(
                 if !dominance {
                 } else if let Some((pnode, before)) = stack.last() {
                     let pid = (*pnode as usize - 1) / 2;
-                    if ops[pid].ret.is_none()
+                    if ops[pid].ret().is_none()
                         && model.step(before, &ops[id].op).as_ref() == Some(&ns)
                     {
                         entry = next[e];
@@ -655,7 +713,7 @@ pub(crate) fn search<M: Model>(
                     entry = next[e];
                 } else {
                     stack.push((entry, std::mem::replace(&mut state, ns)));
-                    if ops[id].ret.is_some() {
+                    if ops[id].ret().is_some() {
                         remaining -= 1;
                     }
                     // Lift: unlink the call and its return.
@@ -674,7 +732,7 @@ pub(crate) fn search<M: Model>(
         } else {
             let id = (e - 2) / 2;
             if record_witness {
-                let pos = ops[id].ret.unwrap_or(u64::MAX);
+                let pos = ops[id].ret().unwrap_or(u64::MAX);
                 let better = match &best {
                     None => true,
                     Some((bp, bd, _)) => (pos, stack.len()) > (*bp, *bd),
@@ -700,7 +758,7 @@ pub(crate) fn search<M: Model>(
                     let cid = (c - 1) / 2;
                     lin.clear(cid);
                     state = s;
-                    if ops[cid].ret.is_some() {
+                    if ops[cid].ret().is_some() {
                         remaining += 1;
                     }
                     // Unlift: relink the return, then the call.
@@ -728,14 +786,32 @@ pub(crate) fn search<M: Model>(
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_part_op_keeps_its_interval_and_indices_in_eight_bytes() {
+        let done = PartOp::new(0u8, 7, Some(9), true).unwrap();
+        assert_eq!((done.call(), done.ret()), (7, Some(9)));
+        assert_eq!((done.invoke_idx(), done.completion_idx()), (7, Some(9)));
+        // An info completion: known, but it does not bound the interval.
+        let mut info = PartOp::new(0u8, 3, Some(4), false).unwrap();
+        assert_eq!((info.ret(), info.completion_idx()), (None, Some(4)));
+        let never = PartOp::new(0u8, 5, None, true).unwrap();
+        assert_eq!((never.ret(), never.completion_idx()), (None, None));
+        let mut big = PartOp::new(0u8, (1 << 31) - 3, Some((1 << 31) - 2), true).unwrap();
+        assert_eq!(big.ret(), Some((1 << 31) - 2));
+        big.set_pending();
+        info.set_pending();
+        assert_eq!(
+            (big.ret(), big.completion_idx()),
+            (None, Some((1 << 31) - 2))
+        );
+        assert_eq!(info.completion_idx(), Some(4));
+        assert!(PartOp::new(0u8, 1 << 31, None, false).is_none());
+        assert!(PartOp::new(0u8, 1, Some((1 << 31) - 1), true).is_none());
+        assert_eq!(std::mem::size_of::<PartOp<crate::model::RegisterOp>>(), 40);
+    }
+
     fn pop(call: u64, ret: Option<u64>, op: u8) -> PartOp<u8> {
-        PartOp {
-            op,
-            call,
-            ret,
-            invoke_idx: call as usize,
-            completion_idx: ret.map(|r| r as usize),
-        }
+        PartOp::new(op, call as usize, ret.map(|r| r as usize), ret.is_some()).expect("small")
     }
 
     #[test]

@@ -11,8 +11,8 @@ use crate::model::Model;
 use std::time::{Duration, Instant};
 
 pub(super) fn witness_op<M: Model>(model: &M, history: &History, p: &PartOp<M::Op>) -> WitnessOp {
-    let inv: &Op = &history.ops[p.invoke_idx];
-    let comp = p.completion_idx.map(|j| &history.ops[j]);
+    let inv: &Op = &history.ops[p.invoke_idx()];
+    let comp = p.completion_idx().map(|j| &history.ops[j]);
     let outcome = match comp {
         Some(c) => match c.op_type {
             OpType::Ok => "ok",
@@ -27,12 +27,12 @@ pub(super) fn witness_op<M: Model>(model: &M, history: &History, p: &PartOp<M::O
         _ => inv.value.clone(),
     };
     WitnessOp {
-        index: p.invoke_idx as u64,
-        completion_index: p.completion_idx.map(|j| j as u64),
+        index: p.invoke_idx() as u64,
+        completion_index: p.completion_idx().map(|j| j as u64),
         outcome: outcome.to_string(),
         process: inv.process.to_string(),
-        f: inv.f.clone(),
-        key: inv.key.clone(),
+        f: inv.f.to_string(),
+        key: inv.key.clone().map(String::from),
         value,
         invoke_time_s: inv.time_ns as f64 / 1e9,
         complete_time_s: comp.map(|c| c.time_ns as f64 / 1e9),
@@ -115,7 +115,7 @@ pub(super) fn minimize<M: Model>(
     let mut invalid = |essential: &[usize]| -> bool {
         let horizon = essential
             .iter()
-            .filter_map(|&i| ops[i].ret)
+            .filter_map(|&i| ops[i].ret())
             .max()
             .unwrap_or(0);
         for &i in essential {
@@ -123,14 +123,14 @@ pub(super) fn minimize<M: Model>(
         }
         sub.clear();
         for (i, o) in ops.iter().enumerate() {
-            if o.call > horizon {
+            if o.call() > horizon {
                 break;
             }
             if essential_mark[i] {
                 sub.push(o.clone());
             } else if !model.is_read_only(&o.op) {
                 let mut o = o.clone();
-                o.ret = None;
+                o.set_pending();
                 sub.push(o);
             }
         }
@@ -154,13 +154,13 @@ pub(super) fn minimize<M: Model>(
         }
     };
     let b = blocked.op;
-    let blocked_ret = ops[b].ret.unwrap_or(u64::MAX);
+    let blocked_ret = ops[b].ret().unwrap_or(u64::MAX);
     let completed = |keep: &dyn Fn(&PartOp<M::Op>) -> bool| -> Vec<usize> {
         (0..ops.len())
-            .filter(|&i| ops[i].ret.is_some() && keep(&ops[i]))
+            .filter(|&i| ops[i].ret().is_some() && keep(&ops[i]))
             .collect()
     };
-    let mut cands = completed(&|o| o.call <= blocked_ret);
+    let mut cands = completed(&|o| o.call() <= blocked_ret);
     if !invalid(&cands) {
         cands = completed(&|_| true);
     }
@@ -168,8 +168,8 @@ pub(super) fn minimize<M: Model>(
     // it, then the rest; within each, nearest in time first (overlapping it, then returned just
     // before).
     let mut cur = cands.clone();
-    if ops[b].ret.is_some() && cands.contains(&b) {
-        let call = ops[b].call;
+    if ops[b].ret().is_some() && cands.contains(&b) {
+        let call = ops[b].call();
         let samples = sample_states(model, ops, blocked);
         let mut near: Vec<usize> = cands.iter().copied().filter(|&i| i != b).collect();
         let rank: Vec<u8> = (0..ops.len())
@@ -178,7 +178,7 @@ pub(super) fn minimize<M: Model>(
         near.sort_by_key(|&i| {
             (
                 rank[i],
-                call.saturating_sub(ops[i].ret.unwrap_or(u64::MAX)),
+                call.saturating_sub(ops[i].ret().unwrap_or(u64::MAX)),
                 i,
             )
         });

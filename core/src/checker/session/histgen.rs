@@ -181,8 +181,8 @@ pub fn generate_versioned_history(cfg: &VersionedGenConfig) -> History {
             Op::new(OpType::Invoke, Process::Client(g.process), g.f, v)
         };
         op.time_ns = t;
-        op.key = Some(format!("k{}", g.key));
-        op.node = Some(format!("n{}", g.process % threads as u64 % 5 + 1));
+        op.key = Some(format!("k{}", g.key).into());
+        op.node = Some(format!("n{}", g.process % threads as u64 % 5 + 1).into());
         ops.push(op);
     }
     History::from_ops(ops)
@@ -321,8 +321,8 @@ pub fn generate_list_append_history(cfg: &ListAppendGenConfig) -> History {
             }
         };
         op.time_ns = t;
-        op.key = Some(format!("k{key}"));
-        op.node = Some(format!("n{}", process % threads as u64 % 5 + 1));
+        op.key = Some(format!("k{key}").into());
+        op.node = Some(format!("n{}", process % threads as u64 % 5 + 1).into());
         ops.push(op);
     }
     History::from_ops(ops)

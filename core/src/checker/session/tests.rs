@@ -29,7 +29,7 @@ impl B {
         t_ms: u64,
     ) -> &mut B {
         let mut op = Op::new(ty, Process::Client(p), f, value);
-        op.key = Some(key.to_string());
+        op.key = Some(key.into());
         op.version = version;
         op.time_ns = t_ms * 1_000_000;
         if ty == OpType::Fail {

@@ -243,7 +243,7 @@ fn emit(ops: &[GenOp]) -> History {
             };
             let ty = if done { OpType::Ok } else { OpType::Invoke };
             let mut op = Op::new(ty, Process::Client(o.process), o.f.name(), value);
-            op.key = Some(o.key.to_string());
+            op.key = Some(o.key.to_string().into());
             op.time_ns = t;
             op
         })
@@ -261,7 +261,7 @@ pub fn write_porcupine(history: &History) -> String {
             Value::Null => "nil".to_string(),
             v => v.to_string(),
         };
-        let key = Value::String(o.key.clone().unwrap_or_default());
+        let key = Value::String(o.key.clone().map(String::from).unwrap_or_default());
         out.push_str(&format!(
             "{{:process {}, :type :{}, :f :{}, :key {key}, :value {value}}}\n",
             o.process,
