@@ -127,11 +127,11 @@ pub fn run(args: RunArgs) -> i32 {
                 if let Some(line) = stored.as_ref().and_then(crate::summary::recovery_line) {
                     println!("{line}");
                 }
-                let test = o.run_dir.read_object(crate::store::TEST_FILE).ok();
-                let never = test
-                    .map(|t| crate::report::requested::never_ran(&t, &history))
+                let never = stored
+                    .as_ref()
+                    .map(crate::store::never_ran_in)
                     .unwrap_or_default();
-                if let Some(line) = crate::report::requested::summary_line(&never) {
+                if let Some(line) = crate::runner::requested::summary_line(&never) {
                     println!("{line}");
                 }
                 let protocol_key = crate::systems::external::protocol::RESULTS_KEY;

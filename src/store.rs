@@ -50,6 +50,29 @@ pub const LIVE_KEY: &str = "live";
 /// results.json's key for why a run stopped early (`--stop-on-anomaly`), when it did.
 pub const STOPPED_EARLY_KEY: &str = "stopped_early";
 
+/// results.json's key for the requested faults that never took effect (`runner::requested`
+/// finds them from test.json's nemesis spec and the history; the run page lists them).
+pub const NEVER_RAN_KEY: &str = "never_ran";
+
+/// A requested fault that never took effect in the run (results.json's [`NEVER_RAN_KEY`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NeverRan {
+    /// The fault as requested: its kind, and what tells it apart from another of the same kind
+    /// ("clock (strobe)", "partition (halves)").
+    pub fault: String,
+    /// Why, in words: "never drawn by the schedule in 60 s (6 faults drawn at random
+    /// from 3 kinds)", "drawn 1 time, never took effect: netem not available …".
+    pub why: String,
+}
+
+/// The requested faults results.json says never took effect (none when it says nothing).
+pub fn never_ran_in(results: &serde_json::Value) -> Vec<NeverRan> {
+    results
+        .get(NEVER_RAN_KEY)
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default()
+}
+
 /// The name in results.json `checkers` of a chaos experiment's SLO judgement (`chaos::slo`),
 /// whose details the run page shows as its Chaos section.
 pub const SLO_CHECKER: &str = "slo";

@@ -10,7 +10,21 @@ use std::path::{Path, PathBuf};
 
 /// Each part (a folder under `src/`) and the top-level modules it must not name.
 const RULES: &[(&str, &[&str])] = &[
-    ("report", &["chaos", "compare", "systems", "runner"]),
+    (
+        "report",
+        &[
+            "chaos",
+            "compare",
+            "systems",
+            "runner",
+            "spec",
+            "nemesis",
+            "control",
+            "sandbox",
+            "provision",
+            "config",
+        ],
+    ),
     ("runner", &["chaos", "compare"]),
     // Fault parameters live with the faults (the core's `faults`); a spec names them, it does
     // not reach into the code that injects them.

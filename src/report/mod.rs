@@ -15,7 +15,6 @@ pub mod page;
 pub mod phases;
 pub mod plots;
 pub mod recovery;
-pub mod requested;
 pub mod serve;
 pub mod witness_html;
 

@@ -310,7 +310,7 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
     match &history {
         None => {}
         Some(Ok(history)) => {
-            fault_section(&mut out, history, &test);
+            fault_section(&mut out, history, &results);
             if let Some(r) = &recovery {
                 recovery::recovery_section(&mut out, r);
             }

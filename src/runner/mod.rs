@@ -27,6 +27,7 @@ mod drive;
 pub mod live;
 mod nemesis_client;
 mod record;
+pub mod requested;
 pub mod results;
 
 pub(crate) use drive::{Control, DriveOutcome, drive, schedule_of, with_offsets_of};

@@ -168,6 +168,10 @@ pub(super) fn write_results_with(
         json[STOPPED_EARLY_KEY] = completion.reason.clone().into();
     }
     json[crate::report::recovery::RESULTS_KEY] = crate::report::recovery::to_json(&history);
+    if let Ok(test) = run_dir.read_object(TEST_FILE) {
+        let never = super::requested::never_ran(&test, &history);
+        json[crate::store::NEVER_RAN_KEY] = serde_json::to_value(never).unwrap_or_default();
+    }
     crate::systems::external::record_protocol_errors(
         &mut json,
         &history,

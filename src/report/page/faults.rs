@@ -8,13 +8,14 @@ use crate::report::{fault_intervals, plots};
 use serde_json::Value;
 use std::fmt::Write as _;
 
-/// Fault timeline: the requested faults that never took effect (`report::requested`), one bar
+/// Fault timeline: the requested faults that never took effect (results.json's
+/// `store::NEVER_RAN_KEY`, which `runner::requested` wrote), one bar
 /// row per fault kind (CSS only, positions in % of the run), then the table of intervals, at
 /// most [`MAX_FAULT_ROWS`].
-pub(super) fn fault_section(out: &mut String, history: &History, test: &Value) {
+pub(super) fn fault_section(out: &mut String, history: &History, results: &Value) {
     let faults = fault_intervals(history);
     out.push_str("<h2 id=\"faults\">Faults</h2>\n");
-    let never = crate::report::requested::never_ran(test, history);
+    let never = crate::store::never_ran_in(results);
     if !never.is_empty() {
         out.push_str("<div class=\"notice\"><p><b>Requested but never in effect:</b></p><ul>\n");
         for n in &never {

@@ -9,23 +9,14 @@
 //! A sequential or stacked schedule reaches faults in list order and can run out of time before
 //! the last ones. A fault can also be drawn and fail every time (a kernel without netem). Does
 //! not own the schedule (`generator::nemesis`), the spec (`spec::NemesisSpec`) or fault
-//! intervals (`report::faults`).
+//! intervals (`report::faults`). The runner records what it finds in results.json
+//! (`store::NEVER_RAN_KEY`), which the run page reads: the report imports no spec.
 
 use crate::history::{History, OpType, Process};
 use crate::report::phases;
 use crate::spec::{FaultOrder, NemesisSpec};
+pub use crate::store::NeverRan;
 use serde_json::Value;
-
-/// A requested fault that never took effect in the run.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NeverRan {
-    /// The fault as requested: its kind, and what tells it apart from another of the same kind
-    /// ("clock (strobe)", "partition (halves)").
-    pub fault: String,
-    /// Why, in words: "never drawn by the schedule in 60 s (6 faults drawn at random
-    /// from 3 kinds)", "drawn 1 time, never took effect: netem not available …".
-    pub why: String,
-}
 
 /// Longest error text quoted in [`NeverRan::why`].
 const MAX_ERROR_CHARS: usize = 160;
