@@ -159,7 +159,10 @@ mod tests {
         let b = Name::from(String::from("write"));
         assert_eq!(a, b);
         assert_eq!(a.as_str().as_ptr(), b.as_str().as_ptr());
-        assert!(a == "write" && "write" == a && a == *"write");
+        assert_eq!(a, "write");
+        assert_eq!("write", a);
+        assert_eq!(a, *"write");
+        assert_eq!(a, String::from("write"));
         assert_ne!(a, Name::new("read"));
         // Orders as text, whatever order the names were interned in.
         let mut v = vec![Name::new("zz-1"), Name::new("aa-1"), Name::new("mm-1")];
