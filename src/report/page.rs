@@ -153,10 +153,21 @@ fn live_section(out: &mut String, results: &Value) {
                 at.unwrap_or(0.0)
             )
         });
+    // Older runs' live.json has no `reused_valid`: their valid keys were all checked again.
+    let valid = n("checked").saturating_sub(n("invalid") + n("unknown"));
+    let reused = n("reused_valid").min(valid);
+    let again = if reused == 0 {
+        "valid and unknown keys checked again at the end".to_string()
+    } else {
+        format!(
+            "{reused} of the {valid} valid keys had no later op and were not searched again; \
+             the others checked again at the end"
+        )
+    };
     let _ = writeln!(
         out,
         "<p>Live checking: {} keys checked while the run went on, {} invalid, {} left unknown \
-         (checked again at the end){first}.</p>",
+         ({again}){first}.</p>",
         n("checked"),
         n("invalid"),
         n("unknown")

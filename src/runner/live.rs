@@ -17,7 +17,8 @@
 //!   linearizable. The final check reuses these parts as they are ([`Reuse`]) and does not search
 //!   them again; `shakedown check` of the same history finds them invalid too.
 //! - **valid is "so far".** The final phase reads every key once more, and that read may expose
-//!   a lost write; such keys are checked again, whole, at the end.
+//!   a lost write; such keys are checked again, whole, at the end. A key valid live that got no
+//!   op since (no final reads: `--stop-on-anomaly`) is reused as it is.
 //! - Keys that never rotate (the session workload's) never retire: past `MAX_BUFFERED_OPS` held
 //!   ops, live checking stops (`gave_up`) instead of keeping a second copy of the history.
 //! - Set, lock, log and transactional workloads are not checked live: a set's lost adds and a
@@ -247,6 +248,10 @@ pub struct LiveRecord {
     /// The invalid parts, their op positions those of the run's history.
     #[serde(skip)]
     pub invalid_parts: Vec<PartSummary>,
+    /// The valid parts, each with how many client ops its key had when it was checked: the
+    /// final check reuses one only if the key has no more.
+    #[serde(skip)]
+    pub valid_parts: Vec<(PartSummary, usize)>,
 }
 
 impl LiveRecord {
@@ -446,6 +451,10 @@ impl Tail {
 
     fn check(&self, record: &mut LiveRecord, ready: Vec<(String, Vec<Op>)>) {
         let keys = ready.len() as u64;
+        let seen: HashMap<String, usize> = ready
+            .iter()
+            .map(|(k, ops)| (k.clone(), ops.len()))
+            .collect();
         let ops: Vec<Op> = ready.into_iter().flat_map(|(_, ops)| ops).collect();
         let Ok((mapped, local, batch)) = check_batch(&self.cfg, ops) else {
             // The model could not be named: nothing is decided live.
@@ -482,7 +491,11 @@ impl Tail {
                     record.unknown += 1;
                     self.counts.unknown.fetch_add(1, Ordering::Relaxed);
                 }
-                Verdict::Valid => {}
+                Verdict::Valid => {
+                    if let Some(&n) = part.key.as_deref().and_then(|k| seen.get(k)) {
+                        record.valid_parts.push((part, n));
+                    }
+                }
             }
         }
     }
@@ -541,28 +554,52 @@ fn read_new_ops(path: &std::path::Path, offset: &mut u64, pending: &mut Vec<u8>)
         .collect()
 }
 
-/// The final check's use of the live verdicts: the keys decided invalid live are left out of
-/// the search and their parts put back into its result.
+/// The final check's use of the live verdicts: the keys decided invalid live, and the keys found
+/// valid live that got no op since, are left out of the search and their parts put back into
+/// its result. A key found valid live that got more ops (a final read) is searched again: its
+/// verdict could change; an invalid one cannot (a history with a non-linearizable prefix stays
+/// non-linearizable).
 #[derive(Debug, Clone, Default)]
 pub struct Reuse {
-    /// The parts decided invalid live (positions of the run's history).
-    pub invalid_parts: Vec<PartSummary>,
+    /// The parts decided live that the final check keeps (positions of the run's history).
+    pub parts: Vec<PartSummary>,
+    /// How many of them are valid.
+    pub valid: usize,
 }
 
 impl Reuse {
-    /// What a live record leaves to reuse.
-    pub fn of(record: &LiveRecord) -> Reuse {
+    /// What a live record leaves to reuse for `history`, the run's whole history.
+    pub fn of(record: &LiveRecord, history: &History) -> Reuse {
+        let mut now: HashMap<&str, usize> = record
+            .valid_parts
+            .iter()
+            .filter_map(|(p, _)| p.key.as_deref().map(|k| (k, 0)))
+            .collect();
+        for o in history.ops.iter().filter(|o| o.is_client()) {
+            if let Some(n) = o.key.as_deref().and_then(|k| now.get_mut(k)) {
+                *n += 1;
+            }
+        }
+        let unchanged: Vec<PartSummary> = record
+            .valid_parts
+            .iter()
+            .filter(|(p, seen)| p.key.as_deref().and_then(|k| now.get(k)) == Some(seen))
+            .map(|(p, _)| p.clone())
+            .collect();
         Reuse {
-            invalid_parts: record.invalid_parts.clone(),
+            valid: unchanged.len(),
+            parts: record
+                .invalid_parts
+                .iter()
+                .cloned()
+                .chain(unchanged)
+                .collect(),
         }
     }
 
     /// The keys decided live.
     pub fn keys(&self) -> HashSet<&str> {
-        self.invalid_parts
-            .iter()
-            .filter_map(|p| p.key.as_deref())
-            .collect()
+        self.parts.iter().filter_map(|p| p.key.as_deref()).collect()
     }
 
     /// `history` without the client ops on keys decided live, and each kept op's position in
@@ -603,7 +640,7 @@ impl Reuse {
         rest_has_client_ops: bool,
     ) -> LinearResult {
         remap_positions(&mut rest, orig);
-        if self.invalid_parts.is_empty() {
+        if self.parts.is_empty() {
             return rest;
         }
         if rest.reason.is_some() {
@@ -618,7 +655,7 @@ impl Reuse {
                 first_of.entry(k).or_insert(i);
             }
         }
-        rest.parts.extend(self.invalid_parts.iter().cloned());
+        rest.parts.extend(self.parts.iter().cloned());
         rest.parts.sort_by_key(|p| {
             p.key
                 .as_deref()
@@ -630,8 +667,10 @@ impl Reuse {
             .parts
             .iter()
             .fold(Verdict::Valid, |v, p| v.merge(p.verdict));
-        // Decided before the check began.
-        rest.first_invalid_ms = Some(0);
+        if self.parts.iter().any(|p| p.verdict == Verdict::Invalid) {
+            // Decided before the check began.
+            rest.first_invalid_ms = Some(0);
+        }
         rest
     }
 }
@@ -738,7 +777,8 @@ mod tests {
             .collect();
         let (mapped, ..) = check_batch(&live_cfg(), a).unwrap();
         let reuse = Reuse {
-            invalid_parts: mapped.parts.clone(),
+            parts: mapped.parts.clone(),
+            valid: 0,
         };
         let (rest, orig) = reuse.remaining(&history);
         assert_eq!(orig, vec![1, 3, 6, 7]);
@@ -774,7 +814,8 @@ mod tests {
         assert_eq!(m.op.index, w.op.index, "positions of the whole history");
         // Every key decided live: nothing left to search adds nothing.
         let none = Reuse {
-            invalid_parts: mapped.parts,
+            parts: mapped.parts,
+            valid: 0,
         };
         let lone = History::from_ops(ops[..1].to_vec());
         let empty = crate::checker::compose::check_linear_with(
@@ -788,6 +829,56 @@ mod tests {
             none.merge(empty, &[], &lone, false).verdict,
             Verdict::Invalid
         );
+    }
+
+    #[test]
+    fn a_key_valid_live_is_reused_only_while_it_has_no_later_op() {
+        // Keys a and b both valid live; b then gets a final read the live check never saw.
+        let mut ops = vec![
+            line(0, "invoke", 0, "write", "a", "1"),
+            line(1, "ok", 0, "write", "a", "1"),
+            line(2, "invoke", 1, "write", "b", "5"),
+            line(3, "ok", 1, "write", "b", "5"),
+        ];
+        let (live, ..) = check_batch(&live_cfg(), ops.clone()).unwrap();
+        assert!(live.parts.iter().all(|p| p.verdict == Verdict::Valid));
+        let record = LiveRecord {
+            valid_parts: live.parts.iter().map(|p| (p.clone(), 2)).collect(),
+            ..LiveRecord::default()
+        };
+        let whole = History::from_ops(ops.clone());
+        let reuse = Reuse::of(&record, &whole);
+        assert_eq!((reuse.valid, reuse.parts.len()), (2, 2));
+        ops.push(line(4, "invoke", 0, "read", "b", "null"));
+        ops.push(line(5, "ok", 0, "read", "b", "4"));
+        let later = History::from_ops(ops);
+        let reuse = Reuse::of(&record, &later);
+        assert_eq!(reuse.valid, 1);
+        assert_eq!(reuse.keys(), HashSet::from(["a"]));
+        // The final check searches b again and finds the stale read.
+        let (rest, orig) = reuse.remaining(&later);
+        let options = crate::model::ModelOptions::preset(crate::model::SemanticsPreset::Etcd);
+        let searched = crate::checker::compose::check_linear_with(
+            "cas-register",
+            &rest,
+            &options,
+            LinearConfig::default(),
+        )
+        .unwrap();
+        let merged = reuse.merge(searched, &orig, &later, true);
+        let verdicts: Vec<(Option<String>, Verdict)> = merged
+            .parts
+            .iter()
+            .map(|p| (p.key.clone(), p.verdict))
+            .collect();
+        assert_eq!(
+            verdicts,
+            vec![
+                (Some("a".into()), Verdict::Valid),
+                (Some("b".into()), Verdict::Invalid)
+            ]
+        );
+        assert_eq!(merged.verdict, Verdict::Invalid);
     }
 
     #[test]

@@ -122,7 +122,9 @@ pub(super) fn write_results_with(
     let history = History::read_file(&run_dir.history_path())?;
     let (txn_ask, record) = recorded_check(run_dir)?;
     let what = WhatRan::read(run_dir, &record)?;
-    let reuse = live.map(super::live::Reuse::of).unwrap_or_default();
+    let reuse = live
+        .map(|l| super::live::Reuse::of(l, &history))
+        .unwrap_or_default();
     let (checked, mut results, linear) = check_reusing(
         &history,
         check_time_limit_s,
@@ -154,14 +156,17 @@ pub(super) fn write_results_with(
     json["completion"] = serde_json::to_value(&completion).unwrap_or_default();
     // At the end of a run: what live checking decided; later (`report`, `heal`): what it left
     // in live.json.
-    if let Some(l) = live {
+    let live_json = live.map(|l| {
+        let mut v = l.to_json();
+        // How many keys found valid live the final check did not search again.
+        v["reused_valid"] = reuse.valid.into();
+        v
+    });
+    if let Some(v) = &live_json {
         // The final record (with whether it stopped the run) for `report` and `heal` later.
-        run_dir.write_json(crate::store::LIVE_FILE, &l.to_json())?;
+        run_dir.write_json(crate::store::LIVE_FILE, v)?;
     }
-    if let Some(l) = live
-        .map(super::live::LiveRecord::to_json)
-        .or_else(|| run_dir.read_object(crate::store::LIVE_FILE).ok())
-    {
+    if let Some(l) = live_json.or_else(|| run_dir.read_object(crate::store::LIVE_FILE).ok()) {
         json[LIVE_KEY] = l;
     }
     if completion.status == crate::completion::RunStatus::StoppedOnAnomaly {
@@ -291,7 +296,7 @@ fn check_reusing(
         txn_assume: Default::default(),
         txn_ask,
     };
-    let composed = if reuse.invalid_parts.is_empty() || compose::has_own_checker(&plan.model) {
+    let composed = if reuse.parts.is_empty() || compose::has_own_checker(&plan.model) {
         compose::check(history, &plan)
     } else {
         check_rest(history, &plan, reuse)
