@@ -8,7 +8,7 @@
 //! 60–200 ops by 10 threads, 10% `info` (reads time out too; a crashed thread continues as a new process, so 15–35 processes), one read made stale (it returns the value before the last write that completed before it); verdict
 //! and witness times separately, (k) the Knossos corpus's bad histories (tests/data/knossos),
 //! (v) Porcupine-`kv/c50-bad`-shaped histories (`histgen::kv`: 50 clients, 10 keys, 12,000
-//! get/put/append ops; 1 key made illegal early in its history, and 1, 3 and 10 keys anywhere)
+//! get/put/append ops; 1 key made illegal early in its history, and 1, 3 and 10 keys anywhere; and 100 of 100 keys)
 //! checked the verdict-first way (the default),
 //! and (w) the same with every key decided (`--all-keys`): time to the first invalid key, verdict
 //! and total time, keys left undecided and why, peak RSS (VmHWM; it only grows, so run one
@@ -114,21 +114,25 @@ fn c50_bad_like(illegal: usize) -> KvGenConfig {
 /// Scenarios (v) and (w): the c50-bad-like histories checked the verdict-first way or deciding
 /// every key, under the default 1 GiB memory budget and a 60 s time limit.
 fn kv_scenario(id: &str, decide: Decide, dump_dir: Option<&Path>) {
+    // (where, illegal keys, keys): the last has 100 keys of 1,200 ops each, all illegal.
     let cases = [
-        ("early", 1, (0.0, 0.05)),
-        ("anywhere", 1, (0.0, 1.0)),
-        ("anywhere", 3, (0.0, 1.0)),
-        ("anywhere", 10, (0.0, 1.0)),
+        ("early", 1, 10, (0.0, 0.05)),
+        ("anywhere", 1, 10, (0.0, 1.0)),
+        ("anywhere", 3, 10, (0.0, 1.0)),
+        ("anywhere", 10, 10, (0.0, 1.0)),
+        ("anywhere", 100, 100, (0.0, 1.0)),
     ];
-    for (place, illegal, window) in cases {
+    for (place, illegal, keys, window) in cases {
         let g = generate_kv_history(&KvGenConfig {
             illegal_window: window,
+            keys,
+            ops: 1_200 * keys,
             ..c50_bad_like(illegal)
         });
         if let Some(dir) = dump_dir {
             std::fs::create_dir_all(dir).expect("dump dir");
             std::fs::write(
-                dir.join(format!("c50-bad-like-{illegal}-{place}.txt")),
+                dir.join(format!("c50-bad-like-{illegal}-of-{keys}-{place}.txt")),
                 write_porcupine(&g.history),
             )
             .expect("dump write");
@@ -143,8 +147,12 @@ fn kv_scenario(id: &str, decide: Decide, dump_dir: Option<&Path>) {
         let total = t.elapsed().as_secs_f64() * 1e3;
         let u = &r.undecided;
         println!(
-            "{id}: c50-bad-like, {illegal} of 10 keys illegal ({}, {place}): {}; first invalid key at {} ms, verdict phase {} ms, total {total:.0} ms; {} invalid, {} valid, undecided: {} settled / {} memory / {} time limit; peak RSS {} MiB",
-            g.illegal.join(" "),
+            "{id}: c50-bad-like, {illegal} of {keys} keys illegal ({}, {place}): {}; first invalid key at {} ms, verdict phase {} ms, total {total:.0} ms; {} invalid, {} valid, undecided: {} settled / {} memory / {} time limit; peak RSS {} MiB",
+            if g.illegal.len() > 10 {
+                format!("{} …", g.illegal[..10].join(" "))
+            } else {
+                g.illegal.join(" ")
+            },
             r.verdict,
             r.first_invalid_ms
                 .map_or("-".to_string(), |ms| ms.to_string()),
