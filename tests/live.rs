@@ -116,6 +116,10 @@ fn live_verdicts_match_a_post_hoc_check_and_stop_on_anomaly_ends_the_run_invalid
     let on_disk: Value =
         serde_json::from_slice(&std::fs::read(run_dir.join("live.json")).unwrap()).unwrap();
     assert_eq!(on_disk["checked"], live["checked"]);
+    assert!(on_disk["ops_read"].as_u64().unwrap() > 0, "{on_disk}");
+    // The live page (`running`) the run had while it went on is replaced by the full page.
+    let page = std::fs::read_to_string(run_dir.join("index.html")).unwrap();
+    assert!(!page.contains("(running)") && page.contains("Live checking:"));
 
     // The same with --stop-on-anomaly: the workload ends at the first invalid key, is healed,
     // and the report says why.

@@ -8,7 +8,8 @@
 //!
 //! This file renders the page and its shared pieces (badges, escaping); each section is a module
 //! of `page/` (`config`, `checkers`, `faults`, `recovery`, one per checker with its own section),
-//! and `page::index` renders `reports/index.html`.
+//! and `page::index` renders `reports/index.html`; `page::live` the page a run has while it goes
+//! on (live checking's counts so far), which the finished page replaces.
 
 use crate::completion::Completion;
 use crate::report::html::esc;
@@ -26,6 +27,7 @@ mod checkers;
 mod config;
 mod faults;
 mod index;
+mod live;
 mod lock;
 mod log;
 mod recovery;
@@ -35,6 +37,7 @@ mod txn;
 use checkers::checker_section;
 use faults::fault_section;
 pub use index::{render_reports_index, write_reports_index};
+pub use live::{render_live_page, write_live_page};
 
 /// A self-contained page of one transactional result (`shakedown check --html` on a
 /// transaction history): the Transactions section of the run page — counts, the models checked

@@ -239,6 +239,8 @@ pub struct LiveRecord {
     pub unknown: u64,
     /// Keys not retired when live checking ended.
     pub open_keys: usize,
+    /// Ops read from the history so far.
+    pub ops_read: u64,
     /// The first invalid key.
     pub first_invalid: Option<FirstAnomaly>,
     /// The workload stopped at the first invalid key (`--stop-on-anomaly`).
@@ -420,10 +422,13 @@ impl Tail {
         let mut offset = 0u64;
         let mut pending = Vec::new();
         let path = self.run_dir.history_path();
+        // The run page says live checking is on from the start.
+        self.write_live(&record);
         loop {
             let last = self.done.load(Ordering::Relaxed);
             let mut ready = Vec::new();
             for op in read_new_ops(&path, &mut offset, &mut pending) {
+                record.ops_read += 1;
                 ready.extend(retirement.push(op));
             }
             if !ready.is_empty() {
@@ -500,11 +505,18 @@ impl Tail {
         }
     }
 
+    /// live.json, and the run page while the run goes on (`report::page::live`).
     fn write_live(&self, record: &LiveRecord) {
         let mut v = record.to_json();
         v["first_invalid"] = serde_json::to_value(self.counts.first()).unwrap_or_default();
+        // When this was written, seconds into the run (the live page says it).
+        v["updated_s"] = self.started.elapsed().as_secs_f64().into();
         if let Err(e) = self.run_dir.write_json(LIVE_FILE, &v) {
             tracing::warn!("{LIVE_FILE}: {e}");
+            return;
+        }
+        if let Err(e) = crate::report::page::write_live_page(&self.run_dir.path) {
+            tracing::warn!("{e}");
         }
     }
 }
