@@ -170,7 +170,7 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
 /// vocabulary that built-in clients share: register `read`/`write`/`cas` (`[old, new]`), set
 /// `add`/`read` (a `read` is a set read when the client serves the set workload).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KvOp {
+pub enum WorkloadOp {
     /// Read a register.
     Read,
     /// Write a register.
@@ -183,55 +183,55 @@ pub enum KvOp {
     SetRead,
 }
 
-impl KvOp {
+impl WorkloadOp {
     /// Parse `f` and `value`; `set` when the client serves the set workload. The error names
     /// the op and what was expected.
-    pub fn parse(f: &str, value: &Value, set: bool) -> Result<KvOp, String> {
+    pub fn parse(f: &str, value: &Value, set: bool) -> Result<WorkloadOp, String> {
         let int = |v: &Value| {
             v.as_i64()
                 .ok_or_else(|| format!("{f}: expected an integer, got {v}"))
         };
         match f {
-            "read" if set => Ok(KvOp::SetRead),
-            "add" if set => Ok(KvOp::SetAdd(int(value)?)),
-            "read" => Ok(KvOp::Read),
-            "write" => Ok(KvOp::Write(int(value)?)),
+            "read" if set => Ok(WorkloadOp::SetRead),
+            "add" if set => Ok(WorkloadOp::SetAdd(int(value)?)),
+            "read" => Ok(WorkloadOp::Read),
+            "write" => Ok(WorkloadOp::Write(int(value)?)),
             "cas" => match value.as_array().map(Vec::as_slice) {
-                Some([old, new]) => Ok(KvOp::Cas(int(old)?, int(new)?)),
+                Some([old, new]) => Ok(WorkloadOp::Cas(int(old)?, int(new)?)),
                 _ => Err(format!("cas: expected [old, new], got {value}")),
             },
             other => Err(format!("unsupported op {other:?}")),
         }
     }
 
-    /// [`KvOp::parse`] of an op on `key`, which the kv workloads always name: the op and its
+    /// [`WorkloadOp::parse`] of an op on `key`, which the kv workloads always name: the op and its
     /// key, or the `fail` completion a malformed op gets (nothing was sent).
     pub fn parse_keyed<'k>(
         f: &str,
         key: Option<&'k str>,
         value: &Value,
         set: bool,
-    ) -> Result<(KvOp, &'k str), Completion> {
+    ) -> Result<(WorkloadOp, &'k str), Completion> {
         let fail = |error| Completion::Fail {
             error,
             value: value.clone(),
         };
-        let op = KvOp::parse(f, value, set).map_err(fail)?;
+        let op = WorkloadOp::parse(f, value, set).map_err(fail)?;
         let key = key.ok_or_else(|| fail(format!("{f}: no key")))?;
         Ok((op, key))
     }
 
     /// True for register and set reads.
     pub fn is_read(self) -> bool {
-        matches!(self, KvOp::Read | KvOp::SetRead)
+        matches!(self, WorkloadOp::Read | WorkloadOp::SetRead)
     }
 
     /// The op's value as it appears in the history.
     pub fn value(self) -> Value {
         match self {
-            KvOp::Read | KvOp::SetRead => Value::Null,
-            KvOp::Write(v) | KvOp::SetAdd(v) => serde_json::json!(v),
-            KvOp::Cas(old, new) => serde_json::json!([old, new]),
+            WorkloadOp::Read | WorkloadOp::SetRead => Value::Null,
+            WorkloadOp::Write(v) | WorkloadOp::SetAdd(v) => serde_json::json!(v),
+            WorkloadOp::Cas(old, new) => serde_json::json!([old, new]),
         }
     }
 }
@@ -243,19 +243,31 @@ mod tests {
 
     #[test]
     fn kv_ops_parse_per_workload_and_bad_arguments_are_rejected() {
-        assert_eq!(KvOp::parse("read", &Value::Null, false), Ok(KvOp::Read));
-        assert_eq!(KvOp::parse("write", &json!(3), false), Ok(KvOp::Write(3)));
         assert_eq!(
-            KvOp::parse("cas", &json!([1, 2]), false),
-            Ok(KvOp::Cas(1, 2))
+            WorkloadOp::parse("read", &Value::Null, false),
+            Ok(WorkloadOp::Read)
         );
-        assert!(KvOp::parse("cas", &json!([1]), false).is_err());
-        assert!(KvOp::parse("write", &json!("x"), false).is_err());
-        assert!(KvOp::parse("append", &json!(1), false).is_err());
+        assert_eq!(
+            WorkloadOp::parse("write", &json!(3), false),
+            Ok(WorkloadOp::Write(3))
+        );
+        assert_eq!(
+            WorkloadOp::parse("cas", &json!([1, 2]), false),
+            Ok(WorkloadOp::Cas(1, 2))
+        );
+        assert!(WorkloadOp::parse("cas", &json!([1]), false).is_err());
+        assert!(WorkloadOp::parse("write", &json!("x"), false).is_err());
+        assert!(WorkloadOp::parse("append", &json!(1), false).is_err());
         // The set workload: add and a whole-set read; add is no register op.
-        assert_eq!(KvOp::parse("read", &Value::Null, true), Ok(KvOp::SetRead));
-        assert_eq!(KvOp::parse("add", &json!(7), true), Ok(KvOp::SetAdd(7)));
-        assert!(KvOp::parse("add", &json!(7), false).is_err());
-        assert!(KvOp::parse("add", &json!("x"), true).is_err());
+        assert_eq!(
+            WorkloadOp::parse("read", &Value::Null, true),
+            Ok(WorkloadOp::SetRead)
+        );
+        assert_eq!(
+            WorkloadOp::parse("add", &json!(7), true),
+            Ok(WorkloadOp::SetAdd(7))
+        );
+        assert!(WorkloadOp::parse("add", &json!(7), false).is_err());
+        assert!(WorkloadOp::parse("add", &json!("x"), true).is_err());
     }
 }

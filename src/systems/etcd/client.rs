@@ -69,7 +69,7 @@
 
 use super::wire::*;
 pub use super::wire::{CasOutcome, EtcdError};
-use crate::client::{Client, Completion, KvOp};
+use crate::client::{Client, Completion, WorkloadOp};
 use crate::config::ReadMode;
 use crate::model::CAS_MISMATCH;
 use base64::Engine;
@@ -535,12 +535,12 @@ impl EtcdClient {
             };
         }
         // Register and set ops: the one reading of their vocabulary the built-in clients share.
-        let op = match KvOp::parse(f, value, self.set_reads) {
+        let op = match WorkloadOp::parse(f, value, self.set_reads) {
             Ok(op) => op,
             Err(message) => return invalid(message),
         };
         match op {
-            KvOp::SetRead => match self.set_read_at(read_endpoint, key).await {
+            WorkloadOp::SetRead => match self.set_read_at(read_endpoint, key).await {
                 Ok(elements) => Completion::Ok {
                     value: Value::from(elements),
                     version: None,
@@ -551,14 +551,14 @@ impl EtcdClient {
                     value: value.clone(),
                 },
             },
-            KvOp::SetAdd(e) => match self.set_add(key, e).await {
+            WorkloadOp::SetAdd(e) => match self.set_add(key, e).await {
                 Ok(rev) => Completion::Ok {
                     value: value.clone(),
                     version: Some(rev),
                 },
                 Err(e) => write_error(e, value),
             },
-            KvOp::Read => match self.get_value_at(read_endpoint, &full_key).await {
+            WorkloadOp::Read => match self.get_value_at(read_endpoint, &full_key).await {
                 Ok(Some((v, rev))) => Completion::Ok {
                     value: v,
                     version: Some(rev),
@@ -573,14 +573,14 @@ impl EtcdClient {
                     value: value.clone(),
                 },
             },
-            KvOp::Write(v) => match self.put(&full_key, v).await {
+            WorkloadOp::Write(v) => match self.put(&full_key, v).await {
                 Ok(rev) => Completion::Ok {
                     value: value.clone(),
                     version: Some(rev),
                 },
                 Err(e) => write_error(e, value),
             },
-            KvOp::Cas(old, new) => match self.cas(&full_key, old, new).await {
+            WorkloadOp::Cas(old, new) => match self.cas(&full_key, old, new).await {
                 Ok(CasOutcome::Swapped { revision }) => Completion::Ok {
                     value: value.clone(),
                     version: Some(revision),

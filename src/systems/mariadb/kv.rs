@@ -23,7 +23,7 @@
 //! tables (`db` creates them) or the transaction workload (`txn`).
 
 use super::conn::{FailReason, MyClientConfig, Router, breaks_connection, describe};
-use crate::client::{Client, Completion, KvOp};
+use crate::client::{Client, Completion, WorkloadOp};
 use crate::model::CAS_MISMATCH;
 use mysql_async::prelude::Queryable;
 use serde_json::{Value, json};
@@ -78,7 +78,12 @@ impl MyKvClient {
         self
     }
 
-    async fn run(&mut self, i: usize, key: &str, op: KvOp) -> Result<Answer, mysql_async::Error> {
+    async fn run(
+        &mut self,
+        i: usize,
+        key: &str,
+        op: WorkloadOp,
+    ) -> Result<Answer, mysql_async::Error> {
         if self.conns[i].is_none() {
             self.conns[i] = Some(self.cfg.connect(i).await?);
         }
@@ -89,17 +94,17 @@ impl MyKvClient {
             version: conn.last_insert_id().unwrap_or(0),
         };
         Ok(match op {
-            KvOp::Read => Answer::Row(conn.exec_first(READ_SQL, (key,)).await?),
-            KvOp::SetRead => Answer::Elements(conn.exec(SET_READ_SQL, (key,)).await?),
-            KvOp::Write(v) => {
+            WorkloadOp::Read => Answer::Row(conn.exec_first(READ_SQL, (key,)).await?),
+            WorkloadOp::SetRead => Answer::Elements(conn.exec(SET_READ_SQL, (key,)).await?),
+            WorkloadOp::Write(v) => {
                 conn.exec_drop(WRITE_SQL, (key, v)).await?;
                 written(conn)
             }
-            KvOp::Cas(old, new) => {
+            WorkloadOp::Cas(old, new) => {
                 conn.exec_drop(CAS_SQL, (new, key, old)).await?;
                 written(conn)
             }
-            KvOp::SetAdd(e) => {
+            WorkloadOp::SetAdd(e) => {
                 conn.exec_drop(SET_ADD_SQL, (key, e)).await?;
                 written(conn)
             }
@@ -108,7 +113,7 @@ impl MyKvClient {
 }
 
 /// The completion of an answered op.
-fn answered(op: KvOp, answer: Answer) -> Completion {
+fn answered(op: WorkloadOp, answer: Answer) -> Completion {
     match (op, answer) {
         (_, Answer::Row(None)) => Completion::Ok {
             value: Value::Null,
@@ -122,11 +127,11 @@ fn answered(op: KvOp, answer: Answer) -> Completion {
             value: json!(es),
             version: None,
         },
-        (KvOp::Cas(..), Answer::Written { rows: 0, .. }) => Completion::Fail {
+        (WorkloadOp::Cas(..), Answer::Written { rows: 0, .. }) => Completion::Fail {
             error: CAS_MISMATCH.into(),
             value: op.value(),
         },
-        (KvOp::SetAdd(_), Answer::Written { .. }) => Completion::Ok {
+        (WorkloadOp::SetAdd(_), Answer::Written { .. }) => Completion::Ok {
             value: op.value(),
             version: None,
         },
@@ -140,7 +145,7 @@ fn answered(op: KvOp, answer: Answer) -> Completion {
 #[async_trait::async_trait]
 impl Client for MyKvClient {
     async fn invoke(&mut self, f: &str, key: Option<&str>, value: &Value) -> Completion {
-        let (op, key) = match KvOp::parse_keyed(f, key, value, self.set_ops) {
+        let (op, key) = match WorkloadOp::parse_keyed(f, key, value, self.set_ops) {
             Ok(parsed) => parsed,
             Err(refused) => return refused,
         };
@@ -209,13 +214,13 @@ mod tests {
 
     #[test]
     fn answers_become_completions_with_their_versions() {
-        let c = answered(KvOp::Read, Answer::Row(Some((Some(4), 7))));
+        let c = answered(WorkloadOp::Read, Answer::Row(Some((Some(4), 7))));
         assert_eq!(c.op_type(), crate::history::OpType::Ok);
         assert!(matches!(c, Completion::Ok { ref value, version: Some(7) } if *value == json!(4)));
-        let c = answered(KvOp::Read, Answer::Row(None));
+        let c = answered(WorkloadOp::Read, Answer::Row(None));
         assert!(matches!(c, Completion::Ok { ref value, version: None } if value.is_null()));
         let c = answered(
-            KvOp::Write(3),
+            WorkloadOp::Write(3),
             Answer::Written {
                 rows: 2,
                 version: 5,
@@ -223,7 +228,7 @@ mod tests {
         );
         assert!(matches!(c, Completion::Ok { ref value, version: Some(5) } if *value == json!(3)));
         let c = answered(
-            KvOp::Cas(1, 2),
+            WorkloadOp::Cas(1, 2),
             Answer::Written {
                 rows: 0,
                 version: 0,
@@ -231,14 +236,14 @@ mod tests {
         );
         assert_eq!(c.error(), Some(CAS_MISMATCH));
         let c = answered(
-            KvOp::SetAdd(9),
+            WorkloadOp::SetAdd(9),
             Answer::Written {
                 rows: 0,
                 version: 0,
             },
         );
         assert_eq!(c.op_type(), crate::history::OpType::Ok);
-        let c = answered(KvOp::SetRead, Answer::Elements(vec![1, 2]));
+        let c = answered(WorkloadOp::SetRead, Answer::Elements(vec![1, 2]));
         assert!(matches!(c, Completion::Ok { ref value, .. } if *value == json!([1, 2])));
     }
 

@@ -51,7 +51,7 @@
 //! In autocommit a statement's `ERROR` rolls its transaction back (PostgreSQL escalates errors
 //! after the commit record to `PANIC`), so the definite classes are safe; the rest stay unknown.
 
-use crate::client::{Client, Completion, KvOp};
+use crate::client::{Client, Completion, WorkloadOp};
 use crate::config::ReadFrom;
 use crate::model::CAS_MISMATCH;
 use rand::RngExt;
@@ -313,7 +313,7 @@ impl PgClient {
     }
 
     /// Run one op on node `i`; errors carry whether the statement was sent.
-    async fn run(&mut self, i: usize, key: &str, op: KvOp) -> Completion {
+    async fn run(&mut self, i: usize, key: &str, op: WorkloadOp) -> Completion {
         if self.conns[i].as_ref().is_some_and(|c| c.client.is_closed()) {
             self.conns[i] = None;
         }
@@ -331,25 +331,29 @@ impl PgClient {
         let conn = self.conns[i].as_ref().expect("connection just opened");
         self.sent = true;
         let result = match op {
-            KvOp::SetAdd(e) => conn
+            WorkloadOp::SetAdd(e) => conn
                 .client
                 .execute(&conn.set_add, &[&key, &e])
                 .await
                 .map(|_| None),
-            KvOp::SetRead => match conn.client.query(&conn.set_read, &[&key]).await {
+            WorkloadOp::SetRead => match conn.client.query(&conn.set_read, &[&key]).await {
                 Ok(rows) => return set_read_completion(&rows),
                 Err(e) => Err(e),
             },
-            KvOp::Read if self.lww => conn.client.query_opt(LWW_READ_SQL, &[&key]).await,
-            KvOp::Write(v) if self.lww => conn.client.query_opt(LWW_WRITE_SQL, &[&key, &v]).await,
-            KvOp::Read => conn.client.query_opt(&conn.read, &[&key]).await,
-            KvOp::Write(v) => conn.client.query_opt(&conn.write, &[&key, &v]).await,
-            KvOp::Cas(old, new) => conn.client.query_opt(&conn.cas, &[&key, &old, &new]).await,
+            WorkloadOp::Read if self.lww => conn.client.query_opt(LWW_READ_SQL, &[&key]).await,
+            WorkloadOp::Write(v) if self.lww => {
+                conn.client.query_opt(LWW_WRITE_SQL, &[&key, &v]).await
+            }
+            WorkloadOp::Read => conn.client.query_opt(&conn.read, &[&key]).await,
+            WorkloadOp::Write(v) => conn.client.query_opt(&conn.write, &[&key, &v]).await,
+            WorkloadOp::Cas(old, new) => {
+                conn.client.query_opt(&conn.cas, &[&key, &old, &new]).await
+            }
         };
         match result {
             // The write's own stamp is not a version of what is stored (it may have been
             // dropped): an LWW write reports none; LWW reads report the stored row's stamp.
-            Ok(_) if self.lww && matches!(op, KvOp::Write(_)) => Completion::Ok {
+            Ok(_) if self.lww && matches!(op, WorkloadOp::Write(_)) => Completion::Ok {
                 value: op.value(),
                 version: None,
             },
@@ -362,7 +366,7 @@ impl PgClient {
                     self.conns[i] = None;
                 }
                 match (op, certainty) {
-                    (KvOp::Read | KvOp::SetRead, _) | (_, Certainty::NotApplied) => {
+                    (WorkloadOp::Read | WorkloadOp::SetRead, _) | (_, Certainty::NotApplied) => {
                         Completion::Fail {
                             error,
                             value: op.value(),
@@ -396,22 +400,22 @@ fn set_read_completion(rows: &[tokio_postgres::Row]) -> Completion {
     }
 }
 
-fn ok_completion(op: KvOp, row: Option<tokio_postgres::Row>) -> Completion {
+fn ok_completion(op: WorkloadOp, row: Option<tokio_postgres::Row>) -> Completion {
     let get = |row: &tokio_postgres::Row, col: usize| -> Result<Option<i64>, String> {
         row.try_get::<_, Option<i64>>(col)
             .map_err(|e| format!("undecodable column {col}: {e}"))
     };
     match (op, row) {
-        (KvOp::Read, None) => Completion::Ok {
+        (WorkloadOp::Read, None) => Completion::Ok {
             value: Value::Null,
             version: None,
         },
         // Set reads complete in `set_read_completion`; never reached.
-        (KvOp::SetRead, _) => Completion::Fail {
+        (WorkloadOp::SetRead, _) => Completion::Fail {
             error: "set read has no single row".into(),
             value: Value::Null,
         },
-        (KvOp::Read, Some(row)) => match (get(&row, 0), get(&row, 1)) {
+        (WorkloadOp::Read, Some(row)) => match (get(&row, 0), get(&row, 1)) {
             (Ok(value), Ok(version)) => Completion::Ok {
                 value: value.map_or(Value::Null, |v| json!(v)),
                 version,
@@ -421,15 +425,15 @@ fn ok_completion(op: KvOp, row: Option<tokio_postgres::Row>) -> Completion {
                 value: Value::Null,
             },
         },
-        (KvOp::Cas(..), None) => Completion::Fail {
+        (WorkloadOp::Cas(..), None) => Completion::Fail {
             error: CAS_MISMATCH.into(),
             value: op.value(),
         },
-        (KvOp::Write(_), None) => Completion::Info {
+        (WorkloadOp::Write(_), None) => Completion::Info {
             error: "write returned no row".into(),
         },
         // An insert that did nothing on conflict: the element is there either way.
-        (KvOp::SetAdd(_), None) => Completion::Ok {
+        (WorkloadOp::SetAdd(_), None) => Completion::Ok {
             value: op.value(),
             version: None,
         },
@@ -446,13 +450,13 @@ fn ok_completion(op: KvOp, row: Option<tokio_postgres::Row>) -> Completion {
 #[async_trait::async_trait]
 impl Client for PgClient {
     async fn invoke(&mut self, f: &str, key: Option<&str>, value: &Value) -> Completion {
-        let (op, key) = match KvOp::parse_keyed(f, key, value, self.set_ops) {
+        let (op, key) = match WorkloadOp::parse_keyed(f, key, value, self.set_ops) {
             Ok(parsed) => parsed,
             Err(refused) => return refused,
         };
         let node = match op {
             // LWW is decided by the primary's clock: an application reads it there.
-            KvOp::Read | KvOp::SetRead if !self.lww => self.pick_read_node(),
+            WorkloadOp::Read | WorkloadOp::SetRead if !self.lww => self.pick_read_node(),
             _ => self.primary(),
         };
         self.sent = false;

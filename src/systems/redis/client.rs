@@ -43,7 +43,7 @@
 //! | connection lost, IO error or timeout after the command was sent       | Info       |
 //! | the write succeeded but `WAIT` errored or counted too few replicas    | Info       |
 
-use crate::client::{Client, Completion, KvOp};
+use crate::client::{Client, Completion, WorkloadOp};
 use crate::config::ReadFrom;
 use crate::model::CAS_MISMATCH;
 use rand::RngExt;
@@ -146,7 +146,7 @@ pub struct RedisClient {
     sent: bool,
     /// The op in flight and the node it was sent to (`None`: the primary), for
     /// [`Client::timed_out`].
-    current: Option<(Option<usize>, KvOp)>,
+    current: Option<(Option<usize>, WorkloadOp)>,
 }
 
 /// Why an op did not complete, with whether its command reached a connection.
@@ -314,7 +314,7 @@ impl RedisClient {
         &mut self,
         target: Option<usize>,
         key: &str,
-        op: KvOp,
+        op: WorkloadOp,
     ) -> (Option<usize>, Completion) {
         let mut node = target;
         let result = async {
@@ -331,7 +331,7 @@ impl RedisClient {
                 server_reply: is_server_reply(&e),
             };
             let done = match op {
-                KvOp::Read => {
+                WorkloadOp::Read => {
                     let (v, version): (Option<String>, Option<i64>) = redis::cmd("HMGET")
                         .arg(key)
                         .arg("value")
@@ -344,7 +344,7 @@ impl RedisClient {
                         version,
                     }
                 }
-                KvOp::SetRead => {
+                WorkloadOp::SetRead => {
                     let members: Vec<String> = redis::cmd("SMEMBERS")
                         .arg(key)
                         .query_async(&mut conn)
@@ -355,7 +355,7 @@ impl RedisClient {
                         version: None,
                     }
                 }
-                KvOp::Write(v) => {
+                WorkloadOp::Write(v) => {
                     let version: i64 = self
                         .write
                         .key(key)
@@ -365,7 +365,7 @@ impl RedisClient {
                         .map_err(sent_error)?;
                     self.after_write(&mut conn, i, op, Some(version)).await
                 }
-                KvOp::SetAdd(v) => {
+                WorkloadOp::SetAdd(v) => {
                     let _added: i64 = redis::cmd("SADD")
                         .arg(key)
                         .arg(v)
@@ -374,7 +374,7 @@ impl RedisClient {
                         .map_err(sent_error)?;
                     self.after_write(&mut conn, i, op, None).await
                 }
-                KvOp::Cas(old, new) => {
+                WorkloadOp::Cas(old, new) => {
                     let version: i64 = self
                         .cas
                         .key(key)
@@ -407,7 +407,7 @@ impl RedisClient {
         &self,
         conn: &mut MultiplexedConnection,
         i: usize,
-        op: KvOp,
+        op: WorkloadOp,
         version: Option<i64>,
     ) -> Completion {
         let ok = Completion::Ok {
@@ -447,7 +447,7 @@ impl RedisClient {
         &mut self,
         node: Option<usize>,
         target: Option<usize>,
-        op: KvOp,
+        op: WorkloadOp,
         f: Failure,
     ) -> Completion {
         if let Some(i) = node
@@ -478,7 +478,7 @@ fn member(s: &str) -> Value {
 #[async_trait::async_trait]
 impl Client for RedisClient {
     async fn invoke(&mut self, f: &str, key: Option<&str>, value: &Value) -> Completion {
-        let (op, key) = match KvOp::parse_keyed(f, key, value, self.set) {
+        let (op, key) = match WorkloadOp::parse_keyed(f, key, value, self.set) {
             Ok(parsed) => parsed,
             Err(refused) => return refused,
         };
