@@ -276,9 +276,19 @@ fn upload_download_round_trip_binary_with_mode() {
     assert_eq!(mode.trim(), "755");
 
     match r.download("/nonexistent/shakedown/file", &local) {
+        Err(ExecError::NoSuchFile { node, path }) => {
+            assert_eq!(
+                (node.as_str(), path.as_str()),
+                ("n1", "/nonexistent/shakedown/file")
+            );
+        }
+        other => panic!("expected NoSuchFile, got {other:?}"),
+    }
+    // A file that is there but cannot be read is a failure, not a missing file.
+    match r.download("/", &local) {
         Err(ExecError::Failed { node, stderr, .. }) => {
             assert_eq!(node, "n1");
-            assert!(stderr.contains("No such file"), "{stderr}");
+            assert!(stderr.contains("Is a directory"), "{stderr}");
         }
         other => panic!("expected Failed, got {other:?}"),
     }

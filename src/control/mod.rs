@@ -137,6 +137,14 @@ pub enum ExecError {
         /// Standard error of the command, trimmed.
         stderr: String,
     },
+    /// A file asked for by [`Remote::download`] does not exist on the node.
+    #[error("node {node}: no file {path}")]
+    NoSuchFile {
+        /// Node name.
+        node: String,
+        /// The path on the node.
+        path: String,
+    },
     /// A local file could not be read or written (download target, private key).
     #[error("node {node}: local file {}: {source}", path.display())]
     Io {
@@ -178,6 +186,7 @@ impl ExecError {
             | ExecError::OutOfTime { node, .. }
             | ExecError::Transport { node, .. }
             | ExecError::Failed { node, .. }
+            | ExecError::NoSuchFile { node, .. }
             | ExecError::Io { node, .. }
             | ExecError::NotConnected { node, .. }
             | ExecError::Task { node, .. } => node,

@@ -668,6 +668,18 @@ impl Remote for SshRemote {
         let cmd = Cmd::new("cat").arg("--").arg(remote_path).sudo(true);
         let out = self.exec_raw(&cmd)?;
         if out.status != 0 || out.signal.is_some() {
+            // A missing file is told apart (asked with `test -e`, whatever language cat's
+            // error is in), so a caller can take "not there" as an answer.
+            let exists = Cmd::new("test").arg("-e").arg(remote_path).sudo(true);
+            if self
+                .exec_raw(&exists)
+                .is_ok_and(|o| o.status == 1 && o.signal.is_none())
+            {
+                return Err(ExecError::NoSuchFile {
+                    node: self.node.clone(),
+                    path: remote_path.to_string(),
+                });
+            }
             return Err(self.failed(&cmd, &out));
         }
         std::fs::write(local_path, &out.stdout).map_err(|source| ExecError::Io {

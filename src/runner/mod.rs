@@ -589,7 +589,7 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
                     match r.download(&f, &dir.join(name)) {
                         Ok(()) => {}
                         // A log the server never wrote is not a cleanup failure.
-                        Err(e) if e.to_string().contains("No such file or directory") => {
+                        Err(crate::control::ExecError::NoSuchFile { .. }) => {
                             tracing::debug!("{}: no {f} to download", node.name);
                         }
                         Err(e) => errs.push(format!("{}: downloading {f}: {e}", node.name)),
