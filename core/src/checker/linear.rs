@@ -235,6 +235,10 @@ fn par_map<T: Sync, R: Send>(
     items: &[T],
     f: impl Fn(&T) -> R + Sync + Send,
 ) -> Vec<R> {
+    // One item needs no pool: starting rayon's threads is most of a small check's time.
+    if items.len() <= 1 {
+        return items.iter().map(&f).collect();
+    }
     let run = || items.par_iter().map(&f).collect();
     match config.threads {
         Some(t) => match rayon::ThreadPoolBuilder::new()
