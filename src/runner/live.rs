@@ -768,6 +768,20 @@ mod tests {
         }
     }
 
+    /// The end-of-run check of `history` with `reuse`: the search of what is left, merged.
+    fn final_check(reuse: &Reuse, history: &History) -> LinearResult {
+        let (rest, orig) = reuse.remaining(history);
+        let options = crate::model::ModelOptions::preset(crate::model::SemanticsPreset::Etcd);
+        let searched = crate::checker::compose::check_linear_with(
+            "cas-register",
+            &rest,
+            &options,
+            LinearConfig::default(),
+        )
+        .unwrap();
+        reuse.merge(searched, &orig, history, true)
+    }
+
     #[test]
     fn the_final_check_reuses_live_parts_and_agrees_with_a_whole_check() {
         // Key a: a stale read (invalid); key b: fine; ops interleaved in the history.
@@ -792,17 +806,9 @@ mod tests {
             parts: mapped.parts.clone(),
             valid: 0,
         };
-        let (rest, orig) = reuse.remaining(&history);
-        assert_eq!(orig, vec![1, 3, 6, 7]);
+        assert_eq!(reuse.remaining(&history).1, vec![1, 3, 6, 7]);
+        let merged = final_check(&reuse, &history);
         let options = crate::model::ModelOptions::preset(crate::model::SemanticsPreset::Etcd);
-        let searched = crate::checker::compose::check_linear_with(
-            "cas-register",
-            &rest,
-            &options,
-            LinearConfig::default(),
-        )
-        .unwrap();
-        let merged = reuse.merge(searched, &orig, &history, true);
         let whole = crate::checker::compose::check_linear_with(
             "cas-register",
             &history,
@@ -868,16 +874,7 @@ mod tests {
         assert_eq!(reuse.valid, 1);
         assert_eq!(reuse.keys(), HashSet::from(["a"]));
         // The final check searches b again and finds the stale read.
-        let (rest, orig) = reuse.remaining(&later);
-        let options = crate::model::ModelOptions::preset(crate::model::SemanticsPreset::Etcd);
-        let searched = crate::checker::compose::check_linear_with(
-            "cas-register",
-            &rest,
-            &options,
-            LinearConfig::default(),
-        )
-        .unwrap();
-        let merged = reuse.merge(searched, &orig, &later, true);
+        let merged = final_check(&reuse, &later);
         let verdicts: Vec<(Option<String>, Verdict)> = merged
             .parts
             .iter()
