@@ -335,6 +335,10 @@ pub fn remap_positions(r: &mut LinearResult, orig: &[u64]) {
 pub struct LiveChecker {
     counts: Arc<LiveCounts>,
     done: Arc<AtomicBool>,
+    /// Set when the checker is dropped without [`LiveChecker::join`] (a run that ends in an
+    /// error): the thread then writes nothing more, so its `index.html` cannot land on top of
+    /// the page the end of the run writes.
+    abandoned: Arc<AtomicBool>,
     anomaly: tokio::sync::watch::Receiver<bool>,
     thread: Option<std::thread::JoinHandle<LiveRecord>>,
 }
@@ -344,6 +348,7 @@ impl LiveChecker {
     pub fn start(cfg: LiveConfig, run_dir: RunDir, started: Instant) -> std::io::Result<Self> {
         let counts = Arc::new(LiveCounts::default());
         let done = Arc::new(AtomicBool::new(false));
+        let abandoned = Arc::new(AtomicBool::new(false));
         let (tx, anomaly) = tokio::sync::watch::channel(false);
         let tail = Tail {
             cfg,
@@ -351,6 +356,7 @@ impl LiveChecker {
             started,
             counts: counts.clone(),
             done: done.clone(),
+            abandoned: abandoned.clone(),
             anomaly: tx,
         };
         let thread = std::thread::Builder::new()
@@ -359,6 +365,7 @@ impl LiveChecker {
         Ok(LiveChecker {
             counts,
             done,
+            abandoned,
             anomaly,
             thread: Some(thread),
         })
@@ -391,12 +398,22 @@ impl LiveChecker {
     }
 }
 
+impl Drop for LiveChecker {
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            self.abandoned.store(true, Ordering::Relaxed);
+            self.finish();
+        }
+    }
+}
+
 struct Tail {
     cfg: LiveConfig,
     run_dir: RunDir,
     started: Instant,
     counts: Arc<LiveCounts>,
     done: Arc<AtomicBool>,
+    abandoned: Arc<AtomicBool>,
     anomaly: tokio::sync::watch::Sender<bool>,
 }
 
@@ -485,7 +502,10 @@ impl Tail {
                             &only_part(&local, part.key.as_deref()),
                             &batch,
                         );
-                        if let Err(e) = self.run_dir.write_text(LINEAR_WITNESS_FILE, &page) {
+                        // Not once abandoned: the end of the run writes the witness page.
+                        if !self.abandoned.load(Ordering::Relaxed)
+                            && let Err(e) = self.run_dir.write_text(LINEAR_WITNESS_FILE, &page)
+                        {
                             tracing::warn!("live witness page: {e}");
                         }
                         let _ = self.anomaly.send(true);
@@ -507,6 +527,9 @@ impl Tail {
 
     /// live.json, and the run page while the run goes on (`report::page::live`).
     fn write_live(&self, record: &LiveRecord) {
+        if self.abandoned.load(Ordering::Relaxed) {
+            return;
+        }
         let mut v = record.to_json();
         v["first_invalid"] = serde_json::to_value(self.counts.first()).unwrap_or_default();
         // When this was written, seconds into the run (the live page says it).
@@ -888,6 +911,31 @@ mod tests {
             ]
         );
         assert_eq!(merged.verdict, Verdict::Invalid);
+    }
+
+    #[test]
+    fn a_checker_dropped_without_join_writes_no_page_over_the_runs_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let run_dir = RunDir::open(dir.path());
+        run_dir
+            .write_json(crate::store::TEST_FILE, &serde_json::json!({"name": "t"}))
+            .unwrap();
+        std::fs::write(run_dir.history_path(), "").unwrap();
+        let live = LiveChecker::start(live_cfg(), run_dir.clone(), Instant::now()).unwrap();
+        // It says live checking is on (the page it writes at start).
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !dir.path().join("index.html").exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(dir.path().join("index.html").exists());
+        // A run that ends in an error drops it; the end of the run writes its own page.
+        drop(live);
+        run_dir.write_text("index.html", "final").unwrap();
+        std::thread::sleep(POLL * 3);
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("index.html")).unwrap(),
+            "final"
+        );
     }
 
     #[test]
