@@ -864,6 +864,21 @@ mod tests {
         )
         .unwrap();
         assert_eq!(h.ops[0].key.as_deref(), Some("7"));
+        let line = |key: &str| format!(r#"{{"type":"invoke","process":0,"f":"read","key":{key}}}"#);
+        let read = |key: &str| History::read_jsonl(line(key).as_bytes(), "t");
+        assert_eq!(read("-3").unwrap().ops[0].key.as_deref(), Some("-3"));
+        assert_eq!(read("null").unwrap().ops[0].key, None);
+        for (bad, shown) in [
+            ("[1]", "[1]"),
+            (r#"{"a":1}"#, r#"{"a":1}"#),
+            ("true", "true"),
+        ] {
+            let e = read(bad).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("key must be a string or integer, got {shown}")),
+                "{e}"
+            );
+        }
     }
 
     #[test]
