@@ -57,8 +57,10 @@ pub fn clip(timeout_ms: u64, deadline: Option<Instant>, now: Instant) -> Result<
     if left.is_zero() {
         return Err(());
     }
-    // At least 1 ms: a positive bound must not read as "no timeout".
-    let left_ms = left.as_millis().max(1) as u64;
+    // Rounded up, so a command cut off by the bound ends at or after it (the nemesis client
+    // names the bound exactly when the work ran up to it); at least 1 ms, so a positive bound
+    // never reads as "no timeout".
+    let left_ms = left.as_micros().div_ceil(1000).max(1) as u64;
     Ok(if timeout_ms == 0 {
         left_ms
     } else {
@@ -121,5 +123,9 @@ mod tests {
             clip(60_000, Some(now + Duration::from_micros(10)), now),
             Ok(1)
         );
+        // A part of a millisecond left counts as a whole one: cut off at the bound, a command
+        // must not end a hair before it.
+        let d = Some(now + Duration::from_micros(2_999_700));
+        assert_eq!(clip(60_000, d, now), Ok(3_000));
     }
 }
