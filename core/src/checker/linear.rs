@@ -139,6 +139,9 @@ pub struct LinearConfig {
     pub minimize_time_limit: Option<Duration>,
     /// How many steps at the end of the longest linearizable prefix the witness keeps.
     pub prefix_tail_len: usize,
+    /// Keep each valid part's linearization ([`PartSummary::linearization`]): live checking
+    /// hands it to the end-of-run check, which then checks a key's later ops against it.
+    pub keep_linearization: bool,
 }
 
 impl LinearConfig {
@@ -172,6 +175,7 @@ impl Default for LinearConfig {
             witness: WitnessMode::Fast,
             minimize_time_limit: Some(Duration::from_secs(2)),
             prefix_tail_len: 50,
+            keep_linearization: false,
         }
     }
 }
@@ -442,8 +446,19 @@ pub fn check_history<M: Model>(
         .into_iter()
         .map(|(i, outcome, stats, took)| {
             let part = &parts[i];
+            let mut linearization = None;
             let (verdict, reason, cause, witness) = match outcome {
-                Outcome::Valid => (Verdict::Valid, None, None, None),
+                Outcome::Valid(order) => {
+                    if config.keep_linearization {
+                        linearization = Some(
+                            order
+                                .iter()
+                                .map(|&id| part.ops[id as usize].invoke_idx() as u64)
+                                .collect(),
+                        );
+                    }
+                    (Verdict::Valid, None, None, None)
+                }
                 Outcome::Aborted(cause, r) => {
                     match cause {
                         Cause::Settled => undecided.settled += 1,
@@ -476,6 +491,7 @@ pub fn check_history<M: Model>(
                 cache_entries: stats.cache_entries,
                 cache_bytes: stats.cache_bytes,
                 witness,
+                linearization,
             }
         })
         .collect();
@@ -980,7 +996,7 @@ mod tests {
                     aborted += 1;
                     continue;
                 }
-                Outcome::Valid => panic!("seed {seed}: expected invalid"),
+                Outcome::Valid(_) => panic!("seed {seed}: expected invalid"),
             };
             assert_eq!(ops[b.op].completion_idx(), Some(t), "seed {seed}");
             let mut s = m.init();

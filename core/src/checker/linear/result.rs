@@ -90,6 +90,11 @@ pub struct PartSummary {
     pub cache_bytes: usize,
     /// Witness, for an invalid part.
     pub witness: Option<Witness>,
+    /// For a valid part checked with `LinearConfig::keep_linearization`: the history positions
+    /// of the invokes of one linearization, in order (every completed op that imposes
+    /// something, and the pending ops it let take effect). Not serialized.
+    #[serde(skip)]
+    pub linearization: Option<Vec<u64>>,
 }
 
 /// Result of a linearizability check.

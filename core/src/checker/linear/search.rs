@@ -199,7 +199,9 @@ pub(crate) struct Blocked {
 
 /// What one search found.
 pub(crate) enum Outcome {
-    Valid,
+    /// Linearizable: the part-local ids of one linearization, in order (its completed ops and
+    /// the pending ops it let take effect).
+    Valid(Vec<u32>),
     Invalid(Blocked),
     Aborted(Cause, String),
     /// Stopped at `Limits::max_entries`: search again with a bigger cap for a verdict.
@@ -581,7 +583,7 @@ pub(crate) fn search<M: Model>(
     let n = ops.len();
     let mut stats = Stats::default();
     if n == 0 {
-        return (Outcome::Valid, stats);
+        return (Outcome::Valid(Vec::new()), stats);
     }
     if n >= (u32::MAX as usize - 2) / 2 {
         return (
@@ -631,7 +633,7 @@ pub(crate) fn search<M: Model>(
 
     let outcome = loop {
         if remaining == 0 {
-            break Outcome::Valid;
+            break Outcome::Valid(stack.iter().map(|&(node, _)| (node - 1) / 2).collect());
         }
         iters += 1;
         if iters.is_multiple_of(CHECK_EVERY) {
@@ -889,7 +891,7 @@ mod tests {
             let (a, sa) = search(&m, ops, &limits, true, Pruning::Auto);
             let (b, sb) = search(&m, ops, &limits, true, Pruning::Dominance);
             let verdict = |o: &Outcome| match o {
-                Outcome::Valid => "valid",
+                Outcome::Valid(_) => "valid",
                 Outcome::Invalid(_) => "invalid",
                 Outcome::Aborted(..) | Outcome::Unfinished => "aborted",
             };

@@ -146,7 +146,7 @@ pub(super) fn minimize<M: Model>(
         searches += 1;
         match search(model, &sub, &limits, false, Pruning::Dominance).0 {
             Outcome::Invalid(_) => true,
-            Outcome::Valid => false,
+            Outcome::Valid(_) => false,
             Outcome::Aborted(..) | Outcome::Unfinished => {
                 undecided = true;
                 false
