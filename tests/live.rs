@@ -113,6 +113,14 @@ fn live_verdicts_match_a_post_hoc_check_and_stop_on_anomaly_ends_the_run_invalid
         assert_eq!(verdicts(lin)[key], "invalid", "{lin}");
     }
     agrees_with_post_hoc_check(&run_dir, &results);
+    // Keys valid live all got a final read: those that fitted their live linearization were
+    // not searched again, and (above) their verdicts are still the post-hoc check's.
+    let valid_live = live["checked"].as_u64().unwrap()
+        - live["invalid"].as_u64().unwrap()
+        - live["unknown"].as_u64().unwrap();
+    let later = live["reused_with_later_ops"].as_u64().unwrap();
+    assert!(later <= valid_live, "{live}");
+    assert!(valid_live == 0 || later > 0, "{live}");
     let on_disk: Value =
         serde_json::from_slice(&std::fs::read(run_dir.join("live.json")).unwrap()).unwrap();
     assert_eq!(on_disk["checked"], live["checked"]);

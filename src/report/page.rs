@@ -159,13 +159,18 @@ fn live_section(out: &mut String, results: &Value) {
     // Older runs' live.json has no `reused_valid`: their valid keys were all checked again.
     let valid = n("checked").saturating_sub(n("invalid") + n("unknown"));
     let reused = n("reused_valid").min(valid);
-    let again = if reused == 0 {
-        "valid and unknown keys checked again at the end".to_string()
-    } else {
-        format!(
+    let later = n("reused_with_later_ops").min(valid - reused);
+    let again = match (reused, later) {
+        (0, 0) => "valid and unknown keys checked again at the end".to_string(),
+        (_, 0) => format!(
             "{reused} of the {valid} valid keys had no later op and were not searched again; \
              the others checked again at the end"
-        )
+        ),
+        _ => format!(
+            "of the {valid} valid keys, {reused} had no later op and were not searched again, \
+             and {later} had later ops (final reads) that fitted the linearization found live, \
+             so only those were checked; the others checked again at the end"
+        ),
     };
     let _ = writeln!(
         out,

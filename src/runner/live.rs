@@ -43,6 +43,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod reuse;
+pub use reuse::{Extended, Reuse};
+
 /// How often the tailing thread looks for new history lines.
 const POLL: Duration = Duration::from_millis(500);
 /// The most ops live checking holds for keys not yet retired; past it (keys that never retire,
@@ -295,6 +298,8 @@ pub fn check_batch(
         threads: Some(1),
         decide: Decide::AllKeys,
         witness: cfg.witness,
+        // The end of the run checks a key's later ops against it (`Reuse`).
+        keep_linearization: true,
         ..LinearConfig::default()
     };
     let options = crate::model::ModelOptions::preset(super::RECORDED_SEMANTICS);
@@ -304,8 +309,9 @@ pub fn check_batch(
     Ok((mapped, local, history))
 }
 
-/// Map a result's op positions (`WitnessOp::index`, `completion_index`) through `orig`: the
-/// position in the checked history → the position in the run's history.
+/// Map a result's op positions (`WitnessOp::index`, `completion_index`, a valid part's
+/// linearization) through `orig`: the position in the checked history → the position in the
+/// run's history.
 pub fn remap_positions(r: &mut LinearResult, orig: &[u64]) {
     let map = |i: &mut u64| {
         if let Some(&o) = orig.get(*i as usize) {
@@ -319,6 +325,7 @@ pub fn remap_positions(r: &mut LinearResult, orig: &[u64]) {
         }
     };
     for part in &mut r.parts {
+        part.linearization.iter_mut().flatten().for_each(map);
         if let Some(w) = part.witness.as_mut() {
             map_op(&mut w.op);
             for s in &mut w.prefix_tail {
@@ -589,127 +596,6 @@ fn read_new_ops(path: &std::path::Path, offset: &mut u64, pending: &mut Vec<u8>)
         .collect()
 }
 
-/// The final check's use of the live verdicts: the keys decided invalid live, and the keys found
-/// valid live that got no op since, are left out of the search and their parts put back into
-/// its result. A key found valid live that got more ops (a final read) is searched again: its
-/// verdict could change; an invalid one cannot (a history with a non-linearizable prefix stays
-/// non-linearizable).
-#[derive(Debug, Clone, Default)]
-pub struct Reuse {
-    /// The parts decided live that the final check keeps (positions of the run's history).
-    pub parts: Vec<PartSummary>,
-    /// How many of them are valid.
-    pub valid: usize,
-}
-
-impl Reuse {
-    /// What a live record leaves to reuse for `history`, the run's whole history.
-    pub fn of(record: &LiveRecord, history: &History) -> Reuse {
-        let mut now: HashMap<&str, usize> = record
-            .valid_parts
-            .iter()
-            .filter_map(|(p, _)| p.key.as_deref().map(|k| (k, 0)))
-            .collect();
-        for o in history.ops.iter().filter(|o| o.is_client()) {
-            if let Some(n) = o.key.as_deref().and_then(|k| now.get_mut(k)) {
-                *n += 1;
-            }
-        }
-        let unchanged: Vec<PartSummary> = record
-            .valid_parts
-            .iter()
-            .filter(|(p, seen)| p.key.as_deref().and_then(|k| now.get(k)) == Some(seen))
-            .map(|(p, _)| p.clone())
-            .collect();
-        Reuse {
-            valid: unchanged.len(),
-            parts: record
-                .invalid_parts
-                .iter()
-                .cloned()
-                .chain(unchanged)
-                .collect(),
-        }
-    }
-
-    /// The keys decided live.
-    pub fn keys(&self) -> HashSet<&str> {
-        self.parts.iter().filter_map(|p| p.key.as_deref()).collect()
-    }
-
-    /// `history` without the client ops on keys decided live, and each kept op's position in
-    /// `history`.
-    pub fn remaining(&self, history: &History) -> (History, Vec<u64>) {
-        let keys = self.keys();
-        let decided = |o: &Op| o.is_client() && o.key.as_deref().is_some_and(|k| keys.contains(k));
-        let mut ops = Vec::with_capacity(history.ops.len());
-        let mut orig = Vec::with_capacity(history.ops.len());
-        let mut lines = Vec::new();
-        for (i, o) in history.ops.iter().enumerate() {
-            if decided(o) {
-                continue;
-            }
-            ops.push(o.clone());
-            orig.push(i as u64);
-            if let Some(l) = history.line_of(i) {
-                lines.push(l);
-            }
-        }
-        let mut rest = History::from_ops_at_lines(ops, lines);
-        rest.warnings = history.warnings.clone();
-        rest.cut_short = history.cut_short.clone();
-        rest.invokes_synthesized = history.invokes_synthesized;
-        (rest, orig)
-    }
-
-    /// The result of searching [`Reuse::remaining`] (positions mapped back through `orig`)
-    /// merged with the parts decided live, parts in order of their first op in `history`.
-    /// A rest that could not be checked (an ill-formed history) stays as it is, unknown with
-    /// its reason, as `shakedown check` would say; a rest without client ops (every key decided
-    /// live) adds nothing.
-    pub fn merge(
-        &self,
-        mut rest: LinearResult,
-        orig: &[u64],
-        history: &History,
-        rest_has_client_ops: bool,
-    ) -> LinearResult {
-        remap_positions(&mut rest, orig);
-        if self.parts.is_empty() {
-            return rest;
-        }
-        if rest.reason.is_some() {
-            if rest_has_client_ops {
-                return rest;
-            }
-            rest.reason = None;
-        }
-        let mut first_of: HashMap<&str, usize> = HashMap::new();
-        for (i, o) in history.ops.iter().enumerate() {
-            if let Some(k) = o.key.as_deref() {
-                first_of.entry(k).or_insert(i);
-            }
-        }
-        rest.parts.extend(self.parts.iter().cloned());
-        rest.parts.sort_by_key(|p| {
-            p.key
-                .as_deref()
-                .and_then(|k| first_of.get(k).copied())
-                .unwrap_or(usize::MAX)
-        });
-        rest.op_count = rest.parts.iter().map(|p| p.op_count).sum();
-        rest.verdict = rest
-            .parts
-            .iter()
-            .fold(Verdict::Valid, |v, p| v.merge(p.verdict));
-        if self.parts.iter().any(|p| p.verdict == Verdict::Invalid) {
-            // Decided before the check began.
-            rest.first_invalid_ms = Some(0);
-        }
-        rest
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -791,18 +677,69 @@ mod tests {
         }
     }
 
-    /// The end-of-run check of `history` with `reuse`: the search of what is left, merged.
-    fn final_check(reuse: &Reuse, history: &History) -> LinearResult {
-        let (rest, orig) = reuse.remaining(history);
+    /// The end-of-run check of `history` with `reuse`, as `results::check_rest` runs it: the
+    /// search of what is left, merged; again with the keys whose later ops did not fit their
+    /// live linearization searched whole.
+    fn final_check(reuse: &mut Reuse, history: &History) -> LinearResult {
+        let once = |reuse: &Reuse| {
+            let (rest, orig) = reuse.remaining(history);
+            let options = crate::model::ModelOptions::preset(crate::model::SemanticsPreset::Etcd);
+            let searched = crate::checker::compose::check_linear_with(
+                "cas-register",
+                &rest,
+                &options,
+                LinearConfig::default(),
+            )
+            .unwrap();
+            reuse.merge(searched, &orig, history, true)
+        };
+        let mut merged = once(reuse);
+        if let Some(again) = reuse.settle(&mut merged) {
+            merged = once(&again);
+        }
+        merged
+    }
+
+    /// The whole history checked at once, every key decided.
+    fn whole_check(history: &History) -> LinearResult {
         let options = crate::model::ModelOptions::preset(crate::model::SemanticsPreset::Etcd);
-        let searched = crate::checker::compose::check_linear_with(
+        crate::checker::compose::check_linear_with(
             "cas-register",
-            &rest,
+            history,
             &options,
-            LinearConfig::default(),
+            LinearConfig {
+                decide: Decide::AllKeys,
+                ..LinearConfig::default()
+            },
         )
-        .unwrap();
-        reuse.merge(searched, &orig, history, true)
+        .unwrap()
+    }
+
+    fn per_key(r: &LinearResult) -> Vec<(Option<String>, Verdict, usize)> {
+        r.parts
+            .iter()
+            .map(|p| (p.key.clone(), p.verdict, p.op_count))
+            .collect()
+    }
+
+    /// The live record of checking `ops` (every key retired) as live checking does.
+    fn live_record(ops: &[Op]) -> LiveRecord {
+        let (live, ..) = check_batch(&live_cfg(), ops.to_vec()).unwrap();
+        let mut record = LiveRecord::default();
+        for part in live.parts {
+            match part.verdict {
+                Verdict::Valid => {
+                    let k = part.key.clone();
+                    let n = ops
+                        .iter()
+                        .filter(|o| o.key.as_deref() == k.as_deref())
+                        .count();
+                    record.valid_parts.push((part, n));
+                }
+                _ => record.invalid_parts.push(part),
+            }
+        }
+        record
     }
 
     #[test]
@@ -825,26 +762,14 @@ mod tests {
             .cloned()
             .collect();
         let (mapped, ..) = check_batch(&live_cfg(), a).unwrap();
-        let reuse = Reuse {
+        let mut reuse = Reuse {
             parts: mapped.parts.clone(),
-            valid: 0,
+            ..Reuse::default()
         };
         assert_eq!(reuse.remaining(&history).1, vec![1, 3, 6, 7]);
-        let merged = final_check(&reuse, &history);
+        let merged = final_check(&mut reuse, &history);
         let options = crate::model::ModelOptions::preset(crate::model::SemanticsPreset::Etcd);
-        let whole = crate::checker::compose::check_linear_with(
-            "cas-register",
-            &history,
-            &options,
-            LinearConfig {
-                decide: Decide::AllKeys,
-                ..LinearConfig::default()
-            },
-        )
-        .unwrap();
-        let per_key = |r: &LinearResult| -> Vec<(Option<String>, Verdict)> {
-            r.parts.iter().map(|p| (p.key.clone(), p.verdict)).collect()
-        };
+        let whole = whole_check(&history);
         assert_eq!(per_key(&merged), per_key(&whole));
         assert_eq!(merged.verdict, Verdict::Invalid);
         assert_eq!(merged.op_count, whole.op_count);
@@ -856,7 +781,7 @@ mod tests {
         // Every key decided live: nothing left to search adds nothing.
         let none = Reuse {
             parts: mapped.parts,
-            valid: 0,
+            ..Reuse::default()
         };
         let lone = History::from_ops(ops[..1].to_vec());
         let empty = crate::checker::compose::check_linear_with(
@@ -873,7 +798,7 @@ mod tests {
     }
 
     #[test]
-    fn a_key_valid_live_is_reused_only_while_it_has_no_later_op() {
+    fn a_key_valid_live_with_later_ops_is_checked_through_its_live_linearization() {
         // Keys a and b both valid live; b then gets a final read the live check never saw.
         let mut ops = vec![
             line(0, "invoke", 0, "write", "a", "1"),
@@ -881,36 +806,71 @@ mod tests {
             line(2, "invoke", 1, "write", "b", "5"),
             line(3, "ok", 1, "write", "b", "5"),
         ];
-        let (live, ..) = check_batch(&live_cfg(), ops.clone()).unwrap();
-        assert!(live.parts.iter().all(|p| p.verdict == Verdict::Valid));
-        let record = LiveRecord {
-            valid_parts: live.parts.iter().map(|p| (p.clone(), 2)).collect(),
-            ..LiveRecord::default()
-        };
-        let whole = History::from_ops(ops.clone());
-        let reuse = Reuse::of(&record, &whole);
-        assert_eq!((reuse.valid, reuse.parts.len()), (2, 2));
+        let record = live_record(&ops);
+        assert_eq!(record.valid_parts.len(), 2);
+        let reuse = Reuse::of(&record, &History::from_ops(ops.clone()));
+        assert_eq!(
+            (reuse.valid, reuse.parts.len(), reuse.extended.len()),
+            (2, 2, 0)
+        );
+        // A final read that fits: b is confirmed without searching its live ops again.
+        let mut fits = ops.clone();
+        fits.push(line(4, "invoke", 0, "read", "b", "null"));
+        fits.push(line(5, "ok", 0, "read", "b", "5"));
+        let fits = History::from_ops(fits);
+        let mut reuse = Reuse::of(&record, &fits);
+        assert_eq!((reuse.valid, reuse.extended.len()), (1, 1));
+        assert_eq!(reuse.keys(), HashSet::from(["a"]));
+        let merged = final_check(&mut reuse, &fits);
+        assert_eq!(reuse.confirmed, 1);
+        assert_eq!(per_key(&merged), per_key(&whole_check(&fits)));
+        assert_eq!(merged.op_count, 3);
+        // A stale final read: the stand-in fails, b is searched whole and found invalid.
         ops.push(line(4, "invoke", 0, "read", "b", "null"));
         ops.push(line(5, "ok", 0, "read", "b", "4"));
         let later = History::from_ops(ops);
-        let reuse = Reuse::of(&record, &later);
-        assert_eq!(reuse.valid, 1);
-        assert_eq!(reuse.keys(), HashSet::from(["a"]));
-        // The final check searches b again and finds the stale read.
-        let merged = final_check(&reuse, &later);
-        let verdicts: Vec<(Option<String>, Verdict)> = merged
-            .parts
-            .iter()
-            .map(|p| (p.key.clone(), p.verdict))
-            .collect();
-        assert_eq!(
-            verdicts,
-            vec![
-                (Some("a".into()), Verdict::Valid),
-                (Some("b".into()), Verdict::Invalid)
-            ]
-        );
+        let mut reuse = Reuse::of(&record, &later);
+        let merged = final_check(&mut reuse, &later);
+        assert_eq!(reuse.confirmed, 0);
+        assert_eq!(per_key(&merged), per_key(&whole_check(&later)));
+        assert_eq!(merged.parts[1].verdict, Verdict::Invalid);
+        let w = merged.parts[1].witness.as_ref().expect("a witness of b");
+        assert_eq!(w.op.index, 4, "positions of the whole history");
         assert_eq!(merged.verdict, Verdict::Invalid);
+    }
+
+    #[test]
+    fn a_later_op_that_fits_another_linearization_than_the_live_one_is_still_valid() {
+        // Two overlapping writes: live checking finds one order; a final read of either value
+        // is linearizable. The read of the value the live order wrote first does not fit the
+        // stand-in, so that key must be searched whole, and found valid.
+        let live = vec![
+            line(0, "invoke", 0, "write", "k", "1"),
+            line(1, "invoke", 1, "write", "k", "2"),
+            line(2, "ok", 0, "write", "k", "1"),
+            line(3, "ok", 1, "write", "k", "2"),
+            // Pending: an info write the live linearization may or may not use.
+            line(4, "invoke", 2, "write", "k", "3"),
+            line(5, "info", 2, "write", "k", "3"),
+        ];
+        let record = live_record(&live);
+        assert_eq!(record.valid_parts.len(), 1);
+        let mut confirmed = Vec::new();
+        for v in ["1", "2", "3"] {
+            let mut ops = live.clone();
+            ops.push(line(6, "invoke", 0, "read", "k", "null"));
+            ops.push(line(7, "ok", 0, "read", "k", v));
+            let h = History::from_ops(ops);
+            let mut reuse = Reuse::of(&record, &h);
+            assert_eq!(reuse.extended.len(), 1);
+            let merged = final_check(&mut reuse, &h);
+            assert_eq!(merged.verdict, Verdict::Valid, "final read of {v}");
+            assert_eq!(per_key(&merged), per_key(&whole_check(&h)), "read of {v}");
+            assert_eq!(merged.parts[0].pending_count, 1);
+            confirmed.push(reuse.confirmed);
+        }
+        // One end state is the live linearization's: that read alone was confirmed.
+        assert_eq!(confirmed.iter().sum::<usize>(), 1, "{confirmed:?}");
     }
 
     #[test]

@@ -122,7 +122,7 @@ pub(super) fn write_results_with(
     let history = History::read_file(&run_dir.history_path())?;
     let (txn_ask, record) = recorded_check(run_dir)?;
     let what = WhatRan::read(run_dir, &record)?;
-    let reuse = live
+    let mut reuse = live
         .map(|l| super::live::Reuse::of(l, &history))
         .unwrap_or_default();
     let (checked, mut results, linear) = check_reusing(
@@ -131,7 +131,7 @@ pub(super) fn write_results_with(
         &what,
         witness,
         txn_ask,
-        &reuse,
+        &mut reuse,
     );
     if let Some(by) = record.claimed_by {
         for r in results
@@ -160,6 +160,9 @@ pub(super) fn write_results_with(
         let mut v = l.to_json();
         // How many keys found valid live the final check did not search again.
         v["reused_valid"] = reuse.valid.into();
+        // How many keys found valid live got later ops (final reads) that fitted the
+        // linearization live checking found, so their live ops were not searched again.
+        v["reused_with_later_ops"] = reuse.confirmed.into();
         v
     });
     if let Some(v) = &live_json {
@@ -255,8 +258,8 @@ pub fn check_with(
     Vec<CheckResult>,
     Option<crate::checker::linear::LinearResult>,
 ) {
-    let reuse = super::live::Reuse::default();
-    check_reusing(history, time_limit_s, what, witness, txn_ask, &reuse)
+    let mut reuse = super::live::Reuse::default();
+    check_reusing(history, time_limit_s, what, witness, txn_ask, &mut reuse)
 }
 
 /// [`check_with`], keeping the keys live checking decided (`reuse`): they are not searched
@@ -268,7 +271,7 @@ fn check_reusing(
     what: &WhatRan,
     witness: crate::checker::linear::WitnessMode,
     txn_ask: crate::checker::txn::judge::Ask,
-    reuse: &super::live::Reuse,
+    reuse: &mut super::live::Reuse,
 ) -> (
     Verdict,
     Vec<CheckResult>,
@@ -296,7 +299,8 @@ fn check_reusing(
         txn_assume: Default::default(),
         txn_ask,
     };
-    let composed = if reuse.parts.is_empty() || compose::has_own_checker(&plan.model) {
+    let nothing_reused = reuse.parts.is_empty() && reuse.extended.is_empty();
+    let composed = if nothing_reused || compose::has_own_checker(&plan.model) {
         compose::check(history, &plan)
     } else {
         check_rest(history, &plan, reuse)
@@ -334,19 +338,27 @@ fn check_reusing(
 fn check_rest(
     history: &History,
     plan: &crate::checker::compose::Plan,
-    reuse: &super::live::Reuse,
+    reuse: &mut super::live::Reuse,
 ) -> Result<crate::checker::compose::Composed, String> {
     use crate::checker::{Checker, compose};
-    let (rest, orig) = reuse.remaining(history);
     let rest_plan = compose::Plan {
         session: None,
         ..plan.clone()
     };
-    let mut c = compose::check(&rest, &rest_plan)?;
-    let rest_has_client_ops = rest.ops.iter().any(crate::history::Op::is_client);
-    c.linear = c
-        .linear
-        .map(|l| reuse.merge(l, &orig, history, rest_has_client_ops));
+    let search = |reuse: &super::live::Reuse| {
+        let (rest, orig) = reuse.remaining(history);
+        let mut c = compose::check(&rest, &rest_plan)?;
+        let rest_has_client_ops = rest.ops.iter().any(crate::history::Op::is_client);
+        c.linear = c
+            .linear
+            .map(|l| reuse.merge(l, &orig, history, rest_has_client_ops));
+        Ok::<_, String>(c)
+    };
+    let mut c = search(reuse)?;
+    // Keys whose later ops did not fit their live linearization: searched whole.
+    if let Some(again) = c.linear.as_mut().and_then(|l| reuse.settle(l)) {
+        c = search(&again)?;
+    }
     c.session = plan
         .session
         .clone()
