@@ -15,7 +15,8 @@
 //! scenario per process for memory: `LINEAR_BENCH_ONCE=v` or `w`).
 //! Run with `cargo bench --bench linear`; with `LINEAR_BENCH_ONCE=1` each scenario runs once and
 //! prints verdict, times and peak RSS (VmHWM) instead of a criterion statistics run
-//! (`LINEAR_BENCH_ONCE=a|b|c|d|e|k|v|w` runs one scenario; `s` runs the soak, (s) below, alone). `LINEAR_BENCH_DUMP=DIR` also writes the
+//! (`LINEAR_BENCH_ONCE=a|b|c|d|e|k|r|v|w` runs one scenario, (r) the final check reusing live
+//! verdicts, see [`reuse_scenario`]; `s` runs the soak, (s) below, alone). `LINEAR_BENCH_DUMP=DIR` also writes the
 //! histories of every scenario but (k) as JSONL files ((v): Porcupine kv lines), to check them
 //! with another build of `shakedown check`.
 //! (s) is the 10M-op soak (`LINEAR_BENCH_ONCE=s`, `SOAK_OPS` to change its size; the JSONL file
@@ -474,6 +475,9 @@ fn once() {
     if want("w") {
         kv_scenario("w", Decide::AllKeys, None);
     }
+    if want("r") {
+        reuse_scenario();
+    }
     if want("k") {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/knossos");
         for sub in ["cas-register/bad", "mutex/bad"] {
@@ -510,6 +514,101 @@ fn once() {
             }
         }
     }
+}
+
+/// Scenario (r): the end-of-run check of a run whose keys were all checked live and then got a
+/// final read each (the value their live linearization ends in), reusing the live verdicts
+/// (`runner::live::Reuse`: the live linearization stands in for each key's live ops) against a
+/// whole search of the same history. 100 keys of 2,000 ops, 20 processes per key, 10 % crashes.
+fn reuse_scenario() {
+    use shakedown::history::{Op, OpType, Process};
+    use shakedown::runner::live::{LiveConfig, LiveRecord, Reuse, check_batch};
+    let h = generate_register_history(&GenConfig {
+        keys: 10,
+        processes_per_key: 20,
+        ops: 200_000,
+        info_probability: 0.1,
+        rotate_every: 2_000,
+        seed: 11,
+        ..GenConfig::default()
+    });
+    let cfg = LiveConfig {
+        model: "cas-register",
+        concurrency: 100,
+        time_limit: Duration::from_secs(120),
+        witness: shakedown::checker::linear::WitnessMode::Fast,
+        memory_bytes: 1 << 30,
+    };
+    let t = Instant::now();
+    let (live, ..) = check_batch(&cfg, h.ops.clone()).expect("the model is known");
+    let live_s = t.elapsed().as_secs_f64();
+    // The record live checking keeps, and each valid key's end value.
+    let completions = h.completions().expect("pairs");
+    let mut record = LiveRecord::default();
+    let mut ops = h.ops.clone();
+    for part in live.parts {
+        if part.verdict != Verdict::Valid {
+            record.invalid_parts.push(part);
+            continue;
+        }
+        let key = part.key.clone().unwrap_or_default();
+        let mut end = serde_json::Value::Null;
+        for &p in part.linearization.as_deref().unwrap_or_default() {
+            let (inv, done) = (&h.ops[p as usize], completions.of(p as usize));
+            let failed = done.is_some_and(|c| h.ops[c].op_type == OpType::Fail);
+            match inv.f.as_str() {
+                "write" => end = inv.value.clone(),
+                "cas" if !failed => end = inv.value[1].clone(),
+                _ => {}
+            }
+        }
+        let n = h
+            .ops
+            .iter()
+            .filter(|o| o.key.as_deref() == Some(&key))
+            .count();
+        record.valid_parts.push((part, n));
+        let process = Process::Client(1_000_000 + record.valid_parts.len() as u64);
+        for (ty, v) in [(OpType::Invoke, serde_json::Value::Null), (OpType::Ok, end)] {
+            let mut o = Op::new(ty, process, "read", v);
+            o.key = Some(key.as_str().into());
+            ops.push(o);
+        }
+    }
+    let whole = History::from_ops(ops);
+    let options = shakedown::model::ModelOptions::preset(shakedown::model::SemanticsPreset::Etcd);
+    let check = |hist: &History| {
+        shakedown::checker::compose::check_linear_with(
+            "cas-register",
+            hist,
+            &options,
+            LinearConfig::default(),
+        )
+        .expect("the model is known")
+    };
+    let t = Instant::now();
+    let mut reuse = Reuse::of(&record, &whole);
+    let once = |reuse: &Reuse| {
+        let (rest, orig) = reuse.remaining(&whole);
+        reuse.merge(check(&rest), &orig, &whole, true)
+    };
+    let mut merged = once(&reuse);
+    if let Some(again) = reuse.settle(&mut merged) {
+        merged = once(&again);
+    }
+    let reused_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let full = check(&whole);
+    let full_s = t.elapsed().as_secs_f64();
+    println!(
+        "r: {} keys checked live in {live_s:.2} s; final check reusing them: {} ({} keys confirmed \
+         with their final read) in {reused_s:.3} s; whole search: {} in {full_s:.2} s",
+        record.valid_parts.len() + record.invalid_parts.len(),
+        merged.verdict,
+        reuse.confirmed,
+        full.verdict,
+    );
+    assert_eq!(merged.verdict, full.verdict);
 }
 
 fn bench_big(c: &mut Criterion) {
