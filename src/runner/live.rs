@@ -840,6 +840,39 @@ mod tests {
     }
 
     #[test]
+    fn a_stand_in_op_does_not_collide_with_its_threads_open_op_on_another_key() {
+        // Process 0 leaves key a and invokes on key b (not decided live) before a's last live
+        // event, where a's stand-in goes: the stand-in's ops must not pair with b's.
+        let ops = vec![
+            line(0, "invoke", 0, "write", "a", "1"),
+            line(1, "invoke", 1, "write", "a", "2"),
+            line(2, "ok", 0, "write", "a", "1"),
+            line(3, "invoke", 0, "write", "b", "7"),
+            line(4, "ok", 1, "write", "a", "2"),
+            line(5, "ok", 0, "write", "b", "7"),
+            line(6, "invoke", 2, "read", "a", "null"),
+        ];
+        let a: Vec<Op> = [0, 1, 2, 4].iter().map(|&i| ops[i].clone()).collect();
+        let record = live_record(&a);
+        let mut confirmed = 0;
+        for v in ["1", "2"] {
+            let mut all = ops.clone();
+            all.push(line(7, "ok", 2, "read", "a", v));
+            let h = History::from_ops(all);
+            let mut reuse = Reuse::of(&record, &h);
+            assert_eq!(reuse.extended.len(), 1);
+            let (rest, _) = reuse.remaining(&h);
+            assert!(rest.completions().is_ok(), "the stand-in pairs");
+            let merged = final_check(&mut reuse, &h);
+            assert_eq!(merged.reason, None, "read of {v}");
+            assert_eq!(per_key(&merged), per_key(&whole_check(&h)), "read of {v}");
+            assert_eq!(merged.verdict, Verdict::Valid, "read of {v}");
+            confirmed += reuse.confirmed;
+        }
+        assert_eq!(confirmed, 1);
+    }
+
+    #[test]
     fn a_later_op_that_fits_another_linearization_than_the_live_one_is_still_valid() {
         // Two overlapping writes: live checking finds one order; a final read of either value
         // is linearizable. The read of the value the live order wrote first does not fit the

@@ -7,7 +7,7 @@
 use super::remap_positions;
 use crate::checker::Verdict;
 use crate::checker::linear::{LinearResult, PartSummary};
-use crate::history::{History, Op, OpType};
+use crate::history::{History, Op, OpType, Process};
 use std::collections::{HashMap, HashSet};
 
 /// The final check's use of the live verdicts: the keys decided invalid live, and the keys found
@@ -116,11 +116,27 @@ impl Reuse {
             .iter()
             .flat_map(|e| e.live.iter().copied())
             .collect();
+        // A stand-in op runs as a process of its own: its thread may already have an op open on
+        // another key where the stand-in is placed, and pairing goes by process. The search
+        // uses processes only to pair events.
+        let mut fresh = history
+            .ops
+            .iter()
+            .filter_map(|o| match o.process {
+                Process::Client(p) => Some(p),
+                Process::Nemesis => None,
+            })
+            .max()
+            .map_or(0, |p| p + 1);
         let mut ops = Vec::with_capacity(history.ops.len());
         let mut orig = Vec::with_capacity(history.ops.len());
         let mut lines = Vec::new();
-        let mut keep = |i: usize| {
-            ops.push(history.ops[i].clone());
+        let mut keep = |i: usize, process: Option<u64>| {
+            let mut o = history.ops[i].clone();
+            if let Some(p) = process {
+                o.process = Process::Client(p);
+            }
+            ops.push(o);
             orig.push(i as u64);
             if let Some(l) = history.line_of(i) {
                 lines.push(l);
@@ -129,16 +145,17 @@ impl Reuse {
         for (i, o) in history.ops.iter().enumerate() {
             if let Some(e) = stand_in.get(&i) {
                 for &(invoke, done) in &e.order {
-                    keep(invoke);
+                    keep(invoke, Some(fresh));
                     if let Some(c) = done {
-                        keep(c);
+                        keep(c, Some(fresh));
                     }
+                    fresh += 1;
                 }
             }
             if decided(o) || live.contains(&i) {
                 continue;
             }
-            keep(i);
+            keep(i, None);
         }
         let mut rest = History::from_ops_at_lines(ops, lines);
         rest.warnings = history.warnings.clone();
@@ -160,7 +177,8 @@ impl Reuse {
         rest_has_client_ops: bool,
     ) -> LinearResult {
         remap_positions(&mut rest, orig);
-        if self.parts.is_empty() {
+        // (With stand-ins the rest's parts are in the order of the stand-ins: sorted below.)
+        if self.parts.is_empty() && self.extended.is_empty() {
             return rest;
         }
         if rest.reason.is_some() {
