@@ -929,6 +929,40 @@ mod tests {
     }
 
     #[test]
+    fn live_checking_says_how_many_valid_keys_the_final_check_did_not_search_again() {
+        let section = |live: Value| {
+            let mut out = String::new();
+            live_section(&mut out, &json!({ "live": live }));
+            out
+        };
+        // An older run's live.json: no reuse counts.
+        let old = section(json!({"checked": 40, "invalid": 1, "unknown": 0}));
+        assert!(
+            old.contains("(valid and unknown keys checked again at the end)"),
+            "{old}"
+        );
+        let unchanged = section(json!({"checked": 40, "invalid": 1, "unknown": 0,
+            "reused_valid": 3, "reused_with_later_ops": 0}));
+        assert!(
+            unchanged.contains("3 of the 39 valid keys had no later op"),
+            "{unchanged}"
+        );
+        let both = section(json!({"checked": 40, "invalid": 1, "unknown": 0,
+            "reused_valid": 3, "reused_with_later_ops": 30}));
+        assert!(
+            both.contains("of the 39 valid keys, 3 had no later op and were not searched again, and 30 had later ops (final reads) that fitted the linearization found live"),
+            "{both}"
+        );
+        // Counts beyond the valid keys (a damaged file) are capped, never underflow.
+        let odd = section(json!({"checked": 2, "invalid": 0, "unknown": 0,
+            "reused_valid": 5, "reused_with_later_ops": 9}));
+        assert!(
+            odd.contains("2 of the 2 valid keys had no later op"),
+            "{odd}"
+        );
+    }
+
+    #[test]
     fn incomplete_runs_are_marked_on_the_page_and_in_the_index() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path();
