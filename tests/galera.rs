@@ -266,10 +266,22 @@ fn power_loss_of_every_node_loses_commits_unless_each_commit_is_flushed() {
         args.push(flush);
         cli::run_results(&SANDBOX, &args, tmp.path())
     };
-    let (code, run_dir, results) = run("2");
-    say("power loss, flush 2", &run_dir, &results);
-    let (read_again, lost) = lost_appends(&run_dir);
-    eprintln!("flush 2: {lost} of {read_again} acknowledged appends lost");
+    // Whether a loss finds commits acknowledged but not yet fsynced on every node depends on
+    // where the loss falls against the nodes' once-a-second flushes and on what the cluster
+    // was doing then: one run (2026-12-05, most of its 3,000 failures connection refusals while
+    // nodes rejoined) lost none of 2,380. So a run that loses nothing is tried once more (same
+    // seed, other timing); a layer that kept the unsynced writes fails both.
+    let mut tries = 0;
+    let (code, results, read_again, lost) = loop {
+        tries += 1;
+        let (code, run_dir, results) = run("2");
+        say("power loss, flush 2", &run_dir, &results);
+        let (read_again, lost) = lost_appends(&run_dir);
+        eprintln!("flush 2 (try {tries}): {lost} of {read_again} acknowledged appends lost");
+        if lost > 0 || tries == 2 {
+            break (code, results, read_again, lost);
+        }
+    };
     let d = txn_details(&results);
     assert_eq!(code, 1, "{results}");
     assert!(read_again > 100, "too few appends read after the power-on");
