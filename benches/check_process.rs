@@ -76,8 +76,10 @@ fn startup() {
 
 /// Peak RSS of the largest child waited for so far, in KiB.
 fn children_peak_rss_kib() -> i64 {
-    // SAFETY: getrusage fills the struct it is given.
+    // SAFETY: `rusage` is plain integers, so all-zero is a valid value; getrusage only writes
+    // the struct it is given.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
     unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) };
     u.ru_maxrss
 }
