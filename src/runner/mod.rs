@@ -292,6 +292,46 @@ pub(crate) async fn nemesis_after_leftovers(
     Ok(nemesis)
 }
 
+/// Where [`refuse_unpatched_clocks`] learns whether the sandbox's clock patch works.
+enum AfterUp {
+    /// Before the sandbox is up: whether a plan can be made for this machine's vDSO.
+    NotYet,
+    /// Once it is up: what its `up` measured (a test program through the patcher).
+    Recorded,
+}
+
+/// Clock faults in the sandbox against a system that reads time without libc, where the vDSO
+/// patch cannot work: refused (exit 3) before the system is installed or started.
+fn refuse_unpatched_clocks(
+    cfg: &TestConfig,
+    system: &dyn crate::systems::System,
+    nodes: &[Node],
+    when: AfterUp,
+) -> Result<(), RunError> {
+    let options = crate::systems::RunOptions::of(cfg);
+    if !crate::systems::needs_clock_patch(system, &options) {
+        return Ok(());
+    }
+    let why = match when {
+        AfterUp::NotYet => crate::sandbox::clockpatch::plan_for_this_machine()
+            .err()
+            .map(|e| e.to_string()),
+        AfterUp::Recorded => crate::sandbox::load(&cfg.sandbox.state_dir())
+            .map_err(|e| RunError::Sandbox(e.to_string()))?
+            .clock_patch_error(),
+    };
+    let Some(why) = why else {
+        return Ok(());
+    };
+    let names = if nodes.is_empty() {
+        "every node".to_string()
+    } else {
+        let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+        names.join(", ")
+    };
+    Err(crate::systems::unpatched_clocks_refusal(system, &options, &names, &why).into())
+}
+
 /// Resolve the cluster: explicit nodes, or the sandbox (brought up if it is not).
 pub fn resolve_nodes(cfg: &mut TestConfig) -> Result<Vec<Node>, RunError> {
     resolve_cluster(&cfg.nodes, &mut cfg.ssh, &cfg.sandbox, true)
@@ -395,6 +435,7 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
     // Before any node is touched: refuse what the system cannot serve.
     let system = cfg.system.open();
     system.validate(&cfg.workload, &crate::systems::RunOptions::of(&cfg))?;
+    refuse_unpatched_clocks(&cfg, system.as_ref(), &[], AfterUp::NotYet)?;
     let run_slot: Arc<std::sync::OnceLock<RunDir>> = Arc::default();
     let interrupt = interrupt_on_ctrl_c(run_slot.clone(), cfg.time_limit_s);
     let packages = system.packages();
@@ -403,6 +444,7 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
         (Some(_), _) => None,
     };
     let nodes = resolve_nodes(&mut cfg)?;
+    refuse_unpatched_clocks(&cfg, system.as_ref(), &nodes, AfterUp::Recorded)?;
     let run_dir = RunDir::create(&cfg.reports_dir, &cfg.name)?;
     let _ = run_slot.set(run_dir.clone());
     if let Some(installed) = &host_install {

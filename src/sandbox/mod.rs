@@ -23,7 +23,8 @@
 //! - sshd runs under `setpriv --bounding-set -sys_time`: nothing on a node can step the host clock;
 //! - its own wall clock: sshd's `SetEnv` preloads `<state_dir>/clockshim.so` (compiled from
 //!   `clockshim.c` at `up`) and names the node's offset file `nodes/nI/clock_offset`, so `date -s`
-//!   on a node moves only that node's clock (libc programs only; not Go or static binaries).
+//!   on a node moves only that node's clock; the shim starts static and Go programs through
+//!   `sd-clockexec`, which patches the offset into their vDSO (`clockpatch`).
 //!
 //! Routing: the controller reaches the nodes directly over the bridge (connected route of the
 //! bridge address), and nodes reach each other at layer 2 on the bridge; `ip_forward` is neither
@@ -42,6 +43,7 @@
 //! `state` (the state file `sandbox.json`, its lock, load and save), `down`, `status`; this file
 //! holds the constants and `up`.
 
+pub mod clockpatch;
 mod config;
 mod down;
 mod error;
@@ -62,7 +64,7 @@ use host::*;
 pub use host::{ensure_packages, missing_packages};
 use node::*;
 use state::*;
-pub use state::{BridgeInfo, NodeInfo, Phase, SandboxInfo, load};
+pub use state::{BridgeInfo, ClockPatch, NodeInfo, Phase, SandboxInfo, load};
 use status::status_of;
 pub use status::{NodeStatus, SandboxStatus, status};
 
@@ -89,8 +91,8 @@ pub const DROP_DELAY_MS: u64 = 300;
 /// Name of the state file inside the sandbox state directory.
 pub const STATE_FILE: &str = "sandbox.json";
 
-/// Version of the `sandbox.json` format written by this build.
-pub const STATE_VERSION: u32 = 1;
+/// Version of the `sandbox.json` format written by this build (2: `clock_patch`).
+pub const STATE_VERSION: u32 = 2;
 
 /// Largest supported node count (addresses `.1..=.250`; `.254` is the bridge).
 pub const MAX_NODES: usize = 250;
@@ -139,6 +141,7 @@ fn plan(cfg: &SandboxConfig, subnet: &Subnet) -> SandboxInfo {
         nodes,
         iptables_rules: Vec::new(),
         created_at: chrono::Utc::now().to_rfc3339(),
+        clock_patch: None,
     }
 }
 
@@ -172,10 +175,12 @@ pub fn up(cfg: &SandboxConfig) -> Result<SandboxInfo> {
             let requested = format!("{} nodes on {}", cfg.nodes, subnet);
             let recorded = format!("{} nodes on {}", existing.nodes.len(), existing.subnet);
             let healthy = existing.phase == Phase::Up && status_of(&existing).healthy();
-            if healthy && recorded == requested {
+            // A sandbox made before the clock patch existed is rebuilt (its sshd lacks it).
+            let current = existing.clock_patch.is_some();
+            if healthy && recorded == requested && current {
                 return Ok(existing);
             }
-            if healthy {
+            if healthy && recorded != requested {
                 return Err(SandboxError::ConfigMismatch {
                     name: cfg.name.clone(),
                     recorded,
@@ -212,6 +217,8 @@ fn start(info: &mut SandboxInfo, subnet: &Subnet, ready_timeout_ms: u64) -> Resu
     let t0 = Instant::now();
     let ms = || t0.elapsed().as_millis();
     let sshd = find_sshd()?;
+    info.clock_patch = Some(prepare_clock_patch(info)?);
+    tracing::debug!(sandbox = %info.name, elapsed_ms = ms(), clock_patch = ?info.clock_patch, "clock patch prepared");
     write_files(info)?;
     tracing::debug!(sandbox = %info.name, elapsed_ms = ms(), "keys and files written");
     create_network(info, subnet)?;

@@ -43,6 +43,21 @@ pub struct SandboxInfo {
     pub iptables_rules: Vec<Vec<String>>,
     /// Wall-clock time `up` started, RFC 3339.
     pub created_at: String,
+    /// Whether Go programs and static binaries on the nodes read their node's clock (the vDSO
+    /// patch, `sandbox::clockpatch`), as `up` measured it; `None` in a state file written
+    /// before the patch existed (`up` rebuilds such a sandbox).
+    #[serde(default)]
+    pub clock_patch: Option<ClockPatch>,
+}
+
+/// What `up` found of the clock patch on this machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClockPatch {
+    /// A static test program started through `sd-clockexec` read its offset.
+    Works,
+    /// It cannot work here, and why (the words of `clockpatch::Unpatchable`).
+    Unavailable(String),
 }
 
 /// Lifecycle phase recorded in the state file.
@@ -111,6 +126,12 @@ impl NodeInfo {
         self.dir.join("root")
     }
 
+    /// The node's log of clock patches (`clockexec.c`: one line per static or Go program started
+    /// on the node, `patched in N us` or `NOT patched: why`), next to its clock file.
+    pub fn clock_patch_log(&self) -> PathBuf {
+        self.dir.join("clockpatch.log")
+    }
+
     /// The node's clock offset file (one little-endian int64, ns added to the host's wall
     /// clock), read and written by the clock shim; same path on the host and on the node.
     pub fn clock_file(&self) -> PathBuf {
@@ -170,6 +191,34 @@ impl SandboxInfo {
     /// The compiled clock preload library every node's sshd puts in `LD_PRELOAD`.
     pub fn clock_shim(&self) -> PathBuf {
         self.state_dir.join("clockshim.so")
+    }
+
+    /// The compiled vDSO patcher (`clockexec.c`) the shim starts static and Go programs with;
+    /// its plan is [`SandboxInfo::clock_plan`], next to it.
+    pub fn clock_exec(&self) -> PathBuf {
+        self.state_dir.join("sd-clockexec")
+    }
+
+    /// The clock patch's plan for this kernel's vDSO (`clockpatch::Plan::to_text`).
+    pub fn clock_plan(&self) -> PathBuf {
+        self.state_dir.join("clockpatch.plan")
+    }
+
+    /// The static test program of the clock patch (`clockprobe.c`).
+    pub fn clock_probe(&self) -> PathBuf {
+        self.state_dir.join("sd-clockprobe")
+    }
+
+    /// Whether the nodes' Go and static programs read their node's clock; the reason when not.
+    pub fn clock_patch_error(&self) -> Option<String> {
+        match &self.clock_patch {
+            Some(ClockPatch::Works) => None,
+            Some(ClockPatch::Unavailable(why)) => Some(why.clone()),
+            None => Some(format!(
+                "sandbox {} was made by an older shakedown without the clock patch; run `shakedown sandbox down --sandbox-name {}` and bring it up again",
+                self.name, self.name
+            )),
+        }
     }
 
     /// Path of the state file.

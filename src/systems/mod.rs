@@ -54,6 +54,14 @@ pub trait System: Db {
     fn to_arc(&self) -> Arc<dyn System>;
     /// This system as a plain `Db` (for the nemesis and cleanup).
     fn to_db(&self) -> Arc<dyn Db>;
+    /// Its server programs that read the wall clock without libc (Go programs, static
+    /// binaries): in the sandbox they see their node's clock only through the vDSO patch
+    /// (`sandbox::clockpatch`), so where it cannot work clock faults against the system are
+    /// refused ([`unpatched_clocks_refusal`]). Empty: every program reads time through libc
+    /// (the preload shim serves it).
+    fn clock_programs(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// The run's directory for client-side logs (external systems' client stderr); once, before
     /// the first `client` call. Built-in clients log nothing locally.
     fn attach_client_logs(&self, _dir: &std::path::Path) {}
@@ -189,6 +197,33 @@ impl Supports {
         }
         Ok(())
     }
+}
+
+/// Whether a run needs the sandbox's vDSO patch to test what it asks: clock faults on the
+/// sandbox's nodes against a system whose programs read time without libc.
+pub fn needs_clock_patch(system: &dyn System, options: &RunOptions) -> bool {
+    options.sandbox
+        && !system.clock_programs().is_empty()
+        && options.nemesis.faults.iter().any(FaultKind::is_clock)
+}
+
+/// The refusal of such a run where the patch cannot work (`why`): the clocks of `nodes` would
+/// not move for the system's programs, and the run would test nothing of clocks.
+pub fn unpatched_clocks_refusal(
+    system: &dyn System,
+    options: &RunOptions,
+    nodes: &str,
+    why: &str,
+) -> ConfigError {
+    ConfigError::new(
+        "--nemesis",
+        format!(
+            "{}: {nodes}: {} ({}, reading time without libc) would not see clock faults on the sandbox's nodes: {why}. Run clock faults against real nodes (--nodes), or against a system whose programs read time through libc",
+            options.nemesis_name,
+            system.name(),
+            system.clock_programs().join(", ")
+        ),
+    )
 }
 
 /// The package name of a fault (`kind = …` in `nemeses/*.toml`).

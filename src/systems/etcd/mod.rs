@@ -144,4 +144,8 @@ impl System for Etcd {
     fn to_db(&self) -> Arc<dyn Db> {
         Arc::new(self.clone())
     }
+
+    fn clock_programs(&self) -> &'static [&'static str] {
+        &["etcd"]
+    }
 }

@@ -212,4 +212,8 @@ impl System for Nats {
     fn to_db(&self) -> Arc<dyn Db> {
         Arc::new(self.clone())
     }
+
+    fn clock_programs(&self) -> &'static [&'static str] {
+        &["nats-server"]
+    }
 }
