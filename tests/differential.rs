@@ -3,7 +3,7 @@
 //! reads, failed cas with and without `cas-mismatch`, integer and string values that look alike).
 //!
 //! Owns the reference: a brute-force search over orders of the history's raw ops, written here
-//! from the semantics' definitions (README "Register semantics") and sharing no code with
+//! from the semantics' definitions (docs/guide/check.md, "Register semantics") and sharing no code with
 //! `core/src/checker` or `core/src/model` — it reads `serde_json::Value`s, compares them with `==` and
 //! decides what every op means itself. The checker side goes through the public path a user's file
 //! takes: the history is written as JSONL, a JSON array or Jepsen EDN, read back with

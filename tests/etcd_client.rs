@@ -3,7 +3,7 @@
 //! Owns the `LocalEtcd` fixture (starts `etcd` on loopback with free ports and a temporary data
 //! dir, waits for health, kills it by PID on drop) and a canned loopback HTTP server used to drive
 //! the client through gateway errors and dropped connections end to end. Does not test the
-//! classification table entry by entry (those are unit tests in `src/client/etcd.rs`). Each test
+//! classification table entry by entry (those are unit tests in `src/systems/etcd/client.rs`). Each test
 //! starts its own etcd so the pause (SIGSTOP) test cannot disturb the others.
 
 use serde_json::{Value, json};

@@ -10,7 +10,7 @@
 //! - `shakedown report` on a run directory a killed controller left (no completion record) and on
 //!   a completed run with no client ops: `unknown`, exit 2, never `valid`.
 //!
-//! Owns only these CLI assertions; the completion rules are unit-tested in `src/completion.rs`.
+//! Owns only these CLI assertions; the completion rules are unit-tested in `core/src/completion.rs`.
 
 use serde_json::Value;
 use std::collections::BTreeMap;

@@ -3,7 +3,7 @@
 //! Owns: bringing real sandboxes up and down and checking their isolation properties (no default
 //! route, hostname, SSH with strict host key checking, bridge reachability, private /tmp, no
 //! CAP_SYS_TIME, clean teardown, two coexisting sandboxes). Does not own: config parsing units
-//! (those are unit tests in `src/sandbox.rs`).
+//! (those are unit tests in `src/sandbox/config.rs`).
 //!
 //! Needs root (namespaces, bridges); when not root each test prints why and returns.
 //! Uses names `sdtest`/`sdtwo-*` and subnets 10.77.x, 10.76.x so it never touches a developer's

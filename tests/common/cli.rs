@@ -4,8 +4,9 @@
 //!
 //! Every test starts the binary through [`command`], which points `SHAKEDOWN_PROTECT_DIR` at the
 //! repository's `reports/`: a test that forgets its own `--reports` or `--journal` fails with
-//! "refusing to write under …" instead of touching the user's runs (tests/reports_guard.rs
-//! checks that no test starts the binary any other way).
+//! "refusing to write under …" instead of touching the user's runs (tests/report_honesty.rs,
+//! `no_test_starts_the_binary_without_protecting_reports`, checks that no test starts the binary
+//! any other way).
 //!
 //! Each test file includes it with `#[path = "common/cli.rs"] mod cli;` and uses what it needs.
 
