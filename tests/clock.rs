@@ -50,8 +50,8 @@ impl Drop for SandboxGuard {
     }
 }
 
-/// The host's wall clock minus its monotonic clock, in ms: constant unless the host clock is
-/// stepped (NTP slewing moves it by far less than the tolerance during a test).
+/// The host's wall clock minus its monotonic clock, in ms: it changes only when the wall clock
+/// is stepped or slewed (a VM's time sync may slew it by several ms a second).
 fn host_wall_minus_monotonic_ms() -> f64 {
     let mut mono = libc::timespec {
         tv_sec: 0,
@@ -61,6 +61,49 @@ fn host_wall_minus_monotonic_ms() -> f64 {
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut mono) };
     let wall = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
     wall.as_secs_f64() * 1e3 - (mono.tv_sec as f64 * 1e3 + mono.tv_nsec as f64 / 1e6)
+}
+
+/// Watches the host's wall clock for steps during a test: samples wall − monotonic every 5 ms
+/// on a thread; [`HostClockWatch::assert_never_stepped`] fails on any jump between two samples
+/// larger than a slew could make (a step of ours would be seconds; the smallest we make is
+/// 1.5 s). Comparing only the start and end would blame the host's own slewing.
+struct HostClockWatch {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    worker: Option<std::thread::JoinHandle<(f64, usize)>>,
+}
+
+impl HostClockWatch {
+    fn start() -> HostClockWatch {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let worker = std::thread::spawn(move || {
+            let (mut last, mut largest, mut samples) = (host_wall_minus_monotonic_ms(), 0.0f64, 0);
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(5));
+                let now = host_wall_minus_monotonic_ms();
+                largest = largest.max((now - last).abs());
+                last = now;
+                samples += 1;
+            }
+            (largest, samples)
+        });
+        HostClockWatch {
+            stop,
+            worker: Some(worker),
+        }
+    }
+
+    /// A slew moves wall − monotonic by well under a ms between two samples 5 ms apart (even
+    /// at 5,000 ppm, 25 µs); a descheduled sampler stretches that, so allow 5 ms.
+    fn assert_never_stepped(mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let (largest, samples) = self.worker.take().unwrap().join().unwrap();
+        assert!(samples > 10, "only {samples} samples of the host clock");
+        assert!(
+            largest < 5.0,
+            "the host's wall clock jumped by {largest:.1} ms between two samples"
+        );
+    }
 }
 
 struct Cluster {
@@ -169,7 +212,7 @@ fn clock_steps_move_only_the_stepped_node_and_never_the_host() {
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let _guard = SandboxGuard;
-    let host_before = host_wall_minus_monotonic_ms();
+    let host_clock = HostClockWatch::start();
     let c = cluster();
     let (mut n, journal) = nemesis(&c);
 
@@ -366,12 +409,8 @@ fn clock_steps_move_only_the_stepped_node_and_never_the_host() {
     );
     assert_offsets(&mut n, &c.info, &[], "after the measurement loop");
 
-    // The host clock never moved.
-    let drift = host_wall_minus_monotonic_ms() - host_before;
-    assert!(
-        drift.abs() < TOLERANCE_MS,
-        "host wall clock moved by {drift:.1} ms"
-    );
+    // The host clock was never stepped.
+    host_clock.assert_never_stepped();
 }
 
 fn iptables_rules(n: usize) -> usize {
@@ -409,7 +448,7 @@ fn heal_after_a_killed_controller_undoes_partition_pause_and_clock_step_together
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let _guard = SandboxGuard;
-    let host_before = host_wall_minus_monotonic_ms();
+    let host_clock = HostClockWatch::start();
     let tmp = tempfile::tempdir().unwrap();
     let reports = tmp.path().join("reports");
     let schedule = tmp.path().join("stacked.toml");
@@ -469,6 +508,24 @@ fn heal_after_a_killed_controller_undoes_partition_pause_and_clock_step_together
         (stepped[0].1.abs() - 60_000.0).abs() < TOLERANCE_MS,
         "{stepped:?}"
     );
+    // etcd itself (a Go program) on the stepped node is 60 s off; on the others it is not.
+    // Its HTTP Date header is its own time.Now(), to the second.
+    for (i, node) in c.nodes.iter().enumerate() {
+        if on(&c, i, ETCD_STATE).trim() == "T" {
+            continue; // paused: it cannot answer
+        }
+        let off = etcd_date_offset_s(&node.host);
+        let want = if node.name == stepped[0].0 {
+            stepped[0].1 / 1e3
+        } else {
+            0.0
+        };
+        assert!(
+            (off - want).abs() <= 1.5,
+            "{}: etcd's clock is {off} s off, expected {want} s",
+            node.name
+        );
+    }
 
     let out = shakedown(&[
         "heal",
@@ -512,17 +569,28 @@ fn heal_after_a_killed_controller_undoes_partition_pause_and_clock_step_together
         );
     }
     assert_offsets(&mut n, &c.info, &[], "after heal");
+    // Every etcd started on the nodes was patched, and no process is left traced.
+    for (i, node) in c.info.nodes.iter().enumerate() {
+        let log = std::fs::read_to_string(node.clock_patch_log()).unwrap_or_default();
+        assert!(
+            log.contains("exe=/usr/bin/etcd patched in") && !log.contains("NOT patched"),
+            "n{}: {log}",
+            i + 1
+        );
+        let traced = on(
+            &c,
+            i,
+            "grep -l '^TracerPid:[[:space:]]*[1-9]' /proc/[0-9]*/status 2>/dev/null",
+        );
+        assert!(traced.trim().is_empty(), "n{} traced: {traced}", i + 1);
+    }
     let journal = std::fs::read_to_string(reports.join("latest/faults.jsonl")).unwrap();
     let records: Vec<Value> = journal
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
     assert!(outstanding_faults(&records).is_empty(), "{journal}");
-    let drift = host_wall_minus_monotonic_ms() - host_before;
-    assert!(
-        drift.abs() < TOLERANCE_MS,
-        "host wall clock moved by {drift:.1} ms"
-    );
+    host_clock.assert_never_stepped();
 }
 
 /// A node's PostgreSQL server clock minus the controller's, in ms: `clock_timestamp()` is read
@@ -594,4 +662,205 @@ fn a_clock_step_reaches_a_postgresql_server_on_that_node_only() {
     for r in shakedown::runner::on_nodes(remotes, nodes, |r, n| pg.teardown(r, n)) {
         r.expect("postgres teardown");
     }
+}
+
+/// `NAME SECONDS` lines of the static clock probe (`sd-clockprobe`) run over SSH on node `i`,
+/// and the host's wall clock just before and after (s).
+fn probe_on(c: &Cluster, i: usize) -> (Vec<(String, f64)>, f64, f64) {
+    let now = || {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    };
+    let probe = c.info.clock_probe();
+    let before = now();
+    let out = c.remotes[i]
+        .exec_ok(&Cmd::new(probe.to_str().unwrap()))
+        .expect("sd-clockprobe");
+    let after = now();
+    let readings = shakedown::sandbox::clockpatch::parse_probe(&out).expect("probe output");
+    (readings, before, after)
+}
+
+/// A minimal HTTP GET to a node's address (a node need not have curl): (headers, body).
+fn http_get(host: &str, port: u16, path: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect((host, port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (head.to_string(), body.to_string())
+}
+
+/// etcd's clock on `host` (its HTTP `Date` header, whole seconds) minus the host's, in s.
+fn etcd_date_offset_s(host: &str) -> f64 {
+    let t0 = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    let (head, _) = http_get(host, 2379, "/version");
+    let t1 = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    let date = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Date: "))
+        .unwrap_or_else(|| panic!("no Date header from etcd on {host}: {head}"));
+    let etcd = chrono::DateTime::parse_from_rfc2822(date.trim()).unwrap();
+    // The header truncates to the second: compare with the midpoint minus half a second.
+    etcd.timestamp() as f64 + 0.5 - (t0.as_secs_f64() + t1.as_secs_f64()) / 2.0
+}
+
+const NATS_PORT: u16 = 14222;
+const NATS_MONITOR: u16 = 18222;
+
+/// What a nats-server (a Go program) on `host` says the time is (`/varz` `now`), minus the
+/// host's wall clock at the midpoint of the request, in ms.
+fn nats_offset_ms(host: &str) -> f64 {
+    let t0 = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    let (_, body) = http_get(host, NATS_MONITOR, "/varz");
+    let t1 = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    let varz: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    let now = chrono::DateTime::parse_from_rfc3339(varz["now"].as_str().unwrap()).unwrap();
+    let server_ms = now.timestamp_nanos_opt().unwrap() as f64 / 1e6;
+    server_ms - (t0.as_secs_f64() + t1.as_secs_f64()) * 1e3 / 2.0
+}
+
+#[test]
+fn go_and_static_programs_read_their_nodes_clock_and_see_steps_at_once() {
+    if !root() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = SandboxGuard;
+    let host_clock = HostClockWatch::start();
+    let c = cluster();
+    assert_eq!(
+        c.info.clock_patch,
+        Some(shakedown::sandbox::ClockPatch::Works),
+        "the clock patch does not work on this machine"
+    );
+    shakedown::sandbox::ensure_packages(&["nats-server".to_string()]).expect("nats-server");
+    let (mut n, _journal) = nemesis(&c);
+    ok(n.invoke("bump-clock", &json!({"nodes": ["n2"], "delta_ms": 90_000})));
+    ok(n.invoke("bump-clock", &json!({"nodes": ["n3"], "delta_ms": -1500})));
+
+    // A static binary started over SSH (bash execs it: the shim sends it through the patcher)
+    // reads its node's clock through libc, its vDSO directly (Go's way), gettimeofday, time,
+    // in a new thread and in a forked child; its monotonic clock is the host's.
+    for (i, offset_s) in [(0, 0.0), (1, 90.0), (2, -1.5), (3, 0.0)] {
+        let (readings, before, after) = probe_on(&c, i);
+        for (name, seen) in &readings {
+            if name == "monotonic" || name == "tai" {
+                continue;
+            }
+            let slack = if name == "time" || name == "realtime-coarse" {
+                1.0
+            } else {
+                0.05
+            };
+            assert!(
+                *seen >= before + offset_s - slack && *seen <= after + offset_s + slack,
+                "n{}: {name} read {seen:.3}, host {before:.3}..{after:.3}, offset {offset_s} s",
+                i + 1
+            );
+        }
+    }
+
+    // A Go program: nats-server on the stepped n2 and on n1 reports its node's time.
+    let mut pids = Vec::new();
+    for i in 0..2 {
+        let pid = c.remotes[i]
+            .exec_ok(&Cmd::script(
+                "cd /tmp && nats-server -a \"$1\" -p \"$2\" -m \"$3\" >/tmp/nats-clock.log 2>&1 & echo $!",
+                [
+                    c.nodes[i].host.as_str(),
+                    &NATS_PORT.to_string(),
+                    &NATS_MONITOR.to_string(),
+                ],
+            ))
+            .unwrap();
+        pids.push(pid.trim().to_string());
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while (0..2)
+        .any(|i| std::net::TcpStream::connect((c.nodes[i].host.as_str(), NATS_MONITOR)).is_err())
+    {
+        assert!(Instant::now() < deadline, "nats-server did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (n1, n2) = (
+        nats_offset_ms(&c.nodes[0].host),
+        nats_offset_ms(&c.nodes[1].host),
+    );
+    println!("nats-server clock offsets: n1 {n1:.1} ms, n2 {n2:.1} ms (n2 stepped +90 s)");
+    assert!(n1.abs() < 250.0, "n1's nats-server is off by {n1} ms");
+    assert!(
+        (n2 - 90_000.0).abs() < 250.0,
+        "n2's nats-server did not see +90 s: {n2} ms"
+    );
+
+    // A step reaches the running Go program at once (no restart, no re-attach).
+    ok(n.invoke("bump-clock", &json!({"nodes": ["n1"], "delta_ms": 7000})));
+    let n1 = nats_offset_ms(&c.nodes[0].host);
+    assert!(
+        (n1 - 7000.0).abs() < 250.0,
+        "n1's nats-server after +7 s: {n1} ms"
+    );
+
+    // A strobe seen from inside the Go program: both ends of the flip show up.
+    let host = c.nodes[0].host.clone();
+    let samples = std::thread::scope(|s| {
+        let sampler = s.spawn(|| {
+            let mut v = Vec::new();
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_millis(1500) {
+                v.push(nats_offset_ms(&host));
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            v
+        });
+        ok(n.invoke(
+            "strobe-clock",
+            &json!({"nodes": ["n1"], "delta_ms": 3000, "period_ms": 200, "duration_ms": 1500}),
+        ));
+        sampler.join().unwrap()
+    });
+    let near = |target: f64| {
+        samples
+            .iter()
+            .filter(|o| (*o - target).abs() < 300.0)
+            .count()
+    };
+    println!(
+        "nats-server on n1 during a ±3 s strobe (200 ms period): {} samples, {} near +7 s, {} near +10 s",
+        samples.len(),
+        near(7000.0),
+        near(10_000.0)
+    );
+    assert!(near(7000.0) > 0 && near(10_000.0) > 0, "{samples:?}");
+
+    for (i, pid) in pids.iter().enumerate() {
+        c.remotes[i]
+            .exec_ok(&Cmd::script("kill \"$1\"", [pid.as_str()]))
+            .unwrap();
+    }
+    // Every static or Go program was patched, and no process on a node is left traced.
+    for (i, node) in c.info.nodes.iter().enumerate() {
+        let log = std::fs::read_to_string(node.clock_patch_log()).unwrap_or_default();
+        assert!(!log.contains("NOT patched"), "n{}: {log}", i + 1);
+        if i < 2 {
+            assert!(
+                log.contains("exe=/usr/sbin/nats-server patched in"),
+                "n{}: {log}",
+                i + 1
+            );
+        }
+        let traced = on(
+            &c,
+            i,
+            "grep -l '^TracerPid:[[:space:]]*[1-9]' /proc/[0-9]*/status 2>/dev/null",
+        );
+        assert!(traced.trim().is_empty(), "n{} traced: {traced}", i + 1);
+    }
+    ok(n.invoke("reset-clock", &Value::Null));
+    host_clock.assert_never_stepped();
 }

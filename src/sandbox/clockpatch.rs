@@ -463,8 +463,9 @@ impl Plan {
 
 /// Checks that the patch works on this machine: `clockexec` starts the static `probe_program`
 /// with a +1000 s offset file (`scratch` is a directory for it), and the probe must read the
-/// offset through libc, its vDSO called directly (as Go does), `gettimeofday` and `time`, with
-/// its monotonic clock unchanged.
+/// offset through libc, its vDSO called directly (as Go does), the coarse and TAI clocks,
+/// `gettimeofday` and `time`, in a thread it starts and in a child it forks, with its
+/// monotonic clock unchanged.
 pub fn probe(clockexec: &Path, probe_program: &Path, scratch: &Path) -> Result<(), Unpatchable> {
     const OFFSET_S: i64 = 1000;
     let offset_file = scratch.join("clock_offset.probe");
@@ -537,6 +538,8 @@ pub fn parse_probe(stdout: &str) -> Result<Vec<(String, f64)>, String> {
         "gettimeofday",
         "time",
         "tai",
+        "thread",
+        "fork-child",
         "monotonic",
     ] {
         if !readings.iter().any(|(n, _)| n == wanted) {

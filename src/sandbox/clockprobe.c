@@ -8,7 +8,8 @@
  *
  * `vdso-realtime` calls the vDSO's __vdso_clock_gettime found through the auxiliary vector, as
  * the Go runtime does; `libc-realtime`, `gettimeofday` and `time` go through static glibc,
- * which calls the vDSO too. Owns nothing else.
+ * which calls the vDSO too; `thread` is vdso-realtime read by a thread started after the
+ * patch, `fork-child` by a child forked after it. Owns nothing else.
  */
 #define _GNU_SOURCE
 #include <elf.h>
@@ -17,7 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <pthread.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -58,8 +61,15 @@ static void *vdso_symbol(const char *name) {
 
 static double secs(struct timespec ts) { return ts.tv_sec + ts.tv_nsec / 1e9; }
 
+static gettime_fn vdso;
+
+static void *thread_main(void *out) {
+    vdso(CLOCK_REALTIME, (struct timespec *)out);
+    return NULL;
+}
+
 int main(int argc, char **argv) {
-    gettime_fn vdso = (gettime_fn)vdso_symbol("__vdso_clock_gettime");
+    vdso = (gettime_fn)vdso_symbol("__vdso_clock_gettime");
     if (!vdso) {
         fprintf(stderr, "sd-clockprobe: no vDSO clock_gettime\n");
         return 2;
@@ -98,6 +108,18 @@ int main(int argc, char **argv) {
     gettimeofday(&tv, NULL);
     printf("gettimeofday %.6f\n", tv.tv_sec + tv.tv_usec / 1e6);
     printf("time %ld\n", (long)time(NULL));
+    pthread_t th;
+    if (pthread_create(&th, NULL, thread_main, &ts) == 0 && pthread_join(th, NULL) == 0)
+        printf("thread %.9f\n", secs(ts));
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+        vdso(CLOCK_REALTIME, &ts);
+        printf("fork-child %.9f\n", secs(ts));
+        fflush(stdout);
+        _exit(0);
+    }
+    if (child > 0) waitpid(child, NULL, 0);
     vdso(CLOCK_MONOTONIC, &ts);
     printf("monotonic %.9f\n", secs(ts));
     return 0;
