@@ -864,3 +864,51 @@ fn go_and_static_programs_read_their_nodes_clock_and_see_steps_at_once() {
     ok(n.invoke("reset-clock", &Value::Null));
     host_clock.assert_never_stepped();
 }
+
+#[test]
+fn clock_faults_against_go_systems_are_refused_where_the_patch_is_off() {
+    if !root() {
+        return;
+    }
+    const OFF: &[&str] = &[
+        "--sandbox-name",
+        "sdclkoff",
+        "--sandbox-subnet",
+        "10.112.0.0/24",
+        "--sandbox-nodes",
+        "3",
+        "--sandbox-no-clock-patch",
+    ];
+    let _guard = cli::SandboxGuard(OFF);
+    let tmp = tempfile::tempdir().unwrap();
+    let reports = tmp.path().join("reports");
+    let mut args = vec!["run", "--quiet", "--db", "etcd", "--nemesis", "clock"];
+    args.extend(["--time-limit", "5", "--reports", reports.to_str().unwrap()]);
+    args.extend(OFF);
+    let out = shakedown(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains(
+            "n1, n2, n3: etcd (etcd, reading time without libc) would not see clock faults"
+        ) && stderr.contains("--sandbox-no-clock-patch"),
+        "{stderr}"
+    );
+    // Refused before anything of the system ran: no run directory, no etcd on a node.
+    assert!(!reports.exists() || std::fs::read_dir(&reports).unwrap().next().is_none());
+    let state = shakedown::sandbox::load(
+        &SandboxConfig {
+            subnet: "10.112.0.0/24".into(),
+            ..SandboxConfig::named("sdclkoff")
+        }
+        .state_dir(),
+    )
+    .unwrap();
+    for node in &state.nodes {
+        assert!(
+            !node.tmp_dir().join("shakedown/etcd").exists(),
+            "{}: etcd was set up",
+            node.name
+        );
+    }
+}

@@ -256,6 +256,7 @@ impl ChaosArgs {
                     sandbox_name: String::new(),
                     sandbox_subnet: String::new(),
                     sandbox_nodes: 0,
+                    sandbox_no_clock_patch: false,
                 });
                 run.db.name = name.clone();
                 Some(run.db.system()?)

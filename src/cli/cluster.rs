@@ -20,6 +20,11 @@ pub struct SandboxArgs {
     /// Number of sandbox nodes.
     #[arg(long = "sandbox-nodes", default_value_t = 5, global = true)]
     pub sandbox_nodes: usize,
+    /// Do not patch the vDSO of Go and static programs on the sandbox's nodes: they then read
+    /// the host's clock, and clock faults against etcd and NATS are refused (for comparing
+    /// costs, or when the patch misbehaves with a program).
+    #[arg(long = "sandbox-no-clock-patch", global = true)]
+    pub sandbox_no_clock_patch: bool,
 }
 
 impl SandboxArgs {
@@ -29,6 +34,7 @@ impl SandboxArgs {
             name: self.sandbox_name.clone(),
             nodes: self.sandbox_nodes,
             subnet: self.sandbox_subnet.clone(),
+            clock_patch: !self.sandbox_no_clock_patch,
             ..Default::default()
         };
         cfg.validate()

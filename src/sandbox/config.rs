@@ -27,6 +27,9 @@ pub struct SandboxConfig {
     pub state_dir: Option<PathBuf>,
     /// How long `up` waits for every sshd to accept connections, in milliseconds.
     pub ready_timeout_ms: u64,
+    /// Patch the vDSO of Go and static programs on the nodes so they read their node's clock
+    /// (`clockpatch`); off, they read the host's.
+    pub clock_patch: bool,
 }
 
 impl Default for SandboxConfig {
@@ -37,6 +40,7 @@ impl Default for SandboxConfig {
             subnet: "10.78.0.0/24".to_string(),
             state_dir: None,
             ready_timeout_ms: 5_000,
+            clock_patch: true,
         }
     }
 }

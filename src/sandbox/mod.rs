@@ -172,8 +172,21 @@ pub fn up(cfg: &SandboxConfig) -> Result<SandboxInfo> {
             });
         }
         Ok(existing) => {
-            let requested = format!("{} nodes on {}", cfg.nodes, subnet);
-            let recorded = format!("{} nodes on {}", existing.nodes.len(), existing.subnet);
+            let patch = |on: bool| if on { "" } else { " without the clock patch" };
+            let requested = format!(
+                "{} nodes on {}{}",
+                cfg.nodes,
+                subnet,
+                patch(cfg.clock_patch)
+            );
+            let turned_off = existing.clock_patch
+                == Some(ClockPatch::Unavailable(state::CLOCK_PATCH_OFF.to_string()));
+            let recorded = format!(
+                "{} nodes on {}{}",
+                existing.nodes.len(),
+                existing.subnet,
+                patch(!turned_off)
+            );
             let healthy = existing.phase == Phase::Up && status_of(&existing).healthy();
             // A sandbox made before the clock patch existed is rebuilt (its sshd lacks it).
             let current = existing.clock_patch.is_some();
@@ -202,7 +215,7 @@ pub fn up(cfg: &SandboxConfig) -> Result<SandboxInfo> {
     let mut info = plan(cfg, &subnet);
     check_conflicts(&subnet, &names(&cfg.name, cfg.nodes), &info.state_file())?;
     save(&info)?;
-    match start(&mut info, &subnet, cfg.ready_timeout_ms) {
+    match start(&mut info, &subnet, cfg) {
         Ok(()) => Ok(info),
         Err(e) => {
             // Keep the original error; teardown is best effort here and `down` can be rerun.
@@ -213,11 +226,15 @@ pub fn up(cfg: &SandboxConfig) -> Result<SandboxInfo> {
     }
 }
 
-fn start(info: &mut SandboxInfo, subnet: &Subnet, ready_timeout_ms: u64) -> Result<()> {
+fn start(info: &mut SandboxInfo, subnet: &Subnet, cfg: &SandboxConfig) -> Result<()> {
     let t0 = Instant::now();
     let ms = || t0.elapsed().as_millis();
     let sshd = find_sshd()?;
-    info.clock_patch = Some(prepare_clock_patch(info)?);
+    info.clock_patch = Some(if cfg.clock_patch {
+        prepare_clock_patch(info)?
+    } else {
+        ClockPatch::Unavailable(state::CLOCK_PATCH_OFF.to_string())
+    });
     tracing::debug!(sandbox = %info.name, elapsed_ms = ms(), clock_patch = ?info.clock_patch, "clock patch prepared");
     write_files(info)?;
     tracing::debug!(sandbox = %info.name, elapsed_ms = ms(), "keys and files written");
@@ -236,7 +253,7 @@ fn start(info: &mut SandboxInfo, subnet: &Subnet, ready_timeout_ms: u64) -> Resu
         started?;
     }
     tracing::debug!(sandbox = %info.name, elapsed_ms = ms(), "sshd launched");
-    wait_ready(info, ready_timeout_ms)?;
+    wait_ready(info, cfg.ready_timeout_ms)?;
     tracing::debug!(sandbox = %info.name, elapsed_ms = ms(), "every sshd accepts");
     info.phase = Phase::Up;
     save(info)

@@ -50,6 +50,9 @@ pub struct SandboxInfo {
     pub clock_patch: Option<ClockPatch>,
 }
 
+/// Why the patch is unavailable when the sandbox was made with it turned off.
+pub const CLOCK_PATCH_OFF: &str = "the sandbox was made with --sandbox-no-clock-patch (Go and static programs read the host's clock)";
+
 /// What `up` found of the clock patch on this machine.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -576,6 +576,37 @@ mod tests {
     }
 
     #[test]
+    fn only_clock_faults_in_the_sandbox_against_go_systems_need_the_clock_patch() {
+        let clock = crate::spec::load_nemesis("partition,clock").unwrap();
+        let plain = crate::spec::load_nemesis("partition,kill").unwrap();
+        let etcd = SystemConfig::Etcd(Default::default()).open();
+        let nats = SystemConfig::Nats(Default::default()).open();
+        let pg = SystemConfig::Postgres(Default::default()).open();
+        let sandbox = |n| RunOptions {
+            sandbox: true,
+            ..options(n, ReadFrom::Any)
+        };
+        assert!(needs_clock_patch(etcd.as_ref(), &sandbox(&clock)));
+        assert!(needs_clock_patch(nats.as_ref(), &sandbox(&clock)));
+        // libc programs keep the preload shim; real nodes step real clocks; no clock fault.
+        assert!(!needs_clock_patch(pg.as_ref(), &sandbox(&clock)));
+        assert!(!needs_clock_patch(
+            etcd.as_ref(),
+            &options(&clock, ReadFrom::Any)
+        ));
+        assert!(!needs_clock_patch(etcd.as_ref(), &sandbox(&plain)));
+        let e =
+            unpatched_clocks_refusal(etcd.as_ref(), &sandbox(&clock), "n1, n2", "ptrace refused");
+        assert_eq!(e.what, "--nemesis");
+        assert!(
+            e.to_string()
+                .contains("n1, n2: etcd (etcd, reading time without libc)")
+                && e.to_string().contains("ptrace refused"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn each_system_accepts_what_it_serves_and_names_itself_when_refusing() {
         let register = crate::spec::load_workload("register").unwrap();
         let append = crate::spec::load_workload("list-append").unwrap();
