@@ -23,7 +23,8 @@
 //! - In the sandbox every node's sshd preloads `clockshim.c` (see `sandbox`), so `date -s` on a
 //!   node rewrites that node's offset file, never the host clock (the nodes lack CAP_SYS_TIME: a
 //!   `date -s` that bypasses the shim fails with EPERM). Programs that read the clock without
-//!   libc do not see the offset: Go programs such as etcd, and static binaries.
+//!   libc (Go programs such as etcd, static binaries) see it through the vDSO patch the shim
+//!   starts them with (`sandbox::clockpatch`).
 //! - On real hosts `date -s` steps the kernel clock (needs root). Running NTP daemons (chrony,
 //!   chronyd, ntp, ntpd, ntpsec, systemd-timesyncd, openntpd, via systemd) are stopped before the
 //!   first clock fault on a node (journaled as `stop-ntp`) and started again by `heal_all`.
