@@ -98,6 +98,9 @@ pub struct RunOptions<'a> {
     pub node_count: usize,
     /// The nodes are the sandbox's (no `--nodes`): they run this machine's packages.
     pub sandbox: bool,
+    /// How long the run lasts before its final reads at the least, in s: `--time-limit` plus
+    /// `--settle` (a retention shorter than that expires data the checkers would call lost).
+    pub run_s: f64,
 }
 
 impl<'a> RunOptions<'a> {
@@ -111,6 +114,7 @@ impl<'a> RunOptions<'a> {
             nemesis_name: &cfg.nemesis_name,
             node_count: cfg.nodes.as_ref().map_or(cfg.sandbox.nodes, Vec::len),
             sandbox: cfg.nodes.is_none(),
+            run_s: cfg.time_limit_s + cfg.settle_s,
         }
     }
 }
@@ -572,6 +576,7 @@ mod tests {
             nemesis_name: "test",
             node_count: 5,
             sandbox: false,
+            run_s: 60.0,
         }
     }
 

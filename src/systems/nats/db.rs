@@ -43,6 +43,8 @@ pub struct NatsConfig {
     pub server: NatsServer,
     /// JetStream's flush setting (`--nats-sync-interval`).
     pub sync_interval: SyncInterval,
+    /// The streams' `max_age` in ms (`--nats-max-age`); `None`: messages are kept.
+    pub max_age_ms: Option<u64>,
 }
 
 impl Default for NatsConfig {
@@ -57,6 +59,7 @@ impl Default for NatsConfig {
             lazyfs: None,
             server: NatsServer::Debian,
             sync_interval: SyncInterval::Default,
+            max_age_ms: None,
         }
     }
 }
@@ -267,6 +270,10 @@ impl Nats {
                     num_replicas: self.cfg.replicas,
                     storage: async_nats::jetstream::stream::StorageType::File,
                     allow_direct: true,
+                    max_age: self
+                        .cfg
+                        .max_age_ms
+                        .map_or(Duration::ZERO, Duration::from_millis),
                     ..Default::default()
                 };
                 js.get_or_create_stream(config)

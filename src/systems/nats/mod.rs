@@ -70,6 +70,12 @@ pub struct NatsArgs {
         value_name = "default|always|DURATION"
     )]
     pub nats_sync_interval: String,
+    /// The streams' `max_age`: messages older than this are discarded (`90s`, `5m`, `1h`). The
+    /// server judges age by its own wall clock, so a forward clock step can expire acknowledged
+    /// messages early: the log checker then finds them lost. Must exceed the run (time limit +
+    /// settle + 30 s), so no message expires by its true age. Default: none (kept).
+    #[arg(long, value_name = "DURATION")]
+    pub nats_max_age: Option<String>,
 }
 
 impl SystemArgs for NatsArgs {
@@ -97,7 +103,14 @@ impl SystemArgs for NatsArgs {
             .nats_sync_interval
             .parse::<SyncInterval>()
             .map_err(|m| ConfigError::new("--nats-sync-interval", m))?;
+        let max_age_ms = match &self.nats_max_age {
+            None => None,
+            Some(text) => {
+                Some(parse_max_age(text).map_err(|m| ConfigError::new("--nats-max-age", m))?)
+            }
+        };
         Ok(SystemConfig::Nats(NatsConfig {
+            max_age_ms,
             base_dir: self.nats_dir,
             replicas: self.nats_replicas,
             streams: self.nats_streams,
@@ -107,6 +120,21 @@ impl SystemArgs for NatsArgs {
         }))
     }
 }
+
+/// A `--nats-max-age` in ms: a positive duration in humantime's words (`90s`, `5m`, `1h 30m`).
+fn parse_max_age(text: &str) -> Result<u64, String> {
+    let d = humantime::parse_duration(text)
+        .map_err(|e| format!("{text:?}: {e}; expected a duration such as 90s, 5m or 1h"))?;
+    match u64::try_from(d.as_millis()) {
+        Ok(ms) if ms > 0 => Ok(ms),
+        _ => Err(format!(
+            "{text:?}: expected a positive duration such as 90s, 5m or 1h"
+        )),
+    }
+}
+
+/// Slack between the end of a run and a message's expiry by age: final reads retry for a while.
+const MAX_AGE_SLACK_S: f64 = 30.0;
 
 impl SystemSettings for NatsConfig {
     fn name(&self) -> &'static str {
@@ -133,6 +161,9 @@ impl SystemSettings for NatsConfig {
                 self.sync_interval.to_string(),
             ]);
         }
+        if let Some(ms) = self.max_age_ms {
+            args.extend(["--nats-max-age".into(), format!("{ms}ms")]);
+        }
         args
     }
 }
@@ -158,6 +189,18 @@ impl System for Nats {
                     self.cfg.streams
                 ),
             ));
+        }
+        if let Some(ms) = self.cfg.max_age_ms {
+            let needed = options.run_s + MAX_AGE_SLACK_S;
+            if (ms as f64) / 1e3 < needed {
+                return Err(ConfigError::new(
+                    "--nats-max-age",
+                    format!(
+                        "{} s: messages would expire by their true age before the final reads, and the log checker would call them lost; give at least {needed:.0}s (time limit + settle + {MAX_AGE_SLACK_S:.0} s)",
+                        ms as f64 / 1e3
+                    ),
+                ));
+            }
         }
         // The sandbox runs this machine's Debian package: its version is known before any
         // node is touched (real nodes are asked at install).
@@ -215,5 +258,58 @@ impl System for Nats {
 
     fn clock_programs(&self) -> &'static [&'static str] {
         &["nats-server"]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        nats: NatsArgs,
+    }
+
+    fn config(args: &[&str]) -> Result<NatsConfig, ConfigError> {
+        let flags = Flags::try_parse_from([&["x"][..], args].concat()).unwrap();
+        match flags.nats.into_config()? {
+            SystemConfig::Nats(c) => Ok(c),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn max_age_is_read_in_words_and_must_outlast_the_run() {
+        assert_eq!(config(&[]).unwrap().max_age_ms, None);
+        assert_eq!(
+            config(&["--nats-max-age", "2m"]).unwrap().max_age_ms,
+            Some(120_000)
+        );
+        let e = config(&["--nats-max-age", "soon"]).unwrap_err();
+        assert!(e.to_string().contains("expected a duration"), "{e}");
+        let e = config(&["--nats-max-age", "0s"]).unwrap_err();
+        assert!(e.to_string().contains("positive"), "{e}");
+
+        let log = crate::spec::load_workload("log").unwrap();
+        let nemesis = crate::spec::load_nemesis("clock").unwrap();
+        let options = RunOptions {
+            read_mode: ReadMode::Linearizable,
+            read_from: ReadFrom::Own,
+            read_nodes: &[],
+            nemesis: &nemesis,
+            nemesis_name: "clock",
+            node_count: 3,
+            sandbox: false,
+            run_s: 70.0,
+        };
+        let open = |c: NatsConfig| SystemConfig::Nats(c).open();
+        let short = config(&["--nats-max-age", "90s"]).unwrap();
+        let e = open(short).validate(&log, &options).unwrap_err();
+        assert!(e.to_string().contains("give at least 100s"), "{e}");
+        let long = config(&["--nats-max-age", "5m"]).unwrap();
+        assert_eq!(long.rerun_args()[4..], ["--nats-max-age", "300000ms"]);
+        open(long).validate(&log, &options).unwrap();
     }
 }

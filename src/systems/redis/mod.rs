@@ -302,6 +302,7 @@ mod tests {
             nemesis_name: "test",
             node_count,
             sandbox: false,
+            run_s: 60.0,
         };
         let open = |c: RedisConfig| SystemConfig::Redis(c).open();
         open(RedisConfig::default())
