@@ -1,6 +1,6 @@
 //! Operation histories: the `Op` record, JSONL reading and writing, and invoke↔completion pairing.
 //!
-//! Owns the on-disk history format (one JSON object per line, see DESIGN.md) and the pure views the
+//! Owns the on-disk history format (one JSON object per line, described in ARCHITECTURE.md, "History format") and the pure views the
 //! checkers need. Does not own file layout (that is `store`) or who writes the history (only the
 //! interpreter does). Reading never panics: a malformed line is an `Err` naming the line; a torn
 //! *last* line (a crash mid-write) is skipped with a warning.
