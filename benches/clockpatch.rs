@@ -226,12 +226,10 @@ fn etcd_round(flags: &[&str], reports: &Path) -> f64 {
                 String::from_utf8_lossy(&out.stderr)
             )
         });
-    let rate = line
-        .split_once('(')
+    line.split_once('(')
         .and_then(|(_, r)| r.split_whitespace().next())
         .and_then(|r| r.parse().ok())
-        .unwrap_or_else(|| panic!("unreadable line {line:?}"));
-    rate
+        .unwrap_or_else(|| panic!("unreadable line {line:?}"))
 }
 
 /// (e): etcd's ops/s, patched and unpatched sandboxes alternating (which goes first alternates).
