@@ -230,8 +230,10 @@ fn start(info: &mut SandboxInfo, subnet: &Subnet, cfg: &SandboxConfig) -> Result
     let t0 = Instant::now();
     let ms = || t0.elapsed().as_millis();
     let sshd = find_sshd()?;
+    let probe_missing = build_programs(info)?;
+    tracing::debug!(sandbox = %info.name, elapsed_ms = ms(), "programs built");
     info.clock_patch = Some(if cfg.clock_patch {
-        prepare_clock_patch(info)?
+        prepare_clock_patch(info, probe_missing)?
     } else {
         ClockPatch::Unavailable(state::CLOCK_PATCH_OFF.to_string())
     });

@@ -80,34 +80,139 @@ pub(super) fn sshd_config(
     text
 }
 
-/// Source of the clock preload library, compiled by [`compile_clock_shim`] at `up`.
-pub(super) const CLOCK_SHIM_SOURCE: &str = include_str!("clockshim.c");
-
-/// Compiles `clockshim.c` into `<state_dir>/clockshim.so` with the host's C compiler (written
-/// under a temporary name, then renamed, so a running node never maps a half-written file).
-pub(super) fn compile_clock_shim(info: &SandboxInfo) -> Result<()> {
-    let source = info.state_dir.join("clockshim.c");
-    write_file(&source, CLOCK_SHIM_SOURCE, 0o644)?;
-    let target = info.clock_shim();
-    let partial = info.state_dir.join("clockshim.so.partial");
-    run(Command::new("cc")
-        .args(["-shared", "-fPIC", "-O2", "-Wall", "-o"])
-        .arg(&partial)
-        .arg(&source))?;
-    fs::rename(&partial, &target).map_err(io_err("rename into place", &target))
+/// A C program of the sandbox, compiled at `up` with the host's C compiler.
+pub(super) struct CProgram {
+    /// Its source file's name, written to the state directory beside the program.
+    pub file: &'static str,
+    /// Its source.
+    pub source: &'static str,
+    /// Compiler flags besides `-O2 -Wall`.
+    pub flags: &'static [&'static str],
 }
 
-/// Sources of the clock patch's C programs, compiled by [`prepare_clock_patch`] at `up`.
-pub(super) const CLOCK_EXEC_SOURCE: &str = include_str!("clockexec.c");
-pub(super) const CLOCK_PROBE_SOURCE: &str = include_str!("clockprobe.c");
+/// The clock preload library (`clockshim.c`), every node's `LD_PRELOAD`.
+pub(super) const CLOCK_SHIM: CProgram = CProgram {
+    file: "clockshim.c",
+    source: include_str!("clockshim.c"),
+    flags: &["-shared", "-fPIC"],
+};
+/// Each node's PID 1 (`reaper.c`; its file name is its process name, [`REAPER_NAME`]).
+pub(super) const REAPER: CProgram = CProgram {
+    file: "reaper.c",
+    source: include_str!("reaper.c"),
+    flags: &[],
+};
+/// The vDSO patcher (`clockexec.c`).
+pub(super) const CLOCK_EXEC: CProgram = CProgram {
+    file: "clockexec.c",
+    source: include_str!("clockexec.c"),
+    flags: &[],
+};
+/// The clock patch's static test program (`clockprobe.c`).
+pub(super) const CLOCK_PROBE: CProgram = CProgram {
+    file: "clockprobe.c",
+    source: include_str!("clockprobe.c"),
+    flags: &["-static"],
+};
 
-/// Prepares the clock patch (`clockpatch`): writes this kernel's plan, compiles `sd-clockexec`
-/// and the static `sd-clockprobe`, and runs the probe through the patcher. A machine where it
-/// cannot work gets [`ClockPatch::Unavailable`] with why (the sandbox still comes up: libc
-/// programs keep the shim); an error only when the C compiler fails on `sd-clockexec`.
-pub(super) fn prepare_clock_patch(info: &SandboxInfo) -> Result<ClockPatch> {
-    use super::clockpatch;
+/// Where compiled sandbox programs are kept across `up`s, by a hash of source, flags and
+/// compiler: a second sandbox (every test brings up its own) copies instead of compiling.
+const PROGRAM_CACHE: &str = "/var/lib/shakedown/cache/sandbox-programs";
+
+/// The compiler's identity for the cache key: the resolved `cc`, its size and modification
+/// time (an upgraded compiler compiles afresh). Empty when it cannot be found (then the key
+/// still covers source and flags; `cc` itself reports what is wrong).
+fn compiler_identity() -> String {
+    let Some(cc) = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|d| d.join("cc"))
+            .find(|p| p.exists())
+    }) else {
+        return String::new();
+    };
+    let real = fs::canonicalize(&cc).unwrap_or(cc);
+    let meta = fs::metadata(&real).ok();
+    let mtime = meta
+        .as_ref()
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    format!("{} {} {mtime}", real.display(), meta.map_or(0, |m| m.len()))
+}
+
+/// Compiles `program` into `target` (through [`PROGRAM_CACHE`]; written under a temporary name,
+/// then renamed, so a running node never executes or maps a half-written file), its source kept
+/// beside it in the state directory.
+fn compile(info: &SandboxInfo, program: &CProgram, target: &Path, compiler: &str) -> Result<()> {
+    let source_path = info.state_dir.join(program.file);
+    write_file(&source_path, program.source, 0o644)?;
+    let key = super::clockpatch::fnv1a64(
+        format!(
+            "{}\0{}\0{compiler}",
+            program.source,
+            program.flags.join(" ")
+        )
+        .as_bytes(),
+    );
+    let stem = program.file.trim_end_matches(".c");
+    let cached = Path::new(PROGRAM_CACHE).join(format!("{stem}-{key:016x}"));
+    let partial = target.with_extension(format!("partial{}", std::process::id()));
+    if !cached.exists() {
+        let fresh = cached.with_extension(format!("partial{}", std::process::id()));
+        create_dir(Path::new(PROGRAM_CACHE), 0o755)?;
+        run(Command::new("cc")
+            .args(["-O2", "-Wall"])
+            .args(program.flags)
+            .arg("-o")
+            .arg(&fresh)
+            .arg(&source_path))?;
+        fs::rename(&fresh, &cached).map_err(io_err("rename into place", &cached))?;
+    }
+    fs::copy(&cached, &partial).map_err(io_err("copy from the cache to", &partial))?;
+    fs::rename(&partial, target).map_err(io_err("rename into place", target))
+}
+
+/// Compiles the sandbox's C programs in parallel: the shim, the reaper and the vDSO patcher
+/// must build (error); the static test program may not (`Ok(Some(why))`: the clock patch is
+/// then unavailable, as on a machine without a static libc).
+pub(super) fn build_programs(info: &SandboxInfo) -> Result<Option<String>> {
     create_dir(&info.state_dir, 0o755)?;
+    let compiler = compiler_identity();
+    let jobs: [(&CProgram, PathBuf); 4] = [
+        (&CLOCK_SHIM, info.clock_shim()),
+        (&REAPER, info.reaper()),
+        (&CLOCK_EXEC, info.clock_exec()),
+        (&CLOCK_PROBE, info.clock_probe()),
+    ];
+    let mut results = std::thread::scope(|s| {
+        let handles: Vec<_> = jobs
+            .iter()
+            .map(|(program, target)| s.spawn(|| compile(info, program, target, &compiler)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("compile thread panicked"))
+            .collect::<Vec<_>>()
+    });
+    let probe = results.pop().expect("four results");
+    for r in results {
+        r?;
+    }
+    Ok(probe
+        .err()
+        .map(|e| format!("cannot build the static test program (is libc6-dev installed?): {e}")))
+}
+
+/// Prepares the clock patch (`clockpatch`): writes this kernel's plan and runs the static
+/// `sd-clockprobe` through `sd-clockexec` (both built by [`build_programs`]; `probe_missing`
+/// says why the probe could not be built). A machine where it cannot work gets
+/// [`ClockPatch::Unavailable`] with why (the sandbox still comes up: libc programs keep the
+/// shim).
+pub(super) fn prepare_clock_patch(
+    info: &SandboxInfo,
+    probe_missing: Option<String>,
+) -> Result<ClockPatch> {
+    use super::clockpatch;
     let plan = match clockpatch::plan_for_this_machine() {
         Ok(plan) => plan,
         Err(why) => return Ok(ClockPatch::Unavailable(why.to_string())),
@@ -116,23 +221,8 @@ pub(super) fn prepare_clock_patch(info: &SandboxInfo) -> Result<ClockPatch> {
     let partial = info.state_dir.join("clockpatch.plan.partial");
     write_file(&partial, &plan.to_text(), 0o644)?;
     fs::rename(&partial, &plan_path).map_err(io_err("rename into place", &plan_path))?;
-    compile(
-        info,
-        "clockexec.c",
-        CLOCK_EXEC_SOURCE,
-        &info.clock_exec(),
-        &[],
-    )?;
-    if let Err(e) = compile(
-        info,
-        "clockprobe.c",
-        CLOCK_PROBE_SOURCE,
-        &info.clock_probe(),
-        &["-static"],
-    ) {
-        return Ok(ClockPatch::Unavailable(format!(
-            "cannot build the static test program (is libc6-dev installed?): {e}"
-        )));
+    if let Some(why) = probe_missing {
+        return Ok(ClockPatch::Unavailable(why));
     }
     Ok(
         match clockpatch::probe(&info.clock_exec(), &info.clock_probe(), &info.state_dir) {
@@ -140,44 +230,6 @@ pub(super) fn prepare_clock_patch(info: &SandboxInfo) -> Result<ClockPatch> {
             Err(why) => ClockPatch::Unavailable(why.to_string()),
         },
     )
-}
-
-/// Compiles one C source of the sandbox into `target` (under a temporary name, then renamed,
-/// so a running node never executes a half-written file).
-fn compile(
-    info: &SandboxInfo,
-    name: &str,
-    source: &str,
-    target: &Path,
-    flags: &[&str],
-) -> Result<()> {
-    let source_path = info.state_dir.join(name);
-    write_file(&source_path, source, 0o644)?;
-    let partial = target.with_extension("partial");
-    run(Command::new("cc")
-        .args(["-O2", "-Wall"])
-        .args(flags)
-        .arg("-o")
-        .arg(&partial)
-        .arg(&source_path))?;
-    fs::rename(&partial, target).map_err(io_err("rename into place", target))
-}
-
-/// Source of each node's PID 1, compiled by [`compile_reaper`] at `up`.
-pub(super) const REAPER_SOURCE: &str = include_str!("reaper.c");
-
-/// Compiles `reaper.c` into `<state_dir>/sd-reaper` (its file name is its process name,
-/// [`REAPER_NAME`]); written under a temporary name, then renamed.
-pub(super) fn compile_reaper(info: &SandboxInfo) -> Result<()> {
-    let source = info.state_dir.join("reaper.c");
-    write_file(&source, REAPER_SOURCE, 0o644)?;
-    let target = info.reaper();
-    let partial = info.state_dir.join("sd-reaper.partial");
-    run(Command::new("cc")
-        .args(["-O2", "-Wall", "-o"])
-        .arg(&partial)
-        .arg(&source))?;
-    fs::rename(&partial, &target).map_err(io_err("rename into place", &target))
 }
 
 pub(super) fn keygen(path: &Path, comment: &str) -> Command {
@@ -261,8 +313,6 @@ pub(super) fn write_files(info: &SandboxInfo) -> Result<PathBuf> {
         fs::set_permissions(&clock, fs::Permissions::from_mode(0o644))
             .map_err(io_err("chmod", &clock))?;
     }
-    compile_clock_shim(info)?;
-    compile_reaper(info)?;
     let ssh_dir = info.state_dir.join("ssh");
     create_dir(&ssh_dir, 0o755)?;
     for path in [&info.private_key, &info.private_key.with_extension("pub")] {
