@@ -158,354 +158,429 @@ pub(super) fn percentiles<T: Copy + Default + PartialOrd>(sorted: &[T]) -> Perce
 }
 
 /// Check the four session guarantees, quantify stale reads and find version conflicts (see the
-/// module doc for the exact semantics).
+/// module doc for the exact semantics). Three passes: pair ops and intern keys ([`Paired`]),
+/// derive versions ([`derive_versions`]), walk the history in order ([`Walk`]).
 pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResult {
     let ops = &history.ops;
-    let n = ops.len();
     let (source, source_reason) = choose_source(history, config);
+    let paired = Paired::of(ops);
+    let derived = derive_versions(&paired, source);
+    let labels = Labels {
+        mode: config.mode,
+        source,
+    };
+    let mut walk = Walk::new(&paired, &derived.vers, config, labels);
+    walk.list_append_conflicts(&derived.conflicts);
+    walk.run();
+    walk.finish(source, source_reason, derived.unseen_appends)
+}
 
-    // Pass 1: pair invokes with completions, intern keys.
-    let mut partner = vec![NONE; n];
-    let mut key_id = vec![NO_KEY; n];
-    let mut key_ids: FxHashMap<Option<&str>, u32> = FxHashMap::default();
-    let mut key_names: Vec<Option<&str>> = Vec::new();
-    let mut open: FxHashMap<Process, usize> = FxHashMap::default();
-    let mut unpaired = 0u64;
-    let kinds: Vec<Option<Kind>> = ops.iter().map(kind_of).collect();
-    for (i, op) in ops.iter().enumerate() {
-        if kinds[i].is_none() {
-            continue;
-        }
-        let k = *key_ids.entry(op.key.as_deref()).or_insert_with(|| {
-            key_names.push(op.key.as_deref());
-            (key_names.len() - 1) as u32
-        });
-        key_id[i] = k;
-        if op.op_type == OpType::Invoke {
-            if open.insert(op.process, i).is_some() {
-                unpaired += 1;
+/// Pass 1: every session op's partner (invoke ↔ completion), its key id, the key names.
+struct Paired<'h> {
+    ops: &'h [Op],
+    kinds: Vec<Option<Kind>>,
+    partner: Vec<usize>,
+    key_id: Vec<u32>,
+    key_names: Vec<Option<&'h str>>,
+    /// Invokes left open by a later invoke of their process, and completions with no invoke.
+    unpaired: u64,
+}
+
+impl<'h> Paired<'h> {
+    fn of(ops: &'h [Op]) -> Paired<'h> {
+        let n = ops.len();
+        let mut p = Paired {
+            ops,
+            kinds: ops.iter().map(kind_of).collect(),
+            partner: vec![NONE; n],
+            key_id: vec![NO_KEY; n],
+            key_names: Vec::new(),
+            unpaired: 0,
+        };
+        let mut key_ids: FxHashMap<Option<&str>, u32> = FxHashMap::default();
+        let mut open: FxHashMap<Process, usize> = FxHashMap::default();
+        for (i, op) in ops.iter().enumerate() {
+            if p.kinds[i].is_none() {
+                continue;
             }
-            continue;
-        }
-        match open.remove(&op.process) {
-            Some(inv) => {
-                partner[inv] = i;
-                partner[i] = inv;
+            let names = &mut p.key_names;
+            p.key_id[i] = *key_ids.entry(op.key.as_deref()).or_insert_with(|| {
+                names.push(op.key.as_deref());
+                (names.len() - 1) as u32
+            });
+            if op.op_type == OpType::Invoke {
+                if open.insert(op.process, i).is_some() {
+                    p.unpaired += 1;
+                }
+                continue;
             }
-            None => unpaired += 1,
+            match open.remove(&op.process) {
+                Some(inv) => {
+                    p.partner[inv] = i;
+                    p.partner[i] = inv;
+                }
+                None => p.unpaired += 1,
+            }
+        }
+        p
+    }
+
+    /// The invoke of completion `i`, when it has one.
+    fn invoke_of(&self, i: usize) -> Option<&'h Op> {
+        (self.partner[i] != NONE && self.ops[i].op_type != OpType::Invoke)
+            .then(|| &self.ops[self.partner[i]])
+    }
+
+    /// Op `i`'s key.
+    fn key(&self, i: usize) -> Option<&'h str> {
+        self.key_names[self.key_id[i] as usize]
+    }
+
+    /// Op `i` in words ("read k3 and got 9").
+    fn describe_at(&self, i: usize) -> String {
+        let kind = self.kinds[i].unwrap_or(Kind::Read);
+        let invoke = (self.partner[i] != NONE).then(|| &self.ops[self.partner[i]]);
+        describe(kind, &self.ops[i], invoke, self.key(i))
+    }
+}
+
+/// Pass 2: the version of every ok completion, by `source`.
+fn derive_versions(p: &Paired, source: VersionSource) -> Derived {
+    if source == VersionSource::ListAppend {
+        return derive_list_append(p.ops, &p.kinds, &p.partner, &p.key_id, p.key_names.len());
+    }
+    let vers = p
+        .ops
+        .iter()
+        .enumerate()
+        .map(|(i, op)| match p.kinds[i] {
+            Some(kind) if op.op_type == OpType::Ok => {
+                if source == VersionSource::System {
+                    system_version(kind, op)
+                } else {
+                    let inv = (p.partner[i] != NONE).then(|| &p.ops[p.partner[i]]);
+                    increasing_version(kind, op, inv)
+                }
+            }
+            _ => Ver::Unversioned,
+        })
+        .collect();
+    Derived {
+        vers,
+        conflicts: Vec::new(),
+        unseen_appends: 0,
+    }
+}
+
+/// How witnesses name sessions and versions.
+#[derive(Clone, Copy)]
+struct Labels {
+    mode: SessionMode,
+    source: VersionSource,
+}
+
+impl Labels {
+    /// The session a process belongs to.
+    fn session_of(self, p: u64) -> u64 {
+        match self.mode {
+            SessionMode::Process => p,
+            SessionMode::Thread { concurrency } => p % concurrency.max(1),
         }
     }
 
-    // Pass 2: versions of ok completions, by source.
-    let derived = match source {
-        VersionSource::ListAppend => {
-            derive_list_append(ops, &kinds, &partner, &key_id, key_names.len())
+    /// "process 7", or "thread 2 (process 12)".
+    fn session(self, p: u64) -> String {
+        match self.mode {
+            SessionMode::Process => format!("process {p}"),
+            SessionMode::Thread { concurrency } => {
+                format!("thread {} (process {p})", p % concurrency.max(1))
+            }
         }
-        VersionSource::System | VersionSource::IncreasingValues => {
-            let vers = ops
-                .iter()
-                .enumerate()
-                .map(|(i, op)| match kinds[i] {
-                    Some(kind) if op.op_type == OpType::Ok => {
-                        if source == VersionSource::System {
-                            system_version(kind, op)
-                        } else {
-                            let inv = (partner[i] != NONE).then(|| &ops[partner[i]]);
-                            increasing_version(kind, op, inv)
-                        }
-                    }
-                    _ => Ver::Unversioned,
+    }
+}
+
+/// The version conflicts found, capped in number, and when each happened.
+#[derive(Default)]
+struct Conflicts {
+    count: u64,
+    list: Vec<VersionConflict>,
+    times_ns: Vec<u64>,
+}
+
+/// What the walk counts besides guarantees, stale reads and conflicts.
+#[derive(Default)]
+struct Counts {
+    ok_reads: u64,
+    ok_writes: u64,
+    unversioned_reads: u64,
+    unversioned_writes: u64,
+    malformed: u64,
+    conflicting_reads: u64,
+    info_ignored: u64,
+    fail_ignored: u64,
+    /// Some ok op had a version other than the initial one.
+    any_version: bool,
+}
+
+/// Stale-read measurements: per measured read, acknowledged versions newer than what it
+/// returned, and how long before its invoke the first of those was acknowledged.
+#[derive(Default)]
+struct Stale {
+    versions_behind: Vec<u64>,
+    ms_behind: Vec<f64>,
+    stale_reads: u64,
+}
+
+/// Pass 3: the history in order, with everything it accumulates.
+struct Walk<'a, 'h> {
+    p: &'a Paired<'h>,
+    vers: &'a [Ver],
+    config: &'a SessionConfig,
+    labels: Labels,
+    acks: Vec<KeyAcks>,
+    sessions: FxHashMap<(u64, u32), SessState>,
+    seen_sessions: FxHashMap<u64, ()>,
+    /// The first ok op that reported each (key, version): reported-version conflicts.
+    by_version: FxHashMap<(u32, i64), usize>,
+    acc: Vec<GuaranteeAcc>,
+    stale: Stale,
+    counts: Counts,
+    conflicts: Conflicts,
+}
+
+impl<'a, 'h> Walk<'a, 'h> {
+    fn new(
+        p: &'a Paired<'h>,
+        vers: &'a [Ver],
+        config: &'a SessionConfig,
+        labels: Labels,
+    ) -> Walk<'a, 'h> {
+        // Every acknowledged version of every key, so a read's staleness counts versions
+        // acknowledged before it (inserted as the walk passes their acks).
+        let mut acked: Vec<Vec<i64>> = vec![Vec::new(); p.key_names.len()];
+        for (i, op) in p.ops.iter().enumerate() {
+            if op.op_type == OpType::Ok
+                && let Some(kind) = p.kinds[i]
+                && kind != Kind::Read
+                && let Ver::Known(pos) = vers[i]
+            {
+                acked[p.key_id[i] as usize].push(pos.rank());
+            }
+        }
+        Walk {
+            p,
+            vers,
+            config,
+            labels,
+            acks: acked.into_iter().map(KeyAcks::new).collect(),
+            sessions: FxHashMap::default(),
+            seen_sessions: FxHashMap::default(),
+            by_version: FxHashMap::default(),
+            acc: (0..4)
+                .map(|_| GuaranteeAcc {
+                    checks: 0,
+                    violations: 0,
+                    per_key: FxHashMap::default(),
+                    witnesses: Vec::new(),
+                    times_ns: Vec::new(),
                 })
-                .collect();
-            Derived {
-                vers,
-                conflicts: Vec::new(),
-                unseen_appends: 0,
-            }
-        }
-    };
-    let vers = derived.vers;
-    let mut acked: Vec<Vec<i64>> = vec![Vec::new(); key_names.len()];
-    for (i, op) in ops.iter().enumerate() {
-        if op.op_type == OpType::Ok
-            && let Some(kind) = kinds[i]
-            && kind != Kind::Read
-            && let Ver::Known(p) = vers[i]
-        {
-            acked[key_id[i] as usize].push(p.rank());
+                .collect(),
+            stale: Stale::default(),
+            counts: Counts::default(),
+            conflicts: Conflicts::default(),
         }
     }
-    let mut acks: Vec<KeyAcks> = acked.into_iter().map(KeyAcks::new).collect();
 
-    let session_label = |p: u64| match config.mode {
-        SessionMode::Process => format!("process {p}"),
-        SessionMode::Thread { concurrency } => {
-            format!("thread {} (process {p})", p % concurrency.max(1))
+    /// The conflicts the list-append source found while deriving versions.
+    fn list_append_conflicts(&mut self, found: &[(usize, usize, i64, &'static str)]) {
+        let ops = self.p.ops;
+        for &(a, b, at, kind) in found {
+            self.conflicts.count += 1;
+            self.conflicts.times_ns.push(ops[b].time_ns);
+            if self.conflicts.list.len() >= self.config.max_conflicts {
+                continue;
+            }
+            let key = self.p.key(a);
+            let side = |j: usize| {
+                format!(
+                    "{} ({} {}, ok at {})",
+                    self.p.describe_at(j),
+                    self.labels.session(ops[j].process.client().unwrap_or(0)),
+                    ops[j].index,
+                    secs(ops[j].time_ns)
+                )
+            };
+            let witness = if kind == "duplicate-element" {
+                format!(
+                    "{} holds element {} twice (again at position {at} of {})",
+                    side(a),
+                    ops[a].value.get((at - 1) as usize).unwrap_or(&Value::Null),
+                    key_label(key)
+                )
+            } else {
+                format!(
+                    "{} and {} differ at position {at} of {}: they cannot both be prefixes of one order",
+                    side(a),
+                    side(b),
+                    key_label(key)
+                )
+            };
+            self.conflicts.list.push(VersionConflict {
+                kind,
+                key: key.map(str::to_string),
+                version: at,
+                first_index: ops[a].index,
+                later_index: ops[b].index,
+                first_value: ops[a].value.clone(),
+                later_value: ops[b].value.clone(),
+                witness,
+            });
         }
-    };
-    let describe_at = |j: usize| {
-        let kj = kind_of(&ops[j]).unwrap_or(Kind::Read);
-        let inv = (partner[j] != NONE).then(|| &ops[partner[j]]);
-        describe(kj, &ops[j], inv, key_names[key_id[j] as usize])
-    };
-    let mut version_conflicts = 0u64;
-    let mut conflicts: Vec<VersionConflict> = Vec::new();
-    let mut conflict_times_ns: Vec<u64> = Vec::new();
-    for &(a, b, at, kind) in &derived.conflicts {
-        version_conflicts += 1;
-        conflict_times_ns.push(ops[b].time_ns);
-        if conflicts.len() >= config.max_conflicts {
-            continue;
+    }
+
+    fn run(&mut self) {
+        for (i, op) in self.p.ops.iter().enumerate() {
+            let Some(kind) = self.p.kinds[i] else {
+                continue;
+            };
+            let Some(proc_id) = op.process.client() else {
+                continue;
+            };
+            match op.op_type {
+                OpType::Invoke => self.measure_stale(i, kind),
+                OpType::Fail => self.counts.fail_ignored += 1,
+                OpType::Info => self.counts.info_ignored += 1,
+                OpType::Ok => self.ok(i, kind, proc_id),
+            }
         }
-        let key = key_names[key_id[a] as usize];
-        let side = |j: usize| {
+    }
+
+    /// A read's staleness, at its invoke, against what was acknowledged before it.
+    fn measure_stale(&mut self, i: usize, kind: Kind) {
+        let c = self.p.partner[i];
+        if kind != Kind::Read || c == NONE || self.p.ops[c].op_type != OpType::Ok {
+            return;
+        }
+        let Ver::Known(pos) = self.vers[c] else {
+            return;
+        };
+        let k = self.p.key_id[i] as usize;
+        let (newer, first_ack) = self.acks[k].newer_than(pos.rank());
+        self.stale.versions_behind.push(newer);
+        if newer == 0 {
+            self.stale.ms_behind.push(0.0);
+            return;
+        }
+        self.stale.stale_reads += 1;
+        let t = self.p.ops[i].time_ns;
+        let lag_ns = t.saturating_sub(first_ack.unwrap_or(t));
+        self.stale.ms_behind.push(lag_ns as f64 / 1e6);
+    }
+
+    /// An ok completion: counted, its version checked against earlier reports of it and
+    /// against its session's bounds.
+    fn ok(&mut self, i: usize, kind: Kind, proc_id: u64) {
+        let is_read = kind == Kind::Read;
+        let c = &mut self.counts;
+        if is_read {
+            c.ok_reads += 1;
+        } else {
+            c.ok_writes += 1;
+        }
+        let v = match self.vers[i] {
+            Ver::Known(p) => p,
+            Ver::Unversioned if is_read => return c.unversioned_reads += 1,
+            Ver::Unversioned => return c.unversioned_writes += 1,
+            Ver::Malformed => return c.malformed += 1,
+            Ver::Conflicting => return c.conflicting_reads += 1,
+        };
+        if v != Pos::At(0) {
+            c.any_version = true;
+        }
+        let k = self.p.key_id[i];
+        if !is_read {
+            self.acks[k as usize].insert(v.rank(), self.p.ops[i].time_ns);
+        }
+        // The list-append source found its own conflicts.
+        if self.labels.source != VersionSource::ListAppend
+            && let Pos::At(ver) = v
+            && ver > 0
+        {
+            self.reported_version(i, kind, k, ver, v);
+        }
+        self.apply_rules(i, kind, k, v, proc_id);
+    }
+
+    /// Two ok ops that report the same version of a key with different values conflict.
+    fn reported_version(&mut self, i: usize, kind: Kind, k: u32, ver: i64, v: Pos) {
+        let j = match self.by_version.entry((k, ver)) {
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(i);
+                return;
+            }
+            std::collections::hash_map::Entry::Occupied(e) => *e.get(),
+        };
+        let ops = self.p.ops;
+        let fk = self.p.kinds[j].unwrap_or(Kind::Read);
+        let first_inv = (self.p.partner[j] != NONE).then(|| &ops[self.p.partner[j]]);
+        let invoke = self.p.invoke_of(i);
+        // An appended element is not the key's whole value: not comparable.
+        if fk == Kind::Append || kind == Kind::Append {
+            return;
+        }
+        let (Some(a), Some(b)) = (
+            value_of(fk, &ops[j], first_inv),
+            value_of(kind, &ops[i], invoke),
+        ) else {
+            return;
+        };
+        if a == b {
+            return;
+        }
+        self.conflicts.count += 1;
+        self.conflicts.times_ns.push(ops[i].time_ns);
+        if self.conflicts.list.len() >= self.config.max_conflicts {
+            return;
+        }
+        let key = self.p.key(i);
+        let side = |o: &Op, kind: Kind, inv: Option<&Op>| {
             format!(
                 "{} ({} {}, ok at {})",
-                describe_at(j),
-                session_label(ops[j].process.client().unwrap_or(0)),
-                ops[j].index,
-                secs(ops[j].time_ns)
+                describe(kind, o, inv, key),
+                self.labels.session(o.process.client().unwrap_or(0)),
+                o.index,
+                secs(o.time_ns)
             )
         };
-        let witness = if kind == "duplicate-element" {
-            format!(
-                "{} holds element {} twice (again at position {at} of {})",
-                side(a),
-                ops[a].value.get((at - 1) as usize).unwrap_or(&Value::Null),
-                key_label(key)
-            )
-        } else {
-            format!(
-                "{} and {} differ at position {at} of {}: they cannot both be prefixes of one order",
-                side(a),
-                side(b),
-                key_label(key)
-            )
-        };
-        conflicts.push(VersionConflict {
-            kind,
+        let witness = format!(
+            "{} and {} both report {} of {}",
+            side(&ops[j], fk, first_inv),
+            side(&ops[i], kind, invoke),
+            show_pos(self.labels.source, true, v),
+            key_label(key),
+        );
+        self.conflicts.list.push(VersionConflict {
+            kind: "version-conflict",
             key: key.map(str::to_string),
-            version: at,
-            first_index: ops[a].index,
-            later_index: ops[b].index,
-            first_value: ops[a].value.clone(),
-            later_value: ops[b].value.clone(),
+            version: ver,
+            first_index: ops[j].index,
+            later_index: ops[i].index,
+            first_value: a.clone(),
+            later_value: b.clone(),
             witness,
         });
     }
 
-    // Pass 3: history order.
-    let mut sessions: FxHashMap<(u64, u32), SessState> = FxHashMap::default();
-    let mut seen_sessions: FxHashMap<u64, ()> = FxHashMap::default();
-    let mut by_version: FxHashMap<(u32, i64), usize> = FxHashMap::default();
-    let mut acc: Vec<GuaranteeAcc> = (0..4)
-        .map(|_| GuaranteeAcc {
-            checks: 0,
-            violations: 0,
-            per_key: FxHashMap::default(),
-            witnesses: Vec::new(),
-            times_ns: Vec::new(),
-        })
-        .collect();
-    let mut versions_behind: Vec<u64> = Vec::new();
-    let mut ms_behind: Vec<f64> = Vec::new();
-    let mut stale_reads = 0u64;
-    let (mut ok_reads, mut ok_writes) = (0u64, 0u64);
-    let (mut unversioned_reads, mut unversioned_writes, mut malformed) = (0u64, 0u64, 0u64);
-    let mut conflicting_reads = 0u64;
-    let (mut info_ignored, mut fail_ignored) = (0u64, 0u64);
-    let mut any_version = false;
-
-    let session_of = |p: u64| match config.mode {
-        SessionMode::Process => p,
-        SessionMode::Thread { concurrency } => p % concurrency.max(1),
-    };
-
-    for (i, op) in ops.iter().enumerate() {
-        let Some(kind) = kinds[i] else { continue };
-        let k = key_id[i];
-        let Some(proc_id) = op.process.client() else {
-            continue;
-        };
-        let invoke = (partner[i] != NONE && op.op_type != OpType::Invoke).then(|| &ops[partner[i]]);
-        match op.op_type {
-            OpType::Invoke => {
-                // Stale-read measurement happens at the read's invoke, against what was
-                // acknowledged before it.
-                if kind != Kind::Read || partner[i] == NONE {
-                    continue;
-                }
-                let c = partner[i];
-                if ops[c].op_type != OpType::Ok {
-                    continue;
-                }
-                if let Ver::Known(p) = vers[c] {
-                    let (newer, first_ack) = acks[k as usize].newer_than(p.rank());
-                    versions_behind.push(newer);
-                    if newer > 0 {
-                        stale_reads += 1;
-                        let lag_ns = op.time_ns.saturating_sub(first_ack.unwrap_or(op.time_ns));
-                        ms_behind.push(lag_ns as f64 / 1e6);
-                    } else {
-                        ms_behind.push(0.0);
-                    }
-                }
-                continue;
-            }
-            OpType::Fail => {
-                fail_ignored += 1;
-                continue;
-            }
-            OpType::Info => {
-                info_ignored += 1;
-                continue;
-            }
-            OpType::Ok => {}
-        }
+    /// Every guarantee rule for this op's kind, against its session's bound on the key as it was
+    /// before the op, which raises it.
+    fn apply_rules(&mut self, i: usize, kind: Kind, k: u32, v: Pos, proc_id: u64) {
         let is_read = kind == Kind::Read;
-        if is_read {
-            ok_reads += 1;
-        } else {
-            ok_writes += 1;
-        }
-        let v = match vers[i] {
-            Ver::Known(p) => p,
-            Ver::Unversioned => {
-                if is_read {
-                    unversioned_reads += 1;
-                } else {
-                    unversioned_writes += 1;
-                }
-                continue;
-            }
-            Ver::Malformed => {
-                malformed += 1;
-                continue;
-            }
-            Ver::Conflicting => {
-                conflicting_reads += 1;
-                continue;
-            }
-        };
-        if v != Pos::At(0) {
-            any_version = true;
-        }
-        if !is_read {
-            acks[k as usize].insert(v.rank(), op.time_ns);
-        }
-        let key = key_names[k as usize];
-
-        // Version conflicts of reported versions (the list-append source found its own).
-        if source != VersionSource::ListAppend
-            && let Pos::At(ver) = v
-            && ver > 0
-        {
-            match by_version.entry((k, ver)) {
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert(i);
-                }
-                std::collections::hash_map::Entry::Occupied(e) => {
-                    let j = *e.get();
-                    let fk = kind_of(&ops[j]).unwrap_or(Kind::Read);
-                    let first_inv = (partner[j] != NONE).then(|| &ops[partner[j]]);
-                    // An appended element is not the key's whole value: not comparable.
-                    let comparable = fk != Kind::Append && kind != Kind::Append;
-                    let a = value_of(fk, &ops[j], first_inv);
-                    let b = value_of(kind, op, invoke);
-                    if let (true, Some(a), Some(b)) = (comparable, a, b)
-                        && a != b
-                    {
-                        version_conflicts += 1;
-                        conflict_times_ns.push(op.time_ns);
-                        if conflicts.len() < config.max_conflicts {
-                            conflicts.push(VersionConflict {
-                                kind: "version-conflict",
-                                key: key.map(str::to_string),
-                                version: ver,
-                                first_index: ops[j].index,
-                                later_index: op.index,
-                                first_value: a.clone(),
-                                later_value: b.clone(),
-                                witness: format!(
-                                    "{} ({} {}, ok at {}) and {} ({} {}, ok at {}) both report {} of {}",
-                                    describe(fk, &ops[j], first_inv, key),
-                                    session_label(ops[j].process.client().unwrap_or(0)),
-                                    ops[j].index,
-                                    secs(ops[j].time_ns),
-                                    describe(kind, op, invoke, key),
-                                    session_label(proc_id),
-                                    op.index,
-                                    secs(op.time_ns),
-                                    show_pos(source, true, v),
-                                    key_label(key),
-                                ),
-                            });
-                        }
-                    }
-                }
-            }
-        }
-
-        // Session guarantees: every rule for this op's kind, against the session's bound.
-        let sid = session_of(proc_id);
-        seen_sessions.insert(sid, ());
-        let st = sessions.entry((sid, k)).or_default();
-        for rule in RULES.iter().filter(|r| r.later_is_read == is_read) {
-            let Some((bound, bi)) = st.0[rule.bound as usize] else {
-                continue;
-            };
-            let Some(ord) = v.cmp(bound) else { continue };
-            let a = &mut acc[rule.guarantee.slot()];
-            a.checks += 1;
-            let broken = ord.is_lt() || (rule.must_be_newer && ord.is_eq());
-            if !broken {
-                continue;
-            }
-            a.violations += 1;
-            a.times_ns.push(op.time_ns);
-            *a.per_key.entry(k).or_insert(0) += 1;
-            if a.witnesses.len() >= config.max_witnesses_per_guarantee {
-                continue;
-            }
-            let earlier = match rule.bound {
-                Bound::OwnWrite => format!(
-                    "({}, ok at {})",
-                    show_pos(source, false, bound),
-                    secs(ops[bi].time_ns)
-                ),
-                Bound::OwnRead => format!(
-                    "({}) at {}",
-                    show_pos(source, true, bound),
-                    secs(ops[bi].time_ns)
-                ),
-            };
-            let later = if is_read {
-                format!("({}) at {}", show_pos(source, true, v), secs(op.time_ns))
-            } else {
-                format!(
-                    "and got {}, not newer, at {}",
-                    show_pos(source, false, v),
-                    secs(op.time_ns)
-                )
-            };
-            a.witnesses.push(Violation {
-                guarantee: rule.guarantee,
-                key: key.map(str::to_string),
-                session: sid,
-                process: proc_id,
-                earlier_index: ops[bi].index,
-                later_index: op.index,
-                earlier_version: bound.rank(),
-                later_version: v.rank(),
-                witness: format!(
-                    "{} {} {earlier} then {} {later}",
-                    session_label(proc_id),
-                    describe_at(bi),
-                    describe(kind, op, invoke, key),
-                ),
-            });
-        }
-        let slot = &mut st.0[if is_read {
+        let sid = self.labels.session_of(proc_id);
+        self.seen_sessions.insert(sid, ());
+        // The op raises its bound at once; the rules compare against the bounds before it.
+        let entry = self.sessions.entry((sid, k)).or_default();
+        let st = *entry;
+        let slot = &mut entry.0[if is_read {
             Bound::OwnRead
         } else {
             Bound::OwnWrite
@@ -513,10 +588,128 @@ pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResul
         if slot.is_none_or(|(b, _)| v.cmp(b).is_some_and(|o| o.is_gt())) {
             *slot = Some((v, i));
         }
+        for rule in RULES.iter().filter(|r| r.later_is_read == is_read) {
+            let Some((bound, bi)) = st.0[rule.bound as usize] else {
+                continue;
+            };
+            let Some(ord) = v.cmp(bound) else { continue };
+            let a = &mut self.acc[rule.guarantee.slot()];
+            a.checks += 1;
+            if ord.is_lt() || (rule.must_be_newer && ord.is_eq()) {
+                self.violation(rule, i, kind, k, v, (bound, bi), proc_id);
+            }
+        }
     }
 
-    let span_ns = ops.iter().map(|o| o.time_ns).max().unwrap_or(0);
-    let guarantees: Vec<GuaranteeResult> = Guarantee::ALL
+    /// Op `i` broke `rule` against the session's bound (version `bound`, set by op `bi`).
+    #[allow(clippy::too_many_arguments)]
+    fn violation(
+        &mut self,
+        rule: &Rule,
+        i: usize,
+        kind: Kind,
+        k: u32,
+        v: Pos,
+        (bound, bi): (Pos, usize),
+        proc_id: u64,
+    ) {
+        let ops = self.p.ops;
+        let op = &ops[i];
+        let a = &mut self.acc[rule.guarantee.slot()];
+        a.violations += 1;
+        a.times_ns.push(op.time_ns);
+        *a.per_key.entry(k).or_insert(0) += 1;
+        if a.witnesses.len() >= self.config.max_witnesses_per_guarantee {
+            return;
+        }
+        let source = self.labels.source;
+        let earlier = match rule.bound {
+            Bound::OwnWrite => format!(
+                "({}, ok at {})",
+                show_pos(source, false, bound),
+                secs(ops[bi].time_ns)
+            ),
+            Bound::OwnRead => format!(
+                "({}) at {}",
+                show_pos(source, true, bound),
+                secs(ops[bi].time_ns)
+            ),
+        };
+        let later = if kind == Kind::Read {
+            format!("({}) at {}", show_pos(source, true, v), secs(op.time_ns))
+        } else {
+            format!(
+                "and got {}, not newer, at {}",
+                show_pos(source, false, v),
+                secs(op.time_ns)
+            )
+        };
+        let key = self.p.key(i);
+        let witness = format!(
+            "{} {} {earlier} then {} {later}",
+            self.labels.session(proc_id),
+            self.p.describe_at(bi),
+            describe(kind, op, self.p.invoke_of(i), key),
+        );
+        a.witnesses.push(Violation {
+            guarantee: rule.guarantee,
+            key: key.map(str::to_string),
+            session: self.labels.session_of(proc_id),
+            process: proc_id,
+            earlier_index: ops[bi].index,
+            later_index: op.index,
+            earlier_version: bound.rank(),
+            later_version: v.rank(),
+            witness,
+        });
+    }
+
+    /// The result: per-guarantee results, stale-read statistics, the verdict.
+    fn finish(
+        self,
+        source: VersionSource,
+        source_reason: String,
+        unseen_appends: u64,
+    ) -> SessionResult {
+        let span_ns = self.p.ops.iter().map(|o| o.time_ns).max().unwrap_or(0);
+        let guarantees = guarantee_results(self.acc, &self.p.key_names, self.config, span_ns);
+        let c = &self.counts;
+        let (verdict, reason) = verdict(&guarantees, self.conflicts.count, c, source);
+        SessionResult {
+            verdict,
+            reason,
+            version_source: source,
+            version_source_reason: source_reason,
+            mode: self.config.mode,
+            sessions: self.seen_sessions.len() as u64,
+            keys: self.p.key_names.len() as u64,
+            ok_reads: c.ok_reads,
+            ok_writes: c.ok_writes,
+            unversioned_reads: c.unversioned_reads,
+            unversioned_writes: c.unversioned_writes,
+            malformed: c.malformed,
+            conflicting_reads: c.conflicting_reads,
+            unseen_appends,
+            info_ignored: c.info_ignored,
+            fail_ignored: c.fail_ignored,
+            unpaired: self.p.unpaired,
+            guarantees,
+            stale: stale_stats(self.stale),
+            version_conflicts: self.conflicts.count,
+            conflicts: self.conflicts.list,
+            conflict_timeline: TimeHistogram::of(&self.conflicts.times_ns, span_ns),
+        }
+    }
+}
+
+/// Each guarantee's checks, violations, top keys, witnesses and timeline.
+fn guarantee_results(
+    acc: Vec<GuaranteeAcc>,
+    key_names: &[Option<&str>],
+    config: &SessionConfig,
+    span_ns: u64,
+) -> Vec<GuaranteeResult> {
+    Guarantee::ALL
         .iter()
         .zip(acc)
         .map(|(&g, a)| {
@@ -541,78 +734,77 @@ pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResul
                 timeline: TimeHistogram::of(&a.times_ns, span_ns),
             }
         })
-        .collect();
+        .collect()
+}
 
-    let mut stale_vb: Vec<u64> = versions_behind.iter().copied().filter(|&x| x > 0).collect();
-    let mut stale_ms: Vec<f64> = versions_behind
+/// Percentiles of the stale-read measurements, over all measured reads and over the stale ones.
+fn stale_stats(mut s: Stale) -> StaleReadStats {
+    let mut stale_vb: Vec<u64> = s
+        .versions_behind
         .iter()
-        .zip(&ms_behind)
+        .copied()
+        .filter(|&x| x > 0)
+        .collect();
+    let mut stale_ms: Vec<f64> = s
+        .versions_behind
+        .iter()
+        .zip(&s.ms_behind)
         .filter(|(v, _)| **v > 0)
         .map(|(_, m)| *m)
         .collect();
-    versions_behind.sort_unstable();
-    ms_behind.sort_unstable_by(f64::total_cmp);
+    s.versions_behind.sort_unstable();
+    s.ms_behind.sort_unstable_by(f64::total_cmp);
     stale_vb.sort_unstable();
     stale_ms.sort_unstable_by(f64::total_cmp);
-    let stale = StaleReadStats {
-        reads_measured: versions_behind.len() as u64,
-        stale_reads,
-        versions_behind: percentiles(&versions_behind),
-        ms_behind: percentiles(&ms_behind),
+    StaleReadStats {
+        reads_measured: s.versions_behind.len() as u64,
+        stale_reads: s.stale_reads,
+        versions_behind: percentiles(&s.versions_behind),
+        ms_behind: percentiles(&s.ms_behind),
         stale_versions_behind: percentiles(&stale_vb),
         stale_ms_behind: percentiles(&stale_ms),
-    };
+    }
+}
 
+/// Invalid on any violation or conflict; unknown when nothing carried a version or no session
+/// made two comparable ops on one key (with why); else valid.
+fn verdict(
+    guarantees: &[GuaranteeResult],
+    conflicts: u64,
+    c: &Counts,
+    source: VersionSource,
+) -> (Verdict, Option<String>) {
     let checks: u64 = guarantees.iter().map(|g| g.checks).sum();
     let violations: u64 = guarantees.iter().map(|g| g.violations).sum();
-    let (verdict, reason) = if violations > 0 || version_conflicts > 0 {
-        (Verdict::Invalid, None)
-    } else if !any_version {
+    if violations > 0 || conflicts > 0 {
+        return (Verdict::Invalid, None);
+    }
+    if !c.any_version {
         let why = match source {
             VersionSource::System => format!(
-                "no ok op carries a version ({unversioned_reads} unversioned reads, {unversioned_writes} unversioned writes); if written values increase per key, use the increasing-values version source"
+                "no ok op carries a version ({} unversioned reads, {} unversioned writes); if written values increase per key, use the increasing-values version source",
+                c.unversioned_reads, c.unversioned_writes
             ),
             VersionSource::ListAppend => format!(
-                "no ok read returned a non-empty list and no ok append was placed ({malformed} malformed, {unversioned_writes} writes that are not appends)"
+                "no ok read returned a non-empty list and no ok append was placed ({} malformed, {} writes that are not appends)",
+                c.malformed, c.unversioned_writes
             ),
             VersionSource::IncreasingValues => {
-                format!("no ok op has a positive integer value ({malformed} malformed)")
+                format!(
+                    "no ok op has a positive integer value ({} malformed)",
+                    c.malformed
+                )
             }
         };
-        (Verdict::Unknown, Some(why))
-    } else if checks == 0 {
-        (
+        return (Verdict::Unknown, Some(why));
+    }
+    if checks == 0 {
+        return (
             Verdict::Unknown,
             Some("no session made two comparable ops on one key".to_string()),
-        )
-    } else {
-        (Verdict::Valid, None)
-    };
-
-    SessionResult {
-        verdict,
-        reason,
-        version_source: source,
-        version_source_reason: source_reason,
-        mode: config.mode,
-        sessions: seen_sessions.len() as u64,
-        keys: key_names.len() as u64,
-        ok_reads,
-        ok_writes,
-        unversioned_reads,
-        unversioned_writes,
-        malformed,
-        conflicting_reads,
-        unseen_appends: derived.unseen_appends,
-        info_ignored,
-        fail_ignored,
-        unpaired,
-        guarantees,
-        stale,
-        version_conflicts,
-        conflicts,
-        conflict_timeline: TimeHistogram::of(&conflict_times_ns, span_ns),
+        );
     }
+    (Verdict::Valid, None)
 }
 
 /// "wrote k3 = 12", "read k3 and got 9", "cas k3 from 1 to 12", "appended 7 to k3".
