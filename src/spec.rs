@@ -154,6 +154,10 @@ const BUILTIN_NEMESES: &[(&str, &str)] = &[
     ("packet", include_str!("../nemeses/packet.toml")),
     ("none", include_str!("../nemeses/none.toml")),
     ("clock", include_str!("../nemeses/clock.toml")),
+    (
+        "clock-restart",
+        include_str!("../nemeses/clock-restart.toml"),
+    ),
     ("stall", include_str!("../nemeses/stall.toml")),
     (
         "clock-primary",
