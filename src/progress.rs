@@ -44,6 +44,8 @@ pub enum Phase {
     Heal,
     /// Letting the cluster settle.
     Settle,
+    /// Waiting until every node serves again after the heal, before the final reads.
+    Recovery,
     /// One read of every key.
     FinalReads,
     /// Healing everything, removing the tool's rules.
@@ -72,6 +74,7 @@ impl Phase {
             Phase::Workload => "workload",
             Phase::Heal => "heal",
             Phase::Settle => "settle",
+            Phase::Recovery => "recovery",
             Phase::FinalReads => "final reads",
             Phase::Cleanup => "cleanup",
             Phase::Logs => "logs",

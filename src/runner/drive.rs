@@ -182,6 +182,10 @@ pub(crate) struct DriveOutcome {
 
 /// Wait for the DB, then run the interpreter phases against an already set-up cluster, appending
 /// to the run directory's history.
+/// Longest wait, in s, after the final heal and settle for every node to serve again before the
+/// final reads (at most `--nemesis-timeout`); past it they are read as they are.
+const RECOVERY_WAIT_S: f64 = 30.0;
+
 pub(crate) async fn drive(
     cfg: &TestConfig,
     nodes: &[Node],
@@ -373,6 +377,32 @@ pub(crate) async fn drive(
                 .run_phase_on_worker(None, Some(Box::new(status)))
                 .await;
             interp = back;
+            // A heal that restarted servers leaves them electing leaders and catching up: the
+            // final reads wait until every node serves again (as before the workload), but a
+            // node that does not recover is no reason to skip them (they say what they got).
+            progress.phase(
+                Phase::Recovery,
+                format!(
+                    "waiting until {} answers on all {} nodes again",
+                    system.name(),
+                    nodes.len()
+                ),
+            );
+            let (remotes, nodes, system) = (remotes.to_vec(), nodes.to_vec(), system.to_arc());
+            let wait = tokio::task::spawn_blocking(move || {
+                first_err(on_nodes(&remotes, &nodes, |r, n| {
+                    system.await_recovered(r, n, &nodes)
+                }))
+            });
+            let bound = Duration::from_secs_f64(RECOVERY_WAIT_S.min(cfg.nemesis_timeout_s));
+            let recovered = match tokio::time::timeout(bound, wait).await {
+                Ok(joined) => joined.unwrap_or_else(|e| Err(format!("it panicked: {e}"))),
+                // The wait only asks; left to its own timeouts, it ends by itself.
+                Err(_) => Err(format!("still waiting after {} s", bound.as_secs())),
+            };
+            if let Err(e) = recovered {
+                progress.note(&format!("not every node recovered before the final reads: {e}"));
+            }
         }
         progress.phase(
             Phase::FinalReads,

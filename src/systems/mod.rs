@@ -46,6 +46,17 @@ pub trait System: Db {
         node: &Node,
         cluster: &[Node],
     ) -> Result<(), DbError>;
+    /// Block until `node` serves clients again after the run's faults were healed (before the
+    /// final reads). Like [`System::await_ready`] (the default) but creating nothing: a system
+    /// whose readiness creates state (NATS creates its streams) overrides it.
+    fn await_recovered(
+        &self,
+        remote: &dyn Remote,
+        node: &Node,
+        cluster: &[Node],
+    ) -> Result<(), DbError> {
+        self.await_ready(remote, node, cluster)
+    }
     /// The client of one worker thread.
     fn client(&self, ctx: &ClientCtx) -> Result<Box<dyn Client>, String>;
     /// The settings recorded in test.json (`db.config`).

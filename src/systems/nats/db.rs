@@ -220,13 +220,24 @@ impl Nats {
         node: &Node,
         cluster: &[Node],
     ) -> Result<(), DbError> {
+        let creator = cluster.first().is_some_and(|n| n.name == node.name);
+        self.await_streams(remote, node, creator)
+    }
+
+    /// Block until `node`'s server runs and every stream has a leader and all its replicas
+    /// current, creating none: after a run's faults, whether it recovered.
+    pub fn await_recovered(&self, remote: &dyn Remote, node: &Node) -> Result<(), DbError> {
+        self.await_streams(remote, node, false)
+    }
+
+    /// The readiness loop: `create` creates the streams through this node first.
+    fn await_streams(&self, remote: &dyn Remote, node: &Node, create: bool) -> Result<(), DbError> {
         let start = Instant::now();
         let deadline = start + Duration::from_millis(self.cfg.ready_timeout_ms);
         let other = |message: String| DbError::Other {
             node: node.name.clone(),
             message,
         };
-        let creator = cluster.first().is_some_and(|n| n.name == node.name);
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -239,7 +250,7 @@ impl Nats {
                     alive.stdout.trim()
                 )));
             }
-            let last = match rt.block_on(self.probe(node, creator)) {
+            let last = match rt.block_on(self.probe(node, create)) {
                 Ok(()) => return Ok(()),
                 Err(e) => e,
             };

@@ -225,6 +225,15 @@ impl System for Nats {
         Nats::await_ready(self, remote, node, cluster)
     }
 
+    fn await_recovered(
+        &self,
+        remote: &dyn Remote,
+        node: &Node,
+        _cluster: &[Node],
+    ) -> Result<(), DbError> {
+        Nats::await_recovered(self, remote, node)
+    }
+
     fn client(&self, ctx: &ClientCtx) -> Result<Box<dyn Client>, String> {
         let node = ctx.own();
         Ok(Box::new(client::NatsClient::new(
