@@ -401,7 +401,9 @@ pub(crate) async fn drive(
                 Err(_) => Err(format!("still waiting after {} s", bound.as_secs())),
             };
             if let Err(e) = recovered {
-                progress.note(&format!("not every node recovered before the final reads: {e}"));
+                progress.note(&format!(
+                    "not every node recovered before the final reads: {e}"
+                ));
             }
         }
         progress.phase(
