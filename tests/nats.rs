@@ -45,6 +45,10 @@ fn a_log_run_without_faults_is_valid_and_reads_every_log_from_every_node() {
             "none",
             "--time-limit",
             "15",
+            // Sends carry message ids and every acknowledged one is published again 2 s later:
+            // the stream must call each resend a duplicate (none stored twice).
+            "--nats-duplicate-window",
+            "4s",
         ],
         reports.path(),
     );
@@ -55,6 +59,7 @@ fn a_log_run_without_faults_is_valid_and_reads_every_log_from_every_node() {
     let acked = d["acknowledged"].as_u64().unwrap();
     assert!(acked > 500, "only {acked} acknowledged sends: {d}");
     assert_eq!(d["counts"]["lost"], 0, "{d}");
+    assert_eq!(d["counts"]["duplicated"], 0, "resends deduplicated: {d}");
     let keys = d["keys"].as_array().unwrap();
     assert_eq!(keys.len(), 3, "{d}");
     for k in keys {
@@ -74,6 +79,7 @@ fn a_log_run_without_faults_is_valid_and_reads_every_log_from_every_node() {
         version.starts_with("nats-server: v"),
         "the server version is recorded: {test}"
     );
+    assert_eq!(test["db"]["config"]["duplicate_window_ms"], 4000, "{test}");
 }
 
 #[test]

@@ -6,6 +6,13 @@
 //!   op's offset (`ok [seq, value]`). No responders (no stream leader took it), a payload too
 //!   large, or an error response from the server = `fail`; a timeout or a lost connection after
 //!   the publish was handed to the connection = `info`.
+//! - With a duplicate window (`--nats-duplicate-window`), each send carries its value as the
+//!   `Nats-Msg-Id`, and after each send the thread publishes again, with the same id, every
+//!   message it had acknowledged at least half the window ago (a producer's retry; at most
+//!   [`RESEND_PER_OP`] per op, each in a task of its own so the send's latency is its own). The
+//!   stream must call each a duplicate;
+//!   one it stores again shows in the reads at a second offset, which the log checker counts as
+//!   duplicated. A resend's outcome never changes the send op's completion.
 //! - `poll`: direct gets (`allow_direct`: served by a replica, the connected node's when it holds
 //!   one) of the next sequences after this thread's position on the stream, up to
 //!   [`POLL_BATCH`], keeping the contiguous run found from the position (a replica that lags
@@ -31,8 +38,32 @@ use async_nats::jetstream::{
 };
 use futures_util::StreamExt;
 use serde_json::{Value, json};
-use std::collections::HashMap;
-use std::time::Duration;
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+/// Resends one send op makes at most (the rest wait for the next op).
+pub const RESEND_PER_OP: usize = 4;
+
+/// Takes from the front of `queue` (oldest acknowledgement first) the messages acknowledged at
+/// least `after` before `now`, at most `max`: the resends due.
+fn take_due(
+    queue: &mut VecDeque<(String, i64, Instant)>,
+    now: Instant,
+    after: Duration,
+    max: usize,
+) -> Vec<(String, i64)> {
+    let mut due = Vec::new();
+    while due.len() < max
+        && queue
+            .front()
+            .is_some_and(|(_, _, acked)| now.saturating_duration_since(*acked) >= after)
+    {
+        if let Some((key, v, _)) = queue.pop_front() {
+            due.push((key, v));
+        }
+    }
+    due
+}
 
 /// Sequences one poll asks for.
 pub const POLL_BATCH: u64 = 32;
@@ -80,17 +111,29 @@ pub struct NatsClient {
     conn: Option<(async_nats::Client, jetstream::Context)>,
     /// Per key: the next sequence this thread polls.
     cursors: HashMap<String, u64>,
+    /// With a duplicate window: how long after its ack a message is published again.
+    resend_after: Option<Duration>,
+    /// Messages acknowledged to this thread and not yet resent: key, value, when acknowledged.
+    to_resend: VecDeque<(String, i64, Instant)>,
 }
 
 impl NatsClient {
-    /// A client of `node` at `url`; connects on its first op.
-    pub fn new(node: &str, url: String, timeout: Duration) -> NatsClient {
+    /// A client of `node` at `url`; connects on its first op. `resend_after`: with a duplicate
+    /// window, half of it (sends carry message ids and are published again that much later).
+    pub fn new(
+        node: &str,
+        url: String,
+        timeout: Duration,
+        resend_after: Option<Duration>,
+    ) -> NatsClient {
         NatsClient {
             url,
             node: node.to_string(),
             timeout,
             conn: None,
             cursors: HashMap::new(),
+            resend_after,
+            to_resend: VecDeque::new(),
         }
     }
 
@@ -104,6 +147,42 @@ impl NatsClient {
         Ok(js)
     }
 
+    /// Publishes `v` on log `key` and waits for the stream's ack; with `with_id`, the value is
+    /// also the message id.
+    async fn publish(
+        js: &jetstream::Context,
+        key: &str,
+        v: i64,
+        with_id: bool,
+    ) -> Result<jetstream::publish::PublishAck, jetstream::context::PublishError> {
+        let payload = v.to_string();
+        let ack = if with_id {
+            let publish = jetstream::message::PublishMessage::build()
+                .message_id(payload.clone())
+                .payload(payload.into());
+            js.send_publish(subject(key), publish).await?
+        } else {
+            js.publish(subject(key), payload.into()).await?
+        };
+        ack.await
+    }
+
+    /// Publishes again (same message id), each in a task of its own bounded by the op timeout
+    /// so no op's latency includes it, the messages acknowledged at least `resend_after` ago, at
+    /// most [`RESEND_PER_OP`]. The stream's answer is not recorded: a second copy shows in the
+    /// reads.
+    fn resend_due(&mut self, js: &jetstream::Context) {
+        let Some(after) = self.resend_after else {
+            return;
+        };
+        for (key, v) in take_due(&mut self.to_resend, Instant::now(), after, RESEND_PER_OP) {
+            let (js, timeout) = (js.clone(), self.timeout);
+            tokio::spawn(async move {
+                let _ = tokio::time::timeout(timeout, Self::publish(&js, &key, v, true)).await;
+            });
+        }
+    }
+
     fn fail(&self, error: impl std::fmt::Display, value: &Value) -> Completion {
         Completion::Fail {
             error: format!("{}: {error}", self.node),
@@ -115,15 +194,20 @@ impl NatsClient {
         let Some(v) = value.as_i64() else {
             return self.fail(format!("send needs an integer, got {value}"), value);
         };
-        let op = async {
-            let ack = js.publish(subject(key), v.to_string().into()).await?;
-            ack.await
-        };
-        match tokio::time::timeout(self.timeout, op).await {
-            Ok(Ok(ack)) => Completion::Ok {
-                value: json!([ack.sequence, v]),
-                version: None,
-            },
+        self.resend_due(&js);
+        let with_id = self.resend_after.is_some();
+        let sent = tokio::time::timeout(self.timeout, Self::publish(&js, key, v, with_id)).await;
+        match sent {
+            Ok(Ok(ack)) => {
+                if self.resend_after.is_some() {
+                    self.to_resend
+                        .push_back((key.to_string(), v, Instant::now()));
+                }
+                Completion::Ok {
+                    value: json!([ack.sequence, v]),
+                    version: None,
+                }
+            }
             Ok(Err(e)) => {
                 // A JetStream error response is the server saying no (not stored).
                 let refused = std::error::Error::source(&e)
@@ -328,5 +412,34 @@ impl Client for NatsClient {
         if let Some((client, _)) = self.conn.take() {
             let _ = client.drain().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resends_are_due_oldest_first_once_half_the_window_passed_and_at_most_max_per_op() {
+        let t0 = Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        let mut queue: VecDeque<_> = (0..6)
+            .map(|i| ("0".to_string(), i, at(i as u64 * 100)))
+            .collect();
+        let after = Duration::from_millis(1_000);
+        assert!(take_due(&mut queue, at(999), after, 4).is_empty());
+        assert_eq!(queue.len(), 6);
+        let due = take_due(&mut queue, at(1_250), after, 4);
+        assert_eq!(
+            due,
+            [
+                ("0".to_string(), 0),
+                ("0".to_string(), 1),
+                ("0".to_string(), 2)
+            ]
+        );
+        let due = take_due(&mut queue, at(10_000), after, 2);
+        assert_eq!(due.iter().map(|d| d.1).collect::<Vec<_>>(), [3, 4]);
+        assert_eq!(queue.len(), 1);
     }
 }

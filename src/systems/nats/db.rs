@@ -45,6 +45,9 @@ pub struct NatsConfig {
     pub sync_interval: SyncInterval,
     /// The streams' `max_age` in ms (`--nats-max-age`); `None`: messages are kept.
     pub max_age_ms: Option<u64>,
+    /// The streams' duplicate window in ms (`--nats-duplicate-window`); `None`: the server's
+    /// default, and sends carry no message id.
+    pub duplicate_window_ms: Option<u64>,
 }
 
 impl Default for NatsConfig {
@@ -60,6 +63,7 @@ impl Default for NatsConfig {
             server: NatsServer::Debian,
             sync_interval: SyncInterval::Default,
             max_age_ms: None,
+            duplicate_window_ms: None,
         }
     }
 }
@@ -284,6 +288,10 @@ impl Nats {
                     max_age: self
                         .cfg
                         .max_age_ms
+                        .map_or(Duration::ZERO, Duration::from_millis),
+                    duplicate_window: self
+                        .cfg
+                        .duplicate_window_ms
                         .map_or(Duration::ZERO, Duration::from_millis),
                     ..Default::default()
                 };

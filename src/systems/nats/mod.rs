@@ -76,6 +76,16 @@ pub struct NatsArgs {
     /// settle + 30 s), so no message expires by its true age. Default: none (kept).
     #[arg(long, value_name = "DURATION")]
     pub nats_max_age: Option<String>,
+    /// The streams' duplicate window (`30s`, `2m`): a publish whose `Nats-Msg-Id` the stream has
+    /// stored within the window is acknowledged as a duplicate and not stored again. With it set,
+    /// every send carries its value as the message id, and each thread publishes every
+    /// acknowledged message once more when half the window has passed (a producer's retry): the
+    /// server must call it a duplicate. The server times the window by its own wall clock, so a
+    /// clock step can let a resend in twice; the log checker then counts the value duplicated.
+    /// At most `--nats-max-age` when both are given. Default: none (the server's, 2 min, and no
+    /// message ids or resends).
+    #[arg(long, value_name = "DURATION")]
+    pub nats_duplicate_window: Option<String>,
 }
 
 impl SystemArgs for NatsArgs {
@@ -103,14 +113,24 @@ impl SystemArgs for NatsArgs {
             .nats_sync_interval
             .parse::<SyncInterval>()
             .map_err(|m| ConfigError::new("--nats-sync-interval", m))?;
-        let max_age_ms = match &self.nats_max_age {
-            None => None,
-            Some(text) => {
-                Some(parse_max_age(text).map_err(|m| ConfigError::new("--nats-max-age", m))?)
-            }
-        };
+        let max_age_ms = parse_flag_duration("--nats-max-age", &self.nats_max_age)?;
+        let duplicate_window_ms =
+            parse_flag_duration("--nats-duplicate-window", &self.nats_duplicate_window)?;
+        if let (Some(window), Some(age)) = (duplicate_window_ms, max_age_ms)
+            && window > age
+        {
+            return Err(ConfigError::new(
+                "--nats-duplicate-window",
+                format!(
+                    "{} s is longer than --nats-max-age ({} s); JetStream refuses a stream whose duplicate window outlasts its messages",
+                    window as f64 / 1e3,
+                    age as f64 / 1e3
+                ),
+            ));
+        }
         Ok(SystemConfig::Nats(NatsConfig {
             max_age_ms,
+            duplicate_window_ms,
             base_dir: self.nats_dir,
             replicas: self.nats_replicas,
             streams: self.nats_streams,
@@ -121,8 +141,15 @@ impl SystemArgs for NatsArgs {
     }
 }
 
-/// A `--nats-max-age` in ms: a positive duration in humantime's words (`90s`, `5m`, `1h 30m`).
-fn parse_max_age(text: &str) -> Result<u64, String> {
+/// An optional duration flag in ms (`None` when not given); errors name the flag.
+fn parse_flag_duration(flag: &str, text: &Option<String>) -> Result<Option<u64>, ConfigError> {
+    text.as_deref()
+        .map(|t| parse_duration_ms(t).map_err(|m| ConfigError::new(flag, m)))
+        .transpose()
+}
+
+/// A duration flag in ms: a positive duration in humantime's words (`90s`, `5m`, `1h 30m`).
+fn parse_duration_ms(text: &str) -> Result<u64, String> {
     let d = humantime::parse_duration(text)
         .map_err(|e| format!("{text:?}: {e}; expected a duration such as 90s, 5m or 1h"))?;
     match u64::try_from(d.as_millis()) {
@@ -163,6 +190,9 @@ impl SystemSettings for NatsConfig {
         }
         if let Some(ms) = self.max_age_ms {
             args.extend(["--nats-max-age".into(), format!("{ms}ms")]);
+        }
+        if let Some(ms) = self.duplicate_window_ms {
+            args.extend(["--nats-duplicate-window".into(), format!("{ms}ms")]);
         }
         args
     }
@@ -240,6 +270,9 @@ impl System for Nats {
             &node.name,
             self.url(node),
             Duration::from_millis(ctx.op_timeout_ms),
+            self.cfg
+                .duplicate_window_ms
+                .map(|ms| Duration::from_millis(ms / 2)),
         )))
     }
 
@@ -320,5 +353,18 @@ mod tests {
         let long = config(&["--nats-max-age", "5m"]).unwrap();
         assert_eq!(long.rerun_args()[4..], ["--nats-max-age", "300000ms"]);
         open(long).validate(&log, &options).unwrap();
+    }
+
+    #[test]
+    fn duplicate_window_is_read_in_words_and_fits_inside_max_age() {
+        assert_eq!(config(&[]).unwrap().duplicate_window_ms, None);
+        let c = config(&["--nats-duplicate-window", "20s"]).unwrap();
+        assert_eq!(c.duplicate_window_ms, Some(20_000));
+        assert_eq!(c.rerun_args()[4..], ["--nats-duplicate-window", "20000ms"]);
+        let e = config(&["--nats-duplicate-window", "3 fortnights"]).unwrap_err();
+        assert!(e.to_string().contains("--nats-duplicate-window"), "{e}");
+        let e = config(&["--nats-duplicate-window", "10m", "--nats-max-age", "5m"]).unwrap_err();
+        assert!(e.to_string().contains("longer than --nats-max-age"), "{e}");
+        config(&["--nats-duplicate-window", "2m", "--nats-max-age", "5m"]).unwrap();
     }
 }
