@@ -113,7 +113,7 @@ fn nemesis_schedule(cfg: &TestConfig) -> generator::NemesisSchedule {
 }
 
 /// The nemesis schedule of a spec (runs and `shakedown chaos`).
-pub(crate) fn schedule_of(spec: &crate::spec::NemesisSpec) -> generator::NemesisSchedule {
+pub fn schedule_of(spec: &crate::spec::NemesisSpec) -> generator::NemesisSchedule {
     generator::NemesisSchedule {
         faults: spec
             .faults
@@ -140,7 +140,7 @@ fn with_offsets(cfg: &TestConfig, g: Box<dyn Generator>, periodic: bool) -> Box<
 }
 
 /// [`with_offsets`] for a nemesis spec (runs and `shakedown chaos`).
-pub(crate) fn with_offsets_of(
+pub fn with_offsets_of(
     spec: &crate::spec::NemesisSpec,
     g: Box<dyn Generator>,
     periodic: bool,

@@ -30,7 +30,8 @@ mod record;
 pub mod requested;
 pub mod results;
 
-pub(crate) use drive::{Control, DriveOutcome, drive, schedule_of, with_offsets_of};
+pub(crate) use drive::{Control, DriveOutcome, drive};
+pub use drive::{schedule_of, with_offsets_of};
 use nemesis_client::lock_within;
 pub(crate) use nemesis_client::{Budget, NemesisClient};
 pub use record::RECORDED_SEMANTICS;
