@@ -136,11 +136,12 @@ pub const PARTITION_SHAPES: &[&str] = &[
     PRIMARIES_SHAPE,
 ];
 
-/// Which nodes a process fault hits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
+/// Which nodes a fault hits. Written in schedules and op values as its name
+/// ([`TARGET_NAMES`]); reading any other name is an error that names it and the allowed ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Targets {
-    /// One random node.
+    /// One random node (the default).
+    #[default]
     One,
     /// A random minority (fewer than half).
     Minority,
@@ -178,6 +179,57 @@ impl Targets {
             "primaries-or-one" => Targets::PrimariesOrOne,
             _ => return None,
         })
+    }
+
+    /// The name schedules and op values write.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Targets::One => "one",
+            Targets::Minority => "minority",
+            Targets::Majority => "majority",
+            Targets::All => "all",
+            Targets::Primaries => "primaries",
+            Targets::PrimariesOrOne => "primaries-or-one",
+        }
+    }
+
+    /// Parse a name; the error names it and the allowed ones.
+    pub fn named(s: &str) -> Result<Targets, String> {
+        Targets::parse(s)
+            .ok_or_else(|| format!("targets {s:?}: expected one of {}", TARGET_NAMES.join(", ")))
+    }
+
+    /// The targets an op value names (the value itself, or its `"targets"` field: pass
+    /// `&v["targets"]`); null is the default, one node. Anything else is an error naming it and
+    /// the allowed names.
+    pub fn of_value(v: &serde_json::Value) -> Result<Targets, String> {
+        match v {
+            serde_json::Value::Null => Ok(Targets::One),
+            serde_json::Value::String(s) => Targets::named(s),
+            other => Err(format!(
+                "targets {other}: expected one of {}",
+                TARGET_NAMES.join(", ")
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Targets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl serde::Serialize for Targets {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Targets {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Targets, D::Error> {
+        let s = String::deserialize(d)?;
+        Targets::named(&s).map_err(serde::de::Error::custom)
     }
 }
 

@@ -214,7 +214,7 @@ pub fn plan(cfg: &ChaosConfig) -> String {
     if cfg.nemesis.faults.iter().any(|f| {
         matches!(
             f,
-            crate::spec::FaultKind::Partition { .. } | crate::spec::FaultKind::Loss { .. }
+            crate::spec::FaultSpec::Partition { .. } | crate::spec::FaultSpec::Loss { .. }
         )
     }) {
         let _ = nemesis.setup();
@@ -225,7 +225,7 @@ pub fn plan(cfg: &ChaosConfig) -> String {
         .nemesis
         .faults
         .iter()
-        .any(crate::spec::FaultKind::is_clock)
+        .any(crate::spec::FaultSpec::is_clock)
     {
         let _ = writeln!(
             out,
@@ -273,7 +273,7 @@ pub fn plan(cfg: &ChaosConfig) -> String {
     if cfg.nemesis.faults.iter().any(|f| {
         matches!(
             f,
-            crate::spec::FaultKind::Partition { .. } | crate::spec::FaultKind::Loss { .. }
+            crate::spec::FaultSpec::Partition { .. } | crate::spec::FaultSpec::Loss { .. }
         )
     }) {
         let _ = nemesis.teardown();

@@ -13,7 +13,7 @@
 use super::schedule::{AbortRail, probes, until_aborted};
 use super::{RUN_KIND, SETTINGS_KEY, Settings, slo};
 use crate::checker::Verdict;
-use crate::completion::Completion;
+use crate::completion::CompletionRecord;
 use crate::control::{Remote, SshConfig};
 use crate::db::{Db, DbError, Pause, Primaries};
 use crate::generator::{self, Generator};
@@ -23,7 +23,7 @@ use crate::nemesis::Nemesis;
 use crate::node::Node;
 use crate::progress::{Phase, Progress};
 use crate::runner::{Checked, NemesisClient, RunError};
-use crate::spec::{FaultKind, NemesisSpec};
+use crate::spec::{FaultSpec, NemesisSpec};
 use crate::store::{RESULTS_FILE, RunDir, TEST_FILE};
 use futures_util::FutureExt;
 use rand::SeedableRng;
@@ -103,7 +103,7 @@ impl ChaosDb {
 fn needs_chain(spec: &NemesisSpec) -> bool {
     spec.faults
         .iter()
-        .any(|f| matches!(f, FaultKind::Partition { .. } | FaultKind::Loss { .. }))
+        .any(|f| matches!(f, FaultSpec::Partition { .. } | FaultSpec::Loss { .. }))
 }
 
 /// test.json of a chaos run.
@@ -237,7 +237,7 @@ pub async fn run(cfg: ChaosConfig, progress: Progress) -> Result<ChaosOutcome, R
     let wall_start = chrono::Utc::now().to_rfc3339();
     run_dir.write_json(TEST_FILE, &test_json(&cfg, &wall_start))?;
     let not_started = |e: RunError| {
-        if let Err(w) = run_dir.write_completion(&Completion::not_started(&e.to_string())) {
+        if let Err(w) = run_dir.write_completion(&CompletionRecord::not_started(&e.to_string())) {
             tracing::warn!("{w}");
         }
         e
@@ -325,18 +325,22 @@ pub async fn run(cfg: ChaosConfig, progress: Progress) -> Result<ChaosOutcome, R
         Ok(d) => {
             let c = match d.aborted_at_s {
                 Some(at) => {
-                    Completion::probe_aborted(cfg.settings.abort_after, at, d.main_s, limit)
+                    CompletionRecord::probe_aborted(cfg.settings.abort_after, at, d.main_s, limit)
                 }
-                None if d.interrupted => Completion::interrupted(d.main_s, limit),
-                None => Completion::completed(d.main_s, limit),
+                None if d.interrupted => CompletionRecord::interrupted(d.main_s, limit),
+                None => CompletionRecord::completed(d.main_s, limit),
             };
             (c, None)
         }
-        Err(e) if !reached => (Completion::not_started(&e.to_string()), Some(e)),
-        Err(RunError::Panicked(m)) => {
-            (Completion::panicked(&m, limit), Some(RunError::Panicked(m)))
-        }
-        Err(e) => (Completion::failed(&e.to_string(), None, limit), Some(e)),
+        Err(e) if !reached => (CompletionRecord::not_started(&e.to_string()), Some(e)),
+        Err(RunError::Panicked(m)) => (
+            CompletionRecord::panicked(&m, limit),
+            Some(RunError::Panicked(m)),
+        ),
+        Err(e) => (
+            CompletionRecord::failed(&e.to_string(), None, limit),
+            Some(e),
+        ),
     };
     let completion = completion.with_cleanup_failures(cleanup_failures);
     if let Err(e) = run_dir.write_completion(&completion) {

@@ -96,7 +96,7 @@ impl Nemesis {
                 db.name()
             ));
         }
-        let idx = self.targets_named(&params.targets)?;
+        let idx = self.choose_targets(params.targets)?;
         let names = self.node_names(&idx);
         // One seed per node, drawn in node order, so the run's seed decides every plan.
         let seeds: BTreeMap<String, u64> = names

@@ -36,7 +36,7 @@ use crate::client::Completion;
 use crate::control::{Cmd, Remote};
 use crate::db::Db;
 use crate::faults::corrupt::CorruptMode;
-use crate::faults::{PARTITION_SHAPES, PRIMARIES_SHAPE, TARGET_NAMES, Targets, verb};
+use crate::faults::{PARTITION_SHAPES, PRIMARIES_SHAPE, Targets, verb};
 use crate::node::Node;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
@@ -410,8 +410,10 @@ impl Nemesis {
         })
     }
 
+    /// The nodes an op value naming targets hits (null: one node); any other value is an
+    /// error naming it, never a fallback.
     fn targets(&mut self, value: &Value) -> Result<Vec<usize>, String> {
-        self.targets_named(value.as_str().unwrap_or("one"))
+        self.choose_targets(Targets::of_value(value)?)
     }
 
     /// The system's current primaries (asked of it), as node names.
@@ -423,13 +425,7 @@ impl Nemesis {
         Ok(p.primaries(&self.cfg.remotes, &self.cfg.nodes)?)
     }
 
-    fn targets_named(&mut self, spec: &str) -> Result<Vec<usize>, String> {
-        let t = Targets::parse(spec).ok_or_else(|| {
-            format!(
-                "unknown target {spec:?}: expected one of {}",
-                TARGET_NAMES.join(", ")
-            )
-        })?;
+    fn choose_targets(&mut self, t: Targets) -> Result<Vec<usize>, String> {
         let primaries = match t {
             Targets::Primaries => self.primaries().map_err(|e| e.to_string())?,
             // No primaries ability, or no answer: one random node instead.
@@ -439,7 +435,7 @@ impl Nemesis {
         let names = self.names();
         let chosen = select_targets_with(t, &names, &primaries, &mut self.cfg.rng);
         if chosen.is_empty() {
-            return Err(format!("targets {spec:?} chose no node"));
+            return Err(format!("targets {:?} chose no node", t.as_str()));
         }
         Ok(chosen.iter().filter_map(|n| self.index_of(n)).collect())
     }
@@ -763,7 +759,7 @@ mod tests {
             Targets::parse("primaries-or-one"),
             Some(Targets::PrimariesOrOne)
         );
-        for name in TARGET_NAMES {
+        for name in crate::faults::TARGET_NAMES {
             assert!(Targets::parse(name).is_some(), "{name}");
         }
         // Other targets ignore the primaries.

@@ -201,9 +201,9 @@ impl super::Nemesis {
                 db.name()
             )
         })?;
-        let targets = value["targets"].as_str().unwrap_or("one").to_string();
+        let targets = crate::faults::Targets::of_value(&value["targets"])?;
         let torn = value["torn"].as_bool().unwrap_or(false);
-        let idx = self.targets_named(&targets)?;
+        let idx = self.choose_targets(targets)?;
         let names = self.node_names(&idx);
         self.powered_off
             .extend(names.iter().map(|n| (n.clone(), undo)));

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 /// One kind of fault: the op that starts it and the op that undoes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FaultSpec {
+pub struct FaultOps {
     /// Verb that starts the fault, e.g. `start-partition`, `kill`, `pause`.
     pub start_f: String,
     /// Argument of the start op, e.g. `"one"` (isolate one node).
@@ -32,7 +32,7 @@ pub struct FaultSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NemesisSchedule {
     /// Faults to choose from, uniformly at random.
-    pub faults: Vec<FaultSpec>,
+    pub faults: Vec<FaultOps>,
     /// Quiet time before each start and each stop, in ns.
     pub interval_ns: u64,
     /// Start faults in list order, round-robin, instead of uniformly at random.
@@ -363,8 +363,8 @@ mod clock_tests {
     const MS: u64 = 1_000_000;
     const S: u64 = 1_000_000_000;
 
-    fn fault(start: &str, value: Value, stop: &str) -> FaultSpec {
-        FaultSpec {
+    fn fault(start: &str, value: Value, stop: &str) -> FaultOps {
+        FaultOps {
             start_f: start.into(),
             start_value: value,
             stop_f: stop.into(),

@@ -708,19 +708,19 @@ fn final_reads_after_the_workload_cover_exactly_its_keys() {
 fn schedule() -> NemesisSchedule {
     NemesisSchedule {
         faults: vec![
-            FaultSpec {
+            FaultOps {
                 start_f: "start-partition".to_string(),
                 start_value: json!("one"),
                 stop_f: "stop-partition".to_string(),
                 stop_value: Value::Null,
             },
-            FaultSpec {
+            FaultOps {
                 start_f: "kill".to_string(),
                 start_value: json!("one"),
                 stop_f: "start".to_string(),
                 stop_value: json!("all"),
             },
-            FaultSpec {
+            FaultOps {
                 start_f: "kill".to_string(),
                 start_value: json!("majority"),
                 stop_f: "start".to_string(),
@@ -1051,7 +1051,7 @@ fn set_elements_are_unique_across_the_run_adds_dominate_and_final_reads_cover_ke
 /// The default schedule plus a one-shot `promote` (no stop verb).
 fn schedule_with_promote() -> NemesisSchedule {
     let mut s = schedule();
-    s.faults.push(FaultSpec {
+    s.faults.push(FaultOps {
         start_f: "promote".to_string(),
         start_value: json!({}),
         stop_f: String::new(),
