@@ -36,7 +36,7 @@ use crate::client::Completion;
 use crate::control::{Cmd, Remote};
 use crate::db::Db;
 use crate::faults::corrupt::CorruptMode;
-use crate::faults::{PARTITION_SHAPES, PRIMARIES_SHAPE, Targets, verb};
+use crate::faults::{PARTITION_SHAPES, PRIMARIES_SHAPE, Targets, Verb, verb};
 use crate::node::Node;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
@@ -454,10 +454,23 @@ impl Nemesis {
     /// every nemesis completion as `info`, so the history says "info, partly applied".
     pub fn invoke(&mut self, f: &str, value: &Value) -> Completion {
         self.take_outcomes();
-        let result: Result<Value, String> = match f {
-            verb::START_PARTITION => {
+        let Some(v) = Verb::parse(f) else {
+            return Completion::Info {
+                error: format!("unknown nemesis op {f:?}"),
+            };
+        };
+        let result: Result<Value, String> = match v {
+            Verb::StartPartition => {
                 let names = self.names();
-                let shape = value.as_str().unwrap_or("one");
+                let Some(shape) = value.as_str() else {
+                    return Completion::Fail {
+                        error: format!(
+                            "partition shape {value}: expected one of {}",
+                            PARTITION_SHAPES.join(", ")
+                        ),
+                        value: value.clone(),
+                    };
+                };
                 let primaries = if shape == PRIMARIES_SHAPE {
                     match self.primaries() {
                         Ok(p) => p,
@@ -491,42 +504,45 @@ impl Nemesis {
                 )
                 .map(|()| detail)
             }
-            verb::STOP_PARTITION => self.heal_partition().map(|()| json!("healed")),
-            verb::KILL => self.kill(value),
-            verb::START => self.start_all().map(|nodes| json!({ "nodes": nodes })),
-            verb::POWER_LOSS => self.power_loss(verb::POWER_LOSS, verb::POWER_ON, value),
-            verb::OS_CRASH => self.power_loss(verb::OS_CRASH, verb::REBOOT, value),
-            verb::POWER_ON | verb::REBOOT => self
+            Verb::StopPartition => self.heal_partition().map(|()| json!("healed")),
+            Verb::Kill => self.kill(value),
+            Verb::Start => self.start_all().map(|nodes| json!({ "nodes": nodes })),
+            Verb::PowerLoss => self.power_loss(verb::POWER_LOSS, verb::POWER_ON, value),
+            Verb::OsCrash => self.power_loss(verb::OS_CRASH, verb::REBOOT, value),
+            Verb::PowerOn | Verb::Reboot => self
                 .power_on_as(Some(f))
                 .map(|nodes| json!({ "nodes": nodes })),
-            verb::BITFLIP | verb::TRUNCATE => match CorruptMode::of_verb(f) {
+            Verb::Bitflip | Verb::Truncate => match CorruptMode::of_verb(f) {
                 Some(mode) => self.corrupt(mode, value),
                 None => Err(format!("unknown nemesis op {f:?}")),
             },
-            verb::START_DISK_FAULT => self.start_disk_fault(value),
-            verb::STOP_DISK_FAULT => self
+            Verb::StartDiskFault => self.start_disk_fault(value),
+            Verb::StopDiskFault => self
                 .stop_disk_fault()
                 .map(|nodes| json!({ "nodes": nodes })),
-            verb::START_CORRUPTED => self
+            Verb::StartCorrupted => self
                 .start_corrupted()
                 .map(|nodes| json!({ "nodes": nodes })),
-            verb::PAUSE => self.pause(value),
-            verb::PROMOTE => self.promote(value),
-            verb::RESUME => self.resume_all().map(|nodes| json!({ "nodes": nodes })),
-            verb::START_LOSS => self.start_loss(value),
-            verb::STOP_LOSS => self.stop_loss(),
-            verb::START_BANDWIDTH => self.start_bandwidth(value),
-            verb::STOP_BANDWIDTH => self.stop_bandwidth(),
-            verb::START_DELAY => self.start_delay(value),
-            verb::STOP_DELAY => self.stop_delay(),
-            verb::BUMP_CLOCK => self.bump_clock(value),
-            verb::STROBE_CLOCK => self.strobe_clock(value),
-            verb::RESET_CLOCK => self.reset_clocks(value),
-            verb::CLOCK_OFFSETS => self.clock_offsets(),
-            verb::DB_STATUS => Ok(self.db_status()),
-            verb::START_SSH_DROP => self.drop_ssh(value),
-            verb::STOP_SSH_DROP => self.restore_ssh(value),
-            other => Err(format!("unknown nemesis op {other:?}")),
+            Verb::Pause => self.pause(value),
+            Verb::Promote => self.promote(value),
+            Verb::Resume => self.resume_all().map(|nodes| json!({ "nodes": nodes })),
+            Verb::StartLoss => self.start_loss(value),
+            Verb::StopLoss => self.stop_loss(),
+            Verb::StartBandwidth => self.start_bandwidth(value),
+            Verb::StopBandwidth => self.stop_bandwidth(),
+            Verb::StartDelay => self.start_delay(value),
+            Verb::StopDelay => self.stop_delay(),
+            Verb::BumpClock => self.bump_clock(value),
+            Verb::StrobeClock => self.strobe_clock(value),
+            Verb::ResetClock => self.reset_clocks(value),
+            Verb::ClockOffsets => self.clock_offsets(),
+            Verb::DbStatus => Ok(self.db_status()),
+            Verb::StartSshDrop => self.drop_ssh(value),
+            Verb::StopSshDrop => self.restore_ssh(value),
+            // Served by the runner's nemesis client (stalls), or written to journals only.
+            Verb::StartStall | Verb::StopStall | Verb::StopNtp | Verb::StartNtp => {
+                Err(format!("unknown nemesis op {f:?}"))
+            }
         };
         let outcomes = self.take_outcomes();
         match result {
