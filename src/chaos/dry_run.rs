@@ -126,7 +126,7 @@ pub fn plan(cfg: &ChaosConfig) -> String {
             }) as Arc<dyn Remote>
         })
         .collect();
-    let db: Arc<dyn crate::db::Db> = Arc::new(super::run::ChaosDb(cfg.db.clone()));
+    let db: Arc<dyn crate::db::Abilities> = Arc::new(super::run::ChaosAbilities(cfg.db.clone()));
     let s = &cfg.settings;
     let mut out = String::new();
     let _ = writeln!(

@@ -1,6 +1,6 @@
 //! The file-corruption faults' node side (`bitflip`, `truncate`; healed by `start-corrupted`):
 //! stop the DB on each target (SIGKILL, through its `Kill` ability), list the files under its
-//! data directory that match the globs (the system's `Db::data_files`, or the fault's `files`),
+//! data directory that match the globs (the system's `Abilities::data_files`, or the fault's `files`),
 //! damage the one the plan chose, and sync it; `start-corrupted` starts the DB again.
 //!
 //! The damage is written with POSIX tools only (`od`, `printf`, `dd`, `truncate`, `sync FILE`),

@@ -8,8 +8,8 @@
 //! (`faults::disk`); what the layer does with it is `lazyfs::inject`.
 
 use super::Nemesis;
-use super::power::DataLayer;
 use crate::control::{Cmd, Remote};
+use crate::db::layer::DataLayer;
 use crate::faults::disk::DiskFault;
 use crate::faults::verb;
 use rand::RngExt;

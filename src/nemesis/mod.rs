@@ -10,7 +10,7 @@
 //! controller's own SSH traffic is never dropped: rules match only the nodes' addresses.
 //! Packet faults (loss, bandwidth, delay) are in `packet`; every fault is journaled before it is
 //! applied. Targets `primaries` and the `primaries` partition shape ask the system for its current
-//! leader(s) through the `Db::as_primaries` ability.
+//! leader(s) through the `Abilities::as_primaries` ability.
 
 //! Clock faults (`bump-clock`, `strobe-clock`, `reset-clock`, `clock-offsets`) live in `clock`.
 
@@ -34,7 +34,7 @@ use outcomes::strip_node_prefix;
 
 use crate::client::Completion;
 use crate::control::{Cmd, Remote};
-use crate::db::Db;
+use crate::db::Abilities;
 use crate::faults::corrupt::CorruptMode;
 use crate::faults::{PARTITION_SHAPES, PRIMARIES_SHAPE, Targets, Verb, verb};
 use crate::node::Node;
@@ -153,8 +153,9 @@ pub struct NemesisConfig {
     pub nodes: Vec<Node>,
     /// One remote per node.
     pub remotes: Vec<Arc<dyn Remote>>,
-    /// The system under test, for kill/pause abilities.
-    pub db: Arc<dyn Db>,
+    /// What the faults need from the system under test (its abilities and data directory),
+    /// not its lifecycle: a `Db` coerces to it.
+    pub db: Arc<dyn Abilities>,
     /// Partition settings.
     pub partition: PartitionConfig,
     /// Seeded RNG for target choice.

@@ -261,7 +261,7 @@ pub(crate) async fn nemesis_after_leftovers(
     seed: u64,
     nodes: &[Node],
     remotes: &[Arc<dyn Remote>],
-    db: Arc<dyn Db>,
+    db: Arc<dyn crate::db::Abilities>,
     run_dir: &RunDir,
     reports_dir: &std::path::Path,
     progress: &Progress,
