@@ -102,8 +102,9 @@ pub struct NemesisSpec {
     /// Fault kinds to start.
     #[serde(default)]
     pub faults: Vec<FaultSpec>,
-    /// Which fault to start next: `random` (default), `sequential` (list order, round-robin) or
-    /// `stacked` (start every fault in list order so they overlap, then stop them in reverse).
+    /// Which fault to start next: `random` (default; every kind once per round), `sequential`
+    /// (list order, round-robin) or `stacked` (start every fault in list order so they overlap,
+    /// then stop them in reverse).
     #[serde(default)]
     pub order: FaultOrder,
     /// With clock faults: seconds between clock-offset measurements (`clock-offsets` ops; one
@@ -120,7 +121,8 @@ fn d_offsets_interval() -> f64 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FaultOrder {
-    /// Uniformly at random (seeded).
+    /// At random (seeded), fair by kind: every fault kind once per round, in random order
+    /// (`generator::nemesis_cycle`).
     #[default]
     Random,
     /// In list order, round-robin.

@@ -793,6 +793,45 @@ fn nemesis_cycle_alternates_start_and_stop_at_the_interval() {
 }
 
 #[test]
+fn a_random_schedule_gives_every_kind_a_turn_before_repeating_one() {
+    // Three kinds (partition with two shapes, kill with two targets, pause): every round of
+    // three starts draws each kind once, whatever the seed.
+    let kind_of = |f: &str| {
+        crate::faults::classify_verb(f)
+            .map(|(k, _)| k.name)
+            .unwrap_or("?")
+    };
+    let mut sched = schedule();
+    sched.faults.push(FaultOps {
+        start_f: "pause".to_string(),
+        start_value: json!("one"),
+        stop_f: "resume".to_string(),
+        stop_value: Value::Null,
+    });
+    for seed in 0..50 {
+        let mut g = time_limit(600 * S, nemesis_cycle(sched.clone()));
+        let mut sim = Sim::new(1, seed);
+        assert_eq!(sim.run(&mut g, 1000 * S), End::Done);
+        let starts: Vec<&str> = sim
+            .dispatched
+            .iter()
+            .step_by(2)
+            .map(|i| kind_of(&i.f))
+            .collect();
+        assert!(starts.len() >= 9, "{starts:?}");
+        for round in starts.chunks_exact(3) {
+            let mut kinds = round.to_vec();
+            kinds.sort();
+            assert_eq!(
+                kinds,
+                ["kill", "partition", "pause"],
+                "seed {seed}: {starts:?}"
+            );
+        }
+    }
+}
+
+#[test]
 fn nemesis_cycle_waits_for_the_nemesis_thread_and_handles_no_faults() {
     let mut g = nemesis_cycle(schedule());
     let mut r = rng(1);
