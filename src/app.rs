@@ -40,7 +40,7 @@ fn run_error_code(e: &RunError) -> i32 {
 
 /// The exit code of a finished run: its verdict's, except that a `valid` run whose cleanup left
 /// something behind exits [`EXIT_RUNTIME`] (the cluster needs `shakedown heal`).
-pub fn run_exit_code(verdict: Verdict, completion: &crate::completion::Completion) -> i32 {
+pub fn run_exit_code(verdict: Verdict, completion: &crate::completion::CompletionRecord) -> i32 {
     if verdict == Verdict::Valid && !completion.cleanup_ok() {
         EXIT_RUNTIME
     } else {
@@ -478,11 +478,11 @@ pub fn serve(args: crate::cli::ServeArgs) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::completion::Completion;
+    use crate::completion::CompletionRecord;
 
     #[test]
     fn a_cleanup_failure_makes_a_valid_run_exit_4_and_keeps_other_codes() {
-        let clean = Completion::completed(60.0, 60.0);
+        let clean = CompletionRecord::completed(60.0, 60.0);
         let dirty = clean
             .clone()
             .with_cleanup_failures(vec!["n3: removing iptables chain: busy".into()]);

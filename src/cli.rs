@@ -458,7 +458,7 @@ impl RunArgs {
         if nemesis
             .faults
             .iter()
-            .any(crate::spec::FaultKind::needs_data_layer)
+            .any(crate::spec::FaultSpec::needs_data_layer)
         {
             // The nodes run this very binary to serve the data directory (the sandbox's share
             // this machine's files; real hosts need it at the same path).

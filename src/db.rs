@@ -1,13 +1,17 @@
 //! The shared seam of systems on the nodes: the `Db` trait (install, setup, teardown, logs) and
-//! optional abilities. Implementations live in each system's folder (`systems::<name>::db`).
+//! optional abilities, and `Abilities`, the part of a system faults see. Implementations live in
+//! each system's folder (`systems::<name>::db`); `db::layer` is the lose-unsynced layer a data
+//! directory can be served from.
 //!
 //! Following Jepsen, optional abilities are separate traits (`Kill`, `Pause`, `Primaries`,
-//! `Promote`) a system may offer; nemeses ask for them through `Db::as_kill`/`Db::as_pause`/
-//! `Db::as_primaries`/`Db::as_promote` instead of assuming every system has them, and
+//! `Promote`) a system may offer; nemeses ask for them through `Abilities::as_kill`/`as_pause`/
+//! `as_primaries`/`as_promote` instead of assuming every system has them, and
 //! `systems::Supports::check` refuses a fault whose ability is missing before a run starts.
 //! `Db::packages` feeds `provision`; `Db::required_binaries` feeds `shakedown doctor`. Every method is blocking and talks to one
 //! node through a `Remote`; the caller runs nodes in parallel. Nothing here is sandbox-specific:
 //! the sandbox only supplies the node list.
+
+pub mod layer;
 
 use crate::control::{Cmd, ExecError, Remote};
 use crate::node::Node;
@@ -90,29 +94,13 @@ pub enum DbError {
     },
 }
 
-/// A database system under test.
-pub trait Db: Send + Sync {
+/// What faults need from a system, and all the nemesis sees of it: its name, the optional
+/// abilities it has (kill, pause, promote, primaries) and its data directory. Every [`Db`] has
+/// it; `shakedown chaos`, which runs no system lifecycle, serves it alone (`chaos::run`'s
+/// `ChaosAbilities`: pause and primaries of its `--db`, if any).
+pub trait Abilities: Send + Sync {
     /// Short name, e.g. `etcd`.
     fn name(&self) -> &str;
-    /// Debian packages every node needs. `provision` installs the missing ones before
-    /// [`Db::install`] (on this machine for the sandbox, whose nodes share its files; over SSH
-    /// otherwise), unless the user manages packages (`--no-install`).
-    fn packages(&self) -> Vec<String> {
-        Vec::new()
-    }
-    /// The system's own steps after its packages (e.g. a release tarball), then a check that its
-    /// programs are on the node: an error names what is missing and how to get it.
-    fn install(&self, remote: &dyn Remote) -> Result<(), DbError> {
-        check_binaries(remote, &self.required_binaries())
-    }
-    /// Wipe previous state and start the system on `node` as part of `cluster`.
-    fn setup(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError>;
-    /// Stop the system on the node (data stays until the next setup wipes it, for post-mortems).
-    fn teardown(&self, remote: &dyn Remote, node: &Node) -> Result<(), DbError>;
-    /// Remote paths of log files worth collecting.
-    fn log_files(&self, node: &Node) -> Vec<String>;
-    /// Version string of the installed system, if it can be determined.
-    fn version(&self, remote: &dyn Remote) -> Option<String>;
     /// The kill/restart ability, when the system has it.
     fn as_kill(&self) -> Option<&dyn Kill> {
         None
@@ -135,18 +123,42 @@ pub trait Db: Send + Sync {
     fn data_dir(&self) -> Option<String> {
         None
     }
-    /// Globs, relative to [`Db::data_dir`], of the files holding acknowledged data (WAL
+    /// Globs, relative to [`Abilities::data_dir`], of the files holding acknowledged data (WAL
     /// segments, append-only files, snapshots): what the `bitflip` and `truncate` faults choose
     /// from (`*` also matches across `/`). Empty: none declared; those faults then need their
     /// own `files`.
     fn data_files(&self) -> Vec<String> {
         Vec::new()
     }
-    /// The lose-unsynced layer this run mounted on [`Db::data_dir`] (set when the nemesis has
+    /// The lose-unsynced layer this run mounted on [`Abilities::data_dir`] (set when the nemesis has
     /// `power-loss`); `None`: the data directory is a plain directory.
-    fn data_layer(&self) -> Option<crate::nemesis::power::DataLayer> {
+    fn data_layer(&self) -> Option<layer::DataLayer> {
         None
     }
+}
+
+/// A database system under test: its lifecycle on the nodes, and (the supertrait) what faults
+/// need from it.
+pub trait Db: Abilities {
+    /// Debian packages every node needs. `provision` installs the missing ones before
+    /// [`Db::install`] (on this machine for the sandbox, whose nodes share its files; over SSH
+    /// otherwise), unless the user manages packages (`--no-install`).
+    fn packages(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// The system's own steps after its packages (e.g. a release tarball), then a check that its
+    /// programs are on the node: an error names what is missing and how to get it.
+    fn install(&self, remote: &dyn Remote) -> Result<(), DbError> {
+        check_binaries(remote, &self.required_binaries())
+    }
+    /// Wipe previous state and start the system on `node` as part of `cluster`.
+    fn setup(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError>;
+    /// Stop the system on the node (data stays until the next setup wipes it, for post-mortems).
+    fn teardown(&self, remote: &dyn Remote, node: &Node) -> Result<(), DbError>;
+    /// Remote paths of log files worth collecting.
+    fn log_files(&self, node: &Node) -> Vec<String>;
+    /// Version string of the installed system, if it can be determined.
+    fn version(&self, remote: &dyn Remote) -> Option<String>;
     /// Programs that must be present on every node (none by default).
     fn required_binaries(&self) -> Vec<Binary> {
         Vec::new()

@@ -573,7 +573,7 @@ mod tests {
     //! The interpreter against in-memory clients (pure logic; the real etcd path is covered by
     //! tests/run.rs) on a paused tokio clock.
     use super::*;
-    use crate::generator::{self, FaultSpec, NemesisSchedule};
+    use crate::generator::{self, FaultOps, NemesisSchedule};
     use crate::history::History;
     use rand::SeedableRng;
     use serde_json::json;
@@ -704,7 +704,7 @@ mod tests {
             generator::stagger(2_000_000, g),
         ));
         let schedule = NemesisSchedule {
-            faults: vec![FaultSpec {
+            faults: vec![FaultOps {
                 start_f: "start-partition".into(),
                 start_value: json!("one"),
                 stop_f: "stop-partition".into(),

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 mod fault;
-pub use fault::FaultKind;
+pub use fault::FaultSpec;
 use fault::{d_probability, d_rate_kbit, d_ssh_drop_ms};
 
 /// A workload spec (`workloads/*.toml`).
@@ -101,9 +101,10 @@ pub struct NemesisSpec {
     pub interval_s: f64,
     /// Fault kinds to start.
     #[serde(default)]
-    pub faults: Vec<FaultKind>,
-    /// Which fault to start next: `random` (default), `sequential` (list order, round-robin) or
-    /// `stacked` (start every fault in list order so they overlap, then stop them in reverse).
+    pub faults: Vec<FaultSpec>,
+    /// Which fault to start next: `random` (default; every kind once per round), `sequential`
+    /// (list order, round-robin) or `stacked` (start every fault in list order so they overlap,
+    /// then stop them in reverse).
     #[serde(default)]
     pub order: FaultOrder,
     /// With clock faults: seconds between clock-offset measurements (`clock-offsets` ops; one
@@ -120,7 +121,8 @@ fn d_offsets_interval() -> f64 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FaultOrder {
-    /// Uniformly at random (seeded).
+    /// At random (seeded), fair by kind: every fault kind once per round, in random order
+    /// (`generator::nemesis_cycle`).
     #[default]
     Random,
     /// In list order, round-robin.
@@ -292,6 +294,15 @@ pub(crate) fn parse_toml<T: serde::de::DeserializeOwned>(
                 None => message = format!("{value}: expected {expected}"),
             }
         }
+        // A value its type refuses in words (`targets "most": expected one of …`): inside a
+        // `[[faults]]` table the span covers the whole table, so find the key's own line.
+        if let Some((key, rest)) = message.split_once(' ')
+            && let Some((value, _)) = rest.strip_prefix('"').and_then(|r| r.split_once("\":"))
+            && let Some((i, k)) = line_with_value(text, span_line.unwrap_or(0), value)
+            && k == key
+        {
+            line = Some(i + 1);
+        }
         ConfigError::new(at(label, line), message)
     })
 }
@@ -448,30 +459,30 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
             }
             match p {
                 "partition" => {
-                    faults.push(FaultKind::Partition {
+                    faults.push(FaultSpec::Partition {
                         shape: "one".into(),
                     });
-                    faults.push(FaultKind::Partition {
+                    faults.push(FaultSpec::Partition {
                         shape: "halves".into(),
                     });
                 }
-                "kill" => faults.push(FaultKind::Kill {
-                    targets: "one".into(),
+                "kill" => faults.push(FaultSpec::Kill {
+                    targets: crate::faults::Targets::One,
                 }),
-                "pause" => faults.push(FaultKind::Pause {
-                    targets: "one".into(),
+                "pause" => faults.push(FaultSpec::Pause {
+                    targets: crate::faults::Targets::One,
                 }),
-                "loss" => faults.push(FaultKind::Loss {
-                    targets: "one".into(),
+                "loss" => faults.push(FaultSpec::Loss {
+                    targets: crate::faults::Targets::One,
                     probability: d_probability(),
                 }),
-                "bandwidth" => faults.push(FaultKind::Bandwidth {
-                    targets: "one".into(),
+                "bandwidth" => faults.push(FaultSpec::Bandwidth {
+                    targets: crate::faults::Targets::One,
                     rate_kbit: d_rate_kbit(),
                 }),
-                "promote" => faults.push(FaultKind::Promote { node: None }),
-                "ssh-drop" => faults.push(FaultKind::SshDrop {
-                    targets: "one".into(),
+                "promote" => faults.push(FaultSpec::Promote { node: None }),
+                "ssh-drop" => faults.push(FaultSpec::SshDrop {
+                    targets: crate::faults::Targets::One,
                     duration_ms: d_ssh_drop_ms(),
                 }),
                 _ => unreachable!("filtered by known; the others have files"),
@@ -558,8 +569,8 @@ mod tests {
         assert_eq!(n.faults.len(), 3);
         assert_eq!(
             n.faults[2],
-            FaultKind::Kill {
-                targets: "one".into()
+            FaultSpec::Kill {
+                targets: crate::faults::Targets::One
             }
         );
     }
@@ -719,7 +730,7 @@ mod tests {
                 ),
             ]
         );
-        assert_eq!(n.faults[1].targets(), Some("one"));
+        assert_eq!(n.faults[1].targets(), Some(crate::faults::Targets::One));
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.toml");
         for (body, needles) in [
@@ -754,7 +765,7 @@ mod tests {
         assert_eq!(ops[0].1["drop_unsynced_on_fsync_error"], true);
         assert_eq!(ops[1].1["write_error"], "ENOSPC");
         assert_eq!(ops[2].1["fsync_delay_ms"], 50);
-        assert!(n.faults.iter().all(FaultKind::needs_data_layer));
+        assert!(n.faults.iter().all(FaultSpec::needs_data_layer));
         let back = crate::faults::disk::DiskFault::from_value(&{
             let mut v = ops[0].1.clone();
             v.as_object_mut().unwrap().remove("targets");
@@ -819,11 +830,11 @@ mod tests {
         let n = load_nemesis("ssh-drop").unwrap();
         assert_eq!(n.faults[0].ops().0, "start-ssh-drop");
         let p = load_nemesis("packet").unwrap();
-        assert!(p.faults.iter().any(|f| matches!(f, FaultKind::Loss { .. })));
+        assert!(p.faults.iter().any(|f| matches!(f, FaultSpec::Loss { .. })));
         assert!(
             p.faults
                 .iter()
-                .any(|f| matches!(f, FaultKind::Bandwidth { .. }))
+                .any(|f| matches!(f, FaultSpec::Bandwidth { .. }))
         );
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p.toml");
@@ -871,7 +882,7 @@ mod tests {
     #[test]
     fn clock_faults_parse_compose_and_validate() {
         let n = load_nemesis("clock").unwrap();
-        assert!(n.faults.iter().all(FaultKind::is_clock));
+        assert!(n.faults.iter().all(FaultSpec::is_clock));
         assert_eq!(n.order, FaultOrder::Sequential);
         // The primary's step comes first, so every run of a few intervals has one.
         let (f, v, stop) = n.faults[0].ops();

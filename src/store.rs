@@ -29,7 +29,7 @@ pub const LINEAR_WITNESS_FILE: &str = "linearizability.html";
 pub const LIVE_FILE: &str = "live.json";
 /// Directory of per-node logs.
 pub const LOGS_DIR: &str = "logs";
-/// How the run ended ([`crate::completion::Completion`]); written by the controller on every
+/// How the run ended ([`crate::completion::CompletionRecord`]); written by the controller on every
 /// exit path it survives, so its absence means the controller was killed.
 pub const COMPLETION_FILE: &str = "completion.json";
 /// Environment variable naming a directory nothing may be written under (the test suite points
@@ -456,7 +456,7 @@ impl RunDir {
     /// Write the completion record (how the run ended).
     pub fn write_completion(
         &self,
-        completion: &crate::completion::Completion,
+        completion: &crate::completion::CompletionRecord,
     ) -> Result<(), StoreError> {
         let value = serde_json::to_value(completion).map_err(|e| StoreError::Io {
             path: self.path.join(COMPLETION_FILE).display().to_string(),
@@ -483,19 +483,19 @@ impl RunDir {
     }
 
     /// The completion record; a missing one means the controller was killed
-    /// ([`crate::completion::Completion::killed`]), and an unreadable one says so in its reason.
-    pub fn read_completion(&self) -> crate::completion::Completion {
-        use crate::completion::Completion;
+    /// ([`crate::completion::CompletionRecord::killed`]), and an unreadable one says so in its reason.
+    pub fn read_completion(&self) -> crate::completion::CompletionRecord {
+        use crate::completion::CompletionRecord;
         let p = self.path.join(COMPLETION_FILE);
         match std::fs::read_to_string(&p) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Completion::killed(),
-            Err(e) => Completion {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => CompletionRecord::killed(),
+            Err(e) => CompletionRecord {
                 reason: format!("incomplete: {}: {e}", p.display()),
-                ..Completion::killed()
+                ..CompletionRecord::killed()
             },
-            Ok(text) => serde_json::from_str(&text).unwrap_or_else(|e| Completion {
+            Ok(text) => serde_json::from_str(&text).unwrap_or_else(|e| CompletionRecord {
                 reason: format!("incomplete: {}: not a completion record ({e})", p.display()),
-                ..Completion::killed()
+                ..CompletionRecord::killed()
             }),
         }
     }
@@ -719,7 +719,7 @@ mod tests {
             run.read_completion().status,
             crate::completion::RunStatus::Killed
         );
-        let c = crate::completion::Completion::interrupted(5.1, 60.0);
+        let c = crate::completion::CompletionRecord::interrupted(5.1, 60.0);
         run.write_completion(&c).unwrap();
         assert_eq!(run.read_completion(), c);
         std::fs::write(run.path.join(COMPLETION_FILE), "{").unwrap();

@@ -110,7 +110,7 @@ pub fn render(summary: &BTreeMap<String, FnSummary>, results: &[CheckResult]) ->
 
 /// Lines saying how the run ended when it did not complete, and what cleanup could not undo;
 /// empty for a complete run that cleaned up. Each line ends with a newline.
-pub fn render_completion(c: &crate::completion::Completion) -> String {
+pub fn render_completion(c: &crate::completion::CompletionRecord) -> String {
     let mut s = String::new();
     if !c.is_complete() {
         s.push_str(&format!("run: {}\n", c.reason));
@@ -193,10 +193,13 @@ mod tests {
 
     #[test]
     fn completion_lines_name_the_reason_and_what_was_left() {
-        use crate::completion::Completion;
-        assert_eq!(render_completion(&Completion::completed(60.0, 60.0)), "");
+        use crate::completion::CompletionRecord;
+        assert_eq!(
+            render_completion(&CompletionRecord::completed(60.0, 60.0)),
+            ""
+        );
         let text = render_completion(
-            &Completion::interrupted(5.1, 60.0)
+            &CompletionRecord::interrupted(5.1, 60.0)
                 .with_cleanup_failures(vec!["n3: removing chain SHAKEDOWN: busy".into()]),
         );
         assert!(

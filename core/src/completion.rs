@@ -1,7 +1,7 @@
 //! What makes a run complete, and what an incomplete run does to its verdict.
 //!
 //! Owns the one definition of "complete" that the runner, `report`, `heal`, the run page and the
-//! reports index read: a [`Completion`] record (status, a one-line reason for people, how much
+//! reports index read: a [`CompletionRecord`] (status, a one-line reason for people, how much
 //! of the workload ran, what cleanup could not undo) and [`judge`], which turns the checkers'
 //! merged verdict into the verdict the run earned. Pure: no IO. Where the record lives on disk
 //! is `store`'s business; writing it at the right moment is `runner`'s.
@@ -60,7 +60,7 @@ impl RunStatus {
 
 /// The completion record of a run (`completion.json`, and `completion` in results.json).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Completion {
+pub struct CompletionRecord {
     /// How the run ended.
     pub status: RunStatus,
     /// One line for people, e.g. "interrupted after 5.1 s of 60 s".
@@ -84,9 +84,9 @@ fn progress_text(workload_s: f64, time_limit_s: Option<f64>) -> String {
     }
 }
 
-impl Completion {
+impl CompletionRecord {
     fn new(status: RunStatus, reason: String, workload_s: Option<f64>, limit: Option<f64>) -> Self {
-        Completion {
+        CompletionRecord {
             status,
             reason,
             workload_s,
@@ -227,7 +227,7 @@ pub struct Judgement {
 
 /// The verdict a run earns: the checkers' merged verdict `checked`, demoted from `valid` to
 /// `unknown` when the run is incomplete or recorded no client op. `invalid` stays `invalid`.
-pub fn judge(checked: Verdict, completion: &Completion, client_ops: u64) -> Judgement {
+pub fn judge(checked: Verdict, completion: &CompletionRecord, client_ops: u64) -> Judgement {
     let demote = |reason: String| Judgement {
         verdict: Verdict::Unknown,
         reason: Some(reason),
@@ -255,38 +255,42 @@ mod tests {
 
     #[test]
     fn only_a_completed_run_with_ops_can_be_valid() {
-        let done = Completion::completed(60.0, 60.0);
+        let done = CompletionRecord::completed(60.0, 60.0);
         assert_eq!(judge(Verdict::Valid, &done, 10).verdict, Verdict::Valid);
         assert_eq!(judge(Verdict::Valid, &done, 10).reason, None);
-        let cut = Completion::interrupted(5.06, 60.0);
+        let cut = CompletionRecord::interrupted(5.06, 60.0);
         assert_eq!(cut.reason, "interrupted after 5.1 s of 60 s");
         let j = judge(Verdict::Valid, &cut, 10);
         assert_eq!(j.verdict, Verdict::Unknown);
         assert_eq!(j.reason.as_deref(), Some("interrupted after 5.1 s of 60 s"));
         for c in [
-            Completion::failed("writing history: disk full", Some(3.0), 60.0),
-            Completion::panicked("boom", 60.0),
-            Completion::aborted(2.0, 60.0),
-            Completion::stopped_on_anomaly("key 17 not linearizable at 12.3 s", 12.5, 60.0),
-            Completion::not_started("n1: unreachable"),
-            Completion::killed(),
+            CompletionRecord::failed("writing history: disk full", Some(3.0), 60.0),
+            CompletionRecord::panicked("boom", 60.0),
+            CompletionRecord::aborted(2.0, 60.0),
+            CompletionRecord::stopped_on_anomaly("key 17 not linearizable at 12.3 s", 12.5, 60.0),
+            CompletionRecord::not_started("n1: unreachable"),
+            CompletionRecord::killed(),
         ] {
             assert!(!c.is_complete());
             let j = judge(Verdict::Valid, &c, 10);
             assert_eq!(j.verdict, Verdict::Unknown, "{c:?}");
             assert_eq!(j.reason.as_deref(), Some(c.reason.as_str()));
         }
-        assert!(Completion::killed().reason.contains("controller killed"));
+        assert!(
+            CompletionRecord::killed()
+                .reason
+                .contains("controller killed")
+        );
     }
 
     #[test]
     fn anomalies_stay_invalid_and_unknown_stays_unknown() {
-        let cut = Completion::interrupted(5.0, 60.0);
+        let cut = CompletionRecord::interrupted(5.0, 60.0);
         assert_eq!(judge(Verdict::Invalid, &cut, 10).verdict, Verdict::Invalid);
         assert_eq!(judge(Verdict::Invalid, &cut, 0).verdict, Verdict::Invalid);
         // A stop at a confirmed anomaly is invalid by it, never "interrupted, so unknown".
         let stopped =
-            Completion::stopped_on_anomaly("key 17 not linearizable at 12.3 s", 12.5, 60.0);
+            CompletionRecord::stopped_on_anomaly("key 17 not linearizable at 12.3 s", 12.5, 60.0);
         assert!(
             stopped
                 .reason
@@ -296,13 +300,13 @@ mod tests {
             judge(Verdict::Invalid, &stopped, 10).verdict,
             Verdict::Invalid
         );
-        let done = Completion::completed(60.0, 60.0);
+        let done = CompletionRecord::completed(60.0, 60.0);
         assert_eq!(judge(Verdict::Unknown, &done, 10).verdict, Verdict::Unknown);
     }
 
     #[test]
     fn an_empty_history_is_unknown_even_when_complete() {
-        let done = Completion::completed(60.0, 60.0);
+        let done = CompletionRecord::completed(60.0, 60.0);
         let j = judge(Verdict::Valid, &done, 0);
         assert_eq!(j.verdict, Verdict::Unknown);
         assert!(j.reason.unwrap().contains("no client ops"));
@@ -310,14 +314,14 @@ mod tests {
 
     #[test]
     fn the_record_round_trips_and_names_cleanup_failures() {
-        let c = Completion::completed(60.0, 60.0)
+        let c = CompletionRecord::completed(60.0, 60.0)
             .with_cleanup_failures(vec!["n3: removing iptables chain SHAKEDOWN: busy".into()]);
         assert!(!c.cleanup_ok());
         let text = serde_json::to_string(&c).unwrap();
         assert!(text.contains("\"status\":\"completed\""), "{text}");
-        let back: Completion = serde_json::from_str(&text).unwrap();
+        let back: CompletionRecord = serde_json::from_str(&text).unwrap();
         assert_eq!(back, c);
-        let v: Completion =
+        let v: CompletionRecord =
             serde_json::from_str(r#"{"status":"not-started","reason":"x"}"#).unwrap();
         assert_eq!(v.status, RunStatus::NotStarted);
         assert!(v.cleanup_ok());

@@ -114,6 +114,168 @@ pub mod verb {
     pub const STOP_DISK_FAULT: &str = "stop-disk-fault";
 }
 
+/// A nemesis verb, typed: what the nemesis dispatches on (`Nemesis::invoke`). Its text
+/// ([`Verb::as_str`], the [`verb`] constants) is what histories and journals hold; an `f` that
+/// is no verb parses to `None`, and the nemesis reports it as unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Verb {
+    /// [`verb::START_PARTITION`].
+    StartPartition,
+    /// [`verb::STOP_PARTITION`].
+    StopPartition,
+    /// [`verb::KILL`].
+    Kill,
+    /// [`verb::START`].
+    Start,
+    /// [`verb::PAUSE`].
+    Pause,
+    /// [`verb::RESUME`].
+    Resume,
+    /// [`verb::BUMP_CLOCK`].
+    BumpClock,
+    /// [`verb::STROBE_CLOCK`].
+    StrobeClock,
+    /// [`verb::RESET_CLOCK`].
+    ResetClock,
+    /// [`verb::CLOCK_OFFSETS`] (a measurement).
+    ClockOffsets,
+    /// [`verb::DB_STATUS`] (a measurement).
+    DbStatus,
+    /// [`verb::STOP_NTP`] (journal only).
+    StopNtp,
+    /// [`verb::START_NTP`] (journal only).
+    StartNtp,
+    /// [`verb::START_LOSS`].
+    StartLoss,
+    /// [`verb::STOP_LOSS`].
+    StopLoss,
+    /// [`verb::START_BANDWIDTH`].
+    StartBandwidth,
+    /// [`verb::STOP_BANDWIDTH`].
+    StopBandwidth,
+    /// [`verb::START_DELAY`].
+    StartDelay,
+    /// [`verb::STOP_DELAY`].
+    StopDelay,
+    /// [`verb::PROMOTE`].
+    Promote,
+    /// [`verb::START_SSH_DROP`].
+    StartSshDrop,
+    /// [`verb::STOP_SSH_DROP`].
+    StopSshDrop,
+    /// [`verb::START_STALL`].
+    StartStall,
+    /// [`verb::STOP_STALL`].
+    StopStall,
+    /// [`verb::POWER_LOSS`].
+    PowerLoss,
+    /// [`verb::POWER_ON`].
+    PowerOn,
+    /// [`verb::OS_CRASH`].
+    OsCrash,
+    /// [`verb::REBOOT`].
+    Reboot,
+    /// [`verb::BITFLIP`].
+    Bitflip,
+    /// [`verb::TRUNCATE`].
+    Truncate,
+    /// [`verb::START_CORRUPTED`].
+    StartCorrupted,
+    /// [`verb::START_DISK_FAULT`].
+    StartDiskFault,
+    /// [`verb::STOP_DISK_FAULT`].
+    StopDiskFault,
+}
+
+impl Verb {
+    /// Every verb.
+    pub const ALL: [Verb; 33] = [
+        Verb::StartPartition,
+        Verb::StopPartition,
+        Verb::Kill,
+        Verb::Start,
+        Verb::Pause,
+        Verb::Resume,
+        Verb::BumpClock,
+        Verb::StrobeClock,
+        Verb::ResetClock,
+        Verb::ClockOffsets,
+        Verb::DbStatus,
+        Verb::StopNtp,
+        Verb::StartNtp,
+        Verb::StartLoss,
+        Verb::StopLoss,
+        Verb::StartBandwidth,
+        Verb::StopBandwidth,
+        Verb::StartDelay,
+        Verb::StopDelay,
+        Verb::Promote,
+        Verb::StartSshDrop,
+        Verb::StopSshDrop,
+        Verb::StartStall,
+        Verb::StopStall,
+        Verb::PowerLoss,
+        Verb::PowerOn,
+        Verb::OsCrash,
+        Verb::Reboot,
+        Verb::Bitflip,
+        Verb::Truncate,
+        Verb::StartCorrupted,
+        Verb::StartDiskFault,
+        Verb::StopDiskFault,
+    ];
+
+    /// The verb's text, as histories and journals hold it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verb::StartPartition => verb::START_PARTITION,
+            Verb::StopPartition => verb::STOP_PARTITION,
+            Verb::Kill => verb::KILL,
+            Verb::Start => verb::START,
+            Verb::Pause => verb::PAUSE,
+            Verb::Resume => verb::RESUME,
+            Verb::BumpClock => verb::BUMP_CLOCK,
+            Verb::StrobeClock => verb::STROBE_CLOCK,
+            Verb::ResetClock => verb::RESET_CLOCK,
+            Verb::ClockOffsets => verb::CLOCK_OFFSETS,
+            Verb::DbStatus => verb::DB_STATUS,
+            Verb::StopNtp => verb::STOP_NTP,
+            Verb::StartNtp => verb::START_NTP,
+            Verb::StartLoss => verb::START_LOSS,
+            Verb::StopLoss => verb::STOP_LOSS,
+            Verb::StartBandwidth => verb::START_BANDWIDTH,
+            Verb::StopBandwidth => verb::STOP_BANDWIDTH,
+            Verb::StartDelay => verb::START_DELAY,
+            Verb::StopDelay => verb::STOP_DELAY,
+            Verb::Promote => verb::PROMOTE,
+            Verb::StartSshDrop => verb::START_SSH_DROP,
+            Verb::StopSshDrop => verb::STOP_SSH_DROP,
+            Verb::StartStall => verb::START_STALL,
+            Verb::StopStall => verb::STOP_STALL,
+            Verb::PowerLoss => verb::POWER_LOSS,
+            Verb::PowerOn => verb::POWER_ON,
+            Verb::OsCrash => verb::OS_CRASH,
+            Verb::Reboot => verb::REBOOT,
+            Verb::Bitflip => verb::BITFLIP,
+            Verb::Truncate => verb::TRUNCATE,
+            Verb::StartCorrupted => verb::START_CORRUPTED,
+            Verb::StartDiskFault => verb::START_DISK_FAULT,
+            Verb::StopDiskFault => verb::STOP_DISK_FAULT,
+        }
+    }
+
+    /// The verb an op's `f` names; `None` for anything else.
+    pub fn parse(f: &str) -> Option<Verb> {
+        Verb::ALL.into_iter().find(|v| v.as_str() == f)
+    }
+}
+
+impl std::fmt::Display for Verb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Verbs after which a schedule with clock faults measures the clocks.
 pub const CLOCK_VERBS: [&str; 3] = [verb::BUMP_CLOCK, verb::STROBE_CLOCK, verb::RESET_CLOCK];
 
@@ -136,11 +298,12 @@ pub const PARTITION_SHAPES: &[&str] = &[
     PRIMARIES_SHAPE,
 ];
 
-/// Which nodes a process fault hits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
+/// Which nodes a fault hits. Written in schedules and op values as its name
+/// ([`TARGET_NAMES`]); reading any other name is an error that names it and the allowed ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Targets {
-    /// One random node.
+    /// One random node (the default).
+    #[default]
     One,
     /// A random minority (fewer than half).
     Minority,
@@ -178,6 +341,57 @@ impl Targets {
             "primaries-or-one" => Targets::PrimariesOrOne,
             _ => return None,
         })
+    }
+
+    /// The name schedules and op values write.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Targets::One => "one",
+            Targets::Minority => "minority",
+            Targets::Majority => "majority",
+            Targets::All => "all",
+            Targets::Primaries => "primaries",
+            Targets::PrimariesOrOne => "primaries-or-one",
+        }
+    }
+
+    /// Parse a name; the error names it and the allowed ones.
+    pub fn named(s: &str) -> Result<Targets, String> {
+        Targets::parse(s)
+            .ok_or_else(|| format!("targets {s:?}: expected one of {}", TARGET_NAMES.join(", ")))
+    }
+
+    /// The targets an op value names (the value itself, or its `"targets"` field: pass
+    /// `&v["targets"]`); null is the default, one node. Anything else is an error naming it and
+    /// the allowed names.
+    pub fn of_value(v: &serde_json::Value) -> Result<Targets, String> {
+        match v {
+            serde_json::Value::Null => Ok(Targets::One),
+            serde_json::Value::String(s) => Targets::named(s),
+            other => Err(format!(
+                "targets {other}: expected one of {}",
+                TARGET_NAMES.join(", ")
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Targets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl serde::Serialize for Targets {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Targets {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Targets, D::Error> {
+        let s = String::deserialize(d)?;
+        Targets::named(&s).map_err(serde::de::Error::custom)
     }
 }
 
@@ -416,6 +630,23 @@ mod tests {
         assert_eq!(classify_verb(verb::DB_STATUS), None);
         assert_eq!(classify_verb("read"), None);
         assert_eq!(classify_verb("start-clock"), None);
+    }
+
+    #[test]
+    fn every_verb_parses_back_and_every_kind_verb_is_one() {
+        for v in Verb::ALL {
+            assert_eq!(Verb::parse(v.as_str()), Some(v));
+        }
+        let mut texts: Vec<&str> = Verb::ALL.iter().map(|v| v.as_str()).collect();
+        texts.sort();
+        texts.dedup();
+        assert_eq!(texts.len(), Verb::ALL.len(), "two verbs share a text");
+        for k in &KINDS {
+            for f in k.start_verbs.iter().chain(k.stop_verbs) {
+                assert!(Verb::parse(f).is_some(), "{f}");
+            }
+        }
+        assert_eq!(Verb::parse("frobnicate"), None);
     }
 
     #[test]

@@ -126,7 +126,7 @@ pub fn plan(cfg: &ChaosConfig) -> String {
             }) as Arc<dyn Remote>
         })
         .collect();
-    let db: Arc<dyn crate::db::Db> = Arc::new(super::run::ChaosDb(cfg.db.clone()));
+    let db: Arc<dyn crate::db::Abilities> = Arc::new(super::run::ChaosAbilities(cfg.db.clone()));
     let s = &cfg.settings;
     let mut out = String::new();
     let _ = writeln!(
@@ -214,7 +214,7 @@ pub fn plan(cfg: &ChaosConfig) -> String {
     if cfg.nemesis.faults.iter().any(|f| {
         matches!(
             f,
-            crate::spec::FaultKind::Partition { .. } | crate::spec::FaultKind::Loss { .. }
+            crate::spec::FaultSpec::Partition { .. } | crate::spec::FaultSpec::Loss { .. }
         )
     }) {
         let _ = nemesis.setup();
@@ -225,7 +225,7 @@ pub fn plan(cfg: &ChaosConfig) -> String {
         .nemesis
         .faults
         .iter()
-        .any(crate::spec::FaultKind::is_clock)
+        .any(crate::spec::FaultSpec::is_clock)
     {
         let _ = writeln!(
             out,
@@ -273,7 +273,7 @@ pub fn plan(cfg: &ChaosConfig) -> String {
     if cfg.nemesis.faults.iter().any(|f| {
         matches!(
             f,
-            crate::spec::FaultKind::Partition { .. } | crate::spec::FaultKind::Loss { .. }
+            crate::spec::FaultSpec::Partition { .. } | crate::spec::FaultSpec::Loss { .. }
         )
     }) {
         let _ = nemesis.teardown();

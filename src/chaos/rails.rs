@@ -11,7 +11,7 @@
 //! A fault is allowed when n − hit ≥ n/2 + 1. Pure: no IO.
 
 use crate::faults::Targets;
-use crate::spec::{FaultKind, NemesisSpec};
+use crate::spec::{FaultSpec, NemesisSpec};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -40,36 +40,36 @@ impl std::fmt::Display for Refusal {
 }
 
 /// The fault as a user wrote it: its kind and the key that says whom it hits.
-pub fn describe(fault: &FaultKind) -> String {
+pub fn describe(fault: &FaultSpec) -> String {
     match fault {
-        FaultKind::Partition { shape } => format!("partition (shape {shape})"),
-        FaultKind::Kill { targets } => format!("kill (targets {targets})"),
-        FaultKind::PowerLoss { targets, .. } => format!("power-loss (targets {targets})"),
-        FaultKind::OsCrash { targets, .. } => format!("os-crash (targets {targets})"),
-        FaultKind::Pause { targets } => format!("pause (targets {targets})"),
-        FaultKind::Loss { targets, .. } => format!("loss (targets {targets})"),
-        FaultKind::Bandwidth { targets, .. } => format!("bandwidth (targets {targets})"),
-        FaultKind::Delay { targets, .. } => format!("delay (targets {targets})"),
-        FaultKind::SshDrop { targets, .. } => format!("ssh-drop (targets {targets})"),
-        FaultKind::Clock { mode, targets, .. } => format!("clock {mode} (targets {targets})"),
-        FaultKind::Corrupt { mode, targets, .. } => format!("{mode} (targets {targets})"),
-        FaultKind::Disk { targets, .. } => format!("disk (targets {targets})"),
-        FaultKind::Promote { .. } => "promote".to_string(),
-        FaultKind::Stall { .. } => "stall".to_string(),
+        FaultSpec::Partition { shape } => format!("partition (shape {shape})"),
+        FaultSpec::Kill { targets } => format!("kill (targets {targets})"),
+        FaultSpec::PowerLoss { targets, .. } => format!("power-loss (targets {targets})"),
+        FaultSpec::OsCrash { targets, .. } => format!("os-crash (targets {targets})"),
+        FaultSpec::Pause { targets } => format!("pause (targets {targets})"),
+        FaultSpec::Loss { targets, .. } => format!("loss (targets {targets})"),
+        FaultSpec::Bandwidth { targets, .. } => format!("bandwidth (targets {targets})"),
+        FaultSpec::Delay { targets, .. } => format!("delay (targets {targets})"),
+        FaultSpec::SshDrop { targets, .. } => format!("ssh-drop (targets {targets})"),
+        FaultSpec::Clock { mode, targets, .. } => format!("clock {mode} (targets {targets})"),
+        FaultSpec::Corrupt { mode, targets, .. } => format!("{mode} (targets {targets})"),
+        FaultSpec::Disk { targets, .. } => format!("disk (targets {targets})"),
+        FaultSpec::Promote { .. } => "promote".to_string(),
+        FaultSpec::Stall { .. } => "stall".to_string(),
     }
 }
 
 /// Nodes a fault can hit out of `n` (see the module doc); `None` for faults that hit no node.
-pub fn hit(fault: &FaultKind, n: usize) -> Option<usize> {
-    let targeted = |t: &str| match Targets::parse(t) {
-        Some(Targets::One | Targets::Primaries | Targets::PrimariesOrOne) | None => 1.min(n),
-        Some(Targets::Minority) => (n.saturating_sub(1) / 2).max(1).min(n),
-        Some(Targets::Majority) => (n / 2 + 1).min(n),
-        Some(Targets::All) => n,
+pub fn hit(fault: &FaultSpec, n: usize) -> Option<usize> {
+    let targeted = |t: Targets| match t {
+        Targets::One | Targets::Primaries | Targets::PrimariesOrOne => 1.min(n),
+        Targets::Minority => (n.saturating_sub(1) / 2).max(1).min(n),
+        Targets::Majority => (n / 2 + 1).min(n),
+        Targets::All => n,
     };
     match fault {
-        FaultKind::Partition { shape } => Some(partition_hit(shape, n)),
-        FaultKind::Promote { .. } => Some(1.min(n)),
+        FaultSpec::Partition { shape } => Some(partition_hit(shape, n)),
+        FaultSpec::Promote { .. } => Some(1.min(n)),
         other => other.targets().map(targeted),
     }
 }
@@ -151,7 +151,7 @@ pub fn check(
         };
         let primaries = fault.aims_at_primaries();
         match fault {
-            FaultKind::Stall { .. } => {
+            FaultSpec::Stall { .. } => {
                 out.push(refuse(
                     "a client stall holds back our own clients, and chaos runs none (the \
                      system's own traffic is the workload)"
@@ -159,7 +159,7 @@ pub fn check(
                 ));
                 continue;
             }
-            FaultKind::PowerLoss { .. } | FaultKind::OsCrash { .. } => {
+            FaultSpec::PowerLoss { .. } | FaultSpec::OsCrash { .. } => {
                 out.push(refuse(
                     "a power loss or OS crash drops writes for good and restarts the system; chaos injects \
                      only faults it can undo"
@@ -167,7 +167,7 @@ pub fn check(
                 ));
                 continue;
             }
-            FaultKind::Disk { .. } => {
+            FaultSpec::Disk { .. } => {
                 out.push(refuse(
                     "a disk fault needs the data directory on shakedown's lose-unsynced layer, \
                      which only `shakedown run` mounts (at the system's setup)"
@@ -175,7 +175,7 @@ pub fn check(
                 ));
                 continue;
             }
-            FaultKind::Corrupt { .. } => {
+            FaultSpec::Corrupt { .. } => {
                 out.push(refuse(
                     "corrupting a data file damages the system's data for good and restarts \
                      the system; chaos injects only faults it can undo"
@@ -183,7 +183,7 @@ pub fn check(
                 ));
                 continue;
             }
-            FaultKind::Kill { .. } => {
+            FaultSpec::Kill { .. } => {
                 out.push(refuse(
                     "chaos never restarts a system (the restart would start it with \
                      shakedown's own settings, not yours); use pause, partition or loss"
@@ -191,14 +191,14 @@ pub fn check(
                 ));
                 continue;
             }
-            FaultKind::Promote { .. } => {
+            FaultSpec::Promote { .. } => {
                 out.push(refuse(
                     "a failover cannot be undone by heal; chaos injects only faults it can undo"
                         .into(),
                 ));
                 continue;
             }
-            FaultKind::Pause { .. } if !abilities.pause => {
+            FaultSpec::Pause { .. } if !abilities.pause => {
                 out.push(refuse(
                     "pause needs --db naming the system whose processes to stop and continue"
                         .into(),
@@ -238,14 +238,14 @@ pub fn check(
 mod tests {
     use super::*;
 
-    fn spec(faults: Vec<FaultKind>) -> NemesisSpec {
+    fn spec(faults: Vec<FaultSpec>) -> NemesisSpec {
         let mut s = crate::spec::load_nemesis("none").unwrap();
         s.faults = faults;
         s
     }
 
-    fn partition(shape: &str) -> FaultKind {
-        FaultKind::Partition {
+    fn partition(shape: &str) -> FaultSpec {
+        FaultSpec::Partition {
             shape: shape.into(),
         }
     }
@@ -270,17 +270,17 @@ mod tests {
         let ok = spec(vec![
             partition("one"),
             partition("halves"),
-            FaultKind::clock("bump", "minority"),
-            FaultKind::Loss {
-                targets: "one".into(),
+            FaultSpec::clock("bump", Targets::Minority),
+            FaultSpec::Loss {
+                targets: Targets::One,
                 probability: 0.5,
             },
         ]);
         assert_eq!(check(&ok, 5, Abilities::default(), false), vec![]);
         let bad = spec(vec![
-            FaultKind::clock("bump", "majority"),
-            FaultKind::Loss {
-                targets: "all".into(),
+            FaultSpec::clock("bump", Targets::Majority),
+            FaultSpec::Loss {
+                targets: Targets::All,
                 probability: 0.5,
             },
             partition("majorities-ring"),
@@ -302,7 +302,7 @@ mod tests {
     #[test]
     fn small_clusters_have_no_fault_to_spare() {
         // Two nodes: losing one loses the majority; halves of four likewise.
-        let one = spec(vec![FaultKind::clock("bump", "one")]);
+        let one = spec(vec![FaultSpec::clock("bump", Targets::One)]);
         assert_eq!(check(&one, 2, Abilities::default(), false).len(), 1);
         assert_eq!(check(&one, 3, Abilities::default(), false).len(), 0);
         let halves = spec(vec![partition("halves")]);
@@ -313,14 +313,14 @@ mod tests {
     #[test]
     fn faults_chaos_cannot_serve_are_refused_even_with_allow_majority() {
         let s = spec(vec![
-            FaultKind::Kill {
-                targets: "one".into(),
+            FaultSpec::Kill {
+                targets: Targets::One,
             },
-            FaultKind::Pause {
-                targets: "one".into(),
+            FaultSpec::Pause {
+                targets: Targets::One,
             },
-            FaultKind::Promote { node: None },
-            FaultKind::Stall {
+            FaultSpec::Promote { node: None },
+            FaultSpec::Stall {
                 min_ms: 1,
                 max_ms: 2,
             },

@@ -6,16 +6,16 @@
 //!
 //! Shell: reuses the runner's pieces (interpreter, nemesis client, fault journal, leftovers heal,
 //! Ctrl-C handling, plots and pages) with no system lifecycle: nothing is installed, wiped,
-//! started or stopped, and no logs are collected. [`ChaosDb`] is the only `Db` the nemesis sees:
+//! started or stopped, and no logs are collected. [`ChaosAbilities`] is all the nemesis sees of a system:
 //! it passes through the abilities chaos allows (pause, primaries) of a `--db` system and
 //! nothing else.
 
 use super::schedule::{AbortRail, probes, until_aborted};
 use super::{RUN_KIND, SETTINGS_KEY, Settings, slo};
 use crate::checker::Verdict;
-use crate::completion::Completion;
-use crate::control::{Remote, SshConfig};
-use crate::db::{Db, DbError, Pause, Primaries};
+use crate::completion::CompletionRecord;
+use crate::control::SshConfig;
+use crate::db::{Abilities, Db, Pause, Primaries};
 use crate::generator::{self, Generator};
 use crate::history::{History, HistoryWriter};
 use crate::interpreter::{Interpreter, Stats, Worker};
@@ -23,7 +23,7 @@ use crate::nemesis::Nemesis;
 use crate::node::Node;
 use crate::progress::{Phase, Progress};
 use crate::runner::{Checked, NemesisClient, RunError};
-use crate::spec::{FaultKind, NemesisSpec};
+use crate::spec::{FaultSpec, NemesisSpec};
 use crate::store::{RESULTS_FILE, RunDir, TEST_FILE};
 use futures_util::FutureExt;
 use rand::SeedableRng;
@@ -58,28 +58,13 @@ pub struct ChaosConfig {
     pub rerun: String,
 }
 
-/// The only `Db` a chaos nemesis sees: no lifecycle (install, setup and teardown do nothing and
-/// are never called), no kill or promote; pause and primaries of the `--db` system, if any.
-pub struct ChaosDb(pub Option<Arc<dyn Db>>);
+/// All a chaos nemesis sees of a system: no lifecycle, no kill or promote; pause and primaries
+/// of the `--db` system, if any.
+pub struct ChaosAbilities(pub Option<Arc<dyn Db>>);
 
-impl Db for ChaosDb {
+impl Abilities for ChaosAbilities {
     fn name(&self) -> &str {
         self.0.as_ref().map_or("no system", |d| d.name())
-    }
-    fn install(&self, _: &dyn Remote) -> Result<(), DbError> {
-        Ok(())
-    }
-    fn setup(&self, _: &dyn Remote, _: &Node, _: &[Node]) -> Result<(), DbError> {
-        Ok(())
-    }
-    fn teardown(&self, _: &dyn Remote, _: &Node) -> Result<(), DbError> {
-        Ok(())
-    }
-    fn log_files(&self, _: &Node) -> Vec<String> {
-        Vec::new()
-    }
-    fn version(&self, _: &dyn Remote) -> Option<String> {
-        None
     }
     fn as_pause(&self) -> Option<&dyn Pause> {
         self.0.as_ref().and_then(|d| d.as_pause())
@@ -89,7 +74,7 @@ impl Db for ChaosDb {
     }
 }
 
-impl ChaosDb {
+impl ChaosAbilities {
     /// What it lets the blast-radius rail accept.
     pub fn abilities(&self) -> super::rails::Abilities {
         super::rails::Abilities {
@@ -103,7 +88,7 @@ impl ChaosDb {
 fn needs_chain(spec: &NemesisSpec) -> bool {
     spec.faults
         .iter()
-        .any(|f| matches!(f, FaultKind::Partition { .. } | FaultKind::Loss { .. }))
+        .any(|f| matches!(f, FaultSpec::Partition { .. } | FaultSpec::Loss { .. }))
 }
 
 /// test.json of a chaos run.
@@ -237,7 +222,7 @@ pub async fn run(cfg: ChaosConfig, progress: Progress) -> Result<ChaosOutcome, R
     let wall_start = chrono::Utc::now().to_rfc3339();
     run_dir.write_json(TEST_FILE, &test_json(&cfg, &wall_start))?;
     let not_started = |e: RunError| {
-        if let Err(w) = run_dir.write_completion(&Completion::not_started(&e.to_string())) {
+        if let Err(w) = run_dir.write_completion(&CompletionRecord::not_started(&e.to_string())) {
             tracing::warn!("{w}");
         }
         e
@@ -253,7 +238,7 @@ pub async fn run(cfg: ChaosConfig, progress: Progress) -> Result<ChaosOutcome, R
             .expect("connect task")
             .map_err(not_started)?
     };
-    let db: Arc<dyn Db> = Arc::new(ChaosDb(cfg.db.clone()));
+    let db: Arc<dyn Abilities> = Arc::new(ChaosAbilities(cfg.db.clone()));
     let mut nemesis = crate::runner::nemesis_after_leftovers(
         cfg.seed,
         &cfg.nodes,
@@ -325,18 +310,22 @@ pub async fn run(cfg: ChaosConfig, progress: Progress) -> Result<ChaosOutcome, R
         Ok(d) => {
             let c = match d.aborted_at_s {
                 Some(at) => {
-                    Completion::probe_aborted(cfg.settings.abort_after, at, d.main_s, limit)
+                    CompletionRecord::probe_aborted(cfg.settings.abort_after, at, d.main_s, limit)
                 }
-                None if d.interrupted => Completion::interrupted(d.main_s, limit),
-                None => Completion::completed(d.main_s, limit),
+                None if d.interrupted => CompletionRecord::interrupted(d.main_s, limit),
+                None => CompletionRecord::completed(d.main_s, limit),
             };
             (c, None)
         }
-        Err(e) if !reached => (Completion::not_started(&e.to_string()), Some(e)),
-        Err(RunError::Panicked(m)) => {
-            (Completion::panicked(&m, limit), Some(RunError::Panicked(m)))
-        }
-        Err(e) => (Completion::failed(&e.to_string(), None, limit), Some(e)),
+        Err(e) if !reached => (CompletionRecord::not_started(&e.to_string()), Some(e)),
+        Err(RunError::Panicked(m)) => (
+            CompletionRecord::panicked(&m, limit),
+            Some(RunError::Panicked(m)),
+        ),
+        Err(e) => (
+            CompletionRecord::failed(&e.to_string(), None, limit),
+            Some(e),
+        ),
     };
     let completion = completion.with_cleanup_failures(cleanup_failures);
     if let Err(e) = run_dir.write_completion(&completion) {

@@ -13,7 +13,7 @@
 //! then judged only by running to its end without tripping the abort rail.
 
 use crate::checker::{CheckResult, Verdict};
-use crate::completion::Completion;
+use crate::completion::CompletionRecord;
 use crate::history::{History, OpType};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -140,7 +140,7 @@ impl Judgement {
 }
 
 /// Judge the probes of `history` against `slo`, given how the experiment ended.
-pub fn judge(history: &History, slo: &Slo, completion: &Completion) -> Judgement {
+pub fn judge(history: &History, slo: &Slo, completion: &CompletionRecord) -> Judgement {
     let stats = stats(history);
     let mut violations = Vec::new();
     let mut undecided = Vec::new();
@@ -247,8 +247,8 @@ mod tests {
         }
     }
 
-    fn complete() -> Completion {
-        Completion::completed(10.0, 10.0)
+    fn complete() -> CompletionRecord {
+        CompletionRecord::completed(10.0, 10.0)
     }
 
     fn ok(n: u64, lat: u64) -> Vec<(u64, u64, Option<OpType>)> {
@@ -276,7 +276,7 @@ mod tests {
         };
         let j = judge(&h, &slo, &complete());
         assert_eq!(j.verdict, Verdict::Valid, "{}", j.summary);
-        let aborted = Completion::interrupted(5.0, 10.0);
+        let aborted = CompletionRecord::interrupted(5.0, 10.0);
         let j = judge(&h, &slo, &aborted);
         assert_eq!(j.verdict, Verdict::Unknown, "{}", j.summary);
         assert!(j.summary.contains("interrupted"), "{}", j.summary);
@@ -290,7 +290,11 @@ mod tests {
             p99_ms: None,
             availability: Some(0.99),
         };
-        let j = judge(&history(&p), &slo, &Completion::interrupted(13.0, 60.0));
+        let j = judge(
+            &history(&p),
+            &slo,
+            &CompletionRecord::interrupted(13.0, 60.0),
+        );
         assert_eq!(j.verdict, Verdict::Invalid, "{}", j.summary);
         assert!(j.violations[0].contains("3 of 13 probes failed"), "{j:?}");
         let slow = Slo {

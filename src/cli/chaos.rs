@@ -4,7 +4,7 @@
 
 use super::{ClusterArgs, RunArgs, SandboxArgs};
 use crate::chaos::duration::parse_ms;
-use crate::chaos::run::{ChaosConfig, ChaosDb};
+use crate::chaos::run::{ChaosAbilities, ChaosConfig};
 use crate::chaos::{ProbeTarget, Settings, rails, slo::Slo};
 use crate::config::ConfigError;
 use clap::Args;
@@ -262,7 +262,7 @@ impl ChaosArgs {
                 Some(run.db.system()?)
             }
         };
-        let abilities = ChaosDb(db.clone()).abilities();
+        let abilities = ChaosAbilities(db.clone()).abilities();
         let refused = rails::check(&nemesis, nodes.len(), abilities, self.allow_majority);
         if !refused.is_empty() {
             let list: Vec<String> = refused.iter().map(|r| r.to_string()).collect();

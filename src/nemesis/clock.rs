@@ -297,9 +297,9 @@ impl Nemesis {
     /// A drawn request's `targets` resolved to `nodes` by the nemesis's own target selection (which
     /// can ask the system for its primaries); explicit `nodes` and other values pass through.
     fn resolve_clock_targets(&mut self, value: &Value) -> Result<Value, String> {
-        match value.get("targets").and_then(Value::as_str) {
+        match value.get("targets") {
             Some(spec) if value.get("nodes").is_none() => {
-                let idx = self.targets_named(spec)?;
+                let idx = self.choose_targets(crate::faults::Targets::of_value(spec)?)?;
                 let mut v = value.clone();
                 v["nodes"] = json!(self.node_names(&idx));
                 Ok(v)

@@ -1,6 +1,6 @@
 //! The file-corruption faults' node side (`bitflip`, `truncate`; healed by `start-corrupted`):
 //! stop the DB on each target (SIGKILL, through its `Kill` ability), list the files under its
-//! data directory that match the globs (the system's `Db::data_files`, or the fault's `files`),
+//! data directory that match the globs (the system's `Abilities::data_files`, or the fault's `files`),
 //! damage the one the plan chose, and sync it; `start-corrupted` starts the DB again.
 //!
 //! The damage is written with POSIX tools only (`od`, `printf`, `dd`, `truncate`, `sync FILE`),
@@ -96,7 +96,7 @@ impl Nemesis {
                 db.name()
             ));
         }
-        let idx = self.targets_named(&params.targets)?;
+        let idx = self.choose_targets(params.targets)?;
         let names = self.node_names(&idx);
         // One seed per node, drawn in node order, so the run's seed decides every plan.
         let seeds: BTreeMap<String, u64> = names

@@ -1,15 +1,15 @@
 //! The disk faults' node side (`start-disk-fault` / `stop-disk-fault`): tell the lose-unsynced
 //! layer under each target's data directory to fail or slow its writes and fsyncs (`inject`),
 //! and to stop (`clear`). The layer is mounted for the whole run when the schedule has a disk
-//! fault (`spec::FaultKind::needs_data_layer`); the database keeps running through the fault
+//! fault (`spec::FaultSpec::needs_data_layer`); the database keeps running through the fault
 //! and sees the errors as a real faulty device would show them.
 //!
 //! Owns the script and the `Nemesis` methods. The fault's shape and validation are pure
 //! (`faults::disk`); what the layer does with it is `lazyfs::inject`.
 
 use super::Nemesis;
-use super::power::DataLayer;
 use crate::control::{Cmd, Remote};
+use crate::db::layer::DataLayer;
 use crate::faults::disk::DiskFault;
 use crate::faults::verb;
 use rand::RngExt;
@@ -61,8 +61,8 @@ impl Nemesis {
             v
         })?;
         fault.seed = self.cfg.rng.random();
-        let targets = value["targets"].as_str().unwrap_or("one").to_string();
-        let idx = self.targets_named(&targets)?;
+        let targets = crate::faults::Targets::of_value(&value["targets"])?;
+        let idx = self.choose_targets(targets)?;
         let names = self.node_names(&idx);
         self.disk_faulted.extend(names.iter().cloned());
         let command = format!(

@@ -327,7 +327,7 @@ impl Nemesis {
         let disk_faulted = nodes_of(outstanding, verb::START_DISK_FAULT);
         if !disk_faulted.is_empty() {
             // The journal names the layer, whatever the heal's --db flags say.
-            let layer: Option<super::power::DataLayer> = outstanding
+            let layer: Option<crate::db::layer::DataLayer> = outstanding
                 .iter()
                 .filter(|r| r["f"] == verb::START_DISK_FAULT)
                 .find_map(|r| serde_json::from_value(r["detail"]["layer"].clone()).ok());
@@ -375,7 +375,7 @@ impl Nemesis {
         if !powered_off.is_empty() {
             // The journal names the layer: a stale mount (its process died with the
             // controller's run) is remounted over its files before the DB starts again.
-            let layer: Option<super::power::DataLayer> = outstanding
+            let layer: Option<crate::db::layer::DataLayer> = outstanding
                 .iter()
                 .filter(|r| cut_verbs.iter().any(|f| r["f"] == *f))
                 .find_map(|r| serde_json::from_value(r["detail"]["layer"].clone()).ok());

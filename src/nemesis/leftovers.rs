@@ -14,7 +14,7 @@
 use super::{Nemesis, NemesisConfig, PartitionConfig, outstanding_faults};
 use crate::client::Completion;
 use crate::control::Remote;
-use crate::db::Db;
+use crate::db::Abilities;
 use crate::faults::verb;
 use crate::node::Node;
 use rand::SeedableRng;
@@ -112,7 +112,7 @@ pub fn heal_leftovers(
     current_run: &Path,
     nodes: &[Node],
     remotes: &[Arc<dyn Remote>],
-    db: Arc<dyn Db>,
+    db: Arc<dyn Abilities>,
 ) -> Vec<String> {
     let mut lines = Vec::new();
     for (journal, open) in leftover_journals(reports, nodes, current_run) {

@@ -10,7 +10,7 @@
 //! controller's own SSH traffic is never dropped: rules match only the nodes' addresses.
 //! Packet faults (loss, bandwidth, delay) are in `packet`; every fault is journaled before it is
 //! applied. Targets `primaries` and the `primaries` partition shape ask the system for its current
-//! leader(s) through the `Db::as_primaries` ability.
+//! leader(s) through the `Abilities::as_primaries` ability.
 
 //! Clock faults (`bump-clock`, `strobe-clock`, `reset-clock`, `clock-offsets`) live in `clock`.
 
@@ -34,9 +34,9 @@ use outcomes::strip_node_prefix;
 
 use crate::client::Completion;
 use crate::control::{Cmd, Remote};
-use crate::db::Db;
+use crate::db::Abilities;
 use crate::faults::corrupt::CorruptMode;
-use crate::faults::{PARTITION_SHAPES, PRIMARIES_SHAPE, TARGET_NAMES, Targets, verb};
+use crate::faults::{PARTITION_SHAPES, PRIMARIES_SHAPE, Targets, Verb, verb};
 use crate::node::Node;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
@@ -153,8 +153,9 @@ pub struct NemesisConfig {
     pub nodes: Vec<Node>,
     /// One remote per node.
     pub remotes: Vec<Arc<dyn Remote>>,
-    /// The system under test, for kill/pause abilities.
-    pub db: Arc<dyn Db>,
+    /// What the faults need from the system under test (its abilities and data directory),
+    /// not its lifecycle: a `Db` coerces to it.
+    pub db: Arc<dyn Abilities>,
     /// Partition settings.
     pub partition: PartitionConfig,
     /// Seeded RNG for target choice.
@@ -410,8 +411,10 @@ impl Nemesis {
         })
     }
 
+    /// The nodes an op value naming targets hits (null: one node); any other value is an
+    /// error naming it, never a fallback.
     fn targets(&mut self, value: &Value) -> Result<Vec<usize>, String> {
-        self.targets_named(value.as_str().unwrap_or("one"))
+        self.choose_targets(Targets::of_value(value)?)
     }
 
     /// The system's current primaries (asked of it), as node names.
@@ -423,13 +426,7 @@ impl Nemesis {
         Ok(p.primaries(&self.cfg.remotes, &self.cfg.nodes)?)
     }
 
-    fn targets_named(&mut self, spec: &str) -> Result<Vec<usize>, String> {
-        let t = Targets::parse(spec).ok_or_else(|| {
-            format!(
-                "unknown target {spec:?}: expected one of {}",
-                TARGET_NAMES.join(", ")
-            )
-        })?;
+    fn choose_targets(&mut self, t: Targets) -> Result<Vec<usize>, String> {
         let primaries = match t {
             Targets::Primaries => self.primaries().map_err(|e| e.to_string())?,
             // No primaries ability, or no answer: one random node instead.
@@ -439,7 +436,7 @@ impl Nemesis {
         let names = self.names();
         let chosen = select_targets_with(t, &names, &primaries, &mut self.cfg.rng);
         if chosen.is_empty() {
-            return Err(format!("targets {spec:?} chose no node"));
+            return Err(format!("targets {:?} chose no node", t.as_str()));
         }
         Ok(chosen.iter().filter_map(|n| self.index_of(n)).collect())
     }
@@ -458,10 +455,23 @@ impl Nemesis {
     /// every nemesis completion as `info`, so the history says "info, partly applied".
     pub fn invoke(&mut self, f: &str, value: &Value) -> Completion {
         self.take_outcomes();
-        let result: Result<Value, String> = match f {
-            verb::START_PARTITION => {
+        let Some(v) = Verb::parse(f) else {
+            return Completion::Info {
+                error: format!("unknown nemesis op {f:?}"),
+            };
+        };
+        let result: Result<Value, String> = match v {
+            Verb::StartPartition => {
                 let names = self.names();
-                let shape = value.as_str().unwrap_or("one");
+                let Some(shape) = value.as_str() else {
+                    return Completion::Fail {
+                        error: format!(
+                            "partition shape {value}: expected one of {}",
+                            PARTITION_SHAPES.join(", ")
+                        ),
+                        value: value.clone(),
+                    };
+                };
                 let primaries = if shape == PRIMARIES_SHAPE {
                     match self.primaries() {
                         Ok(p) => p,
@@ -495,42 +505,45 @@ impl Nemesis {
                 )
                 .map(|()| detail)
             }
-            verb::STOP_PARTITION => self.heal_partition().map(|()| json!("healed")),
-            verb::KILL => self.kill(value),
-            verb::START => self.start_all().map(|nodes| json!({ "nodes": nodes })),
-            verb::POWER_LOSS => self.power_loss(verb::POWER_LOSS, verb::POWER_ON, value),
-            verb::OS_CRASH => self.power_loss(verb::OS_CRASH, verb::REBOOT, value),
-            verb::POWER_ON | verb::REBOOT => self
+            Verb::StopPartition => self.heal_partition().map(|()| json!("healed")),
+            Verb::Kill => self.kill(value),
+            Verb::Start => self.start_all().map(|nodes| json!({ "nodes": nodes })),
+            Verb::PowerLoss => self.power_loss(verb::POWER_LOSS, verb::POWER_ON, value),
+            Verb::OsCrash => self.power_loss(verb::OS_CRASH, verb::REBOOT, value),
+            Verb::PowerOn | Verb::Reboot => self
                 .power_on_as(Some(f))
                 .map(|nodes| json!({ "nodes": nodes })),
-            verb::BITFLIP | verb::TRUNCATE => match CorruptMode::of_verb(f) {
+            Verb::Bitflip | Verb::Truncate => match CorruptMode::of_verb(f) {
                 Some(mode) => self.corrupt(mode, value),
                 None => Err(format!("unknown nemesis op {f:?}")),
             },
-            verb::START_DISK_FAULT => self.start_disk_fault(value),
-            verb::STOP_DISK_FAULT => self
+            Verb::StartDiskFault => self.start_disk_fault(value),
+            Verb::StopDiskFault => self
                 .stop_disk_fault()
                 .map(|nodes| json!({ "nodes": nodes })),
-            verb::START_CORRUPTED => self
+            Verb::StartCorrupted => self
                 .start_corrupted()
                 .map(|nodes| json!({ "nodes": nodes })),
-            verb::PAUSE => self.pause(value),
-            verb::PROMOTE => self.promote(value),
-            verb::RESUME => self.resume_all().map(|nodes| json!({ "nodes": nodes })),
-            verb::START_LOSS => self.start_loss(value),
-            verb::STOP_LOSS => self.stop_loss(),
-            verb::START_BANDWIDTH => self.start_bandwidth(value),
-            verb::STOP_BANDWIDTH => self.stop_bandwidth(),
-            verb::START_DELAY => self.start_delay(value),
-            verb::STOP_DELAY => self.stop_delay(),
-            verb::BUMP_CLOCK => self.bump_clock(value),
-            verb::STROBE_CLOCK => self.strobe_clock(value),
-            verb::RESET_CLOCK => self.reset_clocks(value),
-            verb::CLOCK_OFFSETS => self.clock_offsets(),
-            verb::DB_STATUS => Ok(self.db_status()),
-            verb::START_SSH_DROP => self.drop_ssh(value),
-            verb::STOP_SSH_DROP => self.restore_ssh(value),
-            other => Err(format!("unknown nemesis op {other:?}")),
+            Verb::Pause => self.pause(value),
+            Verb::Promote => self.promote(value),
+            Verb::Resume => self.resume_all().map(|nodes| json!({ "nodes": nodes })),
+            Verb::StartLoss => self.start_loss(value),
+            Verb::StopLoss => self.stop_loss(),
+            Verb::StartBandwidth => self.start_bandwidth(value),
+            Verb::StopBandwidth => self.stop_bandwidth(),
+            Verb::StartDelay => self.start_delay(value),
+            Verb::StopDelay => self.stop_delay(),
+            Verb::BumpClock => self.bump_clock(value),
+            Verb::StrobeClock => self.strobe_clock(value),
+            Verb::ResetClock => self.reset_clocks(value),
+            Verb::ClockOffsets => self.clock_offsets(),
+            Verb::DbStatus => Ok(self.db_status()),
+            Verb::StartSshDrop => self.drop_ssh(value),
+            Verb::StopSshDrop => self.restore_ssh(value),
+            // Served by the runner's nemesis client (stalls), or written to journals only.
+            Verb::StartStall | Verb::StopStall | Verb::StopNtp | Verb::StartNtp => {
+                Err(format!("unknown nemesis op {f:?}"))
+            }
         };
         let outcomes = self.take_outcomes();
         match result {
@@ -763,7 +776,7 @@ mod tests {
             Targets::parse("primaries-or-one"),
             Some(Targets::PrimariesOrOne)
         );
-        for name in TARGET_NAMES {
+        for name in crate::faults::TARGET_NAMES {
             assert!(Targets::parse(name).is_some(), "{name}");
         }
         // Other targets ignore the primaries.

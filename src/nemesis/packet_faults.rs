@@ -20,7 +20,7 @@ use std::sync::Mutex;
 impl Nemesis {
     pub(super) fn start_delay(&mut self, value: &Value) -> Result<Value, String> {
         let p = DelayParams::from_value(value)?;
-        let idx = self.targets_named(&p.targets)?;
+        let idx = self.choose_targets(p.targets)?;
         let names = self.node_names(&idx);
         self.delayed.extend(names.iter().cloned());
         let seed: u64 = rand::RngExt::random(&mut self.cfg.rng);
@@ -108,7 +108,7 @@ impl Nemesis {
 
     pub(super) fn start_loss(&mut self, value: &Value) -> Result<Value, String> {
         let p = LossParams::from_value(value)?;
-        let idx = self.targets_named(&p.targets)?;
+        let idx = self.choose_targets(p.targets)?;
         let names = self.node_names(&idx);
         let chain = self.cfg.partition.chain.clone();
         // Each target drops packets from every other node's address (never the controller's).
@@ -159,7 +159,7 @@ impl Nemesis {
 
     pub(super) fn start_bandwidth(&mut self, value: &Value) -> Result<Value, String> {
         let p = BandwidthParams::from_value(value)?;
-        let idx = self.targets_named(&p.targets)?;
+        let idx = self.choose_targets(p.targets)?;
         let names = self.node_names(&idx);
         self.shaped.extend(names.iter().cloned());
         let detail = json!({ "nodes": names, "rate_kbit": p.rate_kbit });

@@ -82,7 +82,7 @@ impl Nemesis {
                         .ok_or_else(|| format!("{START}: unknown node {n:?}"))
                 })
                 .collect::<Result<Vec<_>, _>>()?,
-            None => self.targets_named(&p.targets)?,
+            None => self.choose_targets(p.targets)?,
         };
         let names = self.node_names(&idx);
         let until =

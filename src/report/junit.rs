@@ -57,7 +57,7 @@ pub fn junit_xml_run(
     suite: &str,
     results: &[CheckResult],
     duration_s: f64,
-    completion: &crate::completion::Completion,
+    completion: &crate::completion::CompletionRecord,
 ) -> String {
     let mut all = results.to_vec();
     let mut problems = Vec::new();
@@ -128,14 +128,14 @@ mod tests {
 
     #[test]
     fn an_incomplete_run_is_an_error_case() {
-        use crate::completion::Completion;
+        use crate::completion::CompletionRecord;
         let ok = [result("linearizable", Verdict::Valid, "ok")];
-        let done = junit_xml_run("t", &ok, 1.0, &Completion::completed(60.0, 60.0));
+        let done = junit_xml_run("t", &ok, 1.0, &CompletionRecord::completed(60.0, 60.0));
         assert!(
             done.contains(r#"tests="2" failures="0" errors="0""#),
             "{done}"
         );
-        let cut = junit_xml_run("t", &ok, 1.0, &Completion::interrupted(5.1, 60.0));
+        let cut = junit_xml_run("t", &ok, 1.0, &CompletionRecord::interrupted(5.1, 60.0));
         assert!(cut.contains(r#"errors="1""#), "{cut}");
         assert!(cut.contains("interrupted after 5.1 s of 60 s"), "{cut}");
     }

@@ -11,7 +11,7 @@
 //! and `page::index` renders `reports/index.html`; `page::live` the page a run has while it goes
 //! on (live checking's counts so far), which the finished page replaces.
 
-use crate::completion::Completion;
+use crate::completion::CompletionRecord;
 use crate::report::html::esc;
 use crate::report::{PLOT_FILES, omitted_reason};
 use crate::store::{
@@ -119,7 +119,7 @@ fn badge(verdict: &str) -> String {
 }
 
 /// A badge for a run that did not complete ("interrupted", "incomplete", …); empty otherwise.
-fn status_badge(c: &Completion) -> String {
+fn status_badge(c: &CompletionRecord) -> String {
     if c.is_complete() {
         return String::new();
     }
@@ -132,7 +132,7 @@ fn status_badge(c: &Completion) -> String {
 
 /// How the run ended: `completion` in results.json, else the run directory's completion record
 /// (missing = the controller was killed).
-fn completion_of(run_dir: &Path, results: &Value) -> Completion {
+fn completion_of(run_dir: &Path, results: &Value) -> CompletionRecord {
     results
         .get("completion")
         .and_then(|c| serde_json::from_value(c.clone()).ok())
@@ -184,7 +184,7 @@ fn live_section(out: &mut String, results: &Value) {
 
 /// Why the verdict is not the checkers' (an incomplete run, no client ops), and what cleanup
 /// left behind; nothing for a complete, clean run.
-fn completion_section(out: &mut String, results: &Value, c: &Completion) {
+fn completion_section(out: &mut String, results: &Value, c: &CompletionRecord) {
     let reason = results.get("reason").and_then(Value::as_str);
     if reason.is_none() && c.is_complete() && c.cleanup_ok() {
         return;
@@ -805,8 +805,8 @@ mod tests {
         test["nemesis"] = json!({"name": format!("f{P}"), "spec": {"faults": [{"kind": P}]}});
         test["rerun"] = json!(P);
         std::fs::write(dir.join(TEST_FILE), test.to_string()).unwrap();
-        let c =
-            Completion::interrupted(1.0, 10.0).with_cleanup_failures(vec![format!("{node}: {P}")]);
+        let c = CompletionRecord::interrupted(1.0, 10.0)
+            .with_cleanup_failures(vec![format!("{node}: {P}")]);
         let results = json!({"valid": "invalid", "reason": P, "completion": c, "checkers": [
             {"checker": "linearizable", "verdict": "invalid", "summary": format!("error {P}"),
              "details": {"explanation": format!("op on {node}: {P}")}},
@@ -912,7 +912,8 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("stop/20261129T100000.000Z");
         write_run(&dir, "stop", "2026-11-29T10:00:00Z", 1);
-        let c = Completion::stopped_on_anomaly("key 17 not linearizable at 12.3 s", 12.5, 60.0);
+        let c =
+            CompletionRecord::stopped_on_anomaly("key 17 not linearizable at 12.3 s", 12.5, 60.0);
         let results = json!({"valid": "invalid", "completion": c,
             "live": {"checked": 40, "invalid": 1, "unknown": 0,
                      "first_invalid": {"key": "17", "at_s": 12.3}},
@@ -969,7 +970,7 @@ mod tests {
         // Interrupted: results.json carries the completion and the reason.
         let cut = root.join("cut/20261129T100000.000Z");
         write_run(&cut, "cut", "2026-11-29T10:00:00Z", 1);
-        let c = Completion::interrupted(5.1, 60.0)
+        let c = CompletionRecord::interrupted(5.1, 60.0)
             .with_cleanup_failures(vec!["n3: removing iptables chain: busy".into()]);
         let results = json!({"valid": "unknown", "reason": c.reason, "completion": c,
             "checkers": [{"checker": "linearizable", "verdict": "valid", "summary": "ok"}]});
@@ -991,7 +992,7 @@ mod tests {
         write_run(&aborted, "aborted", "2026-11-29T12:00:00Z", 3);
         std::fs::remove_file(aborted.join(RESULTS_FILE)).unwrap();
         RunDir::open(&aborted)
-            .write_completion(&Completion::aborted(3.0, 60.0))
+            .write_completion(&CompletionRecord::aborted(3.0, 60.0))
             .unwrap();
         let index = render_reports_index(root).unwrap();
         let row = |name: &str| {
@@ -1017,7 +1018,7 @@ mod tests {
         // A complete run gets no status badge.
         let done = root.join("done/20261129T130000.000Z");
         write_run(&done, "done", "2026-11-29T13:00:00Z", 4);
-        let c = Completion::completed(10.0, 10.0);
+        let c = CompletionRecord::completed(10.0, 10.0);
         let results = json!({"valid": "valid", "completion": c, "checkers": []});
         std::fs::write(done.join(RESULTS_FILE), results.to_string()).unwrap();
         let html = render_run_page(&done).unwrap();

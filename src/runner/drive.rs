@@ -113,14 +113,14 @@ fn nemesis_schedule(cfg: &TestConfig) -> generator::NemesisSchedule {
 }
 
 /// The nemesis schedule of a spec (runs and `shakedown chaos`).
-pub(crate) fn schedule_of(spec: &crate::spec::NemesisSpec) -> generator::NemesisSchedule {
+pub fn schedule_of(spec: &crate::spec::NemesisSpec) -> generator::NemesisSchedule {
     generator::NemesisSchedule {
         faults: spec
             .faults
             .iter()
             .map(|f| {
                 let (start_f, start_value, stop_f) = f.ops();
-                generator::FaultSpec {
+                generator::FaultOps {
                     start_f: start_f.into(),
                     start_value,
                     stop_f: stop_f.into(),
@@ -140,12 +140,12 @@ fn with_offsets(cfg: &TestConfig, g: Box<dyn Generator>, periodic: bool) -> Box<
 }
 
 /// [`with_offsets`] for a nemesis spec (runs and `shakedown chaos`).
-pub(crate) fn with_offsets_of(
+pub fn with_offsets_of(
     spec: &crate::spec::NemesisSpec,
     g: Box<dyn Generator>,
     periodic: bool,
 ) -> Box<dyn Generator> {
-    if !spec.faults.iter().any(crate::spec::FaultKind::is_clock) {
+    if !spec.faults.iter().any(crate::spec::FaultSpec::is_clock) {
         return g;
     }
     let period_ns = (spec.clock_offsets_interval_s * 1e9) as u64;
@@ -240,7 +240,7 @@ pub(crate) async fn drive(
         .nemesis
         .faults
         .iter()
-        .any(crate::spec::FaultKind::is_stall)
+        .any(crate::spec::FaultSpec::is_stall)
         .then(generator::stall::StallBoard::new);
     if let Some(board) = &stalls {
         system.attach_stalls(board);

@@ -6,7 +6,7 @@
 //! appended as ops happen, so an aborted run still leaves a checkable run directory.
 
 use crate::checker::{CheckResult, Verdict};
-use crate::completion::Completion;
+use crate::completion::CompletionRecord;
 use crate::config::TestConfig;
 use crate::control::{Remote, SshConfig};
 use crate::db::Db;
@@ -30,7 +30,8 @@ mod record;
 pub mod requested;
 pub mod results;
 
-pub(crate) use drive::{Control, DriveOutcome, drive, schedule_of, with_offsets_of};
+pub(crate) use drive::{Control, DriveOutcome, drive};
+pub use drive::{schedule_of, with_offsets_of};
 use nemesis_client::lock_within;
 pub(crate) use nemesis_client::{Budget, NemesisClient};
 pub use record::RECORDED_SEMANTICS;
@@ -110,7 +111,7 @@ pub struct RunOutcome {
     /// Why the verdict is not the checkers' merged verdict (an incomplete run, no client ops).
     pub reason: Option<String>,
     /// How the run ended, with what cleanup could not undo.
-    pub completion: Completion,
+    pub completion: CompletionRecord,
     /// The error that stopped the workload, when one did (the history was still checked).
     pub error: Option<String>,
     /// How long each phase took.
@@ -260,7 +261,7 @@ pub(crate) async fn nemesis_after_leftovers(
     seed: u64,
     nodes: &[Node],
     remotes: &[Arc<dyn Remote>],
-    db: Arc<dyn Db>,
+    db: Arc<dyn crate::db::Abilities>,
     run_dir: &RunDir,
     reports_dir: &std::path::Path,
     progress: &Progress,
@@ -458,7 +459,7 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
     )?;
     tracing::info!(run_dir = %run_dir.path.display(), seed = cfg.seed, "starting run");
     let not_started = |e: RunError| {
-        if let Err(w) = run_dir.write_completion(&Completion::not_started(&e.to_string())) {
+        if let Err(w) = run_dir.write_completion(&CompletionRecord::not_started(&e.to_string())) {
             tracing::warn!("{w}");
         }
         e
@@ -674,16 +675,22 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
                 .filter(|l| l.stopped_early)
                 .and_then(|l| l.first_invalid.clone());
             let c = match stopped {
-                Some(first) => Completion::stopped_on_anomaly(&first.describe(), w, limit),
-                None if interrupted => Completion::interrupted(w, limit),
-                None => Completion::completed(w, limit),
+                Some(first) => CompletionRecord::stopped_on_anomaly(&first.describe(), w, limit),
+                None if interrupted => CompletionRecord::interrupted(w, limit),
+                None => CompletionRecord::completed(w, limit),
             };
             live = live_record;
             (c, Ok((events, counts, main_phase)))
         }
-        Err(e) if !reached_workload => (Completion::not_started(&e.to_string()), Err(e)),
-        Err(RunError::Panicked(m)) => (Completion::panicked(&m, limit), Err(RunError::Panicked(m))),
-        Err(e) => (Completion::failed(&e.to_string(), None, limit), Err(e)),
+        Err(e) if !reached_workload => (CompletionRecord::not_started(&e.to_string()), Err(e)),
+        Err(RunError::Panicked(m)) => (
+            CompletionRecord::panicked(&m, limit),
+            Err(RunError::Panicked(m)),
+        ),
+        Err(e) => (
+            CompletionRecord::failed(&e.to_string(), None, limit),
+            Err(e),
+        ),
     };
     let completion = completion.with_cleanup_failures(cleanup_failures);
     if let Err(e) = run_dir.write_completion(&completion) {
@@ -744,7 +751,7 @@ pub(crate) fn interrupt_on_ctrl_c(
         let _ = tx.send(true);
         if tokio::signal::ctrl_c().await.is_ok() {
             if let Some(dir) = run_dir.get() {
-                let c = Completion::aborted(started.elapsed().as_secs_f64(), time_limit_s);
+                let c = CompletionRecord::aborted(started.elapsed().as_secs_f64(), time_limit_s);
                 if dir.write_completion(&c).is_ok()
                     && let Some(root) = crate::store::reports_root_of(&dir.path)
                 {

@@ -2,10 +2,12 @@
 //! the history recorded.
 //!
 //! Owns the comparison and its words, a pure function of test.json's value and a [`History`]
-//! (no IO). A schedule with `order = "random"` draws each fault uniformly, with replacement, one
-//! every two intervals (start, wait, stop, wait), so a short run can legitimately never draw a
-//! requested kind: `--nemesis partition,kill,pause` at the default 5 s interval makes about six
-//! draws in 60 s, and no pause among them has probability (2/3)^6 ≈ 9 % — a seed decides.
+//! (no IO). A schedule with `order = "random"` draws one fault every two intervals (start,
+//! wait, stop, wait), in rounds that give every kind a turn before one repeats
+//! (`generator::nemesis_cycle`), so a requested kind goes undrawn only in a run too short for
+//! one draw per kind (`--nemesis partition,kill,pause` at the default 5 s interval makes about
+//! six draws in 60 s: every kind twice), and one entry of a kind listed twice (the `partition`
+//! package's `one` and `halves`) can still go undrawn when the seed picks the other each time.
 //! A sequential or stacked schedule reaches faults in list order and can run out of time before
 //! the last ones. A fault can also be drawn and fail every time (a kernel without netem). Does
 //! not own the schedule (`generator::nemesis`), the spec (`spec::NemesisSpec`) or fault

@@ -8,7 +8,7 @@
 
 use super::{RECORDED_SEMANTICS, RunError, recorded_check};
 use crate::checker::{CheckResult, Verdict};
-use crate::completion::Completion;
+use crate::completion::CompletionRecord;
 use crate::history::History;
 use crate::progress::{Phase, Progress};
 use crate::store::{LINEAR_WITNESS_FILE, RESULTS_FILE, RunDir, TEST_FILE};
@@ -95,7 +95,7 @@ pub struct Checked {
     /// Per-checker results.
     pub results: Vec<CheckResult>,
     /// How the run ended (from its completion record).
-    pub completion: Completion,
+    pub completion: CompletionRecord,
 }
 
 /// Check a run directory's history, judge it against its completion record and write

@@ -1,17 +1,17 @@
-//! The fault vocabulary of nemesis specs: [`FaultKind`], one variant per fault a schedule can
+//! The fault vocabulary of nemesis specs: [`FaultSpec`], one variant per fault a schedule can
 //! hold (its TOML table, defaults and parameters), the ops that start and stop it, and what each
 //! kind is (clock, packet, stall, …) for the runner and the systems' refusals.
 //!
 //! Does not own reading a spec file or naming its errors' lines (`spec`), nor applying a fault
 //! (`nemesis`); the verbs themselves are `faults::verb`.
 
-use crate::faults::verb;
+use crate::faults::{Targets, verb};
 use serde::{Deserialize, Serialize};
 
 /// One fault kind in a nemesis schedule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, tag = "kind", rename_all = "lowercase")]
-pub enum FaultKind {
+pub enum FaultSpec {
     /// Network partition of the given shape: `one` isolates a node, `halves` splits the cluster,
     /// `majorities-ring`, `bridge`, `minority-third`, `one-way` (asymmetric), `primaries` (the
     /// current leader(s), asked of the system, cut off from the rest).
@@ -21,30 +21,30 @@ pub enum FaultKind {
     },
     /// kill -9 the DB process on the targets, restart on stop.
     Kill {
-        /// `one`, `minority`, `majority`, `primaries` or `all`.
-        #[serde(default = "d_targets")]
-        targets: String,
+        /// Which nodes it hits (`one` by default).
+        #[serde(default)]
+        targets: Targets,
     },
     /// SIGSTOP the DB process on the targets, SIGCONT on stop.
     Pause {
-        /// `one`, `minority`, `majority`, `primaries` or `all`.
-        #[serde(default = "d_targets")]
-        targets: String,
+        /// Which nodes it hits (`one` by default).
+        #[serde(default)]
+        targets: Targets,
     },
     /// Drop packets from the other nodes at random on the targets (iptables `statistic`).
     Loss {
-        /// `one`, `minority`, `majority`, `primaries` or `all`.
-        #[serde(default = "d_targets")]
-        targets: String,
+        /// Which nodes it hits (`one` by default).
+        #[serde(default)]
+        targets: Targets,
         /// Probability in (0, 1] that a packet is dropped.
         #[serde(default = "d_probability")]
         probability: f64,
     },
     /// Limit the targets' egress bandwidth (tc tbf).
     Bandwidth {
-        /// `one`, `minority`, `majority`, `primaries` or `all`.
-        #[serde(default = "d_targets")]
-        targets: String,
+        /// Which nodes it hits (`one` by default).
+        #[serde(default)]
+        targets: Targets,
         /// Rate limit in kbit/s.
         #[serde(default = "d_rate_kbit")]
         rate_kbit: u64,
@@ -52,9 +52,9 @@ pub enum FaultKind {
     /// Delay the targets' egress packets (tc netem where the kernel has it, else the tool's
     /// NFQUEUE delayer; `backend` chooses).
     Delay {
-        /// `one`, `minority`, `majority`, `primaries` or `all`.
-        #[serde(default = "d_targets")]
-        targets: String,
+        /// Which nodes it hits (`one` by default).
+        #[serde(default)]
+        targets: Targets,
         /// Added delay in ms.
         #[serde(default = "d_delay_ms")]
         delay_ms: u64,
@@ -84,9 +84,9 @@ pub enum FaultKind {
     /// reconnects; the DB keeps running.
     #[serde(rename = "ssh-drop")]
     SshDrop {
-        /// `one`, `minority`, `majority`, `primaries` or `all`.
-        #[serde(default = "d_targets")]
-        targets: String,
+        /// Which nodes it hits (`one` by default).
+        #[serde(default)]
+        targets: Targets,
         /// How long sshd stays away, in ms.
         #[serde(default = "d_ssh_drop_ms")]
         duration_ms: u64,
@@ -107,9 +107,9 @@ pub enum FaultKind {
     /// starts it again. `torn` keeps the first half of the last unsynced write (a torn write).
     #[serde(rename = "power-loss")]
     PowerLoss {
-        /// `one`, `minority`, `majority`, `primaries` or `all`.
-        #[serde(default = "d_targets")]
-        targets: String,
+        /// Which nodes it hits (`one` by default).
+        #[serde(default)]
+        targets: Targets,
         /// Keep half of the last unsynced write.
         #[serde(default)]
         torn: bool,
@@ -119,9 +119,9 @@ pub enum FaultKind {
     /// (`os-crash` / `reboot`) and plot band, one node by default.
     #[serde(rename = "os-crash")]
     OsCrash {
-        /// `one`, `minority`, `majority`, `primaries` or `all`.
-        #[serde(default = "d_targets")]
-        targets: String,
+        /// Which nodes it hits (`one` by default).
+        #[serde(default)]
+        targets: Targets,
         /// Keep half of the last unsynced write.
         #[serde(default)]
         torn: bool,
@@ -135,9 +135,9 @@ pub enum FaultKind {
         /// `bitflip` or `truncate`.
         #[serde(default = "d_corrupt_mode")]
         mode: String,
-        /// `one`, `minority`, `majority`, `primaries` or `all`.
-        #[serde(default = "d_targets")]
-        targets: String,
+        /// Which nodes it hits (`one` by default).
+        #[serde(default)]
+        targets: Targets,
         /// Bitflip: bits flipped in the chosen file.
         #[serde(default = "d_bits")]
         bits: u64,
@@ -153,9 +153,9 @@ pub enum FaultKind {
     /// them), a failed fsync may drop the file's unsynced writes, writes and fsyncs may be
     /// slowed; `stop-disk-fault` ends it. The fields mean what `faults::disk::DiskFault`'s do.
     Disk {
-        /// `one`, `minority`, `majority`, `primaries` or `all`.
-        #[serde(default = "d_targets")]
-        targets: String,
+        /// Which nodes it hits (`one` by default).
+        #[serde(default)]
+        targets: Targets,
         /// `EIO` or `ENOSPC` for writes.
         #[serde(default)]
         write_error: Option<crate::faults::disk::DiskErrno>,
@@ -182,9 +182,9 @@ pub enum FaultKind {
         /// `bump` (one step) or `strobe` (flip every period for `duration_ms`).
         #[serde(default = "d_clock_mode")]
         mode: String,
-        /// `one`, `minority`, `majority`, `primaries` or `all`.
-        #[serde(default = "d_targets")]
-        targets: String,
+        /// Which nodes it hits (`one` by default).
+        #[serde(default)]
+        targets: Targets,
         /// Smallest step magnitude, in ms.
         #[serde(default = "d_min_delta_ms")]
         min_delta_ms: u64,
@@ -237,9 +237,6 @@ fn d_bytes() -> u64 {
     crate::faults::corrupt::DEFAULT_BYTES
 }
 
-fn d_targets() -> String {
-    "one".into()
-}
 fn d_clock_mode() -> String {
     "bump".into()
 }
@@ -256,12 +253,12 @@ fn d_strobe_duration_ms() -> u64 {
     crate::faults::clock::DEFAULT_STROBE_DURATION_MS
 }
 
-impl FaultKind {
+impl FaultSpec {
     /// A clock fault with the default magnitudes.
-    pub fn clock(mode: &str, targets: &str) -> FaultKind {
-        FaultKind::Clock {
+    pub fn clock(mode: &str, targets: Targets) -> FaultSpec {
+        FaultSpec::Clock {
             mode: mode.into(),
-            targets: targets.into(),
+            targets,
             min_delta_ms: d_min_delta_ms(),
             max_delta_ms: d_max_delta_ms(),
             max_period_ms: d_max_period_ms(),
@@ -270,45 +267,45 @@ impl FaultKind {
     }
 }
 
-impl FaultKind {
+impl FaultSpec {
     /// The (start f, start value, stop f) ops that inject and undo this fault.
     pub fn ops(&self) -> (&'static str, serde_json::Value, &'static str) {
         use serde_json::json;
         match self {
-            FaultKind::Partition { shape } => (
+            FaultSpec::Partition { shape } => (
                 verb::START_PARTITION,
                 shape.clone().into(),
                 verb::STOP_PARTITION,
             ),
-            FaultKind::Kill { targets } => (verb::KILL, targets.clone().into(), verb::START),
-            FaultKind::PowerLoss { targets, torn } => (
+            FaultSpec::Kill { targets } => (verb::KILL, targets.as_str().into(), verb::START),
+            FaultSpec::PowerLoss { targets, torn } => (
                 verb::POWER_LOSS,
                 json!({ "targets": targets, "torn": torn }),
                 verb::POWER_ON,
             ),
-            FaultKind::OsCrash { targets, torn } => (
+            FaultSpec::OsCrash { targets, torn } => (
                 verb::OS_CRASH,
                 json!({ "targets": targets, "torn": torn }),
                 verb::REBOOT,
             ),
-            FaultKind::Pause { targets } => (verb::PAUSE, targets.clone().into(), verb::RESUME),
-            FaultKind::Disk { targets, .. } => {
+            FaultSpec::Pause { targets } => (verb::PAUSE, targets.as_str().into(), verb::RESUME),
+            FaultSpec::Disk { targets, .. } => {
                 let mut v = serde_json::to_value(self.disk_fault()).unwrap_or_default();
-                v["targets"] = targets.clone().into();
+                v["targets"] = targets.as_str().into();
                 (verb::START_DISK_FAULT, v, verb::STOP_DISK_FAULT)
             }
-            FaultKind::Corrupt { .. } => match self.corrupt_params() {
+            FaultSpec::Corrupt { .. } => match self.corrupt_params() {
                 Some(p) => (p.mode.verb(), p.to_value(), verb::START_CORRUPTED),
                 // An unknown mode (refused by `validate`) still names a verb.
                 None => (verb::BITFLIP, json!({}), verb::START_CORRUPTED),
             },
             // One-shot: the empty stop verb means no stop op.
-            FaultKind::Promote { node } => (
+            FaultSpec::Promote { node } => (
                 verb::PROMOTE,
                 node.as_ref().map_or(json!({}), |n| json!({ "node": n })),
                 "",
             ),
-            FaultKind::Loss {
+            FaultSpec::Loss {
                 targets,
                 probability,
             } => (
@@ -316,12 +313,12 @@ impl FaultKind {
                 json!({ "targets": targets, "probability": probability }),
                 verb::STOP_LOSS,
             ),
-            FaultKind::Bandwidth { targets, rate_kbit } => (
+            FaultSpec::Bandwidth { targets, rate_kbit } => (
                 verb::START_BANDWIDTH,
                 json!({ "targets": targets, "rate_kbit": rate_kbit }),
                 verb::STOP_BANDWIDTH,
             ),
-            FaultKind::Delay {
+            FaultSpec::Delay {
                 targets,
                 delay_ms,
                 jitter_ms,
@@ -350,7 +347,7 @@ impl FaultKind {
                 },
                 verb::STOP_DELAY,
             ),
-            FaultKind::SshDrop {
+            FaultSpec::SshDrop {
                 targets,
                 duration_ms,
             } => (
@@ -358,12 +355,12 @@ impl FaultKind {
                 json!({ "targets": targets, "duration_ms": duration_ms }),
                 verb::STOP_SSH_DROP,
             ),
-            FaultKind::Stall { min_ms, max_ms } => (
+            FaultSpec::Stall { min_ms, max_ms } => (
                 verb::START_STALL,
                 json!({ "min_ms": min_ms, "max_ms": max_ms }),
                 verb::STOP_STALL,
             ),
-            FaultKind::Clock {
+            FaultSpec::Clock {
                 mode,
                 targets,
                 min_delta_ms,
@@ -390,14 +387,14 @@ impl FaultKind {
     /// Check the fault's values; an error names the key at fault (for its line) and why.
     pub(super) fn validate(&self) -> Result<(), (&'static str, String)> {
         let key = match self {
-            FaultKind::Partition { .. } => "shape",
-            FaultKind::Loss { .. } => "probability",
-            FaultKind::Bandwidth { .. } => "rate_kbit",
-            FaultKind::Delay { .. } => "delay_ms",
-            FaultKind::Clock { .. } => "mode",
-            FaultKind::Stall { .. } => "min_ms",
-            FaultKind::Corrupt { .. } => "mode",
-            FaultKind::Disk { .. } => "write_error",
+            FaultSpec::Partition { .. } => "shape",
+            FaultSpec::Loss { .. } => "probability",
+            FaultSpec::Bandwidth { .. } => "rate_kbit",
+            FaultSpec::Delay { .. } => "delay_ms",
+            FaultSpec::Clock { .. } => "mode",
+            FaultSpec::Stall { .. } => "min_ms",
+            FaultSpec::Corrupt { .. } => "mode",
+            FaultSpec::Disk { .. } => "write_error",
             _ => "targets",
         };
         self.check_values().map_err(|m| {
@@ -429,10 +426,10 @@ impl FaultKind {
 
     fn check_values(&self) -> Result<(), String> {
         match self {
-            FaultKind::Stall { min_ms, max_ms } if min_ms > max_ms || *max_ms == 0 => Err(format!(
+            FaultSpec::Stall { min_ms, max_ms } if min_ms > max_ms || *max_ms == 0 => Err(format!(
                 "min_ms {min_ms} / max_ms {max_ms}: expected 0 < max_ms and min_ms <= max_ms"
             )),
-            FaultKind::Partition { shape }
+            FaultSpec::Partition { shape }
                 if !crate::faults::PARTITION_SHAPES.contains(&shape.as_str()) =>
             {
                 Err(format!(
@@ -440,21 +437,11 @@ impl FaultKind {
                     crate::faults::PARTITION_SHAPES.join(", ")
                 ))
             }
-            _ if self
-                .targets()
-                .is_some_and(|t| crate::faults::Targets::parse(t).is_none()) =>
-            {
-                Err(format!(
-                    "targets {:?}: expected one of {}",
-                    self.targets().unwrap_or_default(),
-                    crate::faults::TARGET_NAMES.join(", ")
-                ))
-            }
-            FaultKind::Disk { .. } => self
+            FaultSpec::Disk { .. } => self
                 .disk_fault()
                 .map(|f| f.validate())
                 .unwrap_or_else(|| Err("not a disk fault".into())),
-            FaultKind::Corrupt { mode, .. } => {
+            FaultSpec::Corrupt { mode, .. } => {
                 match crate::faults::corrupt::CorruptMode::parse(mode) {
                     None => Err(format!(
                         "corrupt mode {mode:?}: expected \"bitflip\" or \"truncate\""
@@ -465,33 +452,33 @@ impl FaultKind {
                     }
                 }
             }
-            FaultKind::SshDrop { .. } => {
+            FaultSpec::SshDrop { .. } => {
                 let (_, value, _) = self.ops();
                 crate::faults::ssh_drop::DropParams::from_value(&value).map(|_| ())
             }
-            FaultKind::Loss { .. } | FaultKind::Bandwidth { .. } | FaultKind::Delay { .. } => {
+            FaultSpec::Loss { .. } | FaultSpec::Bandwidth { .. } | FaultSpec::Delay { .. } => {
                 let (_, value, _) = self.ops();
                 match self {
-                    FaultKind::Loss { .. } => {
+                    FaultSpec::Loss { .. } => {
                         crate::faults::packet::LossParams::from_value(&value).map(|_| ())
                     }
-                    FaultKind::Bandwidth { .. } => {
+                    FaultSpec::Bandwidth { .. } => {
                         crate::faults::packet::BandwidthParams::from_value(&value).map(|_| ())
                     }
                     _ => crate::faults::packet::DelayParams::from_value(&value).map(|_| ()),
                 }
             }
-            FaultKind::Clock { mode, .. } if mode != "bump" && mode != "strobe" => Err(format!(
+            FaultSpec::Clock { mode, .. } if mode != "bump" && mode != "strobe" => Err(format!(
                 "clock mode {mode:?}: expected \"bump\" or \"strobe\""
             )),
-            FaultKind::Clock {
+            FaultSpec::Clock {
                 min_delta_ms,
                 max_delta_ms,
                 ..
             } if min_delta_ms > max_delta_ms || *max_delta_ms == 0 => Err(format!(
                 "min_delta_ms {min_delta_ms} / max_delta_ms {max_delta_ms}: expected 0 < max and min <= max"
             )),
-            FaultKind::Clock {
+            FaultSpec::Clock {
                 max_period_ms,
                 duration_ms,
                 ..
@@ -509,7 +496,7 @@ impl FaultKind {
 
     /// A corruption fault's parameters (`None` for other faults and an unknown mode).
     pub fn corrupt_params(&self) -> Option<crate::faults::corrupt::CorruptParams> {
-        let FaultKind::Corrupt {
+        let FaultSpec::Corrupt {
             mode,
             targets,
             bits,
@@ -521,7 +508,7 @@ impl FaultKind {
         };
         Some(crate::faults::corrupt::CorruptParams {
             mode: crate::faults::corrupt::CorruptMode::parse(mode)?,
-            targets: targets.clone(),
+            targets: *targets,
             bits: *bits,
             bytes: *bytes,
             files: files.clone(),
@@ -529,20 +516,20 @@ impl FaultKind {
     }
 
     /// The target name of a fault that hits chosen nodes (`None`: partitions, promote, stall).
-    pub fn targets(&self) -> Option<&str> {
+    pub fn targets(&self) -> Option<Targets> {
         match self {
-            FaultKind::Kill { targets }
-            | FaultKind::PowerLoss { targets, .. }
-            | FaultKind::OsCrash { targets, .. }
-            | FaultKind::Corrupt { targets, .. }
-            | FaultKind::Disk { targets, .. }
-            | FaultKind::Pause { targets }
-            | FaultKind::Loss { targets, .. }
-            | FaultKind::Bandwidth { targets, .. }
-            | FaultKind::Delay { targets, .. }
-            | FaultKind::SshDrop { targets, .. }
-            | FaultKind::Clock { targets, .. } => Some(targets),
-            FaultKind::Partition { .. } | FaultKind::Promote { .. } | FaultKind::Stall { .. } => {
+            FaultSpec::Kill { targets }
+            | FaultSpec::PowerLoss { targets, .. }
+            | FaultSpec::OsCrash { targets, .. }
+            | FaultSpec::Corrupt { targets, .. }
+            | FaultSpec::Disk { targets, .. }
+            | FaultSpec::Pause { targets }
+            | FaultSpec::Loss { targets, .. }
+            | FaultSpec::Bandwidth { targets, .. }
+            | FaultSpec::Delay { targets, .. }
+            | FaultSpec::SshDrop { targets, .. }
+            | FaultSpec::Clock { targets, .. } => Some(*targets),
+            FaultSpec::Partition { .. } | FaultSpec::Promote { .. } | FaultSpec::Stall { .. } => {
                 None
             }
         }
@@ -553,10 +540,10 @@ impl FaultKind {
     pub fn needs_kill(&self) -> bool {
         matches!(
             self,
-            FaultKind::Kill { .. }
-                | FaultKind::PowerLoss { .. }
-                | FaultKind::OsCrash { .. }
-                | FaultKind::Corrupt { .. }
+            FaultSpec::Kill { .. }
+                | FaultSpec::PowerLoss { .. }
+                | FaultSpec::OsCrash { .. }
+                | FaultSpec::Corrupt { .. }
         )
     }
 
@@ -564,18 +551,15 @@ impl FaultKind {
     /// `targets = "primaries"`), so only a system that names its primaries can serve it.
     pub fn aims_at_primaries(&self) -> bool {
         match self {
-            FaultKind::Partition { shape } => shape == crate::faults::PRIMARIES_SHAPE,
-            other => {
-                other.targets().and_then(crate::faults::Targets::parse)
-                    == Some(crate::faults::Targets::Primaries)
-            }
+            FaultSpec::Partition { shape } => shape == crate::faults::PRIMARIES_SHAPE,
+            other => other.targets() == Some(Targets::Primaries),
         }
     }
 
     /// A disk fault's effect on the layer (`None` for other faults); the seed is the
     /// nemesis's to draw.
     pub fn disk_fault(&self) -> Option<crate::faults::disk::DiskFault> {
-        let FaultKind::Disk {
+        let FaultSpec::Disk {
             write_error,
             fsync_error,
             probability,
@@ -600,7 +584,7 @@ impl FaultKind {
 
     /// Whether this fault needs the system's data directory on the lose-unsynced layer.
     pub fn needs_data_layer(&self) -> bool {
-        self.loses_unsynced() || matches!(self, FaultKind::Disk { .. })
+        self.loses_unsynced() || matches!(self, FaultSpec::Disk { .. })
     }
 
     /// Whether this fault kills the DB and drops its unsynced writes (`power-loss`,
@@ -608,18 +592,18 @@ impl FaultKind {
     pub fn loses_unsynced(&self) -> bool {
         matches!(
             self,
-            FaultKind::PowerLoss { .. } | FaultKind::OsCrash { .. }
+            FaultSpec::PowerLoss { .. } | FaultSpec::OsCrash { .. }
         )
     }
 
     /// Whether this fault steps clocks (the run then measures clock offsets).
     pub fn is_clock(&self) -> bool {
-        matches!(self, FaultKind::Clock { .. })
+        matches!(self, FaultSpec::Clock { .. })
     }
 
     /// True for a client stall fault.
     pub fn is_stall(&self) -> bool {
-        matches!(self, FaultKind::Stall { .. })
+        matches!(self, FaultSpec::Stall { .. })
     }
 }
 
@@ -629,21 +613,21 @@ mod tests {
 
     #[test]
     fn primaries_and_kill_needs_follow_the_shape_and_targets() {
-        let partition = |shape: &str| FaultKind::Partition {
+        let partition = |shape: &str| FaultSpec::Partition {
             shape: shape.into(),
         };
-        let kill = |targets: &str| FaultKind::Kill {
-            targets: targets.into(),
+        let kill = |targets: &str| FaultSpec::Kill {
+            targets: Targets::parse(targets).unwrap(),
         };
         assert!(partition("primaries").aims_at_primaries());
         assert!(!partition("halves").aims_at_primaries());
         assert!(kill("primaries").aims_at_primaries());
         assert!(!kill("primaries-or-one").aims_at_primaries());
-        assert!(!FaultKind::Promote { node: None }.aims_at_primaries());
+        assert!(!FaultSpec::Promote { node: None }.aims_at_primaries());
         assert!(kill("one").needs_kill());
         assert!(!partition("primaries").needs_kill());
-        let pause = FaultKind::Pause {
-            targets: "primaries".into(),
+        let pause = FaultSpec::Pause {
+            targets: Targets::Primaries,
         };
         assert!(pause.aims_at_primaries() && !pause.needs_kill());
     }

@@ -29,7 +29,7 @@ use crate::config::{ConfigError, ReadFrom, ReadMode};
 use crate::control::Remote;
 use crate::db::{Db, DbError};
 use crate::node::Node;
-use crate::spec::{FaultKind, NemesisSpec, WorkloadSpec};
+use crate::spec::{FaultSpec, NemesisSpec, WorkloadSpec};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -219,7 +219,7 @@ impl Supports {
 pub fn needs_clock_patch(system: &dyn System, options: &RunOptions) -> bool {
     options.sandbox
         && !system.clock_programs().is_empty()
-        && options.nemesis.faults.iter().any(FaultKind::is_clock)
+        && options.nemesis.faults.iter().any(FaultSpec::is_clock)
 }
 
 /// The refusal of such a run where the patch cannot work (`why`): the clocks of `nodes` would
@@ -242,7 +242,7 @@ pub fn unpatched_clocks_refusal(
 }
 
 /// The package name of a fault (`kind = …` in `nemeses/*.toml`).
-fn fault_name(fault: &FaultKind) -> String {
+fn fault_name(fault: &FaultSpec) -> String {
     serde_json::to_value(fault)
         .ok()
         .and_then(|v| v["kind"].as_str().map(str::to_string))
@@ -250,21 +250,21 @@ fn fault_name(fault: &FaultKind) -> String {
 }
 
 /// The `Db` ability `fault` needs and `db` lacks, if any.
-fn missing_ability(db: &dyn Db, fault: &FaultKind) -> Option<&'static str> {
+fn missing_ability(db: &dyn Db, fault: &FaultSpec) -> Option<&'static str> {
     let targets_primaries = fault.aims_at_primaries();
     match fault {
         f if f.needs_kill() && db.as_kill().is_none() => Some("kill and restart"),
         f if f.needs_data_layer() && db.data_dir().is_none() => {
             Some("declared data directory (to serve from the lose-unsynced layer)")
         }
-        FaultKind::Corrupt { .. } if db.data_dir().is_none() => {
+        FaultSpec::Corrupt { .. } if db.data_dir().is_none() => {
             Some("declared data directory (whose files are corrupted)")
         }
-        FaultKind::Corrupt { files, .. } if files.is_empty() && db.data_files().is_empty() => Some(
+        FaultSpec::Corrupt { files, .. } if files.is_empty() && db.data_files().is_empty() => Some(
             "declared data files (globs of the files to corrupt; or name them with `files = [...]` in the fault)",
         ),
-        FaultKind::Pause { .. } if db.as_pause().is_none() => Some("pause and resume"),
-        FaultKind::Promote { .. } if db.as_promote().is_none() => Some("promote (failover)"),
+        FaultSpec::Pause { .. } if db.as_pause().is_none() => Some("pause and resume"),
+        FaultSpec::Promote { .. } if db.as_promote().is_none() => Some("promote (failover)"),
         _ if targets_primaries && db.as_primaries().is_none() => Some("primaries (who leads)"),
         _ => None,
     }

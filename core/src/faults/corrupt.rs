@@ -59,8 +59,8 @@ impl CorruptMode {
 pub struct CorruptParams {
     /// Bit flips or tail cuts.
     pub mode: CorruptMode,
-    /// Which nodes (a target name: `one`, `minority`, …).
-    pub targets: String,
+    /// Which nodes.
+    pub targets: super::Targets,
     /// Bitflip: how many bits to flip in the chosen file.
     pub bits: u64,
     /// Truncate: most bytes to cut from the chosen file's tail.
@@ -83,16 +83,7 @@ impl CorruptParams {
 
     /// Read the op value of a `bitflip` / `truncate` op; an error names the key and why.
     pub fn from_value(mode: CorruptMode, v: &Value) -> Result<CorruptParams, String> {
-        let targets = match &v["targets"] {
-            Value::Null => "one".to_string(),
-            Value::String(s) if super::Targets::parse(s).is_some() => s.clone(),
-            other => {
-                return Err(format!(
-                    "targets {other}: expected one of {}",
-                    super::TARGET_NAMES.join(", ")
-                ));
-            }
-        };
+        let targets = super::Targets::of_value(&v["targets"])?;
         let count = |key: &str, default: u64| -> Result<u64, String> {
             match &v[key] {
                 Value::Null => Ok(default),

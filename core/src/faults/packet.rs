@@ -12,8 +12,8 @@ use serde_json::Value;
 /// Parameters of `start-loss`: `{"targets": "one", "probability": 0.2}`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LossParams {
-    /// Target selection name (`one`, `minority`, `majority`, `primaries`, `all`).
-    pub targets: String,
+    /// Which nodes.
+    pub targets: super::Targets,
     /// Probability in (0, 1] that a packet from another node is dropped.
     pub probability: f64,
 }
@@ -21,18 +21,14 @@ pub struct LossParams {
 /// Parameters of `start-bandwidth`: `{"targets": "one", "rate_kbit": 1000}`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BandwidthParams {
-    /// Target selection name.
-    pub targets: String,
+    /// Which nodes.
+    pub targets: super::Targets,
     /// Egress rate limit in kbit/s (1000 bit).
     pub rate_kbit: u64,
 }
 
-fn targets_of(v: &Value) -> Result<String, String> {
-    match v.get("targets") {
-        None | Some(Value::Null) => Ok("one".into()),
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(other) => Err(format!("targets {other}: expected a string")),
-    }
+fn targets_of(v: &Value) -> Result<super::Targets, String> {
+    super::Targets::of_value(&v.get("targets").cloned().unwrap_or(Value::Null))
 }
 
 fn u64_of(v: &Value, key: &str, default: Option<u64>) -> Result<u64, String> {
@@ -118,8 +114,8 @@ impl DelayBackend {
 /// `jitter_ms` (so jitter reorders packets), except a `reorder` fraction sent at once.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DelayParams {
-    /// Target selection name.
-    pub targets: String,
+    /// Which nodes.
+    pub targets: super::Targets,
     /// Added egress delay in ms.
     pub delay_ms: u64,
     /// Jitter (uniform ±) around the delay in ms.

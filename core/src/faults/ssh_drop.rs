@@ -15,8 +15,8 @@ pub const MAX_DURATION_MS: u64 = 600_000;
 /// `{"nodes": ["n3"], "duration_ms": 5000}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DropParams {
-    /// Target selection (`one`, `minority`, …) unless `nodes` is given.
-    pub targets: String,
+    /// Which nodes, unless `nodes` is given.
+    pub targets: super::Targets,
     /// Explicit nodes.
     pub nodes: Option<Vec<String>>,
     /// How long sshd stays away, in ms.
@@ -27,19 +27,16 @@ impl DropParams {
     /// Parse an op value; a bare string is a target name.
     pub fn from_value(v: &Value) -> Result<DropParams, String> {
         let mut p = DropParams {
-            targets: "one".to_string(),
+            targets: super::Targets::One,
             nodes: None,
             duration_ms: DEFAULT_DURATION_MS,
         };
         match v {
             Value::Null => {}
-            Value::String(s) => p.targets = s.clone(),
+            Value::String(s) => p.targets = super::Targets::named(s)?,
             Value::Object(m) => {
                 if let Some(t) = m.get("targets") {
-                    p.targets = t
-                        .as_str()
-                        .ok_or_else(|| format!("{START}: targets must be a name, got {t}"))?
-                        .to_string();
+                    p.targets = super::Targets::of_value(t).map_err(|e| format!("{START}: {e}"))?;
                 }
                 if let Some(n) = m.get("nodes") {
                     let list = n
@@ -89,7 +86,7 @@ mod tests {
         assert_eq!(p.duration_ms, 2500);
         assert_eq!(
             DropParams::from_value(&json!("minority")).unwrap().targets,
-            "minority"
+            super::super::Targets::Minority
         );
         for (bad, needle) in [
             (json!({"duration_ms": 0}), "expected 1 to"),

@@ -53,7 +53,7 @@ pub use combinators::{
     on_threads, once, once_on, phases, repeat, seq, sleep, stagger, time_limit, until_ok,
 };
 pub use nemesis::{
-    FaultSpec, NemesisCycle, NemesisHeal, NemesisSchedule, NemesisStack, WithClockOffsets,
+    FaultOps, NemesisCycle, NemesisHeal, NemesisSchedule, NemesisStack, WithClockOffsets,
     nemesis_cycle, nemesis_heal, nemesis_once, nemesis_stack, with_clock_offsets,
 };
 pub use set::{SetConfig, SetWorkload, set_workload};

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 /// One kind of fault: the op that starts it and the op that undoes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FaultSpec {
+pub struct FaultOps {
     /// Verb that starts the fault, e.g. `start-partition`, `kill`, `pause`.
     pub start_f: String,
     /// Argument of the start op, e.g. `"one"` (isolate one node).
@@ -31,8 +31,8 @@ pub struct FaultSpec {
 /// The fault menu and its pacing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NemesisSchedule {
-    /// Faults to choose from, uniformly at random.
-    pub faults: Vec<FaultSpec>,
+    /// Faults to choose from: at random, every kind once per round (see [`nemesis_cycle`]).
+    pub faults: Vec<FaultOps>,
     /// Quiet time before each start and each stop, in ns.
     pub interval_ns: u64,
     /// Start faults in list order, round-robin, instead of uniformly at random.
@@ -53,22 +53,53 @@ pub struct NemesisCycle {
     completed_at_ns: Option<u64>,
     /// Faults started so far (drives the round-robin order).
     started: usize,
+    /// The schedule's faults grouped by kind (indices into `faults`, kinds in order of first
+    /// appearance); see [`kinds_of`].
+    kinds: Vec<Vec<usize>>,
+    /// Kinds (indices into `kinds`) not drawn yet in this round: a random schedule gives every
+    /// kind a turn before one repeats.
+    round: Vec<usize>,
 }
 
-/// Forever: wait `interval_ns`, start a uniformly random fault, wait `interval_ns` after that op
-/// completed, stop it, wait, start another... Waits run from the previous op's completion (as in
+/// The faults of a schedule grouped by kind: the fault kind its start verb belongs to
+/// (`faults::classify_verb`), or the verb itself for a verb of no kind; kinds in order of first
+/// appearance, faults in schedule order.
+fn kinds_of(faults: &[FaultOps]) -> Vec<Vec<usize>> {
+    let mut names: Vec<&str> = Vec::new();
+    let mut kinds: Vec<Vec<usize>> = Vec::new();
+    for (i, f) in faults.iter().enumerate() {
+        let name =
+            crate::faults::classify_verb(&f.start_f).map_or(f.start_f.as_str(), |(k, _)| k.name);
+        match names.iter().position(|n| *n == name) {
+            Some(k) => kinds[k].push(i),
+            None => {
+                names.push(name);
+                kinds.push(vec![i]);
+            }
+        }
+    }
+    kinds
+}
+
+/// Forever: wait `interval_ns`, start a random fault, wait `interval_ns` after that op
+/// completed, stop it, wait, start another... The random draw is fair by kind: each round draws
+/// every fault kind of the schedule once, in random order (a kind with several faults, e.g. the
+/// `partition` package's two shapes, then one of them uniformly), so with k kinds the first k
+/// faults started are all different. Waits run from the previous op's completion (as in
 /// Jepsen, where the nemesis thread sleeps between ops). The wait is expressed as the op's
 /// `time_ns`, so the interpreter dispatches it at the right time without ticking. Done at once
 /// when there are no faults. Bound it with [`super::time_limit`]; the final heal undoes a fault
 /// left active.
 pub fn nemesis_cycle(schedule: NemesisSchedule) -> NemesisCycle {
     NemesisCycle {
-        schedule,
         next_at_ns: None,
         active: None,
         awaiting: false,
         completed_at_ns: None,
         started: 0,
+        kinds: kinds_of(&schedule.faults),
+        round: Vec::new(),
+        schedule,
     }
 }
 
@@ -80,6 +111,24 @@ fn nemesis_op(time_ns: u64, f: &str, value: &Value) -> Next {
         key: None,
         value: value.clone(),
     })
+}
+
+impl NemesisCycle {
+    /// The next fault of a random schedule: a kind not drawn yet in this round (no draw when
+    /// one is left, so a one-kind schedule draws as a uniform choice of its faults), then one of
+    /// its faults uniformly.
+    fn draw(&mut self, rng: &mut ChaCha8Rng) -> usize {
+        if self.round.is_empty() {
+            self.round = (0..self.kinds.len()).collect();
+        }
+        let j = if self.round.len() > 1 {
+            rng.random_range(0..self.round.len())
+        } else {
+            0
+        };
+        let faults = &self.kinds[self.round.remove(j)];
+        faults[rng.random_range(0..faults.len())]
+    }
 }
 
 impl Generator for NemesisCycle {
@@ -111,7 +160,7 @@ impl Generator for NemesisCycle {
                 let i = if self.schedule.sequential {
                     self.started % n
                 } else {
-                    rng.random_range(0..n)
+                    self.draw(rng)
                 };
                 self.started += 1;
                 let fault = &self.schedule.faults[i];
@@ -363,8 +412,8 @@ mod clock_tests {
     const MS: u64 = 1_000_000;
     const S: u64 = 1_000_000_000;
 
-    fn fault(start: &str, value: Value, stop: &str) -> FaultSpec {
-        FaultSpec {
+    fn fault(start: &str, value: Value, stop: &str) -> FaultOps {
+        FaultOps {
             start_f: start.into(),
             start_value: value,
             stop_f: stop.into(),

@@ -708,19 +708,19 @@ fn final_reads_after_the_workload_cover_exactly_its_keys() {
 fn schedule() -> NemesisSchedule {
     NemesisSchedule {
         faults: vec![
-            FaultSpec {
+            FaultOps {
                 start_f: "start-partition".to_string(),
                 start_value: json!("one"),
                 stop_f: "stop-partition".to_string(),
                 stop_value: Value::Null,
             },
-            FaultSpec {
+            FaultOps {
                 start_f: "kill".to_string(),
                 start_value: json!("one"),
                 stop_f: "start".to_string(),
                 stop_value: json!("all"),
             },
-            FaultSpec {
+            FaultOps {
                 start_f: "kill".to_string(),
                 start_value: json!("majority"),
                 stop_f: "start".to_string(),
@@ -790,6 +790,45 @@ fn nemesis_cycle_alternates_start_and_stop_at_the_interval() {
         }
     }
     assert!(started.len() >= 2, "only {started:?} were chosen");
+}
+
+#[test]
+fn a_random_schedule_gives_every_kind_a_turn_before_repeating_one() {
+    // Three kinds (partition with two shapes, kill with two targets, pause): every round of
+    // three starts draws each kind once, whatever the seed.
+    let kind_of = |f: &str| {
+        crate::faults::classify_verb(f)
+            .map(|(k, _)| k.name)
+            .unwrap_or("?")
+    };
+    let mut sched = schedule();
+    sched.faults.push(FaultOps {
+        start_f: "pause".to_string(),
+        start_value: json!("one"),
+        stop_f: "resume".to_string(),
+        stop_value: Value::Null,
+    });
+    for seed in 0..50 {
+        let mut g = time_limit(600 * S, nemesis_cycle(sched.clone()));
+        let mut sim = Sim::new(1, seed);
+        assert_eq!(sim.run(&mut g, 1000 * S), End::Done);
+        let starts: Vec<&str> = sim
+            .dispatched
+            .iter()
+            .step_by(2)
+            .map(|i| kind_of(&i.f))
+            .collect();
+        assert!(starts.len() >= 9, "{starts:?}");
+        for round in starts.chunks_exact(3) {
+            let mut kinds = round.to_vec();
+            kinds.sort();
+            assert_eq!(
+                kinds,
+                ["kill", "partition", "pause"],
+                "seed {seed}: {starts:?}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -1051,7 +1090,7 @@ fn set_elements_are_unique_across_the_run_adds_dominate_and_final_reads_cover_ke
 /// The default schedule plus a one-shot `promote` (no stop verb).
 fn schedule_with_promote() -> NemesisSchedule {
     let mut s = schedule();
-    s.faults.push(FaultSpec {
+    s.faults.push(FaultOps {
         start_f: "promote".to_string(),
         start_value: json!({}),
         stop_f: String::new(),

@@ -97,13 +97,7 @@ pub fn parse_request(
         }
         Some(other) => return Err(format!("nodes {other}: expected a list of node names")),
         None => {
-            let spec = value
-                .get("targets")
-                .and_then(Value::as_str)
-                .unwrap_or("one");
-            let t = Targets::parse(spec).ok_or_else(|| {
-                format!("targets {spec:?}: expected one, minority, majority or all")
-            })?;
+            let t = Targets::of_value(value.get("targets").unwrap_or(&Value::Null))?;
             select_targets(t, names, rng)
         }
     };

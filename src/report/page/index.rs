@@ -6,7 +6,7 @@ use super::{
     CSS, INDEX_FILE, MAX_INDEX_ROWS, badge, completion_of, esc, href, read_json, status_badge,
     text_of,
 };
-use crate::completion::Completion;
+use crate::completion::CompletionRecord;
 use crate::history::{OpType, Process};
 use crate::store::{RESULTS_FILE, RunDir, TEST_FILE};
 use serde_json::Value;
@@ -30,7 +30,7 @@ struct IndexRow {
     /// The run's verdict (results.json `valid`), when checked.
     verdict: Option<String>,
     /// How the run ended.
-    completion: Completion,
+    completion: CompletionRecord,
 }
 
 fn index_row(dir: &Path, test_dir: &str, stamp: &str) -> Option<IndexRow> {

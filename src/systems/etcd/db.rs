@@ -9,6 +9,7 @@
 //! Does not own the client protocol (that is `client`).
 
 use crate::control::{Cmd, Remote};
+use crate::db::Abilities;
 use crate::db::{Binary, Db, DbError, Kill, Pause, Primaries};
 use crate::node::Node;
 use crate::systems::ready;
@@ -275,11 +276,34 @@ fn startup_failure(log_tail: &str) -> String {
     }
 }
 
-impl Db for Etcd {
+impl Abilities for Etcd {
     fn name(&self) -> &str {
         "etcd"
     }
+    fn data_dir(&self) -> Option<String> {
+        Some(self.data_path())
+    }
+    /// WAL segments, snapshots and the bbolt database.
+    fn data_files(&self) -> Vec<String> {
+        ["member/wal/*.wal", "member/snap/*.snap", "member/snap/db"]
+            .map(String::from)
+            .to_vec()
+    }
+    fn data_layer(&self) -> Option<crate::db::layer::DataLayer> {
+        crate::db::layer::DataLayer::over(self.cfg.lazyfs.as_deref(), self.data_path())
+    }
+    fn as_kill(&self) -> Option<&dyn Kill> {
+        Some(self)
+    }
+    fn as_pause(&self) -> Option<&dyn Pause> {
+        Some(self)
+    }
+    fn as_primaries(&self) -> Option<&dyn Primaries> {
+        Some(self)
+    }
+}
 
+impl Db for Etcd {
     fn packages(&self) -> Vec<String> {
         match self.cfg.tarball_url {
             Some(_) => Vec::new(),
@@ -303,7 +327,7 @@ impl Db for Etcd {
         self.signal(remote, "KILL")?;
         crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
         // A layer an earlier run left mounted (stale or not) goes before the wipe.
-        crate::nemesis::power::unmount(remote, &self.data_path())?;
+        crate::db::layer::unmount(remote, &self.data_path())?;
         let dir = &self.cfg.base_dir;
         remote.exec_ok(&Cmd::new("rm").args([
             "-rf",
@@ -321,22 +345,7 @@ impl Db for Etcd {
         self.signal(remote, "CONT")?;
         self.signal(remote, "KILL")?;
         crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
-        crate::nemesis::power::unmount(remote, &self.data_path()).map(|_| ())
-    }
-
-    fn data_dir(&self) -> Option<String> {
-        Some(self.data_path())
-    }
-
-    /// WAL segments, snapshots and the bbolt database.
-    fn data_files(&self) -> Vec<String> {
-        ["member/wal/*.wal", "member/snap/*.snap", "member/snap/db"]
-            .map(String::from)
-            .to_vec()
-    }
-
-    fn data_layer(&self) -> Option<crate::nemesis::power::DataLayer> {
-        crate::nemesis::power::DataLayer::over(self.cfg.lazyfs.as_deref(), self.data_path())
+        crate::db::layer::unmount(remote, &self.data_path()).map(|_| ())
     }
 
     fn log_files(&self, _node: &Node) -> Vec<String> {
@@ -349,18 +358,6 @@ impl Db for Etcd {
             .exec_ok(&Cmd::script(script, [self.bin("etcd")]))
             .ok()?;
         out.lines().next().map(|l| l.trim().to_string())
-    }
-
-    fn as_kill(&self) -> Option<&dyn Kill> {
-        Some(self)
-    }
-
-    fn as_pause(&self) -> Option<&dyn Pause> {
-        Some(self)
-    }
-
-    fn as_primaries(&self) -> Option<&dyn Primaries> {
-        Some(self)
     }
 
     fn required_binaries(&self) -> Vec<Binary> {

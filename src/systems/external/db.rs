@@ -13,6 +13,7 @@
 
 use super::spec::{CommandKind, ExternalConfig};
 use crate::control::{Cmd, ExecOutput, Remote};
+use crate::db::Abilities;
 use crate::db::{Db, DbError, Kill, Pause, Primaries, Promote};
 use crate::node::Node;
 use std::sync::{Arc, Mutex};
@@ -205,11 +206,42 @@ fn output_hint(out: &ExecOutput) -> String {
     format!(": {cut}")
 }
 
-impl Db for ExternalDb {
+impl Abilities for ExternalDb {
     fn name(&self) -> &str {
         &self.cfg.spec.name
     }
+    fn data_dir(&self) -> Option<String> {
+        self.durable_dir()
+    }
+    fn data_files(&self) -> Vec<String> {
+        self.cfg
+            .spec
+            .durability
+            .as_ref()
+            .map(|d| d.files.clone())
+            .unwrap_or_default()
+    }
+    fn data_layer(&self) -> Option<crate::db::layer::DataLayer> {
+        crate::db::layer::DataLayer::over(self.cfg.lazyfs.as_deref(), self.durable_dir()?)
+    }
+    fn as_kill(&self) -> Option<&dyn Kill> {
+        self.has(CommandKind::Kill).then_some(self as &dyn Kill)
+    }
+    fn as_pause(&self) -> Option<&dyn Pause> {
+        (self.has(CommandKind::Pause) && self.has(CommandKind::Resume))
+            .then_some(self as &dyn Pause)
+    }
+    fn as_primaries(&self) -> Option<&dyn Primaries> {
+        self.has(CommandKind::Primaries)
+            .then_some(self as &dyn Primaries)
+    }
+    fn as_promote(&self) -> Option<&dyn Promote> {
+        self.has(CommandKind::Promote)
+            .then_some(self as &dyn Promote)
+    }
+}
 
+impl Db for ExternalDb {
     fn packages(&self) -> Vec<String> {
         self.cfg.spec.packages.clone()
     }
@@ -226,7 +258,7 @@ impl Db for ExternalDb {
         // or not: `wipe` could not remove a stale mount point), then its data.
         self.run(remote, CommandKind::Stop, node, cluster)?;
         if let Some(dir) = self.durable_dir() {
-            crate::nemesis::power::unmount(remote, &dir)?;
+            crate::db::layer::unmount(remote, &dir)?;
         }
         self.run(remote, CommandKind::Wipe, node, cluster)?;
         remote.exec_ok(&Cmd::script(MKDIR_SCRIPT, [self.cfg.spec.data_dir.clone()]).sudo(true))?;
@@ -260,26 +292,9 @@ impl Db for ExternalDb {
         }
         self.run(remote, CommandKind::Stop, node, &self.known_cluster())?;
         if let Some(dir) = self.durable_dir() {
-            crate::nemesis::power::unmount(remote, &dir)?;
+            crate::db::layer::unmount(remote, &dir)?;
         }
         Ok(())
-    }
-
-    fn data_dir(&self) -> Option<String> {
-        self.durable_dir()
-    }
-
-    fn data_files(&self) -> Vec<String> {
-        self.cfg
-            .spec
-            .durability
-            .as_ref()
-            .map(|d| d.files.clone())
-            .unwrap_or_default()
-    }
-
-    fn data_layer(&self) -> Option<crate::nemesis::power::DataLayer> {
-        crate::nemesis::power::DataLayer::over(self.cfg.lazyfs.as_deref(), self.durable_dir()?)
     }
 
     fn log_files(&self, _node: &Node) -> Vec<String> {
@@ -304,25 +319,6 @@ impl Db for ExternalDb {
             .map(str::trim)
             .find(|l| !l.is_empty())
             .map(String::from)
-    }
-
-    fn as_kill(&self) -> Option<&dyn Kill> {
-        self.has(CommandKind::Kill).then_some(self as &dyn Kill)
-    }
-
-    fn as_pause(&self) -> Option<&dyn Pause> {
-        (self.has(CommandKind::Pause) && self.has(CommandKind::Resume))
-            .then_some(self as &dyn Pause)
-    }
-
-    fn as_primaries(&self) -> Option<&dyn Primaries> {
-        self.has(CommandKind::Primaries)
-            .then_some(self as &dyn Primaries)
-    }
-
-    fn as_promote(&self) -> Option<&dyn Promote> {
-        self.has(CommandKind::Promote)
-            .then_some(self as &dyn Promote)
     }
 }
 

@@ -17,6 +17,7 @@ use super::{RunOptions, Supports, System, SystemSettings};
 use crate::client::{Client, ClientCtx};
 use crate::config::{ConfigError, ReadFrom, ReadMode};
 use crate::control::Remote;
+use crate::db::Abilities;
 use crate::db::{Db, DbError};
 use crate::node::Node;
 use crate::spec::WorkloadSpec;
@@ -108,27 +109,9 @@ impl ExternalSystem {
     }
 }
 
-impl Db for ExternalSystem {
+impl Abilities for ExternalSystem {
     fn name(&self) -> &str {
         self.db.name()
-    }
-    fn packages(&self) -> Vec<String> {
-        self.db.packages()
-    }
-    fn install(&self, remote: &dyn Remote) -> Result<(), DbError> {
-        self.db.install(remote)
-    }
-    fn setup(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
-        self.db.setup(remote, node, cluster)
-    }
-    fn teardown(&self, remote: &dyn Remote, node: &Node) -> Result<(), DbError> {
-        self.db.teardown(remote, node)
-    }
-    fn log_files(&self, node: &Node) -> Vec<String> {
-        self.db.log_files(node)
-    }
-    fn version(&self, remote: &dyn Remote) -> Option<String> {
-        self.db.version(remote)
     }
     fn as_kill(&self) -> Option<&dyn crate::db::Kill> {
         self.db.as_kill()
@@ -148,8 +131,29 @@ impl Db for ExternalSystem {
     fn data_files(&self) -> Vec<String> {
         self.db.data_files()
     }
-    fn data_layer(&self) -> Option<crate::nemesis::power::DataLayer> {
+    fn data_layer(&self) -> Option<crate::db::layer::DataLayer> {
         self.db.data_layer()
+    }
+}
+
+impl Db for ExternalSystem {
+    fn packages(&self) -> Vec<String> {
+        self.db.packages()
+    }
+    fn install(&self, remote: &dyn Remote) -> Result<(), DbError> {
+        self.db.install(remote)
+    }
+    fn setup(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
+        self.db.setup(remote, node, cluster)
+    }
+    fn teardown(&self, remote: &dyn Remote, node: &Node) -> Result<(), DbError> {
+        self.db.teardown(remote, node)
+    }
+    fn log_files(&self, node: &Node) -> Vec<String> {
+        self.db.log_files(node)
+    }
+    fn version(&self, remote: &dyn Remote) -> Option<String> {
+        self.db.version(remote)
     }
 }
 

@@ -128,7 +128,7 @@ pub struct OptionSpec {
 /// must not cover.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Durability {
-    /// Absolute path on each node, under `data_dir` (what `Db::data_dir` answers).
+    /// Absolute path on each node, under `data_dir` (what `Abilities::data_dir` answers).
     pub dir: String,
     /// Globs relative to `dir` of the files holding acknowledged data (`*` crosses `/`); empty:
     /// none declared, and the corruption faults need their own `files`.

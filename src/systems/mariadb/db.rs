@@ -37,6 +37,7 @@
 
 use super::replication::Topology;
 use crate::control::{Cmd, Remote};
+use crate::db::Abilities;
 use crate::db::{Binary, Db, DbError, Kill, Pause};
 use crate::node::Node;
 use crate::systems::ready;
@@ -501,11 +502,41 @@ impl MariaDb {
     }
 }
 
-impl Db for MariaDb {
+impl Abilities for MariaDb {
     fn name(&self) -> &str {
         self.cfg.topology.db_name()
     }
+    fn data_dir(&self) -> Option<String> {
+        Some(self.data_path())
+    }
+    /// InnoDB's redo log and system tablespace, the test schema's tables, and Galera's
+    /// write-set cache (Galera) or the binary and relay logs (asynchronous replication).
+    fn data_files(&self) -> Vec<String> {
+        let last = match self.cfg.topology {
+            Topology::Galera => &["galera.cache"][..],
+            Topology::Replicated => &["binlog.0*", "relay.0*"][..],
+        };
+        ["ib_logfile*", "ibdata1", "shakedown/*.ibd"]
+            .iter()
+            .chain(last)
+            .map(|s| s.to_string())
+            .collect()
+    }
+    fn data_layer(&self) -> Option<crate::db::layer::DataLayer> {
+        crate::db::layer::DataLayer::over(self.cfg.lazyfs.as_deref(), self.data_path())
+    }
+    fn as_kill(&self) -> Option<&dyn Kill> {
+        Some(self)
+    }
+    fn as_pause(&self) -> Option<&dyn Pause> {
+        Some(self)
+    }
+    fn as_primaries(&self) -> Option<&dyn crate::db::Primaries> {
+        (self.cfg.topology == Topology::Replicated).then_some(self as _)
+    }
+}
 
+impl Db for MariaDb {
     fn packages(&self) -> Vec<String> {
         self.packages_list().iter().map(|p| p.to_string()).collect()
     }
@@ -515,7 +546,7 @@ impl Db for MariaDb {
         self.signal(remote, "KILL")?;
         crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
         // A layer an earlier run left mounted (stale or not) goes before the wipe.
-        crate::nemesis::power::unmount(remote, &self.data_path())?;
+        crate::db::layer::unmount(remote, &self.data_path())?;
         remote.exec_ok(
             &Cmd::script(
                 WIPE_SCRIPT,
@@ -552,29 +583,7 @@ impl Db for MariaDb {
         self.signal(remote, "CONT")?;
         self.signal(remote, "KILL")?;
         crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
-        crate::nemesis::power::unmount(remote, &self.data_path()).map(|_| ())
-    }
-
-    fn data_dir(&self) -> Option<String> {
-        Some(self.data_path())
-    }
-
-    /// InnoDB's redo log and system tablespace, the test schema's tables, and Galera's
-    /// write-set cache (Galera) or the binary and relay logs (asynchronous replication).
-    fn data_files(&self) -> Vec<String> {
-        let last = match self.cfg.topology {
-            Topology::Galera => &["galera.cache"][..],
-            Topology::Replicated => &["binlog.0*", "relay.0*"][..],
-        };
-        ["ib_logfile*", "ibdata1", "shakedown/*.ibd"]
-            .iter()
-            .chain(last)
-            .map(|s| s.to_string())
-            .collect()
-    }
-
-    fn data_layer(&self) -> Option<crate::nemesis::power::DataLayer> {
-        crate::nemesis::power::DataLayer::over(self.cfg.lazyfs.as_deref(), self.data_path())
+        crate::db::layer::unmount(remote, &self.data_path()).map(|_| ())
     }
 
     fn log_files(&self, _node: &Node) -> Vec<String> {
@@ -589,18 +598,6 @@ impl Db for MariaDb {
             .exec_ok(&Cmd::new("mariadbd").arg("--version"))
             .ok()?;
         out.lines().next().map(|l| l.trim().to_string())
-    }
-
-    fn as_kill(&self) -> Option<&dyn Kill> {
-        Some(self)
-    }
-
-    fn as_pause(&self) -> Option<&dyn Pause> {
-        Some(self)
-    }
-
-    fn as_primaries(&self) -> Option<&dyn crate::db::Primaries> {
-        (self.cfg.topology == Topology::Replicated).then_some(self as _)
     }
 
     fn required_binaries(&self) -> Vec<Binary> {

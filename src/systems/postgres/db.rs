@@ -25,6 +25,7 @@
 //! the primary once it is up.
 
 use crate::control::{Cmd, Remote};
+use crate::db::Abilities;
 use crate::db::{Binary, Db, DbError, Kill, Pause, Primaries, Promote};
 use crate::node::Node;
 use crate::systems::ready;
@@ -516,11 +517,36 @@ impl Postgres {
     }
 }
 
-impl Db for Postgres {
+impl Abilities for Postgres {
     fn name(&self) -> &str {
         "postgres"
     }
+    fn data_dir(&self) -> Option<String> {
+        Some(self.data_path())
+    }
+    /// The WAL segments and the heap and index files of every database (the test tables live
+    /// in `postgres`, under `base/<its OID>/`).
+    fn data_files(&self) -> Vec<String> {
+        ["pg_wal/0*", "base/*/[0-9]*"].map(String::from).to_vec()
+    }
+    fn data_layer(&self) -> Option<crate::db::layer::DataLayer> {
+        crate::db::layer::DataLayer::over(self.cfg.lazyfs.as_deref(), self.data_path())
+    }
+    fn as_kill(&self) -> Option<&dyn Kill> {
+        Some(self)
+    }
+    fn as_pause(&self) -> Option<&dyn Pause> {
+        Some(self)
+    }
+    fn as_promote(&self) -> Option<&dyn Promote> {
+        Some(self)
+    }
+    fn as_primaries(&self) -> Option<&dyn Primaries> {
+        Some(self)
+    }
+}
 
+impl Db for Postgres {
     fn packages(&self) -> Vec<String> {
         PACKAGES.iter().map(|p| p.to_string()).collect()
     }
@@ -531,7 +557,7 @@ impl Db for Postgres {
         self.signal(remote, "KILL")?;
         crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
         // A layer an earlier run left mounted (stale or not) goes before the wipe.
-        crate::nemesis::power::unmount(remote, &self.data_path())?;
+        crate::db::layer::unmount(remote, &self.data_path())?;
         remote.exec_ok(
             &Cmd::script(
                 WIPE_SCRIPT,
@@ -552,21 +578,7 @@ impl Db for Postgres {
         self.signal(remote, "CONT")?;
         self.signal(remote, "KILL")?;
         crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
-        crate::nemesis::power::unmount(remote, &self.data_path()).map(|_| ())
-    }
-
-    fn data_dir(&self) -> Option<String> {
-        Some(self.data_path())
-    }
-
-    /// The WAL segments and the heap and index files of every database (the test tables live
-    /// in `postgres`, under `base/<its OID>/`).
-    fn data_files(&self) -> Vec<String> {
-        ["pg_wal/0*", "base/*/[0-9]*"].map(String::from).to_vec()
-    }
-
-    fn data_layer(&self) -> Option<crate::nemesis::power::DataLayer> {
-        crate::nemesis::power::DataLayer::over(self.cfg.lazyfs.as_deref(), self.data_path())
+        crate::db::layer::unmount(remote, &self.data_path()).map(|_| ())
     }
 
     fn log_files(&self, _node: &Node) -> Vec<String> {
@@ -578,22 +590,6 @@ impl Db for Postgres {
             .exec_ok(&Cmd::new(self.bin("postgres")).arg("--version"))
             .ok()?;
         out.lines().next().map(|l| l.trim().to_string())
-    }
-
-    fn as_kill(&self) -> Option<&dyn Kill> {
-        Some(self)
-    }
-
-    fn as_pause(&self) -> Option<&dyn Pause> {
-        Some(self)
-    }
-
-    fn as_promote(&self) -> Option<&dyn Promote> {
-        Some(self)
-    }
-
-    fn as_primaries(&self) -> Option<&dyn Primaries> {
-        Some(self)
     }
 
     fn required_binaries(&self) -> Vec<Binary> {

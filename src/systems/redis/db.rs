@@ -25,6 +25,7 @@
 //! may differ from the Sentinel asked. Does not own the client protocol (`client`).
 
 use crate::control::{Cmd, Remote};
+use crate::db::Abilities;
 use crate::db::{Binary, Db, DbError, Kill, Pause, Primaries, Promote};
 use crate::node::Node;
 use crate::systems::ready;
@@ -373,11 +374,37 @@ pub fn majority_answer(answers: &[String], nodes: usize) -> Vec<String> {
     distinct.into_iter().map(|(h, _)| h).collect()
 }
 
-impl Db for Redis {
+impl Abilities for Redis {
     fn name(&self) -> &str {
         "redis"
     }
+    fn data_dir(&self) -> Option<String> {
+        Some(self.data_path())
+    }
+    /// the append-only files (Redis 7 keeps them in `appendonlydir/`) and any RDB file (`save ""` writes none, but a replica's full sync leaves one).
+    fn data_files(&self) -> Vec<String> {
+        ["appendonlydir/*", "*.aof", "*.rdb"]
+            .map(String::from)
+            .to_vec()
+    }
+    fn data_layer(&self) -> Option<crate::db::layer::DataLayer> {
+        crate::db::layer::DataLayer::over(self.cfg.lazyfs.as_deref(), self.data_path())
+    }
+    fn as_kill(&self) -> Option<&dyn Kill> {
+        Some(self)
+    }
+    fn as_pause(&self) -> Option<&dyn Pause> {
+        Some(self)
+    }
+    fn as_promote(&self) -> Option<&dyn Promote> {
+        Some(self)
+    }
+    fn as_primaries(&self) -> Option<&dyn Primaries> {
+        Some(self)
+    }
+}
 
+impl Db for Redis {
     fn packages(&self) -> Vec<String> {
         PACKAGES.iter().map(|p| p.to_string()).collect()
     }
@@ -397,7 +424,7 @@ impl Db for Redis {
             })?;
         self.stop_all(remote)?;
         // A layer an earlier run left mounted (stale or not) goes before the wipe.
-        crate::nemesis::power::unmount(remote, &self.data_path())?;
+        crate::db::layer::unmount(remote, &self.data_path())?;
         remote.exec_ok(&Cmd::script(WIPE_SCRIPT, [self.cfg.base_dir.as_str()]).sudo(true))?;
         if let Some(layer) = self.data_layer() {
             layer.mount(remote, true)?;
@@ -420,22 +447,7 @@ impl Db for Redis {
 
     fn teardown(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
         self.stop_all(remote)?;
-        crate::nemesis::power::unmount(remote, &self.data_path()).map(|_| ())
-    }
-
-    fn data_dir(&self) -> Option<String> {
-        Some(self.data_path())
-    }
-
-    /// the append-only files (Redis 7 keeps them in `appendonlydir/`) and any RDB file (`save ""` writes none, but a replica's full sync leaves one).
-    fn data_files(&self) -> Vec<String> {
-        ["appendonlydir/*", "*.aof", "*.rdb"]
-            .map(String::from)
-            .to_vec()
-    }
-
-    fn data_layer(&self) -> Option<crate::nemesis::power::DataLayer> {
-        crate::nemesis::power::DataLayer::over(self.cfg.lazyfs.as_deref(), self.data_path())
+        crate::db::layer::unmount(remote, &self.data_path()).map(|_| ())
     }
 
     fn log_files(&self, _node: &Node) -> Vec<String> {
@@ -448,22 +460,6 @@ impl Db for Redis {
             .exec_ok(&Cmd::new("redis-server").arg("--version"))
             .ok()?;
         out.lines().next().map(|l| l.trim().to_string())
-    }
-
-    fn as_kill(&self) -> Option<&dyn Kill> {
-        Some(self)
-    }
-
-    fn as_pause(&self) -> Option<&dyn Pause> {
-        Some(self)
-    }
-
-    fn as_promote(&self) -> Option<&dyn Promote> {
-        Some(self)
-    }
-
-    fn as_primaries(&self) -> Option<&dyn Primaries> {
-        Some(self)
     }
 
     fn required_binaries(&self) -> Vec<Binary> {

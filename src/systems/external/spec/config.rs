@@ -116,7 +116,7 @@ impl ExternalConfig {
         workload: &crate::spec::WorkloadSpec,
         nemesis: &crate::spec::NemesisSpec,
     ) -> Result<(), ConfigError> {
-        let stalls = nemesis.faults.iter().any(crate::spec::FaultKind::is_stall);
+        let stalls = nemesis.faults.iter().any(crate::spec::FaultSpec::is_stall);
         if !stalls || crate::generator::lock::is_lock_kind(&workload.kind) {
             return Ok(());
         }
@@ -144,8 +144,8 @@ impl ExternalConfig {
             let (verb, _, _) = fault.ops();
             let needs = match fault {
                 f if f.needs_kill() => Some(CommandKind::Kill),
-                crate::spec::FaultKind::Pause { .. } => Some(CommandKind::Pause),
-                crate::spec::FaultKind::Promote { .. } => Some(CommandKind::Promote),
+                crate::spec::FaultSpec::Pause { .. } => Some(CommandKind::Pause),
+                crate::spec::FaultSpec::Promote { .. } => Some(CommandKind::Promote),
                 _ => None,
             };
             let needs = needs
@@ -178,7 +178,7 @@ impl ExternalConfig {
     /// globs of files to damage (its `files`, or the fault's own).
     fn validate_durability(
         &self,
-        fault: &crate::spec::FaultKind,
+        fault: &crate::spec::FaultSpec,
         verb: &str,
     ) -> Result<(), ConfigError> {
         let durability = self.spec.durability.as_ref();
@@ -186,10 +186,10 @@ impl ExternalConfig {
             f if f.needs_data_layer() && durability.is_none() => Some(
                 "`[durability]` table with the `dir` holding its data (the layer that loses unsynced writes is mounted there)",
             ),
-            crate::spec::FaultKind::Corrupt { .. } if durability.is_none() => Some(
+            crate::spec::FaultSpec::Corrupt { .. } if durability.is_none() => Some(
                 "`[durability]` table with the `dir` holding its data (the corrupted files are chosen there)",
             ),
-            crate::spec::FaultKind::Corrupt { files, .. }
+            crate::spec::FaultSpec::Corrupt { files, .. }
                 if files.is_empty() && durability.is_some_and(|d| d.files.is_empty()) =>
             {
                 Some(
