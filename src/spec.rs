@@ -160,6 +160,10 @@ const BUILTIN_NEMESES: &[(&str, &str)] = &[
         "clock-restart",
         include_str!("../nemeses/clock-restart.toml"),
     ),
+    (
+        "clock-all-big",
+        include_str!("../nemeses/clock-all-big.toml"),
+    ),
     ("stall", include_str!("../nemeses/stall.toml")),
     (
         "clock-primary",
