@@ -135,6 +135,24 @@ pub trait Abilities: Send + Sync {
     fn data_layer(&self) -> Option<layer::DataLayer> {
         None
     }
+    /// How to read on `node` the wall clock the database process itself reports (a timestamp
+    /// it serves), for `clock-offsets` beside the node's `date`; `None`: the system cannot tell.
+    fn process_clock(&self, _node: &Node) -> Option<ProcessClock> {
+        None
+    }
+}
+
+/// A reading of the wall clock a database process reports: a command run on its node that
+/// prints the process's time as `<epoch seconds>.<fraction>` (what `date +%s.%N` prints).
+#[derive(Debug, Clone)]
+pub struct ProcessClock {
+    /// The command (exits non-zero when the process does not answer).
+    pub cmd: Cmd,
+    /// What is read, in words (`etcd's HTTP Date header`).
+    pub source: &'static str,
+    /// The reading's resolution in ms (a `Date` header's is 1000; the command prints the middle
+    /// of the interval).
+    pub resolution_ms: f64,
 }
 
 /// A database system under test: its lifecycle on the nodes, and (the supertrait) what faults

@@ -142,13 +142,17 @@ fn cluster() -> Cluster {
 type Journal = Arc<Mutex<Vec<Value>>>;
 
 fn nemesis(c: &Cluster) -> (Nemesis, Journal) {
+    nemesis_of(c, Arc::new(Etcd::new(EtcdConfig::default())))
+}
+
+fn nemesis_of(c: &Cluster, db: Arc<dyn shakedown::db::Abilities>) -> (Nemesis, Journal) {
     let journal: Journal = Arc::new(Mutex::new(Vec::new()));
     let sink = journal.clone();
     let n = Nemesis::new(NemesisConfig {
         helper_exe: None,
         nodes: c.nodes.clone(),
         remotes: c.remotes.clone(),
-        db: Arc::new(Etcd::new(EtcdConfig::default())),
+        db,
         partition: PartitionConfig::default(),
         rng: rand::SeedableRng::seed_from_u64(7),
         journal: Some(Box::new(move |r: &Value| {
@@ -797,6 +801,19 @@ fn go_and_static_programs_read_their_nodes_clock_and_see_steps_at_once() {
         (n2 - 90_000.0).abs() < 250.0,
         "n2's nats-server did not see +90 s: {n2} ms"
     );
+    // The nemesis's clock-offsets read the same servers' own clocks (`/varz` now), beside each
+    // node's `date`; nodes without a server are named in db_errors, and the op stays ok.
+    let nats = shakedown::systems::nats::Nats::new(shakedown::systems::nats::NatsConfig {
+        monitor_port: NATS_MONITOR,
+        ..Default::default()
+    });
+    let (mut nats_nemesis, _) = nemesis_of(&c, Arc::new(nats));
+    let v = ok(nats_nemesis.invoke("clock-offsets", &Value::Null));
+    let db = &v["db_offsets_ms"];
+    assert!(db["n1"].as_f64().unwrap().abs() < 250.0, "{v}");
+    assert!((db["n2"].as_f64().unwrap() - 90_000.0).abs() < 250.0, "{v}");
+    assert!(v["db_errors"]["n3"].is_string(), "{v}");
+    assert_eq!(v["db_clock"]["source"], "nats-server's /varz now", "{v}");
 
     // A step reaches the running Go program at once (no restart, no re-attach).
     ok(n.invoke("bump-clock", &json!({"nodes": ["n1"], "delta_ms": 7000})));

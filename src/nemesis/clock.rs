@@ -435,21 +435,62 @@ impl Nemesis {
     }
 
     /// `clock-offsets`: every node's clock minus the controller's, in ms, round-trip corrected,
-    /// as `{"offsets_ms":{"n1":f64,..},"rtt_ms":{"n1":f64,..}}`.
+    /// as `{"offsets_ms":{"n1":f64,..},"rtt_ms":{"n1":f64,..}}`; where the system reports its
+    /// own time ([`crate::db::Abilities::process_clock`]), also the database process's clock
+    /// the same way: `"db_offsets_ms"`, `"db_rtt_ms"`, `"db_clock"` (what was read, its
+    /// resolution) and `"db_errors"` per node that did not answer (a killed or paused process:
+    /// the op stays ok, the node's `date` reading stands).
     pub fn clock_offsets(&self) -> Result<Value, String> {
-        let found = std::sync::Mutex::new(BTreeMap::new());
+        type Reading = ((f64, f64), Option<Result<(f64, f64), String>>);
+        let found: std::sync::Mutex<BTreeMap<String, Reading>> = Default::default();
+        let system = self.cfg.db.clone();
         self.on_nodes(&self.all_idx(), |r, node| {
             let m = measure_offset(r)?;
+            let db = system
+                .process_clock(node)
+                .map(|c| offsets::measure_with(r, &c.cmd, 1));
             found
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .insert(node.name.clone(), m);
+                .insert(node.name.clone(), (m, db));
             Ok(())
         })?;
         let found = found.into_inner().unwrap_or_else(|p| p.into_inner());
-        let offsets: BTreeMap<&String, f64> = found.iter().map(|(n, (o, _))| (n, *o)).collect();
-        let rtts: BTreeMap<&String, f64> = found.iter().map(|(n, (_, r))| (n, *r)).collect();
-        Ok(json!({ "offsets_ms": offsets, "rtt_ms": rtts }))
+        let offsets: BTreeMap<&String, f64> =
+            found.iter().map(|(n, ((o, _), _))| (n, *o)).collect();
+        let rtts: BTreeMap<&String, f64> = found.iter().map(|(n, ((_, r), _))| (n, *r)).collect();
+        let mut value = json!({ "offsets_ms": offsets, "rtt_ms": rtts });
+        if let Some(clock) = self
+            .cfg
+            .nodes
+            .first()
+            .and_then(|n| self.cfg.db.process_clock(n))
+        {
+            let ok = |f: fn(&(f64, f64)) -> f64| -> BTreeMap<&String, f64> {
+                found
+                    .iter()
+                    .filter_map(|(n, (_, db))| match db {
+                        Some(Ok(m)) => Some((n, f(m))),
+                        _ => None,
+                    })
+                    .collect()
+            };
+            let errors: BTreeMap<&String, &String> = found
+                .iter()
+                .filter_map(|(n, (_, db))| match db {
+                    Some(Err(e)) => Some((n, e)),
+                    _ => None,
+                })
+                .collect();
+            value["db_offsets_ms"] = json!(ok(|m| m.0));
+            value["db_rtt_ms"] = json!(ok(|m| m.1));
+            value["db_clock"] =
+                json!({ "source": clock.source, "resolution_ms": clock.resolution_ms });
+            if !errors.is_empty() {
+                value["db_errors"] = json!(errors);
+            }
+        }
+        Ok(value)
     }
 
     /// Remember nodes whose clocks an earlier controller touched (from its journal), so

@@ -476,17 +476,23 @@ pub fn anomaly_density(results: &Value) -> Vec<AnomalyDensity> {
 /// Clock offsets per node: node → [(time s, offset ms)], nodes sorted by name, points in time
 /// order. From `clock-offsets` nemesis ops (at the op's time) and from the samples a strobe took
 /// while it ran (a `strobe-clock` completion's `offsets`, each `at_ms` after the strobe began,
-/// see `report::faults::spanned`). Ops whose value has no `offsets_ms` object (the
+/// see `report::faults::spanned`). The database process's own clock, where the system reports
+/// it (`db_offsets_ms`), is a series of its own per node, named `"<node> db"`. Ops whose value
+/// has no `offsets_ms` object (the
 /// invocations) and non-numeric offsets are skipped.
 pub fn clock_offsets(history: &History) -> BTreeMap<String, Vec<(f64, f64)>> {
     let mut out: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
     let mut add = |t_s: f64, sample: &Value| {
-        let Some(offsets) = sample.get("offsets_ms").and_then(Value::as_object) else {
-            return;
-        };
-        for (node, ms) in offsets {
-            if let Some(ms) = ms.as_f64().filter(|m| m.is_finite()) {
-                out.entry(node.clone()).or_default().push((t_s, ms));
+        for (field, suffix) in [("offsets_ms", ""), ("db_offsets_ms", " db")] {
+            let Some(offsets) = sample.get(field).and_then(Value::as_object) else {
+                continue;
+            };
+            for (node, ms) in offsets {
+                if let Some(ms) = ms.as_f64().filter(|m| m.is_finite()) {
+                    out.entry(format!("{node}{suffix}"))
+                        .or_default()
+                        .push((t_s, ms));
+                }
             }
         }
     };
@@ -753,6 +759,27 @@ mod tests {
         assert_eq!(off["n1"], vec![(0.06, 250.25)]);
         assert_eq!(off["n2"], vec![(0.06, -3.5)]);
         assert!(clock_offsets(&History::default()).is_empty());
+    }
+
+    /// A database process's own clock readings are a series per node beside the node's `date`.
+    #[test]
+    fn clock_offsets_keep_the_database_process_readings_as_series_of_their_own() {
+        let mut m = Op::new(
+            OpType::Info,
+            Process::Nemesis,
+            CLOCK_OFFSETS_VERB,
+            json!({"offsets_ms": {"n1": 7000.0, "n2": 0.5},
+                   "db_offsets_ms": {"n1": 7400.0},
+                   "db_errors": {"n2": "connection refused"}}),
+        );
+        m.time_ns = 2_000_000_000;
+        let h = History {
+            ops: vec![m],
+            ..History::default()
+        };
+        let off = clock_offsets(&h);
+        assert_eq!(off.keys().collect::<Vec<_>>(), ["n1", "n1 db", "n2"]);
+        assert_eq!(off["n1 db"], vec![(2.0, 7400.0)]);
     }
 
     /// Samples a strobe took while it ran sit where they were taken: `ran_ms` before the

@@ -20,6 +20,7 @@ pub mod external;
 pub mod mariadb;
 pub mod nats;
 pub mod postgres;
+pub mod process_clock;
 pub mod ready;
 pub mod redis;
 pub mod strays;

@@ -55,12 +55,20 @@ pub fn measure_offset(remote: &dyn Remote) -> Result<(f64, f64), String> {
     let cmd = Cmd::new("date")
         .arg("+%s.%N")
         .timeout_ms(OFFSET_READING_TIMEOUT_MS);
+    measure_with(remote, &cmd, OFFSET_SAMPLES)
+}
+
+/// A clock read on `remote` by `cmd` (which prints `date +%s.%N`'s form) minus the
+/// controller's, in ms, round-trip corrected, from the fastest of `samples` readings; also that
+/// round trip in ms.
+pub fn measure_with(remote: &dyn Remote, cmd: &Cmd, samples: usize) -> Result<(f64, f64), String> {
     let mut best: Option<(f64, f64)> = None;
-    for _ in 0..OFFSET_SAMPLES {
+    for _ in 0..samples.max(1) {
         let sent = now_ns();
-        let out = remote.exec_ok(&cmd).map_err(|e| e.to_string())?;
+        let out = remote.exec_ok(cmd).map_err(|e| e.to_string())?;
         let received = now_ns();
-        let node = parse_epoch_ns(&out).ok_or_else(|| format!("date printed {out:?}"))?;
+        let node =
+            parse_epoch_ns(&out).ok_or_else(|| format!("the clock reading printed {out:?}"))?;
         let sample = (
             offset_ms(node, sent, received),
             (received - sent) as f64 / 1e6,

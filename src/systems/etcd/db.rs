@@ -280,6 +280,15 @@ impl Abilities for Etcd {
     fn name(&self) -> &str {
         "etcd"
     }
+    /// The `Date` header of its client endpoint's `/version` (whole seconds).
+    fn process_clock(&self, node: &Node) -> Option<crate::db::ProcessClock> {
+        Some(crate::systems::process_clock::http_date(
+            &node.host,
+            self.cfg.client_port,
+            "/version",
+            "etcd's HTTP Date header",
+        ))
+    }
     fn data_dir(&self) -> Option<String> {
         Some(self.data_path())
     }

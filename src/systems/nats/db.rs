@@ -31,6 +31,9 @@ pub struct NatsConfig {
     pub client_port: u16,
     /// Cluster (route) port.
     pub cluster_port: u16,
+    /// HTTP monitoring port (`-m`, on the node's address): `/varz`'s `now` is the server's
+    /// clock for `clock-offsets`.
+    pub monitor_port: u16,
     /// Streams to create, `LOG0..`, one per log key of the workload.
     pub streams: usize,
     /// Replicas of each stream (1..=5, at most the node count).
@@ -57,6 +60,7 @@ impl Default for NatsConfig {
             base_dir: "/tmp/shakedown/nats".into(),
             client_port: 4222,
             cluster_port: 6222,
+            monitor_port: 8222,
             streams: 3,
             replicas: 3,
             ready_timeout_ms: 60_000,
@@ -178,6 +182,8 @@ impl Nats {
             node.host.clone(),
             "-p".into(),
             self.cfg.client_port.to_string(),
+            "-m".into(),
+            self.cfg.monitor_port.to_string(),
         ];
         cmd.extend(storage);
         cmd.extend([
@@ -327,6 +333,16 @@ impl Nats {
 impl Abilities for Nats {
     fn name(&self) -> &str {
         "nats"
+    }
+    /// `/varz`'s `now` on the monitoring port (the server's time.Now(), in ns).
+    fn process_clock(&self, node: &Node) -> Option<crate::db::ProcessClock> {
+        Some(crate::systems::process_clock::http_json_time(
+            &node.host,
+            self.cfg.monitor_port,
+            "/varz",
+            "now",
+            "nats-server's /varz now",
+        ))
     }
     fn data_dir(&self) -> Option<String> {
         Some(self.data_path())
@@ -480,7 +496,10 @@ mod tests {
             })
             .collect();
         let cmd = Nats::default().command(&nodes[1], &nodes).join(" ");
-        assert!(cmd.contains("--name n2 -a 10.101.0.2 -p 4222 -js"), "{cmd}");
+        assert!(
+            cmd.contains("--name n2 -a 10.101.0.2 -p 4222 -m 8222 -js"),
+            "{cmd}"
+        );
         assert!(cmd.contains("-sd /tmp/shakedown/nats/data"), "{cmd}");
         assert!(
             cmd.contains("--routes nats://10.101.0.1:6222,nats://10.101.0.3:6222"),
