@@ -33,7 +33,7 @@ pub(super) fn build_client_gen(
 ) -> Result<(Box<dyn Generator>, generator::KeyLog), RunError> {
     let w = &cfg.workload;
     let config_err = |e: generator::WorkloadConfigError| {
-        crate::config::ConfigError::new(&cfg.workload_name, e.to_string())
+        crate::options::ConfigError::new(&cfg.workload_name, e.to_string())
     };
     let threads_per_key = w.threads_per_key.min(cfg.concurrency).max(1);
     let (keys, mut g): (generator::KeyLog, Box<dyn Generator>) = if w.kind == generator::set::KIND {
@@ -228,7 +228,7 @@ pub(crate) async fn drive(
     let mut workers = Vec::new();
     for t in 0..cfg.concurrency {
         let node = &nodes[t % nodes.len()];
-        let ctx = crate::client::ClientCtx::of_thread(cfg, t, nodes);
+        let ctx = cfg.client_ctx(t, nodes);
         let client = system.client(&ctx).map_err(RunError::Control)?;
         workers.push(Worker {
             client,

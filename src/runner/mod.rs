@@ -44,7 +44,7 @@ pub use results::{Checked, WhatRan, check, check_with, results_json, write_resul
 pub enum RunError {
     /// Bad configuration.
     #[error(transparent)]
-    Config(#[from] crate::config::ConfigError),
+    Config(#[from] crate::options::ConfigError),
     /// Could not create or write the run directory.
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
@@ -308,7 +308,7 @@ fn refuse_unpatched_clocks(
     nodes: &[Node],
     when: AfterUp,
 ) -> Result<(), RunError> {
-    let options = crate::systems::RunOptions::of(cfg);
+    let options = cfg.run_options();
     if !crate::systems::needs_clock_patch(system, &options) {
         return Ok(());
     }
@@ -434,7 +434,7 @@ pub fn connect(nodes: &[Node], ssh: &SshConfig) -> Result<Vec<Arc<dyn Remote>>, 
 pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, RunError> {
     // Before any node is touched: refuse what the system cannot serve.
     let system = cfg.system.open();
-    system.validate(&cfg.workload, &crate::systems::RunOptions::of(&cfg))?;
+    system.validate(&cfg.workload, &cfg.run_options())?;
     refuse_unpatched_clocks(&cfg, system.as_ref(), &[], AfterUp::NotYet)?;
     let run_slot: Arc<std::sync::OnceLock<RunDir>> = Arc::default();
     let interrupt = interrupt_on_ctrl_c(run_slot.clone(), cfg.time_limit_s);

@@ -9,7 +9,7 @@
 //!
 //! This file parses; `spec::config` is the configuration a run uses (options applied, refusals).
 
-use crate::config::ConfigError;
+use crate::options::ConfigError;
 use crate::spec::{at, parse_toml};
 use serde::Deserialize;
 use std::collections::BTreeMap;
