@@ -86,7 +86,7 @@ pub(super) fn fault_recovery(
     let during = (busy_until > start).then(|| {
         cx.served_between(start, busy_until) as f64 / ((busy_until - start) as f64 / NS_PER_S)
     });
-    let limit = Limit::after(heal, &own, config, cx);
+    let limit = SearchEnd::after(heal, &own, config, cx);
     let mut measured = false;
     let mut sustained = None;
     let mut unmeasured = None;
@@ -182,7 +182,7 @@ fn baseline_of(
 }
 
 /// Where the search for a recovery point after a heal stops, and what finding none there means.
-struct Limit {
+struct SearchEnd {
     /// The next change of faults, the workload's stop or the end of the history, whichever
     /// comes first.
     at: u64,
@@ -194,9 +194,9 @@ struct Limit {
     unmeasured: Option<Unmeasured>,
 }
 
-impl Limit {
+impl SearchEnd {
     /// The limit of the search after the heal at `heal` (`own` = the fault's start and heal).
-    fn after(heal: u64, own: &[u64; 2], config: &RecoveryConfig, cx: &Context<'_>) -> Limit {
+    fn after(heal: u64, own: &[u64; 2], config: &RecoveryConfig, cx: &Context<'_>) -> SearchEnd {
         // Recovery must be seen before the next change of faults, before the workload stops and
         // before the end of the history.
         let next_change = cx
@@ -256,7 +256,7 @@ impl Limit {
                 None,
             )
         };
-        Limit {
+        SearchEnd {
             at: limit,
             truncate,
             reason: limit_reason,
