@@ -25,6 +25,7 @@ use crate::runner::{RunError, connect, on_nodes};
 use crate::store::RunDir;
 use crate::systems::SystemConfig;
 use crate::systems::etcd::bare_loop::{BareLoopError, BareLoopStats, OpMix, bare_loop};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Measured throughput of both sides.
@@ -314,17 +315,70 @@ pub async fn overhead(
     cfg.workload.write_weight = 1;
     cfg.workload.cas_weight = 1;
     let system = cfg.system.open();
+    let (nodes, remotes) = set_up(&mut cfg, &system).await?;
+    let mut report = OverheadReport {
+        concurrency: cfg.concurrency,
+        duration_s: cfg.time_limit_s,
+        bare_ops_per_s: vec![],
+        controller_ops_per_s: vec![],
+        round_loss_pct: vec![],
+        overhead_pct: None,
+        overhead_ci95_pct: None,
+        round_kept: vec![],
+        max_steal_pct,
+        rounds_wanted: rounds,
+        bare_cpu_us_per_op: vec![],
+        controller_cpu_us_per_op: vec![],
+        bare_steal_pct: vec![],
+        controller_steal_pct: vec![],
+        db: cfg.system.name().to_string(),
+    };
+    let rig = Rig {
+        cfg: &cfg,
+        nodes: &nodes,
+        remotes: &remotes,
+        system: &*system,
+        scratch: &scratch,
+    };
+    let failure = measure(&rig, &mut report, rounds, max_steal_pct)
+        .await
+        .err();
+    let (remotes2, nodes2, system2) = (remotes.clone(), nodes.clone(), system.clone());
+    let _ = tokio::task::spawn_blocking(move || {
+        on_nodes(&remotes2, &nodes2, |r, n| system2.teardown(r, n))
+    })
+    .await;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let kept = report.kept_losses();
+    report.overhead_pct = (!kept.is_empty()).then(|| median(&kept));
+    report.overhead_ci95_pct = median_ci(&kept, 0.95).map(|(lo, hi)| [lo, hi]);
+    if let Some(out) = &out {
+        let text = serde_json::to_string_pretty(&report).unwrap_or_default();
+        std::fs::write(out, text)
+            .map_err(|e| RunError::Control(format!("{}: {e}", out.display())))?;
+    }
+    Ok(report)
+}
+
+/// The bench's cluster: the packages the system needs, SSH sessions, the system installed,
+/// set up and serving on every node.
+async fn set_up(
+    cfg: &mut TestConfig,
+    system: &Arc<dyn crate::systems::System>,
+) -> Result<(Vec<Node>, Vec<Arc<dyn crate::control::Remote>>), RunError> {
     let packages = system.packages();
     // The sandbox's nodes get their packages on this machine (as `runner::run` does).
     let install = match &cfg.nodes {
         None => {
             let quiet = crate::progress::Progress::quiet();
-            crate::runner::provision_sandbox_host(&cfg, &packages, cfg.install, &quiet).await?;
+            crate::runner::provision_sandbox_host(cfg, &packages, cfg.install, &quiet).await?;
             crate::provision::Install::Skip
         }
         Some(_) => cfg.install,
     };
-    let nodes = crate::runner::resolve_nodes(&mut cfg)?;
+    let nodes = crate::runner::resolve_nodes(cfg)?;
     let ssh = cfg.ssh.clone();
     let remotes = {
         let nodes = nodes.clone();
@@ -351,109 +405,101 @@ pub async fn overhead(
         .await
         .expect("setup task")?;
     }
-    let duration = Duration::from_secs_f64(cfg.time_limit_s);
-    let mut report = OverheadReport {
-        concurrency: cfg.concurrency,
-        duration_s: cfg.time_limit_s,
-        bare_ops_per_s: vec![],
-        controller_ops_per_s: vec![],
-        round_loss_pct: vec![],
-        overhead_pct: None,
-        overhead_ci95_pct: None,
-        round_kept: vec![],
-        max_steal_pct,
-        rounds_wanted: rounds,
-        bare_cpu_us_per_op: vec![],
-        controller_cpu_us_per_op: vec![],
-        bare_steal_pct: vec![],
-        controller_steal_pct: vec![],
-        db: cfg.system.name().to_string(),
-    };
-    let failure = async {
-        bare_round(&cfg, &nodes, duration.min(Duration::from_secs(2)))
-            .await
-            .map_err(|e| RunError::Control(format!("bare loop (warm-up): {e}")))?;
-        // A round the hypervisor took more than `max_steal_pct` of the CPU from measured the
-        // host: it is kept in the report, left out of the median and run again, up to `rounds`
-        // extra rounds in all.
-        let mut round = 0;
-        while report.kept_rounds() < rounds && round < 2 * rounds {
-            let (steal_b, steal_c) = (
-                report.bare_steal_pct.len(),
-                report.controller_steal_pct.len(),
-            );
-            for side in [round % 2, 1 - round % 2] {
-                let cpu0 = cpu_time();
-                let machine0 = machine_cpu();
-                if side == 0 {
-                    let s = bare_round(&cfg, &nodes, duration)
-                        .await
-                        .map_err(|e| RunError::Control(format!("bare loop: {e}")))?;
-                    report.bare_ops_per_s.push(s.ops_per_sec);
-                    report
-                        .bare_cpu_us_per_op
-                        .push(cpu_us_per_op(cpu_time() - cpu0, s.ops));
-                    if let Some(p) = steal_pct(machine0, machine_cpu()) {
-                        report.bare_steal_pct.push(p);
-                    }
-                } else {
-                    let run_dir = RunDir::create(scratch.path(), "bench")?;
-                    let control = crate::runner::Control {
-                        progress: None,
-                        interrupt: tokio::sync::watch::channel(false).1,
-                    };
-                    let driven = crate::runner::drive(
-                        &cfg, &nodes, &remotes, &*system, None, &run_dir, control,
-                    )
-                    .await?;
-                    // The main phase's ops over its time (final reads come after the window).
-                    let ops = driven.main_ops;
-                    report
-                        .controller_ops_per_s
-                        .push(ops as f64 / driven.main_phase.as_secs_f64());
-                    report
-                        .controller_cpu_us_per_op
-                        .push(cpu_us_per_op(cpu_time() - cpu0, ops));
-                    if let Some(p) = steal_pct(machine0, machine_cpu()) {
-                        report.controller_steal_pct.push(p);
-                    }
-                }
-            }
-            let (bare, ctl) = (
-                report.bare_ops_per_s[round],
-                report.controller_ops_per_s[round],
-            );
-            report
-                .round_loss_pct
-                .push((1.0 - ctl / bare.max(1e-9)) * 100.0);
-            let stolen = report.bare_steal_pct[steal_b..]
-                .iter()
-                .chain(&report.controller_steal_pct[steal_c..])
-                .any(|&p| p > max_steal_pct);
-            report.round_kept.push(!stolen);
-            round += 1;
+    Ok((nodes, remotes))
+}
+
+/// What every round measures on.
+struct Rig<'a> {
+    cfg: &'a TestConfig,
+    nodes: &'a [Node],
+    remotes: &'a [Arc<dyn crate::control::Remote>],
+    system: &'a dyn crate::systems::System,
+    scratch: &'a Scratch,
+}
+
+/// A warm-up, then paired rounds until `rounds` are kept (at most twice as many), each side's
+/// throughput, CPU and steal into `report`.
+async fn measure(
+    c: &Rig<'_>,
+    report: &mut OverheadReport,
+    rounds: usize,
+    max_steal_pct: f64,
+) -> Result<(), RunError> {
+    let duration = Duration::from_secs_f64(c.cfg.time_limit_s);
+    bare_round(c.cfg, c.nodes, duration.min(Duration::from_secs(2)))
+        .await
+        .map_err(|e| RunError::Control(format!("bare loop (warm-up): {e}")))?;
+    // A round the hypervisor took more than `max_steal_pct` of the CPU from measured the
+    // host: it is kept in the report, left out of the median and run again, up to `rounds`
+    // extra rounds in all.
+    let mut round = 0;
+    while report.kept_rounds() < rounds && round < 2 * rounds {
+        let (steal_b, steal_c) = (
+            report.bare_steal_pct.len(),
+            report.controller_steal_pct.len(),
+        );
+        for side in [round % 2, 1 - round % 2] {
+            measure_side(c, report, side, duration).await?;
         }
-        Ok::<(), RunError>(())
+        let (bare, ctl) = (
+            report.bare_ops_per_s[round],
+            report.controller_ops_per_s[round],
+        );
+        report
+            .round_loss_pct
+            .push((1.0 - ctl / bare.max(1e-9)) * 100.0);
+        let stolen = report.bare_steal_pct[steal_b..]
+            .iter()
+            .chain(&report.controller_steal_pct[steal_c..])
+            .any(|&p| p > max_steal_pct);
+        report.round_kept.push(!stolen);
+        round += 1;
     }
-    .await
-    .err();
-    let (remotes2, nodes2, system2) = (remotes.clone(), nodes.clone(), system.clone());
-    let _ = tokio::task::spawn_blocking(move || {
-        on_nodes(&remotes2, &nodes2, |r, n| system2.teardown(r, n))
-    })
-    .await;
-    if let Some(e) = failure {
-        return Err(e);
+    Ok(())
+}
+
+/// One side of a round (0: the bare loop, 1: the full run) measured into `report`.
+async fn measure_side(
+    c: &Rig<'_>,
+    report: &mut OverheadReport,
+    side: usize,
+    duration: Duration,
+) -> Result<(), RunError> {
+    let cpu0 = cpu_time();
+    let machine0 = machine_cpu();
+    if side == 0 {
+        let s = bare_round(c.cfg, c.nodes, duration)
+            .await
+            .map_err(|e| RunError::Control(format!("bare loop: {e}")))?;
+        report.bare_ops_per_s.push(s.ops_per_sec);
+        report
+            .bare_cpu_us_per_op
+            .push(cpu_us_per_op(cpu_time() - cpu0, s.ops));
+        if let Some(p) = steal_pct(machine0, machine_cpu()) {
+            report.bare_steal_pct.push(p);
+        }
+    } else {
+        let run_dir = RunDir::create(c.scratch.path(), "bench")?;
+        let control = crate::runner::Control {
+            progress: None,
+            interrupt: tokio::sync::watch::channel(false).1,
+        };
+        let driven =
+            crate::runner::drive(c.cfg, c.nodes, c.remotes, c.system, None, &run_dir, control)
+                .await?;
+        // The main phase's ops over its time (final reads come after the window).
+        let ops = driven.main_ops;
+        report
+            .controller_ops_per_s
+            .push(ops as f64 / driven.main_phase.as_secs_f64());
+        report
+            .controller_cpu_us_per_op
+            .push(cpu_us_per_op(cpu_time() - cpu0, ops));
+        if let Some(p) = steal_pct(machine0, machine_cpu()) {
+            report.controller_steal_pct.push(p);
+        }
     }
-    let kept = report.kept_losses();
-    report.overhead_pct = (!kept.is_empty()).then(|| median(&kept));
-    report.overhead_ci95_pct = median_ci(&kept, 0.95).map(|(lo, hi)| [lo, hi]);
-    if let Some(out) = &out {
-        let text = serde_json::to_string_pretty(&report).unwrap_or_default();
-        std::fs::write(out, text)
-            .map_err(|e| RunError::Control(format!("{}: {e}", out.display())))?;
-    }
-    Ok(report)
+    Ok(())
 }
 
 #[cfg(test)]

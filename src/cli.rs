@@ -7,7 +7,8 @@
 //! This file holds the command list and `run`'s flags; `cli::cluster` which cluster and system a
 //! command acts on, `cli::check` the `check` flags, `cli::bench` and `cli::chaos` those commands'.
 
-use crate::config::{Cluster, ConfigError, TestConfig};
+use crate::config::{Cluster, TestConfig};
+use crate::options::ConfigError;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -168,11 +169,11 @@ pub enum ReadModeArg {
     Serializable,
 }
 
-impl From<ReadModeArg> for crate::config::ReadMode {
+impl From<ReadModeArg> for crate::options::ReadMode {
     fn from(r: ReadModeArg) -> Self {
         match r {
-            ReadModeArg::Linearizable => crate::config::ReadMode::Linearizable,
-            ReadModeArg::Serializable => crate::config::ReadMode::Serializable,
+            ReadModeArg::Linearizable => crate::options::ReadMode::Linearizable,
+            ReadModeArg::Serializable => crate::options::ReadMode::Serializable,
         }
     }
 }
@@ -190,9 +191,9 @@ pub enum ReadFromArg {
     Any,
 }
 
-impl From<ReadFromArg> for crate::config::ReadFrom {
+impl From<ReadFromArg> for crate::options::ReadFrom {
     fn from(r: ReadFromArg) -> Self {
-        use crate::config::ReadFrom as R;
+        use crate::options::ReadFrom as R;
         match r {
             ReadFromArg::Own => R::Own,
             ReadFromArg::Primary => R::Primary,
@@ -404,7 +405,7 @@ impl RunArgs {
             sandbox,
         } = self.cluster.to_cluster()?;
         let system = self.db.config()?;
-        let read_from: crate::config::ReadFrom = self.read_from.into();
+        let read_from: crate::options::ReadFrom = self.read_from.into();
         let read_nodes: Vec<String> = match &self.read_nodes {
             None => Vec::new(),
             Some(list) => {
@@ -522,7 +523,7 @@ impl RunArgs {
         // Before any node is touched: refuse what the system cannot serve.
         cfg.system
             .open()
-            .validate(&cfg.workload, &crate::systems::RunOptions::of(&cfg))?;
+            .validate(&cfg.workload, &cfg.run_options())?;
         Ok(cfg)
     }
 }
@@ -655,7 +656,7 @@ mod tests {
             crate::systems::postgres::SynchronousCommit::RemoteApply
         );
         assert_eq!(pg.synchronous_standby_names.as_deref(), Some("ANY 4 (*)"));
-        assert_eq!(cfg.read_from, crate::config::ReadFrom::Replica);
+        assert_eq!(cfg.read_from, crate::options::ReadFrom::Replica);
         assert_eq!(cfg.read_nodes, vec!["n2".to_string(), "n3".to_string()]);
         assert_eq!(cfg.name, "postgres-register");
         // Tests are named after the workload, not its op family.

@@ -7,9 +7,9 @@
 //! `ClientCtx`, what a system's client factory is told about its thread. Implementations live in
 //! each system's folder (`systems::<name>::client`).
 
-use crate::config::{ReadFrom, ReadMode};
 use crate::history::OpType;
 use crate::node::Node;
+use crate::options::{ReadFrom, ReadMode};
 use serde_json::Value;
 
 /// How an op ended, from the client's point of view.
@@ -117,22 +117,6 @@ pub struct ClientCtx {
 }
 
 impl ClientCtx {
-    /// The context of worker `thread` of a run of `cfg` on `nodes` (bound to
-    /// `nodes[thread % nodes.len()]`).
-    pub fn of_thread(cfg: &crate::config::TestConfig, thread: usize, nodes: &[Node]) -> ClientCtx {
-        ClientCtx {
-            thread,
-            nodes: nodes.to_vec(),
-            node: thread % nodes.len().max(1),
-            seed: cfg.seed,
-            op_timeout_ms: cfg.op_timeout_ms,
-            read_mode: cfg.read_mode,
-            read_from: cfg.read_from,
-            read_nodes: cfg.read_nodes.clone(),
-            workload_kind: cfg.workload.kind.clone(),
-        }
-    }
-
     /// The node this thread is bound to.
     pub fn own(&self) -> &Node {
         &self.nodes[self.node]

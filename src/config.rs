@@ -1,68 +1,19 @@
 //! Validated test configuration: what `cli` turns command-line arguments into, once.
 //!
-//! Owns `TestConfig`, `ConfigError` and their validation rules (nodes: `node`). clap types never go past `cli`; the
-//! rest of the program sees only these. Does no IO besides reading files named by the user.
+//! Owns `TestConfig` and what the parts it configures are told of it (`run_options` for a
+//! system's `validate`, `client_ctx` for a client thread). The words it shares with those parts
+//! (`ConfigError`, `ReadMode`, `ReadFrom`) are `options`', so they depend on no test config.
+//! clap types never go past `cli`; the rest of the program sees only these. Does no IO besides
+//! reading files named by the user.
 
+use crate::client::ClientCtx;
 use crate::node::Node;
-use serde::Serialize;
+use crate::options::{ReadFrom, ReadMode};
+use crate::systems::RunOptions;
 
 /// The default bound on one nemesis op, in seconds (`--nemesis-timeout`): long enough for a
 /// database restart that waits for the server to serve (a minute) and its commands.
 pub const DEFAULT_NEMESIS_TIMEOUT_S: f64 = 120.0;
-
-/// A config error, naming what was wrong.
-#[derive(Debug, thiserror::Error)]
-#[error("{what}: {message}")]
-pub struct ConfigError {
-    /// Which flag, file or entry.
-    pub what: String,
-    /// What is wrong and what was expected.
-    pub message: String,
-}
-
-impl ConfigError {
-    /// Build an error.
-    pub fn new(what: impl Into<String>, message: impl Into<String>) -> ConfigError {
-        ConfigError {
-            what: what.into(),
-            message: message.into(),
-        }
-    }
-}
-
-impl From<crate::node::NodeListError> for ConfigError {
-    fn from(e: crate::node::NodeListError) -> ConfigError {
-        ConfigError::new(e.source, e.message)
-    }
-}
-
-/// Consistency a run asks of reads (`--read-mode`); a system refuses modes it cannot serve
-/// (`systems::System::validate`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ReadMode {
-    /// Linearizable reads (etcd: quorum reads through the leader).
-    #[default]
-    Linearizable,
-    /// Reads served locally by whichever node the client talks to: may be stale.
-    Serializable,
-}
-
-impl ReadMode {
-    /// The `--read-mode` spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReadMode::Linearizable => "linearizable",
-            ReadMode::Serializable => "serializable",
-        }
-    }
-}
-
-impl std::fmt::Display for ReadMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// A resolved cluster selection (from `--nodes`/`--nodes-file`, SSH and sandbox flags).
 #[derive(Debug, Clone)]
@@ -73,33 +24,6 @@ pub struct Cluster {
     pub ssh: crate::control::SshConfig,
     /// The sandbox to use when `nodes` is `None`.
     pub sandbox: crate::sandbox::SandboxConfig,
-}
-
-/// Where a client thread sends its reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum ReadFrom {
-    /// The thread's bound node.
-    #[default]
-    Own,
-    /// The primary (PostgreSQL).
-    Primary,
-    /// A random replica per read (PostgreSQL).
-    Replica,
-    /// A random node per read.
-    Any,
-}
-
-impl ReadFrom {
-    /// The `--read-from` spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReadFrom::Own => "own",
-            ReadFrom::Primary => "primary",
-            ReadFrom::Replica => "replica",
-            ReadFrom::Any => "any",
-        }
-    }
 }
 
 /// Everything a run needs, validated.
@@ -198,5 +122,35 @@ impl TestConfig {
         }
         parts.push(format!("--seed {}", self.seed));
         parts.join(" ")
+    }
+
+    /// What the system is told of this run besides its workload (what `validate` judges).
+    pub fn run_options(&self) -> RunOptions<'_> {
+        RunOptions {
+            read_mode: self.read_mode,
+            read_from: self.read_from,
+            read_nodes: &self.read_nodes,
+            nemesis: &self.nemesis,
+            nemesis_name: &self.nemesis_name,
+            node_count: self.nodes.as_ref().map_or(self.sandbox.nodes, Vec::len),
+            sandbox: self.nodes.is_none(),
+            run_s: self.time_limit_s + self.settle_s,
+        }
+    }
+
+    /// The context of client worker `thread` of this run on `nodes` (bound to
+    /// `nodes[thread % nodes.len()]`).
+    pub fn client_ctx(&self, thread: usize, nodes: &[Node]) -> ClientCtx {
+        ClientCtx {
+            thread,
+            nodes: nodes.to_vec(),
+            node: thread % nodes.len().max(1),
+            seed: self.seed,
+            op_timeout_ms: self.op_timeout_ms,
+            read_mode: self.read_mode,
+            read_from: self.read_from,
+            read_nodes: self.read_nodes.clone(),
+            workload_kind: self.workload.kind.clone(),
+        }
     }
 }

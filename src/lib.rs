@@ -3,9 +3,10 @@
 //! See ARCHITECTURE.md for the bird's-eye view. The pure core — `node`, `faults`, `history`,
 //! `generator`, `model`, `checker`, `completion`, `edn`, `import`, `plural`, `size`, `meminfo` —
 //! is the `shakedown-core` crate (`core/`), re-exported here under the same names. Pure parts of
-//! this crate: `spec`, `summary`, the validated `config`, and the pure halves of `chaos` and
-//! `compare`. Shared seams of systems: `db` (the `Db` trait and abilities), `client` (the `Client`
-//! trait, `Completion`, `ClientCtx`). Impure shell: `control`, `sandbox`, `systems` (one folder
+//! this crate: `spec`, `summary`, the validated `config` (and `options`, the words it shares with
+//! the parts it configures), and the pure halves of `chaos` and `compare`. Shared seams of
+//! systems: `db` (the `Db` trait and abilities), `client` (the `Client` trait, `Completion`,
+//! `ClientCtx`). Impure shell: `control`, `sandbox`, `systems` (one folder
 //! per system under test), `nemesis`, `interpreter`, `store`, `report`, `runner`, `doctor`,
 //! `bench`. CLI: `cli`, `app` (nothing below them imports them).
 
@@ -30,6 +31,7 @@ pub mod lazyfs;
 pub mod mapped;
 pub mod nemesis;
 pub mod netdelay;
+pub mod options;
 pub mod progress;
 pub mod provision;
 pub mod report;

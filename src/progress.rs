@@ -5,7 +5,8 @@
 //! terminal; plain lines on stderr otherwise (one per phase change, then one every
 //! [`LINE_INTERVAL`] while a phase lasts, so no phase is silent for long); nothing when quiet.
 //! Also records how long each phase took ([`Progress::timings`]). Does not own the phases'
-//! work (`runner`) or the op counters (`interpreter::Stats`, read here).
+//! work (`runner`), the op counters (`interpreter::Stats`, read here) or what a [`Segment`]
+//! counts (live checking's, kept by the runner).
 
 use crate::interpreter::Stats;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -16,6 +17,13 @@ use std::time::{Duration, Instant};
 
 /// How often a plain-line display repeats the current state while a phase lasts.
 pub const LINE_INTERVAL: Duration = Duration::from_secs(5);
+
+/// A part of the workload line that another part keeps current (the runner's live checking
+/// counts): shown as its text, every time the line is drawn. So progress names no part above it.
+pub trait Segment: Send + Sync {
+    /// The words shown, e.g. `live: 12 keys checked, 1 invalid`.
+    fn text(&self) -> String;
+}
 /// How often the terminal bar is redrawn.
 const BAR_TICK: Duration = Duration::from_millis(200);
 /// Throughput is measured over at least this window.
@@ -105,7 +113,7 @@ struct State {
     /// The nemesis op in flight and since when (a strobe holds the nemesis for its duration).
     nemesis_op: Option<(String, Instant)>,
     /// Live checking's counts, when the run checks keys as they retire (`runner::live`).
-    live: Option<Arc<crate::runner::live::LiveCounts>>,
+    live: Option<Arc<dyn Segment>>,
 }
 
 struct Inner {
@@ -232,7 +240,7 @@ impl Progress {
     }
 
     /// Show live checking's counts on the workload line.
-    pub fn live(&self, counts: Arc<crate::runner::live::LiveCounts>) {
+    pub fn live(&self, counts: Arc<dyn Segment>) {
         self.state().live = Some(counts);
     }
 
@@ -438,10 +446,13 @@ mod tests {
         assert!(line.contains("ok 7 fail 0 info 1"), "{line}");
         assert!(line.contains("faults: partition"), "{line}");
         assert!(!line.contains("live:"), "{line}");
-        let live = Arc::new(crate::runner::live::LiveCounts::default());
-        live.checked.store(12, Ordering::Relaxed);
-        live.invalid.store(1, Ordering::Relaxed);
-        p.live(live);
+        struct Live;
+        impl Segment for Live {
+            fn text(&self) -> String {
+                "live: 12 keys checked, 1 invalid".into()
+            }
+        }
+        p.live(Arc::new(Live));
         let line = p.status(&mut p.state(), true).unwrap();
         assert!(
             line.contains("| live: 12 keys checked, 1 invalid"),

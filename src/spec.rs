@@ -4,7 +4,7 @@
 //! built-in copy compiled into the binary so it runs from any directory). Errors name the file
 //! and line. Turning a spec into generators happens in `runner`; this module only parses.
 
-use crate::config::ConfigError;
+use crate::options::ConfigError;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 

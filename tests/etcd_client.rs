@@ -8,7 +8,7 @@
 
 use serde_json::{Value, json};
 use shakedown::client::{Client, Completion};
-use shakedown::config::ReadMode;
+use shakedown::options::ReadMode;
 use shakedown::systems::etcd::client::{CasOutcome, EtcdClient, EtcdClientConfig};
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};

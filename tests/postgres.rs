@@ -362,9 +362,9 @@ fn promote_fails_over_and_clients_write_to_the_new_primary() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let _guard = SandboxGuard(&SANDBOX);
     use shakedown::client::{Client, Completion};
-    use shakedown::config::ReadFrom;
     use shakedown::db::Db;
     use shakedown::node::Node;
+    use shakedown::options::ReadFrom;
     use shakedown::systems::postgres::client::{PgClient, PgClientConfig, PgNode};
     use shakedown::systems::postgres::{Postgres, PostgresConfig};
     use std::sync::Arc;

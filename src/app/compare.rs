@@ -360,6 +360,123 @@ async fn run_one(
     }
 }
 
+/// `--dry-run`: the `shakedown run` command line of every run, cell by cell, seed by seed.
+fn list_runs(cells: &[&Cell], seeds: &[u64], args: &CompareArgs) -> i32 {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    for cell in cells {
+        for seed in seeds {
+            let line = shell_words(&run_words(cell, *seed, args));
+            // A closed pipe (`| head`) just ends the listing.
+            if writeln!(out, "shakedown {line}").is_err() {
+                return 0;
+            }
+        }
+    }
+    0
+}
+
+/// The command line that resumes this comparison in `dir` (the same spec, cells, seeds and run
+/// flags).
+fn resume_command(args: &CompareArgs, dir: &Path) -> String {
+    let mut w = vec![
+        "shakedown".to_string(),
+        "compare".to_string(),
+        args.spec.clone(),
+        "--reports".to_string(),
+        args.reports.display().to_string(),
+        "--resume".to_string(),
+        dir.display().to_string(),
+    ];
+    if let Some(c) = &args.cells {
+        w.extend(["--cells".to_string(), c.clone()]);
+    }
+    if let Some(seeds) = &args.seeds {
+        w.extend(["--seeds".to_string(), seeds.clone()]);
+    }
+    if !args.run_args.is_empty() {
+        w.push("--".to_string());
+        w.extend(args.run_args.iter().cloned());
+    }
+    shell_words(&w)
+}
+
+/// The runs still to do: (cell index in `record`, seed) of the selected `cells` for every seed
+/// the record has no run of.
+fn runs_to_do(record: &MatrixRecord, cells: &[&Cell], seeds: &[u64]) -> Vec<(usize, u64)> {
+    record
+        .cells
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| cells.iter().any(|s| s.name == c.cell.name))
+        .flat_map(|(i, c)| {
+            seeds
+                .iter()
+                .filter(|s| !c.runs.iter().any(|r| r.seed == **s))
+                .map(move |s| (i, *s))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Every run of `todo` in turn, each recorded and the record written (`write_all`) as it ends;
+/// a Ctrl-C ends the run in flight as interrupted and stops there. On `rt`.
+fn run_all(
+    rt: &tokio::runtime::Runtime,
+    exe: &Path,
+    todo: Vec<(usize, u64)>,
+    record: &mut MatrixRecord,
+    dir: &Path,
+    resume: &str,
+    args: &CompareArgs,
+) -> Result<(), String> {
+    let total = todo.len();
+    rt.block_on(async {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while tokio::signal::ctrl_c().await.is_ok() {
+                if tx.send(()).is_err() {
+                    break;
+                }
+            }
+        });
+        for (n, (ci, seed)) in todo.into_iter().enumerate() {
+            let cell = record.cells[ci].cell.clone();
+            let words = run_words(&cell, seed, args);
+            eprint!("[{}/{total}] {} · seed {seed} … ", n + 1, cell.name);
+            let out = run_one(exe, &words, &cell, seed, &mut rx).await;
+            let r = &out.record;
+            let judged: Vec<String> = r
+                .observed
+                .iter()
+                .map(|(c, o)| format!("{c} {}", o.status()))
+                .collect();
+            eprintln!(
+                "{} ({}, {:.1} s): {}",
+                serde_json::to_value(r.verdict)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default(),
+                r.completion,
+                r.duration_s,
+                judged.join(", ")
+            );
+            if let Some(e) = &r.error {
+                eprintln!("    {e}");
+            }
+            record.total_s += r.duration_s;
+            record.cells[ci].runs.push(out.record);
+            record.interrupted = out.interrupted;
+            record.refold();
+            write_all(dir, record, resume)?;
+            if out.interrupted {
+                break;
+            }
+        }
+        Ok(())
+    })
+}
+
 /// `shakedown compare`.
 pub fn compare(args: CompareArgs) -> i32 {
     let (label, mut matrix) = match crate::compare::spec::load(&args.spec) {
@@ -390,18 +507,7 @@ pub fn compare(args: CompareArgs) -> i32 {
         return EXIT_USAGE;
     }
     if args.dry_run {
-        use std::io::Write as _;
-        let mut out = std::io::stdout().lock();
-        for cell in &cells {
-            for seed in &matrix.seeds {
-                let line = shell_words(&run_words(cell, *seed, &args));
-                // A closed pipe (`| head`) just ends the listing.
-                if writeln!(out, "shakedown {line}").is_err() {
-                    return 0;
-                }
-            }
-        }
-        return 0;
+        return list_runs(&cells, &matrix.seeds, &args);
     }
     let exe = match std::env::current_exe() {
         Ok(e) => e,
@@ -421,48 +527,14 @@ pub fn compare(args: CompareArgs) -> i32 {
             };
         }
     };
-    let resume = {
-        let mut w = vec![
-            "shakedown".to_string(),
-            "compare".to_string(),
-            args.spec.clone(),
-            "--reports".to_string(),
-            args.reports.display().to_string(),
-            "--resume".to_string(),
-            dir.display().to_string(),
-        ];
-        if let Some(c) = &args.cells {
-            w.extend(["--cells".to_string(), c.clone()]);
-        }
-        if let Some(seeds) = &args.seeds {
-            w.extend(["--seeds".to_string(), seeds.clone()]);
-        }
-        if !args.run_args.is_empty() {
-            w.push("--".to_string());
-            w.extend(args.run_args.iter().cloned());
-        }
-        shell_words(&w)
-    };
+    let resume = resume_command(&args, &dir);
     record.interrupted = false;
     record.refold();
     if let Err(e) = write_all(&dir, &record, &resume) {
         eprintln!("error: {e}");
         return EXIT_RUNTIME;
     }
-    let todo: Vec<(usize, u64)> = record
-        .cells
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| cells.iter().any(|s| s.name == c.cell.name))
-        .flat_map(|(i, c)| {
-            matrix
-                .seeds
-                .iter()
-                .filter(|s| !c.runs.iter().any(|r| r.seed == **s))
-                .map(move |s| (i, *s))
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let todo = runs_to_do(&record, &cells, &matrix.seeds);
     eprintln!(
         "shakedown compare: {} · {} cells × {} seeds · {} runs to do{} · {}",
         record.title,
@@ -477,51 +549,7 @@ pub fn compare(args: CompareArgs) -> i32 {
         dir.display()
     );
     let rt = super::runtime();
-    let total = todo.len();
-    let outcome: Result<(), String> = rt.block_on(async {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        tokio::spawn(async move {
-            while tokio::signal::ctrl_c().await.is_ok() {
-                if tx.send(()).is_err() {
-                    break;
-                }
-            }
-        });
-        for (n, (ci, seed)) in todo.into_iter().enumerate() {
-            let cell = record.cells[ci].cell.clone();
-            let words = run_words(&cell, seed, &args);
-            eprint!("[{}/{total}] {} · seed {seed} … ", n + 1, cell.name);
-            let out = run_one(&exe, &words, &cell, seed, &mut rx).await;
-            let r = &out.record;
-            let judged: Vec<String> = r
-                .observed
-                .iter()
-                .map(|(c, o)| format!("{c} {}", o.status()))
-                .collect();
-            eprintln!(
-                "{} ({}, {:.1} s): {}",
-                serde_json::to_value(r.verdict)
-                    .ok()
-                    .and_then(|v| v.as_str().map(String::from))
-                    .unwrap_or_default(),
-                r.completion,
-                r.duration_s,
-                judged.join(", ")
-            );
-            if let Some(e) = &r.error {
-                eprintln!("    {e}");
-            }
-            record.total_s += r.duration_s;
-            record.cells[ci].runs.push(out.record);
-            record.interrupted = out.interrupted;
-            record.refold();
-            write_all(&dir, &record, &resume)?;
-            if out.interrupted {
-                break;
-            }
-        }
-        Ok(())
-    });
+    let outcome = run_all(&rt, &exe, todo, &mut record, &dir, &resume, &args);
     if let Err(e) = outcome {
         eprintln!("error: {e}");
         return EXIT_RUNTIME;

@@ -2,7 +2,8 @@
 //! register workload, no faults, unlimited rate). The measurement itself is `bench`.
 
 use super::{ReadFromArg, RunArgs, SandboxArgs};
-use crate::config::{ConfigError, TestConfig};
+use crate::config::TestConfig;
+use crate::options::ConfigError;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -98,11 +99,11 @@ mod tests {
         assert_eq!(b.rounds, 20);
         let cfg = b.to_config().unwrap();
         // Redis's bare loop reads from the primary; so must the run side.
-        assert_eq!(cfg.read_from, crate::config::ReadFrom::Primary);
+        assert_eq!(cfg.read_from, crate::options::ReadFrom::Primary);
         assert_eq!((cfg.time_limit_s, cfg.rate), (3.0, 0.0));
         assert!(cfg.nemesis.faults.is_empty());
         let etcd = bench(&["bench"]).to_config().unwrap();
-        assert_eq!(etcd.read_from, crate::config::ReadFrom::Own);
+        assert_eq!(etcd.read_from, crate::options::ReadFrom::Own);
         let e = bench(&["bench", "--rounds", "0"]).to_config().unwrap_err();
         assert!(e.to_string().contains("--rounds"), "{e}");
         let e = bench(&["bench", "--max-steal", "NaN"])

@@ -6,7 +6,7 @@ use super::{ClusterArgs, RunArgs, SandboxArgs};
 use crate::chaos::duration::parse_ms;
 use crate::chaos::run::{ChaosAbilities, ChaosConfig};
 use crate::chaos::{ProbeTarget, Settings, rails, slo::Slo};
-use crate::config::ConfigError;
+use crate::options::ConfigError;
 use clap::Args;
 use std::path::PathBuf;
 

@@ -3,8 +3,9 @@
 //! how packages are installed, and the `heal` and `doctor` flags built from them. Does not hold
 //! the run's own flags (`cli`) nor validate a system's settings (`systems`).
 
-use crate::config::{Cluster, ConfigError};
+use crate::config::Cluster;
 use crate::node::parse_nodes;
+use crate::options::ConfigError;
 use clap::{Args, Subcommand, ValueEnum};
 use std::path::PathBuf;
 

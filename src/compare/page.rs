@@ -8,7 +8,7 @@
 //! not in `report`: the report renders run directories and imports nothing from compare; this
 //! page borrows the report's escaping and style.
 
-use crate::compare::outcome::MatrixRecord;
+use crate::compare::outcome::{CellRecord, MatrixRecord};
 use crate::report::html::esc;
 use crate::report::page::CSS;
 use std::fmt::Write as _;
@@ -25,6 +25,51 @@ fn class(status: &str) -> &'static str {
 /// `resume` the command that continues this compare.
 pub fn page(m: &MatrixRecord, href: &dyn Fn(&str) -> String, resume: &str) -> String {
     let mut out = String::new();
+    write_header(&mut out, m);
+    // Flags every cell shares go in the header; the table shows what differs.
+    let common = common_flags(m);
+    if !common.is_empty() || !m.run_args.is_empty() {
+        let _ = write!(
+            out,
+            "<p>Every cell runs <code>shakedown run {}",
+            esc(&flags_words(&common))
+        );
+        if !m.run_args.is_empty() {
+            let _ = write!(out, " … {}", esc(&m.run_args.join(" ")));
+        }
+        out.push_str("</code> plus its own flags");
+        if !m.run_args.is_empty() {
+            out.push_str(" (flags after <code>…</code> were given on the command line and replace the spec's)");
+        }
+        out.push_str(".</p>\n");
+    }
+    if m.interrupted {
+        let _ = writeln!(
+            out,
+            "<p class=\"notice\">Interrupted before every run was done; continue with \
+             <code>{}</code></p>",
+            esc(resume)
+        );
+    }
+    out.push_str(
+        "<table><tr><th>cell</th><th>flags</th><th>claim</th><th>observed</th><th>runs</th></tr>\n",
+    );
+    for c in &m.cells {
+        write_cell_rows(&mut out, c, &common, href);
+    }
+    out.push_str("</table>\n");
+    out.push_str(
+        "<p>A claim <b>held</b> only when every seed's run completed and its checker found no \
+         violation; one violation in any seed <b>refutes</b> it; anything else (an interrupted \
+         run, a checker that could not decide, a seed not run) leaves it <b>unknown</b>. \
+         <code>matrix.json</code> holds the same data; <code>junit.xml</code> has one test case per \
+         cell and claim.</p>\n</body></html>\n",
+    );
+    out
+}
+
+/// The page's head, title with the overall verdict, and the line of what was run.
+fn write_header(out: &mut String, m: &MatrixRecord) {
     let overall = match m.exit_code() {
         0 => "held",
         1 => "refuted",
@@ -62,8 +107,11 @@ pub fn page(m: &MatrixRecord, href: &dyn Fn(&str) -> String, resume: &str) -> St
         m.total_s,
         esc(&m.totals_text())
     );
-    // Flags every cell shares go in the header; the table shows what differs.
-    let common: Vec<(String, String)> = match m.cells.first() {
+}
+
+/// The flags every cell shares (none when there is one cell).
+fn common_flags(m: &MatrixRecord) -> Vec<(String, String)> {
+    match m.cells.first() {
         Some(first) if m.cells.len() > 1 => first
             .cell
             .flags
@@ -72,119 +120,99 @@ pub fn page(m: &MatrixRecord, href: &dyn Fn(&str) -> String, resume: &str) -> St
             .cloned()
             .collect(),
         _ => vec![],
-    };
-    let words = |flags: &[(String, String)]| {
-        crate::compare::spec::Cell {
-            name: String::new(),
-            flags: flags.to_vec(),
-            claims: vec![],
-        }
-        .flags_text()
-    };
-    if !common.is_empty() || !m.run_args.is_empty() {
-        let _ = write!(
-            out,
-            "<p>Every cell runs <code>shakedown run {}",
-            esc(&words(&common))
-        );
-        if !m.run_args.is_empty() {
-            let _ = write!(out, " … {}", esc(&m.run_args.join(" ")));
-        }
-        out.push_str("</code> plus its own flags");
-        if !m.run_args.is_empty() {
-            out.push_str(" (flags after <code>…</code> were given on the command line and replace the spec's)");
-        }
-        out.push_str(".</p>\n");
     }
-    if m.interrupted {
+}
+
+/// `flags` as `shakedown run` words.
+fn flags_words(flags: &[(String, String)]) -> String {
+    crate::compare::spec::Cell {
+        name: String::new(),
+        flags: flags.to_vec(),
+        claims: vec![],
+    }
+    .flags_text()
+}
+
+/// A cell's rows: one per claim, the cell's name, its own flags and its runs' badges spanning
+/// them.
+fn write_cell_rows(
+    out: &mut String,
+    c: &CellRecord,
+    common: &[(String, String)],
+    href: &dyn Fn(&str) -> String,
+) {
+    let runs_html = run_badges(c, href);
+    let span = c.outcomes.len().max(1);
+    for (i, o) in c.outcomes.iter().enumerate() {
+        let witness = o
+            .witness_run
+            .as_deref()
+            .map(|d| format!(" <a href=\"{}/index.html\">witness →</a>", esc(&href(d))))
+            .unwrap_or_default();
+        let head = if i == 0 {
+            format!(
+                "<td rowspan=\"{span}\">{}</td><td rowspan=\"{span}\"><code>{}</code></td>",
+                esc(&c.cell.name),
+                esc(&flags_words(
+                    &c.cell
+                        .flags
+                        .iter()
+                        .filter(|f| !common.contains(f))
+                        .cloned()
+                        .collect::<Vec<_>>()
+                ))
+            )
+        } else {
+            String::new()
+        };
+        let tail = if i == 0 {
+            format!("<td rowspan=\"{span}\">{runs_html}</td>")
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "<p class=\"notice\">Interrupted before every run was done; continue with \
-             <code>{}</code></p>",
-            esc(resume)
+            "<tr>{head}<td>{}</td><td><span class=\"badge {}\">{}</span> {}{witness}</td>{tail}</tr>",
+            esc(o.claim.name()),
+            class(&o.status),
+            esc(&o.status),
+            esc(&o.text)
         );
     }
-    out.push_str(
-        "<table><tr><th>cell</th><th>flags</th><th>claim</th><th>observed</th><th>runs</th></tr>\n",
-    );
-    for c in &m.cells {
-        let runs_html = c
-            .runs
-            .iter()
-            .map(|r| {
-                let mark = match r.verdict {
-                    crate::checker::Verdict::Valid => "valid",
-                    crate::checker::Verdict::Invalid => "invalid",
-                    crate::checker::Verdict::Unknown => "unknown",
-                };
-                let label = format!("seed {} {}", r.seed, mark);
-                let title = match &r.error {
-                    Some(e) => format!("{} · {}", r.completion, e),
-                    None => format!("{} · {:.1} s", r.completion, r.duration_s),
-                };
-                match &r.run_dir {
-                    Some(d) => format!(
-                        "<a href=\"{}/index.html\" title=\"{}\"><span class=\"badge {mark}\">{}</span></a>",
-                        esc(&href(d)),
-                        esc(&title),
-                        esc(&label)
-                    ),
-                    None => format!(
-                        "<span class=\"badge {mark}\" title=\"{}\">{}</span>",
-                        esc(&title),
-                        esc(&label)
-                    ),
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(" ");
-        let span = c.outcomes.len().max(1);
-        for (i, o) in c.outcomes.iter().enumerate() {
-            let witness = o
-                .witness_run
-                .as_deref()
-                .map(|d| format!(" <a href=\"{}/index.html\">witness →</a>", esc(&href(d))))
-                .unwrap_or_default();
-            let head = if i == 0 {
-                format!(
-                    "<td rowspan=\"{span}\">{}</td><td rowspan=\"{span}\"><code>{}</code></td>",
-                    esc(&c.cell.name),
-                    esc(&words(
-                        &c.cell
-                            .flags
-                            .iter()
-                            .filter(|f| !common.contains(f))
-                            .cloned()
-                            .collect::<Vec<_>>()
-                    ))
-                )
-            } else {
-                String::new()
+}
+
+/// A badge per run of the cell (seed and verdict), linking to its run page when it has one.
+fn run_badges(c: &CellRecord, href: &dyn Fn(&str) -> String) -> String {
+    c
+        .runs
+        .iter()
+        .map(|r| {
+            let mark = match r.verdict {
+                crate::checker::Verdict::Valid => "valid",
+                crate::checker::Verdict::Invalid => "invalid",
+                crate::checker::Verdict::Unknown => "unknown",
             };
-            let tail = if i == 0 {
-                format!("<td rowspan=\"{span}\">{runs_html}</td>")
-            } else {
-                String::new()
+            let label = format!("seed {} {}", r.seed, mark);
+            let title = match &r.error {
+                Some(e) => format!("{} · {}", r.completion, e),
+                None => format!("{} · {:.1} s", r.completion, r.duration_s),
             };
-            let _ = writeln!(
-                out,
-                "<tr>{head}<td>{}</td><td><span class=\"badge {}\">{}</span> {}{witness}</td>{tail}</tr>",
-                esc(o.claim.name()),
-                class(&o.status),
-                esc(&o.status),
-                esc(&o.text)
-            );
-        }
-    }
-    out.push_str("</table>\n");
-    out.push_str(
-        "<p>A claim <b>held</b> only when every seed's run completed and its checker found no \
-         violation; one violation in any seed <b>refutes</b> it; anything else (an interrupted \
-         run, a checker that could not decide, a seed not run) leaves it <b>unknown</b>. \
-         <code>matrix.json</code> holds the same data; <code>junit.xml</code> has one test case per \
-         cell and claim.</p>\n</body></html>\n",
-    );
-    out
+            match &r.run_dir {
+                Some(d) => format!(
+                    "<a href=\"{}/index.html\" title=\"{}\"><span class=\"badge {mark}\">{}</span></a>",
+                    esc(&href(d)),
+                    esc(&title),
+                    esc(&label)
+                ),
+                None => format!(
+                    "<span class=\"badge {mark}\" title=\"{}\">{}</span>",
+                    esc(&title),
+                    esc(&label)
+                ),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// One `<testcase>` per cell and claim: refuted → failure, unknown → error.

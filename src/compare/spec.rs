@@ -24,7 +24,7 @@
 //! means ([`super::claim`]). Pure: text in, cells out.
 
 use super::claim::Claim;
-use crate::config::ConfigError;
+use crate::options::ConfigError;
 use serde::Deserialize;
 
 /// Flags the driver sets itself for every run; a spec may not give them.

@@ -289,7 +289,7 @@ pub fn ensure(packages: &[String]) -> Result<Installed, ProvisionError> {
 /// `ARCH ID CODENAME` of this machine (as `provision::node` asks a node).
 pub fn release() -> Result<String, ProvisionError> {
     let mut cmd = Command::new("sh");
-    cmd.args(["-c", super::node::RELEASE_SCRIPT]);
+    cmd.args(["-c", super::RELEASE_SCRIPT]);
     let mut log = String::new();
     let (_, out) = run_logged(&mut cmd, &mut log)?;
     Ok(out.trim().to_string())

@@ -18,6 +18,13 @@ pub mod deps;
 pub mod host;
 pub mod node;
 
+/// `ARCH ID CODENAME` of a machine, run on the controller (`host`) and on a node (`node`) to
+/// compare their releases.
+const RELEASE_SCRIPT: &str = r#"a=$(dpkg --print-architecture 2>/dev/null || echo unknown)
+. /etc/os-release 2>/dev/null
+echo "$a ${ID:-unknown} ${VERSION_CODENAME:-unknown}"
+"#;
+
 /// How a run gets missing packages onto its nodes (`--packages-from`, `--no-install`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -6,7 +6,7 @@
 //! Does not own this machine's packages (`provision::host`) nor the dependency walk
 //! (`provision::deps`).
 
-use super::{Install, Installed, ProvisionError, apt_gist, deps, host};
+use super::{Install, Installed, ProvisionError, RELEASE_SCRIPT, apt_gist, deps, host};
 use crate::control::{Cmd, ExecOutput, Remote};
 use std::collections::HashSet;
 
@@ -50,12 +50,6 @@ dpkg_i "$@" || { echo "(second pass)"; dpkg_i "$@"; }
 rc=$?
 rm -rf "$d"
 exit $rc
-"#;
-
-/// `ARCH ID CODENAME` of a machine (to compare the node's release with the controller's).
-pub(super) const RELEASE_SCRIPT: &str = r#"a=$(dpkg --print-architecture 2>/dev/null || echo unknown)
-. /etc/os-release 2>/dev/null
-echo "$a ${ID:-unknown} ${VERSION_CODENAME:-unknown}"
 "#;
 
 /// Every package's status on the node.

@@ -19,7 +19,7 @@ pub mod serve;
 pub mod witness_html;
 
 pub use faults::{FaultInterval, fault_intervals};
-pub use plots::{Figure, Formats, latency_quantiles_svg, latency_raw_svg, throughput_svg};
+pub use plots::{Figure, Formats};
 
 use crate::history::History;
 use crate::store::RunDir;

@@ -3,7 +3,7 @@
 //!
 //! Owns pure functions from a [`History`] (and data from `report::anomalies`) to rendered
 //! [`Figure`]s (`latency_raw`, `latency_quantiles`, `throughput` here; `clock_offsets`,
-//! `anomaly_timeline`, `stale_reads` in `plots::findings`; `*_svg` shorthands) and the drawing
+//! `anomaly_timeline`, `stale_reads` in `plots::findings`) and the drawing
 //! they share (fault bands, the recovery strip, legends, SVG/PNG rendering). Does no IO: the
 //! caller writes the returned text and bytes (see `report::render_run`). Does not own reading
 //! histories, checking, fault intervals (`report::faults`) or recovery (`report::recovery`).
@@ -35,7 +35,7 @@
 //! - Nothing here panics on odd input: an empty history or one without client ops renders a chart
 //!   that says "no data"; a rendering error yields a small SVG naming the error.
 //!
-//! Bounding output for huge histories: `latency_raw_svg` plots at most [`MAX_OK_POINTS`] ok points
+//! Bounding output for huge histories: `latency_raw` plots at most [`MAX_OK_POINTS`] ok points
 //! and [`MAX_FAILED_POINTS`] fail and info points each (about 100 bytes of SVG per point, so at most
 //! about 5 MB). When an outcome has n > cap ops, it keeps exactly cap of them, evenly spread in
 //! history order (op k is kept iff `k * cap mod n < cap`), which is deterministic and keeps the time
@@ -62,9 +62,9 @@ use std::sync::OnceLock;
 pub const WIDTH_PX: u32 = 1200;
 /// Chart height in pixels.
 pub const HEIGHT_PX: u32 = 600;
-/// Maximum plotted `ok` points in `latency_raw_svg`.
+/// Maximum plotted `ok` points in `latency_raw`.
 pub const MAX_OK_POINTS: usize = 20_000;
-/// Maximum plotted `fail` points, and separately `info` points, in `latency_raw_svg`.
+/// Maximum plotted `fail` points, and separately `info` points, in `latency_raw`.
 pub const MAX_FAILED_POINTS: usize = 10_000;
 /// Maximum number of time windows in the windowed charts.
 pub const MAX_WINDOWS: usize = 2_000;
@@ -436,12 +436,7 @@ fn draw_points<'a, DB: DrawingBackend + 'a>(
 /// Every completed client op as a point at (invoke time s, latency ms) on a log latency axis,
 /// coloured by outcome (ok green, fail red, info orange), one marker shape per `f`, with fault
 /// bands behind. Downsampled per outcome beyond [`MAX_OK_POINTS`] / [`MAX_FAILED_POINTS`] (see the
-/// module doc).
-pub fn latency_raw_svg(history: &History) -> String {
-    latency_raw(history, Formats::Svg).svg
-}
-
-/// [`latency_raw_svg`] in the requested formats.
+/// module doc). In the requested formats.
 pub fn latency_raw(history: &History, formats: Formats) -> Figure {
     latency_raw_prepared(&prepare(history), formats)
 }
@@ -555,7 +550,7 @@ fn quantile(v: &[f64], q: f64) -> f64 {
     v[rank.clamp(1, v.len()) - 1]
 }
 
-/// Quantiles drawn by `latency_quantiles_svg`: name, quantile, colour.
+/// Quantiles drawn by `latency_quantiles`: name, quantile, colour.
 const QS: [(&str, f64, RGBColor); 4] = [
     ("p50", 0.5, RGBColor(30, 150, 60)),
     ("p95", 0.95, RGBColor(230, 140, 0)),
@@ -595,12 +590,7 @@ fn quantile_lines(samples: &[Sample], w: f64, n: usize, extent: f64) -> Vec<Vec<
 
 /// p50/p95/p99/max latency of completed client ops (all outcomes), bucketed by invoke time into
 /// windows of `window_s` seconds, as lines on a log latency axis, with fault bands behind. Windows
-/// with no ops break the lines.
-pub fn latency_quantiles_svg(history: &History, window_s: f64) -> String {
-    latency_quantiles(history, window_s, Formats::Svg).svg
-}
-
-/// [`latency_quantiles_svg`] in the requested formats.
+/// with no ops break the lines. In the requested formats.
 pub fn latency_quantiles(history: &History, window_s: f64, formats: Formats) -> Figure {
     latency_quantiles_prepared(&prepare(history), window_s, formats)
 }
@@ -696,12 +686,7 @@ fn throughput_counts(samples: &[Sample], w: f64, n: usize) -> HashMap<(usize, Ou
 }
 
 /// Completions per second of client ops by `f` and outcome, bucketed by completion time into
-/// windows of `window_s` seconds, as lines, with fault bands behind.
-pub fn throughput_svg(history: &History, window_s: f64) -> String {
-    throughput(history, window_s, Formats::Svg).svg
-}
-
-/// [`throughput_svg`] in the requested formats.
+/// windows of `window_s` seconds, as lines, with fault bands behind. In the requested formats.
 pub fn throughput(history: &History, window_s: f64, formats: Formats) -> Figure {
     throughput_prepared(&prepare(history), window_s, formats)
 }
@@ -872,7 +857,7 @@ mod tests {
 
     #[test]
     fn raw_latency_svg_has_bands_labels_axes_and_legend() {
-        let svg = latency_raw_svg(&faulty());
+        let svg = latency_raw(&faulty(), Formats::Svg).svg;
         assert_well_formed(&svg);
         assert_eq!(band_rect_count(&svg, "partition"), 1);
         assert_eq!(band_rect_count(&svg, "kill"), 1);
@@ -934,9 +919,9 @@ mod tests {
                 .count()
         };
         for svg in [
-            latency_raw_svg(&h),
-            latency_quantiles_svg(&h, 1.0),
-            throughput_svg(&h, 1.0),
+            latency_raw(&h, Formats::Svg).svg,
+            latency_quantiles(&h, 1.0, Formats::Svg).svg,
+            throughput(&h, 1.0, Formats::Svg).svg,
         ] {
             assert_well_formed(&svg);
             assert!(svg.contains("recovering after heal"), "legend");
@@ -953,7 +938,7 @@ mod tests {
         for i in 0..50 {
             client(&mut ops, 0, "read", i * 100, i * 100 + 3, OpType::Ok);
         }
-        let svg = latency_raw_svg(&sorted(ops));
+        let svg = latency_raw(&sorted(ops), Formats::Svg).svg;
         assert!(!svg.contains("recovering after heal") && !svg.contains("(outage)"));
     }
 
@@ -997,9 +982,9 @@ mod tests {
         );
         let data_right = (WIDTH_PX - LEGEND_PX) as i32;
         for svg in [
-            latency_raw_svg(&h),
-            latency_quantiles_svg(&h, 1.0),
-            throughput_svg(&h, 1.0),
+            latency_raw(&h, Formats::Svg).svg,
+            latency_quantiles(&h, 1.0, Formats::Svg).svg,
+            throughput(&h, 1.0, Formats::Svg).svg,
         ] {
             assert_well_formed(&svg);
             for label in ["fault: partition", QUIET_LABEL] {
@@ -1016,7 +1001,7 @@ mod tests {
             assert_eq!(bands, 2, "quiet band and its legend sample");
         }
         // The final read's marker (at 8.0 s) is drawn whole, left of the data area's edge.
-        let svg = latency_raw_svg(&h);
+        let svg = latency_raw(&h, Formats::Svg).svg;
         let cx: Vec<i32> = svg
             .match_indices("<circle cx=\"")
             .map(|(i, m)| {
@@ -1040,7 +1025,7 @@ mod tests {
     #[test]
     fn quantile_and_throughput_svgs_have_bands_and_legend() {
         let h = faulty();
-        let q = latency_quantiles_svg(&h, 1.0);
+        let q = latency_quantiles(&h, 1.0, Formats::Svg).svg;
         assert_well_formed(&q);
         for text in [
             "p50",
@@ -1055,7 +1040,7 @@ mod tests {
             assert!(q.contains(text), "quantiles: missing {text:?}");
         }
         assert_eq!(band_rect_count(&q, "partition"), 1);
-        let t = throughput_svg(&h, 1.0);
+        let t = throughput(&h, 1.0, Formats::Svg).svg;
         assert_well_formed(&t);
         for text in [
             "completions per second",
@@ -1073,9 +1058,9 @@ mod tests {
     fn empty_history_renders_no_data_charts() {
         let h = History::default();
         for svg in [
-            latency_raw_svg(&h),
-            latency_quantiles_svg(&h, 1.0),
-            throughput_svg(&h, 1.0),
+            latency_raw(&h, Formats::Svg).svg,
+            latency_quantiles(&h, 1.0, Formats::Svg).svg,
+            throughput(&h, 1.0, Formats::Svg).svg,
         ] {
             assert_well_formed(&svg);
             assert!(svg.contains("no data"), "{svg}");
@@ -1090,7 +1075,7 @@ mod tests {
             nem(0, "kill", json!("one")),
             nem(500, "kill", json!({"nodes": ["n4"]})),
         ]);
-        let svg = throughput_svg(&h, 0.0);
+        let svg = throughput(&h, 0.0, Formats::Svg).svg;
         assert_well_formed(&svg);
         assert!(svg.contains("no data") && svg.contains("kill n4"));
     }
@@ -1102,14 +1087,14 @@ mod tests {
             client(&mut ops, i, "write", i * 10, i * 10 + 5, OpType::Fail);
         }
         let h = sorted(ops);
-        let raw = latency_raw_svg(&h);
+        let raw = latency_raw(&h, Formats::Svg).svg;
         assert_well_formed(&raw);
         assert!(raw.contains("write fail") && !raw.contains("no data"));
         assert_eq!(raw.matches("<circle").count(), 20 + 1);
-        let q = latency_quantiles_svg(&h, 0.05);
+        let q = latency_quantiles(&h, 0.05, Formats::Svg).svg;
         assert_well_formed(&q);
         assert!(q.contains("p99") && !q.contains("no data"));
-        let t = throughput_svg(&h, f64::NAN);
+        let t = throughput(&h, f64::NAN, Formats::Svg).svg;
         assert_well_formed(&t);
         assert!(t.contains("write fail"));
     }
@@ -1121,7 +1106,7 @@ mod tests {
         ops.push(nem(1, "kill", json!("one")));
         ops.push(nem(2, "kill", json!({"nodes": ["<n1&>"]})));
         let h = sorted(ops);
-        let svg = latency_raw_svg(&h);
+        let svg = latency_raw(&h, Formats::Svg).svg;
         assert_well_formed(&svg);
         assert!(svg.contains("read&lt;&amp;&gt; ok") && svg.contains("kill &lt;n1&amp;&gt;"));
     }
@@ -1136,14 +1121,18 @@ mod tests {
             client(&mut ops, 1, "write", i * 3, i * 3 + 2, OpType::Info);
         }
         let h = sorted(ops);
-        let svg = latency_raw_svg(&h);
+        let svg = latency_raw(&h, Formats::Svg).svg;
         assert_well_formed(&svg);
         assert!(svg.contains("sampled"), "caption should say sampled");
         let reads = svg.matches("<circle").count() - 1;
         assert_eq!(reads, MAX_OK_POINTS);
         // Info ops are under their cap and all kept.
         assert_eq!(svg.matches("<polygon").count(), 100 + 1);
-        assert_eq!(svg, latency_raw_svg(&h), "rendering is deterministic");
+        assert_eq!(
+            svg,
+            latency_raw(&h, Formats::Svg).svg,
+            "rendering is deterministic"
+        );
     }
 
     #[test]
@@ -1198,7 +1187,7 @@ mod tests {
             op(1, OpType::Invoke, Process::Client(4), "read", json!(null)),
         ]);
         assert!(samples(&h).samples.is_empty());
-        assert!(latency_raw_svg(&h).contains("no data"));
+        assert!(latency_raw(&h, Formats::Svg).svg.contains("no data"));
     }
 
     #[test]
@@ -1386,7 +1375,7 @@ mod tests {
                 "{g:?}"
             );
         }
-        let svg = latency_raw_svg(&h);
+        let svg = latency_raw(&h, Formats::Svg).svg;
         assert_well_formed(&svg);
         for k in kinds::KINDS {
             let want = if k.name == "clock" { 2 } else { 1 };
@@ -1428,7 +1417,11 @@ mod tests {
     fn png_output_decodes_and_shows_bands_and_text() {
         let h = all_kinds();
         let fig = latency_raw(&h, Formats::SvgAndPng);
-        assert_eq!(fig.svg, latency_raw_svg(&h), "same SVG either way");
+        assert_eq!(
+            fig.svg,
+            latency_raw(&h, Formats::Svg).svg,
+            "same SVG either way"
+        );
         let png = fig.png.unwrap().unwrap();
         let (w, ht, px, bpp) = decode_png(&png);
         assert_eq!((w, ht, bpp), (WIDTH_PX, HEIGHT_PX, 3));

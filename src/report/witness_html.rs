@@ -229,6 +229,9 @@ fn select_ops(w: &Witness, key: &Option<String>, history: &History) -> (Vec<usiz
     (must.into_iter().collect(), minimized_hidden)
 }
 
+/// The page section of one invalid part: what blocks, a timeline of the ops around it (bars
+/// per process, the attempted linearization's points), then the attempt and the minimized
+/// window as tables.
 fn render_invalid_part(
     out: &mut String,
     p: &PartSummary,
@@ -257,6 +260,182 @@ fn render_invalid_part(
         et(&w.last_state)
     );
     let (drawn, minimized_hidden) = select_ops(w, &p.key, history);
+    let axis = Axis::of(&drawn, history, pairs);
+    let _ = writeln!(
+        out,
+        "<p class=\"note\">Drawn: {} ops of this part (the witness ops plus up to {} neighbours nearest \
+         the blocked op){}; time axis: {}.</p>",
+        drawn.len(),
+        MAX_NEIGHBOURS,
+        if minimized_hidden > 0 {
+            format!("; {minimized_hidden} further minimized ops not drawn")
+        } else {
+            String::new()
+        },
+        if axis.use_time {
+            "seconds since the run started"
+        } else {
+            "history position (the ops carry no times)"
+        }
+    );
+    render_timeline(out, w, history, pairs, &drawn, &axis);
+    render_attempt(out, w);
+}
+
+/// The timeline's x axis: `time_ns` when the drawn ops carry distinct times, else history
+/// positions; pending ops run to the right edge, a little past the last completion.
+struct Axis {
+    /// Whether the axis is time (else history positions).
+    use_time: bool,
+    /// The axis value at the left edge.
+    t_min: f64,
+    /// The axis value at the right edge.
+    t_edge: f64,
+    /// Width of the plot area in px.
+    plot_w: f64,
+}
+
+impl Axis {
+    /// The axis of the ops `drawn` (indices into `history`, their completions from `pairs`).
+    fn of(drawn: &[usize], history: &History, pairs: &[Option<usize>]) -> Axis {
+        let mut raw_min = u64::MAX;
+        let mut raw_max = 0u64;
+        for &i in drawn {
+            raw_min = raw_min.min(history.ops[i].time_ns);
+            raw_max = raw_max.max(history.ops[i].time_ns);
+            if let Some(j) = end_of(pairs, i) {
+                raw_max = raw_max.max(history.ops[j].time_ns);
+            }
+        }
+        let mut axis = Axis {
+            use_time: !drawn.is_empty() && raw_max > raw_min,
+            t_min: 0.0,
+            t_edge: 0.0,
+            plot_w: (drawn.len() as f64 * 6.0).clamp(PLOT_W_MIN, PLOT_W_MAX),
+        };
+        let mut t_min = f64::INFINITY;
+        let mut t_max = f64::NEG_INFINITY;
+        for &i in drawn {
+            t_min = t_min.min(axis.t(history, i));
+            t_max = t_max.max(axis.t(history, i));
+            if let Some(j) = end_of(pairs, i) {
+                t_max = t_max.max(axis.t(history, j));
+            }
+        }
+        if !t_min.is_finite() {
+            t_min = 0.0;
+            t_max = 1.0;
+        }
+        if t_max <= t_min {
+            t_max = t_min + 1.0;
+        }
+        let span = t_max - t_min;
+        axis.t_min = t_min;
+        axis.t_edge = t_max + span * 0.04;
+        axis
+    }
+
+    /// The axis value of op `i`.
+    fn t(&self, history: &History, i: usize) -> f64 {
+        if self.use_time {
+            history.ops[i].time_ns as f64
+        } else {
+            i as f64
+        }
+    }
+
+    /// The x coordinate of the axis value `tv`.
+    fn x(&self, tv: f64) -> f64 {
+        LABEL_W + (tv - self.t_min) / (self.t_edge - self.t_min) * self.plot_w
+    }
+}
+
+/// The completion of the op at `i`, if any.
+fn end_of(pairs: &[Option<usize>], i: usize) -> Option<usize> {
+    pairs.get(i).copied().flatten()
+}
+
+/// The timeline's SVG: axis and ticks, a lane per process, a bar per drawn op, and the
+/// linearization points of the attempt's tail.
+fn render_timeline(
+    out: &mut String,
+    w: &Witness,
+    history: &History,
+    pairs: &[Option<usize>],
+    drawn: &[usize],
+    axis: &Axis,
+) {
+    // Lanes: one per process, in process order.
+    let mut lanes: BTreeMap<crate::history::Process, usize> = BTreeMap::new();
+    for &i in drawn {
+        lanes.insert(history.ops[i].process, 0);
+    }
+    for (n, v) in lanes.values_mut().enumerate() {
+        *v = n;
+    }
+    let height = AXIS_H + LANE_H * lanes.len() as f64 + 10.0;
+    let width = LABEL_W + axis.plot_w + 20.0;
+    let _ = writeln!(
+        out,
+        "<div class=\"scroll\"><svg class=\"timeline\" width=\"{width:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {width:.0} {height:.0}\">"
+    );
+    out.push_str(
+        "<defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\">\
+<rect width=\"6\" height=\"6\" fill=\"#fff\"/><rect width=\"3\" height=\"6\" fill=\"#f2c94c\"/></pattern>\
+<pattern id=\"hatch-red\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\">\
+<rect width=\"6\" height=\"6\" fill=\"#fff\"/><rect width=\"3\" height=\"6\" fill=\"#e53935\"/></pattern></defs>\n",
+    );
+    // Axis with ticks.
+    let _ = writeln!(
+        out,
+        "<line class=\"axis\" x1=\"{LABEL_W}\" y1=\"{a:.1}\" x2=\"{:.1}\" y2=\"{a:.1}\"/>",
+        LABEL_W + axis.plot_w,
+        a = AXIS_H - 8.0
+    );
+    // Enough decimals that neighbouring tick labels differ.
+    let step_s = (axis.t_edge - axis.t_min) / 8.0 / 1e9;
+    let decimals = (-step_s.log10()).ceil().clamp(0.0, 9.0) as usize + 1;
+    for k in 0..=8 {
+        let tv = axis.t_min + (axis.t_edge - axis.t_min) * k as f64 / 8.0;
+        let label = if axis.use_time {
+            format!("{:.*}s", decimals, tv / 1e9)
+        } else {
+            format!("#{:.0}", tv)
+        };
+        let _ = writeln!(
+            out,
+            "<text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{label}</text>",
+            axis.x(tv),
+            AXIS_H - 12.0
+        );
+    }
+    for (proc_, lane) in &lanes {
+        let y = AXIS_H + LANE_H * *lane as f64;
+        let _ = writeln!(
+            out,
+            "<text class=\"lane-label\" x=\"4\" y=\"{:.1}\">process {}</text><line class=\"lane-line\" x1=\"{LABEL_W}\" y1=\"{y2:.1}\" x2=\"{:.1}\" y2=\"{y2:.1}\"/>",
+            y + BAR_H - 2.0,
+            esc(&proc_.to_string()),
+            LABEL_W + axis.plot_w,
+            y2 = y + LANE_H - 2.0
+        );
+    }
+    let bar_of = render_bars(out, w, history, pairs, drawn, axis, &lanes);
+    render_linearization_points(out, w, &bar_of);
+    out.push_str("</svg></div>\n");
+}
+
+/// A bar per drawn op in its process's lane (classed by outcome, the minimized window and the
+/// blocked op; titled with the op); where each went (x0, x1, y), by op index.
+fn render_bars(
+    out: &mut String,
+    w: &Witness,
+    history: &History,
+    pairs: &[Option<usize>],
+    drawn: &[usize],
+    axis: &Axis,
+    lanes: &BTreeMap<crate::history::Process, usize>,
+) -> HashMap<usize, (f64, f64, f64)> {
     let window: BTreeSet<u64> = w
         .minimized
         .iter()
@@ -272,129 +451,15 @@ fn render_invalid_part(
         .map(|m| (m.index, m.description.as_str()))
         .collect();
 
-    // Time axis: time_ns when the drawn ops carry distinct times, else history positions.
-    let end_of = |i: usize| pairs.get(i).copied().flatten();
-    let mut raw_min = u64::MAX;
-    let mut raw_max = 0u64;
-    for &i in &drawn {
-        raw_min = raw_min.min(history.ops[i].time_ns);
-        raw_max = raw_max.max(history.ops[i].time_ns);
-        if let Some(j) = end_of(i) {
-            raw_max = raw_max.max(history.ops[j].time_ns);
-        }
-    }
-    let use_time = !drawn.is_empty() && raw_max > raw_min;
-    let t = |i: usize| -> f64 {
-        if use_time {
-            history.ops[i].time_ns as f64
-        } else {
-            i as f64
-        }
-    };
-    let mut t_min = f64::INFINITY;
-    let mut t_max = f64::NEG_INFINITY;
-    for &i in &drawn {
-        t_min = t_min.min(t(i));
-        t_max = t_max.max(t(i));
-        if let Some(j) = end_of(i) {
-            t_max = t_max.max(t(j));
-        }
-    }
-    if !t_min.is_finite() {
-        t_min = 0.0;
-        t_max = 1.0;
-    }
-    if t_max <= t_min {
-        t_max = t_min + 1.0;
-    }
-    // Pending ops run to the right edge, a little past the last completion.
-    let span = t_max - t_min;
-    let t_edge = t_max + span * 0.04;
-    let plot_w = (drawn.len() as f64 * 6.0).clamp(PLOT_W_MIN, PLOT_W_MAX);
-    let x = |tv: f64| LABEL_W + (tv - t_min) / (t_edge - t_min) * plot_w;
-
-    // Lanes: one per process, in process order.
-    let mut lanes: BTreeMap<crate::history::Process, usize> = BTreeMap::new();
-    for &i in &drawn {
-        lanes.insert(history.ops[i].process, 0);
-    }
-    for (n, v) in lanes.values_mut().enumerate() {
-        *v = n;
-    }
-    let height = AXIS_H + LANE_H * lanes.len() as f64 + 10.0;
-    let width = LABEL_W + plot_w + 20.0;
-    let _ = writeln!(
-        out,
-        "<p class=\"note\">Drawn: {} ops of this part (the witness ops plus up to {} neighbours nearest \
-         the blocked op){}; time axis: {}.</p>",
-        drawn.len(),
-        MAX_NEIGHBOURS,
-        if minimized_hidden > 0 {
-            format!("; {minimized_hidden} further minimized ops not drawn")
-        } else {
-            String::new()
-        },
-        if use_time {
-            "seconds since the run started"
-        } else {
-            "history position (the ops carry no times)"
-        }
-    );
-    let _ = writeln!(
-        out,
-        "<div class=\"scroll\"><svg class=\"timeline\" width=\"{width:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {width:.0} {height:.0}\">"
-    );
-    out.push_str(
-        "<defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\">\
-<rect width=\"6\" height=\"6\" fill=\"#fff\"/><rect width=\"3\" height=\"6\" fill=\"#f2c94c\"/></pattern>\
-<pattern id=\"hatch-red\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\">\
-<rect width=\"6\" height=\"6\" fill=\"#fff\"/><rect width=\"3\" height=\"6\" fill=\"#e53935\"/></pattern></defs>\n",
-    );
-    // Axis with ticks.
-    let _ = writeln!(
-        out,
-        "<line class=\"axis\" x1=\"{LABEL_W}\" y1=\"{a:.1}\" x2=\"{:.1}\" y2=\"{a:.1}\"/>",
-        LABEL_W + plot_w,
-        a = AXIS_H - 8.0
-    );
-    // Enough decimals that neighbouring tick labels differ.
-    let step_s = (t_edge - t_min) / 8.0 / 1e9;
-    let decimals = (-step_s.log10()).ceil().clamp(0.0, 9.0) as usize + 1;
-    for k in 0..=8 {
-        let tv = t_min + (t_edge - t_min) * k as f64 / 8.0;
-        let label = if use_time {
-            format!("{:.*}s", decimals, tv / 1e9)
-        } else {
-            format!("#{:.0}", tv)
-        };
-        let _ = writeln!(
-            out,
-            "<text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{label}</text>",
-            x(tv),
-            AXIS_H - 12.0
-        );
-    }
-    for (proc_, lane) in &lanes {
-        let y = AXIS_H + LANE_H * *lane as f64;
-        let _ = writeln!(
-            out,
-            "<text class=\"lane-label\" x=\"4\" y=\"{:.1}\">process {}</text><line class=\"lane-line\" x1=\"{LABEL_W}\" y1=\"{y2:.1}\" x2=\"{:.1}\" y2=\"{y2:.1}\"/>",
-            y + BAR_H - 2.0,
-            esc(&proc_.to_string()),
-            LABEL_W + plot_w,
-            y2 = y + LANE_H - 2.0
-        );
-    }
-    // Bars.
     let mut bar_of: HashMap<usize, (f64, f64, f64)> = HashMap::new();
-    for &i in &drawn {
+    for &i in drawn {
         let inv = &history.ops[i];
-        let comp = end_of(i).map(|j| &history.ops[j]);
+        let comp = end_of(pairs, i).map(|j| &history.ops[j]);
         let pending = comp.is_none_or(|c| c.op_type == OpType::Info);
-        let x0 = x(t(i));
-        let x1 = match end_of(i) {
-            Some(j) if !pending => x(t(j)),
-            _ => x(t_edge),
+        let x0 = axis.x(axis.t(history, i));
+        let x1 = match end_of(pairs, i) {
+            Some(j) if !pending => axis.x(axis.t(history, j)),
+            _ => axis.x(axis.t_edge),
         };
         let x1 = x1.max(x0 + 2.0);
         let y = AXIS_H + LANE_H * lanes[&inv.process] as f64;
@@ -431,7 +496,7 @@ fn render_invalid_part(
             "op {i} process {} {} ({outcome}){}",
             inv.process,
             trunc(&desc, MAX_TEXT_CHARS),
-            match end_of(i) {
+            match end_of(pairs, i) {
                 Some(j) => format!(", completed at #{j}"),
                 None => String::new(),
             }
@@ -456,7 +521,16 @@ fn render_invalid_part(
         }
         out.push_str("</g>\n");
     }
-    // Linearization points of the prefix tail, left to right in linearization order.
+    bar_of
+}
+
+/// The points of the attempt's tail on their ops' bars, left to right in linearization order,
+/// joined by a line.
+fn render_linearization_points(
+    out: &mut String,
+    w: &Witness,
+    bar_of: &HashMap<usize, (f64, f64, f64)>,
+) {
     let mut prev_x = LABEL_W;
     let mut pts: Vec<(f64, f64, usize)> = Vec::new();
     let first_step = w.prefix_len.saturating_sub(w.prefix_tail.len());
@@ -482,8 +556,11 @@ fn render_invalid_part(
             py + 3.0
         );
     }
-    out.push_str("</svg></div>\n");
+}
 
+/// The attempted linearization's tail and the blocked op, then the minimized window, as tables.
+fn render_attempt(out: &mut String, w: &Witness) {
+    let first_step = w.prefix_len.saturating_sub(w.prefix_tail.len());
     // The attempted linearization.
     let _ = writeln!(
         out,

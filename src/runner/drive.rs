@@ -33,7 +33,7 @@ pub(super) fn build_client_gen(
 ) -> Result<(Box<dyn Generator>, generator::KeyLog), RunError> {
     let w = &cfg.workload;
     let config_err = |e: generator::WorkloadConfigError| {
-        crate::config::ConfigError::new(&cfg.workload_name, e.to_string())
+        crate::options::ConfigError::new(&cfg.workload_name, e.to_string())
     };
     let threads_per_key = w.threads_per_key.min(cfg.concurrency).max(1);
     let (keys, mut g): (generator::KeyLog, Box<dyn Generator>) = if w.kind == generator::set::KIND {
@@ -180,12 +180,15 @@ pub(crate) struct DriveOutcome {
     pub live: Option<super::live::LiveRecord>,
 }
 
-/// Wait for the DB, then run the interpreter phases against an already set-up cluster, appending
-/// to the run directory's history.
 /// Longest wait, in s, after the final heal and settle for every node to serve again before the
 /// final reads (at most `--nemesis-timeout`); past it they are read as they are.
 const RECOVERY_WAIT_S: f64 = 30.0;
 
+/// The interpreter over the run's history file.
+type Interp = Interpreter<crate::mapped::HistoryFile>;
+
+/// Wait for the DB, then run the interpreter phases against an already set-up cluster, appending
+/// to the run directory's history.
 pub(crate) async fn drive(
     cfg: &TestConfig,
     nodes: &[Node],
@@ -197,45 +200,16 @@ pub(crate) async fn drive(
 ) -> Result<DriveOutcome, RunError> {
     let Control {
         progress,
-        mut interrupt,
+        interrupt,
     } = control;
     // Wait for the cluster before the clock starts.
     let progress = progress.unwrap_or_else(Progress::quiet);
-    progress.phase(
-        Phase::ReadyWait,
-        format!(
-            "waiting until {} answers on all {} nodes",
-            system.name(),
-            nodes.len()
-        ),
-    );
-    {
-        let (remotes, nodes, system) = (remotes.to_vec(), nodes.to_vec(), system.to_arc());
-        tokio::task::spawn_blocking(move || {
-            first_err(on_nodes(&remotes, &nodes, |r, n| {
-                system.await_ready(r, n, &nodes)
-            }))
-        })
-        .await
-        .expect("ready task")
-        .map_err(RunError::Control)?;
-    }
+    await_ready(system, nodes, remotes, &progress).await?;
     if *interrupt.borrow() {
         return Err(RunError::Interrupted);
     }
     let stats = Arc::new(Stats::default());
-    let op_timeout = Duration::from_millis(cfg.op_timeout_ms);
-    let mut workers = Vec::new();
-    for t in 0..cfg.concurrency {
-        let node = &nodes[t % nodes.len()];
-        let ctx = crate::client::ClientCtx::of_thread(cfg, t, nodes);
-        let client = system.client(&ctx).map_err(RunError::Control)?;
-        workers.push(Worker {
-            client,
-            node: Some(node.name.clone()),
-            timeout: op_timeout + Duration::from_millis(500),
-        });
-    }
+    let workers = client_workers(cfg, system, nodes)?;
     let stalls = cfg
         .nemesis
         .faults
@@ -274,47 +248,20 @@ pub(crate) async fn drive(
         ChaCha8Rng::seed_from_u64(cfg.seed),
         stats.clone(),
     );
-    let stop = interp.shutdown_handle();
     let user_stop = interrupt.clone();
-    let ctrl_c = tokio::spawn(async move {
-        while !*interrupt.borrow_and_update() {
-            if interrupt.changed().await.is_err() {
-                return;
-            }
-        }
-        let _ = stop.send(true);
-    });
+    let ctrl_c = stop_when(interrupt, interp.shutdown_handle());
     progress.workload(stats.clone());
     let live = start_live(cfg, run_dir, &progress, start.into_std());
     // `--stop-on-anomaly`: the first confirmed anomaly stops the workload as Ctrl-C would.
-    let on_anomaly = live.as_ref().filter(|_| cfg.stop_on_anomaly).map(|l| {
-        let (mut anomaly, stop) = (l.anomaly(), interp.shutdown_handle());
-        tokio::spawn(async move {
-            while !*anomaly.borrow_and_update() {
-                if anomaly.changed().await.is_err() {
-                    return;
-                }
-            }
-            let _ = stop.send(true);
-        })
-    });
+    let on_anomaly = live
+        .as_ref()
+        .filter(|_| cfg.stop_on_anomaly)
+        .map(|l| stop_when(l.anomaly(), interp.shutdown_handle()));
 
     let (client_gen, keys) = build_client_gen(cfg, stalls.as_ref())?;
     let schedule = nemesis_schedule(cfg);
     let with_nemesis = !schedule.faults.is_empty() && interp_has_nemesis;
-    let nemesis_gen: Option<Box<dyn Generator>> = if !with_nemesis {
-        None
-    } else {
-        let cycle: Box<dyn Generator> = if cfg.nemesis.order == crate::spec::FaultOrder::Stacked {
-            Box::new(generator::nemesis_stack(schedule.clone()))
-        } else {
-            Box::new(generator::nemesis_cycle(schedule.clone()))
-        };
-        Some(Box::new(generator::time_limit(
-            (cfg.time_limit_s * 1e9) as u64,
-            with_offsets(cfg, cycle, true),
-        )))
-    };
+    let nemesis_gen = with_nemesis.then(|| main_nemesis_gen(cfg, &schedule));
     let (mut interp, phase) = interp
         .run_phase_on_worker(Some(client_gen), nemesis_gen)
         .await;
@@ -343,16 +290,7 @@ pub(crate) async fn drive(
     let interrupted = interp.is_shutting_down() && !stopped_early;
     // Final phase: heal through the history (so fault ends are recorded), settle, final reads.
     let heal = if with_nemesis {
-        progress.phase(
-            Phase::Heal,
-            "stopping every fault the nemesis started (recorded in the history)",
-        );
-        let heal = with_offsets(cfg, Box::new(generator::nemesis_heal(&schedule)), false);
-        // One budget for the whole heal: an op that overruns does not hold up every heal after
-        // it by its own bound (cleanup heals whatever this left).
-        budget.set(std::time::Instant::now() + nemesis_bound, "final heal");
-        let (back, healed) = interp.run_phase_on_worker(None, Some(heal)).await;
-        budget.clear();
+        let (back, healed) = final_heal(interp, cfg, &schedule, &budget, &progress).await;
         interp = back;
         healed
     } else {
@@ -361,70 +299,14 @@ pub(crate) async fn drive(
     // An early stop skips the settle and the final reads, as an interrupt does: the verdict is
     // the confirmed anomaly.
     if phase.is_ok() && heal.is_ok() && !interrupted && !stopped_early {
-        progress.phase(
-            Phase::Settle,
-            format!(
-                "letting the cluster settle for {} s before final reads",
-                cfg.settle_s
-            ),
-        );
-        tokio::time::sleep(Duration::from_secs_f64(cfg.settle_s)).await;
-        if with_nemesis {
-            // After the settle: is every node's database running again? (A node whose restart
-            // crashed, e.g. on a corrupted file, is on record, not taken for recovered.)
-            let status = generator::nemesis_once(crate::faults::verb::DB_STATUS, Value::Null);
-            let (back, _) = interp
-                .run_phase_on_worker(None, Some(Box::new(status)))
-                .await;
-            interp = back;
-            // A heal that restarted servers leaves them electing leaders and catching up: the
-            // final reads wait until every node serves again (as before the workload), but a
-            // node that does not recover is no reason to skip them (they say what they got).
-            progress.phase(
-                Phase::Recovery,
-                format!(
-                    "waiting until {} answers on all {} nodes again",
-                    system.name(),
-                    nodes.len()
-                ),
-            );
-            let (remotes, nodes, system) = (remotes.to_vec(), nodes.to_vec(), system.to_arc());
-            let wait = tokio::task::spawn_blocking(move || {
-                first_err(on_nodes(&remotes, &nodes, |r, n| {
-                    system.await_recovered(r, n, &nodes)
-                }))
-            });
-            let bound = Duration::from_secs_f64(RECOVERY_WAIT_S.min(cfg.nemesis_timeout_s));
-            let recovered = match tokio::time::timeout(bound, wait).await {
-                Ok(joined) => joined.unwrap_or_else(|e| Err(format!("it panicked: {e}"))),
-                // The wait only asks; left to its own timeouts, it ends by itself.
-                Err(_) => Err(format!("still waiting after {} s", bound.as_secs())),
-            };
-            if let Err(e) = recovered {
-                progress.note(&format!(
-                    "not every node recovered before the final reads: {e}"
-                ));
-            }
-        }
-        progress.phase(
-            Phase::FinalReads,
-            if cfg.workload.kind == generator::log::KIND {
-                "reading every log whole from every node".to_string()
-            } else {
-                format!(
-                    "reading every key once (op timeout {} ms)",
-                    cfg.op_timeout_ms
-                )
-            },
-        );
-        // Logs: every log read whole on every node; else one read of every key.
-        let finals: Box<dyn Generator> = if cfg.workload.kind == generator::log::KIND {
-            let logs = cfg.workload.log.clone().unwrap_or_default().key_names();
-            Box::new(generator::log::log_final_reads(logs))
-        } else {
-            Box::new(generator::final_reads(keys))
+        let after = After {
+            cfg,
+            system,
+            nodes,
+            remotes,
+            progress: &progress,
         };
-        let (back, read) = interp.run_phase_on_worker(Some(finals), None).await;
+        let (back, read) = settle_and_read(interp, &after, with_nemesis, keys).await;
         interp = back;
         read?;
     }
@@ -449,6 +331,195 @@ pub(crate) async fn drive(
         interrupted,
         live,
     })
+}
+
+/// Every node serves (`System::await_ready`), else the error naming the nodes that do not.
+async fn await_ready(
+    system: &dyn System,
+    nodes: &[Node],
+    remotes: &[Arc<dyn Remote>],
+    progress: &Progress,
+) -> Result<(), RunError> {
+    progress.phase(
+        Phase::ReadyWait,
+        format!(
+            "waiting until {} answers on all {} nodes",
+            system.name(),
+            nodes.len()
+        ),
+    );
+    let (remotes, nodes, system) = (remotes.to_vec(), nodes.to_vec(), system.to_arc());
+    tokio::task::spawn_blocking(move || {
+        first_err(on_nodes(&remotes, &nodes, |r, n| {
+            system.await_ready(r, n, &nodes)
+        }))
+    })
+    .await
+    .expect("ready task")
+    .map_err(RunError::Control)
+}
+
+/// One worker per client thread, each with its own client bound to `nodes[thread % len]`.
+fn client_workers(
+    cfg: &TestConfig,
+    system: &dyn System,
+    nodes: &[Node],
+) -> Result<Vec<Worker>, RunError> {
+    let op_timeout = Duration::from_millis(cfg.op_timeout_ms);
+    let mut workers = Vec::new();
+    for t in 0..cfg.concurrency {
+        let node = &nodes[t % nodes.len()];
+        let ctx = cfg.client_ctx(t, nodes);
+        let client = system.client(&ctx).map_err(RunError::Control)?;
+        workers.push(Worker {
+            client,
+            node: Some(node.name.clone()),
+            timeout: op_timeout + Duration::from_millis(500),
+        });
+    }
+    Ok(workers)
+}
+
+/// Ask the interpreter to shut down (`stop`) once `flag` turns true (Ctrl-C, a confirmed
+/// anomaly); the task ends by itself when the flag's sender is gone.
+fn stop_when(
+    mut flag: watch::Receiver<bool>,
+    stop: watch::Sender<bool>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        while !*flag.borrow_and_update() {
+            if flag.changed().await.is_err() {
+                return;
+            }
+        }
+        let _ = stop.send(true);
+    })
+}
+
+/// The main phase's nemesis: the schedule cycled (or stacked, `order = "stacked"`) until the
+/// time limit, clock offsets measured along.
+fn main_nemesis_gen(cfg: &TestConfig, schedule: &generator::NemesisSchedule) -> Box<dyn Generator> {
+    let cycle: Box<dyn Generator> = if cfg.nemesis.order == crate::spec::FaultOrder::Stacked {
+        Box::new(generator::nemesis_stack(schedule.clone()))
+    } else {
+        Box::new(generator::nemesis_cycle(schedule.clone()))
+    };
+    Box::new(generator::time_limit(
+        (cfg.time_limit_s * 1e9) as u64,
+        with_offsets(cfg, cycle, true),
+    ))
+}
+
+/// The final heal: every fault the schedule can start stopped through the history, all its ops
+/// within one `--nemesis-timeout` (an op that overruns does not hold up every heal after it by
+/// its own bound; cleanup heals whatever this left).
+async fn final_heal(
+    interp: Interp,
+    cfg: &TestConfig,
+    schedule: &generator::NemesisSchedule,
+    budget: &Budget,
+    progress: &Progress,
+) -> (Interp, Result<(), crate::interpreter::InterpreterError>) {
+    progress.phase(
+        Phase::Heal,
+        "stopping every fault the nemesis started (recorded in the history)",
+    );
+    let heal = with_offsets(cfg, Box::new(generator::nemesis_heal(schedule)), false);
+    let bound = Duration::from_secs_f64(cfg.nemesis_timeout_s);
+    budget.set(std::time::Instant::now() + bound, "final heal");
+    let (back, healed) = interp.run_phase_on_worker(None, Some(heal)).await;
+    budget.clear();
+    (back, healed)
+}
+
+/// What the steps after the main phase read of the run.
+struct After<'a> {
+    cfg: &'a TestConfig,
+    system: &'a dyn System,
+    nodes: &'a [Node],
+    remotes: &'a [Arc<dyn Remote>],
+    progress: &'a Progress,
+}
+
+/// Settle; with a nemesis, `db-status` and the recovery wait; then the final reads of `keys`
+/// (logs: every log whole on every node).
+async fn settle_and_read(
+    mut interp: Interp,
+    after: &After<'_>,
+    with_nemesis: bool,
+    keys: generator::KeyLog,
+) -> (Interp, Result<(), crate::interpreter::InterpreterError>) {
+    let (cfg, progress) = (after.cfg, after.progress);
+    progress.phase(
+        Phase::Settle,
+        format!(
+            "letting the cluster settle for {} s before final reads",
+            cfg.settle_s
+        ),
+    );
+    tokio::time::sleep(Duration::from_secs_f64(cfg.settle_s)).await;
+    if with_nemesis {
+        // After the settle: is every node's database running again? (A node whose restart
+        // crashed, e.g. on a corrupted file, is on record, not taken for recovered.)
+        let status = generator::nemesis_once(crate::faults::verb::DB_STATUS, Value::Null);
+        let (back, _) = interp
+            .run_phase_on_worker(None, Some(Box::new(status)))
+            .await;
+        interp = back;
+        await_recovery(after).await;
+    }
+    progress.phase(
+        Phase::FinalReads,
+        if cfg.workload.kind == generator::log::KIND {
+            "reading every log whole from every node".to_string()
+        } else {
+            format!(
+                "reading every key once (op timeout {} ms)",
+                cfg.op_timeout_ms
+            )
+        },
+    );
+    // Logs: every log read whole on every node; else one read of every key.
+    let finals: Box<dyn Generator> = if cfg.workload.kind == generator::log::KIND {
+        let logs = cfg.workload.log.clone().unwrap_or_default().key_names();
+        Box::new(generator::log::log_final_reads(logs))
+    } else {
+        Box::new(generator::final_reads(keys))
+    };
+    interp.run_phase_on_worker(Some(finals), None).await
+}
+
+/// A heal that restarted servers leaves them electing leaders and catching up: the final reads
+/// wait until every node serves again (as before the workload), at most [`RECOVERY_WAIT_S`] or
+/// `--nemesis-timeout`, but a node that does not recover is no reason to skip them (they say
+/// what they got): it is noted.
+async fn await_recovery(after: &After<'_>) {
+    let (system, nodes, progress) = (after.system, after.nodes, after.progress);
+    progress.phase(
+        Phase::Recovery,
+        format!(
+            "waiting until {} answers on all {} nodes again",
+            system.name(),
+            nodes.len()
+        ),
+    );
+    let (remotes, nodes, system) = (after.remotes.to_vec(), nodes.to_vec(), system.to_arc());
+    let wait = tokio::task::spawn_blocking(move || {
+        first_err(on_nodes(&remotes, &nodes, |r, n| {
+            system.await_recovered(r, n, &nodes)
+        }))
+    });
+    let bound = Duration::from_secs_f64(RECOVERY_WAIT_S.min(after.cfg.nemesis_timeout_s));
+    let recovered = match tokio::time::timeout(bound, wait).await {
+        Ok(joined) => joined.unwrap_or_else(|e| Err(format!("it panicked: {e}"))),
+        // The wait only asks; left to its own timeouts, it ends by itself.
+        Err(_) => Err(format!("still waiting after {} s", bound.as_secs())),
+    };
+    if let Err(e) = recovered {
+        progress.note(&format!(
+            "not every node recovered before the final reads: {e}"
+        ));
+    }
 }
 
 /// Start checking retired keys live, when the workload's keys are checked that way

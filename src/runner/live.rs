@@ -218,9 +218,11 @@ impl LiveCounts {
     pub fn first(&self) -> Option<FirstAnomaly> {
         self.first.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
+}
 
+impl crate::progress::Segment for LiveCounts {
     /// The progress line's words: "live: 12 keys checked, 1 invalid".
-    pub fn text(&self) -> String {
+    fn text(&self) -> String {
         format!(
             "live: {} checked, {} invalid",
             crate::plural::counted(self.checked.load(Ordering::Relaxed) as usize, "key"),

@@ -19,10 +19,12 @@ use futures_util::FutureExt;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 
+mod cleanup;
 mod drive;
 pub mod live;
 mod nemesis_client;
@@ -32,7 +34,6 @@ pub mod results;
 
 pub(crate) use drive::{Control, DriveOutcome, drive};
 pub use drive::{schedule_of, with_offsets_of};
-use nemesis_client::lock_within;
 pub(crate) use nemesis_client::{Budget, NemesisClient};
 pub use record::RECORDED_SEMANTICS;
 use record::{recorded_check, test_json};
@@ -45,7 +46,7 @@ pub use results::{Checked, WhatRan, check, check_with, results_json, write_resul
 pub enum RunError {
     /// Bad configuration.
     #[error(transparent)]
-    Config(#[from] crate::config::ConfigError),
+    Config(#[from] crate::options::ConfigError),
     /// Could not create or write the run directory.
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
@@ -309,7 +310,7 @@ fn refuse_unpatched_clocks(
     nodes: &[Node],
     when: AfterUp,
 ) -> Result<(), RunError> {
-    let options = crate::systems::RunOptions::of(cfg);
+    let options = cfg.run_options();
     if !crate::systems::needs_clock_patch(system, &options) {
         return Ok(());
     }
@@ -435,7 +436,7 @@ pub fn connect(nodes: &[Node], ssh: &SshConfig) -> Result<Vec<Arc<dyn Remote>>, 
 pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, RunError> {
     // Before any node is touched: refuse what the system cannot serve.
     let system = cfg.system.open();
-    system.validate(&cfg.workload, &crate::systems::RunOptions::of(&cfg))?;
+    system.validate(&cfg.workload, &cfg.run_options())?;
     refuse_unpatched_clocks(&cfg, system.as_ref(), &[], AfterUp::NotYet)?;
     let run_slot: Arc<std::sync::OnceLock<RunDir>> = Arc::default();
     let interrupt = interrupt_on_ctrl_c(run_slot.clone(), cfg.time_limit_s);
@@ -465,22 +466,13 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
         e
     };
 
-    progress.phase(
-        Phase::Connect,
-        format!("opening SSH sessions to {} nodes", nodes.len()),
-    );
-    let ssh = cfg.ssh.clone();
-    let remotes = {
-        let nodes = nodes.clone();
-        tokio::task::spawn_blocking(move || connect(&nodes, &ssh))
-            .await
-            .expect("connect task")
-            .map_err(not_started)?
-    };
+    let remotes = open_sessions(&nodes, &cfg.ssh, &progress)
+        .await
+        .map_err(not_started)?;
     let db: Arc<dyn Db> = system.to_db();
 
     // Heal leftovers of an earlier run against the same nodes, then install and start the DB.
-    let mut nemesis = nemesis_after_leftovers(
+    let nemesis = nemesis_after_leftovers(
         cfg.seed,
         &nodes,
         &remotes,
@@ -492,56 +484,29 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
     )
     .await
     .map_err(|e| not_started(e.into()))?;
-    let setup_started = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let setup = {
-        let (remotes, nodes, db, progress) =
-            (remotes.clone(), nodes.clone(), db.clone(), progress.clone());
-        let name = system.name().to_string();
-        let (install, run_dir, started) = (
-            // The sandbox's nodes got their packages on this machine, above.
-            if host_install.is_some() {
-                crate::provision::Install::Skip
-            } else {
-                cfg.install
-            },
-            run_dir.clone(),
-            setup_started.clone(),
-        );
-        tokio::task::spawn_blocking(move || -> Result<Option<String>, RunError> {
-            if install != crate::provision::Install::Skip && !packages.is_empty() {
-                progress.phase(
-                    Phase::Install,
-                    format!(
-                        "installing {} on {} nodes where missing ({})",
-                        packages.join(", "),
-                        nodes.len(),
-                        install.flag()
-                    ),
-                );
-                provision_nodes(&remotes, &nodes, &packages, install, Some(&run_dir))?;
-            }
-            progress.phase(
-                Phase::Install,
-                format!("checking {name}'s programs on {} nodes", nodes.len()),
-            );
-            first_err(on_nodes(&remotes, &nodes, |r, _| db.install(r)))
-                .map_err(RunError::Control)?;
-            started.store(true, std::sync::atomic::Ordering::SeqCst);
-            progress.phase(
-                Phase::Start,
-                format!("wiping and starting {name} on {} nodes", nodes.len()),
-            );
-            first_err(on_nodes(&remotes, &nodes, |r, n| db.setup(r, n, &nodes)))
-                .map_err(RunError::Control)?;
-            Ok(db.version(remotes[0].as_ref()))
-        })
+    let setup_started = Arc::new(AtomicBool::new(false));
+    let stage = Stage {
+        nodes: nodes.clone(),
+        remotes: remotes.clone(),
+        db: db.clone(),
+        run_dir: run_dir.clone(),
+        progress: progress.clone(),
     };
-    let nemesis_ready = tokio::task::spawn_blocking(move || {
-        let r = nemesis.setup();
-        (nemesis, r)
-    });
-    let version = setup.await.expect("setup task");
-    let (nemesis, nemesis_setup) = nemesis_ready.await.expect("nemesis task");
+    // The sandbox's nodes got their packages on this machine, above.
+    let install = match host_install {
+        Some(_) => crate::provision::Install::Skip,
+        None => cfg.install,
+    };
+    let name = system.name().to_string();
+    let (version, nemesis, nemesis_setup) = set_up(
+        &stage,
+        name,
+        install,
+        packages,
+        setup_started.clone(),
+        nemesis,
+    )
+    .await;
     let nemesis = Arc::new(Mutex::new(nemesis));
     let result = match (version, nemesis_setup) {
         (Err(e), _) => Err(e),
@@ -549,149 +514,36 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
         (Ok(_), Ok(())) if *interrupt.borrow() => Err(RunError::Interrupted),
         (Ok(version), Ok(())) => {
             let meta = test_json(&cfg, system.as_ref(), &nodes, version, &wall_start);
+            let control = Control {
+                progress: Some(progress.clone()),
+                interrupt: interrupt.clone(),
+            };
             match run_dir.write_json(TEST_FILE, &meta) {
                 Err(e) => Err(e.into()),
                 Ok(()) => {
-                    // A panic while driving must not skip the cleanup below (heal, logs,
-                    // teardown): catch it and turn it into an error.
-                    let driven = std::panic::AssertUnwindSafe(drive(
-                        &cfg,
-                        &nodes,
-                        &remotes,
-                        system.as_ref(),
-                        Some(nemesis.clone()),
-                        &run_dir,
-                        Control {
-                            progress: Some(progress.clone()),
-                            interrupt: interrupt.clone(),
-                        },
-                    ))
-                    .catch_unwind()
-                    .await;
-                    driven.unwrap_or_else(|p| Err(RunError::Panicked(panic_message(p.as_ref()))))
+                    drive_caught(&cfg, &stage, system.as_ref(), nemesis.clone(), control).await
                 }
             }
         }
     };
 
     // Always: heal, collect logs, stop the DB.
-    let nemesis_bound = Duration::from_secs_f64(cfg.nemesis_timeout_s);
-    let cleanup = {
-        let (remotes, nodes, db, run_dir, progress) = (
-            remotes.clone(),
-            nodes.clone(),
-            db.clone(),
-            run_dir.clone(),
-            progress.clone(),
-        );
-        tokio::task::spawn_blocking(move || {
-            progress.phase(
-                Phase::Cleanup,
-                format!(
-                    "healing every fault and removing the tool's rules on {} nodes",
-                    nodes.len()
-                ),
-            );
-            // A nemesis op the interpreter stopped waiting for may still hold the nemesis until
-            // its bound cuts its commands off: wait for it that long (the progress line names
-            // it), then go on without healing. The heal itself gets the same bound.
-            let mut errs = Vec::new();
-            match lock_within(&nemesis, nemesis_bound) {
-                Some(mut n) => {
-                    let until = std::time::Instant::now() + nemesis_bound;
-                    crate::control::deadline::within(until, || {
-                        errs = n.heal_all();
-                        if let Err(e) = n.teardown() {
-                            errs.push(format!("removing iptables chain: {e}"));
-                        }
-                    });
-                }
-                None => errs.push(format!(
-                    "a nemesis operation was still running after {} s more: its faults were not \
-                     healed; run `shakedown heal`",
-                    nemesis_bound.as_secs()
-                )),
-            }
-            // Setup never started the system: there are no logs to fetch nor servers to stop.
-            if !setup_started.load(std::sync::atomic::Ordering::SeqCst) {
-                return errs;
-            }
-            progress.phase(
-                Phase::Logs,
-                format!("downloading DB logs from {} nodes", nodes.len()),
-            );
-            for (r, node) in remotes.iter().zip(&nodes) {
-                let Ok(dir) = run_dir.node_log_dir(&node.name) else {
-                    continue;
-                };
-                for f in db.log_files(node) {
-                    let name = std::path::Path::new(&f)
-                        .file_name()
-                        .map(|s| s.to_owned())
-                        .unwrap_or_default();
-                    match r.download(&f, &dir.join(name)) {
-                        Ok(()) => {}
-                        // A log the server never wrote is not a cleanup failure.
-                        Err(crate::control::ExecError::NoSuchFile { .. }) => {
-                            tracing::debug!("{}: no {f} to download", node.name);
-                        }
-                        Err(e) => errs.push(format!("{}: downloading {f}: {e}", node.name)),
-                    }
-                }
-            }
-            progress.phase(
-                Phase::Teardown,
-                format!("stopping the DB on {} nodes", nodes.len()),
-            );
-            if let Err(e) = first_err(on_nodes(&remotes, &nodes, |r, n| db.teardown(r, n))) {
-                errs.push(format!("teardown: {e}"));
-            }
-            errs
-        })
+    let cleanup_failures = {
+        let (stage, nemesis, started) = (stage.clone(), nemesis.clone(), setup_started.clone());
+        let bound = Duration::from_secs_f64(cfg.nemesis_timeout_s);
+        tokio::task::spawn_blocking(move || cleanup::clean_up(&stage, &nemesis, bound, &started))
+            .await
+            .unwrap_or_else(|e| {
+                vec![format!(
+                    "cleanup task failed ({e}): faults may remain; run `shakedown heal`"
+                )]
+            })
     };
-    let cleanup_failures = cleanup.await.unwrap_or_else(|e| {
-        vec![format!(
-            "cleanup task failed ({e}): faults may remain; run `shakedown heal`"
-        )]
-    });
     for e in &cleanup_failures {
         progress.note(&format!("cleanup failed: {e}"));
     }
     let reached_workload = run_dir.history_path().is_file();
-    let limit = cfg.time_limit_s;
-    let mut live = None;
-    let (completion, error) = match result {
-        Ok(DriveOutcome {
-            events,
-            counts,
-            main_phase,
-            interrupted,
-            live: live_record,
-            ..
-        }) => {
-            let w = main_phase.as_secs_f64();
-            let stopped = live_record
-                .as_ref()
-                .filter(|l| l.stopped_early)
-                .and_then(|l| l.first_invalid.clone());
-            let c = match stopped {
-                Some(first) => CompletionRecord::stopped_on_anomaly(&first.describe(), w, limit),
-                None if interrupted => CompletionRecord::interrupted(w, limit),
-                None => CompletionRecord::completed(w, limit),
-            };
-            live = live_record;
-            (c, Ok((events, counts, main_phase)))
-        }
-        Err(e) if !reached_workload => (CompletionRecord::not_started(&e.to_string()), Err(e)),
-        Err(RunError::Panicked(m)) => (
-            CompletionRecord::panicked(&m, limit),
-            Err(RunError::Panicked(m)),
-        ),
-        Err(e) => (
-            CompletionRecord::failed(&e.to_string(), None, limit),
-            Err(e),
-        ),
-    };
+    let (completion, error, live) = completion_of(result, reached_workload, cfg.time_limit_s);
     let completion = completion.with_cleanup_failures(cleanup_failures);
     if let Err(e) = run_dir.write_completion(&completion) {
         progress.note(&format!("warning: {e}"));
@@ -703,19 +555,7 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
         // The workload started: check what was recorded; the verdict says it is incomplete.
         Err(e) => (0, (0, 0, 0), Duration::ZERO, Some(e.to_string())),
     };
-
-    progress.phase(Phase::Check, check_phase_text(&cfg.workload.kind));
-    // Off the runtime's thread: the check can take minutes, and Ctrl-C (abort) must still be
-    // heard meanwhile.
-    let checked = {
-        let (run_dir, progress) = (run_dir.clone(), progress.clone());
-        let (limit, witness) = (cfg.check_time_limit_s, cfg.witness);
-        tokio::task::spawn_blocking(move || {
-            write_results_with(&run_dir, limit, witness, Some(&progress), live.as_ref())
-        })
-        .await
-        .map_err(|e| RunError::Panicked(join_error_message(e)))??
-    };
+    let checked = check_run(&cfg, &run_dir, &progress, live).await?;
     progress.finish();
     Ok(RunOutcome {
         run_dir,
@@ -730,6 +570,202 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
         error,
         phases: progress.timings(),
     })
+}
+
+/// SSH sessions to every node, opened in parallel off the runtime's thread.
+async fn open_sessions(
+    nodes: &[Node],
+    ssh: &SshConfig,
+    progress: &Progress,
+) -> Result<Vec<Arc<dyn Remote>>, RunError> {
+    progress.phase(
+        Phase::Connect,
+        format!("opening SSH sessions to {} nodes", nodes.len()),
+    );
+    let (nodes, ssh) = (nodes.to_vec(), ssh.clone());
+    tokio::task::spawn_blocking(move || connect(&nodes, &ssh))
+        .await
+        .expect("connect task")
+}
+
+/// The cluster a run set up, as the steps after connecting see it (cloned into their blocking
+/// tasks).
+#[derive(Clone)]
+pub(crate) struct Stage {
+    /// The run's nodes, in order.
+    pub nodes: Vec<Node>,
+    /// An SSH session to each node, in `nodes`' order.
+    pub remotes: Vec<Arc<dyn Remote>>,
+    /// The system under test.
+    pub db: Arc<dyn Db>,
+    /// The run directory.
+    pub run_dir: RunDir,
+    /// Where the steps announce their phases.
+    pub progress: Progress,
+}
+
+/// Install and start the system named `name` on every node while the nemesis sets up its
+/// chain: the system's version, the nemesis, and how its setup went. `started` is set once
+/// setup reaches the system's own steps (from then on it may have logs and servers to stop).
+async fn set_up(
+    stage: &Stage,
+    name: String,
+    install: crate::provision::Install,
+    packages: Vec<String>,
+    started: Arc<AtomicBool>,
+    mut nemesis: Nemesis,
+) -> (
+    Result<Option<String>, RunError>,
+    Nemesis,
+    Result<(), String>,
+) {
+    let setup = {
+        let stage = stage.clone();
+        tokio::task::spawn_blocking(move || {
+            install_and_start(&stage, &name, install, &packages, &started)
+        })
+    };
+    let nemesis_ready = tokio::task::spawn_blocking(move || {
+        let r = nemesis.setup();
+        (nemesis, r)
+    });
+    let version = setup.await.expect("setup task");
+    let (nemesis, nemesis_setup) = nemesis_ready.await.expect("nemesis task");
+    (version, nemesis, nemesis_setup)
+}
+
+/// Missing packages onto the nodes (unless `install` is `Skip`), the system's programs checked
+/// (`Db::install`), then wiped and started on every node (`Db::setup`); its version.
+fn install_and_start(
+    stage: &Stage,
+    name: &str,
+    install: crate::provision::Install,
+    packages: &[String],
+    started: &AtomicBool,
+) -> Result<Option<String>, RunError> {
+    let Stage {
+        nodes,
+        remotes,
+        db,
+        run_dir,
+        progress,
+    } = stage;
+    if install != crate::provision::Install::Skip && !packages.is_empty() {
+        progress.phase(
+            Phase::Install,
+            format!(
+                "installing {} on {} nodes where missing ({})",
+                packages.join(", "),
+                nodes.len(),
+                install.flag()
+            ),
+        );
+        provision_nodes(remotes, nodes, packages, install, Some(run_dir))?;
+    }
+    progress.phase(
+        Phase::Install,
+        format!("checking {name}'s programs on {} nodes", nodes.len()),
+    );
+    first_err(on_nodes(remotes, nodes, |r, _| db.install(r))).map_err(RunError::Control)?;
+    started.store(true, Ordering::SeqCst);
+    progress.phase(
+        Phase::Start,
+        format!("wiping and starting {name} on {} nodes", nodes.len()),
+    );
+    first_err(on_nodes(remotes, nodes, |r, n| db.setup(r, n, nodes))).map_err(RunError::Control)?;
+    Ok(db.version(remotes[0].as_ref()))
+}
+
+/// Drive the workload; a panic while driving must not skip the cleanup after it (heal, logs,
+/// teardown): it is caught and becomes an error.
+async fn drive_caught(
+    cfg: &TestConfig,
+    stage: &Stage,
+    system: &dyn crate::systems::System,
+    nemesis: Arc<Mutex<Nemesis>>,
+    control: Control,
+) -> Result<DriveOutcome, RunError> {
+    let driven = std::panic::AssertUnwindSafe(drive(
+        cfg,
+        &stage.nodes,
+        &stage.remotes,
+        system,
+        Some(nemesis),
+        &stage.run_dir,
+        control,
+    ))
+    .catch_unwind()
+    .await;
+    driven.unwrap_or_else(|p| Err(RunError::Panicked(panic_message(p.as_ref()))))
+}
+
+/// What the workload's end says of the run: its completion record (before cleanup failures),
+/// what it counted — history events, ok/fail/info ops, the main phase's length — or the error
+/// that ended it, and what live checking decided.
+#[allow(clippy::type_complexity)]
+fn completion_of(
+    result: Result<DriveOutcome, RunError>,
+    reached_workload: bool,
+    limit: f64,
+) -> (
+    CompletionRecord,
+    Result<(u64, (u64, u64, u64), Duration), RunError>,
+    Option<live::LiveRecord>,
+) {
+    match result {
+        Ok(DriveOutcome {
+            events,
+            counts,
+            main_phase,
+            interrupted,
+            live,
+            ..
+        }) => {
+            let w = main_phase.as_secs_f64();
+            let stopped = live
+                .as_ref()
+                .filter(|l| l.stopped_early)
+                .and_then(|l| l.first_invalid.clone());
+            let c = match stopped {
+                Some(first) => CompletionRecord::stopped_on_anomaly(&first.describe(), w, limit),
+                None if interrupted => CompletionRecord::interrupted(w, limit),
+                None => CompletionRecord::completed(w, limit),
+            };
+            (c, Ok((events, counts, main_phase)), live)
+        }
+        Err(e) if !reached_workload => {
+            (CompletionRecord::not_started(&e.to_string()), Err(e), None)
+        }
+        Err(RunError::Panicked(m)) => (
+            CompletionRecord::panicked(&m, limit),
+            Err(RunError::Panicked(m)),
+            None,
+        ),
+        Err(e) => (
+            CompletionRecord::failed(&e.to_string(), None, limit),
+            Err(e),
+            None,
+        ),
+    }
+}
+
+/// The check phase: results, witness page, plots and run page from the run directory (with
+/// what live checking decided). Off the runtime's thread: the check can take minutes, and
+/// Ctrl-C (abort) must still be heard meanwhile.
+async fn check_run(
+    cfg: &TestConfig,
+    run_dir: &RunDir,
+    progress: &Progress,
+    live: Option<live::LiveRecord>,
+) -> Result<Checked, RunError> {
+    progress.phase(Phase::Check, check_phase_text(&cfg.workload.kind));
+    let (run_dir, progress) = (run_dir.clone(), progress.clone());
+    let (limit, witness) = (cfg.check_time_limit_s, cfg.witness);
+    tokio::task::spawn_blocking(move || {
+        write_results_with(&run_dir, limit, witness, Some(&progress), live.as_ref())
+    })
+    .await
+    .map_err(|e| RunError::Panicked(join_error_message(e)))?
 }
 
 /// Trap Ctrl-C for the whole run: the first one asks for a graceful stop (finish in-flight ops,

@@ -67,7 +67,7 @@ fn check_record(cfg: &TestConfig, system: &dyn System) -> crate::store::CheckRec
 pub(super) fn recorded_check(
     run_dir: &RunDir,
 ) -> Result<(crate::checker::txn::judge::Ask, crate::store::CheckRecord), RunError> {
-    let bad = |m: String| RunError::Config(crate::config::ConfigError::new(TEST_FILE, m));
+    let bad = |m: String| RunError::Config(crate::options::ConfigError::new(TEST_FILE, m));
     let record = run_dir.read_check_record().map_err(bad)?;
     if record.consistency_models.is_empty() && record.anomalies.is_empty() {
         return Ok((Default::default(), record));

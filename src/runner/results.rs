@@ -36,7 +36,7 @@ impl WhatRan {
     /// value this build does not know is an error naming test.json, never silently replaced.
     pub fn read(run_dir: &RunDir, record: &crate::store::CheckRecord) -> Result<WhatRan, RunError> {
         let bad = |m: String| {
-            RunError::Config(crate::config::ConfigError::new(
+            RunError::Config(crate::options::ConfigError::new(
                 run_dir.path.join(TEST_FILE).display().to_string(),
                 m,
             ))

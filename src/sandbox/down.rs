@@ -119,11 +119,39 @@ pub(super) fn wait_dead(killed: &[(Option<u32>, Option<u64>)]) {
     }
 }
 
+/// Everything `info` records removed: the nodes' processes (and any other process in their
+/// namespaces), links and namespaces, `/etc/netns` entries, iptables rules, each node's `/tmp`,
+/// then the state file. What was removed is in the report; the first error ends it, after
+/// every removal was tried.
 pub(super) fn teardown(info: &SandboxInfo) -> Result<DownReport> {
     let mut report = DownReport {
         was_recorded: true,
         ..DownReport::default()
     };
+    kill_processes(info, &mut report);
+    let mut errors = Vec::new();
+    remove_links_and_namespaces(info, &mut report, &mut errors);
+    remove_etc_netns(info, &mut report, &mut errors);
+    remove_iptables_rules(info, &mut report, &mut errors);
+    remove_tmp_dirs(info, &mut report, &mut errors);
+    if let Some(e) = errors.into_iter().next() {
+        return Err(e);
+    }
+    let state_file = info.state_file();
+    match fs::remove_file(&state_file) {
+        Ok(()) => Ok(report),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(report),
+        Err(source) => Err(SandboxError::Io {
+            action: "remove",
+            path: state_file,
+            source,
+        }),
+    }
+}
+
+/// Every recorded process of every node killed (the reaper, sshd, the launcher), then any other
+/// process still inside a recorded namespace; each waited for.
+fn kill_processes(info: &SandboxInfo, report: &mut DownReport) {
     let mut killed = Vec::new();
     for node in &info.nodes {
         let name = Some(node.name.as_str());
@@ -162,8 +190,14 @@ pub(super) fn teardown(info: &SandboxInfo) -> Result<DownReport> {
         }
     }
     wait_dead(&swept);
+}
 
-    let mut errors = Vec::new();
+/// The nodes' veths and namespaces and the bridge deleted in one `ip -force -batch`.
+fn remove_links_and_namespaces(
+    info: &SandboxInfo,
+    report: &mut DownReport,
+    errors: &mut Vec<SandboxError>,
+) {
     // One `ip -force -batch` deletes every recorded object that exists; afterwards each one is
     // checked. The kernel destroys a veth asynchronously when its peer's namespace goes away, so
     // an object that vanished meanwhile counts as removed.
@@ -221,6 +255,10 @@ pub(super) fn teardown(info: &SandboxInfo) -> Result<DownReport> {
             errors.push(e);
         }
     }
+}
+
+/// The nodes' `/etc/netns/<name>` directories.
+fn remove_etc_netns(info: &SandboxInfo, report: &mut DownReport, errors: &mut Vec<SandboxError>) {
     for node in &info.nodes {
         let etc = Path::new("/etc/netns").join(&node.netns);
         if etc.exists() {
@@ -238,6 +276,14 @@ pub(super) fn teardown(info: &SandboxInfo) -> Result<DownReport> {
             }
         }
     }
+}
+
+/// The iptables rules `up` added (each checked first: one already gone is skipped).
+fn remove_iptables_rules(
+    info: &SandboxInfo,
+    report: &mut DownReport,
+    errors: &mut Vec<SandboxError>,
+) {
     for rule in &info.iptables_rules {
         match output(Command::new("iptables").args(["-w", "-C"]).args(rule)) {
             Ok(check) if check.status.success() => {}
@@ -256,6 +302,10 @@ pub(super) fn teardown(info: &SandboxInfo) -> Result<DownReport> {
             Err(e) => errors.push(e),
         }
     }
+}
+
+/// Each node's `/tmp`.
+fn remove_tmp_dirs(info: &SandboxInfo, report: &mut DownReport, errors: &mut Vec<SandboxError>) {
     // Each node's /tmp holds its database's data (hundreds of MB for etcd); a run collects the
     // logs it wants into its run directory, and `up` would wipe it anyway.
     for node in &info.nodes {
@@ -274,19 +324,6 @@ pub(super) fn teardown(info: &SandboxInfo) -> Result<DownReport> {
                 }),
             }
         }
-    }
-    if let Some(e) = errors.into_iter().next() {
-        return Err(e);
-    }
-    let state_file = info.state_file();
-    match fs::remove_file(&state_file) {
-        Ok(()) => Ok(report),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(report),
-        Err(source) => Err(SandboxError::Io {
-            action: "remove",
-            path: state_file,
-            source,
-        }),
     }
 }
 

@@ -3,7 +3,6 @@
 //! and joining the workers into throughput and latency statistics. Does not own a loop (each
 //! system's `bare_loop`) nor the comparison with a full run (`bench`).
 
-use crate::systems::etcd::client::EtcdError;
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use std::time::Instant;
@@ -151,9 +150,9 @@ impl std::fmt::Display for BareLoopStats {
 /// Why a bare loop could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum BareLoopError {
-    /// A client could not be built.
-    #[error(transparent)]
-    Client(#[from] EtcdError),
+    /// A client could not be built (the loop's own client's error: etcd's `EtcdError`).
+    #[error("{0}")]
+    Client(Box<dyn std::error::Error + Send + Sync>),
     /// The arguments are unusable.
     #[error("bare loop: {0}")]
     Invalid(String),

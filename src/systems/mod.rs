@@ -26,10 +26,10 @@ pub mod redis;
 pub mod strays;
 
 use crate::client::{Client, ClientCtx};
-use crate::config::{ConfigError, ReadFrom, ReadMode};
 use crate::control::Remote;
 use crate::db::{Db, DbError};
 use crate::node::Node;
+use crate::options::{ConfigError, ReadFrom, ReadMode};
 use crate::spec::{FaultSpec, NemesisSpec, WorkloadSpec};
 use serde_json::Value;
 use std::sync::Arc;
@@ -113,22 +113,6 @@ pub struct RunOptions<'a> {
     /// How long the run lasts before its final reads at the least, in s: `--time-limit` plus
     /// `--settle` (a retention shorter than that expires data the checkers would call lost).
     pub run_s: f64,
-}
-
-impl<'a> RunOptions<'a> {
-    /// The options of a validated test config.
-    pub fn of(cfg: &'a crate::config::TestConfig) -> RunOptions<'a> {
-        RunOptions {
-            read_mode: cfg.read_mode,
-            read_from: cfg.read_from,
-            read_nodes: &cfg.read_nodes,
-            nemesis: &cfg.nemesis,
-            nemesis_name: &cfg.nemesis_name,
-            node_count: cfg.nodes.as_ref().map_or(cfg.sandbox.nodes, Vec::len),
-            sandbox: cfg.nodes.is_none(),
-            run_s: cfg.time_limit_s + cfg.settle_s,
-        }
-    }
 }
 
 /// What a system can serve, as data: [`Supports::check`] is the common part of every

@@ -359,52 +359,15 @@ pub fn check_history<M: Model>(
     // The first invalid part: its index and when it was found, from `start`; and the budget the
     // others got from then on.
     let first_invalid: FirstInvalid = Mutex::new(None);
-    // Phase 1, the verdict, in rounds (see `ROUNDS`); in each, biggest parts first, for load
-    // balance.
-    let mut todo: Vec<usize> = (0..parts.len()).collect();
-    todo.sort_by_key(|&i| (std::cmp::Reverse(parts[i].ops.len()), i));
-    let mut decided: Vec<Option<(Outcome, Stats)>> = (0..parts.len()).map(|_| None).collect();
-    let mut took = vec![Duration::ZERO; parts.len()];
-    // The statistics of each part's latest search that ran (a part stopped before its next
-    // round began keeps the last round's).
-    let mut last_stats = vec![Stats::default(); parts.len()];
-    for round in 0..ROUNDS {
-        let limits = Limits {
-            deadline: config.time_limit.map(|d| start + d),
-            settled: &settled,
-            memory: &memory,
-            max_entries: (round + 1 < ROUNDS)
-                .then(|| FIRST_ROUND_ENTRIES * ROUND_GROWTH.pow(round as u32)),
-        };
-        let searched = search_round(model, &parts, &todo, &limits, config, start, &first_invalid);
-        todo.clear();
-        for (i, outcome, stats, t) in searched {
-            took[i] += t;
-            if stats.cache_entries > 0 {
-                last_stats[i] = stats;
-            }
-            match outcome {
-                Outcome::Unfinished => todo.push(i),
-                o => decided[i] = Some((o, last_stats[i])),
-            }
-        }
-        if todo.is_empty() {
-            break;
-        }
-    }
-    let searched: Vec<(usize, Outcome, Stats, Duration)> = decided
-        .into_iter()
-        .enumerate()
-        .map(|(i, d)| {
-            let (o, st) = d.unwrap_or_else(|| {
-                (
-                    Outcome::Aborted(Cause::Other, "internal: never searched".into()),
-                    Stats::default(),
-                )
-            });
-            (i, o, st, took[i])
-        })
-        .collect();
+    let searched = decide_parts(
+        model,
+        &parts,
+        config,
+        start,
+        &settled,
+        &memory,
+        &first_invalid,
+    );
     let verdict_time = start.elapsed();
     let first_invalid = first_invalid
         .into_inner()
@@ -445,54 +408,13 @@ pub fn check_history<M: Model>(
     let summaries: Vec<PartSummary> = searched
         .into_iter()
         .map(|(i, outcome, stats, took)| {
-            let part = &parts[i];
-            let mut linearization = None;
-            let (verdict, reason, cause, witness) = match outcome {
-                Outcome::Valid(order) => {
-                    if config.keep_linearization {
-                        linearization = Some(
-                            order
-                                .iter()
-                                .map(|&id| part.ops[id as usize].invoke_idx() as u64)
-                                .collect(),
-                        );
-                    }
-                    (Verdict::Valid, None, None, None)
-                }
-                Outcome::Aborted(cause, r) => {
-                    match cause {
-                        Cause::Settled => undecided.settled += 1,
-                        Cause::Memory => undecided.memory += 1,
-                        Cause::TimeLimit => undecided.time_limit += 1,
-                        Cause::Other => undecided.other += 1,
-                    }
-                    let r = match (cause, first_invalid) {
-                        (Cause::Settled, Some((first, ..))) => settled_reason(first),
-                        _ => r,
-                    };
-                    (Verdict::Unknown, Some(r), Some(cause), None)
-                }
-                Outcome::Invalid(_) => (Verdict::Invalid, None, None, witnesses.next()),
-                // The last round has no cap, so no part ends unfinished.
-                Outcome::Unfinished => {
-                    undecided.other += 1;
-                    let r = "internal: the search stopped unfinished".to_string();
-                    (Verdict::Unknown, Some(r), Some(Cause::Other), None)
-                }
+            let searched = (outcome, stats, took);
+            let done = Summarize {
+                config,
+                first_invalid,
+                settled_reason: &settled_reason,
             };
-            PartSummary {
-                key: part.key.clone().map(String::from),
-                op_count: part.ops.len(),
-                pending_count: part.ops.iter().filter(|o| o.ret().is_none()).count(),
-                verdict,
-                reason,
-                unknown_cause: cause,
-                time_ms: took.as_millis() as u64,
-                cache_entries: stats.cache_entries,
-                cache_bytes: stats.cache_bytes,
-                witness,
-                linearization,
-            }
+            summarize_part(&parts[i], searched, &done, &mut undecided, &mut witnesses)
         })
         .collect();
     let verdict = summaries
@@ -511,6 +433,134 @@ pub fn check_history<M: Model>(
         first_invalid_ms: first_invalid.map(|(_, at, _)| at.as_millis() as u64),
         undecided,
         parts: summaries,
+    }
+}
+
+/// Phase 1, the verdict, in rounds (see `ROUNDS`); in each, biggest parts first, for load
+/// balance. Every part's outcome, in part order, with the statistics of its latest search that
+/// ran and its search time.
+fn decide_parts<M: Model>(
+    model: &M,
+    parts: &[Part<M::Op>],
+    config: &LinearConfig,
+    start: Instant,
+    settled: &Stop,
+    memory: &Memory,
+    first_invalid: &FirstInvalid,
+) -> Vec<(usize, Outcome, Stats, Duration)> {
+    let mut todo: Vec<usize> = (0..parts.len()).collect();
+    todo.sort_by_key(|&i| (std::cmp::Reverse(parts[i].ops.len()), i));
+    let mut decided: Vec<Option<(Outcome, Stats)>> = (0..parts.len()).map(|_| None).collect();
+    let mut took = vec![Duration::ZERO; parts.len()];
+    // The statistics of each part's latest search that ran (a part stopped before its next
+    // round began keeps the last round's).
+    let mut last_stats = vec![Stats::default(); parts.len()];
+    for round in 0..ROUNDS {
+        let limits = Limits {
+            deadline: config.time_limit.map(|d| start + d),
+            settled,
+            memory,
+            max_entries: (round + 1 < ROUNDS)
+                .then(|| FIRST_ROUND_ENTRIES * ROUND_GROWTH.pow(round as u32)),
+        };
+        let searched = search_round(model, parts, &todo, &limits, config, start, first_invalid);
+        todo.clear();
+        for (i, outcome, stats, t) in searched {
+            took[i] += t;
+            if stats.cache_entries > 0 {
+                last_stats[i] = stats;
+            }
+            match outcome {
+                Outcome::Unfinished => todo.push(i),
+                o => decided[i] = Some((o, last_stats[i])),
+            }
+        }
+        if todo.is_empty() {
+            break;
+        }
+    }
+    decided
+        .into_iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let (o, st) = d.unwrap_or_else(|| {
+                (
+                    Outcome::Aborted(Cause::Other, "internal: never searched".into()),
+                    Stats::default(),
+                )
+            });
+            (i, o, st, took[i])
+        })
+        .collect()
+}
+
+/// What every part's summary reads of the check as a whole.
+struct Summarize<'a> {
+    config: &'a LinearConfig,
+    /// The first invalid part, when it was found, and the budget the others got from then on.
+    first_invalid: Option<(usize, Duration, Option<Duration>)>,
+    /// Why a part the first invalid one settled is unknown.
+    settled_reason: &'a dyn Fn(usize) -> String,
+}
+
+/// The summary of `part` from its outcome, statistics and search time; counts an unknown
+/// part's cause in `undecided` and takes an invalid part's witness from `witnesses` (built in
+/// part order).
+fn summarize_part<O>(
+    part: &Part<O>,
+    (outcome, stats, took): (Outcome, Stats, Duration),
+    done: &Summarize<'_>,
+    undecided: &mut Undecided,
+    witnesses: &mut impl Iterator<Item = Witness>,
+) -> PartSummary {
+    let (config, first_invalid, settled_reason) =
+        (done.config, done.first_invalid, done.settled_reason);
+    let mut linearization = None;
+    let (verdict, reason, cause, witness) = match outcome {
+        Outcome::Valid(order) => {
+            if config.keep_linearization {
+                linearization = Some(
+                    order
+                        .iter()
+                        .map(|&id| part.ops[id as usize].invoke_idx() as u64)
+                        .collect(),
+                );
+            }
+            (Verdict::Valid, None, None, None)
+        }
+        Outcome::Aborted(cause, r) => {
+            match cause {
+                Cause::Settled => undecided.settled += 1,
+                Cause::Memory => undecided.memory += 1,
+                Cause::TimeLimit => undecided.time_limit += 1,
+                Cause::Other => undecided.other += 1,
+            }
+            let r = match (cause, first_invalid) {
+                (Cause::Settled, Some((first, ..))) => settled_reason(first),
+                _ => r,
+            };
+            (Verdict::Unknown, Some(r), Some(cause), None)
+        }
+        Outcome::Invalid(_) => (Verdict::Invalid, None, None, witnesses.next()),
+        // The last round has no cap, so no part ends unfinished.
+        Outcome::Unfinished => {
+            undecided.other += 1;
+            let r = "internal: the search stopped unfinished".to_string();
+            (Verdict::Unknown, Some(r), Some(Cause::Other), None)
+        }
+    };
+    PartSummary {
+        key: part.key.clone().map(String::from),
+        op_count: part.ops.len(),
+        pending_count: part.ops.iter().filter(|o| o.ret().is_none()).count(),
+        verdict,
+        reason,
+        unknown_cause: cause,
+        time_ms: took.as_millis() as u64,
+        cache_entries: stats.cache_entries,
+        cache_bytes: stats.cache_bytes,
+        witness,
+        linearization,
     }
 }
 

@@ -40,7 +40,7 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Name of the checker in results.json, and of the model `shakedown check --model log` names.
-pub const NAME: &str = "log";
+pub const NAME: &str = crate::model::registry::LOG;
 /// Witness rows kept per anomaly class in the details (the rest are counted as left off).
 pub const WITNESS_CAP: usize = 100;
 

@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// An invalid workload (generator) configuration, naming the field; the spec reader turns it
-/// into a `config::ConfigError` at the field's file:line.
+/// into a `options::ConfigError` at the field's file:line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{what}: {field} {message}")]
 pub struct WorkloadConfigError {

@@ -3,13 +3,22 @@
 //!
 //! Owns the name → model mapping, reached through a [`ModelVisitor`] so the caller (the checker
 //! composition, `checker::compose`) runs its generic search on the concrete model without this
-//! module knowing the checker. Does not own choosing a model for a history (`import`) or the
+//! module knowing the checker (the names of the models a checker of their own reads, `TXN` and
+//! `LOG`, are defined here and named by those checkers). Does not own choosing a model for a history (`import`) or the
 //! search (`checker::linear`). Pure: no IO.
 
 use super::{
     CounterModel, ListAppendModel, Model, ModelOptions, MultiRegisterModel, MutexModel, QueueModel,
     RegisterModel, SetModel,
 };
+
+/// The transactional model: its histories go to the transactional checker, whose results carry
+/// this name (`checker::txn::NAME`).
+pub const TXN: &str = "txn";
+
+/// The log model: its histories go to the log checker, whose results carry this name
+/// (`checker::log::NAME`).
+pub const LOG: &str = "log";
 
 /// Every model name, in `--model` help order.
 pub const NAMES: [&str; 11] = [
@@ -22,8 +31,8 @@ pub const NAMES: [&str; 11] = [
     "queue",
     "mutex",
     "counter",
-    crate::checker::txn::NAME,
-    crate::checker::log::NAME,
+    TXN,
+    LOG,
 ];
 
 /// Something done with a model of any type (e.g. the linearizability search).
@@ -52,12 +61,12 @@ pub fn visit<V: ModelVisitor>(
         "queue" => visitor.visit(QueueModel::default()),
         "mutex" => visitor.visit(MutexModel),
         "counter" => visitor.visit(CounterModel),
-        crate::checker::txn::NAME => {
+        TXN => {
             return Err(format!(
                 "model {name} is checked by the transactional checker (dependency cycles), not a linearizability search"
             ));
         }
-        crate::checker::log::NAME => {
+        LOG => {
             return Err(format!(
                 "model {name} is checked by the log checker (lost, inconsistent offsets), not a linearizability search"
             ));
@@ -96,7 +105,7 @@ mod tests {
     fn every_name_visits_a_model_and_unknown_names_list_them_all() {
         let opts = ModelOptions::preset(super::super::SemanticsPreset::Etcd);
         for n in NAMES {
-            let own = n == crate::checker::txn::NAME || n == crate::checker::log::NAME;
+            let own = n == TXN || n == LOG;
             assert_eq!(visit(n, &opts, Name).is_ok(), !own, "{n}");
             assert!(is_known(n));
         }

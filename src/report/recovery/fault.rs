@@ -68,6 +68,9 @@ pub(super) fn idle_spans(attempts: &[Attempt], min_ns: u64, end_ns: u64) -> Vec<
     out
 }
 
+/// How the workload fared through one fault: its baseline, the throughput while it lasted, the
+/// first failure, when (and whether) throughput recovered after the heal, or why that was not
+/// measured, and the longest outage within it.
 pub(super) fn fault_recovery(
     iv: &FaultInterval,
     config: &RecoveryConfig,
@@ -77,89 +80,13 @@ pub(super) fn fault_recovery(
 ) -> FaultRecovery {
     let (start, heal) = (ns_of(iv.start_s), ns_of(iv.end_s));
     let own = [start, heal];
-    let is_own = |b: &u64| own.contains(b);
-    // Baseline: cut at the latest other change of faults and earlier recovery point.
-    let cut = cx
-        .boundaries
-        .iter()
-        .filter(|b| **b < start && !is_own(b))
-        .chain(cx.recovered_points.iter().filter(|r| **r <= start))
-        .copied()
-        .max()
-        .unwrap_or(0);
-    let b0 = cut
-        .max(cx.first_client_ns)
-        .max(start.saturating_sub(ns_of(config.baseline_s)));
-    let baseline_len_s = start.saturating_sub(b0) as f64 / NS_PER_S;
-    let baseline = inherited_baseline.or_else(|| {
-        (baseline_len_s >= config.min_baseline_s)
-            .then(|| cx.served_between(b0, start) as f64 / baseline_len_s)
-            .filter(|r| *r > 0.0)
-    });
+    let (baseline, baseline_len_s) = baseline_of(start, &own, config, inherited_baseline, cx);
     // While the workload ran (it stops at the end of the run, e.g. during a long strobe).
     let busy_until = cx.workload_stops_after(start).unwrap_or(heal).min(heal);
     let during = (busy_until > start).then(|| {
         cx.served_between(start, busy_until) as f64 / ((busy_until - start) as f64 / NS_PER_S)
     });
-    // Recovery must be seen before the next change of faults, before the workload stops and
-    // before the end of the history.
-    let next_change = cx
-        .boundaries
-        .iter()
-        .copied()
-        .find(|b| *b > heal && !is_own(b))
-        .unwrap_or(u64::MAX);
-    let stops = cx.workload_stops_after(heal).unwrap_or(u64::MAX);
-    let limit = next_change.min(stops).min(cx.end_ns);
-    let pct = (config.recovered_fraction * 100.0).round();
-    let what = if limit == stops {
-        "the workload stopped"
-    } else if limit == next_change {
-        "the next fault change"
-    } else {
-        "the end of the history"
-    };
-    // Why no recovery point was found before `limit`, and whether that is a measurement: too
-    // little time after the heal to see a sustained recovery is not one.
-    let sustain_s = config.sustain_ms.max(config.window_ms) as f64 / 1e3;
-    let room_s = limit.saturating_sub(heal) as f64 / NS_PER_S;
-    // Before the next fault change, a shorter stretch suffices (see the module doc).
-    let truncate = limit == next_change && limit < stops && limit < cx.end_ns;
-    let needed_s = if truncate {
-        min_sustain_s(config)
-    } else {
-        sustain_s
-    };
-    // Why a search that found nothing did not measure anything (`None`: it did).
-    let stopped = if cx.workload_end_ns.is_some_and(|end| heal >= end) {
-        Unmeasured::HealedAfterWorkload
-    } else {
-        Unmeasured::WorkloadStopped
-    };
-    let (limit_reason, unmeasured_limit) = if room_s < needed_s {
-        (
-            format!("only {room_s:.1} s from the heal until {what}, {needed_s} s needed"),
-            Some(if limit == stops {
-                stopped
-            } else if limit == next_change {
-                Unmeasured::NextFault
-            } else {
-                Unmeasured::HistoryEnded
-            }),
-        )
-    } else if limit == stops {
-        (
-            format!(
-                "the workload stopped before {sustain_s} s of {pct}% of the pre-fault throughput"
-            ),
-            Some(stopped),
-        )
-    } else {
-        (
-            format!("below {pct}% of the pre-fault throughput until {what}"),
-            None,
-        )
-    };
+    let limit = SearchEnd::after(heal, &own, config, cx);
     let mut measured = false;
     let mut sustained = None;
     let mut unmeasured = None;
@@ -182,16 +109,16 @@ pub(super) fn fault_recovery(
                     Some("no baseline: nothing served before it".to_string()),
                 )
             }
-            Some(rate) => match recovery_point(heal, limit, truncate, rate, config, cx) {
+            Some(rate) => match recovery_point(heal, limit.at, limit.truncate, rate, config, cx) {
                 Some((at, stretch)) => {
                     measured = true;
                     sustained = Some(secs(stretch));
                     (Some(at), None)
                 }
                 None => {
-                    measured = unmeasured_limit.is_none();
-                    unmeasured = unmeasured_limit;
-                    (None, Some(limit_reason))
+                    measured = limit.unmeasured.is_none();
+                    unmeasured = limit.unmeasured;
+                    (None, Some(limit.reason))
                 }
             },
         }
@@ -199,19 +126,9 @@ pub(super) fn fault_recovery(
         unmeasured = Some(Unmeasured::NeverHealed);
         (None, Some("never healed in the history".to_string()))
     };
-    let settled = recovered_at.unwrap_or(limit).max(heal);
+    let settled = recovered_at.unwrap_or(limit.at).max(heal);
     let first_failure = first_failure(start, settled, cx);
-    // Outages mostly within [start, settled): one that began before the fault and only ran
-    // into it belongs to what came before.
-    let (from_s, to_s) = (iv.start_s, secs(settled));
-    let longest_outage = outages
-        .iter()
-        .filter(|o| {
-            let inside = o.end_s.min(to_s) - o.start_s.max(from_s);
-            o.node.is_none() && inside > o.duration_s() / 2.0
-        })
-        .max_by(Outage::longer)
-        .cloned();
+    let longest_outage = longest_outage(outages, iv.start_s, secs(settled));
     FaultRecovery {
         kind: iv.kind.clone(),
         label: iv.label.clone(),
@@ -230,6 +147,135 @@ pub(super) fn fault_recovery(
         unmeasured,
         longest_outage,
     }
+}
+
+/// The pre-fault throughput (ops/s) a fault starting at `start` is measured against —
+/// `inherited`, else what was served since the latest other change of faults or earlier
+/// recovery point (at most `baseline_s`), when that stretch is long enough and served anything
+/// — and that stretch's length in s. `own` = the fault's own start and heal.
+fn baseline_of(
+    start: u64,
+    own: &[u64; 2],
+    config: &RecoveryConfig,
+    inherited: Option<f64>,
+    cx: &Context<'_>,
+) -> (Option<f64>, f64) {
+    // Baseline: cut at the latest other change of faults and earlier recovery point.
+    let cut = cx
+        .boundaries
+        .iter()
+        .filter(|b| **b < start && !own.contains(b))
+        .chain(cx.recovered_points.iter().filter(|r| **r <= start))
+        .copied()
+        .max()
+        .unwrap_or(0);
+    let b0 = cut
+        .max(cx.first_client_ns)
+        .max(start.saturating_sub(ns_of(config.baseline_s)));
+    let baseline_len_s = start.saturating_sub(b0) as f64 / NS_PER_S;
+    let baseline = inherited.or_else(|| {
+        (baseline_len_s >= config.min_baseline_s)
+            .then(|| cx.served_between(b0, start) as f64 / baseline_len_s)
+            .filter(|r| *r > 0.0)
+    });
+    (baseline, baseline_len_s)
+}
+
+/// Where the search for a recovery point after a heal stops, and what finding none there means.
+struct SearchEnd {
+    /// The next change of faults, the workload's stop or the end of the history, whichever
+    /// comes first.
+    at: u64,
+    /// Whether the next change of faults cuts the search short (a shorter stretch suffices).
+    truncate: bool,
+    /// Why no recovery point was found before `at`, in words.
+    reason: String,
+    /// Why finding none measured nothing (`None`: it is a measurement).
+    unmeasured: Option<Unmeasured>,
+}
+
+impl SearchEnd {
+    /// The limit of the search after the heal at `heal` (`own` = the fault's start and heal).
+    fn after(heal: u64, own: &[u64; 2], config: &RecoveryConfig, cx: &Context<'_>) -> SearchEnd {
+        // Recovery must be seen before the next change of faults, before the workload stops and
+        // before the end of the history.
+        let next_change = cx
+            .boundaries
+            .iter()
+            .copied()
+            .find(|b| *b > heal && !own.contains(b))
+            .unwrap_or(u64::MAX);
+        let stops = cx.workload_stops_after(heal).unwrap_or(u64::MAX);
+        let limit = next_change.min(stops).min(cx.end_ns);
+        let pct = (config.recovered_fraction * 100.0).round();
+        let what = if limit == stops {
+            "the workload stopped"
+        } else if limit == next_change {
+            "the next fault change"
+        } else {
+            "the end of the history"
+        };
+        // Why no recovery point was found before `limit`, and whether that is a measurement: too
+        // little time after the heal to see a sustained recovery is not one.
+        let sustain_s = config.sustain_ms.max(config.window_ms) as f64 / 1e3;
+        let room_s = limit.saturating_sub(heal) as f64 / NS_PER_S;
+        // Before the next fault change, a shorter stretch suffices (see the module doc).
+        let truncate = limit == next_change && limit < stops && limit < cx.end_ns;
+        let needed_s = if truncate {
+            min_sustain_s(config)
+        } else {
+            sustain_s
+        };
+        // Why a search that found nothing did not measure anything (`None`: it did).
+        let stopped = if cx.workload_end_ns.is_some_and(|end| heal >= end) {
+            Unmeasured::HealedAfterWorkload
+        } else {
+            Unmeasured::WorkloadStopped
+        };
+        let (limit_reason, unmeasured_limit) = if room_s < needed_s {
+            (
+                format!("only {room_s:.1} s from the heal until {what}, {needed_s} s needed"),
+                Some(if limit == stops {
+                    stopped
+                } else if limit == next_change {
+                    Unmeasured::NextFault
+                } else {
+                    Unmeasured::HistoryEnded
+                }),
+            )
+        } else if limit == stops {
+            (
+                format!(
+                    "the workload stopped before {sustain_s} s of {pct}% of the pre-fault throughput"
+                ),
+                Some(stopped),
+            )
+        } else {
+            (
+                format!("below {pct}% of the pre-fault throughput until {what}"),
+                None,
+            )
+        };
+        SearchEnd {
+            at: limit,
+            truncate,
+            reason: limit_reason,
+            unmeasured: unmeasured_limit,
+        }
+    }
+}
+
+/// The longest outage of every node (`node` none) mostly within [`from_s`, `to_s`): one that
+/// began before the fault and only ran into it belongs to what came before.
+fn longest_outage(outages: &[Outage], from_s: f64, to_s: f64) -> Option<Outage> {
+    outages
+        .iter()
+        .filter(|o| {
+            let inside = o.end_s.min(to_s) - o.start_s.max(from_s);
+            o.node.is_none() && inside > o.duration_s() / 2.0
+        })
+        .max_by(Outage::longer)
+        .cloned()
 }
 
 pub(super) fn round2(x: f64) -> f64 {

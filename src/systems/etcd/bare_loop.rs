@@ -47,7 +47,8 @@ pub async fn bare_loop(
                 ..EtcdClientConfig::default()
             })
         })
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| BareLoopError::Client(Box::new(e)))?;
     let start = Instant::now();
     let deadline = start + duration;
     let tasks: Vec<_> = clients

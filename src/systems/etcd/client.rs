@@ -70,8 +70,8 @@
 use super::wire::*;
 pub use super::wire::{CasOutcome, EtcdError};
 use crate::client::{Client, Completion, WorkloadOp};
-use crate::config::ReadMode;
 use crate::model::CAS_MISMATCH;
+use crate::options::ReadMode;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use rand::RngExt;

@@ -15,10 +15,10 @@ pub use db::{Etcd, EtcdConfig};
 
 use super::{RunOptions, Supports, System, SystemArgs, SystemConfig, SystemSettings};
 use crate::client::{Client, ClientCtx};
-use crate::config::{ConfigError, ReadFrom, ReadMode};
 use crate::control::Remote;
 use crate::db::{Db, DbError};
 use crate::node::Node;
+use crate::options::{ConfigError, ReadFrom, ReadMode};
 use crate::spec::WorkloadSpec;
 use client::{EtcdClient, EtcdClientConfig};
 use serde_json::{Value, json};

@@ -15,11 +15,11 @@ pub mod spec;
 
 use super::{RunOptions, Supports, System, SystemSettings};
 use crate::client::{Client, ClientCtx};
-use crate::config::{ConfigError, ReadFrom, ReadMode};
 use crate::control::Remote;
 use crate::db::Abilities;
 use crate::db::{Db, DbError};
 use crate::node::Node;
+use crate::options::{ConfigError, ReadFrom, ReadMode};
 use crate::spec::WorkloadSpec;
 use client::{Launch, ProtocolClient};
 use db::ExternalDb;
@@ -326,7 +326,7 @@ mod tests {
                 host: format!("10.0.0.{i}"),
             })
             .collect();
-        assert!(sys.client(&ClientCtx::of_thread(&cfg, 4, &nodes)).is_ok());
+        assert!(sys.client(&cfg.client_ctx(4, &nodes)).is_ok());
         let v = sys.config_json(&nodes);
         assert_eq!(v["abilities"], json!(["kill", "pause"]));
         assert_eq!(v["options"]["misbehave"], "yes");

@@ -9,7 +9,7 @@
 //!
 //! This file parses; `spec::config` is the configuration a run uses (options applied, refusals).
 
-use crate::config::ConfigError;
+use crate::options::ConfigError;
 use crate::spec::{at, parse_toml};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -338,39 +338,7 @@ pub fn parse(text: &str, path: &Path) -> Result<ExternalSpec, ConfigError> {
         Some(d) => d.get_ref().trim_end_matches('/').to_string(),
         None => format!("/tmp/shakedown-{name}"),
     };
-    let durability = match &raw.durability {
-        None => None,
-        Some(d) => {
-            let d = d.get_ref();
-            let rel = d.dir.get_ref().trim_end_matches('/');
-            if !is_relative_path(rel) {
-                return Err(err(
-                    d.dir.span().start,
-                    format!(
-                        "durability.dir = {:?}: expected a directory relative to data_dir, such as \"data\" (the layer that loses unsynced writes is mounted there, so it must not be data_dir itself, which holds the config, pidfile and logs; no '..', '.' or spaces)",
-                        d.dir.get_ref()
-                    ),
-                ));
-            }
-            let mut files = Vec::new();
-            for g in &d.files {
-                if !is_relative_path(g.get_ref()) {
-                    return Err(err(
-                        g.span().start,
-                        format!(
-                            "durability.files: {:?}: expected a glob relative to durability.dir, such as \"wal/*.log\" (no leading '/', '..', '.' or spaces)",
-                            g.get_ref()
-                        ),
-                    ));
-                }
-                files.push(g.get_ref().clone());
-            }
-            Some(Durability {
-                dir: under(&data_dir, rel),
-                files,
-            })
-        }
-    };
+    let durability = parse_durability(raw.durability.as_ref(), &data_dir, &err)?;
     let mut logs = Vec::new();
     for l in &raw.logs {
         let p = under(&data_dir, l.get_ref());
@@ -396,135 +364,9 @@ pub fn parse(text: &str, path: &Path) -> Result<ExternalSpec, ConfigError> {
         })
         .unwrap_or(Path::new("."))
         .to_path_buf();
-    let mut files = Vec::new();
-    for f in &raw.files {
-        let f = f.get_ref();
-        let source = dir.join(f.source.get_ref());
-        let contents = std::fs::read(&source).map_err(|e| {
-            err(
-                f.source.span().start,
-                format!("files: source {}: {}", source.display(), io_words(&e)),
-            )
-        })?;
-        let dest = under(&data_dir, f.dest.get_ref());
-        if f.dest.get_ref().is_empty() || !is_remote_path(&dest) {
-            return Err(err(
-                f.dest.span().start,
-                format!(
-                    "files: dest {:?}: expected a path (relative ones are under data_dir) without spaces or '..'",
-                    f.dest.get_ref()
-                ),
-            ));
-        }
-        let mode = match &f.mode {
-            None => 0o644,
-            Some(m) => u32::from_str_radix(m.get_ref().trim_start_matches("0o"), 8)
-                .ok()
-                .filter(|m| *m <= 0o7777)
-                .ok_or_else(|| {
-                    err(
-                        m.span().start,
-                        format!(
-                            "files: mode {:?}: expected octal permission bits such as \"0755\"",
-                            m.get_ref()
-                        ),
-                    )
-                })?,
-        };
-        files.push(SpecFile {
-            dest,
-            mode,
-            contents,
-        });
-    }
-    let mut options = BTreeMap::new();
-    for (key, opt) in &raw.options {
-        if !is_name(key.get_ref()) || key.get_ref().contains('-') {
-            return Err(err(
-                key.span().start,
-                format!(
-                    "options.{}: option names are lowercase letters, digits and '_', starting with a letter",
-                    key.get_ref()
-                ),
-            ));
-        }
-        let o = opt.get_ref();
-        let default = o.default.get_ref().clone();
-        if !o.allowed.is_empty() && !o.allowed.contains(&default) {
-            return Err(err(
-                o.default.span().start,
-                format!(
-                    "options.{}: default {default:?} is not one of the allowed values ({})",
-                    key.get_ref(),
-                    o.allowed.join(", ")
-                ),
-            ));
-        }
-        options.insert(
-            key.get_ref().clone(),
-            OptionSpec {
-                default,
-                allowed: o.allowed.clone(),
-                help: o.help.clone(),
-            },
-        );
-    }
-    let mut commands = BTreeMap::new();
-    for (key, script) in raw.commands.get_ref() {
-        let Some(kind) = CommandKind::ALL
-            .iter()
-            .find(|k| k.as_str() == key.get_ref())
-        else {
-            let known: Vec<&str> = CommandKind::ALL.iter().map(|k| k.as_str()).collect();
-            return Err(err(
-                key.span().start,
-                format!(
-                    "commands.{}: unknown command (known: {})",
-                    key.get_ref(),
-                    known.join(", ")
-                ),
-            ));
-        };
-        if script.get_ref().trim().is_empty() {
-            return Err(err(
-                script.span().start,
-                format!("commands.{}: the script is empty", key.get_ref()),
-            ));
-        }
-        commands.insert(*kind, script.get_ref().clone());
-    }
-    for required in [CommandKind::Start, CommandKind::Stop, CommandKind::Ready] {
-        if !commands.contains_key(&required) {
-            return Err(err(
-                raw.commands.span().start,
-                format!(
-                    "commands: `{}` is required (start, stop and ready must be given)",
-                    required.as_str()
-                ),
-            ));
-        }
-    }
-    for (a, b) in [
-        (CommandKind::Pause, CommandKind::Resume),
-        (CommandKind::Resume, CommandKind::Pause),
-    ] {
-        if commands.contains_key(&a) && !commands.contains_key(&b) {
-            let offset = raw
-                .commands
-                .get_ref()
-                .keys()
-                .find(|k| k.get_ref() == a.as_str())
-                .map_or(raw.commands.span().start, |k| k.span().start);
-            return Err(err(
-                offset,
-                format!(
-                    "commands.{}: needs `{}` as well (pause and resume come together)",
-                    a.as_str(),
-                    b.as_str()
-                ),
-            ));
-        }
-    }
+    let files = parse_files(&raw.files, &dir, &data_dir, &err)?;
+    let options = parse_options(&raw.options, &err)?;
+    let commands = parse_commands(&raw.commands, &err)?;
     let client = raw.client.get_ref().command.get_ref().clone();
     if client.first().is_none_or(|p| p.trim().is_empty()) {
         return Err(err(
@@ -575,6 +417,205 @@ pub fn parse(text: &str, path: &Path) -> Result<ExternalSpec, ConfigError> {
         command_timeout_s: seconds(&raw.command_timeout_s, "command_timeout_s", 60.0)?,
     })
 }
+/// Where a spec's errors point: the byte offset in its text, and the message.
+type ErrAt<'a> = &'a dyn Fn(usize, String) -> ConfigError;
+
+/// `[durability]`: the directory the lose-unsynced layer covers (under `data_dir`, never it)
+/// and the globs of the files holding acknowledged data.
+fn parse_durability(
+    raw: Option<&Spanned<RawDurability>>,
+    data_dir: &str,
+    err: ErrAt<'_>,
+) -> Result<Option<Durability>, ConfigError> {
+    let Some(d) = raw else {
+        return Ok(None);
+    };
+    let d = d.get_ref();
+    let rel = d.dir.get_ref().trim_end_matches('/');
+    if !is_relative_path(rel) {
+        return Err(err(
+            d.dir.span().start,
+            format!(
+                "durability.dir = {:?}: expected a directory relative to data_dir, such as \"data\" (the layer that loses unsynced writes is mounted there, so it must not be data_dir itself, which holds the config, pidfile and logs; no '..', '.' or spaces)",
+                d.dir.get_ref()
+            ),
+        ));
+    }
+    let mut files = Vec::new();
+    for g in &d.files {
+        if !is_relative_path(g.get_ref()) {
+            return Err(err(
+                g.span().start,
+                format!(
+                    "durability.files: {:?}: expected a glob relative to durability.dir, such as \"wal/*.log\" (no leading '/', '..', '.' or spaces)",
+                    g.get_ref()
+                ),
+            ));
+        }
+        files.push(g.get_ref().clone());
+    }
+    Ok(Some(Durability {
+        dir: under(data_dir, rel),
+        files,
+    }))
+}
+
+/// `[[files]]`: each source read (relative to the spec's folder `dir`), its destination (under
+/// `data_dir` when relative) and mode.
+fn parse_files(
+    raw: &[Spanned<RawFile>],
+    dir: &Path,
+    data_dir: &str,
+    err: ErrAt<'_>,
+) -> Result<Vec<SpecFile>, ConfigError> {
+    let mut files = Vec::new();
+    for f in raw {
+        let f = f.get_ref();
+        let source = dir.join(f.source.get_ref());
+        let contents = std::fs::read(&source).map_err(|e| {
+            err(
+                f.source.span().start,
+                format!("files: source {}: {}", source.display(), io_words(&e)),
+            )
+        })?;
+        let dest = under(data_dir, f.dest.get_ref());
+        if f.dest.get_ref().is_empty() || !is_remote_path(&dest) {
+            return Err(err(
+                f.dest.span().start,
+                format!(
+                    "files: dest {:?}: expected a path (relative ones are under data_dir) without spaces or '..'",
+                    f.dest.get_ref()
+                ),
+            ));
+        }
+        let mode = match &f.mode {
+            None => 0o644,
+            Some(m) => u32::from_str_radix(m.get_ref().trim_start_matches("0o"), 8)
+                .ok()
+                .filter(|m| *m <= 0o7777)
+                .ok_or_else(|| {
+                    err(
+                        m.span().start,
+                        format!(
+                            "files: mode {:?}: expected octal permission bits such as \"0755\"",
+                            m.get_ref()
+                        ),
+                    )
+                })?,
+        };
+        files.push(SpecFile {
+            dest,
+            mode,
+            contents,
+        });
+    }
+    Ok(files)
+}
+
+/// `[options.NAME]`: option names, defaults among the allowed values.
+fn parse_options(
+    raw: &BTreeMap<Spanned<String>, Spanned<RawOption>>,
+    err: ErrAt<'_>,
+) -> Result<BTreeMap<String, OptionSpec>, ConfigError> {
+    let mut options = BTreeMap::new();
+    for (key, opt) in raw {
+        if !is_name(key.get_ref()) || key.get_ref().contains('-') {
+            return Err(err(
+                key.span().start,
+                format!(
+                    "options.{}: option names are lowercase letters, digits and '_', starting with a letter",
+                    key.get_ref()
+                ),
+            ));
+        }
+        let o = opt.get_ref();
+        let default = o.default.get_ref().clone();
+        if !o.allowed.is_empty() && !o.allowed.contains(&default) {
+            return Err(err(
+                o.default.span().start,
+                format!(
+                    "options.{}: default {default:?} is not one of the allowed values ({})",
+                    key.get_ref(),
+                    o.allowed.join(", ")
+                ),
+            ));
+        }
+        options.insert(
+            key.get_ref().clone(),
+            OptionSpec {
+                default,
+                allowed: o.allowed.clone(),
+                help: o.help.clone(),
+            },
+        );
+    }
+    Ok(options)
+}
+
+/// `[commands]`: known kinds with non-empty scripts; start, stop and ready required; pause and
+/// resume together.
+fn parse_commands(
+    raw: &Spanned<BTreeMap<Spanned<String>, Spanned<String>>>,
+    err: ErrAt<'_>,
+) -> Result<BTreeMap<CommandKind, String>, ConfigError> {
+    let mut commands = BTreeMap::new();
+    for (key, script) in raw.get_ref() {
+        let Some(kind) = CommandKind::ALL
+            .iter()
+            .find(|k| k.as_str() == key.get_ref())
+        else {
+            let known: Vec<&str> = CommandKind::ALL.iter().map(|k| k.as_str()).collect();
+            return Err(err(
+                key.span().start,
+                format!(
+                    "commands.{}: unknown command (known: {})",
+                    key.get_ref(),
+                    known.join(", ")
+                ),
+            ));
+        };
+        if script.get_ref().trim().is_empty() {
+            return Err(err(
+                script.span().start,
+                format!("commands.{}: the script is empty", key.get_ref()),
+            ));
+        }
+        commands.insert(*kind, script.get_ref().clone());
+    }
+    for required in [CommandKind::Start, CommandKind::Stop, CommandKind::Ready] {
+        if !commands.contains_key(&required) {
+            return Err(err(
+                raw.span().start,
+                format!(
+                    "commands: `{}` is required (start, stop and ready must be given)",
+                    required.as_str()
+                ),
+            ));
+        }
+    }
+    for (a, b) in [
+        (CommandKind::Pause, CommandKind::Resume),
+        (CommandKind::Resume, CommandKind::Pause),
+    ] {
+        if commands.contains_key(&a) && !commands.contains_key(&b) {
+            let offset = raw
+                .get_ref()
+                .keys()
+                .find(|k| k.get_ref() == a.as_str())
+                .map_or(raw.span().start, |k| k.span().start);
+            return Err(err(
+                offset,
+                format!(
+                    "commands.{}: needs `{}` as well (pause and resume come together)",
+                    a.as_str(),
+                    b.as_str()
+                ),
+            ));
+        }
+    }
+    Ok(commands)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,7 +26,7 @@
 //! Reads change nothing: every read error is `fail`. Does not own the SQL of a workload (`txn`,
 //! `kv`) or the servers (`db`).
 
-use crate::config::ReadFrom;
+use crate::options::ReadFrom;
 use rand::RngExt;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;

@@ -210,7 +210,7 @@ impl Client for MyKvClient {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ReadFrom;
+    use crate::options::ReadFrom;
 
     #[test]
     fn answers_become_completions_with_their_versions() {

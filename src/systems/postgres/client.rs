@@ -52,8 +52,8 @@
 //! after the commit record to `PANIC`), so the definite classes are safe; the rest stay unknown.
 
 use crate::client::{Client, Completion, WorkloadOp};
-use crate::config::ReadFrom;
 use crate::model::CAS_MISMATCH;
+use crate::options::ReadFrom;
 use rand::RngExt;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;

@@ -13,10 +13,10 @@ pub use db::{Postgres, PostgresConfig, SynchronousCommit};
 
 use super::{RunOptions, Supports, System, SystemArgs, SystemConfig, SystemSettings};
 use crate::client::{Client, ClientCtx};
-use crate::config::{ConfigError, ReadFrom, ReadMode};
 use crate::control::Remote;
 use crate::db::{Db, DbError};
 use crate::node::Node;
+use crate::options::{ConfigError, ReadFrom, ReadMode};
 use crate::spec::WorkloadSpec;
 use client::{PgClient, PgClientConfig, PgNode};
 use serde_json::{Value, json};

@@ -20,8 +20,8 @@
 
 use super::client::{Certainty, PgClient, PgClientConfig, classify_server_error};
 use crate::client::{Client, Completion};
-use crate::config::ReadFrom;
 use crate::generator::txn::{Mop, key_text, parse_mops as parse};
+use crate::options::ReadFrom;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::time::Duration;

@@ -44,8 +44,8 @@
 //! | the write succeeded but `WAIT` errored or counted too few replicas    | Info       |
 
 use crate::client::{Client, Completion, WorkloadOp};
-use crate::config::ReadFrom;
 use crate::model::CAS_MISMATCH;
+use crate::options::ReadFrom;
 use rand::RngExt;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;

@@ -16,10 +16,10 @@ pub use db::{MASTER_NAME, Redis, RedisConfig};
 
 use super::{RunOptions, Supports, System, SystemArgs, SystemConfig, SystemSettings};
 use crate::client::{Client, ClientCtx};
-use crate::config::{ConfigError, ReadFrom, ReadMode};
 use crate::control::Remote;
 use crate::db::{Db, DbError};
 use crate::node::Node;
+use crate::options::{ConfigError, ReadFrom, ReadMode};
 use crate::spec::WorkloadSpec;
 use client::{RedisClient, RedisClientConfig, RedisNode};
 use serde_json::{Value, json};

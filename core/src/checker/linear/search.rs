@@ -591,23 +591,7 @@ pub(crate) fn search<M: Model>(
             stats,
         );
     }
-    // Node 0 is the head; op i has call node 2i+1 and return node 2i+2.
-    let mut events: Vec<(u64, u32)> = Vec::with_capacity(2 * n);
-    for (i, o) in ops.iter().enumerate() {
-        events.push((o.call(), (2 * i + 1) as u32));
-        events.push((o.ret().unwrap_or(u64::MAX), (2 * i + 2) as u32));
-    }
-    // Calls sort before returns at equal positions (only +infinity collides).
-    events.sort_unstable_by_key(|&(pos, node)| (pos, node & 1 == 0, node));
-    let nodes = 2 * n + 1;
-    let mut next = vec![NIL; nodes];
-    let mut prev = vec![NIL; nodes];
-    let mut last = 0u32;
-    for &(_, node) in &events {
-        next[last as usize] = node;
-        prev[node as usize] = last;
-        last = node;
-    }
+    let (mut next, mut prev) = entry_list(ops);
 
     let mut lin = LinSet::new(ops);
     limits.memory.active.fetch_add(1, Ordering::Relaxed);
@@ -615,10 +599,12 @@ pub(crate) fn search<M: Model>(
     let mut remaining = ops.iter().filter(|o| o.ret().is_some()).count();
 
     let classes = lin.fields.len();
-    let mut dominance = pruning == Pruning::Dominance && classes > 0;
-    let mut cache: Cache<M::State> = Cache::new(if dominance { classes } else { 0 });
-    // Configurations cached before a switch to dominance.
-    let mut entries_before = 0usize;
+    let mut b = Budgeted {
+        dominance: pruning == Pruning::Dominance && classes > 0,
+        entries_before: 0,
+        reported: 0,
+    };
+    let mut cache: Cache<M::State> = Cache::new(if b.dominance { classes } else { 0 });
 
     let mut stack: Vec<(u32, M::State)> = Vec::new();
     // Furthest blocking point so far: (return position, depth, blocked op), and its prefix. The
@@ -627,7 +613,6 @@ pub(crate) fn search<M: Model>(
     let mut best: Option<(u64, usize, usize)> = None;
     let mut best_prefix: Vec<u32> = Vec::new();
     let mut stable = 0usize;
-    let mut reported = 0usize;
     let mut iters = 0u64;
     let mut entry = next[0];
 
@@ -636,56 +621,18 @@ pub(crate) fn search<M: Model>(
             break Outcome::Valid(stack.iter().map(|&(node, _)| (node - 1) / 2).collect());
         }
         iters += 1;
-        if iters.is_multiple_of(CHECK_EVERY) {
-            if !dominance && classes > 0 && cache.entries >= ESCALATE_ENTRIES {
-                dominance = true;
-                entries_before += cache.entries;
-                cache = Cache::new(classes);
-                limits.memory.used.fetch_sub(reported, Ordering::Relaxed);
-                reported = 0;
-            }
-            let bytes = cache.bytes() + stack.len() * 32;
-            if bytes > reported {
-                limits
-                    .memory
-                    .used
-                    .fetch_add(bytes - reported, Ordering::Relaxed);
-                reported = bytes;
-            }
-            stats.cache_bytes = stats.cache_bytes.max(bytes);
-            let now = Instant::now();
-            if limits.settled.passed(now) {
-                break Outcome::Aborted(Cause::Settled, String::new());
-            }
-            if limits.memory.exhausted(reported) {
-                break Outcome::Aborted(
-                    Cause::Memory,
-                    format!(
-                        "memory budget exhausted: the check's {} were in use ({} configurations of this part cached)",
-                        human_bytes(limits.memory.cap),
-                        entries_before + cache.entries
-                    ),
-                );
-            }
-            if limits
-                .max_entries
-                .is_some_and(|m| entries_before + cache.entries >= m)
-            {
-                break Outcome::Unfinished;
-            }
-            if let Some(d) = limits.deadline
-                && now >= d
-            {
-                break Outcome::Aborted(
-                    Cause::TimeLimit,
-                    format!(
-                        "time limit exceeded after {} configurations ({} of {} ops linearized at the time)",
-                        cache.entries,
-                        stack.len(),
-                        n
-                    ),
-                );
-            }
+        if iters.is_multiple_of(CHECK_EVERY)
+            && let Some(stop) = periodic(
+                &mut b,
+                &mut cache,
+                classes,
+                limits,
+                stack.len(),
+                n,
+                &mut stats,
+            )
+        {
+            break stop;
         }
         if entry == NIL {
             // Unreachable while a completed op remains: its return entry is in the list.
@@ -699,7 +646,7 @@ pub(crate) fn search<M: Model>(
                 // state without it, this configuration is dominated by the one that skips it
                 // (same state and completed ops, one more pending op still free to use later or
                 // never), which the parent tries as well.
-                if !dominance {
+                if !b.dominance {
                 } else if let Some((pnode, before)) = stack.last() {
                     let pid = (*pnode as usize - 1) / 2;
                     if ops[pid].ret().is_none()
@@ -718,14 +665,7 @@ pub(crate) fn search<M: Model>(
                     if ops[id].ret().is_some() {
                         remaining -= 1;
                     }
-                    // Lift: unlink the call and its return.
-                    for node in [e, e + 1] {
-                        let (p, q) = (prev[node], next[node]);
-                        next[p as usize] = q;
-                        if q != NIL {
-                            prev[q as usize] = p;
-                        }
-                    }
+                    lift(&mut next, &mut prev, e);
                     entry = next[0];
                 }
             } else {
@@ -763,14 +703,7 @@ pub(crate) fn search<M: Model>(
                     if ops[cid].ret().is_some() {
                         remaining += 1;
                     }
-                    // Unlift: relink the return, then the call.
-                    for node in [c + 1, c] {
-                        let (p, q) = (prev[node], next[node]);
-                        next[p as usize] = node as u32;
-                        if q != NIL {
-                            prev[q as usize] = node as u32;
-                        }
-                    }
+                    unlift(&mut next, &mut prev, c);
                     entry = next[c];
                 }
             }
@@ -778,10 +711,132 @@ pub(crate) fn search<M: Model>(
     };
     let bytes = cache.bytes() + stack.len() * 32;
     stats.cache_bytes = stats.cache_bytes.max(bytes);
-    stats.cache_entries = entries_before + cache.entries;
-    limits.memory.used.fetch_sub(reported, Ordering::Relaxed);
+    stats.cache_entries = b.entries_before + cache.entries;
+    limits.memory.used.fetch_sub(b.reported, Ordering::Relaxed);
     limits.memory.active.fetch_sub(1, Ordering::Relaxed);
     (outcome, stats)
+}
+
+/// The search's entry list over `ops` (in invoke order): node 0 is the head; op i has call node
+/// 2i+1 and return node 2i+2, in position order (calls before returns at equal positions). Its
+/// `next` and `prev` links.
+fn entry_list<O>(ops: &[PartOp<O>]) -> (Vec<u32>, Vec<u32>) {
+    let n = ops.len();
+    let mut events: Vec<(u64, u32)> = Vec::with_capacity(2 * n);
+    for (i, o) in ops.iter().enumerate() {
+        events.push((o.call(), (2 * i + 1) as u32));
+        events.push((o.ret().unwrap_or(u64::MAX), (2 * i + 2) as u32));
+    }
+    // Calls sort before returns at equal positions (only +infinity collides).
+    events.sort_unstable_by_key(|&(pos, node)| (pos, node & 1 == 0, node));
+    let nodes = 2 * n + 1;
+    let mut next = vec![NIL; nodes];
+    let mut prev = vec![NIL; nodes];
+    let mut last = 0u32;
+    for &(_, node) in &events {
+        next[last as usize] = node;
+        prev[node as usize] = last;
+        last = node;
+    }
+    (next, prev)
+}
+
+/// Lift: unlink the call node `e` and its return `e + 1`.
+#[inline]
+fn lift(next: &mut [u32], prev: &mut [u32], e: usize) {
+    for node in [e, e + 1] {
+        let (p, q) = (prev[node], next[node]);
+        next[p as usize] = q;
+        if q != NIL {
+            prev[q as usize] = p;
+        }
+    }
+}
+
+/// Unlift: relink the return `c + 1`, then the call `c`.
+#[inline]
+fn unlift(next: &mut [u32], prev: &mut [u32], c: usize) {
+    for node in [c + 1, c] {
+        let (p, q) = (prev[node], next[node]);
+        next[p as usize] = node as u32;
+        if q != NIL {
+            prev[q as usize] = node as u32;
+        }
+    }
+}
+
+/// What a search's periodic checks keep between them.
+struct Budgeted {
+    /// Dominance pruning is on (from the start, or since an `Auto` search escalated).
+    dominance: bool,
+    /// Configurations cached before a switch to dominance.
+    entries_before: usize,
+    /// Bytes this search added to the memory budget's `used`.
+    reported: usize,
+}
+
+/// Every [`CHECK_EVERY`] iterations: an `Auto` search past [`ESCALATE_ENTRIES`] switches to
+/// dominance, the cache's memory is accounted, and the search stops (the outcome returned) at
+/// the settled point, past the memory budget, at the round's cap or at the deadline.
+#[cold]
+#[inline(never)]
+fn periodic<S: Clone + Eq + Hash>(
+    b: &mut Budgeted,
+    cache: &mut Cache<S>,
+    classes: usize,
+    limits: &Limits<'_>,
+    stack_len: usize,
+    n: usize,
+    stats: &mut Stats,
+) -> Option<Outcome> {
+    if !b.dominance && classes > 0 && cache.entries >= ESCALATE_ENTRIES {
+        b.dominance = true;
+        b.entries_before += cache.entries;
+        *cache = Cache::new(classes);
+        limits.memory.used.fetch_sub(b.reported, Ordering::Relaxed);
+        b.reported = 0;
+    }
+    let bytes = cache.bytes() + stack_len * 32;
+    if bytes > b.reported {
+        limits
+            .memory
+            .used
+            .fetch_add(bytes - b.reported, Ordering::Relaxed);
+        b.reported = bytes;
+    }
+    stats.cache_bytes = stats.cache_bytes.max(bytes);
+    let now = Instant::now();
+    if limits.settled.passed(now) {
+        return Some(Outcome::Aborted(Cause::Settled, String::new()));
+    }
+    if limits.memory.exhausted(b.reported) {
+        return Some(Outcome::Aborted(
+            Cause::Memory,
+            format!(
+                "memory budget exhausted: the check's {} were in use ({} configurations of this part cached)",
+                human_bytes(limits.memory.cap),
+                b.entries_before + cache.entries
+            ),
+        ));
+    }
+    if limits
+        .max_entries
+        .is_some_and(|m| b.entries_before + cache.entries >= m)
+    {
+        return Some(Outcome::Unfinished);
+    }
+    if let Some(d) = limits.deadline
+        && now >= d
+    {
+        return Some(Outcome::Aborted(
+            Cause::TimeLimit,
+            format!(
+                "time limit exceeded after {} configurations ({} of {} ops linearized at the time)",
+                cache.entries, stack_len, n
+            ),
+        ));
+    }
+    None
 }
 
 #[cfg(test)]

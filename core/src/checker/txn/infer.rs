@@ -124,50 +124,94 @@ pub fn infer(t: &Txns) -> Result<Inferred, String> {
         orders: vec![None; nkeys],
         ..Inferred::default()
     };
-    // Who appended each (key, element), and each txn's last append per key.
-    let mut writer: FxHashMap<(u32, u32), u32> = FxHashMap::default();
-    let mut last_append: FxHashMap<(u32, u32), u32> = FxHashMap::default();
-    for (i, tx) in t.txns.iter().enumerate() {
-        for m in &tx.mops {
-            if let Mop::Append { key, elem } = *m {
-                if let Some(prev) = writer.insert((key, elem), i as u32) {
-                    return Err(format!(
-                        "{} and {} both append {} to key {}: list-append histories need elements unique per key",
-                        tname(t, prev),
-                        tname(t, i as u32),
-                        t.elems.show(elem),
-                        t.keys.show(key)
-                    ));
+    let writers = Writers::of(t)?;
+    let duplicated = version_orders(t, &mut out.orders, &mut out.anomalies);
+    ww_edges(t, &out.orders, &writers, &mut out.graph);
+    let reads = Reads {
+        t,
+        orders: &out.orders,
+        writers: &writers,
+        duplicated: &duplicated,
+    };
+    reads.anomalies_and_edges(&mut out.anomalies, &mut out.graph);
+    internal_and_lost_updates(t, &mut out.anomalies);
+    order_edges(t, &mut out.graph);
+    out.graph.finish();
+    Ok(out)
+}
+
+/// Who appended each (key, element), and each transaction's last append per key.
+struct Writers {
+    /// (key, element) → the transaction that appended it.
+    writer: FxHashMap<(u32, u32), u32>,
+    /// (transaction, key) → the last element it appended to the key.
+    last_append: FxHashMap<(u32, u32), u32>,
+}
+
+impl Writers {
+    /// The writers of `t`; an element appended twice to one key is an error.
+    fn of(t: &Txns) -> Result<Writers, String> {
+        let mut writer: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+        let mut last_append: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+        for (i, tx) in t.txns.iter().enumerate() {
+            for m in &tx.mops {
+                if let Mop::Append { key, elem } = *m {
+                    if let Some(prev) = writer.insert((key, elem), i as u32) {
+                        return Err(format!(
+                            "{} and {} both append {} to key {}: list-append histories need elements unique per key",
+                            tname(t, prev),
+                            tname(t, i as u32),
+                            t.elems.show(elem),
+                            t.keys.show(key)
+                        ));
+                    }
+                    last_append.insert((i as u32, key), elem);
                 }
-                last_append.insert((i as u32, key), elem);
             }
         }
+        Ok(Writers {
+            writer,
+            last_append,
+        })
     }
+}
+
+/// Every committed read: (transaction, key, the list it read).
+fn committed_reads(t: &Txns) -> impl Iterator<Item = (u32, u32, &Vec<u32>)> {
+    t.txns
+        .iter()
+        .enumerate()
+        .filter(|(_, tx)| tx.status == Status::Ok)
+        .flat_map(|(i, tx)| {
+            tx.mops.iter().filter_map(move |m| match m {
+                Mop::Read { key, list: Some(l) } => Some((i as u32, *key, l)),
+                _ => None,
+            })
+        })
+}
+
+/// Each key's version order into `orders`: its longest committed read, of which every read must
+/// be a prefix (else an incompatible order). A read holding an element twice is a duplicate;
+/// those reads are returned, and left out of everything after.
+fn version_orders(
+    t: &Txns,
+    orders: &mut [Option<Vec<u32>>],
+    anomalies: &mut Vec<Found>,
+) -> rustc_hash::FxHashSet<*const Vec<u32>> {
+    let nkeys = t.keys.values.len();
     // Committed reads: duplicates, longest per key.
     let mut longest: Vec<Option<(u32, &Vec<u32>)>> = vec![None; nkeys];
-    let reads = || {
-        t.txns
-            .iter()
-            .enumerate()
-            .filter(|(_, tx)| tx.status == Status::Ok)
-            .flat_map(|(i, tx)| {
-                tx.mops.iter().filter_map(move |m| match m {
-                    Mop::Read { key, list: Some(l) } => Some((i as u32, *key, l)),
-                    _ => None,
-                })
-            })
-    };
     let mut duplicated: rustc_hash::FxHashSet<*const Vec<u32>> = Default::default();
     // Last read (1-based) each element was seen in: a duplicate is one seen twice in one read.
     let mut seen_in = vec![0u32; t.elems.values.len()];
-    for (r, (i, key, list)) in reads().enumerate() {
+    for (r, (i, key, list)) in committed_reads(t).enumerate() {
         let stamp = r as u32 + 1;
         let dup = list
             .iter()
             .find(|e| std::mem::replace(&mut seen_in[**e as usize], stamp) == stamp);
         if let Some(d) = dup {
             duplicated.insert(list as *const _);
-            out.anomalies.push(found(
+            anomalies.push(found(
                 Kind::Other(Other::DuplicateElements),
                 t,
                 &[i],
@@ -188,7 +232,7 @@ pub fn infer(t: &Txns) -> Result<Inferred, String> {
     }
     // Incompatible orders: every read must be a prefix of the longest one.
     let mut incompatible_reported = vec![false; nkeys];
-    for (i, key, list) in reads() {
+    for (i, key, list) in committed_reads(t) {
         let Some((j, long)) = longest[key as usize] else {
             continue;
         };
@@ -196,7 +240,7 @@ pub fn infer(t: &Txns) -> Result<Inferred, String> {
             continue;
         }
         if !std::mem::replace(&mut incompatible_reported[key as usize], true) {
-            out.anomalies.push(found(
+            anomalies.push(found(
                 Kind::Other(Other::IncompatibleOrder),
                 t,
                 &[i, j],
@@ -212,15 +256,18 @@ pub fn infer(t: &Txns) -> Result<Inferred, String> {
         }
     }
     for (k, l) in longest.iter().enumerate() {
-        out.orders[k] = l.map(|(_, l)| l.clone());
+        orders[k] = l.map(|(_, l)| l.clone());
     }
-    let g = &mut out.graph;
-    // ww: consecutive appends by different non-failed writers in each order.
-    for (k, order) in out.orders.iter().enumerate() {
+    duplicated
+}
+
+/// ww: consecutive appends by different non-failed writers in each key's order.
+fn ww_edges(t: &Txns, orders: &[Option<Vec<u32>>], writers: &Writers, g: &mut Graph) {
+    for (k, order) in orders.iter().enumerate() {
         let Some(order) = order else { continue };
         let mut prev: Option<(u32, u32)> = None;
         for &e in order {
-            let Some(&w) = writer.get(&(k as u32, e)) else {
+            let Some(&w) = writers.writer.get(&(k as u32, e)) else {
                 continue;
             };
             if t.txns[w as usize].status == Status::Fail {
@@ -239,100 +286,113 @@ pub fn infer(t: &Txns) -> Result<Inferred, String> {
             prev = Some((w, e));
         }
     }
-    // Reads: G1a, garbage, G1b, wr and rw edges.
-    for (i, key, list) in reads() {
-        if duplicated.contains(&(list as *const _)) {
-            continue;
-        }
-        for &e in list {
-            match writer.get(&(key, e)) {
-                None => out.anomalies.push(found(
-                    Kind::Other(Other::GarbageRead),
-                    t,
-                    &[i],
-                    format!(
-                        "{} read key {} = {}, but no transaction appended {}",
-                        tname(t, i),
-                        t.keys.show(key),
-                        describe_list(t, list),
-                        t.elems.show(e)
-                    ),
-                )),
-                Some(&w) if t.txns[w as usize].status == Status::Fail => {
-                    out.anomalies.push(found(
-                        Kind::Other(Other::G1a),
-                        t,
-                        &[i, w],
-                        format!(
-                            "{} read key {} = {}, including {}, which {} appended and which failed (aborted read)",
-                            tname(t, i),
-                            t.keys.show(key),
-                            describe_list(t, list),
-                            t.elems.show(e),
-                            tname(t, w)
-                        ),
-                    ))
-                }
-                _ => {}
+}
+
+/// What the reads' anomalies and edges are read against.
+struct Reads<'a> {
+    t: &'a Txns,
+    orders: &'a [Option<Vec<u32>>],
+    writers: &'a Writers,
+    /// Reads holding an element twice: left out.
+    duplicated: &'a rustc_hash::FxHashSet<*const Vec<u32>>,
+}
+
+impl Reads<'_> {
+    /// G1a, garbage reads and G1b into `anomalies`; wr and rw edges into `g`.
+    fn anomalies_and_edges(&self, anomalies: &mut Vec<Found>, g: &mut Graph) {
+        let (t, writers) = (self.t, self.writers);
+        for (i, key, list) in committed_reads(t) {
+            if self.duplicated.contains(&(list as *const _)) {
+                continue;
             }
-        }
-        // The version the transaction saw from others: its last element not its own.
-        let external = list
-            .iter()
-            .rposition(|e| writer.get(&(key, *e)) != Some(&i));
-        if let Some(pos) = external {
-            let e = list[pos];
-            if let Some(&w) = writer.get(&(key, e)) {
-                if last_append.get(&(w, key)).is_some_and(|&l| l != e) && pos + 1 == list.len() {
-                    out.anomalies.push(found(
-                        Kind::Other(Other::G1b),
+            for &e in list {
+                match writers.writer.get(&(key, e)) {
+                    None => anomalies.push(found(
+                        Kind::Other(Other::GarbageRead),
                         t,
-                        &[i, w],
+                        &[i],
                         format!(
-                            "{} read key {} = {}, ending at {}, but {} appended {} to it after {} (intermediate read)",
+                            "{} read key {} = {}, but no transaction appended {}",
                             tname(t, i),
                             t.keys.show(key),
                             describe_list(t, list),
-                            t.elems.show(e),
-                            tname(t, w),
-                            t.elems.show(last_append[&(w, key)]),
                             t.elems.show(e)
                         ),
-                    ));
-                }
-                if t.txns[w as usize].status != Status::Fail {
-                    let r = Reason {
-                        key,
-                        first: Some(e),
-                        second: None,
-                    };
-                    g.add(w, i, edge::WR, Some(r));
+                    )),
+                    Some(&w) if t.txns[w as usize].status == Status::Fail => {
+                        anomalies.push(found(
+                            Kind::Other(Other::G1a),
+                            t,
+                            &[i, w],
+                            format!(
+                                "{} read key {} = {}, including {}, which {} appended and which failed (aborted read)",
+                                tname(t, i),
+                                t.keys.show(key),
+                                describe_list(t, list),
+                                t.elems.show(e),
+                                tname(t, w)
+                            ),
+                        ))
+                    }
+                    _ => {}
                 }
             }
-        }
-        // rw: the element after what was read was appended by someone who came later.
-        let Some(order) = &out.orders[key as usize] else {
-            continue;
-        };
-        if !order.starts_with(list) {
-            continue;
-        }
-        if let Some(&next) = order.get(list.len())
-            && let Some(&w) = writer.get(&(key, next))
-            && t.txns[w as usize].status != Status::Fail
-        {
-            let r = Reason {
-                key,
-                first: list.last().copied(),
-                second: Some(next),
+            // The version the transaction saw from others: its last element not its own.
+            let external = list
+                .iter()
+                .rposition(|e| writers.writer.get(&(key, *e)) != Some(&i));
+            if let Some(pos) = external {
+                let e = list[pos];
+                if let Some(&w) = writers.writer.get(&(key, e)) {
+                    if writers.last_append.get(&(w, key)).is_some_and(|&l| l != e)
+                        && pos + 1 == list.len()
+                    {
+                        anomalies.push(found(
+                            Kind::Other(Other::G1b),
+                            t,
+                            &[i, w],
+                            format!(
+                                "{} read key {} = {}, ending at {}, but {} appended {} to it after {} (intermediate read)",
+                                tname(t, i),
+                                t.keys.show(key),
+                                describe_list(t, list),
+                                t.elems.show(e),
+                                tname(t, w),
+                                t.elems.show(writers.last_append[&(w, key)]),
+                                t.elems.show(e)
+                            ),
+                        ));
+                    }
+                    if t.txns[w as usize].status != Status::Fail {
+                        let r = Reason {
+                            key,
+                            first: Some(e),
+                            second: None,
+                        };
+                        g.add(w, i, edge::WR, Some(r));
+                    }
+                }
+            }
+            // rw: the element after what was read was appended by someone who came later.
+            let Some(order) = &self.orders[key as usize] else {
+                continue;
             };
-            g.add(i, w, edge::RW, Some(r));
+            if !order.starts_with(list) {
+                continue;
+            }
+            if let Some(&next) = order.get(list.len())
+                && let Some(&w) = writers.writer.get(&(key, next))
+                && t.txns[w as usize].status != Status::Fail
+            {
+                let r = Reason {
+                    key,
+                    first: list.last().copied(),
+                    second: Some(next),
+                };
+                g.add(i, w, edge::RW, Some(r));
+            }
         }
     }
-    internal_and_lost_updates(t, &mut out.anomalies);
-    order_edges(t, g);
-    out.graph.finish();
-    Ok(out)
 }
 
 /// Internal consistency of each committed transaction, and lost updates.

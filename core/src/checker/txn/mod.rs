@@ -48,7 +48,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The model name `check --model` and workloads use for this checker.
-pub const NAME: &str = "txn";
+pub const NAME: &str = crate::model::registry::TXN;
 
 /// The checker name in results.json.
 pub const CHECKER: &str = "txn";

@@ -4,7 +4,7 @@
 //! serve). Does not parse the spec file (`spec`).
 
 use super::{CommandKind, ExternalSpec, SYSTEMS_DIR, load, locate};
-use crate::config::ConfigError;
+use crate::options::ConfigError;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
