@@ -66,6 +66,56 @@ pub struct WorkloadSpec {
     pub log: Option<crate::generator::log::LogConfig>,
 }
 
+impl WorkloadSpec {
+    /// The spec's fields its kind reads (test.json's `workload.knobs`: the run page lists only
+    /// these); empty for a kind this build does not know (the page then lists every field).
+    pub fn knobs(&self) -> Vec<&'static str> {
+        const REGISTER: &[&str] = &[
+            "read_weight",
+            "write_weight",
+            "cas_weight",
+            "max_value",
+            "threads_per_key",
+            "ops_per_key",
+            "version_source",
+        ];
+        let knobs: &[&str] = match self.kind.as_str() {
+            "register" => REGISTER,
+            crate::generator::lock::LWW_KIND => &[
+                "read_weight",
+                "write_weight",
+                "max_value",
+                "threads_per_key",
+                "ops_per_key",
+                "version_source",
+            ],
+            "list-append" => &[
+                "read_weight",
+                "append_weight",
+                "threads_per_key",
+                "ops_per_key",
+            ],
+            crate::generator::txn::KIND => &[
+                "read_weight",
+                "append_weight",
+                "active_keys",
+                "max_mops",
+                "ops_per_key",
+            ],
+            crate::generator::set::KIND => &[
+                "read_weight",
+                "add_weight",
+                "threads_per_key",
+                "ops_per_key",
+            ],
+            crate::generator::log::KIND => &["log"],
+            kind if crate::generator::lock::is_lock_kind(kind) => &["lock"],
+            _ => return Vec::new(),
+        };
+        knobs.to_vec()
+    }
+}
+
 fn d_active_keys() -> usize {
     8
 }
@@ -539,6 +589,40 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every built-in workload lists only fields of its spec, and the ones its file sets.
+    #[test]
+    fn each_workload_kind_names_the_knobs_it_reads() {
+        for (name, text) in BUILTIN_WORKLOADS {
+            let w = load_workload(name).unwrap();
+            let knobs = w.knobs();
+            assert!(!knobs.is_empty(), "{name}: no knobs");
+            let json = serde_json::to_value(&w).unwrap();
+            for k in &knobs {
+                let field = k.to_string();
+                assert!(
+                    json.get(&field).is_some() || *k == "version_source",
+                    "{name}: {k} is no field of the spec"
+                );
+            }
+            for line in text
+                .lines()
+                .filter(|l| !l.starts_with('#') && l.contains(" = "))
+            {
+                let (key, value) = line.split_once(" = ").unwrap();
+                let key = key.trim();
+                // A weight set to 0 says "none of these" (lww's cas_weight): not a knob.
+                if key != "kind" && value.trim() != "0" && json.get(key).is_some() {
+                    assert!(
+                        knobs.contains(&key),
+                        "{name}: sets {key}, which is not listed"
+                    );
+                }
+            }
+        }
+        let register = load_workload("register").unwrap();
+        assert!(!register.knobs().contains(&"append_weight"));
+    }
 
     #[test]
     fn builtin_specs_parse() {

@@ -104,7 +104,7 @@ pub(super) fn test_json(
         "read_mode": cfg.read_mode,
         "read_from": cfg.read_from,
         "read_nodes": cfg.read_nodes,
-        "workload": { "name": cfg.workload_name, "spec": cfg.workload },
+        "workload": { "name": cfg.workload_name, "spec": cfg.workload, "knobs": cfg.workload.knobs() },
         "nemesis": { "name": cfg.nemesis_name, "spec": cfg.nemesis },
         crate::store::CHECK_KEY: check_record(cfg, system),
         "rerun": cfg.rerun_command(),

@@ -85,7 +85,8 @@ pub(super) fn db_line(name: &str, version: &str) -> String {
 }
 
 /// A `{name, spec}` object (workload, nemesis) as its name, then its spec as a key/value table
-/// ([`spec_rows`]); other values as escaped text.
+/// ([`spec_rows`]), only the fields listed in its `knobs` when it has them (what a workload's
+/// kind reads: a register run does not list append weights); other values as escaped text.
 pub(super) fn named_spec_html(v: Option<&Value>) -> String {
     let Some(Value::Object(m)) = v else {
         return esc(&text_of(v));
@@ -97,7 +98,18 @@ pub(super) fn named_spec_html(v: Option<&Value>) -> String {
     let mut html = format!("<b>{}</b>", esc(&name));
     match m.get("spec") {
         Some(Value::Object(spec)) => {
-            let rows = spec_rows(spec, &name);
+            // Only the fields the workload's kind reads, when the run recorded them.
+            let knobs: Option<Vec<&str>> = m
+                .get("knobs")
+                .and_then(Value::as_array)
+                .map(|ks| ks.iter().filter_map(Value::as_str).collect())
+                .filter(|ks: &Vec<&str>| !ks.is_empty());
+            let shown: serde_json::Map<String, Value> = spec
+                .iter()
+                .filter(|(k, _)| knobs.as_ref().is_none_or(|ks| ks.contains(&k.as_str())))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            let rows = spec_rows(&shown, &name);
             if !rows.is_empty() {
                 html.push_str("<table class=\"kv\">");
                 for (k, v) in rows {
@@ -246,6 +258,13 @@ mod tests {
             ]
         );
         assert!(!named_spec_html(Some(&nemesis)).contains('{'));
+        // With the knobs its kind reads recorded, only those are listed.
+        let workload = json!({"name": "register", "knobs": ["read_weight"], "spec": {
+            "kind": "register", "read_weight": 2, "append_weight": 1, "add_weight": 10}});
+        assert_eq!(
+            named_spec_html(Some(&workload)),
+            "<b>register</b><table class=\"kv\"><tr><th>read weight</th><td>2</td></tr></table>"
+        );
         // Not a {name, spec} object: as text, escaped.
         assert_eq!(named_spec_html(Some(&json!("a<b"))), "a&lt;b");
         assert_eq!(named_spec_html(Some(&json!({"name": "x"}))), "<b>x</b>");
