@@ -4,9 +4,15 @@
 //! the anomalies a set of models prohibits (Elle's `anomalies-prohibited-by`), the anomalies that
 //! imply a set (`all-anomalies-implying`), and the boundary of a set of found anomalies — `not`,
 //! the weakest models they rule out, and `also_not`, every stronger one (Elle's
-//! `friendly-boundary`). Transcribed from `elle/consistency_model.clj`; Elle's single-object
-//! models (linearizable, sequential, causal, PRAM, …) and the models nothing is proscribed by
-//! (view-serializable, 1SR, session-serializable) are left out, since no anomaly reaches them.
+//! `friendly-boundary`). Transcribed from `elle/consistency_model.clj` (jepsen-io/elle), every
+//! model it names: also its single-object models (linearizable, sequential, causal, PRAM, …)
+//! and view-serializable, session-serializable and 1SR, which proscribe nothing, so that the
+//! relations are Elle's graph edge for edge. The tests check the table against a transcription
+//! of Elle's three maps (`implied-anomalies`, `models`, `direct-proscribed-anomalies`) evaluated
+//! as Elle evaluates them, model by model. Elle's friendly name for PL-SS is
+//! `strong-serializable`; ours is `strict-serializable` (both parse). Elle's
+//! `anomaly-severity-graph` (G1c above G-single and G2-item, …) orders its search and implies
+//! nothing: it is not here.
 //!
 //! Two anomalies are shakedown's own, tied in where Elle would count them: `fuzzy-read` (Elle
 //! reports a transaction's non-repeatable read as `internal`) implies `internal`, and
@@ -94,6 +100,28 @@ named! {
         StrongSnapshotIsolation = "strong-snapshot-isolation",
         /// Serializable respecting process order.
         StrongSessionSerializable = "strong-session-serializable",
+        /// Bernstein's view serializability (conflict serializable implies it).
+        ViewSerializable = "view-serializable",
+        /// Zuikeviciute & Pedone (strong serializable implies it).
+        SessionSerializable = "session-serializable",
+        /// One-copy serializability (Zuikeviciute & Pedone).
+        OneCopySerializable = "1SR",
+        /// Single-object: linearizable (Bailis; strict serializable implies it).
+        Linearizable = "linearizable",
+        /// Single-object: sequential consistency.
+        Sequential = "sequential",
+        /// Single-object: causal consistency.
+        Causal = "causal",
+        /// A session guarantee.
+        WritesFollowReads = "writes-follow-reads",
+        /// Pipelined RAM.
+        Pram = "PRAM",
+        /// A session guarantee.
+        MonotonicReads = "monotonic-reads",
+        /// A session guarantee.
+        MonotonicWrites = "monotonic-writes",
+        /// A session guarantee.
+        ReadYourWrites = "read-your-writes",
     }
 }
 
@@ -293,12 +321,20 @@ impl Model {
                 Prefix,
             ],
             UpdateSerializable => &[ForwardConsistentView],
-            Serializable => &[RepeatableRead, UpdateSerializable, SnapshotIsolation],
+            Serializable => &[
+                RepeatableRead,
+                UpdateSerializable,
+                SnapshotIsolation,
+                ViewSerializable,
+            ],
+            // Elle's `:strong-serializable [:session-serializable]` names PL-SS too.
             StrictSerializable => &[
                 Serializable,
+                Linearizable,
                 SnapshotIsolation,
                 StrongSnapshotIsolation,
                 StrongSessionSerializable,
+                SessionSerializable,
             ],
             MonotonicAtomicView => &[ReadCommitted],
             ReadAtomic => &[MonotonicAtomicView],
@@ -313,6 +349,13 @@ impl Model {
             StrongSessionSnapshotIsolation => &[SnapshotIsolation, StrongSessionReadCommitted],
             StrongSnapshotIsolation => &[StrongSessionSnapshotIsolation, StrongReadCommitted],
             StrongSessionSerializable => &[Serializable, StrongSessionSnapshotIsolation],
+            SessionSerializable => &[OneCopySerializable],
+            Linearizable => &[Sequential],
+            Sequential => &[Causal],
+            Causal => &[WritesFollowReads, Pram],
+            Pram => &[MonotonicReads, MonotonicWrites, ReadYourWrites],
+            ViewSerializable | OneCopySerializable | WritesFollowReads | MonotonicReads
+            | MonotonicWrites | ReadYourWrites => &[],
         }
     }
 
@@ -362,7 +405,12 @@ impl Model {
                 &[G1Process, G2Process, StrongSessionSerializableCycleExists]
             }
             UpdateSerializable => &[G1, GUpdate],
-            MonotonicAtomicView => &[],
+            // Elle proscribes nothing directly for these: what they forbid comes from the
+            // models they imply (monotonic atomic view) or from none (the single-object and
+            // session models, view serializability, 1SR).
+            MonotonicAtomicView | ViewSerializable | SessionSerializable | OneCopySerializable
+            | Linearizable | Sequential | Causal | WritesFollowReads | Pram | MonotonicReads
+            | MonotonicWrites | ReadYourWrites => &[],
         }
     }
 
@@ -523,7 +571,9 @@ mod tests {
             Some(StrictSerializable)
         );
         assert_eq!(Model::parse("PL-3"), Some(Serializable));
-        assert_eq!(Model::parse("linearizable"), None);
+        assert_eq!(Model::parse("linearizable"), Some(Linearizable));
+        assert_eq!(Model::parse("1SR"), Some(OneCopySerializable));
+        assert_eq!(Model::parse("snapshot"), None);
     }
 
     #[test]
@@ -534,8 +584,16 @@ mod tests {
         assert!(!SnapshotIsolation.implies_model(RepeatableRead));
         assert!(!RepeatableRead.implies_model(SnapshotIsolation));
         assert!(StrongSnapshotIsolation.implies_model(StrongReadCommitted));
-        // Every model but read uncommitted implies it.
-        assert!(Model::ALL.iter().all(|m| m.implies_model(ReadUncommitted)));
+        // Every model that proscribes anything implies read uncommitted; the single-object
+        // ones sit apart, under strict serializable.
+        assert!(
+            Model::ALL
+                .iter()
+                .filter(|m| !prohibited_by(&[**m]).is_empty())
+                .all(|m| m.implies_model(ReadUncommitted))
+        );
+        assert!(StrictSerializable.implies_model(ReadYourWrites));
+        assert!(!Linearizable.implies_model(ReadUncommitted));
     }
 
     // Golden cases: what Elle's `friendly-boundary` gives, worked through its tables.
@@ -604,10 +662,14 @@ mod tests {
         assert_eq!(not, vec![ReadCommitted]);
         assert!(also.contains(&ReadAtomic) && also.contains(&StrongReadCommitted));
         assert!(!also.contains(&ReadUncommitted));
-        // cyclic-versions: read uncommitted, and every other model implies it.
+        // cyclic-versions: read uncommitted, and every other transactional model implies it.
         let (not, also) = boundary([CyclicVersions]);
         assert_eq!(not, vec![ReadUncommitted]);
-        assert_eq!(also.len(), Model::ALL.len() - 1);
+        let transactional = Model::ALL
+            .iter()
+            .filter(|m| !prohibited_by(&[**m]).is_empty())
+            .count();
+        assert_eq!(also.len(), transactional - 1);
         assert_eq!(boundary([]), (vec![], vec![]));
     }
 

@@ -62,6 +62,15 @@ impl Ask {
                 })
             })
             .collect::<Result<Vec<Model>, String>>()?;
+        // Elle's lattice gives the single-object and session models (linearizable, PRAM, …),
+        // view-serializable, session-serializable and 1SR no anomaly: a check against one of them
+        // alone would pass anything, so it is refused rather than called valid.
+        if let Some(m) = models.iter().find(|m| prohibited_by(&[**m]).is_empty()) {
+            return Err(format!(
+                "--consistency-models: {} proscribes no anomaly a transactional check can find (Elle's lattice gives it none); ask for a transactional model, e.g. strict-serializable",
+                m.name()
+            ));
+        }
         let anomalies = items(anomalies.unwrap_or(""))
             .iter()
             .map(|a| {
@@ -342,6 +351,10 @@ mod tests {
         let e = Ask::parse("serializable", Some("G3")).unwrap_err();
         assert!(e.contains("--anomalies: unknown anomaly \"G3\"") && e.contains("G-single-item"));
         assert!(Ask::parse("", None).is_err());
+        // Elle names linearizable, but proscribes nothing for it: refused, never a free pass.
+        let e = Ask::parse("serializable,linearizable", None).unwrap_err();
+        assert!(e.contains("linearizable proscribes no anomaly"), "{e}");
+        assert!(Ask::parse("PRAM", None).is_err());
     }
 
     #[test]

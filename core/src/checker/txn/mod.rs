@@ -35,6 +35,8 @@ pub mod register;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_elle;
+#[cfg(test)]
 mod tests_register;
 
 use super::{CheckResult, Verdict};

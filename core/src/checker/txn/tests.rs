@@ -926,3 +926,103 @@ fn each_model_boundary_has_a_history_valid_below_and_invalid_above() {
         }
     }
 }
+
+/// Issue 43's measured misses: histories whose only cycle is a G-single-item, a
+/// G-nonadjacent-item or a G2-item must be invalid against repeatable read (Adya's PL-2.99
+/// proscribes G2-item, and Elle counts the other two as G2-item cycles), alone and asked
+/// together with snapshot isolation; read committed allows all three. Each with invokes and as
+/// completions only (Elle's own test histories), which need no real-time order for these models.
+#[test]
+fn item_cycles_are_invalid_against_repeatable_read() {
+    let g_single_item = vec![
+        (0, json!([["r", "x", []], ["r", "y", [1]]])),
+        (1, json!([["append", "x", 1], ["append", "y", 1]])),
+        (9, json!([["r", "x", [1]], ["r", "y", [1]]])),
+    ];
+    let g_nonadjacent_item = vec![
+        (0, json!([["r", "x", []], ["r", "w", [1]]])),
+        (1, json!([["append", "x", 1], ["append", "y", 1]])),
+        (2, json!([["r", "y", [1]], ["r", "z", []]])),
+        (3, json!([["append", "z", 1], ["append", "w", 1]])),
+        (
+            9,
+            json!([
+                ["r", "x", [1]],
+                ["r", "y", [1]],
+                ["r", "z", [1]],
+                ["r", "w", [1]]
+            ]),
+        ),
+    ];
+    let g2_item = vec![
+        (
+            0,
+            json!([["r", "x", []], ["r", "y", []], ["append", "x", 1]]),
+        ),
+        (
+            1,
+            json!([["r", "x", []], ["r", "y", []], ["append", "y", 1]]),
+        ),
+        (9, json!([["r", "x", [1]], ["r", "y", [1]]])),
+    ];
+    let ask = |models: &str| TxnConfig {
+        ask: judge::Ask::parse(models, None).unwrap(),
+        ..TxnConfig::default()
+    };
+    // Concurrent transactions share 0..10, the final read is at 20..30.
+    let timed = |txns: &[(u64, Value)]| -> History {
+        let t: Vec<T> = txns
+            .iter()
+            .map(|(p, v)| match p {
+                9 => (*p, 20, 30, OK, v.clone()),
+                _ => (*p, 0, 10, OK, v.clone()),
+            })
+            .collect();
+        history(&t)
+    };
+    let cases = [
+        ("G-single-item", g_single_item),
+        ("G-nonadjacent-item", g_nonadjacent_item),
+        ("G2-item", g2_item),
+    ];
+    for (name, txns) in &cases {
+        for (form, h) in [
+            ("with invokes", timed(txns)),
+            ("completions only", bare(txns)),
+        ] {
+            for (models, expect) in [
+                ("repeatable-read", Verdict::Invalid),
+                ("PL-2.99", Verdict::Invalid),
+                ("snapshot-isolation,repeatable-read", Verdict::Invalid),
+                ("repeatable-read,snapshot-isolation", Verdict::Invalid),
+                ("serializable", Verdict::Invalid),
+                ("read-committed", Verdict::Valid),
+            ] {
+                let r = check(&h, &ask(models)).unwrap();
+                assert_eq!(names(&r), vec![name.to_string()], "{name} {form}");
+                assert_eq!(
+                    r.verdict,
+                    expect,
+                    "{name} {form} against {models}:\n{}",
+                    r.explain()
+                );
+                if expect == Verdict::Invalid {
+                    assert!(
+                        r.not.contains(&Model::RepeatableRead),
+                        "{name} {form}: not {:?}",
+                        r.not
+                    );
+                }
+            }
+        }
+    }
+    // Snapshot isolation alone: write skew is allowed, the other two are not.
+    for (name, txns) in &cases {
+        let r = check(&bare(txns), &ask("snapshot-isolation")).unwrap();
+        let expect = match *name {
+            "G2-item" => Verdict::Valid,
+            _ => Verdict::Invalid,
+        };
+        assert_eq!(r.verdict, expect, "{name} against snapshot-isolation");
+    }
+}
