@@ -7,6 +7,7 @@
 //! checking (`checker`).
 
 pub mod anomalies;
+pub mod clock_seen;
 pub mod html;
 /// Fault intervals live in the pure core (`crate::faults::intervals`) so checkers can use them.
 pub use crate::faults::intervals as faults;

@@ -1,4 +1,5 @@
-//! The run page's Faults section: requested faults that never took effect, a bar row per fault
+//! The run page's Faults section: requested faults that never took effect, database processes
+//! that did not see their node's clock (`report::clock_seen`), a bar row per fault
 //! kind over the run, and the table of fault intervals. The intervals come from
 //! `report::fault_intervals`; recovery is `page::recovery`.
 
@@ -20,6 +21,18 @@ pub(super) fn fault_section(out: &mut String, history: &History, results: &Value
         out.push_str("<div class=\"notice\"><p><b>Requested but never in effect:</b></p><ul>\n");
         for n in &never {
             let _ = writeln!(out, "<li><b>{}</b>: {}</li>", esc(&n.fault), esc(&n.why));
+        }
+        out.push_str("</ul></div>\n");
+    }
+    let unseen = crate::report::clock_seen::unseen_clocks(history);
+    if !unseen.is_empty() {
+        out.push_str("<div class=\"notice\"><p><b>Clocks the database did not see:</b></p><ul>\n");
+        for u in &unseen {
+            let _ = writeln!(
+                out,
+                "<li>{}</li>",
+                esc(&crate::report::clock_seen::describe(u))
+            );
         }
         out.push_str("</ul></div>\n");
     }
