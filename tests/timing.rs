@@ -124,7 +124,10 @@ fn strobe_band_matches_the_strobe_and_offsets_are_sampled_during_it() {
     // The nodes' `date` readings (the `<node> db` series are etcd's whole-second Date headers).
     let mut offsets = clock_offsets(&h);
     let db_series = offsets.keys().filter(|k| k.ends_with(" db")).count();
-    assert_eq!(db_series, 5, "etcd's own clock read on every node: {offsets:?}");
+    assert_eq!(
+        db_series, 5,
+        "etcd's own clock read on every node: {offsets:?}"
+    );
     offsets.retain(|k, _| !k.ends_with(" db"));
     assert_eq!(offsets.len(), 5, "{offsets:?}");
     for (name, points) in &offsets {
