@@ -19,7 +19,8 @@ const SERIES_PALETTE: [RGBColor; 8] = [
 ];
 
 /// Clock offset of every node over time (one line with point markers per node) from the clock
-/// nemesis's `clock-offsets` measurements, with fault bands behind. `None` when the history has
+/// nemesis's `clock-offsets` measurements, with fault bands behind; where the database reports
+/// its own clock, a thin line of the node's colour beside it (`<node> db`). `None` when the history has
 /// no measurements (the chart is then omitted, not drawn empty).
 pub fn clock_offsets(history: &History, formats: Formats) -> Option<Figure> {
     let series = anomalies::clock_offsets(history);
@@ -55,14 +56,28 @@ pub fn clock_offsets(history: &History, formats: Formats) -> Option<Figure> {
             .map_err(err)?;
         let mut legend = Legend::default();
         draw_bands(&mut chart, &mut legend, &faults, ylo, yhi)?;
-        for (i, (node, pts)) in series.iter().enumerate() {
+        // A node's `date` line and its database's own reading (`<node> db`, thin, no markers)
+        // share the node's colour.
+        let nodes: Vec<&str> = series
+            .keys()
+            .filter(|k| !k.ends_with(" db"))
+            .map(String::as_str)
+            .collect();
+        for (name, pts) in &series {
+            let node = name.strip_suffix(" db");
+            let i = nodes
+                .iter()
+                .position(|n| *n == node.unwrap_or(name))
+                .unwrap_or(nodes.len());
             let color = SERIES_PALETTE[i % SERIES_PALETTE.len()];
+            let (width, points) = if node.is_some() { (1, 0) } else { (2, 3) };
             chart
                 .draw_series(
-                    LineSeries::new(pts.iter().copied(), color.stroke_width(2)).point_size(3),
+                    LineSeries::new(pts.iter().copied(), color.stroke_width(width))
+                        .point_size(points),
                 )
                 .map_err(err)?;
-            legend.add(node.as_str(), Swatch::Line(color, 2, None));
+            legend.add(name.as_str(), Swatch::Line(color, width, None));
         }
         draw_legend(root, &chart, &legend)
     }))
