@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 use shakedown::history::{History, OpType, Process};
-use shakedown::report::anomalies::clock_offsets;
+use shakedown::report::anomalies::{DB_SERIES_SUFFIX, clock_offsets};
 use shakedown::report::fault_intervals;
 use std::path::Path;
 use std::sync::Mutex;
@@ -123,12 +123,15 @@ fn strobe_band_matches_the_strobe_and_offsets_are_sampled_during_it() {
     );
     // The nodes' `date` readings (the `<node> db` series are etcd's whole-second Date headers).
     let mut offsets = clock_offsets(&h);
-    let db_series = offsets.keys().filter(|k| k.ends_with(" db")).count();
+    let db_series = offsets
+        .keys()
+        .filter(|k| k.ends_with(DB_SERIES_SUFFIX))
+        .count();
     assert_eq!(
         db_series, 5,
         "etcd's own clock read on every node: {offsets:?}"
     );
-    offsets.retain(|k, _| !k.ends_with(" db"));
+    offsets.retain(|k, _| !k.ends_with(DB_SERIES_SUFFIX));
     assert_eq!(offsets.len(), 5, "{offsets:?}");
     for (name, points) in &offsets {
         let during: Vec<f64> = points

@@ -473,6 +473,9 @@ pub fn anomaly_density(results: &Value) -> Vec<AnomalyDensity> {
     out
 }
 
+/// What a node's name is followed by in the name of its database's own clock series.
+pub const DB_SERIES_SUFFIX: &str = " db";
+
 /// Clock offsets per node: node → [(time s, offset ms)], nodes sorted by name, points in time
 /// order. From `clock-offsets` nemesis ops (at the op's time) and from the samples a strobe took
 /// while it ran (a `strobe-clock` completion's `offsets`, each `at_ms` after the strobe began,
@@ -483,7 +486,7 @@ pub fn anomaly_density(results: &Value) -> Vec<AnomalyDensity> {
 pub fn clock_offsets(history: &History) -> BTreeMap<String, Vec<(f64, f64)>> {
     let mut out: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
     let mut add = |t_s: f64, sample: &Value| {
-        for (field, suffix) in [("offsets_ms", ""), ("db_offsets_ms", " db")] {
+        for (field, suffix) in [("offsets_ms", ""), ("db_offsets_ms", DB_SERIES_SUFFIX)] {
             let Some(offsets) = sample.get(field).and_then(Value::as_object) else {
                 continue;
             };

@@ -28,22 +28,31 @@ const JSON_TIME: &str = r#"t=$(sed -n "s/.*\"$4\": *\"\([^\"]*\)\".*/\1/p" | hea
 date -u -d "$t" +%s.%N
 "#;
 
-fn bash(script: String, args: [&str; 4]) -> Cmd {
-    Cmd::new("bash")
-        .args(["-c".to_string(), script, "bash".to_string()])
-        .args(args)
-        .timeout_ms(READING_TIMEOUT_MS)
+/// A reading: GET `path` from `host:port` on the node, then `parse` (a script reading the reply
+/// on stdin, `$4` = `arg`) prints the time.
+fn http_reading(
+    host: &str,
+    port: u16,
+    path: &str,
+    (parse, arg): (&str, &str),
+    source: &'static str,
+    resolution_ms: f64,
+) -> ProcessClock {
+    let script = format!("set -o pipefail\n{{ {HTTP_GET}}} | {{ {parse}}}");
+    ProcessClock {
+        cmd: Cmd::new("bash")
+            .args(["-c".to_string(), script, "bash".to_string()])
+            .args([host, &port.to_string(), path, arg])
+            .timeout_ms(READING_TIMEOUT_MS),
+        source,
+        resolution_ms,
+    }
 }
 
 /// The `Date` header a server's HTTP endpoint `path` answers with on `host:port` (1 s
 /// resolution).
 pub fn http_date(host: &str, port: u16, path: &str, source: &'static str) -> ProcessClock {
-    let script = format!("set -o pipefail\n{{ {HTTP_GET}}} | {{ {DATE_HEADER}}}");
-    ProcessClock {
-        cmd: bash(script, [host, &port.to_string(), path, ""]),
-        source,
-        resolution_ms: 1000.0,
-    }
+    http_reading(host, port, path, (DATE_HEADER, ""), source, 1000.0)
 }
 
 /// An RFC 3339 time in the JSON field `field` of what `host:port` serves at `path` (the
@@ -55,12 +64,7 @@ pub fn http_json_time(
     field: &str,
     source: &'static str,
 ) -> ProcessClock {
-    let script = format!("set -o pipefail\n{{ {HTTP_GET}}} | {{ {JSON_TIME}}}");
-    ProcessClock {
-        cmd: bash(script, [host, &port.to_string(), path, field]),
-        source,
-        resolution_ms: 0.001,
-    }
+    http_reading(host, port, path, (JSON_TIME, field), source, 0.001)
 }
 
 #[cfg(test)]

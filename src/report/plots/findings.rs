@@ -60,11 +60,11 @@ pub fn clock_offsets(history: &History, formats: Formats) -> Option<Figure> {
         // share the node's colour.
         let nodes: Vec<&str> = series
             .keys()
-            .filter(|k| !k.ends_with(" db"))
+            .filter(|k| !k.ends_with(anomalies::DB_SERIES_SUFFIX))
             .map(String::as_str)
             .collect();
         for (name, pts) in &series {
-            let node = name.strip_suffix(" db");
+            let node = name.strip_suffix(anomalies::DB_SERIES_SUFFIX);
             let i = nodes
                 .iter()
                 .position(|n| *n == node.unwrap_or(name))
