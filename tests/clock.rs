@@ -303,8 +303,11 @@ fn clock_steps_move_only_the_stepped_node_and_never_the_host() {
             s.spawn(|| shakedown::nemesis::clock::strobe(c.remotes[4].as_ref(), 3000, 50, 20_000));
         std::thread::sleep(Duration::from_millis(400));
         let (mut healer, _) = nemesis(&c);
-        healer.adopt_clocked(["n5".to_string()]);
-        healer.reset_clocks(&Value::Null).unwrap();
+        healer.adopt(&[
+            json!({"action": "inject", "event": "begin", "f": "bump-clock",
+                               "undo_with": "reset-clock", "detail": {"nodes": ["n5"]}}),
+        ]);
+        ok(healer.invoke("reset-clock", &Value::Null));
         let _ = orphan.join().unwrap();
         assert!(
             t.elapsed() < Duration::from_secs(10),

@@ -184,8 +184,8 @@ pub fn plan(cfg: &ChaosConfig) -> String {
             rng: ChaCha8Rng::seed_from_u64(0),
             journal: None,
         });
-        let (verbs, killed) = crate::nemesis::leftovers::undo_plan(open);
-        healer.adopt_killed(killed);
+        healer.adopt(open);
+        let verbs = crate::nemesis::leftovers::undo_plan(open);
         for verb in verbs {
             let _ = healer.invoke(&verb, &serde_json::Value::Null);
             drain(

@@ -8,7 +8,7 @@
 //! plan, the `date -s` relative argument, parsing `date +%s.%N` and the round-trip-corrected
 //! offset (node time minus the midpoint of the controller's send and receive times).
 //!
-//! Impure part: scripts over `Remote` and the clock methods of `Nemesis`, which journal each
+//! Impure part: scripts over `Remote` and the [`Clock`] fault, which journals each
 //! inject before applying it (undone by `reset-clock`) and remember which nodes they touched so
 //! a reset (and `heal_all`, and `shakedown heal` from the journal) puts back only those.
 //!
@@ -33,15 +33,17 @@
 //! Needs GNU `date` on the nodes (fractional relative steps such as `date -s "+1.5 seconds"`).
 //! Does not own the fault journal format, scheduling, or partitions/processes.
 //!
-//! This file holds the scripts and the `Nemesis` methods; the draws and request parsing are
+//! This file holds the scripts and the fault's state and ops; the draws and request parsing are
 //! `clock::request`, offset measurement (and the strobe's sampler) `clock::offsets`.
 
 mod offsets;
 mod request;
 
-use super::Nemesis;
+use super::cluster::{Cluster, HealLog};
+use super::fault::{Fault, FaultError, JournalView, active_line};
 use crate::control::{Cmd, Remote};
 use crate::faults::STROBE_OFFSETS_EVERY as OFFSETS_EVERY_FIELD;
+use crate::faults::Verb;
 use crate::faults::verb::{
     BUMP_CLOCK as BUMP, RESET_CLOCK as RESET, START_NTP, STOP_NTP, STROBE_CLOCK as STROBE,
 };
@@ -230,9 +232,9 @@ pub fn reset(remote: &dyn Remote) -> Result<(), String> {
     Ok(())
 }
 
-/// What the clock part of a `Nemesis` remembers.
+/// The clock fault and what it remembers.
 #[derive(Debug, Default)]
-pub(super) struct ClockState {
+pub struct Clock {
     /// Nodes whose clock a fault touched since the last reset.
     touched: BTreeSet<String>,
     /// Probe results per node.
@@ -241,20 +243,20 @@ pub(super) struct ClockState {
     ntp_stopped: BTreeMap<String, Vec<String>>,
 }
 
-impl Nemesis {
+impl Clock {
     /// Probe the given nodes once each; on real hosts stop running NTP daemons (journaled as
     /// `stop-ntp`, undone by `start-ntp` in `heal_all`).
-    fn take_clock_control(&mut self, idx: &[usize]) -> Result<(), String> {
+    fn take_clock_control(&mut self, cx: &mut Cluster, idx: &[usize]) -> Result<(), String> {
         let unprobed: Vec<usize> = idx
             .iter()
             .copied()
-            .filter(|&i| !self.clock.hosts.contains_key(&self.cfg.nodes[i].name))
+            .filter(|&i| !self.hosts.contains_key(&cx.cfg.nodes[i].name))
             .collect();
         if unprobed.is_empty() {
             return Ok(());
         }
         let found = std::sync::Mutex::new(Vec::new());
-        self.on_nodes(&unprobed, |r, node| {
+        cx.on_nodes(&unprobed, |r, node| {
             let host = probe(r)?;
             found
                 .lock()
@@ -270,22 +272,21 @@ impl Nemesis {
             {
                 to_stop.insert(name.clone(), ntp_services.clone());
             }
-            self.clock.hosts.insert(name, host);
+            self.hosts.insert(name, host);
         }
         if to_stop.is_empty() {
             return Ok(());
         }
-        let stop_idx: Vec<usize> = to_stop.keys().filter_map(|n| self.index_of(n)).collect();
+        let stop_idx: Vec<usize> = to_stop.keys().filter_map(|n| cx.index_of(n)).collect();
         for (n, s) in &to_stop {
-            self.clock
-                .ntp_stopped
+            self.ntp_stopped
                 .entry(n.clone())
                 .or_default()
                 .extend(s.iter().cloned());
         }
         let detail = json!({ "services": to_stop });
-        self.journaled("inject", STOP_NTP, detail, Some(START_NTP), |n| {
-            n.on_nodes(&stop_idx, |r, node| {
+        cx.journaled("inject", STOP_NTP, detail, Some(START_NTP), |cx| {
+            cx.on_nodes(&stop_idx, |r, node| {
                 let services = to_stop.get(&node.name).cloned().unwrap_or_default();
                 r.exec_ok(&Cmd::script(STOP_SERVICES, services).sudo(true))
                     .map(|_| ())
@@ -296,12 +297,12 @@ impl Nemesis {
 
     /// A drawn request's `targets` resolved to `nodes` by the nemesis's own target selection (which
     /// can ask the system for its primaries); explicit `nodes` and other values pass through.
-    fn resolve_clock_targets(&mut self, value: &Value) -> Result<Value, String> {
+    fn resolve_clock_targets(cx: &mut Cluster, value: &Value) -> Result<Value, String> {
         match value.get("targets") {
             Some(spec) if value.get("nodes").is_none() => {
-                let idx = self.choose_targets(crate::faults::Targets::of_value(spec)?)?;
+                let idx = cx.choose_targets(crate::faults::Targets::of_value(spec)?)?;
                 let mut v = value.clone();
-                v["nodes"] = json!(self.node_names(&idx));
+                v["nodes"] = json!(cx.node_names(&idx));
                 Ok(v)
             }
             _ => Ok(value.clone()),
@@ -309,30 +310,30 @@ impl Nemesis {
     }
 
     /// `bump-clock`: step the chosen nodes' clocks by one drawn (or given) delta.
-    pub(super) fn bump_clock(&mut self, value: &Value) -> Result<Value, String> {
-        let names = self.names();
-        let value = &self.resolve_clock_targets(value)?;
-        let req = parse_request(value, false, &names, &mut self.cfg.rng)?;
-        let idx: Vec<usize> = req.nodes.iter().filter_map(|n| self.index_of(n)).collect();
-        self.take_clock_control(&idx)?;
-        self.clock.touched.extend(req.nodes.iter().cloned());
+    fn bump_clock(&mut self, cx: &mut Cluster, value: &Value) -> Result<Value, String> {
+        let names = cx.names();
+        let value = &Self::resolve_clock_targets(cx, value)?;
+        let req = parse_request(value, false, &names, cx.rng())?;
+        let idx: Vec<usize> = req.nodes.iter().filter_map(|n| cx.index_of(n)).collect();
+        self.take_clock_control(cx, &idx)?;
+        self.touched.extend(req.nodes.iter().cloned());
         let detail = json!({ "nodes": req.nodes, "delta_ms": req.delta_ms });
         let delta = req.delta_ms;
-        self.journaled("inject", BUMP, detail.clone(), Some(RESET), |n| {
-            n.on_nodes(&idx, |r, _| bump(r, delta))
+        cx.journaled("inject", BUMP, detail.clone(), Some(RESET), |cx| {
+            cx.on_nodes(&idx, |r, _| bump(r, delta))
         })?;
         Ok(detail)
     }
 
     /// `strobe-clock`: flip the chosen nodes' clocks by ±delta every period for the duration
     /// (blocks until done).
-    pub(super) fn strobe_clock(&mut self, value: &Value) -> Result<Value, String> {
-        let names = self.names();
-        let value = &self.resolve_clock_targets(value)?;
-        let req = parse_request(value, true, &names, &mut self.cfg.rng)?;
-        let idx: Vec<usize> = req.nodes.iter().filter_map(|n| self.index_of(n)).collect();
-        self.take_clock_control(&idx)?;
-        self.clock.touched.extend(req.nodes.iter().cloned());
+    fn strobe_clock(&mut self, cx: &mut Cluster, value: &Value) -> Result<Value, String> {
+        let names = cx.names();
+        let value = &Self::resolve_clock_targets(cx, value)?;
+        let req = parse_request(value, true, &names, cx.rng())?;
+        let idx: Vec<usize> = req.nodes.iter().filter_map(|n| cx.index_of(n)).collect();
+        self.take_clock_control(cx, &idx)?;
+        self.touched.extend(req.nodes.iter().cloned());
         let detail = json!({
             "nodes": req.nodes,
             "delta_ms": req.delta_ms,
@@ -345,15 +346,15 @@ impl Nemesis {
             .and_then(Value::as_u64)
             .filter(|&ms| ms > 0)
             .map(|ms| Duration::from_millis(ms.max(MIN_OFFSETS_EVERY_MS)));
-        let all: Vec<(String, Arc<dyn Remote>)> = self
+        let all: Vec<(String, Arc<dyn Remote>)> = cx
             .cfg
             .nodes
             .iter()
-            .zip(&self.cfg.remotes)
+            .zip(&cx.cfg.remotes)
             .map(|(n, r)| (n.name.clone(), r.clone()))
             .collect();
         let (t0, ended, samples) =
-            self.journaled("inject", STROBE, detail.clone(), Some(RESET), |n| {
+            cx.journaled("inject", STROBE, detail.clone(), Some(RESET), |cx| {
                 let stop = StopSignal::default();
                 let t0 = Instant::now();
                 let (result, ended, samples) = std::thread::scope(|s| {
@@ -363,7 +364,7 @@ impl Nemesis {
                             sample_offsets(all, every, t0, stop)
                         }))
                     });
-                    let result = n.on_nodes(&idx, |r, _| strobe(r, delta, period, duration));
+                    let result = cx.on_nodes(&idx, |r, _| strobe(r, delta, period, duration));
                     let ended = Instant::now();
                     stop.stop();
                     // The last measurement may still be running: its sample is kept.
@@ -386,40 +387,40 @@ impl Nemesis {
 
     /// `reset-clock`: set every touched node's clock (or the nodes listed in `value.nodes`) to
     /// the controller's time, stopping a strobe loop first. Nothing touched: no-op.
-    pub fn reset_clocks(&mut self, value: &Value) -> Result<Value, String> {
-        let mut names: BTreeSet<String> = self.clock.touched.clone();
+    fn reset_clocks(&mut self, cx: &mut Cluster, value: &Value) -> Result<Value, String> {
+        let mut names: BTreeSet<String> = self.touched.clone();
         if let Some(list) = value.get("nodes").and_then(Value::as_array) {
             names.extend(list.iter().filter_map(|v| v.as_str().map(str::to_string)));
         }
-        let idx: Vec<usize> = names.iter().filter_map(|n| self.index_of(n)).collect();
+        let idx: Vec<usize> = names.iter().filter_map(|n| cx.index_of(n)).collect();
         if idx.is_empty() {
             return Ok(json!({ "nodes": [] }));
         }
         let detail = json!({ "nodes": names });
-        self.journaled("undo", RESET, detail.clone(), None, |n| {
-            n.on_nodes(&idx, |r, _| reset(r))
+        cx.journaled("undo", RESET, detail.clone(), None, |cx| {
+            cx.on_nodes(&idx, |r, _| reset(r))
         })?;
         for n in &names {
-            self.clock.touched.remove(n);
+            self.touched.remove(n);
         }
         Ok(detail)
     }
 
     /// Start the NTP services this nemesis (or, after `adopt_ntp_stopped`, an earlier controller)
     /// stopped. Nothing stopped: no-op.
-    pub fn restore_ntp(&mut self) -> Result<Vec<String>, String> {
-        if self.clock.ntp_stopped.is_empty() {
+    fn restore_ntp(&mut self, cx: &mut Cluster) -> Result<Vec<String>, String> {
+        if self.ntp_stopped.is_empty() {
             return Ok(vec![]);
         }
-        let stopped = self.clock.ntp_stopped.clone();
-        let idx: Vec<usize> = stopped.keys().filter_map(|n| self.index_of(n)).collect();
-        self.journaled(
+        let stopped = self.ntp_stopped.clone();
+        let idx: Vec<usize> = stopped.keys().filter_map(|n| cx.index_of(n)).collect();
+        cx.journaled(
             "undo",
             START_NTP,
             json!({ "services": stopped }),
             None,
-            |n| {
-                n.on_nodes(&idx, |r, node| {
+            |cx| {
+                cx.on_nodes(&idx, |r, node| {
                     let services = stopped.get(&node.name).cloned().unwrap_or_default();
                     r.exec_ok(&Cmd::script(START_SERVICES, services).sudo(true))
                         .map(|_| ())
@@ -427,7 +428,7 @@ impl Nemesis {
                 })
             },
         )?;
-        let names = std::mem::take(&mut self.clock.ntp_stopped)
+        let names = std::mem::take(&mut self.ntp_stopped)
             .into_iter()
             .map(|(n, s)| format!("{n}: {}", s.join(" ")))
             .collect();
@@ -440,11 +441,11 @@ impl Nemesis {
     /// the same way: `"db_offsets_ms"`, `"db_rtt_ms"`, `"db_clock"` (what was read, its
     /// resolution) and `"db_errors"` per node that did not answer (a killed or paused process:
     /// the op stays ok, the node's `date` reading stands).
-    pub fn clock_offsets(&self) -> Result<Value, String> {
+    pub fn clock_offsets(cx: &Cluster) -> Result<Value, String> {
         type Reading = ((f64, f64), Option<Result<(f64, f64), String>>);
         let found: std::sync::Mutex<BTreeMap<String, Reading>> = Default::default();
-        let system = self.cfg.db.clone();
-        self.on_nodes(&self.all_idx(), |r, node| {
+        let system = cx.db();
+        cx.on_nodes(&cx.all_idx(), |r, node| {
             let m = measure_offset(r)?;
             let db = system
                 .process_clock(node)
@@ -460,11 +461,11 @@ impl Nemesis {
             found.iter().map(|(n, ((o, _), _))| (n, *o)).collect();
         let rtts: BTreeMap<&String, f64> = found.iter().map(|(n, ((_, r), _))| (n, *r)).collect();
         let mut value = json!({ "offsets_ms": offsets, "rtt_ms": rtts });
-        if let Some(clock) = self
+        if let Some(clock) = cx
             .cfg
             .nodes
             .first()
-            .and_then(|n| self.cfg.db.process_clock(n))
+            .and_then(|n| cx.cfg.db.process_clock(n))
         {
             let ok = |f: fn(&(f64, f64)) -> f64| -> BTreeMap<&String, f64> {
                 found
@@ -492,24 +493,94 @@ impl Nemesis {
         }
         Ok(value)
     }
+}
 
-    /// Remember nodes whose clocks an earlier controller touched (from its journal), so
-    /// `reset_clocks` puts them back.
-    pub fn adopt_clocked(&mut self, nodes: impl IntoIterator<Item = String>) {
-        self.clock.touched.extend(nodes);
+impl Fault for Clock {
+    fn name(&self) -> &'static str {
+        "clock"
     }
 
-    /// Remember NTP services an earlier controller stopped (node → units, from its journal), so
-    /// `restore_ntp` starts them.
-    pub fn adopt_ntp_stopped(&mut self, services: BTreeMap<String, Vec<String>>) {
-        for (n, s) in services {
-            self.clock.ntp_stopped.entry(n).or_default().extend(s);
+    fn verbs(&self) -> &'static [Verb] {
+        &[
+            Verb::BumpClock,
+            Verb::StrobeClock,
+            Verb::ResetClock,
+            Verb::ClockOffsets,
+        ]
+    }
+
+    fn invoke(&mut self, cx: &mut Cluster, v: Verb, value: &Value) -> Result<Value, FaultError> {
+        Ok(match v {
+            Verb::BumpClock => self.bump_clock(cx, value)?,
+            Verb::StrobeClock => self.strobe_clock(cx, value)?,
+            Verb::ResetClock => self.reset_clocks(cx, value)?,
+            _ => Self::clock_offsets(cx)?,
+        })
+    }
+
+    /// Reset every stepped clock, then start the NTP daemons it stopped.
+    fn heal(&mut self, cx: &mut Cluster) -> Result<(), String> {
+        let mut errs = Vec::new();
+        if let Err(e) = self.reset_clocks(cx, &Value::Null) {
+            errs.push(e);
+        }
+        if let Err(e) = self.restore_ntp(cx) {
+            errs.push(format!("restart NTP: {e}"));
+        }
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(errs.join("; "))
         }
     }
 
-    /// Nodes whose clock is currently stepped (for the progress display).
-    pub(super) fn clocked(&self) -> &BTreeSet<String> {
-        &self.clock.touched
+    fn heal_what(&self) -> &'static str {
+        "reset clocks"
+    }
+
+    fn active(&self) -> Option<String> {
+        active_line("clock", &self.touched)
+    }
+
+    fn adopt(&mut self, outstanding: &[Value]) -> Vec<String> {
+        let (clocked, ntp) = journal_clock_leftovers(outstanding);
+        self.touched.extend(clocked.iter().cloned());
+        let mut nodes: BTreeSet<String> = clocked;
+        for (n, s) in ntp {
+            nodes.insert(n.clone());
+            self.ntp_stopped.entry(n).or_default().extend(s);
+        }
+        nodes.into_iter().collect()
+    }
+
+    fn healed(&self, _: &str) -> String {
+        "reset the clock to the controller's".to_string()
+    }
+
+    /// Two steps, each said apart: the stepped clocks, then the NTP daemons.
+    fn heal_from_journal(&mut self, cx: &mut Cluster, j: &JournalView<'_>, log: &mut HealLog) {
+        self.adopt(j.outstanding);
+        if !self.touched.is_empty() {
+            cx.heal_step(
+                log,
+                "reset the clock",
+                |cx| self.reset_clocks(cx, &Value::Null).map(|_| ()),
+                |_| Some("reset the clock to the controller's".to_string()),
+            );
+        }
+        if !self.ntp_stopped.is_empty() {
+            let services = self.ntp_stopped.clone();
+            cx.heal_step(
+                log,
+                "start NTP",
+                |cx| self.restore_ntp(cx).map(|_| ()),
+                |n| {
+                    services
+                        .get(n)
+                        .map(|s| format!("started NTP again ({})", s.join(" ")))
+                },
+            );
+        }
     }
 }
 
@@ -550,6 +621,30 @@ pub fn journal_clock_leftovers(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::nemesis::Nemesis;
+
+    /// The clock ops through the nemesis, their completion value or what it was instead.
+    trait ClockOps {
+        fn op(&mut self, f: &str, v: &Value) -> Result<Value, String>;
+        fn bump_clock(&mut self, v: &Value) -> Result<Value, String> {
+            self.op(BUMP, v)
+        }
+        fn strobe_clock(&mut self, v: &Value) -> Result<Value, String> {
+            self.op(STROBE, v)
+        }
+        fn clock_offsets(&mut self) -> Result<Value, String> {
+            self.op(crate::faults::verb::CLOCK_OFFSETS, &Value::Null)
+        }
+    }
+
+    impl ClockOps for Nemesis {
+        fn op(&mut self, f: &str, v: &Value) -> Result<Value, String> {
+            match self.invoke(f, v) {
+                crate::client::Completion::Ok { value, .. } => Ok(value),
+                other => Err(format!("{other:?}")),
+            }
+        }
+    }
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
     use std::sync::Arc;

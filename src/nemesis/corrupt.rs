@@ -6,17 +6,18 @@
 //! The damage is written with POSIX tools only (`od`, `printf`, `dd`, `truncate`, `sync FILE`),
 //! so any node can take it and nothing needs uploading. When the data directory is on the
 //! lose-unsynced layer the writes go through it and are synced, so a later power loss keeps
-//! them. Owns the scripts and the `Nemesis` methods; the parameters and the choice of what to
+//! them. Owns the scripts and the fault's state; the parameters and the choice of what to
 //! damage are pure (`faults::corrupt`).
 
-use super::Nemesis;
+use super::cluster::Cluster;
+use super::fault::{Fault, FaultError, active_line, nodes_of};
 use crate::control::{Cmd, Remote};
 use crate::faults::corrupt::{self, CorruptMode, CorruptParams, Damage, DataFile, Plan};
-use crate::faults::verb;
+use crate::faults::{Verb, verb};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// List `SIZE<TAB>PATH` of the regular files under `$1` matching any glob `$2…` (relative to
 /// `$1`; `*` crosses `/` as in `find -path`).
@@ -72,12 +73,23 @@ fn apply(remote: &dyn Remote, plan: &Plan) -> Result<(), String> {
         .map_err(|e| format!("damaging {}: {e}", plan.file.path))
 }
 
-impl Nemesis {
+/// The corruption faults, and the nodes they stopped to damage a data file.
+#[derive(Debug, Default)]
+pub struct Corrupt {
+    corrupted: BTreeSet<String>,
+}
+
+impl Corrupt {
     /// `bitflip` / `truncate` (`{"targets", "bits" | "bytes", "files"}`): kill the DB on each
     /// target and damage one matching data file. The completion value names, per node, the
     /// file and what was done to it (`flipped`: [offset, bit] pairs; `truncated_to`, `cut`).
-    pub(super) fn corrupt(&mut self, mode: CorruptMode, value: &Value) -> Result<Value, String> {
-        let db = self.cfg.db.clone();
+    fn corrupt(
+        &mut self,
+        cx: &mut Cluster,
+        mode: CorruptMode,
+        value: &Value,
+    ) -> Result<Value, String> {
+        let db = cx.db();
         let kill = db
             .as_kill()
             .ok_or_else(|| format!("{} cannot be stopped and restarted", db.name()))?;
@@ -96,23 +108,23 @@ impl Nemesis {
                 db.name()
             ));
         }
-        let idx = self.choose_targets(params.targets)?;
-        let names = self.node_names(&idx);
+        let idx = cx.choose_targets(params.targets)?;
+        let names = cx.node_names(&idx);
         // One seed per node, drawn in node order, so the run's seed decides every plan.
         let seeds: BTreeMap<String, u64> = names
             .iter()
-            .map(|n| (n.clone(), self.cfg.rng.random()))
+            .map(|n| (n.clone(), cx.rng().random()))
             .collect();
         self.corrupted.extend(names.iter().cloned());
         let detail = json!({ "nodes": names, "files": globs });
         let reports = std::sync::Mutex::new(serde_json::Map::new());
-        self.journaled(
+        cx.journaled(
             "inject",
             mode.verb(),
             detail.clone(),
             Some(verb::START_CORRUPTED),
-            |n| {
-                n.on_nodes(&idx, |r, node| {
+            |cx| {
+                cx.on_nodes(&idx, |r, node| {
                     kill.kill(r, node).map_err(|e| e.to_string())?;
                     let files = list(r, &data_dir, &globs)?;
                     let mut rng = ChaCha8Rng::seed_from_u64(seeds[&node.name]);
@@ -138,35 +150,73 @@ impl Nemesis {
 
     /// `start-corrupted`: start the DB on every node (idempotent), the damaged ones on their
     /// damaged files.
-    pub(super) fn start_corrupted(&mut self) -> Result<Vec<String>, String> {
-        let db = self.cfg.db.clone();
+    fn start_corrupted(&mut self, cx: &mut Cluster) -> Result<Vec<String>, String> {
+        let db = cx.db();
         let Some(kill) = db.as_kill() else {
             return Ok(vec![]);
         };
-        let cluster = self.cfg.nodes.clone();
-        let (all, damaged) = (self.all_idx(), self.corrupted.clone());
-        self.journaled(
+        let cluster = cx.nodes().to_vec();
+        let (all, damaged) = (cx.all_idx(), self.corrupted.clone());
+        cx.journaled(
             "undo",
             verb::START_CORRUPTED,
             json!({ "corrupted": damaged }),
             None,
-            |n| {
-                n.on_nodes(&all, |r, node| {
+            |cx| {
+                cx.on_nodes(&all, |r, node| {
                     kill.start(r, node, &cluster).map_err(|e| e.to_string())
                 })
             },
         )?;
         Ok(std::mem::take(&mut self.corrupted).into_iter().collect())
     }
+}
 
-    /// Remember nodes an earlier controller stopped to corrupt (from its journal).
-    pub fn adopt_corrupted(&mut self, nodes: impl IntoIterator<Item = String>) {
-        self.corrupted.extend(nodes);
+impl Fault for Corrupt {
+    fn name(&self) -> &'static str {
+        "corrupt"
     }
 
-    /// Whether some node is stopped with damaged files.
-    pub(super) fn has_corrupted(&self) -> bool {
-        !self.corrupted.is_empty()
+    fn verbs(&self) -> &'static [Verb] {
+        &[Verb::Bitflip, Verb::Truncate, Verb::StartCorrupted]
+    }
+
+    fn invoke(&mut self, cx: &mut Cluster, v: Verb, value: &Value) -> Result<Value, FaultError> {
+        Ok(match v {
+            Verb::Bitflip => self.corrupt(cx, CorruptMode::Bitflip, value)?,
+            Verb::Truncate => self.corrupt(cx, CorruptMode::Truncate, value)?,
+            _ => json!({ "nodes": self.start_corrupted(cx)? }),
+        })
+    }
+
+    fn heal(&mut self, cx: &mut Cluster) -> Result<(), String> {
+        if self.corrupted.is_empty() {
+            return Ok(());
+        }
+        self.start_corrupted(cx).map(|_| ())
+    }
+
+    fn heal_what(&self) -> &'static str {
+        "start after corruption"
+    }
+
+    fn active(&self) -> Option<String> {
+        active_line("corrupted", &self.corrupted)
+    }
+
+    fn adopt(&mut self, outstanding: &[Value]) -> Vec<String> {
+        let mut nodes = nodes_of(outstanding, Verb::Bitflip);
+        nodes.extend(nodes_of(outstanding, Verb::Truncate));
+        nodes.sort();
+        nodes.dedup();
+        self.corrupted.extend(nodes.iter().cloned());
+        nodes
+    }
+
+    fn healed(&self, db_name: &str) -> String {
+        format!(
+            "restarted {db_name} (stopped to corrupt a data file per the journal; the damage stays)"
+        )
     }
 }
 

@@ -10,9 +10,11 @@
 //! outstanding for the next heal. Does not own the undo verbs themselves (the rest of
 //! `nemesis`), connecting (`control`) or exit codes (`app`).
 
-use super::{Nemesis, NodeOutcomes, clock, packet};
+use super::cluster::HealLog;
+use super::fault::{JournalView, describe_nodes};
+use super::survey::{Found, SURVEY, parse_survey};
+use super::{Nemesis, packet};
 use crate::control::Cmd;
-use crate::faults::verb;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -33,97 +35,6 @@ impl HealReport {
     }
 }
 
-/// Reads, per node, what of the tool's is there before healing: the chain's rules (loss rules
-/// counted apart), the delay's queue rules and delayer, and the tool's root qdisc. `$1` chain,
-/// `$2` loss comment, `$3` node address, `$4` tc handle, `$5` delay rule comment, `$6` the
-/// delayer's files prefix. Prints `chain absent` or `chain <rules> <loss rules>`, `delay <queue
-/// rules> <delayer running: 0|1>`, then `qdisc <kind>`.
-const SURVEY: &str = concat!(
-    packet::iface_sh!(),
-    r#"c="$1"; k="$2"; a="$3"; h="$4"; dk="$5"; f="$6"
-if r=$(iptables -w -S "$c" 2>/dev/null); then
-  all=$(printf '%s\n' "$r" | grep -c '^-A ')
-  loss=$(printf '%s\n' "$r" | grep -c -- "--comment $k")
-  echo "chain $all $loss"
-else
-  echo "chain absent"
-fi
-q=$(iptables -w -S OUTPUT 2>/dev/null | grep -c -F -- "--comment $dk")
-pid=$(cat "$f.pid" 2>/dev/null || true)
-run=0
-if [ -n "$pid" ] && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q netdelay; then run=1; fi
-echo "delay $q $run"
-i=$(iface_of "$a")
-[ -n "$i" ] || exit 0
-tc qdisc show dev "$i" | while read -r q kind handle where _; do
-  [ "$q" = qdisc ] && [ "$handle" = "$h" ] && [ "$where" = root ] && echo "qdisc $kind"
-done
-exit 0
-"#
-);
-
-/// What the survey found on one node.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-struct Found {
-    /// `Some((partition rules, loss rules))` when the chain exists.
-    chain: Option<(usize, usize)>,
-    /// Kind of the tool's root qdisc, if any.
-    qdisc: Option<String>,
-    /// The delay's queue rules, and whether its delayer runs.
-    delay: (usize, bool),
-}
-
-fn parse_survey(out: &str) -> Found {
-    let mut found = Found::default();
-    for line in out.lines() {
-        let w: Vec<&str> = line.split_whitespace().collect();
-        match w.as_slice() {
-            ["chain", all, loss] => {
-                let all: usize = all.parse().unwrap_or(0);
-                let loss: usize = loss.parse().unwrap_or(0);
-                found.chain = Some((all.saturating_sub(loss), loss));
-            }
-            ["qdisc", kind] => found.qdisc = Some((*kind).to_string()),
-            ["delay", rules, running] => {
-                found.delay = (rules.parse().unwrap_or(0), *running == "1");
-            }
-            _ => {}
-        }
-    }
-    found
-}
-
-/// Nodes named by outstanding records of verb `f` (`detail.nodes`, or the keys of
-/// `detail.services` / `detail.grudge`).
-fn nodes_of(outstanding: &[Value], f: &str) -> Vec<String> {
-    let mut v: Vec<String> = outstanding
-        .iter()
-        .filter(|r| r["f"] == f)
-        .flat_map(|r| describe_nodes(&r["detail"]))
-        .collect();
-    v.sort();
-    v.dedup();
-    v
-}
-
-fn describe_nodes(detail: &Value) -> Vec<String> {
-    if let Some(a) = detail["nodes"].as_array() {
-        return a
-            .iter()
-            .filter_map(|n| n.as_str().map(str::to_string))
-            .collect();
-    }
-    if let Some(n) = detail["node"].as_str() {
-        return vec![n.to_string()];
-    }
-    for key in ["grudge", "services"] {
-        if let Some(m) = detail[key].as_object() {
-            return m.keys().cloned().collect();
-        }
-    }
-    Vec::new()
-}
-
 /// One journal record as "kill on n2, n4".
 fn describe_record(r: &Value) -> String {
     let f = r["f"].as_str().unwrap_or("?");
@@ -135,89 +46,17 @@ fn describe_record(r: &Value) -> String {
     }
 }
 
-/// Per node: what was done (in order) and what failed.
-#[derive(Default)]
-struct NodeLog {
-    done: Vec<String>,
-    failed: Vec<String>,
-}
-
 impl Nemesis {
-    /// Run one heal step, then log what it did per node: `done(node)` says what success means
-    /// there (`None`: nothing worth saying), failures are logged as "`what`: why".
-    fn heal_step(
-        &mut self,
-        log: &mut BTreeMap<String, NodeLog>,
-        what: &str,
-        step: impl FnOnce(&mut Nemesis) -> Result<(), String>,
-        done: impl Fn(&str) -> Option<String>,
-    ) {
-        self.take_outcomes();
-        let result = step(self);
-        let outcomes: NodeOutcomes = self.take_outcomes();
-        for n in &outcomes.applied {
-            if let Some(text) = done(n) {
-                log.entry(n.clone()).or_default().done.push(text);
-            }
-        }
-        for (n, why) in &outcomes.failed {
-            log.entry(n.clone())
-                .or_default()
-                .failed
-                .push(format!("{what}: {why}"));
-        }
-        if let Err(e) = result
-            && outcomes.failed.is_empty()
-        {
-            // A failure no node was blamed for (e.g. the journal could not be written).
-            log.entry(String::new())
-                .or_default()
-                .failed
-                .push(format!("{what}: {e}"));
-        }
-    }
-
-    /// Heal every node this nemesis knows (see the module doc). `unreachable` maps the nodes
-    /// whose remote is a stand-in to why they were not reached; `outstanding` are the journal's
-    /// open inject records (`outstanding_faults`), `journal` its path (for the report).
-    pub fn heal_nodes(
-        &mut self,
-        unreachable: &BTreeMap<String, String>,
-        outstanding: &[Value],
-        journal: Option<&Path>,
-    ) -> HealReport {
-        let mut report = HealReport::default();
-        let db_name = self.cfg.db.name().to_string();
-        let chain = self.cfg.partition.chain.clone();
-        match journal {
-            Some(path) if outstanding.is_empty() => report.lines.push(format!(
-                "journal {}: every fault it records was undone already",
-                path.display()
-            )),
-            Some(path) => report.lines.push(format!(
-                "journal {}: in effect when its run stopped: {}",
-                path.display(),
-                outstanding
-                    .iter()
-                    .map(describe_record)
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            )),
-            None => report.lines.push(
-                "no journal given: undoing what can be found on the nodes (the tool's iptables chain, tc qdiscs and packet delayer); a killed DB or a stepped clock is only known from a journal"
-                    .to_string(),
-            ),
-        }
-
-        let mut log: BTreeMap<String, NodeLog> = BTreeMap::new();
+    /// Read what of the tool's is on each node before healing ([`SURVEY`]).
+    fn survey(&mut self, log: &mut HealLog) -> BTreeMap<String, Found> {
         let found = std::sync::Mutex::new(BTreeMap::<String, Found>::new());
-        let nodes = self.cfg.nodes.clone();
-        let all = self.all_idx();
-        self.heal_step(
-            &mut log,
+        let chain = self.cx.cfg.partition.chain.clone();
+        let all = self.cx.all_idx();
+        self.cx.heal_step(
+            log,
             "inspect",
-            |n| {
-                n.on_nodes(&all, |r, node| {
+            |cx| {
+                cx.on_nodes(&all, |r, node| {
                     let out = r
                         .exec_ok(
                             &Cmd::script(
@@ -243,220 +82,66 @@ impl Nemesis {
             },
             |_| None,
         );
-        let found = found.into_inner().unwrap_or_else(|p| p.into_inner());
-        let get = |n: &str| found.get(n).cloned().unwrap_or_default();
+        found.into_inner().unwrap_or_else(|p| p.into_inner())
+    }
 
-        self.heal_step(
-            &mut log,
-            "remove partition rules",
-            |n| n.heal_partition(),
-            |n| match get(n).chain {
-                Some((rules, _)) if rules > 0 => Some(format!("removed {rules} partition rule(s)")),
-                _ => None,
-            },
-        );
-        self.heal_step(
-            &mut log,
-            "remove packet faults",
-            |n| n.heal_packets(),
-            |n| {
-                let f = get(n);
-                let mut parts = Vec::new();
-                if let Some((_, loss)) = f.chain
-                    && loss > 0
-                {
-                    parts.push(format!("removed {loss} loss rule(s)"));
-                }
-                if let Some(kind) = f.qdisc {
-                    parts.push(format!("removed tc qdisc {kind} ({})", packet::TC_HANDLE));
-                }
-                match f.delay {
-                    (0, false) => {}
-                    (rules, running) => parts.push(format!(
-                        "removed {rules} delay queue rule(s){}",
-                        if running {
-                            " and stopped the packet delayer"
-                        } else {
-                            ""
-                        }
-                    )),
-                }
-                (!parts.is_empty()).then(|| parts.join(", "))
-            },
-        );
-        self.heal_step(
+    /// Heal every node this nemesis knows (see the module doc). `unreachable` maps the nodes
+    /// whose remote is a stand-in to why they were not reached; `outstanding` are the journal's
+    /// open inject records (`outstanding_faults`), `journal` its path (for the report).
+    pub fn heal_nodes(
+        &mut self,
+        unreachable: &BTreeMap<String, String>,
+        outstanding: &[Value],
+        journal: Option<&Path>,
+    ) -> HealReport {
+        let mut report = HealReport::default();
+        let db_name = self.cx.db().name().to_string();
+        let nodes = self.cx.nodes().to_vec();
+        match journal {
+            Some(path) if outstanding.is_empty() => report.lines.push(format!(
+                "journal {}: every fault it records was undone already",
+                path.display()
+            )),
+            Some(path) => report.lines.push(format!(
+                "journal {}: in effect when its run stopped: {}",
+                path.display(),
+                outstanding
+                    .iter()
+                    .map(describe_record)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )),
+            None => report.lines.push(
+                "no journal given: undoing what can be found on the nodes (the tool's iptables chain, tc qdiscs and packet delayer); a killed DB or a stepped clock is only known from a journal"
+                    .to_string(),
+            ),
+        }
+
+        let mut log = HealLog::new();
+        let found = self.survey(&mut log);
+        let view = JournalView {
+            outstanding,
+            found: &found,
+            db_name: &db_name,
+        };
+        for fault in &mut self.faults {
+            fault.heal_from_journal(&mut self.cx, &view, &mut log);
+        }
+        let chain = self.cx.cfg.partition.chain.clone();
+        self.cx.heal_step(
             &mut log,
             "remove the iptables chain",
-            |n| n.teardown(),
+            |cx| {
+                cx.run_on(&cx.all_idx(), |_| {
+                    Cmd::script(super::TEARDOWN_CHAIN, [chain.as_str()]).sudo(true)
+                })
+            },
             |n| {
-                get(n)
+                view.found(n)
                     .chain
                     .map(|_| format!("removed iptables chain {chain}"))
             },
         );
-
-        let paused = nodes_of(outstanding, verb::PAUSE);
-        self.heal_step(
-            &mut log,
-            verb::RESUME,
-            |n| n.resume_all().map(|_| ()),
-            |n| {
-                paused
-                    .iter()
-                    .any(|p| p == n)
-                    .then(|| format!("resumed {db_name} (SIGCONT; paused per the journal)"))
-            },
-        );
-
-        let killed = nodes_of(outstanding, verb::KILL);
-        if !killed.is_empty() {
-            self.adopt_killed(killed.clone());
-            self.heal_step(
-                &mut log,
-                "restart",
-                |n| n.start_all().map(|_| ()),
-                |n| {
-                    killed
-                        .iter()
-                        .any(|k| k == n)
-                        .then(|| format!("restarted {db_name} (killed per the journal)"))
-                },
-            );
-        }
-
-        let disk_faulted = nodes_of(outstanding, verb::START_DISK_FAULT);
-        if !disk_faulted.is_empty() {
-            // The journal names the layer, whatever the heal's --db flags say.
-            let layer: Option<crate::db::layer::DataLayer> = outstanding
-                .iter()
-                .filter(|r| r["f"] == verb::START_DISK_FAULT)
-                .find_map(|r| serde_json::from_value(r["detail"]["layer"].clone()).ok());
-            if let Some(layer) = layer {
-                self.adopt_disk_faulted(disk_faulted.clone());
-                self.heal_step(
-                    &mut log,
-                    verb::STOP_DISK_FAULT,
-                    |n| n.stop_disk_fault_on(&layer).map(|_| ()),
-                    |n| {
-                        disk_faulted.iter().any(|k| k == n).then(|| {
-                            "cleared the disk fault of its lazyfs layer (per the journal)"
-                                .to_string()
-                        })
-                    },
-                );
-            }
-        }
-
-        let mut corrupted = nodes_of(outstanding, verb::BITFLIP);
-        corrupted.extend(nodes_of(outstanding, verb::TRUNCATE));
-        corrupted.sort();
-        corrupted.dedup();
-        if !corrupted.is_empty() {
-            self.adopt_corrupted(corrupted.clone());
-            self.heal_step(
-                &mut log,
-                "restart after corruption",
-                |n| n.start_corrupted().map(|_| ()),
-                |n| {
-                    corrupted.iter().any(|k| k == n).then(|| {
-                        format!("restarted {db_name} (stopped to corrupt a data file per the journal; the damage stays)")
-                    })
-                },
-            );
-        }
-
-        let cut_verbs = [verb::POWER_LOSS, verb::OS_CRASH];
-        let mut powered_off: Vec<String> = cut_verbs
-            .iter()
-            .flat_map(|f| nodes_of(outstanding, f))
-            .collect();
-        powered_off.sort();
-        powered_off.dedup();
-        if !powered_off.is_empty() {
-            // The journal names the layer: a stale mount (its process died with the
-            // controller's run) is remounted over its files before the DB starts again.
-            let layer: Option<crate::db::layer::DataLayer> = outstanding
-                .iter()
-                .filter(|r| cut_verbs.iter().any(|f| r["f"] == *f))
-                .find_map(|r| serde_json::from_value(r["detail"]["layer"].clone()).ok());
-            if let Some(layer) = layer {
-                let idx: Vec<usize> = powered_off
-                    .iter()
-                    .filter_map(|n| self.index_of(n))
-                    .collect();
-                self.heal_step(
-                    &mut log,
-                    "remount the lose-unsynced layer",
-                    |n| {
-                        n.on_nodes(&idx, |r, _| {
-                            layer.mount(r, false).map_err(|e| e.to_string())
-                        })
-                    },
-                    |_| None,
-                );
-            }
-            let crashed = nodes_of(outstanding, verb::OS_CRASH);
-            self.adopt_powered_off(nodes_of(outstanding, verb::POWER_LOSS), verb::POWER_ON);
-            self.adopt_powered_off(crashed.clone(), verb::REBOOT);
-            self.heal_step(
-                &mut log,
-                "power on",
-                |n| n.power_on().map(|_| ()),
-                |n| {
-                    powered_off.iter().any(|k| k == n).then(|| {
-                        let what = if crashed.iter().any(|k| k == n) {
-                            "OS crashed"
-                        } else {
-                            "power lost"
-                        };
-                        format!("restarted {db_name} ({what} per the journal; its lazyfs layer remounted first if stale)")
-                    })
-                },
-            );
-        }
-
-        let (clocked, ntp) = clock::journal_clock_leftovers(outstanding);
-        if !clocked.is_empty() {
-            self.adopt_clocked(clocked.iter().cloned());
-            self.heal_step(
-                &mut log,
-                "reset the clock",
-                |n| n.reset_clocks(&Value::Null).map(|_| ()),
-                |_| Some("reset the clock to the controller's".to_string()),
-            );
-        }
-        if !ntp.is_empty() {
-            let services = ntp.clone();
-            self.adopt_ntp_stopped(ntp);
-            self.heal_step(
-                &mut log,
-                "start NTP",
-                |n| n.restore_ntp().map(|_| ()),
-                |n| {
-                    services
-                        .get(n)
-                        .map(|s| format!("started NTP again ({})", s.join(" ")))
-                },
-            );
-        }
-        let dropped = nodes_of(outstanding, verb::START_SSH_DROP);
-        if !dropped.is_empty() {
-            // The hold may still be running (the controller died mid-drop): wait at most its
-            // full length plus the grace.
-            let hold_ms = outstanding
-                .iter()
-                .filter(|r| r["f"] == verb::START_SSH_DROP)
-                .filter_map(|r| r["detail"]["duration_ms"].as_u64())
-                .max()
-                .unwrap_or(0);
-            let value = serde_json::json!({ "nodes": dropped, "duration_ms": hold_ms });
-            self.heal_step(
-                &mut log,
-                "wait for sshd",
-                |n| n.restore_ssh(&value).map(|_| ()),
-                |_| Some("sshd answers again".to_string()),
-            );
-        }
 
         // Per node, in node order; unreachable nodes once, with why.
         for node in &nodes {
@@ -519,6 +204,7 @@ impl Nemesis {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::nemesis::fault::nodes_of;
     use serde_json::json;
 
     use crate::control::{ExecError, ExecOutput, Remote, Unreachable};
@@ -777,7 +463,10 @@ mod tests {
                 "kill on n1, n2"
             ]
         );
-        assert_eq!(nodes_of(&open, "kill"), ["n1", "n2", "n4"]);
-        assert!(nodes_of(&open, "pause").is_empty());
+        assert_eq!(
+            nodes_of(&open, crate::faults::Verb::Kill),
+            ["n1", "n2", "n4"]
+        );
+        assert!(nodes_of(&open, crate::faults::Verb::Pause).is_empty());
     }
 }

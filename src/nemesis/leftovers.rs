@@ -15,7 +15,6 @@ use super::{Nemesis, NemesisConfig, PartitionConfig, outstanding_faults};
 use crate::client::Completion;
 use crate::control::Remote;
 use crate::db::Abilities;
-use crate::faults::verb;
 use crate::node::Node;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -25,27 +24,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// What to undo for a list of outstanding inject records: the distinct `undo_with` verbs in
-/// journal order, and the nodes outstanding kills name (so the restart is recorded for them).
-pub fn undo_plan(open: &[Value]) -> (Vec<String>, Vec<String>) {
+/// journal order. The nemesis performing them adopts the records first (`Nemesis::adopt`), so
+/// each undo is recorded with the nodes it owes.
+pub fn undo_plan(open: &[Value]) -> Vec<String> {
     let mut verbs: Vec<String> = Vec::new();
-    let mut killed: BTreeSet<String> = BTreeSet::new();
     for r in open {
         if let Some(v) = r["undo_with"].as_str()
             && !verbs.iter().any(|x| x == v)
         {
             verbs.push(v.to_string());
         }
-        if r["f"] == verb::KILL {
-            killed.extend(
-                r["detail"]["nodes"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|n| n.as_str().map(str::to_string)),
-            );
-        }
     }
-    (verbs, killed.into_iter().collect())
+    verbs
 }
 
 fn host_set(nodes: &[Node]) -> BTreeSet<String> {
@@ -141,8 +131,8 @@ pub fn heal_leftovers(
             rng: ChaCha8Rng::seed_from_u64(0),
             journal: Some(sink),
         });
-        let (verbs, killed) = undo_plan(&open);
-        nemesis.adopt_killed(killed);
+        nemesis.adopt(&open);
+        let verbs = undo_plan(&open);
         for verb in verbs {
             let outcome = match nemesis.invoke(&verb, &Value::Null) {
                 Completion::Ok { value, .. } => format!("ok {value}"),
@@ -177,16 +167,14 @@ mod tests {
     }
 
     #[test]
-    fn plan_dedups_verbs_and_collects_killed_nodes() {
+    fn plan_dedups_verbs() {
         let open = vec![
             json!({"f": "kill", "undo_with": "start", "detail": {"nodes": ["n2"]}}),
             json!({"f": "start-loss", "undo_with": "stop-loss", "detail": {"nodes": ["n1"]}}),
             json!({"f": "kill", "undo_with": "start", "detail": {"nodes": ["n4", "n2"]}}),
         ];
-        let (verbs, killed) = undo_plan(&open);
-        assert_eq!(verbs, ["start", "stop-loss"]);
-        assert_eq!(killed, ["n2", "n4"]);
-        assert_eq!(undo_plan(&[]), (vec![], vec![]));
+        assert_eq!(undo_plan(&open), ["start", "stop-loss"]);
+        assert!(undo_plan(&[]).is_empty());
     }
 
     #[test]

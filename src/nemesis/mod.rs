@@ -14,34 +14,43 @@
 
 //! Clock faults (`bump-clock`, `strobe-clock`, `reset-clock`, `clock-offsets`) live in `clock`.
 
+mod bandwidth;
 pub mod clock;
+pub mod cluster;
 mod corrupt;
+mod delay;
 pub mod disk;
+pub mod fault;
 mod grudge;
 pub mod heal;
+mod kill;
 pub mod leftovers;
+mod loss;
 mod outcomes;
 pub mod packet;
-mod packet_faults;
+mod partition;
+mod pause;
 pub mod power;
-mod process;
+mod promote;
+mod registry;
 pub mod ssh_drop;
 pub mod stall;
+mod survey;
 
+pub use cluster::Cluster;
+pub use fault::{Fault, FaultError};
 pub use grudge::*;
 pub use outcomes::NodeOutcomes;
-use outcomes::strip_node_prefix;
 
 use crate::client::Completion;
 use crate::control::{Cmd, Remote};
 use crate::db::Abilities;
-use crate::faults::corrupt::CorruptMode;
-use crate::faults::{PARTITION_SHAPES, PRIMARIES_SHAPE, Targets, Verb, verb};
+use crate::faults::{Targets, Verb};
 use crate::node::Node;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Faults a journal (`faults.jsonl` records, in order) shows as possibly still in effect: every
@@ -122,25 +131,6 @@ iptables -w -C INPUT -j "$c" 2>/dev/null || iptables -w -I INPUT 1 -j "$c"
 iptables -w -F "$c"
 "#;
 
-/// All rules in one `iptables-restore --noflush` (one process, one ruleset commit per node).
-const DROP_FROM: &str = r#"set -e
-c="$1"; shift
-[ $# -gt 0 ] || exit 0
-{ echo '*filter'; for src in "$@"; do echo "-A $c -s $src -j DROP"; done; echo COMMIT; } | iptables-restore -w -n
-"#;
-
-/// Remove the partition rules: flush the chain if it exists (no chain = nothing to heal); when it
-/// also holds loss rules (comment `$2`), delete only the other rules, in one iptables-restore.
-const FLUSH_CHAIN: &str = r#"c="$1"; k="$2"
-rules=$(iptables -w -S "$c" 2>/dev/null) || exit 0
-if printf '%s\n' "$rules" | grep -qF -- "--comment $k"; then
-  r=$(printf '%s\n' "$rules" | grep '^-A ' | grep -vF -- "--comment $k" | sed 's/^-A /-D /')
-  [ -z "$r" ] || printf '*filter\n%s\nCOMMIT\n' "$r" | iptables-restore -w -n
-else
-  iptables -w -F "$c"
-fi
-"#;
-
 const TEARDOWN_CHAIN: &str = r#"c="$1"
 iptables -w -F "$c" 2>/dev/null || true
 while iptables -w -D INPUT -j "$c" 2>/dev/null; do :; done
@@ -187,264 +177,46 @@ pub enum PrimariesError {
     Asked(#[from] crate::db::DbError),
 }
 
-/// Applies and heals faults, remembering what is active.
+/// Applies and heals faults: the cluster they act on and every registered fault
+/// (`registry::registry`), each remembering what it has in effect.
 pub struct Nemesis {
-    cfg: NemesisConfig,
-    partitioned: bool,
-    killed: BTreeSet<String>,
-    /// Nodes whose power this nemesis cut or whose OS it crashed (DB killed, unsynced writes
-    /// dropped), each with the verb that undoes that cut (`power-on`, `reboot`): a node cut
-    /// both ways owes both.
-    powered_off: BTreeSet<(String, &'static str)>,
-    /// Nodes whose DB this nemesis stopped to damage a data file (`corrupt`).
-    corrupted: BTreeSet<String>,
-    /// Nodes whose data directory's layer this nemesis made faulty (`disk`).
-    disk_faulted: BTreeSet<String>,
-    paused: BTreeSet<String>,
-    /// Nodes with the tool's loss rules.
-    lossy: BTreeSet<String>,
-    /// Nodes with the tool's tbf qdisc.
-    shaped: BTreeSet<String>,
-    /// Nodes with a delay (netem qdisc or NFQUEUE delayer).
-    delayed: BTreeSet<String>,
-    clock: clock::ClockState,
-    /// Nodes whose SSH this nemesis dropped.
-    ssh_drop: ssh_drop::DropState,
-    /// What the steps of the current op did on each node (reset at the start of `invoke`).
-    outcomes: std::sync::Mutex<NodeOutcomes>,
+    cx: Cluster,
+    faults: Vec<Box<dyn Fault>>,
 }
 
 impl Nemesis {
     /// A nemesis over the given cluster. Call `setup` before use.
     pub fn new(cfg: NemesisConfig) -> Nemesis {
         Nemesis {
-            cfg,
-            partitioned: false,
-            killed: BTreeSet::new(),
-            powered_off: BTreeSet::new(),
-            corrupted: BTreeSet::new(),
-            disk_faulted: BTreeSet::new(),
-            paused: BTreeSet::new(),
-            lossy: BTreeSet::new(),
-            shaped: BTreeSet::new(),
-            delayed: BTreeSet::new(),
-            clock: clock::ClockState::default(),
-            ssh_drop: ssh_drop::DropState::default(),
-            outcomes: std::sync::Mutex::new(NodeOutcomes::default()),
+            cx: Cluster::new(cfg),
+            faults: registry::registry(),
         }
-    }
-
-    fn lock_outcomes(&self) -> std::sync::MutexGuard<'_, NodeOutcomes> {
-        self.outcomes.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The per-node outcomes recorded since the last call (and forget them).
     pub fn take_outcomes(&self) -> NodeOutcomes {
-        std::mem::take(&mut *self.lock_outcomes())
-    }
-
-    fn names(&self) -> Vec<String> {
-        self.cfg.nodes.iter().map(|n| n.name.clone()).collect()
-    }
-
-    fn index_of(&self, name: &str) -> Option<usize> {
-        self.cfg.nodes.iter().position(|n| n.name == name)
-    }
-
-    /// Run `f` on the given node indices in parallel; every node is tried whatever happens on
-    /// the others. Each node's result is recorded (see `take_outcomes`); the errors come back as
-    /// one "node: error; node: error" string.
-    fn on_nodes<F>(&self, idx: &[usize], f: F) -> Result<(), String>
-    where
-        F: Fn(&dyn Remote, &Node) -> Result<(), String> + Sync,
-    {
-        let results: Vec<(String, Result<(), String>)> = std::thread::scope(|s| {
-            let handles: Vec<_> = idx
-                .iter()
-                .map(|&i| {
-                    let f = &f;
-                    let remote = self.cfg.remotes[i].clone();
-                    let node = &self.cfg.nodes[i];
-                    s.spawn(crate::control::deadline::carry(move || {
-                        f(remote.as_ref(), node).map_err(|e| strip_node_prefix(&node.name, e))
-                    }))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .zip(idx)
-                .map(|(h, &i)| {
-                    let r = h
-                        .join()
-                        .unwrap_or_else(|_| Err("fault thread panicked".into()));
-                    (self.cfg.nodes[i].name.clone(), r)
-                })
-                .collect()
-        });
-        let mut outcomes = self.lock_outcomes();
-        let mut errs = Vec::new();
-        for (name, r) in results {
-            if let Err(e) = &r {
-                errs.push(format!("{name}: {e}"));
-            }
-            outcomes.record(&name, r);
-        }
-        if errs.is_empty() {
-            Ok(())
-        } else {
-            Err(errs.join("; "))
-        }
-    }
-
-    /// Record `begin`, run `step`, record `done` or `failed`.
-    fn journaled<T>(
-        &mut self,
-        action: &str,
-        f: &str,
-        detail: Value,
-        undo_with: Option<&str>,
-        step: impl FnOnce(&mut Self) -> Result<T, String>,
-    ) -> Result<T, String> {
-        let mut record = json!({
-            "time": chrono::Utc::now().to_rfc3339(),
-            "action": action,
-            "f": f,
-            "detail": detail,
-            "undo_with": undo_with,
-            "event": "begin",
-        });
-        if let Some(sink) = self.cfg.journal.as_mut() {
-            sink(&record);
-        }
-        // This step's own per-node outcomes go into its record; the op's keep accumulating.
-        let before = self.take_outcomes();
-        let result = step(self);
-        let mine = self.take_outcomes();
-        {
-            let mut all = self.lock_outcomes();
-            *all = before;
-            all.merge(mine.clone());
-        }
-        if let Some(sink) = self.cfg.journal.as_mut() {
-            record["time"] = chrono::Utc::now().to_rfc3339().into();
-            if !mine.is_empty() {
-                record[crate::faults::APPLIED_KEY] = json!(mine.applied);
-                record[crate::faults::FAILED_KEY] = json!(mine.failed);
-            }
-            match &result {
-                Ok(_) => record["event"] = "done".into(),
-                Err(e) => {
-                    record["event"] = "failed".into();
-                    record["error"] = e.clone().into();
-                }
-            }
-            sink(&record);
-        }
-        result
-    }
-
-    /// Run the command built for each node on the given nodes in parallel.
-    fn run_on(&self, idx: &[usize], cmd: impl Fn(&Node) -> Cmd + Sync) -> Result<(), String> {
-        self.on_nodes(idx, |r, n| {
-            r.exec_ok(&cmd(n)).map(|_| ()).map_err(|e| e.to_string())
-        })
-    }
-
-    fn all_idx(&self) -> Vec<usize> {
-        (0..self.cfg.nodes.len()).collect()
+        self.cx.take_outcomes()
     }
 
     /// Create the tool's iptables chain on every node (flushed, jumped to from INPUT).
     pub fn setup(&mut self) -> Result<(), String> {
-        let chain = self.cfg.partition.chain.clone();
-        self.run_on(&self.all_idx(), |_| {
+        let chain = self.cx.cfg.partition.chain.clone();
+        self.cx.run_on(&self.cx.all_idx(), |_| {
             Cmd::script(SETUP_CHAIN, [chain.as_str()]).sudo(true)
         })
     }
 
-    /// Apply a grudge: each node drops packets from the nodes it holds a grudge against.
-    pub fn partition(&mut self, grudge: &Grudge) -> Result<(), String> {
-        let chain = self.cfg.partition.chain.clone();
-        let hosts: BTreeMap<String, String> = self
-            .cfg
-            .nodes
-            .iter()
-            .map(|n| (n.name.clone(), n.host.clone()))
-            .collect();
-        let idx: Vec<usize> = grudge.keys().filter_map(|n| self.index_of(n)).collect();
-        self.partitioned = true;
-        self.run_on(&idx, |node| {
-            let mut args = vec![chain.clone()];
-            args.extend(
-                grudge[&node.name]
-                    .iter()
-                    .filter_map(|n| hosts.get(n).cloned()),
-            );
-            Cmd::script(DROP_FROM, args).sudo(true)
-        })
-    }
-
-    /// Remove every partition rule (flush the tool's chain on every node).
-    pub fn heal_partition(&mut self) -> Result<(), String> {
-        let chain = self.cfg.partition.chain.clone();
-        let all = self.all_idx();
-        self.journaled(
-            "undo",
-            verb::STOP_PARTITION,
-            json!({ "chain": chain }),
-            None,
-            |n| {
-                n.run_on(&all, |_| {
-                    Cmd::script(FLUSH_CHAIN, [chain.as_str(), packet::LOSS_COMMENT]).sudo(true)
-                })
-            },
-        )?;
-        self.partitioned = false;
-        Ok(())
-    }
-
     /// Remove the chain and its jump from every node.
     pub fn teardown(&mut self) -> Result<(), String> {
-        let chain = self.cfg.partition.chain.clone();
-        self.run_on(&self.all_idx(), |_| {
+        let chain = self.cx.cfg.partition.chain.clone();
+        self.cx.run_on(&self.cx.all_idx(), |_| {
             Cmd::script(TEARDOWN_CHAIN, [chain.as_str()]).sudo(true)
         })
     }
 
-    /// The nodes an op value naming targets hits (null: one node); any other value is an
-    /// error naming it, never a fallback.
-    fn targets(&mut self, value: &Value) -> Result<Vec<usize>, String> {
-        self.choose_targets(Targets::of_value(value)?)
-    }
-
     /// The system's current primaries (asked of it), as node names.
     pub fn primaries(&self) -> Result<Vec<String>, PrimariesError> {
-        let db = self.cfg.db.clone();
-        let p = db.as_primaries().ok_or_else(|| PrimariesError::NotServed {
-            system: db.name().to_string(),
-        })?;
-        Ok(p.primaries(&self.cfg.remotes, &self.cfg.nodes)?)
-    }
-
-    fn choose_targets(&mut self, t: Targets) -> Result<Vec<usize>, String> {
-        let primaries = match t {
-            Targets::Primaries => self.primaries().map_err(|e| e.to_string())?,
-            // No primaries ability, or no answer: one random node instead.
-            Targets::PrimariesOrOne => self.primaries().unwrap_or_default(),
-            _ => Vec::new(),
-        };
-        let names = self.names();
-        let chosen = select_targets_with(t, &names, &primaries, &mut self.cfg.rng);
-        if chosen.is_empty() {
-            return Err(format!("targets {:?} chose no node", t.as_str()));
-        }
-        Ok(chosen.iter().filter_map(|n| self.index_of(n)).collect())
-    }
-
-    fn node_names(&self, idx: &[usize]) -> Vec<String> {
-        idx.iter()
-            .map(|&i| self.cfg.nodes[i].name.clone())
-            .collect()
+        self.cx.primaries()
     }
 
     /// Perform one nemesis op. Unknown ops and failures are reported, never panicked on.
@@ -452,266 +224,107 @@ impl Nemesis {
     /// A fault that took effect on some nodes and failed on others completes with the error
     /// and the value `{"applied": [..], "failed": {node: why}}`. It is carried by
     /// `Completion::Fail` (the variant with both an error and a value); the interpreter records
-    /// every nemesis completion as `info`, so the history says "info, partly applied".
+    /// every nemesis completion as `info`, so the history says "info, partly applied". A fault
+    /// that refused before touching any node ([`FaultError::Refused`]) fails with the op's
+    /// value; any other error leaves the outcome unknown (`Completion::Info`).
     pub fn invoke(&mut self, f: &str, value: &Value) -> Completion {
-        self.take_outcomes();
-        let Some(v) = Verb::parse(f) else {
-            return Completion::Info {
-                error: format!("unknown nemesis op {f:?}"),
-            };
-        };
-        let result: Result<Value, String> = match v {
-            Verb::StartPartition => {
-                let names = self.names();
-                let Some(shape) = value.as_str() else {
-                    return Completion::Fail {
-                        error: format!(
-                            "partition shape {value}: expected one of {}",
-                            PARTITION_SHAPES.join(", ")
-                        ),
-                        value: value.clone(),
-                    };
-                };
-                let primaries = if shape == PRIMARIES_SHAPE {
-                    match self.primaries() {
-                        Ok(p) => p,
-                        Err(error) => {
-                            return Completion::Fail {
-                                error: error.to_string(),
-                                value: value.clone(),
-                            };
-                        }
-                    }
-                } else {
-                    Vec::new()
-                };
-                let Some(grudge) = grudge_for_with(shape, &names, &primaries, &mut self.cfg.rng)
-                else {
-                    return Completion::Fail {
-                        error: format!(
-                            "unknown partition shape {shape:?}: expected one of {}",
-                            PARTITION_SHAPES.join(", ")
-                        ),
-                        value: value.clone(),
-                    };
-                };
-                let detail = json!({ "grudge": grudge });
-                self.journaled(
-                    "inject",
-                    f,
-                    detail.clone(),
-                    Some(verb::STOP_PARTITION),
-                    |n| n.partition(&grudge),
-                )
-                .map(|()| detail)
-            }
-            Verb::StopPartition => self.heal_partition().map(|()| json!("healed")),
-            Verb::Kill => self.kill(value),
-            Verb::Start => self.start_all().map(|nodes| json!({ "nodes": nodes })),
-            Verb::PowerLoss => self.power_loss(verb::POWER_LOSS, verb::POWER_ON, value),
-            Verb::OsCrash => self.power_loss(verb::OS_CRASH, verb::REBOOT, value),
-            Verb::PowerOn | Verb::Reboot => self
-                .power_on_as(Some(f))
-                .map(|nodes| json!({ "nodes": nodes })),
-            Verb::Bitflip | Verb::Truncate => match CorruptMode::of_verb(f) {
-                Some(mode) => self.corrupt(mode, value),
-                None => Err(format!("unknown nemesis op {f:?}")),
+        self.cx.take_outcomes();
+        let verb = Verb::parse(f);
+        let result = match verb {
+            Some(Verb::DbStatus) => Ok(self.db_status()),
+            Some(v) => match self.faults.iter_mut().find(|x| x.verbs().contains(&v)) {
+                Some(fault) => fault.invoke(&mut self.cx, v, value),
+                // Client-side (stalls, served by the runner) or journal-only (NTP) verbs.
+                None => Err(FaultError::Failed(format!("unknown nemesis op {f:?}"))),
             },
-            Verb::StartDiskFault => self.start_disk_fault(value),
-            Verb::StopDiskFault => self
-                .stop_disk_fault()
-                .map(|nodes| json!({ "nodes": nodes })),
-            Verb::StartCorrupted => self
-                .start_corrupted()
-                .map(|nodes| json!({ "nodes": nodes })),
-            Verb::Pause => self.pause(value),
-            Verb::Promote => self.promote(value),
-            Verb::Resume => self.resume_all().map(|nodes| json!({ "nodes": nodes })),
-            Verb::StartLoss => self.start_loss(value),
-            Verb::StopLoss => self.stop_loss(),
-            Verb::StartBandwidth => self.start_bandwidth(value),
-            Verb::StopBandwidth => self.stop_bandwidth(),
-            Verb::StartDelay => self.start_delay(value),
-            Verb::StopDelay => self.stop_delay(),
-            Verb::BumpClock => self.bump_clock(value),
-            Verb::StrobeClock => self.strobe_clock(value),
-            Verb::ResetClock => self.reset_clocks(value),
-            Verb::ClockOffsets => self.clock_offsets(),
-            Verb::DbStatus => Ok(self.db_status()),
-            Verb::StartSshDrop => self.drop_ssh(value),
-            Verb::StopSshDrop => self.restore_ssh(value),
-            // Served by the runner's nemesis client (stalls), or written to journals only.
-            Verb::StartStall | Verb::StopStall | Verb::StopNtp | Verb::StartNtp => {
-                Err(format!("unknown nemesis op {f:?}"))
-            }
+            None => Err(FaultError::Failed(format!("unknown nemesis op {f:?}"))),
         };
-        let outcomes = self.take_outcomes();
+        let outcomes = self.cx.take_outcomes();
         match result {
             Ok(value) => Completion::Ok {
                 value,
                 version: None,
             },
-            Err(error) if !outcomes.applied.is_empty() => Completion::Fail {
-                error,
+            Err(e) if !outcomes.applied.is_empty() => Completion::Fail {
+                error: e.to_string(),
                 value: outcomes.to_json(),
             },
             // Nothing was applied anywhere: a definite failure, not an unknown outcome.
-            Err(error)
-                if error.starts_with(packet::NETEM_UNAVAILABLE)
-                    || (f == verb::START_SSH_DROP
-                        && !outcomes.failed.is_empty()
-                        && outcomes
-                            .failed
-                            .values()
-                            .all(|e| e.starts_with(ssh_drop::NO_SUPERVISOR))) =>
-            {
-                Completion::Fail {
-                    error,
-                    value: value.clone(),
-                }
-            }
-            Err(error) => Completion::Info { error },
+            Err(FaultError::Refused(error)) => Completion::Fail {
+                error,
+                value: value.clone(),
+            },
+            Err(e) => Completion::Info {
+                error: e.to_string(),
+            },
         }
     }
 
-    fn hosts_of(&self, names: &BTreeSet<String>) -> Vec<String> {
-        self.cfg
-            .nodes
-            .iter()
-            .filter(|n| names.contains(&n.name))
-            .map(|n| n.host.clone())
-            .collect()
-    }
-
-    /// Undo every fault: remove packet faults this nemesis applied, heal partitions, resume paused
-    /// and restart killed processes, reset stepped clocks and start the NTP daemons it stopped.
-    /// Tries all even if one fails; returns
-    /// the errors.
+    /// Undo every fault, in the registry's order: packet faults and partitions first, then
+    /// paused and killed processes, power cuts, disks and files, clocks (and the NTP daemons),
+    /// SSH. Tries all even if one fails; returns the errors, each named by its heal.
     pub fn heal_all(&mut self) -> Vec<String> {
         let mut errs = Vec::new();
-        if !self.lossy.is_empty()
-            && let Err(e) = self.stop_loss()
-        {
-            errs.push(format!("stop loss: {e}"));
-        }
-        if !self.shaped.is_empty()
-            && let Err(e) = self.stop_bandwidth()
-        {
-            errs.push(format!("stop bandwidth: {e}"));
-        }
-        if !self.delayed.is_empty()
-            && let Err(e) = self.stop_delay()
-        {
-            errs.push(format!("stop delay: {e}"));
-        }
-        if let Err(e) = self.heal_partition() {
-            errs.push(format!("heal partition: {e}"));
-        }
-        if let Err(e) = self.resume_all() {
-            errs.push(format!("resume: {e}"));
-        }
-        if let Err(e) = self.start_all() {
-            errs.push(format!("restart: {e}"));
-        }
-        if !self.powered_off.is_empty()
-            && let Err(e) = self.power_on()
-        {
-            errs.push(format!("power on: {e}"));
-        }
-        if self.has_disk_fault()
-            && let Err(e) = self.stop_disk_fault()
-        {
-            errs.push(format!("stop disk fault: {e}"));
-        }
-        if self.has_corrupted()
-            && let Err(e) = self.start_corrupted()
-        {
-            errs.push(format!("start after corruption: {e}"));
-        }
-        if let Err(e) = self.reset_clocks(&Value::Null) {
-            errs.push(format!("reset clocks: {e}"));
-        }
-        if let Err(e) = self.restore_ntp() {
-            errs.push(format!("restart NTP: {e}"));
-        }
-        if !self.ssh_dropped().is_empty()
-            && let Err(e) = self.restore_ssh(&Value::Null)
-        {
-            errs.push(format!("wait for sshd: {e}"));
+        for fault in &mut self.faults {
+            if let Err(e) = fault.heal(&mut self.cx) {
+                errs.push(format!("{}: {e}", fault.heal_what()));
+            }
         }
         errs
     }
 
+    /// Take over what a journal's outstanding records (`outstanding_faults`) say an earlier
+    /// controller left in effect, so `heal_all` and the undo verbs undo it.
+    pub fn adopt(&mut self, outstanding: &[Value]) {
+        for fault in &mut self.faults {
+            fault.adopt(outstanding);
+        }
+    }
+
     /// Names of faults currently active, for the progress display.
     pub fn active(&self) -> Vec<String> {
-        let mut v = Vec::new();
-        if self.partitioned {
-            v.push("partition".to_string());
-        }
-        if !self.killed.is_empty() {
-            v.push(format!(
-                "killed {}",
-                self.killed.iter().cloned().collect::<Vec<_>>().join(",")
-            ));
-        }
-        for (undo, kind) in [
-            (verb::POWER_ON, verb::POWER_LOSS),
-            (verb::REBOOT, verb::OS_CRASH),
-        ] {
-            let nodes: Vec<&str> = self
-                .powered_off
-                .iter()
-                .filter(|(_, u)| *u == undo)
-                .map(|(n, _)| n.as_str())
-                .collect();
-            if !nodes.is_empty() {
-                v.push(format!("{kind} {}", nodes.join(",")));
+        let mut v: Vec<String> = Vec::new();
+        // Display order: the vocabulary's (partition, kill, pause, clock, …).
+        for kind in &crate::faults::KINDS {
+            for fault in self.faults.iter().filter(|f| f.name() == kind.name) {
+                v.extend(fault.active());
             }
-        }
-        if !self.disk_faulted.is_empty() {
-            v.push(format!(
-                "disk fault {}",
-                self.disk_faulted
-                    .iter()
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(",")
-            ));
-        }
-        if !self.corrupted.is_empty() {
-            v.push(format!(
-                "corrupted {}",
-                self.corrupted.iter().cloned().collect::<Vec<_>>().join(",")
-            ));
-        }
-        if !self.paused.is_empty() {
-            v.push(format!(
-                "paused {}",
-                self.paused.iter().cloned().collect::<Vec<_>>().join(",")
-            ));
-        }
-        for (label, set) in [
-            ("loss", &self.lossy),
-            ("bandwidth", &self.shaped),
-            ("delay", &self.delayed),
-        ] {
-            if !set.is_empty() {
-                v.push(format!(
-                    "{label} {}",
-                    set.iter().cloned().collect::<Vec<_>>().join(",")
-                ));
-            }
-        }
-        if !self.clocked().is_empty() {
-            v.push(format!(
-                "clock {}",
-                self.clocked().iter().cloned().collect::<Vec<_>>().join(",")
-            ));
-        }
-        if !self.ssh_dropped().is_empty() {
-            v.push(format!("ssh-drop {}", self.ssh_dropped().join(",")));
         }
         v
+    }
+
+    /// `db-status`: whether each node's database runs now — `{"running": [..], "stopped":
+    /// [..], "unknown": {node: why}}` (unknown: the system cannot tell, or the node did not
+    /// answer). A measurement: it changes nothing and always completes ok.
+    fn db_status(&mut self) -> Value {
+        let all = self.cx.all_idx();
+        let seen: std::sync::Mutex<BTreeMap<String, Result<bool, String>>> =
+            std::sync::Mutex::new(BTreeMap::new());
+        let db = self.cx.db();
+        let _ = self.cx.on_nodes(&all, |r, node| {
+            let state = match db.as_kill().and_then(|k| k.running(r, node)) {
+                None => Err(format!("{} cannot tell whether it runs", db.name())),
+                Some(Ok(up)) => Ok(up),
+                Some(Err(e)) => Err(e.to_string()),
+            };
+            seen.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(node.name.clone(), state);
+            Ok(())
+        });
+        self.cx.take_outcomes();
+        let seen = seen.into_inner().unwrap_or_else(|e| e.into_inner());
+        let names = |want: bool| -> Vec<&String> {
+            seen.iter()
+                .filter(|(_, s)| s.as_ref().is_ok_and(|up| *up == want))
+                .map(|(n, _)| n)
+                .collect()
+        };
+        let unknown: BTreeMap<&String, &String> = seen
+            .iter()
+            .filter_map(|(n, s)| s.as_ref().err().map(|e| (n, e)))
+            .collect();
+        json!({ "running": names(true), "stopped": names(false), "unknown": unknown })
     }
 }
 
@@ -719,6 +332,7 @@ impl Nemesis {
 mod tests {
     use super::*;
     use rand::SeedableRng;
+    use std::collections::BTreeSet;
 
     fn nodes(n: usize) -> Vec<String> {
         (1..=n).map(|i| format!("n{i}")).collect()

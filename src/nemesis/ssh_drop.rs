@@ -13,8 +13,10 @@
 //! Does not own reconnecting (`control::SshRemote` does that on the next command) nor the
 //! reaper (`sandbox`).
 
-use super::Nemesis;
+use super::cluster::Cluster;
+use super::fault::{Fault, FaultError, active_line, nodes_of};
 use crate::control::{Cmd, Remote};
+use crate::faults::Verb;
 pub use crate::faults::ssh_drop::{DEFAULT_DURATION_MS, DropParams, MAX_DURATION_MS};
 use crate::faults::verb::{START_SSH_DROP as START, STOP_SSH_DROP as STOP};
 use serde_json::{Value, json};
@@ -44,19 +46,6 @@ printf '%s\n' "$1" > "$3" && kill -USR1 1
 /// Exit status of [`DROP_SCRIPT`] when PID 1 is not the reaper.
 const NOT_SUPERVISED: i32 = 3;
 
-/// Which nodes have SSH dropped, and until when (controller's monotonic clock).
-#[derive(Debug, Default)]
-pub struct DropState {
-    until: BTreeMap<String, Instant>,
-}
-
-impl DropState {
-    /// Nodes with SSH dropped, for the progress display.
-    pub fn nodes(&self) -> Vec<String> {
-        self.until.keys().cloned().collect()
-    }
-}
-
 /// Try `true` on `remote` until it runs or `deadline` passes.
 fn wait_back(remote: &dyn Remote, deadline: Instant) -> Result<(), String> {
     loop {
@@ -70,30 +59,37 @@ fn wait_back(remote: &dyn Remote, deadline: Instant) -> Result<(), String> {
     }
 }
 
-impl Nemesis {
+/// The ssh-drop fault: which nodes have SSH dropped, and until when (the controller's
+/// monotonic clock).
+#[derive(Debug, Default)]
+pub struct SshDrop {
+    until: BTreeMap<String, Instant>,
+}
+
+impl SshDrop {
     /// `start-ssh-drop`: see the module doc.
-    pub(super) fn drop_ssh(&mut self, value: &Value) -> Result<Value, String> {
+    fn drop_ssh(&mut self, cx: &mut Cluster, value: &Value) -> Result<Value, FaultError> {
         let p = DropParams::from_value(value)?;
         let idx = match &p.nodes {
             Some(list) => list
                 .iter()
                 .map(|n| {
-                    self.index_of(n)
+                    cx.index_of(n)
                         .ok_or_else(|| format!("{START}: unknown node {n:?}"))
                 })
-                .collect::<Result<Vec<_>, _>>()?,
-            None => self.choose_targets(p.targets)?,
+                .collect::<Result<Vec<_>, String>>()?,
+            None => cx.choose_targets(p.targets)?,
         };
-        let names = self.node_names(&idx);
+        let names = cx.node_names(&idx);
         let until =
             Instant::now() + Duration::from_millis(p.duration_ms + crate::sandbox::DROP_DELAY_MS);
         for n in &names {
-            self.ssh_drop.until.insert(n.clone(), until);
+            self.until.insert(n.clone(), until);
         }
         let detail = json!({ "nodes": names, "duration_ms": p.duration_ms });
         let hold = p.duration_ms.to_string();
-        self.journaled("inject", START, detail.clone(), Some(STOP), |n| {
-            n.on_nodes(&idx, |r, _| {
+        cx.journaled("inject", START, detail.clone(), Some(STOP), |cx| {
+            cx.on_nodes(&idx, |r, _| {
                 let cmd = Cmd::script(
                     DROP_SCRIPT,
                     [
@@ -118,11 +114,20 @@ impl Nemesis {
                 }
             })
         })
-        .inspect_err(|_| {
+        .map_err(|e| {
             // Nodes where the drop failed were not dropped.
-            let outcomes = self.lock_outcomes().clone();
+            let outcomes = cx.lock_outcomes().clone();
             for n in outcomes.failed.keys() {
-                self.ssh_drop.until.remove(n);
+                self.until.remove(n);
+            }
+            // No node has the supervisor: nothing was touched anywhere.
+            if outcomes.applied.is_empty()
+                && !outcomes.failed.is_empty()
+                && outcomes.failed.values().all(|e| e.starts_with(NO_SUPERVISOR))
+            {
+                FaultError::Refused(e)
+            } else {
+                FaultError::Failed(e)
             }
         })?;
         Ok(detail)
@@ -131,9 +136,9 @@ impl Nemesis {
     /// `stop-ssh-drop`: wait until every dropped node (and those in `value.nodes`) answers over
     /// SSH again. `value.duration_ms` (from a journal) bounds the wait for nodes this nemesis
     /// did not drop itself.
-    pub fn restore_ssh(&mut self, value: &Value) -> Result<Value, String> {
+    fn restore_ssh(&mut self, cx: &mut Cluster, value: &Value) -> Result<Value, String> {
         let extra_ms = value["duration_ms"].as_u64().unwrap_or(0);
-        let mut until = self.ssh_drop.until.clone();
+        let mut until = self.until.clone();
         for n in value["nodes"].as_array().into_iter().flatten() {
             if let Some(n) = n.as_str() {
                 until
@@ -141,26 +146,74 @@ impl Nemesis {
                     .or_insert_with(|| Instant::now() + Duration::from_millis(extra_ms));
             }
         }
-        let idx: Vec<usize> = until.keys().filter_map(|n| self.index_of(n)).collect();
+        let idx: Vec<usize> = until.keys().filter_map(|n| cx.index_of(n)).collect();
         if idx.is_empty() {
             return Ok(json!({ "nodes": [] }));
         }
-        let names = self.node_names(&idx);
+        let names = cx.node_names(&idx);
         let grace = Duration::from_millis(BACK_GRACE_MS);
         let detail = json!({ "nodes": names });
-        self.journaled("undo", STOP, detail.clone(), None, |n| {
-            n.on_nodes(&idx, |r, node| {
+        cx.journaled("undo", STOP, detail.clone(), None, |cx| {
+            cx.on_nodes(&idx, |r, node| {
                 let deadline = until.get(&node.name).copied().unwrap_or_else(Instant::now) + grace;
                 wait_back(r, deadline)
             })
         })?;
-        self.ssh_drop.until.clear();
+        self.until.clear();
         Ok(detail)
     }
+}
 
-    /// Nodes with SSH dropped (for `active`).
-    pub(super) fn ssh_dropped(&self) -> Vec<String> {
-        self.ssh_drop.nodes()
+impl Fault for SshDrop {
+    fn name(&self) -> &'static str {
+        "ssh-drop"
+    }
+
+    fn verbs(&self) -> &'static [Verb] {
+        &[Verb::StartSshDrop, Verb::StopSshDrop]
+    }
+
+    fn invoke(&mut self, cx: &mut Cluster, v: Verb, value: &Value) -> Result<Value, FaultError> {
+        match v {
+            Verb::StartSshDrop => self.drop_ssh(cx, value),
+            _ => Ok(self.restore_ssh(cx, value)?),
+        }
+    }
+
+    fn heal(&mut self, cx: &mut Cluster) -> Result<(), String> {
+        if self.until.is_empty() {
+            return Ok(());
+        }
+        self.restore_ssh(cx, &Value::Null).map(|_| ())
+    }
+
+    fn heal_what(&self) -> &'static str {
+        "wait for sshd"
+    }
+
+    fn active(&self) -> Option<String> {
+        active_line("ssh-drop", self.until.keys())
+    }
+
+    /// The hold may still be running (the controller died mid-drop): wait at most its full
+    /// length plus the grace.
+    fn adopt(&mut self, outstanding: &[Value]) -> Vec<String> {
+        let nodes = nodes_of(outstanding, Verb::StartSshDrop);
+        let hold_ms = outstanding
+            .iter()
+            .filter(|r| r["f"] == START)
+            .filter_map(|r| r["detail"]["duration_ms"].as_u64())
+            .max()
+            .unwrap_or(0);
+        let until = Instant::now() + Duration::from_millis(hold_ms);
+        for n in &nodes {
+            self.until.entry(n.clone()).or_insert(until);
+        }
+        nodes
+    }
+
+    fn healed(&self, _: &str) -> String {
+        "sshd answers again".to_string()
     }
 }
 
@@ -168,6 +221,7 @@ impl Nemesis {
 mod tests {
     use super::*;
     use crate::control::{ExecError, ExecOutput};
+    use crate::nemesis::Nemesis;
     use rand::SeedableRng;
     use std::sync::Arc;
 
@@ -218,7 +272,7 @@ mod tests {
             )),
             "{error}"
         );
-        assert!(n.ssh_dropped().is_empty(), "nothing was dropped");
+        assert!(n.active().is_empty(), "nothing was dropped");
         // Nothing to wait for.
         assert!(matches!(
             n.invoke(STOP, &Value::Null),
