@@ -707,7 +707,7 @@ mod tests {
             faults: vec![FaultOps {
                 start_f: "start-partition".into(),
                 start_value: json!("one"),
-                stop_f: "stop-partition".into(),
+                stop_f: Some("stop-partition".into()),
                 stop_value: Value::Null,
             }],
             interval_ns: 300_000_000,

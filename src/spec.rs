@@ -682,14 +682,17 @@ mod tests {
     fn promote_is_a_one_shot_package() {
         let n = load_nemesis("partition,promote").unwrap();
         assert_eq!(
-            n.faults.last().unwrap().ops(),
+            n.faults.last().unwrap().ops_text(),
             ("promote", serde_json::json!({}), "")
         );
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("fo.toml");
         std::fs::write(&p, "[[faults]]\nkind = \"promote\"\nnode = \"n3\"\n").unwrap();
         let spec = load_nemesis(p.to_str().unwrap()).unwrap();
-        assert_eq!(spec.faults[0].ops().1, serde_json::json!({"node": "n3"}));
+        assert_eq!(
+            spec.faults[0].ops_text().1,
+            serde_json::json!({"node": "n3"})
+        );
         std::fs::write(&p, "[[faults]]\nkind = \"promote\"\ntargets = \"one\"\n").unwrap();
         let e = load_nemesis(p.to_str().unwrap()).unwrap_err().to_string();
         assert!(e.contains("fo.toml") && e.contains("unknown field"), "{e}");
@@ -699,7 +702,7 @@ mod tests {
     fn power_loss_parses_with_its_targets_and_torn_flag() {
         let n = load_nemesis("power-loss").unwrap();
         assert_eq!(
-            n.faults[0].ops(),
+            n.faults[0].ops_text(),
             (
                 "power-loss",
                 serde_json::json!({"targets": "all", "torn": false}),
@@ -725,15 +728,15 @@ mod tests {
         )
         .unwrap();
         let n = load_nemesis(path.to_str().unwrap()).unwrap();
-        assert_eq!(n.faults[0].ops().1["torn"], true);
-        assert_eq!(n.faults[0].ops().1["targets"], "one");
+        assert_eq!(n.faults[0].ops_text().1["torn"], true);
+        assert_eq!(n.faults[0].ops_text().1["targets"], "one");
     }
 
     #[test]
     fn os_crash_is_power_loss_on_one_node_under_its_own_verbs() {
         let n = load_nemesis("os-crash").unwrap();
         assert_eq!(
-            n.faults[0].ops(),
+            n.faults[0].ops_text(),
             (
                 "os-crash",
                 serde_json::json!({"targets": "one", "torn": false}),
@@ -750,7 +753,7 @@ mod tests {
         );
         // A package list mixes it with the others.
         let n = load_nemesis("os-crash,power-loss").unwrap();
-        let verbs: Vec<&str> = n.faults.iter().map(|f| f.ops().0).collect();
+        let verbs: Vec<&str> = n.faults.iter().map(|f| f.ops_text().0).collect();
         assert_eq!(verbs, ["os-crash", "power-loss"]);
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.toml");
@@ -761,7 +764,7 @@ mod tests {
         .unwrap();
         let n = load_nemesis(path.to_str().unwrap()).unwrap();
         assert_eq!(
-            n.faults[0].ops().1,
+            n.faults[0].ops_text().1,
             serde_json::json!({"targets": "majority", "torn": true})
         );
     }
@@ -788,11 +791,11 @@ mod tests {
         )
         .unwrap();
         let n = load_nemesis(path.to_str().unwrap()).unwrap();
-        assert_eq!(n.faults[0].ops().1["duplicate"], 0.05);
+        assert_eq!(n.faults[0].ops_text().1["duplicate"], 0.05);
         // Without duplicates the op value is the one runs always recorded.
         assert!(
             load_nemesis("delay").unwrap().faults[0]
-                .ops()
+                .ops_text()
                 .1
                 .get("duplicate")
                 .is_none()
@@ -802,7 +805,7 @@ mod tests {
     #[test]
     fn corruption_faults_parse_as_their_verbs_and_refuse_bad_values_by_line() {
         let n = load_nemesis("bitflip,truncate").unwrap();
-        let ops: Vec<_> = n.faults.iter().map(|f| f.ops()).collect();
+        let ops: Vec<_> = n.faults.iter().map(|f| f.ops_text()).collect();
         assert_eq!(
             ops,
             [
@@ -844,7 +847,7 @@ mod tests {
     #[test]
     fn disk_faults_parse_from_their_packages_and_refuse_bad_values() {
         let n = load_nemesis("disk-error,disk-full,slow-disk").unwrap();
-        let ops: Vec<_> = n.faults.iter().map(|f| f.ops()).collect();
+        let ops: Vec<_> = n.faults.iter().map(|f| f.ops_text()).collect();
         assert!(
             ops.iter()
                 .all(|(s, _, e)| (*s, *e) == ("start-disk-fault", "stop-disk-fault"))
@@ -902,13 +905,13 @@ mod tests {
     #[test]
     fn packet_faults_parse_compose_and_validate() {
         let n = load_nemesis("loss,bandwidth,delay").unwrap();
-        let fs: Vec<&str> = n.faults.iter().map(|f| f.ops().0).collect();
+        let fs: Vec<&str> = n.faults.iter().map(|f| f.ops_text().0).collect();
         assert_eq!(fs, ["start-loss", "start-bandwidth", "start-delay"]);
-        let stops: Vec<&str> = n.faults.iter().map(|f| f.ops().2).collect();
+        let stops: Vec<&str> = n.faults.iter().map(|f| f.ops_text().2).collect();
         assert_eq!(stops, ["stop-loss", "stop-bandwidth", "stop-delay"]);
         let d = load_nemesis("degraded").unwrap();
         assert_eq!(
-            d.faults[0].ops(),
+            d.faults[0].ops_text(),
             (
                 "start-ssh-drop",
                 serde_json::json!({"targets": "one", "duration_ms": 5000}),
@@ -916,7 +919,7 @@ mod tests {
             )
         );
         let n = load_nemesis("ssh-drop").unwrap();
-        assert_eq!(n.faults[0].ops().0, "start-ssh-drop");
+        assert_eq!(n.faults[0].ops_text().0, "start-ssh-drop");
         let p = load_nemesis("packet").unwrap();
         assert!(p.faults.iter().any(|f| matches!(f, FaultSpec::Loss { .. })));
         assert!(
@@ -932,7 +935,7 @@ mod tests {
         )
         .unwrap();
         let spec = load_nemesis(path.to_str().unwrap()).unwrap();
-        let (f, v, _) = spec.faults[0].ops();
+        let (f, v, _) = spec.faults[0].ops_text();
         assert_eq!(f, "start-loss");
         assert_eq!(
             v,
@@ -959,7 +962,7 @@ mod tests {
             assert!(e.contains("p.toml") && e.contains(want), "{body}: {e}");
         }
         // The shipped delay nemesis: jitter and reorder, backend chosen on the node.
-        let (f, v, _) = load_nemesis("delay").unwrap().faults[0].ops();
+        let (f, v, _) = load_nemesis("delay").unwrap().faults[0].ops_text();
         assert_eq!(f, "start-delay");
         assert_eq!(
             v,
@@ -973,11 +976,11 @@ mod tests {
         assert!(n.faults.iter().all(FaultSpec::is_clock));
         assert_eq!(n.order, FaultOrder::Sequential);
         // The primary's step comes first, so every run of a few intervals has one.
-        let (f, v, stop) = n.faults[0].ops();
+        let (f, v, stop) = n.faults[0].ops_text();
         assert_eq!((f, stop), ("bump-clock", "reset-clock"));
         assert_eq!(v["targets"], "primaries-or-one");
         assert_eq!(v["min_delta_ms"], 4096);
-        let (f, v, _) = n.faults[1].ops();
+        let (f, v, _) = n.faults[1].ops_text();
         assert_eq!(
             (f, &v["targets"]),
             ("bump-clock", &serde_json::json!("one"))
@@ -985,8 +988,8 @@ mod tests {
         assert_eq!(v["max_delta_ms"], 262_144);
         let n = load_nemesis("partition,clock").unwrap();
         assert_eq!(n.faults.len(), 5);
-        assert_eq!(n.faults[4].ops().0, "strobe-clock");
-        assert_eq!(n.faults[4].ops().1["duration_ms"], 10_000);
+        assert_eq!(n.faults[4].ops_text().0, "strobe-clock");
+        assert_eq!(n.faults[4].ops_text().1["duration_ms"], 10_000);
 
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("clk.toml");
@@ -1000,7 +1003,7 @@ mod tests {
         let spec = load_nemesis(p.to_str().unwrap()).unwrap();
         assert_eq!(spec.order, FaultOrder::Stacked);
         assert_eq!(spec.clock_offsets_interval_s, 0.5);
-        let (f, v, _) = spec.faults[0].ops();
+        let (f, v, _) = spec.faults[0].ops_text();
         assert_eq!(f, "strobe-clock");
         assert_eq!(
             v,

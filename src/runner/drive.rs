@@ -119,11 +119,11 @@ pub fn schedule_of(spec: &crate::spec::NemesisSpec) -> generator::NemesisSchedul
             .faults
             .iter()
             .map(|f| {
-                let (start_f, start_value, stop_f) = f.ops();
+                let ops = f.ops();
                 generator::FaultOps {
-                    start_f: start_f.into(),
-                    start_value,
-                    stop_f: stop_f.into(),
+                    start_f: ops.start.as_str().into(),
+                    start_value: ops.value,
+                    stop_f: ops.stop.map(|v| v.as_str().into()),
                     stop_value: Value::Null,
                 }
             })

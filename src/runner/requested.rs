@@ -61,7 +61,7 @@ fn names(spec: &NemesisSpec) -> Vec<String> {
             if base.iter().filter(|b| *b == name).count() < 2 {
                 return name.clone();
             }
-            match f.ops().1 {
+            match f.ops().value {
                 Value::String(s) => format!("{name} ({s})"),
                 Value::Null => name.clone(),
                 other => format!("{name} ({other})"),
@@ -88,8 +88,8 @@ pub fn never_ran(test: &Value, history: &History) -> Vec<NeverRan> {
         .faults
         .iter()
         .map(|f| {
-            let (verb, value, _) = f.ops();
-            (verb, value)
+            let ops = f.ops();
+            (ops.start.as_str(), ops.value)
         })
         .collect();
     let mut seen: Vec<Seen> = starts.iter().map(|_| Seen::default()).collect();

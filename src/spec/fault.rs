@@ -5,8 +5,25 @@
 //! Does not own reading a spec file or naming its errors' lines (`spec`), nor applying a fault
 //! (`nemesis`); the verbs themselves are `faults::verb`.
 
-use crate::faults::{Targets, verb};
+use crate::faults::{Targets, Verb};
 use serde::{Deserialize, Serialize};
+
+/// The ops that inject and undo one fault of a schedule, as the nemesis generator hands them out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ops {
+    /// The verb that starts the fault.
+    pub start: Verb,
+    /// The start op's value.
+    pub value: serde_json::Value,
+    /// The verb that undoes it; `None` for a one-shot fault (promote).
+    pub stop: Option<Verb>,
+}
+
+impl Ops {
+    fn new(start: Verb, value: serde_json::Value, stop: Option<Verb>) -> Ops {
+        Ops { start, value, stop }
+    }
+}
 
 /// One fault kind in a nemesis schedule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -268,55 +285,63 @@ impl FaultSpec {
 }
 
 impl FaultSpec {
-    /// The (start f, start value, stop f) ops that inject and undo this fault.
-    pub fn ops(&self) -> (&'static str, serde_json::Value, &'static str) {
+    /// The ops that inject and undo this fault.
+    pub fn ops(&self) -> Ops {
         use serde_json::json;
         match self {
-            FaultSpec::Partition { shape } => (
-                verb::START_PARTITION,
+            FaultSpec::Partition { shape } => Ops::new(
+                Verb::StartPartition,
                 shape.clone().into(),
-                verb::STOP_PARTITION,
+                Some(Verb::StopPartition),
             ),
-            FaultSpec::Kill { targets } => (verb::KILL, targets.as_str().into(), verb::START),
-            FaultSpec::PowerLoss { targets, torn } => (
-                verb::POWER_LOSS,
+            FaultSpec::Kill { targets } => {
+                Ops::new(Verb::Kill, targets.as_str().into(), Some(Verb::Start))
+            }
+            FaultSpec::PowerLoss { targets, torn } => Ops::new(
+                Verb::PowerLoss,
                 json!({ "targets": targets, "torn": torn }),
-                verb::POWER_ON,
+                Some(Verb::PowerOn),
             ),
-            FaultSpec::OsCrash { targets, torn } => (
-                verb::OS_CRASH,
+            FaultSpec::OsCrash { targets, torn } => Ops::new(
+                Verb::OsCrash,
                 json!({ "targets": targets, "torn": torn }),
-                verb::REBOOT,
+                Some(Verb::Reboot),
             ),
-            FaultSpec::Pause { targets } => (verb::PAUSE, targets.as_str().into(), verb::RESUME),
+            FaultSpec::Pause { targets } => {
+                Ops::new(Verb::Pause, targets.as_str().into(), Some(Verb::Resume))
+            }
             FaultSpec::Disk { targets, .. } => {
                 let mut v = serde_json::to_value(self.disk_fault()).unwrap_or_default();
                 v["targets"] = targets.as_str().into();
-                (verb::START_DISK_FAULT, v, verb::STOP_DISK_FAULT)
+                Ops::new(Verb::StartDiskFault, v, Some(Verb::StopDiskFault))
             }
             FaultSpec::Corrupt { .. } => match self.corrupt_params() {
-                Some(p) => (p.mode.verb(), p.to_value(), verb::START_CORRUPTED),
+                Some(p) => Ops::new(
+                    p.mode.start_verb(),
+                    p.to_value(),
+                    Some(Verb::StartCorrupted),
+                ),
                 // An unknown mode (refused by `validate`) still names a verb.
-                None => (verb::BITFLIP, json!({}), verb::START_CORRUPTED),
+                None => Ops::new(Verb::Bitflip, json!({}), Some(Verb::StartCorrupted)),
             },
-            // One-shot: the empty stop verb means no stop op.
-            FaultSpec::Promote { node } => (
-                verb::PROMOTE,
+            // One-shot: no stop op.
+            FaultSpec::Promote { node } => Ops::new(
+                Verb::Promote,
                 node.as_ref().map_or(json!({}), |n| json!({ "node": n })),
-                "",
+                None,
             ),
             FaultSpec::Loss {
                 targets,
                 probability,
-            } => (
-                verb::START_LOSS,
+            } => Ops::new(
+                Verb::StartLoss,
                 json!({ "targets": targets, "probability": probability }),
-                verb::STOP_LOSS,
+                Some(Verb::StopLoss),
             ),
-            FaultSpec::Bandwidth { targets, rate_kbit } => (
-                verb::START_BANDWIDTH,
+            FaultSpec::Bandwidth { targets, rate_kbit } => Ops::new(
+                Verb::StartBandwidth,
                 json!({ "targets": targets, "rate_kbit": rate_kbit }),
-                verb::STOP_BANDWIDTH,
+                Some(Verb::StopBandwidth),
             ),
             FaultSpec::Delay {
                 targets,
@@ -325,8 +350,8 @@ impl FaultSpec {
                 reorder,
                 duplicate,
                 backend,
-            } => (
-                verb::START_DELAY,
+            } => Ops::new(
+                Verb::StartDelay,
                 {
                     // Defaults are left out, so the op value is the one runs always recorded.
                     let mut v = json!({
@@ -345,20 +370,20 @@ impl FaultSpec {
                     }
                     v
                 },
-                verb::STOP_DELAY,
+                Some(Verb::StopDelay),
             ),
             FaultSpec::SshDrop {
                 targets,
                 duration_ms,
-            } => (
-                verb::START_SSH_DROP,
+            } => Ops::new(
+                Verb::StartSshDrop,
                 json!({ "targets": targets, "duration_ms": duration_ms }),
-                verb::STOP_SSH_DROP,
+                Some(Verb::StopSshDrop),
             ),
-            FaultSpec::Stall { min_ms, max_ms } => (
-                verb::START_STALL,
+            FaultSpec::Stall { min_ms, max_ms } => Ops::new(
+                Verb::StartStall,
                 json!({ "min_ms": min_ms, "max_ms": max_ms }),
-                verb::STOP_STALL,
+                Some(Verb::StopStall),
             ),
             FaultSpec::Clock {
                 mode,
@@ -376,12 +401,19 @@ impl FaultSpec {
                 if mode == "strobe" {
                     value["max_period_ms"] = (*max_period_ms).into();
                     value["duration_ms"] = (*duration_ms).into();
-                    (verb::STROBE_CLOCK, value, verb::RESET_CLOCK)
+                    Ops::new(Verb::StrobeClock, value, Some(Verb::ResetClock))
                 } else {
-                    (verb::BUMP_CLOCK, value, verb::RESET_CLOCK)
+                    Ops::new(Verb::BumpClock, value, Some(Verb::ResetClock))
                 }
             }
         }
+    }
+
+    /// [`Self::ops`] as the text histories hold: (start verb, value, stop verb or "").
+    #[cfg(test)]
+    pub fn ops_text(&self) -> (&'static str, serde_json::Value, &'static str) {
+        let o = self.ops();
+        (o.start.as_str(), o.value, o.stop.map_or("", |v| v.as_str()))
     }
 
     /// Check the fault's values; an error names the key at fault (for its line) and why.
@@ -447,17 +479,17 @@ impl FaultSpec {
                         "corrupt mode {mode:?}: expected \"bitflip\" or \"truncate\""
                     )),
                     Some(m) => {
-                        let (_, value, _) = self.ops();
+                        let value = self.ops().value;
                         crate::faults::corrupt::CorruptParams::from_value(m, &value).map(|_| ())
                     }
                 }
             }
             FaultSpec::SshDrop { .. } => {
-                let (_, value, _) = self.ops();
+                let value = self.ops().value;
                 crate::faults::ssh_drop::DropParams::from_value(&value).map(|_| ())
             }
             FaultSpec::Loss { .. } | FaultSpec::Bandwidth { .. } | FaultSpec::Delay { .. } => {
-                let (_, value, _) = self.ops();
+                let value = self.ops().value;
                 match self {
                     FaultSpec::Loss { .. } => {
                         crate::faults::packet::LossParams::from_value(&value).map(|_| ())

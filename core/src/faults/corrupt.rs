@@ -39,6 +39,14 @@ impl CorruptMode {
     }
 
     /// The nemesis verb that injects this mode.
+    pub fn start_verb(self) -> super::Verb {
+        match self {
+            CorruptMode::Bitflip => super::Verb::Bitflip,
+            CorruptMode::Truncate => super::Verb::Truncate,
+        }
+    }
+
+    /// The verb that starts this mode's fault, as text.
     pub fn verb(self) -> &'static str {
         match self {
             CorruptMode::Bitflip => super::verb::BITFLIP,

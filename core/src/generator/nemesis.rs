@@ -21,9 +21,9 @@ pub struct FaultOps {
     pub start_f: String,
     /// Argument of the start op, e.g. `"one"` (isolate one node).
     pub start_value: Value,
-    /// Verb that undoes the fault, e.g. `stop-partition`, `start`, `resume`; empty for a one-shot
-    /// fault (e.g. `promote`), which is never stopped.
-    pub stop_f: String,
+    /// Verb that undoes the fault, e.g. `stop-partition`, `start`, `resume`; `None` for a
+    /// one-shot fault (e.g. `promote`), which is never stopped.
+    pub stop_f: Option<String>,
     /// Argument of the stop op.
     pub stop_value: Value,
 }
@@ -151,11 +151,12 @@ impl Generator for NemesisCycle {
             .get_or_insert(ctx.time_ns.saturating_add(interval));
         self.awaiting = true;
         self.completed_at_ns = None;
-        match self.active.take() {
-            Some(i) => {
-                let fault = &self.schedule.faults[i];
-                nemesis_op(at, &fault.stop_f, &fault.stop_value)
-            }
+        let stopping = self.active.take().and_then(|i| {
+            let fault = &self.schedule.faults[i];
+            fault.stop_f.as_ref().map(|f| (f, &fault.stop_value))
+        });
+        match stopping {
+            Some((f, value)) => nemesis_op(at, f, value),
             None => {
                 let i = if self.schedule.sequential {
                     self.started % n
@@ -165,7 +166,7 @@ impl Generator for NemesisCycle {
                 self.started += 1;
                 let fault = &self.schedule.faults[i];
                 // A one-shot fault is not stopped: the next op is another start.
-                self.active = (!fault.stop_f.is_empty()).then_some(i);
+                self.active = fault.stop_f.is_some().then_some(i);
                 nemesis_op(at, &fault.start_f, &fault.start_value)
             }
         }
@@ -188,8 +189,9 @@ pub struct NemesisHeal {
 /// schedule order), once each, on the nemesis thread as soon as it is free; then Done.
 pub fn nemesis_heal(schedule: &NemesisSchedule) -> NemesisHeal {
     let mut stops: Vec<(String, Value)> = Vec::new();
-    for fault in schedule.faults.iter().filter(|f| !f.stop_f.is_empty()) {
-        let stop = (fault.stop_f.clone(), fault.stop_value.clone());
+    for fault in &schedule.faults {
+        let Some(f) = &fault.stop_f else { continue };
+        let stop = (f.clone(), fault.stop_value.clone());
         if !stops.contains(&stop) {
             stops.push(stop);
         }
@@ -278,8 +280,8 @@ impl Generator for NemesisStack {
                 self.unwinding = !self.stack.is_empty();
                 let fault = &self.schedule.faults[i];
                 // One-shot faults have nothing to stop: unwind past them.
-                if !fault.stop_f.is_empty() {
-                    return nemesis_op(at, &fault.stop_f, &fault.stop_value);
+                if let Some(f) = &fault.stop_f {
+                    return nemesis_op(at, f, &fault.stop_value);
                 }
             } else {
                 let i = self.stack.len();
@@ -416,7 +418,7 @@ mod clock_tests {
         FaultOps {
             start_f: start.into(),
             start_value: value,
-            stop_f: stop.into(),
+            stop_f: Some(stop.into()),
             stop_value: Value::Null,
         }
     }

@@ -711,19 +711,19 @@ fn schedule() -> NemesisSchedule {
             FaultOps {
                 start_f: "start-partition".to_string(),
                 start_value: json!("one"),
-                stop_f: "stop-partition".to_string(),
+                stop_f: Some("stop-partition".to_string()),
                 stop_value: Value::Null,
             },
             FaultOps {
                 start_f: "kill".to_string(),
                 start_value: json!("one"),
-                stop_f: "start".to_string(),
+                stop_f: Some("start".to_string()),
                 stop_value: json!("all"),
             },
             FaultOps {
                 start_f: "kill".to_string(),
                 start_value: json!("majority"),
-                stop_f: "start".to_string(),
+                stop_f: Some("start".to_string()),
                 stop_value: json!("all"),
             },
         ],
@@ -786,7 +786,10 @@ fn nemesis_cycle_alternates_start_and_stop_at_the_interval() {
             .unwrap_or_else(|| panic!("{:?} is not a start op", pair[0]));
         started.insert(pair[0].value.to_string() + &pair[0].f);
         if let Some(stop) = pair.get(1) {
-            assert_eq!((&stop.f, &stop.value), (&fault.stop_f, &fault.stop_value));
+            assert_eq!(
+                (Some(&stop.f), &stop.value),
+                (fault.stop_f.as_ref(), &fault.stop_value)
+            );
         }
     }
     assert!(started.len() >= 2, "only {started:?} were chosen");
@@ -805,7 +808,7 @@ fn a_random_schedule_gives_every_kind_a_turn_before_repeating_one() {
     sched.faults.push(FaultOps {
         start_f: "pause".to_string(),
         start_value: json!("one"),
-        stop_f: "resume".to_string(),
+        stop_f: Some("resume".to_string()),
         stop_value: Value::Null,
     });
     for seed in 0..50 {
@@ -1093,7 +1096,7 @@ fn schedule_with_promote() -> NemesisSchedule {
     s.faults.push(FaultOps {
         start_f: "promote".to_string(),
         start_value: json!({}),
-        stop_f: String::new(),
+        stop_f: None,
         stop_value: Value::Null,
     });
     s.sequential = true;

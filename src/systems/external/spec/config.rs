@@ -141,7 +141,7 @@ impl ExternalConfig {
     pub fn validate_faults(&self, nemesis: &crate::spec::NemesisSpec) -> Result<(), ConfigError> {
         let has = |k: CommandKind| self.spec.commands.contains_key(&k);
         for fault in &nemesis.faults {
-            let (verb, _, _) = fault.ops();
+            let verb = fault.ops().start;
             let needs = match fault {
                 f if f.needs_kill() => Some(CommandKind::Kill),
                 crate::spec::FaultSpec::Pause { .. } => Some(CommandKind::Pause),
@@ -168,7 +168,7 @@ impl ExternalConfig {
                     ),
                 ));
             }
-            self.validate_durability(fault, verb)?;
+            self.validate_durability(fault, verb.as_str())?;
         }
         Ok(())
     }
