@@ -4,9 +4,11 @@
 //! directory can be served from.
 //!
 //! Following Jepsen, optional abilities are separate traits (`Kill`, `Pause`, `Primaries`,
-//! `Promote`) a system may offer; nemeses ask for them through `Abilities::as_kill`/`as_pause`/
-//! `as_primaries`/`as_promote` instead of assuming every system has them, and
-//! `systems::Supports::check` refuses a fault whose ability is missing before a run starts.
+//! `Promote`, `Membership`) a system may offer; nemeses ask for them through
+//! `Abilities::as_kill`/`as_pause`/`as_primaries`/`as_promote`/`as_membership` instead of
+//! assuming every system has them, and `systems::Supports::check` refuses a fault whose ability
+//! is missing before a run starts. `MemberView` is what a node's server says the membership is;
+//! merging views, pending changes and schedules belong to the fault, not here.
 //! `Db::packages` feeds `provision`; `Db::required_binaries` feeds `shakedown doctor`. Every method is blocking and talks to one
 //! node through a `Remote`; the caller runs nodes in parallel. Nothing here is sandbox-specific:
 //! the sandbox only supplies the node list.
@@ -84,6 +86,16 @@ pub enum DbError {
         /// Last observation (error text, output).
         detail: String,
     },
+    /// The system answered that it did not do what was asked: nothing changed, and the same
+    /// request may succeed later (e.g. etcd refusing a membership change while a member is
+    /// unhealthy). Errors of other kinds leave open whether the request took effect.
+    #[error("{node}: {message}")]
+    Refused {
+        /// Node name (the one that refused).
+        node: String,
+        /// What was asked and the system's words.
+        message: String,
+    },
     /// Anything else, with the node named.
     #[error("{node}: {message}")]
     Other {
@@ -95,7 +107,7 @@ pub enum DbError {
 }
 
 /// What faults need from a system, and all the nemesis sees of it: its name, the optional
-/// abilities it has (kill, pause, promote, primaries) and its data directory. Every [`Db`] has
+/// abilities it has (kill, pause, promote, primaries, membership) and its data directory. Every [`Db`] has
 /// it; `shakedown chaos`, which runs no system lifecycle, serves it alone (`chaos::run`'s
 /// `ChaosAbilities`: pause and primaries of its `--db`, if any).
 pub trait Abilities: Send + Sync {
@@ -115,6 +127,11 @@ pub trait Abilities: Send + Sync {
     }
     /// The "who leads now" ability, when the system has it (targets and partitions `primaries`).
     fn as_primaries(&self) -> Option<&dyn Primaries> {
+        None
+    }
+    /// The membership-change ability (remove a member, add one back fresh), when the system
+    /// has it.
+    fn as_membership(&self) -> Option<&dyn Membership> {
         None
     }
     /// The directory holding the state that must survive a power failure (what the
@@ -224,4 +241,128 @@ pub trait Pause: Send + Sync {
     fn pause(&self, remote: &dyn Remote, node: &Node) -> Result<(), DbError>;
     /// SIGCONT the system's process. Idempotent.
     fn resume(&self, remote: &dyn Remote, node: &Node) -> Result<(), DbError>;
+}
+
+/// Change who is a member of the cluster through the system's own admin interface: remove a
+/// member, stop and wipe it once the removal is confirmed, add it back as a fresh member.
+///
+/// Each method is one step; the caller (the membership fault) polls views between them, decides
+/// when a change is confirmed and keeps changes that timed out pending (one that timed out may
+/// still commit). `via` is a member the request is sent to; `target` the node that leaves or
+/// joins. Every error names the node it is about and the system's own words; a change the
+/// system refused outright is [`DbError::Refused`] (it did not happen), any other error leaves
+/// open whether it did (a timed-out change may still commit).
+pub trait Membership: Send + Sync {
+    /// `node`'s view of the membership, asked through its own server (not a linearizable read:
+    /// a node cut off from the others answers with what it last knew). `cluster` maps the
+    /// system's members to nodes. An error when the node does not answer.
+    fn view(
+        &self,
+        remote: &dyn Remote,
+        node: &Node,
+        cluster: &[Node],
+    ) -> Result<MemberView, DbError>;
+    /// Ask the member `via` to remove `target` from the cluster. Succeeds at once, sending
+    /// nothing, when `via`'s view no longer lists `target` (an earlier removal committed). Does
+    /// not touch `target`'s process or data: [`Membership::retire`] does, once the caller saw
+    /// the removal in the views.
+    fn remove(
+        &self,
+        via_remote: &dyn Remote,
+        via: &Node,
+        target: &Node,
+        cluster: &[Node],
+    ) -> Result<(), DbError>;
+    /// Stop the system's process on a node that is no longer a member (succeeds if it already
+    /// exited, as a removed member may by itself) and wipe its data, so it can only come back
+    /// through [`Membership::add`]. The log stays, for the post-mortem.
+    fn retire(&self, remote: &dyn Remote, node: &Node) -> Result<(), DbError>;
+    /// Ask the member `via` to add `target`, then start `target` with empty data as a new member
+    /// joining the running cluster whose members are `members` (`target` not among them).
+    /// When `via`'s view already lists `target` as added but never started (an earlier add
+    /// committed), only the start is done. Returns once `target`'s process is started, not
+    /// once it has caught up: its own view says when it has joined.
+    fn add(
+        &self,
+        via_remote: &dyn Remote,
+        via: &Node,
+        target_remote: &dyn Remote,
+        target: &Node,
+        members: &[Node],
+    ) -> Result<(), DbError>;
+    /// How many of `members` voting members must be up and connected for the cluster to make
+    /// progress (a majority by default). A fault refuses to shrink a cluster of `n` nodes
+    /// below `quorum(n)` members unless told to allow a minority.
+    fn quorum(&self, members: usize) -> usize {
+        members / 2 + 1
+    }
+}
+
+/// One node's view of the cluster's membership, as its server lists it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct MemberView {
+    /// The members, in the order the server listed them.
+    pub members: Vec<Member>,
+}
+
+/// One member in a [`MemberView`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Member {
+    /// The node of the cluster this member is (by the system's name for it, else by its
+    /// address); `None` when it is none of them.
+    pub node: Option<String>,
+    /// The system's id for it, as its admin interface takes it (etcd: hex).
+    pub id: String,
+    /// The system's name for it; empty for a member added but not started yet (etcd learns a
+    /// member's name when it first joins).
+    pub name: String,
+    /// A non-voting member (etcd: a learner).
+    pub learner: bool,
+    /// Whether it has started since it was added (`false` between an add and its first join).
+    pub started: bool,
+}
+
+impl MemberView {
+    /// The nodes this view lists as members, started or not, learners too (sorted, distinct).
+    pub fn nodes(&self) -> Vec<String> {
+        self.nodes_where(|_| true)
+    }
+
+    /// The nodes that are started voting members in this view (sorted, distinct).
+    pub fn voters(&self) -> Vec<String> {
+        self.nodes_where(|m| m.started && !m.learner)
+    }
+
+    /// The nodes whose membership is not complete in this view: added but not started, or
+    /// learners (sorted, distinct).
+    pub fn pending(&self) -> Vec<String> {
+        self.nodes_where(|m| !m.started || m.learner)
+    }
+
+    /// Whether this view lists `node` as a member (started or not).
+    pub fn lists(&self, node: &str) -> bool {
+        self.member(node).is_some()
+    }
+
+    /// The member that is `node`, if this view lists it.
+    pub fn member(&self, node: &str) -> Option<&Member> {
+        self.members
+            .iter()
+            .find(|m| m.node.as_deref() == Some(node))
+    }
+
+    /// How many members this view lists that are none of the cluster's nodes.
+    pub fn strangers(&self) -> usize {
+        self.members.iter().filter(|m| m.node.is_none()).count()
+    }
+
+    fn nodes_where(&self, keep: impl Fn(&Member) -> bool) -> Vec<String> {
+        let set: std::collections::BTreeSet<String> = self
+            .members
+            .iter()
+            .filter(|m| keep(m))
+            .filter_map(|m| m.node.clone())
+            .collect();
+        set.into_iter().collect()
+    }
 }

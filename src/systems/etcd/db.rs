@@ -1,6 +1,11 @@
 //! etcd as a system under test: install, configure a cluster of all nodes, start as a daemon with
 //! a pidfile, wait until healthy, kill -9 / restart, pause / resume, wipe, logs.
 //!
+//! A server starts from one command line (`Etcd::command`) whatever brings it up: the first
+//! start of the whole cluster (`--initial-cluster-state new`, every node) or a fresh member
+//! joining a running one (`existing`, the members and itself; `membership`, which owns etcd's
+//! membership ability, asks for that through `Bootstrap`).
+//!
 //! Runs the same commands on the sandbox and on real hosts. Layout on a node (all under
 //! `base_dir`, default `/tmp/shakedown/etcd`, which is private per sandbox node):
 //! `data/` (member data, wiped by `setup`), `etcd.log`, `etcd.pid`, and `bin/` when installed from a
@@ -74,8 +79,56 @@ echo $! > "$dir/etcd.pid"
 /// The file name of our servers' executable, for [`crate::systems::strays::sweep`].
 const EXE_PATTERN: &str = "^etcd( |$)";
 
-/// Health probe that fails fast when etcd died: `$1` = etcdctl path, `$2` = base dir, the rest
-/// = etcdctl arguments. Prints the last log lines (cut to 300 characters) when etcd is gone.
+/// How a server with an empty data directory finds its cluster: the only differences between
+/// the first start of a cluster and a fresh member joining a running one.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Bootstrap<'a> {
+    /// `--initial-cluster`: every member at the start, each `name=peer URL`.
+    pub initial_cluster: &'a [Node],
+    /// `--initial-cluster-state`.
+    pub state: ClusterState,
+}
+
+impl<'a> Bootstrap<'a> {
+    /// The first start of a cluster of `nodes`.
+    pub fn new_cluster(nodes: &'a [Node]) -> Bootstrap<'a> {
+        Bootstrap {
+            initial_cluster: nodes,
+            state: ClusterState::New,
+        }
+    }
+
+    /// A fresh member joining a running cluster: `members_and_self` names the members the
+    /// cluster has (the joining one included, as `member add` recorded it).
+    pub fn join(members_and_self: &'a [Node]) -> Bootstrap<'a> {
+        Bootstrap {
+            initial_cluster: members_and_self,
+            state: ClusterState::Existing,
+        }
+    }
+}
+
+/// etcd's `--initial-cluster-state`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ClusterState {
+    /// Every member starts together and forms the cluster.
+    New,
+    /// The member joins a cluster that runs and has it added already.
+    Existing,
+}
+
+impl ClusterState {
+    fn flag(self) -> &'static str {
+        match self {
+            ClusterState::New => "new",
+            ClusterState::Existing => "existing",
+        }
+    }
+}
+
+/// etcdctl that fails fast when etcd died (the health probe, membership views): `$1` = etcdctl
+/// path, `$2` = base dir, the rest = etcdctl arguments. When the pidfile names no live etcd,
+/// prints the last log lines (cut to 300 characters) and exits [`ready::NOT_RUNNING`].
 const READY_SCRIPT: &str = concat!(
     crate::systems::strays::live_sh!(),
     crate::systems::strays::log_tail_sh!(),
@@ -115,16 +168,16 @@ impl Etcd {
         Etcd { cfg }
     }
 
-    fn bin(&self, name: &str) -> String {
+    pub(super) fn bin(&self, name: &str) -> String {
         // Resolved on the node: prefer the tarball install.
         format!("{}/bin/{name}", self.cfg.base_dir)
     }
 
-    fn client_url(&self, node: &Node) -> String {
+    pub(super) fn client_url(&self, node: &Node) -> String {
         format!("http://{}:{}", node.host, self.cfg.client_port)
     }
 
-    fn peer_url(&self, node: &Node) -> String {
+    pub(super) fn peer_url(&self, node: &Node) -> String {
         format!("http://{}:{}", node.host, self.cfg.peer_port)
     }
 
@@ -133,9 +186,11 @@ impl Etcd {
         self.client_url(node)
     }
 
-    /// The full etcd command line for a node.
-    fn command(&self, node: &Node, cluster: &[Node]) -> Vec<String> {
-        let initial: Vec<String> = cluster
+    /// The full etcd command line for a node. The bootstrap flags only matter while the data
+    /// directory is empty: etcd reads its membership from its WAL after its first start.
+    fn command(&self, node: &Node, boot: &Bootstrap<'_>) -> Vec<String> {
+        let initial: Vec<String> = boot
+            .initial_cluster
             .iter()
             .map(|n| format!("{}={}", n.name, self.peer_url(n)))
             .collect();
@@ -160,7 +215,7 @@ impl Etcd {
             "--initial-cluster".into(),
             initial.join(","),
             "--initial-cluster-state".into(),
-            "new".into(),
+            boot.state.flag().into(),
             "--initial-cluster-token".into(),
             "shakedown".into(),
             "--logger".into(),
@@ -186,32 +241,78 @@ impl Etcd {
         self.server().signal(remote, sig)
     }
 
+    /// Start etcd on `node` unless it runs (see [`START_SCRIPT`]).
     fn start_process(
         &self,
         remote: &dyn Remote,
         node: &Node,
-        cluster: &[Node],
+        boot: &Bootstrap<'_>,
     ) -> Result<(), DbError> {
         let mut args = vec![self.cfg.base_dir.clone()];
-        args.extend(self.command(node, cluster));
+        args.extend(self.command(node, boot));
         remote.exec_ok(&Cmd::script(START_SCRIPT, args))?;
         Ok(())
     }
 
+    /// Stop etcd on the node for good (resume first: a stopped process still dies on KILL, but
+    /// be explicit; succeeds when it is not running), end strays, unmount a data layer (stale
+    /// or not) and delete the data directory. The log stays.
+    pub(super) fn stop_and_wipe_data(&self, remote: &dyn Remote) -> Result<(), DbError> {
+        self.signal(remote, "CONT")?;
+        self.signal(remote, "KILL")?;
+        crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
+        crate::db::layer::unmount(remote, &self.data_path())?;
+        remote.exec_ok(&Cmd::new("rm").args(["-rf", &self.data_path()]))?;
+        Ok(())
+    }
+
+    /// Start etcd on `node` with an empty data directory (a fresh layer over it when the run
+    /// serves data from one), bootstrapping as `boot` says. The caller wiped the data first.
+    pub(super) fn start_fresh(
+        &self,
+        remote: &dyn Remote,
+        node: &Node,
+        boot: &Bootstrap<'_>,
+    ) -> Result<(), DbError> {
+        remote.exec_ok(&Cmd::new("mkdir").args(["-p", &self.cfg.base_dir]))?;
+        if let Some(layer) = self.data_layer() {
+            layer.mount(remote, true)?;
+        }
+        self.start_process(remote, node, boot)
+    }
+
+    /// etcdctl with `args` on the node, but only when the node's own etcd runs (see
+    /// [`READY_SCRIPT`]: exit [`ready::NOT_RUNNING`] and its log tail when it does not).
+    pub(super) fn etcdctl_if_running<I, S>(&self, args: I) -> Cmd
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let all = [self.bin("etcdctl"), self.cfg.base_dir.clone()]
+            .into_iter()
+            .chain(args.into_iter().map(Into::into));
+        Cmd::script(READY_SCRIPT, all.collect::<Vec<String>>())
+    }
+
+    /// Run etcdctl (the tarball's if present, else `PATH`'s) on the node with `args`.
+    pub(super) fn etcdctl<I, S>(&self, args: I) -> Cmd
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let all = std::iter::once(self.bin("etcdctl")).chain(args.into_iter().map(Into::into));
+        Cmd::script(ETCDCTL_SCRIPT, all.collect::<Vec<String>>())
+    }
+
     /// Block until `node` reports healthy (has a leader and answers), or time out.
     pub fn await_ready(&self, remote: &dyn Remote, node: &Node) -> Result<(), DbError> {
-        let cmd = Cmd::script(
-            READY_SCRIPT,
-            [
-                self.bin("etcdctl"),
-                self.cfg.base_dir.clone(),
-                "--endpoints".into(),
-                self.client_url(node),
-                "--command-timeout=1s".into(),
-                "endpoint".into(),
-                "health".into(),
-            ],
-        );
+        let cmd = self.etcdctl_if_running([
+            "--endpoints".into(),
+            self.client_url(node),
+            "--command-timeout=1s".into(),
+            "endpoint".into(),
+            "health".into(),
+        ]);
         let how = ready::Readiness {
             server: "etcd",
             what: "etcd".into(),
@@ -260,7 +361,7 @@ pub fn leaders_from_status(json: &str, nodes: &[Node], client_port: u16) -> Vec<
 
 /// The most telling line of etcd's (zap JSON) log tail: the last entry with an `error` field as
 /// "msg: error", else the raw tail.
-fn startup_failure(log_tail: &str) -> String {
+pub(super) fn startup_failure(log_tail: &str) -> String {
     let errors: Vec<String> = log_tail
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
@@ -310,6 +411,9 @@ impl Abilities for Etcd {
     fn as_primaries(&self) -> Option<&dyn Primaries> {
         Some(self)
     }
+    fn as_membership(&self) -> Option<&dyn crate::db::Membership> {
+        Some(self)
+    }
 }
 
 impl Db for Etcd {
@@ -330,24 +434,11 @@ impl Db for Etcd {
     }
 
     fn setup(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
-        // Kill anything left from a previous run (resume first: a stopped process still dies on
-        // KILL, but be explicit), then wipe data and the old log.
-        self.signal(remote, "CONT")?;
-        self.signal(remote, "KILL")?;
-        crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
-        // A layer an earlier run left mounted (stale or not) goes before the wipe.
-        crate::db::layer::unmount(remote, &self.data_path())?;
-        let dir = &self.cfg.base_dir;
-        remote.exec_ok(&Cmd::new("rm").args([
-            "-rf",
-            &format!("{dir}/data"),
-            &format!("{dir}/etcd.log"),
-        ]))?;
-        remote.exec_ok(&Cmd::new("mkdir").args(["-p", dir]))?;
-        if let Some(layer) = self.data_layer() {
-            layer.mount(remote, true)?;
-        }
-        self.start_process(remote, node, cluster)
+        // Kill anything left from a previous run, then wipe data and the old log.
+        self.stop_and_wipe_data(remote)?;
+        let log = format!("{}/etcd.log", self.cfg.base_dir);
+        remote.exec_ok(&Cmd::new("rm").args(["-f", &log]))?;
+        self.start_fresh(remote, node, &Bootstrap::new_cluster(cluster))
     }
 
     fn teardown(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
@@ -395,20 +486,16 @@ impl Primaries for Etcd {
         nodes: &[Node],
     ) -> Result<Vec<String>, DbError> {
         let endpoints: Vec<String> = nodes.iter().map(|n| self.client_url(n)).collect();
-        let cmd = Cmd::script(
-            ETCDCTL_SCRIPT,
-            [
-                self.bin("etcdctl"),
-                "--endpoints".into(),
-                endpoints.join(","),
-                "--dial-timeout=1s".into(),
-                "--command-timeout=1s".into(),
-                "endpoint".into(),
-                "status".into(),
-                "-w".into(),
-                "json".into(),
-            ],
-        );
+        let cmd = self.etcdctl([
+            "--endpoints".into(),
+            endpoints.join(","),
+            "--dial-timeout=1s".into(),
+            "--command-timeout=1s".into(),
+            "endpoint".into(),
+            "status".into(),
+            "-w".into(),
+            "json".into(),
+        ]);
         let mut last = String::from("no nodes");
         for (remote, node) in remotes.iter().zip(nodes) {
             // Endpoints that do not answer make etcdctl exit non-zero after printing the others.
@@ -446,7 +533,7 @@ impl Kill for Etcd {
         if let Some(layer) = self.data_layer() {
             layer.mount(remote, false)?;
         }
-        self.start_process(remote, node, cluster)
+        self.start_process(remote, node, &Bootstrap::new_cluster(cluster))
     }
 
     fn running(&self, remote: &dyn Remote, _node: &Node) -> Option<Result<bool, DbError>> {
@@ -506,13 +593,46 @@ mod tests {
             })
             .collect();
         let etcd = Etcd::default();
-        let cmd = etcd.command(&nodes[1], &nodes);
+        let cmd = etcd.command(&nodes[1], &Bootstrap::new_cluster(&nodes));
         let joined = cmd.join(" ");
         assert!(joined.contains("--name n2"));
+        assert!(joined.contains("--initial-cluster-state new"));
         assert!(joined.contains("--listen-client-urls http://10.78.0.2:2379"));
         assert!(joined.contains(
             "n1=http://10.78.0.1:2380,n2=http://10.78.0.2:2380,n3=http://10.78.0.3:2380"
         ));
         assert!(joined.contains("--data-dir /tmp/shakedown/etcd/data"));
+    }
+
+    #[test]
+    fn a_fresh_join_differs_from_the_first_start_only_in_its_bootstrap_flags() {
+        let nodes: Vec<Node> = (1..=3)
+            .map(|i| Node {
+                name: format!("n{i}"),
+                host: format!("10.78.0.{i}"),
+            })
+            .collect();
+        let etcd = Etcd::default();
+        let first = etcd.command(&nodes[2], &Bootstrap::new_cluster(&nodes));
+        // n3 joins n1 and n2, listed members first.
+        let members_and_self = [nodes[0].clone(), nodes[2].clone()];
+        let join = etcd.command(&nodes[2], &Bootstrap::join(&members_and_self));
+        let differ: Vec<(&str, &str)> = first
+            .iter()
+            .zip(&join)
+            .filter(|(a, b)| a != b)
+            .map(|(a, b)| (a.as_str(), b.as_str()))
+            .collect();
+        assert_eq!(first.len(), join.len());
+        assert_eq!(
+            differ,
+            [
+                (
+                    "n1=http://10.78.0.1:2380,n2=http://10.78.0.2:2380,n3=http://10.78.0.3:2380",
+                    "n1=http://10.78.0.1:2380,n3=http://10.78.0.3:2380"
+                ),
+                ("new", "existing")
+            ]
+        );
     }
 }

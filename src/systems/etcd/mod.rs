@@ -2,13 +2,14 @@
 //! (`EtcdConfig`), what it can serve (`validate`) and its per-thread clients.
 //!
 //! Owns the `System` impl of etcd. The lifecycle on the nodes (install, start, kill, pause,
-//! leaders) is `db`; the v3 JSON-gateway client is `client`, and its client-only load loop (for
+//! leaders) is `db`; member views, removal and fresh joins are `membership`; the v3 JSON-gateway client is `client`, and its client-only load loop (for
 //! `shakedown bench`) is `bare_loop`.
 
 pub mod bare_loop;
 pub mod client;
 pub mod db;
 pub mod lock;
+pub mod membership;
 pub mod wire;
 
 pub use db::{Etcd, EtcdConfig};

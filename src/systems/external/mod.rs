@@ -125,6 +125,9 @@ impl Abilities for ExternalSystem {
     fn as_promote(&self) -> Option<&dyn crate::db::Promote> {
         self.db.as_promote()
     }
+    fn as_membership(&self) -> Option<&dyn crate::db::Membership> {
+        self.db.as_membership()
+    }
     fn data_dir(&self) -> Option<String> {
         self.db.data_dir()
     }
@@ -227,6 +230,7 @@ impl System for ExternalSystem {
             (self.db.as_pause().is_some(), "pause"),
             (self.db.as_primaries().is_some(), "primaries"),
             (self.db.as_promote().is_some(), "promote"),
+            (self.db.as_membership().is_some(), "membership"),
         ]
         .into_iter()
         .filter_map(|(has, name)| has.then_some(name))

@@ -1,0 +1,237 @@
+//! etcd's membership ability (`db::Membership`) against a real etcd cluster of three in a
+//! sandbox (`sdmem`, 10.116.0.0/24, brought down at the end, also on failure): n3 removed through
+//! n1 leaves n1's and n2's views, is retired (no process, no data; a removed member that exited
+//! by itself and one that did not are both handled), a key is written through n1, n3 is added
+//! back fresh through n1 and joins: its own view lists all three started, a linearizable read
+//! through it returns the key, and it is a new member (another id). Also the ability's
+//! refusals and no-ops: a view of a retired node says etcd is not running, a second removal
+//! sends nothing, adding a started member is refused naming it. Prints the seconds each step
+//! took. The parsing of `member list` output is unit-tested in `systems::etcd::membership`.
+//!
+//! Needs root (CI runs as root); when not root it prints why it did nothing. Run under the
+//! machine-wide lock: `flock /tmp/shakedown-sandbox.lock cargo test --release --test membership`.
+
+use shakedown::control::{Cmd, Remote, SshConfig};
+use shakedown::db::{Abilities, Db, DbError, MemberView, Membership};
+use shakedown::node::Node;
+use shakedown::options::ReadMode;
+use shakedown::sandbox::SandboxConfig;
+use shakedown::systems::etcd::client::{EtcdClient, EtcdClientConfig};
+use shakedown::systems::etcd::{Etcd, EtcdConfig};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[path = "common/cli.rs"]
+mod cli;
+use cli::root;
+
+const NAME: &str = "sdmem";
+const SUBNET: &str = "10.116.0.0/24";
+/// How long a view may take to show a change that etcd acknowledged, or a fresh member to
+/// join and serve a read.
+const SETTLE: Duration = Duration::from_secs(30);
+
+fn sandbox_config() -> SandboxConfig {
+    SandboxConfig {
+        subnet: SUBNET.into(),
+        nodes: 3,
+        ..SandboxConfig::named(NAME)
+    }
+}
+
+/// Brings the test sandbox down when dropped.
+struct SandboxGuard;
+
+impl Drop for SandboxGuard {
+    fn drop(&mut self) {
+        if let Err(e) = shakedown::sandbox::down(&sandbox_config()) {
+            eprintln!("sandbox down failed: {e}");
+        }
+    }
+}
+
+/// The sandbox's nodes and SSH sessions to them, with etcd started on all three the way runs
+/// start it.
+fn etcd_cluster(etcd: &Etcd) -> (Vec<Node>, Vec<Arc<dyn Remote>>) {
+    let info = shakedown::sandbox::up(&sandbox_config()).expect("sandbox up");
+    let nodes = info.run_nodes();
+    let mut ssh = SshConfig::default();
+    info.fill_ssh(&mut ssh);
+    let pairs: Vec<(String, String)> = nodes
+        .iter()
+        .map(|n| (n.name.clone(), n.host.clone()))
+        .collect();
+    let remotes = shakedown::control::connect_all(&pairs, &ssh).expect("connect");
+    shakedown::sandbox::ensure_packages(&etcd.packages()).expect("etcd packages");
+    for r in shakedown::runner::on_nodes(&remotes, &nodes, |r, n| {
+        etcd.install(r)?;
+        etcd.setup(r, n, &nodes)
+    }) {
+        r.expect("etcd setup");
+    }
+    for r in shakedown::runner::on_nodes(&remotes, &nodes, |r, n| etcd.await_ready(r, n)) {
+        r.expect("etcd ready");
+    }
+    (nodes, remotes)
+}
+
+/// Polls `probe` every 200 ms until it returns `Some`, for at most [`SETTLE`]; panics with
+/// `what` and the last observation otherwise.
+fn wait_for<T>(what: &str, mut probe: impl FnMut() -> Result<Option<T>, String>) -> T {
+    let deadline = Instant::now() + SETTLE;
+    let mut last = String::from("nothing yet");
+    loop {
+        match probe() {
+            Ok(Some(t)) => return t,
+            Ok(None) => {}
+            Err(e) => last = e,
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: not within {SETTLE:?}; last: {last}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// A client of `node`'s etcd with linearizable reads.
+fn client(etcd: &Etcd, node: &Node) -> EtcdClient {
+    EtcdClient::new(EtcdClientConfig {
+        endpoint: etcd.endpoint(node),
+        read_mode: ReadMode::Linearizable,
+        timeout_ms: 2000,
+        key_prefix: "/membership/".into(),
+    })
+    .expect("etcd client")
+}
+
+#[test]
+fn etcd_member_removed_retired_and_added_back_fresh() {
+    if !root() {
+        return;
+    }
+    let _guard = SandboxGuard;
+    let etcd = Etcd::new(EtcdConfig::default());
+    let (nodes, remotes) = etcd_cluster(&etcd);
+    let membership: &dyn Membership = etcd.as_membership().expect("etcd has membership");
+    let kill = etcd.as_kill().expect("etcd has kill");
+    let (n1, n2, n3) = (&nodes[0], &nodes[1], &nodes[2]);
+    let (r1, r2, r3) = (
+        remotes[0].as_ref(),
+        remotes[1].as_ref(),
+        remotes[2].as_ref(),
+    );
+    let view_of = |r: &dyn Remote, n: &Node| -> Result<MemberView, String> {
+        membership.view(r, n, &nodes).map_err(|e| e.to_string())
+    };
+    let before = view_of(r1, n1).unwrap();
+    assert_eq!(before.voters(), ["n1", "n2", "n3"], "{before:?}");
+    let old_id = before.member("n3").unwrap().id.clone();
+    assert_eq!(membership.quorum(nodes.len()), 2);
+
+    // Remove n3 through n1; both remaining members stop listing it. etcd refuses a removal
+    // ("unhealthy cluster") until the members have been connected for 5 s: a definite
+    // refusal, asked again.
+    let t = Instant::now();
+    let refused = wait_for("etcd to take the removal of n3", || {
+        match membership.remove(r1, n1, n3, &nodes) {
+            Ok(()) => Ok(Some(t.elapsed().as_secs_f64())),
+            Err(e @ DbError::Refused { .. }) => Err(e.to_string()),
+            Err(e) => panic!("remove n3 via n1: {e}"),
+        }
+    });
+    let t = Instant::now();
+    for (r, n) in [(r1, n1), (r2, n2)] {
+        let view = wait_for(&format!("{}'s view without n3", n.name), || {
+            let v = view_of(r, n)?;
+            Ok((!v.lists("n3")).then_some(v))
+        });
+        assert_eq!(view.voters(), ["n1", "n2"], "{}: {view:?}", n.name);
+    }
+    let remove_s = t.elapsed().as_secs_f64();
+    // Removed already: nothing to send, no error.
+    membership
+        .remove(r1, n1, n3, &nodes)
+        .expect("a second removal is a no-op");
+
+    // Retire n3: whether its etcd exited by itself (etcd 3.4 does once it applies its own
+    // removal; given 3 s) or not, afterwards it runs no more and has no data.
+    let exited_by_itself = (0..15).any(|i| {
+        if i > 0 {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        !kill
+            .running(r3, n3)
+            .expect("etcd can tell")
+            .expect("running")
+    });
+    let t = Instant::now();
+    membership.retire(r3, n3).expect("retire n3");
+    let retire_s = t.elapsed().as_secs_f64();
+    assert!(!kill.running(r3, n3).unwrap().unwrap(), "n3 still runs");
+    let data = etcd.data_dir().unwrap();
+    let left = r3
+        .exec(&Cmd::new("test").args(["-e", &data]))
+        .expect("test -e");
+    assert!(!left.success(), "n3's {data} survived the retirement");
+    let e = view_of(r3, n3).unwrap_err();
+    assert!(
+        e.starts_with("n3: etcd member list: etcd is not running"),
+        "{e}"
+    );
+    // Retiring again finds nothing to stop and nothing to wipe.
+    membership.retire(r3, n3).expect("retire is idempotent");
+
+    // A write through n1 while the cluster has two members.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let key = "/membership/k";
+    rt.block_on(client(&etcd, n1).put(key, 42))
+        .expect("write through n1");
+
+    // Add n3 back fresh through n1; it joins, sees all three and serves the key.
+    let t = Instant::now();
+    membership
+        .add(r1, n1, r3, n3, &nodes[..2])
+        .expect("add n3 via n1");
+    let add_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let joined = wait_for("n3's own view listing all three started", || {
+        let v = view_of(r3, n3)?;
+        Ok((v.voters() == ["n1", "n2", "n3"]).then_some(v))
+    });
+    let read = wait_for("a linearizable read through n3", || {
+        rt.block_on(client(&etcd, n3).get(key))
+            .map(Some)
+            .map_err(|e| e.to_string())
+    });
+    let rejoin_s = t.elapsed().as_secs_f64();
+    assert_eq!(read.map(|(value, _)| value), Some(42));
+    let new_id = &joined.member("n3").unwrap().id;
+    assert_ne!(*new_id, old_id, "n3 came back as its old member");
+    for (r, n) in [(r1, n1), (r2, n2)] {
+        let v = view_of(r, n).unwrap();
+        assert_eq!(v.voters(), ["n1", "n2", "n3"], "{}: {v:?}", n.name);
+        assert_eq!(v.member("n3").unwrap().id, *new_id, "{}: {v:?}", n.name);
+    }
+
+    // Adding a started member is refused before anything is touched.
+    let e = membership
+        .add(r1, n1, r3, n3, &nodes[..2])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("n3: cannot join through n1: n3 is a started member already"),
+        "{e}"
+    );
+    assert!(
+        kill.running(r3, n3).unwrap().unwrap(),
+        "the refusal stopped n3"
+    );
+
+    println!(
+        "membership timings: removal accepted {refused:.2} s after the cluster was ready, remove \
+         (until n1 and n2 agree) {remove_s:.2} s, n3 exited by \
+         itself: {exited_by_itself}, retire {retire_s:.2} s, add {add_s:.2} s, rejoin (until \
+         n3 lists all three and serves the key) {rejoin_s:.2} s"
+    );
+}
