@@ -261,7 +261,7 @@ pub struct RunArgs {
     /// Nemesis: a name under nemeses/ (its file, e.g. `clock`, `isolate`, `stall`, `none`), a
     /// path to a .toml schedule, or a comma-separated list of packages (partition, kill, pause,
     /// isolate, loss, bandwidth, delay, clock, promote, ssh-drop, stall, power-loss, os-crash,
-    /// bitflip, truncate, disk-error, disk-full, slow-disk).
+    /// bitflip, truncate, disk-error, disk-full, slow-disk, membership).
     #[arg(long, default_value = "partition,kill,pause")]
     pub nemesis: String,
     /// Seconds between fault transitions (overrides the schedule's interval_s).

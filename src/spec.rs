@@ -235,6 +235,7 @@ const BUILTIN_NEMESES: &[(&str, &str)] = &[
         "power-loss-slow",
         include_str!("../nemeses/power-loss-slow.toml"),
     ),
+    ("membership", include_str!("../nemeses/membership.toml")),
 ];
 
 /// A serde type name in an error as words people use ("u32" → "a whole number ≥ 0").
@@ -676,6 +677,28 @@ mod tests {
         let listed = load_nemesis("kill,clock").unwrap();
         assert_eq!(listed.faults[1..], clock.faults[..]);
         assert_eq!(clock.faults.len(), 3);
+    }
+
+    #[test]
+    fn membership_shrinks_and_grows_and_refuses_bad_values_by_line() {
+        let n = load_nemesis("membership").unwrap();
+        assert_eq!(
+            n.faults[0].ops_text(),
+            (
+                "shrink-cluster",
+                serde_json::json!({"allow_minority": false, "confirm_ms": 30000}),
+                "grow-cluster"
+            )
+        );
+        assert_eq!(n.faults[0].targets(), None);
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("m.toml");
+        std::fs::write(&p, "[[faults]]\nkind = \"membership\"\n\nconfirm_ms = 0\n").unwrap();
+        let e = load_nemesis(p.to_str().unwrap()).unwrap_err().to_string();
+        assert!(e.contains("m.toml:4") && e.contains("confirm_ms"), "{e}");
+        std::fs::write(&p, "[[faults]]\nkind = \"membership\"\ntargets = \"one\"\n").unwrap();
+        let e = load_nemesis(p.to_str().unwrap()).unwrap_err().to_string();
+        assert!(e.contains("unknown field"), "{e}");
     }
 
     #[test]

@@ -185,8 +185,12 @@ fn etcd_member_removed_retired_and_added_back_fresh() {
     // A write through n1 while the cluster has two members.
     let rt = tokio::runtime::Runtime::new().unwrap();
     let key = "/membership/k";
-    rt.block_on(client(&etcd, n1).put(key, 42))
-        .expect("write through n1");
+    // (Removing a leader elects another; under load that can outlast one 2 s request.)
+    wait_for("write through n1", || {
+        rt.block_on(client(&etcd, n1).put(key, 42))
+            .map(Some)
+            .map_err(|e| format!("{e:?}"))
+    });
 
     // Add n3 back fresh through n1; it joins, sees all three and serves the key.
     let t = Instant::now();
@@ -234,4 +238,98 @@ fn etcd_member_removed_retired_and_added_back_fresh() {
          itself: {exited_by_itself}, retire {retire_s:.2} s, add {add_s:.2} s, rejoin (until \
          n3 lists all three and serves the key) {rejoin_s:.2} s"
     );
+}
+
+/// The run test's sandbox: its own name and subnet, five nodes (shrinking stops at three).
+const RUN_SANDBOX: [&str; 6] = [
+    "--sandbox-name",
+    "sdmemrun",
+    "--sandbox-subnet",
+    "10.118.0.0/24",
+    "--sandbox-nodes",
+    "5",
+];
+
+/// `shakedown run --db etcd --nemesis membership`: members are removed (and retired once the
+/// views confirm it) and grown back during the run, the final heal leaves all five members,
+/// every node's etcd runs at the end, the journal has nothing outstanding, and the register
+/// history is linearizable.
+#[test]
+fn a_run_under_membership_changes_removes_members_and_grows_them_back() {
+    if !root() {
+        eprintln!("not root: the membership run test did nothing");
+        return;
+    }
+    let _guard = cli::SandboxGuard(&RUN_SANDBOX);
+    let reports = tempfile::tempdir().unwrap();
+    let (code, dir, results) = cli::run_results(
+        &RUN_SANDBOX,
+        &[
+            "--db",
+            "etcd",
+            "--workload",
+            "register",
+            "--nemesis",
+            "membership",
+            "--time-limit",
+            "45",
+            "--seed",
+            "1",
+        ],
+        reports.path(),
+    );
+    let history = std::fs::read_to_string(dir.join("history.jsonl")).unwrap();
+    let ops: Vec<serde_json::Value> = history
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let done = |f: &str| -> Vec<&serde_json::Value> {
+        ops.iter()
+            .filter(|o| o["process"] == "nemesis" && o["f"] == f && o["value"].is_object())
+            .map(|o| &o["value"])
+            .collect()
+    };
+    let shrinks = done("shrink-cluster");
+    let retired: Vec<&str> = shrinks
+        .iter()
+        .filter(|v| v["retired"] == true)
+        .filter_map(|v| v["node"].as_str())
+        .collect();
+    let added: Vec<String> = done("grow-cluster")
+        .iter()
+        .flat_map(|v| v["added"].as_array().cloned().unwrap_or_default())
+        .filter_map(|n| n.as_str().map(str::to_string))
+        .collect();
+    eprintln!(
+        "membership run: exit {code}, shrinks {shrinks:?}, retired {retired:?}, added back {added:?}, run dir {}",
+        dir.display()
+    );
+    assert!(
+        !retired.is_empty(),
+        "no member was removed and retired: {shrinks:?}"
+    );
+    for n in &retired {
+        assert!(
+            added.iter().any(|a| a == n),
+            "{n} was removed and never added back"
+        );
+    }
+    // Every node runs etcd at the end (the db-status after the final heal).
+    let status = done("db-status");
+    let last = status.last().expect("a db-status op");
+    assert_eq!(
+        last["running"].as_array().map(Vec::len),
+        Some(5),
+        "not every node runs etcd at the end: {last}"
+    );
+    let journal = std::fs::read_to_string(dir.join("faults.jsonl")).unwrap();
+    let records: Vec<serde_json::Value> = journal
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert!(
+        shakedown::nemesis::outstanding_faults(&records).is_empty(),
+        "the journal has faults left in effect"
+    );
+    assert_eq!(code, 0, "the run is not valid: {results}");
 }

@@ -28,6 +28,7 @@
 //! | os-crash | `os-crash` | `reboot` |
 //! | corrupt | `bitflip`, `truncate` | `start-corrupted` |
 //! | disk | `start-disk-fault` | `stop-disk-fault` |
+//! | membership | `shrink-cluster` | `grow-cluster` |
 //!
 //! `clock-offsets` and `db-status` are measurements, not faults: they are no kind's verbs (see
 //! [`verb::CLOCK_OFFSETS`], [`verb::DB_STATUS`]).
@@ -37,6 +38,7 @@ pub mod clock;
 pub mod corrupt;
 pub mod disk;
 pub mod intervals;
+pub mod membership;
 pub mod packet;
 pub mod ssh_drop;
 
@@ -112,6 +114,11 @@ pub mod verb {
     pub const START_DISK_FAULT: &str = "start-disk-fault";
     /// End every disk fault.
     pub const STOP_DISK_FAULT: &str = "stop-disk-fault";
+    /// Remove one member from the cluster through another member's admin interface, then stop
+    /// it and wipe its data once the removal shows in the views.
+    pub const SHRINK_CLUSTER: &str = "shrink-cluster";
+    /// Add every removed node back as a fresh member (empty data, joining the cluster).
+    pub const GROW_CLUSTER: &str = "grow-cluster";
 }
 
 /// A nemesis verb, typed: what the nemesis dispatches on (`Nemesis::invoke`). Its text
@@ -185,11 +192,15 @@ pub enum Verb {
     StartDiskFault,
     /// [`verb::STOP_DISK_FAULT`].
     StopDiskFault,
+    /// [`verb::SHRINK_CLUSTER`].
+    ShrinkCluster,
+    /// [`verb::GROW_CLUSTER`].
+    GrowCluster,
 }
 
 impl Verb {
     /// Every verb.
-    pub const ALL: [Verb; 33] = [
+    pub const ALL: [Verb; 35] = [
         Verb::StartPartition,
         Verb::StopPartition,
         Verb::Kill,
@@ -223,6 +234,8 @@ impl Verb {
         Verb::StartCorrupted,
         Verb::StartDiskFault,
         Verb::StopDiskFault,
+        Verb::ShrinkCluster,
+        Verb::GrowCluster,
     ];
 
     /// The verb's text, as histories and journals hold it.
@@ -261,6 +274,8 @@ impl Verb {
             Verb::StartCorrupted => verb::START_CORRUPTED,
             Verb::StartDiskFault => verb::START_DISK_FAULT,
             Verb::StopDiskFault => verb::STOP_DISK_FAULT,
+            Verb::ShrinkCluster => verb::SHRINK_CLUSTER,
+            Verb::GrowCluster => verb::GROW_CLUSTER,
         }
     }
 
@@ -452,7 +467,7 @@ pub fn spans_its_op(f: &str) -> bool {
 }
 
 /// Every fault kind, in display order.
-pub const KINDS: [FaultKind; 14] = [
+pub const KINDS: [FaultKind; 15] = [
     FaultKind {
         name: "partition",
         start_verbs: &[verb::START_PARTITION],
@@ -551,6 +566,13 @@ pub const KINDS: [FaultKind; 14] = [
         label: "faulty disk (errors or latency)",
         color_rgb: (200, 120, 60),
     },
+    FaultKind {
+        name: "membership",
+        start_verbs: &[verb::SHRINK_CLUSTER],
+        stop_verbs: &[verb::GROW_CLUSTER],
+        label: "cluster shrunk (member removed)",
+        color_rgb: (70, 160, 200),
+    },
 ];
 
 /// The kind named `name` (a package name such as `"clock"`).
@@ -621,6 +643,8 @@ mod tests {
             ("start-corrupted", "corrupt", VerbRole::Stop),
             ("start-disk-fault", "disk", VerbRole::Start),
             ("stop-disk-fault", "disk", VerbRole::Stop),
+            ("shrink-cluster", "membership", VerbRole::Start),
+            ("grow-cluster", "membership", VerbRole::Stop),
         ];
         for (verb, name, role) in cases {
             let (k, r) = classify_verb(verb).unwrap_or_else(|| panic!("{verb} unclassified"));
@@ -668,7 +692,8 @@ mod tests {
                 "power-loss",
                 "os-crash",
                 "corrupt",
-                "disk"
+                "disk",
+                "membership"
             ]
         );
         // No verb belongs to two kinds or to both roles.

@@ -56,6 +56,7 @@ pub fn describe(fault: &FaultSpec) -> String {
         FaultSpec::Disk { targets, .. } => format!("disk (targets {targets})"),
         FaultSpec::Promote { .. } => "promote".to_string(),
         FaultSpec::Stall { .. } => "stall".to_string(),
+        FaultSpec::Membership { .. } => "membership".to_string(),
     }
 }
 
@@ -69,7 +70,7 @@ pub fn hit(fault: &FaultSpec, n: usize) -> Option<usize> {
     };
     match fault {
         FaultSpec::Partition { shape } => Some(partition_hit(shape, n)),
-        FaultSpec::Promote { .. } => Some(1.min(n)),
+        FaultSpec::Promote { .. } | FaultSpec::Membership { .. } => Some(1.min(n)),
         other => other.targets().map(targeted),
     }
 }
@@ -187,6 +188,14 @@ pub fn check(
                 out.push(refuse(
                     "chaos never restarts a system (the restart would start it with \
                      shakedown's own settings, not yours); use pause, partition or loss"
+                        .into(),
+                ));
+                continue;
+            }
+            FaultSpec::Membership { .. } => {
+                out.push(refuse(
+                    "a membership change restarts a member with empty data and shakedown's own \
+                     settings, not yours; chaos injects only faults it can undo"
                         .into(),
                 ));
                 continue;

@@ -26,6 +26,7 @@ pub mod heal;
 mod kill;
 pub mod leftovers;
 mod loss;
+mod membership;
 mod outcomes;
 pub mod packet;
 mod partition;

@@ -13,6 +13,7 @@ pub fn registry() -> Vec<Box<dyn Fault>> {
         Box::new(super::delay::Delay::default()),
         Box::new(super::partition::Partition::default()),
         Box::new(super::pause::Pause::default()),
+        Box::new(super::membership::MembershipFault::default()),
         Box::new(super::kill::Kill::default()),
         Box::new(super::power::Power::default()),
         Box::new(super::disk::Disk::default()),

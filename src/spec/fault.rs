@@ -192,6 +192,17 @@ pub enum FaultSpec {
         #[serde(default)]
         fsync_delay_ms: u64,
     },
+    /// Membership changes: `shrink-cluster` removes one member through another member's admin
+    /// interface (stopped and wiped once the views confirm it), `grow-cluster` adds every
+    /// removed node back fresh. The fields mean what `faults::membership::ShrinkParams`'s do.
+    Membership {
+        /// Remove members below a majority of the full cluster.
+        #[serde(default)]
+        allow_minority: bool,
+        /// How long a change may take to show in the views, in ms.
+        #[serde(default = "d_confirm_ms")]
+        confirm_ms: u64,
+    },
     /// Step the targets' wall clocks with `date -s` (`bump`), or flip them back and forth
     /// (`strobe`); `reset-clock` on stop. Magnitudes are drawn like Jepsen's: the exponent of two
     /// uniform between `min_delta_ms` and `max_delta_ms`, random sign.
@@ -252,6 +263,10 @@ fn d_bits() -> u64 {
 }
 fn d_bytes() -> u64 {
     crate::faults::corrupt::DEFAULT_BYTES
+}
+
+fn d_confirm_ms() -> u64 {
+    crate::faults::membership::DEFAULT_CONFIRM_MS
 }
 
 fn d_clock_mode() -> String {
@@ -380,6 +395,18 @@ impl FaultSpec {
                 json!({ "targets": targets, "duration_ms": duration_ms }),
                 Some(Verb::StopSshDrop),
             ),
+            FaultSpec::Membership {
+                allow_minority,
+                confirm_ms,
+            } => Ops::new(
+                Verb::ShrinkCluster,
+                crate::faults::membership::ShrinkParams {
+                    allow_minority: *allow_minority,
+                    confirm_ms: *confirm_ms,
+                }
+                .to_value(),
+                Some(Verb::GrowCluster),
+            ),
             FaultSpec::Stall { min_ms, max_ms } => Ops::new(
                 Verb::StartStall,
                 json!({ "min_ms": min_ms, "max_ms": max_ms }),
@@ -424,6 +451,7 @@ impl FaultSpec {
             FaultSpec::Bandwidth { .. } => "rate_kbit",
             FaultSpec::Delay { .. } => "delay_ms",
             FaultSpec::Clock { .. } => "mode",
+            FaultSpec::Membership { .. } => "confirm_ms",
             FaultSpec::Stall { .. } => "min_ms",
             FaultSpec::Corrupt { .. } => "mode",
             FaultSpec::Disk { .. } => "write_error",
@@ -449,6 +477,8 @@ impl FaultSpec {
                 "write_delay_ms",
                 "fsync_delay_ms",
                 "drop_unsynced_on_fsync_error",
+                "allow_minority",
+                "confirm_ms",
             ]
             .into_iter()
             .find(|k| m.starts_with(k) || m.starts_with(&format!("{k} ")));
@@ -483,6 +513,9 @@ impl FaultSpec {
                         crate::faults::corrupt::CorruptParams::from_value(m, &value).map(|_| ())
                     }
                 }
+            }
+            FaultSpec::Membership { .. } => {
+                crate::faults::membership::ShrinkParams::from_value(&self.ops().value).map(|_| ())
             }
             FaultSpec::SshDrop { .. } => {
                 let value = self.ops().value;
@@ -561,9 +594,10 @@ impl FaultSpec {
             | FaultSpec::Delay { targets, .. }
             | FaultSpec::SshDrop { targets, .. }
             | FaultSpec::Clock { targets, .. } => Some(*targets),
-            FaultSpec::Partition { .. } | FaultSpec::Promote { .. } | FaultSpec::Stall { .. } => {
-                None
-            }
+            FaultSpec::Partition { .. }
+            | FaultSpec::Promote { .. }
+            | FaultSpec::Stall { .. }
+            | FaultSpec::Membership { .. } => None,
         }
     }
 

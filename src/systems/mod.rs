@@ -250,6 +250,9 @@ fn missing_ability(db: &dyn Db, fault: &FaultSpec) -> Option<&'static str> {
         ),
         FaultSpec::Pause { .. } if db.as_pause().is_none() => Some("pause and resume"),
         FaultSpec::Promote { .. } if db.as_promote().is_none() => Some("promote (failover)"),
+        FaultSpec::Membership { .. } if db.as_membership().is_none() => {
+            Some("membership changes (remove a member, add it back)")
+        }
         _ if targets_primaries && db.as_primaries().is_none() => Some("primaries (who leads)"),
         _ => None,
     }

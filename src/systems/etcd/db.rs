@@ -228,6 +228,12 @@ impl Etcd {
         format!("{}/data", self.cfg.base_dir)
     }
 
+    /// The file whose presence says a membership change retired this node (outside the data
+    /// directory and its layer; removed by the next fresh start).
+    pub(super) fn retired_marker(&self) -> String {
+        format!("{}/retired", self.cfg.base_dir)
+    }
+
     /// The server process: its pidfile and the word its command line mentions.
     fn server(&self) -> crate::systems::strays::Server {
         crate::systems::strays::Server {
@@ -275,6 +281,7 @@ impl Etcd {
         boot: &Bootstrap<'_>,
     ) -> Result<(), DbError> {
         remote.exec_ok(&Cmd::new("mkdir").args(["-p", &self.cfg.base_dir]))?;
+        remote.exec_ok(&Cmd::new("rm").args(["-f", &self.retired_marker()]))?;
         if let Some(layer) = self.data_layer() {
             layer.mount(remote, true)?;
         }
@@ -528,8 +535,15 @@ impl Kill for Etcd {
     }
 
     /// Start etcd again; with the lose-unsynced layer, remount it first if its process died
-    /// (a stale mount), keeping its files.
+    /// (a stale mount), keeping its files. A node a membership change retired (its marker,
+    /// [`Etcd::retired_marker`], written by `Membership::retire`) is no member: starting it as
+    /// one of the first cluster would only hang, and `Membership::add` brings it back, so this
+    /// leaves it down.
     fn start(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
+        let retired = remote.exec(&Cmd::new("test").args(["-e", &self.retired_marker()]))?;
+        if retired.status == 0 {
+            return Ok(());
+        }
         if let Some(layer) = self.data_layer() {
             layer.mount(remote, false)?;
         }

@@ -9,7 +9,7 @@
 //! pending changes or schedules (the membership fault), nor how etcd starts (`db`).
 
 use super::db::{Bootstrap, Etcd, startup_failure};
-use crate::control::{ExecOutput, Remote};
+use crate::control::{Cmd, ExecOutput, Remote};
 use crate::db::{DbError, Member, MemberView, Membership};
 use crate::node::Node;
 use crate::systems::ready::NOT_RUNNING;
@@ -134,8 +134,12 @@ impl Membership for Etcd {
         }
     }
 
+    /// Stop and wipe, and leave the marker that keeps `Kill::start` from starting it as a
+    /// member of the first cluster (a kill's heal starts every node).
     fn retire(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
-        self.stop_and_wipe_data(remote)
+        self.stop_and_wipe_data(remote)?;
+        remote.exec_ok(&Cmd::new("touch").arg(self.retired_marker()))?;
+        Ok(())
     }
 
     fn add(
