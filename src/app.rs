@@ -1,6 +1,6 @@
-//! Command implementations behind `main`: run, check, export, sandbox, bench. Each returns the process
-//! exit code (0 valid, 1 invalid, 2 unknown, 3 usage/config error, 4 runtime error) and prints
-//! errors as one line naming the cause.
+//! Command implementations behind `main`: run, check, export, sandbox, bench. Each returns the
+//! process exit code (0 valid, 1 invalid, 2 unknown, 3 usage/config error, 4 runtime error) and
+//! prints errors as one line naming the cause.
 
 use crate::checker::Verdict;
 use crate::checker::linear::WitnessMode;
