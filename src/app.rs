@@ -1,6 +1,6 @@
-//! Command implementations behind `main`: run, check, sandbox, bench. Each returns the process
-//! exit code (0 valid, 1 invalid, 2 unknown, 3 usage/config error, 4 runtime error) and prints
-//! errors as one line naming the cause.
+//! Command implementations behind `main`: run, check, export, sandbox, bench. Each returns the
+//! process exit code (0 valid, 1 invalid, 2 unknown, 3 usage/config error, 4 runtime error) and
+//! prints errors as one line naming the cause.
 
 use crate::checker::Verdict;
 use crate::checker::linear::WitnessMode;
@@ -13,9 +13,11 @@ use std::path::Path;
 mod chaos;
 mod check;
 mod compare;
+mod export;
 pub use chaos::chaos;
 pub use check::check;
 pub use compare::compare;
+pub use export::export;
 
 /// The commands' runtime: one thread for every task (the scheduler, its workers, the clients
 /// and their connections), blocking work (SSH, the nemesis, the checker) on tokio's blocking

@@ -16,6 +16,7 @@ mod bench;
 mod chaos;
 mod check;
 mod cluster;
+mod export;
 pub use bench::BenchArgs;
 pub use chaos::ChaosArgs;
 pub use check::{CheckArgs, FailedCasArg, NilReadArg, SemanticsArg};
@@ -23,6 +24,7 @@ pub use cluster::{
     ClusterArgs, DbArgs, DoctorArgs, HealArgs, InstallArgs, PackagesFromArg, SandboxAction,
     SandboxArgs, SandboxCmd,
 };
+pub use export::{ExportArgs, ExportFormatArg};
 
 /// Exit code for bad usage or configuration.
 pub const EXIT_USAGE: i32 = 3;
@@ -46,6 +48,13 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Check a history file or run directory offline.
     Check(CheckArgs),
+    /// Write a run's history as Jepsen/Elle EDN, Porcupine's kv lines or elle-cli's JSON.
+    ///
+    /// So a verdict can be confirmed with the reference tool. Prints, on standard error, the
+    /// `shakedown check` flags that judge the exported file as the run was judged (the formats
+    /// carry no model or register semantics). Exit 3 when the history cannot be read or the
+    /// format cannot hold it (named), 4 when the file cannot be written.
+    Export(ExportArgs),
     /// Manage the built-in local cluster (network namespaces + sshd).
     ///
     /// Each node's PID 1 is a small reaper that restarts sshd when it dies (so the `ssh-drop`

@@ -1,7 +1,7 @@
 //! shakedown: a Jepsen-style fault-injection test harness (the binary crate: shell and CLI).
 //!
 //! See ARCHITECTURE.md for the bird's-eye view. The pure core — `node`, `faults`, `history`,
-//! `generator`, `model`, `checker`, `completion`, `edn`, `import`, `plural`, `size`, `meminfo` —
+//! `generator`, `model`, `checker`, `completion`, `edn`, `import`, `export`, `plural`, `size`, `meminfo` —
 //! is the `shakedown-core` crate (`core/`), re-exported here under the same names. Pure parts of
 //! this crate: `spec`, `summary`, the validated `config` (and `options`, the words it shares with
 //! the parts it configures), and the pure halves of `chaos` and `compare`. Shared seams of
@@ -12,8 +12,8 @@
 
 // The pure core lives in the `shakedown-core` crate (core/); its modules keep their paths here.
 pub use shakedown_core::{
-    checker, completion, edn, faults, generator, history, import, meminfo, model, node, plural,
-    size,
+    checker, completion, edn, export, faults, generator, history, import, meminfo, model, node,
+    plural, size,
 };
 
 pub mod app;

@@ -39,6 +39,7 @@ fn main() -> ExitCode {
             unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
             shakedown::app::check(args)
         }
+        Command::Export(args) => shakedown::app::export(args),
         Command::Sandbox(s) => match s.sandbox.to_config() {
             Err(e) => {
                 eprintln!("error: {e}");

@@ -990,3 +990,112 @@ fn counts_of_one_are_singular_in_checks_text_output() {
         stdout(&o)
     );
 }
+
+#[test]
+fn set_full_finds_an_element_seen_then_lost_where_the_set_checker_has_no_final_read() {
+    let f = data("histories/set-full-lost.edn");
+    // The set checker wants a read that began after every add completed; the last add completes
+    // after the last read, so it cannot judge.
+    let o = shakedown(&["--model", "set", path(&f)]);
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("set: unknown"), "{}", stdout(&o));
+    // Jepsen's set-full: 1 was acknowledged, shown by a read, then missing from every read begun
+    // since: lost; 2 completed after the last read began: never read.
+    let o = shakedown(&["--model", "set-full", path(&f)]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("edn history, 12 events; model set-full"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "set-full: invalid — 3 elements attempted: 1 stable, 1 lost (1), 1 never read"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "lost: element 1: add by process 1 (line 3, 0.003 s) ok; known from its add's ok (line 4, 0.004 s); last shown by the read by process 2 (line 5, 0.005 s); missing from every read begun since, the latest by process 1 (line 10, 0.010 s)"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("never read (1): 2"), "{out}");
+    assert!(out.contains("verdict: invalid"), "{out}");
+    let o = shakedown(&["--model", "set-full", "--json", path(&f)]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["checker"], "set-full");
+    assert_eq!(v["details"]["lost"], serde_json::json!([1]));
+    assert_eq!(v["details"]["never_read"], serde_json::json!([2]));
+    assert_eq!(v["details"]["lost_latencies_ms"]["0.5"], 1.000001);
+    assert_eq!(v["details"]["format"], "edn");
+}
+
+#[test]
+fn set_full_stale_reads_fail_only_with_linearizable_and_duplicates_always() {
+    let f = data("histories/set-full-stale.edn");
+    // 0 is missing from a read that began after an earlier read showed it. The set checker
+    // counts it stale and calls the history valid; so does set-full by default (elle-cli's).
+    let o = shakedown(&["--model", "set", path(&f)]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let o = shakedown(&["--model", "set-full", path(&f)]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("1 stale (allowed: linearizable reads not claimed)"),
+        "{}",
+        stdout(&o)
+    );
+    let o = shakedown(&["--model", "set-full", "--linearizable", path(&f)]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("stale: element 0: add by process 0 (line 1, 0.001 s) ok; known from its add's ok (line 2, 0.002 s); missing from the read by process 2 (line 5, 0.005 s), which began after it was known"),
+        "{out}"
+    );
+    assert!(
+        out.contains("stable latencies (ms, by quantile): 0: 3.000001,"),
+        "{out}"
+    );
+    // --linearizable belongs to set-full.
+    let o = shakedown(&["--model", "set", "--linearizable", path(&f)]);
+    assert_eq!(code(&o), 3, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stderr(&o).contains("--linearizable is for --model set-full"),
+        "{}",
+        stderr(&o)
+    );
+    // An element a read returns twice: the set checker does not look, set-full is invalid.
+    let f = data("histories/set-full-duplicate.edn");
+    let o = shakedown(&["--model", "set", path(&f)]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let o = shakedown(&["--model", "set-full", path(&f)]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o)
+            .contains("duplicated: element 1: 2 times in one read by process 1 (line 6, 0.006 s)"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn set_full_without_reads_or_ops_is_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let adds = dir.path().join("adds.edn");
+    std::fs::write(
+        &adds,
+        "{:type :invoke, :f :add, :value 0, :process 0}\n{:type :ok, :f :add, :value 0, :process 0}\n",
+    )
+    .unwrap();
+    let o = shakedown(&["--model", "set-full", path(&adds)]);
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("no ok read in the history"),
+        "{}",
+        stdout(&o)
+    );
+    let empty = dir.path().join("empty.edn");
+    std::fs::write(&empty, "").unwrap();
+    let o = shakedown(&["--model", "set-full", path(&empty)]);
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+}

@@ -626,7 +626,7 @@ pub fn read_file(path: &std::path::Path, opts: EdnOptions) -> Result<History, St
     read_history(&src, &name, opts)
 }
 
-fn write_json_as_edn(out: &mut String, v: &Value) {
+pub(crate) fn write_json_as_edn(out: &mut String, v: &Value) {
     match v {
         Value::Null => out.push_str("nil"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
@@ -657,7 +657,7 @@ fn write_json_as_edn(out: &mut String, v: &Value) {
     }
 }
 
-fn write_str(out: &mut String, s: &str) {
+pub(crate) fn write_str(out: &mut String, s: &str) {
     out.push('"');
     for c in s.chars() {
         match c {
@@ -675,7 +675,7 @@ fn write_str(out: &mut String, s: &str) {
     out.push('"');
 }
 
-fn is_plain_keyword(s: &str) -> bool {
+pub(crate) fn is_plain_keyword(s: &str) -> bool {
     !s.is_empty()
         && !s.starts_with(|c: char| c.is_ascii_digit())
         && s.chars().all(|c| {

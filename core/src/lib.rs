@@ -1,7 +1,7 @@
 //! shakedown-core: the pure core of shakedown — what a history is, how it is read and written,
 //! what the systems under test are modelled as, and how a history is judged.
 //!
-//! Owns: `history` (ops, the JSONL history format), the other formats (`edn`, `import`:
+//! Owns: `history` (ops, the JSONL history format), the other formats (`edn`, `import`, `export`:
 //! Jepsen EDN, Porcupine, Knossos, Jepsen logs, Elle), `model`, every `checker`
 //! (linearizability, session guarantees, set, lock, log, transactional/Elle), `generator` (the
 //! workloads' op streams, pure and seeded), the fault vocabulary and fault intervals (`faults`),
@@ -50,6 +50,7 @@
 pub mod checker;
 pub mod completion;
 pub mod edn;
+pub mod export;
 pub mod faults;
 pub mod generator;
 pub mod history;

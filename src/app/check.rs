@@ -7,7 +7,8 @@
 //! values was looked at in full and keeps its verdict, as Knossos gives it), the warning about nemesis ops that carry client functions, the
 //! text and JSON output, and the exit code over several files. A set history (`--model set`, or
 //! `auto` on add/read ops with list reads) gets the set checker's result and witnesses instead of
-//! a linearizability search (`checker::compose`). Does not own reading formats (`import`), the
+//! a linearizability search (`checker::compose`); `--model set-full` Jepsen's set-full checker
+//! (`--linearizable` is refused for any other model). Does not own reading formats (`import`), the
 //! models (`model`) or the search (`checker::linear`).
 //!
 //! Exit code over several files: invalid (1) if any file is invalid; else 3 if any file could not
@@ -45,7 +46,7 @@ struct Settings {
 }
 
 /// The main checker's result: linearizability, or the set checker for the `set` model
-/// (`checker::compose::uses_set_checker`).
+/// (`checker::compose::uses_set_checker`) and the set-full checker for `set-full`.
 enum Primary {
     Linear(LinearResult),
     Set(CheckResult),
@@ -78,11 +79,12 @@ impl Primary {
             Primary::Linear(r) => r.explain().trim_end().to_string(),
             Primary::Set(r) => {
                 let mut lines = vec![format!("{}: {} — {}", r.checker, r.verdict, r.summary)];
-                lines.extend(
+                let witnesses = if r.checker == crate::checker::set_full::NAME {
+                    crate::checker::set_full::witness_lines(&r.details, 5)
+                } else {
                     set_witnesses(&r.details, 5)
-                        .into_iter()
-                        .map(|w| format!("  {w}")),
-                );
+                };
+                lines.extend(witnesses.into_iter().map(|w| format!("  {w}")));
                 lines.join("\n")
             }
             Primary::Txn(r) => r.explain(),
@@ -162,7 +164,7 @@ fn model_options(
 /// What the run that recorded `path` says ran (its model, semantics and version source), when
 /// `path` is a run directory or its history file; nothing for any other file. A run directory
 /// whose record cannot be read is an error naming its test.json.
-fn what_ran(path: &Path) -> Result<WhatRan, String> {
+pub(super) fn what_ran(path: &Path) -> Result<WhatRan, String> {
     let file = crate::store::resolve_history(path).map_err(|e| e.to_string())?;
     let Some(dir) = file
         .parent()
@@ -197,6 +199,12 @@ fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<File
         (m, _) => m,
     }
     .to_string();
+    if args.linearizable && model != crate::checker::set_full::NAME {
+        return Err(format!(
+            "{}: --linearizable is for --model set-full (this history is checked with model {model})",
+            path.display()
+        ));
+    }
     let options = model_options(args, settings, &loaded, &ran);
     let plan = Plan {
         model: model.clone(),
@@ -213,6 +221,9 @@ fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<File
         memory_bytes: Some(settings.memory_bytes),
         txn_assume: settings.txn_assume,
         txn_ask: settings.txn_ask.clone(),
+        set_full: crate::checker::set_full::SetFullConfig {
+            linearizable: args.linearizable,
+        },
     };
     let composed =
         compose::check(history, &plan).map_err(|e| format!("{}: {e}", path.display()))?;

@@ -16,12 +16,18 @@ pub struct CheckArgs {
     /// send ops, mutex, queue, txn for transactions with append or w micro-ops, multi-register
     /// for other txn, kv for get/put/append and Porcupine input, set or counter for add/read;
     /// cas-register otherwise), register, cas-register, multi-register, kv, list-append, set,
-    /// queue, mutex, counter, txn (list-append or rw-register transactions: Elle-style
-    /// dependency cycles, checked against --consistency-models; elle-cli's list-append and
-    /// rw-register mean txn on a transaction history) or log (replicated logs: lost, duplicated
-    /// and inconsistent offsets).
+    /// set-full (Jepsen's set-full: per element stable, lost, stale or never read, and
+    /// duplicates; never chosen by auto), queue, mutex, counter, txn (list-append or rw-register
+    /// transactions: Elle-style dependency cycles, checked against --consistency-models;
+    /// elle-cli's list-append and rw-register mean txn on a transaction history) or log
+    /// (replicated logs: lost, duplicated and inconsistent offsets).
     #[arg(long, default_value = "auto")]
     pub model: String,
+    /// --model set-full: the set's reads are claimed linearizable, so an element missing from a
+    /// read that began after it was known (stale) fails the check (Jepsen's :linearizable?; off
+    /// by default, as elle-cli runs set-full).
+    #[arg(long)]
+    pub linearizable: bool,
     /// rw-register transactions: what orders a key's versions besides the initial state nil
     /// (Elle's options), a comma-separated list: wfr-keys (a transaction's write of a key follows
     /// its read of it), sequential-keys (process order), linearizable-keys (real-time order), or

@@ -298,6 +298,7 @@ fn check_reusing(
         memory_bytes: Some(crate::meminfo::default_budget()),
         txn_assume: Default::default(),
         txn_ask,
+        set_full: Default::default(),
     };
     let nothing_reused = reuse.parts.is_empty() && reuse.extended.is_empty();
     let composed = if nothing_reused || compose::has_own_checker(&plan.model) {

@@ -5,9 +5,12 @@
 //! The `set` model is the exception: a set history is checked by the set checker
 //! (`checker::set`: lost / unexpected / recovered elements), not by a linearizability search,
 //! which explodes on sets of hundreds of elements with indeterminate adds and cannot say which
-//! acknowledged add was lost. Likewise the `txn` model (list-append transactions) gets the
-//! transactional checker (`checker::txn`: dependency cycles, Elle-style), and the `log` model
-//! the log checker (`checker::log`: lost sends, inconsistent offsets).
+//! acknowledged add was lost; the `set-full` model gets Jepsen's set-full checker
+//! (`checker::set_full`: per-element stable / lost / never-read, stale, duplicated), told by
+//! [`Plan::set_full`] whether reads are claimed linearizable. Likewise the `txn` model
+//! (list-append transactions) gets the transactional checker (`checker::txn`: dependency cycles,
+//! Elle-style), and the `log` model the log checker (`checker::log`: lost sends, inconsistent
+//! offsets).
 //!
 //! Owns the plan (model, semantics, session settings, time budget), running the model registry's
 //! model through the search ([`crate::model::registry`]), and the generic `CheckResult` of a
@@ -17,6 +20,7 @@
 use super::linear::{Decide, LinearConfig, LinearResult, WitnessMode, check_history};
 use super::session::{SessionChecker, SessionConfig};
 use super::set::SetChecker;
+use super::set_full::{SetFullChecker, SetFullConfig};
 use super::{CheckResult, Checker, Verdict};
 use crate::history::History;
 use crate::model::registry::{self, ModelVisitor};
@@ -47,6 +51,8 @@ pub struct Plan {
     /// Transactions: the models and anomalies checked against (`--consistency-models`,
     /// `--anomalies`).
     pub txn_ask: super::txn::judge::Ask,
+    /// The `set-full` model: whether reads are claimed linearizable (`--linearizable`).
+    pub set_full: SetFullConfig,
 }
 
 /// What the composition found.
@@ -54,7 +60,7 @@ pub struct Plan {
 pub struct Composed {
     /// The linearizability result; `None` for a model with its own checker ([`uses_set_checker`]).
     pub linear: Option<LinearResult>,
-    /// The set checker's result, for the `set` model.
+    /// The set checker's result, for the `set` model, or the set-full checker's, for `set-full`.
     pub set: Option<CheckResult>,
     /// The transactional checker's result, for the `txn` model.
     pub txn: Option<super::txn::TxnResult>,
@@ -148,10 +154,11 @@ pub fn uses_set_checker(model_name: &str) -> bool {
     model_name == super::set::NAME
 }
 
-/// Whether the model named `model_name` has its own checker (set, txn, lock) rather than a
-/// linearizability search; such histories get no session checker either.
+/// Whether the model named `model_name` has its own checker (set, set-full, txn, lock, log)
+/// rather than a linearizability search; such histories get no session checker either.
 pub fn has_own_checker(model_name: &str) -> bool {
     uses_set_checker(model_name)
+        || model_name == super::set_full::NAME
         || model_name == super::txn::NAME
         || model_name == super::lock::MODEL
         || model_name == super::log::NAME
@@ -212,6 +219,11 @@ pub fn check(history: &History, plan: &Plan) -> Result<Composed, String> {
     }
     let (linear, set) = if uses_set_checker(&plan.model) {
         (None, Some(SetChecker.check(history)))
+    } else if plan.model == super::set_full::NAME {
+        (
+            None,
+            Some(SetFullChecker::new(plan.set_full).check(history)),
+        )
     } else {
         let linear = check_linear_with(&plan.model, history, &plan.options, linear_config(plan))?;
         (Some(linear), None)
@@ -312,6 +324,7 @@ mod tests {
             memory_bytes: None,
             txn_assume: Default::default(),
             txn_ask: Default::default(),
+            set_full: Default::default(),
         };
         let c = check(&h, &plan).unwrap();
         assert_eq!((c.verdict, c.session.is_none()), (Verdict::Invalid, true));
@@ -348,6 +361,7 @@ mod tests {
             memory_bytes: None,
             txn_assume: Default::default(),
             txn_ask: Default::default(),
+            set_full: Default::default(),
         };
         let c = check(&h, &plan).unwrap();
         assert!(c.linear.is_none());
@@ -358,5 +372,48 @@ mod tests {
         );
         assert_eq!(c.verdict, Verdict::Invalid);
         assert_eq!(set.details["lost"], 1);
+    }
+
+    #[test]
+    fn the_set_full_model_gets_the_set_full_checker_told_whether_reads_are_linearizable() {
+        // 1 is acknowledged, then missing from a read that began after: stale, since a later
+        // read shows it again.
+        let h = history(concat!(
+            r#"{"index":0,"time":0,"type":"invoke","process":0,"f":"add","value":1}"#,
+            "\n",
+            r#"{"index":1,"time":1,"type":"ok","process":0,"f":"add","value":1}"#,
+            "\n",
+            r#"{"index":2,"time":2,"type":"invoke","process":1,"f":"read","value":null}"#,
+            "\n",
+            r#"{"index":3,"time":3,"type":"ok","process":1,"f":"read","value":[]}"#,
+            "\n",
+            r#"{"index":4,"time":4,"type":"invoke","process":1,"f":"read","value":null}"#,
+            "\n",
+            r#"{"index":5,"time":5,"type":"ok","process":1,"f":"read","value":[1]}"#,
+            "\n",
+        ));
+        let mut plan = Plan {
+            model: crate::checker::set_full::NAME.into(),
+            options: ModelOptions::preset(SemanticsPreset::Knossos),
+            session: None,
+            time_limit: Duration::from_secs(5),
+            witness: WitnessMode::default(),
+            all_keys: false,
+            memory_bytes: None,
+            txn_assume: Default::default(),
+            txn_ask: Default::default(),
+            set_full: Default::default(),
+        };
+        assert!(has_own_checker(&plan.model));
+        let c = check(&h, &plan).unwrap();
+        assert!(c.linear.is_none());
+        let set = c.set.unwrap();
+        assert_eq!(
+            (set.checker.as_str(), set.verdict),
+            ("set-full", Verdict::Valid)
+        );
+        assert_eq!(set.details["stale_count"], 1);
+        plan.set_full.linearizable = true;
+        assert_eq!(check(&h, &plan).unwrap().verdict, Verdict::Invalid);
     }
 }

@@ -10,6 +10,7 @@ pub mod lock;
 pub mod log;
 pub mod session;
 pub mod set;
+pub mod set_full;
 pub mod txn;
 
 use crate::history::History;

@@ -3,8 +3,8 @@
 //!
 //! Owns the name → model mapping, reached through a [`ModelVisitor`] so the caller (the checker
 //! composition, `checker::compose`) runs its generic search on the concrete model without this
-//! module knowing the checker (the names of the models a checker of their own reads, `TXN` and
-//! `LOG`, are defined here and named by those checkers). Does not own choosing a model for a history (`import`) or the
+//! module knowing the checker (the names of the models a checker of their own reads, `TXN`,
+//! `LOG` and `SET_FULL`, are defined here and named by those checkers). Does not own choosing a model for a history (`import`) or the
 //! search (`checker::linear`). Pure: no IO.
 
 use super::{
@@ -20,14 +20,19 @@ pub const TXN: &str = "txn";
 /// (`checker::log::NAME`).
 pub const LOG: &str = "log";
 
+/// Jepsen's set-full model: its histories go to the set-full checker, whose results carry this
+/// name (`checker::set_full::NAME`).
+pub const SET_FULL: &str = "set-full";
+
 /// Every model name, in `--model` help order.
-pub const NAMES: [&str; 11] = [
+pub const NAMES: [&str; 12] = [
     "register",
     "cas-register",
     "multi-register",
     "kv",
     "list-append",
     "set",
+    SET_FULL,
     "queue",
     "mutex",
     "counter",
@@ -71,6 +76,11 @@ pub fn visit<V: ModelVisitor>(
                 "model {name} is checked by the log checker (lost, inconsistent offsets), not a linearizability search"
             ));
         }
+        SET_FULL => {
+            return Err(format!(
+                "model {name} is checked by the set-full checker (Jepsen's per-element outcomes), not a linearizability search"
+            ));
+        }
         other => return Err(unknown(other)),
     })
 }
@@ -105,7 +115,7 @@ mod tests {
     fn every_name_visits_a_model_and_unknown_names_list_them_all() {
         let opts = ModelOptions::preset(super::super::SemanticsPreset::Etcd);
         for n in NAMES {
-            let own = n == TXN || n == LOG;
+            let own = n == TXN || n == LOG || n == SET_FULL;
             assert_eq!(visit(n, &opts, Name).is_ok(), !own, "{n}");
             assert!(is_known(n));
         }
@@ -113,7 +123,7 @@ mod tests {
         let e = visit("graph", &opts, Name).unwrap_err();
         assert_eq!(
             e,
-            "--model \"graph\": expected auto, register, cas-register, multi-register, kv, list-append, set, queue, mutex, counter, txn or log"
+            "--model \"graph\": expected auto, register, cas-register, multi-register, kv, list-append, set, set-full, queue, mutex, counter, txn or log"
         );
         assert!(!is_known("auto"));
     }
