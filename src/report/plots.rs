@@ -1334,6 +1334,14 @@ mod tests {
             ),
             nem(2020, "reboot", json!(null)),
             nem(2022, "reboot", json!({"nodes": ["n5"]})),
+            nem(2024, "shrink-cluster", json!({"allow_minority": false})),
+            nem(
+                2026,
+                "shrink-cluster",
+                json!({"node": "n3", "via": "n1", "retired": true}),
+            ),
+            nem(2028, "grow-cluster", json!(null)),
+            nem(2030, "grow-cluster", json!({"added": ["n3"]})),
         ];
         for i in 0..40u64 {
             client(&mut ops, i, "read", i * 50, i * 50 + 5, OpType::Ok);
@@ -1366,6 +1374,7 @@ mod tests {
             ("corrupt", "bitflip n3", 2.002, 2.006),
             ("disk", "disk fsync EIO n4", 2.010, 2.014),
             ("os-crash", "os-crash n5", 2.018, 2.022),
+            ("membership", "membership n3", 2.026, 2.030),
         ];
         assert_eq!(got.len(), want.len(), "{got:?}");
         for (g, w) in got.iter().zip(want) {

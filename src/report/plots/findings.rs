@@ -481,7 +481,7 @@ mod tests {
         }
         let h = sorted(ops);
         // Interleaving measurements do not disturb fault pairing.
-        assert_eq!(fault_intervals(&h).len(), 15);
+        assert_eq!(fault_intervals(&h).len(), 16);
         let svg = clock_offsets(&h, Formats::Svg).unwrap().svg;
         assert_well_formed(&svg);
         for text in [
