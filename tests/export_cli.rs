@@ -5,20 +5,16 @@
 //! Owns only these CLI assertions; the writers are unit-tested in the core's `export`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+
+#[path = "common/cli.rs"]
+mod cli;
+use cli::shakedown;
 
 fn data(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
         .join(rel)
-}
-
-fn shakedown(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_shakedown"))
-        .env(shakedown::store::PROTECT_ENV, data("../../reports"))
-        .args(args)
-        .output()
-        .expect("run shakedown")
 }
 
 fn path(p: &Path) -> &str {

@@ -92,15 +92,6 @@ impl Fault for Bandwidth {
         active_line("bandwidth", &self.shaped)
     }
 
-    /// The qdisc is found on the nodes, journal or not: nothing to adopt.
-    fn adopt(&mut self, _: &[Value]) -> Vec<String> {
-        Vec::new()
-    }
-
-    fn healed(&self, _: &str) -> String {
-        String::new()
-    }
-
     /// Every node, journal or not; the line names the tbf the survey found.
     fn heal_from_journal(&mut self, cx: &mut Cluster, j: &JournalView<'_>, log: &mut HealLog) {
         cx.heal_step(

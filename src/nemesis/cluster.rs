@@ -148,6 +148,18 @@ impl Cluster {
         }
     }
 
+    /// [`Cluster::on_nodes`] for a reading that is no step of the op (views, status): the
+    /// per-node outcomes recorded so far stay as they were.
+    pub fn read_nodes<F>(&self, idx: &[usize], f: F) -> Result<(), String>
+    where
+        F: Fn(&dyn Remote, &Node) -> Result<(), String> + Sync,
+    {
+        let before = self.take_outcomes();
+        let result = self.on_nodes(idx, f);
+        *self.lock_outcomes() = before;
+        result
+    }
+
     /// Run the command built for each node on the given nodes in parallel.
     pub fn run_on(&self, idx: &[usize], cmd: impl Fn(&Node) -> Cmd + Sync) -> Result<(), String> {
         self.on_nodes(idx, |r, n| {

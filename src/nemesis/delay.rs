@@ -145,15 +145,6 @@ impl Fault for Delay {
         active_line("delay", &self.delayed)
     }
 
-    /// The queue rules, delayer and qdisc are found on the nodes: nothing to adopt.
-    fn adopt(&mut self, _: &[Value]) -> Vec<String> {
-        Vec::new()
-    }
-
-    fn healed(&self, _: &str) -> String {
-        String::new()
-    }
-
     /// Every node, journal or not; the line names what the survey found.
     fn heal_from_journal(&mut self, cx: &mut Cluster, j: &JournalView<'_>, log: &mut HealLog) {
         cx.heal_step(

@@ -73,12 +73,17 @@ pub trait Fault: Send {
     fn active(&self) -> Option<String>;
 
     /// Take over what a journal's outstanding records of this fault say is still in effect, so
-    /// that [`Fault::heal`] undoes it; the nodes they name.
-    fn adopt(&mut self, outstanding: &[Value]) -> Vec<String>;
+    /// that [`Fault::heal`] undoes it; the nodes they name. By default nothing: a fault whose
+    /// heal finds its work on the nodes (rules, qdiscs) or that has none (promote).
+    fn adopt(&mut self, _outstanding: &[Value]) -> Vec<String> {
+        Vec::new()
+    }
 
     /// What its heal did on a node it adopted, for `shakedown heal`'s line ("restarted etcd
-    /// (killed per the journal)").
-    fn healed(&self, db_name: &str) -> String;
+    /// (killed per the journal)"); unused when it adopts nothing.
+    fn healed(&self, _db_name: &str) -> String {
+        String::new()
+    }
 
     /// `shakedown heal`: adopt the journal's records and heal, logging per node. By default a
     /// fault no record names is left alone.

@@ -302,7 +302,7 @@ impl Nemesis {
         let seen: std::sync::Mutex<BTreeMap<String, Result<bool, String>>> =
             std::sync::Mutex::new(BTreeMap::new());
         let db = self.cx.db();
-        let _ = self.cx.on_nodes(&all, |r, node| {
+        let _ = self.cx.read_nodes(&all, |r, node| {
             let state = match db.as_kill().and_then(|k| k.running(r, node)) {
                 None => Err(format!("{} cannot tell whether it runs", db.name())),
                 Some(Ok(up)) => Ok(up),
@@ -313,7 +313,6 @@ impl Nemesis {
                 .insert(node.name.clone(), state);
             Ok(())
         });
-        self.cx.take_outcomes();
         let seen = seen.into_inner().unwrap_or_else(|e| e.into_inner());
         let names = |want: bool| -> Vec<&String> {
             seen.iter()

@@ -142,15 +142,6 @@ impl Fault for Partition {
         self.partitioned.then(|| "partition".to_string())
     }
 
-    /// The rules are found on the nodes, journal or not: nothing to adopt.
-    fn adopt(&mut self, _: &[Value]) -> Vec<String> {
-        Vec::new()
-    }
-
-    fn healed(&self, _: &str) -> String {
-        String::new()
-    }
-
     fn heal_from_journal(&mut self, cx: &mut Cluster, j: &JournalView<'_>, log: &mut HealLog) {
         cx.heal_step(
             log,

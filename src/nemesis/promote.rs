@@ -77,12 +77,4 @@ impl Fault for Promote {
     fn active(&self) -> Option<String> {
         None
     }
-
-    fn adopt(&mut self, _: &[Value]) -> Vec<String> {
-        Vec::new()
-    }
-
-    fn healed(&self, _: &str) -> String {
-        String::new()
-    }
 }
