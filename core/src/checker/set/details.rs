@@ -316,7 +316,10 @@ impl SetAnalysis<'_> {
                 s.push_str(&format!("; {} {words}", thousands(t[name])));
             }
         }
-        if !unknown_keys.is_empty() {
+        if unknown_keys == [""] {
+            // A history without keys: one set.
+            s.push_str("; no read after the last add completed (a final read): unknown");
+        } else if !unknown_keys.is_empty() {
             s.push_str(&format!(
                 "; {} key(s) without a final read ({}): unknown",
                 unknown_keys.len(),

@@ -368,3 +368,25 @@ fn thousands_separators() {
     assert_eq!(thousands(4210), "4,210");
     assert_eq!(thousands(1_234_567), "1,234,567");
 }
+
+#[test]
+fn a_keyless_set_without_a_final_read_says_so_without_an_empty_key_name() {
+    let mut ops = B::default()
+        .add(0, "", 1, 0, OpType::Ok, 5)
+        .read(1, "", 6, 7, &[1])
+        .add(0, "", 2, 8, OpType::Ok, 12)
+        .h()
+        .ops;
+    for o in &mut ops {
+        o.key = None;
+    }
+    let r = check(&History::from_ops(ops));
+    assert_eq!(r.verdict, Verdict::Unknown);
+    assert!(
+        r.summary
+            .contains("no read after the last add completed (a final read): unknown")
+            && !r.summary.contains("()"),
+        "{}",
+        r.summary
+    );
+}
