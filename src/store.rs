@@ -53,6 +53,9 @@ pub const STOPPED_EARLY_KEY: &str = "stopped_early";
 /// results.json's key for the requested faults that never took effect (`runner::requested`
 /// finds them from test.json's nemesis spec and the history; the run page lists them).
 pub const NEVER_RAN_KEY: &str = "never_ran";
+/// results.json's key for the membership changes by verb and outcome
+/// (`faults::membership::timeline::Timeline::counts`), in runs that made any.
+pub const MEMBERSHIP_KEY: &str = "membership";
 
 /// A requested fault that never took effect in the run (results.json's [`NEVER_RAN_KEY`]).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

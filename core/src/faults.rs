@@ -447,6 +447,11 @@ pub const APPLIED_KEY: &str = "applied";
 /// Key of the nodes a fault step failed on (node → why), next to [`APPLIED_KEY`].
 pub const FAILED_KEY: &str = "failed";
 
+/// Key a nemesis completion's value carries (`true`) when the fault refused before touching any
+/// node: a definite failure. Nemesis ops are `info` on both ends (Jepsen's convention), so
+/// without it a refusal and an unknown outcome read alike.
+pub const REFUSED_KEY: &str = "refused";
+
 /// Whether a nemesis op's completion value says the fault took effect on at least one node
 /// although the op reported an error (a partly applied fault).
 pub fn applied_somewhere(value: &serde_json::Value) -> bool {

@@ -44,6 +44,15 @@ pub enum FaultError {
     /// (partly, where the nodes' outcomes say so).
     #[error("{0}")]
     Failed(String),
+    /// The step ran and whether it took effect is not known yet (a membership change the views
+    /// have not confirmed): the completion carries `value`, what is known (the node, the views).
+    #[error("{error}")]
+    Unknown {
+        /// Why it is not known.
+        error: String,
+        /// What is known, the completion's value.
+        value: Value,
+    },
 }
 
 impl From<String> for FaultError {

@@ -19,6 +19,7 @@
 use super::cluster::Cluster;
 use super::fault::{Fault, FaultError, active_line, nodes_of};
 use crate::db::{DbError, Membership as Ability};
+use crate::faults::membership::timeline::{MEMBERS_KEY, PENDING_KEY};
 use crate::faults::membership::{Change, Membership, ShrinkParams};
 use crate::faults::{Verb, verb};
 use crate::node::Node;
@@ -99,28 +100,51 @@ impl MembershipFault {
         Ok(())
     }
 
-    /// Read the views until `change` shows in them or `confirm` passes.
+    /// Read the views until `change` shows in them (true) or `confirm` passes (false: it stays
+    /// pending). Returns the last views read too.
     fn await_change(
         &mut self,
         cx: &mut Cluster,
         m: &dyn Ability,
         change: &Change,
         confirm: Duration,
-    ) -> Result<BTreeMap<String, Vec<String>>, String> {
+    ) -> Result<(BTreeMap<String, Vec<String>>, bool), String> {
         let deadline = Instant::now() + confirm;
         loop {
             let views = self.observe(cx, m)?;
             if !self.model(cx).pending().contains(change) {
-                return Ok(views);
+                return Ok((views, true));
             }
             if Instant::now() >= deadline {
-                return Err(format!(
-                    "{change:?} did not show in the views within {} ms (views: {}); it stays pending",
-                    confirm.as_millis(),
-                    json!(views)
-                ));
+                return Ok((views, false));
             }
             std::thread::sleep(POLL_EVERY);
+        }
+    }
+
+    /// What a change's completion says: `detail` with the merged view, the changes still
+    /// pending (`faults::membership::timeline` reads both) and the views read.
+    fn outcome(
+        &mut self,
+        cx: &Cluster,
+        mut detail: Value,
+        views: &BTreeMap<String, Vec<String>>,
+    ) -> Value {
+        detail[MEMBERS_KEY] = json!(self.model(cx).members());
+        detail[PENDING_KEY] = json!(self.model(cx).pending());
+        detail["views"] = json!(views);
+        detail
+    }
+
+    /// The error of a change the views did not show within `confirm`.
+    fn unconfirmed(change: &Change, confirm: Duration, out: Value) -> FaultError {
+        FaultError::Unknown {
+            error: format!(
+                "{change:?} did not show in the views within {} ms (views: {}); it stays pending",
+                confirm.as_millis(),
+                out["views"]
+            ),
+            value: out,
         }
     }
 
@@ -188,21 +212,22 @@ impl MembershipFault {
             return Err(e.into());
         }
         let confirm = Duration::from_millis(p.confirm_ms);
-        let views = self.await_change(cx, m, &change, confirm)?;
-        let mut out = detail;
-        out["members"] = json!(self.model(cx).members());
-        out["views"] = json!(views);
+        let (views, confirmed) = self.await_change(cx, m, &change, confirm)?;
+        let mut out = self.outcome(cx, detail, &views);
         out["retired"] = json!(self.retired.contains(&target));
+        if !confirmed {
+            return Err(Self::unconfirmed(&change, confirm, out));
+        }
         Ok(out)
     }
 
     /// Add back every node this fault removed and retired, one at a time.
-    fn grow(&mut self, cx: &mut Cluster) -> Result<Value, String> {
+    fn grow(&mut self, cx: &mut Cluster) -> Result<Value, FaultError> {
         let db = cx.db();
         let Some(m) = db.as_membership() else {
             return Ok(json!({ "added": [] }));
         };
-        self.observe(cx, m)?;
+        let mut last = self.observe(cx, m)?;
         // A journal's removal that never committed leaves a member: nothing to undo there.
         let members = self.model(cx).members();
         self.removing.retain(|n| !members.contains(n));
@@ -246,16 +271,17 @@ impl MembershipFault {
                     })
                 },
             )?;
-            self.await_change(
-                cx,
-                m,
-                &change,
-                Duration::from_millis(crate::faults::membership::DEFAULT_CONFIRM_MS),
-            )?;
+            let confirm = Duration::from_millis(crate::faults::membership::DEFAULT_CONFIRM_MS);
+            let (views, confirmed) = self.await_change(cx, m, &change, confirm)?;
+            last = views;
+            if !confirmed {
+                let out = self.outcome(cx, json!({ "node": target, "added": added }), &last);
+                return Err(Self::unconfirmed(&change, confirm, out));
+            }
             self.retired.remove(&target);
             added.push(target);
         }
-        Ok(json!({ "added": added, "members": self.model(cx).members() }))
+        Ok(self.outcome(cx, json!({ "added": added }), &last))
     }
 }
 
@@ -271,7 +297,7 @@ impl Fault for MembershipFault {
     fn invoke(&mut self, cx: &mut Cluster, v: Verb, value: &Value) -> Result<Value, FaultError> {
         match v {
             Verb::ShrinkCluster => self.shrink(cx, value),
-            _ => Ok(self.grow(cx)?),
+            _ => self.grow(cx),
         }
     }
 
@@ -279,7 +305,7 @@ impl Fault for MembershipFault {
         if self.retired.is_empty() && self.removing.is_empty() {
             return Ok(());
         }
-        self.grow(cx).map(|_| ())
+        self.grow(cx).map(|_| ()).map_err(|e| e.to_string())
     }
 
     fn heal_what(&self) -> &'static str {

@@ -226,8 +226,9 @@ impl Nemesis {
     /// and the value `{"applied": [..], "failed": {node: why}}`. It is carried by
     /// `Completion::Fail` (the variant with both an error and a value); the interpreter records
     /// every nemesis completion as `info`, so the history says "info, partly applied". A fault
-    /// that refused before touching any node ([`FaultError::Refused`]) fails with the op's
-    /// value; any other error leaves the outcome unknown (`Completion::Info`).
+    /// that refused before touching any node ([`FaultError::Refused`]) fails with
+    /// `{"refused": true, "asked": value}`; [`FaultError::Unknown`] with the value the fault
+    /// gives; any other error leaves the outcome unknown (`Completion::Info`).
     pub fn invoke(&mut self, f: &str, value: &Value) -> Completion {
         self.cx.take_outcomes();
         let verb = Verb::parse(f);
@@ -246,14 +247,17 @@ impl Nemesis {
                 value,
                 version: None,
             },
+            // The fault says what is known itself.
+            Err(FaultError::Unknown { error, value }) => Completion::Fail { error, value },
             Err(e) if !outcomes.applied.is_empty() => Completion::Fail {
                 error: e.to_string(),
                 value: outcomes.to_json(),
             },
-            // Nothing was applied anywhere: a definite failure, not an unknown outcome.
+            // Nothing was applied anywhere: a definite failure, not an unknown outcome; the
+            // value says so (`faults::REFUSED_KEY`: nemesis completions are all `info`).
             Err(FaultError::Refused(error)) => Completion::Fail {
                 error,
-                value: value.clone(),
+                value: serde_json::json!({ crate::faults::REFUSED_KEY: true, "asked": value }),
             },
             Err(e) => Completion::Info {
                 error: e.to_string(),

@@ -30,6 +30,7 @@ mod index;
 mod live;
 mod lock;
 mod log;
+mod membership;
 mod recovery;
 mod set;
 mod txn;
@@ -330,6 +331,12 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
         None => {}
         Some(Ok(history)) => {
             fault_section(&mut out, history, &results);
+            let end_s = history.ops.iter().map(|o| o.time_ns).max().unwrap_or(0) as f64 / 1e9;
+            membership::membership_section(
+                &mut out,
+                &crate::faults::membership::timeline::timeline(history),
+                end_s,
+            );
             if let Some(r) = &recovery {
                 recovery::recovery_section(&mut out, r);
             }

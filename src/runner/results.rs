@@ -176,6 +176,10 @@ pub(super) fn write_results_with(
         json[STOPPED_EARLY_KEY] = completion.reason.clone().into();
     }
     json[crate::report::recovery::RESULTS_KEY] = crate::report::recovery::to_json(&history);
+    let membership = crate::faults::membership::timeline::timeline(&history);
+    if !membership.is_empty() {
+        json[crate::store::MEMBERSHIP_KEY] = json!({ "changes": membership.counts() });
+    }
     if let Ok(test) = run_dir.read_object(TEST_FILE) {
         let never = super::requested::never_ran(&test, &history);
         json[crate::store::NEVER_RAN_KEY] = serde_json::to_value(never).unwrap_or_default();

@@ -15,6 +15,8 @@
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
+pub mod timeline;
+
 /// Longest wait for a change to show in the views, in ms, by default.
 pub const DEFAULT_CONFIRM_MS: u64 = 30_000;
 
@@ -76,7 +78,7 @@ impl ShrinkParams {
 }
 
 /// One membership change the nemesis issued.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "change", content = "node", rename_all = "lowercase")]
 pub enum Change {
     /// The node is being removed.
