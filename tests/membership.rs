@@ -253,7 +253,7 @@ const RUN_SANDBOX: [&str; 6] = [
 /// `shakedown run --db etcd --nemesis membership`: members are removed (and retired once the
 /// views confirm it) and grown back during the run, the final heal leaves all five members,
 /// every node's etcd runs at the end, the journal has nothing outstanding, and the register
-/// history is linearizable.
+/// history is linearizable; results.json counts the changes and the run page lists them.
 #[test]
 fn a_run_under_membership_changes_removes_members_and_grows_them_back() {
     if !root() {
@@ -330,6 +330,16 @@ fn a_run_under_membership_changes_removes_members_and_grows_them_back() {
     assert!(
         shakedown::nemesis::outstanding_faults(&records).is_empty(),
         "the journal has faults left in effect"
+    );
+    // results.json counts the changes by outcome; the run page draws them.
+    let counts = &results["membership"]["changes"];
+    let ok = |f: &str| counts[f]["ok"].as_u64().unwrap_or(0) as usize;
+    assert_eq!(ok("shrink-cluster"), retired.len(), "{counts}");
+    assert!(ok("grow-cluster") >= 1, "{counts}");
+    let page = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(
+        page.contains("id=\"membership\"") && page.contains("<td>shrink-cluster</td>"),
+        "the run page has no membership part"
     );
     assert_eq!(code, 0, "the run is not valid: {results}");
 }
