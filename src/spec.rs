@@ -475,7 +475,7 @@ pub fn load_workload(arg: &str) -> Result<WorkloadSpec, ConfigError> {
 /// Load a nemesis schedule: a path, a name under `nemeses/`, `none`, or a comma-separated list of
 /// packages (`partition`, `kill`, `pause`, `isolate`, `loss`, `bandwidth`, `delay`, `clock`,
 /// `promote`, `ssh-drop`, `stall`, `power-loss`, `os-crash`, `bitflip`, `truncate`,
-/// `disk-error`, `disk-full`, `slow-disk`) composed into one schedule.
+/// `disk-error`, `disk-full`, `slow-disk`, `membership`) composed into one schedule.
 pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
     let packages: Vec<&str> = arg.split(',').map(str::trim).collect();
     let known = [
@@ -497,6 +497,7 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
         "disk-error",
         "disk-full",
         "slow-disk",
+        "membership",
     ];
     // A single name with a schedule file (`nemeses/NAME.toml` here, or a built-in one) is that
     // file, so editing `nemeses/clock.toml` changes `--nemesis clock`; lists are packages.
@@ -943,6 +944,18 @@ mod tests {
         );
         let n = load_nemesis("ssh-drop").unwrap();
         assert_eq!(n.faults[0].ops_text().0, "start-ssh-drop");
+        // Membership composes with the packages (its file stands for it in a list).
+        let m = load_nemesis("membership,partition,kill").unwrap();
+        let starts: Vec<&str> = m.faults.iter().map(|f| f.ops().start.as_str()).collect();
+        assert_eq!(
+            starts,
+            [
+                "shrink-cluster",
+                "start-partition",
+                "start-partition",
+                "kill"
+            ]
+        );
         let p = load_nemesis("packet").unwrap();
         assert!(p.faults.iter().any(|f| matches!(f, FaultSpec::Loss { .. })));
         assert!(
