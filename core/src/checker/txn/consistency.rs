@@ -433,6 +433,20 @@ impl Anomaly {
             )
     }
 
+    /// Whether seeing it takes process order (a `-process` cycle, or a strong-session model's
+    /// cycle-exists marker): Elle's `process-anomaly-types`.
+    pub fn needs_process(self) -> bool {
+        use Anomaly::*;
+        self.name().ends_with("-process")
+            || matches!(
+                self,
+                StrongSessionPl1CycleExists
+                    | StrongSessionPl2CycleExists
+                    | StrongSessionSiCycleExists
+                    | StrongSessionSerializableCycleExists
+            )
+    }
+
     /// The anomalies this one directly implies (Elle's `implied-anomalies`).
     fn implies(self) -> &'static [Anomaly] {
         use Anomaly::*;
