@@ -128,6 +128,7 @@ pub fn infer(t: &Txns) -> Result<Inferred, String> {
     };
     let writers = Writers::of(t)?;
     let duplicated = version_orders(t, &mut out.orders, &mut out.anomalies);
+    single_appends(t, &writers, &mut out.orders);
     ww_edges(t, &out.orders, &writers, &mut out.graph);
     let reads = Reads {
         t,
@@ -261,6 +262,28 @@ fn version_orders(
         orders[k] = l.map(|(_, l)| l.clone());
     }
     duplicated
+}
+
+/// A key no read showed anything of, with exactly one append by a transaction that did not
+/// fail, has the version order [that element] (Elle's `values-from-single-appends`): a read of
+/// it empty then precedes the append (rw) without any read showing it.
+fn single_appends(t: &Txns, writers: &Writers, orders: &mut [Option<Vec<u32>>]) {
+    let mut only: FxHashMap<u32, Option<u32>> = FxHashMap::default();
+    for (&(key, elem), &w) in &writers.writer {
+        if t.txns[w as usize].status != Status::Fail {
+            only.entry(key)
+                .and_modify(|e| *e = None)
+                .or_insert(Some(elem));
+        }
+    }
+    for (key, elem) in only {
+        let slot = &mut orders[key as usize];
+        if let Some(e) = elem
+            && slot.as_ref().is_none_or(|o| o.is_empty())
+        {
+            *slot = Some(vec![e]);
+        }
+    }
 }
 
 /// ww: consecutive appends by different non-failed writers in each key's order.

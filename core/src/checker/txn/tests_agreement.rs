@@ -54,6 +54,15 @@ const LIST_APPEND: &[Case] = &[
         Verdict::Invalid,
     ),
     (
+        // Without a read of x showing 1: its single append orders it (Elle's
+        // values-from-single-appends).
+        "G-single, one append",
+        "{:type :ok, :process 0, :value [[:r :x []] [:r :y [1]]]}
+         {:type :ok, :process 1, :value [[:append :x 1] [:append :y 1]]}",
+        &["G-single-item"],
+        Verdict::Invalid,
+    ),
+    (
         "G2-item",
         "{:type :ok, :process 0, :value [[:r :x []] [:r :y []] [:append :x 1]]}
          {:type :ok, :process 1, :value [[:r :x []] [:r :y []] [:append :y 1]]}
