@@ -12,12 +12,14 @@
 //! runs once and prints verdict, time, transactions/s, graph size and peak RSS (VmHWM) instead of a
 //! criterion statistics run (`TXN_BENCH_ONCE=a|b|c|d|e|f` runs one). Once-only, (e) and (f) are
 //! (a) and (b) at 1,000,000 transactions with keys retired after 32 appends: the size
-//! (target < 15 s, < 4 GiB).
+//! (target < 15 s, < 4 GiB); (g) and (h) are (a) and (e) as completions only (the invokes dropped,
+//! as Elle's tests and elle-cli inputs write histories), which must check as fast.
 
 use criterion::{Criterion, criterion_group};
 use shakedown::checker::txn::histgen::{TxnGenConfig, generate_txn_history};
 use shakedown::checker::txn::register::Assume;
 use shakedown::checker::txn::{TxnConfig, check};
+use shakedown::history::{History, OpType};
 use std::time::{Duration, Instant};
 
 #[path = "common/mod.rs"]
@@ -84,7 +86,7 @@ fn million(base: TxnGenConfig) -> TxnGenConfig {
     }
 }
 
-fn scenarios() -> [(&'static str, &'static str, TxnGenConfig, Assume); 6] {
+fn scenarios() -> [(&'static str, &'static str, TxnGenConfig, Assume); 8] {
     [
         (
             "a",
@@ -122,7 +124,35 @@ fn scenarios() -> [(&'static str, &'static str, TxnGenConfig, Assume); 6] {
             million(stale()),
             Assume::default(),
         ),
+        (
+            "g",
+            "completions only: 100k txns / 1-4 micro-ops / 1k keys / 50 processes / strict-serializable",
+            clean(),
+            Assume::default(),
+        ),
+        (
+            "h",
+            "completions only: 1M txns / 1-4 micro-ops / 1k keys / 50 processes / strict-serializable",
+            million(clean()),
+            Assume::default(),
+        ),
     ]
+}
+
+/// Scenarios checked as completions only.
+const COMPLETIONS_ONLY: [&str; 2] = ["g", "h"];
+
+/// `h` without its client invokes, read back as a completion-only history is (invokes
+/// synthesized from the completions).
+fn completions_only(h: History) -> History {
+    let mut bare = History::from_ops(
+        h.ops
+            .into_iter()
+            .filter(|o| !(o.is_client() && o.op_type == OpType::Invoke))
+            .collect(),
+    );
+    bare.synthesize_invokes();
+    bare
 }
 
 fn config(assume: Assume) -> TxnConfig {
@@ -139,7 +169,10 @@ fn once() {
             continue;
         }
         let t0 = Instant::now();
-        let h = generate_txn_history(&cfg);
+        let mut h = generate_txn_history(&cfg);
+        if COMPLETIONS_ONLY.contains(&id) {
+            h = completions_only(h);
+        }
         let gen_s = t0.elapsed().as_secs_f64();
         let rss_before = peak_rss_kib().unwrap_or(0);
         let t1 = Instant::now();

@@ -87,7 +87,8 @@ pub enum Other {
     IncompatibleOrder,
     /// Two committed transactions read the same version of a key and both appended to it.
     LostUpdate,
-    /// A read holds an element nobody appended (rw-register: a value nobody wrote).
+    /// A list-append read holds an element nobody appended (an rw-register read of a value
+    /// nobody wrote is no anomaly, as in Elle: `register` notes it).
     GarbageRead,
     /// A read saw a write its own transaction made later (Elle's `future-read`).
     FutureRead,

@@ -16,8 +16,9 @@
 //!
 //! Two anomalies are shakedown's own, tied in where Elle would count them: `fuzzy-read` (Elle
 //! reports a transaction's non-repeatable read as `internal`) implies `internal`, and
-//! `garbage-read` (a read of a value nobody wrote) is proscribed by read uncommitted, as Elle's
-//! `duplicate-elements` is.
+//! `garbage-read` (a list-append read of an element nobody appended) is proscribed by read
+//! uncommitted, as Elle's `duplicate-elements` is. (An rw-register read of a value nobody wrote is
+//! no anomaly, as in Elle: `register` notes it.)
 //!
 //! Owns names and relations. Does not own which anomalies the checker can find (`judge`) or
 //! finding them. Pure.
@@ -430,6 +431,20 @@ impl Anomaly {
             || matches!(
                 self,
                 PlSsCycleExists | StrongPl1CycleExists | StrongPl2CycleExists | StrongSiCycleExists
+            )
+    }
+
+    /// Whether seeing it takes process order (a `-process` cycle, or a strong-session model's
+    /// cycle-exists marker): Elle's `process-anomaly-types`.
+    pub fn needs_process(self) -> bool {
+        use Anomaly::*;
+        self.name().ends_with("-process")
+            || matches!(
+                self,
+                StrongSessionPl1CycleExists
+                    | StrongSessionPl2CycleExists
+                    | StrongSessionSiCycleExists
+                    | StrongSessionSerializableCycleExists
             )
     }
 

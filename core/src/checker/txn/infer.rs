@@ -93,6 +93,8 @@ pub struct Inferred {
     pub anomalies: Vec<Found>,
     /// Per key: the version order (the longest read), when read at all.
     pub orders: Vec<Option<Vec<u32>>>,
+    /// What the result should say besides anomalies (one sentence each).
+    pub notes: Vec<String>,
 }
 
 /// `T17` — a transaction named by its invoke's index (by its completion's position in the input
@@ -126,6 +128,7 @@ pub fn infer(t: &Txns) -> Result<Inferred, String> {
     };
     let writers = Writers::of(t)?;
     let duplicated = version_orders(t, &mut out.orders, &mut out.anomalies);
+    single_appends(t, &writers, &mut out.orders);
     ww_edges(t, &out.orders, &writers, &mut out.graph);
     let reads = Reads {
         t,
@@ -134,7 +137,7 @@ pub fn infer(t: &Txns) -> Result<Inferred, String> {
         duplicated: &duplicated,
     };
     reads.anomalies_and_edges(&mut out.anomalies, &mut out.graph);
-    internal_and_lost_updates(t, &mut out.anomalies);
+    internal_and_lost_updates(t, &mut out.anomalies, true);
     order_edges(t, &mut out.graph);
     out.graph.finish();
     Ok(out)
@@ -259,6 +262,28 @@ fn version_orders(
         orders[k] = l.map(|(_, l)| l.clone());
     }
     duplicated
+}
+
+/// A key no read showed anything of, with exactly one append by a transaction that did not
+/// fail, has the version order [that element] (Elle's `values-from-single-appends`): a read of
+/// it empty then precedes the append (rw) without any read showing it.
+fn single_appends(t: &Txns, writers: &Writers, orders: &mut [Option<Vec<u32>>]) {
+    let mut only: FxHashMap<u32, Option<u32>> = FxHashMap::default();
+    for (&(key, elem), &w) in &writers.writer {
+        if t.txns[w as usize].status != Status::Fail {
+            only.entry(key)
+                .and_modify(|e| *e = None)
+                .or_insert(Some(elem));
+        }
+    }
+    for (key, elem) in only {
+        let slot = &mut orders[key as usize];
+        if let Some(e) = elem
+            && slot.as_ref().is_none_or(|o| o.is_empty())
+        {
+            *slot = Some(vec![e]);
+        }
+    }
 }
 
 /// ww: consecutive appends by different non-failed writers in each key's order.
@@ -395,8 +420,17 @@ impl Reads<'_> {
     }
 }
 
-/// Internal consistency of each committed transaction, and lost updates.
-fn internal_and_lost_updates(t: &Txns, anomalies: &mut Vec<Found>) {
+/// The anomalies each committed transaction shows on its own (internal, non-repeatable reads),
+/// which need no unique elements: what is left to check when the history appends an element
+/// twice to a key.
+pub fn per_transaction(t: &Txns) -> Vec<Found> {
+    let mut anomalies = Vec::new();
+    internal_and_lost_updates(t, &mut anomalies, false);
+    anomalies
+}
+
+/// Internal consistency of each committed transaction, and (with `lost_updates`) lost updates.
+fn internal_and_lost_updates(t: &Txns, anomalies: &mut Vec<Found>, lost_updates: bool) {
     // (key, version read: last element or none) → committed txns that read it, then appended.
     let mut read_then_wrote: FxHashMap<(u32, Option<u32>), Vec<u32>> = FxHashMap::default();
     for (i, tx) in t.txns.iter().enumerate() {
@@ -476,6 +510,9 @@ fn internal_and_lost_updates(t: &Txns, anomalies: &mut Vec<Found>) {
                 .push(i);
         }
     }
+    if !lost_updates {
+        return;
+    }
     let mut groups: Vec<_> = read_then_wrote
         .into_iter()
         .filter(|(_, v)| v.len() > 1)
@@ -514,12 +551,18 @@ fn expect_has_own_appends(tx: &super::parse::Txn, key: u32, at: &Mop) -> bool {
     false
 }
 
-/// Process-order and real-time edges. Real time: at each invoke, an edge from every committed
-/// transaction on the frontier (completed, not yet known to precede a later completed one);
-/// at each completion the transaction replaces the ones that precede it. None when real-time
-/// order is unknown (invokes synthesized from completions, see `Txns::realtime_unknown`), as
-/// Elle draws none for a history without invokes.
+/// Process-order and real-time edges, as far as `t.orders` has them. Real time: at each
+/// invoke, an edge from every committed transaction on the frontier (completed, not yet known to
+/// precede a later completed one); at each completion the transaction replaces the ones that
+/// precede it. With invokes, a process edge runs from each committed transaction to the
+/// process's next one. In a history of completions only there is no real-time edge, as Elle
+/// draws none without invokes, and process edges (when drawn) join successive committed
+/// transactions of a process, as Elle's process graph over ok completions.
 pub(super) fn order_edges(t: &Txns, g: &mut Graph) {
+    let orders = t.orders;
+    if !orders.realtime && !orders.process {
+        return;
+    }
     let mut last_on_process: FxHashMap<u64, u32> = FxHashMap::default();
     // Events: (time-ordered by history index) invoke / complete.
     let mut events: Vec<(usize, bool, u32)> = Vec::with_capacity(t.txns.len() * 2);
@@ -540,21 +583,25 @@ pub(super) fn order_edges(t: &Txns, g: &mut Graph) {
             if tx.status == Status::Fail {
                 continue;
             }
-            if !t.realtime_unknown {
+            if orders.realtime {
                 for &p in &frontier {
                     g.add(p, i, edge::REALTIME, None);
                 }
+                if tx.status == Status::Ok {
+                    preds.insert(i, frontier.clone());
+                }
             }
-            if tx.status == Status::Ok {
-                preds.insert(i, frontier.clone());
-            }
-            if let Some(&prev) = last_on_process.get(&tx.process) {
+            let target = t.orders.realtime || tx.status == Status::Ok;
+            if orders.process
+                && target
+                && let Some(&prev) = last_on_process.get(&tx.process)
+            {
                 g.add(prev, i, edge::PROCESS, None);
             }
             if tx.status == Status::Ok {
                 last_on_process.insert(tx.process, i);
             }
-        } else {
+        } else if orders.realtime {
             let before = preds.remove(&i).unwrap_or_default();
             frontier.retain(|f| !before.contains(f));
             frontier.push(i);

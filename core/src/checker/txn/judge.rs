@@ -13,6 +13,7 @@
 //! lattice (`consistency`) or finding anomalies. Pure.
 
 use super::consistency::{Anomaly, Model, implying, prohibited_by};
+use serde::Serialize;
 use std::collections::BTreeSet;
 
 /// What the history is checked against.
@@ -100,21 +101,77 @@ impl Ask {
     }
 
     /// Split `found` into prohibited and allowed, and name the prohibited anomalies the search
-    /// could not rule out. With `realtime_unknown` (a history of completions only) no anomaly
-    /// that needs real-time order ([`Anomaly::needs_realtime`]) is ruled out: none can be seen.
-    pub fn judge(&self, found: &BTreeSet<Anomaly>, realtime_unknown: bool) -> Judgement {
+    /// could not rule out. A prohibited anomaly that needs an order the dependency graph does not
+    /// have ([`Orders`]: a history of completions only) cannot occur in the history: it is
+    /// `unseen`, not unchecked, as in Elle.
+    pub fn judge(&self, found: &BTreeSet<Anomaly>, orders: Orders) -> Judgement {
         let prohibited = self.prohibited();
-        let blind = |a: Anomaly| realtime_unknown && a.needs_realtime();
+        let absent = |a: &Anomaly| !found.contains(a);
         Judgement {
             prohibited: found.intersection(&prohibited).copied().collect(),
             allowed: found.difference(&prohibited).copied().collect(),
             not_checked: prohibited
                 .iter()
                 .copied()
-                .filter(|a| !found.contains(a) && (blind(*a) || !ruled_out(*a, found)))
+                .filter(|a| absent(a) && orders.sees(*a) && !ruled_out(*a, found))
                 .collect(),
-            realtime_unknown: realtime_unknown
-                && prohibited.iter().any(|a| !found.contains(a) && blind(*a)),
+            unseen: prohibited
+                .iter()
+                .copied()
+                .filter(|a| absent(a) && !orders.sees(*a))
+                .collect(),
+        }
+    }
+}
+
+/// Which order edges the dependency graph has besides the data edges (Elle's additional graphs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Orders {
+    /// Real-time edges: a transaction that completed before another was invoked precedes it.
+    pub realtime: bool,
+    /// Process edges: a process's transactions in the order it ran them.
+    pub process: bool,
+}
+
+impl Default for Orders {
+    fn default() -> Self {
+        Orders::BOTH
+    }
+}
+
+impl Orders {
+    /// A history with invokes: both orders.
+    pub const BOTH: Orders = Orders {
+        realtime: true,
+        process: true,
+    };
+
+    /// A history of completions only has no real-time order. Process order is drawn as Elle's
+    /// `additional-graphs` chooses it: Elle uses the real-time graph alone when `ask` prohibits a
+    /// real-time anomaly (with invokes it implies process order; without them it is empty), the
+    /// process graph (successive ok completions per process) when `ask` prohibits a process
+    /// anomaly and no real-time one, and neither otherwise.
+    pub fn completions_only(ask: &Ask) -> Orders {
+        let prohibited = ask.prohibited();
+        let realtime = prohibited.iter().any(|a| a.needs_realtime());
+        Orders {
+            realtime: false,
+            process: !realtime && prohibited.iter().any(|a| a.needs_process()),
+        }
+    }
+
+    /// Whether the graph can show `a`.
+    pub fn sees(self, a: Anomaly) -> bool {
+        (self.realtime || !a.needs_realtime()) && (self.process || !a.needs_process())
+    }
+
+    /// `real-time and process order`, `process order`, `no order`.
+    pub fn describe(self) -> &'static str {
+        match (self.realtime, self.process) {
+            (true, true) => "real-time and process order",
+            (true, false) => "real-time order",
+            (false, true) => "process order but no real-time order",
+            (false, false) => "neither real-time nor process order",
         }
     }
 }
@@ -128,45 +185,33 @@ pub struct Judgement {
     pub allowed: Vec<Anomaly>,
     /// Prohibited, not found, and not ruled out by the search: a valid verdict is not earned.
     pub not_checked: Vec<Anomaly>,
-    /// Some of `not_checked` need real-time order, which the history does not give.
-    pub realtime_unknown: bool,
+    /// Prohibited, and impossible in this history: they need an order it does not have.
+    pub unseen: Vec<Anomaly>,
 }
 
 impl Judgement {
-    /// `G-nonadjacent is not checked`, `G-cursor, G-nonadjacent are not checked`; the anomalies
-    /// that need real-time order are named apart, with why they cannot be seen.
+    /// `G-nonadjacent is not checked`, `G-cursor, G-nonadjacent are not checked`.
     pub fn not_checked_reason(&self) -> Option<String> {
-        let (realtime, other): (Vec<Anomaly>, Vec<Anomaly>) = self
-            .not_checked
-            .iter()
-            .partition(|a| self.realtime_unknown && a.needs_realtime());
-        let list = |xs: &[Anomaly]| {
-            let names: Vec<&str> = xs.iter().map(|a| a.name()).collect();
-            match names.len() {
-                0 => None,
-                1 => Some(format!("{} is not checked", names[0])),
-                _ => Some(format!("{} are not checked", names.join(", "))),
+        let names: Vec<&str> = self.not_checked.iter().map(|a| a.name()).collect();
+        match names.len() {
+            0 => None,
+            1 => Some(format!("{} is not checked", names[0])),
+            _ => Some(format!("{} are not checked", names.join(", "))),
+        }
+    }
+
+    /// `G0-realtime, G1c-realtime and 12 more`: the unseen anomalies, briefly.
+    pub fn unseen_text(&self) -> Option<String> {
+        let n = self.unseen.len();
+        let name = |i: usize| self.unseen[i].name();
+        match n {
+            0 => None,
+            1 => Some(name(0).to_string()),
+            2 | 3 => {
+                let names: Vec<&str> = (0..n).map(name).collect();
+                Some(names.join(", "))
             }
-        };
-        let realtime = (!realtime.is_empty()).then(|| {
-            let r = match realtime.len() {
-                n if n > 3 => format!(
-                    "{}, {} and {} more real-time anomalies are not checked",
-                    realtime[0].name(),
-                    realtime[1].name(),
-                    n - 2
-                ),
-                _ => list(&realtime).unwrap_or_default(),
-            };
-            format!(
-                "{r}: the history has completions only, no invokes, so real-time order is unknown (ask for a model without real time, e.g. --consistency-models serializable)"
-            )
-        });
-        match (list(&other), realtime) {
-            (None, None) => None,
-            (Some(o), None) => Some(o),
-            (None, Some(r)) => Some(r),
-            (Some(o), Some(r)) => Some(format!("{o}; {r}")),
+            _ => Some(format!("{}, {} and {} more", name(0), name(1), n - 2)),
         }
     }
 }
@@ -267,28 +312,56 @@ mod tests {
                 models: vec![*m],
                 anomalies: vec![],
             };
-            assert_eq!(ask.judge(&found(&[]), false), Judgement::default(), "{m:?}");
+            assert_eq!(
+                ask.judge(&found(&[]), Orders::BOTH),
+                Judgement::default(),
+                "{m:?}"
+            );
         }
     }
 
     #[test]
-    fn without_real_time_order_strict_models_are_not_earned_and_others_are() {
+    fn without_invokes_order_anomalies_are_unseen_as_in_elle() {
+        // Strict serializable prohibits real-time anomalies: Elle draws the real-time graph
+        // alone, empty without invokes, so neither order is drawn and no order anomaly can be
+        // seen; nothing is left unchecked.
         let strict = Ask::default();
-        let j = strict.judge(&found(&[]), true);
-        assert!(j.prohibited.is_empty() && j.realtime_unknown, "{j:?}");
-        assert!(j.not_checked.contains(&G1cRealtime), "{j:?}");
-        assert!(j.not_checked.contains(&PlSsCycleExists), "{j:?}");
-        assert!(j.not_checked.iter().all(|a| a.needs_realtime()), "{j:?}");
-        let why = j.not_checked_reason().unwrap();
-        assert!(why.contains("G1c-realtime"), "{why}");
-        assert!(why.contains("real-time order is unknown"), "{why}");
-        // Serializable and snapshot isolation need no real time: earned as with invokes.
+        let orders = Orders::completions_only(&strict);
+        assert_eq!(
+            orders,
+            Orders {
+                realtime: false,
+                process: false
+            }
+        );
+        let j = strict.judge(&found(&[]), orders);
+        assert!(j.prohibited.is_empty() && j.not_checked.is_empty(), "{j:?}");
+        assert!(j.unseen.contains(&G1cRealtime), "{j:?}");
+        assert!(j.unseen.contains(&PlSsCycleExists), "{j:?}");
+        assert!(j.unseen.contains(&GSingleItemProcess), "{j:?}");
+        assert!(
+            j.unseen
+                .iter()
+                .all(|a| a.needs_realtime() || a.needs_process()),
+            "{j:?}"
+        );
+        assert!(j.not_checked_reason().is_none());
+        assert!(j.unseen_text().unwrap().contains(" more"), "{j:?}");
+        // A strong-session model prohibits process anomalies and no real-time one: process
+        // order is drawn (from the completions) and judged.
+        let session = Ask::model(Model::StrongSessionSerializable);
+        let orders = Orders::completions_only(&session);
+        assert!(orders.process && !orders.realtime);
+        let j = session.judge(&found(&[]), orders);
+        assert_eq!(j, Judgement::default(), "{j:?}");
+        // Serializable and snapshot isolation need no order at all.
         for m in [Model::Serializable, Model::SnapshotIsolation] {
-            let j = Ask::model(m).judge(&found(&[]), true);
+            let ask = Ask::model(m);
+            let j = ask.judge(&found(&[]), Orders::completions_only(&ask));
             assert_eq!(j, Judgement::default(), "{m:?}");
         }
         // A found prohibited anomaly still fails the check.
-        let j = strict.judge(&found(&[G1c]), true);
+        let j = strict.judge(&found(&[G1c]), Orders::completions_only(&strict));
         assert_eq!(j.prohibited, vec![G1c]);
     }
 
@@ -298,24 +371,31 @@ mod tests {
             models: vec![Model::SnapshotIsolation],
             anomalies: vec![],
         };
-        let j = si.judge(&found(&[G2Item]), false);
+        let j = si.judge(&found(&[G2Item]), Orders::BOTH);
         assert!(j.prohibited.is_empty());
         assert_eq!(j.allowed, vec![G2Item]);
         assert!(j.not_checked.is_empty(), "{j:?}");
-        let j = si.judge(&found(&[GNonadjacentItem]), false);
+        let j = si.judge(&found(&[GNonadjacentItem]), Orders::BOTH);
         assert_eq!(j.prohibited, vec![GNonadjacentItem]);
         // Serializable forbids both.
         let ser = Ask::model(Model::Serializable);
-        assert_eq!(ser.judge(&found(&[G2Item]), false).prohibited, vec![G2Item]);
         assert_eq!(
-            ser.judge(&found(&[GNonadjacentItem]), false).prohibited,
+            ser.judge(&found(&[G2Item]), Orders::BOTH).prohibited,
+            vec![G2Item]
+        );
+        assert_eq!(
+            ser.judge(&found(&[GNonadjacentItem]), Orders::BOTH)
+                .prohibited,
             vec![GNonadjacentItem]
         );
         // Cursor stability proscribes G-cursor, which would show as a G-single: write skew
         // leaves it earned, a G-single leaves it open.
         let cs = Ask::model(Model::CursorStability);
-        assert_eq!(cs.judge(&found(&[G2Item]), false).not_checked, vec![]);
-        let j = cs.judge(&found(&[GSingleItem]), false);
+        assert_eq!(
+            cs.judge(&found(&[G2Item]), Orders::BOTH).not_checked,
+            vec![]
+        );
+        let j = cs.judge(&found(&[GSingleItem]), Orders::BOTH);
         assert!(j.prohibited.is_empty(), "{j:?}");
         assert_eq!(j.not_checked, vec![GCursor], "{j:?}");
         assert!(j.not_checked_reason().unwrap().contains("G-cursor"));
@@ -324,10 +404,13 @@ mod tests {
             models: vec![Model::RepeatableRead],
             anomalies: vec![],
         };
-        let j = rr.judge(&found(&[GSingleItemRealtime]), false);
+        let j = rr.judge(&found(&[GSingleItemRealtime]), Orders::BOTH);
         assert_eq!(j.allowed, vec![GSingleItemRealtime]);
         assert!(j.not_checked.is_empty(), "{j:?}");
-        assert_eq!(rr.judge(&found(&[G2Item]), false).prohibited, vec![G2Item]);
+        assert_eq!(
+            rr.judge(&found(&[G2Item]), Orders::BOTH).prohibited,
+            vec![G2Item]
+        );
     }
 
     #[test]
@@ -364,16 +447,18 @@ mod tests {
             anomalies: vec![G2],
         };
         assert_eq!(
-            ask.judge(&found(&[LostUpdate]), false).prohibited,
+            ask.judge(&found(&[LostUpdate]), Orders::BOTH).prohibited,
             vec![LostUpdate]
         );
         assert_eq!(
-            ask.judge(&found(&[G2ItemRealtime]), false).allowed,
+            ask.judge(&found(&[G2ItemRealtime]), Orders::BOTH).allowed,
             vec![G2ItemRealtime]
         );
         let default = Ask::default();
         assert_eq!(
-            default.judge(&found(&[G0Realtime]), false).prohibited,
+            default
+                .judge(&found(&[G0Realtime]), Orders::BOTH)
+                .prohibited,
             vec![G0Realtime]
         );
     }

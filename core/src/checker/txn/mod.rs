@@ -13,10 +13,14 @@
 //!
 //! Verdict against the models and anomalies asked for (`judge`; default strict-serializable):
 //! invalid when a found anomaly is prohibited; else unknown when a component's search ran out of
-//! budget, nothing committed, or a prohibited anomaly is not checked (a history of completions
-//! only, as Elle writes them, has process order but no real-time order: no real-time edge, and
-//! anomalies that need real time are not checked); else valid — for rw-register, valid for what the inferred version orders let it see, which the
-//! result states (`versions`: keys whose versions are totally ordered, sources used).
+//! budget, nothing committed, a prohibited anomaly is not checked, or a value repeated on a key
+//! left no dependency graph (then only each transaction's own anomalies — internal, future
+//! reads — are found); else valid — for rw-register, valid for what the inferred version orders
+//! let it see, which the result states (`versions`: keys whose versions are totally ordered,
+//! sources used). A history of completions only, as Elle writes them, is decided as Elle does:
+//! the data edges need no invokes; it has no real-time edge, and process edges only where Elle's
+//! choice of graphs draws them (`judge::Orders`); the anomalies those orders would show cannot
+//! occur in it (`unseen`, said in a note), which is no reason for unknown.
 //! Submodules: `parse` (transactions from a history), `infer` (list-append orders, non-cycle
 //! anomalies, graph), `register` (the same for rw-register), `cycles` (components and search),
 //! `anomaly` (the kinds found), `consistency` (Elle's model lattice), `judge` (the verdict), `future` (future reads), `histgen` (generated histories for tests and
@@ -34,6 +38,8 @@ pub mod parse;
 pub mod register;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_agreement;
 #[cfg(test)]
 mod tests_elle;
 #[cfg(test)]
@@ -152,6 +158,13 @@ pub struct TxnResult {
     /// Prohibited anomalies the checker neither looks for nor could rule out.
     #[serde(rename = "not-checked")]
     pub not_checked: Vec<Anomaly>,
+    /// Prohibited anomalies this history cannot show: they need an order it does not have (a
+    /// history of completions only has no real-time order), so they were not looked for.
+    #[serde(rename = "unseen-anomaly-types", skip_serializing_if = "Vec::is_empty")]
+    pub unseen: Vec<Anomaly>,
+    /// The order edges the dependency graph has besides ww / wr / rw.
+    #[serde(rename = "order-edges")]
+    pub orders: judge::Orders,
     /// The weakest models the anomalies rule out.
     pub not: Vec<Model>,
     /// Stronger models ruled out because they imply one of `not`.
@@ -162,6 +175,11 @@ pub struct TxnResult {
     /// Why the verdict is unknown, when it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unknown_reason: Option<String>,
+    /// What else the reader should know, one sentence each: a history of completions only (which
+    /// orders it has), a value repeated on a key (no dependency graph), rw-register reads of
+    /// values nobody wrote.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl TxnResult {
@@ -203,6 +221,9 @@ impl TxnResult {
         }
         if let Some(r) = &self.unknown_reason {
             s.push_str(&format!("; unknown: {r}"));
+        }
+        for n in &self.notes {
+            s.push_str(&format!("; {n}"));
         }
         s
     }
@@ -386,17 +407,36 @@ fn unsearched_prohibited<'a>(
 }
 
 /// Check a list-append or rw-register transaction history. `Err` when the history is not one (a
-/// client op that is not a transaction, a malformed micro-op, appends and writes mixed, an
-/// element appended or a value written twice to a key).
+/// client op that is not a transaction, a malformed micro-op, appends and writes mixed). A
+/// history that appends an element or writes a value twice to a key breaks the uniqueness the
+/// dependency graph needs: it is checked for what each transaction shows on its own (internal,
+/// future reads), invalid when that is prohibited, else unknown naming the repeated value.
 pub fn check(history: &History, cfg: &TxnConfig) -> Result<TxnResult, String> {
-    let t = parse::read_txns(history)?;
-    let (inferred, versions) = match t.kind {
-        TxnKind::ListAppend => (infer::infer(&t)?, None),
-        TxnKind::RwRegister => {
-            let (i, c) = register::infer(&t, cfg.assume)?;
-            (i, Some(c))
+    let mut t = parse::read_txns(history)?;
+    let mut notes = Vec::new();
+    if t.realtime_unknown {
+        t.orders = judge::Orders::completions_only(&cfg.ask);
+    }
+    let inferred = match t.kind {
+        TxnKind::ListAppend => infer::infer(&t).map(|i| (i, None)),
+        TxnKind::RwRegister => register::infer(&t, cfg.assume).map(|(i, c)| (i, Some(c))),
+    };
+    let (mut inferred, versions, not_unique) = match inferred {
+        Ok((i, v)) => (i, v, None),
+        Err(e) => {
+            let anomalies = match t.kind {
+                TxnKind::ListAppend => infer::per_transaction(&t),
+                TxnKind::RwRegister => register::per_transaction(&t),
+            };
+            let i = infer::Inferred {
+                graph: infer::Graph::new(t.txns.len()),
+                anomalies,
+                ..infer::Inferred::default()
+            };
+            (i, None, Some(e))
         }
     };
+    notes.append(&mut inferred.notes);
     let found_cycles = cycles::search(&inferred.graph, cfg.time_limit);
     let mut all: Vec<Found> = inferred.anomalies;
     all.extend(future::future_reads(&t));
@@ -416,13 +456,34 @@ pub fn check(history: &History, cfg: &TxnConfig) -> Result<TxnResult, String> {
     let found: std::collections::BTreeSet<Anomaly> =
         kept.iter().map(|a| a.kind.anomaly()).collect();
     let (not, also_not) = consistency::boundary(found.iter().copied());
-    let judged = cfg.ask.judge(&found, t.realtime_unknown);
+    let judged = cfg.ask.judge(&found, t.orders);
+    if t.realtime_unknown {
+        notes.push(format!(
+            "completions only (no invokes): the dependency graph has {}, as Elle draws it for what was asked{}",
+            t.orders.describe(),
+            judged
+                .unseen_text()
+                .map(|u| format!(
+                    "; {u} cannot occur without that order and were not looked for"
+                ))
+                .unwrap_or_default()
+        ));
+    }
     let count = |s: Status| t.txns.iter().filter(|x| x.status == s).count();
     let committed = count(Status::Ok);
     let ruled_out = !judged.prohibited.is_empty();
     let missing = unsearched_prohibited(&found_cycles.unsearched, &cfg.ask);
+    if let Some(e) = not_unique.as_ref().filter(|_| ruled_out) {
+        notes.push(format!(
+            "{e}: no dependency graph, only what each transaction shows on its own (internal, future reads) was checked"
+        ));
+    }
     let unknown_reason = if ruled_out {
         None
+    } else if let Some(e) = &not_unique {
+        Some(format!(
+            "{e}: cycles and the anomalies between transactions need unique values, so only each transaction's own reads were checked"
+        ))
     } else if committed == 0 {
         Some("no transaction committed: nothing to check".to_string())
     } else if !missing.is_empty() {
@@ -460,10 +521,13 @@ pub fn check(history: &History, cfg: &TxnConfig) -> Result<TxnResult, String> {
         anomaly_types: judged.prohibited,
         allowed_anomaly_types: judged.allowed,
         not_checked: judged.not_checked,
+        unseen: judged.unseen,
+        orders: t.orders,
         not,
         also_not,
         unsearched: found_cycles.unsearched,
         unknown_reason,
+        notes,
     })
 }
 

@@ -162,8 +162,11 @@ pub struct Txns {
     pub elems: Interner,
     /// The history's invokes were synthesized from its completions
     /// ([`History::invokes_synthesized`]): real-time order is unknown, so no real-time edge is
-    /// drawn and real-time anomalies are not checked.
+    /// drawn (and no version order is inferred from real time).
     pub realtime_unknown: bool,
+    /// The order edges the dependency graph gets: both with invokes; for completions only, what
+    /// the checker sets from the ask ([`super::judge::Orders::completions_only`]).
+    pub orders: super::judge::Orders,
 }
 
 /// The micro-op function names.
@@ -383,6 +386,14 @@ pub fn read_txns(history: &History) -> Result<Txns, String> {
     let mut txns = Txns {
         kind: kind_of(history)?,
         realtime_unknown: history.invokes_synthesized,
+        orders: if history.invokes_synthesized {
+            super::judge::Orders {
+                realtime: false,
+                process: true,
+            }
+        } else {
+            super::judge::Orders::BOTH
+        },
         ..Txns::default()
     };
     let mut synthesized_before = 0;

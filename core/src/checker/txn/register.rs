@@ -6,8 +6,10 @@
 //!   as Elle's: the initial state nil precedes every value (always); with
 //!   [`Assume::writes_follow_reads`] a transaction that read `k = a` and then wrote `k = b`
 //!   orders `a < b`; with [`Assume::sequential_keys`] each process's transactions, and with
-//!   [`Assume::linearizable_keys`] the real-time order, order the versions of each key they touch
-//!   (the last version one transaction saw or wrote precedes the first the next one did). A
+//!   [`Assume::linearizable_keys`] the real-time order (none in a history of completions only),
+//!   order the versions of each key they touch (the last version one transaction saw or wrote
+//!   precedes the first the next one did; process order over ok transactions, real time from ok
+//!   ones to ok and indeterminate ones, as Elle's process and real-time graphs). A
 //!   source whose orders have a cycle on some key is reported (`cyclic-versions`) and left out.
 //!   Every edge of the version graph `a < b` gives ww edges (writer of `a` → writer of `b`) and
 //!   rw edges (each reader of `a` → writer of `b`). With the initial state alone a key's
@@ -16,9 +18,12 @@
 //! - Non-cycle anomalies: G1a (a read of a failed write), G1b (a read of a value its writer
 //!   overwrote in the same transaction), internal (a read that disagrees with the transaction's
 //!   own earlier write, or precedes its own write of that value), fuzzy read (two reads of a key
-//!   in one transaction disagree with no write in between), garbage read (a value nobody
-//!   wrote), lost update (two committed transactions read the same version of a key and both
-//!   wrote it).
+//!   in one transaction disagree with no write in between), lost update (two committed
+//!   transactions read the same version of a key and both wrote it). A read of a value nobody
+//!   wrote is, as in Elle, no anomaly by itself (the initial state may hold it): it gets no wr
+//!   edge and a note in the result, and shows only through the version orders it takes part in.
+//! - A value written twice to a key breaks the inference (`infer` refuses it); what each
+//!   transaction shows on its own is still found ([`per_transaction`]).
 //!
 //! Only committed transactions, and indeterminate ones one of whose writes was read (so they
 //! committed), get ww / rw edges: an `info` write nobody saw may never have happened.
@@ -191,7 +196,7 @@ pub fn infer(t: &Txns, assume: Assume) -> Result<(Inferred, Coverage), String> {
             }
         }
     }
-    read_anomalies(t, &writer, &intermediate, &mut out);
+    read_anomalies(t, Some(&writer), &intermediate, &mut out);
     // wr: exact.
     for (i, reads) in ext.reads.iter().enumerate() {
         for &(key, v) in reads {
@@ -208,7 +213,7 @@ pub fn infer(t: &Txns, assume: Assume) -> Result<(Inferred, Coverage), String> {
         }
     }
     lost_updates(t, &ext, &mut out.anomalies);
-    let (versions, coverage) = version_orders(t, &ext, &committed, assume, &mut out.anomalies);
+    let (versions, coverage) = version_orders(t, &ext, assume, &mut out.anomalies);
     // ww and rw from every version edge a < b.
     let mut readers: FxHashMap<(u32, u32), Vec<u32>> = FxHashMap::default();
     for (i, reads) in ext.reads.iter().enumerate() {
@@ -248,13 +253,27 @@ pub fn infer(t: &Txns, assume: Assume) -> Result<(Inferred, Coverage), String> {
     Ok((out, coverage))
 }
 
-/// G1a, G1b, garbage reads, internal and fuzzy reads of committed transactions.
+/// The anomalies each committed transaction shows on its own (internal, non-repeatable reads),
+/// which need no unique values: what is left to check when the history writes a value twice to
+/// a key.
+pub fn per_transaction(t: &Txns) -> Vec<super::Found> {
+    let mut out = Inferred::default();
+    read_anomalies(t, None, &FxHashSet::default(), &mut out);
+    out.anomalies
+}
+
+/// Internal and fuzzy reads of committed transactions; with `writer` (who wrote each value)
+/// also G1a, G1b and future reads, and a note of the reads of values nobody wrote. Such a read
+/// is no anomaly by itself, as in Elle's rw-register: it gets no wr edge (the key's initial
+/// state may not be nil), and it shows only through what it orders (a cyclic version order under
+/// an assumption).
 fn read_anomalies(
     t: &Txns,
-    writer: &FxHashMap<(u32, u32), u32>,
+    writer: Option<&FxHashMap<(u32, u32), u32>>,
     intermediate: &FxHashSet<(u32, u32)>,
     out: &mut Inferred,
 ) {
+    let mut unwritten: Vec<String> = Vec::new();
     for (i, tx) in t.txns.iter().enumerate() {
         if tx.status != Status::Ok {
             continue;
@@ -302,18 +321,14 @@ fn read_anomalies(
                         )),
                         _ => {}
                     }
-                    let Some(v) = v else { continue };
+                    let (Some(v), Some(writer)) = (v, writer) else {
+                        continue;
+                    };
                     match writer.get(&(key, v)) {
-                        None => out.anomalies.push(found(
-                            Kind::Other(Other::GarbageRead),
-                            t,
-                            &[i],
-                            format!(
-                                "{} read key {key_s} = {}, but no transaction wrote {} to it",
-                                tname(t, i),
-                                t.elems.show(v),
-                                t.elems.show(v)
-                            ),
+                        None => unwritten.push(format!(
+                            "{} read key {key_s} = {}",
+                            tname(t, i),
+                            t.elems.show(v)
                         )),
                         Some(&w) if w == i && !own => {
                             out.anomalies.push(found(
@@ -361,6 +376,19 @@ fn read_anomalies(
             }
         }
     }
+    if !unwritten.is_empty() {
+        const SHOWN: usize = 3;
+        let n = unwritten.len();
+        let mut shown = unwritten[..n.min(SHOWN)].join(", ");
+        if n > SHOWN {
+            shown.push_str(&format!(" and {} more", n - SHOWN));
+        }
+        out.notes.push(format!(
+            "{} of a value no transaction wrote ({shown}): no dependency drawn from {}, as in Elle's rw-register (a key's initial value need not be nil); not an anomaly by itself",
+            crate::plural::counted(n, "read"),
+            if n == 1 { "it" } else { "them" }
+        ));
+    }
 }
 
 /// Two or more committed transactions that read the same version of a key and then wrote it.
@@ -399,7 +427,6 @@ fn lost_updates(t: &Txns, ext: &Ext, anomalies: &mut Vec<super::Found>) {
 fn version_orders(
     t: &Txns,
     ext: &Ext,
-    committed: &[bool],
     assume: Assume,
     anomalies: &mut Vec<super::Found>,
 ) -> (Vec<(u32, u32, u32)>, Coverage) {
@@ -437,7 +464,7 @@ fn version_orders(
         }
         let more = match source {
             VersionSource::WritesFollowReads => wfr_edges(t, ext),
-            _ => order_version_edges(t, ext, committed, source),
+            _ => order_version_edges(t, ext, source),
         };
         let mut trial = edges.clone();
         trial.extend(more.iter().copied().filter(|(_, a, b)| a != b));
@@ -491,23 +518,20 @@ fn wfr_edges(t: &Txns, ext: &Ext) -> Vec<(u32, u32, u32)> {
     v
 }
 
-/// Per-key orders from process order (sequential-keys) or real-time order (linearizable-keys):
-/// the last version a transaction saw or wrote of a key precedes the first version the next
-/// transaction touching that key saw or wrote. Real time goes through a per-key frontier of the
-/// latest completed transactions (those not known to precede another completed one).
-fn order_version_edges(
-    t: &Txns,
-    ext: &Ext,
-    committed: &[bool],
-    source: VersionSource,
-) -> Vec<(u32, u32, u32)> {
-    // A transaction's first and last external version of each key: a committed one read (or
-    // else wrote) first and wrote (or else read) last; an indeterminate one only its writes.
+/// Per-key orders from process order (sequential-keys) or real-time order (linearizable-keys),
+/// as Elle's `transaction-graph->version-graphs` over its process and real-time graphs: the last
+/// version a transaction saw or wrote of a key (its write, else its read) precedes the first
+/// version the next transaction touching that key saw or wrote (its read, else its write).
+/// Process order joins each process's successive ok transactions. Real time runs from each ok
+/// transaction to every transaction, ok or indeterminate, invoked after it completed (an
+/// indeterminate one by its writes), through a per-key frontier of the latest completed
+/// transactions (those not known to precede another completed one); a history of completions
+/// only has no real-time order, so none is drawn.
+fn order_version_edges(t: &Txns, ext: &Ext, source: VersionSource) -> Vec<(u32, u32, u32)> {
+    // A transaction's first and last external version of each key: an ok one read (or else
+    // wrote) first and wrote (or else read) last; an indeterminate one only its writes (its
+    // reads are unknown, and `ext.reads` holds only ok ones').
     let touched = |i: usize| -> Vec<(u32, u32, u32)> {
-        let tx = &t.txns[i];
-        if tx.status == Status::Fail || !committed[i] {
-            return Vec::new();
-        }
         let mut keys: Vec<u32> = ext.reads[i]
             .iter()
             .chain(&ext.writes[i])
@@ -529,6 +553,9 @@ fn order_version_edges(
             // (process, key) → the last version the process's previous transaction left.
             let mut last: FxHashMap<(u64, u32), u32> = FxHashMap::default();
             for (i, tx) in t.txns.iter().enumerate() {
+                if tx.status != Status::Ok {
+                    continue;
+                }
                 for (k, first, final_v) in touched(i) {
                     if let Some(prev) = last.insert((tx.process, k), final_v) {
                         out.push((k, prev, first));
@@ -536,10 +563,11 @@ fn order_version_edges(
                 }
             }
         }
+        _ if t.realtime_unknown => {}
         _ => {
             let mut events: Vec<(usize, bool, usize)> = Vec::new();
             for (i, tx) in t.txns.iter().enumerate() {
-                if !committed[i] {
+                if tx.status == Status::Fail {
                     continue;
                 }
                 events.push((tx.invoke, true, i));
@@ -565,7 +593,9 @@ fn order_version_edges(
                         }
                         p.push((k, f.iter().map(|(j, _)| *j).collect()));
                     }
-                    preds.insert(i, p);
+                    if t.txns[i].status == Status::Ok {
+                        preds.insert(i, p);
+                    }
                 } else {
                     let before = preds.remove(&i).unwrap_or_default();
                     for ((k, _, final_v), (_, gone)) in mine.into_iter().zip(before) {
