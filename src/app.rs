@@ -16,6 +16,7 @@ mod compare;
 mod export;
 pub use chaos::chaos;
 pub use check::check;
+pub(crate) use check::what_ran;
 pub use compare::compare;
 pub use export::export;
 

@@ -8,7 +8,8 @@
 //! systems: `db` (the `Db` trait and abilities), `client` (the `Client` trait, `Completion`,
 //! `ClientCtx`). Impure shell: `control`, `sandbox`, `systems` (one folder
 //! per system under test), `nemesis`, `interpreter`, `store`, `report`, `runner`, `doctor`,
-//! `bench`. CLI: `cli`, `app` (nothing below them imports them).
+//! `bench`. CLI: `cli`, `app` (nothing below them imports them). `fuzz`: the run-directory
+//! reader's fuzzing harness (above `app`; nothing imports it).
 
 // The pure core lives in the `shakedown-core` crate (core/); its modules keep their paths here.
 pub use shakedown_core::{
@@ -26,6 +27,7 @@ pub mod config;
 pub mod control;
 pub mod db;
 pub mod doctor;
+pub mod fuzz;
 pub mod interpreter;
 pub mod lazyfs;
 pub mod mapped;

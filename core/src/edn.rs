@@ -127,9 +127,16 @@ impl<'a> Parser<'a> {
                     }
                 }
             } else if self.src[self.pos..].starts_with("#_") {
+                // A discard counts as a level: the form it discards may start with another.
+                if self.depth >= MAX_DEPTH {
+                    return self.err(format!("nesting deeper than {MAX_DEPTH} levels"));
+                }
                 self.bump();
                 self.bump();
-                self.parse()?;
+                self.depth += 1;
+                let discarded = self.parse();
+                self.depth -= 1;
+                discarded?;
             } else {
                 break;
             }
@@ -873,6 +880,22 @@ mod tests {
             parse_all(&"[".repeat(10_000)).is_err(),
             "deep nesting is an error, not a stack overflow"
         );
+    }
+
+    /// Found reading the parser for issue 43's fuzzing: each `#_` parsed the form it discards
+    /// before counting a level, so a long run of `#_` recursed without bound and overflowed the
+    /// stack (100,000 of them on a test thread's 2 MiB stack).
+    #[test]
+    fn a_long_run_of_discards_is_an_error_not_a_stack_overflow() {
+        let src = format!("{}1", "#_".repeat(100_000));
+        let e = parse_all(&src).unwrap_err();
+        assert!(e.message.contains("nesting deeper than"), "{e}");
+        let e = read_history(&src, "h.edn", EdnOptions::default()).unwrap_err();
+        assert!(e.starts_with("h.edn:1:"), "{e}");
+        // Discards nested as deep as collections may be are still read.
+        let forms = parse_all(&format!("{}{}", "#_".repeat(100), "1 ".repeat(101))).unwrap();
+        assert_eq!(forms.len(), 1);
+        assert_eq!(parse_all("#_ #_ 1 2 3").unwrap()[0].value, Edn::Int(3));
     }
 
     #[test]

@@ -583,6 +583,34 @@ WARN jepsen.util - Retrying connection\n";
         assert_eq!(h.ops[4].index, 4);
     }
 
+    /// Found reading the console-log timestamp code for issue 43's fuzzing: a fraction on the
+    /// last second chrono counts in nanoseconds (2262-04-11 23:47:16) overflowed an i64 (a panic
+    /// under `cargo test`'s overflow checks, a wrapped stamp in release). Such a stamp is no
+    /// stamp, so no times.
+    #[test]
+    fn a_timestamp_at_the_end_of_nanosecond_time_is_no_timestamp() {
+        let log = "2262-04-11 23:47:16,999999999 INFO jepsen.util - 0 :invoke :read nil\n\
+2262-04-11 23:47:16,1 INFO jepsen.util - 0 :ok :read 1\n";
+        let h = read_jepsen_log(log, "t.log").unwrap();
+        assert_eq!(h.ops.len(), 2);
+        assert!(h.ops.iter().all(|o| o.time_ns == 0));
+    }
+
+    /// Found by the libFuzzer run of the jepsen-log reader (issue 43): stamps more than 292
+    /// years apart (1720 and 2017) differ by more than an i64 holds, and the relative time
+    /// overflowed (a panic with overflow checks, a wrapped time of 0 without).
+    #[test]
+    fn timestamps_centuries_apart_give_their_real_distance() {
+        let log = "1720-03-01 10:00:00,001 INFO jepsen.util - 0 :invoke :read nil\n\
+2017-03-01 10:00:00,004 INFO jepsen.util - 0 :ok :read nil\n";
+        let h = read_jepsen_log(log, "t.log").unwrap();
+        let day_ns = 86_400_000_000_000u64;
+        // 297 years of 365 days and 72 leap days (1800 and 1900 are not), and 3 ms.
+        let want = (297 * 365 + 72) * day_ns + 3_000_000;
+        assert_eq!(h.ops[1].time_ns, want);
+        assert!(want > i64::MAX as u64);
+    }
+
     #[test]
     fn jepsen_log_timestamps_become_relative_times() {
         let log = "INFO [2020-04-08 11:41:29,564] jepsen worker 3 - jepsen.util 3\t:invoke\t:read\tnil\n\

@@ -6,7 +6,7 @@
 //! (linearizability, session guarantees, set, lock, log, transactional/Elle), `generator` (the
 //! workloads' op streams, pure and seeded), the fault vocabulary and fault intervals (`faults`),
 //! and how a run's ending bears on its verdict (`completion`). Small shared words: `node`,
-//! `plural`, `size`, `meminfo`.
+//! `plural`, `size`, `meminfo`. `fuzz`: the readers' fuzzing harnesses.
 //!
 //! Does not own anything that talks to the world: no async runtime, SSH, HTTP or database crate
 //! is a dependency (a test in the workspace asserts it with `cargo tree`). The only IO here is
@@ -52,6 +52,7 @@ pub mod completion;
 pub mod edn;
 pub mod export;
 pub mod faults;
+pub mod fuzz;
 pub mod generator;
 pub mod history;
 pub mod import;

@@ -164,7 +164,7 @@ fn model_options(
 /// What the run that recorded `path` says ran (its model, semantics and version source), when
 /// `path` is a run directory or its history file; nothing for any other file. A run directory
 /// whose record cannot be read is an error naming its test.json.
-pub(super) fn what_ran(path: &Path) -> Result<WhatRan, String> {
+pub(crate) fn what_ran(path: &Path) -> Result<WhatRan, String> {
     let file = crate::store::resolve_history(path).map_err(|e| e.to_string())?;
     let Some(dir) = file
         .parent()

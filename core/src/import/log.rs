@@ -28,7 +28,9 @@ pub fn read_jepsen_log(text: &str, name: &str) -> Result<History, String> {
     {
         let mut last = 0u64;
         for (op, t) in ops.iter_mut().zip(&stamps) {
-            let rel = u64::try_from(t.unwrap_or(*t0) - t0).unwrap_or(0);
+            // In i128: stamps centuries apart differ by more than an i64 holds.
+            let rel = i128::from(t.unwrap_or(*t0)) - i128::from(*t0);
+            let rel = u64::try_from(rel).unwrap_or(0);
             last = last.max(rel);
             op.time_ns = last;
         }
@@ -186,7 +188,8 @@ fn log_timestamp_ns(line: &str) -> Option<i64> {
                 .collect();
             if !digits.is_empty() {
                 let scale = 10i64.pow(9 - digits.len() as u32);
-                ns += digits.parse::<i64>().ok()? * scale;
+                // The last second chrono can count in nanoseconds has no room for a fraction.
+                ns = ns.checked_add(digits.parse::<i64>().ok()? * scale)?;
             }
         }
         return Some(ns);
