@@ -33,12 +33,12 @@
 //! run's verdict is judged (`completion`).
 
 use crate::checker::Verdict;
-use crate::checker::linear::{Decide, LinearConfig, LinearResult, PartSummary, WitnessMode};
 pub use crate::checker::linear::retire::Retirement;
+use crate::checker::linear::{Decide, LinearConfig, LinearResult, PartSummary, WitnessMode};
 use crate::history::{History, Op};
-use std::collections::HashMap;
 use crate::store::{LINEAR_WITNESS_FILE, LIVE_FILE, RunDir};
 use serde::Serialize;
+use std::collections::HashMap;
 
 use std::io::{Read, Seek, SeekFrom};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -130,10 +130,9 @@ impl<R: BufRead> JsonlReader<R> {
     pub fn finish(mut self) -> Result<(Vec<String>, Option<String>), HistoryError> {
         if let Some((line, message)) = self.torn.take() {
             if self.ops == 0 {
-                return Err(self.malformed(
-                    line,
-                    format!("{message} (and no complete op before it)"),
-                ));
+                return Err(
+                    self.malformed(line, format!("{message} (and no complete op before it)"))
+                );
             }
             let w = format!("{}:{line}: ignoring torn last line ({message})", self.name);
             self.cut_short = Some(w.clone());

@@ -68,9 +68,9 @@ pub(super) fn check(path: &Path, args: &CheckArgs, settings: &Settings) -> Resul
     }
     let always = args.stream == StreamArg::Always;
     let whole = |why: String, big: bool| {
-        Ok(Tried::Whole(
-            (always || big).then(|| format!("{}: checked whole: {why}", path.display())),
-        ))
+        Ok(Tried::Whole((always || big).then(|| {
+            format!("{}: checked whole: {why}", path.display())
+        })))
     };
     let Ok(file) = crate::store::resolve_history(path) else {
         return Ok(Tried::Whole(None));
@@ -112,7 +112,10 @@ pub(super) fn check(path: &Path, args: &CheckArgs, settings: &Settings) -> Resul
         },
         (m, Some(_)) if m == head_model => (m.to_string(), Some(InputFormat::Jsonl)),
         (m, Some(_)) => {
-            return whole(format!("model {m} on these ops needs the whole history"), big);
+            return whole(
+                format!("model {m} on these ops needs the whole history"),
+                big,
+            );
         }
         (m, None) => (m.to_string(), None),
     };
@@ -126,9 +129,7 @@ pub(super) fn check(path: &Path, args: &CheckArgs, settings: &Settings) -> Resul
     let options = model_options(args, settings, &loaded, &ran);
     let plan = plan_for(args, settings, &model, &options, &ran);
     let name = file.display().to_string();
-    let open = || {
-        std::fs::File::open(&file).map(|f| std::io::BufReader::with_capacity(1 << 20, f))
-    };
+    let open = || std::fs::File::open(&file).map(|f| std::io::BufReader::with_capacity(1 << 20, f));
     let s = match stream::check_jsonl(open, &name, &StreamPlan::new(plan, auto)) {
         Outcome::Checked(s) => s,
         Outcome::Whole(why) => return whole(why, true),
