@@ -234,8 +234,10 @@ impl<R: std::io::Read> JsonlBlocks<R> {
         }
         use rayon::prelude::*;
         let first_line = self.lines;
-        let parsed: Vec<Result<(Vec<Op>, usize), (usize, String)>> =
-            blocks.par_iter().map(|b| parse_block(b)).collect();
+        let parsed: Vec<Parsed> = blocks
+            .par_iter()
+            .map(|b| parse_block(b.as_slice()))
+            .collect();
         let mut out = Vec::with_capacity(parsed.len());
         let mut line = first_line;
         for p in parsed {
@@ -275,9 +277,12 @@ impl<R: std::io::Read> JsonlBlocks<R> {
     }
 }
 
-/// The ops of a block of whole lines and its line count; or the 1-based line (within the
-/// block) that is not an op, and why.
-fn parse_block(b: &[u8]) -> Result<(Vec<Op>, usize), (usize, String)> {
+/// A block parsed: its ops and line count; or the 1-based line (within the block) that is not
+/// an op, and why.
+type Parsed = Result<(Vec<Op>, usize), (usize, String)>;
+
+/// Parse a block of whole lines.
+fn parse_block(b: &[u8]) -> Parsed {
     let mut ops = Vec::with_capacity(b.len() / 100);
     let mut lines = 0;
     for line in b.split(|&c| c == b'\n') {

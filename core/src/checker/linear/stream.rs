@@ -209,11 +209,12 @@ impl<'a> Collector<'a> {
         self.witness += Duration::from_millis(r.witness_time_ms);
         remap_positions(&mut r, &orig);
         for mut p in r.parts {
-            if settled && p.verdict == Verdict::Unknown {
-                if let Some((key, at, budget)) = &self.first_invalid {
-                    p.unknown_cause = Some(Cause::Settled);
-                    p.reason = Some(settled_reason(key, *at, *budget));
-                }
+            if settled
+                && p.verdict == Verdict::Unknown
+                && let Some((key, at, budget)) = &self.first_invalid
+            {
+                p.unknown_cause = Some(Cause::Settled);
+                p.reason = Some(settled_reason(key, *at, *budget));
             }
             if p.verdict == Verdict::Invalid && self.first_invalid.is_none() {
                 let at = searched_before + Duration::from_millis(p.time_ms);
@@ -626,11 +627,11 @@ mod tests {
             assert_eq!(shape(x), shape(y));
             let w = |p: &PartSummary| {
                 p.witness.as_ref().map(|w| {
-                    let ops = w.minimized.iter().flatten().map(|o| o.index).collect();
+                    let ops: Vec<u64> = w.minimized.iter().flatten().map(|o| o.index).collect();
                     (w.op.clone(), w.prefix_len, w.last_state.clone(), ops)
                 })
             };
-            let (wx, wy): (Option<(WitnessOp, usize, String, Vec<u64>)>, _) = (w(x), w(y));
+            let (wx, wy) = (w(x), w(y));
             assert_eq!(wx, wy, "witness of {:?}", x.key);
         }
         assert_eq!(
