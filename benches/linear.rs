@@ -267,8 +267,9 @@ fn rss_kib() -> u64 {
 /// workload's shape — 100 key slots of 10 threads each, every slot moving to a fresh key after
 /// 200 of its ops, 1 % of ops crashing (`info`, the thread continues as a new process) — written
 /// as JSONL in chunks of 1M ops (each chunk's keys, processes and times after the last's), then
-/// checked twice: stage by stage in this process (parse, pairing, search; RSS after each) and
-/// end to end by `shakedown check FILE` in a child process (wall time, peak RSS).
+/// checked: end to end by `shakedown check --stream never FILE` (whole) and `--stream always`
+/// (streamed) in child processes under `/usr/bin/time` (wall time, ops/s, peak RSS), then stage
+/// by stage in this process (parse, pairing, search; RSS after each).
 fn soak(dir: &Path) {
     use std::io::Write;
     let ops: usize = std::env::var("SOAK_OPS")
@@ -316,26 +317,30 @@ fn soak(dir: &Path) {
             t.elapsed().as_secs_f64()
         );
     }
-    // End to end first, while this process is small.
-    let t = Instant::now();
-    let status = std::process::Command::new(env!("CARGO_BIN_EXE_shakedown"))
-        .arg("check")
-        .arg(&file)
-        .stdout(std::process::Stdio::null())
-        .status()
-        .expect("shakedown check runs");
-    let wall = t.elapsed().as_secs_f64();
-    // SAFETY: getrusage only writes the struct it is given.
-    let child_peak_kib = unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru);
-        ru.ru_maxrss as u64
-    };
-    println!(
-        "s: `shakedown check` of {ops} ops: exit {:?} in {wall:.1} s, peak RSS {} MiB",
-        status.code(),
-        child_peak_kib / 1024
-    );
+    // End to end first, while this process is small: the whole check, then the streamed one.
+    for stream in ["never", "always"] {
+        let t = Instant::now();
+        let out = std::process::Command::new("/usr/bin/time")
+            .args(["-f", "%M"])
+            .arg(env!("CARGO_BIN_EXE_shakedown"))
+            .args(["check", "--stream", stream])
+            .arg(&file)
+            .stdout(std::process::Stdio::null())
+            .output()
+            .expect("/usr/bin/time runs shakedown check");
+        let wall = t.elapsed().as_secs_f64();
+        let peak_kib: u64 = String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .last()
+            .and_then(|l| l.trim().parse().ok())
+            .unwrap_or(0);
+        println!(
+            "s: `shakedown check --stream {stream}` of {ops} ops: exit {:?} in {wall:.1} s ({:.0} ops/s), peak RSS {} MiB",
+            out.status.code(),
+            ops as f64 / wall,
+            peak_kib / 1024
+        );
+    }
     let base = rss_kib();
     let t = Instant::now();
     let h = History::read_file(&file).expect("soak history reads back");

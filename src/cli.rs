@@ -19,7 +19,7 @@ mod cluster;
 mod export;
 pub use bench::BenchArgs;
 pub use chaos::ChaosArgs;
-pub use check::{CheckArgs, FailedCasArg, NilReadArg, SemanticsArg};
+pub use check::{CheckArgs, FailedCasArg, NilReadArg, SemanticsArg, StreamArg};
 pub use cluster::{
     ClusterArgs, DbArgs, DoctorArgs, HealArgs, InstallArgs, PackagesFromArg, SandboxAction,
     SandboxArgs, SandboxCmd,

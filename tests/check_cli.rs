@@ -1099,3 +1099,113 @@ fn set_full_without_reads_or_ops_is_unknown() {
     let o = shakedown(&["--model", "set-full", path(&empty)]);
     assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
 }
+
+/// `details` of a `check --json` result without what depends on timing (times, the explanation
+/// and summary that print them).
+fn untimed(v: &serde_json::Value) -> serde_json::Value {
+    let mut v = v.clone();
+    v.as_object_mut().unwrap().remove("summary");
+    let d = v["details"].as_object_mut().unwrap();
+    for k in [
+        "time_ms",
+        "verdict_time_ms",
+        "witness_time_ms",
+        "first_invalid_ms",
+        "explanation",
+    ] {
+        d.remove(k);
+    }
+    for p in d["parts"].as_array_mut().unwrap() {
+        let p = p.as_object_mut().unwrap();
+        p.remove("time_ms");
+        if let Some(w) = p.get_mut("witness").and_then(|w| w.as_object_mut()) {
+            w.remove("time_ms");
+        }
+    }
+    v
+}
+
+#[test]
+fn a_streamed_check_agrees_with_the_whole_check() {
+    use shakedown::checker::linear::histgen::{GenConfig, corrupt_read, generate_register_history};
+    let dir = tempfile::tempdir().unwrap();
+    let generate = |seed, rotate_every, info_probability| {
+        generate_register_history(&GenConfig {
+            keys: 4,
+            processes_per_key: 3,
+            ops: 2_000,
+            info_probability,
+            seed,
+            rotate_every,
+            ..GenConfig::default()
+        })
+    };
+    let mut invalid = generate(2, 25, 0.02);
+    assert!(corrupt_read(&mut invalid, 10).is_some());
+    let cases = [
+        // Rotating keys with crashed (info) ops, as the register workload writes them.
+        ("valid", generate(1, 25, 0.05), 0),
+        ("invalid", invalid, 1),
+        // Keys that never retire (every process on the same keys to the end).
+        ("hot", generate(3, 0, 0.05), 0),
+    ];
+    for (name, h, expect) in cases {
+        assert!(
+            h.ops
+                .iter()
+                .any(|o| o.op_type == shakedown::history::OpType::Info)
+        );
+        let f = dir.path().join(format!("{name}.jsonl"));
+        let mut text = String::new();
+        for op in &h.ops {
+            text.push_str(&serde_json::to_string(op).unwrap());
+            text.push('\n');
+        }
+        std::fs::write(&f, text).unwrap();
+        let run = |stream: &str| {
+            shakedown(&[
+                "--stream",
+                stream,
+                "--all-keys",
+                "--witness",
+                "none",
+                "--json",
+                path(&f),
+            ])
+        };
+        let (s, w) = (run("always"), run("never"));
+        assert_eq!(code(&s), expect, "{name}: {}{}", stdout(&s), stderr(&s));
+        assert_eq!(code(&w), expect, "{name}");
+        assert!(!stderr(&s).contains("checked whole"), "{}", stderr(&s));
+        let (sj, wj): (serde_json::Value, serde_json::Value) = (
+            serde_json::from_str(&stdout(&s)).unwrap(),
+            serde_json::from_str(&stdout(&w)).unwrap(),
+        );
+        assert_eq!(untimed(&sj), untimed(&wj), "{name}");
+        // The text output too, but for the times it prints.
+        let text = |o: &Output| {
+            let t = stdout(o);
+            let re = |l: &str| l.split(" in ").next().unwrap_or_default().to_string();
+            t.lines().map(re).collect::<Vec<_>>()
+        };
+        let plain = |stream| {
+            shakedown(&[
+                "--stream",
+                stream,
+                "--all-keys",
+                "--witness",
+                "none",
+                path(&f),
+            ])
+        };
+        assert_eq!(text(&plain("always")), text(&plain("never")), "{name}");
+    }
+    // What the stream cannot check alike is checked whole, saying why when asked to stream.
+    let f = dir.path().join("valid.jsonl");
+    let o = shakedown(&["--stream", "always", "--session", path(&f)]);
+    assert!(
+        stderr(&o).contains("checked whole: --session"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -5,7 +5,9 @@
 //! interpreter does). Reading never panics: a malformed line is an `Err` naming the line; a torn
 //! *last* line (a crash mid-write) is skipped with a warning.
 
+mod jsonl;
 pub use crate::name::Name;
+pub use jsonl::{JsonlBlocks, JsonlReader};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use std::fmt;
@@ -299,96 +301,18 @@ impl History {
     /// of ops then never grows its op vector by copying it (each doubling faults in and zeroes
     /// new pages, and that, not the JSON, was most of the time of reading a big file).
     pub fn read_jsonl_sized(
-        mut reader: impl BufRead,
+        reader: impl BufRead,
         name: &str,
         expected: usize,
     ) -> Result<History, HistoryError> {
         let mut ops = Vec::with_capacity(expected);
         let mut lines = Vec::with_capacity(expected);
-        let mut warnings = Vec::new();
-        let mut torn: Option<(usize, String)> = None;
-        let mut cut_short = None;
-        let malformed = |line: usize, message: String| HistoryError::Malformed {
-            path: name.to_string(),
-            line,
-            message,
-        };
-        let io = |source| HistoryError::Io {
-            path: name.to_string(),
-            source,
-        };
-        // One line buffer for the whole file, not an allocation per line.
-        let mut line = Vec::new();
-        for i in 0.. {
-            line.clear();
-            if reader.read_until(b'\n', &mut line).map_err(io)? == 0 {
-                break;
-            }
-            if line.last() == Some(&b'\n') {
-                line.pop();
-            }
-            if reader.fill_buf().map_err(io)?.is_empty() {
-                // Zeros after the last record: the padding of a mapped history whose writer
-                // was killed (`mapped`); a record cut short before them is torn as any other.
-                let kept = line.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
-                if kept < line.len() {
-                    let w = format!(
-                        "{name}:{}: ignoring {} zero bytes at the end (a writer stopped before it trimmed the file)",
-                        i + 1,
-                        line.len() - kept
-                    );
-                    cut_short = Some(w.clone());
-                    warnings.push(w);
-                    line.truncate(kept);
-                }
-            }
-            let trimmed = line.trim_ascii();
-            if trimmed.is_empty() {
-                continue;
-            }
-            // A torn line followed by more lines is not a crash artefact: malformed.
-            if let Some((line, message)) = torn.take() {
-                return Err(malformed(line, message));
-            }
-            match serde_json::from_slice::<Op>(trimmed) {
-                Ok(op) => {
-                    ops.push(op);
-                    lines.push(line_number(i + 1));
-                }
-                Err(_) if ops.is_empty() && trimmed.starts_with(b"[") => {
-                    return Err(malformed(
-                        i + 1,
-                        "expected one JSON op object per line, found a JSON array: read it with --format json (or auto)".into(),
-                    ));
-                }
-                Err(e) if is_torn_op(trimmed, &e) => {
-                    torn = Some((
-                        i + 1,
-                        format!(
-                            "expected a JSON op object, the line ends early: {}",
-                            json_error_text(&e)
-                        ),
-                    ));
-                }
-                Err(e) => {
-                    return Err(malformed(
-                        i + 1,
-                        format!("expected a JSON op object: {}", json_error_text(&e)),
-                    ));
-                }
-            }
+        let mut jsonl = JsonlReader::new(reader, name);
+        while let Some((op, line)) = jsonl.next_op()? {
+            ops.push(op);
+            lines.push(line_number(line));
         }
-        if let Some((line, message)) = torn {
-            if ops.is_empty() {
-                return Err(malformed(
-                    line,
-                    format!("{message} (and no complete op before it)"),
-                ));
-            }
-            let w = format!("{name}:{line}: ignoring torn last line ({message})");
-            cut_short = Some(w.clone());
-            warnings.push(w);
-        }
+        let (warnings, cut_short) = jsonl.finish()?;
         Ok(History {
             ops,
             warnings,

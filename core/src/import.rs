@@ -57,7 +57,7 @@ pub use json::read_json_array;
 pub use log::{is_porcupine_etcd_log, read_history_txt, read_jepsen_log, read_porcupine};
 
 use crate::edn::{self, Edn, EdnOptions};
-use crate::history::{History, Name, OpType, Process};
+use crate::history::{History, Name, Op, OpType, Process};
 use crate::model::SemanticsPreset;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -250,21 +250,30 @@ pub fn split_independent(history: &mut History) -> Result<(), String> {
 /// Nemesis ops whose function is one client ops use (or `read`, `write`, `cas`): such ops are
 /// never checked; counted per function for a warning.
 pub fn nemesis_client_ops(history: &History) -> BTreeMap<String, usize> {
-    let mut client_fs: BTreeSet<&str> = ["read", "write", "cas"].into_iter().collect();
-    client_fs.extend(
-        history
-            .ops
-            .iter()
-            .filter(|o| o.is_client())
-            .map(|o| o.f.as_str()),
-    );
-    let mut counts = BTreeMap::new();
+    let mut sniff = ModelSniff::default();
+    let mut nemesis = BTreeMap::new();
     for op in &history.ops {
-        if op.process == Process::Nemesis && client_fs.contains(op.f.as_str()) {
-            *counts.entry(op.f.to_string()).or_insert(0) += 1;
+        sniff.see(op);
+        if op.process == Process::Nemesis {
+            *nemesis.entry(op.f.clone()).or_insert(0) += 1;
         }
     }
-    counts
+    nemesis_client_ops_of(&nemesis, &sniff)
+}
+
+/// [`nemesis_client_ops`] from the nemesis ops counted per function and the client functions
+/// seen (the streamed check counts them as it reads).
+pub fn nemesis_client_ops_of(
+    nemesis: &BTreeMap<Name, usize>,
+    clients: &ModelSniff,
+) -> BTreeMap<String, usize> {
+    let mut client_fs: BTreeSet<&str> = ["read", "write", "cas"].into_iter().collect();
+    client_fs.extend(clients.functions());
+    nemesis
+        .iter()
+        .filter(|(f, _)| client_fs.contains(f.as_str()))
+        .map(|(f, n)| (f.to_string(), *n))
+        .collect()
 }
 
 /// A history read from text, with how it was read.
@@ -479,38 +488,75 @@ fn is_elle_txn(v: &Value) -> bool {
 /// `set` for add/read with a list or set read value and `counter` for other add/read histories;
 /// else [`default_model`] of its format.
 pub fn default_model_for(format: InputFormat, history: &History) -> &'static str {
-    let clients = || history.ops.iter().filter(|o| o.is_client());
-    if format == InputFormat::Jsonl && clients().any(|o| o.f == "append") {
-        return "list-append";
+    let mut sniff = ModelSniff::default();
+    history.ops.iter().for_each(|o| sniff.see(o));
+    sniff.model(format)
+}
+
+/// What `--model auto` reads of a history, gathered op by op ([`default_model_for`] over a whole
+/// history; the streamed check as it reads, to confirm at the end the model it chose from the
+/// file's first lines).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModelSniff {
+    append: bool,
+    send: bool,
+    acquire: bool,
+    /// The client functions, each once (a history has a handful; names compare as pointers).
+    fs: Vec<Name>,
+    elle_txn: bool,
+    set_read: bool,
+}
+
+impl ModelSniff {
+    /// Take in one op (non-client ops say nothing).
+    pub fn see(&mut self, o: &Op) {
+        if !o.is_client() {
+            return;
+        }
+        self.append |= o.f == "append";
+        self.send |= o.f == crate::generator::log::SEND;
+        self.acquire |= o.f == crate::generator::lock::ACQUIRE;
+        if !self.fs.contains(&o.f) {
+            self.fs.push(o.f.clone());
+        }
+        self.elle_txn = self.elle_txn || is_elle_txn(&o.value);
+        self.set_read |= o.f == "read" && o.value.is_array();
     }
-    if clients().any(|o| o.f == crate::generator::log::SEND) {
-        return crate::checker::log::NAME;
+
+    /// The client functions seen.
+    pub fn functions(&self) -> impl Iterator<Item = &str> {
+        self.fs.iter().map(|f| f.as_str())
     }
-    if clients().any(|o| o.f == crate::generator::lock::ACQUIRE) {
-        return crate::checker::lock::MODEL;
-    }
-    // Inserted one by one: `collect` into a BTreeSet gathers every item into a vector and sorts
-    // it first, which for a 10M-op history is 0.9 GB for a set of three names.
-    let mut fs = std::collections::BTreeSet::new();
-    for o in clients() {
-        fs.insert(o.f.as_str());
-    }
-    let only = |allowed: &[&str]| !fs.is_empty() && fs.iter().all(|f| allowed.contains(f));
-    if only(&["acquire", "release"]) {
-        "mutex"
-    } else if only(&["enqueue", "dequeue"]) {
-        "queue"
-    } else if clients().any(|o| is_elle_txn(&o.value)) {
-        crate::checker::txn::NAME
-    } else if only(&["txn"]) {
-        "multi-register"
-    } else if only(&["get", "put", "append"]) {
-        "kv"
-    } else if only(&["add", "read"]) && fs.contains("add") {
-        let set_read = clients().any(|o| o.f == "read" && o.value.is_array());
-        if set_read { "set" } else { "counter" }
-    } else {
-        default_model(format)
+
+    /// The model `--model auto` means for what was seen, read as `format`.
+    pub fn model(&self, format: InputFormat) -> &'static str {
+        if format == InputFormat::Jsonl && self.append {
+            return "list-append";
+        }
+        if self.send {
+            return crate::checker::log::NAME;
+        }
+        if self.acquire {
+            return crate::checker::lock::MODEL;
+        }
+        let fs = &self.fs;
+        let only =
+            |allowed: &[&str]| !fs.is_empty() && fs.iter().all(|f| allowed.contains(&f.as_str()));
+        if only(&["acquire", "release"]) {
+            "mutex"
+        } else if only(&["enqueue", "dequeue"]) {
+            "queue"
+        } else if self.elle_txn {
+            crate::checker::txn::NAME
+        } else if only(&["txn"]) {
+            "multi-register"
+        } else if only(&["get", "put", "append"]) {
+            "kv"
+        } else if only(&["add", "read"]) && fs.iter().any(|f| f.as_str() == "add") {
+            if self.set_read { "set" } else { "counter" }
+        } else {
+            default_model(format)
+        }
     }
 }
 

@@ -16,6 +16,8 @@
 //! if any file is unknown; else valid (0).
 
 use super::{LoadedHistory, load_history};
+
+mod stream;
 use crate::checker::compose::{self, Plan, linear_check_result};
 use crate::checker::linear::LinearResult;
 use crate::checker::txn::parse::TxnKind;
@@ -114,6 +116,11 @@ struct FileCheck {
     nothing_checked: Option<String>,
     /// Nemesis ops carrying client functions, per function (ignored, warned about).
     nemesis_client_ops: BTreeMap<String, usize>,
+    /// Ops (events) in the history (`loaded.history` holds none when it was streamed).
+    events: usize,
+    /// How the check went where the user may wonder (the stream held many ops, read the file
+    /// twice, or could not be used), printed as notes.
+    notes: Vec<String>,
 }
 
 /// `--initial`: `nil` (absent), a JSON scalar (`0`, `"x"`, `true`), a keyword (`:x` → `"x"`), or
@@ -181,6 +188,18 @@ pub(crate) fn what_ran(path: &Path) -> Result<WhatRan, String> {
 /// Load and check one history. `Err` is an input error (unreadable, malformed, ill-formed, or not
 /// interpretable by the model), with the file named.
 fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<FileCheck, String> {
+    let mut notes = Vec::new();
+    match stream::check(path, args, settings)? {
+        stream::Tried::Streamed(fc) => return Ok(*fc),
+        stream::Tried::Whole(why) => notes.extend(why),
+    }
+    let mut fc = check_whole(path, args, settings)?;
+    fc.notes = notes;
+    Ok(fc)
+}
+
+/// Load `path` whole and check it.
+fn check_whole(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<FileCheck, String> {
     let loaded = load_history(path, &args.format, settings.independent)?;
     let history = &loaded.history;
     let ran = what_ran(path)?;
@@ -206,25 +225,7 @@ fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<File
         ));
     }
     let options = model_options(args, settings, &loaded, &ran);
-    let plan = Plan {
-        model: model.clone(),
-        options: options.clone(),
-        session: args
-            .session
-            .then(|| crate::checker::session::SessionConfig {
-                source: settings.version_source.or(ran.version_source),
-                ..Default::default()
-            }),
-        time_limit: settings.time_limit,
-        witness: args.witness,
-        all_keys: args.all_keys,
-        memory_bytes: Some(settings.memory_bytes),
-        txn_assume: settings.txn_assume,
-        txn_ask: settings.txn_ask.clone(),
-        set_full: crate::checker::set_full::SetFullConfig {
-            linearizable: args.linearizable,
-        },
-    };
+    let plan = plan_for(args, settings, &model, &options, &ran);
     let composed =
         compose::check(history, &plan).map_err(|e| format!("{}: {e}", path.display()))?;
     let result = match (composed.linear, composed.set, composed.txn, composed.log) {
@@ -249,13 +250,67 @@ fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<File
         return Err(format!("{}: {reason}", path.display()));
     }
     let session = composed.session;
-    let clients = history.ops.iter().filter(|o| o.is_client()).count();
-    let nothing_checked = if history.ops.is_empty() {
+    let facts = Facts {
+        events: history.ops.len(),
+        clients: history.ops.iter().filter(|o| o.is_client()).count(),
+        nemesis_client_ops: crate::import::nemesis_client_ops(history),
+    };
+    Ok(judged(loaded, model, options, result, session, facts))
+}
+
+/// The plan `check` checks one history with.
+fn plan_for(
+    args: &CheckArgs,
+    settings: &Settings,
+    model: &str,
+    options: &ModelOptions,
+    ran: &WhatRan,
+) -> Plan {
+    Plan {
+        model: model.to_string(),
+        options: options.clone(),
+        session: args
+            .session
+            .then(|| crate::checker::session::SessionConfig {
+                source: settings.version_source.or(ran.version_source),
+                ..Default::default()
+            }),
+        time_limit: settings.time_limit,
+        witness: args.witness,
+        all_keys: args.all_keys,
+        memory_bytes: Some(settings.memory_bytes),
+        txn_assume: settings.txn_assume,
+        txn_ask: settings.txn_ask.clone(),
+        set_full: crate::checker::set_full::SetFullConfig {
+            linearizable: args.linearizable,
+        },
+    }
+}
+
+/// What the verdict rules read of a history besides the checkers' results.
+struct Facts {
+    events: usize,
+    clients: usize,
+    nemesis_client_ops: BTreeMap<String, usize>,
+}
+
+/// The file's verdict from its checkers' results: the "never a verdict from nothing" rule, the
+/// session verdict merged, and a history cut short never valid.
+fn judged(
+    loaded: LoadedHistory,
+    model: String,
+    options: ModelOptions,
+    result: Primary,
+    session: Option<CheckResult>,
+    facts: Facts,
+) -> FileCheck {
+    let history = &loaded.history;
+    let nothing_checked = if facts.events == 0 {
         Some("empty history: the file holds no ops, so there is nothing to check".to_string())
-    } else if clients == 0 {
+    } else if facts.clients == 0 {
         Some(format!(
             "no client ops in the history ({}, none from a client process): nothing to check",
-            count(history.ops.len(), "event", "events")
+            count(facts.events, "event", "events")
         ))
     } else {
         None
@@ -278,8 +333,8 @@ fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<File
             "the history was cut short by a crash, so ops after it may be missing ({cut})"
         ));
     }
-    Ok(FileCheck {
-        nemesis_client_ops: crate::import::nemesis_client_ops(history),
+    FileCheck {
+        nemesis_client_ops: facts.nemesis_client_ops,
         loaded,
         model,
         options,
@@ -287,7 +342,9 @@ fn check_file(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<File
         session,
         verdict,
         nothing_checked,
-    })
+        events: facts.events,
+        notes: Vec::new(),
+    }
 }
 
 impl FileCheck {
@@ -351,7 +408,7 @@ impl FileCheck {
     fn events(&self) -> String {
         let h = &self.loaded.history;
         if !h.invokes_synthesized {
-            return count(h.ops.len(), "event", "events");
+            return count(self.events, "event", "events");
         }
         let added = h
             .ops
@@ -509,6 +566,9 @@ fn check_single(path: &Path, args: &CheckArgs, settings: &Settings) -> i32 {
     for w in fc.warnings(path) {
         eprintln!("warning: {w}");
     }
+    for n in &fc.notes {
+        eprintln!("note: {n}");
+    }
     let history = &fc.loaded.history;
     if let Some(out) = &args.export_edn
         && let Err(e) = write_output(out, "EDN export", &crate::edn::write_edn(history))
@@ -574,6 +634,9 @@ fn check_many(args: &CheckArgs, settings: &Settings) -> i32 {
             Ok(fc) => {
                 for w in fc.warnings(&path) {
                     eprintln!("warning: {w}");
+                }
+                for n in &fc.notes {
+                    eprintln!("note: {n}");
                 }
                 *counts.entry(fc.verdict.to_string()).or_insert(0) += 1;
                 worst = Some(worst.map_or(fc.verdict, |w| w.merge(fc.verdict)));

@@ -97,6 +97,14 @@ pub struct CheckArgs {
     /// Write the history as Jepsen EDN to this file (one input file only).
     #[arg(long, value_name = "OUT")]
     pub export_edn: Option<PathBuf>,
+    /// Check a JSONL history as it is read, each key once the file shows it retired (every
+    /// process that worked on it moved on), holding only the keys still open: auto (files over
+    /// 64 MiB), always, or never (read it whole). For the register, cas-register and list-append
+    /// models, without --session, --html, --export-edn or --independent; verdict, counts and
+    /// witnesses are the whole check's, and a history the stream cannot judge alike is checked
+    /// whole.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub stream: StreamArg,
     /// Print the outcome as JSON.
     #[arg(long)]
     pub json: bool,
@@ -108,6 +116,17 @@ pub struct CheckArgs {
     /// increasing-values.
     #[arg(long, default_value = "auto", requires = "session")]
     pub version_source: String,
+}
+
+/// `--stream`: whether to check a history as it is read.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum StreamArg {
+    /// Stream JSONL files over 64 MiB that can be streamed.
+    Auto,
+    /// Stream every history that can be streamed (and say why one cannot).
+    Always,
+    /// Read every history whole.
+    Never,
 }
 
 /// `--semantics`: a register semantics preset.

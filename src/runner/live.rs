@@ -5,8 +5,8 @@
 //! `ops_per_key` ops and never return to a key they left. A background thread at the lowest CPU
 //! priority (nice 19) tails the run's `history.jsonl` as the interpreter writes it (no hook in
 //! the interpreter: the workload's hot path is unchanged) and keeps each key's ops in
-//! [`Retirement`]: a key is *retired* once every thread that worked on it has invoked an op on
-//! another key and no op on it is open. Its sub-history is then checked for linearizability with
+//! [`Retirement`] (`checker::linear::retire`): a key is *retired* once every thread that worked on
+//! it has invoked an op on another key and no op on it is open. Its sub-history is then checked for linearizability with
 //! the model the final check uses, through the checker's public API (`check_linear_with`, every
 //! key decided, one search thread).
 //!
@@ -26,18 +26,20 @@
 //!   session guarantees choose their version order from the whole history. `--stop-on-anomaly`
 //!   is refused for them (`cli`).
 //!
-//! Owns the retirement bookkeeping (pure, [`Retirement`]), the tailing thread, the live counts the
+//! Owns the tailing thread, the live counts the
 //! progress line shows, `live.json` and the first invalid key's witness page written as soon as it
 //! is found, and mapping the live parts back into the final check. Does not own the search
 //! (`checker::linear`), the stop itself (`runner::drive` shuts the interpreter down) or how the
 //! run's verdict is judged (`completion`).
 
 use crate::checker::Verdict;
+pub use crate::checker::linear::retire::Retirement;
 use crate::checker::linear::{Decide, LinearConfig, LinearResult, PartSummary, WitnessMode};
-use crate::history::{History, Op, OpType, Process};
+use crate::history::{History, Op};
 use crate::store::{LINEAR_WITNESS_FILE, LIVE_FILE, RunDir};
 use serde::Serialize;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::HashMap;
+
 use std::io::{Read, Seek, SeekFrom};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -72,117 +74,6 @@ pub(crate) fn not_live_because(workload_kind: &str) -> String {
          keys (linearizability) are decided live; set and log losses are judged against the final \
          reads, lock and transactional histories as a whole"
     )
-}
-
-/// One key's ops while it is not yet retired.
-#[derive(Debug, Default)]
-struct KeyOps {
-    /// Its ops in history order, with their history `index`.
-    ops: Vec<Op>,
-    /// Invokes without their completion yet.
-    open: usize,
-    /// Threads that invoked an op on it.
-    threads: BTreeSet<u64>,
-    /// Threads of `threads` that have since invoked an op on another key.
-    left: BTreeSet<u64>,
-}
-
-impl KeyOps {
-    fn retired(&self) -> bool {
-        self.open == 0 && !self.threads.is_empty() && self.left.len() == self.threads.len()
-    }
-}
-
-/// Which keys are retired, from the history alone (pure; see the module doc): fed client ops in
-/// history order, it hands out each key's ops once every thread that worked on the key has moved
-/// to another key and none of its ops is open. A thread is `process % concurrency` (a thread
-/// whose op ends `info` goes on as `process + concurrency`).
-#[derive(Debug)]
-pub struct Retirement {
-    concurrency: u64,
-    keys: HashMap<String, KeyOps>,
-    /// The key each thread last invoked an op on.
-    thread_key: HashMap<u64, String>,
-    /// Keys already handed out.
-    retired: HashSet<String>,
-    /// Ops on a key after it was handed out (final reads; none during the workload).
-    late_ops: u64,
-    /// Ops held for keys not yet retired.
-    buffered: usize,
-}
-
-impl Retirement {
-    /// Bookkeeping for a run of `concurrency` client threads.
-    pub fn new(concurrency: usize) -> Retirement {
-        Retirement {
-            concurrency: concurrency.max(1) as u64,
-            keys: HashMap::new(),
-            thread_key: HashMap::new(),
-            retired: HashSet::new(),
-            late_ops: 0,
-            buffered: 0,
-        }
-    }
-
-    /// Feed the next op of the history; returns the keys it retires, each with its ops.
-    pub fn push(&mut self, op: Op) -> Vec<(String, Vec<Op>)> {
-        let (Process::Client(p), Some(key)) = (op.process, op.key.as_deref().map(str::to_string))
-        else {
-            return Vec::new();
-        };
-        if self.retired.contains(&key) {
-            self.late_ops += 1;
-            return Vec::new();
-        }
-        let thread = p % self.concurrency;
-        let mut candidates = Vec::new();
-        let entry = self.keys.entry(key.clone()).or_default();
-        if op.op_type == OpType::Invoke {
-            entry.open += 1;
-            entry.threads.insert(thread);
-            entry.left.remove(&thread);
-            if let Some(prev) = self.thread_key.insert(thread, key.clone())
-                && prev != key
-                && let Some(k) = self.keys.get_mut(&prev)
-            {
-                k.left.insert(thread);
-                candidates.push(prev);
-            }
-        } else {
-            entry.open = entry.open.saturating_sub(1);
-            candidates.push(key.clone());
-        }
-        if let Some(k) = self.keys.get_mut(&key) {
-            k.ops.push(op);
-            self.buffered += 1;
-        }
-        let mut out = Vec::new();
-        for k in candidates {
-            if self.keys.get(&k).is_some_and(KeyOps::retired)
-                && let Some(ops) = self.keys.remove(&k)
-            {
-                self.retired.insert(k.clone());
-                self.buffered = self.buffered.saturating_sub(ops.ops.len());
-                out.push((k, ops.ops));
-            }
-        }
-        out
-    }
-
-    /// Keys seen and not retired yet.
-    pub fn open_keys(&self) -> usize {
-        self.keys.len()
-    }
-
-    /// Ops held for keys not retired yet.
-    pub fn buffered_ops(&self) -> usize {
-        self.buffered
-    }
-
-    /// Ops seen on keys already retired.
-    pub fn late_ops(&self) -> u64 {
-        self.late_ops
-    }
 }
 
 /// The first invalid key found live.
@@ -311,34 +202,7 @@ pub fn check_batch(
     Ok((mapped, local, history))
 }
 
-/// Map a result's op positions (`WitnessOp::index`, `completion_index`, a valid part's
-/// linearization) through `orig`: the position in the checked history → the position in the
-/// run's history.
-pub fn remap_positions(r: &mut LinearResult, orig: &[u64]) {
-    let map = |i: &mut u64| {
-        if let Some(&o) = orig.get(*i as usize) {
-            *i = o;
-        }
-    };
-    let map_op = |op: &mut crate::checker::linear::WitnessOp| {
-        map(&mut op.index);
-        if let Some(c) = op.completion_index.as_mut() {
-            map(c);
-        }
-    };
-    for part in &mut r.parts {
-        part.linearization.iter_mut().flatten().for_each(map);
-        if let Some(w) = part.witness.as_mut() {
-            map_op(&mut w.op);
-            for s in &mut w.prefix_tail {
-                map_op(&mut s.op);
-            }
-            for m in w.minimized.iter_mut().flatten() {
-                map_op(m);
-            }
-        }
-    }
-}
+pub use crate::checker::linear::stream::remap_positions;
 
 /// The live checker of one run: its thread, the counts it shares, and its stop signal.
 pub struct LiveChecker {
@@ -601,65 +465,7 @@ fn read_new_ops(path: &std::path::Path, offset: &mut u64, pending: &mut Vec<u8>)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Value;
-
-    fn op(index: u64, t: OpType, p: u64, key: &str) -> Op {
-        let mut o = Op::new(t, Process::Client(p), "read", Value::Null);
-        o.index = index;
-        o.key = Some(key.into());
-        o
-    }
-
-    fn keys_of(out: Vec<(String, Vec<Op>)>) -> Vec<String> {
-        out.into_iter().map(|(k, _)| k).collect()
-    }
-
-    #[test]
-    fn a_key_retires_when_every_thread_left_it_and_no_op_is_open() {
-        // Two threads (0, 1) on key a; both move to key c.
-        let mut r = Retirement::new(2);
-        let mut i = 0;
-        let mut push = |r: &mut Retirement, t, p, k: &str| {
-            i += 1;
-            keys_of(r.push(op(i, t, p, k)))
-        };
-        assert!(push(&mut r, OpType::Invoke, 0, "a").is_empty());
-        assert!(push(&mut r, OpType::Invoke, 1, "a").is_empty());
-        assert!(push(&mut r, OpType::Ok, 0, "a").is_empty());
-        // Thread 0 moves on; thread 1 is still on a, its op open.
-        assert!(push(&mut r, OpType::Invoke, 0, "c").is_empty());
-        // Thread 1's op ends info: it goes on as process 3 (thread 1), on key c.
-        assert!(push(&mut r, OpType::Info, 1, "a").is_empty());
-        assert_eq!(push(&mut r, OpType::Invoke, 3, "c"), vec!["a".to_string()]);
-        assert_eq!((r.open_keys(), r.buffered_ops()), (1, 2));
-        // A final read of a retired key is late, not a reopening.
-        assert!(push(&mut r, OpType::Invoke, 0, "a").is_empty());
-        assert_eq!(r.late_ops(), 1);
-    }
-
-    #[test]
-    fn an_open_op_holds_a_key_back_until_it_completes() {
-        let mut r = Retirement::new(1);
-        assert!(r.push(op(0, OpType::Invoke, 0, "a")).is_empty());
-        assert!(r.push(op(1, OpType::Ok, 0, "a")).is_empty());
-        let out = r.push(op(2, OpType::Invoke, 0, "b"));
-        assert_eq!(out.len(), 1);
-        assert_eq!(
-            out[0].1.iter().map(|o| o.index).collect::<Vec<_>>(),
-            vec![0, 1],
-            "the retired key's ops, with their history positions"
-        );
-        // Nemesis ops and ops without a key are not a key's.
-        let mut n = Op::new(
-            OpType::Info,
-            Process::Nemesis,
-            "start-partition",
-            Value::Null,
-        );
-        n.index = 3;
-        assert!(r.push(n).is_empty());
-        assert_eq!(r.open_keys(), 1);
-    }
+    use std::collections::HashSet;
 
     fn line(i: u64, t: &str, p: u64, f: &str, k: &str, v: &str) -> Op {
         serde_json::from_str::<Op>(&format!(

@@ -115,7 +115,7 @@ pub fn check_linear_with(
 }
 
 /// The linearizability checker's configuration for `plan`.
-fn linear_config(plan: &Plan) -> LinearConfig {
+pub fn linear_config(plan: &Plan) -> LinearConfig {
     let default = LinearConfig::default();
     LinearConfig {
         time_limit: Some(plan.time_limit),

@@ -27,7 +27,9 @@
 
 pub mod histgen;
 mod result;
+pub mod retire;
 mod search;
+pub mod stream;
 mod witness;
 
 use crate::checker::{CheckResult, Checker, Verdict};
@@ -396,14 +398,7 @@ pub fn check_history<M: Model>(
     undecided.settled_budget_ms = first_invalid.and_then(|(.., b)| b.map(|b| b.as_millis() as u64));
     let settled_reason = |first: usize| {
         let (_, at, budget) = first_invalid.unwrap_or((first, Duration::ZERO, None));
-        let budget = budget.map_or(String::new(), |b| {
-            format!("; the other parts had {} ms more", b.as_millis())
-        });
-        format!(
-            "not decided: {} was invalid after {} ms, which settled the verdict{budget} (--all-keys decides every key)",
-            key_label(&parts[first].key),
-            at.as_millis()
-        )
+        settled_reason(&parts[first].key, at, budget)
     };
     let summaries: Vec<PartSummary> = searched
         .into_iter()
@@ -434,6 +429,23 @@ pub fn check_history<M: Model>(
         undecided,
         parts: summaries,
     }
+}
+
+/// Why a part is unknown once the first invalid part, `first`, settled the verdict after `at`,
+/// the others getting `budget` more.
+pub(crate) fn settled_reason<K: std::ops::Deref<Target = str>>(
+    first: &Option<K>,
+    at: Duration,
+    budget: Option<Duration>,
+) -> String {
+    let budget = budget.map_or(String::new(), |b| {
+        format!("; the other parts had {} ms more", b.as_millis())
+    });
+    format!(
+        "not decided: {} was invalid after {} ms, which settled the verdict{budget} (--all-keys decides every key)",
+        key_label(first),
+        at.as_millis()
+    )
 }
 
 /// Phase 1, the verdict, in rounds (see `ROUNDS`); in each, biggest parts first, for load
@@ -552,6 +564,7 @@ fn summarize_part<O>(
     PartSummary {
         key: part.key.clone().map(String::from),
         op_count: part.ops.len(),
+        first_index: part.ops.first().map_or(0, |o| o.invoke_idx() as u64),
         pending_count: part.ops.iter().filter(|o| o.ret().is_none()).count(),
         verdict,
         reason,

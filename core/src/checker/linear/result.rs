@@ -74,6 +74,9 @@ pub struct PartSummary {
     pub key: Option<String>,
     /// Model ops in the part (after dropping ops that impose nothing).
     pub op_count: usize,
+    /// History position of the part's first op (parts are in this order). Not serialized.
+    #[serde(skip)]
+    pub first_index: u64,
     /// How many of them are pending (info / never completed).
     pub pending_count: usize,
     /// Verdict for this part.

@@ -1,0 +1,802 @@
+//! The streamed linearizability check of a JSONL history: memory bounded by the keys still open,
+//! not by the history's length, with the result the whole check ([`super::check_history`] of the
+//! history read whole) gives.
+//!
+//! How: the history is read op by op ([`JsonlReader`]); each client op goes to [`Retirement`]
+//! (every process its own thread, a process not seen for [`IDLE_OPS`] ops counted as gone); the
+//! ops of each key it retires are gathered into batches of about [`BATCH_OPS`] ops, and a batch
+//! is checked (every key of it decided, on the search's own thread pool) on a checker thread
+//! while the reader goes on, at most [`QUEUED_BATCHES`] batches waiting (the reader waits for the
+//! checker past that: memory stays bounded when the search is the slower side). A checked key's
+//! ops are dropped; its part summary stays (witness only for invalid keys). At the end of the
+//! file the keys still open are checked, then parts are put back in order of first appearance,
+//! with positions (witness ops) those of the whole history.
+//!
+//! What keeps it exact:
+//! - A key touched again after it was handed out (a final read, a process that came back after
+//!   the idle bound) is *late*: its first result is dropped and a second pass over the file
+//!   gathers that key's ops whole, each late key checked once the pass reaches its last op.
+//! - Anything the whole check would read differently ends the stream with [`Outcome::Whole`] and
+//!   the reason, for the caller to check the history whole: an ill-formed pairing (the whole
+//!   check's error names the lines), a completion whose key is not its invoke's, an op the model
+//!   cannot read, a file whose later ops change what `--model auto` picks, a malformed line.
+//! - Budgets as the whole check's: `--time-limit` bounds the time spent searching, over all
+//!   batches; verdict-first (no `--all-keys`): once a key is invalid, keys checked after 10 times
+//!   the search time that took (at least 100 ms) are left unknown, "settled", as the whole check
+//!   leaves the parts it had not decided by then. Which keys those are depends on timing in both.
+//!
+//! Keys that never retire (the session workload's hot keys) are held to the end of the file, as
+//! the whole check holds every key: [`Held`] says how many ops and keys were held at most, for
+//! the caller to say so. Owns the pipeline and putting the parts back together; does not own
+//! opening the file, choosing whether to stream, or the search (`linear`).
+
+use super::retire::{FastMap, Retirement, Threads};
+use super::{Cause, Decide, LinearConfig, LinearResult, PartSummary, WitnessOp, settled_reason};
+use crate::checker::Verdict;
+use crate::checker::compose::{Plan, check_linear_with, linear_config};
+use crate::history::{History, JsonlBlocks, JsonlReader, Name, Op, OpType, Process};
+use crate::import::{InputFormat, ModelSniff, nemesis_client_ops_of};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::BufRead;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{SyncSender, sync_channel};
+use std::time::{Duration, Instant};
+
+/// A process not seen for this many client ops counts as having left its key (a crashed
+/// process never comes back; the last processes of a generator just stop).
+pub const IDLE_OPS: u64 = 100_000;
+/// A key that looks retired is checked only after this many more client ops without one on it
+/// (a process behind the others in time may still come to a key they all left).
+pub const GRACE_OPS: u64 = 300_000;
+/// About how many ops one batch of retired keys holds.
+pub const BATCH_OPS: usize = 50_000;
+/// Batches waiting for the checker before the reader waits.
+pub const QUEUED_BATCHES: usize = 2;
+/// Past this many ops held for keys not retired, the caller is told why memory grew.
+pub const HOLD_NOTE_OPS: usize = 2_000_000;
+
+/// The linearizability models whose parts are keys that rotate, which the stream can check.
+pub fn streams(model: &str) -> bool {
+    matches!(model, "register" | "cas-register" | "list-append")
+}
+
+/// What to stream-check a history with.
+#[derive(Debug, Clone)]
+pub struct StreamPlan {
+    /// The whole check's plan (model, semantics, budgets); its session checker must be off.
+    pub plan: Plan,
+    /// The model was chosen by `--model auto` for this format from the file's first lines: the
+    /// whole file must choose it too.
+    pub auto: Option<InputFormat>,
+    /// See [`IDLE_OPS`].
+    pub idle_ops: u64,
+    /// See [`GRACE_OPS`].
+    pub grace_ops: u64,
+    /// See [`BATCH_OPS`].
+    pub batch_ops: usize,
+}
+
+impl StreamPlan {
+    /// The defaults for `plan`.
+    pub fn new(plan: Plan, auto: Option<InputFormat>) -> StreamPlan {
+        StreamPlan {
+            plan,
+            auto,
+            idle_ops: IDLE_OPS,
+            grace_ops: GRACE_OPS,
+            batch_ops: BATCH_OPS,
+        }
+    }
+}
+
+/// The most the stream held at once.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Held {
+    /// Ops of keys not retired (or not complete, in the second pass).
+    pub ops: usize,
+    /// Those keys.
+    pub keys: usize,
+}
+
+impl Held {
+    fn note(&mut self, ops: usize, keys: usize) {
+        if ops > self.ops {
+            *self = Held { ops, keys };
+        }
+    }
+}
+
+/// A history checked as it streamed, with what the caller reports besides the result.
+#[derive(Debug, Clone)]
+pub struct Streamed {
+    /// The linearizability result, as the whole check gives it.
+    pub result: LinearResult,
+    /// Ops (events) in the history.
+    pub events: usize,
+    /// Of them, client ops.
+    pub clients: usize,
+    /// The reader's warnings (a torn last line, zero padding).
+    pub warnings: Vec<String>,
+    /// Why the history is cut short, when it is ([`History::cut_short`]).
+    pub cut_short: Option<String>,
+    /// Nemesis ops carrying client functions, per function ([`crate::import::nemesis_client_ops`]).
+    pub nemesis_client_ops: BTreeMap<String, usize>,
+    /// The most the first pass held.
+    pub held: Held,
+    /// Keys touched after they looked retired, checked again whole in a second pass.
+    pub late_keys: usize,
+    /// The most the second pass held (zero without late keys).
+    pub late_held: Held,
+}
+
+/// How a streamed check ended.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Checked; the result is the whole check's.
+    Checked(Box<Streamed>),
+    /// The stream cannot give the whole check's result: check the history whole. Why, in words.
+    Whole(String),
+}
+
+/// A batch of retired keys' ops (positions in `index`), and the pass it came from.
+struct Batch {
+    ops: Vec<Op>,
+    pass: u8,
+}
+
+/// The checker thread's side: the parts so far and the budgets spent.
+struct Collector<'a> {
+    plan: &'a Plan,
+    config: LinearConfig,
+    parts: Vec<(u8, PartSummary)>,
+    search: Duration,
+    witness: Duration,
+    /// The first invalid key, when it was found (search time), the budget the others got.
+    first_invalid: Option<(Option<String>, Duration, Option<Duration>)>,
+    settled_at: Option<Instant>,
+    error: Option<String>,
+}
+
+impl<'a> Collector<'a> {
+    fn new(plan: &'a Plan) -> Self {
+        Collector {
+            plan,
+            config: linear_config(plan),
+            parts: Vec::new(),
+            search: Duration::ZERO,
+            witness: Duration::ZERO,
+            first_invalid: None,
+            settled_at: None,
+            error: None,
+        }
+    }
+
+    fn check(&mut self, batch: Batch) {
+        if self.error.is_some() || batch.ops.is_empty() {
+            return;
+        }
+        // Each key's ops are in history order, keys one after the other: a history of its own
+        // (no process has two ops open), and no part depends on another's order.
+        let ops = batch.ops;
+        let orig: Vec<u64> = ops.iter().map(|o| o.index).collect();
+        let history = History::from_ops(ops);
+        let settled = self.settled_at.is_some_and(|s| Instant::now() >= s);
+        let left = self
+            .config
+            .time_limit
+            .map(|t| t.saturating_sub(self.search));
+        let config = LinearConfig {
+            decide: Decide::AllKeys,
+            time_limit: if settled { Some(Duration::ZERO) } else { left },
+            keep_linearization: false,
+            ..self.config.clone()
+        };
+        let t0 = Instant::now();
+        let mut r = match check_linear_with(&self.plan.model, &history, &self.plan.options, config)
+        {
+            Ok(r) => r,
+            Err(e) => {
+                self.error = Some(e);
+                return;
+            }
+        };
+        if let Some(reason) = r.reason.take() {
+            self.error = Some(reason);
+            return;
+        }
+        let searched_before = self.search;
+        self.search += Duration::from_millis(r.verdict_time_ms).min(t0.elapsed());
+        self.witness += Duration::from_millis(r.witness_time_ms);
+        remap_positions(&mut r, &orig);
+        for mut p in r.parts {
+            if settled
+                && p.verdict == Verdict::Unknown
+                && let Some((key, at, budget)) = &self.first_invalid
+            {
+                p.unknown_cause = Some(Cause::Settled);
+                p.reason = Some(settled_reason(key, *at, *budget));
+            }
+            if p.verdict == Verdict::Invalid && self.first_invalid.is_none() {
+                let at = searched_before + Duration::from_millis(p.time_ms);
+                let budget = match self.config.decide {
+                    Decide::AllKeys => None,
+                    Decide::Proportionate { factor, floor } => {
+                        Some(at.saturating_mul(factor).max(floor))
+                    }
+                };
+                self.settled_at = budget.map(|b| Instant::now() + b);
+                self.first_invalid = Some((p.key.clone(), at, budget));
+            }
+            self.parts.push((batch.pass, p));
+        }
+    }
+
+    /// The result: the parts in order of first appearance, the first pass's parts of `late`
+    /// keys left out (the second pass checked them whole).
+    fn finish(self, late: &HashSet<Name>) -> Result<LinearResult, String> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        // The shape of the whole check's result (model name, budgets) from an empty history.
+        let mut base = check_linear_with(
+            &self.plan.model,
+            &History::default(),
+            &self.plan.options,
+            self.config.clone(),
+        )?;
+        let mut parts: Vec<PartSummary> = self
+            .parts
+            .into_iter()
+            .filter(|(pass, p)| {
+                *pass > 1
+                    || p.key
+                        .as_deref()
+                        .is_none_or(|k| !late.contains(&Name::new(k)))
+            })
+            .map(|(_, p)| p)
+            .collect();
+        parts.sort_by_key(|p| p.first_index);
+        let u = &mut base.undecided;
+        for p in &parts {
+            match p.unknown_cause {
+                Some(Cause::Settled) => u.settled += 1,
+                Some(Cause::Memory) => u.memory += 1,
+                Some(Cause::TimeLimit) => u.time_limit += 1,
+                Some(Cause::Other) => u.other += 1,
+                None => {}
+            }
+        }
+        u.settled_budget_ms = self
+            .first_invalid
+            .as_ref()
+            .and_then(|(.., b)| b.map(|b| b.as_millis() as u64));
+        base.verdict = parts.iter().fold(Verdict::Valid, |v, p| v.merge(p.verdict));
+        base.op_count = parts.iter().map(|p| p.op_count).sum();
+        base.verdict_time_ms = self.search.as_millis() as u64;
+        base.witness_time_ms = self.witness.as_millis() as u64;
+        base.time_ms = base.verdict_time_ms + base.witness_time_ms;
+        base.first_invalid_ms = self
+            .first_invalid
+            .as_ref()
+            .map(|(_, at, _)| at.as_millis() as u64);
+        base.parts = parts;
+        Ok(base)
+    }
+}
+
+/// Map a result's op positions (`WitnessOp::index`, `completion_index`, a valid part's
+/// linearization, a part's first op) through `orig`: the position in the checked history → the
+/// position in the whole history.
+pub fn remap_positions(r: &mut LinearResult, orig: &[u64]) {
+    let map = |i: &mut u64| {
+        if let Some(&o) = orig.get(*i as usize) {
+            *i = o;
+        }
+    };
+    let map_op = |op: &mut WitnessOp| {
+        map(&mut op.index);
+        if let Some(c) = op.completion_index.as_mut() {
+            map(c);
+        }
+    };
+    for part in &mut r.parts {
+        map(&mut part.first_index);
+        part.linearization.iter_mut().flatten().for_each(map);
+        if let Some(w) = part.witness.as_mut() {
+            map_op(&mut w.op);
+            for s in &mut w.prefix_tail {
+                map_op(&mut s.op);
+            }
+            for m in w.minimized.iter_mut().flatten() {
+                map_op(m);
+            }
+        }
+    }
+}
+
+/// What the first pass learned besides the batches it sent.
+struct FirstPass {
+    events: usize,
+    clients: usize,
+    warnings: Vec<String>,
+    cut_short: Option<String>,
+    sniff: ModelSniff,
+    nemesis: BTreeMap<Name, usize>,
+    held: Held,
+    /// Late keys and the position of each one's last op.
+    late: HashMap<Name, u64>,
+}
+
+/// An open invoke: its function, key and time, for pairing its completion.
+type OpenInvoke = (Name, Option<Name>, u64);
+
+/// Why a completion cannot complete `open` (the whole check would refuse the history or read
+/// it otherwise), or why an invoke cannot be made while its process has one open.
+fn pairing_problem(open: &mut FastMap<Process, OpenInvoke>, op: &Op) -> Option<&'static str> {
+    if op.op_type == OpType::Invoke {
+        let inv = (op.f.clone(), op.key.clone(), op.time_ns);
+        return open
+            .insert(op.process, inv)
+            .map(|_| "a process invoked an op while another of its ops was open");
+    }
+    match open.remove(&op.process) {
+        None => Some("a completion has no open invoke"),
+        Some((f, key, t)) => {
+            if f != op.f || key != op.key || (t > 0 && op.time_ns > 0 && op.time_ns < t) {
+                Some("a completion does not match its invoke (function, key or time)")
+            } else {
+                None
+            }
+        }
+    }
+}
+
+fn send(tx: &SyncSender<Batch>, batch: &mut Vec<Op>, pass: u8) {
+    if !batch.is_empty() {
+        let ops = std::mem::take(batch);
+        // The checker only hangs up after the reader: a failed send loses nothing it needs.
+        let _ = tx.send(Batch { ops, pass });
+    }
+}
+
+fn first_pass<R: std::io::Read>(
+    reader: R,
+    name: &str,
+    sp: &StreamPlan,
+    tx: &SyncSender<Batch>,
+    failed: &AtomicBool,
+) -> Result<FirstPass, String> {
+    let mut jsonl = JsonlBlocks::new(reader, name);
+    let mut retire = Retirement::with(Threads::Process, Some(sp.idle_ops)).with_grace(sp.grace_ops);
+    let mut open: FastMap<Process, OpenInvoke> = FastMap::default();
+    let (mut keyless, mut batch) = (Vec::new(), Vec::new());
+    let (mut sniff, mut nemesis) = (ModelSniff::default(), BTreeMap::new());
+    let (mut events, mut clients, mut held) = (0usize, 0usize, Held::default());
+    let mut late: HashMap<Name, u64> = HashMap::new();
+    let mut ops = Vec::new().into_iter().flatten();
+    loop {
+        let Some(mut op) = ops.next() else {
+            match jsonl.next_ops().map_err(|e| e.to_string())? {
+                Some(blocks) => {
+                    ops = blocks.into_iter().flatten();
+                    continue;
+                }
+                None => break,
+            }
+        };
+        op.index = events as u64;
+        events += 1;
+        sniff.see(&op);
+        if op.process == Process::Nemesis {
+            *nemesis.entry(op.f.clone()).or_insert(0) += 1;
+            continue;
+        }
+        clients += 1;
+        if let Some(why) = pairing_problem(&mut open, &op) {
+            return Err(why.to_string());
+        }
+        let Some(key) = op.key.clone() else {
+            keyless.push(op);
+            continue;
+        };
+        if retire.is_retired(&key) {
+            late.insert(key, op.index);
+        }
+        for (_, ops) in retire.push(op) {
+            batch.extend(ops);
+        }
+        held.note(
+            retire.buffered_ops() + keyless.len(),
+            retire.open_keys() + usize::from(!keyless.is_empty()),
+        );
+        if batch.len() >= sp.batch_ops {
+            if failed.load(Ordering::Relaxed) {
+                return Err("the checker stopped".into());
+            }
+            send(tx, &mut batch, 1);
+        }
+    }
+    let (warnings, cut_short) = jsonl.finish().map_err(|e| e.to_string())?;
+    for (_, ops) in retire.drain() {
+        batch.extend(ops);
+    }
+    batch.extend(keyless);
+    send(tx, &mut batch, 1);
+    Ok(FirstPass {
+        events,
+        clients,
+        warnings,
+        cut_short,
+        sniff,
+        nemesis,
+        held,
+        late,
+    })
+}
+
+/// The second pass: every op of the `late` keys, each key checked once its last op is read.
+fn second_pass<R: BufRead>(
+    reader: R,
+    name: &str,
+    sp: &StreamPlan,
+    late: &HashMap<Name, u64>,
+    tx: &SyncSender<Batch>,
+) -> Result<Held, String> {
+    let mut jsonl = JsonlReader::new(reader, name);
+    let mut hold: HashMap<Name, Vec<Op>> = HashMap::new();
+    let (mut batch, mut held, mut holding) = (Vec::new(), Held::default(), 0usize);
+    let mut position = 0u64;
+    while let Some((mut op, _)) = jsonl.next_op().map_err(|e| e.to_string())? {
+        op.index = position;
+        position += 1;
+        let Some(key) = op.key.clone().filter(|_| op.is_client()) else {
+            continue;
+        };
+        let Some(&last) = late.get(&key) else {
+            continue;
+        };
+        let at = op.index;
+        hold.entry(key.clone()).or_default().push(op);
+        holding += 1;
+        held.note(holding, hold.len());
+        if at == last
+            && let Some(ops) = hold.remove(&key)
+        {
+            holding -= ops.len();
+            batch.extend(ops);
+            if batch.len() >= sp.batch_ops {
+                send(tx, &mut batch, 2);
+            }
+        }
+    }
+    for (_, ops) in hold.drain() {
+        batch.extend(ops);
+    }
+    send(tx, &mut batch, 2);
+    Ok(held)
+}
+
+/// Check the JSONL history `open()` reads (`name` in messages) as it streams (see the module
+/// doc); `open` is called again for a second pass when keys were touched after they retired.
+pub fn check_jsonl<R: BufRead>(
+    open: impl Fn() -> std::io::Result<R>,
+    name: &str,
+    sp: &StreamPlan,
+) -> Outcome {
+    let failed = AtomicBool::new(false);
+    let (tx, rx) = sync_channel::<Batch>(QUEUED_BATCHES);
+    let (passes, collector) = std::thread::scope(|s| {
+        let checker = s.spawn(|| {
+            let mut c = Collector::new(&sp.plan);
+            for batch in rx {
+                c.check(batch);
+                if c.error.is_some() {
+                    failed.store(true, Ordering::Relaxed);
+                }
+            }
+            c
+        });
+        let passes = (|| {
+            let first = first_pass(
+                open().map_err(|e| format!("{name}: {e}"))?,
+                name,
+                sp,
+                &tx,
+                &failed,
+            )?;
+            let late_held = if first.late.is_empty() {
+                Held::default()
+            } else {
+                let reader = open().map_err(|e| format!("{name}: {e}"))?;
+                second_pass(reader, name, sp, &first.late, &tx)?
+            };
+            Ok::<_, String>((first, late_held))
+        })();
+        drop(tx);
+        (passes, checker.join())
+    });
+    let Ok(collector) = collector else {
+        return Outcome::Whole("the checker thread panicked".into());
+    };
+    let (first, late_held) = match passes {
+        Ok(p) => p,
+        Err(why) => return Outcome::Whole(collector.error.unwrap_or(why)),
+    };
+    if let Some(format) = sp.auto {
+        let model = first.sniff.model(format);
+        if model != sp.plan.model {
+            return Outcome::Whole(format!(
+                "the whole file's ops choose model {model}, its first lines {}",
+                sp.plan.model
+            ));
+        }
+    }
+    let late: HashSet<Name> = first.late.keys().cloned().collect();
+    let result = match collector.finish(&late) {
+        Ok(r) => r,
+        Err(why) => return Outcome::Whole(why),
+    };
+    Outcome::Checked(Box::new(Streamed {
+        result,
+        events: first.events,
+        clients: first.clients,
+        warnings: first.warnings,
+        cut_short: first.cut_short,
+        nemesis_client_ops: nemesis_client_ops_of(&first.nemesis, &first.sniff),
+        held: first.held,
+        late_keys: late.len(),
+        late_held,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checker::linear::WitnessMode;
+    use crate::checker::linear::histgen::{GenConfig, corrupt_read, generate_register_history};
+    use crate::model::{ModelOptions, SemanticsPreset};
+
+    fn plan(model: &str) -> Plan {
+        Plan {
+            model: model.into(),
+            options: ModelOptions::preset(SemanticsPreset::Etcd),
+            session: None,
+            time_limit: Duration::from_secs(30),
+            witness: WitnessMode::Fast,
+            all_keys: true,
+            memory_bytes: None,
+            txn_assume: Default::default(),
+            txn_ask: Default::default(),
+            set_full: Default::default(),
+        }
+    }
+
+    /// A small stream: tiny batches, idle bound and grace, so that a short history exercises
+    /// every path.
+    fn small(model: &str, auto: Option<InputFormat>) -> StreamPlan {
+        StreamPlan {
+            idle_ops: 50,
+            grace_ops: 20,
+            batch_ops: 40,
+            ..StreamPlan::new(plan(model), auto)
+        }
+    }
+
+    fn jsonl(h: &History) -> Vec<u8> {
+        let mut out = Vec::new();
+        for op in &h.ops {
+            serde_json::to_writer(&mut out, op).unwrap();
+            out.push(b'\n');
+        }
+        out
+    }
+
+    fn stream(bytes: &[u8], sp: &StreamPlan) -> Outcome {
+        check_jsonl(|| Ok(std::io::Cursor::new(bytes.to_vec())), "test", sp)
+    }
+
+    fn streamed(bytes: &[u8], sp: &StreamPlan) -> Streamed {
+        match stream(bytes, sp) {
+            Outcome::Checked(s) => *s,
+            Outcome::Whole(why) => panic!("not streamed: {why}"),
+        }
+    }
+
+    fn whole(bytes: &[u8], p: &Plan) -> LinearResult {
+        let h = History::read_jsonl(bytes, "test").unwrap();
+        check_linear_with(&p.model, &h, &p.options, linear_config(p)).unwrap()
+    }
+
+    /// What must agree: the verdict, every part's key, verdict, counts and position, and every
+    /// witness's ops (times and search statistics aside).
+    fn same(a: &LinearResult, b: &LinearResult) {
+        assert_eq!(a.verdict, b.verdict);
+        assert_eq!(a.op_count, b.op_count);
+        assert_eq!(a.model, b.model);
+        assert_eq!(a.parts.len(), b.parts.len());
+        for (x, y) in a.parts.iter().zip(&b.parts) {
+            let shape = |p: &PartSummary| {
+                (
+                    p.key.clone(),
+                    p.verdict,
+                    p.op_count,
+                    p.pending_count,
+                    p.first_index,
+                )
+            };
+            assert_eq!(shape(x), shape(y));
+            let w = |p: &PartSummary| {
+                p.witness.as_ref().map(|w| {
+                    let ops: Vec<u64> = w.minimized.iter().flatten().map(|o| o.index).collect();
+                    (w.op.clone(), w.prefix_len, w.last_state.clone(), ops)
+                })
+            };
+            let (wx, wy) = (w(x), w(y));
+            assert_eq!(wx, wy, "witness of {:?}", x.key);
+        }
+        assert_eq!(
+            a.explain().lines().skip(1).collect::<Vec<_>>(),
+            b.explain().lines().skip(1).collect::<Vec<_>>()
+        );
+    }
+
+    fn rotating(seed: u64, info: f64) -> History {
+        generate_register_history(&GenConfig {
+            keys: 4,
+            processes_per_key: 3,
+            ops: 1_200,
+            info_probability: info,
+            seed,
+            rotate_every: 25,
+            ..GenConfig::default()
+        })
+    }
+
+    #[test]
+    fn a_streamed_check_of_rotating_keys_agrees_with_the_whole_check() {
+        for seed in 0..4 {
+            let h = rotating(seed, 0.05);
+            assert!(
+                h.ops.iter().any(|o| o.op_type == OpType::Info),
+                "crashed ops"
+            );
+            let bytes = jsonl(&h);
+            let sp = small("cas-register", None);
+            let s = streamed(&bytes, &sp);
+            same(&s.result, &whole(&bytes, &sp.plan));
+            assert_eq!(s.result.verdict, Verdict::Valid);
+            assert_eq!((s.events, s.clients), (h.ops.len(), h.ops.len()));
+            // Keys rotate: the stream held a fraction of the history at most.
+            assert!(
+                s.held.ops < h.ops.len() / 2,
+                "{:?} of {}",
+                s.held,
+                h.ops.len()
+            );
+        }
+    }
+
+    #[test]
+    fn an_invalid_key_gets_the_whole_checks_witness_at_the_whole_historys_positions() {
+        let mut h = rotating(7, 0.02);
+        let mut corrupted = 0;
+        for pick in [3, 40, 90] {
+            corrupted += usize::from(corrupt_read(&mut h, pick).is_some());
+        }
+        assert!(corrupted > 0);
+        let bytes = jsonl(&h);
+        let sp = small("cas-register", None);
+        let s = streamed(&bytes, &sp);
+        let w = whole(&bytes, &sp.plan);
+        assert_eq!(w.verdict, Verdict::Invalid);
+        same(&s.result, &w);
+        let bad = s
+            .result
+            .parts
+            .iter()
+            .find(|p| p.verdict == Verdict::Invalid);
+        let op = &bad.and_then(|p| p.witness.as_ref()).unwrap().op;
+        assert_eq!(h.ops[op.index as usize].process.to_string(), op.process);
+    }
+
+    #[test]
+    fn keys_that_never_retire_are_held_to_the_end_and_still_agree() {
+        // Two hot keys every process keeps using: nothing retires before the end.
+        let h = generate_register_history(&GenConfig {
+            keys: 2,
+            processes_per_key: 3,
+            ops: 600,
+            info_probability: 0.05,
+            seed: 3,
+            ..GenConfig::default()
+        });
+        let bytes = jsonl(&h);
+        let mut sp = small("cas-register", None);
+        sp.idle_ops = 1_000_000;
+        let s = streamed(&bytes, &sp);
+        same(&s.result, &whole(&bytes, &sp.plan));
+        assert_eq!(s.held.keys, 2);
+        assert!(s.held.ops >= h.ops.len() - 2, "{:?}", s.held);
+    }
+
+    #[test]
+    fn keys_touched_after_they_retired_are_checked_again_whole() {
+        // A run's shape: rotating keys, then one final read of every key; each reads nil, stale
+        // for every key that was written.
+        let mut h = rotating(5, 0.0);
+        let keys: Vec<Name> = {
+            let mut seen = Vec::new();
+            for o in &h.ops {
+                if let Some(k) = &o.key
+                    && !seen.contains(k)
+                {
+                    seen.push(k.clone());
+                }
+            }
+            seen
+        };
+        let mut t = h.ops.last().unwrap().time_ns;
+        for k in &keys {
+            for (ty, v) in [(OpType::Invoke, Value::Null), (OpType::Ok, Value::Null)] {
+                t += 10;
+                let mut op = Op::new(ty, Process::Client(1_000), "read", v);
+                op.key = Some(k.clone());
+                op.time_ns = t;
+                h.ops.push(op);
+            }
+        }
+        let bytes = jsonl(&History::from_ops(h.ops));
+        let sp = small("cas-register", None);
+        let s = streamed(&bytes, &sp);
+        let w = whole(&bytes, &sp.plan);
+        same(&s.result, &w);
+        // Every key retired before its final read but the last few, still in their grace.
+        assert!(
+            s.late_keys > keys.len() / 2 && s.late_keys <= keys.len(),
+            "{} of {}",
+            s.late_keys,
+            keys.len()
+        );
+        assert!(s.late_held.ops > 0);
+    }
+
+    use serde_json::Value;
+
+    #[test]
+    fn what_the_stream_cannot_judge_alike_is_left_to_the_whole_check() {
+        let line = |p: u64, t: &str, f: &str, k: &str| {
+            format!(r#"{{"type":"{t}","process":{p},"f":"{f}","key":"{k}","value":1}}"#)
+        };
+        // Process 0 invokes twice without a completion: ill-formed.
+        let bad = [
+            line(0, "invoke", "write", "a"),
+            line(0, "invoke", "write", "a"),
+        ]
+        .join("\n");
+        let sp = small("cas-register", None);
+        assert!(matches!(stream(bad.as_bytes(), &sp), Outcome::Whole(w) if w.contains("invoked")));
+        // `auto` chose cas-register from the first lines; an append later makes it list-append.
+        let mut later = String::new();
+        for i in 0..50 {
+            later.push_str(&line(i, "invoke", "write", "a"));
+            later.push('\n');
+            later.push_str(&line(i, "ok", "write", "a"));
+            later.push('\n');
+        }
+        later.push_str(&line(99, "invoke", "append", "b"));
+        let sp = small("cas-register", Some(InputFormat::Jsonl));
+        assert!(
+            matches!(stream(later.as_bytes(), &sp), Outcome::Whole(w) if w.contains("list-append"))
+        );
+        // A torn last line is the whole check's warning and cut-short mark.
+        let torn = format!(
+            "{}\n{}\n{{\"type\":\"inv",
+            line(0, "invoke", "write", "a"),
+            line(0, "ok", "write", "a")
+        );
+        let s = streamed(torn.as_bytes(), &small("cas-register", None));
+        let h = History::read_jsonl(torn.as_bytes(), "test").unwrap();
+        assert_eq!((s.warnings, s.cut_short), (h.warnings, h.cut_short));
+        assert_eq!(s.events, 2);
+    }
+}

@@ -1,0 +1,304 @@
+//! [`JsonlReader`]: the JSONL history format read one op at a time, as [`History::read_jsonl`](super::History::read_jsonl)
+//! reads it whole (which is built on it), so that a history can also be checked as it is read
+//! (`checker::linear::stream`) with the same errors, warnings and crash artefacts.
+//!
+//! Owns the line rules: every non-blank line is an op object; only the *last* line may be a torn
+//! op (dropped with a warning), and zero bytes after the last record (a killed writer's padding)
+//! are dropped with a warning; both mark the history cut short. Does not own what an op is
+//! (`history`).
+
+use super::{HistoryError, Op, is_torn_op, json_error_text};
+use std::io::BufRead;
+
+/// Reads a JSONL history op by op (see the module doc).
+pub struct JsonlReader<R> {
+    reader: R,
+    name: String,
+    line: Vec<u8>,
+    /// Lines read so far.
+    lines: usize,
+    /// Ops returned so far.
+    ops: usize,
+    /// A torn line, allowed only if nothing follows it.
+    torn: Option<(usize, String)>,
+    warnings: Vec<String>,
+    cut_short: Option<String>,
+}
+
+impl<R: BufRead> JsonlReader<R> {
+    /// Read `reader`; `name` labels errors (usually the file path).
+    pub fn new(reader: R, name: &str) -> Self {
+        JsonlReader {
+            reader,
+            name: name.to_string(),
+            line: Vec::new(),
+            lines: 0,
+            ops: 0,
+            torn: None,
+            warnings: Vec::new(),
+            cut_short: None,
+        }
+    }
+
+    fn malformed(&self, line: usize, message: String) -> HistoryError {
+        HistoryError::Malformed {
+            path: self.name.clone(),
+            line,
+            message,
+        }
+    }
+
+    fn io(&self, source: std::io::Error) -> HistoryError {
+        HistoryError::Io {
+            path: self.name.clone(),
+            source,
+        }
+    }
+
+    /// The next op with the 1-based line it is on, or `None` at the end of the input.
+    pub fn next_op(&mut self) -> Result<Option<(Op, usize)>, HistoryError> {
+        loop {
+            self.line.clear();
+            let i = self.lines;
+            match self.reader.read_until(b'\n', &mut self.line) {
+                Ok(0) => return Ok(None),
+                Ok(_) => {}
+                Err(e) => return Err(self.io(e)),
+            }
+            self.lines += 1;
+            if self.line.last() == Some(&b'\n') {
+                self.line.pop();
+            }
+            let at_end = match self.reader.fill_buf() {
+                Ok(rest) => rest.is_empty(),
+                Err(e) => return Err(self.io(e)),
+            };
+            if at_end {
+                // Zeros after the last record: the padding of a mapped history whose writer
+                // was killed (`mapped`); a record cut short before them is torn as any other.
+                let kept = self.line.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
+                if kept < self.line.len() {
+                    let w = format!(
+                        "{}:{}: ignoring {} zero bytes at the end (a writer stopped before it trimmed the file)",
+                        self.name,
+                        i + 1,
+                        self.line.len() - kept
+                    );
+                    self.cut_short = Some(w.clone());
+                    self.warnings.push(w);
+                    self.line.truncate(kept);
+                }
+            }
+            let trimmed = self.line.trim_ascii();
+            if trimmed.is_empty() {
+                continue;
+            }
+            // A torn line followed by more lines is not a crash artefact: malformed.
+            if let Some((line, message)) = self.torn.take() {
+                return Err(self.malformed(line, message));
+            }
+            match serde_json::from_slice::<Op>(trimmed) {
+                Ok(op) => {
+                    self.ops += 1;
+                    return Ok(Some((op, i + 1)));
+                }
+                Err(_) if self.ops == 0 && trimmed.starts_with(b"[") => {
+                    return Err(self.malformed(
+                        i + 1,
+                        "expected one JSON op object per line, found a JSON array: read it with --format json (or auto)".into(),
+                    ));
+                }
+                Err(e) if is_torn_op(trimmed, &e) => {
+                    self.torn = Some((
+                        i + 1,
+                        format!(
+                            "expected a JSON op object, the line ends early: {}",
+                            json_error_text(&e)
+                        ),
+                    ));
+                }
+                Err(e) => {
+                    let message = format!("expected a JSON op object: {}", json_error_text(&e));
+                    return Err(self.malformed(i + 1, message));
+                }
+            }
+        }
+    }
+
+    /// After the last op: the warnings and, when the input ends in a crash artefact, why (see
+    /// [`History::cut_short`](super::History::cut_short)). A torn only line is an error.
+    pub fn finish(mut self) -> Result<(Vec<String>, Option<String>), HistoryError> {
+        if let Some((line, message)) = self.torn.take() {
+            if self.ops == 0 {
+                return Err(
+                    self.malformed(line, format!("{message} (and no complete op before it)"))
+                );
+            }
+            let w = format!("{}:{line}: ignoring torn last line ({message})", self.name);
+            self.cut_short = Some(w.clone());
+            self.warnings.push(w);
+        }
+        Ok((self.warnings, self.cut_short))
+    }
+}
+
+/// How many bytes of whole lines one block holds, at least.
+const BLOCK_BYTES: u64 = 1 << 20;
+/// Blocks parsed at once.
+const BLOCKS_AT_ONCE: usize = 8;
+
+/// A JSONL history read in blocks of whole lines, each block parsed on rayon's pool, the ops
+/// handed out in history order: [`JsonlReader`] at several times its speed on a big file. Only
+/// the last block (where a torn line or a killed writer's padding can be) is read by a
+/// [`JsonlReader`], so warnings and crash artefacts are its. Every other non-blank line must
+/// be an op: a line that is not is an error naming it, with less detail than
+/// [`JsonlReader`]'s (callers that need its exact message read the file with it).
+pub struct JsonlBlocks<R> {
+    reader: R,
+    name: String,
+    /// Bytes after the last whole line read.
+    carry: Vec<u8>,
+    /// Lines handed out before the next block.
+    lines: usize,
+    /// Ops handed out so far.
+    ops: usize,
+    /// The end of the file was reached: the rest is read by `tail`.
+    tail: Option<JsonlReader<std::io::Cursor<Vec<u8>>>>,
+}
+
+impl<R: std::io::Read> JsonlBlocks<R> {
+    /// Read `reader`; `name` labels errors.
+    pub fn new(reader: R, name: &str) -> Self {
+        JsonlBlocks {
+            reader,
+            name: name.to_string(),
+            carry: Vec::new(),
+            lines: 0,
+            ops: 0,
+            tail: None,
+        }
+    }
+
+    /// The next block of whole lines, or `None` at the end of the file (the rest then in
+    /// `carry`).
+    fn block(&mut self) -> Result<Option<Vec<u8>>, HistoryError> {
+        use std::io::Read;
+        let mut buf = std::mem::take(&mut self.carry);
+        loop {
+            let before = buf.len();
+            (&mut self.reader)
+                .take(BLOCK_BYTES)
+                .read_to_end(&mut buf)
+                .map_err(|source| HistoryError::Io {
+                    path: self.name.clone(),
+                    source,
+                })?;
+            if buf.len() == before {
+                self.carry = buf;
+                return Ok(None);
+            }
+            if let Some(nl) = buf.iter().rposition(|&b| b == b'\n') {
+                self.carry = buf.split_off(nl + 1);
+                return Ok(Some(buf));
+            }
+        }
+    }
+
+    /// The next ops, in history order (several vectors, one per block), or `None` at the end.
+    pub fn next_ops(&mut self) -> Result<Option<Vec<Vec<Op>>>, HistoryError> {
+        if let Some(tail) = &mut self.tail {
+            let mut ops = Vec::new();
+            while ops.len() < 1 << 16
+                && let Some((op, _)) = tail.next_op()?
+            {
+                ops.push(op);
+            }
+            return Ok((!ops.is_empty()).then(|| vec![ops]));
+        }
+        let mut blocks = Vec::with_capacity(BLOCKS_AT_ONCE);
+        let mut at_end = false;
+        while blocks.len() < BLOCKS_AT_ONCE {
+            match self.block()? {
+                Some(b) => blocks.push(b),
+                None => {
+                    at_end = true;
+                    break;
+                }
+            }
+        }
+        if at_end {
+            // The last block and what follows it are read line by line, with the end rules.
+            let mut last = blocks.pop().unwrap_or_default();
+            last.append(&mut self.carry);
+            self.tail = Some(JsonlReader::new(std::io::Cursor::new(last), &self.name));
+        }
+        use rayon::prelude::*;
+        let first_line = self.lines;
+        let parsed: Vec<Parsed> = blocks
+            .par_iter()
+            .map(|b| parse_block(b.as_slice()))
+            .collect();
+        let mut out = Vec::with_capacity(parsed.len());
+        let mut line = first_line;
+        for p in parsed {
+            match p {
+                Ok((ops, lines)) => {
+                    line += lines;
+                    out.push(ops);
+                }
+                Err((at, message)) => {
+                    return Err(HistoryError::Malformed {
+                        path: self.name.clone(),
+                        line: line + at,
+                        message,
+                    });
+                }
+            }
+        }
+        self.lines = line;
+        self.ops += out.iter().map(Vec::len).sum::<usize>();
+        if let Some(tail) = self.tail.as_mut().filter(|t| t.lines == 0) {
+            // The tail's lines and ops counted from the file's start.
+            tail.lines = self.lines;
+            tail.ops = self.ops;
+        }
+        if out.is_empty() && self.tail.is_some() {
+            return self.next_ops();
+        }
+        Ok(Some(out))
+    }
+
+    /// After the last op: as [`JsonlReader::finish`].
+    pub fn finish(self) -> Result<(Vec<String>, Option<String>), HistoryError> {
+        match self.tail {
+            Some(t) => t.finish(),
+            None => Ok((Vec::new(), None)),
+        }
+    }
+}
+
+/// A block parsed: its ops and line count; or the 1-based line (within the block) that is not
+/// an op, and why.
+type Parsed = Result<(Vec<Op>, usize), (usize, String)>;
+
+/// Parse a block of whole lines.
+fn parse_block(b: &[u8]) -> Parsed {
+    let mut ops = Vec::with_capacity(b.len() / 100);
+    let mut lines = 0;
+    for line in b.split(|&c| c == b'\n') {
+        lines += 1;
+        let trimmed = line.trim_ascii();
+        if trimmed.is_empty() {
+            continue;
+        }
+        match serde_json::from_slice::<Op>(trimmed) {
+            Ok(op) => ops.push(op),
+            Err(e) => {
+                let message = format!("expected a JSON op object: {}", json_error_text(&e));
+                return Err((lines, message));
+            }
+        }
+    }
+    // The block ends with a newline: the empty piece after it is no line.
+    Ok((ops, lines - 1))
+}
