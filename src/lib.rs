@@ -14,7 +14,7 @@
 // The pure core lives in the `shakedown-core` crate (core/); its modules keep their paths here.
 pub use shakedown_core::{
     checker, completion, edn, export, faults, generator, history, import, meminfo, model, node,
-    plural, size,
+    plural, size, stream,
 };
 
 pub mod app;

@@ -534,10 +534,10 @@ impl ModelSniff {
             return "list-append";
         }
         if self.send {
-            return crate::checker::log::NAME;
+            return crate::model::registry::LOG;
         }
         if self.acquire {
-            return crate::checker::lock::MODEL;
+            return crate::model::registry::LOCK;
         }
         let fs = &self.fs;
         let only =
@@ -547,7 +547,7 @@ impl ModelSniff {
         } else if only(&["enqueue", "dequeue"]) {
             "queue"
         } else if self.elle_txn {
-            crate::checker::txn::NAME
+            crate::model::registry::TXN
         } else if only(&["txn"]) {
             "multi-register"
         } else if only(&["get", "put", "append"]) {

@@ -6,7 +6,8 @@
 //! (linearizability, session guarantees, set, lock, log, transactional/Elle), `generator` (the
 //! workloads' op streams, pure and seeded), the fault vocabulary and fault intervals (`faults`),
 //! and how a run's ending bears on its verdict (`completion`). Small shared words: `node`,
-//! `plural`, `size`, `meminfo`. `fuzz`: the readers' fuzzing harnesses.
+//! `plural`, `size`, `meminfo`. `fuzz`: the readers' fuzzing harnesses. `stream`: the streamed
+//! linearizability check of a JSONL file (above `checker` and `import`).
 //!
 //! Does not own anything that talks to the world: no async runtime, SSH, HTTP or database crate
 //! is a dependency (a test in the workspace asserts it with `cargo tree`). The only IO here is
@@ -62,3 +63,4 @@ pub mod name;
 pub mod node;
 pub mod plural;
 pub mod size;
+pub mod stream;

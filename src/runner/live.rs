@@ -202,7 +202,7 @@ pub fn check_batch(
     Ok((mapped, local, history))
 }
 
-pub use crate::checker::linear::stream::remap_positions;
+pub use crate::stream::remap_positions;
 
 /// The live checker of one run: its thread, the counts it shares, and its stop signal.
 pub struct LiveChecker {

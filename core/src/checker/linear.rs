@@ -29,7 +29,6 @@ pub mod histgen;
 mod result;
 pub mod retire;
 mod search;
-pub mod stream;
 mod witness;
 
 use crate::checker::{CheckResult, Checker, Verdict};

@@ -50,7 +50,7 @@ use std::collections::{BTreeMap, HashMap};
 
 /// The model name `import::default_model_for` gives a lock history; `compose` then runs these
 /// checkers instead of a linearizability search.
-pub const MODEL: &str = "lock";
+pub const MODEL: &str = crate::model::registry::LOCK;
 /// Name of the mutual-exclusion checker in results.json.
 pub const MUTEX_NAME: &str = "mutual-exclusion";
 /// Name of the fencing checker in results.json.

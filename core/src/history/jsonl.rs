@@ -1,6 +1,6 @@
 //! [`JsonlReader`]: the JSONL history format read one op at a time, as [`History::read_jsonl`](super::History::read_jsonl)
 //! reads it whole (which is built on it), so that a history can also be checked as it is read
-//! (`checker::linear::stream`) with the same errors, warnings and crash artefacts.
+//! (`stream`) with the same errors, warnings and crash artefacts.
 //!
 //! Owns the line rules: every non-blank line is an op object; only the *last* line may be a torn
 //! op (dropped with a warning), and zero bytes after the last record (a killed writer's padding)

@@ -24,6 +24,9 @@ pub const LOG: &str = "log";
 /// name (`checker::set_full::NAME`).
 pub const SET_FULL: &str = "set-full";
 
+/// The lock model: its histories go to the lock checker (`checker::lock::MODEL`).
+pub const LOCK: &str = "lock";
+
 /// Every model name, in `--model` help order.
 pub const NAMES: [&str; 12] = [
     "register",

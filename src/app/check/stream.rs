@@ -1,5 +1,5 @@
 //! `shakedown check --stream`: whether a history is checked as it is read
-//! (`checker::linear::stream`) or whole, and the streamed result as a [`FileCheck`] like the
+//! (`stream`) or whole, and the streamed result as a [`FileCheck`] like the
 //! whole check's.
 //!
 //! Owns the choice: a JSONL file (its format told by its first MiB, or `--format jsonl`), over
@@ -12,12 +12,12 @@
 //! rules (`check`).
 
 use super::{Facts, FileCheck, Primary, Settings, judged, model_options, plan_for, what_ran};
-use crate::checker::linear::stream::{self, HOLD_NOTE_OPS, IDLE_OPS, Outcome, StreamPlan};
 use crate::checker::txn::parse::TxnKind;
 use crate::cli::{CheckArgs, StreamArg};
 use crate::history::{History, JsonlReader};
 use crate::import::{InputFormat, ModelSniff, STREAM_ABOVE, detect_format};
 use crate::model::SemanticsPreset;
+use crate::stream::{self, HOLD_NOTE_OPS, IDLE_OPS, Outcome, StreamPlan};
 use std::io::Read;
 use std::path::Path;
 

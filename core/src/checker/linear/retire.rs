@@ -11,7 +11,7 @@
 //!
 //! Owns the bookkeeping only (pure; fed ops in history order). Used by live checking
 //! (`runner::live`, threads are `process % concurrency` as the interpreter numbers them) and by
-//! the streamed check (`checker::linear::stream`, each process a thread, with the idle bound).
+//! the streamed check (`stream`, each process a thread, with the idle bound).
 //! Does not own checking what it hands out.
 
 use crate::history::{Name, Op, OpType, Process};

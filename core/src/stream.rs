@@ -1,5 +1,5 @@
 //! The streamed linearizability check of a JSONL history: memory bounded by the keys still open,
-//! not by the history's length, with the result the whole check ([`super::check_history`] of the
+//! not by the history's length, with the result the whole check ([`crate::checker::linear::check_history`] of the
 //! history read whole) gives.
 //!
 //! How: the history is read op by op ([`JsonlReader`]); each client op goes to [`Retirement`]
@@ -28,12 +28,15 @@
 //! Keys that never retire (the session workload's hot keys) are held to the end of the file, as
 //! the whole check holds every key: [`Held`] says how many ops and keys were held at most, for
 //! the caller to say so. Owns the pipeline and putting the parts back together; does not own
-//! opening the file, choosing whether to stream, or the search (`linear`).
+//! opening the file, choosing whether to stream, or the search (`checker::linear`). It sits
+//! above `checker` and `import` (it uses both; neither uses it).
 
-use super::retire::{FastMap, Retirement, Threads};
-use super::{Cause, Decide, LinearConfig, LinearResult, PartSummary, WitnessOp, settled_reason};
 use crate::checker::Verdict;
 use crate::checker::compose::{Plan, check_linear_with, linear_config};
+use crate::checker::linear::retire::{FastMap, Retirement, Threads};
+use crate::checker::linear::{
+    Cause, Decide, LinearConfig, LinearResult, PartSummary, WitnessOp, settled_reason,
+};
 use crate::history::{History, JsonlBlocks, JsonlReader, Name, Op, OpType, Process};
 use crate::import::{InputFormat, ModelSniff, nemesis_client_ops_of};
 use std::collections::{BTreeMap, HashMap, HashSet};
