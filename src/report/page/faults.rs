@@ -9,6 +9,17 @@ use crate::report::{fault_intervals, plots};
 use serde_json::Value;
 use std::fmt::Write as _;
 
+/// Where a timeline bar from `from_s` to `to_s` sits on a track of `span_s` seconds: left edge
+/// and width in %. At least 0.3 % wide, but never past the end (a fault started at the very end
+/// of a killed run's history leaves less than that; f64::clamp would panic).
+pub(super) fn bar_place(from_s: f64, to_s: f64, span_s: f64) -> (f64, f64) {
+    let left = (from_s / span_s * 100.0).clamp(0.0, 100.0);
+    let width = ((to_s - from_s) / span_s * 100.0)
+        .max(0.3)
+        .min(100.0 - left);
+    (left, width)
+}
+
 /// Fault timeline: the requested faults that never took effect (results.json's
 /// `store::NEVER_RAN_KEY`, which `runner::requested` wrote), one bar
 /// row per fault kind (CSS only, positions in % of the run), then the table of intervals, at
@@ -66,12 +77,7 @@ pub(super) fn fault_section(out: &mut String, history: &History, results: &Value
             esc(label)
         );
         for f in shown.iter().filter(|f| f.kind == *kind) {
-            let left = (f.start_s / span_s * 100.0).clamp(0.0, 100.0);
-            // At least 0.3 % wide, but never past the end (a fault started at the very end of a
-            // killed run's history leaves less than that; f64::clamp would panic).
-            let width = ((f.end_s - f.start_s) / span_s * 100.0)
-                .max(0.3)
-                .min(100.0 - left);
+            let (left, width) = bar_place(f.start_s, f.end_s, span_s);
             let _ = write!(
                 out,
                 "<span class=\"tl-bar\" style=\"left:{left:.3}%;width:{width:.3}%;\

@@ -72,10 +72,7 @@ pub(super) fn membership_section(out: &mut String, t: &Timeline, end_s: f64) {
             if s.state == NodeState::Member {
                 continue;
             }
-            let left = (s.from_s / span * 100.0).clamp(0.0, 100.0);
-            let width = ((s.to_s - s.from_s) / span * 100.0)
-                .max(0.3)
-                .min(100.0 - left);
+            let (left, width) = super::faults::bar_place(s.from_s, s.to_s, span);
             let _ = write!(
                 out,
                 "<span class=\"tl-bar\" style=\"left:{left:.3}%;width:{width:.3}%;\
