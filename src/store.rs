@@ -485,6 +485,14 @@ impl RunDir {
         }
     }
 
+    /// The version of the system the run tested, as test.json recorded it (`db.version`, what
+    /// the server said, e.g. `nats-server: v2.12.1`); `None` when it was not recorded.
+    pub fn read_db_version(&self) -> Option<String> {
+        let test = self.read_object(TEST_FILE).ok()?;
+        let v = test.get("db")?.get("version")?.as_str()?.trim();
+        (!v.is_empty()).then(|| v.to_string())
+    }
+
     /// The completion record; a missing one means the controller was killed
     /// ([`crate::completion::CompletionRecord::killed`]), and an unreadable one says so in its reason.
     pub fn read_completion(&self) -> crate::completion::CompletionRecord {

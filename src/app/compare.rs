@@ -244,6 +244,7 @@ async fn run_one(
             .map(|c| (*c, Observed::Unknown(error.clone())))
             .collect(),
         error: Some(error),
+        version: None,
     };
     let child = match cmd.spawn() {
         Ok(c) => c,
@@ -345,6 +346,7 @@ async fn run_one(
             )
         }
     };
+    let version = crate::store::RunDir::open(Path::new(&run_dir)).read_db_version();
     RunOutput {
         record: RunRecord {
             seed,
@@ -355,6 +357,7 @@ async fn run_one(
             duration_s: started.elapsed().as_secs_f64(),
             observed,
             error: error_text,
+            version,
         },
         interrupted,
     }

@@ -63,13 +63,19 @@ impl Claim {
 
     /// The checker whose result decides the claim (its `checker` name in results.json).
     pub fn checker(self) -> &'static str {
+        self.checkers()[0]
+    }
+
+    /// Every checker whose result can decide the claim, the first found in a run deciding:
+    /// lost writes are the set checker's (adds) or the log checker's (acknowledged sends).
+    pub fn checkers(self) -> &'static [&'static str] {
         match self {
-            Claim::Linearizable => "linearizable",
-            Claim::Session(_) => "session",
-            Claim::NoLostWrites => crate::checker::set::NAME,
-            Claim::MutualExclusion => crate::checker::lock::MUTEX_NAME,
-            Claim::Fencing => crate::checker::lock::FENCING_NAME,
-            Claim::Txn(_) => crate::checker::txn::NAME,
+            Claim::Linearizable => &["linearizable"],
+            Claim::Session(_) => &["session"],
+            Claim::NoLostWrites => &[crate::checker::set::NAME, crate::checker::log::NAME],
+            Claim::MutualExclusion => &[crate::checker::lock::MUTEX_NAME],
+            Claim::Fencing => &[crate::checker::lock::FENCING_NAME],
+            Claim::Txn(_) => &[crate::checker::txn::NAME],
         }
     }
 
@@ -170,11 +176,11 @@ fn judge_checker(claim: Claim, results: &Value) -> Observed {
         .unwrap_or_default();
     let Some(result) = checkers
         .iter()
-        .find(|c| str_at(c, "checker") == Some(claim.checker()))
+        .find(|c| str_at(c, "checker").is_some_and(|name| claim.checkers().contains(&name)))
     else {
         return Observed::Unknown(format!(
             "not checked: the run has no {} checker result (does its workload support the claim?)",
-            claim.checker()
+            claim.checkers().join(" or ")
         ));
     };
     let verdict = str_at(result, "verdict").unwrap_or("unknown");
@@ -264,6 +270,25 @@ fn judge_checker(claim: Claim, results: &Value) -> Observed {
                 Observed::Held
             }
         }
+        // The log checker judges more than losses (duplicates, offsets): the claim is its
+        // lost count.
+        Claim::NoLostWrites if str_at(result, "checker") == Some(crate::checker::log::NAME) => {
+            let lost = details
+                .get("lost")
+                .and_then(|l| l.get("count"))
+                .and_then(Value::as_u64);
+            let acked = details.get("acknowledged").and_then(Value::as_u64);
+            match (lost, acked) {
+                (Some(l), Some(a)) if l > 0 => {
+                    Observed::Refuted(format!("{l} of {a} acknowledged sends lost"))
+                }
+                _ if verdict == "unknown" => {
+                    Observed::Unknown(non_empty(summary, "the log checker could not decide"))
+                }
+                (Some(0), Some(_)) => Observed::Held,
+                _ => Observed::Unknown("the log checker did not count lost sends".into()),
+            }
+        }
         Claim::Linearizable | Claim::NoLostWrites | Claim::MutualExclusion | Claim::Fencing => {
             match verdict {
                 "valid" => Observed::Held,
@@ -343,7 +368,7 @@ mod tests {
         let Observed::Unknown(why) = judge(Claim::NoLostWrites, &done) else {
             panic!("a register run says nothing about lost set elements");
         };
-        assert!(why.contains("no set checker"), "{why}");
+        assert!(why.contains("no set or log checker"), "{why}");
         // Interrupted: a violation it recorded still refutes; nothing holds.
         let cut = run("interrupted", checkers);
         let Observed::Refuted(why) = judge(Claim::Linearizable, &cut) else {
@@ -413,5 +438,39 @@ mod tests {
             Observed::Unknown("search budget exceeded".into())
         );
         assert_eq!(judge(Claim::NoLostWrites, &r), Observed::Held);
+    }
+
+    #[test]
+    fn lost_writes_of_a_log_run_are_its_lost_sends_only() {
+        let log = |verdict: &str, lost: u64, duplicated: u64| {
+            run(
+                "completed",
+                json!([{"checker": "log", "verdict": verdict, "summary": "…",
+                        "details": {"acknowledged": 5236, "lost": {"count": lost},
+                                    "duplicated": {"count": duplicated}}}]),
+            )
+        };
+        assert_eq!(
+            judge(Claim::NoLostWrites, &log("invalid", 5, 0)),
+            Observed::Refuted("5 of 5236 acknowledged sends lost".into())
+        );
+        // Duplicates make the log invalid but lose nothing.
+        assert_eq!(
+            judge(Claim::NoLostWrites, &log("invalid", 0, 3)),
+            Observed::Held
+        );
+        assert_eq!(
+            judge(Claim::NoLostWrites, &log("valid", 0, 0)),
+            Observed::Held
+        );
+        assert_eq!(
+            judge(Claim::NoLostWrites, &log("unknown", 0, 0)).status(),
+            "unknown"
+        );
+        let no_counts = run(
+            "completed",
+            json!([{"checker": "log", "verdict": "valid", "details": {}}]),
+        );
+        assert_eq!(judge(Claim::NoLostWrites, &no_counts).status(), "unknown");
     }
 }

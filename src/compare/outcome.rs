@@ -28,12 +28,28 @@ pub struct RunRecord {
     pub observed: Vec<(Claim, Observed)>,
     /// Why the run has no results (its error output), if so.
     pub error: Option<String>,
+    /// The version of the system the run tested (test.json's `db.version`), when recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
 }
 
 impl RunRecord {
     /// A run that completed: `--resume` keeps it instead of running it again.
     pub fn is_done(&self) -> bool {
         self.completion == "completed" && self.run_dir.is_some()
+    }
+}
+
+impl CellRecord {
+    /// The distinct versions of the system the cell's runs tested, in run order.
+    pub fn versions(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for v in self.runs.iter().filter_map(|r| r.version.as_deref()) {
+            if !out.contains(&v) {
+                out.push(v);
+            }
+        }
+        out
     }
 }
 
@@ -234,6 +250,7 @@ mod tests {
             duration_s: 1.0,
             observed: vec![(Claim::Linearizable, o)],
             error: None,
+            version: None,
         }
     }
 

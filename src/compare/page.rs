@@ -150,8 +150,15 @@ fn write_cell_rows(
             .map(|d| format!(" <a href=\"{}/index.html\">witness →</a>", esc(&href(d))))
             .unwrap_or_default();
         let head = if i == 0 {
+            let versions = match c.versions().as_slice() {
+                [] => String::new(),
+                vs => format!(
+                    "<br><small class=\"version\">tested: {}</small>",
+                    esc(&vs.join("; "))
+                ),
+            };
             format!(
-                "<td rowspan=\"{span}\">{}</td><td rowspan=\"{span}\"><code>{}</code></td>",
+                "<td rowspan=\"{span}\">{}{versions}</td><td rowspan=\"{span}\"><code>{}</code></td>",
                 esc(&c.cell.name),
                 esc(&flags_words(
                     &c.cell
@@ -284,6 +291,7 @@ mod tests {
                 duration_s: 5.0,
                 observed: vec![(Claim::Linearizable, o)],
                 error: None,
+                version: Some(format!("etcd {name} 3.5.0")),
             });
             c
         };
@@ -318,6 +326,10 @@ mod tests {
         assert!(html.contains("refuted in 1/1: seed 1: stale read"));
         assert!(html.contains("<a href=\"../r/ser/index.html\">witness →</a>"));
         assert!(html.contains("held in 1/1 seeds"));
+        assert!(
+            html.contains("<small class=\"version\">tested: etcd ser 3.5.0</small>"),
+            "each cell shows the version its runs tested"
+        );
         assert!(
             html.contains("--resume y"),
             "an interrupted compare says how to resume"

@@ -455,6 +455,10 @@ const BUILTIN_COMPARES: &[(&str, &str)] = &[
     ),
     ("galera", include_str!("../../compare/galera.toml")),
     ("mariadb", include_str!("../../compare/mariadb.toml")),
+    (
+        "nats-membership",
+        include_str!("../../compare/nats-membership.toml"),
+    ),
 ];
 
 /// Read the spec `arg` (a path, or a name under `compare/`, or a shipped example's name) and
