@@ -118,6 +118,33 @@ enum Idle {
     Panicked,
 }
 
+/// Makes a client for client thread `thread` bound to node `node` (an index into the run's
+/// nodes), for threads that follow membership.
+pub type ClientFactory = Box<dyn Fn(usize, usize) -> Result<Box<dyn Client>, String> + Send>;
+
+/// Client threads following membership ([`Interpreter::follow_members`]): before each op, a
+/// thread whose own node a membership change retired gets a client bound to the next member
+/// (`MemberBoard::serving`), and its own again once the node is back; the op's `node` in the
+/// history is the node that served it.
+pub struct Follow {
+    /// The nodes out of the cluster (the membership fault writes it).
+    pub board: crate::members::MemberBoard,
+    /// Every node, in the clients' order (`ClientCtx::nodes`).
+    pub nodes: Vec<String>,
+    /// Per client thread: its own node's index in `nodes`.
+    pub homes: Vec<usize>,
+    /// Builds a thread's client for a node.
+    pub client: ClientFactory,
+}
+
+/// [`Follow`] and, per client thread, the board generation it last looked at and the node it
+/// works through.
+struct Following {
+    follow: Follow,
+    seen: Vec<Option<u64>>,
+    serving: Vec<usize>,
+}
+
 /// The scheduler state that persists across phases.
 pub struct Interpreter<W: Write> {
     start: Instant,
@@ -142,6 +169,7 @@ pub struct Interpreter<W: Write> {
     shutdown: watch::Receiver<bool>,
     shutdown_tx: watch::Sender<bool>,
     tick: Duration,
+    following: Option<Following>,
 }
 
 impl<W: Write> Interpreter<W> {
@@ -196,6 +224,58 @@ impl<W: Write> Interpreter<W> {
             shutdown,
             shutdown_tx,
             tick: Duration::from_millis(100),
+            following: None,
+        }
+    }
+
+    /// Make the client threads follow membership changes (see [`Follow`]).
+    pub fn follow_members(&mut self, follow: Follow) {
+        let threads = self.ctx.client_threads;
+        self.following = Some(Following {
+            seen: vec![Some(follow.board.generation()); threads],
+            serving: (0..threads)
+                .map(|t| follow.homes.get(t).copied().unwrap_or(0))
+                .collect(),
+            follow,
+        });
+    }
+
+    /// Before client slot `slot` starts an op: when the membership board changed since it last
+    /// looked, bind its client to the node it should work through now. A client that cannot be
+    /// made leaves the thread where it was (it tries again at its next op).
+    fn follow_membership(&mut self, slot: usize) {
+        let Some(fw) = self.following.as_mut() else {
+            return;
+        };
+        if slot >= fw.serving.len() {
+            return;
+        }
+        let generation = fw.follow.board.generation();
+        if fw.seen[slot] == Some(generation) {
+            return;
+        }
+        let home = fw.follow.homes.get(slot).copied().unwrap_or(0);
+        let want = fw.follow.board.serving(&fw.follow.nodes, home);
+        if want == fw.serving[slot] || !matches!(self.clients[slot], Idle::Ready(_)) {
+            fw.seen[slot] = Some(generation);
+            return;
+        }
+        match (fw.follow.client)(slot, want) {
+            Ok(client) => {
+                if let Some(bound) = client.op_bound() {
+                    self.timeouts[slot] = bound;
+                }
+                if let Idle::Ready(mut old) =
+                    std::mem::replace(&mut self.clients[slot], Idle::Ready(client))
+                    && let Ok(handle) = tokio::runtime::Handle::try_current()
+                {
+                    handle.spawn(async move { old.close().await });
+                }
+                self.nodes_of[slot] = Some(Name::new(&fw.follow.nodes[want]));
+                fw.serving[slot] = want;
+                fw.seen[slot] = Some(generation);
+            }
+            Err(_) => fw.seen[slot] = None,
         }
     }
 
@@ -373,6 +453,9 @@ impl<W: Write> Interpreter<W> {
             (Process::Client(self.ctx.processes[thread]), OpType::Invoke)
         };
         let slot = self.slot(thread).expect("checked by run_phase");
+        if thread != NEMESIS_THREAD {
+            self.follow_membership(slot);
+        }
         let mut op = Op::new(op_type, process, inv.f.clone(), inv.value.clone());
         op.key = inv.key.as_deref().map(Name::new);
         op.node = self.nodes_of[slot].clone();

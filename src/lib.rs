@@ -31,6 +31,7 @@ pub mod fuzz;
 pub mod interpreter;
 pub mod lazyfs;
 pub mod mapped;
+pub mod members;
 pub mod nemesis;
 pub mod netdelay;
 pub mod options;

@@ -32,6 +32,8 @@ pub struct Cluster {
     pub(super) cfg: NemesisConfig,
     /// What the steps of the current op did on each node (reset at the start of an op).
     outcomes: std::sync::Mutex<NodeOutcomes>,
+    /// Which nodes a membership change retired, for the clients to follow.
+    members: crate::members::MemberBoard,
 }
 
 impl Cluster {
@@ -39,7 +41,17 @@ impl Cluster {
         Cluster {
             cfg,
             outcomes: std::sync::Mutex::new(NodeOutcomes::default()),
+            members: crate::members::MemberBoard::new(),
         }
+    }
+
+    /// The board of nodes out of the cluster (written by the membership fault).
+    pub fn members(&self) -> &crate::members::MemberBoard {
+        &self.members
+    }
+
+    pub(super) fn set_members(&mut self, board: crate::members::MemberBoard) {
+        self.members = board;
     }
 
     /// The system's abilities.

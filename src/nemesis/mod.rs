@@ -194,6 +194,12 @@ impl Nemesis {
         }
     }
 
+    /// Share `board` with the membership fault: the nodes it retires are marked out on it
+    /// until it adds them back, so client threads can follow.
+    pub fn follow_members(&mut self, board: crate::members::MemberBoard) {
+        self.cx.set_members(board);
+    }
+
     /// The per-node outcomes recorded since the last call (and forget them).
     pub fn take_outcomes(&self) -> NodeOutcomes {
         self.cx.take_outcomes()

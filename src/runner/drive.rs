@@ -221,6 +221,7 @@ pub(crate) async fn drive(
     }
     let budget = Budget::default();
     let nemesis_bound = Duration::from_secs_f64(cfg.nemesis_timeout_s);
+    let follow = follow_membership(cfg, nodes, nemesis.as_ref());
     let nemesis_worker = nemesis.map(|nemesis| {
         NemesisClient {
             nemesis,
@@ -248,6 +249,10 @@ pub(crate) async fn drive(
         ChaCha8Rng::seed_from_u64(cfg.seed),
         stats.clone(),
     );
+    let mut interp = interp;
+    if let Some(follow) = follow {
+        interp.follow_members(follow);
+    }
     let user_stop = interrupt.clone();
     let ctrl_c = stop_when(interrupt, interp.shutdown_handle());
     progress.workload(stats.clone());
@@ -378,6 +383,48 @@ fn client_workers(
         });
     }
     Ok(workers)
+}
+
+/// With a membership fault in the schedule: a board the nemesis marks retired nodes on, and
+/// the client factory the interpreter rebinds a retired node's threads with (a system opened
+/// from the run's settings, each client as the thread's own but bound to another node).
+fn follow_membership(
+    cfg: &TestConfig,
+    nodes: &[Node],
+    nemesis: Option<&Arc<Mutex<Nemesis>>>,
+) -> Option<crate::interpreter::Follow> {
+    let nemesis = nemesis?;
+    if !cfg
+        .nemesis
+        .faults
+        .iter()
+        .any(|f| matches!(f, crate::spec::FaultSpec::Membership { .. }))
+    {
+        return None;
+    }
+    let board = crate::members::MemberBoard::new();
+    nemesis
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .follow_members(board.clone());
+    let system = cfg.system.open();
+    let threads = cfg.concurrency;
+    let ctxs: Vec<crate::client::ClientCtx> =
+        (0..threads).map(|t| cfg.client_ctx(t, nodes)).collect();
+    let homes = ctxs.iter().map(|c| c.node).collect();
+    Some(crate::interpreter::Follow {
+        board,
+        nodes: nodes.iter().map(|n| n.name.clone()).collect(),
+        homes,
+        client: Box::new(move |thread, node| {
+            let mut ctx = ctxs
+                .get(thread)
+                .cloned()
+                .ok_or_else(|| format!("no client thread {thread}"))?;
+            ctx.node = node;
+            system.client(&ctx)
+        }),
+    })
 }
 
 /// Ask the interpreter to shut down (`stop`) once `flag` turns true (Ctrl-C, a confirmed
