@@ -23,7 +23,7 @@
 use super::cluster::Cluster;
 use super::fault::{Fault, FaultError, active_line, nodes_of};
 use crate::db::{DbError, Membership as Ability};
-use crate::faults::membership::timeline::{MEMBERS_KEY, PENDING_KEY};
+use crate::faults::membership::timeline::{MEMBERS_KEY, PENDING_KEY, VIA_KEY, via_value};
 use crate::faults::membership::{Change, Membership, ShrinkParams};
 use crate::faults::{Verb, verb};
 use crate::node::Node;
@@ -203,7 +203,7 @@ impl MembershipFault {
         self.model(cx).issue(change.clone());
         self.removing.insert(target.clone());
         let refused: Mutex<Option<String>> = Mutex::default();
-        let detail = json!({ "node": target, "via": via, "members": self.model(cx).members() });
+        let detail = json!({ "node": target, VIA_KEY: via, "members": self.model(cx).members() });
         let asked = cx.journaled(
             "inject",
             verb::SHRINK_CLUSTER,
@@ -264,21 +264,30 @@ impl MembershipFault {
         let mut targets: Vec<String> = self.retired.iter().cloned().collect();
         targets.sort_by_key(|n| !self.unstarted.contains(n));
         let mut added = Vec::new();
+        let mut vias = Vec::new();
         for target in targets {
             let change = Change::Add(target.clone());
             self.model(cx).issue(change.clone());
-            self.add_back(cx, m, &target)?;
+            vias.push(self.add_back(cx, m, &target)?);
             let confirm = Duration::from_millis(crate::faults::membership::DEFAULT_CONFIRM_MS);
             let (views, confirmed) = self.await_change(cx, m, &change, confirm)?;
             last = views;
             if !confirmed {
-                let out = self.outcome(cx, json!({ "node": target, "added": added }), &last);
+                let mut detail = json!({ "node": target, "added": added });
+                if let Some(via) = via_value(&vias) {
+                    detail[VIA_KEY] = via;
+                }
+                let out = self.outcome(cx, detail, &last);
                 return Err(Self::unconfirmed(&change, confirm, out));
             }
             self.retired.remove(&target);
             added.push(target);
         }
-        Ok(self.outcome(cx, json!({ "added": added }), &last))
+        let mut detail = json!({ "added": added });
+        if let Some(via) = via_value(&vias) {
+            detail[VIA_KEY] = via;
+        }
+        Ok(self.outcome(cx, detail, &last))
     }
 
     /// Ask a member to add `target` back and start it, again while an attempt fails, for at
@@ -321,7 +330,7 @@ impl MembershipFault {
             let asked = cx.journaled(
                 "undo",
                 verb::GROW_CLUSTER,
-                json!({ "node": target, "via": via, "members": members }),
+                json!({ "node": target, VIA_KEY: via, "members": members }),
                 None,
                 |cx| {
                     cx.on_nodes(&[target_i], |r, _| {
@@ -597,6 +606,34 @@ mod tests {
             crate::nemesis::outstanding_faults(&all).is_empty(),
             "{all:?}"
         );
+    }
+
+    /// A shrink names the member it went through; the grow that adds the node back names its
+    /// member too, under the same key (the run page's change table reads both).
+    #[test]
+    fn shrink_and_grow_completions_name_the_member_they_went_through() {
+        let db = Arc::new(Cluster::of(&FIVE, &[]));
+        let (mut n, _) = nemesis(db.clone());
+        let shrink = n.invoke(verb::SHRINK_CLUSTER, &json!({"confirm_ms": 1000}));
+        let crate::client::Completion::Ok { value, .. } = shrink else {
+            panic!("shrink: {shrink:?}");
+        };
+        let removed = value["node"].as_str().unwrap().to_string();
+        assert_eq!(db.started().len(), 4, "{value}");
+        assert!(
+            value[VIA_KEY].is_string() && value[VIA_KEY] != removed,
+            "{value}"
+        );
+        let grow = n.invoke(verb::GROW_CLUSTER, &Value::Null);
+        let crate::client::Completion::Ok { value, .. } = grow else {
+            panic!("grow: {grow:?}");
+        };
+        assert_eq!(value["added"], json!([removed]), "{value}");
+        let via = value[VIA_KEY]
+            .as_str()
+            .unwrap_or_else(|| panic!("no via: {value}"));
+        assert!(FIVE.contains(&via) && via != removed, "{value}");
+        assert_eq!(db.started(), FIVE);
     }
 
     /// An add that commits and reports a timeout is asked again: the second attempt only
