@@ -8,6 +8,10 @@
 //! sends nothing, adding a started member is refused naming it. Prints the seconds each step
 //! took. The parsing of `member list` output is unit-tested in `systems::etcd::membership`.
 //!
+//! Two end-to-end tests of `shakedown` itself, each in its own five-node sandbox: a run under
+//! membership changes (`sdmemrun`, 10.118.0.0/24), and `shakedown heal` after a controller
+//! killed in the middle of a shrink (`sdmemh`, 10.127.0.0/24): every node a started member again.
+//!
 //! Needs root (CI runs as root); when not root it prints why it did nothing. Run under the
 //! machine-wide lock: `flock /tmp/shakedown-sandbox.lock cargo test --release --test membership`.
 
@@ -342,4 +346,224 @@ fn a_run_under_membership_changes_removes_members_and_grows_them_back() {
         "the run page has no membership part"
     );
     assert_eq!(code, 0, "the run is not valid: {results}");
+}
+
+/// The heal test's sandbox name (its state directory is found by it).
+const HEAL_SANDBOX_NAME: &str = "sdmemh";
+
+/// The heal test's sandbox: its own name and subnet, five nodes.
+const HEAL_SANDBOX: [&str; 6] = [
+    "--sandbox-name",
+    HEAL_SANDBOX_NAME,
+    "--sandbox-subnet",
+    "10.127.0.0/24",
+    "--sandbox-nodes",
+    "5",
+];
+
+/// How long the run may take to record a removal etcd accepted (sandbox up, etcd started on
+/// five nodes, the first shrink after the nemesis interval, refusals while etcd calls the
+/// cluster unhealthy).
+const REMOVAL_WITHIN: Duration = Duration::from_secs(240);
+
+/// Kills the spawned controller (by its PID: our own child) when dropped, so a failing test
+/// leaves no run behind.
+struct ChildGuard(std::process::Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// The journal's records (lines that are not JSON yet, being written, are left out).
+fn journal_records(path: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// A controller killed (SIGKILL) in the middle of a shrink, right after etcd accepted the
+/// removal (the journal's `shrink-cluster` record is `done`), whether or not the node was
+/// retired yet: `shakedown heal --journal` retires it if need be and adds it back, exits 0
+/// saying so, every node's own view then lists all five as started voting members, and the
+/// journal has nothing outstanding. Prints which case the kill hit and how long heal took.
+#[test]
+fn heal_after_a_controller_killed_mid_shrink_restores_every_member() {
+    if !root() {
+        eprintln!("not root: the membership heal test did nothing");
+        return;
+    }
+    let started = Instant::now();
+    let _guard = cli::SandboxGuard(&HEAL_SANDBOX);
+    let tmp = tempfile::tempdir().unwrap();
+    let reports = tmp.path().join("reports");
+    let stderr_path = tmp.path().join("run.stderr");
+    let run_stderr = || std::fs::read_to_string(&stderr_path).unwrap_or_default();
+    let child = cli::command()
+        .args(["run", "--quiet", "--reports", reports.to_str().unwrap()])
+        .args(HEAL_SANDBOX)
+        .args(["--db", "etcd", "--workload", "register", "--nemesis"])
+        .args(["membership", "--time-limit", "600", "--seed", "2"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .expect("start shakedown run");
+    let mut child = ChildGuard(child);
+
+    // Wait for a removal etcd accepted: a `shrink-cluster` inject recorded `done`.
+    let journal = reports.join("latest").join(shakedown::store::FAULTS_FILE);
+    let deadline = Instant::now() + REMOVAL_WITHIN;
+    let removal = loop {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            panic!(
+                "the run ended ({status}) before a removal was journaled done; its stderr:\n{}",
+                run_stderr()
+            );
+        }
+        let found = journal_records(&journal).into_iter().find(|r| {
+            r["action"] == "inject"
+                && r["f"] == shakedown::faults::verb::SHRINK_CLUSTER
+                && r["event"] == "done"
+        });
+        if let Some(r) = found {
+            break r;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no shrink-cluster journaled done in {} within {REMOVAL_WITHIN:?}; records: {:?}; run stderr:\n{}",
+            journal.display(),
+            journal_records(&journal),
+            run_stderr()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // SIGKILL: no cleanup, no final heal, no completion record.
+    child.0.kill().expect("kill the controller");
+    child.0.wait().unwrap();
+    let killed_at = started.elapsed().as_secs_f64();
+    let target = removal["detail"]["node"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the removal names no node: {removal}"))
+        .to_string();
+    let journal = std::fs::canonicalize(&journal).unwrap();
+    let run_dir = journal.parent().unwrap().to_path_buf();
+    assert!(
+        !run_dir.join(shakedown::store::COMPLETION_FILE).exists(),
+        "the killed run wrote a completion record"
+    );
+
+    // SSH to the sandbox the run left up, and etcd as the run configured it.
+    let cfg = SandboxConfig::named(HEAL_SANDBOX_NAME);
+    let info = shakedown::sandbox::load(&cfg.state_dir()).expect("the run's sandbox");
+    let nodes = info.run_nodes();
+    let mut ssh = SshConfig::default();
+    info.fill_ssh(&mut ssh);
+    let pairs: Vec<(String, String)> = nodes
+        .iter()
+        .map(|n| (n.name.clone(), n.host.clone()))
+        .collect();
+    let remotes = shakedown::control::connect_all(&pairs, &ssh).expect("connect");
+    let etcd = Etcd::new(EtcdConfig::default());
+    let membership: &dyn Membership = etcd.as_membership().expect("etcd has membership");
+    let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
+    let ti = names
+        .iter()
+        .position(|n| *n == target)
+        .unwrap_or_else(|| panic!("{target} is none of {names:?}"));
+
+    // Which case the kill hit: the target's data wiped = retired (or being retired).
+    let data = etcd.data_dir().unwrap();
+    let has_data = remotes[ti]
+        .exec(&Cmd::new("test").args(["-e", &data]))
+        .expect("test -e")
+        .success();
+    let survivor_views: Vec<(String, Result<MemberView, String>)> = nodes
+        .iter()
+        .zip(&remotes)
+        .filter(|(n, _)| n.name != target)
+        .map(|(n, r)| {
+            let v = membership.view(r.as_ref(), n, &nodes);
+            (n.name.clone(), v.map_err(|e| e.to_string()))
+        })
+        .collect();
+    let listed_by = survivor_views
+        .iter()
+        .filter(|(_, v)| v.as_ref().is_ok_and(|v| v.lists(&target)))
+        .count();
+    let case = match (has_data, listed_by) {
+        (false, _) => "removed and retired before the kill",
+        (true, 0) => "removed (every survivor's view without it), not retired yet",
+        (true, _) => "removed, not yet in every survivor's view, not retired",
+    };
+    eprintln!(
+        "membership heal: controller killed {killed_at:.1} s in, after the removal of {target} \
+         through {}: {case}; survivors' views: {survivor_views:?}",
+        removal["detail"]["via"]
+    );
+
+    // heal from the run's journal.
+    let t = Instant::now();
+    let mut args = vec![
+        "heal",
+        "--journal",
+        journal.to_str().unwrap(),
+        "--db",
+        "etcd",
+    ];
+    args.extend(HEAL_SANDBOX);
+    let out = cli::shakedown(&args);
+    let heal_s = t.elapsed().as_secs_f64();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("heal ({heal_s:.1} s) said:\n{stdout}{stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "heal did not complete:\n{stdout}\n{stderr}"
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("{target}: ")))
+        .unwrap_or_else(|| panic!("heal has no line for {target}:\n{stdout}"));
+    assert!(
+        line.contains("added back to etcd as a fresh member"),
+        "heal does not say {target} was added back: {line}"
+    );
+
+    // Every node's own view: all five, started, voting, nobody else.
+    for (n, r) in nodes.iter().zip(&remotes) {
+        let v = membership
+            .view(r.as_ref(), n, &nodes)
+            .unwrap_or_else(|e| panic!("{}'s view after heal: {e}", n.name));
+        assert_eq!(v.voters(), names, "{}'s view after heal: {v:?}", n.name);
+        assert!(
+            v.pending().is_empty() && v.strangers() == 0,
+            "{}'s view after heal: {v:?}",
+            n.name
+        );
+    }
+    // Nothing outstanding in the journal.
+    let records = journal_records(&journal);
+    assert!(
+        shakedown::nemesis::outstanding_faults(&records).is_empty(),
+        "the journal has faults left in effect after heal: {records:?}"
+    );
+    let attempts: Vec<&serde_json::Value> = records
+        .iter()
+        .filter(|r| {
+            r["action"] == "undo"
+                && r["f"] == shakedown::faults::verb::GROW_CLUSTER
+                && r["event"] != "begin"
+        })
+        .collect();
+    eprintln!(
+        "membership heal test: {case}; heal {heal_s:.1} s, its add attempts: {attempts:?}; whole test {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
 }

@@ -9,9 +9,13 @@
 //! pending, resolved by a later reading (a removal that committed late is then retired); no
 //! change is issued while one is pending; shrinking stops at a majority of the full cluster
 //! unless `allow_minority`. A change the system refused outright, or one the model refuses
-//! before asking, fails definitely. `heal` grows the cluster back; `shakedown heal` adopts the
-//! journal's removals and grows them back (retiring first a node whose removal committed after
-//! its controller died).
+//! before asking, fails definitely. A view counts the members that have started: an added
+//! member joins the model once it has joined the cluster, so a `grow-cluster` is confirmed only
+//! then, and one added but never started (its controller died in between) is still to be
+//! started. An add that fails is asked again for a while (it may have committed: then only the
+//! start is left). `heal` grows the cluster back; `shakedown heal` adopts the journal's removals
+//! and grows them back (retiring first a node whose removal committed after its controller
+//! died, starting first one whose add committed and whose start never came).
 //!
 //! Does not own how a system changes its membership (`db::Membership`) nor the model (pure, in
 //! `faults::membership`).
@@ -19,7 +23,7 @@
 use super::cluster::Cluster;
 use super::fault::{Fault, FaultError, active_line, nodes_of};
 use crate::db::{DbError, Membership as Ability};
-use crate::faults::membership::timeline::{MEMBERS_KEY, PENDING_KEY};
+use crate::faults::membership::timeline::{MEMBERS_KEY, PENDING_KEY, VIA_KEY, via_value};
 use crate::faults::membership::{Change, Membership, ShrinkParams};
 use crate::faults::{Verb, verb};
 use crate::node::Node;
@@ -31,6 +35,11 @@ use std::time::{Duration, Instant};
 /// Pause between two readings of the views while a change is awaited.
 const POLL_EVERY: Duration = Duration::from_millis(500);
 
+/// How long `grow-cluster` keeps asking to add one node back when an attempt fails (etcd:
+/// "request timed out" while the cluster settles after a removal, a refusal while it calls
+/// itself unhealthy); every attempt is journaled.
+const ADD_TRIES_FOR: Duration = Duration::from_secs(20);
+
 /// The membership fault: the model, and the nodes it removed and retired (stopped, wiped) that
 /// are not members again yet.
 #[derive(Debug, Default)]
@@ -39,6 +48,10 @@ pub struct MembershipFault {
     retired: BTreeSet<String>,
     /// Removals issued whose node is not retired yet (confirmed late, or adopted).
     removing: BTreeSet<String>,
+    /// The nodes the last reading found listed as added and never started (an add that
+    /// committed and whose start did not happen or has not joined yet): no members of the
+    /// model, but members of the cluster a join must name.
+    unstarted: BTreeSet<String>,
 }
 
 /// Why a system without the ability cannot serve the fault.
@@ -52,8 +65,10 @@ impl MembershipFault {
             .get_or_insert_with(|| Membership::new(cx.names()))
     }
 
-    /// Read every node's view (nodes that do not answer are left out) into the model; retire
-    /// the nodes whose removal the views now show. Returns the views read.
+    /// Read every node's view (nodes that do not answer are left out) into the model, each as
+    /// the started members it lists (an added member counts once it has started, i.e. joined);
+    /// note the added-and-never-started ones; retire the nodes whose removal the views now
+    /// show. Returns the views read.
     fn observe(
         &mut self,
         cx: &mut Cluster,
@@ -61,24 +76,32 @@ impl MembershipFault {
     ) -> Result<BTreeMap<String, Vec<String>>, String> {
         let cluster = cx.nodes().to_vec();
         let views: Mutex<BTreeMap<String, BTreeSet<String>>> = Mutex::default();
+        let unstarted: Mutex<BTreeSet<String>> = Mutex::default();
         // A view that cannot be read is no failure of the op: the node is left out.
         let _ = cx.read_nodes(&cx.all_idx(), |r, node| {
             let v = m.view(r, node, &cluster).map_err(|e| e.to_string())?;
+            let (started, not): (Vec<_>, Vec<_>) = v.members.iter().partition(|x| x.started);
             let members: BTreeSet<String> =
-                v.members.iter().filter_map(|x| x.node.clone()).collect();
+                started.into_iter().filter_map(|x| x.node.clone()).collect();
             views
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .insert(node.name.clone(), members);
+            unstarted
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend(not.into_iter().filter_map(|x| x.node.clone()));
             Ok(())
         });
         let views = views.into_inner().unwrap_or_else(|p| p.into_inner());
+        self.unstarted = unstarted.into_inner().unwrap_or_else(|p| p.into_inner());
         let read: BTreeMap<String, Vec<String>> = views
             .iter()
             .map(|(n, v)| (n.clone(), v.iter().cloned().collect()))
             .collect();
         self.model(cx).observe(views);
         let members = self.model(cx).members();
+        self.unstarted.retain(|n| !members.contains(n));
         let confirmed: Vec<String> = self
             .removing
             .iter()
@@ -180,7 +203,7 @@ impl MembershipFault {
         self.model(cx).issue(change.clone());
         self.removing.insert(target.clone());
         let refused: Mutex<Option<String>> = Mutex::default();
-        let detail = json!({ "node": target, "via": via, "members": self.model(cx).members() });
+        let detail = json!({ "node": target, VIA_KEY: via, "members": self.model(cx).members() });
         let asked = cx.journaled(
             "inject",
             verb::SHRINK_CLUSTER,
@@ -221,42 +244,93 @@ impl MembershipFault {
         Ok(out)
     }
 
-    /// Add back every node this fault removed and retired, one at a time.
+    /// Add back every node this fault removed and retired, one at a time: those the views list
+    /// as added and never started first (only their start is left), each confirmed once the
+    /// views list it started.
     fn grow(&mut self, cx: &mut Cluster) -> Result<Value, FaultError> {
         let db = cx.db();
         let Some(m) = db.as_membership() else {
             return Ok(json!({ "added": [] }));
         };
         let mut last = self.observe(cx, m)?;
-        // A journal's removal that never committed leaves a member: nothing to undo there.
+        // A journal's removal that never committed leaves a started member: nothing to undo
+        // there. One added back whose start never came is no member yet: it stays.
         let members = self.model(cx).members();
         self.removing.retain(|n| !members.contains(n));
         // One whose removal committed but was never retired is retired first.
         for n in self.removing.clone() {
             self.retire(cx, m, &n)?;
         }
+        let mut targets: Vec<String> = self.retired.iter().cloned().collect();
+        targets.sort_by_key(|n| !self.unstarted.contains(n));
         let mut added = Vec::new();
-        for target in self.retired.clone() {
+        let mut vias = Vec::new();
+        for target in targets {
+            let change = Change::Add(target.clone());
+            self.model(cx).issue(change.clone());
+            vias.push(self.add_back(cx, m, &target)?);
+            let confirm = Duration::from_millis(crate::faults::membership::DEFAULT_CONFIRM_MS);
+            let (views, confirmed) = self.await_change(cx, m, &change, confirm)?;
+            last = views;
+            if !confirmed {
+                let mut detail = json!({ "node": target, "added": added });
+                if let Some(via) = via_value(&vias) {
+                    detail[VIA_KEY] = via;
+                }
+                let out = self.outcome(cx, detail, &last);
+                return Err(Self::unconfirmed(&change, confirm, out));
+            }
+            self.retired.remove(&target);
+            added.push(target);
+        }
+        let mut detail = json!({ "added": added });
+        if let Some(via) = via_value(&vias) {
+            detail[VIA_KEY] = via;
+        }
+        Ok(self.outcome(cx, detail, &last))
+    }
+
+    /// Ask a member to add `target` back and start it, again while an attempt fails, for at
+    /// most [`ADD_TRIES_FOR`] (a failed attempt may still have committed the add: the next
+    /// one then only starts the node, as `db::Membership::add` does). Every attempt is
+    /// journaled; the op's per-node outcomes are the last attempt's. Returns the member it
+    /// went through.
+    fn add_back(
+        &mut self,
+        cx: &mut Cluster,
+        m: &dyn Ability,
+        target: &str,
+    ) -> Result<String, FaultError> {
+        let deadline = Instant::now() + ADD_TRIES_FOR;
+        let (target_i, target_node) = Self::node(cx, target)?;
+        loop {
             let members = self.model(cx).members();
             let via =
                 members.iter().next().cloned().ok_or_else(|| {
                     "no member answers: nothing to add a node through".to_string()
                 })?;
+            if members.contains(target) {
+                // An earlier attempt's start joined after all.
+                return Ok(via);
+            }
             let (via_i, via_node) = Self::node(cx, &via)?;
-            let (target_i, target_node) = Self::node(cx, &target)?;
+            // The join names every member of the cluster: the started ones and those added
+            // and never started.
             let member_nodes: Vec<Node> = cx
                 .nodes()
                 .iter()
-                .filter(|n| members.contains(&n.name))
+                .filter(|n| {
+                    n.name != target
+                        && (members.contains(&n.name) || self.unstarted.contains(&n.name))
+                })
                 .cloned()
                 .collect();
             let via_remote = cx.cfg.remotes[via_i].clone();
-            let change = Change::Add(target.clone());
-            self.model(cx).issue(change.clone());
-            cx.journaled(
+            let before = cx.take_outcomes();
+            let asked = cx.journaled(
                 "undo",
                 verb::GROW_CLUSTER,
-                json!({ "node": target, "via": via, "members": members }),
+                json!({ "node": target, VIA_KEY: via, "members": members }),
                 None,
                 |cx| {
                     cx.on_nodes(&[target_i], |r, _| {
@@ -270,18 +344,23 @@ impl MembershipFault {
                         .map_err(|e| e.to_string())
                     })
                 },
-            )?;
-            let confirm = Duration::from_millis(crate::faults::membership::DEFAULT_CONFIRM_MS);
-            let (views, confirmed) = self.await_change(cx, m, &change, confirm)?;
-            last = views;
-            if !confirmed {
-                let out = self.outcome(cx, json!({ "node": target, "added": added }), &last);
-                return Err(Self::unconfirmed(&change, confirm, out));
+            );
+            let mine = cx.take_outcomes();
+            let again = asked.is_err() && Instant::now() < deadline;
+            let mut outcomes = before;
+            if !again {
+                outcomes.merge(mine);
             }
-            self.retired.remove(&target);
-            added.push(target);
+            *cx.lock_outcomes() = outcomes;
+            match asked {
+                Ok(()) => return Ok(via),
+                Err(e) if !again => return Err(e.into()),
+                Err(_) => {
+                    std::thread::sleep(POLL_EVERY);
+                    self.observe(cx, m)?;
+                }
+            }
         }
-        Ok(self.outcome(cx, json!({ "added": added }), &last))
     }
 }
 
@@ -324,5 +403,262 @@ impl Fault for MembershipFault {
 
     fn healed(&self, db_name: &str) -> String {
         format!("added back to {db_name} as a fresh member (removed per the journal)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::control::{Cmd, ExecError, ExecOutput, Remote};
+    use crate::db::{Abilities, Member, MemberView};
+    use crate::nemesis::{Nemesis, NemesisConfig};
+    use rand::SeedableRng;
+    use std::path::Path;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// A node where every command succeeds and prints nothing.
+    struct Quiet(String);
+
+    impl Remote for Quiet {
+        fn node(&self) -> &str {
+            &self.0
+        }
+        fn exec(&self, _: &Cmd) -> Result<ExecOutput, ExecError> {
+            Ok(ExecOutput {
+                status: 0,
+                signal: None,
+                stdout: String::new(),
+                stderr: String::new(),
+            })
+        }
+        fn upload(&self, _: &[u8], _: &str, _: u32) -> Result<(), ExecError> {
+            Ok(())
+        }
+        fn download(&self, _: &str, _: &Path) -> Result<(), ExecError> {
+            Ok(())
+        }
+    }
+
+    /// A cluster's membership in memory, as etcd keeps it: member → started. A node that is no
+    /// started member does not answer (its server is down); an add commits the member unstarted
+    /// and the start makes it started. `lose_next_add`: the next add commits and then reports a
+    /// timeout, as etcd's "request timed out" may.
+    #[derive(Default)]
+    struct Cluster {
+        members: Mutex<BTreeMap<String, bool>>,
+        lose_next_add: AtomicBool,
+    }
+
+    impl Cluster {
+        fn of(started: &[&str], unstarted: &[&str]) -> Cluster {
+            let c = Cluster::default();
+            let mut m = c.members.lock().unwrap();
+            m.extend(started.iter().map(|n| (n.to_string(), true)));
+            m.extend(unstarted.iter().map(|n| (n.to_string(), false)));
+            drop(m);
+            c
+        }
+
+        fn started(&self) -> Vec<String> {
+            let m = self.members.lock().unwrap();
+            m.iter()
+                .filter(|(_, s)| **s)
+                .map(|(n, _)| n.clone())
+                .collect()
+        }
+    }
+
+    impl Abilities for Cluster {
+        fn name(&self) -> &str {
+            "memdb"
+        }
+        fn as_membership(&self) -> Option<&dyn Ability> {
+            Some(self)
+        }
+    }
+
+    impl Ability for Cluster {
+        fn view(&self, _: &dyn Remote, node: &Node, _: &[Node]) -> Result<MemberView, DbError> {
+            let m = self.members.lock().unwrap();
+            if m.get(&node.name) != Some(&true) {
+                return Err(DbError::Other {
+                    node: node.name.clone(),
+                    message: "not running".into(),
+                });
+            }
+            let members = m
+                .iter()
+                .map(|(n, &started)| Member {
+                    node: Some(n.clone()),
+                    id: n.clone(),
+                    name: if started { n.clone() } else { String::new() },
+                    learner: false,
+                    started,
+                })
+                .collect();
+            Ok(MemberView { members })
+        }
+        fn remove(
+            &self,
+            _: &dyn Remote,
+            _: &Node,
+            target: &Node,
+            _: &[Node],
+        ) -> Result<(), DbError> {
+            self.members.lock().unwrap().remove(&target.name);
+            Ok(())
+        }
+        fn retire(&self, _: &dyn Remote, _: &Node) -> Result<(), DbError> {
+            Ok(())
+        }
+        fn add(
+            &self,
+            _: &dyn Remote,
+            via: &Node,
+            _: &dyn Remote,
+            target: &Node,
+            members: &[Node],
+        ) -> Result<(), DbError> {
+            let mut m = self.members.lock().unwrap();
+            let mut named: Vec<&str> = members.iter().map(|n| n.name.as_str()).collect();
+            named.push(&target.name);
+            named.sort();
+            let mut listed: Vec<&str> = m.keys().map(String::as_str).collect();
+            if !listed.contains(&target.name.as_str()) {
+                listed.push(&target.name);
+                listed.sort();
+            }
+            assert_eq!(
+                named, listed,
+                "the join names other members than the cluster has"
+            );
+            if !m.contains_key(&target.name) {
+                m.insert(target.name.clone(), false);
+                if self.lose_next_add.swap(false, Ordering::SeqCst) {
+                    return Err(DbError::Other {
+                        node: via.name.clone(),
+                        message: "member add: request timed out".into(),
+                    });
+                }
+            }
+            m.insert(target.name.clone(), true);
+            Ok(())
+        }
+    }
+
+    /// A nemesis over n1..n5 of `db`, and its journal.
+    fn nemesis(db: Arc<Cluster>) -> (Nemesis, Arc<Mutex<Vec<Value>>>) {
+        let nodes: Vec<Node> = (1..=5)
+            .map(|i| Node {
+                name: format!("n{i}"),
+                host: format!("10.0.0.{i}"),
+            })
+            .collect();
+        let remotes: Vec<Arc<dyn Remote>> = nodes
+            .iter()
+            .map(|n| Arc::new(Quiet(n.name.clone())) as Arc<dyn Remote>)
+            .collect();
+        let journal: Arc<Mutex<Vec<Value>>> = Arc::default();
+        let sink = journal.clone();
+        let n = Nemesis::new(NemesisConfig {
+            helper_exe: None,
+            nodes,
+            remotes,
+            db,
+            partition: Default::default(),
+            rng: rand_chacha::ChaCha8Rng::seed_from_u64(1),
+            journal: Some(Box::new(move |r: &Value| {
+                sink.lock().unwrap().push(r.clone())
+            })),
+        });
+        (n, journal)
+    }
+
+    /// A killed controller's journal: the removal of n5, never undone.
+    fn removal_of_n5() -> Vec<Value> {
+        vec![
+            json!({"action": "inject", "event": "done", "f": verb::SHRINK_CLUSTER,
+            "undo_with": verb::GROW_CLUSTER, "detail": {"node": "n5", "via": "n1"}}),
+        ]
+    }
+
+    const FIVE: [&str; 5] = ["n1", "n2", "n3", "n4", "n5"];
+
+    /// The controller died after n5's add committed and before its start: the others list n5
+    /// as added and never started. heal starts it (a started member listing it is no member).
+    #[test]
+    fn heal_starts_a_node_whose_add_committed_and_whose_start_never_came() {
+        let db = Arc::new(Cluster::of(&["n1", "n2", "n3", "n4"], &["n5"]));
+        let (mut n, journal) = nemesis(db.clone());
+        let report = n.heal_nodes(&BTreeMap::new(), &removal_of_n5(), None);
+        let text = report.lines.join("\n");
+        assert!(report.complete(), "{text}\n{:?}", report.left);
+        assert_eq!(db.started(), FIVE, "{text}");
+        assert!(
+            text.contains("n5: added back to memdb as a fresh member"),
+            "{text}"
+        );
+        let records = journal.lock().unwrap().clone();
+        let mut all = removal_of_n5();
+        all.extend(records);
+        assert!(
+            crate::nemesis::outstanding_faults(&all).is_empty(),
+            "{all:?}"
+        );
+    }
+
+    /// A shrink names the member it went through; the grow that adds the node back names its
+    /// member too, under the same key (the run page's change table reads both).
+    #[test]
+    fn shrink_and_grow_completions_name_the_member_they_went_through() {
+        let db = Arc::new(Cluster::of(&FIVE, &[]));
+        let (mut n, _) = nemesis(db.clone());
+        let shrink = n.invoke(verb::SHRINK_CLUSTER, &json!({"confirm_ms": 1000}));
+        let crate::client::Completion::Ok { value, .. } = shrink else {
+            panic!("shrink: {shrink:?}");
+        };
+        let removed = value["node"].as_str().unwrap().to_string();
+        assert_eq!(db.started().len(), 4, "{value}");
+        assert!(
+            value[VIA_KEY].is_string() && value[VIA_KEY] != removed,
+            "{value}"
+        );
+        let grow = n.invoke(verb::GROW_CLUSTER, &Value::Null);
+        let crate::client::Completion::Ok { value, .. } = grow else {
+            panic!("grow: {grow:?}");
+        };
+        assert_eq!(value["added"], json!([removed]), "{value}");
+        let via = value[VIA_KEY]
+            .as_str()
+            .unwrap_or_else(|| panic!("no via: {value}"));
+        assert!(FIVE.contains(&via) && via != removed, "{value}");
+        assert_eq!(db.started(), FIVE);
+    }
+
+    /// An add that commits and reports a timeout is asked again: the second attempt only
+    /// starts the node. The op's per-node outcome is the last attempt's (n5 added, no failure);
+    /// the journal keeps both attempts.
+    #[test]
+    fn an_add_that_timed_out_after_committing_is_asked_again_and_only_started() {
+        let db = Arc::new(Cluster::of(&["n1", "n2", "n3", "n4"], &[]));
+        db.lose_next_add.store(true, Ordering::SeqCst);
+        let (mut n, journal) = nemesis(db.clone());
+        let report = n.heal_nodes(&BTreeMap::new(), &removal_of_n5(), None);
+        let text = report.lines.join("\n");
+        assert!(report.complete(), "{text}\n{:?}", report.left);
+        assert_eq!(db.started(), FIVE, "{text}");
+        assert!(
+            text.contains("n5: added back to memdb as a fresh member"),
+            "{text}"
+        );
+        let attempts: Vec<Value> = journal
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r["f"] == verb::GROW_CLUSTER && r["event"] != "begin")
+            .map(|r| r["event"].clone())
+            .collect();
+        assert_eq!(attempts, [json!("failed"), json!("done")]);
     }
 }

@@ -105,7 +105,7 @@ pub(super) fn membership_section(out: &mut String, t: &Timeline, end_s: f64) {
             c.end_s,
             esc(&c.f),
             esc(&c.nodes.join(" ")),
-            esc(c.via.as_deref().unwrap_or("")),
+            esc(&c.via.join(" ")),
             outcome_words(c.outcome),
             esc(&after)
         );

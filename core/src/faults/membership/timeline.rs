@@ -25,6 +25,37 @@ use std::collections::{BTreeMap, BTreeSet};
 pub const PENDING_KEY: &str = "pending";
 /// Key of the merged view (the members) after a membership op, in its completion value.
 pub const MEMBERS_KEY: &str = "members";
+/// Key of the member a change went through, in its completion value (see [`via_value`]).
+pub const VIA_KEY: &str = "via";
+
+/// The [`VIA_KEY`] value for the members a change's requests went through, in order: the name
+/// when they all went through one member (a shrink always; a grow usually), else the distinct
+/// names in order; `None` when no request was sent.
+pub fn via_value(vias: &[String]) -> Option<Value> {
+    let mut distinct: Vec<&String> = Vec::new();
+    for v in vias {
+        if !distinct.contains(&v) {
+            distinct.push(v);
+        }
+    }
+    match distinct.as_slice() {
+        [] => None,
+        [one] => Some(Value::String(one.to_string())),
+        many => Some(Value::from(
+            many.iter().map(|v| v.to_string()).collect::<Vec<_>>(),
+        )),
+    }
+}
+
+/// The members a completion value says the change went through ([`via_value`]'s forms: a name
+/// or a list of names); empty when it does not say.
+pub fn via_of(value: &Value) -> Vec<String> {
+    match value.get(VIA_KEY) {
+        Some(Value::String(one)) => vec![one.clone()],
+        Some(many) => strings(many).unwrap_or_default(),
+        None => Vec::new(),
+    }
+}
 
 /// What became of one change, as the history says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -46,8 +77,9 @@ pub struct ChangeRecord {
     /// The nodes it removed or added (empty when the history does not say: refused, or a grow
     /// with nothing to add).
     pub nodes: Vec<String>,
-    /// The member the request went through, when known.
-    pub via: Option<String>,
+    /// The members the requests went through, in order, each once (a shrink's one member; a
+    /// grow's, one per node added, usually the same); empty when the history does not say.
+    pub via: Vec<String>,
     /// When it was invoked and when it completed (the end of the history if it never did), s.
     pub start_s: f64,
     /// See `start_s`.
@@ -169,7 +201,7 @@ fn record(invoke: &Op, done: Option<&Op>, end_ns: u64) -> ChangeRecord {
     ChangeRecord {
         f: invoke.f.to_string(),
         nodes,
-        via: v.get("via").and_then(Value::as_str).map(str::to_string),
+        via: via_of(v),
         start_s: invoke.time_ns as f64 / 1e9,
         end_s: done.map_or(end_ns, |d| d.time_ns) as f64 / 1e9,
         outcome: done.map_or(Outcome::Info, outcome_of),
@@ -362,7 +394,7 @@ mod tests {
             done(
                 3_400,
                 verb::GROW_CLUSTER,
-                json!({"added": ["n1"], "members": five, "pending": []}),
+                json!({"added": ["n1"], "via": "n2", "members": five, "pending": []}),
             ),
             nem(5_000, OpType::Invoke, "start-partition", json!("one"), None),
         ]);
@@ -370,7 +402,8 @@ mod tests {
         assert_eq!(t.nodes, ["n1", "n2", "n3", "n4", "n5"]);
         let outcomes: Vec<Outcome> = t.changes.iter().map(|c| c.outcome).collect();
         assert_eq!(outcomes, [Outcome::Ok, Outcome::Fail, Outcome::Ok]);
-        assert_eq!(t.changes[0].via.as_deref(), Some("n4"));
+        assert_eq!(t.changes[0].via, ["n4"]);
+        assert_eq!(t.changes[2].via, ["n2"], "the grow's member");
         let counts = t.counts();
         assert_eq!(counts[verb::SHRINK_CLUSTER][&Outcome::Ok], 1);
         assert_eq!(counts[verb::SHRINK_CLUSTER][&Outcome::Fail], 1);
@@ -438,6 +471,32 @@ mod tests {
                 (NodeState::Removed, 6.2, 8.0),
             ]
         );
+    }
+
+    /// A grow whose adds went through several members names each once, in order; one member
+    /// is written as its name; no request, no key.
+    #[test]
+    fn via_is_one_name_or_the_distinct_members_in_order() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(via_value(&[]), None);
+        assert_eq!(via_value(&names(&["n2", "n2"])), Some(json!("n2")));
+        let several = via_value(&names(&["n3", "n1", "n3"])).unwrap();
+        assert_eq!(several, json!(["n3", "n1"]));
+        assert_eq!(via_of(&json!({ VIA_KEY: several })), ["n3", "n1"]);
+        assert_eq!(via_of(&json!({ VIA_KEY: "n2" })), ["n2"]);
+        assert!(via_of(&json!({"added": []})).is_empty());
+        // A grow through two members: the change names both, the nodes are the cluster's.
+        let h = history(vec![
+            inv(1_000, verb::GROW_CLUSTER),
+            done(
+                2_000,
+                verb::GROW_CLUSTER,
+                json!({"added": ["n4", "n5"], "via": several, "members": ["n1", "n2", "n3", "n4", "n5"], "pending": []}),
+            ),
+        ]);
+        let t = timeline(&h);
+        assert_eq!(t.changes[0].via, ["n3", "n1"]);
+        assert_eq!(t.nodes, ["n1", "n2", "n3", "n4", "n5"]);
     }
 
     #[test]
