@@ -114,8 +114,10 @@ impl MembershipFault {
         Ok(read)
     }
 
-    /// Stop and wipe `name` (no longer a member).
+    /// Stop and wipe `name` (no longer a member). Client threads bound to it move to another
+    /// member first (the board, `members::MemberBoard`).
     fn retire(&mut self, cx: &mut Cluster, m: &dyn Ability, name: &str) -> Result<(), String> {
+        cx.members().retire(name);
         let idx = cx.idx_of([&name.to_string()]);
         cx.on_nodes(&idx, |r, node| m.retire(r, node).map_err(|e| e.to_string()))?;
         self.removing.remove(name);
@@ -281,6 +283,7 @@ impl MembershipFault {
                 return Err(Self::unconfirmed(&change, confirm, out));
             }
             self.retired.remove(&target);
+            cx.members().restore(&target);
             added.push(target);
         }
         let mut detail = json!({ "added": added });
