@@ -256,8 +256,9 @@ const RUN_SANDBOX: [&str; 6] = [
 
 /// `shakedown run --db etcd --nemesis membership`: members are removed (and retired once the
 /// views confirm it) and grown back during the run, the final heal leaves all five members,
-/// every node's etcd runs at the end, the journal has nothing outstanding, and the register
-/// history is linearizable; results.json counts the changes and the run page lists them.
+/// every node's etcd runs at the end, every change names the member it went `via`, the journal
+/// has nothing outstanding, and the register history is linearizable; results.json counts the
+/// changes and the run page lists them.
 #[test]
 fn a_run_under_membership_changes_removes_members_and_grows_them_back() {
     if !root() {
@@ -317,6 +318,12 @@ fn a_run_under_membership_changes_removes_members_and_grows_them_back() {
             added.iter().any(|a| a == n),
             "{n} was removed and never added back"
         );
+    }
+    // Every change that sent a request names the member it went through, grows too.
+    let via = shakedown::faults::membership::timeline::VIA_KEY;
+    for v in shrinks.iter().chain(&done("grow-cluster")) {
+        let sent = v["node"].is_string() || v["added"].as_array().is_some_and(|a| !a.is_empty());
+        assert!(!sent || v[via].is_string(), "no {via} in {v}");
     }
     // Every node runs etcd at the end (the db-status after the final heal).
     let status = done("db-status");
