@@ -122,10 +122,11 @@ enum Idle {
 /// nodes), for threads that follow membership.
 pub type ClientFactory = Box<dyn Fn(usize, usize) -> Result<Box<dyn Client>, String> + Send>;
 
-/// Client threads following membership ([`Interpreter::follow_members`]): before each op, a
+/// Client threads following membership ([`Interpreter::follow_members`]): after each op, a
 /// thread whose own node a membership change retired gets a client bound to the next member
 /// (`MemberBoard::serving`), and its own again once the node is back; the op's `node` in the
-/// history is the node that served it.
+/// history is the node that served it, and the thread continues under a new process (a new
+/// client has none of the old one's state: a log poller's cursors, a session).
 pub struct Follow {
     /// The nodes out of the cluster (the membership fault writes it).
     pub board: crate::members::MemberBoard,
@@ -240,8 +241,8 @@ impl<W: Write> Interpreter<W> {
         });
     }
 
-    /// Before client slot `slot` starts an op: when the membership board changed since it last
-    /// looked, bind its client to the node it should work through now. A client that cannot be
+    /// When client slot `slot` has finished an op: if the membership board changed since it
+    /// last looked, bind its client to the node it should work through now. A client that cannot be
     /// made leaves the thread where it was (it tries again at its next op).
     fn follow_membership(&mut self, slot: usize) {
         let Some(fw) = self.following.as_mut() else {
@@ -274,6 +275,9 @@ impl<W: Write> Interpreter<W> {
                 self.nodes_of[slot] = Some(Name::new(&fw.follow.nodes[want]));
                 fw.serving[slot] = want;
                 fw.seen[slot] = Some(generation);
+                // A new client is a new process (its own cursors and sessions), as after an
+                // indeterminate op.
+                self.ctx.processes[slot] += self.ctx.client_threads as u64;
             }
             Err(_) => fw.seen[slot] = None,
         }
@@ -453,9 +457,6 @@ impl<W: Write> Interpreter<W> {
             (Process::Client(self.ctx.processes[thread]), OpType::Invoke)
         };
         let slot = self.slot(thread).expect("checked by run_phase");
-        if thread != NEMESIS_THREAD {
-            self.follow_membership(slot);
-        }
         let mut op = Op::new(op_type, process, inv.f.clone(), inv.value.clone());
         op.key = inv.key.as_deref().map(Name::new);
         op.node = self.nodes_of[slot].clone();
@@ -563,6 +564,11 @@ impl<W: Write> Interpreter<W> {
         if !nemesis && op.op_type == OpType::Info {
             // The old process may still be in flight forever: continue under a new one.
             self.ctx.processes[thread] += self.ctx.client_threads as u64;
+        }
+        if !nemesis {
+            // Between ops, before the generators see the thread free: no op they chose for
+            // it is held under its old process.
+            self.follow_membership(done.slot);
         }
         self.ctx.free.insert(thread);
         for g in gens.iter_mut().flatten() {
@@ -815,6 +821,110 @@ mod tests {
             .unwrap();
         let bytes = interp.writer.get_ref().clone();
         (History::read_jsonl(bytes.as_slice(), "mem").unwrap(), keys)
+    }
+
+    /// Answers every op with the node it is bound to.
+    struct NodeClient(String);
+    #[async_trait::async_trait]
+    impl Client for NodeClient {
+        async fn invoke(&mut self, _f: &str, _key: Option<&str>, _value: &Value) -> Completion {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            Completion::Ok {
+                value: json!(self.0),
+                version: None,
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn threads_of_a_retired_node_follow_membership_and_come_back() {
+        let nodes: Vec<String> = (1..=3).map(|i| format!("n{i}")).collect();
+        let workers = (0..3)
+            .map(|i| Worker {
+                client: Box::new(NodeClient(nodes[i].clone())) as Box<dyn Client>,
+                node: Some(nodes[i].clone()),
+                timeout: Duration::from_millis(500),
+            })
+            .collect();
+        let mut interp = Interpreter::new(
+            Instant::now(),
+            HistoryWriter::new(Vec::new()),
+            workers,
+            None,
+            nodes.clone(),
+            ChaCha8Rng::seed_from_u64(7),
+            Arc::new(Stats::default()),
+        );
+        let board = crate::members::MemberBoard::new();
+        let names = nodes.clone();
+        interp.follow_members(Follow {
+            board: board.clone(),
+            nodes: nodes.clone(),
+            homes: vec![0, 1, 2],
+            client: Box::new(move |_thread, node| {
+                Ok(Box::new(NodeClient(names[node].clone())) as Box<dyn Client>)
+            }),
+        });
+        async fn phase(interp: &mut Interpreter<Vec<u8>>) {
+            let (g, _) = register(3);
+            let g = Box::new(generator::time_limit(100_000_000, g));
+            interp.run_phase(Some(g), None).await.unwrap();
+        }
+        phase(&mut interp).await;
+        let before = interp.ops_written();
+        board.retire("n2");
+        phase(&mut interp).await;
+        let during = interp.ops_written();
+        board.restore("n2");
+        phase(&mut interp).await;
+        let bytes = interp.writer.get_ref().clone();
+        let h = History::read_jsonl(bytes.as_slice(), "mem").unwrap();
+        // Thread 1 (n2's) in each phase: the node on its ok ops and the node that answered.
+        // A thread idle when the board changed moves after its next op, so each phase's first
+        // op may still go where the thread was.
+        let served = |from: u64, to: u64| -> Vec<(String, String)> {
+            h.ops
+                .iter()
+                .filter(|o| {
+                    matches!(o.process, Process::Client(p) if p % 3 == 1)
+                        && o.op_type == OpType::Ok
+                        && (from..to).contains(&o.index)
+                })
+                .map(|op| {
+                    let node = op.node.as_ref().map(|n| n.to_string()).unwrap_or_default();
+                    (node, op.value.as_str().unwrap_or_default().to_string())
+                })
+                .collect()
+        };
+        let after_first = |v: Vec<(String, String)>| -> BTreeSet<(String, String)> {
+            assert!(v.len() > 2, "too few ops: {v:?}");
+            v.into_iter().skip(1).collect()
+        };
+        let pair = |n: &str| BTreeSet::from([(n.to_string(), n.to_string())]);
+        assert_eq!(after_first(served(0, before)), pair("n2"));
+        assert_eq!(
+            after_first(served(before, during)),
+            pair("n3"),
+            "n2 retired: through n3"
+        );
+        assert_eq!(after_first(served(during, u64::MAX)), pair("n2"), "n2 back");
+        // Each move is a new process of the thread: 1, then 4 through n3, then 7 back on n2.
+        let processes: BTreeSet<u64> = h
+            .ops
+            .iter()
+            .filter_map(|o| match o.process {
+                Process::Client(p) if p % 3 == 1 => Some(p),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(processes, BTreeSet::from([1, 4, 7]));
+        // The other threads never moved.
+        assert!(
+            h.ops
+                .iter()
+                .filter(|o| o.process == Process::Client(0))
+                .all(|o| o.node.as_ref().is_some_and(|n| n.as_str() == "n1"))
+        );
     }
 
     #[tokio::test(start_paused = true)]
