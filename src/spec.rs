@@ -236,6 +236,10 @@ const BUILTIN_NEMESES: &[(&str, &str)] = &[
         include_str!("../nemeses/power-loss-slow.toml"),
     ),
     ("membership", include_str!("../nemeses/membership.toml")),
+    (
+        "membership-storm",
+        include_str!("../nemeses/membership-storm.toml"),
+    ),
 ];
 
 /// A serde type name in an error as words people use ("u32" → "a whole number ≥ 0").
