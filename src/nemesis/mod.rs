@@ -56,14 +56,26 @@ use std::sync::Arc;
 
 /// Faults a journal (`faults.jsonl` records, in order) shows as possibly still in effect: every
 /// inject that began — done, failed (it may have been partly applied) or cut off — and was not
-/// followed by a completed undo of its `undo_with` op. Returns their `begin` records.
+/// followed by a completed undo of its `undo_with` op. An undo about one node (its detail names
+/// a `node`: a membership change adds back one node per record) closes only the injects about
+/// that node. Returns their `begin` records.
 pub fn outstanding_faults(records: &[Value]) -> Vec<Value> {
     let mut open: Vec<Value> = Vec::new();
+    let node_of = |r: &Value| r["detail"]["node"].as_str().map(str::to_string);
     for r in records {
         match (r["action"].as_str(), r["event"].as_str()) {
             // A one-shot fault (promote) has no undo: nothing stays outstanding.
             (Some("inject"), Some("begin")) if !r["undo_with"].is_null() => open.push(r.clone()),
-            (Some("undo"), Some("done")) => open.retain(|o| o["undo_with"] != r["f"]),
+            (Some("undo"), Some("done")) => {
+                let node = node_of(r);
+                open.retain(|o| {
+                    let same_node = match (&node, node_of(o)) {
+                        (Some(a), Some(b)) => *a == b,
+                        _ => true,
+                    };
+                    !(o["undo_with"] == r["f"] && same_node)
+                })
+            }
             _ => {}
         }
     }
@@ -374,6 +386,47 @@ mod tests {
         let fs: Vec<&str> = open.iter().map(|r| r["f"].as_str().unwrap()).collect();
         assert_eq!(fs, vec!["start-partition", "pause"]);
         assert!(outstanding_faults(&journal[..4]).is_empty());
+        // Two removals, one node added back before the controller died: the other stays open.
+        let node = |action: &str, event: &str, f: &str, undo: Option<&str>, n: &str| {
+            let mut r = rec(action, event, f, undo);
+            r["detail"] = json!({ "node": n });
+            r
+        };
+        let membership = vec![
+            node(
+                "inject",
+                "begin",
+                "shrink-cluster",
+                Some("grow-cluster"),
+                "n1",
+            ),
+            node(
+                "inject",
+                "done",
+                "shrink-cluster",
+                Some("grow-cluster"),
+                "n1",
+            ),
+            node(
+                "inject",
+                "begin",
+                "shrink-cluster",
+                Some("grow-cluster"),
+                "n3",
+            ),
+            node(
+                "inject",
+                "done",
+                "shrink-cluster",
+                Some("grow-cluster"),
+                "n3",
+            ),
+            node("undo", "begin", "grow-cluster", None, "n1"),
+            node("undo", "done", "grow-cluster", None, "n1"),
+        ];
+        let open = outstanding_faults(&membership);
+        assert_eq!(open.len(), 1, "{open:?}");
+        assert_eq!(open[0]["detail"]["node"], "n3");
     }
 
     #[test]
