@@ -54,10 +54,8 @@ impl Drop for SandboxGuard {
     }
 }
 
-/// The sandbox's nodes and SSH sessions to them, with etcd started on all three the way runs
-/// start it.
-fn etcd_cluster(etcd: &Etcd) -> (Vec<Node>, Vec<Arc<dyn Remote>>) {
-    let info = shakedown::sandbox::up(&sandbox_config()).expect("sandbox up");
+/// A sandbox's nodes and an SSH session to each.
+fn sessions(info: &shakedown::sandbox::SandboxInfo) -> (Vec<Node>, Vec<Arc<dyn Remote>>) {
     let nodes = info.run_nodes();
     let mut ssh = SshConfig::default();
     info.fill_ssh(&mut ssh);
@@ -66,6 +64,14 @@ fn etcd_cluster(etcd: &Etcd) -> (Vec<Node>, Vec<Arc<dyn Remote>>) {
         .map(|n| (n.name.clone(), n.host.clone()))
         .collect();
     let remotes = shakedown::control::connect_all(&pairs, &ssh).expect("connect");
+    (nodes, remotes)
+}
+
+/// The sandbox's nodes and SSH sessions to them, with etcd started on all three the way runs
+/// start it.
+fn etcd_cluster(etcd: &Etcd) -> (Vec<Node>, Vec<Arc<dyn Remote>>) {
+    let info = shakedown::sandbox::up(&sandbox_config()).expect("sandbox up");
+    let (nodes, remotes) = sessions(&info);
     shakedown::sandbox::ensure_packages(&etcd.packages()).expect("etcd packages");
     for r in shakedown::runner::on_nodes(&remotes, &nodes, |r, n| {
         etcd.install(r)?;
@@ -468,14 +474,7 @@ fn heal_after_a_controller_killed_mid_shrink_restores_every_member() {
     // SSH to the sandbox the run left up, and etcd as the run configured it.
     let cfg = SandboxConfig::named(HEAL_SANDBOX_NAME);
     let info = shakedown::sandbox::load(&cfg.state_dir()).expect("the run's sandbox");
-    let nodes = info.run_nodes();
-    let mut ssh = SshConfig::default();
-    info.fill_ssh(&mut ssh);
-    let pairs: Vec<(String, String)> = nodes
-        .iter()
-        .map(|n| (n.name.clone(), n.host.clone()))
-        .collect();
-    let remotes = shakedown::control::connect_all(&pairs, &ssh).expect("connect");
+    let (nodes, remotes) = sessions(&info);
     let etcd = Etcd::new(EtcdConfig::default());
     let membership: &dyn Membership = etcd.as_membership().expect("etcd has membership");
     let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();

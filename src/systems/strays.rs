@@ -113,6 +113,35 @@ impl Server {
         Ok(())
     }
 
+    /// Stop the server for good (a paused one too: CONT, then KILL), end the strays of ours
+    /// under `base_dir` ([`sweep`]) and unmount the lose-unsynced layer over `data_dir` if one
+    /// is mounted: what a teardown does, and what comes before wiping the data.
+    pub fn stop(
+        &self,
+        remote: &dyn Remote,
+        base_dir: &str,
+        exe_pattern: &str,
+        data_dir: &str,
+    ) -> Result<(), DbError> {
+        self.signal(remote, "CONT")?;
+        self.signal(remote, "KILL")?;
+        sweep(remote, base_dir, exe_pattern)?;
+        crate::db::layer::unmount(remote, data_dir).map(|_| ())
+    }
+
+    /// [`Server::stop`], then remove `data_dir`.
+    pub fn stop_and_wipe(
+        &self,
+        remote: &dyn Remote,
+        base_dir: &str,
+        exe_pattern: &str,
+        data_dir: &str,
+    ) -> Result<(), DbError> {
+        self.stop(remote, base_dir, exe_pattern, data_dir)?;
+        remote.exec_ok(&Cmd::new("rm").args(["-rf", data_dir]))?;
+        Ok(())
+    }
+
     /// Whether the server runs now (see [`RUNNING_SCRIPT`]).
     pub fn running(&self, remote: &dyn Remote) -> Result<bool, DbError> {
         let out = remote.exec_ok(

@@ -264,12 +264,8 @@ impl Etcd {
     /// be explicit; succeeds when it is not running), end strays, unmount a data layer (stale
     /// or not) and delete the data directory. The log stays.
     pub(super) fn stop_and_wipe_data(&self, remote: &dyn Remote) -> Result<(), DbError> {
-        self.signal(remote, "CONT")?;
-        self.signal(remote, "KILL")?;
-        crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
-        crate::db::layer::unmount(remote, &self.data_path())?;
-        remote.exec_ok(&Cmd::new("rm").args(["-rf", &self.data_path()]))?;
-        Ok(())
+        self.server()
+            .stop_and_wipe(remote, &self.cfg.base_dir, EXE_PATTERN, &self.data_path())
     }
 
     /// Start etcd on `node` with an empty data directory (a fresh layer over it when the run
@@ -449,10 +445,8 @@ impl Db for Etcd {
     }
 
     fn teardown(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
-        self.signal(remote, "CONT")?;
-        self.signal(remote, "KILL")?;
-        crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
-        crate::db::layer::unmount(remote, &self.data_path()).map(|_| ())
+        self.server()
+            .stop(remote, &self.cfg.base_dir, EXE_PATTERN, &self.data_path())
     }
 
     fn log_files(&self, _node: &Node) -> Vec<String> {

@@ -237,12 +237,8 @@ impl Nats {
 
     /// Stop the server (a paused one too) and wipe its data, its layer unmounted.
     pub(super) fn stop_and_wipe_data(&self, remote: &dyn Remote) -> Result<(), DbError> {
-        self.signal(remote, "CONT")?;
-        self.signal(remote, "KILL")?;
-        crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
-        crate::db::layer::unmount(remote, &self.data_path())?;
-        remote.exec_ok(&Cmd::new("rm").args(["-rf", &self.data_path()]))?;
-        Ok(())
+        self.server()
+            .stop_and_wipe(remote, &self.cfg.base_dir, EXE_PATTERN, &self.data_path())
     }
 
     /// Start the server on `node` with empty data (a fresh layer over it when the run serves
@@ -442,15 +438,11 @@ impl Db for Nats {
     }
 
     fn setup(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
-        self.signal(remote, "CONT")?;
-        self.signal(remote, "KILL")?;
-        crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
         // A layer an earlier run left mounted (stale or not) goes before the wipe.
-        crate::db::layer::unmount(remote, &self.data_path())?;
+        self.stop_and_wipe_data(remote)?;
         let dir = &self.cfg.base_dir;
         remote.exec_ok(&Cmd::new("rm").args([
-            "-rf",
-            &self.data_path(),
+            "-f",
             &format!("{dir}/nats.log"),
             &self.conf_path(),
             &self.name_path(),
@@ -466,10 +458,8 @@ impl Db for Nats {
     }
 
     fn teardown(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
-        self.signal(remote, "CONT")?;
-        self.signal(remote, "KILL")?;
-        crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
-        crate::db::layer::unmount(remote, &self.data_path()).map(|_| ())
+        self.server()
+            .stop(remote, &self.cfg.base_dir, EXE_PATTERN, &self.data_path())
     }
 
     fn log_files(&self, _node: &Node) -> Vec<String> {
@@ -536,18 +526,24 @@ impl Pause for Nats {
     }
 }
 
+/// `n1..nk` at `10.101.0.1..`, for the NATS modules' tests.
+#[cfg(test)]
+pub(super) fn test_nodes(k: usize) -> Vec<Node> {
+    (1..=k)
+        .map(|i| Node {
+            name: format!("n{i}"),
+            host: format!("10.101.0.{i}"),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn command_routes_to_every_other_node_and_reads_the_config_file() {
-        let nodes: Vec<Node> = (1..=3)
-            .map(|i| Node {
-                name: format!("n{i}"),
-                host: format!("10.101.0.{i}"),
-            })
-            .collect();
+        let nodes = test_nodes(3);
         let cmd = Nats::default().command(&nodes[1], &nodes).join(" ");
         assert!(
             cmd.contains("-c /tmp/shakedown/nats/nats.conf -a 10.101.0.2 -p 4222 -m 8222"),
@@ -563,12 +559,7 @@ mod tests {
 
     #[test]
     fn a_sync_interval_moves_storage_into_the_config_file_and_pypi_runs_its_own_binary() {
-        let nodes: Vec<Node> = (1..=3)
-            .map(|i| Node {
-                name: format!("n{i}"),
-                host: format!("10.101.0.{i}"),
-            })
-            .collect();
+        let nodes = test_nodes(3);
         let nats = Nats::new(NatsConfig {
             server: NatsServer::Pypi { version: None },
             sync_interval: SyncInterval::Always,

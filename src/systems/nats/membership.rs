@@ -373,14 +373,7 @@ impl Membership for Nats {
 mod tests {
     use super::*;
 
-    fn nodes(k: usize) -> Vec<Node> {
-        (1..=k)
-            .map(|i| Node {
-                name: format!("n{i}"),
-                host: format!("10.1.0.{i}"),
-            })
-            .collect()
-    }
+    use super::super::db::test_nodes as nodes;
 
     #[test]
     fn server_names_map_to_their_nodes_and_lives_count_up() {
