@@ -23,7 +23,9 @@
 use super::cluster::Cluster;
 use super::fault::{Fault, FaultError, active_line, nodes_of};
 use crate::db::{DbError, Membership as Ability};
-use crate::faults::membership::timeline::{MEMBERS_KEY, PENDING_KEY, VIA_KEY, via_value};
+use crate::faults::membership::timeline::{
+    ASKED_AGAIN_KEY, MEMBERS_KEY, PENDING_KEY, VIA_KEY, via_value,
+};
 use crate::faults::membership::{Change, Membership, ShrinkParams};
 use crate::faults::{Verb, verb};
 use crate::node::Node;
@@ -187,16 +189,32 @@ impl MembershipFault {
             .as_membership()
             .ok_or_else(|| FaultError::Refused(unserved(cx)))?;
         self.observe(cx, m)?;
-        let candidates = self
-            .model(cx)
-            .removable(p.allow_minority)
-            .map_err(|e| FaultError::Refused(e.to_string()))?;
         let pick = |cx: &mut Cluster, from: &[String]| -> String {
             let i = rand::RngExt::random_range(cx.rng(), 0..from.len());
             from[i].clone()
         };
-        let target = pick(cx, &candidates);
+        // A removal still pending is asked again, through a member chosen afresh; else a
+        // member is picked.
+        let again = self.model(cx).pending_removal().map(String::from);
+        let (target, candidates) = match &again {
+            Some(node) => {
+                let members: Vec<String> = self.model(cx).members().into_iter().collect();
+                (node.clone(), members)
+            }
+            None => {
+                let candidates = self
+                    .model(cx)
+                    .removable(p.allow_minority)
+                    .map_err(|e| FaultError::Refused(e.to_string()))?;
+                (pick(cx, &candidates), candidates)
+            }
+        };
         let others: Vec<String> = candidates.into_iter().filter(|n| *n != target).collect();
+        if others.is_empty() {
+            return Err(FaultError::Refused(format!(
+                "no member to ask for the removal of {target}: the views agree on none besides it"
+            )));
+        }
         let via = pick(cx, &others);
         let (via_i, via_node) = Self::node(cx, &via)?;
         let (_, target_node) = Self::node(cx, &target)?;
@@ -205,7 +223,11 @@ impl MembershipFault {
         self.model(cx).issue(change.clone());
         self.removing.insert(target.clone());
         let refused: Mutex<Option<String>> = Mutex::default();
-        let detail = json!({ "node": target, VIA_KEY: via, "members": self.model(cx).members() });
+        let mut detail =
+            json!({ "node": target, VIA_KEY: via, "members": self.model(cx).members() });
+        if again.is_some() {
+            detail[ASKED_AGAIN_KEY] = json!(true);
+        }
         let asked = cx.journaled(
             "inject",
             verb::SHRINK_CLUSTER,
@@ -229,9 +251,12 @@ impl MembershipFault {
                 .unwrap_or_else(|p| p.into_inner())
                 .is_some()
             {
-                // It did not happen: nothing is pending, nothing to undo.
-                self.model(cx).withdraw(&change);
-                self.removing.remove(&target);
+                if again.is_none() {
+                    // It did not happen: nothing is pending, nothing to undo.
+                    self.model(cx).withdraw(&change);
+                    self.removing.remove(&target);
+                }
+                // Asked again: this request did not happen, the earlier one may still commit.
                 return Err(FaultError::Refused(e));
             }
             return Err(e.into());
@@ -447,10 +472,13 @@ mod tests {
     /// started member does not answer (its server is down); an add commits the member unstarted
     /// and the start makes it started. `lose_next_add`: the next add commits and then reports a
     /// timeout, as etcd's "request timed out" may.
+    /// `lose_next_remove`: the next removal is accepted and never happens (asked while a
+    /// majority was down: neither committed nor refused).
     #[derive(Default)]
     struct Cluster {
         members: Mutex<BTreeMap<String, bool>>,
         lose_next_add: AtomicBool,
+        lose_next_remove: AtomicBool,
     }
 
     impl Cluster {
@@ -509,7 +537,9 @@ mod tests {
             target: &Node,
             _: &[Node],
         ) -> Result<(), DbError> {
-            self.members.lock().unwrap().remove(&target.name);
+            if !self.lose_next_remove.swap(false, Ordering::SeqCst) {
+                self.members.lock().unwrap().remove(&target.name);
+            }
             Ok(())
         }
         fn retire(&self, _: &dyn Remote, _: &Node) -> Result<(), DbError> {
@@ -662,5 +692,42 @@ mod tests {
             .map(|r| r["event"].clone())
             .collect();
         assert_eq!(attempts, [json!("failed"), json!("done")]);
+    }
+
+    /// A removal that never shows in the views ends unknown and stays pending; the next shrink
+    /// asks for the same node again (through a member), and that one is confirmed: the node is
+    /// retired once, and a grow brings it back.
+    #[test]
+    fn a_pending_removal_is_asked_again_by_the_next_shrink() {
+        let db = Arc::new(Cluster::of(&FIVE, &[]));
+        db.lose_next_remove.store(true, Ordering::SeqCst);
+        let (mut n, journal) = nemesis(db.clone());
+        let first = n.invoke(verb::SHRINK_CLUSTER, &json!({"confirm_ms": 600}));
+        let crate::client::Completion::Fail { value, .. } = first else {
+            panic!("first shrink: {first:?}");
+        };
+        let node = value["node"].as_str().unwrap().to_string();
+        assert_eq!(value[PENDING_KEY][0]["node"], node.as_str(), "{value}");
+        assert_eq!(db.started().len(), 5);
+        let second = n.invoke(verb::SHRINK_CLUSTER, &json!({"confirm_ms": 1000}));
+        let crate::client::Completion::Ok { value, .. } = second else {
+            panic!("second shrink: {second:?}");
+        };
+        assert_eq!(value["node"], node.as_str(), "{value}");
+        assert_eq!(value[ASKED_AGAIN_KEY], true, "{value}");
+        assert_ne!(value[VIA_KEY], node.as_str(), "{value}");
+        assert_eq!(value["retired"], true, "{value}");
+        assert_eq!(db.started().len(), 4);
+        let grow = n.invoke(verb::GROW_CLUSTER, &Value::Null);
+        assert!(
+            matches!(grow, crate::client::Completion::Ok { .. }),
+            "{grow:?}"
+        );
+        assert_eq!(db.started(), FIVE);
+        let records = journal.lock().unwrap().clone();
+        assert!(
+            crate::nemesis::outstanding_faults(&records).is_empty(),
+            "{records:?}"
+        );
     }
 }

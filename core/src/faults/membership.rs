@@ -202,6 +202,16 @@ impl Membership {
         self.pending.retain(|c| c != change);
     }
 
+    /// The node of the first pending removal, if any: the next shrink asks for it again
+    /// (Jepsen re-issues a pending change: one that neither committed nor was refused, e.g.
+    /// asked while a majority was down, would otherwise block every later change).
+    pub fn pending_removal(&self) -> Option<&str> {
+        self.pending.iter().find_map(|c| match c {
+            Change::Remove(n) => Some(n.as_str()),
+            Change::Add(_) => None,
+        })
+    }
+
     /// The members that may be removed now (empty with why when none may).
     pub fn removable(&self, allow_minority: bool) -> Result<Vec<String>, Refusal> {
         if let Some(c) = self.pending.first() {
@@ -285,7 +295,9 @@ mod tests {
             all.iter().map(|n| (n.clone(), all.clone())).collect();
         assert!(m.observe(views).is_empty());
         assert_eq!(m.pending().len(), 1);
+        assert_eq!(m.pending_removal(), Some("n2"));
         m.withdraw(&Change::Remove("n2".into()));
+        assert_eq!(m.pending_removal(), None);
         assert_eq!(m.removable(false).unwrap().len(), 5);
     }
 

@@ -27,6 +27,9 @@ pub const PENDING_KEY: &str = "pending";
 pub const MEMBERS_KEY: &str = "members";
 /// Key of the member a change went through, in its completion value (see [`via_value`]).
 pub const VIA_KEY: &str = "via";
+/// Key marking a removal asked again (it was still pending from an earlier op), in its
+/// completion value.
+pub const ASKED_AGAIN_KEY: &str = "asked_again";
 
 /// The [`VIA_KEY`] value for the members a change's requests went through, in order: the name
 /// when they all went through one member (a shrink always; a grow usually), else the distinct
