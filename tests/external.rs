@@ -248,17 +248,20 @@ fn the_documented_minimal_client_is_the_tested_one() {
 }
 
 /// `--db zookeeper` (systems/zookeeper.toml + kazoo client): a 5-node ensemble under
-/// partitions with plain reads, then under pauses with sync reads. The runs must complete with
-/// a verdict and a report; which verdict is not assumed (plain reads may be stale).
+/// partitions with plain reads, then under pauses and membership changes (dynamic
+/// reconfiguration through the spec's `members` / `remove_member` / `add_member`) with sync
+/// reads. The runs must complete with a verdict and a report; which verdict is not assumed
+/// (plain reads may be stale). The membership run removes a server, sees every answering
+/// server's view lose it, and adds it back.
 #[test]
-fn zookeeper_runs_under_partitions_and_pauses_with_plain_and_sync_reads() {
+fn zookeeper_runs_under_partitions_pauses_and_reconfiguration() {
     if !root() {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let _guard = SandboxGuard(&SANDBOX);
     let tmp = tempfile::tempdir().unwrap();
-    for (reads, nemesis) in [("plain", "partition"), ("sync", "pause")] {
+    for (reads, nemesis) in [("plain", "partition"), ("sync", "membership,pause")] {
         let (code, run_dir, results) = cli::run_results(
             &SANDBOX,
             &[
@@ -270,6 +273,8 @@ fn zookeeper_runs_under_partitions_and_pauses_with_plain_and_sync_reads() {
                 nemesis,
                 "--time-limit",
                 "20",
+                "--seed",
+                "2",
             ],
             &tmp.path().join("reports"),
         );
@@ -314,11 +319,54 @@ fn zookeeper_runs_under_partitions_and_pauses_with_plain_and_sync_reads() {
             "{}",
             test["db"]
         );
+        if nemesis.contains("membership") {
+            zookeeper_reconfigured(&run_dir, &results);
+        }
         eprintln!(
             "zookeeper reads={reads} nemesis={nemesis}: {verdict} ({})",
             run_dir.display()
         );
     }
+}
+
+/// A ZooKeeper run under `membership` removed a server (the merged view lost it, each server's
+/// log shows the new configuration) and added it back (every server a member at the end).
+fn zookeeper_reconfigured(run_dir: &Path, results: &Value) {
+    let counts = &results["membership"]["changes"];
+    let ok = |f: &str| counts[f]["ok"].as_u64().unwrap_or(0);
+    assert!(
+        ok("shrink-cluster") >= 1 && ok("grow-cluster") >= 1,
+        "{counts}"
+    );
+    let history = std::fs::read_to_string(run_dir.join("history.jsonl")).unwrap();
+    let changes: Vec<Value> = history
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|op| op["f"] == "shrink-cluster" || op["f"] == "grow-cluster")
+        .filter(|op| op["value"]["members"].is_array())
+        .collect();
+    let shrink = changes
+        .iter()
+        .find(|op| op["f"] == "shrink-cluster" && op["value"]["retired"] == true)
+        .unwrap_or_else(|| panic!("no confirmed shrink-cluster: {changes:?}"));
+    let node = shrink["value"]["node"].as_str().unwrap();
+    assert!(
+        !shrink["value"]["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m == node),
+        "{shrink}"
+    );
+    let last = changes.last().unwrap();
+    assert_eq!(last["f"], "grow-cluster", "{last}");
+    let members: Vec<&str> = last["value"]["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(members, ["n1", "n2", "n3", "n4", "n5"], "{last}");
 }
 
 fn spec_file(dir: &Path, body: &str) -> PathBuf {

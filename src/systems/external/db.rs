@@ -14,7 +14,7 @@
 use super::spec::{CommandKind, ExternalConfig};
 use crate::control::{Cmd, ExecOutput, Remote};
 use crate::db::Abilities;
-use crate::db::{Db, DbError, Kill, Pause, Primaries, Promote};
+use crate::db::{Db, DbError, Kill, Membership, Pause, Primaries, Promote};
 use crate::node::Node;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -31,6 +31,17 @@ const INSTALL_TIMEOUT_MS: u64 = 600_000;
 const READY_POLL: Duration = Duration::from_millis(500);
 /// Timeout of one `primaries` command (asked during faults: keep it short).
 const PRIMARIES_TIMEOUT_MS: u64 = 10_000;
+
+/// The exit status by which a command says the system turned the request down and nothing
+/// changed (a membership change it refused); any other failure leaves that open.
+pub const REFUSED_STATUS: i32 = 3;
+
+/// Removes the marker of a retired node, `$1`.
+const UNRETIRE_SCRIPT: &str = r#"rm -f "$1""#;
+/// Leaves the marker of a retired node, `$1`.
+const RETIRE_SCRIPT: &str = r#"touch "$1""#;
+/// Exits 0 when the marker `$1` is there.
+const IS_RETIRED_SCRIPT: &str = r#"test -e "$1""#;
 
 /// An external system's DB side.
 #[derive(Clone)]
@@ -57,7 +68,7 @@ impl ExternalDb {
         }
     }
 
-    fn known_cluster(&self) -> Vec<Node> {
+    pub(super) fn known_cluster(&self) -> Vec<Node> {
         self.cluster.lock().map(|c| c.clone()).unwrap_or_default()
     }
 
@@ -97,6 +108,18 @@ impl ExternalDb {
 
     /// The command `kind` for `node`, or `None` when the spec does not give it.
     pub fn command(&self, kind: CommandKind, node: &Node, cluster: &[Node]) -> Option<Cmd> {
+        self.command_with(kind, node, cluster, &[])
+    }
+
+    /// [`ExternalDb::command`] with environment variables (the membership commands' target and
+    /// members: values, never spliced into the script).
+    pub fn command_with(
+        &self,
+        kind: CommandKind,
+        node: &Node,
+        cluster: &[Node],
+        env: &[(&str, String)],
+    ) -> Option<Cmd> {
         let script = self.cfg.spec.commands.get(&kind)?;
         let timeout_ms = match kind {
             CommandKind::Install => INSTALL_TIMEOUT_MS,
@@ -105,9 +128,12 @@ impl ExternalDb {
         };
         // `sh -c SCRIPT NAME ARGS…`: the script is the spec's constant text, `$0` names the
         // command in the shell's own messages, every value is one quoted argument.
+        let mut cmd = Cmd::new("sh");
+        for (k, v) in env {
+            cmd = cmd.env(*k, v.clone());
+        }
         Some(
-            Cmd::new("sh")
-                .arg("-c")
+            cmd.arg("-c")
                 .arg(script.clone())
                 .arg(format!("{}-{}", self.cfg.spec.name, kind.as_str()))
                 .args(self.params(node, cluster))
@@ -118,18 +144,42 @@ impl ExternalDb {
 
     /// Run `kind` on `node`; a non-zero exit is an error naming the node, the command and what
     /// it printed. `Ok(None)` when the spec does not give `kind`.
-    fn run(
+    pub(super) fn run(
         &self,
         remote: &dyn Remote,
         kind: CommandKind,
         node: &Node,
         cluster: &[Node],
     ) -> Result<Option<ExecOutput>, DbError> {
-        let Some(cmd) = self.command(kind, node, cluster) else {
+        self.run_with(remote, kind, node, cluster, &[])
+    }
+
+    /// [`ExternalDb::run`] with environment variables. Exit status [`REFUSED_STATUS`] is
+    /// [`DbError::Refused`] (the script says nothing changed).
+    pub(super) fn run_with(
+        &self,
+        remote: &dyn Remote,
+        kind: CommandKind,
+        node: &Node,
+        cluster: &[Node],
+        env: &[(&str, String)],
+    ) -> Result<Option<ExecOutput>, DbError> {
+        let Some(cmd) = self.command_with(kind, node, cluster, env) else {
             return Ok(None);
         };
         let out = remote.exec(&cmd)?;
         if !out.success() {
+            if out.status == REFUSED_STATUS && out.signal.is_none() {
+                return Err(DbError::Refused {
+                    node: node.name.clone(),
+                    message: format!(
+                        "{} `{}` command refused (exit status {REFUSED_STATUS}: nothing changed){}",
+                        self.cfg.spec.name,
+                        kind.as_str(),
+                        output_hint(&out)
+                    ),
+                });
+            }
             return Err(DbError::Other {
                 node: node.name.clone(),
                 message: format!(
@@ -239,6 +289,12 @@ impl Abilities for ExternalDb {
         self.has(CommandKind::Promote)
             .then_some(self as &dyn Promote)
     }
+    fn as_membership(&self) -> Option<&dyn Membership> {
+        CommandKind::MEMBERSHIP
+            .iter()
+            .all(|k| self.has(*k))
+            .then_some(self as &dyn Membership)
+    }
 }
 
 impl Db for ExternalDb {
@@ -253,36 +309,7 @@ impl Db for ExternalDb {
 
     fn setup(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
         self.remember(cluster);
-        self.run(remote, CommandKind::Install, node, cluster)?;
-        // Whatever an earlier run left running goes first, then a layer it left mounted (stale
-        // or not: `wipe` could not remove a stale mount point), then its data.
-        self.run(remote, CommandKind::Stop, node, cluster)?;
-        if let Some(dir) = self.durable_dir() {
-            crate::db::layer::unmount(remote, &dir)?;
-        }
-        self.run(remote, CommandKind::Wipe, node, cluster)?;
-        remote.exec_ok(&Cmd::script(MKDIR_SCRIPT, [self.cfg.spec.data_dir.clone()]).sudo(true))?;
-        // A fresh layer before the uploads and `setup`, which may write into it (ZooKeeper's
-        // `myid`).
-        let layer = self.data_layer();
-        if let Some(layer) = &layer {
-            layer.mount(remote, true)?;
-        }
-        for f in &self.cfg.spec.files {
-            if let Some(parent) = std::path::Path::new(&f.dest).parent() {
-                remote.exec_ok(
-                    &Cmd::script(MKDIR_SCRIPT, [parent.display().to_string()]).sudo(true),
-                )?;
-            }
-            remote.upload(&f.contents, &f.dest, f.mode)?;
-        }
-        self.run(remote, CommandKind::Setup, node, cluster)?;
-        if let Some(layer) = &layer {
-            // What setup wrote is durable: a power loss never reaches back before the start.
-            layer.sync_all(remote)?;
-        }
-        self.run(remote, CommandKind::Start, node, cluster)?;
-        Ok(())
+        self.fresh_start(remote, node, cluster, &[])
     }
 
     fn teardown(&self, remote: &dyn Remote, node: &Node) -> Result<(), DbError> {
@@ -322,6 +349,68 @@ impl Db for ExternalDb {
     }
 }
 
+impl ExternalDb {
+    /// The marker a retired node leaves beside its data directory: `Kill::start` does not
+    /// start a node that has it (only the membership fault's add does, which removes it).
+    pub(super) fn retired_marker(&self) -> String {
+        format!("{}.retired", self.cfg.spec.data_dir.trim_end_matches('/'))
+    }
+
+    /// Leave or remove the retired marker on the node behind `remote`.
+    pub(super) fn mark_retired(&self, remote: &dyn Remote, retired: bool) -> Result<(), DbError> {
+        let script = if retired {
+            RETIRE_SCRIPT
+        } else {
+            UNRETIRE_SCRIPT
+        };
+        remote.exec_ok(&Cmd::script(script, [self.retired_marker()]).sudo(true))?;
+        Ok(())
+    }
+
+    /// Everything setup does on one node, with `env` for `setup` and `start` (a member joining
+    /// a running cluster gets `SHAKEDOWN_JOIN`): install, stop what runs, wipe, upload, setup,
+    /// start. Removes the retired marker.
+    pub(super) fn fresh_start(
+        &self,
+        remote: &dyn Remote,
+        node: &Node,
+        cluster: &[Node],
+        env: &[(&str, String)],
+    ) -> Result<(), DbError> {
+        self.mark_retired(remote, false)?;
+        self.run(remote, CommandKind::Install, node, cluster)?;
+        // Whatever an earlier run left running goes first, then a layer it left mounted (stale
+        // or not: `wipe` could not remove a stale mount point), then its data.
+        self.run(remote, CommandKind::Stop, node, cluster)?;
+        if let Some(dir) = self.durable_dir() {
+            crate::db::layer::unmount(remote, &dir)?;
+        }
+        self.run(remote, CommandKind::Wipe, node, cluster)?;
+        remote.exec_ok(&Cmd::script(MKDIR_SCRIPT, [self.cfg.spec.data_dir.clone()]).sudo(true))?;
+        // A fresh layer before the uploads and `setup`, which may write into it (ZooKeeper's
+        // `myid`).
+        let layer = self.data_layer();
+        if let Some(layer) = &layer {
+            layer.mount(remote, true)?;
+        }
+        for f in &self.cfg.spec.files {
+            if let Some(parent) = std::path::Path::new(&f.dest).parent() {
+                remote.exec_ok(
+                    &Cmd::script(MKDIR_SCRIPT, [parent.display().to_string()]).sudo(true),
+                )?;
+            }
+            remote.upload(&f.contents, &f.dest, f.mode)?;
+        }
+        self.run_with(remote, CommandKind::Setup, node, cluster, env)?;
+        if let Some(layer) = &layer {
+            // What setup wrote is durable: a power loss never reaches back before the start.
+            layer.sync_all(remote)?;
+        }
+        self.run_with(remote, CommandKind::Start, node, cluster, env)?;
+        Ok(())
+    }
+}
+
 impl Kill for ExternalDb {
     fn kill(&self, remote: &dyn Remote, node: &Node) -> Result<(), DbError> {
         self.run(remote, CommandKind::Kill, node, &self.known_cluster())?;
@@ -331,6 +420,14 @@ impl Kill for ExternalDb {
     /// Start the server again; with the lose-unsynced layer, remount it first if its process
     /// died (a stale mount), keeping its files.
     fn start(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
+        if self.as_membership().is_some()
+            && remote
+                .exec(&Cmd::script(IS_RETIRED_SCRIPT, [self.retired_marker()]).sudo(true))?
+                .success()
+        {
+            // Retired by the membership fault: it comes back only as a new member.
+            return Ok(());
+        }
         if let Some(layer) = self.data_layer() {
             layer.mount(remote, false)?;
         }

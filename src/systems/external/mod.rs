@@ -10,6 +10,7 @@
 pub mod client;
 pub mod db;
 pub mod freeze;
+pub mod membership;
 pub mod protocol;
 pub mod spec;
 

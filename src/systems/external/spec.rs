@@ -61,11 +61,18 @@ pub enum CommandKind {
     Promote,
     /// Print the system's version (first line is recorded in test.json).
     Version,
+    /// Print this node's view of the membership, one member per line (the membership ability,
+    /// with `remove_member`, `add_member` and `wipe`).
+    Members,
+    /// Ask this node to remove the member `$SHAKEDOWN_TARGET` from the cluster.
+    RemoveMember,
+    /// Ask this node to add `$SHAKEDOWN_TARGET` to the cluster.
+    AddMember,
 }
 
 impl CommandKind {
     /// Every command, in the order the spec documents them.
-    pub const ALL: [CommandKind; 12] = [
+    pub const ALL: [CommandKind; 15] = [
         CommandKind::Install,
         CommandKind::Setup,
         CommandKind::Start,
@@ -78,6 +85,17 @@ impl CommandKind {
         CommandKind::Primaries,
         CommandKind::Promote,
         CommandKind::Version,
+        CommandKind::Members,
+        CommandKind::RemoveMember,
+        CommandKind::AddMember,
+    ];
+
+    /// The commands the membership ability needs, all or none.
+    pub const MEMBERSHIP: [CommandKind; 4] = [
+        CommandKind::Members,
+        CommandKind::RemoveMember,
+        CommandKind::AddMember,
+        CommandKind::Wipe,
     ];
 
     /// The key in `[commands]`.
@@ -95,6 +113,9 @@ impl CommandKind {
             CommandKind::Primaries => "primaries",
             CommandKind::Promote => "promote",
             CommandKind::Version => "version",
+            CommandKind::Members => "members",
+            CommandKind::RemoveMember => "remove_member",
+            CommandKind::AddMember => "add_member",
         }
     }
 }
@@ -553,7 +574,7 @@ fn parse_options(
 }
 
 /// `[commands]`: known kinds with non-empty scripts; start, stop and ready required; pause and
-/// resume together.
+/// resume together; members, remove_member and add_member together, with wipe.
 fn parse_commands(
     raw: &Spanned<BTreeMap<Spanned<String>, Spanned<String>>>,
     err: ErrAt<'_>,
@@ -612,6 +633,24 @@ fn parse_commands(
                 ),
             ));
         }
+    }
+    let membership = CommandKind::MEMBERSHIP;
+    if let Some(given) = membership[..3].iter().find(|k| commands.contains_key(k))
+        && let Some(missing) = membership.iter().find(|k| !commands.contains_key(k))
+    {
+        let offset = raw
+            .get_ref()
+            .keys()
+            .find(|k| k.get_ref() == given.as_str())
+            .map_or(raw.span().start, |k| k.span().start);
+        return Err(err(
+            offset,
+            format!(
+                "commands.{}: needs `{}` as well (members, remove_member, add_member and wipe come together: the membership fault asks through them and wipes a removed node)",
+                given.as_str(),
+                missing.as_str()
+            ),
+        ));
     }
     Ok(commands)
 }
@@ -699,6 +738,11 @@ workloads = ["register"]
                 "name = \"toy\"\n[commands]\nstart = \"x\"\nstop = \"x\"\nready = \"x\"\npause = \"x\"\n[client]\ncommand = [\"c\"]\n",
                 "systems/toy.toml:6",
                 "needs `resume`",
+            ),
+            (
+                "name = \"toy\"\n[commands]\nstart = \"x\"\nstop = \"x\"\nready = \"x\"\nmembers = \"x\"\nremove_member = \"x\"\nadd_member = \"x\"\n[client]\ncommand = [\"c\"]\n",
+                "systems/toy.toml:6",
+                "commands.members: needs `wipe` as well",
             ),
             (
                 "name = \"toy\"\n[commands]\nstart = \"x\"\nstop = \"x\"\nready = \"  \"\n[client]\ncommand = [\"c\"]\n",
