@@ -4,13 +4,45 @@
 //! reports for each op. Does not own op generation, history writing, process numbering or retries:
 //! a client performs exactly one attempt per `invoke` and classifies the outcome honestly
 //! (`Ok` = happened, `Fail` = definitely did not happen, `Info` = unknown). Also owns
-//! `ClientCtx`, what a system's client factory is told about its thread. Implementations live in
-//! each system's folder (`systems::<name>::client`).
+//! `ClientCtx`, what a system's client factory is told about its thread, and `ClientOpenError`,
+//! why the factory could not make one. Implementations live in each system's folder
+//! (`systems::<name>::client`).
 
 use crate::history::OpType;
 use crate::node::Node;
 use crate::options::{ReadFrom, ReadMode};
 use serde_json::Value;
+
+/// Why a system could not make a thread's client (`systems::System::client`). No built-in
+/// client contacts a node when it is made (each connects at its first op, where an unreachable
+/// node is that op's `fail` or `info`), so what can go wrong here is the run's settings or the
+/// client library. The text is the same words whatever the kind: which client and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClientOpenError {
+    /// The settings cannot make this client: a node they name is not in the cluster
+    /// (`--read-nodes`, the primary), no nodes, a zero timeout, an endpoint that is no URL. The
+    /// same settings never will; asking again is pointless.
+    #[error("{0}")]
+    Config(String),
+    /// The client library could not be set up (a Sentinel list the driver refuses).
+    #[error("{0}")]
+    Driver(String),
+}
+
+impl ClientOpenError {
+    /// The same error, its words after `what` (`what: cause`): which client was being made.
+    pub fn context(self, what: impl std::fmt::Display) -> ClientOpenError {
+        match self {
+            ClientOpenError::Config(m) => ClientOpenError::Config(format!("{what}: {m}")),
+            ClientOpenError::Driver(m) => ClientOpenError::Driver(format!("{what}: {m}")),
+        }
+    }
+
+    /// Whether the settings themselves are at fault (asking again cannot help).
+    pub fn is_config(&self) -> bool {
+        matches!(self, ClientOpenError::Config(_))
+    }
+}
 
 /// How an op ended, from the client's point of view.
 #[derive(Debug, Clone, PartialEq)]
@@ -124,14 +156,16 @@ impl ClientCtx {
 
     /// Index of each `read_nodes` name in `nodes` (empty when none are named); the error names
     /// the unknown one.
-    pub fn read_node_indices(&self) -> Result<Vec<usize>, String> {
+    pub fn read_node_indices(&self) -> Result<Vec<usize>, ClientOpenError> {
         self.read_nodes
             .iter()
             .map(|name| {
                 self.nodes
                     .iter()
                     .position(|n| &n.name == name)
-                    .ok_or_else(|| format!("--read-nodes: no node named {name:?}"))
+                    .ok_or_else(|| {
+                        ClientOpenError::Config(format!("--read-nodes: no node named {name:?}"))
+                    })
             })
             .collect()
     }
@@ -224,6 +258,21 @@ impl WorkloadOp {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_open_error_keeps_its_kind_and_words_under_context() {
+        let e = ClientOpenError::Config("--read-nodes: no node named \"n7\"".into())
+            .context("creating redis client 3");
+        assert!(e.is_config());
+        assert_eq!(
+            e.to_string(),
+            "creating redis client 3: --read-nodes: no node named \"n7\""
+        );
+        let e =
+            ClientOpenError::Driver("sentinel list: bad".into()).context("creating redis client 0");
+        assert!(!e.is_config());
+        assert_eq!(e.to_string(), "creating redis client 0: sentinel list: bad");
+    }
 
     #[test]
     fn kv_ops_parse_per_workload_and_bad_arguments_are_rejected() {

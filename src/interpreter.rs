@@ -22,7 +22,7 @@
 //! heal → final reads) are sequenced by the caller; [`Interpreter::close`] closes the clients
 //! (dropping the interpreter closes them in a background task instead).
 
-use crate::client::{Client, Completion};
+use crate::client::{Client, ClientOpenError, Completion};
 use crate::generator::{Context, Generator, Invocation, NEMESIS_THREAD, Next, ThreadId};
 use crate::history::{HistoryWriter, Name, Op, OpType, Process};
 use futures_util::FutureExt;
@@ -120,7 +120,8 @@ enum Idle {
 
 /// Makes a client for client thread `thread` bound to node `node` (an index into the run's
 /// nodes), for threads that follow membership.
-pub type ClientFactory = Box<dyn Fn(usize, usize) -> Result<Box<dyn Client>, String> + Send>;
+pub type ClientFactory =
+    Box<dyn Fn(usize, usize) -> Result<Box<dyn Client>, ClientOpenError> + Send>;
 
 /// Client threads following membership ([`Interpreter::follow_members`]): after each op, a
 /// thread whose own node a membership change retired gets a client bound to the next member
@@ -243,7 +244,9 @@ impl<W: Write> Interpreter<W> {
 
     /// When client slot `slot` has finished an op: if the membership board changed since it
     /// last looked, bind its client to the node it should work through now. A client that cannot be
-    /// made leaves the thread where it was (it tries again at its next op).
+    /// made leaves the thread where it was: it tries again at its next op, or, when the settings
+    /// are at fault ([`ClientOpenError::Config`]: the same ask fails the same way), at the next
+    /// membership change.
     fn follow_membership(&mut self, slot: usize) {
         let Some(fw) = self.following.as_mut() else {
             return;
@@ -279,6 +282,7 @@ impl<W: Write> Interpreter<W> {
                 // indeterminate op.
                 self.ctx.processes[slot] += self.ctx.client_threads as u64;
             }
+            Err(e) if e.is_config() => fw.seen[slot] = Some(generation),
             Err(_) => fw.seen[slot] = None,
         }
     }
@@ -925,6 +929,66 @@ mod tests {
                 .filter(|o| o.process == Process::Client(0))
                 .all(|o| o.node.as_ref().is_some_and(|n| n.as_str() == "n1"))
         );
+    }
+
+    /// How often a thread whose node retired asks for a new client that cannot be made: once
+    /// per membership change when the settings are at fault, at every op otherwise.
+    async fn rebind_attempts(error: ClientOpenError) -> (usize, u64) {
+        let nodes: Vec<String> = (1..=3).map(|i| format!("n{i}")).collect();
+        let workers = (0..3)
+            .map(|i| Worker {
+                client: Box::new(NodeClient(nodes[i].clone())) as Box<dyn Client>,
+                node: Some(nodes[i].clone()),
+                timeout: Duration::from_millis(500),
+            })
+            .collect();
+        let mut interp = Interpreter::new(
+            Instant::now(),
+            HistoryWriter::new(Vec::new()),
+            workers,
+            None,
+            nodes.clone(),
+            ChaCha8Rng::seed_from_u64(7),
+            Arc::new(Stats::default()),
+        );
+        let board = crate::members::MemberBoard::new();
+        let asked = Arc::new(Mutex::new(0usize));
+        let counter = asked.clone();
+        interp.follow_members(Follow {
+            board: board.clone(),
+            nodes: nodes.clone(),
+            homes: vec![0, 1, 2],
+            client: Box::new(move |_thread, _node| {
+                *counter.lock().unwrap() += 1;
+                Err(error.clone())
+            }),
+        });
+        board.retire("n2");
+        let (g, _) = register(3);
+        let g = Box::new(generator::time_limit(100_000_000, g));
+        interp.run_phase(Some(g), None).await.unwrap();
+        let bytes = interp.writer.get_ref().clone();
+        let h = History::read_jsonl(bytes.as_slice(), "mem").unwrap();
+        let thread_ops = h
+            .ops
+            .iter()
+            .filter(|o| o.process == Process::Client(1) && o.op_type == OpType::Ok)
+            .count() as u64;
+        let asked = *asked.lock().unwrap();
+        (asked, thread_ops)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_client_the_settings_cannot_make_is_asked_for_once_per_membership_change() {
+        let (asked, ops) = rebind_attempts(ClientOpenError::Config(
+            "--read-nodes: no node named \"n9\"".into(),
+        ))
+        .await;
+        assert!(ops > 2, "too few ops: {ops}");
+        assert_eq!(asked, 1, "asked {asked} times over {ops} ops");
+        let (asked, ops) =
+            rebind_attempts(ClientOpenError::Driver("sentinel list: no".into())).await;
+        assert!(asked as u64 >= ops, "asked {asked} times over {ops} ops");
     }
 
     #[tokio::test(start_paused = true)]

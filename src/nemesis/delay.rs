@@ -17,6 +17,7 @@ use crate::faults::{Verb, verb};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The delay fault and the nodes it delays.
 #[derive(Debug, Default)]
@@ -44,6 +45,9 @@ impl Delay {
         }
         let exe = cx.cfg.helper_exe.clone();
         let served: Mutex<BTreeMap<String, &'static str>> = Mutex::new(BTreeMap::new());
+        // A node whose kernel has no netem (`PacketError::NetemUnavailable`), decided from the
+        // error's kind, not its words.
+        let no_netem = AtomicBool::new(false);
         let result = cx.journaled(
             "inject",
             verb::START_DELAY,
@@ -51,8 +55,14 @@ impl Delay {
             Some(verb::STOP_DELAY),
             |cx| {
                 cx.on_nodes(&idx, |r, node| {
-                    let b = packet::start_delay(r, &node.host, &p, exe.as_deref(), seed)
-                        .map_err(|e| e.to_string())?;
+                    let b = packet::start_delay(r, &node.host, &p, exe.as_deref(), seed).map_err(
+                        |e| {
+                            if matches!(e, packet::PacketError::NetemUnavailable { .. }) {
+                                no_netem.store(true, Ordering::Relaxed);
+                            }
+                            e.to_string()
+                        },
+                    )?;
                     served
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
@@ -63,7 +73,7 @@ impl Delay {
         );
         match result {
             // Say it once, up front, not buried in one message per node.
-            Err(e) if e.contains(packet::NETEM_UNAVAILABLE) => Err(FaultError::Refused(format!(
+            Err(_) if no_netem.load(Ordering::Relaxed) => Err(FaultError::Refused(format!(
                 "{} (tried on {}: tc says the qdisc kind netem is unknown); use backend = \"auto\" or \"nfqueue\" for the tool's own delayer, or load the sch_netem module",
                 packet::NETEM_UNAVAILABLE,
                 names.join(", ")
@@ -171,5 +181,92 @@ impl Fault for Delay {
                 (!parts.is_empty()).then(|| parts.join(", "))
             },
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::Completion;
+    use crate::control::{Cmd, ExecError, ExecOutput, Remote};
+    use crate::db::Abilities;
+    use crate::nemesis::{Nemesis, NemesisConfig};
+    use crate::node::Node;
+    use rand::SeedableRng;
+    use std::path::Path;
+    use std::sync::Arc;
+
+    /// A node where every command exits 2 with `stderr`, as tc does when it refuses.
+    struct Tc(String, &'static str);
+
+    impl Remote for Tc {
+        fn node(&self) -> &str {
+            &self.0
+        }
+        fn exec(&self, _: &Cmd) -> Result<ExecOutput, ExecError> {
+            Ok(ExecOutput {
+                status: 2,
+                signal: None,
+                stdout: String::new(),
+                stderr: self.1.to_string(),
+            })
+        }
+        fn upload(&self, _: &[u8], _: &str, _: u32) -> Result<(), ExecError> {
+            Ok(())
+        }
+        fn download(&self, _: &str, _: &Path) -> Result<(), ExecError> {
+            Ok(())
+        }
+    }
+
+    struct NoAbilities;
+    impl Abilities for NoAbilities {
+        fn name(&self) -> &str {
+            "memdb"
+        }
+    }
+
+    fn start_delay_where_tc_says(stderr: &'static str) -> Completion {
+        let nodes: Vec<Node> = (1..=3)
+            .map(|i| Node {
+                name: format!("n{i}"),
+                host: format!("10.0.0.{i}"),
+            })
+            .collect();
+        let remotes: Vec<Arc<dyn Remote>> = nodes
+            .iter()
+            .map(|n| Arc::new(Tc(n.name.clone(), stderr)) as Arc<dyn Remote>)
+            .collect();
+        let mut n = Nemesis::new(NemesisConfig {
+            helper_exe: None,
+            nodes,
+            remotes,
+            db: Arc::new(NoAbilities),
+            partition: Default::default(),
+            rng: rand_chacha::ChaCha8Rng::seed_from_u64(1),
+            journal: None,
+        });
+        n.invoke(
+            verb::START_DELAY,
+            &json!({"delay_ms": 50, "backend": "netem", "targets": "all"}),
+        )
+    }
+
+    #[test]
+    fn a_kernel_without_netem_is_a_refusal_said_once_and_other_tc_errors_are_unknown() {
+        match start_delay_where_tc_says("Error: Specified qdisc kind is unknown.\n") {
+            Completion::Fail { error, value } => {
+                assert!(error.starts_with(packet::NETEM_UNAVAILABLE), "{error}");
+                assert!(error.contains("tried on n1, n2, n3"), "{error}");
+                assert_eq!(value[crate::faults::REFUSED_KEY], true, "{value}");
+            }
+            other => panic!("not a refusal: {other:?}"),
+        }
+        match start_delay_where_tc_says("RTNETLINK answers: Operation not permitted\n") {
+            Completion::Info { error } => {
+                assert!(!error.contains(packet::NETEM_UNAVAILABLE), "{error}")
+            }
+            other => panic!("not unknown: {other:?}"),
+        }
     }
 }

@@ -375,7 +375,7 @@ fn client_workers(
     for t in 0..cfg.concurrency {
         let node = &nodes[t % nodes.len()];
         let ctx = cfg.client_ctx(t, nodes);
-        let client = system.client(&ctx).map_err(RunError::Control)?;
+        let client = system.client(&ctx)?;
         workers.push(Worker {
             client,
             node: Some(node.name.clone()),
@@ -417,10 +417,9 @@ fn follow_membership(
         nodes: nodes.iter().map(|n| n.name.clone()).collect(),
         homes,
         client: Box::new(move |thread, node| {
-            let mut ctx = ctxs
-                .get(thread)
-                .cloned()
-                .ok_or_else(|| format!("no client thread {thread}"))?;
+            let mut ctx = ctxs.get(thread).cloned().ok_or_else(|| {
+                crate::client::ClientOpenError::Config(format!("no client thread {thread}"))
+            })?;
             ctx.node = node;
             system.client(&ctx)
         }),

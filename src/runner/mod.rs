@@ -56,6 +56,9 @@ pub enum RunError {
     /// The system under test could not be set up.
     #[error(transparent)]
     Db(#[from] crate::db::DbError),
+    /// The system could not make a thread's client (its settings or its client library).
+    #[error(transparent)]
+    Client(#[from] crate::client::ClientOpenError),
     /// The sandbox could not be brought up or read.
     #[error("sandbox: {0}")]
     Sandbox(String),

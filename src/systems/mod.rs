@@ -26,7 +26,7 @@ pub mod ready;
 pub mod redis;
 pub mod strays;
 
-use crate::client::{Client, ClientCtx};
+use crate::client::{Client, ClientCtx, ClientOpenError};
 use crate::control::Remote;
 use crate::db::{Db, DbError};
 use crate::node::Node;
@@ -59,8 +59,9 @@ pub trait System: Db {
     ) -> Result<(), DbError> {
         self.await_ready(remote, node, cluster)
     }
-    /// The client of one worker thread.
-    fn client(&self, ctx: &ClientCtx) -> Result<Box<dyn Client>, String>;
+    /// The client of one worker thread; nothing is contacted yet. The error says whether the
+    /// settings or the client library is at fault, in words naming the client.
+    fn client(&self, ctx: &ClientCtx) -> Result<Box<dyn Client>, ClientOpenError>;
     /// The settings recorded in test.json (`db.config`).
     fn config_json(&self, cluster: &[Node]) -> Value;
     /// An owned handle, for blocking tasks.

@@ -184,7 +184,10 @@ impl EtcdClient {
             .tcp_nodelay(true)
             .pool_max_idle_per_host(4)
             .build()
-            .map_err(|e| invalid(format!("cannot build HTTP client: {}", error_chain(&e))))?;
+            .map_err(|e| EtcdError::Library {
+                endpoint: config.endpoint.clone(),
+                message: format!("cannot build HTTP client: {}", error_chain(&e)),
+            })?;
         Ok(EtcdClient {
             config,
             http,

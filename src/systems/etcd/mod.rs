@@ -15,7 +15,7 @@ pub mod wire;
 pub use db::{Etcd, EtcdConfig};
 
 use super::{RunOptions, Supports, System, SystemArgs, SystemConfig, SystemSettings};
-use crate::client::{Client, ClientCtx};
+use crate::client::{Client, ClientCtx, ClientOpenError};
 use crate::control::Remote;
 use crate::db::{Db, DbError};
 use crate::node::Node;
@@ -91,9 +91,17 @@ impl System for Etcd {
         Etcd::await_ready(self, remote, node)
     }
 
-    fn client(&self, ctx: &ClientCtx) -> Result<Box<dyn Client>, String> {
+    fn client(&self, ctx: &ClientCtx) -> Result<Box<dyn Client>, ClientOpenError> {
         let node = ctx.own();
-        let failed = |e: client::EtcdError| format!("{}: creating etcd client: {e}", node.name);
+        // Nothing is sent when a client is made: an error is its settings' (an endpoint that is
+        // no URL, a zero timeout; `EtcdError::Invalid`), or the HTTP library's (`Library`).
+        let failed = |e: client::EtcdError| {
+            let words = format!("{}: creating etcd client: {e}", node.name);
+            match e {
+                client::EtcdError::Invalid { .. } => ClientOpenError::Config(words),
+                _ => ClientOpenError::Driver(words),
+            }
+        };
         let client = EtcdClient::new(EtcdClientConfig {
             endpoint: self.endpoint(node),
             read_mode: ctx.read_mode,

@@ -45,6 +45,14 @@ pub enum EtcdError {
         /// What is wrong and what was expected.
         message: String,
     },
+    /// The HTTP library could not be set up when the client was made; nothing was sent.
+    #[error("etcd {endpoint}: {message}")]
+    Library {
+        /// Endpoint the client is bound to.
+        endpoint: String,
+        /// What the library said.
+        message: String,
+    },
     /// The connection could not be established; the request was never sent.
     #[error("etcd {endpoint}: connect failed, request not sent: {message}")]
     Connect {
@@ -118,6 +126,7 @@ impl EtcdError {
     pub fn kind(&self) -> &'static str {
         match self {
             EtcdError::Invalid { .. } => "invalid",
+            EtcdError::Library { .. } => "library",
             EtcdError::Connect { .. } => "connect",
             EtcdError::Timeout { .. } => "timeout",
             EtcdError::Transport { .. } => "transport",
@@ -132,7 +141,9 @@ impl EtcdError {
     /// module doc's table). False means "unknown".
     pub fn definitely_not_applied(&self) -> bool {
         match self {
-            EtcdError::Invalid { .. } | EtcdError::Connect { .. } => true,
+            EtcdError::Invalid { .. } | EtcdError::Library { .. } | EtcdError::Connect { .. } => {
+                true
+            }
             EtcdError::Server {
                 grpc_code, message, ..
             } => server_error_is_definite(*grpc_code, message),

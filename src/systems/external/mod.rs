@@ -15,7 +15,7 @@ pub mod protocol;
 pub mod spec;
 
 use super::{RunOptions, Supports, System, SystemSettings};
-use crate::client::{Client, ClientCtx};
+use crate::client::{Client, ClientCtx, ClientOpenError};
 use crate::control::Remote;
 use crate::db::Abilities;
 use crate::db::{Db, DbError};
@@ -211,9 +211,12 @@ impl System for ExternalSystem {
         self.db.await_ready(remote, node, cluster)
     }
 
-    fn client(&self, ctx: &ClientCtx) -> Result<Box<dyn Client>, String> {
+    fn client(&self, ctx: &ClientCtx) -> Result<Box<dyn Client>, ClientOpenError> {
         if ctx.nodes.is_empty() {
-            return Err(format!("{}: no nodes for the clients", self.name()));
+            return Err(ClientOpenError::Config(format!(
+                "{}: no nodes for the clients",
+                self.name()
+            )));
         }
         Ok(Box::new(ProtocolClient::new(self.launch(
             ctx.thread,

@@ -26,6 +26,7 @@
 //! Reads change nothing: every read error is `fail`. Does not own the SQL of a workload (`txn`,
 //! `kv`) or the servers (`db`).
 
+use crate::client::ClientOpenError;
 use crate::options::ReadFrom;
 use rand::RngExt;
 use rand::SeedableRng;
@@ -65,16 +66,20 @@ pub struct MyClientConfig {
 
 impl MyClientConfig {
     /// Refuse an empty node list, an index out of range and a zero timeout.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), ClientOpenError> {
         let n = self.nodes.len();
         if n == 0 {
-            return Err("no nodes".into());
+            return Err(ClientOpenError::Config("no nodes".into()));
         }
         if self.own >= n || self.read_nodes.iter().any(|&i| i >= n) {
-            return Err(format!("node index out of range (cluster of {n})"));
+            return Err(ClientOpenError::Config(format!(
+                "node index out of range (cluster of {n})"
+            )));
         }
         if self.timeout_ms == 0 {
-            return Err("timeout_ms must be positive".into());
+            return Err(ClientOpenError::Config(
+                "timeout_ms must be positive".into(),
+            ));
         }
         Ok(())
     }
@@ -284,7 +289,7 @@ mod tests {
         let mut c = cfg(ReadFrom::Own, vec![], Default::default());
         assert!(c.check().is_ok());
         c.read_nodes = vec![9];
-        assert!(c.check().unwrap_err().contains("out of range"));
+        assert!(c.check().unwrap_err().to_string().contains("out of range"));
         c.read_nodes.clear();
         c.timeout_ms = 0;
         assert!(c.check().is_err());

@@ -23,7 +23,7 @@
 //! tables (`db` creates them) or the transaction workload (`txn`).
 
 use super::conn::{FailReason, MyClientConfig, Router, breaks_connection, describe};
-use crate::client::{Client, Completion, WorkloadOp};
+use crate::client::{Client, ClientOpenError, Completion, WorkloadOp};
 use crate::model::CAS_MISMATCH;
 use mysql_async::prelude::Queryable;
 use serde_json::{Value, json};
@@ -61,7 +61,7 @@ enum Answer {
 impl MyKvClient {
     /// A client; connections open on first use. Fails on a config [`MyClientConfig::check`]
     /// refuses.
-    pub fn new(cfg: MyClientConfig) -> Result<MyKvClient, String> {
+    pub fn new(cfg: MyClientConfig) -> Result<MyKvClient, ClientOpenError> {
         cfg.check()?;
         Ok(MyKvClient {
             conns: (0..cfg.nodes.len()).map(|_| None).collect(),

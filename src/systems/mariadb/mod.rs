@@ -18,7 +18,7 @@ pub use db::{MariaDb, MariaDbConfig};
 pub use replication::Topology;
 
 use super::{RunOptions, Supports, System, SystemArgs, SystemConfig, SystemSettings};
-use crate::client::{Client, ClientCtx};
+use crate::client::{Client, ClientCtx, ClientOpenError};
 use crate::control::Remote;
 use crate::db::{Db, DbError};
 use crate::node::Node;
@@ -402,7 +402,7 @@ impl System for MariaDb {
         }
     }
 
-    fn client(&self, ctx: &ClientCtx) -> Result<Box<dyn Client>, String> {
+    fn client(&self, ctx: &ClientCtx) -> Result<Box<dyn Client>, ClientOpenError> {
         let cfg = conn::MyClientConfig {
             nodes: ctx
                 .nodes
@@ -425,7 +425,8 @@ impl System for MariaDb {
             seed: ctx.seed.wrapping_add(2000 + ctx.thread as u64),
         };
         let name = self.cfg.topology.db_name();
-        let made = |e: String| format!("creating {name} client {}: {e}", ctx.thread);
+        let made =
+            |e: ClientOpenError| e.context(format_args!("creating {name} client {}", ctx.thread));
         if ctx.workload_kind == crate::generator::txn::KIND {
             return Ok(Box::new(txn::MyTxnClient::new(cfg).map_err(made)?));
         }

@@ -19,7 +19,7 @@
 //! and lock-wait timeouts apart. Does not own the cluster (`db`) or the checker (`checker::txn`).
 
 use super::conn::{FailReason, MyClientConfig, Router, breaks_connection, describe};
-use crate::client::{Client, Completion};
+use crate::client::{Client, ClientOpenError, Completion};
 use crate::generator::txn::{Mop, key_text, parse_mops as parse};
 use mysql_async::prelude::Queryable;
 use serde::{Deserialize, Serialize};
@@ -108,7 +108,7 @@ pub struct MyTxnClient {
 impl MyTxnClient {
     /// A client; connections open on first use. Fails on a config [`MyClientConfig::check`]
     /// refuses.
-    pub fn new(cfg: MyClientConfig) -> Result<MyTxnClient, String> {
+    pub fn new(cfg: MyClientConfig) -> Result<MyTxnClient, ClientOpenError> {
         cfg.check()?;
         Ok(MyTxnClient {
             conns: (0..cfg.nodes.len()).map(|_| None).collect(),

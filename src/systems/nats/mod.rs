@@ -17,7 +17,7 @@ pub use db::{Nats, NatsConfig};
 pub use server::{NatsServer, SyncInterval};
 
 use super::{RunOptions, Supports, System, SystemArgs, SystemConfig, SystemSettings};
-use crate::client::{Client, ClientCtx};
+use crate::client::{Client, ClientCtx, ClientOpenError};
 use crate::control::Remote;
 use crate::db::{Db, DbError};
 use crate::node::Node;
@@ -266,7 +266,7 @@ impl System for Nats {
         Nats::await_recovered(self, remote, node)
     }
 
-    fn client(&self, ctx: &ClientCtx) -> Result<Box<dyn Client>, String> {
+    fn client(&self, ctx: &ClientCtx) -> Result<Box<dyn Client>, ClientOpenError> {
         let node = ctx.own();
         Ok(Box::new(client::NatsClient::new(
             &node.name,

@@ -51,7 +51,7 @@
 //! In autocommit a statement's `ERROR` rolls its transaction back (PostgreSQL escalates errors
 //! after the commit record to `PANIC`), so the definite classes are safe; the rest stay unknown.
 
-use crate::client::{Client, Completion, WorkloadOp};
+use crate::client::{Client, ClientOpenError, Completion, WorkloadOp};
 use crate::model::CAS_MISMATCH;
 use crate::options::ReadFrom;
 use rand::RngExt;
@@ -214,16 +214,20 @@ pub(super) fn pg_config(
 impl PgClient {
     /// A client; connections open on first use. Fails on an empty node list, an index out of
     /// range or a zero timeout.
-    pub fn new(cfg: PgClientConfig) -> Result<PgClient, String> {
+    pub fn new(cfg: PgClientConfig) -> Result<PgClient, ClientOpenError> {
         let n = cfg.nodes.len();
         if n == 0 {
-            return Err("no nodes".into());
+            return Err(ClientOpenError::Config("no nodes".into()));
         }
         if cfg.primary >= n || cfg.own >= n || cfg.read_nodes.iter().any(|&i| i >= n) {
-            return Err(format!("node index out of range (cluster of {n})"));
+            return Err(ClientOpenError::Config(format!(
+                "node index out of range (cluster of {n})"
+            )));
         }
         if cfg.timeout_ms == 0 {
-            return Err("timeout_ms must be positive".into());
+            return Err(ClientOpenError::Config(
+                "timeout_ms must be positive".into(),
+            ));
         }
         let rng = ChaCha8Rng::seed_from_u64(cfg.seed);
         Ok(PgClient {

@@ -12,7 +12,7 @@ pub mod txn;
 pub use db::{Postgres, PostgresConfig, SynchronousCommit};
 
 use super::{RunOptions, Supports, System, SystemArgs, SystemConfig, SystemSettings};
-use crate::client::{Client, ClientCtx};
+use crate::client::{Client, ClientCtx, ClientOpenError};
 use crate::control::Remote;
 use crate::db::{Db, DbError};
 use crate::node::Node;
@@ -222,12 +222,14 @@ impl System for Postgres {
         Postgres::await_ready(self, remote, node, cluster)
     }
 
-    fn client(&self, ctx: &ClientCtx) -> Result<Box<dyn Client>, String> {
+    fn client(&self, ctx: &ClientCtx) -> Result<Box<dyn Client>, ClientOpenError> {
         let nodes = &ctx.nodes;
         let primary = self
             .primary(nodes)
             .and_then(|p| nodes.iter().position(|n| n.name == p.name))
-            .ok_or_else(|| "postgres: the primary is not among the nodes".to_string())?;
+            .ok_or_else(|| {
+                ClientOpenError::Config("postgres: the primary is not among the nodes".to_string())
+            })?;
         let cfg = PgClientConfig {
             nodes: nodes
                 .iter()
@@ -246,7 +248,7 @@ impl System for Postgres {
             seed: ctx.seed.wrapping_add(1000 + ctx.thread as u64),
         };
         let client = PgClient::new(cfg.clone())
-            .map_err(|e| format!("creating postgres client {}: {e}", ctx.thread))?;
+            .map_err(|e| e.context(format_args!("creating postgres client {}", ctx.thread)))?;
         if ctx.workload_kind == crate::generator::txn::KIND {
             return Ok(Box::new(txn::PgTxnClient::new(
                 cfg,
@@ -320,6 +322,8 @@ mod tests {
         assert_eq!(v["primary_node"], "n1");
         assert_eq!(v["synchronous_commit"], "remote_apply");
         let e = sys.client(&ctx(0, &["n7"])).err().unwrap();
+        assert!(e.is_config(), "{e:?}");
+        let e = e.to_string();
         assert!(e.contains("--read-nodes") && e.contains("n7"), "{e}");
         assert_eq!(
             cfg.rerun_args(),

@@ -19,7 +19,7 @@
 //! schema (`client::SCHEMA_SQL`) or the checker (`checker::txn`).
 
 use super::client::{Certainty, PgClient, PgClientConfig, classify_server_error};
-use crate::client::{Client, Completion};
+use crate::client::{Client, ClientOpenError, Completion};
 use crate::generator::txn::{Mop, key_text, parse_mops as parse};
 use crate::options::ReadFrom;
 use serde::{Deserialize, Serialize};
@@ -104,7 +104,7 @@ pub struct PgTxnClient {
 
 impl PgTxnClient {
     /// A client; connections open on first use.
-    pub fn new(cfg: PgClientConfig, isolation: Isolation) -> Result<PgTxnClient, String> {
+    pub fn new(cfg: PgClientConfig, isolation: Isolation) -> Result<PgTxnClient, ClientOpenError> {
         let router = PgClient::new(cfg.clone())?;
         Ok(PgTxnClient {
             conns: (0..cfg.nodes.len()).map(|_| None).collect(),

@@ -43,7 +43,7 @@
 //! | connection lost, IO error or timeout after the command was sent       | Info       |
 //! | the write succeeded but `WAIT` errored or counted too few replicas    | Info       |
 
-use crate::client::{Client, Completion, WorkloadOp};
+use crate::client::{Client, ClientOpenError, Completion, WorkloadOp};
 use crate::model::CAS_MISMATCH;
 use crate::options::ReadFrom;
 use rand::RngExt;
@@ -159,24 +159,28 @@ struct Failure {
 impl RedisClient {
     /// A client; nothing is contacted until the first op. Fails on an empty node list, an index
     /// out of range or a zero timeout.
-    pub fn new(cfg: RedisClientConfig, set: bool) -> Result<RedisClient, String> {
+    pub fn new(cfg: RedisClientConfig, set: bool) -> Result<RedisClient, ClientOpenError> {
         let n = cfg.nodes.len();
         if n == 0 {
-            return Err("no nodes".into());
+            return Err(ClientOpenError::Config("no nodes".into()));
         }
         if cfg.initial_primary >= n || cfg.own >= n || cfg.read_nodes.iter().any(|&i| i >= n) {
-            return Err(format!("node index out of range (cluster of {n})"));
+            return Err(ClientOpenError::Config(format!(
+                "node index out of range (cluster of {n})"
+            )));
         }
         if cfg.timeout_ms == 0 {
-            return Err("timeout_ms must be positive".into());
+            return Err(ClientOpenError::Config(
+                "timeout_ms must be positive".into(),
+            ));
         }
         // The own node's Sentinel first, then the others in cluster order.
         let order = std::iter::once(cfg.own).chain((0..n).filter(|&i| i != cfg.own));
         let sentinels: Vec<ConnectionAddr> = order
             .map(|i| ConnectionAddr::Tcp(cfg.nodes[i].host.clone(), cfg.sentinel_port))
             .collect();
-        let sentinel =
-            Sentinel::build(sentinels).map_err(|e| format!("sentinel list: {}", describe(&e)))?;
+        let sentinel = Sentinel::build(sentinels)
+            .map_err(|e| ClientOpenError::Driver(format!("sentinel list: {}", describe(&e))))?;
         Ok(RedisClient {
             conns: (0..n).map(|_| None).collect(),
             primary: None,

@@ -15,7 +15,7 @@ pub mod lock;
 pub use db::{MASTER_NAME, Redis, RedisConfig};
 
 use super::{RunOptions, Supports, System, SystemArgs, SystemConfig, SystemSettings};
-use crate::client::{Client, ClientCtx};
+use crate::client::{Client, ClientCtx, ClientOpenError};
 use crate::control::Remote;
 use crate::db::{Db, DbError};
 use crate::node::Node;
@@ -176,7 +176,7 @@ impl System for Redis {
         Redis::await_ready(self, remote, node, cluster)
     }
 
-    fn client(&self, ctx: &ClientCtx) -> Result<Box<dyn Client>, String> {
+    fn client(&self, ctx: &ClientCtx) -> Result<Box<dyn Client>, ClientOpenError> {
         if crate::generator::lock::is_lock_kind(&ctx.workload_kind) {
             let redis = self.redis_client(ctx, false)?;
             return Ok(Box::new(lock::RedisLockClient::new(redis, ctx.thread)));
@@ -205,12 +205,14 @@ impl System for Redis {
 
 impl Redis {
     /// The client of one worker thread; `set` makes `read` a set read (`SMEMBERS`).
-    pub fn redis_client(&self, ctx: &ClientCtx, set: bool) -> Result<RedisClient, String> {
+    pub fn redis_client(&self, ctx: &ClientCtx, set: bool) -> Result<RedisClient, ClientOpenError> {
         let nodes = &ctx.nodes;
         let initial_primary = self
             .initial_primary(nodes)
             .and_then(|p| nodes.iter().position(|n| n.name == p.name))
-            .ok_or_else(|| "redis: the primary is not among the nodes".to_string())?;
+            .ok_or_else(|| {
+                ClientOpenError::Config("redis: the primary is not among the nodes".to_string())
+            })?;
         RedisClient::new(
             RedisClientConfig {
                 nodes: nodes
@@ -235,7 +237,7 @@ impl Redis {
             },
             set,
         )
-        .map_err(|e| format!("creating redis client {}: {e}", ctx.thread))
+        .map_err(|e| e.context(format_args!("creating redis client {}", ctx.thread)))
     }
 }
 
@@ -282,6 +284,8 @@ mod tests {
         assert_eq!(v["primary_node"], "n1");
         assert_eq!(v["wait_replicas"], 1);
         let e = sys.client(&ctx(0, &["n7"])).err().unwrap();
+        assert!(e.is_config(), "{e:?}");
+        let e = e.to_string();
         assert!(e.contains("--read-nodes") && e.contains("n7"), "{e}");
         assert_eq!(
             cfg.rerun_args(),
