@@ -44,7 +44,7 @@ pub(super) fn config_section(out: &mut String, test: &Value, results: &Value) {
         &esc(&text_of(test.get("time_limit_s"))),
     );
     row(out, "read mode", &esc(&text_of(test.get("read_mode"))));
-    row(out, "workload", &named_spec_html(test.get("workload")));
+    row(out, "workload", &workload_html(test.get("workload")));
     row(out, "nemesis", &named_spec_html(test.get("nemesis")));
     if let Some(errors) = results.get(crate::store::PROTOCOL_ERRORS_KEY) {
         let line = crate::store::protocol_errors_line(errors);
@@ -84,10 +84,38 @@ pub(super) fn db_line(name: &str, version: &str) -> String {
     }
 }
 
-/// A `{name, spec}` object (workload, nemesis) as its name, then its spec as a key/value table
-/// ([`spec_rows`]), only the fields listed in its `knobs` when it has them (what a workload's
-/// kind reads: a register run does not list append weights); other values as escaped text.
+/// A `{name, spec}` object (the nemesis) as its name, then its whole spec as a key/value table
+/// ([`spec_rows`]); other values as escaped text.
 pub(super) fn named_spec_html(v: Option<&Value>) -> String {
+    spec_html(v, None)
+}
+
+/// The workload's `{name, spec, knobs}` object as its name, then only the spec fields its kind
+/// reads, in the vocabulary's order (`generator::kind`): the `knobs` the run recorded, else the
+/// knobs of its `kind` as this build knows it (a run directory from before knobs were
+/// recorded); a kind this build does not know lists every field.
+pub(super) fn workload_html(v: Option<&Value>) -> String {
+    let recorded: Option<Vec<String>> = v
+        .and_then(|w| w.get("knobs"))
+        .and_then(Value::as_array)
+        .map(|ks| {
+            ks.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .filter(|ks: &Vec<String>| !ks.is_empty());
+    let of_kind = || {
+        let kind = v?.get("spec")?.get("kind")?.as_str()?;
+        let kind = crate::generator::WorkloadKind::parse(kind)?;
+        Some(kind.knobs().iter().map(|k| k.field().to_string()).collect())
+    };
+    spec_html(v, recorded.or_else(of_kind))
+}
+
+/// A `{name, spec}` object as its name and a key/value table of its spec: only the fields in
+/// `knobs`, in that order, when given; every field otherwise.
+fn spec_html(v: Option<&Value>, knobs: Option<Vec<String>>) -> String {
     let Some(Value::Object(m)) = v else {
         return esc(&text_of(v));
     };
@@ -98,18 +126,14 @@ pub(super) fn named_spec_html(v: Option<&Value>) -> String {
     let mut html = format!("<b>{}</b>", esc(&name));
     match m.get("spec") {
         Some(Value::Object(spec)) => {
-            // Only the fields the workload's kind reads, when the run recorded them.
-            let knobs: Option<Vec<&str>> = m
-                .get("knobs")
-                .and_then(Value::as_array)
-                .map(|ks| ks.iter().filter_map(Value::as_str).collect())
-                .filter(|ks: &Vec<&str>| !ks.is_empty());
-            let shown: serde_json::Map<String, Value> = spec
-                .iter()
-                .filter(|(k, _)| knobs.as_ref().is_none_or(|ks| ks.contains(&k.as_str())))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            let rows = spec_rows(&shown, &name);
+            let shown: Vec<(&String, &Value)> = match &knobs {
+                Some(ks) => ks
+                    .iter()
+                    .filter_map(|k| spec.get_key_value(k.as_str()))
+                    .collect(),
+                None => spec.iter().collect(),
+            };
+            let rows = spec_rows(shown, &name);
             if !rows.is_empty() {
                 html.push_str("<table class=\"kv\">");
                 for (k, v) in rows {
@@ -129,11 +153,11 @@ pub(super) fn named_spec_html(v: Option<&Value>) -> String {
 /// (key, value HTML) rows of a spec object, keys in words ("interval", "read weight"), values
 /// with their unit ("5 s") and compact; a `kind` equal to the spec's name is left out; a list
 /// of objects (faults) gets one line per item.
-pub(super) fn spec_rows(
-    spec: &serde_json::Map<String, Value>,
+pub(super) fn spec_rows<'a>(
+    spec: impl IntoIterator<Item = (&'a String, &'a Value)>,
     name: &str,
 ) -> Vec<(String, String)> {
-    spec.iter()
+    spec.into_iter()
         .filter(|(k, v)| !(k.as_str() == "kind" && v.as_str() == Some(name)))
         .map(|(k, v)| {
             let (key, unit) = key_words(k);
@@ -262,9 +286,44 @@ mod tests {
         let workload = json!({"name": "register", "knobs": ["read_weight"], "spec": {
             "kind": "register", "read_weight": 2, "append_weight": 1, "add_weight": 10}});
         assert_eq!(
-            named_spec_html(Some(&workload)),
+            workload_html(Some(&workload)),
             "<b>register</b><table class=\"kv\"><tr><th>read weight</th><td>2</td></tr></table>"
         );
+        // The nemesis is not a workload: every field.
+        assert!(named_spec_html(Some(&workload)).contains("append weight"));
+        // A run from before knobs were recorded: its kind's knobs, in the vocabulary's order
+        // (weights first), without the other kinds' fields.
+        let old = json!({"name": "my-register", "spec": {"kind": "register", "read_weight": 2,
+            "write_weight": 1, "cas_weight": 1, "append_weight": 1, "add_weight": 10,
+            "max_mops": 4, "active_keys": 8, "max_value": 5, "threads_per_key": 5,
+            "ops_per_key": 200}});
+        let html = workload_html(Some(&old));
+        let keys: Vec<&str> = html
+            .split("<th>")
+            .skip(1)
+            .filter_map(|r| r.split("</th>").next())
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "read weight",
+                "write weight",
+                "cas weight",
+                "max value",
+                "threads per key",
+                "ops per key"
+            ],
+            "{html}"
+        );
+        // A kind this build does not know, or no kind: every field, escaped.
+        let unknown = json!({"name": "q", "spec": {"kind": "queue<", "append_weight": 1}});
+        let html = workload_html(Some(&unknown));
+        assert!(
+            html.contains("<th>append weight</th>") && html.contains("queue&lt;"),
+            "{html}"
+        );
+        let html = workload_html(Some(&json!({"name": "q", "spec": {"add_weight": 3}})));
+        assert!(html.contains("<th>add weight</th>"), "{html}");
         // Not a {name, spec} object: as text, escaped.
         assert_eq!(named_spec_html(Some(&json!("a<b"))), "a&lt;b");
         assert_eq!(named_spec_html(Some(&json!({"name": "x"}))), "<b>x</b>");
