@@ -1,17 +1,25 @@
-//! The run page's Configuration section: test.json as a table a person would write.
+//! The run page's Configuration section: test.json as a table a person would write, folded
+//! away in a closed `<details>`, and the one line of what ran under the page's title.
 //!
 //! Owns how test.json's values read on the page: the db line (name once, then its version),
-//! the workload and nemesis as short key/value tables (units from key suffixes, nested values
-//! compact, a list of faults one per line) instead of raw JSON. Does not own test.json's
-//! contents (`runner::test_json`) or the rest of the page (`report::page`).
+//! the workload (only the knobs its kind reads, `generator::kind`) and nemesis as short
+//! key/value tables (units from key suffixes, nested values compact, a list of faults one per
+//! line) instead of raw JSON. Does not own test.json's contents (`runner::record`) or the rest
+//! of the page (`report::page`).
 
 use super::{esc, row, text_of};
 use serde_json::Value;
 use std::fmt::Write as _;
 
-/// The Configuration section of the run page.
+/// Id of the Configuration section (a `<details>`, closed: the page's header line says what ran).
+pub(super) const CONFIG_ID: &str = "configuration";
+
+/// The Configuration section of the run page, folded away (a `<details>` closed until opened).
 pub(super) fn config_section(out: &mut String, test: &Value, results: &Value) {
-    out.push_str("<h2>Configuration</h2>\n<table>\n");
+    let _ = write!(
+        out,
+        "<details id=\"{CONFIG_ID}\"><summary><h2>Configuration</h2></summary>\n<table>\n"
+    );
     row(out, "seed", &esc(&text_of(test.get("seed"))));
     row(out, "start time", &esc(&text_of(test.get("start_time"))));
     let nodes = test
@@ -60,7 +68,40 @@ pub(super) fn config_section(out: &mut String, test: &Value, results: &Value) {
         "rerun",
         &format!("<code>{}</code>", esc(&text_of(test.get("rerun")))),
     );
-    out.push_str("</table>\n");
+    out.push_str("</table>\n</details>\n");
+}
+
+/// One line of what ran, for the page's header while the Configuration section is folded:
+/// "etcd 3.4.23 · workload register · nemesis partition,kill · 10 s · seed 42" (parts test.json
+/// lacks are left out).
+pub(super) fn what_ran_line(test: &Value) -> String {
+    let db = test.get("db");
+    let mut parts = vec![match db {
+        Some(Value::String(name)) => name.clone(),
+        _ => db_line(
+            &text_of(db.and_then(|d| d.get("name"))),
+            &text_of(db.and_then(|d| d.get("version"))),
+        ),
+    }];
+    for (label, key) in [("workload", "workload"), ("nemesis", "nemesis")] {
+        let name = test
+            .get(key)
+            .map_or(String::new(), |v| match v.get("name") {
+                Some(n) => text_of(Some(n)),
+                None => text_of(Some(v)),
+            });
+        if !name.is_empty() {
+            parts.push(format!("{label} {name}"));
+        }
+    }
+    if let Some(t) = test.get("time_limit_s").filter(|t| !t.is_null()) {
+        parts.push(with_unit(&compact(t), "s"));
+    }
+    if let Some(seed) = test.get("seed").filter(|s| !s.is_null()) {
+        parts.push(format!("seed {}", text_of(Some(seed))));
+    }
+    parts.retain(|p| !p.is_empty());
+    parts.join(" · ")
 }
 
 /// The db as "etcd 3.4.23": its name, then its version text without a leading repeat of the
@@ -232,6 +273,21 @@ pub(super) fn compact(v: &Value) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn what_ran_is_one_line_leaving_out_what_test_json_lacks() {
+        let test = json!({"db": {"name": "etcd", "version": "etcd Version: 3.4.23"},
+            "workload": {"name": "register", "spec": {"kind": "register"}},
+            "nemesis": {"name": "partition,kill", "spec": null}, "time_limit_s": 10.0,
+            "seed": 6});
+        assert_eq!(
+            what_ran_line(&test),
+            "etcd 3.4.23 · workload register · nemesis partition,kill · 10 s · seed 6"
+        );
+        let older = json!({"db": "etcd", "workload": "register", "nemesis": null});
+        assert_eq!(what_ran_line(&older), "etcd · workload register");
+        assert_eq!(what_ran_line(&json!({})), "");
+    }
 
     #[test]
     fn the_db_line_names_the_db_once() {
