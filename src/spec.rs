@@ -67,52 +67,13 @@ pub struct WorkloadSpec {
 }
 
 impl WorkloadSpec {
-    /// The spec's fields its kind reads (test.json's `workload.knobs`: the run page lists only
-    /// these); empty for a kind this build does not know (the page then lists every field).
+    /// The spec's fields its kind reads (`generator::kind`, recorded as test.json's
+    /// `workload.knobs`: the run page lists only these); empty for a kind this build does not
+    /// know (the page then lists every field).
     pub fn knobs(&self) -> Vec<&'static str> {
-        const REGISTER: &[&str] = &[
-            "read_weight",
-            "write_weight",
-            "cas_weight",
-            "max_value",
-            "threads_per_key",
-            "ops_per_key",
-            "version_source",
-        ];
-        let knobs: &[&str] = match self.kind.as_str() {
-            "register" => REGISTER,
-            crate::generator::lock::LWW_KIND => &[
-                "read_weight",
-                "write_weight",
-                "max_value",
-                "threads_per_key",
-                "ops_per_key",
-                "version_source",
-            ],
-            "list-append" => &[
-                "read_weight",
-                "append_weight",
-                "threads_per_key",
-                "ops_per_key",
-            ],
-            crate::generator::txn::KIND => &[
-                "read_weight",
-                "append_weight",
-                "active_keys",
-                "max_mops",
-                "ops_per_key",
-            ],
-            crate::generator::set::KIND => &[
-                "read_weight",
-                "add_weight",
-                "threads_per_key",
-                "ops_per_key",
-            ],
-            crate::generator::log::KIND => &["log"],
-            kind if crate::generator::lock::is_lock_kind(kind) => &["lock"],
-            _ => return Vec::new(),
-        };
-        knobs.to_vec()
+        crate::generator::WorkloadKind::parse(&self.kind)
+            .map(|k| k.knobs().iter().map(|n| n.field()).collect())
+            .unwrap_or_default()
     }
 }
 
@@ -419,41 +380,39 @@ pub fn load_workload(arg: &str) -> Result<WorkloadSpec, ConfigError> {
     let err = |key: &str, message: String| {
         ConfigError::new(at(&label, key_line(&text, None, key)), message)
     };
-    let weights = match spec.kind.as_str() {
-        "register" => spec.read_weight + spec.write_weight + spec.cas_weight,
-        crate::generator::lock::LWW_KIND if spec.cas_weight > 0 => {
+    use crate::generator::WorkloadKind as K;
+    let Some(kind) = K::parse(&spec.kind) else {
+        return Err(err(
+            "kind",
+            format!("kind {:?}: expected {}", spec.kind, K::expected()),
+        ));
+    };
+    let weights = match kind {
+        K::Register => spec.read_weight + spec.write_weight + spec.cas_weight,
+        K::Lww if spec.cas_weight > 0 => {
             return Err(err(
                 "cas_weight",
                 "cas_weight > 0: a last-write-wins register has no compare-and-set".into(),
             ));
         }
-        crate::generator::lock::LWW_KIND => spec.read_weight + spec.write_weight,
-        "list-append" => spec.read_weight + spec.append_weight,
-        crate::generator::txn::KIND => spec.read_weight + spec.append_weight,
-        crate::generator::set::KIND if spec.add_weight == 0 => {
+        K::Lww => spec.read_weight + spec.write_weight,
+        K::ListAppend | K::Txn => spec.read_weight + spec.append_weight,
+        K::Set if spec.add_weight == 0 => {
             return Err(err(
                 "add_weight",
                 "add_weight = 0: a set workload adds".into(),
             ));
         }
-        crate::generator::set::KIND => spec.read_weight + spec.add_weight,
-        crate::generator::log::KIND => {
+        K::Set => spec.read_weight + spec.add_weight,
+        K::Log => {
             let cfg = spec.log.clone().unwrap_or_default();
             cfg.validate().map_err(|e| err(e.field, e.to_string()))?;
             1
         }
-        kind if crate::generator::lock::is_lock_kind(kind) => {
+        K::Lock | K::FencedLock => {
             let cfg = spec.lock.clone().unwrap_or_default();
             cfg.validate().map_err(|e| err(e.field, e.to_string()))?;
             1
-        }
-        other => {
-            return Err(err(
-                "kind",
-                format!(
-                    "kind {other:?}: expected \"register\", \"list-append\", \"set\", \"txn\", \"lock\", \"fenced-lock\", \"lww\" or \"log\""
-                ),
-            ));
         }
     };
     if weights == 0 {
@@ -628,6 +587,25 @@ mod tests {
         }
         let register = load_workload("register").unwrap();
         assert!(!register.knobs().contains(&"append_weight"));
+        // The knob vocabulary and the spec's schema are one: every knob names a field of the
+        // spec and every field but `kind` is a knob (a spec with every optional table set).
+        let mut full = load_workload("register").unwrap();
+        full.version_source = Some("system".into());
+        full.lock = Some(Default::default());
+        full.log = Some(Default::default());
+        let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(&full) else {
+            panic!("a spec serializes to an object")
+        };
+        let knob_fields: Vec<&str> = crate::generator::Knob::ALL
+            .iter()
+            .map(|k| k.field())
+            .collect();
+        for f in fields.keys().filter(|f| f.as_str() != "kind") {
+            assert!(knob_fields.contains(&f.as_str()), "field {f} is no Knob");
+        }
+        for f in &knob_fields {
+            assert!(fields.contains_key(*f), "Knob {f} is no field of the spec");
+        }
     }
 
     #[test]

@@ -243,6 +243,12 @@ fn a_partition_experiment_with_an_etcd_probe_has_a_page_results_and_an_exit_code
     let page = std::fs::read_to_string(dir.join("index.html")).unwrap();
     assert!(page.contains("Chaos experiment") && page.contains("availability"));
     assert!(page.contains("<svg"), "no inline plot");
+    // The judgement heads the page with the verdict, before the plots.
+    let (judgement, plots) = (
+        page.find("<h3 id=\"chaos\">Chaos experiment</h3>").unwrap(),
+        page.find("<h2 id=\"plots\">").unwrap(),
+    );
+    assert!(page.find("<h2 id=\"verdict\">").unwrap() < judgement && judgement < plots);
     assert!(
         !page.contains("linearizab"),
         "the page claims a linearizability verdict"

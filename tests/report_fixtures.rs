@@ -153,8 +153,52 @@ fn anomalous_run_renders_witnesses_markers_and_stale_reads() {
         texts.contains("no client ops: final heal, settle"),
         "{texts}"
     );
+    // Top-down for a person: the verdict and the first witness (the earliest unlinearizable
+    // read, with its table), then the plots, then the tables; the configuration folded.
+    let at = |s: &str| {
+        html.find(s)
+            .unwrap_or_else(|| panic!("{s} missing from the run page"))
+    };
+    let order = [
+        at("<h2 id=\"verdict\">"),
+        at("<div class=\"witness\" id=\"first-witness\">"),
+        at("<b>First witness</b> (linearizable) at 7.348 s:"),
+        at("<td>cannot linearize</td>"),
+        at("<h2 id=\"plots\">"),
+        at("<h2 id=\"checkers\">"),
+        at("<h2 id=\"faults\">"),
+        at("<h2 id=\"recovery\">"),
+        at("<details id=\"configuration\"><summary><h2>Configuration</h2></summary>"),
+        at("<tr><th>db</th>"),
+        at("<h2 id=\"files\">"),
+    ];
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}");
+    assert!(
+        !html.contains("<details open"),
+        "folded sections start closed"
+    );
     assert!(!html.contains("<script") && !html.contains("https://"));
     assert!(html.len() < 4_000_000, "bounded page: {} bytes", html.len());
+
+    // A run directory from a version that recorded every field of the spec but not the knobs
+    // its kind reads: the register's knobs only, from the core's vocabulary.
+    let test_json = dir.join("test.json");
+    let mut test: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&test_json).unwrap()).unwrap();
+    assert!(
+        test["workload"].get("knobs").is_none(),
+        "an old run directory"
+    );
+    for (k, v) in [("append_weight", 1), ("add_weight", 10), ("max_mops", 4)] {
+        test["workload"]["spec"][k] = v.into();
+    }
+    std::fs::write(&test_json, test.to_string()).unwrap();
+    shakedown::report::page::write_run_page(&dir).unwrap();
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(html.contains("<b>register</b><table class=\"kv\"><tr><th>read weight</th>"));
+    for other in ["append weight", "add weight", "max mops"] {
+        assert!(!html.contains(other), "a register run lists {other}");
+    }
 }
 
 /// Fault kinds the all-faults fixture really applied (delay was refused: no netem here; promote

@@ -224,6 +224,25 @@ shape = "halves"
     // The run page embeds the plots and links the journal; the reports index lists the run.
     let page = std::fs::read_to_string(run_dir.join("index.html")).unwrap();
     assert!(page.contains("<svg") && page.contains("faults.jsonl") && !page.contains("<script"));
+    // It reads top-down: the verdict, the plots, then the tables; the configuration folded
+    // (closed); a register run's workload lists the register's knobs, not other kinds'.
+    let at = |s: &str| {
+        page.find(s)
+            .unwrap_or_else(|| panic!("{s} missing from the run page"))
+    };
+    let order = [
+        at("<h2 id=\"verdict\">"),
+        at("<h2 id=\"plots\">"),
+        at("<h2 id=\"checkers\">"),
+        at("<h2 id=\"faults\">"),
+        at("<details id=\"configuration\"><summary>"),
+        at("<h2 id=\"files\">"),
+    ];
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}");
+    assert!(page.contains("<th>read weight</th>") && page.contains("<th>cas weight</th>"));
+    for other in ["append weight", "add weight", "max mops", "active keys"] {
+        assert!(!page.contains(other), "a register run lists {other}");
+    }
     let index = std::fs::read_to_string(reports.join("index.html")).unwrap();
     assert!(index.contains("etcd-register"), "{index}");
 }

@@ -19,6 +19,8 @@ pub const MAX_MARKS: usize = 5_000;
 
 /// Category of linearizability witness ops.
 pub const LINEARIZABLE: &str = "linearizable";
+/// The session checker's name: its guarantees' violations and version conflicts are its marks.
+pub const SESSION: &str = crate::checker::session::NAME;
 /// Category of version conflicts found by the session checker.
 pub const VERSION_CONFLICT: &str = "version-conflict";
 /// Category of elements the set checker found lost, marked at their add's acknowledgement.
@@ -37,6 +39,9 @@ pub struct AnomalyMark {
     /// Checker or guarantee: `linearizable`, a session guarantee name (`monotonic-reads`, …) or
     /// `version-conflict`.
     pub category: String,
+    /// The checker that kept the witness (its `checker` in results.json: `linearizable`,
+    /// `session`, `set`, …).
+    pub checker: &'static str,
     /// When the anomaly shows: completion (else invoke) time of the witness op, seconds since
     /// the run started.
     pub time_s: f64,
@@ -131,6 +136,7 @@ fn linear_mark(op: &Value, primary: bool) -> Option<AnomalyMark> {
     );
     Some(AnomalyMark {
         category: LINEARIZABLE.to_string(),
+        checker: LINEARIZABLE,
         time_s: complete_s.unwrap_or(invoke_s),
         from_s: Some(invoke_s),
         op_index: op
@@ -191,6 +197,7 @@ pub fn anomaly_marks(history: &History, results: &Value) -> Vec<AnomalyMark> {
         let key = text(w.get("key"));
         marks.push(AnomalyMark {
             category: guarantee.clone(),
+            checker: SESSION,
             time_s: t,
             from_s: secs(w.get("earlier_index").and_then(Value::as_u64)),
             op_index: later,
@@ -211,6 +218,7 @@ pub fn anomaly_marks(history: &History, results: &Value) -> Vec<AnomalyMark> {
         };
         marks.push(AnomalyMark {
             category: VERSION_CONFLICT.to_string(),
+            checker: SESSION,
             time_s: t,
             from_s: secs(c.get("first_index").and_then(Value::as_u64)),
             op_index: later,
@@ -245,6 +253,32 @@ pub fn anomaly_marks(history: &History, results: &Value) -> Vec<AnomalyMark> {
     marks
 }
 
+/// The run's first witness: of the primary marks ([`anomaly_marks`]) kept by a checker whose
+/// verdict is `invalid`, the one that shows earliest (ties: the lower op index). `None` when no
+/// invalid checker kept a witness the history places in time (allowed anomalies and valid
+/// checkers' notes are never a first witness).
+pub fn first_witness(history: &History, results: &Value) -> Option<AnomalyMark> {
+    let invalid: HashSet<&str> = results
+        .get("checkers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|c| c.get("verdict").and_then(Value::as_str) == Some("invalid"))
+        .filter_map(|c| c.get("checker").and_then(Value::as_str))
+        .collect();
+    if invalid.is_empty() {
+        return None;
+    }
+    anomaly_marks(history, results)
+        .into_iter()
+        .filter(|m| m.primary && invalid.contains(m.checker))
+        .min_by(|a, b| {
+            a.time_s
+                .total_cmp(&b.time_s)
+                .then(a.op_index.cmp(&b.op_index))
+        })
+}
+
 /// The set checker's lost elements (its `lost_elements` witness rows), each at the time its add
 /// was acknowledged (`ack_s`), spanning from the add's invocation.
 fn set_lost_marks(results: &Value) -> Vec<AnomalyMark> {
@@ -258,6 +292,7 @@ fn set_lost_marks(results: &Value) -> Vec<AnomalyMark> {
             let time_s = r.get("ack_s").and_then(Value::as_f64)?;
             Some(AnomalyMark {
                 category: SET_LOST.to_string(),
+                checker: crate::checker::set::NAME,
                 time_s,
                 from_s: r
                     .get("invoke_ns")
@@ -295,6 +330,7 @@ fn log_marks(results: &Value) -> Vec<AnomalyMark> {
             };
             marks.push(AnomalyMark {
                 category: format!("{LOG_PREFIX}{}", class.name()),
+                checker: crate::checker::log::NAME,
                 time_s: t as f64 / 1e9,
                 from_s: None,
                 op_index: index,
@@ -331,6 +367,7 @@ fn lock_marks(results: &Value) -> Vec<AnomalyMark> {
         let holder = |i: usize| text(r.get("holders").and_then(|h| h.get(i)?.get("process")));
         marks.push(AnomalyMark {
             category: TWO_HOLDERS.to_string(),
+            checker: crate::checker::lock::MUTEX_NAME,
             time_s: to,
             from_s: Some(from),
             op_index: last,
@@ -354,6 +391,7 @@ fn lock_marks(results: &Value) -> Vec<AnomalyMark> {
         };
         marks.push(AnomalyMark {
             category: STALE_TOKEN.to_string(),
+            checker: crate::checker::lock::FENCING_NAME,
             time_s,
             from_s: r
                 .get("after")
@@ -399,6 +437,7 @@ fn txn_marks(history: &History, results: &Value) -> Vec<AnomalyMark> {
             let name = text(r.get("type"));
             Some(AnomalyMark {
                 category: name.clone(),
+                checker: crate::checker::txn::CHECKER,
                 time_s: last_ns as f64 / 1e9,
                 from_s: Some(first_ns as f64 / 1e9),
                 op_index: last,
@@ -663,6 +702,30 @@ mod tests {
         assert_eq!(marks[1].label, "3 read k1 4");
         assert_eq!(marks[2].label, "p7 k2: version 12 after 15");
         assert_eq!(marks[3].label, "k3 version 9: 1 vs 2");
+    }
+
+    #[test]
+    fn the_first_witness_is_the_earliest_of_an_invalid_checker() {
+        let h = history();
+        let idx_t = |i: u64| h.ops.iter().find(|o| o.index == i).unwrap().time_ns as f64 / 1e9;
+        // The version conflict (at op 6) shows before the unlinearizable read (0.5 s).
+        assert!(idx_t(6) < 0.5 && idx_t(8) > idx_t(6));
+        let first = first_witness(&h, &results()).unwrap();
+        assert_eq!(
+            (first.category.as_str(), first.checker, first.op_index),
+            ("version-conflict", "session", 6)
+        );
+        // A valid checker's marks are never the first witness; nor is a supporting op.
+        let mut r = results();
+        r["checkers"][1]["verdict"] = json!("valid");
+        let first = first_witness(&h, &r).unwrap();
+        assert_eq!(
+            (first.category.as_str(), first.op_index, first.primary),
+            ("linearizable", 5, true)
+        );
+        r["checkers"][0]["verdict"] = json!("unknown");
+        assert_eq!(first_witness(&h, &r), None);
+        assert_eq!(first_witness(&h, &json!({"checkers": "junk"})), None);
     }
 
     #[test]

@@ -6,10 +6,15 @@
 //! external references, opens from `file://`. Does not own the run layout (`store`), rendering the
 //! plots (`plots`), or checking (`checker`); it only displays what those wrote.
 //!
-//! This file renders the page and its shared pieces (badges, escaping); each section is a module
-//! of `page/` (`config`, `checkers`, `faults`, `recovery`, one per checker with its own section),
-//! and `page::index` renders `reports/index.html`; `page::live` the page a run has while it goes
-//! on (live checking's counts so far), which the finished page replaces.
+//! The page reads top-down for a person: a line of what ran, the verdict and the first witness
+//! (`page::verdict`), the plots, then the tables (every checker's details, faults, membership,
+//! recovery), the configuration folded away in a closed `<details>` (`page::config`), the files.
+//!
+//! This file renders the page, its order and its shared pieces (badges, escaping, the plots);
+//! each section is a module of `page/` (`verdict`, `config`, `checkers`, `faults`, `recovery`,
+//! one per checker with its own section), and `page::index` renders `reports/index.html`;
+//! `page::live` the page a run has while it goes on (live checking's counts so far), which the
+//! finished page replaces.
 
 use crate::completion::CompletionRecord;
 use crate::report::html::esc;
@@ -34,6 +39,7 @@ mod membership;
 mod recovery;
 mod set;
 mod txn;
+mod verdict;
 
 use checkers::checker_section;
 use faults::fault_section;
@@ -89,7 +95,9 @@ svg{max-width:100%;height:auto;display:block;margin:0.5em 0}\
 .swatch{display:inline-block;width:10px;height:10px;margin-right:5px;vertical-align:middle}\
 .notice{border-left:4px solid #ef8f00;background:#fff8e1;padding:0.2em 1em;margin:0.5em 0 1em}\
 table.kv{margin:0.3em 0 0;font-size:90%}table.kv th{background:none;font-weight:normal;color:#555}\
-details{margin:0.5em 0 1.2em}summary{cursor:pointer;font-weight:bold}";
+details{margin:0.5em 0 1.2em}summary{cursor:pointer;font-weight:bold}summary h2{display:inline}\
+.what{color:#444;margin-top:-0.4em}\
+.witness{border-left:4px solid #c62828;background:#fdf3f3;padding:0.2em 1em;margin:0.5em 0 1em}";
 
 /// Percent-encode one relative path for an `href` (keeps `/` and unreserved characters), so a
 /// file name can never become a scheme or break out of the attribute.
@@ -279,6 +287,54 @@ fn embeddable_svg(run_dir: &Path, name: &str) -> Option<String> {
     Some(text)
 }
 
+/// The Plots section: every plot the run has, inline (or linked when it cannot be embedded),
+/// then the optional plots not drawn and why; nothing when the run has no plots.
+fn plots_section(out: &mut String, run_dir: &Path) {
+    let present: Vec<_> = PLOT_FILES
+        .iter()
+        .filter(|(stem, _)| run_dir.join(format!("{stem}.svg")).is_file())
+        .collect();
+    if present.is_empty() {
+        return;
+    }
+    out.push_str("<h2 id=\"plots\">Plots</h2>\n");
+    for (stem, caption) in &present {
+        let (svg_file, png_file) = (format!("{stem}.svg"), format!("{stem}.png"));
+        let _ = write!(out, "<h3 id=\"plot-{stem}\">{}", esc(caption));
+        if run_dir.join(&png_file).is_file() {
+            let _ = write!(
+                out,
+                " <small><a href=\"{}\">PNG</a></small>",
+                href(&png_file)
+            );
+        }
+        out.push_str("</h3>\n");
+        match embeddable_svg(run_dir, &svg_file) {
+            Some(svg) => {
+                out.push_str(&svg);
+                out.push('\n');
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "<p><a href=\"{}\">{}</a> (not embedded: too large or not a plain SVG)</p>",
+                    href(&svg_file),
+                    esc(&svg_file)
+                );
+            }
+        }
+    }
+    let absent: Vec<String> = PLOT_FILES
+        .iter()
+        .skip(3)
+        .filter(|(stem, _)| !present.iter().any(|(s, _)| s == stem))
+        .map(|(stem, caption)| format!("{} ({})", esc(caption), esc(omitted_reason(stem))))
+        .collect();
+    if !absent.is_empty() {
+        let _ = writeln!(out, "<p>Not drawn: {}.</p>", absent.join("; "));
+    }
+}
+
 /// Render the self-contained `index.html` of one run directory. `test.json` and `results.json`
 /// are required (an error names the missing or malformed file); everything else is optional.
 pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
@@ -301,32 +357,33 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
         badge(&verdict),
         status_badge(&completion)
     );
+    let what_ran = config::what_ran_line(&test);
+    if !what_ran.is_empty() {
+        let _ = writeln!(out, "<p class=\"what\">{}</p>", esc(&what_ran));
+    }
     completion_section(&mut out, &results, &completion);
-    live_section(&mut out, &results);
-
-    out.push_str(
-        "<p><a href=\"#checkers\">Checkers and anomalies</a> · <a href=\"#faults\">Faults</a> · \
-         <a href=\"#recovery\">Recovery</a> · <a href=\"#plots\">Plots</a> · <a href=\"#files\">Files (history, fault journal, logs)</a></p>\n",
+    let _ = writeln!(
+        out,
+        "<p><a href=\"#{}\">Verdict</a> · <a href=\"#plots\">Plots</a> · \
+         <a href=\"#checkers\">Checkers</a> · <a href=\"#faults\">Faults</a> · \
+         <a href=\"#recovery\">Recovery</a> · <a href=\"#{}\">Configuration</a> · \
+         <a href=\"#files\">Files (history, fault journal, logs)</a></p>",
+        verdict::VERDICT_ID,
+        config::CONFIG_ID
     );
-    config::config_section(&mut out, &test, &results);
 
+    // Top-down for a person: the verdict and the first witness, then the plots, then the
+    // tables (every checker's details, faults, recovery), the configuration folded, the files.
     let dir = RunDir::open(run_dir);
     let history = dir.has(HISTORY_FILE).then(|| dir.read_history());
-    checker_section(
-        &mut out,
-        run_dir,
-        &results,
-        history.as_ref().and_then(|h| h.as_ref().ok()),
-    );
+    let readable = history.as_ref().and_then(|h| h.as_ref().ok());
+    verdict::verdict_section(&mut out, &results, readable);
+    live_section(&mut out, &results);
+    plots_section(&mut out, run_dir);
+    checker_section(&mut out, run_dir, &results, readable);
 
-    // Fault timeline.
-    let recovery = match &history {
-        Some(Ok(history)) => Some(crate::report::recovery::stored_or_analysed(
-            Some(&results),
-            history,
-        )),
-        _ => None,
-    };
+    let recovery = readable
+        .map(|history| crate::report::recovery::stored_or_analysed(Some(&results), history));
     match &history {
         None => {}
         Some(Ok(history)) => {
@@ -339,64 +396,18 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
             );
             if let Some(r) = &recovery {
                 recovery::recovery_section(&mut out, r);
+                recovery::outage_details(&mut out, r);
             }
         }
         Some(Err(e)) => {
             let _ = writeln!(
                 out,
-                "<h2>Faults</h2>\n<p>history unreadable: {}</p>",
+                "<h2 id=\"faults\">Faults</h2>\n<p>history unreadable: {}</p>",
                 esc(&e.to_string())
             );
         }
     }
-
-    // Plots.
-    let present: Vec<_> = PLOT_FILES
-        .iter()
-        .filter(|(stem, _)| run_dir.join(format!("{stem}.svg")).is_file())
-        .collect();
-    if !present.is_empty() {
-        out.push_str("<h2 id=\"plots\">Plots</h2>\n");
-        for (stem, caption) in &present {
-            let (svg_file, png_file) = (format!("{stem}.svg"), format!("{stem}.png"));
-            let _ = write!(out, "<h3 id=\"plot-{stem}\">{}", esc(caption));
-            if run_dir.join(&png_file).is_file() {
-                let _ = write!(
-                    out,
-                    " <small><a href=\"{}\">PNG</a></small>",
-                    href(&png_file)
-                );
-            }
-            out.push_str("</h3>\n");
-            match embeddable_svg(run_dir, &svg_file) {
-                Some(svg) => {
-                    out.push_str(&svg);
-                    out.push('\n');
-                }
-                None => {
-                    let _ = writeln!(
-                        out,
-                        "<p><a href=\"{}\">{}</a> (not embedded: too large or not a plain SVG)</p>",
-                        href(&svg_file),
-                        esc(&svg_file)
-                    );
-                }
-            }
-        }
-        let absent: Vec<String> = PLOT_FILES
-            .iter()
-            .skip(3)
-            .filter(|(stem, _)| !present.iter().any(|(s, _)| s == stem))
-            .map(|(stem, caption)| format!("{} ({})", esc(caption), esc(omitted_reason(stem))))
-            .collect();
-        if !absent.is_empty() {
-            let _ = writeln!(out, "<p>Not drawn: {}.</p>", absent.join("; "));
-        }
-    }
-
-    if let Some(r) = &recovery {
-        recovery::outage_details(&mut out, r);
-    }
+    config::config_section(&mut out, &test, &results);
 
     // Files.
     out.push_str("<h2 id=\"files\">Files</h2>\n<ul>\n");
@@ -629,6 +640,43 @@ mod tests {
         assert!(!html.contains("<script"));
         assert!(!html.contains("http://"));
         assert!(!html.contains("https://"));
+        // Top-down for a person: what ran and the verdict, then the plots, then the tables;
+        // the configuration folded away (closed) before the files.
+        assert!(html.contains(
+            "</h1>\n<p class=\"what\">etcd 3.4.23 · workload register · nemesis isolate · 10 s \
+             · seed 7952273444010470980</p>"
+        ));
+        let at = |s: &str| {
+            html.find(s)
+                .unwrap_or_else(|| panic!("{s} missing: {html}"))
+        };
+        let order = [
+            at("<h2 id=\"verdict\">"),
+            at("<td>linearizable</td><td><span class=\"badge invalid\">"),
+            at("<h2 id=\"plots\">"),
+            at("<h2 id=\"checkers\">"),
+            at("<h2 id=\"faults\">"),
+            at("<h2 id=\"recovery\">"),
+            at("<details id=\"configuration\">"),
+            at("<h2 id=\"files\">"),
+        ];
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}");
+        let config = at("<details id=\"configuration\"><summary><h2>Configuration</h2></summary>");
+        let config_end = config + html[config..].find("</details>").unwrap();
+        for row in [
+            "<tr><th>seed</th>",
+            "<tr><th>db</th>",
+            "<tr><th>workload</th>",
+        ] {
+            assert!(
+                (config..config_end).contains(&at(row)),
+                "{row} outside the folded config"
+            );
+        }
+        assert!(
+            !html.contains("<details open"),
+            "the configuration starts closed"
+        );
         let path = write_run_page(&dir).unwrap();
         assert_eq!(std::fs::read_to_string(path).unwrap(), html);
     }

@@ -35,6 +35,7 @@
 //! ```
 
 mod combinators;
+pub mod kind;
 pub mod lock;
 pub mod log;
 mod nemesis;
@@ -52,6 +53,7 @@ pub use combinators::{
     Sleep, Stagger, TimeLimit, UntilOk, cycle, delay, each_thread, flip_flop, from_fn, limit, mix,
     on_threads, once, once_on, phases, repeat, seq, sleep, stagger, time_limit, until_ok,
 };
+pub use kind::{Knob, WorkloadKind};
 pub use nemesis::{
     FaultOps, NemesisCycle, NemesisHeal, NemesisSchedule, NemesisStack, WithClockOffsets,
     nemesis_cycle, nemesis_heal, nemesis_once, nemesis_stack, with_clock_offsets,

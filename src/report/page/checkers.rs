@@ -1,10 +1,11 @@
-//! The run page's Checkers section: each checker's verdict and summary, the linearizability
-//! witness tables and the session guarantees' violations with their ops. Does not check anything
-//! (`checker`); it shows what results.json holds.
+//! The run page's Checkers section, after the plots: every checker's details — the
+//! linearizability witness tables, the session guarantees' violations with their ops, and the
+//! section of each checker that has one. Does not check anything (`checker`); it shows what
+//! results.json holds. The verdicts and the first witness head the page (`page::verdict`).
 
 use super::{
-    MAX_EXPLANATION_BYTES, MAX_LINEAR_PARTS, MAX_SESSION_WITNESSES, badge, chaos, esc, href, lock,
-    log, row, set, text_of, truncate, txn,
+    MAX_EXPLANATION_BYTES, MAX_LINEAR_PARTS, MAX_SESSION_WITNESSES, esc, href, lock, log, row, set,
+    text_of, truncate, txn,
 };
 use crate::history::History;
 use crate::report::anomalies;
@@ -14,6 +15,9 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
+/// Every checker's details (witness tables, violations, the sections of checkers that have
+/// one), after the plots; the verdicts themselves head the page (`page::verdict`), and so does
+/// the chaos experiment's judgement.
 pub(super) fn checker_section(
     out: &mut String,
     run_dir: &Path,
@@ -25,25 +29,13 @@ pub(super) fn checker_section(
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or(&[]);
-    out.push_str(
-        "<h2 id=\"checkers\">Checkers</h2>\n<table><tr><th>checker</th><th>verdict</th><th>summary</th></tr>\n",
-    );
-    for c in checkers {
-        let _ = writeln!(
-            out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&text_of(c.get("checker"))),
-            badge(&text_of(c.get("verdict"))),
-            esc(&text_of(c.get("summary")))
-        );
-    }
-    out.push_str("</table>\n");
+    out.push_str("<h2 id=\"checkers\">Checkers</h2>\n");
     for c in checkers {
         let name = text_of(c.get("checker"));
         let details = c.get("details").unwrap_or(&Value::Null);
         match name.as_str() {
-            "linearizable" => linear_section(out, run_dir, details),
-            "session" => {
+            anomalies::LINEARIZABLE => linear_section(out, run_dir, details),
+            anomalies::SESSION => {
                 // Times of the ops the session witnesses name.
                 let mut wanted = HashSet::new();
                 for (_, w) in anomalies::session_violations(results)
@@ -59,7 +51,6 @@ pub(super) fn checker_section(
                     .unwrap_or_default();
                 session_section(out, results, details, &times)
             }
-            crate::store::SLO_CHECKER => chaos::chaos_section(out, details, results),
             crate::checker::set::NAME => set::set_section(out, details),
             crate::checker::log::NAME => log::log_section(out, details),
             crate::checker::txn::CHECKER => txn::txn_section(out, details),
@@ -113,47 +104,7 @@ pub(super) fn linear_section(out: &mut String, run_dir: &Path, details: &Value) 
         })
         .unwrap_or_default();
     for part in invalid.iter().take(MAX_LINEAR_PARTS) {
-        let w = &part["witness"];
-        let key = text_of(part.get("key"));
-        let _ = writeln!(
-            out,
-            "<p>Witness for {}: no linearization of the first {} ops can include the op below \
-             (model state then: <code>{}</code>).</p>",
-            if key.is_empty() {
-                "the history".to_string()
-            } else {
-                format!("key <code>{}</code>", esc(&key))
-            },
-            esc(&text_of(w.get("prefix_len"))),
-            esc(&text_of(w.get("last_state")))
-        );
-        let mut ops: Vec<(&str, &Value)> = Vec::new();
-        if let Some(op) = w.get("op") {
-            ops.push(("cannot linearize", op));
-        }
-        for op in w
-            .get("minimized")
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
-            .iter()
-            .take(MAX_SESSION_WITNESSES)
-        {
-            ops.push(("minimal witness", op));
-        }
-        witness_op_rows(out, &ops);
-        let minimized = w
-            .get("minimized")
-            .and_then(Value::as_array)
-            .map_or(0, Vec::len);
-        if minimized > MAX_SESSION_WITNESSES {
-            let _ = writeln!(
-                out,
-                "<p>… {} more minimal witness ops not shown (see {} or results.json)</p>",
-                minimized - MAX_SESSION_WITNESSES,
-                esc(LINEAR_WITNESS_FILE)
-            );
-        }
+        linear_witness(out, part);
     }
     if invalid.len() > MAX_LINEAR_PARTS {
         let _ = writeln!(
@@ -174,6 +125,52 @@ pub(super) fn linear_section(out: &mut String, run_dir: &Path, details: &Value) 
             out,
             "<p><a href=\"{}\">linearizability witness ({})</a></p>",
             href(LINEAR_WITNESS_FILE),
+            esc(LINEAR_WITNESS_FILE)
+        );
+    }
+}
+
+/// One invalid part's linearizability witness: the sentence, then the op that cannot be
+/// linearized and the minimal witness ops.
+pub(super) fn linear_witness(out: &mut String, part: &Value) {
+    let w = &part["witness"];
+    let key = text_of(part.get("key"));
+    let _ = writeln!(
+        out,
+        "<p>Witness for {}: no linearization of the first {} ops can include the op below \
+         (model state then: <code>{}</code>).</p>",
+        if key.is_empty() {
+            "the history".to_string()
+        } else {
+            format!("key <code>{}</code>", esc(&key))
+        },
+        esc(&text_of(w.get("prefix_len"))),
+        esc(&text_of(w.get("last_state")))
+    );
+    let mut ops: Vec<(&str, &Value)> = Vec::new();
+    if let Some(op) = w.get("op") {
+        ops.push(("cannot linearize", op));
+    }
+    for op in w
+        .get("minimized")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+        .iter()
+        .take(MAX_SESSION_WITNESSES)
+    {
+        ops.push(("minimal witness", op));
+    }
+    witness_op_rows(out, &ops);
+    let minimized = w
+        .get("minimized")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    if minimized > MAX_SESSION_WITNESSES {
+        let _ = writeln!(
+            out,
+            "<p>… {} more minimal witness ops not shown (see {} or results.json)</p>",
+            minimized - MAX_SESSION_WITNESSES,
             esc(LINEAR_WITNESS_FILE)
         );
     }

@@ -1,17 +1,25 @@
-//! The run page's Configuration section: test.json as a table a person would write.
+//! The run page's Configuration section: test.json as a table a person would write, folded
+//! away in a closed `<details>`, and the one line of what ran under the page's title.
 //!
 //! Owns how test.json's values read on the page: the db line (name once, then its version),
-//! the workload and nemesis as short key/value tables (units from key suffixes, nested values
-//! compact, a list of faults one per line) instead of raw JSON. Does not own test.json's
-//! contents (`runner::test_json`) or the rest of the page (`report::page`).
+//! the workload (only the knobs its kind reads, `generator::kind`) and nemesis as short
+//! key/value tables (units from key suffixes, nested values compact, a list of faults one per
+//! line) instead of raw JSON. Does not own test.json's contents (`runner::record`) or the rest
+//! of the page (`report::page`).
 
 use super::{esc, row, text_of};
 use serde_json::Value;
 use std::fmt::Write as _;
 
-/// The Configuration section of the run page.
+/// Id of the Configuration section (a `<details>`, closed: the page's header line says what ran).
+pub(super) const CONFIG_ID: &str = "configuration";
+
+/// The Configuration section of the run page, folded away (a `<details>` closed until opened).
 pub(super) fn config_section(out: &mut String, test: &Value, results: &Value) {
-    out.push_str("<h2>Configuration</h2>\n<table>\n");
+    let _ = write!(
+        out,
+        "<details id=\"{CONFIG_ID}\"><summary><h2>Configuration</h2></summary>\n<table>\n"
+    );
     row(out, "seed", &esc(&text_of(test.get("seed"))));
     row(out, "start time", &esc(&text_of(test.get("start_time"))));
     let nodes = test
@@ -44,7 +52,7 @@ pub(super) fn config_section(out: &mut String, test: &Value, results: &Value) {
         &esc(&text_of(test.get("time_limit_s"))),
     );
     row(out, "read mode", &esc(&text_of(test.get("read_mode"))));
-    row(out, "workload", &named_spec_html(test.get("workload")));
+    row(out, "workload", &workload_html(test.get("workload")));
     row(out, "nemesis", &named_spec_html(test.get("nemesis")));
     if let Some(errors) = results.get(crate::store::PROTOCOL_ERRORS_KEY) {
         let line = crate::store::protocol_errors_line(errors);
@@ -60,7 +68,40 @@ pub(super) fn config_section(out: &mut String, test: &Value, results: &Value) {
         "rerun",
         &format!("<code>{}</code>", esc(&text_of(test.get("rerun")))),
     );
-    out.push_str("</table>\n");
+    out.push_str("</table>\n</details>\n");
+}
+
+/// One line of what ran, for the page's header while the Configuration section is folded:
+/// "etcd 3.4.23 · workload register · nemesis partition,kill · 10 s · seed 42" (parts test.json
+/// lacks are left out).
+pub(super) fn what_ran_line(test: &Value) -> String {
+    let db = test.get("db");
+    let mut parts = vec![match db {
+        Some(Value::String(name)) => name.clone(),
+        _ => db_line(
+            &text_of(db.and_then(|d| d.get("name"))),
+            &text_of(db.and_then(|d| d.get("version"))),
+        ),
+    }];
+    for (label, key) in [("workload", "workload"), ("nemesis", "nemesis")] {
+        let name = test
+            .get(key)
+            .map_or(String::new(), |v| match v.get("name") {
+                Some(n) => text_of(Some(n)),
+                None => text_of(Some(v)),
+            });
+        if !name.is_empty() {
+            parts.push(format!("{label} {name}"));
+        }
+    }
+    if let Some(t) = test.get("time_limit_s").filter(|t| !t.is_null()) {
+        parts.push(with_unit(&compact(t), "s"));
+    }
+    if let Some(seed) = test.get("seed").filter(|s| !s.is_null()) {
+        parts.push(format!("seed {}", text_of(Some(seed))));
+    }
+    parts.retain(|p| !p.is_empty());
+    parts.join(" · ")
 }
 
 /// The db as "etcd 3.4.23": its name, then its version text without a leading repeat of the
@@ -84,10 +125,38 @@ pub(super) fn db_line(name: &str, version: &str) -> String {
     }
 }
 
-/// A `{name, spec}` object (workload, nemesis) as its name, then its spec as a key/value table
-/// ([`spec_rows`]), only the fields listed in its `knobs` when it has them (what a workload's
-/// kind reads: a register run does not list append weights); other values as escaped text.
+/// A `{name, spec}` object (the nemesis) as its name, then its whole spec as a key/value table
+/// ([`spec_rows`]); other values as escaped text.
 pub(super) fn named_spec_html(v: Option<&Value>) -> String {
+    spec_html(v, None)
+}
+
+/// The workload's `{name, spec, knobs}` object as its name, then only the spec fields its kind
+/// reads, in the vocabulary's order (`generator::kind`): the `knobs` the run recorded, else the
+/// knobs of its `kind` as this build knows it (a run directory from before knobs were
+/// recorded); a kind this build does not know lists every field.
+pub(super) fn workload_html(v: Option<&Value>) -> String {
+    let recorded: Option<Vec<String>> = v
+        .and_then(|w| w.get("knobs"))
+        .and_then(Value::as_array)
+        .map(|ks| {
+            ks.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .filter(|ks: &Vec<String>| !ks.is_empty());
+    let of_kind = || {
+        let kind = v?.get("spec")?.get("kind")?.as_str()?;
+        let kind = crate::generator::WorkloadKind::parse(kind)?;
+        Some(kind.knobs().iter().map(|k| k.field().to_string()).collect())
+    };
+    spec_html(v, recorded.or_else(of_kind))
+}
+
+/// A `{name, spec}` object as its name and a key/value table of its spec: only the fields in
+/// `knobs`, in that order, when given; every field otherwise.
+fn spec_html(v: Option<&Value>, knobs: Option<Vec<String>>) -> String {
     let Some(Value::Object(m)) = v else {
         return esc(&text_of(v));
     };
@@ -98,18 +167,14 @@ pub(super) fn named_spec_html(v: Option<&Value>) -> String {
     let mut html = format!("<b>{}</b>", esc(&name));
     match m.get("spec") {
         Some(Value::Object(spec)) => {
-            // Only the fields the workload's kind reads, when the run recorded them.
-            let knobs: Option<Vec<&str>> = m
-                .get("knobs")
-                .and_then(Value::as_array)
-                .map(|ks| ks.iter().filter_map(Value::as_str).collect())
-                .filter(|ks: &Vec<&str>| !ks.is_empty());
-            let shown: serde_json::Map<String, Value> = spec
-                .iter()
-                .filter(|(k, _)| knobs.as_ref().is_none_or(|ks| ks.contains(&k.as_str())))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            let rows = spec_rows(&shown, &name);
+            let shown: Vec<(&String, &Value)> = match &knobs {
+                Some(ks) => ks
+                    .iter()
+                    .filter_map(|k| spec.get_key_value(k.as_str()))
+                    .collect(),
+                None => spec.iter().collect(),
+            };
+            let rows = spec_rows(shown, &name);
             if !rows.is_empty() {
                 html.push_str("<table class=\"kv\">");
                 for (k, v) in rows {
@@ -129,11 +194,11 @@ pub(super) fn named_spec_html(v: Option<&Value>) -> String {
 /// (key, value HTML) rows of a spec object, keys in words ("interval", "read weight"), values
 /// with their unit ("5 s") and compact; a `kind` equal to the spec's name is left out; a list
 /// of objects (faults) gets one line per item.
-pub(super) fn spec_rows(
-    spec: &serde_json::Map<String, Value>,
+pub(super) fn spec_rows<'a>(
+    spec: impl IntoIterator<Item = (&'a String, &'a Value)>,
     name: &str,
 ) -> Vec<(String, String)> {
-    spec.iter()
+    spec.into_iter()
         .filter(|(k, v)| !(k.as_str() == "kind" && v.as_str() == Some(name)))
         .map(|(k, v)| {
             let (key, unit) = key_words(k);
@@ -210,6 +275,21 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn what_ran_is_one_line_leaving_out_what_test_json_lacks() {
+        let test = json!({"db": {"name": "etcd", "version": "etcd Version: 3.4.23"},
+            "workload": {"name": "register", "spec": {"kind": "register"}},
+            "nemesis": {"name": "partition,kill", "spec": null}, "time_limit_s": 10.0,
+            "seed": 6});
+        assert_eq!(
+            what_ran_line(&test),
+            "etcd 3.4.23 · workload register · nemesis partition,kill · 10 s · seed 6"
+        );
+        let older = json!({"db": "etcd", "workload": "register", "nemesis": null});
+        assert_eq!(what_ran_line(&older), "etcd · workload register");
+        assert_eq!(what_ran_line(&json!({})), "");
+    }
+
+    #[test]
     fn the_db_line_names_the_db_once() {
         assert_eq!(db_line("etcd", "etcd Version: 3.4.23"), "etcd 3.4.23");
         assert_eq!(
@@ -262,9 +342,44 @@ mod tests {
         let workload = json!({"name": "register", "knobs": ["read_weight"], "spec": {
             "kind": "register", "read_weight": 2, "append_weight": 1, "add_weight": 10}});
         assert_eq!(
-            named_spec_html(Some(&workload)),
+            workload_html(Some(&workload)),
             "<b>register</b><table class=\"kv\"><tr><th>read weight</th><td>2</td></tr></table>"
         );
+        // The nemesis is not a workload: every field.
+        assert!(named_spec_html(Some(&workload)).contains("append weight"));
+        // A run from before knobs were recorded: its kind's knobs, in the vocabulary's order
+        // (weights first), without the other kinds' fields.
+        let old = json!({"name": "my-register", "spec": {"kind": "register", "read_weight": 2,
+            "write_weight": 1, "cas_weight": 1, "append_weight": 1, "add_weight": 10,
+            "max_mops": 4, "active_keys": 8, "max_value": 5, "threads_per_key": 5,
+            "ops_per_key": 200}});
+        let html = workload_html(Some(&old));
+        let keys: Vec<&str> = html
+            .split("<th>")
+            .skip(1)
+            .filter_map(|r| r.split("</th>").next())
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "read weight",
+                "write weight",
+                "cas weight",
+                "max value",
+                "threads per key",
+                "ops per key"
+            ],
+            "{html}"
+        );
+        // A kind this build does not know, or no kind: every field, escaped.
+        let unknown = json!({"name": "q", "spec": {"kind": "queue<", "append_weight": 1}});
+        let html = workload_html(Some(&unknown));
+        assert!(
+            html.contains("<th>append weight</th>") && html.contains("queue&lt;"),
+            "{html}"
+        );
+        let html = workload_html(Some(&json!({"name": "q", "spec": {"add_weight": 3}})));
+        assert!(html.contains("<th>add weight</th>"), "{html}");
         // Not a {name, spec} object: as text, escaped.
         assert_eq!(named_spec_html(Some(&json!("a<b"))), "a&lt;b");
         assert_eq!(named_spec_html(Some(&json!({"name": "x"}))), "<b>x</b>");

@@ -2,8 +2,8 @@
 //!
 //! Owns how `report::recovery` reads on the page: the one-line summary, what the columns mean,
 //! a row per fault, the outages summarised per group (a kind of op on a node, or all of either:
-//! how many, how long in total, the longest) above the plots, and every outage in a folded
-//! `<details>` after the plots. Does not own computing recovery (`report::recovery`) or the rest
+//! how many, how long in total, the longest), and every outage in a folded `<details>` right
+//! after them. Does not own computing recovery (`report::recovery`) or the rest
 //! of the page (`report::page`).
 
 use super::{MAX_FAULT_ROWS, esc};
@@ -76,8 +76,8 @@ fn end_note(o: &Outage) -> &'static str {
 }
 
 /// Recovery and unavailability (`report::recovery`): the one-line summary, what the columns
-/// mean, a row per fault, then the outages summarised per group (the full list comes after
-/// the plots, [`outage_details`]).
+/// mean, a row per fault, then the outages summarised per group (the full list follows,
+/// folded: [`outage_details`]).
 pub(super) fn recovery_section(out: &mut String, r: &Recovery) {
     let cfg = r.config;
     out.push_str("<h2 id=\"recovery\">Recovery and unavailability</h2>\n");
@@ -123,7 +123,7 @@ pub(super) fn recovery_section(out: &mut String, r: &Recovery) {
     let _ = writeln!(
         out,
         "<p>Outages: {} in {} group{}{kept}; below the {} worst groups (all nodes first), \
-         <a href=\"#{OUTAGES_ID}\">every outage</a> after the plots.</p>",
+         <a href=\"#{OUTAGES_ID}\">every outage</a> folded after them.</p>",
         r.outages.len(),
         groups.len(),
         if groups.len() == 1 { "" } else { "s" },

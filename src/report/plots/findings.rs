@@ -357,6 +357,7 @@ mod tests {
     fn mark(category: &str, time_s: f64, from_s: Option<f64>, primary: bool) -> AnomalyMark {
         AnomalyMark {
             category: category.into(),
+            checker: crate::report::anomalies::LINEARIZABLE,
             time_s,
             from_s,
             op_index: 0,

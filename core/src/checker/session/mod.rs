@@ -271,6 +271,9 @@ pub struct TimeHistogram {
 /// Most buckets a [`TimeHistogram`] spreads a history over.
 pub const MAX_TIME_BUCKETS: u64 = 1_000;
 
+/// The session checker's name (`CheckResult::checker`, results.json's `checkers[].checker`).
+pub const NAME: &str = "session";
+
 impl TimeHistogram {
     /// Histogram of `times_ns` over a history lasting `span_ns`.
     pub fn of(times_ns: &[u64], span_ns: u64) -> TimeHistogram {
@@ -533,7 +536,7 @@ impl SessionChecker {
 
 impl Checker for SessionChecker {
     fn name(&self) -> &str {
-        "session"
+        NAME
     }
 
     fn check(&self, history: &History) -> CheckResult {
