@@ -136,17 +136,37 @@ pub fn view_from_jsz(body: &str, cluster: &[Node]) -> Result<MemberView, String>
     Ok(MemberView { members })
 }
 
-/// What JetStream answered to a server removal: done, nothing to do (no member), or turned
-/// down in its words.
-fn removal_reply(reply: &Value) -> Result<(), String> {
+/// Why an admin request has no answer.
+#[derive(Debug, thiserror::Error)]
+enum AdminError {
+    /// It was never sent (no connection): nothing changed.
+    #[error("{0}")]
+    NotSent(String),
+    /// Sent, and no (readable) answer came: it may have taken effect.
+    #[error("{0}")]
+    Unanswered(String),
+}
+
+/// Why a server removal's answer is not "done".
+#[derive(Debug, PartialEq, Eq)]
+enum Rejection {
+    /// JetStream answered with an error: it checked the request and did not propose it.
+    Refused(String),
+    /// An answer with neither success nor error: whether it was proposed is unknown.
+    Unclear(String),
+}
+
+/// What JetStream answered to a server removal: done, nothing to do (no member), turned down
+/// in its words, or unclear.
+fn removal_reply(reply: &Value) -> Result<(), Rejection> {
     if reply.get("success").and_then(Value::as_bool) == Some(true) {
         return Ok(());
     }
     let Some(error) = reply.get("error") else {
-        return Err(format!(
+        return Err(Rejection::Unclear(format!(
             "an answer without success or error: {}",
             cut(&reply.to_string())
-        ));
+        )));
     };
     if error.get("err_code").and_then(Value::as_u64) == Some(NOT_A_MEMBER) {
         return Ok(());
@@ -156,13 +176,20 @@ fn removal_reply(reply: &Value) -> Result<(), String> {
         .and_then(Value::as_str)
         .unwrap_or("no description");
     let code = error.get("err_code").and_then(Value::as_u64).unwrap_or(0);
-    Err(format!("{words} (JetStream error {code})"))
+    Err(Rejection::Refused(format!(
+        "{words} (JetStream error {code})"
+    )))
 }
 
 impl Nats {
     /// One admin request (system account) through `via`'s client port; the reply as JSON.
     /// Connection errors and timeouts are errors: the request may or may not have been made.
-    fn admin_request(&self, via: &Node, subject: &str, payload: &Value) -> Result<Value, String> {
+    fn admin_request(
+        &self,
+        via: &Node,
+        subject: &str,
+        payload: &Value,
+    ) -> Result<Value, AdminError> {
         let url = self.url(via);
         let body = payload.to_string();
         let ask = async {
@@ -175,18 +202,20 @@ impl Nats {
             .ignore_discovered_servers()
             .connect(&url)
             .await
-            .map_err(|e| format!("connecting to {url} as {ADMIN_USER}: {e}"))?;
+            .map_err(|e| {
+                AdminError::NotSent(format!("connecting to {url} as {ADMIN_USER}: {e}"))
+            })?;
             let reply = client
                 .request(subject.to_string(), body.into())
                 .await
-                .map_err(|e| format!("{subject} through {url}: {e}"));
+                .map_err(|e| AdminError::Unanswered(format!("{subject} through {url}: {e}")));
             let _ = client.drain().await;
             let reply = reply?;
             serde_json::from_slice::<Value>(&reply.payload).map_err(|e| {
-                format!(
+                AdminError::Unanswered(format!(
                     "{subject}: the answer is not JSON ({e}): {}",
                     cut(&String::from_utf8_lossy(&reply.payload))
-                )
+                ))
             })
         };
         // A runtime of its own on a thread of its own: callers may run inside another runtime.
@@ -195,11 +224,17 @@ impl Nats {
                 tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
-                    .map_err(|e| format!("cannot start a runtime to ask NATS: {e}"))?
+                    .map_err(|e| {
+                        AdminError::NotSent(format!("cannot start a runtime to ask NATS: {e}"))
+                    })?
                     .block_on(ask)
             })
             .join()
-            .unwrap_or_else(|_| Err("the request's thread panicked".into()))
+            .unwrap_or_else(|_| {
+                Err(AdminError::Unanswered(
+                    "the request's thread panicked".into(),
+                ))
+            })
         })
     }
 
@@ -221,7 +256,7 @@ impl Nats {
         };
         let reply = self
             .admin_request(via, PING_JSZ, &json!({ "leader_only": true }))
-            .map_err(other)?;
+            .map_err(|e| other(e.to_string()))?;
         let data = reply.get("data").cloned().unwrap_or(Value::Null);
         view_from_jsz(&data.to_string(), cluster).map_err(other)
     }
@@ -304,13 +339,26 @@ impl Membership for Nats {
         );
         let reply = self
             .admin_request(via, SERVER_REMOVE, &payload)
-            .map_err(|e| DbError::Other {
+            .map_err(|e| match e {
+                // Never sent: nothing changed.
+                AdminError::NotSent(e) => DbError::Refused {
+                    node: via.name.clone(),
+                    message: format!("{what}: nothing sent: {e}"),
+                },
+                AdminError::Unanswered(e) => DbError::Other {
+                    node: via.name.clone(),
+                    message: format!("{what}: {e}"),
+                },
+            })?;
+        removal_reply(&reply).map_err(|e| match e {
+            Rejection::Refused(e) => DbError::Refused {
+                node: via.name.clone(),
+                message: format!("{what}: nats-server refused: {e}"),
+            },
+            Rejection::Unclear(e) => DbError::Other {
                 node: via.name.clone(),
                 message: format!("{what}: {e}"),
-            })?;
-        removal_reply(&reply).map_err(|e| DbError::Refused {
-            node: via.name.clone(),
-            message: format!("{what}: nats-server refused: {e}"),
+            },
         })
     }
 
@@ -463,9 +511,14 @@ mod tests {
         let no = json!({"error": {"code": 500, "err_code": 10008,
             "description": "JetStream cluster not available"}});
         assert_eq!(
-            removal_reply(&no).unwrap_err(),
-            "JetStream cluster not available (JetStream error 10008)"
+            removal_reply(&no),
+            Err(Rejection::Refused(
+                "JetStream cluster not available (JetStream error 10008)".into()
+            ))
         );
-        assert!(removal_reply(&json!({})).is_err());
+        assert!(matches!(
+            removal_reply(&json!({})),
+            Err(Rejection::Unclear(_))
+        ));
     }
 }
