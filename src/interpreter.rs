@@ -840,8 +840,9 @@ mod tests {
         }
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn threads_of_a_retired_node_follow_membership_and_come_back() {
+    /// An interpreter over n1..n3 with one thread bound to each node (its client answers with
+    /// its node's name), and the node names.
+    fn one_thread_per_node() -> (Interpreter<Vec<u8>>, Vec<String>) {
         let nodes: Vec<String> = (1..=3).map(|i| format!("n{i}")).collect();
         let workers = (0..3)
             .map(|i| Worker {
@@ -850,7 +851,7 @@ mod tests {
                 timeout: Duration::from_millis(500),
             })
             .collect();
-        let mut interp = Interpreter::new(
+        let interp = Interpreter::new(
             Instant::now(),
             HistoryWriter::new(Vec::new()),
             workers,
@@ -859,6 +860,12 @@ mod tests {
             ChaCha8Rng::seed_from_u64(7),
             Arc::new(Stats::default()),
         );
+        (interp, nodes)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn threads_of_a_retired_node_follow_membership_and_come_back() {
+        let (mut interp, nodes) = one_thread_per_node();
         let board = crate::members::MemberBoard::new();
         let names = nodes.clone();
         interp.follow_members(Follow {
@@ -934,23 +941,7 @@ mod tests {
     /// How often a thread whose node retired asks for a new client that cannot be made: once
     /// per membership change when the settings are at fault, at every op otherwise.
     async fn rebind_attempts(error: ClientOpenError) -> (usize, u64) {
-        let nodes: Vec<String> = (1..=3).map(|i| format!("n{i}")).collect();
-        let workers = (0..3)
-            .map(|i| Worker {
-                client: Box::new(NodeClient(nodes[i].clone())) as Box<dyn Client>,
-                node: Some(nodes[i].clone()),
-                timeout: Duration::from_millis(500),
-            })
-            .collect();
-        let mut interp = Interpreter::new(
-            Instant::now(),
-            HistoryWriter::new(Vec::new()),
-            workers,
-            None,
-            nodes.clone(),
-            ChaCha8Rng::seed_from_u64(7),
-            Arc::new(Stats::default()),
-        );
+        let (mut interp, nodes) = one_thread_per_node();
         let board = crate::members::MemberBoard::new();
         let asked = Arc::new(Mutex::new(0usize));
         let counter = asked.clone();
