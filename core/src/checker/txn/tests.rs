@@ -1039,3 +1039,24 @@ fn item_cycles_are_invalid_against_repeatable_read() {
         assert_eq!(r.verdict, expect, "{name} against snapshot-isolation");
     }
 }
+
+/// Elle's `empty-transaction-graph`: two concurrent transactions that only write (a G0 could
+/// hide there, nothing shows it) leave no dependency at all, so the verdict is unknown, not
+/// valid. A read after both, showing the orders, gives the graph its edges (and here the G0).
+#[test]
+fn a_history_with_no_dependency_at_all_is_unknown_as_elle_says() {
+    let writes = [
+        (0, 0, 5, OK, json!([["append", "x", 1], ["append", "y", 2]])),
+        (1, 1, 6, OK, json!([["append", "x", 2], ["append", "y", 1]])),
+    ];
+    let r = run(&writes);
+    assert_eq!(r.edges, 0, "{}", r.explain());
+    assert_eq!(r.verdict, Verdict::Unknown, "{}", r.explain());
+    assert_eq!(r.unknown_reason.as_deref(), Some(EMPTY_GRAPH));
+    let mut seen = writes.to_vec();
+    seen.push((2, 7, 8, OK, json!([["r", "x", [1, 2]], ["r", "y", [1, 2]]])));
+    let r = run(&seen);
+    assert!(r.edges > 0, "{}", r.explain());
+    assert_eq!(names(&r), vec!["G0".to_string()], "{}", r.explain());
+    assert_eq!(r.verdict, Verdict::Invalid, "{}", r.explain());
+}

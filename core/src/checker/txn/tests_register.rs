@@ -159,10 +159,12 @@ fn aborted_intermediate_internal_fuzzy_and_garbage_reads() {
     );
     assert!(!r.not.contains(&Model::ReadCommitted), "{:?}", r.not);
     // A value nobody wrote: no anomaly by itself, as in Elle's rw-register (the initial state
-    // may hold it); said in a note.
+    // may hold it); said in a note. Alone, it leaves the graph empty: unknown, as Elle says
+    // (`empty-transaction-graph`).
     let r = run(&[(1, 2, 3, OK, json!([["r", "x", 7]]))]);
     assert!(names(&r).is_empty(), "{}", r.explain());
-    assert_eq!(r.verdict, Verdict::Valid, "{}", r.explain());
+    assert_eq!(r.verdict, Verdict::Unknown, "{}", r.explain());
+    assert_eq!(r.unknown_reason.as_deref(), Some(super::EMPTY_GRAPH));
     assert!(
         r.summary()
             .contains("1 read of a value no transaction wrote (T0 read key x = 7)"),
@@ -288,8 +290,10 @@ fn an_indeterminate_write_nobody_read_orders_nothing() {
         (1, 2, 3, OK, json!([["r", "x", null]])),
     ];
     let r = run(&txns);
-    assert_eq!(r.verdict, Verdict::Valid, "{}", r.explain());
+    assert!(names(&r).is_empty(), "{}", r.explain());
     assert_eq!(r.edges, 0, "{}", r.explain());
+    // No edge at all: Elle's empty-transaction-graph, unknown rather than valid.
+    assert_eq!(r.verdict, Verdict::Unknown, "{}", r.explain());
     // Once a committed transaction read it, it committed: T1's nil read then precedes it.
     let mut txns = txns.to_vec();
     txns.push((2, 4, 5, OK, json!([["r", "x", 1]])));
