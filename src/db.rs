@@ -279,7 +279,8 @@ pub trait Membership: Send + Sync {
     fn retire(&self, remote: &dyn Remote, node: &Node) -> Result<(), DbError>;
     /// Ask the member `via` to add `target`, then start `target` with empty data as a new member
     /// joining the running cluster whose members are `members` (`target` not among them).
-    /// When `via`'s view already lists `target` as added but never started (an earlier add
+    /// `cluster` is every node of the cluster in its configured order (what maps the system's
+    /// members, ids and indices to nodes, as for [`Membership::view`]). When `via`'s view already lists `target` as added but never started (an earlier add
     /// committed), only the start is done. Returns once `target`'s process is started, not
     /// once it has caught up: its own view says when it has joined.
     fn add(
@@ -289,6 +290,7 @@ pub trait Membership: Send + Sync {
         target_remote: &dyn Remote,
         target: &Node,
         members: &[Node],
+        cluster: &[Node],
     ) -> Result<(), DbError>;
     /// How many of `members` voting members must be up and connected for the cluster to make
     /// progress (a majority by default). A fault refuses to shrink a cluster of `n` nodes

@@ -205,7 +205,7 @@ fn etcd_member_removed_retired_and_added_back_fresh() {
     // Add n3 back fresh through n1; it joins, sees all three and serves the key.
     let t = Instant::now();
     membership
-        .add(r1, n1, r3, n3, &nodes[..2])
+        .add(r1, n1, r3, n3, &nodes[..2], &nodes)
         .expect("add n3 via n1");
     let add_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
@@ -230,7 +230,7 @@ fn etcd_member_removed_retired_and_added_back_fresh() {
 
     // Adding a started member is refused before anything is touched.
     let e = membership
-        .add(r1, n1, r3, n3, &nodes[..2])
+        .add(r1, n1, r3, n3, &nodes[..2], &nodes)
         .unwrap_err()
         .to_string();
     assert!(

@@ -9,6 +9,8 @@
 //! Threading: `Remote` is blocking (ssh2 is). Run it from threads (`on_all`) or from async code via
 //! `exec_async`, which uses `tokio::task::spawn_blocking`.
 
+#[cfg(test)]
+pub mod canned;
 mod channel;
 mod cmd;
 pub mod deadline;

@@ -188,36 +188,13 @@ impl Fault for Delay {
 mod tests {
     use super::*;
     use crate::client::Completion;
-    use crate::control::{Cmd, ExecError, ExecOutput, Remote};
+    use crate::control::canned::{Canned, output};
+    use crate::control::{ExecOutput, Remote};
     use crate::db::Abilities;
     use crate::nemesis::{Nemesis, NemesisConfig};
     use crate::node::Node;
     use rand::SeedableRng;
-    use std::path::Path;
     use std::sync::Arc;
-
-    /// A node where every command exits 2 with `stderr`, as tc does when it refuses.
-    struct Tc(String, &'static str);
-
-    impl Remote for Tc {
-        fn node(&self) -> &str {
-            &self.0
-        }
-        fn exec(&self, _: &Cmd) -> Result<ExecOutput, ExecError> {
-            Ok(ExecOutput {
-                status: 2,
-                signal: None,
-                stdout: String::new(),
-                stderr: self.1.to_string(),
-            })
-        }
-        fn upload(&self, _: &[u8], _: &str, _: u32) -> Result<(), ExecError> {
-            Ok(())
-        }
-        fn download(&self, _: &str, _: &Path) -> Result<(), ExecError> {
-            Ok(())
-        }
-    }
 
     struct NoAbilities;
     impl Abilities for NoAbilities {
@@ -235,7 +212,13 @@ mod tests {
             .collect();
         let remotes: Vec<Arc<dyn Remote>> = nodes
             .iter()
-            .map(|n| Arc::new(Tc(n.name.clone(), stderr)) as Arc<dyn Remote>)
+            .map(|n| {
+                // Every command exits 2 with `stderr`, as tc does when it refuses.
+                Arc::new(Canned::new(n.name.clone(), move |_| ExecOutput {
+                    stderr: stderr.to_string(),
+                    ..output(2, "")
+                })) as Arc<dyn Remote>
+            })
             .collect();
         let mut n = Nemesis::new(NemesisConfig {
             helper_exe: None,

@@ -354,6 +354,7 @@ impl MembershipFault {
                 .cloned()
                 .collect();
             let via_remote = cx.cfg.remotes[via_i].clone();
+            let cluster = cx.nodes().to_vec();
             let before = cx.take_outcomes();
             let asked = cx.journaled(
                 "undo",
@@ -368,6 +369,7 @@ impl MembershipFault {
                             r,
                             &target_node,
                             &member_nodes,
+                            &cluster,
                         )
                         .map_err(|e| e.to_string())
                     })
@@ -437,36 +439,13 @@ impl Fault for MembershipFault {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::control::{Cmd, ExecError, ExecOutput, Remote};
+    use crate::control::Remote;
+    use crate::control::canned::Canned;
     use crate::db::{Abilities, Member, MemberView};
     use crate::nemesis::{Nemesis, NemesisConfig};
     use rand::SeedableRng;
-    use std::path::Path;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
-
-    /// A node where every command succeeds and prints nothing.
-    struct Quiet(String);
-
-    impl Remote for Quiet {
-        fn node(&self) -> &str {
-            &self.0
-        }
-        fn exec(&self, _: &Cmd) -> Result<ExecOutput, ExecError> {
-            Ok(ExecOutput {
-                status: 0,
-                signal: None,
-                stdout: String::new(),
-                stderr: String::new(),
-            })
-        }
-        fn upload(&self, _: &[u8], _: &str, _: u32) -> Result<(), ExecError> {
-            Ok(())
-        }
-        fn download(&self, _: &str, _: &Path) -> Result<(), ExecError> {
-            Ok(())
-        }
-    }
 
     /// A cluster's membership in memory, as etcd keeps it: member → started. A node that is no
     /// started member does not answer (its server is down); an add commits the member unstarted
@@ -552,6 +531,7 @@ mod tests {
             _: &dyn Remote,
             target: &Node,
             members: &[Node],
+            _: &[Node],
         ) -> Result<(), DbError> {
             let mut m = self.members.lock().unwrap();
             let mut named: Vec<&str> = members.iter().map(|n| n.name.as_str()).collect();
@@ -590,7 +570,7 @@ mod tests {
             .collect();
         let remotes: Vec<Arc<dyn Remote>> = nodes
             .iter()
-            .map(|n| Arc::new(Quiet(n.name.clone())) as Arc<dyn Remote>)
+            .map(|n| Arc::new(Canned::quiet(n.name.clone())) as Arc<dyn Remote>)
             .collect();
         let journal: Arc<Mutex<Vec<Value>>> = Arc::default();
         let sink = journal.clone();

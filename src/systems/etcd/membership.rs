@@ -149,6 +149,7 @@ impl Membership for Etcd {
         target_remote: &dyn Remote,
         target: &Node,
         members: &[Node],
+        _cluster: &[Node],
     ) -> Result<(), DbError> {
         let others: Vec<Node> = members
             .iter()

@@ -154,8 +154,9 @@ impl ExternalDb {
         self.run_with(remote, kind, node, cluster, &[])
     }
 
-    /// [`ExternalDb::run`] with environment variables. Exit status [`REFUSED_STATUS`] is
-    /// [`DbError::Refused`] (the script says nothing changed).
+    /// [`ExternalDb::run`] with environment variables. From a membership change
+    /// (`remove_member`, `add_member`), exit status [`REFUSED_STATUS`] is [`DbError::Refused`]
+    /// (the script says nothing changed); from any other command it is a failure like others.
     pub(super) fn run_with(
         &self,
         remote: &dyn Remote,
@@ -169,7 +170,8 @@ impl ExternalDb {
         };
         let out = remote.exec(&cmd)?;
         if !out.success() {
-            if out.status == REFUSED_STATUS && out.signal.is_none() {
+            let change = matches!(kind, CommandKind::RemoveMember | CommandKind::AddMember);
+            if change && out.status == REFUSED_STATUS && out.signal.is_none() {
                 return Err(DbError::Refused {
                     node: node.name.clone(),
                     message: format!(
@@ -369,7 +371,7 @@ impl ExternalDb {
 
     /// Everything setup does on one node, with `env` for `setup` and `start` (a member joining
     /// a running cluster gets `SHAKEDOWN_JOIN`): install, stop what runs, wipe, upload, setup,
-    /// start. Removes the retired marker.
+    /// start. Removes the retired marker (a system with membership).
     pub(super) fn fresh_start(
         &self,
         remote: &dyn Remote,
@@ -377,7 +379,9 @@ impl ExternalDb {
         cluster: &[Node],
         env: &[(&str, String)],
     ) -> Result<(), DbError> {
-        self.mark_retired(remote, false)?;
+        if self.as_membership().is_some() {
+            self.mark_retired(remote, false)?;
+        }
         self.run(remote, CommandKind::Install, node, cluster)?;
         // Whatever an earlier run left running goes first, then a layer it left mounted (stale
         // or not: `wipe` could not remove a stale mount point), then its data.

@@ -99,13 +99,6 @@ impl ExternalDb {
             (TARGET_INDEX_ENV, index),
         ]
     }
-
-    /// The node list membership commands see as `$3`: the cluster of the last setup, else
-    /// `known` (the fault's own list).
-    fn cluster_or(&self, known: &[Node]) -> Vec<Node> {
-        let c = self.known_cluster();
-        if c.is_empty() { known.to_vec() } else { c }
-    }
 }
 
 impl Membership for ExternalDb {
@@ -165,26 +158,109 @@ impl Membership for ExternalDb {
         target_remote: &dyn Remote,
         target: &Node,
         members: &[Node],
+        cluster: &[Node],
     ) -> Result<(), DbError> {
-        let mut known = members.to_vec();
-        known.push(target.clone());
-        let cluster = self.cluster_or(&known);
         let listed = self
-            .view(via_remote, via, &cluster)?
+            .view(via_remote, via, cluster)?
             .member(&target.name)
             .is_some();
-        let mut env = Self::target_env(target, &cluster);
+        let mut env = Self::target_env(target, cluster);
         env.push((JOIN_ENV, node_list(members)));
         if !listed {
-            self.run_with(via_remote, CommandKind::AddMember, via, &cluster, &env)?;
+            self.run_with(via_remote, CommandKind::AddMember, via, cluster, &env)?;
         }
-        self.fresh_start(target_remote, target, &cluster, &env)
+        self.fresh_start(target_remote, target, cluster, &env)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::control::canned::{Canned, output};
+    use crate::systems::external::spec::{ExternalConfig, parse};
+    use std::path::Path;
+    use std::sync::Arc;
+
+    /// A node that answers like a shell running the toy spec: `members` prints n1 and n3, a
+    /// command whose script mentions `exit-three` exits 3; it records every command line.
+    fn node(name: &str) -> Canned {
+        Canned::new(name, |cmd| {
+            let line = cmd.to_shell();
+            let status = if line.contains("exit-three") { 3 } else { 0 };
+            let stdout = if line.contains("list-members") {
+                "n1\nn3\n"
+            } else {
+                ""
+            };
+            output(status, stdout)
+        })
+    }
+
+    fn db(add: &str) -> ExternalDb {
+        let text = format!(
+            "name = \"toy\"\n[commands]\nstart = \"start-it\"\nstop = \"true\"\nready = \"true\"\nwipe = \"true\"\nsetup = \"setup-it\"\nmembers = \"list-members\"\nremove_member = \"exit-three\"\nadd_member = \"{add}\"\n[client]\ncommand = [\"c\"]\n"
+        );
+        let spec = parse(&text, Path::new("toy.toml")).unwrap();
+        ExternalDb::new(Arc::new(ExternalConfig {
+            arg: "toy.toml".into(),
+            spec,
+            options: Default::default(),
+            lazyfs: None,
+        }))
+    }
+
+    /// Adding n2 back to {n1, n3}: the target's index and `$2` come from the whole cluster (a
+    /// ZooKeeper server id), not from the members it joins; the join lists those members.
+    #[test]
+    fn an_add_names_the_target_by_its_place_in_the_whole_cluster() {
+        let d = db("add-it");
+        let n = nodes();
+        let (via, target) = (node("n1"), node("n2"));
+        d.add(
+            &via,
+            &n[0],
+            &target,
+            &n[1],
+            &[n[0].clone(), n[2].clone()],
+            &n,
+        )
+        .unwrap();
+        let asked = via.asked();
+        let add = asked.iter().find(|l| l.contains("add-it")).unwrap();
+        assert!(add.contains("'SHAKEDOWN_TARGET_INDEX=2'"), "{add}");
+        assert!(
+            add.contains("'SHAKEDOWN_JOIN=n1=10.9.0.1 n3=10.9.0.3'"),
+            "{add}"
+        );
+        let ran = target.asked();
+        let setup = ran.iter().find(|l| l.contains("setup-it")).unwrap();
+        assert!(setup.contains("toy-setup n2 2 "), "{setup}");
+        assert!(ran.iter().any(|l| l.contains("start-it")), "{ran:?}");
+    }
+
+    /// Exit 3 from a membership change is a refusal (nothing changed); from another command it
+    /// is an ordinary failure.
+    #[test]
+    fn exit_three_refuses_only_a_membership_change() {
+        let d = db("exit-three");
+        let n = nodes();
+        let r = node("n1");
+        let e = d.remove(&r, &n[0], &n[2], &n).unwrap_err();
+        assert!(matches!(e, DbError::Refused { .. }), "{e}");
+        let spec = parse(
+            "name = \"toy\"\n[commands]\nstart = \"exit-three\"\nstop = \"true\"\nready = \"true\"\n[client]\ncommand = [\"c\"]\n",
+            Path::new("toy.toml"),
+        )
+        .unwrap();
+        let plain = ExternalDb::new(Arc::new(ExternalConfig {
+            arg: "toy.toml".into(),
+            spec,
+            options: Default::default(),
+            lazyfs: None,
+        }));
+        let e = plain.run(&r, CommandKind::Start, &n[0], &n).unwrap_err();
+        assert!(matches!(e, DbError::Other { .. }), "{e}");
+    }
 
     fn nodes() -> Vec<Node> {
         (1..=3)

@@ -388,6 +388,7 @@ impl Membership for Nats {
         target_remote: &dyn Remote,
         target: &Node,
         members: &[Node],
+        _cluster: &[Node],
     ) -> Result<(), DbError> {
         let mut cluster: Vec<Node> = members.to_vec();
         if !cluster.iter().any(|n| n.name == target.name) {
