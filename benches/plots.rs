@@ -12,7 +12,10 @@
 //! and times `report::recovery::analyse` (recovery and unavailability per fault) alone. Run with
 //! `cargo bench --bench plots`; with `PLOTS_BENCH_ONCE=1` it renders once and prints the time of
 //! each chart, the total, the SVG/PNG sizes and the recovery analysis instead of a criterion
-//! statistics run (`PLOTS_BENCH_OUT=dir` also writes the files there).
+//! statistics run (`PLOTS_BENCH_OUT=dir` also writes the files there). With
+//! `PLOTS_BENCH_STREAM=N` it renders the latency and throughput charts of an N-op run streamed
+//! op by op, never held in memory (see `stream`): `PLOTS_BENCH_STREAM=100000000 cargo bench
+//! --bench plots` is the 100M-op case.
 
 use criterion::{Criterion, criterion_group};
 use serde_json::json;
@@ -237,6 +240,107 @@ fn once() {
     );
 }
 
+/// `PLOTS_BENCH_STREAM=N`: the latency and throughput charts of an N-op run that is never held
+/// in memory: ops generated one by one (50 clients at 1,000 ops/s in all, latency 1–6 ms with
+/// a tail to seconds, 1 % crashed, 0.5 % failed, one in a million 30 s), paired and folded by
+/// `SampleBuilder` as a streamed report would, then drawn (SVG + PNG). Prints the fold's rate,
+/// each chart's time and size, and the process's peak RSS.
+fn stream(n: u64) {
+    let t0 = Instant::now();
+    let mut b = plots::SampleBuilder::default();
+    let mut op = Op::new(OpType::Invoke, Process::Client(0), "read", json!(null));
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rnd = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let clients = 50u64;
+    for i in 0..n {
+        let p = i % clients;
+        // 1,000 ops/s in all: client p invokes every 50 ms.
+        let t = i * 1_000_000;
+        let r = rnd();
+        let lat_us = match r % 1_000_000 {
+            0 => 30_000_000,
+            1..=999 => 100_000 + (r >> 24) % 2_000_000,
+            _ => 1_000 + (r >> 20) % 5_000,
+        };
+        op.op_type = OpType::Invoke;
+        op.process = Process::Client(p);
+        op.time_ns = t;
+        b.push(&op);
+        op.op_type = match (r >> 40) % 200 {
+            0 | 1 => OpType::Info,
+            2 => OpType::Fail,
+            _ => OpType::Ok,
+        };
+        op.time_ns = t + lat_us * 1_000;
+        b.push(&op);
+    }
+    let samples = b.finish();
+    let fold = t0.elapsed().as_secs_f64();
+    println!(
+        "folded {n} ops ({} events) in {fold:.2} s: {:.0} ops/s, dense: {}",
+        2 * n,
+        n as f64 / fold,
+        samples.dense()
+    );
+    let end_ns = n * 1_000_000;
+    let faults = {
+        let nem = |t: u64, f: &str, v: serde_json::Value| {
+            let mut op = Op::new(OpType::Info, Process::Nemesis, f, v);
+            op.time_ns = t;
+            op
+        };
+        let mut ops = Vec::new();
+        for k in 1..10u64 {
+            let t = end_ns / 10 * k;
+            ops.push(nem(t, "kill", json!({"nodes": ["n2"]})));
+            ops.push(nem(t + end_ns / 40, "start", json!({"nodes": ["n2"]})));
+        }
+        plots::fault_intervals(&History::from_ops(ops))
+    };
+    let p = plots::prepare_parts(samples, faults, Vec::new(), None);
+    const F: Formats = Formats::SvgAndPng;
+    let total = Instant::now();
+    let mut page = 0;
+    for (name, fig) in [
+        ("latency-raw", plots::latency_raw_prepared(&p, F)),
+        (
+            "latency-quantiles",
+            plots::latency_quantiles_prepared(&p, 1.0, F),
+        ),
+        ("throughput", plots::throughput_prepared(&p, 1.0, F)),
+    ] {
+        let png = fig.png.and_then(Result::ok).unwrap_or_default();
+        page += fig.svg.len();
+        println!(
+            "{name}: svg {} KiB, png {} KiB",
+            fig.svg.len() / 1024,
+            png.len() / 1024
+        );
+        if let Some(dir) = std::env::var_os("PLOTS_BENCH_OUT") {
+            for (ext, bytes) in [("svg", fig.svg.as_bytes()), ("png", png.as_slice())] {
+                let path = std::path::Path::new(&dir).join(format!("{name}-{n}.{ext}"));
+                if let Err(e) = std::fs::write(&path, bytes) {
+                    eprintln!("{}: {e}", path.display());
+                }
+            }
+        }
+    }
+    println!(
+        "3 charts rendered (SVG + PNG) in {:.2} s; their SVGs (what the page embeds): {} KiB",
+        total.elapsed().as_secs_f64(),
+        page / 1024
+    );
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    if let Some(hwm) = status.lines().find(|l| l.starts_with("VmHWM")) {
+        println!("peak RSS: {}", hwm.trim_start_matches("VmHWM:").trim());
+    }
+}
+
 fn bench_all(c: &mut Criterion) {
     let h = big();
     let mut g = c.benchmark_group("plots");
@@ -255,6 +359,13 @@ fn bench_all(c: &mut Criterion) {
 criterion_group!(benches, bench_all);
 
 fn main() {
+    if let Some(n) = std::env::var("PLOTS_BENCH_STREAM")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        stream(n);
+        return;
+    }
     if std::env::var_os("PLOTS_BENCH_ONCE").is_some() {
         once();
         return;

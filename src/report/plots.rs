@@ -41,9 +41,16 @@
 //! history order (op k is kept iff `k * cap mod n < cap`), which is deterministic and keeps the time
 //! distribution; the chart caption then says "sampled". The quantile and throughput charts use at
 //! most [`MAX_WINDOWS`] time windows (wider windows than requested if needed).
+//!
+//! Memory and size for very big histories: past [`DENSITY_FROM`] completed client ops
+//! (`plots::samples`) no sample per op is kept; every op is folded into a fixed-size
+//! [`Summary`] (`plots::density`) and the charts draw from it: latency as a heat map of ok ops
+//! against time with p50 / p99 / max lines and the [`SLOWEST`] slowest ops as points (failed and
+//! crashed ops as thinned points), quantiles from a log histogram (±8 %, the maximum exact),
+//! throughput exact, in windows that are a whole number of the summary's columns.
 
 use crate::faults as kinds;
-use crate::history::{History, Op, OpType, Process};
+use crate::history::History;
 use crate::report::anomalies::{self, AnomalyDensity, AnomalyMark, StaleReads};
 use crate::report::faults::num;
 pub use crate::report::faults::{FaultInterval, fault_intervals};
@@ -54,7 +61,6 @@ use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
-use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -111,22 +117,6 @@ impl Outcome {
     }
 }
 
-/// One completed client op.
-struct Sample {
-    f_idx: usize,
-    invoke_s: f64,
-    complete_s: f64,
-    latency_ms: f64,
-    outcome: Outcome,
-}
-
-/// Completed client ops plus the `f` names (index = `Sample::f_idx`) and the history end.
-struct Samples {
-    samples: Vec<Sample>,
-    f_names: Vec<String>,
-    end_s: f64,
-}
-
 /// What the latency and throughput charts all derive from a history, computed once per history
 /// by [`prepare`] (pairing 1M ops is the bulk of their work).
 pub struct Prepared {
@@ -155,54 +145,19 @@ pub fn prepare_with_shades(history: &History, shades: Vec<Shade>) -> Prepared {
     }
 }
 
-fn samples(history: &History) -> Samples {
-    let mut open: FxHashMap<u64, &Op> = FxHashMap::default();
-    let mut f_index: FxHashMap<&str, usize> = FxHashMap::default();
-    let mut f_names: Vec<String> = Vec::new();
-    let mut out = Vec::new();
-    let mut end_ns = 0u64;
-    for op in &history.ops {
-        end_ns = end_ns.max(op.time_ns);
-        let Process::Client(p) = op.process else {
-            continue;
-        };
-        let outcome = match op.op_type {
-            OpType::Invoke => {
-                open.insert(p, op);
-                continue;
-            }
-            OpType::Ok => Outcome::Ok,
-            OpType::Fail => Outcome::Fail,
-            OpType::Info => Outcome::Info,
-        };
-        let Some(inv) = open.remove(&p) else {
-            continue;
-        };
-        let f_idx = match f_index.get(inv.f.as_str()) {
-            Some(&i) => i,
-            None if f_names.len() < MAX_F_SERIES => {
-                f_names.push(inv.f.to_string());
-                f_index.insert(inv.f.as_str(), f_names.len() - 1);
-                f_names.len() - 1
-            }
-            None => MAX_F_SERIES,
-        };
-        let latency_ns = op.time_ns.saturating_sub(inv.time_ns);
-        out.push(Sample {
-            f_idx,
-            invoke_s: inv.time_ns as f64 / 1e9,
-            complete_s: op.time_ns as f64 / 1e9,
-            latency_ms: latency_ns as f64 / 1e6,
-            outcome,
-        });
-    }
-    if out.iter().any(|s| s.f_idx == MAX_F_SERIES) {
-        f_names.push("other".into());
-    }
-    Samples {
-        samples: out,
-        f_names,
-        end_s: end_ns as f64 / 1e9,
+/// What the charts draw, from parts computed elsewhere: client ops paired as they streamed by
+/// ([`SampleBuilder`]), fault intervals, recovery shading and the quiet final span (s), if any.
+pub fn prepare_parts(
+    samples: Samples,
+    faults: Vec<FaultInterval>,
+    shades: Vec<Shade>,
+    quiet: Option<(f64, f64)>,
+) -> Prepared {
+    Prepared {
+        faults,
+        samples,
+        shades,
+        quiet,
     }
 }
 
@@ -339,13 +294,18 @@ macro_rules! figure {
 
 // After `figure!`: macros are visible to modules declared below their definition.
 mod bands;
+mod density;
 mod findings;
 mod legend;
+mod samples;
 pub use bands::QUIET_LABEL;
 use bands::{STRIP_FRACTION, draw_backdrop, draw_bands, draw_quiet, draw_recovery};
+pub use density::{SLOWEST, Summary};
 pub use findings::{anomaly_color, anomaly_timeline, clock_offsets, stale_reads};
 pub use legend::LEGEND_PX;
 use legend::{Legend, Swatch, draw_legend};
+pub use samples::{DENSITY_FROM, SampleBuilder, Samples};
+use samples::{Sample, samples};
 
 /// Extent of the data on the x axis: the whole history (its last op's completion) and every
 /// fault, never empty.
@@ -444,6 +404,9 @@ pub fn latency_raw(history: &History, formats: Formats) -> Figure {
 /// [`latency_raw`] of a [`prepare`]d history.
 pub fn latency_raw_prepared(p: &Prepared, formats: Formats) -> Figure {
     let (faults, s) = (&p.faults, &p.samples);
+    if let Some(summary) = &s.summary {
+        return density::latency_density(p, summary, formats);
+    }
     let xmax = x_max(s.end_s, faults);
     let (ylo, yhi) = log_range(s.samples.iter().map(|x| x.latency_ms));
     let mut counts: HashMap<Outcome, usize> = HashMap::new();
@@ -519,7 +482,7 @@ pub fn latency_raw_prepared(p: &Prepared, formats: Formats) -> Figure {
                 format!("{f} {}", outcome.name()),
             )?;
         }
-        if s.samples.is_empty() {
+        if s.is_empty() {
             draw_no_data(&mut chart, xmax * 0.3, (ylo * yhi).sqrt())?;
         }
         draw_legend(root, &chart, &legend)
@@ -600,13 +563,25 @@ pub fn latency_quantiles_prepared(p: &Prepared, window_s: f64, formats: Formats)
     let (faults, s) = (&p.faults, &p.samples);
     let extent = x_extent(s.end_s, faults);
     let xmax = x_hi(extent);
-    let w = window_width(window_s, extent);
-    let n = window_count(extent, w);
-    let lines = quantile_lines(&s.samples, w, n, extent);
+    let (w, lines, how) = match &s.summary {
+        None => {
+            let w = window_width(window_s, extent);
+            let n = window_count(extent, w);
+            (w, quantile_lines(&s.samples, w, n, extent), "")
+        }
+        Some(summary) => {
+            let (k, w) = summary.window(window_width(window_s, extent));
+            let lines = summary.quantile_lines(k, window_count(extent, w), extent);
+            (w, lines, " (from a log histogram: ±8 %)")
+        }
+    };
     let (ylo, yhi) = log_range(lines.iter().flatten().flatten().map(|p| p.1));
     figure!(formats, |root| {
         let mut chart = ChartBuilder::on(root)
-            .caption(format!("Latency quantiles per {w:.3} s window"), (FONT, 20))
+            .caption(
+                format!("Latency quantiles per {w:.3} s window{how}"),
+                (FONT, 20),
+            )
             .margin(12)
             .margin_right(LEGEND_PX)
             .x_label_area_size(45)
@@ -637,7 +612,7 @@ pub fn latency_quantiles_prepared(p: &Prepared, window_s: f64, formats: Formats)
                 }
             }
         }
-        if s.samples.is_empty() {
+        if s.is_empty() {
             draw_no_data(&mut chart, xmax * 0.3, (ylo * yhi).sqrt())?;
         }
         draw_legend(root, &chart, &legend)
@@ -696,9 +671,16 @@ pub fn throughput_prepared(p: &Prepared, window_s: f64, formats: Formats) -> Fig
     let (faults, s) = (&p.faults, &p.samples);
     let extent = x_extent(s.end_s, faults);
     let xmax = x_hi(extent);
-    let w = window_width(window_s, extent);
-    let n = window_count(extent, w);
-    let counts = throughput_counts(&s.samples, w, n);
+    let (w, counts) = match &s.summary {
+        None => {
+            let w = window_width(window_s, extent);
+            (w, throughput_counts(&s.samples, w, window_count(extent, w)))
+        }
+        Some(summary) => {
+            let (k, w) = summary.window(window_width(window_s, extent));
+            (w, summary.throughput_counts(k, window_count(extent, w)))
+        }
+    };
     let mut keys: Vec<_> = counts.keys().copied().collect();
     keys.sort();
     let peak = counts.values().flatten().copied().max().unwrap_or(0) as f64 / w;
@@ -747,7 +729,7 @@ pub fn throughput_prepared(p: &Prepared, window_s: f64, formats: Formats) -> Fig
                 Swatch::Line(color, 2, dash(f_idx)),
             );
         }
-        if s.samples.is_empty() {
+        if s.is_empty() {
             draw_no_data(&mut chart, xmax * 0.3, yhi / 2.0)?;
         }
         draw_legend(root, &chart, &legend)
@@ -758,6 +740,7 @@ pub fn throughput_prepared(p: &Prepared, window_s: f64, formats: Formats) -> Fig
 mod tests {
     use super::bands::{QUIET_COLOR, shade_style};
     use super::*;
+    use crate::history::{Op, OpType, Process};
     use serde_json::{Value, json};
 
     /// An op at `t_ms` milliseconds.
