@@ -321,7 +321,8 @@ fn hist_quantile(h: &[u64; BINS], count: u64, q: f64) -> f64 {
     bin_lo(BINS)
 }
 
-/// Colour of a heat-map cell holding a share `t` (0..=1, log-scaled count) of the fullest one.
+/// Colour of a heat-map cell holding a share `t` (0..=1, log-scaled count) of the fullest one
+/// (drawn at 85 % opacity, so fault bands show through).
 fn heat(t: f64) -> RGBColor {
     let t = t.clamp(0.0, 1.0);
     let mix = |a: u8, b: u8| (a as f64 + (b as f64 - a as f64) * t).round() as u8;
@@ -401,7 +402,7 @@ pub(super) fn latency_density(p: &Prepared, sum: &Summary, formats: Formats) -> 
                     bin_lo(b).clamp(ylo, yhi),
                     bin_lo(b + HEAT_ROW_BINS).clamp(ylo, yhi),
                 );
-                Rectangle::new([(x0, y0), (x1, y1)], heat(0.1 + 0.9 * t).filled())
+                Rectangle::new([(x0, y0), (x1, y1)], heat(0.1 + 0.9 * t).mix(0.85).filled())
             }))
             .map_err(err)?;
         legend.add(
