@@ -67,7 +67,7 @@ pub(super) fn build_client_gen(
         };
         let workload = generator::lock::lock_workload(lock_cfg).map_err(config_err)?;
         (generator::KeyLog::new(), Box::new(workload))
-    } else if w.kind == "list-append" {
+    } else if w.kind == generator::kind::LIST_APPEND {
         let workload = generator::list_append_workload(generator::ListAppendConfig {
             read_weight: w.read_weight,
             append_weight: w.append_weight,

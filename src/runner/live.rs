@@ -61,8 +61,9 @@ pub(crate) const MAX_KEY_CHECK: Duration = Duration::from_secs(10);
 /// one the run records for the final check (`checker::compose::model_for_workload`), for the
 /// kinds whose keys rotate (register, list-append).
 pub(crate) fn live_model(workload_kind: &str) -> Option<&'static str> {
-    match workload_kind {
-        "register" | "list-append" => crate::checker::compose::model_for_workload(workload_kind),
+    use crate::generator::WorkloadKind as K;
+    match K::parse(workload_kind)? {
+        kind @ (K::Register | K::ListAppend) => Some(crate::checker::compose::model_for_kind(kind)),
         _ => None,
     }
 }

@@ -135,17 +135,22 @@ pub fn linear_config(plan: &Plan) -> LinearConfig {
 /// op names. `None` for a kind this table does not know (the caller then falls back to
 /// [`crate::import::default_model_for`]).
 pub fn model_for_workload(kind: &str) -> Option<&'static str> {
-    use crate::generator::{lock, log, set, txn};
-    Some(match kind {
+    crate::generator::WorkloadKind::parse(kind).map(model_for_kind)
+}
+
+/// [`model_for_workload`] of a known kind: every kind has one (the match is exhaustive, so a new
+/// kind cannot be added without saying how it is checked).
+pub fn model_for_kind(kind: crate::generator::WorkloadKind) -> &'static str {
+    use crate::generator::WorkloadKind as K;
+    match kind {
         // A last-write-wins register is checked for linearizability like any register.
-        "register" | lock::LWW_KIND => "cas-register",
-        "list-append" => "list-append",
-        txn::KIND => super::txn::NAME,
-        set::KIND => super::set::NAME,
-        log::KIND => super::log::NAME,
-        k if lock::is_lock_kind(k) => super::lock::MODEL,
-        _ => return None,
-    })
+        K::Register | K::Lww => "cas-register",
+        K::ListAppend => "list-append",
+        K::Txn => super::txn::NAME,
+        K::Set => super::set::NAME,
+        K::Log => super::log::NAME,
+        K::Lock | K::FencedLock => super::lock::MODEL,
+    }
 }
 
 /// Whether the model named `model_name` is checked by the set checker instead of a
