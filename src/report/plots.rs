@@ -393,6 +393,33 @@ fn draw_points<'a, DB: DrawingBackend + 'a>(
     Ok(())
 }
 
+/// A chart of latency (ms, log axis, `ylo..yhi`) against time (s, `0..xmax`) on `root`, with
+/// its caption, axes and mesh drawn and room for the legend on its right.
+fn latency_chart<'a, DB: DrawingBackend + 'a>(
+    root: &'a DrawingArea<DB, Shift>,
+    caption: &str,
+    caption_px: u32,
+    xmax: f64,
+    (ylo, yhi): (f64, f64),
+) -> Result<Chart<'a, DB, LogCoord<f64>>, String> {
+    let mut chart = ChartBuilder::on(root)
+        .caption(caption, (FONT, caption_px))
+        .margin(12)
+        .margin_right(LEGEND_PX)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0.0..xmax, (ylo..yhi).log_scale())
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("time (s)")
+        .y_desc("latency (ms)")
+        .axis_desc_style((FONT, 15))
+        .draw()
+        .map_err(err)?;
+    Ok(chart)
+}
+
 /// Every completed client op as a point at (invoke time s, latency ms) on a log latency axis,
 /// coloured by outcome (ok green, fail red, info orange), one marker shape per `f`, with fault
 /// bands behind. Downsampled per outcome beyond [`MAX_OK_POINTS`] / [`MAX_FAILED_POINTS`] (see the
@@ -454,21 +481,7 @@ pub fn latency_raw_prepared(p: &Prepared, formats: Formats) -> Figure {
         "Latency of every operation".to_string()
     };
     figure!(formats, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(&caption, (FONT, 20))
-            .margin(12)
-            .margin_right(LEGEND_PX)
-            .x_label_area_size(45)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0.0..xmax, (ylo..yhi).log_scale())
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .x_desc("time (s)")
-            .y_desc("latency (ms)")
-            .axis_desc_style((FONT, 15))
-            .draw()
-            .map_err(err)?;
+        let mut chart = latency_chart(root, &caption, 20, xmax, (ylo, yhi))?;
         let mut legend = Legend::default();
         draw_backdrop(&mut chart, &mut legend, p, faults, ylo, yhi)?;
         for &(f_idx, outcome) in &keys {
@@ -577,24 +590,8 @@ pub fn latency_quantiles_prepared(p: &Prepared, window_s: f64, formats: Formats)
     };
     let (ylo, yhi) = log_range(lines.iter().flatten().flatten().map(|p| p.1));
     figure!(formats, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(
-                format!("Latency quantiles per {w:.3} s window{how}"),
-                (FONT, 20),
-            )
-            .margin(12)
-            .margin_right(LEGEND_PX)
-            .x_label_area_size(45)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0.0..xmax, (ylo..yhi).log_scale())
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .x_desc("time (s)")
-            .y_desc("latency (ms)")
-            .axis_desc_style((FONT, 15))
-            .draw()
-            .map_err(err)?;
+        let caption = format!("Latency quantiles per {w:.3} s window{how}");
+        let mut chart = latency_chart(root, &caption, 20, xmax, (ylo, yhi))?;
         let mut legend = Legend::default();
         draw_backdrop(&mut chart, &mut legend, p, faults, ylo, yhi)?;
         for (qi, (name, _, color)) in QS.iter().enumerate() {

@@ -378,21 +378,7 @@ pub(super) fn latency_density(p: &Prepared, sum: &Summary, formats: Formats) -> 
         slowest.len()
     );
     figure!(formats, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(&caption, (FONT, 18))
-            .margin(12)
-            .margin_right(LEGEND_PX)
-            .x_label_area_size(45)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0.0..xmax, (ylo..yhi).log_scale())
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .x_desc("time (s)")
-            .y_desc("latency (ms)")
-            .axis_desc_style((FONT, 15))
-            .draw()
-            .map_err(err)?;
+        let mut chart = latency_chart(root, &caption, 18, xmax, (ylo, yhi))?;
         let mut legend = Legend::default();
         draw_backdrop(&mut chart, &mut legend, p, faults, ylo, yhi)?;
         chart
