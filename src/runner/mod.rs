@@ -122,23 +122,19 @@ pub struct RunOutcome {
     pub phases: Vec<(Phase, Duration)>,
 }
 
-/// Run `f` on every node in parallel (one thread each), results in node order.
+/// Run `f` on every node in parallel (at most `control::fanout::FAN_OUT` at once), results in
+/// node order; a panic in `f` is propagated after every node was tried.
 pub fn on_nodes<T: Send>(
     remotes: &[Arc<dyn Remote>],
     nodes: &[Node],
     f: impl Fn(&dyn Remote, &Node) -> T + Sync,
 ) -> Vec<T> {
-    std::thread::scope(|s| {
-        let f = &f;
-        let hs: Vec<_> = remotes
-            .iter()
-            .zip(nodes)
-            .map(|(r, n)| s.spawn(crate::control::deadline::carry(move || f(r.as_ref(), n))))
-            .collect();
-        hs.into_iter()
-            .map(|h| h.join().expect("node task panicked"))
-            .collect()
-    })
+    use crate::control::fanout;
+    let pairs: Vec<(&Arc<dyn Remote>, &Node)> = remotes.iter().zip(nodes).collect();
+    fanout::each(&pairs, fanout::FAN_OUT, |(r, n)| f(r.as_ref(), n))
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|p| std::panic::resume_unwind(p)))
+        .collect()
 }
 
 /// Every node's error, one cause said once: errors that differ only in the node they name

@@ -248,12 +248,7 @@ fn start(info: &mut SandboxInfo, subnet: &Subnet, cfg: &SandboxConfig) -> Result
         save(info)?;
         run(Command::new("iptables").args(["-w", "-I"]).args(&rule))?;
     }
-    let reaper = info.reaper();
-    for i in 0..info.nodes.len() {
-        let started = start_node(&mut info.nodes[i], &sshd, &reaper);
-        save(info)?;
-        started?;
-    }
+    start_nodes(info, &sshd)?;
     tracing::debug!(sandbox = %info.name, elapsed_ms = ms(), "sshd launched");
     wait_ready(info, cfg.ready_timeout_ms)?;
     tracing::debug!(sandbox = %info.name, elapsed_ms = ms(), "every sshd accepts");
