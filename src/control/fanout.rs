@@ -4,7 +4,9 @@
 //! Owns the one definition of "many nodes in parallel" every part uses (`control::on_all`,
 //! connecting to every node, `runner::on_nodes`, the nemesis's `Cluster::on_nodes`, the
 //! sandbox's per-node steps). Does not own what the work does, nor what a panic in it means to
-//! the caller (each item's result comes back as `std::thread::Result`, the caller decides).
+//! the caller (each item's result comes back as `std::thread::Result`, the caller decides),
+//! nor the bound: commands (faults, heals, probes) take [`FAN_OUT`]; waits of up to a timeout
+//! each (connecting, readiness) take every node at once, as bounded they would go in waves.
 //!
 //! Why a bound: one thread per node was fine at 5 nodes and is 1,000 threads (8 MiB of stack
 //! reserved each, 1,000 SSH commands started at once on a 2-core controller) at 1,000. With a

@@ -275,13 +275,14 @@ pub fn connect_all(
     }
 }
 
-/// Connect to every `(name, host)` in parallel (at most [`fanout::FAN_OUT`] at once); one
-/// result per node, in input order.
+/// Connect to every `(name, host)` at once; one result per node, in input order. Not bounded:
+/// a node that does not answer costs its connect timeout and retries (~20 s), and bounded,
+/// unreachable nodes would cost that once per wave of [`fanout::FAN_OUT`].
 fn connect_results(
     nodes: &[(String, String)],
     cfg: &SshConfig,
 ) -> Vec<Result<SshRemote, ExecError>> {
-    fanout::each(nodes, fanout::FAN_OUT, |(name, host)| {
+    fanout::each(nodes, nodes.len(), |(name, host)| {
         SshRemote::connect(name, host, cfg)
     })
     .into_iter()
