@@ -234,13 +234,6 @@ pub(super) fn prepare_clock_patch(
     )
 }
 
-pub(super) fn keygen(path: &Path, comment: &str) -> Command {
-    let mut cmd = Command::new("ssh-keygen");
-    cmd.args(["-q", "-t", "ed25519", "-N", "", "-C", comment, "-f"])
-        .arg(path);
-    cmd
-}
-
 /// Generates the client key and one host key per node, in parallel (bounded).
 pub(super) fn generate_keys(info: &SandboxInfo) -> Result<()> {
     let mut keys = vec![(
@@ -254,7 +247,7 @@ pub(super) fn generate_keys(info: &SandboxInfo) -> Result<()> {
         ));
     }
     first_error(fanout::each(&keys, fanout::FAN_OUT, |(path, comment)| {
-        run(&mut keygen(path, comment))
+        super::keys::generate(path, comment)
     }))
 }
 
