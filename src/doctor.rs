@@ -445,25 +445,20 @@ pub fn check_all(nodes: &[Node], ssh: &SshConfig, db: &Arc<dyn Db>, sandbox: boo
     let binaries = db.required_binaries();
     let packages = db.packages();
     let chain = crate::nemesis::PartitionConfig::default().chain;
-    let reports: Vec<NodeReport> = std::thread::scope(|s| {
-        let hs: Vec<_> = nodes
-            .iter()
-            .map(|n| {
-                let (binaries, chain, packages) = (&binaries, &chain, &packages);
-                s.spawn(move || check_node(n, ssh, chain, binaries, packages, sandbox))
-            })
-            .collect();
-        hs.into_iter()
-            .zip(nodes)
-            .map(|(h, n)| {
-                h.join().unwrap_or_else(|_| NodeReport {
-                    node: n.name.clone(),
-                    host: n.host.clone(),
-                    findings: vec![finding("ssh", Status::Fail, "check thread panicked", "")],
-                })
-            })
-            .collect()
-    });
+    use crate::control::fanout;
+    let reports: Vec<NodeReport> = fanout::each(nodes, fanout::FAN_OUT, |n| {
+        check_node(n, ssh, &chain, &binaries, &packages, sandbox)
+    })
+    .into_iter()
+    .zip(nodes)
+    .map(|(r, n)| {
+        r.unwrap_or_else(|_| NodeReport {
+            node: n.name.clone(),
+            host: n.host.clone(),
+            findings: vec![finding("ssh", Status::Fail, "check thread panicked", "")],
+        })
+    })
+    .collect();
     let ok = reports
         .iter()
         .all(|r| r.findings.iter().all(|f| f.status != Status::Fail));

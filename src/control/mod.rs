@@ -3,7 +3,7 @@
 //! Owns: the `Remote` trait (exec with exit status + stdout/stderr, upload, download), its ssh2
 //! implementation `SshRemote` (in `ssh`), the `Cmd` builder and `quote` (in `cmd`), the error type
 //! `ExecError`, and helpers that run on every node in parallel (`connect_all`, `on_all`,
-//! `exec_async`), and the time bound a thread's commands run under (`deadline`). It does not own what is run: OS/DB setup, nemeses and log collection build
+//! `exec_async`; bounded by `fanout`), and the time bound a thread's commands run under (`deadline`). It does not own what is run: OS/DB setup, nemeses and log collection build
 //! `Cmd`s and call `Remote`; the sandbox cluster that provides the sshds lives in `sandbox`.
 //!
 //! Threading: `Remote` is blocking (ssh2 is). Run it from threads (`on_all`) or from async code via
@@ -14,6 +14,7 @@ pub mod canned;
 mod channel;
 mod cmd;
 pub mod deadline;
+pub mod fanout;
 mod ssh;
 pub mod words;
 
@@ -274,29 +275,30 @@ pub fn connect_all(
     }
 }
 
-/// Connect to every `(name, host)` in parallel; one result per node, in input order.
+/// Connect to every `(name, host)` at once; one result per node, in input order. Not bounded:
+/// a node that does not answer costs its connect timeout and retries (~20 s), and bounded,
+/// unreachable nodes would cost that once per wave of [`fanout::FAN_OUT`].
 fn connect_results(
     nodes: &[(String, String)],
     cfg: &SshConfig,
 ) -> Vec<Result<SshRemote, ExecError>> {
-    std::thread::scope(|s| {
-        let handles: Vec<_> = nodes
-            .iter()
-            .map(|(name, host)| s.spawn(move || SshRemote::connect(name, host, cfg)))
-            .collect();
-        handles
-            .into_iter()
-            .zip(nodes)
-            .map(|(h, (name, _))| {
-                h.join().unwrap_or_else(|_| {
-                    Err(ExecError::Task {
-                        node: name.clone(),
-                        reason: "connect thread panicked".to_string(),
-                    })
-                })
-            })
-            .collect()
+    fanout::each(nodes, nodes.len(), |(name, host)| {
+        SshRemote::connect(name, host, cfg)
     })
+    .into_iter()
+    .zip(nodes)
+    .map(|(r, (name, _))| {
+        r.unwrap_or_else(|p| {
+            Err(ExecError::Task {
+                node: name.clone(),
+                reason: format!(
+                    "connect thread panicked: {}",
+                    fanout::panic_words(p.as_ref())
+                ),
+            })
+        })
+    })
+    .collect()
 }
 
 /// A node that could not be reached: every command fails at once with
@@ -368,20 +370,13 @@ pub fn connect_each(
     (remotes, failures)
 }
 
-/// Run `f` on every remote in parallel (one scoped thread each); results in `remotes` order.
-/// A panic inside `f` is propagated to the caller after all threads finished.
+/// Run `f` on every remote in parallel (at most [`fanout::FAN_OUT`] at once); results in
+/// `remotes` order. A panic inside `f` is propagated to the caller after every remote was tried.
 pub fn on_all<T: Send>(remotes: &[Arc<dyn Remote>], f: impl Fn(&dyn Remote) -> T + Sync) -> Vec<T> {
-    let f = &f;
-    std::thread::scope(|s| {
-        let handles: Vec<_> = remotes
-            .iter()
-            .map(|r| s.spawn(deadline::carry(move || f(r.as_ref()))))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    })
+    fanout::each(remotes, fanout::FAN_OUT, |r| f(r.as_ref()))
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|p| std::panic::resume_unwind(p)))
+        .collect()
 }
 
 /// Run `cmd` on `remote` from async code (on tokio's blocking pool).

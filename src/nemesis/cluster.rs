@@ -115,36 +115,32 @@ impl Cluster {
             .collect()
     }
 
-    /// Run `f` on the given node indices in parallel; every node is tried whatever happens on
-    /// the others. Each node's result is recorded (see `take_outcomes`); the errors come back as
-    /// one "node: error; node: error" string.
+    /// Run `f` on the given node indices in parallel, at most `control::fanout::FAN_OUT` at
+    /// once (1,000 targets go out on 32 threads, each taking the next node when done); every
+    /// node is tried whatever happens on the others. Each node's result is recorded (see
+    /// `take_outcomes`); the errors come back as one "node: error; node: error" string.
     pub fn on_nodes<F>(&self, idx: &[usize], f: F) -> Result<(), String>
     where
         F: Fn(&dyn Remote, &Node) -> Result<(), String> + Sync,
     {
-        let results: Vec<(String, Result<(), String>)> = std::thread::scope(|s| {
-            let handles: Vec<_> = idx
-                .iter()
-                .map(|&i| {
-                    let f = &f;
-                    let remote = self.cfg.remotes[i].clone();
-                    let node = &self.cfg.nodes[i];
-                    s.spawn(crate::control::deadline::carry(move || {
-                        f(remote.as_ref(), node).map_err(|e| strip_node_prefix(&node.name, e))
-                    }))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .zip(idx)
-                .map(|(h, &i)| {
-                    let r = h
-                        .join()
-                        .unwrap_or_else(|_| Err("fault thread panicked".into()));
-                    (self.cfg.nodes[i].name.clone(), r)
-                })
-                .collect()
-        });
+        use crate::control::fanout;
+        let (nodes, remotes) = (&self.cfg.nodes, &self.cfg.remotes);
+        let results: Vec<(String, Result<(), String>)> = fanout::each(idx, fanout::FAN_OUT, |&i| {
+            let node = &nodes[i];
+            f(remotes[i].as_ref(), node).map_err(|e| strip_node_prefix(&node.name, e))
+        })
+        .into_iter()
+        .zip(idx)
+        .map(|(r, &i)| {
+            let r = r.unwrap_or_else(|p| {
+                Err(format!(
+                    "fault thread panicked: {}",
+                    fanout::panic_words(p.as_ref())
+                ))
+            });
+            (nodes[i].name.clone(), r)
+        })
+        .collect();
         let mut outcomes = self.lock_outcomes();
         let mut errs = Vec::new();
         for (name, r) in results {

@@ -117,6 +117,12 @@ pub enum SandboxError {
         /// The node's sshd log file.
         log: PathBuf,
     },
+    /// A per-node step panicked (a bug): what it said.
+    #[error("a sandbox step panicked: {what}")]
+    Panicked {
+        /// The panic's message.
+        what: String,
+    },
 }
 
 /// Result type of this module.

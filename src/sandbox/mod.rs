@@ -7,7 +7,7 @@
 //!
 //! Does not own: SSH sessions to the nodes (`control`), anything running on a node (`db`,
 //! `nemesis`), CLI parsing (`cli`). This module runs on the controller host and uses
-//! `std::process::Command` for `ip`, `unshare`, `ssh-keygen`, `iptables`; it needs root.
+//! `std::process::Command` for `ip`, `unshare`, `iptables` (SSH keys are made in `keys`); it needs root.
 //!
 //! Layout of one node `nI` (node `i` of `N`, subnet `S`, default `10.78.0.0/24`):
 //! - network namespace `sd-<name>-nI`: `lo` and `eth0` (address `S+i`), **no default route**;
@@ -39,7 +39,7 @@
 //! idempotent and removes only what the state file records.
 //!
 //! Code map: `config` (validated config, subnet, derived names; pure), `node` (files, network and
-//! sshd start-up of the nodes), `host` (commands, processes, host inspection, packages), `error`;
+//! sshd start-up of the nodes), `keys` (the SSH keys), `host` (commands, processes, host inspection, packages), `error`;
 //! `state` (the state file `sandbox.json`, its lock, load and save), `down`, `status`; this file
 //! holds the constants and `up`.
 
@@ -48,6 +48,7 @@ mod config;
 mod down;
 mod error;
 mod host;
+mod keys;
 mod node;
 mod state;
 mod status;
@@ -248,12 +249,7 @@ fn start(info: &mut SandboxInfo, subnet: &Subnet, cfg: &SandboxConfig) -> Result
         save(info)?;
         run(Command::new("iptables").args(["-w", "-I"]).args(&rule))?;
     }
-    let reaper = info.reaper();
-    for i in 0..info.nodes.len() {
-        let started = start_node(&mut info.nodes[i], &sshd, &reaper);
-        save(info)?;
-        started?;
-    }
+    start_nodes(info, &sshd)?;
     tracing::debug!(sandbox = %info.name, elapsed_ms = ms(), "sshd launched");
     wait_ready(info, cfg.ready_timeout_ms)?;
     tracing::debug!(sandbox = %info.name, elapsed_ms = ms(), "every sshd accepts");

@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::control::fanout;
+
 use super::host::*;
 use super::node::*;
 use super::*;
@@ -117,25 +119,16 @@ impl fmt::Display for SandboxStatus {
 }
 
 pub(super) fn status_of(info: &SandboxInfo) -> SandboxStatus {
-    // Probe all ports concurrently so a dead sandbox costs one timeout, not one per node.
-    let open: BTreeMap<String, bool> = std::thread::scope(|scope| {
-        let probes: Vec<_> = info
-            .nodes
-            .iter()
-            .map(|n| {
-                let addr = SocketAddr::from((n.address, info.ssh_port));
-                let name = n.name.clone();
-                scope.spawn(move || {
-                    let ok = TcpStream::connect_timeout(&addr, Duration::from_millis(300)).is_ok();
-                    (name, ok)
-                })
-            })
-            .collect();
-        probes
-            .into_iter()
-            .map(|p| p.join().unwrap_or_default())
-            .collect()
-    });
+    // Probe the ports in parallel (bounded) so a dead sandbox costs one timeout per round of
+    // `FAN_OUT` nodes, not one per node.
+    let open: BTreeMap<String, bool> = fanout::each(&info.nodes, fanout::FAN_OUT, |n| {
+        let addr = SocketAddr::from((n.address, info.ssh_port));
+        TcpStream::connect_timeout(&addr, Duration::from_millis(300)).is_ok()
+    })
+    .into_iter()
+    .zip(&info.nodes)
+    .map(|(ok, n)| (n.name.clone(), ok.unwrap_or_default()))
+    .collect();
     SandboxStatus {
         name: info.name.clone(),
         state_dir: info.state_dir.clone(),

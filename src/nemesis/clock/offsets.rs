@@ -84,24 +84,15 @@ pub fn measure_with(remote: &dyn Remote, cmd: &Cmd, samples: usize) -> Result<(f
 pub(super) fn measure_all(
     nodes: &[(String, Arc<dyn Remote>)],
 ) -> BTreeMap<String, Result<(f64, f64), String>> {
-    std::thread::scope(|s| {
-        let handles: Vec<_> = nodes
-            .iter()
-            .map(|(name, r)| {
-                let measure = crate::control::deadline::carry(|| measure_offset(r.as_ref()));
-                (name, s.spawn(measure))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|(name, h)| {
-                let m = h
-                    .join()
-                    .unwrap_or_else(|_| Err("clock measurement thread panicked".into()));
-                (name.clone(), m)
-            })
-            .collect()
-    })
+    use crate::control::fanout;
+    fanout::each(nodes, fanout::FAN_OUT, |(_, r)| measure_offset(r.as_ref()))
+        .into_iter()
+        .zip(nodes)
+        .map(|(m, (name, _))| {
+            let m = m.unwrap_or_else(|_| Err("clock measurement thread panicked".into()));
+            (name.clone(), m)
+        })
+        .collect()
 }
 
 /// `{"offsets_ms":{node:ms},"rtt_ms":{node:ms}}` of the successful measurements, plus

@@ -461,28 +461,22 @@ impl Primaries for ExternalDb {
         remotes: &[Arc<dyn Remote>],
         nodes: &[Node],
     ) -> Result<Vec<String>, DbError> {
-        let answers: Vec<Result<Option<ExecOutput>, DbError>> = std::thread::scope(|s| {
-            let handles: Vec<_> = remotes
-                .iter()
-                .zip(nodes)
-                .map(|(r, n)| {
-                    s.spawn(crate::control::deadline::carry(move || {
-                        self.run(r.as_ref(), CommandKind::Primaries, n, nodes)
-                    }))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(DbError::Other {
-                            node: "?".into(),
-                            message: "primaries command panicked".into(),
-                        })
+        use crate::control::fanout;
+        let pairs: Vec<(&Arc<dyn Remote>, &Node)> = remotes.iter().zip(nodes).collect();
+        let answers: Vec<Result<Option<ExecOutput>, DbError>> =
+            fanout::each(&pairs, fanout::FAN_OUT, |(r, n)| {
+                self.run(r.as_ref(), CommandKind::Primaries, n, nodes)
+            })
+            .into_iter()
+            .map(|a| {
+                a.unwrap_or_else(|_| {
+                    Err(DbError::Other {
+                        node: "?".into(),
+                        message: "primaries command panicked".into(),
                     })
                 })
-                .collect()
-        });
+            })
+            .collect();
         let mut names: Vec<String> = Vec::new();
         let mut errors = Vec::new();
         for a in answers {
