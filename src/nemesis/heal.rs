@@ -35,6 +35,44 @@ impl HealReport {
     }
 }
 
+/// A fault journal read for `heal`: its records, and what could not be read, in words.
+#[derive(Debug, Default)]
+pub struct JournalRead {
+    /// Every line that is a JSON value, in order.
+    pub records: Vec<Value>,
+    /// A last line cut short (a controller killed while writing it): skipped, said.
+    pub notes: Vec<String>,
+    /// Any other line that is not JSON: a fault it recorded may be missed, so the heal
+    /// cannot say everything was undone.
+    pub unreadable: Vec<String>,
+}
+
+/// Read the fault journal `text` (from the file `name`) line by line: blank lines are nothing;
+/// a last line that is not JSON is a torn write; any other is named by line with its cause.
+pub fn read_journal(name: &str, text: &str) -> JournalRead {
+    let mut read = JournalRead::default();
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str(line) {
+            Ok(v) => read.records.push(v),
+            Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => read.notes.push(format!(
+                "{name}:{}: the last record is cut short (the controller was killed while \
+                 writing it); skipped",
+                i + 1
+            )),
+            Err(e) => read.unreadable.push(format!(
+                "{name}:{}: not a journal record ({e}); a fault it recorded may not have been \
+                 healed: check the nodes by hand",
+                i + 1
+            )),
+        }
+    }
+    read
+}
+
 /// One journal record as "kill on n2, n4".
 fn describe_record(r: &Value) -> String {
     let f = r["f"].as_str().unwrap_or("?");
@@ -203,6 +241,20 @@ impl Nemesis {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_torn_last_journal_line_is_a_note_and_a_corrupt_one_is_left() {
+        let text = "{\"f\":\"kill\"}\n\nnot json\n{\"f\":\"pause\"}\n{\"f\":\"par";
+        let read = super::read_journal("faults.jsonl", text);
+        assert_eq!(read.records.len(), 2);
+        assert_eq!(read.unreadable.len(), 1, "{:?}", read.unreadable);
+        assert!(read.unreadable[0].starts_with("faults.jsonl:3: not a journal record"));
+        assert_eq!(read.notes.len(), 1);
+        assert!(read.notes[0].starts_with("faults.jsonl:5: the last record is cut short"));
+        // A complete last line that is not JSON is not a torn write.
+        let read = super::read_journal("j", "{}\nnot json\n");
+        assert_eq!((read.notes.len(), read.unreadable.len()), (0, 1));
+    }
+
     use super::*;
     use crate::nemesis::fault::nodes_of;
     use serde_json::json;

@@ -18,7 +18,6 @@ use crate::store::{FAULTS_FILE, RunDir, TEST_FILE};
 use futures_util::FutureExt;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -375,16 +374,14 @@ pub async fn heal_db(
 ) -> Result<crate::nemesis::heal::HealReport, RunError> {
     let mut ssh = cluster.ssh;
     let nodes = resolve_cluster(&cluster.nodes, &mut ssh, &cluster.sandbox, false)?;
+    let mut read = crate::nemesis::heal::JournalRead::default();
     let (outstanding, sink) = match &journal {
         None => (Vec::new(), None),
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| RunError::Control(format!("{}: {e}", path.display())))?;
-            let records: Vec<Value> = text
-                .lines()
-                .filter_map(|l| serde_json::from_str(l).ok())
-                .collect();
-            let open = crate::nemesis::outstanding_faults(&records);
+            read = crate::nemesis::heal::read_journal(&path.display().to_string(), &text);
+            let open = crate::nemesis::outstanding_faults(&read.records);
             let dir = RunDir::open(path.parent().unwrap_or(std::path::Path::new(".")));
             let name = path
                 .file_name()
@@ -415,7 +412,10 @@ pub async fn heal_db(
             rng: ChaCha8Rng::seed_from_u64(0),
             journal: sink,
         });
-        nemesis.heal_nodes(&unreachable, &outstanding, journal.as_deref())
+        let mut report = nemesis.heal_nodes(&unreachable, &outstanding, journal.as_deref());
+        report.lines.splice(0..0, read.notes);
+        report.left.extend(read.unreadable);
+        report
     })
     .await
     .map_err(|e| RunError::Control(format!("heal task did not complete: {e}")))
