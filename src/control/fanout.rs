@@ -23,6 +23,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// not the thread count, bound how fast commands go out beyond that.
 pub const FAN_OUT: usize = 32;
 
+/// Waits of up to a timeout each (connecting, readiness, port probes): every item at once, so
+/// unreachable ones cost one timeout in all, not one per wave of [`FAN_OUT`].
+pub fn all<I, T, F>(items: &[I], f: F) -> Vec<std::thread::Result<T>>
+where
+    I: Sync,
+    T: Send,
+    F: Fn(&I) -> T + Sync,
+{
+    each(items, items.len(), f)
+}
+
 /// Runs `f` on every item, at most `bound` at a time (0 is taken as 1), each call on a worker
 /// thread under this thread's deadline (`deadline::carry`). One result per item, in `items`
 /// order: `Err` holds the payload of a panic in `f` for that item (the other items still run).

@@ -282,23 +282,21 @@ fn connect_results(
     nodes: &[(String, String)],
     cfg: &SshConfig,
 ) -> Vec<Result<SshRemote, ExecError>> {
-    fanout::each(nodes, nodes.len(), |(name, host)| {
-        SshRemote::connect(name, host, cfg)
-    })
-    .into_iter()
-    .zip(nodes)
-    .map(|(r, (name, _))| {
-        r.unwrap_or_else(|p| {
-            Err(ExecError::Task {
-                node: name.clone(),
-                reason: format!(
-                    "connect thread panicked: {}",
-                    fanout::panic_words(p.as_ref())
-                ),
+    fanout::all(nodes, |(name, host)| SshRemote::connect(name, host, cfg))
+        .into_iter()
+        .zip(nodes)
+        .map(|(r, (name, _))| {
+            r.unwrap_or_else(|p| {
+                Err(ExecError::Task {
+                    node: name.clone(),
+                    reason: format!(
+                        "connect thread panicked: {}",
+                        fanout::panic_words(p.as_ref())
+                    ),
+                })
             })
         })
-    })
-    .collect()
+        .collect()
 }
 
 /// A node that could not be reached: every command fails at once with

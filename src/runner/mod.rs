@@ -133,7 +133,7 @@ pub fn on_nodes<T: Send>(
 ) -> Vec<T> {
     use crate::control::fanout;
     let pairs: Vec<(&Arc<dyn Remote>, &Node)> = remotes.iter().zip(nodes).collect();
-    fanout::each(&pairs, pairs.len(), |(r, n)| f(r.as_ref(), n))
+    fanout::all(&pairs, |(r, n)| f(r.as_ref(), n))
         .into_iter()
         .map(|r| r.unwrap_or_else(|p| std::panic::resume_unwind(p)))
         .collect()

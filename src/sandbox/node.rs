@@ -318,18 +318,7 @@ pub(super) fn write_files(info: &SandboxInfo) -> Result<PathBuf> {
             node.name, node.address
         ))
     });
-    let mut known_hosts = String::new();
-    for line in lines {
-        match line {
-            Ok(Ok(line)) => known_hosts.push_str(&line),
-            Ok(Err(e)) => return Err(e),
-            Err(p) => {
-                return Err(SandboxError::Panicked {
-                    what: fanout::panic_words(p.as_ref()),
-                });
-            }
-        }
-    }
+    let known_hosts: String = all_ok(lines)?.concat();
     write_file(&info.known_hosts, &known_hosts, 0o644)?;
     create_dir(Path::new("/run/sshd"), 0o755)?;
     Ok(authorized_keys)
@@ -371,20 +360,24 @@ pub(super) fn create_network(info: &SandboxInfo, subnet: &Subnet) -> Result<()> 
     first_error(addressed)
 }
 
-/// The first error (or panic, in words) of a fan-out of sandbox steps; every step was tried.
-pub(super) fn first_error<T>(results: Vec<std::thread::Result<Result<T>>>) -> Result<()> {
-    for r in results {
-        match r {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => return Err(e),
-            Err(p) => {
-                return Err(SandboxError::Panicked {
+/// Every value of a fan-out of sandbox steps, or its first error (or panic, in words); every
+/// step was tried.
+pub(super) fn all_ok<T>(results: Vec<std::thread::Result<Result<T>>>) -> Result<Vec<T>> {
+    results
+        .into_iter()
+        .map(|r| {
+            r.unwrap_or_else(|p| {
+                Err(SandboxError::Panicked {
                     what: fanout::panic_words(p.as_ref()),
-                });
-            }
-        }
-    }
-    Ok(())
+                })
+            })
+        })
+        .collect()
+}
+
+/// [`all_ok`] without the values.
+pub(super) fn first_error<T>(results: Vec<std::thread::Result<Result<T>>>) -> Result<()> {
+    all_ok(results).map(drop)
 }
 
 pub(super) fn forward_rule(info: &SandboxInfo) -> Vec<String> {

@@ -119,9 +119,8 @@ impl fmt::Display for SandboxStatus {
 }
 
 pub(super) fn status_of(info: &SandboxInfo) -> SandboxStatus {
-    // Probe the ports in parallel (bounded) so a dead sandbox costs one timeout per round of
-    // `FAN_OUT` nodes, not one per node.
-    let open: BTreeMap<String, bool> = fanout::each(&info.nodes, fanout::FAN_OUT, |n| {
+    // Probe every port at once, so a dead sandbox costs one timeout, not one per node or wave.
+    let open: BTreeMap<String, bool> = fanout::all(&info.nodes, |n| {
         let addr = SocketAddr::from((n.address, info.ssh_port));
         TcpStream::connect_timeout(&addr, Duration::from_millis(300)).is_ok()
     })
