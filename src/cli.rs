@@ -16,6 +16,7 @@ mod bench;
 mod chaos;
 mod check;
 mod cluster;
+pub mod duration;
 mod export;
 pub use bench::BenchArgs;
 pub use chaos::ChaosArgs;
@@ -217,8 +218,8 @@ impl From<ReadFromArg> for crate::options::ReadFrom {
 pub struct ReportArgs {
     /// A run directory (holding history.jsonl).
     pub run_dir: PathBuf,
-    /// Time budget for re-checking an invalid run's witness, in seconds.
-    #[arg(long, default_value_t = 60.0)]
+    /// Time budget for re-checking an invalid run's witness: seconds, or 90s, 10m….
+    #[arg(long, default_value_t = 60.0, value_parser = crate::cli::duration::seconds)]
     pub check_time_limit: f64,
 }
 
@@ -247,8 +248,8 @@ pub struct RunArgs {
     /// Client ops per second over all threads (0 = as fast as possible).
     #[arg(long, default_value_t = 200.0)]
     pub rate: f64,
-    /// Seconds of workload (main phase).
-    #[arg(long, default_value_t = 60.0)]
+    /// How long the workload (main phase) runs: seconds, or 90s, 10m, 24h, 1h30m.
+    #[arg(long, default_value_t = 60.0, value_parser = crate::cli::duration::seconds)]
     pub time_limit: f64,
     /// Random seed (default: random, printed and stored in test.json).
     #[arg(long)]
@@ -273,8 +274,8 @@ pub struct RunArgs {
     /// bitflip, truncate, disk-error, disk-full, slow-disk, membership).
     #[arg(long, default_value = "partition,kill,pause")]
     pub nemesis: String,
-    /// Seconds between fault transitions (overrides the schedule's interval_s).
-    #[arg(long)]
+    /// Time between fault transitions (overrides the schedule's interval_s): seconds, or 30s, 2m….
+    #[arg(long, value_parser = crate::cli::duration::seconds)]
     pub nemesis_interval: Option<f64>,
     /// Read consistency: linearizable (etcd: quorum reads through the leader) or serializable
     /// (etcd: local reads from the member asked, may be stale); a system refuses modes it cannot
@@ -294,15 +295,15 @@ pub struct RunArgs {
     /// Test name (run directory under --reports).
     #[arg(long)]
     pub name: Option<String>,
-    /// Seconds to let the cluster settle after healing, before final reads.
-    #[arg(long, default_value_t = 3.0)]
+    /// Time to let the cluster settle after healing, before final reads: seconds, or 10s….
+    #[arg(long, default_value_t = 3.0, value_parser = crate::cli::duration::seconds)]
     pub settle: f64,
-    /// Bound on one nemesis op, in seconds (its commands are cut off when it passes); the final
-    /// heal gets the same bound for all its ops together.
-    #[arg(long, value_name = "SECS", default_value_t = crate::config::DEFAULT_NEMESIS_TIMEOUT_S)]
+    /// Bound on one nemesis op, in seconds or 90s-style (its commands are cut off when it
+    /// passes); the final heal gets the same bound for all its ops together.
+    #[arg(long, value_name = "SECS", default_value_t = crate::config::DEFAULT_NEMESIS_TIMEOUT_S, value_parser = crate::cli::duration::seconds)]
     pub nemesis_timeout: f64,
-    /// Time budget for the linearizability check, in seconds.
-    #[arg(long, default_value_t = 60.0)]
+    /// Time budget for the linearizability check: seconds, or 90s, 10m….
+    #[arg(long, default_value_t = 60.0, value_parser = crate::cli::duration::seconds)]
     pub check_time_limit: f64,
     /// Witness of an invalid key: none (blocked op and longest linearizable prefix only), fast
     /// (also the essential ops, minimized within 2 s per key) or minimal (minimized to 1-minimal

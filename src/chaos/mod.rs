@@ -4,15 +4,13 @@
 //! Owns the chaos vocabulary (the probe op, the experiment settings recorded in test.json) and
 //! its parts. Pure (no IO, unit-tested): [`rails`] (blast-radius check of a nemesis schedule
 //! before anything runs), [`slo`] (the SLO judgement of a history and its exit code), [`schedule`]
-//! (the probe generator and the abort rail as generators), [`duration`] (`10m`-style flag
-//! values). Shell: [`probe`] (the probe client: a command or an HTTP GET on the controller),
+//! (the probe generator and the abort rail as generators). Shell: [`probe`] (the probe client: a command or an HTTP GET on the controller),
 //! [`run`] (sequencing one experiment: SSH, fault journal, nemesis, interpreter, heal on every
 //! exit path, results), [`dry_run`] (every command the schedule would run, in order, with no SSH
 //! connection). Does not own injecting faults (`nemesis`), the run page (`report`) or flags
 //! (`cli::chaos`).
 
 pub mod dry_run;
-pub mod duration;
 pub mod probe;
 pub mod rails;
 pub mod run;

@@ -14,8 +14,8 @@ pub struct BenchArgs {
     /// crate connections to the primary).
     #[arg(long, value_parser = ["etcd", "redis"], default_value = "etcd")]
     pub db: String,
-    /// Seconds per measurement.
-    #[arg(long, default_value_t = 3.0)]
+    /// Time per measurement: seconds, or 500ms, 10s….
+    #[arg(long, default_value_t = 3.0, value_parser = crate::cli::duration::seconds)]
     pub duration: f64,
     /// Concurrent clients.
     #[arg(long, default_value_t = 10)]

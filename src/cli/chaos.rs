@@ -2,8 +2,8 @@
 //! including the safety rails that refuse before anything runs (exit 3): nodes must be given,
 //! the blast-radius check of the schedule, faults chaos cannot serve.
 
+use super::duration::parse_ms;
 use super::{ClusterArgs, RunArgs, SandboxArgs};
-use crate::chaos::duration::parse_ms;
 use crate::chaos::run::{ChaosAbilities, ChaosConfig};
 use crate::chaos::{ProbeTarget, Settings, rails, slo::Slo};
 use crate::options::ConfigError;
@@ -21,8 +21,8 @@ pub struct ChaosArgs {
     /// --db), a name under nemeses/ or a path to a schedule.
     #[arg(long)]
     pub nemesis: String,
-    /// Seconds between fault transitions (overrides the schedule's interval_s).
-    #[arg(long)]
+    /// Time between fault transitions (overrides the schedule's interval_s): seconds, or 30s, 2m….
+    #[arg(long, value_parser = crate::cli::duration::seconds)]
     pub nemesis_interval: Option<f64>,
     /// How long to inject faults: 10m, 90s, 1h30m, or seconds.
     #[arg(long, default_value = "10m")]
@@ -60,8 +60,8 @@ pub struct ChaosArgs {
     /// SLO: smallest allowed fraction of served probes, e.g. 0.99.
     #[arg(long)]
     pub slo_availability: Option<f64>,
-    /// Seconds of probing after the last heal (to see the system recover).
-    #[arg(long, default_value_t = 5.0)]
+    /// Probing after the last heal (to see the system recover): seconds, or 30s, 2m….
+    #[arg(long, default_value_t = 5.0, value_parser = crate::cli::duration::seconds)]
     pub settle: f64,
     /// A system shakedown knows (etcd, postgres, redis, or a systems/*.toml spec) whose
     /// processes `pause` stops and continues (found as shakedown's own runs start them) and

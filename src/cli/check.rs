@@ -45,8 +45,8 @@ pub struct CheckArgs {
     /// counts).
     #[arg(long, value_name = "ANOMALIES")]
     pub anomalies: Option<String>,
-    /// Time budget in seconds per file; past it the verdict is unknown.
-    #[arg(long, default_value_t = 60.0)]
+    /// Time budget per file (seconds, or 90s, 10m…); past it the verdict is unknown.
+    #[arg(long, default_value_t = 60.0, value_parser = crate::cli::duration::seconds)]
     pub time_limit: f64,
     /// Witness of an invalid key: none (blocked op and longest linearizable prefix only), fast
     /// (also the essential ops, minimized within 10 times the key's search time, at least 50 ms

@@ -1,10 +1,13 @@
-//! Durations as people write them on the command line: `10m`, `90s`, `1h30m`, `500ms`, `2.5s`,
-//! or a bare number of seconds. Pure.
+//! Durations as people write them on the command line: `10m`, `90s`, `1h30m`, `1h 30m`, `24h`,
+//! `500ms`, `2.5s`, or a bare number of seconds; every flag that takes a duration reads it here.
+//! Pure. Does not own what a flag allows beyond that (a time limit must be positive: the config
+//! says so).
 
 /// Parse `text` into milliseconds. Units: `ms`, `s`, `m`, `h`; parts add up (`1m30s`); a bare
 /// number is seconds. The error says what was expected.
 pub fn parse_ms(text: &str) -> Result<u64, String> {
-    let t = text.trim();
+    let t: String = text.split_whitespace().collect();
+    let t = t.as_str();
     let expected = || {
         format!(
             "{text:?}: expected a duration such as 500ms, 30s, 10m, 1h30m or a number of seconds"
@@ -43,6 +46,11 @@ pub fn parse_ms(text: &str) -> Result<u64, String> {
     to_ms(total_ms, 1.0).ok_or_else(expected)
 }
 
+/// A duration flag's value in seconds (clap's `value_parser` for the `f64` seconds flags).
+pub fn seconds(text: &str) -> Result<f64, String> {
+    parse_ms(text).map(|ms| ms as f64 / 1000.0)
+}
+
 fn to_ms(value: f64, scale: f64) -> Option<u64> {
     let ms = value * scale;
     (0.0..1e15).contains(&ms).then(|| ms.round() as u64)
@@ -60,7 +68,11 @@ mod tests {
         assert_eq!(parse_ms("500ms"), Ok(500));
         assert_eq!(parse_ms("2.5s"), Ok(2_500));
         assert_eq!(parse_ms("20"), Ok(20_000));
-        assert_eq!(parse_ms(" 1m 0s ".replace(' ', "").as_str()), Ok(60_000));
+        assert_eq!(parse_ms(" 1m 0s "), Ok(60_000));
+        assert_eq!(parse_ms("1h 30m"), Ok(5_400_000));
+        assert_eq!(seconds("24h"), Ok(86_400.0));
+        assert_eq!(seconds("0.25"), Ok(0.25));
+        assert_eq!(seconds("1m30s"), Ok(90.0));
         for bad in ["", "ten", "5x", "-3", "m", "1.2.3s", "inf"] {
             let e = parse_ms(bad).unwrap_err();
             assert!(e.contains("expected a duration"), "{bad}: {e}");
