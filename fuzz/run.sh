@@ -21,9 +21,9 @@ mkdir -p "$seeds" "corpus/$reader" "artifacts/$reader"
 features=()
 max_len=16384
 case $reader in
-  edn) find "$data" -name '*.edn' -exec cp -t "$seeds" {} + ;;
-  jsonl) find "$data" -name '*.jsonl' -exec cp -t "$seeds" {} + ;;
-  json) find "$data/histories" -name '*.json' -exec cp -t "$seeds" {} + ;;
+  edn) find "$data" -name '*.edn' -exec cp --backup=numbered -t "$seeds" {} + ;;
+  jsonl) find "$data" -name '*.jsonl' -exec cp --backup=numbered -t "$seeds" {} + ;;
+  json) find "$data/histories" -name '*.json' -exec cp --backup=numbered -t "$seeds" {} + ;;
   history-txt) cp "$data/histories/history.txt" "$seeds/" ;;
   jepsen-log) find "$data/histories" -name '*.log' -exec cp -t "$seeds" {} + ;;
   porcupine) cp "$data"/histories/porcupine-kv*.txt "$seeds/" ;;
