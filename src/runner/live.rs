@@ -151,9 +151,35 @@ pub struct LiveRecord {
     /// final check reuses one only if the key has no more.
     #[serde(skip)]
     pub valid_parts: Vec<(PartSummary, usize)>,
+    /// Positions in the valid parts' linearizations, and the first valid part that still has
+    /// one (see [`KEEP_LINEARIZED_OPS`]).
+    #[serde(skip)]
+    linearized: (usize, usize),
 }
 
+/// Live linearizations kept at most, in ops (8 bytes each): past it the oldest valid keys'
+/// are dropped. Such a key, if it gets ops later (a final read), is searched again at the end
+/// instead of replayed through its live linearization: the same verdict, and live checking's
+/// memory stays flat over a long run (it grew by ~12 bytes per op before).
+pub const KEEP_LINEARIZED_OPS: usize = 2_000_000;
+
 impl LiveRecord {
+    /// Keep a valid part that had `n` client events when it was checked, its linearization
+    /// while the newest hold at most [`KEEP_LINEARIZED_OPS`].
+    pub fn keep_valid(&mut self, part: PartSummary, n: usize) {
+        self.keep_valid_within(part, n, KEEP_LINEARIZED_OPS);
+    }
+
+    fn keep_valid_within(&mut self, part: PartSummary, n: usize, most: usize) {
+        self.linearized.0 += part.linearization.as_ref().map_or(0, Vec::len);
+        self.valid_parts.push((part, n));
+        while self.linearized.0 > most && self.linearized.1 < self.valid_parts.len() {
+            let oldest = &mut self.valid_parts[self.linearized.1].0;
+            self.linearized.0 -= oldest.linearization.take().map_or(0, |l| l.len());
+            self.linearized.1 += 1;
+        }
+    }
+
     /// results.json's `live` object.
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or_default()
@@ -392,7 +418,7 @@ impl Tail {
                 }
                 Verdict::Valid => {
                     if let Some(&n) = part.key.as_deref().and_then(|k| seen.get(k)) {
-                        record.valid_parts.push((part, n));
+                        record.keep_valid(part, n);
                     }
                 }
             }
@@ -543,7 +569,7 @@ mod tests {
                         .iter()
                         .filter(|o| o.key.as_deref() == k.as_deref())
                         .count();
-                    record.valid_parts.push((part, n));
+                    record.keep_valid(part, n);
                 }
                 _ => record.invalid_parts.push(part),
             }
@@ -604,6 +630,42 @@ mod tests {
             none.merge(empty, &[], &lone, false).verdict,
             Verdict::Invalid
         );
+    }
+
+    #[test]
+    fn a_key_whose_live_linearization_was_dropped_is_searched_again_to_the_same_verdict() {
+        let ops = vec![
+            line(0, "invoke", 0, "write", "a", "1"),
+            line(1, "ok", 0, "write", "a", "1"),
+            line(2, "invoke", 1, "write", "b", "5"),
+            line(3, "ok", 1, "write", "b", "5"),
+        ];
+        let (live, ..) = check_batch(&live_cfg(), ops.clone()).unwrap();
+        let mut record = LiveRecord::default();
+        for part in live.parts {
+            record.keep_valid_within(part, 2, 1);
+        }
+        // At most one op's linearization kept: a's, the older, is dropped.
+        let kept: Vec<bool> = record
+            .valid_parts
+            .iter()
+            .map(|(p, _)| p.linearization.is_some())
+            .collect();
+        assert_eq!(kept, [false, true]);
+        for (seen, verdict) in [("1", Verdict::Valid), ("9", Verdict::Invalid)] {
+            let mut later = ops.clone();
+            later.push(line(4, "invoke", 0, "read", "a", "null"));
+            later.push(line(5, "ok", 0, "read", "a", seen));
+            later.push(line(6, "invoke", 1, "read", "b", "null"));
+            later.push(line(7, "ok", 1, "read", "b", "5"));
+            let later = History::from_ops(later);
+            let mut reuse = Reuse::of(&record, &later);
+            // b replayed through its live linearization, a searched again.
+            assert_eq!((reuse.valid, reuse.extended.len()), (0, 1), "{seen}");
+            let merged = final_check(&mut reuse, &later);
+            assert_eq!(per_key(&merged), per_key(&whole_check(&later)), "{seen}");
+            assert_eq!(merged.verdict, verdict, "{seen}");
+        }
     }
 
     #[test]
