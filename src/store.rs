@@ -56,6 +56,10 @@ pub const NEVER_RAN_KEY: &str = "never_ran";
 /// results.json's key for the membership changes by verb and outcome
 /// (`faults::membership::timeline::Timeline::counts`), in runs that made any.
 pub const MEMBERSHIP_KEY: &str = "membership";
+/// results.json's key for the history's size: `{"client_invokes": N, "end_s": S, "streamed":
+/// bool}` (the reports index lists them without reading the history; `streamed`: the end of a
+/// long run, checked and reported as the history streamed).
+pub const HISTORY_SIZE_KEY: &str = "history";
 
 /// A requested fault that never took effect in the run (results.json's [`NEVER_RAN_KEY`]).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

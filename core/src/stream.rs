@@ -291,8 +291,14 @@ impl<'a> Collector<'a> {
 /// linearization, a part's first op) through `orig`: the position in the checked history → the
 /// position in the whole history.
 pub fn remap_positions(r: &mut LinearResult, orig: &[u64]) {
+    remap_positions_with(r, |i| orig.get(i as usize).copied());
+}
+
+/// Map a result's op positions (as [`remap_positions`]) through `f`; a position `f` gives
+/// `None` for stays as it is.
+pub fn remap_positions_with(r: &mut LinearResult, f: impl Fn(u64) -> Option<u64>) {
     let map = |i: &mut u64| {
-        if let Some(&o) = orig.get(*i as usize) {
+        if let Some(o) = f(*i) {
             *i = o;
         }
     };

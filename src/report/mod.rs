@@ -8,6 +8,7 @@
 
 pub mod anomalies;
 pub mod clock_seen;
+pub mod digest;
 pub mod html;
 /// Fault intervals live in the pure core (`crate::faults::intervals`) so checkers can use them.
 pub use crate::faults::intervals as faults;
@@ -66,11 +67,43 @@ pub fn render_figures(
     results: Option<&serde_json::Value>,
     formats: plots::Formats,
 ) -> Vec<(&'static str, plots::Figure)> {
-    let duration_s = history.ops.iter().map(|o| o.time_ns).max().unwrap_or(0) as f64 / 1e9;
-    let window_s = default_window_s(duration_s);
+    let end_ns = history.ops.iter().map(|o| o.time_ns).max().unwrap_or(0);
     // Pair the ops once for the three charts that use them; recovery as stored by the check.
     let shades = recovery::stored_or_analysed(results, history).shading();
     let prepared = plots::prepare_with_shades(history, shades);
+    figures_of(history, prepared, end_ns, results, formats)
+}
+
+/// [`render_figures`] of a history read as it streamed: the charts from its `samples`, the
+/// rest from its sparse history ([`digest`]) and `end_ns` (its last time); `shades` from its
+/// recovery.
+pub fn render_figures_digest(
+    sparse: &History,
+    samples: plots::Samples,
+    end_ns: u64,
+    shades: Vec<recovery::Shade>,
+    results: Option<&serde_json::Value>,
+    formats: plots::Formats,
+) -> Vec<(&'static str, plots::Figure)> {
+    let prepared = plots::prepare_parts(
+        samples,
+        fault_intervals(sparse),
+        shades,
+        phases::final_phase(sparse).map(|p| p.quiet_span_s()),
+    );
+    figures_of(sparse, prepared, end_ns, results, formats)
+}
+
+/// The charts of [`PLOT_FILES`]: the three from `prepared`, the optional ones from `history`
+/// (its nemesis ops and the ops results.json names) and `results`.
+fn figures_of(
+    history: &History,
+    prepared: plots::Prepared,
+    end_ns: u64,
+    results: Option<&serde_json::Value>,
+    formats: plots::Formats,
+) -> Vec<(&'static str, plots::Figure)> {
+    let window_s = default_window_s(end_ns as f64 / 1e9);
     let mut out = vec![
         (
             "latency-raw",
@@ -118,9 +151,39 @@ pub fn render_run(run_dir: &Path) -> Result<Vec<PathBuf>, String> {
     let history = dir.read_history().map_err(|e| e.to_string())?;
     let results = read_results(run_dir)?;
     let figures = render_figures(&history, results.as_ref(), plots::Formats::SvgAndPng);
+    write_figures(run_dir, &figures)
+}
+
+/// [`render_run`] from a digest of the run's history (read once as it streamed; see
+/// [`render_figures_digest`]).
+pub fn render_run_digest(
+    run_dir: &Path,
+    sparse: &History,
+    samples: plots::Samples,
+    end_ns: u64,
+    shades: Vec<recovery::Shade>,
+) -> Result<Vec<PathBuf>, String> {
+    let results = read_results(run_dir)?;
+    let figures = render_figures_digest(
+        sparse,
+        samples,
+        end_ns,
+        shades,
+        results.as_ref(),
+        plots::Formats::SvgAndPng,
+    );
+    write_figures(run_dir, &figures)
+}
+
+/// Write `figures` into `run_dir` and remove the optional charts they lack.
+fn write_figures(
+    run_dir: &Path,
+    figures: &[(&'static str, plots::Figure)],
+) -> Result<Vec<PathBuf>, String> {
+    let dir = RunDir::open(run_dir);
     let mut written = Vec::with_capacity(figures.len() * 2);
     let cannot = |e: crate::store::StoreError| format!("cannot write plot: {e}");
-    for (stem, fig) in &figures {
+    for (stem, fig) in figures {
         let svg = format!("{stem}.svg");
         dir.write_text(&svg, &fig.svg).map_err(cannot)?;
         written.push(run_dir.join(svg));

@@ -17,6 +17,7 @@
 //! finished page replaces.
 
 use crate::completion::CompletionRecord;
+use crate::history::History;
 use crate::report::html::esc;
 use crate::report::{PLOT_FILES, omitted_reason};
 use crate::store::{
@@ -338,6 +339,12 @@ fn plots_section(out: &mut String, run_dir: &Path) {
 /// Render the self-contained `index.html` of one run directory. `test.json` and `results.json`
 /// are required (an error names the missing or malformed file); everything else is optional.
 pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
+    render_run_page_with(run_dir, None)
+}
+
+/// [`render_run_page`] with the history already read: `Some` of a digest's sparse history
+/// (`report::digest`) for a long run, whose sections read only the ops it keeps.
+pub fn render_run_page_with(run_dir: &Path, sparse: Option<&History>) -> Result<String, String> {
     let test = read_json(run_dir, TEST_FILE)?;
     let results = read_json(run_dir, RESULTS_FILE)?;
     let name = text_of(test.get("name"));
@@ -375,8 +382,16 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
     // Top-down for a person: the verdict and the first witness, then the plots, then the
     // tables (every checker's details, faults, recovery), the configuration folded, the files.
     let dir = RunDir::open(run_dir);
-    let history = dir.has(HISTORY_FILE).then(|| dir.read_history());
-    let readable = history.as_ref().and_then(|h| h.as_ref().ok());
+    let history = match sparse {
+        Some(h) => Some(Ok(std::borrow::Cow::Borrowed(h))),
+        None => dir
+            .has(HISTORY_FILE)
+            .then(|| dir.read_history().map(std::borrow::Cow::Owned)),
+    };
+    let readable = history
+        .as_ref()
+        .and_then(|h| h.as_ref().ok())
+        .map(|h| h.as_ref());
     verdict::verdict_section(&mut out, &results, readable);
     live_section(&mut out, &results);
     plots_section(&mut out, run_dir);
@@ -433,7 +448,12 @@ pub fn render_run_page(run_dir: &Path) -> Result<String, String> {
 
 /// Render and write `run_dir/index.html`; returns its path.
 pub fn write_run_page(run_dir: &Path) -> Result<PathBuf, String> {
-    let html = render_run_page(run_dir)?;
+    write_run_page_with(run_dir, None)
+}
+
+/// [`write_run_page`] with the history already read (see [`render_run_page_with`]).
+pub fn write_run_page_with(run_dir: &Path, sparse: Option<&History>) -> Result<PathBuf, String> {
+    let html = render_run_page_with(run_dir, sparse)?;
     RunDir::open(run_dir)
         .write_text(INDEX_FILE, &html)
         .map_err(|e| format!("cannot write the run page: {e}"))?;

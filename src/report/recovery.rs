@@ -63,6 +63,7 @@ mod fault;
 mod outages;
 mod unmeasured;
 use attempts::{Attempt, attempts};
+pub use attempts::{Attempts, AttemptsBuilder};
 use fault::{Context, fault_recovery, idle_spans};
 pub use unmeasured::{UNMEASURED_NAMED, Unmeasured};
 
@@ -356,7 +357,25 @@ fn duration_text(s: f64) -> String {
 /// Compute recovery and unavailability of `history` (see the module doc).
 pub fn analyse(history: &History, config: &RecoveryConfig) -> Recovery {
     let end_ns = history.ops.iter().map(|o| o.time_ns).max().unwrap_or(0);
-    let (attempts, f_names, node_names) = attempts(history);
+    analyse_attempts(attempts(history), history, end_ns, config)
+}
+
+/// [`analyse`] of a history read as it streamed: `attempts` from an [`AttemptsBuilder`] fed
+/// every op; `faults` a history holding at least every nemesis op, the client op before each
+/// and the ops after the last one (`report::digest`'s sparse history; positions kept);
+/// `end_ns` the history's last time.
+pub fn analyse_attempts(
+    attempts: Attempts,
+    faults: &History,
+    end_ns: u64,
+    config: &RecoveryConfig,
+) -> Recovery {
+    let history = faults;
+    let Attempts {
+        attempts,
+        f_names,
+        node_names,
+    } = attempts;
 
     // The final heal and settle attempt nothing: outages end where the workload stopped.
     let final_phase = phases::final_phase(history);
@@ -886,7 +905,11 @@ mod tests {
         );
         assert!(r.outages.is_empty(), "{:?}", r.outages);
         assert_eq!((r.recovered, r.not_recovered, r.not_measured), (0, 0, 1));
-        let idle = idle_spans(&attempts(&g_history_again()).0, 1_000 * MS, 30_502 * MS);
+        let idle = idle_spans(
+            &attempts(&g_history_again()).attempts,
+            1_000 * MS,
+            30_502 * MS,
+        );
         assert_eq!(idle, vec![(19_902 * MS, 30_000 * MS)]);
     }
 

@@ -100,6 +100,45 @@ tr.conflict td{background:#fde0dc}
 /// Render the page. `history` must be the history `result` was computed from (witness op indices
 /// are positions in it).
 pub fn render_witness_html(result: &LinearResult, history: &History) -> String {
+    render(result, result, history, &At(None))
+}
+
+/// [`render_witness_html`] from part of the history: `ops` holds (at least) every op of the
+/// invalid parts' keys, in history order, and `positions[i]` is the position of `ops.ops[i]` in
+/// the whole history `result` was computed from. The page is the one the whole history gives
+/// (a long run's witness page, drawn without holding its history).
+pub fn render_witness_html_at(result: &LinearResult, ops: &History, positions: &[u64]) -> String {
+    let local_of: HashMap<u64, u64> = positions
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| (p, i as u64))
+        .collect();
+    let mut local = result.clone();
+    // A position with no op here (a part not drawn) points past the ops: drawn as absent.
+    let past = ops.ops.len() as u64;
+    crate::stream::remap_positions_with(&mut local, |i| {
+        Some(local_of.get(&i).copied().unwrap_or(past))
+    });
+    render(result, &local, ops, &At(Some(positions)))
+}
+
+/// Positions of a history's ops in the whole history: themselves, or (part of a history) from
+/// a table.
+struct At<'a>(Option<&'a [u64]>);
+
+impl At<'_> {
+    /// The whole history's position of op `i`.
+    fn pos(&self, i: u64) -> u64 {
+        match self.0 {
+            Some(p) => p.get(i as usize).copied().unwrap_or(i),
+            None => i,
+        }
+    }
+}
+
+/// The page: text from `result`, the drawings from `local` (the same result with positions in
+/// `history`), labels through `at`.
+fn render(result: &LinearResult, local: &LinearResult, history: &History, at: &At) -> String {
     let mut out = String::with_capacity(64 * 1024);
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     let _ = writeln!(
@@ -122,7 +161,7 @@ pub fn render_witness_html(result: &LinearResult, history: &History) -> String {
     let _ = writeln!(out, "<h2>Explanation</h2>\n<pre>{}</pre>", esc(&explain));
 
     let pairs = history.pairs().unwrap_or_default();
-    let invalid: Vec<&PartSummary> = result
+    let invalid: Vec<&PartSummary> = local
         .parts
         .iter()
         .filter(|p| p.verdict == Verdict::Invalid && p.witness.is_some())
@@ -136,7 +175,7 @@ pub fn render_witness_html(result: &LinearResult, history: &History) -> String {
             break;
         }
         if let Some(w) = &p.witness {
-            render_invalid_part(&mut out, p, w, history, &pairs);
+            render_invalid_part(&mut out, p, w, history, &pairs, at);
             drawn_parts += 1;
         }
     }
@@ -170,13 +209,14 @@ fn key_text(k: &Option<String>) -> String {
 
 /// The minimized ops shown: all of them, or the `MAX_MINIMIZED_DRAWN` nearest the blocked op in
 /// history position, in history order.
-fn minimized_shown(w: &Witness) -> Vec<&crate::checker::linear::WitnessOp> {
+fn minimized_shown<'w>(w: &'w Witness, at: &At) -> Vec<&'w crate::checker::linear::WitnessOp> {
     let Some(m) = &w.minimized else {
         return Vec::new();
     };
     let mut v: Vec<&crate::checker::linear::WitnessOp> = m.iter().collect();
     if v.len() > MAX_MINIMIZED_DRAWN {
-        v.sort_by_key(|o| o.index.abs_diff(w.op.index));
+        let c = at.pos(w.op.index);
+        v.sort_by_key(|o| at.pos(o.index).abs_diff(c));
         v.truncate(MAX_MINIMIZED_DRAWN);
         v.sort_by_key(|o| o.index);
     }
@@ -184,7 +224,12 @@ fn minimized_shown(w: &Witness) -> Vec<&crate::checker::linear::WitnessOp> {
 }
 
 /// Which ops of the part to draw: history positions of invokes.
-fn select_ops(w: &Witness, key: &Option<String>, history: &History) -> (Vec<usize>, usize) {
+fn select_ops(
+    w: &Witness,
+    key: &Option<String>,
+    history: &History,
+    at: &At,
+) -> (Vec<usize>, usize) {
     let n = history.ops.len();
     let mut must: BTreeSet<usize> = BTreeSet::new();
     let mut push = |i: u64| {
@@ -195,7 +240,7 @@ fn select_ops(w: &Witness, key: &Option<String>, history: &History) -> (Vec<usiz
     push(w.op.index);
     let mut minimized_hidden = 0;
     if let Some(m) = &w.minimized {
-        for o in minimized_shown(w) {
+        for o in minimized_shown(w, at) {
             push(o.index);
         }
         minimized_hidden = m.len().saturating_sub(MAX_MINIMIZED_DRAWN);
@@ -207,23 +252,25 @@ fn select_ops(w: &Witness, key: &Option<String>, history: &History) -> (Vec<usiz
         let o = &history.ops[i];
         o.op_type == OpType::Invoke && o.is_client() && o.key.as_deref() == key.as_deref()
     };
-    // Neighbours: nearest same-part invokes around the blocked op, alternating sides.
+    // Neighbours: the same-part invokes nearest the blocked op (by position in the whole
+    // history), the earlier one first at equal distance.
     let centre = (w.op.index as usize).min(n.saturating_sub(1));
-    let (mut lo, mut hi) = (centre as isize - 1, centre + 1);
+    let c = at.pos(centre as u64);
+    let mut near: Vec<(u64, bool, usize)> = (0..n)
+        .filter(|&i| i != centre && in_part(i))
+        .map(|i| {
+            let p = at.pos(i as u64);
+            (p.abs_diff(c), p > c, i)
+        })
+        .collect();
+    near.sort_unstable();
     let mut added = 0;
-    while added < MAX_NEIGHBOURS && (lo >= 0 || hi < n) {
-        if lo >= 0 {
-            let i = lo as usize;
-            if in_part(i) && must.insert(i) {
-                added += 1;
-            }
-            lo -= 1;
+    for (_, _, i) in near {
+        if added == MAX_NEIGHBOURS {
+            break;
         }
-        if hi < n && added < MAX_NEIGHBOURS {
-            if in_part(hi) && must.insert(hi) {
-                added += 1;
-            }
-            hi += 1;
+        if must.insert(i) {
+            added += 1;
         }
     }
     (must.into_iter().collect(), minimized_hidden)
@@ -238,6 +285,7 @@ fn render_invalid_part(
     w: &Witness,
     history: &History,
     pairs: &[Option<usize>],
+    at: &At,
 ) {
     let _ = writeln!(
         out,
@@ -252,15 +300,15 @@ fn render_invalid_part(
         "<p>Op <b>{}</b> (process {}, <code>{}</code>, {}) cannot be linearized: the longest \
          linearizable prefix found ({} ops) ends in state <code>{}</code>, and no linearization lets \
          this op take effect before its completion.</p>",
-        o.index,
+        at.pos(o.index),
         et(&o.process),
         et(&o.description),
         esc(&o.outcome),
         w.prefix_len,
         et(&w.last_state)
     );
-    let (drawn, minimized_hidden) = select_ops(w, &p.key, history);
-    let axis = Axis::of(&drawn, history, pairs);
+    let (drawn, minimized_hidden) = select_ops(w, &p.key, history, at);
+    let axis = Axis::of(&drawn, history, pairs, at);
     let _ = writeln!(
         out,
         "<p class=\"note\">Drawn: {} ops of this part (the witness ops plus up to {} neighbours nearest \
@@ -278,13 +326,15 @@ fn render_invalid_part(
             "history position (the ops carry no times)"
         }
     );
-    render_timeline(out, w, history, pairs, &drawn, &axis);
-    render_attempt(out, w);
+    render_timeline(out, w, history, pairs, &drawn, &axis, at);
+    render_attempt(out, w, at);
 }
 
 /// The timeline's x axis: `time_ns` when the drawn ops carry distinct times, else history
 /// positions; pending ops run to the right edge, a little past the last completion.
-struct Axis {
+struct Axis<'a> {
+    /// The whole history's positions of the ops.
+    at: &'a At<'a>,
     /// Whether the axis is time (else history positions).
     use_time: bool,
     /// The axis value at the left edge.
@@ -295,9 +345,9 @@ struct Axis {
     plot_w: f64,
 }
 
-impl Axis {
+impl<'a> Axis<'a> {
     /// The axis of the ops `drawn` (indices into `history`, their completions from `pairs`).
-    fn of(drawn: &[usize], history: &History, pairs: &[Option<usize>]) -> Axis {
+    fn of(drawn: &[usize], history: &History, pairs: &[Option<usize>], at: &'a At<'a>) -> Axis<'a> {
         let mut raw_min = u64::MAX;
         let mut raw_max = 0u64;
         for &i in drawn {
@@ -308,6 +358,7 @@ impl Axis {
             }
         }
         let mut axis = Axis {
+            at,
             use_time: !drawn.is_empty() && raw_max > raw_min,
             t_min: 0.0,
             t_edge: 0.0,
@@ -340,7 +391,7 @@ impl Axis {
         if self.use_time {
             history.ops[i].time_ns as f64
         } else {
-            i as f64
+            self.at.pos(i as u64) as f64
         }
     }
 
@@ -364,6 +415,7 @@ fn render_timeline(
     pairs: &[Option<usize>],
     drawn: &[usize],
     axis: &Axis,
+    at: &At,
 ) {
     // Lanes: one per process, in process order.
     let mut lanes: BTreeMap<crate::history::Process, usize> = BTreeMap::new();
@@ -420,7 +472,7 @@ fn render_timeline(
             y2 = y + LANE_H - 2.0
         );
     }
-    let bar_of = render_bars(out, w, history, pairs, drawn, axis, &lanes);
+    let bar_of = render_bars(out, w, history, pairs, drawn, axis, &lanes, at);
     render_linearization_points(out, w, &bar_of);
     out.push_str("</svg></div>\n");
 }
@@ -435,6 +487,7 @@ fn render_bars(
     drawn: &[usize],
     axis: &Axis,
     lanes: &BTreeMap<crate::history::Process, usize>,
+    at: &At,
 ) -> HashMap<usize, (f64, f64, f64)> {
     let window: BTreeSet<u64> = w
         .minimized
@@ -493,24 +546,29 @@ fn render_bars(
             _ => "never completed",
         };
         let title = format!(
-            "op {i} process {} {} ({outcome}){}",
+            "op {} process {} {} ({outcome}){}",
+            at.pos(i as u64),
             inv.process,
             trunc(&desc, MAX_TEXT_CHARS),
             match end_of(pairs, i) {
-                Some(j) => format!(", completed at #{j}"),
+                Some(j) => format!(", completed at #{}", at.pos(j as u64)),
                 None => String::new(),
             }
         );
         let _ = write!(
             out,
-            "<g class=\"{class}\" data-op=\"{i}\"><title>{}</title><rect x=\"{x0:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{BAR_H}\" rx=\"2\"/>",
+            "<g class=\"{class}\" data-op=\"{}\"><title>{}</title><rect x=\"{x0:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{BAR_H}\" rx=\"2\"/>",
+            at.pos(i as u64),
             esc(&title),
             x1 - x0
         );
         // Label only when there is room for a few characters.
         let room = ((x1 - x0 - 4.0) / 6.0).floor();
         if room >= 3.0 {
-            let label = trunc(&format!("{i}: {desc}"), (room as usize).min(60));
+            let label = trunc(
+                &format!("{}: {desc}", at.pos(i as u64)),
+                (room as usize).min(60),
+            );
             let _ = write!(
                 out,
                 "<text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
@@ -559,7 +617,7 @@ fn render_linearization_points(
 }
 
 /// The attempted linearization's tail and the blocked op, then the minimized window, as tables.
-fn render_attempt(out: &mut String, w: &Witness) {
+fn render_attempt(out: &mut String, w: &Witness, at: &At) {
     let first_step = w.prefix_len.saturating_sub(w.prefix_tail.len());
     // The attempted linearization.
     let _ = writeln!(
@@ -577,7 +635,7 @@ fn render_attempt(out: &mut String, w: &Witness) {
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td><code>{}</code></td></tr>",
             k + 1,
             first_step + k + 1,
-            s.op.index,
+            at.pos(s.op.index),
             et(&s.op.process),
             et(&s.op.description),
             esc(&s.op.outcome),
@@ -588,7 +646,7 @@ fn render_attempt(out: &mut String, w: &Witness) {
         out,
         "<tr class=\"conflict\"><td>✗</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>cannot be linearized from <code>{}</code></td></tr></table>",
         w.prefix_len + 1,
-        w.op.index,
+        at.pos(w.op.index),
         et(&w.op.process),
         et(&w.op.description),
         esc(&w.op.outcome),
@@ -613,7 +671,7 @@ fn render_attempt(out: &mut String, w: &Witness) {
                 "<tr><td colspan=\"4\" class=\"note\">showing the {MAX_MINIMIZED_DRAWN} nearest the blocked op</td></tr>"
             );
         }
-        for o in minimized_shown(w) {
+        for o in minimized_shown(w, at) {
             let cls = if o.index == w.op.index {
                 " class=\"conflict\""
             } else {
@@ -622,7 +680,7 @@ fn render_attempt(out: &mut String, w: &Witness) {
             let _ = writeln!(
                 out,
                 "<tr{cls}><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td></tr>",
-                o.index,
+                at.pos(o.index),
                 et(&o.process),
                 et(&o.description),
                 esc(&o.outcome)
@@ -679,6 +737,75 @@ mod tests {
         assert!(!html.contains("<script"), "no scripts");
         assert!(!html.contains("https://"), "no external references");
         assert!(!html.contains("http://"), "no external references");
+    }
+
+    /// Three keys, one process each, writes then reads; key `b`'s read at its op `bad` sees a
+    /// value never written. Key `a` gets bursts of extra ops after `b`'s bad read, so positions
+    /// in the whole history are not a stretch of the key's own.
+    fn three_keys(per_key: usize, bad: usize) -> History {
+        let mut ops = Vec::new();
+        let mut push = |ty: OpType, p: u64, f: &str, key: &str, v: serde_json::Value| {
+            let mut o = op(ty, p, f, v);
+            o.key = Some(crate::history::Name::new(key));
+            o.time_ns = (ops.len() as u64 + 1) * 1_000;
+            ops.push(o);
+        };
+        for i in 0..per_key {
+            for (p, key) in ["a", "b", "c"].iter().enumerate() {
+                let p = p as u64;
+                let extra = if *key == "a" && i > bad && i % 7 == 0 {
+                    5
+                } else {
+                    1
+                };
+                for _ in 0..extra {
+                    push(OpType::Invoke, p, "write", key, json!(i));
+                    push(OpType::Ok, p, "write", key, json!(i));
+                    let seen = if *key == "b" && i == bad { 999 } else { i };
+                    push(OpType::Invoke, p, "read", key, json!(null));
+                    push(OpType::Ok, p, "read", key, json!(seen));
+                }
+            }
+        }
+        History::from_ops(ops)
+    }
+
+    #[test]
+    fn a_page_drawn_from_the_drawn_keys_ops_alone_is_the_whole_historys_page() {
+        let h = three_keys(400, 150);
+        let opts = crate::model::ModelOptions::preset(crate::model::SemanticsPreset::Etcd);
+        let config = LinearConfig {
+            decide: Decide::AllKeys,
+            ..LinearConfig::default()
+        };
+        let r =
+            crate::checker::compose::check_linear_with("cas-register", &h, &opts, config).unwrap();
+        assert_eq!(r.verdict, Verdict::Invalid);
+        let whole = render_witness_html(&r, &h);
+        let (mut ops, mut positions) = (Vec::new(), Vec::new());
+        for (i, o) in h.ops.iter().enumerate() {
+            if o.key.as_deref() == Some("b") {
+                ops.push(o.clone());
+                positions.push(i as u64);
+            }
+        }
+        let part = render_witness_html_at(&r, &History::from_ops(ops), &positions);
+        assert!(whole.contains("<svg"), "the whole page draws the witness");
+        // More same-key invokes than drawn neighbours: which ones are drawn depends on the
+        // whole history's positions.
+        assert!(400 * 2 > MAX_NEIGHBOURS);
+        if whole != part {
+            let at = whole
+                .bytes()
+                .zip(part.bytes())
+                .position(|(a, b)| a != b)
+                .unwrap_or(whole.len().min(part.len()));
+            panic!(
+                "pages differ at byte {at}: whole {:?} part {:?}",
+                &whole[at.saturating_sub(80)..(at + 80).min(whole.len())],
+                &part[at.saturating_sub(80)..(at + 80).min(part.len())]
+            );
+        }
     }
 
     #[test]

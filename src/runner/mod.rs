@@ -30,6 +30,7 @@ mod nemesis_client;
 mod record;
 pub mod requested;
 pub mod results;
+mod streamed;
 
 pub(crate) use drive::{Control, DriveOutcome, drive};
 pub use drive::{schedule_of, with_offsets_of};

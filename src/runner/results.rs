@@ -118,21 +118,70 @@ pub(super) fn write_results_with(
     progress: Option<&Progress>,
     live: Option<&super::live::LiveRecord>,
 ) -> Result<Checked, RunError> {
+    let ask = Ask {
+        check_time_limit_s,
+        witness,
+        stream_above: crate::import::STREAM_ABOVE,
+    };
+    write_results_asked(run_dir, &ask, progress, live)
+}
+
+/// How a recorded run is checked.
+pub(super) struct Ask {
+    pub(super) check_time_limit_s: f64,
+    pub(super) witness: crate::checker::linear::WitnessMode,
+    /// A history file bigger than this is checked and reported as it streams
+    /// (`runner::streamed`), when its model streams.
+    pub(super) stream_above: u64,
+}
+
+/// What the history was read into: the whole of it, or (a long run) a digest of one pass.
+enum Read {
+    Whole(History),
+    Digest(Box<super::streamed::Digested>),
+}
+
+pub(super) fn write_results_asked(
+    run_dir: &RunDir,
+    ask: &Ask,
+    progress: Option<&Progress>,
+    live: Option<&super::live::LiveRecord>,
+) -> Result<Checked, RunError> {
     crate::store::ensure_writable(&run_dir.path)?;
-    let history = History::read_file(&run_dir.history_path())?;
     let (txn_ask, record) = recorded_check(run_dir)?;
     let what = WhatRan::read(run_dir, &record)?;
-    let mut reuse = live
-        .map(|l| super::live::Reuse::of(l, &history))
-        .unwrap_or_default();
-    let (checked, mut results, linear) = check_reusing(
-        &history,
-        check_time_limit_s,
-        &what,
-        witness,
-        txn_ask,
-        &mut reuse,
-    );
+    let size = std::fs::metadata(run_dir.history_path()).map_or(0, |m| m.len());
+    let streamed = (size > ask.stream_above)
+        .then(|| super::streamed::check(run_dir, &what, ask, txn_ask.clone()))
+        .flatten();
+    let mut reuse = super::live::Reuse::default();
+    let (checked, mut results, linear, read) = match streamed {
+        Some(s) => {
+            let s = *s;
+            let digested = super::streamed::digest(run_dir, &s.results)?;
+            (
+                s.verdict,
+                s.results,
+                Some(s.linear),
+                Read::Digest(Box::new(digested)),
+            )
+        }
+        None => {
+            let history = History::read_file(&run_dir.history_path())?;
+            if let Some(l) = live {
+                reuse = super::live::Reuse::of(l, &history);
+            }
+            let (checked, results, linear) = check_reusing(
+                &history,
+                ask.check_time_limit_s,
+                &what,
+                ask.witness,
+                txn_ask,
+                &mut reuse,
+            );
+            (checked, results, linear, Read::Whole(history))
+        }
+    };
     if let Some(by) = record.claimed_by {
         for r in results
             .iter_mut()
@@ -142,11 +191,23 @@ pub(super) fn write_results_with(
         }
     }
     let completion = run_dir.read_completion();
-    let client_ops = history
-        .ops
-        .iter()
-        .filter(|o| o.is_client() && o.op_type != crate::history::OpType::Invoke)
-        .count() as u64;
+    let (client_ops, invokes, end_ns, faults) = match &read {
+        Read::Whole(h) => {
+            let completions = h
+                .ops
+                .iter()
+                .filter(|o| o.is_client() && o.op_type != crate::history::OpType::Invoke)
+                .count() as u64;
+            let invokes = h
+                .ops
+                .iter()
+                .filter(|o| o.is_client() && o.op_type == crate::history::OpType::Invoke)
+                .count() as u64;
+            let end_ns = h.ops.iter().map(|o| o.time_ns).max().unwrap_or(0);
+            (completions, invokes, end_ns, h)
+        }
+        Read::Digest(d) => (d.completions, d.invokes, d.end_ns, &d.sparse),
+    };
     let judged = crate::completion::judge(checked, &completion, client_ops);
     let mut json = results_json(judged.verdict, &results);
     json["checked"] = serde_json::to_value(checked).unwrap_or_default();
@@ -154,6 +215,12 @@ pub(super) fn write_results_with(
         json["reason"] = r.clone().into();
     }
     json["completion"] = serde_json::to_value(&completion).unwrap_or_default();
+    json[crate::store::HISTORY_SIZE_KEY] = json!({
+        "client_invokes": invokes,
+        "end_s": end_ns as f64 / 1e9,
+        // Checked and reported as it streamed (`runner::streamed`), not held whole.
+        "streamed": matches!(read, Read::Digest(_)),
+    });
     // At the end of a run: what live checking decided; later (`report`, `heal`): what it left
     // in live.json.
     let live_json = live.map(|l| {
@@ -175,20 +242,31 @@ pub(super) fn write_results_with(
     if completion.status == crate::completion::RunStatus::StoppedOnAnomaly {
         json[STOPPED_EARLY_KEY] = completion.reason.clone().into();
     }
-    json[crate::report::recovery::RESULTS_KEY] = crate::report::recovery::to_json(&history);
-    let membership = crate::faults::membership::timeline::timeline(&history);
+    let recovery = match &read {
+        Read::Whole(h) => crate::report::recovery::analyse(h, &Default::default()),
+        Read::Digest(d) => d.recovery.clone(),
+    };
+    json[crate::report::recovery::RESULTS_KEY] =
+        serde_json::to_value(&recovery).unwrap_or(Value::Null);
+    let membership = crate::faults::membership::timeline::timeline(faults);
     if !membership.is_empty() {
         json[crate::store::MEMBERSHIP_KEY] = json!({ "changes": membership.counts() });
     }
     if let Ok(test) = run_dir.read_object(TEST_FILE) {
-        let never = super::requested::never_ran(&test, &history);
+        let never = super::requested::never_ran(&test, faults);
         json[crate::store::NEVER_RAN_KEY] = serde_json::to_value(never).unwrap_or_default();
     }
-    crate::systems::external::record_protocol_errors(
-        &mut json,
-        &history,
-        &run_dir.path.join(TEST_FILE),
-    );
+    let test_json = run_dir.path.join(TEST_FILE);
+    match &read {
+        Read::Whole(h) => {
+            crate::systems::external::record_protocol_errors(&mut json, h, &test_json)
+        }
+        Read::Digest(d) => crate::systems::external::record_protocol_counts(
+            &mut json,
+            &d.protocol_errors,
+            &test_json,
+        ),
+    }
     run_dir.write_json(RESULTS_FILE, &json)?;
     if let Some(p) = progress {
         p.phase(
@@ -196,11 +274,22 @@ pub(super) fn write_results_with(
             "writing plots, the run page and the reports index",
         );
     }
-    if let Some(r) = linear.filter(|r| r.verdict == Verdict::Invalid) {
-        let page = crate::report::witness_html::render_witness_html(&r, &history);
-        run_dir.write_text(LINEAR_WITNESS_FILE, &page)?;
+    match read {
+        Read::Whole(history) => {
+            if let Some(r) = linear.filter(|r| r.verdict == Verdict::Invalid) {
+                let page = crate::report::witness_html::render_witness_html(&r, &history);
+                run_dir.write_text(LINEAR_WITNESS_FILE, &page)?;
+            }
+            drop(history);
+            render_pages(run_dir);
+        }
+        Read::Digest(d) => {
+            if let Some(r) = linear.filter(|r| r.verdict == Verdict::Invalid) {
+                super::streamed::write_witness_page(run_dir, &r)?;
+            }
+            super::streamed::render_pages(run_dir, *d, recovery.shading());
+        }
     }
-    render_pages(run_dir);
     Ok(Checked {
         verdict: judged.verdict,
         reason: judged.reason,
@@ -218,6 +307,11 @@ pub(crate) fn render_pages(run_dir: &RunDir) {
     if let Err(e) = crate::report::page::write_run_page(&run_dir.path) {
         tracing::warn!("run page: {e}");
     }
+    write_index(run_dir);
+}
+
+/// The reports index, when `run_dir` is inside a reports directory; a failure is a warning.
+pub(super) fn write_index(run_dir: &RunDir) {
     if let Some(root) = crate::store::reports_root_of(&run_dir.path)
         && let Err(e) = crate::report::page::write_reports_index(&root)
     {
@@ -266,26 +360,16 @@ pub fn check_with(
     check_reusing(history, time_limit_s, what, witness, txn_ask, &mut reuse)
 }
 
-/// [`check_with`], keeping the keys live checking decided (`reuse`): they are not searched
-/// again, their parts are put back into the linearizability result, and the session checker
-/// still reads the whole history.
-fn check_reusing(
-    history: &History,
-    time_limit_s: f64,
+/// The composition a run's history is checked with: `model`, what ran, the budgets.
+pub(super) fn plan_of(
+    model: String,
     what: &WhatRan,
+    time_limit_s: f64,
     witness: crate::checker::linear::WitnessMode,
     txn_ask: crate::checker::txn::judge::Ask,
-    reuse: &mut super::live::Reuse,
-) -> (
-    Verdict,
-    Vec<CheckResult>,
-    Option<crate::checker::linear::LinearResult>,
-) {
-    use crate::checker::compose::{self, Plan};
-    let model = what.model.clone().unwrap_or_else(|| {
-        crate::import::default_model_for(crate::import::InputFormat::Jsonl, history).to_string()
-    });
-    let plan = Plan {
+) -> crate::checker::compose::Plan {
+    use crate::checker::compose;
+    compose::Plan {
         // A set history's reads have no versions to order: the set checker covers it.
         session: (!compose::has_own_checker(&model)).then(|| {
             crate::checker::session::SessionConfig {
@@ -303,7 +387,29 @@ fn check_reusing(
         txn_assume: Default::default(),
         txn_ask,
         set_full: Default::default(),
-    };
+    }
+}
+
+/// [`check_with`], keeping the keys live checking decided (`reuse`): they are not searched
+/// again, their parts are put back into the linearizability result, and the session checker
+/// still reads the whole history.
+fn check_reusing(
+    history: &History,
+    time_limit_s: f64,
+    what: &WhatRan,
+    witness: crate::checker::linear::WitnessMode,
+    txn_ask: crate::checker::txn::judge::Ask,
+    reuse: &mut super::live::Reuse,
+) -> (
+    Verdict,
+    Vec<CheckResult>,
+    Option<crate::checker::linear::LinearResult>,
+) {
+    use crate::checker::compose;
+    let model = what.model.clone().unwrap_or_else(|| {
+        crate::import::default_model_for(crate::import::InputFormat::Jsonl, history).to_string()
+    });
+    let plan = plan_of(model, what, time_limit_s, witness, txn_ask);
     let nothing_reused = reuse.parts.is_empty() && reuse.extended.is_empty();
     let composed = if nothing_reused || compose::has_own_checker(&plan.model) {
         compose::check(history, &plan)

@@ -33,21 +33,49 @@ struct IndexRow {
     completion: CompletionRecord,
 }
 
+/// (duration, client invocations) as results.json records them.
+fn history_size(results: &Value) -> Option<(Option<f64>, Option<u64>)> {
+    let h = results.get(crate::store::HISTORY_SIZE_KEY)?;
+    Some((
+        Some(h.get("end_s")?.as_f64()?),
+        Some(h.get("client_invokes")?.as_u64()?),
+    ))
+}
+
+/// (duration, client invocations) counted from the history as it streams (runs checked before
+/// results.json recorded them); both `None` when it is unreadable.
+fn counted(dir: &Path) -> (Option<f64>, Option<u64>) {
+    let path = RunDir::open(dir).history_path();
+    let Ok(file) = std::fs::File::open(&path) else {
+        return (None, None);
+    };
+    let name = path.display().to_string();
+    let mut reader = crate::history::JsonlReader::new(std::io::BufReader::new(file), &name);
+    let (mut end_ns, mut invokes) = (0u64, 0u64);
+    loop {
+        match reader.next_op() {
+            Ok(Some((op, _))) => {
+                end_ns = end_ns.max(op.time_ns);
+                invokes +=
+                    u64::from(op.op_type == OpType::Invoke && op.process != Process::Nemesis);
+            }
+            Ok(None) => break,
+            Err(_) => return (None, None),
+        }
+    }
+    if reader.finish().is_err() {
+        return (None, None);
+    }
+    (Some(end_ns as f64 / 1e9), Some(invokes))
+}
+
 fn index_row(dir: &Path, test_dir: &str, stamp: &str) -> Option<IndexRow> {
     let test = read_json(dir, TEST_FILE).ok()?;
-    let (duration_s, client_ops) = match RunDir::open(dir).read_history() {
-        Ok(h) => (
-            Some(h.ops.iter().map(|o| o.time_ns).max().unwrap_or(0) as f64 / 1e9),
-            Some(
-                h.ops
-                    .iter()
-                    .filter(|o| o.op_type == OpType::Invoke && o.process != Process::Nemesis)
-                    .count() as u64,
-            ),
-        ),
-        Err(_) => (None, None),
-    };
     let results = read_json(dir, RESULTS_FILE).ok();
+    let (duration_s, client_ops) = match results.as_ref().and_then(history_size) {
+        Some(size) => size,
+        None => counted(dir),
+    };
     let completion = match &results {
         Some(r) => completion_of(dir, r),
         None => RunDir::open(dir).read_completion(),

@@ -1,102 +1,150 @@
 //! Client ops as recovery sees them: invokes paired with their completions per process, each
-//! an [`Attempt`] (served or failed, its kind and node as small indices). Pure. Does not decide
-//! outages (`recovery::outages`) nor recovery (`recovery`, `recovery::fault`).
+//! an [`Attempt`] (served or failed, its kind and node as small indices), made one op at a time
+//! ([`AttemptsBuilder`]: from a history in memory or from its file as it streams). Pure. Does not
+//! decide outages (`recovery::outages`) nor recovery (`recovery`, `recovery::fault`).
 
-use crate::history::{History, OpType, Process};
+use crate::history::{History, Name, Op, OpType, Process};
 use crate::model::CAS_MISMATCH;
 use rustc_hash::FxHashMap;
 
-/// One client op as recovery sees it.
+/// One client op as recovery sees it (24 bytes: a long run holds one per op).
 pub(super) struct Attempt {
     pub(super) invoke_ns: u64,
     /// `u64::MAX` when it never completed.
     pub(super) complete_ns: u64,
+    /// Index into the kinds' names.
+    pub(super) f: u16,
+    /// Index into the nodes' names, [`NO_NODE`] for an op without a node.
+    node: u16,
     pub(super) served: bool,
-    pub(super) f: usize,
-    pub(super) node: Option<usize>,
 }
 
-/// Pair client invokes with completions (per process): completed ops in history order, then
-/// invokes never completed (failed). Also returns the `f` and node names (indices of
-/// [`Attempt::f`] and [`Attempt::node`]).
-pub(super) fn attempts(history: &History) -> (Vec<Attempt>, Vec<String>, Vec<String>) {
-    let ops = &history.ops;
-    let mut open: FxHashMap<u64, usize> = FxHashMap::default();
-    let mut paired: Vec<(usize, u64, bool)> = Vec::with_capacity(ops.len() / 2);
-    for (i, op) in ops.iter().enumerate() {
+/// [`Attempt`]'s node when the op named none.
+const NO_NODE: u16 = u16::MAX;
+/// Past this many distinct names (kinds or nodes), the rest share the last id, named
+/// [`OTHERS`]: recovery's groups stay bounded whatever a history names.
+const MAX_IDS: usize = NO_NODE as usize - 1;
+/// The name of the shared id past [`MAX_IDS`].
+const OTHERS: &str = "(other names)";
+
+impl Attempt {
+    /// The index of its node's name, when it named one.
+    pub(super) fn node(&self) -> Option<usize> {
+        (self.node != NO_NODE).then_some(self.node as usize)
+    }
+}
+
+/// Attempts of a history with the names their indices point at.
+pub struct Attempts {
+    pub(super) attempts: Vec<Attempt>,
+    pub(super) f_names: Vec<String>,
+    pub(super) node_names: Vec<String>,
+}
+
+/// An invoke waiting for its completion.
+struct Open {
+    /// The invoke's position among the client invokes (unfinished ones come out in this order).
+    seq: u64,
+    invoke_ns: u64,
+    f: Name,
+    node: Option<Name>,
+}
+
+/// Pairs client invokes with completions (per process), one op at a time: completed ops in
+/// history order, then invokes never completed (failed), in the order they were invoked. Names
+/// get their indices in that order too.
+#[derive(Default)]
+pub struct AttemptsBuilder {
+    open: FxHashMap<u64, Open>,
+    out: Vec<Attempt>,
+    fs: Ids,
+    nodes: Ids,
+    invokes: u64,
+}
+
+impl AttemptsBuilder {
+    /// Take the history's next op (nemesis ops are ignored).
+    pub fn push(&mut self, op: &Op) {
         let Process::Client(p) = op.process else {
-            continue;
+            return;
         };
         if op.op_type == OpType::Invoke {
-            open.insert(p, i);
-            continue;
+            self.invokes += 1;
+            self.open.insert(
+                p,
+                Open {
+                    seq: self.invokes,
+                    invoke_ns: op.time_ns,
+                    f: op.f.clone(),
+                    node: op.node.clone(),
+                },
+            );
+            return;
         }
-        let Some(j) = open.remove(&p) else {
-            continue;
+        let Some(inv) = self.open.remove(&p) else {
+            return;
         };
         let served = op.op_type == OpType::Ok
             || (op.op_type == OpType::Fail && op.error.as_deref() == Some(CAS_MISMATCH));
-        paired.push((j, op.time_ns, served));
+        self.emit(inv, op.time_ns, served);
     }
-    let mut unfinished: Vec<usize> = open.into_values().collect();
-    unfinished.sort_unstable();
-    paired.extend(unfinished.into_iter().map(|j| (j, u64::MAX, false)));
-    let (mut fs, mut nodes) = (Interner::default(), Interner::default());
-    let out = paired
-        .into_iter()
-        .map(|(j, complete_ns, served)| {
-            let inv = &ops[j];
-            let f = fs.id(&inv.f);
-            let node = inv.node.as_deref().map(|n| nodes.id(n));
-            Attempt {
-                invoke_ns: inv.time_ns,
-                complete_ns,
-                served,
-                f,
-                node,
-            }
-        })
-        .collect();
-    (out, fs.into_names(), nodes.into_names())
+
+    fn emit(&mut self, inv: Open, complete_ns: u64, served: bool) {
+        let f = self.fs.id(&inv.f);
+        let node = inv.node.as_ref().map_or(NO_NODE, |n| self.nodes.id(n));
+        self.out.push(Attempt {
+            invoke_ns: inv.invoke_ns,
+            complete_ns,
+            f,
+            node,
+            served,
+        });
+    }
+
+    /// The attempts, the invokes never completed last.
+    pub fn finish(mut self) -> Attempts {
+        let mut unfinished: Vec<Open> = std::mem::take(&mut self.open).into_values().collect();
+        unfinished.sort_unstable_by_key(|o| o.seq);
+        for inv in unfinished {
+            self.emit(inv, u64::MAX, false);
+        }
+        Attempts {
+            attempts: self.out,
+            f_names: self.fs.names,
+            node_names: self.nodes.names,
+        }
+    }
 }
 
-/// Small ids for names (kinds of op, nodes): a linear scan while there are few (the usual
-/// case, faster than hashing every op's name), a hash map beyond.
+/// The attempts of a whole history.
+pub(super) fn attempts(history: &History) -> Attempts {
+    let mut b = AttemptsBuilder::default();
+    for op in &history.ops {
+        b.push(op);
+    }
+    b.finish()
+}
+
+/// Small ids for names (kinds of op, nodes), in order of first use, at most [`MAX_IDS`] + 1.
 #[derive(Default)]
-pub(super) struct Interner<'a> {
-    pub(super) names: Vec<&'a str>,
-    pub(super) ids: FxHashMap<&'a str, usize>,
+struct Ids {
+    names: Vec<String>,
+    ids: FxHashMap<Name, u16>,
 }
 
-impl<'a> Interner<'a> {
-    const LINEAR_MAX: usize = 16;
-
-    pub(super) fn id(&mut self, name: &'a str) -> usize {
-        if self.names.len() <= Self::LINEAR_MAX {
-            if let Some(i) = self.names.iter().position(|n| *n == name) {
-                return i;
-            }
-        } else if let Some(&i) = self.ids.get(name) {
+impl Ids {
+    fn id(&mut self, name: &Name) -> u16 {
+        if let Some(&i) = self.ids.get(name) {
             return i;
         }
-        self.names.push(name);
-        if self.names.len() > Self::LINEAR_MAX {
-            if self.ids.is_empty() {
-                self.ids = self
-                    .names
-                    .iter()
-                    .enumerate()
-                    .map(|(i, n)| (*n, i))
-                    .collect();
-            } else {
-                self.ids.insert(name, self.names.len() - 1);
-            }
+        let i = self.names.len().min(MAX_IDS) as u16;
+        if self.names.len() < MAX_IDS {
+            self.names.push(name.to_string());
+        } else if self.names.len() == MAX_IDS {
+            self.names.push(OTHERS.to_string());
         }
-        self.names.len() - 1
-    }
-
-    pub(super) fn into_names(self) -> Vec<String> {
-        self.names.into_iter().map(str::to_string).collect()
+        self.ids.insert(name.clone(), i);
+        i
     }
 }
 
@@ -105,14 +153,55 @@ mod tests {
     use super::*;
 
     #[test]
-    fn interner_ids_are_stable_past_the_linear_limit() {
-        let names: Vec<String> = (0..40).map(|i| format!("f{i}")).collect();
-        let mut it = Interner::default();
+    fn ids_are_stable_and_bounded() {
+        let names: Vec<Name> = (0..40).map(|i| Name::new(&format!("f{i}"))).collect();
+        let mut it = Ids::default();
         for round in 0..2 {
             for (i, n) in names.iter().enumerate() {
-                assert_eq!(it.id(n), i, "round {round}");
+                assert_eq!(it.id(n) as usize, i, "round {round}");
             }
         }
-        assert_eq!(it.into_names(), names);
+        let mut many = Ids::default();
+        for i in 0..MAX_IDS + 10 {
+            many.id(&Name::new(&format!("n{i}")));
+        }
+        assert_eq!(many.names.len(), MAX_IDS + 1);
+        assert_eq!(many.names.last().map(String::as_str), Some(OTHERS));
+        assert_eq!(many.id(&Name::new("n70000")) as usize, MAX_IDS);
+    }
+
+    #[test]
+    fn an_op_is_paired_with_its_processs_next_completion_and_unfinished_ones_come_last() {
+        let op = |t: u64, ty: OpType, p: u64, f: &str, node: Option<&str>| {
+            let mut o = Op::new(ty, Process::Client(p), f, serde_json::Value::Null);
+            o.time_ns = t;
+            o.node = node.map(Name::new);
+            o
+        };
+        let mut cas = op(4, OpType::Fail, 1, "cas", None);
+        cas.error = Some(CAS_MISMATCH.into());
+        let h = History::from_ops(vec![
+            op(1, OpType::Invoke, 0, "read", Some("n1")),
+            op(2, OpType::Invoke, 1, "cas", None),
+            op(3, OpType::Invoke, 2, "write", Some("n2")),
+            cas,
+            op(5, OpType::Info, 0, "read", Some("n1")),
+        ]);
+        let a = attempts(&h);
+        let got: Vec<_> = a
+            .attempts
+            .iter()
+            .map(|x| (x.invoke_ns, x.complete_ns, x.served, x.f, x.node()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (2, 4, true, 0, None),
+                (1, 5, false, 1, Some(0)),
+                (3, u64::MAX, false, 2, Some(1)),
+            ]
+        );
+        assert_eq!(a.f_names, ["cas", "read", "write"]);
+        assert_eq!(a.node_names, ["n1", "n2"]);
     }
 }

@@ -78,11 +78,11 @@ pub(super) fn find(
             cut = None;
         }
         let a = &attempts[i as usize];
-        let scopes = [Some(0), a.node.map(|n| n + 1)];
+        let scopes = [Some(0), a.node().map(|n| n + 1)];
         for g in scopes
             .into_iter()
             .flatten()
-            .flat_map(|s| [group(s, 0), group(s, a.f + 1)])
+            .flat_map(|s| [group(s, 0), group(s, usize::from(a.f) + 1)])
         {
             let st = &mut state[g];
             if a.served {

@@ -37,13 +37,21 @@ pub fn record_protocol_errors(
     history: &crate::history::History,
     test_json: &std::path::Path,
 ) {
-    let counts = protocol::count_errors(history);
+    record_protocol_counts(results, &protocol::count_errors(history), test_json);
+}
+
+/// [`record_protocol_errors`] with the counts already made (a history read as it streamed).
+pub fn record_protocol_counts(
+    results: &mut Value,
+    counts: &std::collections::BTreeMap<protocol::ProtocolErrorKind, u64>,
+    test_json: &std::path::Path,
+) {
     let external = std::fs::read_to_string(test_json)
         .ok()
         .and_then(|t| serde_json::from_str::<Value>(&t).ok())
         .is_some_and(|t| t.pointer("/db/config/client").is_some());
     if external || !counts.is_empty() {
-        results[protocol::RESULTS_KEY] = protocol::counts_json(&counts);
+        results[protocol::RESULTS_KEY] = protocol::counts_json(counts);
     }
 }
 

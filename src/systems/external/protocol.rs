@@ -112,13 +112,19 @@ pub fn classify(error: &str) -> Option<ProtocolErrorKind> {
 pub fn count_errors(history: &crate::history::History) -> BTreeMap<ProtocolErrorKind, u64> {
     let mut counts = BTreeMap::new();
     for op in &history.ops {
-        if op.is_client()
-            && let Some(kind) = op.error.as_deref().and_then(classify)
-        {
-            *counts.entry(kind).or_default() += 1;
-        }
+        count_error(&mut counts, op);
     }
     counts
+}
+
+/// Count `op` in `counts` when it is a client op the protocol failed (a history read as it
+/// streams is counted one op at a time).
+pub fn count_error(counts: &mut BTreeMap<ProtocolErrorKind, u64>, op: &crate::history::Op) {
+    if op.is_client()
+        && let Some(kind) = op.error.as_deref().and_then(classify)
+    {
+        *counts.entry(kind).or_default() += 1;
+    }
 }
 
 /// The key of the protocol error counts in results.json (defined with the run directory).

@@ -1,0 +1,311 @@
+//! A long run's history read once, as it streams, into what its results and pages need besides
+//! the checks, without holding the history: the charts' samples (`plots::SampleBuilder`, dense
+//! past a few hundred thousand ops), recovery's attempts (24 bytes per client op), counts, and
+//! a **sparse history**: every nemesis op, the client op just before each, the ops after the
+//! last nemesis op while they look like final reads, the ops results.json names (witnesses, by
+//! position) and the last op, each at its position in the whole history (`Op::index`). The
+//! page's fault, membership, clock and witness sections and the recovery analysis read the
+//! sparse history exactly as they read the whole one: they look at nemesis ops, at the final
+//! phase and at named ops only.
+//!
+//! Owns the pass and the sparse history's rules. Does not own the checks (`core::stream`), the
+//! charts or the recovery analysis (it feeds them), nor deciding when a run is long enough to
+//! be digested (`runner::results`).
+
+use crate::history::{History, HistoryError, JsonlBlocks, Op, OpType, Process};
+use crate::report::plots::{SampleBuilder, Samples};
+use crate::report::recovery::{Attempts, AttemptsBuilder};
+use serde_json::Value;
+use std::collections::HashSet;
+use std::path::Path;
+
+/// Final reads held at most: past this many client ops after the last nemesis op, the tail is
+/// not taken for final reads (a register run reads each open key once per node).
+const MAX_TAIL: usize = 200_000;
+/// Positions results.json may name that are kept at most.
+const MAX_WANTED: usize = 100_000;
+
+/// What one pass over a history leaves (see the module doc).
+pub struct Digest {
+    /// Nemesis ops, the client op before each, the final reads, the named ops, the last op.
+    pub sparse: History,
+    /// The latest op time, ns.
+    pub end_ns: u64,
+    /// Ops (events) read.
+    pub events: u64,
+    /// Client invocations.
+    pub client_invokes: u64,
+    /// Client completions (ok, fail, info).
+    pub client_completions: u64,
+    /// The charts' input.
+    pub samples: Samples,
+    /// Recovery's input.
+    pub attempts: Attempts,
+}
+
+/// The digest built one op at a time.
+pub struct DigestBuilder {
+    wanted: HashSet<u64>,
+    sparse: Vec<Op>,
+    /// Whether the op in `last` is already in `sparse`.
+    last_kept: bool,
+    last: Option<Op>,
+    tail: Vec<Op>,
+    tail_ok: bool,
+    end_ns: u64,
+    events: u64,
+    client_invokes: u64,
+    client_completions: u64,
+    samples: SampleBuilder,
+    attempts: AttemptsBuilder,
+}
+
+impl DigestBuilder {
+    /// A builder keeping the ops at the positions in `wanted` (see [`wanted_positions`]).
+    pub fn new(wanted: HashSet<u64>) -> DigestBuilder {
+        DigestBuilder::with_samples(wanted, SampleBuilder::default())
+    }
+
+    /// [`DigestBuilder::new`] with the charts' builder given (tests draw small runs dense).
+    pub fn with_samples(wanted: HashSet<u64>, samples: SampleBuilder) -> DigestBuilder {
+        DigestBuilder {
+            wanted,
+            sparse: Vec::new(),
+            last_kept: false,
+            last: None,
+            tail: Vec::new(),
+            tail_ok: true,
+            end_ns: 0,
+            events: 0,
+            client_invokes: 0,
+            client_completions: 0,
+            samples,
+            attempts: AttemptsBuilder::default(),
+        }
+    }
+
+    /// Take the history's next op; `op.index` is its position in the history.
+    pub fn push(&mut self, op: Op) {
+        self.events += 1;
+        self.end_ns = self.end_ns.max(op.time_ns);
+        self.samples.push(&op);
+        self.attempts.push(&op);
+        let wanted = self.wanted.contains(&op.index);
+        if op.process == Process::Nemesis {
+            // The client op just before a nemesis op: where a workload (or a stretch of it) ended.
+            if let Some(prev) = self.last.take()
+                && !self.last_kept
+                && prev.process != Process::Nemesis
+            {
+                self.sparse.push(prev);
+            }
+            self.tail.clear();
+            self.tail_ok = true;
+            self.sparse.push(op.clone());
+            self.last = Some(op);
+            self.last_kept = true;
+            return;
+        }
+        if op.op_type == OpType::Invoke {
+            self.client_invokes += 1;
+        } else {
+            self.client_completions += 1;
+        }
+        if self.tail_ok {
+            let read_of_key = op.key.is_some() && op.f == "read";
+            if read_of_key && self.tail.len() < MAX_TAIL {
+                self.tail.push(op.clone());
+            } else {
+                self.tail_ok = false;
+                self.tail = Vec::new();
+            }
+        }
+        if wanted {
+            self.sparse.push(op.clone());
+        }
+        self.last = Some(op);
+        self.last_kept = wanted;
+    }
+
+    /// The digest.
+    pub fn finish(self) -> Digest {
+        let mut ops = self.sparse;
+        if self.tail_ok {
+            ops.extend(self.tail);
+        }
+        if let Some(last) = self.last.filter(|_| !self.last_kept) {
+            ops.push(last);
+        }
+        ops.sort_by_key(|o| o.index);
+        ops.dedup_by_key(|o| o.index);
+        Digest {
+            sparse: History {
+                ops,
+                ..History::default()
+            },
+            end_ns: self.end_ns,
+            events: self.events,
+            client_invokes: self.client_invokes,
+            client_completions: self.client_completions,
+            samples: self.samples.finish(),
+            attempts: self.attempts.finish(),
+        }
+    }
+}
+
+/// Read the JSONL history at `path` once into a [`Digest`], keeping the ops at `wanted`
+/// positions; `each` sees every op too (counts its caller keeps). The reader's warnings (a torn
+/// last line) are the sparse history's.
+pub fn read(
+    path: &Path,
+    wanted: HashSet<u64>,
+    mut each: impl FnMut(&Op),
+) -> Result<Digest, HistoryError> {
+    let name = path.display().to_string();
+    let file = std::fs::File::open(path).map_err(|source| HistoryError::Io {
+        path: name.clone(),
+        source,
+    })?;
+    let mut blocks = JsonlBlocks::new(std::io::BufReader::new(file), &name);
+    let mut b = DigestBuilder::new(wanted);
+    let mut position = 0u64;
+    while let Some(parts) = blocks.next_ops()? {
+        for mut op in parts.into_iter().flatten() {
+            op.index = position;
+            position += 1;
+            each(&op);
+            b.push(op);
+        }
+    }
+    let (warnings, cut_short) = blocks.finish()?;
+    let mut d = b.finish();
+    d.sparse.warnings = warnings;
+    d.sparse.cut_short = cut_short;
+    Ok(d)
+}
+
+/// The history positions a results.json value names: every whole number under a key that ends
+/// in `index` (`index`, `completion_index`, `earlier_index`, `first_index`, …), at most
+/// [`MAX_WANTED`] of them.
+pub fn wanted_positions(results: &Value) -> HashSet<u64> {
+    fn walk(v: &Value, under_index: bool, out: &mut HashSet<u64>) {
+        if out.len() >= MAX_WANTED {
+            return;
+        }
+        match v {
+            Value::Number(n) if under_index => out.extend(n.as_u64()),
+            Value::Array(a) => a.iter().for_each(|x| walk(x, under_index, out)),
+            Value::Object(m) => {
+                for (k, x) in m {
+                    walk(x, k.ends_with("index") || k.ends_with("indices"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = HashSet::new();
+    walk(results, false, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Name;
+    use serde_json::json;
+
+    fn op(i: u64, ty: OpType, p: Process, f: &str, key: Option<&str>) -> Op {
+        let mut o = Op::new(ty, p, f, Value::Null);
+        o.index = i;
+        o.time_ns = i * 1_000_000;
+        o.key = key.map(Name::new);
+        o
+    }
+
+    /// A run: writes and reads, a partition, more ops, the heal, final reads of two keys.
+    fn run() -> Vec<Op> {
+        let c = |i, ty, f, k| op(i, ty, Process::Client(i % 3), f, Some(k));
+        let n = |i, ty, f| op(i, ty, Process::Nemesis, f, None);
+        vec![
+            c(0, OpType::Invoke, "write", "a"),
+            c(1, OpType::Ok, "write", "a"),
+            c(2, OpType::Invoke, "read", "a"),
+            n(3, OpType::Invoke, "start-partition"),
+            n(4, OpType::Info, "start-partition"),
+            c(5, OpType::Ok, "read", "a"),
+            c(6, OpType::Invoke, "write", "b"),
+            c(7, OpType::Info, "write", "b"),
+            n(8, OpType::Invoke, "stop-partition"),
+            n(9, OpType::Info, "stop-partition"),
+            c(10, OpType::Invoke, "read", "a"),
+            c(11, OpType::Ok, "read", "a"),
+            c(12, OpType::Invoke, "read", "b"),
+            c(13, OpType::Ok, "read", "b"),
+        ]
+    }
+
+    fn digest(ops: Vec<Op>, wanted: &[u64]) -> Digest {
+        let mut b = DigestBuilder::new(wanted.iter().copied().collect());
+        for o in ops {
+            b.push(o);
+        }
+        b.finish()
+    }
+
+    fn positions(h: &History) -> Vec<u64> {
+        h.ops.iter().map(|o| o.index).collect()
+    }
+
+    #[test]
+    fn the_sparse_history_keeps_faults_the_op_before_each_final_reads_and_named_ops() {
+        let d = digest(run(), &[5]);
+        assert_eq!(positions(&d.sparse), [2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13]);
+        assert_eq!(
+            (d.events, d.client_invokes, d.client_completions, d.end_ns),
+            (14, 5, 5, 13_000_000)
+        );
+        // What the page and recovery derive from it is what they derive from the whole history.
+        let whole = History::from_ops(run());
+        assert_eq!(
+            crate::report::phases::final_phase(&d.sparse),
+            crate::report::phases::final_phase(&whole)
+        );
+        assert!(crate::report::phases::final_phase(&whole).is_some());
+        assert_eq!(
+            crate::report::plots::fault_intervals(&d.sparse),
+            crate::report::plots::fault_intervals(&whole)
+        );
+        let cfg = crate::report::recovery::RecoveryConfig::default();
+        assert_eq!(
+            crate::report::recovery::analyse_attempts(d.attempts, &d.sparse, d.end_ns, &cfg),
+            crate::report::recovery::analyse(&whole, &cfg)
+        );
+    }
+
+    #[test]
+    fn a_tail_that_is_not_final_reads_is_dropped_but_the_last_op_stays() {
+        let mut ops = run();
+        ops.truncate(12);
+        ops.push(op(
+            12,
+            OpType::Invoke,
+            Process::Client(0),
+            "write",
+            Some("c"),
+        ));
+        let d = digest(ops, &[]);
+        assert_eq!(positions(&d.sparse), [2, 3, 4, 7, 8, 9, 12]);
+    }
+
+    #[test]
+    fn results_name_positions_under_any_key_ending_in_index() {
+        let r = json!({"checkers": [
+            {"details": {"parts": [{"first_index": 4, "witness": {"ops": [{"index": 7, "completion_index": 9}]}}]}},
+            {"details": {"guarantees": [{"witnesses": [{"earlier_index": 11, "later_index": 12, "session": 3}]}]}},
+            {"details": {"count": 5, "op_indices": [20, 21]}}
+        ]});
+        let got = wanted_positions(&r);
+        let want: HashSet<u64> = [4, 7, 9, 11, 12, 20, 21].into_iter().collect();
+        assert_eq!(got, want);
+    }
+}

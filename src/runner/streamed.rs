@@ -1,0 +1,256 @@
+//! The end of a long run: a history too big to hold (over `results::Ask::stream_above` on
+//! disk, `import::STREAM_ABOVE` at the end of a run and in `report`) is checked as it streams
+//! (`core::stream`: memory bounded by the keys still open), then read once more into a digest
+//! (`report::digest`: the charts' samples, recovery's attempts, counts and a sparse history)
+//! from which results.json, the plots and the run page are written, as the whole path writes
+//! them from the history in memory; the linearizability witness page from a third pass that
+//! keeps only the ops of the keys it draws.
+//!
+//! Taken when the run recorded a model the stream checks (register, cas-register,
+//! list-append) and every check the run gets can be made as the history streams; otherwise, or
+//! when the stream finds something it cannot judge as the whole check would, the history is
+//! read whole, as before. Does not own the streamed check, the digest or results.json's layout
+//! (`runner::results`).
+
+use super::RunError;
+use super::results::{Ask, WhatRan, plan_of};
+use crate::checker::linear::LinearResult;
+use crate::checker::{CheckResult, Verdict};
+use crate::history::{History, JsonlBlocks, Name};
+use crate::report::plots::Samples;
+use crate::report::recovery::{Recovery, Shade};
+use crate::store::RunDir;
+use crate::stream::{Outcome, StreamPlan};
+use crate::systems::external::protocol::{ProtocolErrorKind, count_error};
+use std::collections::BTreeMap;
+
+/// A long run's checks, made as its history streamed.
+pub(super) struct StreamedCheck {
+    pub(super) verdict: Verdict,
+    pub(super) results: Vec<CheckResult>,
+    pub(super) linear: LinearResult,
+}
+
+/// Check the run's history as it streams, when its model and checks allow (see the module
+/// doc); `None` = check it whole.
+pub(super) fn check(
+    run_dir: &RunDir,
+    what: &WhatRan,
+    ask: &Ask,
+    txn_ask: crate::checker::txn::judge::Ask,
+) -> Option<Box<StreamedCheck>> {
+    let model = what.model.clone()?;
+    if !crate::stream::streams(&model) {
+        return None;
+    }
+    let plan = plan_of(model, what, ask.check_time_limit_s, ask.witness, txn_ask);
+    if plan.session.is_some() {
+        tracing::info!("session guarantees need the whole history: checking it whole");
+        return None;
+    }
+    let path = run_dir.history_path();
+    let name = path.display().to_string();
+    let open = || std::fs::File::open(&path).map(|f| std::io::BufReader::with_capacity(1 << 20, f));
+    let s = match crate::stream::check_jsonl(open, &name, &StreamPlan::new(plan.clone(), None)) {
+        Outcome::Checked(s) => s,
+        Outcome::Whole(why) => {
+            tracing::info!("{name}: checked whole: {why}");
+            return None;
+        }
+    };
+    let result =
+        crate::checker::compose::linear_check_result(&s.result, &plan.model, &plan.options);
+    Some(Box::new(StreamedCheck {
+        verdict: s.result.verdict,
+        results: vec![result],
+        linear: s.result,
+    }))
+}
+
+/// What results.json and the pages need from a long run's history, read once.
+pub(super) struct Digested {
+    /// See [`crate::report::digest::Digest::sparse`].
+    pub(super) sparse: History,
+    pub(super) samples: Samples,
+    pub(super) end_ns: u64,
+    pub(super) invokes: u64,
+    pub(super) completions: u64,
+    pub(super) recovery: Recovery,
+    pub(super) protocol_errors: BTreeMap<ProtocolErrorKind, u64>,
+}
+
+/// Read the run's history once into a [`Digested`], keeping the ops `results` name.
+pub(super) fn digest(run_dir: &RunDir, results: &[CheckResult]) -> Result<Digested, RunError> {
+    let named = serde_json::to_value(results).unwrap_or_default();
+    let wanted = crate::report::digest::wanted_positions(&named);
+    let mut protocol_errors = BTreeMap::new();
+    let d = crate::report::digest::read(&run_dir.history_path(), wanted, |op| {
+        count_error(&mut protocol_errors, op)
+    })?;
+    let recovery = crate::report::recovery::analyse_attempts(
+        d.attempts,
+        &d.sparse,
+        d.end_ns,
+        &Default::default(),
+    );
+    Ok(Digested {
+        sparse: d.sparse,
+        samples: d.samples,
+        end_ns: d.end_ns,
+        invokes: d.client_invokes,
+        completions: d.client_completions,
+        recovery,
+        protocol_errors,
+    })
+}
+
+/// Write the linearizability witness page of an invalid `r` (the whole history's positions)
+/// from the ops of the keys it draws, read from the history file.
+pub(super) fn write_witness_page(run_dir: &RunDir, r: &LinearResult) -> Result<(), RunError> {
+    use crate::report::witness_html::{MAX_INVALID_PARTS, render_witness_html_at};
+    let drawn: Vec<Option<&str>> = r
+        .parts
+        .iter()
+        .filter(|p| p.verdict == Verdict::Invalid && p.witness.is_some())
+        .take(MAX_INVALID_PARTS)
+        .map(|p| p.key.as_deref())
+        .collect();
+    if drawn.iter().any(Option::is_none) {
+        // A part of the whole history (no key): the stream never checks one.
+        return Ok(());
+    }
+    let keys: std::collections::HashSet<Name> =
+        drawn.into_iter().flatten().map(Name::new).collect();
+    let path = run_dir.history_path();
+    let name = path.display().to_string();
+    let file = std::fs::File::open(&path).map_err(|source| crate::history::HistoryError::Io {
+        path: name.clone(),
+        source,
+    })?;
+    let mut blocks = JsonlBlocks::new(std::io::BufReader::with_capacity(1 << 20, file), &name);
+    let (mut ops, mut positions, mut position) = (Vec::new(), Vec::new(), 0u64);
+    while let Some(parts) = blocks.next_ops()? {
+        for op in parts.into_iter().flatten() {
+            if op.is_client() && op.key.as_ref().is_some_and(|k| keys.contains(k)) {
+                ops.push(op);
+                positions.push(position);
+            }
+            position += 1;
+        }
+    }
+    blocks.finish()?;
+    let page = render_witness_html_at(r, &History::from_ops(ops), &positions);
+    run_dir.write_text(crate::store::LINEAR_WITNESS_FILE, &page)?;
+    Ok(())
+}
+
+/// The plots, the run page and the reports index from a digest (`shades`: its recovery's);
+/// failures are warnings, as `results::render_pages`'.
+pub(super) fn render_pages(run_dir: &RunDir, d: Digested, shades: Vec<Shade>) {
+    let Digested {
+        sparse,
+        samples,
+        end_ns,
+        ..
+    } = d;
+    if let Err(e) =
+        crate::report::render_run_digest(&run_dir.path, &sparse, samples, end_ns, shades)
+    {
+        tracing::warn!("plots: {e}");
+    }
+    if let Err(e) = crate::report::page::write_run_page_with(&run_dir.path, Some(&sparse)) {
+        tracing::warn!("run page: {e}");
+    }
+    super::results::write_index(run_dir);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::results::{Ask, write_results_asked};
+    use crate::store::RunDir;
+    use serde_json::Value;
+    use std::path::Path;
+
+    /// A copy of a report fixture (tests/data/reports) whose test.json records `model`.
+    fn fixture(name: &str, model: &str) -> tempfile::TempDir {
+        let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/reports")
+            .join(name);
+        let dir = tempfile::tempdir().unwrap();
+        for e in std::fs::read_dir(&from).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_file() {
+                std::fs::copy(e.path(), dir.path().join(e.file_name())).unwrap();
+            }
+        }
+        let test_json = dir.path().join("test.json");
+        let mut test: Value =
+            serde_json::from_str(&std::fs::read_to_string(&test_json).unwrap()).unwrap();
+        test["check"] = serde_json::json!({ "model": model });
+        std::fs::write(&test_json, serde_json::to_string(&test).unwrap()).unwrap();
+        dir
+    }
+
+    fn end(dir: &Path, stream_above: u64) -> Value {
+        let ask = Ask {
+            check_time_limit_s: 30.0,
+            witness: Default::default(),
+            stream_above,
+        };
+        write_results_asked(&RunDir::open(dir), &ask, None, None).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap()
+    }
+
+    /// `v` without the times a check measures (they differ from one check to the next).
+    fn timeless(v: &mut Value) {
+        match v {
+            Value::Object(m) => {
+                m.retain(|k, _| !k.ends_with("time_ms") && k != "time_ms");
+                m.values_mut().for_each(timeless);
+            }
+            Value::Array(a) => a.iter_mut().for_each(timeless),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn a_long_runs_end_read_as_it_streams_writes_what_the_whole_read_writes() {
+        for (name, model) in [
+            ("all-faults", "cas-register"),
+            ("serializable-isolate", "cas-register"),
+        ] {
+            let (whole, streamed) = (fixture(name, model), fixture(name, model));
+            let mut w = end(whole.path(), u64::MAX);
+            let mut s = end(streamed.path(), 0);
+            assert_eq!(w["history"]["streamed"], false, "{name}");
+            assert_eq!(s["history"]["streamed"], true, "{name}: streamed");
+            for v in [&mut w, &mut s] {
+                v["history"]["streamed"] = Value::Null;
+                timeless(v);
+            }
+            assert_eq!(w, s, "{name}: results.json");
+            let read = |d: &Path, f: &str| std::fs::read_to_string(d.join(f)).unwrap();
+            for f in [
+                "index.html",
+                "latency-raw.svg",
+                "latency-quantiles.svg",
+                "throughput.svg",
+            ] {
+                let (a, b) = (read(whole.path(), f), read(streamed.path(), f));
+                assert!(a == b, "{name}: {f} differs");
+            }
+            // The optional charts: the same ones drawn, alike.
+            for (stem, _) in crate::report::PLOT_FILES.iter().skip(3) {
+                let f = format!("{stem}.svg");
+                let (a, b) = (whole.path().join(&f), streamed.path().join(&f));
+                assert_eq!(a.is_file(), b.is_file(), "{name}: {f}");
+                if a.is_file() {
+                    assert!(
+                        read(whole.path(), &f) == read(streamed.path(), &f),
+                        "{name}: {f}"
+                    );
+                }
+            }
+        }
+    }
+}
