@@ -25,6 +25,14 @@
 //!   the search time that took (at least 100 ms) are left unknown, "settled", as the whole check
 //!   leaves the parts it had not decided by then. Which keys those are depends on timing in both.
 //!
+//! Session guarantees (when the plan asks for them) go along: every batch is also folded into
+//! [`SessionParts`] (`checker::session`), the result the whole check's `check_sessions` gives.
+//! The version source is fixed by the ops read before the first batch and confirmed by the
+//! whole file ([`SourceSniff`]; another choice → [`Outcome::Whole`]). A late key's first-pass
+//! ops were folded once; its second-pass batch counts only what happens from its first late op
+//! on (not possible with list-append versions, derived from every read of a key: such a file
+//! is checked whole).
+//!
 //! Keys that never retire (the session workload's hot keys) are held to the end of the file, as
 //! the whole check holds every key: [`Held`] says how many ops and keys were held at most, for
 //! the caller to say so. Owns the pipeline and putting the parts back together; does not own
@@ -37,10 +45,12 @@ use crate::checker::linear::retire::{FastMap, Retirement, Threads};
 use crate::checker::linear::{
     Cause, Decide, LinearConfig, LinearResult, PartSummary, WitnessOp, settled_reason,
 };
+use crate::checker::session::{SessionParts, SessionResult, SourceSniff, VersionSource};
 use crate::history::{History, JsonlBlocks, JsonlReader, Name, Op, OpType, Process};
 use crate::import::{InputFormat, ModelSniff, nemesis_client_ops_of};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::BufRead;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::time::{Duration, Instant};
@@ -66,7 +76,7 @@ pub fn streams(model: &str) -> bool {
 /// What to stream-check a history with.
 #[derive(Debug, Clone)]
 pub struct StreamPlan {
-    /// The whole check's plan (model, semantics, budgets); its session checker must be off.
+    /// The whole check's plan (model, semantics, budgets, session guarantees).
     pub plan: Plan,
     /// The model was chosen by `--model auto` for this format from the file's first lines: the
     /// whole file must choose it too.
@@ -114,6 +124,8 @@ impl Held {
 pub struct Streamed {
     /// The linearizability result, as the whole check gives it.
     pub result: LinearResult,
+    /// The session guarantees' result, as the whole check gives it, when the plan asks for it.
+    pub session: Option<SessionResult>,
     /// Ops (events) in the history.
     pub events: usize,
     /// Of them, client ops.
@@ -145,6 +157,12 @@ pub enum Outcome {
 struct Batch {
     ops: Vec<Op>,
     pass: u8,
+    /// The session guarantees' version source as the ops read so far choose it (with the
+    /// session checker on).
+    source: Option<VersionSource>,
+    /// Second pass: per late key, the position of its first late op (its ops before it were
+    /// in a first-pass batch).
+    late_from: Option<Arc<HashMap<Name, u64>>>,
 }
 
 /// The checker thread's side: the parts so far and the budgets spent.
@@ -158,6 +176,8 @@ struct Collector<'a> {
     first_invalid: Option<(Option<String>, Duration, Option<Duration>)>,
     settled_at: Option<Instant>,
     error: Option<String>,
+    /// The session guarantees so far, with the source the first batch came with.
+    session: Option<SessionParts>,
 }
 
 impl<'a> Collector<'a> {
@@ -171,11 +191,34 @@ impl<'a> Collector<'a> {
             first_invalid: None,
             settled_at: None,
             error: None,
+            session: None,
+        }
+    }
+
+    /// The batch's keys' session guarantees: a first-pass key whole (as far as the first pass
+    /// took it), a late key from its first late op on (the rest of it, checked whole).
+    fn check_sessions(&mut self, batch: &Batch) {
+        let (Some(config), Some(source)) = (&self.plan.session, batch.source) else {
+            return;
+        };
+        let parts = self
+            .session
+            .get_or_insert_with(|| SessionParts::new(config.clone(), source));
+        let Some(late) = &batch.late_from else {
+            return parts.add(&batch.ops);
+        };
+        let from = |k: Option<&str>| k.and_then(|k| late.get(&Name::new(k)).copied());
+        if let Err(e) = parts.add_rest(&batch.ops, &from) {
+            self.error = Some(e);
         }
     }
 
     fn check(&mut self, batch: Batch) {
         if self.error.is_some() || batch.ops.is_empty() {
+            return;
+        }
+        self.check_sessions(&batch);
+        if self.error.is_some() {
             return;
         }
         // Each key's ops are in history order, keys one after the other: a history of its own
@@ -232,6 +275,24 @@ impl<'a> Collector<'a> {
             }
             self.parts.push((batch.pass, p));
         }
+    }
+
+    /// The session guarantees' result, given the source the whole file chooses and its span;
+    /// `None` without the session checker.
+    fn finish_sessions(
+        &mut self,
+        sniff: Option<&SourceSniff>,
+        span_ns: u64,
+    ) -> Result<Option<SessionResult>, String> {
+        let (Some(config), Some(sniff)) = (&self.plan.session, sniff) else {
+            return Ok(None);
+        };
+        let choice = sniff.choice();
+        let parts = self
+            .session
+            .take()
+            .unwrap_or_else(|| SessionParts::new(config.clone(), choice.0));
+        parts.finish(choice, span_ns).map(Some)
     }
 
     /// The result: the parts in order of first appearance, the first pass's parts of `late`
@@ -334,6 +395,12 @@ struct FirstPass {
     held: Held,
     /// Late keys and the position of each one's last op.
     late: HashMap<Name, u64>,
+    /// Late keys and the position of each one's first late op.
+    late_from: HashMap<Name, u64>,
+    /// The session guarantees' version source, fed every op (with the session checker on).
+    source: Option<SourceSniff>,
+    /// The largest op time (the whole history's span).
+    span_ns: u64,
 }
 
 /// An open invoke: its function, key and time, for pairing its completion.
@@ -360,11 +427,25 @@ fn pairing_problem(open: &mut FastMap<Process, OpenInvoke>, op: &Op) -> Option<&
     }
 }
 
-fn send(tx: &SyncSender<Batch>, batch: &mut Vec<Op>, pass: u8) {
+/// What a batch carries besides its ops: the pass, the session source, late keys' first late
+/// positions.
+#[derive(Clone)]
+struct BatchOf {
+    pass: u8,
+    source: Option<VersionSource>,
+    late_from: Option<Arc<HashMap<Name, u64>>>,
+}
+
+fn send(tx: &SyncSender<Batch>, batch: &mut Vec<Op>, of: BatchOf) {
     if !batch.is_empty() {
         let ops = std::mem::take(batch);
         // The checker only hangs up after the reader: a failed send loses nothing it needs.
-        let _ = tx.send(Batch { ops, pass });
+        let _ = tx.send(Batch {
+            ops,
+            pass: of.pass,
+            source: of.source,
+            late_from: of.late_from,
+        });
     }
 }
 
@@ -381,7 +462,14 @@ fn first_pass<R: std::io::Read>(
     let (mut keyless, mut batch) = (Vec::new(), Vec::new());
     let (mut sniff, mut nemesis) = (ModelSniff::default(), BTreeMap::new());
     let (mut events, mut clients, mut held) = (0usize, 0usize, Held::default());
-    let mut late: HashMap<Name, u64> = HashMap::new();
+    let (mut late, mut late_from): (HashMap<Name, u64>, HashMap<Name, u64>) = Default::default();
+    let mut source = sp.plan.session.as_ref().map(SourceSniff::new);
+    let of = |source: &Option<SourceSniff>| BatchOf {
+        pass: 1,
+        source: source.as_ref().map(|s| s.choice().0),
+        late_from: None,
+    };
+    let mut span_ns = 0u64;
     let mut ops = Vec::new().into_iter().flatten();
     loop {
         let Some(mut op) = ops.next() else {
@@ -396,6 +484,10 @@ fn first_pass<R: std::io::Read>(
         op.index = events as u64;
         events += 1;
         sniff.see(&op);
+        span_ns = span_ns.max(op.time_ns);
+        if let Some(s) = source.as_mut() {
+            s.see(&op);
+        }
         if op.process == Process::Nemesis {
             *nemesis.entry(op.f.clone()).or_insert(0) += 1;
             continue;
@@ -409,6 +501,7 @@ fn first_pass<R: std::io::Read>(
             continue;
         };
         if retire.is_retired(&key) {
+            late_from.entry(key.clone()).or_insert(op.index);
             late.insert(key, op.index);
         }
         for (_, ops) in retire.push(op) {
@@ -422,7 +515,7 @@ fn first_pass<R: std::io::Read>(
             if failed.load(Ordering::Relaxed) {
                 return Err("the checker stopped".into());
             }
-            send(tx, &mut batch, 1);
+            send(tx, &mut batch, of(&source));
         }
     }
     let (warnings, cut_short) = jsonl.finish().map_err(|e| e.to_string())?;
@@ -430,7 +523,7 @@ fn first_pass<R: std::io::Read>(
         batch.extend(ops);
     }
     batch.extend(keyless);
-    send(tx, &mut batch, 1);
+    send(tx, &mut batch, of(&source));
     Ok(FirstPass {
         events,
         clients,
@@ -440,6 +533,9 @@ fn first_pass<R: std::io::Read>(
         nemesis,
         held,
         late,
+        late_from,
+        source,
+        span_ns,
     })
 }
 
@@ -448,9 +544,15 @@ fn second_pass<R: BufRead>(
     reader: R,
     name: &str,
     sp: &StreamPlan,
-    late: &HashMap<Name, u64>,
+    first: &FirstPass,
     tx: &SyncSender<Batch>,
 ) -> Result<Held, String> {
+    let late = &first.late;
+    let of = BatchOf {
+        pass: 2,
+        source: first.source.as_ref().map(|s| s.choice().0),
+        late_from: Some(Arc::new(first.late_from.clone())),
+    };
     let mut jsonl = JsonlReader::new(reader, name);
     let mut hold: HashMap<Name, Vec<Op>> = HashMap::new();
     let (mut batch, mut held, mut holding) = (Vec::new(), Held::default(), 0usize);
@@ -474,14 +576,14 @@ fn second_pass<R: BufRead>(
             holding -= ops.len();
             batch.extend(ops);
             if batch.len() >= sp.batch_ops {
-                send(tx, &mut batch, 2);
+                send(tx, &mut batch, of.clone());
             }
         }
     }
     for (_, ops) in hold.drain() {
         batch.extend(ops);
     }
-    send(tx, &mut batch, 2);
+    send(tx, &mut batch, of);
     Ok(held)
 }
 
@@ -517,14 +619,14 @@ pub fn check_jsonl<R: BufRead>(
                 Held::default()
             } else {
                 let reader = open().map_err(|e| format!("{name}: {e}"))?;
-                second_pass(reader, name, sp, &first.late, &tx)?
+                second_pass(reader, name, sp, &first, &tx)?
             };
             Ok::<_, String>((first, late_held))
         })();
         drop(tx);
         (passes, checker.join())
     });
-    let Ok(collector) = collector else {
+    let Ok(mut collector) = collector else {
         return Outcome::Whole("the checker thread panicked".into());
     };
     let (first, late_held) = match passes {
@@ -541,12 +643,17 @@ pub fn check_jsonl<R: BufRead>(
         }
     }
     let late: HashSet<Name> = first.late.keys().cloned().collect();
+    let session = match collector.finish_sessions(first.source.as_ref(), first.span_ns) {
+        Ok(s) => s,
+        Err(why) => return Outcome::Whole(why),
+    };
     let result = match collector.finish(&late) {
         Ok(r) => r,
         Err(why) => return Outcome::Whole(why),
     };
     Outcome::Checked(Box::new(Streamed {
         result,
+        session,
         events: first.events,
         clients: first.clients,
         warnings: first.warnings,
@@ -767,6 +874,190 @@ mod tests {
             keys.len()
         );
         assert!(s.late_held.ops > 0);
+    }
+
+    use crate::checker::session::histgen::{
+        ListAppendGenConfig, VersionedGenConfig, generate_list_append_history,
+        generate_versioned_history,
+    };
+    use crate::checker::session::{SessionConfig, check_sessions};
+
+    /// A versioned register history (etcd-like revisions, crashes, `stale` of the reads made
+    /// stale) whose keys rotate: a key's ops of each `window_ns` of invoke times are a key of
+    /// their own.
+    fn rotating_versioned(seed: u64, stale: f64, window_ns: u64) -> History {
+        let h = generate_versioned_history(&VersionedGenConfig {
+            keys: 3,
+            threads: 6,
+            ops: 1_500,
+            info_probability: 0.05,
+            stale_read_probability: stale,
+            seed,
+            ..VersionedGenConfig::default()
+        });
+        let mut open: HashMap<Process, Name> = HashMap::new();
+        let ops = h
+            .ops
+            .into_iter()
+            .map(|mut o| {
+                let key = match o.op_type {
+                    OpType::Invoke => {
+                        let k = o.key.as_deref().unwrap_or("");
+                        let k: Name = format!("{k}e{}", o.time_ns / window_ns).into();
+                        open.insert(o.process, k.clone());
+                        k
+                    }
+                    _ => open.remove(&o.process).unwrap(),
+                };
+                o.key = Some(key);
+                o
+            })
+            .collect();
+        History::from_ops(ops)
+    }
+
+    /// Every key read once more at the end, by the process that last wrote it (a session
+    /// that must see its write) or a new one: each read returns nothing.
+    fn with_final_reads(mut h: History) -> History {
+        let mut keys: Vec<(Name, Process)> = Vec::new();
+        for o in &h.ops {
+            let Some(k) = &o.key else { continue };
+            let writer = (o.op_type == OpType::Ok && o.f != "read").then_some(o.process);
+            match keys.iter_mut().find(|(x, _)| x == k) {
+                Some(e) => e.1 = writer.unwrap_or(e.1),
+                None => keys.push((k.clone(), writer.unwrap_or(Process::Client(10_000)))),
+            }
+        }
+        let mut t = h.ops.last().unwrap().time_ns;
+        for (k, p) in keys {
+            for ty in [OpType::Invoke, OpType::Ok] {
+                t += 10;
+                let mut op = Op::new(ty, p, "read", Value::Null);
+                op.key = Some(k.clone());
+                op.time_ns = t;
+                h.ops.push(op);
+            }
+        }
+        History::from_ops(h.ops)
+    }
+
+    fn with_sessions(model: &str) -> StreamPlan {
+        let mut sp = small(model, None);
+        sp.plan.session = Some(SessionConfig {
+            max_witnesses_per_guarantee: 3,
+            max_conflicts: 3,
+            top_keys: 3,
+            ..SessionConfig::default()
+        });
+        sp
+    }
+
+    /// The streamed session result is the whole check's, as JSON; the streamed verdict merges
+    /// it as the whole check does. Returns the session result.
+    fn sessions_agree(bytes: &[u8], sp: &StreamPlan) -> (Streamed, SessionResult) {
+        let s = streamed(bytes, sp);
+        let h = History::read_jsonl(bytes, "test").unwrap();
+        let whole = check_sessions(&h, sp.plan.session.as_ref().unwrap());
+        let got = s.session.clone().expect("a session result");
+        assert_eq!(
+            serde_json::to_value(&got).unwrap(),
+            serde_json::to_value(&whole).unwrap()
+        );
+        let composed = crate::checker::compose::check(&h, &sp.plan).unwrap();
+        assert_eq!(s.result.verdict.merge(got.verdict), composed.verdict);
+        (s, whole)
+    }
+
+    #[test]
+    fn a_streamed_check_with_session_guarantees_agrees_with_the_whole_check() {
+        let mut verdicts = Vec::new();
+        for (seed, stale) in [(1, 0.0), (2, 0.2), (3, 0.0), (4, 0.3)] {
+            let h = rotating_versioned(seed, stale, 40_000_000);
+            assert!(h.ops.iter().any(|o| o.op_type == OpType::Info));
+            let bytes = jsonl(&h);
+            let (s, whole) = sessions_agree(&bytes, &with_sessions("cas-register"));
+            // Keys rotate: a fraction of the history was held at most.
+            assert!(s.held.ops < h.ops.len() / 2, "{:?}", s.held);
+            verdicts.push(whole.verdict);
+        }
+        assert!(verdicts.contains(&Verdict::Valid), "{verdicts:?}");
+        assert!(verdicts.contains(&Verdict::Invalid), "{verdicts:?}");
+    }
+
+    #[test]
+    fn session_guarantees_of_keys_that_retire_late_or_never_agree() {
+        // Final reads: most keys are late, checked again from their first late op.
+        for (seed, stale) in [(5, 0.0), (6, 0.2)] {
+            let h = with_final_reads(rotating_versioned(seed, stale, 40_000_000));
+            let (s, whole) = sessions_agree(&jsonl(&h), &with_sessions("cas-register"));
+            assert!(s.late_keys > 3, "{}", s.late_keys);
+            // The writers' final reads of nothing break read-your-writes.
+            assert!(
+                whole
+                    .guarantee(crate::checker::session::Guarantee::ReadYourWrites)
+                    .violations
+                    > 0
+            );
+        }
+        // Hot keys every process keeps using: held to the end.
+        let h = generate_versioned_history(&VersionedGenConfig {
+            keys: 2,
+            ops: 600,
+            stale_read_probability: 0.1,
+            seed: 7,
+            ..VersionedGenConfig::default()
+        });
+        let mut sp = with_sessions("cas-register");
+        sp.idle_ops = 1_000_000;
+        let (s, whole) = sessions_agree(&jsonl(&h), &sp);
+        assert_eq!(s.held.keys, 2);
+        assert_eq!(whole.verdict, Verdict::Invalid);
+    }
+
+    #[test]
+    fn list_append_session_guarantees_stream_unless_a_key_comes_back() {
+        let h = generate_list_append_history(&ListAppendGenConfig {
+            keys: 40,
+            active_keys: 1,
+            threads: 2,
+            ops: 1_500,
+            stale_read_probability: 0.2,
+            seed: 8,
+            ..ListAppendGenConfig::default()
+        });
+        // Threads drift apart in time: a key one thread left may still be ahead of the other.
+        let mut sp = with_sessions("list-append");
+        (sp.idle_ops, sp.grace_ops) = (2_000, 600);
+        let (s, whole) = sessions_agree(&jsonl(&h), &sp);
+        assert_eq!(s.late_keys, 0);
+        assert_eq!(whole.version_source, VersionSource::ListAppend);
+        assert_eq!(whole.verdict, Verdict::Invalid);
+        // A key read again after it retired: its versions would come from part of its reads.
+        let late = with_final_reads(h);
+        assert!(
+            matches!(stream(&jsonl(&late), &sp), Outcome::Whole(w) if w.contains("list-append versions"))
+        );
+    }
+
+    #[test]
+    fn a_version_source_the_whole_file_chooses_otherwise_is_left_to_the_whole_check() {
+        let mut h = rotating_versioned(9, 0.0, 40_000_000);
+        // A list read at the end: the whole check takes list-append versions.
+        let t = h.ops.last().unwrap().time_ns;
+        for (ty, v) in [
+            (OpType::Invoke, Value::Null),
+            (OpType::Ok, serde_json::json!([1])),
+        ] {
+            let mut op = Op::new(ty, Process::Client(10_000), "read", v);
+            op.key = Some("z".into());
+            op.time_ns = t + 10;
+            h.ops.push(op);
+        }
+        let bytes = jsonl(&History::from_ops(h.ops));
+        let sp = with_sessions("cas-register");
+        assert!(
+            matches!(stream(&bytes, &sp), Outcome::Whole(w) if w.contains("version source list-append")),
+        );
     }
 
     use serde_json::Value;

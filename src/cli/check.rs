@@ -100,9 +100,9 @@ pub struct CheckArgs {
     /// Check a JSONL history as it is read, each key once the file shows it retired (every
     /// process that worked on it moved on), holding only the keys still open: auto (files over
     /// 64 MiB), always, or never (read it whole). For the register, cas-register and list-append
-    /// models, without --session, --html, --export-edn or --independent; verdict, counts and
-    /// witnesses are the whole check's, and a history the stream cannot judge alike is checked
-    /// whole.
+    /// models, with or without --session, not with --html, --export-edn or --independent;
+    /// verdict, counts and witnesses are the whole check's, and a history the stream cannot
+    /// judge alike is checked whole.
     #[arg(long, value_enum, default_value = "auto")]
     pub stream: StreamArg,
     /// Print the outcome as JSON.

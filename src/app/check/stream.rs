@@ -5,8 +5,8 @@
 //! Owns the choice: a JSONL file (its format told by its first MiB, or `--format jsonl`), over
 //! [`STREAM_ABOVE`] with `--stream auto` or any size with `--stream always`, checked with a model
 //! the stream can check (the run's, `--model`, or `auto` read from the file's first MiB and
-//! confirmed by the whole file), and no option that needs the whole history (`--session`,
-//! `--html`, `--export-edn`, `--independent`, `--linearizable`). Anything else is checked whole,
+//! confirmed by the whole file), and no option that needs the whole history (`--html`,
+//! `--export-edn`, `--independent`, `--linearizable`); `--session` streams too. Anything else is checked whole,
 //! as before; with `--stream always`, or when a big file could not be streamed, a note says why.
 //! Also owns the notes on what the stream held. Does not own the stream itself or the verdict
 //! rules (`check`).
@@ -80,14 +80,8 @@ pub(super) fn check(path: &Path, args: &CheckArgs, settings: &Settings) -> Resul
     if !always && !big {
         return Ok(Tried::Whole(None));
     }
-    if args.session
-        || args.html.is_some()
-        || args.export_edn.is_some()
-        || args.independent
-        || args.linearizable
-    {
-        let why = "--session, --html, --export-edn, --independent and --linearizable need the \
-                   whole history";
+    if args.html.is_some() || args.export_edn.is_some() || args.independent || args.linearizable {
+        let why = "--html, --export-edn, --independent and --linearizable need the whole history";
         return whole(why.into(), big);
     }
     let Some(head) = head(&file, size).filter(|h| !h.trim().is_empty()) else {
@@ -159,12 +153,13 @@ pub(super) fn check(path: &Path, args: &CheckArgs, settings: &Settings) -> Resul
         nemesis_client_ops: s.nemesis_client_ops,
     };
     let loaded = streamed_history(s.warnings, s.cut_short);
+    let session = s.session.as_ref().map(|r| r.check_result());
     let mut fc = judged(
         loaded,
         model,
         options,
         Primary::Linear(s.result),
-        None,
+        session,
         facts,
     );
     fc.notes = notes;

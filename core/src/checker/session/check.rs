@@ -1,85 +1,14 @@
 //! The session checker's pass over a history: the four guarantees as one rule table over two
-//! bounds per session and key, stale-read quantification (per-key Fenwick trees of acknowledged
-//! versions), version conflicts and the result's summary. Does not own how versions are read
+//! bounds per session and key, stale-read quantification (against `acks`' per-key Fenwick trees of
+//! acknowledged versions), version conflicts and the result's summary. Does not own how versions are read
 //! (`versions`) or the result types (`mod`).
 
+use super::acks::KeyAcks;
 use super::versions::*;
 use super::*;
 use crate::history::{History, Op, OpType, Process};
 use rustc_hash::FxHashMap;
 use serde_json::Value;
-
-/// Fenwick tree over one key's sorted distinct acknowledged versions: count of inserted ranks and
-/// minimum ack time over rank suffixes.
-pub(super) struct KeyAcks {
-    versions: Vec<i64>,
-    inserted: Vec<bool>,
-    count_tree: Vec<u32>,
-    min_tree: Vec<u64>,
-    total: u64,
-}
-
-impl KeyAcks {
-    pub(super) fn new(mut versions: Vec<i64>) -> KeyAcks {
-        versions.sort_unstable();
-        versions.dedup();
-        let n = versions.len();
-        KeyAcks {
-            versions,
-            inserted: vec![false; n],
-            count_tree: vec![0; n + 1],
-            min_tree: vec![u64::MAX; n + 1],
-            total: 0,
-        }
-    }
-
-    pub(super) fn insert(&mut self, version: i64, ack_ns: u64) {
-        let Ok(rank) = self.versions.binary_search(&version) else {
-            return;
-        };
-        if self.inserted[rank] {
-            return;
-        }
-        self.inserted[rank] = true;
-        self.total += 1;
-        let n = self.versions.len();
-        let mut i = rank + 1;
-        while i <= n {
-            self.count_tree[i] += 1;
-            i += i & i.wrapping_neg();
-        }
-        // Reversed index so that a prefix of the min tree is a suffix of ranks.
-        let mut j = n - rank;
-        while j <= n {
-            if ack_ns < self.min_tree[j] {
-                self.min_tree[j] = ack_ns;
-            }
-            j += j & j.wrapping_neg();
-        }
-    }
-
-    /// (acknowledged versions newer than `version`, earliest ack time among them).
-    pub(super) fn newer_than(&self, version: i64) -> (u64, Option<u64>) {
-        let r = self.versions.partition_point(|&v| v <= version);
-        let mut at_or_below = 0u64;
-        let mut i = r;
-        while i > 0 {
-            at_or_below += u64::from(self.count_tree[i]);
-            i -= i & i.wrapping_neg();
-        }
-        let newer = self.total - at_or_below;
-        if newer == 0 {
-            return (0, None);
-        }
-        let mut min = u64::MAX;
-        let mut j = self.versions.len() - r;
-        while j > 0 {
-            min = min.min(self.min_tree[j]);
-            j -= j & j.wrapping_neg();
-        }
-        (newer, (min != u64::MAX).then_some(min))
-    }
-}
 
 /// Per (session, key): the highest position the session's own ok writes reached and the highest
 /// its ok reads returned, each with the completion index that set it. Indexed by `Bound`.
@@ -133,12 +62,13 @@ pub(super) const RULES: [Rule; 4] = [
 ];
 
 pub(super) struct GuaranteeAcc {
-    checks: u64,
-    violations: u64,
-    per_key: FxHashMap<u32, u64>,
-    witnesses: Vec<Violation>,
+    pub(super) checks: u64,
+    pub(super) violations: u64,
+    /// Violations per key id.
+    pub(super) per_key: FxHashMap<u32, u64>,
+    pub(super) witnesses: Vec<Violation>,
     /// Completion time of every violating op.
-    times_ns: Vec<u64>,
+    pub(super) times_ns: Vec<u64>,
 }
 
 pub(super) fn percentiles<T: Copy + Default + PartialOrd>(sorted: &[T]) -> Percentiles<T> {
@@ -175,6 +105,66 @@ pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResul
     walk.finish(source, source_reason, derived.unseen_appends)
 }
 
+/// What a walk over part of a history found, before it is made a result (`parts` folds these).
+pub(super) struct Tally {
+    /// Per guarantee, in `Guarantee::ALL` order; `per_key` by index into `key_names`.
+    pub(super) acc: Vec<GuaranteeAcc>,
+    pub(super) key_names: Vec<Option<String>>,
+    pub(super) stale: Stale,
+    pub(super) counts: Counts,
+    pub(super) conflicts: Conflicts,
+    /// Sessions with an ok op that carried a judgeable version.
+    pub(super) sessions: Vec<u64>,
+    pub(super) keys: u64,
+    pub(super) unpaired: u64,
+    pub(super) unseen_appends: u64,
+}
+
+/// Walk part of a history as [`check_sessions`] walks a whole one: `ops` are every op of some
+/// keys, in history order, `index` each op's position in the whole history. `from(key)` is the
+/// position from which what happens at the key's ops counts (its earlier ops were walked
+/// before, as a part of their own); `None`: everything counts. A read's staleness counts at
+/// its completion, a key at its first op.
+pub(super) fn tally_part(
+    ops: &[Op],
+    config: &SessionConfig,
+    source: VersionSource,
+    from: &dyn Fn(Option<&str>) -> Option<u64>,
+) -> Tally {
+    let paired = Paired::of(ops);
+    let derived = derive_versions(&paired, source);
+    let labels = Labels {
+        mode: config.mode,
+        source,
+    };
+    let mut walk = Walk::new(&paired, &derived.vers, config, labels);
+    walk.from = paired
+        .key_names
+        .iter()
+        .map(|&k| from(k).unwrap_or(0))
+        .collect();
+    walk.list_append_conflicts(&derived.conflicts);
+    walk.run();
+    let counted = |at: &[usize]| at.iter().filter(|&&i| walk.counted(i)).count() as u64;
+    let keys = counted(&paired.key_first);
+    let unpaired = counted(&paired.unpaired_at);
+    Tally {
+        acc: walk.acc,
+        key_names: paired
+            .key_names
+            .iter()
+            .map(|k| k.map(str::to_string))
+            .collect(),
+        stale: walk.stale,
+        counts: walk.counts,
+        conflicts: walk.conflicts,
+        sessions: walk.seen_sessions.into_keys().collect(),
+        keys,
+        unpaired,
+        unseen_appends: derived.unseen_appends,
+    }
+}
+
 /// Pass 1: every session op's partner (invoke ↔ completion), its key id, the key names.
 struct Paired<'h> {
     ops: &'h [Op],
@@ -182,8 +172,11 @@ struct Paired<'h> {
     partner: Vec<usize>,
     key_id: Vec<u32>,
     key_names: Vec<Option<&'h str>>,
-    /// Invokes left open by a later invoke of their process, and completions with no invoke.
-    unpaired: u64,
+    /// Per key id, the position of its first op.
+    key_first: Vec<usize>,
+    /// Invokes left open by a later invoke of their process (at that invoke), and completions
+    /// with no invoke.
+    unpaired_at: Vec<usize>,
 }
 
 impl<'h> Paired<'h> {
@@ -195,7 +188,8 @@ impl<'h> Paired<'h> {
             partner: vec![NONE; n],
             key_id: vec![NO_KEY; n],
             key_names: Vec::new(),
-            unpaired: 0,
+            key_first: Vec::new(),
+            unpaired_at: Vec::new(),
         };
         let mut key_ids: FxHashMap<Option<&str>, u32> = FxHashMap::default();
         let mut open: FxHashMap<Process, usize> = FxHashMap::default();
@@ -203,14 +197,15 @@ impl<'h> Paired<'h> {
             if p.kinds[i].is_none() {
                 continue;
             }
-            let names = &mut p.key_names;
+            let (names, first) = (&mut p.key_names, &mut p.key_first);
             p.key_id[i] = *key_ids.entry(op.key.as_deref()).or_insert_with(|| {
                 names.push(op.key.as_deref());
+                first.push(i);
                 (names.len() - 1) as u32
             });
             if op.op_type == OpType::Invoke {
                 if open.insert(op.process, i).is_some() {
-                    p.unpaired += 1;
+                    p.unpaired_at.push(i);
                 }
                 continue;
             }
@@ -219,7 +214,7 @@ impl<'h> Paired<'h> {
                     p.partner[inv] = i;
                     p.partner[i] = inv;
                 }
-                None => p.unpaired += 1,
+                None => p.unpaired_at.push(i),
             }
         }
         p
@@ -301,34 +296,53 @@ impl Labels {
 
 /// The version conflicts found, capped in number, and when each happened.
 #[derive(Default)]
-struct Conflicts {
-    count: u64,
-    list: Vec<VersionConflict>,
-    times_ns: Vec<u64>,
+pub(super) struct Conflicts {
+    pub(super) count: u64,
+    pub(super) list: Vec<VersionConflict>,
+    /// Per listed conflict, its place in the whole check's list: (0, the later op's index) for
+    /// a reported version, (0, the key's first op's index, position) for a duplicate element,
+    /// (1, the read's index) for a list that is not a prefix of the longest.
+    pub(super) order: Vec<(u8, u64, u64)>,
+    pub(super) times_ns: Vec<u64>,
 }
 
 /// What the walk counts besides guarantees, stale reads and conflicts.
-#[derive(Default)]
-struct Counts {
-    ok_reads: u64,
-    ok_writes: u64,
-    unversioned_reads: u64,
-    unversioned_writes: u64,
-    malformed: u64,
-    conflicting_reads: u64,
-    info_ignored: u64,
-    fail_ignored: u64,
+#[derive(Debug, Clone, Default)]
+pub(super) struct Counts {
+    pub(super) ok_reads: u64,
+    pub(super) ok_writes: u64,
+    pub(super) unversioned_reads: u64,
+    pub(super) unversioned_writes: u64,
+    pub(super) malformed: u64,
+    pub(super) conflicting_reads: u64,
+    pub(super) info_ignored: u64,
+    pub(super) fail_ignored: u64,
     /// Some ok op had a version other than the initial one.
-    any_version: bool,
+    pub(super) any_version: bool,
+}
+
+impl Counts {
+    /// Add another part's counts.
+    pub(super) fn add(&mut self, o: &Counts) {
+        self.ok_reads += o.ok_reads;
+        self.ok_writes += o.ok_writes;
+        self.unversioned_reads += o.unversioned_reads;
+        self.unversioned_writes += o.unversioned_writes;
+        self.malformed += o.malformed;
+        self.conflicting_reads += o.conflicting_reads;
+        self.info_ignored += o.info_ignored;
+        self.fail_ignored += o.fail_ignored;
+        self.any_version |= o.any_version;
+    }
 }
 
 /// Stale-read measurements: per measured read, acknowledged versions newer than what it
 /// returned, and how long before its invoke the first of those was acknowledged.
 #[derive(Default)]
-struct Stale {
-    versions_behind: Vec<u64>,
-    ms_behind: Vec<f64>,
-    stale_reads: u64,
+pub(super) struct Stale {
+    pub(super) versions_behind: Vec<u64>,
+    pub(super) ms_behind: Vec<f64>,
+    pub(super) stale_reads: u64,
 }
 
 /// Pass 3: the history in order, with everything it accumulates.
@@ -346,6 +360,9 @@ struct Walk<'a, 'h> {
     stale: Stale,
     counts: Counts,
     conflicts: Conflicts,
+    /// Per key id, the position from which its events count (empty: all count; see
+    /// [`tally_part`]).
+    from: Vec<u64>,
 }
 
 impl<'a, 'h> Walk<'a, 'h> {
@@ -388,13 +405,21 @@ impl<'a, 'h> Walk<'a, 'h> {
             stale: Stale::default(),
             counts: Counts::default(),
             conflicts: Conflicts::default(),
+            from: Vec::new(),
         }
     }
 
+    /// Whether what happens at session op `i` counts (see [`tally_part`]).
+    fn counted(&self, i: usize) -> bool {
+        self.from
+            .get(self.p.key_id[i] as usize)
+            .is_none_or(|&f| self.p.ops[i].index >= f)
+    }
+
     /// The conflicts the list-append source found while deriving versions.
-    fn list_append_conflicts(&mut self, found: &[(usize, usize, i64, &'static str)]) {
+    fn list_append_conflicts(&mut self, found: &[ListConflict]) {
         let ops = self.p.ops;
-        for &(a, b, at, kind) in found {
+        for &(a, b, at, kind, found_at) in found {
             self.conflicts.count += 1;
             self.conflicts.times_ns.push(ops[b].time_ns);
             if self.conflicts.list.len() >= self.config.max_conflicts {
@@ -425,6 +450,12 @@ impl<'a, 'h> Walk<'a, 'h> {
                     key_label(key)
                 )
             };
+            self.conflicts.order.push(if kind == "duplicate-element" {
+                let first = self.p.key_first[self.p.key_id[a] as usize];
+                (0, ops[first].index, at as u64)
+            } else {
+                (1, ops[found_at].index, 0)
+            });
             self.conflicts.list.push(VersionConflict {
                 kind,
                 key: key.map(str::to_string),
@@ -446,10 +477,11 @@ impl<'a, 'h> Walk<'a, 'h> {
             let Some(proc_id) = op.process.client() else {
                 continue;
             };
+            let n = u64::from(self.counted(i));
             match op.op_type {
                 OpType::Invoke => self.measure_stale(i, kind),
-                OpType::Fail => self.counts.fail_ignored += 1,
-                OpType::Info => self.counts.info_ignored += 1,
+                OpType::Fail => self.counts.fail_ignored += n,
+                OpType::Info => self.counts.info_ignored += n,
                 OpType::Ok => self.ok(i, kind, proc_id),
             }
         }
@@ -458,7 +490,11 @@ impl<'a, 'h> Walk<'a, 'h> {
     /// A read's staleness, at its invoke, against what was acknowledged before it.
     fn measure_stale(&mut self, i: usize, kind: Kind) {
         let c = self.p.partner[i];
-        if kind != Kind::Read || c == NONE || self.p.ops[c].op_type != OpType::Ok {
+        if kind != Kind::Read
+            || c == NONE
+            || self.p.ops[c].op_type != OpType::Ok
+            || !self.counted(c)
+        {
             return;
         }
         let Ver::Known(pos) = self.vers[c] else {
@@ -481,18 +517,19 @@ impl<'a, 'h> Walk<'a, 'h> {
     /// against its session's bounds.
     fn ok(&mut self, i: usize, kind: Kind, proc_id: u64) {
         let is_read = kind == Kind::Read;
+        let n = u64::from(self.counted(i));
         let c = &mut self.counts;
         if is_read {
-            c.ok_reads += 1;
+            c.ok_reads += n;
         } else {
-            c.ok_writes += 1;
+            c.ok_writes += n;
         }
         let v = match self.vers[i] {
             Ver::Known(p) => p,
-            Ver::Unversioned if is_read => return c.unversioned_reads += 1,
-            Ver::Unversioned => return c.unversioned_writes += 1,
-            Ver::Malformed => return c.malformed += 1,
-            Ver::Conflicting => return c.conflicting_reads += 1,
+            Ver::Unversioned if is_read => return c.unversioned_reads += n,
+            Ver::Unversioned => return c.unversioned_writes += n,
+            Ver::Malformed => return c.malformed += n,
+            Ver::Conflicting => return c.conflicting_reads += n,
         };
         if v != Pos::At(0) {
             c.any_version = true;
@@ -520,6 +557,9 @@ impl<'a, 'h> Walk<'a, 'h> {
             }
             std::collections::hash_map::Entry::Occupied(e) => *e.get(),
         };
+        if !self.counted(i) {
+            return;
+        }
         let ops = self.p.ops;
         let fk = self.p.kinds[j].unwrap_or(Kind::Read);
         let first_inv = (self.p.partner[j] != NONE).then(|| &ops[self.p.partner[j]]);
@@ -559,6 +599,7 @@ impl<'a, 'h> Walk<'a, 'h> {
             show_pos(self.labels.source, true, v),
             key_label(key),
         );
+        self.conflicts.order.push((0, ops[i].index, 0));
         self.conflicts.list.push(VersionConflict {
             kind: "version-conflict",
             key: key.map(str::to_string),
@@ -587,6 +628,9 @@ impl<'a, 'h> Walk<'a, 'h> {
         } as usize];
         if slot.is_none_or(|(b, _)| v.cmp(b).is_some_and(|o| o.is_gt())) {
             *slot = Some((v, i));
+        }
+        if !self.counted(i) {
+            return;
         }
         for rule in RULES.iter().filter(|r| r.later_is_read == is_read) {
             let Some((bound, bi)) = st.0[rule.bound as usize] else {
@@ -692,7 +736,7 @@ impl<'a, 'h> Walk<'a, 'h> {
             unseen_appends,
             info_ignored: c.info_ignored,
             fail_ignored: c.fail_ignored,
-            unpaired: self.p.unpaired,
+            unpaired: self.p.unpaired_at.len() as u64,
             guarantees,
             stale: stale_stats(self.stale),
             version_conflicts: self.conflicts.count,
@@ -768,7 +812,7 @@ fn stale_stats(mut s: Stale) -> StaleReadStats {
 
 /// Invalid on any violation or conflict; unknown when nothing carried a version or no session
 /// made two comparable ops on one key (with why); else valid.
-fn verdict(
+pub(super) fn verdict(
     guarantees: &[GuaranteeResult],
     conflicts: u64,
     c: &Counts,
@@ -805,30 +849,4 @@ fn verdict(
         );
     }
     (Verdict::Valid, None)
-}
-
-/// "wrote k3 = 12", "read k3 and got 9", "cas k3 from 1 to 12", "appended 7 to k3".
-pub(super) fn describe(kind: Kind, op: &Op, invoke: Option<&Op>, key: Option<&str>) -> String {
-    let key = key_label(key);
-    match kind {
-        Kind::Read => format!("read {key} and got {}", show_value(Some(&op.value))),
-        Kind::Write => format!("wrote {key} = {}", show_value(value_of(kind, op, invoke))),
-        Kind::Append => format!(
-            "appended {} to {key}",
-            show_value(value_of(kind, op, invoke))
-        ),
-        Kind::Cas => {
-            let arg = if op.value.is_null() {
-                invoke.map(|i| &i.value)
-            } else {
-                Some(&op.value)
-            };
-            match arg {
-                Some(Value::Array(a)) if a.len() == 2 => {
-                    format!("cas {key} from {} to {}", a[0], a[1])
-                }
-                _ => format!("cas {key} (arguments unknown)"),
-            }
-        }
-    }
 }

@@ -4,7 +4,8 @@
 //! detection.
 //!
 //! Owns the analysis and its result types (`SessionResult`, `SessionChecker`; here), reading
-//! versions and choosing their source (`versions`), the pass over a history (`check`), and seeded
+//! versions and choosing their source (`versions`), the pass over a history (`check`), the same
+//! result from a history given a few keys at a time (`parts`: the streamed check), and seeded
 //! generators of versioned register and list-append histories (`histgen`) for tests and
 //! benchmarks. Does not own reading histories (`history`), rendering or storing results.
 //!
@@ -268,6 +269,16 @@ pub struct TimeHistogram {
     pub buckets: Vec<[u64; 2]>,
 }
 
+/// The bucket width of a [`TimeHistogram`] over a history lasting `span_ns`: the smallest of
+/// 10, 20, 50, 100, … ms giving at most [`MAX_TIME_BUCKETS`] buckets.
+fn bucket_ms(span_ns: u64) -> u64 {
+    let span_ms = span_ns.div_ceil(1_000_000).max(1);
+    (1..=18)
+        .flat_map(|e| [1, 2, 5].map(|m| m * 10u64.pow(e)))
+        .find(|w| span_ms.div_ceil(*w) <= MAX_TIME_BUCKETS)
+        .unwrap_or(u64::MAX / 2)
+}
+
 /// Most buckets a [`TimeHistogram`] spreads a history over.
 pub const MAX_TIME_BUCKETS: u64 = 1_000;
 
@@ -277,11 +288,7 @@ pub const NAME: &str = "session";
 impl TimeHistogram {
     /// Histogram of `times_ns` over a history lasting `span_ns`.
     pub fn of(times_ns: &[u64], span_ns: u64) -> TimeHistogram {
-        let span_ms = span_ns.div_ceil(1_000_000).max(1);
-        let bucket_ms = (1..=18)
-            .flat_map(|e| [1, 2, 5].map(|m| m * 10u64.pow(e)))
-            .find(|w| span_ms.div_ceil(*w) <= MAX_TIME_BUCKETS)
-            .unwrap_or(u64::MAX / 2);
+        let bucket_ms = bucket_ms(span_ns);
         let mut counts: std::collections::BTreeMap<u64, u64> = Default::default();
         for &t in times_ns {
             *counts.entry(t / 1_000_000 / bucket_ms).or_insert(0) += 1;
@@ -416,6 +423,18 @@ impl SessionResult {
         &self.guarantees[g.slot()]
     }
 
+    /// The generic checker result (`CheckResult::details` this result as JSON).
+    pub fn check_result(&self) -> CheckResult {
+        CheckResult {
+            checker: NAME.to_string(),
+            verdict: self.verdict,
+            summary: self.summary(),
+            details: serde_json::to_value(self).unwrap_or_else(
+                |e| serde_json::json!({ "error": format!("cannot serialize session result: {e}") }),
+            ),
+        }
+    }
+
     /// One-line summary.
     pub fn summary(&self) -> String {
         let checks: u64 = self.guarantees.iter().map(|g| g.checks).sum();
@@ -540,15 +559,7 @@ impl Checker for SessionChecker {
     }
 
     fn check(&self, history: &History) -> CheckResult {
-        let r = self.analyse(history);
-        CheckResult {
-            checker: self.name().to_string(),
-            verdict: r.verdict,
-            summary: r.summary(),
-            details: serde_json::to_value(&r).unwrap_or_else(
-                |e| serde_json::json!({ "error": format!("cannot serialize session result: {e}") }),
-            ),
-        }
+        self.analyse(history).check_result()
     }
 }
 
@@ -561,10 +572,14 @@ const NO_KEY: u32 = u32::MAX;
 /// No partner op (an invoke never completed, a completion without invoke).
 const NONE: usize = usize::MAX;
 
+mod acks;
 mod check;
 pub mod histgen;
+mod parts;
 mod versions;
 pub use check::check_sessions;
+pub use parts::SessionParts;
+pub use versions::SourceSniff;
 
 #[cfg(test)]
 mod tests;

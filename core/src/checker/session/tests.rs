@@ -1,7 +1,7 @@
 //! The session checker's tests: constructed histories per guarantee and source, and generated
 //! histories with injected stale reads.
 
-use super::check::KeyAcks;
+use super::acks::KeyAcks;
 use super::histgen::{
     ListAppendGenConfig, VersionedGenConfig, generate_list_append_history,
     generate_versioned_history,

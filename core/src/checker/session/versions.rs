@@ -115,6 +115,32 @@ pub(super) fn value_of<'a>(kind: Kind, op: &'a Op, invoke: Option<&'a Op>) -> Op
     invoke.and_then(|i| pick(&i.value))
 }
 
+/// "wrote k3 = 12", "read k3 and got 9", "cas k3 from 1 to 12", "appended 7 to k3".
+pub(super) fn describe(kind: Kind, op: &Op, invoke: Option<&Op>, key: Option<&str>) -> String {
+    let key = key_label(key);
+    match kind {
+        Kind::Read => format!("read {key} and got {}", show_value(Some(&op.value))),
+        Kind::Write => format!("wrote {key} = {}", show_value(value_of(kind, op, invoke))),
+        Kind::Append => format!(
+            "appended {} to {key}",
+            show_value(value_of(kind, op, invoke))
+        ),
+        Kind::Cas => {
+            let arg = if op.value.is_null() {
+                invoke.map(|i| &i.value)
+            } else {
+                Some(&op.value)
+            };
+            match arg {
+                Some(Value::Array(a)) if a.len() == 2 => {
+                    format!("cas {key} from {} to {}", a[0], a[1])
+                }
+                _ => format!("cas {key} (arguments unknown)"),
+            }
+        }
+    }
+}
+
 pub(super) fn secs(t_ns: u64) -> String {
     format!("{:.3} s", t_ns as f64 / 1e9)
 }
@@ -142,47 +168,92 @@ pub(super) fn show_pos(source: VersionSource, is_read: bool, p: Pos) -> String {
 /// The auto rule (see the module doc): list-append if the history has `append` ops or
 /// list-valued ok reads, else system versions. Returns the source and why.
 pub(super) fn choose_source(history: &History, config: &SessionConfig) -> (VersionSource, String) {
-    if let Some(s) = config.source {
-        return (s, "chosen by configuration".to_string());
-    }
-    let mut versioned = false;
+    let mut sniff = SourceSniff::new(config);
     for op in &history.ops {
-        let Some(kind) = kind_of(op) else { continue };
-        if kind == Kind::Append {
-            return (
-                VersionSource::ListAppend,
-                "the history has append ops".to_string(),
-            );
+        if sniff.decided() {
+            break;
         }
-        if op.op_type == OpType::Ok {
-            if kind == Kind::Read && op.value.is_array() {
-                return (
-                    VersionSource::ListAppend,
-                    "ok reads return lists".to_string(),
-                );
-            }
-            versioned |= op.version.is_some();
+        sniff.see(op);
+    }
+    sniff.choice()
+}
+
+/// The version source the whole check uses ([`SessionConfig::source`], or the auto rule of the
+/// module doc), fed a history op by op: what a check in parts fixes up front and confirms at
+/// the end.
+#[derive(Debug, Clone)]
+pub struct SourceSniff {
+    configured: Option<VersionSource>,
+    /// The first op that chose list-append, in words.
+    found: Option<&'static str>,
+    /// Some ok op carried a system version.
+    versioned: bool,
+}
+
+impl SourceSniff {
+    /// Nothing seen yet.
+    pub fn new(config: &SessionConfig) -> SourceSniff {
+        SourceSniff {
+            configured: config.source,
+            found: None,
+            versioned: false,
         }
     }
-    if versioned {
-        (
-            VersionSource::System,
-            "ok ops carry system versions".to_string(),
-        )
-    } else {
-        (
-            VersionSource::System,
-            "no versions, lists or declared increasing values; defaulted".to_string(),
-        )
+
+    /// Whether later ops can no longer change the choice.
+    pub fn decided(&self) -> bool {
+        self.configured.is_some() || self.found.is_some()
+    }
+
+    /// See the history's next op.
+    pub fn see(&mut self, op: &Op) {
+        if self.decided() {
+            return;
+        }
+        let Some(kind) = kind_of(op) else { return };
+        if kind == Kind::Append {
+            self.found = Some("the history has append ops");
+        } else if op.op_type == OpType::Ok {
+            if kind == Kind::Read && op.value.is_array() {
+                self.found = Some("ok reads return lists");
+            }
+            self.versioned |= op.version.is_some();
+        }
+    }
+
+    /// The source for the ops seen so far, and why.
+    pub fn choice(&self) -> (VersionSource, String) {
+        if let Some(s) = self.configured {
+            return (s, "chosen by configuration".to_string());
+        }
+        if let Some(why) = self.found {
+            return (VersionSource::ListAppend, why.to_string());
+        }
+        if self.versioned {
+            (
+                VersionSource::System,
+                "ok ops carry system versions".to_string(),
+            )
+        } else {
+            (
+                VersionSource::System,
+                "no versions, lists or declared increasing values; defaulted".to_string(),
+            )
+        }
     }
 }
+
+/// A list-append conflict as [`derive_list_append`] finds it (see [`Derived::conflicts`]).
+pub(super) type ListConflict = (usize, usize, i64, &'static str, usize);
 
 /// Derived versions and the conflicts found while deriving them.
 pub(super) struct Derived {
     /// Per history position; meaningful at ok completions only.
     pub(super) vers: Vec<Ver>,
-    /// Conflicts found by the list-append prefix check (system conflicts are found later).
-    pub(super) conflicts: Vec<(usize, usize, i64, &'static str)>,
+    /// Conflicts found by the list-append prefix check (system conflicts are found later): the
+    /// two ops, the position where they differ, the kind, and the op it was found at (the
+    /// longest read for a duplicate element, else the read that is not its prefix).
+    pub(super) conflicts: Vec<ListConflict>,
     /// Ok appends whose element no read showed.
     pub(super) unseen_appends: u64,
 }
@@ -236,7 +307,7 @@ pub(super) fn derive_list_append(
             let e = e.as_i64().unwrap_or(0);
             if position.insert((k as u32, e), p as i64 + 1).is_some() {
                 // An element appended once appears twice: the list contradicts itself.
-                conflicts.push((li, li, p as i64 + 1, "duplicate-element"));
+                conflicts.push((li, li, p as i64 + 1, "duplicate-element", li));
             }
         }
     }
@@ -252,7 +323,7 @@ pub(super) fn derive_list_append(
             None => vers[i] = Ver::Known(Pos::At(list.len() as i64)),
             Some(p) => {
                 vers[i] = Ver::Conflicting;
-                conflicts.push((i.min(li), i.max(li), p as i64 + 1, "version-conflict"));
+                conflicts.push((i.min(li), i.max(li), p as i64 + 1, "version-conflict", i));
             }
         }
     }
