@@ -22,6 +22,9 @@ pub struct Reason {
     pub first: Option<u32>,
     /// ww, rw: the target's element; wr: unused.
     pub second: Option<u32>,
+    /// ww, rw (list-append): no read showed `second`, so it came after `first`, not
+    /// necessarily right after it.
+    pub unread: bool,
 }
 
 /// The dependency graph over transactions (node = index into `Txns::txns`).
@@ -130,6 +133,7 @@ pub fn infer(t: &Txns) -> Result<Inferred, String> {
     let duplicated = version_orders(t, &mut out.orders, &mut out.anomalies);
     single_appends(t, &writers, &mut out.orders);
     ww_edges(t, &out.orders, &writers, &mut out.graph);
+    unobserved_append_edges(t, &out.orders, &writers, &duplicated, &mut out.graph);
     let reads = Reads {
         t,
         orders: &out.orders,
@@ -305,10 +309,95 @@ fn ww_edges(t: &Txns, orders: &[Option<Vec<u32>>], writers: &Writers, g: &mut Gr
                     key: k as u32,
                     first: Some(pe),
                     second: Some(e),
+                    unread: false,
                 };
                 g.add(pw, w, edge::WW, Some(r));
             }
             prev = Some((w, e));
+        }
+    }
+}
+
+/// Edges to appends no read showed (Elle's `previously-appended-element`): an element appended
+/// by a transaction that did not fail and missing from its key's version order came after the
+/// order's last element (a list only grows: had it come before, every read showing that last
+/// element would show it too), or after the initial state when nothing of the key was read. So
+/// the last element's writer precedes it (ww) and every committed read of exactly the whole
+/// order — or, for a key never read non-empty, every empty read — precedes it (rw). Several
+/// such appends on one key are not ordered among themselves: each gets the edges, as in Elle.
+fn unobserved_append_edges(
+    t: &Txns,
+    orders: &[Option<Vec<u32>>],
+    writers: &Writers,
+    duplicated: &rustc_hash::FxHashSet<*const Vec<u32>>,
+    g: &mut Graph,
+) {
+    let observed: rustc_hash::FxHashSet<(u32, u32)> = orders
+        .iter()
+        .enumerate()
+        .filter_map(|(k, o)| o.as_ref().map(|o| (k as u32, o)))
+        .flat_map(|(k, o)| o.iter().map(move |&e| (k, e)))
+        .collect();
+    // Per key: the appends after the order's end, (element, writer).
+    let mut after_end: FxHashMap<u32, Vec<(u32, u32)>> = FxHashMap::default();
+    for (&(key, elem), &w) in &writers.writer {
+        if t.txns[w as usize].status != Status::Fail && !observed.contains(&(key, elem)) {
+            after_end.entry(key).or_default().push((elem, w));
+        }
+    }
+    if after_end.is_empty() {
+        return;
+    }
+    for list in after_end.values_mut() {
+        list.sort_unstable();
+    }
+    let last_of = |key: u32| {
+        orders[key as usize]
+            .as_ref()
+            .and_then(|o| o.last().copied())
+    };
+    // ww: from the writer of the order's last element.
+    for (&key, appends) in &after_end {
+        let Some(last) = last_of(key) else { continue };
+        let Some(&lw) = writers.writer.get(&(key, last)) else {
+            continue;
+        };
+        if t.txns[lw as usize].status == Status::Fail {
+            continue;
+        }
+        for &(elem, w) in appends {
+            let r = Reason {
+                key,
+                first: Some(last),
+                second: Some(elem),
+                unread: true,
+            };
+            g.add(lw, w, edge::WW, Some(r));
+        }
+    }
+    // rw: from every committed read of the whole order.
+    for (i, key, list) in committed_reads(t) {
+        let Some(appends) = after_end.get(&key) else {
+            continue;
+        };
+        if duplicated.contains(&(list as *const _)) {
+            continue;
+        }
+        let whole = match &orders[key as usize] {
+            Some(o) => o[..] == list[..],
+            None => list.is_empty(),
+        };
+        if !whole {
+            continue;
+        }
+        for &(elem, w) in appends {
+            let r = Reason {
+                key,
+                first: list.last().copied(),
+                second: Some(elem),
+                unread: true,
+            };
+            g.add(i, w, edge::RW, Some(r));
         }
     }
 }
@@ -393,6 +482,7 @@ impl Reads<'_> {
                             key,
                             first: Some(e),
                             second: None,
+                            unread: false,
                         };
                         g.add(w, i, edge::WR, Some(r));
                     }
@@ -413,6 +503,7 @@ impl Reads<'_> {
                     key,
                     first: list.last().copied(),
                     second: Some(next),
+                    unread: false,
                 };
                 g.add(i, w, edge::RW, Some(r));
             }
