@@ -202,6 +202,25 @@ pub fn is_txn_value(v: &Value) -> bool {
     })
 }
 
+/// True when every client op with a value holds a transaction ([`is_txn_value`]) and one does:
+/// a history elle-cli's `--model list-append` / `rw-register` means as transactions even when
+/// it only reads (`[["r", 1, []]]`), which `--model auto` cannot tell from a list-append
+/// history of single ops without an append or a write among its micro-ops.
+pub fn is_txn_history(history: &History) -> bool {
+    let mut any = false;
+    for op in history
+        .ops
+        .iter()
+        .filter(|o| o.is_client() && !o.value.is_null())
+    {
+        if !is_txn_value(&op.value) {
+            return false;
+        }
+        any = true;
+    }
+    any
+}
+
 /// `line 7 (op 3, process 0, txn)` for the op at position `pos` (0-based, as transactions are
 /// named `T3`) when the reader knew its line, else `op 3 (process 0, txn)`.
 fn op_label(history: &History, pos: usize) -> String {
@@ -454,6 +473,32 @@ mod tests {
 
     fn op(t: OpType, p: u64, v: Value) -> Op {
         Op::new(t, Process::Client(p), "txn", v)
+    }
+
+    #[test]
+    fn a_history_of_read_only_transactions_is_a_transaction_history() {
+        // elle-cli's list-append-valid-read-empty.json: one read, no append; `check --model
+        // list-append` refused it as a list-append history of single ops.
+        let reads = History::from_ops(vec![
+            op(OpType::Invoke, 0, json!([["r", 1, null]])),
+            op(OpType::Ok, 0, json!([["r", 1, []]])),
+            op(OpType::Invoke, 1, json!([["r", "x", null]])),
+            op(OpType::Info, 1, Value::Null),
+        ]);
+        assert!(is_txn_history(&reads));
+        // Single ops of the list-append model, nothing at all, or one op that is no transaction.
+        let single = History::from_ops(vec![
+            Op::new(OpType::Invoke, Process::Client(0), "read", Value::Null),
+            Op::new(OpType::Ok, Process::Client(0), "read", json!([1, 2])),
+        ]);
+        assert!(!is_txn_history(&single));
+        assert!(!is_txn_history(&History::from_ops(Vec::new())));
+        let mixed = History::from_ops(vec![
+            op(OpType::Invoke, 0, json!([["r", 1, null]])),
+            op(OpType::Ok, 0, json!([["r", 1, []]])),
+            Op::new(OpType::Invoke, Process::Client(1), "append", json!(3)),
+        ]);
+        assert!(!is_txn_history(&mixed));
     }
 
     #[test]
