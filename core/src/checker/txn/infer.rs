@@ -132,6 +132,7 @@ pub fn infer(t: &Txns) -> Result<Inferred, String> {
     let writers = Writers::of(t)?;
     let duplicated = version_orders(t, &mut out.orders, &mut out.anomalies);
     single_appends(t, &writers, &mut out.orders);
+    dirty_updates(t, &out.orders, &writers, &mut out.anomalies);
     ww_edges(t, &out.orders, &writers, &mut out.graph);
     unobserved_append_edges(t, &out.orders, &writers, &duplicated, &mut out.graph);
     let reads = Reads {
@@ -286,6 +287,56 @@ fn single_appends(t: &Txns, writers: &Writers, orders: &mut [Option<Vec<u32>>]) 
             && slot.as_ref().is_none_or(|o| o.is_empty())
         {
             *slot = Some(vec![e]);
+        }
+    }
+}
+
+/// Dirty updates (Elle's `dirty-update-cases`): walking each key's version order from the
+/// initial state (committed), a committed append that follows a failed one, indeterminate
+/// appends in between not telling either way. One finding per such committed append, naming
+/// the elements from the first failed one to it.
+fn dirty_updates(t: &Txns, orders: &[Option<Vec<u32>>], writers: &Writers, out: &mut Vec<Found>) {
+    for (k, order) in orders.iter().enumerate() {
+        let Some(order) = order else { continue };
+        // The last append that was not indeterminate (None = the initial state), and the
+        // elements since the first failed one after it.
+        let mut last: Option<u32> = None;
+        let mut span: Vec<u32> = Vec::new();
+        for &e in order {
+            let Some(&w) = writers.writer.get(&(k as u32, e)) else {
+                continue;
+            };
+            let failed =
+                |x: Option<u32>| x.is_some_and(|x| t.txns[x as usize].status == Status::Fail);
+            match t.txns[w as usize].status {
+                Status::Info => span.push(e),
+                Status::Fail if failed(last) => span.push(e),
+                Status::Fail => {
+                    last = Some(w);
+                    span = vec![e];
+                }
+                Status::Ok => {
+                    if let Some(f) = last.filter(|&f| failed(Some(f))) {
+                        span.push(e);
+                        out.push(found(
+                            Kind::Other(Other::DirtyUpdate),
+                            t,
+                            &[f, w],
+                            format!(
+                                "key {}'s version order holds {}: {} appended {}, which failed, and {}, which committed, appended {} after it (dirty update)",
+                                t.keys.show(k as u32),
+                                describe_list(t, &span),
+                                tname(t, f),
+                                t.elems.show(span[0]),
+                                tname(t, w),
+                                t.elems.show(e)
+                            ),
+                        ));
+                    }
+                    last = Some(w);
+                    span = vec![e];
+                }
+            }
         }
     }
 }

@@ -564,3 +564,58 @@ fn unread_appends_follow_the_last_element_read() {
     let r = check(&h, &cfg("serializable", None, Assume::default())).unwrap();
     assert_eq!(r.verdict, Verdict::Valid, "{}", r.explain());
 }
+
+/// Elle's `dirty-update`: a committed append after a failed one in a key's version order,
+/// indeterminate ones in between telling nothing (elle-cli's list-append-anomaly-dirty-update
+/// and list-append-dirty-update-info-fail, where Elle reports G1a and dirty-update).
+#[test]
+fn dirty_updates_are_named_as_elle_names_them() {
+    let h = json(
+        r#"[{"index":0,"process":0,"type":"invoke","value":[["append",1,1]]},
+ {"index":1,"process":0,"type":"fail","value":[["append",1,1]]},
+ {"index":2,"process":1,"type":"invoke","value":[["append",1,2]]},
+ {"index":3,"process":1,"type":"ok","value":[["append",1,2]]},
+ {"index":4,"process":2,"type":"invoke","value":[["r",1,null]]},
+ {"index":5,"process":2,"type":"ok","value":[["r",1,[1,2]]]}]"#,
+    );
+    let r = check(&h, &strict()).unwrap();
+    assert_eq!(names(&r), ["G1a", "dirty-update"], "{}", r.explain());
+    assert_eq!(not_names(&r), ["read-committed"]);
+    // ok 1, info 2 3, ok 4, fail 5, info 6, fail 7 8, ok 9, info 10, ok 11: one dirty update,
+    // 5 … 9 (Elle's values [5 6 7 8 9]).
+    let status = [
+        "ok", "info", "info", "ok", "fail", "info", "fail", "fail", "ok", "info", "ok",
+    ];
+    let mut text = String::from("[");
+    for (i, s) in status.iter().enumerate() {
+        let e = i + 1;
+        text.push_str(&format!(
+            r#"{{"index":{},"process":0,"type":"invoke","value":[["append",1,{e}]]}},
+{{"index":{},"process":0,"type":"{s}","value":[["append",1,{e}]]}},"#,
+            2 * i,
+            2 * i + 1
+        ));
+    }
+    text.push_str(
+        r#"{"index":22,"process":1,"type":"invoke","value":[["r",1,null]]},
+{"index":23,"process":1,"type":"ok","value":[["r",1,[1,2,3,4,5,6,7,8,9,10,11]]]}]"#,
+    );
+    let r = check(&json(&text), &strict()).unwrap();
+    assert_eq!(r.anomaly_counts["dirty-update"], 1, "{}", r.explain());
+    assert!(
+        r.explain()
+            .contains("holds [5 6 7 8 9]: T8 appended 5, which failed"),
+        "{}",
+        r.explain()
+    );
+    // A failed append nobody read is no dirty update.
+    let h = edn("{:type :fail, :process 0, :value [[:append :x 1]]}
+         {:type :ok, :process 1, :value [[:append :x 2]]}
+         {:type :ok, :process 2, :value [[:r :x [2]]]}");
+    let r = check(&h, &strict()).unwrap();
+    assert!(
+        !names(&r).contains(&"dirty-update".to_string()),
+        "{}",
+        r.explain()
+    );
+}
