@@ -1,7 +1,8 @@
 //! What a list-append history implies: per-key version orders from the reads (every read is a
 //! prefix of the key's longest read — Elle's trick), the non-cycle anomalies (G1a, G1b, internal,
-//! fuzzy reads, duplicate elements, incompatible orders, lost updates, garbage reads) and the dependency graph
-//! (ww, wr, rw, process and real-time edges, each data edge with why it exists).
+//! fuzzy reads, duplicate elements, incompatible orders, lost updates, dirty updates, garbage reads)
+//! and the dependency graph (ww, wr, rw — appends no read showed after the last element read, as
+//! Elle — process and real-time edges, each data edge with why it exists).
 //!
 //! Owns inference. Does not own parsing (`parse`), cycle search (`cycles`) or wording beyond each
 //! finding's own sentence. Pure: no IO.

@@ -7,7 +7,7 @@
 //! rw dependency edges plus process-order and real-time edges, search the strongly connected
 //! components for cycles by shape (G0, G1c, G-single-item, G2-item, each plain, `-process` or
 //! `-realtime`), find the non-cycle anomalies (G1a, G1b, internal, duplicate elements,
-//! incompatible orders, lost updates, garbage reads, cyclic versions), and say which consistency
+//! incompatible orders, lost updates, dirty updates, garbage reads, cyclic versions), and say which consistency
 //! models the anomalies rule out (`not` / `also_not`, Elle's lattice in `consistency`). Each anomaly is explained in
 //! words, each cycle edge by edge.
 //!
