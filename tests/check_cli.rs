@@ -1209,3 +1209,30 @@ fn a_streamed_check_agrees_with_the_whole_check() {
         stderr(&o)
     );
 }
+
+#[test]
+fn elle_cli_set_full_reads_values_literally_as_elle_cli_does() {
+    // elle-cli's histories/jepsen/set_full.edn shape (its ops, times regenerated): adds of
+    // [0 i] and one read of [0 1 2 … 292]. Not jepsen.independent tuples (the read is no
+    // [k v]): every element [0 i] is lost, as elle-cli's set_full-result.json says (lost-count
+    // 293, stable 0, never-read 0, valid? false). Split into key 0 it came out valid.
+    for name in ["elle-cli-set-full.edn", "elle-cli-set-full.json"] {
+        let f = data(&format!("histories/{name}"));
+        let o = shakedown(&["--model", "set-full", "--json", path(&f)]);
+        assert_eq!(code(&o), 1, "{name}: {}{}", stdout(&o), stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let d = &v["details"];
+        assert_eq!(d["attempt_count"], 293, "{name}");
+        assert_eq!(d["lost_count"], 293, "{name}");
+        assert_eq!(d["stable_count"], 0, "{name}");
+        assert_eq!(d["never_read_count"], 0, "{name}");
+        assert_eq!(d["stale_count"], 0, "{name}");
+        assert_eq!(d["duplicated_count"], 0, "{name}");
+    }
+    // elle-cli's test/test-data/set.edn with Jepsen's set checker and set-full: valid.
+    let f = data("histories/elle-cli-set.edn");
+    for model in ["set", "set-full"] {
+        let o = shakedown(&["--model", model, path(&f)]);
+        assert_eq!(code(&o), 0, "{model}: {}{}", stdout(&o), stderr(&o));
+    }
+}

@@ -471,3 +471,79 @@ fn rw_register_linearizable_keys_reading_an_unwritten_initial_value_as_elle() {
     assert_eq!(o.status.code(), Some(1), "{t}");
     assert!(t.contains("G2-item ×1"), "{t}");
 }
+
+/// One row of `elle-expected.tsv`: a history nobody here wrote, the options elle-cli checked it
+/// with (in our spelling), and Elle's verdict and `not`.
+struct Expected {
+    file: String,
+    options: Vec<String>,
+    valid: String,
+    not: Vec<String>,
+}
+
+fn expected() -> Vec<Expected> {
+    let table = std::fs::read_to_string(data("elle-expected.tsv")).unwrap();
+    table
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let c: Vec<&str> = l.split('\t').collect();
+            assert_eq!(c.len(), 6, "{l}");
+            let list = |s: &str| -> Vec<String> {
+                s.split(',')
+                    .filter(|x| *x != "-")
+                    .map(str::to_string)
+                    .collect()
+            };
+            Expected {
+                file: c[0].to_string(),
+                options: c[1].split_whitespace().map(str::to_string).collect(),
+                valid: c[2].to_string(),
+                not: list(c[4]),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn outside_histories_get_elles_verdicts() {
+    // elle-cli's test data and Elle's own histories, with the verdicts Elle gave them
+    // (tests/data/histories/README.md names each source). Every verdict must be Elle's, and
+    // every model Elle rules out must be ruled out here too (`not` or `also-not`).
+    let rows = expected();
+    assert!(rows.len() >= 30, "{}", rows.len());
+    for row in rows {
+        let f = data(&row.file);
+        let mut args: Vec<&str> = vec!["--json"];
+        args.extend(row.options.iter().map(String::as_str));
+        args.push(f.to_str().unwrap());
+        let o = check(&args);
+        let t = text(&o);
+        let v: serde_json::Value =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{}: {e}: {t}", row.file));
+        let verdict = match row.valid.as_str() {
+            "true" => "valid",
+            "false" => "invalid",
+            _ => "unknown",
+        };
+        assert_eq!(v["verdict"], verdict, "{}: {t}", row.file);
+        let ours: Vec<String> = ["not", "also-not"]
+            .iter()
+            .flat_map(|k| v["details"][k].as_array().cloned().unwrap_or_default())
+            .filter_map(|m| m.as_str().map(str::to_string))
+            .collect();
+        for m in &row.not {
+            // Elle says strong-serializable where we say strict-serializable.
+            let m = if m == "strong-serializable" {
+                "strict-serializable"
+            } else {
+                m.as_str()
+            };
+            assert!(
+                ours.iter().any(|o| o == m),
+                "{}: Elle rules out {m}; we: {ours:?}",
+                row.file
+            );
+        }
+    }
+}

@@ -39,7 +39,9 @@
 //!
 //! Independent keys (every format but jsonl and porcupine, which carry keys): `looks_independent` is
 //! true when every client invoke value is a `[k v]` tuple with a scalar `k`, every `cas` value is
-//! `[k [old new]]`, and there is at least one client invoke; then `split_independent` moves `k`
+//! `[k [old new]]`, no ok completion holds a collection other than a `[k v]` tuple of its
+//! invoke's key (elle-cli's set_full.edn adds `[0 i]` and reads `[0 1 2 …]`: literal values, as
+//! elle-cli reads them), and there is at least one client invoke; then `split_independent` moves `k`
 //! into `Op::key` (a completion whose value is not a tuple takes its invoke's key). The CLI applies
 //! this automatically and `--independent` / `--no-independent` force it either way.
 //!
@@ -177,8 +179,24 @@ fn is_keyed_tuple(v: &Value) -> bool {
 /// doc).
 pub fn looks_independent(history: &History) -> bool {
     let mut seen = false;
+    // Each process's open invoke's tuple key.
+    let mut open: HashMap<Process, Value> = HashMap::new();
     for op in history.ops.iter().filter(|o| o.is_client()) {
-        if op.op_type != OpType::Invoke || op.key.is_some() {
+        if op.key.is_some() {
+            continue;
+        }
+        if op.op_type != OpType::Invoke {
+            let key = open.remove(&op.process);
+            // An ok completion holding a collection that is not its invoke's [k v]: the values
+            // are literal (an untupled info or fail completion, `:timed-out`, is tolerated).
+            let tupled = match (&op.value, key) {
+                (Value::Array(a), Some(k)) => is_keyed_tuple(&op.value) && a[0] == k,
+                (Value::Array(_) | Value::Object(_), None) => false,
+                _ => true,
+            };
+            if op.op_type == OpType::Ok && !tupled {
+                return false;
+            }
             continue;
         }
         if !is_keyed_tuple(&op.value) {
@@ -187,6 +205,7 @@ pub fn looks_independent(history: &History) -> bool {
         if op.f == "cas" && !op.value.get(1).is_some_and(is_tuple) {
             return false;
         }
+        open.insert(op.process, op.value[0].clone());
         seen = true;
     }
     seen
@@ -841,6 +860,21 @@ INFO [2020-04-08 11:41:30.5] jepsen.util 1 :invoke :write 2\n";
         // A txn of two micro-ops is not a tuple: its first element is not a key.
         let txn = "[{:process 0 :type :invoke :f :txn :value [[:r :x nil] [:w :y 1]]}]";
         assert!(!read_text(txn, "t.edn", None, None).unwrap().independent);
+        // An ok completion holding a collection other than its invoke's tuple: literal values
+        // (elle-cli's set_full.edn: adds of [0 i], a read of [0 1 2 …]), as elle-cli reads them.
+        let flat = "{:process 0 :type :invoke :f :add :value [0 0]}\n\
+{:process 0 :type :ok :f :add :value [0 0]}\n\
+{:process 0 :type :invoke :f :read :value [0 nil]}\n\
+{:process 0 :type :ok :f :read :value [0 1 2]}\n";
+        assert!(!read_text(flat, "f.edn", None, None).unwrap().independent);
+        let other_key = flat.replace("[0 1 2]", "[1 #{0}]");
+        assert!(
+            !read_text(&other_key, "f.edn", None, None)
+                .unwrap()
+                .independent
+        );
+        let tupled = flat.replace("[0 1 2]", "[0 #{0}]");
+        assert!(read_text(&tupled, "f.edn", None, None).unwrap().independent);
         // A set read value of two elements is not mistaken for a tuple: invokes decide.
         let set = "[{:process 0 :type :invoke :f :read :value nil} {:process 0 :type :ok :f :read :value [1 2]}]";
         assert!(!read_text(set, "s.edn", None, None).unwrap().independent);

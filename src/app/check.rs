@@ -209,11 +209,14 @@ fn check_whole(path: &Path, args: &CheckArgs, settings: &Settings) -> Result<Fil
         // elle-cli's spelling: `--model list-append` / `rw-register` on a transaction history
         // means the transactional checker (a list-append history of single ops keeps the
         // linearizability model of that name) — if the history holds that kind.
-        (_, Some(asked)) if detected == crate::checker::txn::NAME => {
+        (_, Some(asked))
+            if detected == crate::checker::txn::NAME
+                || crate::checker::txn::parse::is_txn_history(history) =>
+        {
             if let Some(why) = crate::checker::txn::parse::kind_mismatch(history, asked) {
                 return Err(format!("{}: {why}", path.display()));
             }
-            detected
+            crate::checker::txn::NAME
         }
         (m, _) => m,
     }

@@ -83,7 +83,8 @@ pub struct CheckArgs {
     #[arg(long, value_enum)]
     pub failed_cas: Option<FailedCasArg>,
     /// Treat client op values as `jepsen.independent` `[key value]` tuples (EDN, JSON arrays and
-    /// Jepsen logs detect this automatically when every client invoke value is a tuple).
+    /// Jepsen logs detect this automatically when every client invoke value is a tuple and no ok
+    /// completion holds a collection other than its invoke's tuple).
     #[arg(long, conflicts_with = "no_independent")]
     pub independent: bool,
     /// Never split `[key value]` tuples, even when every value looks like one.

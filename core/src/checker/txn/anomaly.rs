@@ -87,6 +87,9 @@ pub enum Other {
     IncompatibleOrder,
     /// Two committed transactions read the same version of a key and both appended to it.
     LostUpdate,
+    /// In a key's version order a committed append follows a failed one (Elle's
+    /// `dirty-update`): the committed transaction built on an aborted state.
+    DirtyUpdate,
     /// A list-append read holds an element nobody appended (an rw-register read of a value
     /// nobody wrote is no anomaly, as in Elle: `register` notes it).
     GarbageRead,
@@ -174,6 +177,7 @@ impl Kind {
                 Other::DuplicateElements => A::DuplicateElements,
                 Other::IncompatibleOrder => A::IncompatibleOrder,
                 Other::LostUpdate => A::LostUpdate,
+                Other::DirtyUpdate => A::DirtyUpdate,
                 Other::GarbageRead => A::GarbageRead,
                 Other::CyclicVersions(_) => A::CyclicVersions,
             },

@@ -1,7 +1,8 @@
 //! What a list-append history implies: per-key version orders from the reads (every read is a
 //! prefix of the key's longest read — Elle's trick), the non-cycle anomalies (G1a, G1b, internal,
-//! fuzzy reads, duplicate elements, incompatible orders, lost updates, garbage reads) and the dependency graph
-//! (ww, wr, rw, process and real-time edges, each data edge with why it exists).
+//! fuzzy reads, duplicate elements, incompatible orders, lost updates, dirty updates, garbage reads)
+//! and the dependency graph (ww, wr, rw — appends no read showed after the last element read, as
+//! Elle — process and real-time edges, each data edge with why it exists).
 //!
 //! Owns inference. Does not own parsing (`parse`), cycle search (`cycles`) or wording beyond each
 //! finding's own sentence. Pure: no IO.
@@ -22,6 +23,9 @@ pub struct Reason {
     pub first: Option<u32>,
     /// ww, rw: the target's element; wr: unused.
     pub second: Option<u32>,
+    /// ww, rw (list-append): no read showed `second`, so it came after `first`, not
+    /// necessarily right after it.
+    pub unread: bool,
 }
 
 /// The dependency graph over transactions (node = index into `Txns::txns`).
@@ -129,7 +133,9 @@ pub fn infer(t: &Txns) -> Result<Inferred, String> {
     let writers = Writers::of(t)?;
     let duplicated = version_orders(t, &mut out.orders, &mut out.anomalies);
     single_appends(t, &writers, &mut out.orders);
+    dirty_updates(t, &out.orders, &writers, &mut out.anomalies);
     ww_edges(t, &out.orders, &writers, &mut out.graph);
+    unobserved_append_edges(t, &out.orders, &writers, &duplicated, &mut out.graph);
     let reads = Reads {
         t,
         orders: &out.orders,
@@ -286,6 +292,56 @@ fn single_appends(t: &Txns, writers: &Writers, orders: &mut [Option<Vec<u32>>]) 
     }
 }
 
+/// Dirty updates (Elle's `dirty-update-cases`): walking each key's version order from the
+/// initial state (committed), a committed append that follows a failed one, indeterminate
+/// appends in between not telling either way. One finding per such committed append, naming
+/// the elements from the first failed one to it.
+fn dirty_updates(t: &Txns, orders: &[Option<Vec<u32>>], writers: &Writers, out: &mut Vec<Found>) {
+    for (k, order) in orders.iter().enumerate() {
+        let Some(order) = order else { continue };
+        // The last append that was not indeterminate (None = the initial state), and the
+        // elements since the first failed one after it.
+        let mut last: Option<u32> = None;
+        let mut span: Vec<u32> = Vec::new();
+        for &e in order {
+            let Some(&w) = writers.writer.get(&(k as u32, e)) else {
+                continue;
+            };
+            let failed =
+                |x: Option<u32>| x.is_some_and(|x| t.txns[x as usize].status == Status::Fail);
+            match t.txns[w as usize].status {
+                Status::Info => span.push(e),
+                Status::Fail if failed(last) => span.push(e),
+                Status::Fail => {
+                    last = Some(w);
+                    span = vec![e];
+                }
+                Status::Ok => {
+                    if let Some(f) = last.filter(|&f| failed(Some(f))) {
+                        span.push(e);
+                        out.push(found(
+                            Kind::Other(Other::DirtyUpdate),
+                            t,
+                            &[f, w],
+                            format!(
+                                "key {}'s version order holds {}: {} appended {}, which failed, and {}, which committed, appended {} after it (dirty update)",
+                                t.keys.show(k as u32),
+                                describe_list(t, &span),
+                                tname(t, f),
+                                t.elems.show(span[0]),
+                                tname(t, w),
+                                t.elems.show(e)
+                            ),
+                        ));
+                    }
+                    last = Some(w);
+                    span = vec![e];
+                }
+            }
+        }
+    }
+}
+
 /// ww: consecutive appends by different non-failed writers in each key's order.
 fn ww_edges(t: &Txns, orders: &[Option<Vec<u32>>], writers: &Writers, g: &mut Graph) {
     for (k, order) in orders.iter().enumerate() {
@@ -305,10 +361,95 @@ fn ww_edges(t: &Txns, orders: &[Option<Vec<u32>>], writers: &Writers, g: &mut Gr
                     key: k as u32,
                     first: Some(pe),
                     second: Some(e),
+                    unread: false,
                 };
                 g.add(pw, w, edge::WW, Some(r));
             }
             prev = Some((w, e));
+        }
+    }
+}
+
+/// Edges to appends no read showed (Elle's `previously-appended-element`): an element appended
+/// by a transaction that did not fail and missing from its key's version order came after the
+/// order's last element (a list only grows: had it come before, every read showing that last
+/// element would show it too), or after the initial state when nothing of the key was read. So
+/// the last element's writer precedes it (ww) and every committed read of exactly the whole
+/// order — or, for a key never read non-empty, every empty read — precedes it (rw). Several
+/// such appends on one key are not ordered among themselves: each gets the edges, as in Elle.
+fn unobserved_append_edges(
+    t: &Txns,
+    orders: &[Option<Vec<u32>>],
+    writers: &Writers,
+    duplicated: &rustc_hash::FxHashSet<*const Vec<u32>>,
+    g: &mut Graph,
+) {
+    let observed: rustc_hash::FxHashSet<(u32, u32)> = orders
+        .iter()
+        .enumerate()
+        .filter_map(|(k, o)| o.as_ref().map(|o| (k as u32, o)))
+        .flat_map(|(k, o)| o.iter().map(move |&e| (k, e)))
+        .collect();
+    // Per key: the appends after the order's end, (element, writer).
+    let mut after_end: FxHashMap<u32, Vec<(u32, u32)>> = FxHashMap::default();
+    for (&(key, elem), &w) in &writers.writer {
+        if t.txns[w as usize].status != Status::Fail && !observed.contains(&(key, elem)) {
+            after_end.entry(key).or_default().push((elem, w));
+        }
+    }
+    if after_end.is_empty() {
+        return;
+    }
+    for list in after_end.values_mut() {
+        list.sort_unstable();
+    }
+    let last_of = |key: u32| {
+        orders[key as usize]
+            .as_ref()
+            .and_then(|o| o.last().copied())
+    };
+    // ww: from the writer of the order's last element.
+    for (&key, appends) in &after_end {
+        let Some(last) = last_of(key) else { continue };
+        let Some(&lw) = writers.writer.get(&(key, last)) else {
+            continue;
+        };
+        if t.txns[lw as usize].status == Status::Fail {
+            continue;
+        }
+        for &(elem, w) in appends {
+            let r = Reason {
+                key,
+                first: Some(last),
+                second: Some(elem),
+                unread: true,
+            };
+            g.add(lw, w, edge::WW, Some(r));
+        }
+    }
+    // rw: from every committed read of the whole order.
+    for (i, key, list) in committed_reads(t) {
+        let Some(appends) = after_end.get(&key) else {
+            continue;
+        };
+        if duplicated.contains(&(list as *const _)) {
+            continue;
+        }
+        let whole = match &orders[key as usize] {
+            Some(o) => o[..] == list[..],
+            None => list.is_empty(),
+        };
+        if !whole {
+            continue;
+        }
+        for &(elem, w) in appends {
+            let r = Reason {
+                key,
+                first: list.last().copied(),
+                second: Some(elem),
+                unread: true,
+            };
+            g.add(i, w, edge::RW, Some(r));
         }
     }
 }
@@ -393,6 +534,7 @@ impl Reads<'_> {
                             key,
                             first: Some(e),
                             second: None,
+                            unread: false,
                         };
                         g.add(w, i, edge::WR, Some(r));
                     }
@@ -413,6 +555,7 @@ impl Reads<'_> {
                     key,
                     first: list.last().copied(),
                     second: Some(next),
+                    unread: false,
                 };
                 g.add(i, w, edge::RW, Some(r));
             }

@@ -264,7 +264,8 @@ fn ruled_out(a: Anomaly, found: &BTreeSet<Anomaly>) -> bool {
         GSingle | GSingleProcess | GSingleRealtime | G2 | G2Process | G2Realtime
         | PredicateReadMiss => true,
         // A failed write enters a version order only through a committed read of it: a G1a,
-        // which every model proscribing dirty updates proscribes too.
+        // which every model proscribing dirty updates proscribes too (list-append also names
+        // each dirty update, as Elle: `infer::dirty_updates`).
         DirtyUpdate => true,
         // Searched for (the cycle search tells non-adjacent rw edges from adjacent ones); Elle's
         // G-nonadjacent is its item form here, and PL-SI's cycle is one of G0, G1c, G-single or

@@ -7,7 +7,7 @@
 //! rw dependency edges plus process-order and real-time edges, search the strongly connected
 //! components for cycles by shape (G0, G1c, G-single-item, G2-item, each plain, `-process` or
 //! `-realtime`), find the non-cycle anomalies (G1a, G1b, internal, duplicate elements,
-//! incompatible orders, lost updates, garbage reads, cyclic versions), and say which consistency
+//! incompatible orders, lost updates, dirty updates, garbage reads, cyclic versions), and say which consistency
 //! models the anomalies rule out (`not` / `also_not`, Elle's lattice in `consistency`). Each anomaly is explained in
 //! words, each cycle edge by edge.
 //!
@@ -324,6 +324,12 @@ fn explain_hop(t: &Txns, g: &infer::Graph, h: Hop) -> String {
             r.first.map_or("nil".to_string(), |e| t.elems.show(e)),
             show(r.second)
         ),
+        (edge::WW, Some(r)) if r.unread => format!(
+            "{a} appended {} to key {}, the last element any read showed, and {b} appended {}, which no read showed, so after it: {a} → {b} (ww)",
+            show(r.first),
+            t.keys.show(r.key),
+            show(r.second)
+        ),
         (edge::WW, Some(r)) => format!(
             "{a} appended {} to key {} and {b} appended {} right after it, so {a} → {b} (ww)",
             show(r.first),
@@ -334,6 +340,15 @@ fn explain_hop(t: &Txns, g: &infer::Graph, h: Hop) -> String {
             "{a} appended {} to key {} and {b} read it, so {a} → {b} (wr)",
             show(r.first),
             t.keys.show(r.key)
+        ),
+        (edge::RW, Some(r)) if r.unread => format!(
+            "{a} read key {} {} without {}, which {b} appended and no read showed, so later, so {a} → {b} (rw)",
+            t.keys.show(r.key),
+            match r.first {
+                Some(e) => format!("up to {}", t.elems.show(e)),
+                None => "empty".to_string(),
+            },
+            show(r.second)
         ),
         (edge::RW, Some(r)) => format!(
             "{a} read key {} {} without {}, which {b} appended next, so {a} → {b} (rw)",

@@ -202,6 +202,25 @@ pub fn is_txn_value(v: &Value) -> bool {
     })
 }
 
+/// True when every client op with a value holds a transaction ([`is_txn_value`]) and one does:
+/// a history elle-cli's `--model list-append` / `rw-register` means as transactions even when
+/// it only reads (`[["r", 1, []]]`), which `--model auto` cannot tell from a list-append
+/// history of single ops without an append or a write among its micro-ops.
+pub fn is_txn_history(history: &History) -> bool {
+    let mut any = false;
+    for op in history
+        .ops
+        .iter()
+        .filter(|o| o.is_client() && !o.value.is_null())
+    {
+        if !is_txn_value(&op.value) {
+            return false;
+        }
+        any = true;
+    }
+    any
+}
+
 /// `line 7 (op 3, process 0, txn)` for the op at position `pos` (0-based, as transactions are
 /// named `T3`) when the reader knew its line, else `op 3 (process 0, txn)`.
 fn op_label(history: &History, pos: usize) -> String {
@@ -413,13 +432,22 @@ pub fn read_txns(history: &History) -> Result<Txns, String> {
             Some(OpType::Fail) => Status::Fail,
             _ => Status::Info,
         };
-        // The invoke carries the appends; a committed completion also the reads.
-        let invoke_mops = parse_mops(history, i, &mut txns, false)?;
+        // The invoke carries the appends; a committed completion also the reads. An invoke
+        // without a value (nil) takes its micro-ops from its completion, as Elle reads only
+        // completions; with a completion that has none either, the transaction is empty.
+        let invoke_nil = op.value.is_null();
+        let invoke_mops = match completion {
+            Some(c) if invoke_nil && !c.value.is_null() => {
+                parse_mops(history, pairs[i].unwrap_or(i), &mut txns, false)?
+            }
+            Some(_) if invoke_nil => Vec::new(),
+            _ => parse_mops(history, i, &mut txns, false)?,
+        };
         let mops = match completion {
             Some(c) if status == Status::Ok && !c.value.is_null() => {
                 let j = pairs[i].unwrap_or(i);
                 let done = parse_mops(history, j, &mut txns, true)?;
-                if done.len() != invoke_mops.len() {
+                if !invoke_nil && done.len() != invoke_mops.len() {
                     return Err(format!(
                         "{}: it has {} micro-ops, its invoke ({}) {}",
                         op_label(history, j),
@@ -454,6 +482,52 @@ mod tests {
 
     fn op(t: OpType, p: u64, v: Value) -> Op {
         Op::new(t, Process::Client(p), "txn", v)
+    }
+
+    #[test]
+    fn a_history_of_read_only_transactions_is_a_transaction_history() {
+        // elle-cli's list-append-valid-read-empty.json: one read, no append; `check --model
+        // list-append` refused it as a list-append history of single ops.
+        let reads = History::from_ops(vec![
+            op(OpType::Invoke, 0, json!([["r", 1, null]])),
+            op(OpType::Ok, 0, json!([["r", 1, []]])),
+            op(OpType::Invoke, 1, json!([["r", "x", null]])),
+            op(OpType::Info, 1, Value::Null),
+        ]);
+        assert!(is_txn_history(&reads));
+        // Single ops of the list-append model, nothing at all, or one op that is no transaction.
+        let single = History::from_ops(vec![
+            Op::new(OpType::Invoke, Process::Client(0), "read", Value::Null),
+            Op::new(OpType::Ok, Process::Client(0), "read", json!([1, 2])),
+        ]);
+        assert!(!is_txn_history(&single));
+        assert!(!is_txn_history(&History::from_ops(Vec::new())));
+        let mixed = History::from_ops(vec![
+            op(OpType::Invoke, 0, json!([["r", 1, null]])),
+            op(OpType::Ok, 0, json!([["r", 1, []]])),
+            Op::new(OpType::Invoke, Process::Client(1), "append", json!(3)),
+        ]);
+        assert!(!is_txn_history(&mixed));
+    }
+
+    #[test]
+    fn an_invoke_without_a_value_takes_its_completions_micro_ops() {
+        // Elle reads completions only; an invoke written as nil was an error here.
+        let h = History::from_ops(vec![
+            op(OpType::Invoke, 0, Value::Null),
+            op(OpType::Ok, 0, json!([["append", "x", 1], ["r", "y", [2]]])),
+            op(OpType::Invoke, 1, Value::Null),
+            op(OpType::Info, 1, json!([["append", "y", 2]])),
+            op(OpType::Invoke, 2, Value::Null),
+            op(OpType::Fail, 2, Value::Null),
+        ]);
+        let t = read_txns(&h).unwrap();
+        assert_eq!(t.txns.len(), 3);
+        assert_eq!(t.txns[0].mops.len(), 2);
+        assert!(matches!(t.txns[0].mops[1], Mop::Read { list: Some(ref l), .. } if l.len() == 1));
+        // An indeterminate completion gives its writes, no read.
+        assert!(matches!(t.txns[1].mops[..], [Mop::Append { .. }]));
+        assert!(t.txns[2].mops.is_empty());
     }
 
     #[test]

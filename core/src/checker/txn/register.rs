@@ -207,6 +207,7 @@ pub fn infer(t: &Txns, assume: Assume) -> Result<(Inferred, Coverage), String> {
                     key,
                     first: Some(v),
                     second: None,
+                    unread: false,
                 };
                 out.graph.add(w, i as u32, edge::WR, Some(r));
             }
@@ -236,6 +237,7 @@ pub fn infer(t: &Txns, assume: Assume) -> Result<(Inferred, Coverage), String> {
                 key,
                 first: Some(a),
                 second: Some(b),
+                unread: false,
             };
             out.graph.add(wa, wb, edge::WW, Some(r));
         }
@@ -244,6 +246,7 @@ pub fn infer(t: &Txns, assume: Assume) -> Result<(Inferred, Coverage), String> {
                 key,
                 first: (a != NIL).then_some(a),
                 second: Some(b),
+                unread: false,
             };
             out.graph.add(ra, wb, edge::RW, Some(r));
         }
