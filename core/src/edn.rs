@@ -9,13 +9,14 @@
 //! top-level form (one per line, as `history.edn` files). Mapping: `:process` integer → client,
 //! `:nemesis` → `Process::Nemesis`; `:type` → `OpType`; `:f` keyword → string without the colon;
 //! `:value` → JSON (keywords and symbols become strings, vectors/lists/sets become arrays, maps become
-//! objects with stringified keys); an absent or nil `:f` on a transaction value (a vector of
-//! micro-ops `[:append :x 1]`, Elle's histories) → `txn`; `:time` → `time_ns` (`-1`, Jepsen's
-//! unknown time, or none → 0, unknown); `:error` → string; `:index` is ignored and indices are
-//! renumbered densely. With `EdnOptions::independent`, client op values are
-//! `jepsen.independent` tuples `[k v]` (for cas `[k [old new]]`): `k` becomes `Op::key`, `v` the
-//! value. Malformed input is an error naming the line and column and what was expected; the reader
-//! never panics.
+//! objects with stringified keys: a collection key becomes its JSON text, in which a map with a
+//! collection key is a list of `[key value]` pairs, so no key's text is escaped twice); an absent
+//! or nil `:f` on a transaction value (a vector of micro-ops `[:append :x 1]`, Elle's histories) →
+//! `txn`; `:time` → `time_ns` (`-1`, Jepsen's unknown time, or none → 0, unknown); `:error` →
+//! string; `:index` is ignored and indices are renumbered densely. With `EdnOptions::independent`,
+//! client op values are `jepsen.independent` tuples `[k v]` (for cas `[k [old new]]`): `k` becomes
+//! `Op::key`, `v` the value. Malformed input is an error naming the line and column and what was
+//! expected; the reader never panics.
 
 use crate::history::{History, Name, Op, OpType, Process};
 use serde_json::{Map, Number, Value};
@@ -434,18 +435,42 @@ pub struct EdnOptions {
     pub independent: bool,
 }
 
+/// The string a map key becomes: a string, keyword or symbol its text, any other value the text
+/// of its JSON (as [`key_json`] makes it).
 fn map_key_string(k: &Edn) -> String {
     match k {
         Edn::Keyword(s) | Edn::Symbol(s) | Edn::Str(s) => s.clone(),
-        other => match to_json(other) {
+        other => match key_json(other) {
             Value::String(s) => s,
             v => v.to_string(),
         },
     }
 }
 
+/// A collection (after any tags): a key that would be stringified JSON text.
+fn is_collection(e: &Edn) -> bool {
+    match e {
+        Edn::List(_) | Edn::Vector(_) | Edn::Set(_) | Edn::Map(_) => true,
+        Edn::Tagged(_, v) => is_collection(v),
+        _ => false,
+    }
+}
+
 /// Convert an EDN value to JSON (see the module doc for the mapping).
 pub fn to_json(e: &Edn) -> Value {
+    json(e, false)
+}
+
+/// [`to_json`] for the value of a map key, whose JSON becomes the key's text: the same, except that
+/// a map with a collection key becomes a list of `[key value]` pairs, not an object. Stringifying
+/// that key too would escape a key's text inside another key's text, doubling the escapes at each
+/// level: a few dozen nested map keys on one line grew to hundreds of MB. This way every part of
+/// the input is written once, so the JSON is at most a constant times the input's size.
+fn key_json(e: &Edn) -> Value {
+    json(e, true)
+}
+
+fn json(e: &Edn, in_key: bool) -> Value {
     match e {
         Edn::Nil => Value::Null,
         Edn::Bool(b) => Value::Bool(*b),
@@ -454,16 +479,21 @@ pub fn to_json(e: &Edn) -> Value {
         Edn::Str(s) | Edn::Keyword(s) | Edn::Symbol(s) => Value::String(s.clone()),
         Edn::Char(c) => Value::String(c.to_string()),
         Edn::List(v) | Edn::Vector(v) | Edn::Set(v) => {
-            Value::Array(v.iter().map(to_json).collect())
+            Value::Array(v.iter().map(|x| json(x, in_key)).collect())
         }
+        Edn::Map(kv) if in_key && kv.iter().any(|(k, _)| is_collection(k)) => Value::Array(
+            kv.iter()
+                .map(|(k, v)| Value::Array(vec![json(k, true), json(v, true)]))
+                .collect(),
+        ),
         Edn::Map(kv) => {
             let mut m = Map::new();
             for (k, v) in kv {
-                m.insert(map_key_string(k), to_json(v));
+                m.insert(map_key_string(k), json(v, in_key));
             }
             Value::Object(m)
         }
-        Edn::Tagged(_, v) => to_json(v),
+        Edn::Tagged(_, v) => json(v, in_key),
     }
 }
 
@@ -858,6 +888,43 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.contains("[key value]"), "{err}");
+    }
+
+    /// Map keys nested in map keys, `{{{"\\\"" 1} 1} 1}`: each key's JSON text was escaped again
+    /// inside the key around it, doubling the backslashes per level (fuzzing, history-txt: a 7 KB
+    /// line read in 0.4 s and 140 MB). 25 levels in 140 bytes were ~400 MB of key text.
+    fn nested_map_keys(depth: usize) -> String {
+        let mut s = String::from(r#""\\\"\n""#);
+        for _ in 0..depth {
+            s = format!("{{{s} 1}}");
+        }
+        s
+    }
+
+    #[test]
+    fn nested_map_keys_give_json_in_proportion_to_the_input() {
+        for depth in [1, 2, 3, 25, MAX_DEPTH - 2] {
+            let src = nested_map_keys(depth);
+            let (edn, _) = parse_prefix(&src).unwrap();
+            let text = to_json(&edn).to_string();
+            assert!(
+                text.len() <= 8 * src.len(),
+                "{depth} levels: {} bytes of EDN became {} of JSON",
+                src.len(),
+                text.len()
+            );
+        }
+        // A collection key is still its JSON text; a map with a collection key, inside a key, is
+        // its [key value] pairs (it used to be an object whose key was escaped JSON text).
+        let value = |src: &str| to_json(&parse_prefix(src).unwrap().0);
+        assert_eq!(value(r#"{[1 "a"] 2}"#), json!({"[1,\"a\"]": 2}));
+        assert_eq!(value("{{:a 1} 2}"), json!({"{\"a\":1}": 2}));
+        assert_eq!(value("{{1 :a} 2}"), json!({"{\"1\":\"a\"}": 2}));
+        assert_eq!(value("{{{:a 1} 2} 3}"), json!({"[[{\"a\":1},2]]": 3}));
+        assert_eq!(
+            value("{[{[0] :b, :c 1}] 2}"),
+            json!({"[[[[0],\"b\"],[\"c\",1]]]": 2})
+        );
     }
 
     #[test]
