@@ -686,7 +686,6 @@ mod tests {
         for (args, needle) in [
             (vec!["run", "--nodes", "a,,b"], "--nodes"),
             (vec!["run", "--concurrency", "0"], "--concurrency"),
-            (vec!["run", "--time-limit=-1"], "--time-limit"),
             (vec!["run", "--db", "mysql"], "--db"),
             (vec!["run", "--read-from", "replica"], "--read-from"),
             (
@@ -707,5 +706,14 @@ mod tests {
             assert!(e.contains(needle), "{args:?}: {e}");
         }
         assert!(parse(&["run", "--concurrency", "many"]).is_err());
+        // A duration that is not one is refused by the parser, naming the flag and the forms.
+        for bad in ["--time-limit=-1", "--time-limit=5x", "--settle=soon"] {
+            let e = parse(&["run", bad]).err().expect(bad).to_string();
+            assert!(
+                e.contains(bad.split('=').next().unwrap_or(bad))
+                    && e.contains("expected a duration"),
+                "{bad}: {e}"
+            );
+        }
     }
 }
