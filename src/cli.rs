@@ -708,7 +708,10 @@ mod tests {
         assert!(parse(&["run", "--concurrency", "many"]).is_err());
         // A duration that is not one is refused by the parser, naming the flag and the forms.
         for bad in ["--time-limit=-1", "--time-limit=5x", "--settle=soon"] {
-            let e = parse(&["run", bad]).err().expect(bad).to_string();
+            let Err(e) = parse(&["run", bad]) else {
+                panic!("{bad} was accepted")
+            };
+            let e = e.to_string();
             assert!(
                 e.contains(bad.split('=').next().unwrap_or(bad))
                     && e.contains("expected a duration"),

@@ -1202,12 +1202,32 @@ fn a_streamed_check_agrees_with_the_whole_check() {
     }
     // What the stream cannot check alike is checked whole, saying why when asked to stream.
     let f = dir.path().join("valid.jsonl");
-    let o = shakedown(&["--stream", "always", "--session", path(&f)]);
+    let o = shakedown(&["--stream", "always", "--independent", path(&f)]);
     assert!(
-        stderr(&o).contains("checked whole: --session"),
+        stderr(&o).contains("checked whole: --html, --export-edn, --independent"),
         "{}",
         stderr(&o)
     );
+    // The session guarantees stream with the rest: the same verdict and counts as whole.
+    let session = |stream| shakedown(&["--stream", stream, "--session", "--json", path(&f)]);
+    let (s, w) = (session("always"), session("never"));
+    assert!(!stderr(&s).contains("checked whole"), "{}", stderr(&s));
+    assert_eq!(code(&s), code(&w));
+    let verdicts = |o: &std::process::Output| {
+        let v: serde_json::Value = serde_json::from_str(&stdout(o)).unwrap();
+        let checkers = v["checkers"].as_array().cloned().unwrap_or_default();
+        let session = checkers
+            .iter()
+            .find(|c| c["checker"] == "session")
+            .cloned()
+            .expect("a session checker");
+        (
+            v["valid"].clone(),
+            session["verdict"].clone(),
+            session["details"]["ok_reads"].clone(),
+        )
+    };
+    assert_eq!(verdicts(&s), verdicts(&w));
 }
 
 #[test]

@@ -151,9 +151,20 @@ pub(super) fn write_results_asked(
     let (txn_ask, record) = recorded_check(run_dir)?;
     let what = WhatRan::read(run_dir, &record)?;
     let size = std::fs::metadata(run_dir.history_path()).map_or(0, |m| m.len());
-    let streamed = (size > ask.stream_above)
-        .then(|| super::streamed::check(run_dir, &what, ask, txn_ask.clone()))
-        .flatten();
+    let streamed = what
+        .model
+        .clone()
+        .filter(|m| size > ask.stream_above && crate::stream::streams(m))
+        .map(|m| {
+            plan_of(
+                m,
+                &what,
+                ask.check_time_limit_s,
+                ask.witness,
+                txn_ask.clone(),
+            )
+        })
+        .and_then(|plan| super::streamed::check(run_dir, &plan));
     let mut reuse = super::live::Reuse::default();
     let (checked, mut results, linear, read) = match streamed {
         Some(s) => {
@@ -288,6 +299,7 @@ pub(super) fn write_results_asked(
                 super::streamed::write_witness_page(run_dir, &r)?;
             }
             super::streamed::render_pages(run_dir, *d, recovery.shading());
+            write_index(run_dir);
         }
     }
     Ok(Checked {

@@ -13,7 +13,7 @@
 //! (`runner::results`).
 
 use super::RunError;
-use super::results::{Ask, WhatRan, plan_of};
+use crate::checker::compose::Plan;
 use crate::checker::linear::LinearResult;
 use crate::checker::{CheckResult, Verdict};
 use crate::history::{History, JsonlBlocks, Name};
@@ -31,19 +31,10 @@ pub(super) struct StreamedCheck {
     pub(super) linear: LinearResult,
 }
 
-/// Check the run's history as it streams, when its model and checks allow (see the module
-/// doc); `None` = check it whole.
-pub(super) fn check(
-    run_dir: &RunDir,
-    what: &WhatRan,
-    ask: &Ask,
-    txn_ask: crate::checker::txn::judge::Ask,
-) -> Option<Box<StreamedCheck>> {
-    let model = what.model.clone()?;
-    if !crate::stream::streams(&model) {
-        return None;
-    }
-    let plan = plan_of(model, what, ask.check_time_limit_s, ask.witness, txn_ask);
+/// Check the run's history as it streams with `plan` (a plan whose model the stream checks,
+/// `crate::stream::streams`); `None` = check it whole (the stream found something it cannot
+/// judge as the whole check would).
+pub(super) fn check(run_dir: &RunDir, plan: &Plan) -> Option<Box<StreamedCheck>> {
     let path = run_dir.history_path();
     let name = path.display().to_string();
     let open = || std::fs::File::open(&path).map(|f| std::io::BufReader::with_capacity(1 << 20, f));
@@ -150,8 +141,8 @@ pub(super) fn write_witness_page(run_dir: &RunDir, r: &LinearResult) -> Result<(
     Ok(())
 }
 
-/// The plots, the run page and the reports index from a digest (`shades`: its recovery's);
-/// failures are warnings, as `results::render_pages`'.
+/// The plots and the run page from a digest (`shades`: its recovery's); failures are
+/// warnings, as `results::render_pages`' (which also writes the reports index).
 pub(super) fn render_pages(run_dir: &RunDir, d: Digested, shades: Vec<Shade>) {
     let Digested {
         sparse,
@@ -167,7 +158,6 @@ pub(super) fn render_pages(run_dir: &RunDir, d: Digested, shades: Vec<Shade>) {
     if let Err(e) = crate::report::page::write_run_page_with(&run_dir.path, Some(&sparse)) {
         tracing::warn!("run page: {e}");
     }
-    super::results::write_index(run_dir);
 }
 
 #[cfg(test)]
