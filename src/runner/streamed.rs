@@ -257,6 +257,24 @@ mod tests {
         }
     }
 
+    /// `a` and `b` are the same text, else a panic showing where they first differ.
+    fn same_text(a: &str, b: &str, what: &str) {
+        if a == b {
+            return;
+        }
+        let at = a
+            .bytes()
+            .zip(b.bytes())
+            .position(|(x, y)| x != y)
+            .unwrap_or(0);
+        let around = |t: &str| {
+            t.get(at.saturating_sub(200)..(at + 120).min(t.len()))
+                .unwrap_or("")
+                .to_string()
+        };
+        panic!("{what} differs: {:?} vs {:?}", around(a), around(b));
+    }
+
     #[test]
     fn a_long_runs_end_read_as_it_streams_writes_what_the_whole_read_writes() {
         for (name, model) in [
@@ -283,19 +301,7 @@ mod tests {
                 "throughput.svg",
             ] {
                 let (a, b) = (read(whole.path(), f), read(streamed.path(), f));
-                if a != b {
-                    let at = a
-                        .bytes()
-                        .zip(b.bytes())
-                        .position(|(x, y)| x != y)
-                        .unwrap_or(0);
-                    let around = |t: &str| {
-                        t.get(at.saturating_sub(120)..(at + 120).min(t.len()))
-                            .unwrap_or("")
-                            .to_string()
-                    };
-                    panic!("{name}: {f} differs: {:?} vs {:?}", around(&a), around(&b));
-                }
+                same_text(&a, &b, &format!("{name}: {f}"));
             }
             // The witness page: drawn from the invalid keys' ops alone, the same page.
             let witness = crate::store::LINEAR_WITNESS_FILE;
@@ -315,23 +321,7 @@ mod tests {
                 };
                 let (a, b) = (drawn(whole.path()), drawn(streamed.path()));
                 assert!(a.contains("<svg"), "{name}: the witness drawn");
-                if a != b {
-                    let at = a
-                        .bytes()
-                        .zip(b.bytes())
-                        .position(|(x, y)| x != y)
-                        .unwrap_or(0);
-                    let around = |t: &str| {
-                        t.get(at.saturating_sub(200)..(at + 100).min(t.len()))
-                            .unwrap_or("")
-                            .to_string()
-                    };
-                    panic!(
-                        "{name}: {witness} differs: {:?} vs {:?}",
-                        around(&a),
-                        around(&b)
-                    );
-                }
+                same_text(&a, &b, &format!("{name}: {witness}"));
             }
             // The optional charts: the same ones drawn, alike.
             for (stem, _) in crate::report::PLOT_FILES.iter().skip(3) {
