@@ -60,7 +60,8 @@ flock /tmp/shakedown-sandbox.lock bash -c '
     rss=$(awk "/^(VmRSS|RssAnon|RssFile):/ {v[++n] = \$2} END {if (n) print v[1] \"\t\" v[2] \"\t\" v[3]}" \
       "/proc/$run/status" 2>/dev/null) || break
     [ -n "$rss" ] || break
-    printf "%.1f\t%s\n" "$(echo "$(date +%s.%N) - $start" | bc)" "$rss" >> rss.tsv
+    now=$(date +%s.%N)
+    awk -v t="$now" -v s="$start" -v r="$rss" "BEGIN { printf \"%.1f\t%s\n\", t - s, r }" >> rss.tsv
     sleep 1
   done
   wait "$timer" || true
