@@ -161,27 +161,39 @@ pub fn read(
     wanted: HashSet<u64>,
     mut each: impl FnMut(&Op),
 ) -> Result<Digest, HistoryError> {
+    let mut b = DigestBuilder::new(wanted);
+    let (warnings, cut_short) = each_op(path, |op| {
+        each(&op);
+        b.push(op);
+    })?;
+    let mut d = b.finish();
+    d.sparse.warnings = warnings;
+    d.sparse.cut_short = cut_short;
+    Ok(d)
+}
+
+/// Hand every op of the JSONL history at `path` to `f` in history order, `Op::index` set to
+/// its position, read in parallel blocks (`history::JsonlBlocks`) and never held; returns the
+/// reader's warnings and why the history is cut short, if it is.
+pub fn each_op(
+    path: &Path,
+    mut f: impl FnMut(Op),
+) -> Result<(Vec<String>, Option<String>), HistoryError> {
     let name = path.display().to_string();
     let file = std::fs::File::open(path).map_err(|source| HistoryError::Io {
         path: name.clone(),
         source,
     })?;
-    let mut blocks = JsonlBlocks::new(std::io::BufReader::new(file), &name);
-    let mut b = DigestBuilder::new(wanted);
+    let mut blocks = JsonlBlocks::new(std::io::BufReader::with_capacity(1 << 20, file), &name);
     let mut position = 0u64;
     while let Some(parts) = blocks.next_ops()? {
         for mut op in parts.into_iter().flatten() {
             op.index = position;
             position += 1;
-            each(&op);
-            b.push(op);
+            f(op);
         }
     }
-    let (warnings, cut_short) = blocks.finish()?;
-    let mut d = b.finish();
-    d.sparse.warnings = warnings;
-    d.sparse.cut_short = cut_short;
-    Ok(d)
+    blocks.finish()
 }
 
 /// The history positions a results.json value names: every whole number under a key that ends

@@ -204,17 +204,17 @@ pub(super) fn write_results_asked(
     let completion = run_dir.read_completion();
     let (client_ops, invokes, end_ns, faults) = match &read {
         Read::Whole(h) => {
-            let completions = h
-                .ops
-                .iter()
-                .filter(|o| o.is_client() && o.op_type != crate::history::OpType::Invoke)
-                .count() as u64;
-            let invokes = h
-                .ops
-                .iter()
-                .filter(|o| o.is_client() && o.op_type == crate::history::OpType::Invoke)
-                .count() as u64;
-            let end_ns = h.ops.iter().map(|o| o.time_ns).max().unwrap_or(0);
+            let (mut completions, mut invokes, mut end_ns) = (0u64, 0u64, 0u64);
+            for o in &h.ops {
+                end_ns = end_ns.max(o.time_ns);
+                if o.is_client() {
+                    if o.op_type == crate::history::OpType::Invoke {
+                        invokes += 1;
+                    } else {
+                        completions += 1;
+                    }
+                }
+            }
             (completions, invokes, end_ns, h)
         }
         Read::Digest(d) => (d.completions, d.invokes, d.end_ns, &d.sparse),

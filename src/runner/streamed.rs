@@ -16,7 +16,7 @@ use super::RunError;
 use crate::checker::compose::Plan;
 use crate::checker::linear::LinearResult;
 use crate::checker::{CheckResult, Verdict};
-use crate::history::{History, JsonlBlocks, Name};
+use crate::history::{History, Name};
 use crate::report::plots::Samples;
 use crate::report::recovery::{Recovery, Shade};
 use crate::store::RunDir;
@@ -118,24 +118,13 @@ pub(super) fn write_witness_page(run_dir: &RunDir, r: &LinearResult) -> Result<(
     }
     let keys: std::collections::HashSet<Name> =
         drawn.into_iter().flatten().map(Name::new).collect();
-    let path = run_dir.history_path();
-    let name = path.display().to_string();
-    let file = std::fs::File::open(&path).map_err(|source| crate::history::HistoryError::Io {
-        path: name.clone(),
-        source,
-    })?;
-    let mut blocks = JsonlBlocks::new(std::io::BufReader::with_capacity(1 << 20, file), &name);
-    let (mut ops, mut positions, mut position) = (Vec::new(), Vec::new(), 0u64);
-    while let Some(parts) = blocks.next_ops()? {
-        for op in parts.into_iter().flatten() {
-            if op.is_client() && op.key.as_ref().is_some_and(|k| keys.contains(k)) {
-                ops.push(op);
-                positions.push(position);
-            }
-            position += 1;
+    let (mut ops, mut positions) = (Vec::new(), Vec::new());
+    crate::report::digest::each_op(&run_dir.history_path(), |op| {
+        if op.is_client() && op.key.as_ref().is_some_and(|k| keys.contains(k)) {
+            positions.push(op.index);
+            ops.push(op);
         }
-    }
-    blocks.finish()?;
+    })?;
     let page = render_witness_html_at(r, &History::from_ops(ops), &positions);
     run_dir.write_text(crate::store::LINEAR_WITNESS_FILE, &page)?;
     Ok(())

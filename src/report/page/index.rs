@@ -45,28 +45,15 @@ fn history_size(results: &Value) -> Option<(Option<f64>, Option<u64>)> {
 /// (duration, client invocations) counted from the history as it streams (runs checked before
 /// results.json recorded them); both `None` when it is unreadable.
 fn counted(dir: &Path) -> (Option<f64>, Option<u64>) {
-    let path = RunDir::open(dir).history_path();
-    let Ok(file) = std::fs::File::open(&path) else {
-        return (None, None);
-    };
-    let name = path.display().to_string();
-    let mut reader = crate::history::JsonlReader::new(std::io::BufReader::new(file), &name);
     let (mut end_ns, mut invokes) = (0u64, 0u64);
-    loop {
-        match reader.next_op() {
-            Ok(Some((op, _))) => {
-                end_ns = end_ns.max(op.time_ns);
-                invokes +=
-                    u64::from(op.op_type == OpType::Invoke && op.process != Process::Nemesis);
-            }
-            Ok(None) => break,
-            Err(_) => return (None, None),
-        }
+    let read = crate::report::digest::each_op(&RunDir::open(dir).history_path(), |op| {
+        end_ns = end_ns.max(op.time_ns);
+        invokes += u64::from(op.op_type == OpType::Invoke && op.process != Process::Nemesis);
+    });
+    match read {
+        Ok(_) => (Some(end_ns as f64 / 1e9), Some(invokes)),
+        Err(_) => (None, None),
     }
-    if reader.finish().is_err() {
-        return (None, None);
-    }
-    (Some(end_ns as f64 / 1e9), Some(invokes))
 }
 
 fn index_row(dir: &Path, test_dir: &str, stamp: &str) -> Option<IndexRow> {
