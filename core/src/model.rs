@@ -99,6 +99,28 @@ pub trait Model: Send + Sync {
     fn describe_op(&self, op: &Self::Op) -> String;
     /// Human description of a state.
     fn describe_state(&self, s: &Self::State) -> String;
+    /// How a history can start in state `s` instead of the initial one: the streamed check
+    /// checks a key's later ops after such a stand-in for its earlier ones. `None` (the default)
+    /// when no single op sets any state to `s`.
+    fn stand_in(&self, s: &Self::State) -> Option<StandIn> {
+        let _ = s;
+        None
+    }
+}
+
+/// What takes a model from its initial state to a given one ([`Model::stand_in`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum StandIn {
+    /// The state is the initial one: nothing to do.
+    Initial,
+    /// One op, invoked with this function and value and completed `ok`, sets the state from any
+    /// state.
+    Op {
+        /// The op's function.
+        f: &'static str,
+        /// Its invoke's value.
+        value: Value,
+    },
 }
 
 /// Approximate heap bytes of a `BTreeMap` / `BTreeSet` of `len` entries of `entry` bytes each:
@@ -485,6 +507,19 @@ impl Model for RegisterModel {
     fn describe_state(&self, s: &Option<Scalar>) -> String {
         self.values.show_opt(*s)
     }
+
+    /// A write of the value (the initial state needs nothing; no write makes a register absent
+    /// again).
+    fn stand_in(&self, s: &Option<Scalar>) -> Option<StandIn> {
+        match *s {
+            _ if *s == self.init => Some(StandIn::Initial),
+            Some(v) => Some(StandIn::Op {
+                f: "write",
+                value: self.values.json(v)?,
+            }),
+            None => None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -618,6 +653,48 @@ pub(crate) mod tests {
         let plain = RegisterModel::register(RegisterConfig::knossos());
         assert!(plain.convert(&inv("cas", json!([0, 1])), None).is_err());
         assert_eq!(plain.describe_state(&None), "absent");
+    }
+
+    #[test]
+    fn a_register_stand_in_writes_its_value_and_sets_any_state() {
+        for m in [
+            RegisterModel::cas_register(RegisterConfig::knossos()),
+            RegisterModel::cas_register(RegisterConfig::etcd()),
+        ] {
+            assert_eq!(m.stand_in(&m.init()), Some(StandIn::Initial));
+            let read = |v| conv(&m, "read", Value::Null, Some(OpType::Ok), v);
+            let Convert::Completed(w) = conv(&m, "write", json!("x"), Some(OpType::Ok), json!("x"))
+            else {
+                panic!("a write")
+            };
+            let s = m.step(&m.init(), &w).unwrap();
+            let Some(StandIn::Op { f, value }) = m.stand_in(&s) else {
+                panic!("a stand-in op")
+            };
+            assert_eq!((f, &value), ("write", &json!("x")));
+            // The stand-in, from another state, reaches the same one: a read of "x" fits it.
+            let Convert::Completed(again) = conv(&m, f, value.clone(), Some(OpType::Ok), value)
+            else {
+                panic!("a write")
+            };
+            let other = m.step(&m.init(), &conv_write(&m, 7)).unwrap();
+            let back = m.step(&other, &again).unwrap();
+            assert_eq!(back, s);
+            let Convert::Completed(r) = read(json!("x")) else {
+                panic!("a read")
+            };
+            assert!(m.step(&back, &r).is_some());
+        }
+        // Absent is no state a write reaches: from a register that starts at 0, no stand-in.
+        let m = RegisterModel::cas_register(RegisterConfig::knossos());
+        assert_eq!(m.stand_in(&None), None);
+    }
+
+    fn conv_write(m: &RegisterModel, v: i64) -> RegisterOp {
+        match conv(m, "write", json!(v), Some(OpType::Ok), json!(v)) {
+            Convert::Completed(w) => w,
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

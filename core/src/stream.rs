@@ -2,8 +2,9 @@
 //! not by the history's length, with the result the whole check ([`crate::checker::linear::check_history`] of the
 //! history read whole) gives.
 //!
-//! How: the history is read op by op ([`JsonlReader`]); each client op goes to [`Retirement`]
-//! (every process its own thread, a process not seen for [`IDLE_OPS`] ops counted as gone); the
+//! How: the history is read op by op ([`JsonlBlocks`], blocks of lines parsed in parallel); each
+//! client op goes to [`Retirement`] (every process its own thread, a process not seen for
+//! [`IDLE_OPS`] ops counted as gone); the
 //! ops of each key it retires are gathered into batches of about [`BATCH_OPS`] ops, and a batch
 //! is checked (every key of it decided, on the search's own thread pool) on a checker thread
 //! while the reader goes on, at most [`QUEUED_BATCHES`] batches waiting (the reader waits for the
@@ -14,8 +15,15 @@
 //!
 //! What keeps it exact:
 //! - A key touched again after it was handed out (a final read, a process that came back after
-//!   the idle bound) is *late*: its first result is dropped and a second pass over the file
-//!   gathers that key's ops whole, each late key checked once the pass reaches its last op.
+//!   the idle bound) is *late*. Without the session checker its later ops are checked after a
+//!   stand-in for the state its earlier ops' linearization ended in (a write of the register's
+//!   value, [`crate::model::Model::stand_in`]): when they fit, the key is valid as a whole and
+//!   nothing more is read. Otherwise (they do not fit that one state, the model has no stand-in,
+//!   the session checker needs the key's earlier ops) its first result is dropped and a second
+//!   pass over the file gathers that key's ops whole, each late key checked once the pass
+//!   reaches its last op. A pass holds at most [`LATE_HOLD_OPS`] ops: the keys past it wait for
+//!   a third pass, and so on (memory stays bounded; the file is read once more per that many
+//!   late ops).
 //! - Anything the whole check would read differently ends the stream with [`Outcome::Whole`] and
 //!   the reason, for the caller to check the history whole: an ill-formed pairing (the whole
 //!   check's error names the lines), a completion whose key is not its invoke's, an op the model
@@ -46,13 +54,14 @@ use crate::checker::linear::{
     Cause, Decide, LinearConfig, LinearResult, PartSummary, WitnessOp, settled_reason,
 };
 use crate::checker::session::{SessionParts, SessionResult, SourceSniff, VersionSource};
-use crate::history::{History, JsonlBlocks, JsonlReader, Name, Op, OpType, Process};
+use crate::history::{History, JsonlBlocks, Name, Op, OpType, Process};
 use crate::import::{InputFormat, ModelSniff, nemesis_client_ops_of};
+use crate::model::StandIn;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::BufRead;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{SyncSender, sync_channel};
+use std::sync::mpsc::{Sender, SyncSender, sync_channel};
 use std::time::{Duration, Instant};
 
 /// A process not seen for this many client ops counts as having left its key (a crashed
@@ -65,6 +74,13 @@ pub const GRACE_OPS: u64 = 300_000;
 pub const BATCH_OPS: usize = 50_000;
 /// Batches waiting for the checker before the reader waits.
 pub const QUEUED_BATCHES: usize = 2;
+/// About what an op held by a pass over the late keys costs, in bytes (measured: 115 read line
+/// by line, 190 read in parallel blocks as the passes read).
+pub const HELD_OP_BYTES: usize = 192;
+/// The most ops a pass over the late keys holds without a memory budget; with one, as many as
+/// it pays for ([`HELD_OP_BYTES`] each: 5.6M at the default 1 GiB). Past it, the keys taken up
+/// last wait for another pass over the file.
+pub const LATE_HOLD_OPS: usize = 2_000_000;
 /// Past this many ops held for keys not retired, the caller is told why memory grew.
 pub const HOLD_NOTE_OPS: usize = 2_000_000;
 
@@ -87,17 +103,24 @@ pub struct StreamPlan {
     pub grace_ops: u64,
     /// See [`BATCH_OPS`].
     pub batch_ops: usize,
+    /// See [`LATE_HOLD_OPS`]; also the most later ops of late keys the first pass holds for
+    /// checking them after their stand-ins.
+    pub late_hold_ops: usize,
 }
 
 impl StreamPlan {
     /// The defaults for `plan`.
     pub fn new(plan: Plan, auto: Option<InputFormat>) -> StreamPlan {
+        let late_hold_ops = plan
+            .memory_bytes
+            .map_or(LATE_HOLD_OPS, |b| (b / HELD_OP_BYTES).max(1));
         StreamPlan {
             plan,
             auto,
             idle_ops: IDLE_OPS,
             grace_ops: GRACE_OPS,
             batch_ops: BATCH_OPS,
+            late_hold_ops,
         }
     }
 }
@@ -105,7 +128,7 @@ impl StreamPlan {
 /// The most the stream held at once.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Held {
-    /// Ops of keys not retired (or not complete, in the second pass).
+    /// Ops of keys not retired (or not complete, in a pass over the late keys).
     pub ops: usize,
     /// Those keys.
     pub keys: usize,
@@ -138,10 +161,17 @@ pub struct Streamed {
     pub nemesis_client_ops: BTreeMap<String, usize>,
     /// The most the first pass held.
     pub held: Held,
-    /// Keys touched after they looked retired, checked again whole in a second pass.
+    /// Keys touched after they looked retired.
     pub late_keys: usize,
-    /// The most the second pass held (zero without late keys).
+    /// Of them, the keys whose later ops were checked after a stand-in for the state their
+    /// earlier ones ended in (see [`Collector::replay`]); the others were checked again whole
+    /// in more passes over the file.
+    pub late_replayed: usize,
+    /// The most a pass over the late keys held (zero without late keys).
     pub late_held: Held,
+    /// The passes over the file the late keys took (zero without late keys; more than one when
+    /// their ops were more than [`StreamPlan::late_hold_ops`]).
+    pub late_passes: usize,
 }
 
 /// How a streamed check ended.
@@ -151,6 +181,15 @@ pub enum Outcome {
     Checked(Box<Streamed>),
     /// The stream cannot give the whole check's result: check the history whole. Why, in words.
     Whole(String),
+}
+
+/// What the reader sends the checker thread.
+enum Msg {
+    /// Keys to check.
+    Batch(Batch),
+    /// The first pass is over: answer with the late keys whose later ops were checked after a
+    /// stand-in for their earlier ones (so that no later pass needs them).
+    Replayed(Sender<HashSet<Name>>),
 }
 
 /// A batch of retired keys' ops (positions in `index`), and the pass it came from.
@@ -178,6 +217,22 @@ struct Collector<'a> {
     error: Option<String>,
     /// The session guarantees so far, with the source the first batch came with.
     session: Option<SessionParts>,
+    /// First-pass keys and how they ended, for checking their later ops (without the session
+    /// checker only: it needs a late key's earlier ops); `None` when not replaying.
+    ends: Option<HashMap<Name, KeyEnd>>,
+    /// Keys whose later ops were checked after their stand-in and fit it.
+    replayed: HashSet<Name>,
+    /// Keys whose later ops could not be checked so, or did not fit: read again whole.
+    doubtful: HashSet<Name>,
+}
+
+/// How a first-pass key ended (see [`Collector::replay`]).
+struct KeyEnd {
+    /// Its part in [`Collector::parts`].
+    part: usize,
+    /// The stand-in for the state its linearization ended in; `None` when it was not valid or
+    /// the model has none.
+    end: Option<StandIn>,
 }
 
 impl<'a> Collector<'a> {
@@ -192,7 +247,15 @@ impl<'a> Collector<'a> {
             settled_at: None,
             error: None,
             session: None,
+            ends: plan.session.is_none().then(HashMap::new),
+            replayed: HashSet::new(),
+            doubtful: HashSet::new(),
         }
+    }
+
+    /// The late keys whose later ops fit their stand-ins: no later pass needs them.
+    fn replayed(&self) -> HashSet<Name> {
+        self.replayed.difference(&self.doubtful).cloned().collect()
     }
 
     /// The batch's keys' session guarantees: a first-pass key whole (as far as the first pass
@@ -221,9 +284,22 @@ impl<'a> Collector<'a> {
         if self.error.is_some() {
             return;
         }
+        let mut ops = batch.ops;
+        if batch.pass == 1
+            && let Some(ends) = &self.ends
+        {
+            let (later, fresh): (Vec<Op>, Vec<Op>) = ops
+                .into_iter()
+                .partition(|o| o.key.as_ref().is_some_and(|k| ends.contains_key(k)));
+            ops = fresh;
+            self.replay(later);
+            if self.error.is_some() || ops.is_empty() {
+                return;
+            }
+        }
+        let first_part = self.parts.len();
         // Each key's ops are in history order, keys one after the other: a history of its own
         // (no process has two ops open), and no part depends on another's order.
-        let ops = batch.ops;
         let orig: Vec<u64> = ops.iter().map(|o| o.index).collect();
         let history = History::from_ops(ops);
         let settled = self.settled_at.is_some_and(|s| Instant::now() >= s);
@@ -235,6 +311,7 @@ impl<'a> Collector<'a> {
             decide: Decide::AllKeys,
             time_limit: if settled { Some(Duration::ZERO) } else { left },
             keep_linearization: false,
+            keep_end: self.ends.is_some(),
             ..self.config.clone()
         };
         let t0 = Instant::now();
@@ -275,6 +352,116 @@ impl<'a> Collector<'a> {
             }
             self.parts.push((batch.pass, p));
         }
+        if batch.pass == 1
+            && let Some(ends) = self.ends.as_mut()
+        {
+            for (i, (_, p)) in self.parts.iter_mut().enumerate().skip(first_part) {
+                if let Some(k) = p.key.as_deref() {
+                    let end = p.end.take();
+                    ends.insert(Name::new(k), KeyEnd { part: i, end });
+                }
+            }
+        }
+    }
+
+    /// Check the later ops of keys the first pass already checked (a run's final reads, a
+    /// process back after the idle bound), each key's after the stand-in for the state its
+    /// earlier ops' linearization ended in. Every later op was read after the key retired, so
+    /// it began after every earlier op ended: a linearization of the stand-in and the later ops
+    /// (earlier pending ops the linearization left out never taking effect) is one of the whole
+    /// key's, and valid there means valid. A key whose later ops do not fit (or that cannot be
+    /// checked so: not valid before, no stand-in, a later op completing an earlier invoke) is
+    /// *doubtful*: read again whole, as without replaying.
+    fn replay(&mut self, later: Vec<Op>) {
+        let Some(ends) = &self.ends else { return };
+        let mut by_key: Vec<(Name, Vec<Op>)> = Vec::new();
+        let mut slot: HashMap<Name, usize> = HashMap::new();
+        for op in later {
+            let Some(k) = op.key.clone() else { continue };
+            let i = *slot.entry(k.clone()).or_insert_with(|| {
+                by_key.push((k, Vec::new()));
+                by_key.len() - 1
+            });
+            by_key[i].1.push(op);
+        }
+        // A process id no history uses: stand-ins run as processes of their own.
+        let mut fresh = u64::MAX / 2;
+        let (mut ops, mut orig, mut stand_ins) = (Vec::new(), Vec::new(), HashMap::new());
+        for (key, seg) in by_key {
+            let end = ends.get(&key).and_then(|e| e.end.as_ref());
+            let mut open = HashSet::new();
+            let completes_earlier = seg.iter().any(|o| match o.op_type {
+                OpType::Invoke => !open.insert(o.process),
+                _ => !open.remove(&o.process),
+            });
+            let Some(end) = end.filter(|_| !completes_earlier && !self.doubtful.contains(&key))
+            else {
+                self.doubtful.insert(key);
+                continue;
+            };
+            let at = seg[0].index;
+            if let StandIn::Op { f, value } = end {
+                for ty in [OpType::Invoke, OpType::Ok] {
+                    let mut op = Op::new(ty, Process::Client(fresh), *f, value.clone());
+                    op.key = Some(key.clone());
+                    op.time_ns = seg[0].time_ns;
+                    ops.push(op);
+                    orig.push(at);
+                }
+                fresh += 1;
+                stand_ins.insert(key.clone(), 1);
+            }
+            orig.extend(seg.iter().map(|o| o.index));
+            ops.extend(seg);
+        }
+        if ops.is_empty() {
+            return;
+        }
+        let left = self
+            .config
+            .time_limit
+            .map(|t| t.saturating_sub(self.search));
+        let config = LinearConfig {
+            decide: Decide::AllKeys,
+            time_limit: left,
+            keep_linearization: false,
+            keep_end: true,
+            ..self.config.clone()
+        };
+        let t0 = Instant::now();
+        let history = History::from_ops(ops);
+        let r = check_linear_with(&self.plan.model, &history, &self.plan.options, config);
+        let r = match r {
+            Ok(r) if r.reason.is_none() => r,
+            // Not checkable so: every key of it is read again.
+            _ => {
+                for p in history.ops.iter().filter_map(|o| o.key.clone()) {
+                    self.doubtful.insert(p);
+                }
+                return;
+            }
+        };
+        self.search += Duration::from_millis(r.verdict_time_ms).min(t0.elapsed());
+        let Some(ends) = self.ends.as_mut() else {
+            return;
+        };
+        for p in r.parts {
+            let Some(key) = p.key.as_deref().map(Name::new) else {
+                continue;
+            };
+            let Some(e) = ends.get_mut(&key).filter(|_| p.verdict == Verdict::Valid) else {
+                self.doubtful.insert(key);
+                continue;
+            };
+            let (_, whole) = &mut self.parts[e.part];
+            whole.op_count += p.op_count - stand_ins.get(&key).copied().unwrap_or(0);
+            whole.pending_count += p.pending_count;
+            whole.time_ms += p.time_ms;
+            whole.cache_entries = whole.cache_entries.max(p.cache_entries);
+            whole.cache_bytes = whole.cache_bytes.max(p.cache_bytes);
+            e.end = p.end;
+            self.replayed.insert(key);
+        }
     }
 
     /// The session guarantees' result, given the source the whole file chooses and its span;
@@ -296,7 +483,7 @@ impl<'a> Collector<'a> {
     }
 
     /// The result: the parts in order of first appearance, the first pass's parts of `late`
-    /// keys left out (the second pass checked them whole).
+    /// keys left out (the passes over the late keys checked them whole).
     fn finish(self, late: &HashSet<Name>) -> Result<LinearResult, String> {
         if let Some(e) = self.error {
             return Err(e);
@@ -403,6 +590,31 @@ struct FirstPass {
     span_ns: u64,
 }
 
+/// Late keys' later ops held by the first pass (see [`Collector::replay`]).
+#[derive(Default)]
+struct Later {
+    by_key: HashMap<Name, Vec<Op>>,
+    /// Ops in `by_key`.
+    ops: usize,
+    /// Keys with more later ops than could be held: read again instead.
+    dropped: HashSet<Name>,
+}
+
+impl Later {
+    fn hold(&mut self, key: Name, op: Op, most: usize) {
+        if self.dropped.contains(&key) {
+            return;
+        }
+        if self.ops < most {
+            self.by_key.entry(key).or_default().push(op);
+            self.ops += 1;
+        } else {
+            self.ops -= self.by_key.remove(&key).map_or(0, |v| v.len());
+            self.dropped.insert(key);
+        }
+    }
+}
+
 /// An open invoke: its function, key and time, for pairing its completion.
 type OpenInvoke = (Name, Option<Name>, u64);
 
@@ -436,16 +648,16 @@ struct BatchOf {
     late_from: Option<Arc<HashMap<Name, u64>>>,
 }
 
-fn send(tx: &SyncSender<Batch>, batch: &mut Vec<Op>, of: BatchOf) {
+fn send(tx: &SyncSender<Msg>, batch: &mut Vec<Op>, of: BatchOf) {
     if !batch.is_empty() {
         let ops = std::mem::take(batch);
         // The checker only hangs up after the reader: a failed send loses nothing it needs.
-        let _ = tx.send(Batch {
+        let _ = tx.send(Msg::Batch(Batch {
             ops,
             pass: of.pass,
             source: of.source,
             late_from: of.late_from,
-        });
+        }));
     }
 }
 
@@ -453,7 +665,7 @@ fn first_pass<R: std::io::Read>(
     reader: R,
     name: &str,
     sp: &StreamPlan,
-    tx: &SyncSender<Batch>,
+    tx: &SyncSender<Msg>,
     failed: &AtomicBool,
 ) -> Result<FirstPass, String> {
     let mut jsonl = JsonlBlocks::new(reader, name);
@@ -470,6 +682,9 @@ fn first_pass<R: std::io::Read>(
         late_from: None,
     };
     let mut span_ns = 0u64;
+    // Late keys' later ops, for the checker to check after their stand-ins at the end (without
+    // the session checker), at most `late_hold_ops` of them: a key past that is read again.
+    let mut later = sp.plan.session.is_none().then(Later::default);
     let mut ops = Vec::new().into_iter().flatten();
     loop {
         let Some(mut op) = ops.next() else {
@@ -502,14 +717,18 @@ fn first_pass<R: std::io::Read>(
         };
         if retire.is_retired(&key) {
             late_from.entry(key.clone()).or_insert(op.index);
-            late.insert(key, op.index);
+            late.insert(key.clone(), op.index);
+            if let Some(l) = later.as_mut() {
+                l.hold(key, op.clone(), sp.late_hold_ops);
+            }
         }
         for (_, ops) in retire.push(op) {
             batch.extend(ops);
         }
+        let later_held = later.as_ref().map_or((0, 0), |l| (l.ops, l.by_key.len()));
         held.note(
-            retire.buffered_ops() + keyless.len(),
-            retire.open_keys() + usize::from(!keyless.is_empty()),
+            retire.buffered_ops() + keyless.len() + later_held.0,
+            retire.open_keys() + usize::from(!keyless.is_empty()) + later_held.1,
         );
         if batch.len() >= sp.batch_ops {
             if failed.load(Ordering::Relaxed) {
@@ -524,6 +743,11 @@ fn first_pass<R: std::io::Read>(
     }
     batch.extend(keyless);
     send(tx, &mut batch, of(&source));
+    // After every batch that holds a late key's earlier ops.
+    if let Some(l) = later {
+        let mut batch: Vec<Op> = l.by_key.into_values().flatten().collect();
+        send(tx, &mut batch, of(&source));
+    }
     Ok(FirstPass {
         events,
         clients,
@@ -539,25 +763,49 @@ fn first_pass<R: std::io::Read>(
     })
 }
 
-/// The second pass: every op of the `late` keys, each key checked once its last op is read.
-fn second_pass<R: BufRead>(
+/// What a pass over the late keys left: the most it held, and the keys it put off to another
+/// pass to stay within [`StreamPlan::late_hold_ops`].
+struct LatePass {
+    held: Held,
+    deferred: HashSet<Name>,
+}
+
+/// A second (or later) pass: every op of the late keys in `todo`, each key checked once its last
+/// op is read. Holding is bounded: a key's ops are held from its first op to its last, and when
+/// more than `late_hold_ops` are held, the key taken up last is dropped and put off to the next
+/// pass (never the oldest one held, so every pass finishes at least one key).
+fn late_pass<R: BufRead>(
     reader: R,
     name: &str,
     sp: &StreamPlan,
     first: &FirstPass,
-    tx: &SyncSender<Batch>,
-) -> Result<Held, String> {
+    todo: &HashSet<Name>,
+    tx: &SyncSender<Msg>,
+) -> Result<LatePass, String> {
     let late = &first.late;
     let of = BatchOf {
         pass: 2,
         source: first.source.as_ref().map(|s| s.choice().0),
         late_from: Some(Arc::new(first.late_from.clone())),
     };
-    let mut jsonl = JsonlReader::new(reader, name);
-    let mut hold: HashMap<Name, Vec<Op>> = HashMap::new();
+    let mut jsonl = JsonlBlocks::new(reader, name);
+    // Held keys by when they were taken up (for putting off the newest), and their ops.
+    let mut taken: BTreeMap<u64, Name> = BTreeMap::new();
+    let mut hold: HashMap<Name, (u64, Vec<Op>)> = HashMap::new();
+    let mut deferred: HashSet<Name> = HashSet::new();
     let (mut batch, mut held, mut holding) = (Vec::new(), Held::default(), 0usize);
     let mut position = 0u64;
-    while let Some((mut op, _)) = jsonl.next_op().map_err(|e| e.to_string())? {
+    let mut ops = Vec::new().into_iter().flatten();
+    loop {
+        let Some(mut op) = ops.next() else {
+            match jsonl.next_ops().map_err(|e| e.to_string())? {
+                Some(blocks) => {
+                    ops = blocks.into_iter().flatten();
+                    continue;
+                }
+                None => break,
+            }
+        };
         op.index = position;
         position += 1;
         let Some(key) = op.key.clone().filter(|_| op.is_client()) else {
@@ -566,13 +814,30 @@ fn second_pass<R: BufRead>(
         let Some(&last) = late.get(&key) else {
             continue;
         };
+        if !todo.contains(&key) || deferred.contains(&key) {
+            continue;
+        }
         let at = op.index;
-        hold.entry(key.clone()).or_default().push(op);
+        let (_, ops) = hold.entry(key.clone()).or_insert_with(|| {
+            taken.insert(at, key.clone());
+            (at, Vec::new())
+        });
+        ops.push(op);
         holding += 1;
+        while holding > sp.late_hold_ops && taken.len() > 1 {
+            let Some((_, newest)) = taken.pop_last() else {
+                break;
+            };
+            if let Some((_, ops)) = hold.remove(&newest) {
+                holding -= ops.len();
+            }
+            deferred.insert(newest);
+        }
         held.note(holding, hold.len());
         if at == last
-            && let Some(ops) = hold.remove(&key)
+            && let Some((since, ops)) = hold.remove(&key)
         {
+            taken.remove(&since);
             holding -= ops.len();
             batch.extend(ops);
             if batch.len() >= sp.batch_ops {
@@ -580,27 +845,60 @@ fn second_pass<R: BufRead>(
             }
         }
     }
-    for (_, ops) in hold.drain() {
+    for (_, (_, ops)) in hold.drain() {
         batch.extend(ops);
     }
     send(tx, &mut batch, of);
-    Ok(held)
+    Ok(LatePass { held, deferred })
+}
+
+/// The late keys in `todo`, checked whole in as many more passes over the file as holding at most
+/// [`StreamPlan::late_hold_ops`] ops at once takes: the most one pass held, and the passes.
+fn late_passes<R: BufRead>(
+    open: &impl Fn() -> std::io::Result<R>,
+    name: &str,
+    sp: &StreamPlan,
+    first: &FirstPass,
+    mut todo: HashSet<Name>,
+    tx: &SyncSender<Msg>,
+    failed: &AtomicBool,
+) -> Result<(Held, usize), String> {
+    let (mut held, mut passes) = (Held::default(), 0);
+    while !todo.is_empty() {
+        if passes > 0 && failed.load(Ordering::Relaxed) {
+            return Err("the checker stopped".into());
+        }
+        let reader = open().map_err(|e| format!("{name}: {e}"))?;
+        let pass = late_pass(reader, name, sp, first, &todo, tx)?;
+        passes += 1;
+        held.note(pass.held.ops, pass.held.keys);
+        if pass.deferred.len() >= todo.len() {
+            return Err("a pass over the late keys finished none of them".into());
+        }
+        todo = pass.deferred;
+    }
+    Ok((held, passes))
 }
 
 /// Check the JSONL history `open()` reads (`name` in messages) as it streams (see the module
-/// doc); `open` is called again for a second pass when keys were touched after they retired.
+/// doc); `open` is called again for each pass over keys touched after they retired.
 pub fn check_jsonl<R: BufRead>(
     open: impl Fn() -> std::io::Result<R>,
     name: &str,
     sp: &StreamPlan,
 ) -> Outcome {
     let failed = AtomicBool::new(false);
-    let (tx, rx) = sync_channel::<Batch>(QUEUED_BATCHES);
+    let (tx, rx) = sync_channel::<Msg>(QUEUED_BATCHES);
     let (passes, collector) = std::thread::scope(|s| {
         let checker = s.spawn(|| {
             let mut c = Collector::new(&sp.plan);
-            for batch in rx {
-                c.check(batch);
+            for msg in rx {
+                match msg {
+                    Msg::Batch(batch) => c.check(batch),
+                    Msg::Replayed(reply) => {
+                        let _ = reply.send(c.replayed());
+                    }
+                }
                 if c.error.is_some() {
                     failed.store(true, Ordering::Relaxed);
                 }
@@ -615,13 +913,18 @@ pub fn check_jsonl<R: BufRead>(
                 &tx,
                 &failed,
             )?;
-            let late_held = if first.late.is_empty() {
-                Held::default()
-            } else {
-                let reader = open().map_err(|e| format!("{name}: {e}"))?;
-                second_pass(reader, name, sp, &first, &tx)?
-            };
-            Ok::<_, String>((first, late_held))
+            // The late keys the checker could not confirm from their end states are read again.
+            let mut todo: HashSet<Name> = first.late.keys().cloned().collect();
+            let mut replayed = 0;
+            if !todo.is_empty() {
+                let (reply, answer) = std::sync::mpsc::channel();
+                let _ = tx.send(Msg::Replayed(reply));
+                let confirmed = answer.recv().unwrap_or_default();
+                todo.retain(|k| !confirmed.contains(k));
+                replayed = first.late.len() - todo.len();
+            }
+            let (held, passes) = late_passes(&open, name, sp, &first, todo.clone(), &tx, &failed)?;
+            Ok::<_, String>((first, (held, passes, replayed, todo)))
         })();
         drop(tx);
         (passes, checker.join())
@@ -629,7 +932,7 @@ pub fn check_jsonl<R: BufRead>(
     let Ok(mut collector) = collector else {
         return Outcome::Whole("the checker thread panicked".into());
     };
-    let (first, late_held) = match passes {
+    let (first, (late_held, late_passes, late_replayed, late)) = match passes {
         Ok(p) => p,
         Err(why) => return Outcome::Whole(collector.error.unwrap_or(why)),
     };
@@ -642,7 +945,6 @@ pub fn check_jsonl<R: BufRead>(
             ));
         }
     }
-    let late: HashSet<Name> = first.late.keys().cloned().collect();
     let session = match collector.finish_sessions(first.source.as_ref(), first.span_ns) {
         Ok(s) => s,
         Err(why) => return Outcome::Whole(why),
@@ -660,8 +962,10 @@ pub fn check_jsonl<R: BufRead>(
         cut_short: first.cut_short,
         nemesis_client_ops: nemesis_client_ops_of(&first.nemesis, &first.sniff),
         held: first.held,
-        late_keys: late.len(),
+        late_keys: first.late.len(),
+        late_replayed,
         late_held,
+        late_passes,
     }))
 }
 
@@ -874,6 +1178,133 @@ mod tests {
             keys.len()
         );
         assert!(s.late_held.ops > 0);
+        assert_eq!(s.late_passes, 1);
+        // Holding at most 60 ops at once takes more passes: the same result.
+        let bounded = StreamPlan {
+            late_hold_ops: 60,
+            ..sp.clone()
+        };
+        let b = streamed(&bytes, &bounded);
+        same(&b.result, &w);
+        assert_eq!(b.late_keys, s.late_keys);
+        assert!(b.late_passes > 2, "{} passes", b.late_passes);
+        assert!(
+            b.late_held.ops <= 60 || b.late_held.keys == 1,
+            "{:?}",
+            b.late_held
+        );
+        assert!(b.late_held.ops < s.late_held.ops, "{:?}", b.late_held);
+    }
+
+    /// `h` with one final read of every key, by a process of its own, returning the value one
+    /// linearization of the key ends in, except for the keys `wrong` names (they read a value
+    /// nobody wrote).
+    fn with_true_final_reads(h: &History, wrong: &[&str]) -> History {
+        let p = plan("cas-register");
+        let config = LinearConfig {
+            keep_end: true,
+            ..linear_config(&p)
+        };
+        let r = check_linear_with(&p.model, h, &p.options, config).unwrap();
+        assert_eq!(r.verdict, Verdict::Valid);
+        let mut ops = h.ops.clone();
+        let mut t = ops.last().unwrap().time_ns;
+        for (i, part) in r.parts.iter().enumerate() {
+            let key = part.key.clone().unwrap();
+            let value = match (&part.end, wrong.contains(&key.as_str())) {
+                (_, true) => Value::from(-1),
+                (Some(StandIn::Op { value, .. }), _) => value.clone(),
+                _ => Value::Null,
+            };
+            for (ty, v) in [(OpType::Invoke, Value::Null), (OpType::Ok, value)] {
+                t += 10;
+                let mut op = Op::new(ty, Process::Client(5_000 + i as u64), "read", v);
+                op.key = Some(Name::new(&key));
+                op.time_ns = t;
+                ops.push(op);
+            }
+        }
+        History::from_ops(ops)
+    }
+
+    #[test]
+    fn later_ops_that_fit_the_end_state_need_no_second_read() {
+        for seed in 0..3 {
+            let h = rotating(seed, 0.05);
+            let bytes = jsonl(&with_true_final_reads(&h, &[]));
+            let sp = small("cas-register", None);
+            let s = streamed(&bytes, &sp);
+            let w = whole(&bytes, &sp.plan);
+            assert_eq!(w.verdict, Verdict::Valid);
+            same(&s.result, &w);
+            assert!(s.late_keys > 10, "{} late keys", s.late_keys);
+            assert_eq!(s.late_replayed, s.late_keys);
+            assert_eq!((s.late_passes, s.late_held), (0, Held::default()));
+        }
+        // Two keys' final reads fit no state: those two are read again, and the witness is the
+        // whole check's.
+        let h = rotating(9, 0.05);
+        let mut keys: Vec<String> = Vec::new();
+        for k in h.ops.iter().filter_map(|o| o.key.as_deref()) {
+            if !keys.iter().any(|x| x == k) {
+                keys.push(k.to_string());
+            }
+        }
+        let wrong = [keys[0].as_str(), keys[1].as_str()];
+        let bytes = jsonl(&with_true_final_reads(&h, &wrong));
+        let sp = small("cas-register", None);
+        let s = streamed(&bytes, &sp);
+        let w = whole(&bytes, &sp.plan);
+        assert_eq!(w.verdict, Verdict::Invalid);
+        same(&s.result, &w);
+        assert_eq!(s.late_keys - s.late_replayed, 2);
+        assert_eq!(s.late_passes, 1);
+        assert_eq!(s.late_held.keys, 2, "{:?}", s.late_held);
+    }
+
+    #[test]
+    fn later_ops_that_fit_another_end_state_are_read_again() {
+        // Keys a and b: a write of 1, then a write of 2 that crashed (it may have taken effect
+        // at any time, or never); both retire; then a reads 1 and b reads 2. Whichever state the
+        // first pass's linearization ended in, one of the two later reads does not fit it: that
+        // key is read again, the other is not; valid either way.
+        let mut ops = Vec::new();
+        let mut t = 0;
+        let mut push = |ty, p: u64, f: &str, key: &str, v: Value| {
+            t += 10;
+            let mut op = Op::new(ty, Process::Client(p), f, v);
+            op.key = Some(Name::new(key));
+            op.time_ns = t;
+            ops.push(op);
+        };
+        for (key, p) in [("a", 0), ("b", 2)] {
+            push(OpType::Invoke, p, "write", key, Value::from(1));
+            push(OpType::Ok, p, "write", key, Value::from(1));
+            push(OpType::Invoke, p + 1, "write", key, Value::from(2));
+            push(OpType::Info, p + 1, "write", key, Value::from(2));
+        }
+        for i in 0..90u64 {
+            let key = format!("c{}", i / 10);
+            push(
+                OpType::Invoke,
+                10 + i % 3,
+                "write",
+                &key,
+                Value::from(i as i64),
+            );
+            push(OpType::Ok, 10 + i % 3, "write", &key, Value::from(i as i64));
+        }
+        for (key, p, v) in [("a", 20, 1), ("b", 21, 2)] {
+            push(OpType::Invoke, p, "read", key, Value::Null);
+            push(OpType::Ok, p, "read", key, Value::from(v));
+        }
+        let bytes = jsonl(&History::from_ops(ops));
+        let sp = small("cas-register", None);
+        let s = streamed(&bytes, &sp);
+        same(&s.result, &whole(&bytes, &sp.plan));
+        assert_eq!(s.result.verdict, Verdict::Valid);
+        assert_eq!((s.late_keys, s.late_replayed, s.late_passes), (2, 1, 1));
+        assert_eq!(s.late_held.keys, 1);
     }
 
     use crate::checker::session::histgen::{
@@ -991,6 +1422,13 @@ mod tests {
             let h = with_final_reads(rotating_versioned(seed, stale, 40_000_000));
             let (s, whole) = sessions_agree(&jsonl(&h), &with_sessions("cas-register"));
             assert!(s.late_keys > 3, "{}", s.late_keys);
+            // In passes holding at most 100 ops: the same session result.
+            let bounded = StreamPlan {
+                late_hold_ops: 100,
+                ..with_sessions("cas-register")
+            };
+            let (b, _) = sessions_agree(&jsonl(&h), &bounded);
+            assert!(b.late_passes > 1, "{} passes", b.late_passes);
             // The writers' final reads of nothing break read-your-writes.
             assert!(
                 whole

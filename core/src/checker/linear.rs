@@ -33,7 +33,7 @@ mod witness;
 
 use crate::checker::{CheckResult, Checker, Verdict};
 use crate::history::{History, Name, OpType};
-use crate::model::{Convert, Model};
+use crate::model::{Convert, Model, StandIn};
 use rayon::prelude::*;
 use result::key_label;
 pub use result::{LinearResult, PartSummary, Undecided, Witness, WitnessOp, WitnessStep};
@@ -143,6 +143,9 @@ pub struct LinearConfig {
     /// Keep each valid part's linearization ([`PartSummary::linearization`]): live checking
     /// hands it to the end-of-run check, which then checks a key's later ops against it.
     pub keep_linearization: bool,
+    /// Give each valid part the stand-in for the state its linearization ends in
+    /// ([`PartSummary::end`]): the streamed check checks a key's later ops after it.
+    pub keep_end: bool,
 }
 
 impl LinearConfig {
@@ -177,6 +180,7 @@ impl Default for LinearConfig {
             minimize_time_limit: Some(Duration::from_secs(2)),
             prefix_tail_len: 50,
             keep_linearization: false,
+            keep_end: false,
         }
     }
 }
@@ -408,7 +412,14 @@ pub fn check_history<M: Model>(
                 first_invalid,
                 settled_reason: &settled_reason,
             };
-            summarize_part(&parts[i], searched, &done, &mut undecided, &mut witnesses)
+            let end = match &searched.0 {
+                Outcome::Valid(order) if config.keep_end => end_of(model, &parts[i], order),
+                _ => None,
+            };
+            let mut summary =
+                summarize_part(&parts[i], searched, &done, &mut undecided, &mut witnesses);
+            summary.end = end;
+            summary
         })
         .collect();
     let verdict = summaries
@@ -517,6 +528,16 @@ struct Summarize<'a> {
 /// The summary of `part` from its outcome, statistics and search time; counts an unknown
 /// part's cause in `undecided` and takes an invalid part's witness from `witnesses` (built in
 /// part order).
+/// The stand-in for the state `part`'s ops reach in the order `order` (op ids, as a valid
+/// outcome gives them), when the model has one.
+fn end_of<M: Model>(model: &M, part: &Part<M::Op>, order: &[u32]) -> Option<StandIn> {
+    let mut state = model.init();
+    for &id in order {
+        state = model.step(&state, &part.ops.get(id as usize)?.op)?;
+    }
+    model.stand_in(&state)
+}
+
 fn summarize_part<O>(
     part: &Part<O>,
     (outcome, stats, took): (Outcome, Stats, Duration),
@@ -573,6 +594,7 @@ fn summarize_part<O>(
         cache_bytes: stats.cache_bytes,
         witness,
         linearization,
+        end: None,
     }
 }
 

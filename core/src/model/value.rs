@@ -90,6 +90,17 @@ impl Values {
         }
     }
 
+    /// The original value as JSON (`None` for an id this table never gave out).
+    pub fn json(&self, s: Scalar) -> Option<Value> {
+        match s {
+            Scalar::Int(i) => Some(Value::from(i)),
+            Scalar::Other(id) => {
+                let t = self.table.lock().unwrap_or_else(PoisonError::into_inner);
+                serde_json::from_str(t.texts.get(id as usize)?).ok()
+            }
+        }
+    }
+
     /// [`Values::show`] with `None` as `absent`.
     pub fn show_opt(&self, s: Option<Scalar>) -> String {
         s.map_or_else(|| "absent".to_string(), |s| self.show(s))
@@ -140,5 +151,23 @@ mod tests {
         assert_eq!(v.show(v.scalar(&json!(true)).unwrap()), "true");
         let shared = v.clone();
         assert_eq!(shared.show(s), "\"938\"");
+    }
+
+    #[test]
+    fn a_scalar_gives_back_the_json_it_was_read_from() {
+        let v = Values::new();
+        for x in [
+            json!(938),
+            json!("938"),
+            json!(1.5),
+            json!(true),
+            json!("a \"q\""),
+        ] {
+            let s = v.scalar(&x).unwrap();
+            assert_eq!(v.json(s), Some(x.clone()));
+            // Read again, it is the same scalar.
+            assert_eq!(v.scalar(&v.json(s).unwrap()), Some(s));
+        }
+        assert_eq!(v.json(Scalar::Other(99)), None);
     }
 }

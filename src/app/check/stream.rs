@@ -138,11 +138,19 @@ pub(super) fn check(path: &Path, args: &CheckArgs, settings: &Settings) -> Resul
             s.held.ops, s.held.keys
         ));
     }
-    if s.late_keys > 0 {
+    if s.late_replayed > 0 {
+        notes.push(format!(
+            "{name}: {} had ops after they looked retired (such as a run's final reads) that \
+             fit the state their earlier ops ended in: checked without reading them again",
+            crate::plural::counted(s.late_replayed, "key"),
+        ));
+    }
+    if s.late_passes > 0 {
         notes.push(format!(
             "{name}: {} had ops after they looked retired (such as a run's final reads): the \
-             file was read a second time for them, holding up to {} ops of {} keys",
-            crate::plural::counted(s.late_keys, "key"),
+             file was read {} more for them, holding up to {} ops of {} keys at once",
+            crate::plural::counted(s.late_keys - s.late_replayed, "key"),
+            crate::plural::counted(s.late_passes, "time"),
             s.late_held.ops,
             s.late_held.keys
         ));

@@ -98,6 +98,10 @@ pub struct PartSummary {
     /// something, and the pending ops it let take effect). Not serialized.
     #[serde(skip)]
     pub linearization: Option<Vec<u64>>,
+    /// For a valid part checked with `LinearConfig::keep_end`: how to start a history in the
+    /// state its linearization ends in, when the model can say. Not serialized.
+    #[serde(skip)]
+    pub end: Option<crate::model::StandIn>,
 }
 
 /// Result of a linearizability check.
