@@ -19,30 +19,90 @@ use crate::systems::strays::{self, Server, Signal};
 /// PostgreSQL demands: `$1` = data dir, `$2` = OS user.
 const CHOWN_SCRIPT: &str = r#"chown "$2:" "$1" && chmod 700 "$1""#;
 
-/// What a built-in system's server lifecycle differs in; the rest is provided.
-pub trait Lifecycle: Abilities {
-    /// The server process the kill and pause faults act on and `db-status` reads.
-    fn server(&self) -> Server;
+/// Where a built-in system's server lives on a node and how it is run: its lifecycle's
+/// differences, as data. Every path is under the base directory: the pidfile
+/// `<base>/<name>.pid`, the data directory `<base>/data`, the retired marker `<base>/retired`.
+#[derive(Debug, Clone)]
+pub struct Layout {
     /// The directory under which the system's files and server processes live (the strays
     /// sweep's).
-    fn base_dir(&self) -> &str;
+    pub base_dir: String,
+    /// The server process the kill and pause faults act on and `db-status` reads.
+    pub server: Server,
     /// The file names of the system's server executables (an extended regular expression), for
     /// [`strays::sweep`].
-    fn exe_pattern(&self) -> &'static str;
-    /// Where the durable state lives: the lose-unsynced layer's mount point, what a wipe removes.
-    fn data_path(&self) -> String;
+    pub exe_pattern: &'static str,
     /// The OS user the data directory belongs to, handed the layer's root after a mount; `None`:
     /// the user that starts the server.
-    fn data_owner(&self) -> Option<&str> {
-        None
+    pub data_owner: Option<String>,
+    /// Whether a membership change can retire the node (leaving `<base>/retired`, outside the
+    /// data directory and its layer; removed by the next fresh start).
+    pub retires: bool,
+}
+
+impl Layout {
+    /// A server run by the connecting user from `<base_dir>/<name>.pid`, its command line
+    /// mentioning `word`, its executables matching `exe_pattern`.
+    pub fn new(base_dir: &str, name: &str, word: &'static str, exe_pattern: &'static str) -> Self {
+        Layout {
+            base_dir: base_dir.to_string(),
+            server: Server {
+                pidfile: format!("{base_dir}/{name}.pid"),
+                word,
+                sudo: false,
+            },
+            exe_pattern,
+            data_owner: None,
+            retires: false,
+        }
     }
-    /// The file whose presence says a membership change retired this node (outside the data
-    /// directory); `None`: the system has no membership changes.
-    fn retired_marker(&self) -> Option<String> {
-        None
+
+    /// Its commands run through `sudo` (a server run as root or another user).
+    pub fn sudo(mut self) -> Self {
+        self.server.sudo = true;
+        self
     }
+
+    /// Its data directory belongs to `user`.
+    pub fn owned_by(mut self, user: &str) -> Self {
+        self.data_owner = Some(user.to_string());
+        self
+    }
+
+    /// A membership change can retire the node.
+    pub fn retiring(mut self) -> Self {
+        self.retires = true;
+        self
+    }
+}
+
+/// What a built-in system's server lifecycle differs in ([`Lifecycle::layout`] and
+/// [`Lifecycle::restart`]); the rest is provided.
+pub trait Lifecycle: Abilities {
+    /// Where its server lives and how it is run.
+    fn layout(&self) -> Layout;
     /// Start the server unless it runs, with the data it has: the last step of [`Kill::start`].
     fn restart(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError>;
+
+    /// The server process ([`Layout::server`]).
+    fn server(&self) -> Server {
+        self.layout().server
+    }
+
+    /// Where the durable state lives: the lose-unsynced layer's mount point, what a wipe
+    /// removes.
+    fn data_path(&self) -> String {
+        format!("{}/data", self.layout().base_dir)
+    }
+
+    /// The file whose presence says a membership change retired this node; `None`: the system
+    /// has no membership changes ([`Layout::retires`]).
+    fn retired_marker(&self) -> Option<String> {
+        let layout = self.layout();
+        layout
+            .retires
+            .then(|| format!("{}/retired", layout.base_dir))
+    }
 
     /// Send `sig` to the server (and its children: [`strays::SIGNAL_SCRIPT`]).
     fn signal(&self, remote: &dyn Remote, sig: Signal) -> Result<(), DbError> {
@@ -50,7 +110,7 @@ pub trait Lifecycle: Abilities {
     }
 
     /// End every server process of the system its pidfiles name, a paused one too (CONT,
-    /// then KILL): [`Lifecycle::stop`]'s first step. Default: the one [`Lifecycle::server`].
+    /// then KILL): [`Lifecycle::stop`]'s first step. Default: the one [`Layout::server`].
     fn end_servers(&self, remote: &dyn Remote) -> Result<(), DbError> {
         self.signal(remote, Signal::Cont)?;
         self.signal(remote, Signal::Kill)
@@ -58,16 +118,14 @@ pub trait Lifecycle: Abilities {
 
     /// Mount the lose-unsynced layer on the data directory when the run has one (`fresh`: empty,
     /// at setup; else keeping its files, remounting a stale one) and hand its root to
-    /// [`Lifecycle::data_owner`].
+    /// [`Layout::data_owner`].
     fn mount_layer(&self, remote: &dyn Remote, fresh: bool) -> Result<(), DbError> {
         let Some(layer) = self.data_layer() else {
             return Ok(());
         };
         layer.mount(remote, fresh)?;
-        if let Some(owner) = self.data_owner() {
-            remote.exec_ok(
-                &Cmd::script(CHOWN_SCRIPT, [self.data_path().as_str(), owner]).sudo(true),
-            )?;
+        if let Some(owner) = self.layout().data_owner {
+            remote.exec_ok(&Cmd::script(CHOWN_SCRIPT, [self.data_path(), owner]).sudo(true))?;
         }
         Ok(())
     }
@@ -78,7 +136,8 @@ pub trait Lifecycle: Abilities {
     /// and what comes before a wipe. The data and logs stay.
     fn stop(&self, remote: &dyn Remote) -> Result<(), DbError> {
         self.end_servers(remote)?;
-        strays::sweep(remote, self.base_dir(), self.exe_pattern())?;
+        let layout = self.layout();
+        strays::sweep(remote, &layout.base_dir, layout.exe_pattern)?;
         crate::db::layer::unmount(remote, &self.data_path()).map(|_| ())
     }
 

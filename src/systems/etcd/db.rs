@@ -17,9 +17,8 @@ use crate::control::{Cmd, Remote};
 use crate::db::Abilities;
 use crate::db::{Binary, Db, DbError, Kill, Pause, Primaries};
 use crate::node::Node;
-use crate::systems::lifecycle::Lifecycle;
+use crate::systems::lifecycle::{Layout, Lifecycle};
 use crate::systems::ready;
-use crate::systems::strays::Server;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -490,27 +489,8 @@ impl Primaries for Etcd {
 }
 
 impl Lifecycle for Etcd {
-    fn server(&self) -> Server {
-        Server {
-            pidfile: format!("{}/etcd.pid", self.cfg.base_dir),
-            word: "etcd",
-            sudo: false,
-        }
-    }
-    fn base_dir(&self) -> &str {
-        &self.cfg.base_dir
-    }
-    fn exe_pattern(&self) -> &'static str {
-        EXE_PATTERN
-    }
-    /// etcd's `--data-dir`.
-    fn data_path(&self) -> String {
-        format!("{}/data", self.cfg.base_dir)
-    }
-    /// Written by `Membership::retire` (outside the data directory and its layer; removed by
-    /// the next fresh start): started as a member of the first cluster, it would only hang.
-    fn retired_marker(&self) -> Option<String> {
-        Some(format!("{}/retired", self.cfg.base_dir))
+    fn layout(&self) -> Layout {
+        Layout::new(&self.cfg.base_dir, "etcd", "etcd", EXE_PATTERN).retiring()
     }
     fn restart(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
         self.start_process(remote, node, &Bootstrap::new_cluster(cluster))

@@ -40,9 +40,8 @@ use crate::control::{Cmd, Remote};
 use crate::db::Abilities;
 use crate::db::{Binary, Db, DbError, Kill, Pause};
 use crate::node::Node;
-use crate::systems::lifecycle::Lifecycle;
+use crate::systems::lifecycle::{Layout, Lifecycle};
 use crate::systems::ready;
-use crate::systems::strays::Server;
 use serde::{Deserialize, Serialize};
 
 /// Debian's MariaDB server (all asynchronous replication needs), the Galera 4 provider and
@@ -585,24 +584,10 @@ impl Db for MariaDb {
 }
 
 impl Lifecycle for MariaDb {
-    fn server(&self) -> Server {
-        Server {
-            pidfile: format!("{}/mariadbd.pid", self.cfg.base_dir),
-            word: "mariadbd",
-            sudo: true,
-        }
-    }
-    fn base_dir(&self) -> &str {
-        &self.cfg.base_dir
-    }
-    fn exe_pattern(&self) -> &'static str {
-        EXE_PATTERN
-    }
-    fn data_path(&self) -> String {
-        format!("{}/data", self.cfg.base_dir)
-    }
-    fn data_owner(&self) -> Option<&str> {
-        Some(&self.cfg.os_user)
+    fn layout(&self) -> Layout {
+        Layout::new(&self.cfg.base_dir, "mariadbd", "mariadbd", EXE_PATTERN)
+            .sudo()
+            .owned_by(&self.cfg.os_user)
     }
     /// Galera: `--wsrep-recover` finds the last committed position and the node rejoins with
     /// it (incremental transfer when a donor still has the writes); never bootstraps: after

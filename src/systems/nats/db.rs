@@ -20,8 +20,7 @@ use crate::control::{Cmd, Remote};
 use crate::db::Abilities;
 use crate::db::{Binary, Db, DbError, Kill, Pause};
 use crate::node::Node;
-use crate::systems::lifecycle::Lifecycle;
-use crate::systems::strays::Server;
+use crate::systems::lifecycle::{Layout, Lifecycle};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -454,26 +453,8 @@ impl Db for Nats {
 }
 
 impl Lifecycle for Nats {
-    fn server(&self) -> Server {
-        Server {
-            pidfile: format!("{}/nats.pid", self.cfg.base_dir),
-            word: "nats-server",
-            sudo: false,
-        }
-    }
-    fn base_dir(&self) -> &str {
-        &self.cfg.base_dir
-    }
-    fn exe_pattern(&self) -> &'static str {
-        EXE_PATTERN
-    }
-    fn data_path(&self) -> String {
-        format!("{}/data", self.cfg.base_dir)
-    }
-    /// Written by `Membership::retire` (outside the data directory and its layer; removed by
-    /// setup and the next fresh start): started, the node would join as a new peer unasked.
-    fn retired_marker(&self) -> Option<String> {
-        Some(format!("{}/retired", self.cfg.base_dir))
+    fn layout(&self) -> Layout {
+        Layout::new(&self.cfg.base_dir, "nats", "nats-server", EXE_PATTERN).retiring()
     }
     fn restart(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
         self.start_process(remote, node, cluster)

@@ -28,9 +28,8 @@ use crate::control::{Cmd, Remote};
 use crate::db::Abilities;
 use crate::db::{Binary, Db, DbError, Kill, Pause, Primaries, Promote};
 use crate::node::Node;
-use crate::systems::lifecycle::Lifecycle;
+use crate::systems::lifecycle::{Layout, Lifecycle};
 use crate::systems::ready;
-use crate::systems::strays::Server;
 use serde::{Deserialize, Serialize};
 
 /// `synchronous_commit`: how long a commit waits before it is acknowledged.
@@ -578,24 +577,10 @@ impl Db for Postgres {
 }
 
 impl Lifecycle for Postgres {
-    fn server(&self) -> Server {
-        Server {
-            pidfile: format!("{}/postgres.pid", self.cfg.base_dir),
-            word: "postgres",
-            sudo: true,
-        }
-    }
-    fn base_dir(&self) -> &str {
-        &self.cfg.base_dir
-    }
-    fn exe_pattern(&self) -> &'static str {
-        EXE_PATTERN
-    }
-    fn data_path(&self) -> String {
-        format!("{}/data", self.cfg.base_dir)
-    }
-    fn data_owner(&self) -> Option<&str> {
-        Some(&self.cfg.os_user)
+    fn layout(&self) -> Layout {
+        Layout::new(&self.cfg.base_dir, "postgres", "postgres", EXE_PATTERN)
+            .sudo()
+            .owned_by(&self.cfg.os_user)
     }
     /// The primary runs crash recovery, a replica resumes streaming (its `standby.signal` and
     /// `primary_conninfo` survive).

@@ -28,9 +28,9 @@ use crate::control::{Cmd, Remote};
 use crate::db::Abilities;
 use crate::db::{Binary, Db, DbError, Kill, Pause, Primaries, Promote};
 use crate::node::Node;
-use crate::systems::lifecycle::Lifecycle;
+use crate::systems::lifecycle::{Layout, Lifecycle};
 use crate::systems::ready;
-use crate::systems::strays::{Server, Signal};
+use crate::systems::strays::Signal;
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 
@@ -471,22 +471,8 @@ impl Db for Redis {
 /// Kill, pause and `db-status` act on `redis-server` only: its Sentinel is not the database
 /// (it is the failure detector under test).
 impl Lifecycle for Redis {
-    fn server(&self) -> Server {
-        Server {
-            pidfile: format!("{}/redis.pid", self.cfg.base_dir),
-            word: "redis",
-            sudo: true,
-        }
-    }
-    fn base_dir(&self) -> &str {
-        &self.cfg.base_dir
-    }
-    fn exe_pattern(&self) -> &'static str {
-        EXE_PATTERN
-    }
-    /// Redis' `dir`: the append-only file's directory.
-    fn data_path(&self) -> String {
-        format!("{}/data", self.cfg.base_dir)
+    fn layout(&self) -> Layout {
+        Layout::new(&self.cfg.base_dir, "redis", "redis", EXE_PATTERN).sudo()
     }
     /// `redis-server` again from its (possibly Sentinel-rewritten) config and its append-only
     /// file; a former primary comes back as a primary until Sentinel turns it into a replica of
