@@ -208,3 +208,90 @@ impl<T: Lifecycle> Pause for T {
         self.signal(remote, Signal::Cont)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The provided lifecycle on a recording node: which commands run, in which order.
+    use super::*;
+    use crate::control::canned::{Canned, output};
+
+    /// A system whose restart is one recognisable command.
+    struct Fake {
+        retires: bool,
+    }
+
+    impl Abilities for Fake {
+        fn name(&self) -> &str {
+            "fake"
+        }
+    }
+
+    impl Lifecycle for Fake {
+        fn layout(&self) -> Layout {
+            let layout = Layout::new("/base", "fake", "fake-server", "^fake$");
+            if self.retires {
+                layout.retiring()
+            } else {
+                layout
+            }
+        }
+        fn restart(&self, remote: &dyn Remote, _: &Node, _: &[Node]) -> Result<(), DbError> {
+            remote.exec_ok(&Cmd::new("start-fake"))?;
+            Ok(())
+        }
+    }
+
+    fn node() -> Node {
+        Node {
+            name: "n1".into(),
+            host: "10.0.0.1".into(),
+        }
+    }
+
+    /// A node where the retired marker is there (`retired`) or not.
+    fn host(retired: bool) -> Canned {
+        Canned::new("n1", move |cmd| {
+            let marker_test = cmd.to_shell().starts_with("test -e");
+            output(if marker_test && !retired { 1 } else { 0 }, "")
+        })
+    }
+
+    #[test]
+    fn a_retired_node_stays_down_and_a_member_restarts() {
+        let fake = Fake { retires: true };
+        let retired = host(true);
+        fake.start(&retired, &node(), &[node()]).unwrap();
+        assert_eq!(retired.asked(), ["test -e /base/retired"]);
+        let member = host(false);
+        fake.start(&member, &node(), &[node()]).unwrap();
+        assert_eq!(member.asked(), ["test -e /base/retired", "start-fake"]);
+        let plain = host(true);
+        Fake { retires: false }
+            .start(&plain, &node(), &[node()])
+            .unwrap();
+        assert_eq!(plain.asked(), ["start-fake"], "no marker, no test");
+    }
+
+    #[test]
+    fn stop_resumes_then_kills_the_server_then_sweeps_then_unmounts() {
+        let remote = host(false);
+        Fake { retires: false }.stop(&remote).unwrap();
+        let asked = remote.asked();
+        assert!(asked.len() >= 4, "{asked:?}");
+        for (cmd, sig) in asked.iter().zip([" CONT", " KILL"]) {
+            assert!(
+                cmd.ends_with(&format!("/base/fake.pid fake-server{sig}")),
+                "{cmd}"
+            );
+        }
+        assert!(
+            asked[2].contains("ours()") && asked[2].contains("'^fake$'"),
+            "{}",
+            asked[2]
+        );
+        assert!(
+            asked[3..].iter().any(|c| c.contains("/base/data")),
+            "{asked:?}"
+        );
+    }
+}
