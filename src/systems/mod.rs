@@ -18,6 +18,7 @@ pub mod bare_loop;
 pub mod etcd;
 pub mod external;
 pub mod http;
+pub mod lifecycle;
 pub mod mariadb;
 pub mod nats;
 pub mod postgres;

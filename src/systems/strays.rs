@@ -12,8 +12,9 @@
 //! node's own database on the same port is left alone.
 //!
 //! Also owns [`live_sh`], the shell test of "the pidfile's process is our live server" that the
-//! systems' start, signal and readiness scripts share, and [`SIGNAL_SCRIPT`], signalling the
-//! server a pidfile names and its children (every built-in system's kill, pause and resume).
+//! systems' start, signal and readiness scripts share, [`SIGNAL_SCRIPT`], signalling the server a
+//! pidfile names and its children, and [`Server`], a system's server process, with the
+//! [`Signal`]s sent to it. When a system signals and stops its servers is `systems::lifecycle`'s.
 
 use crate::control::{Cmd, Remote};
 use crate::db::DbError;
@@ -56,7 +57,8 @@ pub(crate) use log_tail_sh;
 /// Children are listed first (`pgrep -P`: PostgreSQL makes each the leader of its own session,
 /// so a group signal would miss them; MariaDB's state-transfer scripts and rsync), then the
 /// server is signalled before them (a stopped server forks no new ones). With KILL, wait (at most
-/// 10 s) until all of them are gone and remove the pidfile. Shared by every built-in system.
+/// 10 s) until all of them are gone and remove the pidfile. Every built-in system's but Redis's
+/// (its own script signals `redis-server` alone).
 pub const SIGNAL_SCRIPT: &str = concat!(
     live_sh!(),
     r#"pidfile="$1"; word="$2"; sig="$3"
@@ -80,9 +82,31 @@ fi
 "#
 );
 
+/// The signals the built-in systems send their servers, once: the names `kill -s` takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// `KILL`: the kill fault, and every stop.
+    Kill,
+    /// `STOP`: the pause fault.
+    Stop,
+    /// `CONT`: resume, and before a stop (a paused server).
+    Cont,
+}
+
+impl Signal {
+    /// The name `kill -s` takes (and [`SIGNAL_SCRIPT`]'s `$3`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Signal::Kill => "KILL",
+            Signal::Stop => "STOP",
+            Signal::Cont => "CONT",
+        }
+    }
+}
+
 /// The command that sends `sig` to the server `pidfile` names (see [`SIGNAL_SCRIPT`]).
-pub fn signal_cmd(pidfile: &str, word: &str, sig: &str) -> Cmd {
-    Cmd::script(SIGNAL_SCRIPT, [pidfile, word, sig])
+pub fn signal_cmd(pidfile: &str, word: &str, sig: Signal) -> Cmd {
+    Cmd::script(SIGNAL_SCRIPT, [pidfile, word, sig.as_str()])
 }
 
 /// Prints `running` when the pidfile `$1` names a live process whose command line mentions
@@ -94,8 +118,9 @@ if live "$pid" "$2"; then echo running; else echo stopped; fi
 "#
 );
 
-/// A system's server process on a node, as its pidfile names it: defined once per system and
-/// used for its kill, pause and resume signals and the end-of-run `db-status`.
+/// A system's server process on a node, as its pidfile names it: defined once per system
+/// (`systems::lifecycle::Lifecycle::server`) and used for its kill, pause and resume signals
+/// and the end-of-run `db-status`.
 #[derive(Debug, Clone)]
 pub struct Server {
     /// The pidfile the server's start script writes.
@@ -108,37 +133,8 @@ pub struct Server {
 
 impl Server {
     /// Send `sig` to the server and its children (see [`SIGNAL_SCRIPT`]).
-    pub fn signal(&self, remote: &dyn Remote, sig: &str) -> Result<(), DbError> {
+    pub fn signal(&self, remote: &dyn Remote, sig: Signal) -> Result<(), DbError> {
         remote.exec_ok(&signal_cmd(&self.pidfile, self.word, sig).sudo(self.sudo))?;
-        Ok(())
-    }
-
-    /// Stop the server for good (a paused one too: CONT, then KILL), end the strays of ours
-    /// under `base_dir` ([`sweep`]) and unmount the lose-unsynced layer over `data_dir` if one
-    /// is mounted: what a teardown does, and what comes before wiping the data.
-    pub fn stop(
-        &self,
-        remote: &dyn Remote,
-        base_dir: &str,
-        exe_pattern: &str,
-        data_dir: &str,
-    ) -> Result<(), DbError> {
-        self.signal(remote, "CONT")?;
-        self.signal(remote, "KILL")?;
-        sweep(remote, base_dir, exe_pattern)?;
-        crate::db::layer::unmount(remote, data_dir).map(|_| ())
-    }
-
-    /// [`Server::stop`], then remove `data_dir`.
-    pub fn stop_and_wipe(
-        &self,
-        remote: &dyn Remote,
-        base_dir: &str,
-        exe_pattern: &str,
-        data_dir: &str,
-    ) -> Result<(), DbError> {
-        self.stop(remote, base_dir, exe_pattern, data_dir)?;
-        remote.exec_ok(&Cmd::new("rm").args(["-rf", data_dir]))?;
         Ok(())
     }
 

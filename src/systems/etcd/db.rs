@@ -17,6 +17,7 @@ use crate::control::{Cmd, Remote};
 use crate::db::Abilities;
 use crate::db::{Binary, Db, DbError, Kill, Pause, Primaries};
 use crate::node::Node;
+use crate::systems::lifecycle::{Layout, Lifecycle};
 use crate::systems::ready;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -223,30 +224,6 @@ impl Etcd {
         ]
     }
 
-    /// etcd's `--data-dir`.
-    fn data_path(&self) -> String {
-        format!("{}/data", self.cfg.base_dir)
-    }
-
-    /// The file whose presence says a membership change retired this node (outside the data
-    /// directory and its layer; removed by the next fresh start).
-    pub(super) fn retired_marker(&self) -> String {
-        format!("{}/retired", self.cfg.base_dir)
-    }
-
-    /// The server process: its pidfile and the word its command line mentions.
-    fn server(&self) -> crate::systems::strays::Server {
-        crate::systems::strays::Server {
-            pidfile: format!("{}/etcd.pid", self.cfg.base_dir),
-            word: "etcd",
-            sudo: false,
-        }
-    }
-
-    fn signal(&self, remote: &dyn Remote, sig: &str) -> Result<(), DbError> {
-        self.server().signal(remote, sig)
-    }
-
     /// Start etcd on `node` unless it runs (see [`START_SCRIPT`]).
     fn start_process(
         &self,
@@ -260,14 +237,6 @@ impl Etcd {
         Ok(())
     }
 
-    /// Stop etcd on the node for good (resume first: a stopped process still dies on KILL, but
-    /// be explicit; succeeds when it is not running), end strays, unmount a data layer (stale
-    /// or not) and delete the data directory. The log stays.
-    pub(super) fn stop_and_wipe_data(&self, remote: &dyn Remote) -> Result<(), DbError> {
-        self.server()
-            .stop_and_wipe(remote, &self.cfg.base_dir, EXE_PATTERN, &self.data_path())
-    }
-
     /// Start etcd on `node` with an empty data directory (a fresh layer over it when the run
     /// serves data from one), bootstrapping as `boot` says. The caller wiped the data first.
     pub(super) fn start_fresh(
@@ -277,10 +246,7 @@ impl Etcd {
         boot: &Bootstrap<'_>,
     ) -> Result<(), DbError> {
         remote.exec_ok(&Cmd::new("mkdir").args(["-p", &self.cfg.base_dir]))?;
-        remote.exec_ok(&Cmd::new("rm").args(["-f", &self.retired_marker()]))?;
-        if let Some(layer) = self.data_layer() {
-            layer.mount(remote, true)?;
-        }
+        self.fresh_data(remote)?;
         self.start_process(remote, node, boot)
     }
 
@@ -438,15 +404,14 @@ impl Db for Etcd {
 
     fn setup(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
         // Kill anything left from a previous run, then wipe data and the old log.
-        self.stop_and_wipe_data(remote)?;
+        self.stop_and_wipe(remote)?;
         let log = format!("{}/etcd.log", self.cfg.base_dir);
         remote.exec_ok(&Cmd::new("rm").args(["-f", &log]))?;
         self.start_fresh(remote, node, &Bootstrap::new_cluster(cluster))
     }
 
     fn teardown(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
-        self.server()
-            .stop(remote, &self.cfg.base_dir, EXE_PATTERN, &self.data_path())
+        self.stop(remote)
     }
 
     fn log_files(&self, _node: &Node) -> Vec<String> {
@@ -523,39 +488,12 @@ impl Primaries for Etcd {
     }
 }
 
-impl Kill for Etcd {
-    fn kill(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
-        self.signal(remote, "KILL")
+impl Lifecycle for Etcd {
+    fn layout(&self) -> Layout {
+        Layout::new(&self.cfg.base_dir, "etcd", "etcd", EXE_PATTERN).retiring()
     }
-
-    /// Start etcd again; with the lose-unsynced layer, remount it first if its process died
-    /// (a stale mount), keeping its files. A node a membership change retired (its marker,
-    /// [`Etcd::retired_marker`], written by `Membership::retire`) is no member: starting it as
-    /// one of the first cluster would only hang, and `Membership::add` brings it back, so this
-    /// leaves it down.
-    fn start(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
-        let retired = remote.exec(&Cmd::new("test").args(["-e", &self.retired_marker()]))?;
-        if retired.status == 0 {
-            return Ok(());
-        }
-        if let Some(layer) = self.data_layer() {
-            layer.mount(remote, false)?;
-        }
+    fn restart(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
         self.start_process(remote, node, &Bootstrap::new_cluster(cluster))
-    }
-
-    fn running(&self, remote: &dyn Remote, _node: &Node) -> Option<Result<bool, DbError>> {
-        Some(self.server().running(remote))
-    }
-}
-
-impl Pause for Etcd {
-    fn pause(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
-        self.signal(remote, "STOP")
-    }
-
-    fn resume(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
-        self.signal(remote, "CONT")
     }
 }
 

@@ -9,9 +9,10 @@
 //! pending changes or schedules (the membership fault), nor how etcd starts (`db`).
 
 use super::db::{Bootstrap, Etcd, startup_failure};
-use crate::control::{Cmd, ExecOutput, Remote};
+use crate::control::{ExecOutput, Remote};
 use crate::db::{DbError, Member, MemberView, Membership};
 use crate::node::Node;
+use crate::systems::lifecycle::Lifecycle;
 use crate::systems::ready::NOT_RUNNING;
 use serde_json::Value;
 
@@ -137,9 +138,8 @@ impl Membership for Etcd {
     /// Stop and wipe, and leave the marker that keeps `Kill::start` from starting it as a
     /// member of the first cluster (a kill's heal starts every node).
     fn retire(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
-        self.stop_and_wipe_data(remote)?;
-        remote.exec_ok(&Cmd::new("touch").arg(self.retired_marker()))?;
-        Ok(())
+        self.stop_and_wipe(remote)?;
+        self.mark_retired(remote)
     }
 
     fn add(
@@ -165,7 +165,7 @@ impl Membership for Etcd {
         })?;
         // Empty data before the cluster counts it: a member that was not retired (cut off when
         // it was removed) is no member any more, and must not come back with its old state.
-        self.stop_and_wipe_data(target_remote)?;
+        self.stop_and_wipe(target_remote)?;
         if join == Join::Add {
             let request = [
                 "member".to_string(),

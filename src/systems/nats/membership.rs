@@ -24,6 +24,7 @@ use crate::control::{Cmd, Remote};
 use crate::db::{DbError, Member, MemberView, Membership};
 use crate::node::Node;
 use crate::systems::http;
+use crate::systems::lifecycle::Lifecycle;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -365,7 +366,7 @@ impl Membership for Nats {
     /// Stop and wipe, name the node's next life, and leave the marker that keeps `Kill::start`
     /// from starting it (started, it would join as a new server unasked).
     fn retire(&self, remote: &dyn Remote, node: &Node) -> Result<(), DbError> {
-        self.stop_and_wipe_data(remote)?;
+        self.stop_and_wipe(remote)?;
         let current = remote.exec(&Cmd::new("cat").arg(self.name_path()))?;
         let current = match current.status {
             0 if !current.stdout.trim().is_empty() => current.stdout.trim().to_string(),
@@ -373,8 +374,7 @@ impl Membership for Nats {
         };
         let next = next_name(&node.name, &current);
         remote.upload(next.as_bytes(), &self.name_path(), 0o644)?;
-        remote.exec_ok(&Cmd::new("touch").arg(self.retired_marker()))?;
-        Ok(())
+        self.mark_retired(remote)
     }
 
     /// No request: a fresh server joins the meta group when its routes connect. Refused while
@@ -395,10 +395,7 @@ impl Membership for Nats {
             cluster.push(target.clone());
         }
         let view = self.members_through(via_remote, via, &cluster)?;
-        let retired = target_remote
-            .exec(&Cmd::new("test").args(["-e", &self.retired_marker()]))?
-            .status
-            == 0;
+        let retired = self.is_retired(target_remote)?;
         if let Some(m) = view.member(&target.name) {
             if retired {
                 return Err(DbError::Refused {
@@ -409,11 +406,11 @@ impl Membership for Nats {
                     ),
                 });
             }
-            if self.server_running(target_remote)? {
+            if self.server().running(target_remote)? {
                 return Ok(());
             }
         }
-        self.stop_and_wipe_data(target_remote)?;
+        self.stop_and_wipe(target_remote)?;
         self.start_fresh(target_remote, target, &cluster)
     }
 }

@@ -28,6 +28,7 @@ use crate::control::{Cmd, Remote};
 use crate::db::Abilities;
 use crate::db::{Binary, Db, DbError, Kill, Pause, Primaries, Promote};
 use crate::node::Node;
+use crate::systems::lifecycle::{Layout, Lifecycle};
 use crate::systems::ready;
 use serde::{Deserialize, Serialize};
 
@@ -159,10 +160,6 @@ mkdir -p "$dir"
 chown "$user:" "$dir"
 chmod 755 "$dir"
 "#;
-
-/// Hand the data directory (a freshly mounted layer's root) to the server's user with the mode
-/// PostgreSQL demands: `$1` = data dir, `$2` = OS user.
-const CHOWN_SCRIPT: &str = r#"chown "$2:" "$1" && chmod 700 "$1""#;
 
 /// Make every file under `$1` durable on the lose-unsynced layer (`sync FILE` fsyncs each): the
 /// end of setup, after a `CHECKPOINT`, so a power loss never reaches back into initdb and the
@@ -338,19 +335,6 @@ impl Postgres {
         cmd
     }
 
-    /// The server process: its pidfile and the word its command line mentions.
-    fn server(&self) -> crate::systems::strays::Server {
-        crate::systems::strays::Server {
-            pidfile: format!("{}/postgres.pid", self.cfg.base_dir),
-            word: "postgres",
-            sudo: true,
-        }
-    }
-
-    fn signal(&self, remote: &dyn Remote, sig: &str) -> Result<(), DbError> {
-        self.server().signal(remote, sig)
-    }
-
     fn start_process(
         &self,
         remote: &dyn Remote,
@@ -418,23 +402,6 @@ impl Postgres {
             exited: ready::trimmed,
         };
         ready::poll(remote, node, &cmd, &how)
-    }
-
-    fn data_path(&self) -> String {
-        format!("{}/data", self.cfg.base_dir)
-    }
-
-    /// Mount the lose-unsynced layer on the data directory when the run has one (`fresh` at
-    /// setup, kept files on a restart) and hand its root to the server's user.
-    fn mount_layer(&self, remote: &dyn Remote, fresh: bool) -> Result<(), DbError> {
-        let Some(layer) = self.data_layer() else {
-            return Ok(());
-        };
-        layer.mount(remote, fresh)?;
-        remote.exec_ok(
-            &Cmd::script(CHOWN_SCRIPT, [self.data_path(), self.cfg.os_user.clone()]).sudo(true),
-        )?;
-        Ok(())
     }
 
     fn setup_primary(
@@ -552,12 +519,9 @@ impl Db for Postgres {
     }
 
     fn setup(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
-        // Kill anything left from a previous run, then wipe.
-        self.signal(remote, "CONT")?;
-        self.signal(remote, "KILL")?;
-        crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
-        // A layer an earlier run left mounted (stale or not) goes before the wipe.
-        crate::db::layer::unmount(remote, &self.data_path())?;
+        // Kill anything left from a previous run; a layer an earlier run left mounted (stale or
+        // not) goes before the wipe.
+        self.stop(remote)?;
         remote.exec_ok(
             &Cmd::script(
                 WIPE_SCRIPT,
@@ -575,10 +539,7 @@ impl Db for Postgres {
     }
 
     fn teardown(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
-        self.signal(remote, "CONT")?;
-        self.signal(remote, "KILL")?;
-        crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)?;
-        crate::db::layer::unmount(remote, &self.data_path()).map(|_| ())
+        self.stop(remote)
     }
 
     fn log_files(&self, _node: &Node) -> Vec<String> {
@@ -615,32 +576,16 @@ impl Db for Postgres {
     }
 }
 
-impl Kill for Postgres {
-    fn kill(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
-        self.signal(remote, "KILL")
+impl Lifecycle for Postgres {
+    fn layout(&self) -> Layout {
+        Layout::new(&self.cfg.base_dir, "postgres", "postgres", EXE_PATTERN)
+            .sudo()
+            .owned_by(&self.cfg.os_user)
     }
-
-    /// Start again with the data kept: the primary runs crash recovery, a replica resumes
-    /// streaming (its `standby.signal` and `primary_conninfo` survive). With the lose-unsynced
-    /// layer, it is remounted first if its process died, keeping its files.
-    fn start(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
-        self.mount_layer(remote, false)?;
+    /// The primary runs crash recovery, a replica resumes streaming (its `standby.signal` and
+    /// `primary_conninfo` survive).
+    fn restart(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
         self.start_process(remote, node, cluster)
-    }
-
-    fn running(&self, remote: &dyn Remote, _node: &Node) -> Option<Result<bool, DbError>> {
-        Some(self.server().running(remote))
-    }
-}
-
-impl Pause for Postgres {
-    /// SIGSTOP the postmaster and every child: backends, walsenders, walreceiver, startup.
-    fn pause(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
-        self.signal(remote, "STOP")
-    }
-
-    fn resume(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
-        self.signal(remote, "CONT")
     }
 }
 

@@ -28,7 +28,9 @@ use crate::control::{Cmd, Remote};
 use crate::db::Abilities;
 use crate::db::{Binary, Db, DbError, Kill, Pause, Primaries, Promote};
 use crate::node::Node;
+use crate::systems::lifecycle::{Layout, Lifecycle};
 use crate::systems::ready;
+use crate::systems::strays::Signal;
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 
@@ -279,9 +281,14 @@ impl Redis {
         )
     }
 
-    fn signal(&self, remote: &dyn Remote, which: &str, sig: &str) -> Result<(), DbError> {
+    /// Send `sig` to one server (see [`SIGNAL_SCRIPT`]).
+    fn signal_one(&self, remote: &dyn Remote, which: &str, sig: Signal) -> Result<(), DbError> {
         remote.exec_ok(
-            &Cmd::script(SIGNAL_SCRIPT, [self.cfg.base_dir.as_str(), which, sig]).sudo(true),
+            &Cmd::script(
+                SIGNAL_SCRIPT,
+                [self.cfg.base_dir.as_str(), which, sig.as_str()],
+            )
+            .sudo(true),
         )?;
         Ok(())
     }
@@ -290,14 +297,6 @@ impl Redis {
         remote
             .exec_ok(&Cmd::script(START_SCRIPT, [self.cfg.base_dir.as_str(), which]).sudo(true))?;
         Ok(())
-    }
-
-    fn stop_all(&self, remote: &dyn Remote) -> Result<(), DbError> {
-        for which in ["redis", "sentinel"] {
-            self.signal(remote, which, "CONT")?;
-            self.signal(remote, which, "KILL")?;
-        }
-        crate::systems::strays::sweep(remote, &self.cfg.base_dir, EXE_PATTERN)
     }
 
     /// Block until `node` serves (a replica's link is up) and its Sentinel names the initial
@@ -341,11 +340,6 @@ impl Redis {
             exited: ready::trimmed,
         };
         ready::poll(remote, node, &cmd, &how)
-    }
-
-    /// Redis' `dir`: the append-only file's directory.
-    fn data_path(&self) -> String {
-        format!("{}/data", self.cfg.base_dir)
     }
 
     fn remember_primary(&self, name: &str) {
@@ -422,13 +416,10 @@ impl Db for Redis {
                 node: node.name.clone(),
                 message,
             })?;
-        self.stop_all(remote)?;
         // A layer an earlier run left mounted (stale or not) goes before the wipe.
-        crate::db::layer::unmount(remote, &self.data_path())?;
+        self.stop(remote)?;
         remote.exec_ok(&Cmd::script(WIPE_SCRIPT, [self.cfg.base_dir.as_str()]).sudo(true))?;
-        if let Some(layer) = self.data_layer() {
-            layer.mount(remote, true)?;
-        }
+        self.mount_layer(remote, true)?;
         let dir = &self.cfg.base_dir;
         remote.upload(
             self.redis_conf(node, primary).as_bytes(),
@@ -446,8 +437,7 @@ impl Db for Redis {
     }
 
     fn teardown(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
-        self.stop_all(remote)?;
-        crate::db::layer::unmount(remote, &self.data_path()).map(|_| ())
+        self.stop(remote)
     }
 
     fn log_files(&self, _node: &Node) -> Vec<String> {
@@ -478,41 +468,29 @@ impl Db for Redis {
     }
 }
 
-impl Kill for Redis {
-    fn kill(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
-        self.signal(remote, "redis", "KILL")
+/// Kill, pause and `db-status` act on `redis-server` only: its Sentinel is not the database
+/// (it is the failure detector under test).
+impl Lifecycle for Redis {
+    fn layout(&self) -> Layout {
+        Layout::new(&self.cfg.base_dir, "redis", "redis", EXE_PATTERN).sudo()
     }
-
-    /// Start `redis-server` again from its (possibly Sentinel-rewritten) config and its
-    /// append-only file; a former primary comes back as a primary until Sentinel turns it into a
-    /// replica of the current one.
-    /// With the lose-unsynced layer, it is remounted first if its process died (a stale mount),
-    /// keeping its files.
-    fn start(&self, remote: &dyn Remote, _node: &Node, _cluster: &[Node]) -> Result<(), DbError> {
-        if let Some(layer) = self.data_layer() {
-            layer.mount(remote, false)?;
-        }
+    /// `redis-server` again from its (possibly Sentinel-rewritten) config and its append-only
+    /// file; a former primary comes back as a primary until Sentinel turns it into a replica of
+    /// the current one.
+    fn restart(&self, remote: &dyn Remote, _node: &Node, _cluster: &[Node]) -> Result<(), DbError> {
         self.start_server(remote, "redis")
     }
-
-    /// The Redis server (its Sentinel is not the database).
-    fn running(&self, remote: &dyn Remote, _node: &Node) -> Option<Result<bool, DbError>> {
-        let server = crate::systems::strays::Server {
-            pidfile: format!("{}/redis.pid", self.cfg.base_dir),
-            word: "redis",
-            sudo: true,
-        };
-        Some(server.running(remote))
+    /// Redis' own [`SIGNAL_SCRIPT`]: the server alone, not its children.
+    fn signal(&self, remote: &dyn Remote, sig: Signal) -> Result<(), DbError> {
+        self.signal_one(remote, "redis", sig)
     }
-}
-
-impl Pause for Redis {
-    fn pause(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
-        self.signal(remote, "redis", "STOP")
-    }
-
-    fn resume(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
-        self.signal(remote, "redis", "CONT")
+    /// Both servers, Sentinel after Redis.
+    fn end_servers(&self, remote: &dyn Remote) -> Result<(), DbError> {
+        for which in ["redis", "sentinel"] {
+            self.signal_one(remote, which, Signal::Cont)?;
+            self.signal_one(remote, which, Signal::Kill)?;
+        }
+        Ok(())
     }
 }
 
