@@ -590,6 +590,38 @@ struct FirstPass {
     span_ns: u64,
 }
 
+/// A JSONL history's ops, read in blocks parsed in parallel, one at a time, each with its
+/// position (`index`) in the file.
+struct Positioned<R> {
+    jsonl: JsonlBlocks<R>,
+    ops: std::iter::Flatten<std::vec::IntoIter<Vec<Op>>>,
+    position: u64,
+}
+
+impl<R: std::io::Read> Positioned<R> {
+    fn new(reader: R, name: &str) -> Self {
+        Positioned {
+            jsonl: JsonlBlocks::new(reader, name),
+            ops: Vec::new().into_iter().flatten(),
+            position: 0,
+        }
+    }
+
+    fn next_op(&mut self) -> Result<Option<Op>, String> {
+        loop {
+            if let Some(mut op) = self.ops.next() {
+                op.index = self.position;
+                self.position += 1;
+                return Ok(Some(op));
+            }
+            match self.jsonl.next_ops().map_err(|e| e.to_string())? {
+                Some(blocks) => self.ops = blocks.into_iter().flatten(),
+                None => return Ok(None),
+            }
+        }
+    }
+}
+
 /// Late keys' later ops held by the first pass (see [`Collector::replay`]).
 #[derive(Default)]
 struct Later {
@@ -668,7 +700,7 @@ fn first_pass<R: std::io::Read>(
     tx: &SyncSender<Msg>,
     failed: &AtomicBool,
 ) -> Result<FirstPass, String> {
-    let mut jsonl = JsonlBlocks::new(reader, name);
+    let mut jsonl = Positioned::new(reader, name);
     let mut retire = Retirement::with(Threads::Process, Some(sp.idle_ops)).with_grace(sp.grace_ops);
     let mut open: FastMap<Process, OpenInvoke> = FastMap::default();
     let (mut keyless, mut batch) = (Vec::new(), Vec::new());
@@ -685,18 +717,7 @@ fn first_pass<R: std::io::Read>(
     // Late keys' later ops, for the checker to check after their stand-ins at the end (without
     // the session checker), at most `late_hold_ops` of them: a key past that is read again.
     let mut later = sp.plan.session.is_none().then(Later::default);
-    let mut ops = Vec::new().into_iter().flatten();
-    loop {
-        let Some(mut op) = ops.next() else {
-            match jsonl.next_ops().map_err(|e| e.to_string())? {
-                Some(blocks) => {
-                    ops = blocks.into_iter().flatten();
-                    continue;
-                }
-                None => break,
-            }
-        };
-        op.index = events as u64;
+    while let Some(op) = jsonl.next_op()? {
         events += 1;
         sniff.see(&op);
         span_ns = span_ns.max(op.time_ns);
@@ -737,7 +758,7 @@ fn first_pass<R: std::io::Read>(
             send(tx, &mut batch, of(&source));
         }
     }
-    let (warnings, cut_short) = jsonl.finish().map_err(|e| e.to_string())?;
+    let (warnings, cut_short) = jsonl.jsonl.finish().map_err(|e| e.to_string())?;
     for (_, ops) in retire.drain() {
         batch.extend(ops);
     }
@@ -788,26 +809,13 @@ fn late_pass<R: BufRead>(
         source: first.source.as_ref().map(|s| s.choice().0),
         late_from: Some(Arc::new(first.late_from.clone())),
     };
-    let mut jsonl = JsonlBlocks::new(reader, name);
+    let mut jsonl = Positioned::new(reader, name);
     // Held keys by when they were taken up (for putting off the newest), and their ops.
     let mut taken: BTreeMap<u64, Name> = BTreeMap::new();
     let mut hold: HashMap<Name, (u64, Vec<Op>)> = HashMap::new();
     let mut deferred: HashSet<Name> = HashSet::new();
     let (mut batch, mut held, mut holding) = (Vec::new(), Held::default(), 0usize);
-    let mut position = 0u64;
-    let mut ops = Vec::new().into_iter().flatten();
-    loop {
-        let Some(mut op) = ops.next() else {
-            match jsonl.next_ops().map_err(|e| e.to_string())? {
-                Some(blocks) => {
-                    ops = blocks.into_iter().flatten();
-                    continue;
-                }
-                None => break,
-            }
-        };
-        op.index = position;
-        position += 1;
+    while let Some(op) = jsonl.next_op()? {
         let Some(key) = op.key.clone().filter(|_| op.is_client()) else {
             continue;
         };
