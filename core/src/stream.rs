@@ -187,6 +187,9 @@ pub enum Outcome {
 enum Msg {
     /// Keys to check.
     Batch(Batch),
+    /// Late keys' later ops, after every batch that held their earlier ones (see
+    /// [`Collector::replay`]).
+    Later(Vec<Op>),
     /// The first pass is over: answer with the late keys whose later ops were checked after a
     /// stand-in for their earlier ones (so that no later pass needs them).
     Replayed(Sender<HashSet<Name>>),
@@ -276,6 +279,22 @@ impl<'a> Collector<'a> {
         }
     }
 
+    /// The search of a batch: every key decided, within what is left of the time limit (none
+    /// once the verdict is `settled`), keeping each valid key's end state when `keep_end`.
+    fn search_config(&self, settled: bool, keep_end: bool) -> LinearConfig {
+        let left = self
+            .config
+            .time_limit
+            .map(|t| t.saturating_sub(self.search));
+        LinearConfig {
+            decide: Decide::AllKeys,
+            time_limit: if settled { Some(Duration::ZERO) } else { left },
+            keep_linearization: false,
+            keep_end,
+            ..self.config.clone()
+        }
+    }
+
     fn check(&mut self, batch: Batch) {
         if self.error.is_some() || batch.ops.is_empty() {
             return;
@@ -284,36 +303,14 @@ impl<'a> Collector<'a> {
         if self.error.is_some() {
             return;
         }
-        let mut ops = batch.ops;
-        if batch.pass == 1
-            && let Some(ends) = &self.ends
-        {
-            let (later, fresh): (Vec<Op>, Vec<Op>) = ops
-                .into_iter()
-                .partition(|o| o.key.as_ref().is_some_and(|k| ends.contains_key(k)));
-            ops = fresh;
-            self.replay(later);
-            if self.error.is_some() || ops.is_empty() {
-                return;
-            }
-        }
+        let ops = batch.ops;
         let first_part = self.parts.len();
         // Each key's ops are in history order, keys one after the other: a history of its own
         // (no process has two ops open), and no part depends on another's order.
         let orig: Vec<u64> = ops.iter().map(|o| o.index).collect();
         let history = History::from_ops(ops);
         let settled = self.settled_at.is_some_and(|s| Instant::now() >= s);
-        let left = self
-            .config
-            .time_limit
-            .map(|t| t.saturating_sub(self.search));
-        let config = LinearConfig {
-            decide: Decide::AllKeys,
-            time_limit: if settled { Some(Duration::ZERO) } else { left },
-            keep_linearization: false,
-            keep_end: self.ends.is_some(),
-            ..self.config.clone()
-        };
+        let config = self.search_config(settled, self.ends.is_some());
         let t0 = Instant::now();
         let mut r = match check_linear_with(&self.plan.model, &history, &self.plan.options, config)
         {
@@ -373,7 +370,9 @@ impl<'a> Collector<'a> {
     /// checked so: not valid before, no stand-in, a later op completing an earlier invoke) is
     /// *doubtful*: read again whole, as without replaying.
     fn replay(&mut self, later: Vec<Op>) {
-        let Some(ends) = &self.ends else { return };
+        let Some(ends) = self.ends.as_ref().filter(|_| self.error.is_none()) else {
+            return;
+        };
         let mut by_key: Vec<(Name, Vec<Op>)> = Vec::new();
         let mut slot: HashMap<Name, usize> = HashMap::new();
         for op in later {
@@ -386,7 +385,7 @@ impl<'a> Collector<'a> {
         }
         // A process id no history uses: stand-ins run as processes of their own.
         let mut fresh = u64::MAX / 2;
-        let (mut ops, mut orig, mut stand_ins) = (Vec::new(), Vec::new(), HashMap::new());
+        let (mut ops, mut stand_ins) = (Vec::new(), HashSet::new());
         for (key, seg) in by_key {
             let end = ends.get(&key).and_then(|e| e.end.as_ref());
             let mut open = HashSet::new();
@@ -399,35 +398,22 @@ impl<'a> Collector<'a> {
                 self.doubtful.insert(key);
                 continue;
             };
-            let at = seg[0].index;
             if let StandIn::Op { f, value } = end {
                 for ty in [OpType::Invoke, OpType::Ok] {
                     let mut op = Op::new(ty, Process::Client(fresh), *f, value.clone());
                     op.key = Some(key.clone());
                     op.time_ns = seg[0].time_ns;
                     ops.push(op);
-                    orig.push(at);
                 }
                 fresh += 1;
-                stand_ins.insert(key.clone(), 1);
+                stand_ins.insert(key.clone());
             }
-            orig.extend(seg.iter().map(|o| o.index));
             ops.extend(seg);
         }
         if ops.is_empty() {
             return;
         }
-        let left = self
-            .config
-            .time_limit
-            .map(|t| t.saturating_sub(self.search));
-        let config = LinearConfig {
-            decide: Decide::AllKeys,
-            time_limit: left,
-            keep_linearization: false,
-            keep_end: true,
-            ..self.config.clone()
-        };
+        let config = self.search_config(false, true);
         let t0 = Instant::now();
         let history = History::from_ops(ops);
         let r = check_linear_with(&self.plan.model, &history, &self.plan.options, config);
@@ -454,7 +440,10 @@ impl<'a> Collector<'a> {
                 continue;
             };
             let (_, whole) = &mut self.parts[e.part];
-            whole.op_count += p.op_count - stand_ins.get(&key).copied().unwrap_or(0);
+            // The stand-in is one op of the part, not of the history.
+            whole.op_count += p
+                .op_count
+                .saturating_sub(usize::from(stand_ins.contains(&key)));
             whole.pending_count += p.pending_count;
             whole.time_ms += p.time_ms;
             whole.cache_entries = whole.cache_entries.max(p.cache_entries);
@@ -765,9 +754,8 @@ fn first_pass<R: std::io::Read>(
     batch.extend(keyless);
     send(tx, &mut batch, of(&source));
     // After every batch that holds a late key's earlier ops.
-    if let Some(l) = later {
-        let mut batch: Vec<Op> = l.by_key.into_values().flatten().collect();
-        send(tx, &mut batch, of(&source));
+    if let Some(l) = later.filter(|l| l.ops > 0) {
+        let _ = tx.send(Msg::Later(l.by_key.into_values().flatten().collect()));
     }
     Ok(FirstPass {
         events,
@@ -903,6 +891,7 @@ pub fn check_jsonl<R: BufRead>(
             for msg in rx {
                 match msg {
                     Msg::Batch(batch) => c.check(batch),
+                    Msg::Later(ops) => c.replay(ops),
                     Msg::Replayed(reply) => {
                         let _ = reply.send(c.replayed());
                     }

@@ -341,23 +341,19 @@ fn explain_hop(t: &Txns, g: &infer::Graph, h: Hop) -> String {
             show(r.first),
             t.keys.show(r.key)
         ),
-        (edge::RW, Some(r)) if r.unread => format!(
-            "{a} read key {} {} without {}, which {b} appended and no read showed, so later, so {a} → {b} (rw)",
-            t.keys.show(r.key),
-            match r.first {
-                Some(e) => format!("up to {}", t.elems.show(e)),
-                None => "empty".to_string(),
-            },
-            show(r.second)
-        ),
         (edge::RW, Some(r)) => format!(
-            "{a} read key {} {} without {}, which {b} appended next, so {a} → {b} (rw)",
+            "{a} read key {} {} without {}, which {b} {}, so {a} → {b} (rw)",
             t.keys.show(r.key),
             match r.first {
                 Some(e) => format!("up to {}", t.elems.show(e)),
                 None => "empty".to_string(),
             },
-            show(r.second)
+            show(r.second),
+            if r.unread {
+                "appended and no read showed, so later"
+            } else {
+                "appended next"
+            }
         ),
         (edge::PROCESS, _) => format!(
             "{a} and {b} ran on process {}, {a} first, so {a} → {b} (process)",
