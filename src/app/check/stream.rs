@@ -141,7 +141,8 @@ pub(super) fn check(path: &Path, args: &CheckArgs, settings: &Settings) -> Resul
     if s.late_replayed > 0 {
         notes.push(format!(
             "{name}: {} had ops after they looked retired (such as a run's final reads) that \
-             fit the state their earlier ops ended in: checked without reading them again",
+             fit the state their earlier ops ended in (and, with --session, what each session \
+             had seen of them): checked without reading them again",
             crate::plural::counted(s.late_replayed, "key"),
         ));
     }

@@ -51,6 +51,12 @@ impl KeyAcks {
         }
     }
 
+    /// The newest version inserted so far.
+    pub(super) fn newest(&self) -> Option<i64> {
+        let rank = self.inserted.iter().rposition(|&b| b)?;
+        Some(self.versions[rank])
+    }
+
     /// (acknowledged versions newer than `version`, earliest ack time among them).
     pub(super) fn newer_than(&self, version: i64) -> (u64, Option<u64>) {
         let r = self.versions.partition_point(|&v| v <= version);

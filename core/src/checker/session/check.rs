@@ -15,6 +15,24 @@ use serde_json::Value;
 #[derive(Default, Clone, Copy)]
 pub(super) struct SessState([Option<(Pos, usize)>; 2]);
 
+/// Where a bound came from when it was set by a key's earlier ops, walked before ([`KeySeed`]):
+/// no op of this walk.
+const SEED: usize = usize::MAX - 1;
+
+/// What a walk over a key's later ops needs of the walk over its earlier ones (every earlier op
+/// ended before any later op began): each session's bounds on it, the newest acknowledged
+/// version, and the highest version an ok op reported with the value its first reporter showed
+/// (`None`: not comparable, an append or no value). Enough to judge later ops that agree with
+/// the key's end; a later op whose judgement needs more (a violation against an earlier bound,
+/// a read older than the newest ack, a version below the highest reported) makes the key a
+/// misfit, for the caller to walk it whole ([`tally_later`]).
+#[derive(Debug, Clone, Default)]
+pub(super) struct KeySeed {
+    bounds: Vec<(u64, [Option<Pos>; 2])>,
+    max_ack: Option<i64>,
+    top: Option<(i64, Option<Value>)>,
+}
+
 /// Which of a session's bounds a rule compares against.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Bound {
@@ -91,18 +109,29 @@ pub(super) fn percentiles<T: Copy + Default + PartialOrd>(sorted: &[T]) -> Perce
 /// module doc for the exact semantics). Three passes: pair ops and intern keys ([`Paired`]),
 /// derive versions ([`derive_versions`]), walk the history in order ([`Walk`]).
 pub fn check_sessions(history: &History, config: &SessionConfig) -> SessionResult {
-    let ops = &history.ops;
     let (source, source_reason) = choose_source(history, config);
+    walk_of(&history.ops, config, source, |mut walk, derived| {
+        walk.list_append_conflicts(&derived.conflicts);
+        walk.run();
+        walk.finish(source, source_reason, derived.unseen_appends)
+    })
+}
+
+/// Passes 1 and 2 over `ops` (pair, derive versions by `source`), then `f` with the walk over
+/// them (pass 3, not yet run) and the derived versions.
+fn walk_of<'o, R>(
+    ops: &'o [Op],
+    config: &SessionConfig,
+    source: VersionSource,
+    f: impl for<'w> FnOnce(Walk<'w, 'o>, &'w Derived) -> R,
+) -> R {
     let paired = Paired::of(ops);
     let derived = derive_versions(&paired, source);
     let labels = Labels {
         mode: config.mode,
         source,
     };
-    let mut walk = Walk::new(&paired, &derived.vers, config, labels);
-    walk.list_append_conflicts(&derived.conflicts);
-    walk.run();
-    walk.finish(source, source_reason, derived.unseen_appends)
+    f(Walk::new(&paired, &derived.vers, config, labels), &derived)
 }
 
 /// What a walk over part of a history found, before it is made a result (`parts` folds these).
@@ -118,51 +147,77 @@ pub(super) struct Tally {
     pub(super) keys: u64,
     pub(super) unpaired: u64,
     pub(super) unseen_appends: u64,
+    /// Per key, what it left for a walk of its later ops (when asked: [`tally_part`]).
+    pub(super) seeds: Vec<(String, KeySeed)>,
 }
 
 /// Walk part of a history as [`check_sessions`] walks a whole one: `ops` are every op of some
 /// keys, in history order, `index` each op's position in the whole history. `from(key)` is the
 /// position from which what happens at the key's ops counts (its earlier ops were walked
 /// before, as a part of their own); `None`: everything counts. A read's staleness counts at
-/// its completion, a key at its first op.
+/// its completion, a key at its first op. With `keep_seeds`, the tally carries what each key
+/// left for a walk of its later ops ([`tally_later`]).
 pub(super) fn tally_part(
     ops: &[Op],
     config: &SessionConfig,
     source: VersionSource,
     from: &dyn Fn(Option<&str>) -> Option<u64>,
+    keep_seeds: bool,
 ) -> Tally {
-    let paired = Paired::of(ops);
-    let derived = derive_versions(&paired, source);
-    let labels = Labels {
-        mode: config.mode,
-        source,
-    };
-    let mut walk = Walk::new(&paired, &derived.vers, config, labels);
-    walk.from = paired
-        .key_names
-        .iter()
-        .map(|&k| from(k).unwrap_or(0))
-        .collect();
-    walk.list_append_conflicts(&derived.conflicts);
-    walk.run();
-    let counted = |at: &[usize]| at.iter().filter(|&&i| walk.counted(i)).count() as u64;
-    let keys = counted(&paired.key_first);
-    let unpaired = counted(&paired.unpaired_at);
-    Tally {
-        acc: walk.acc,
-        key_names: paired
-            .key_names
-            .iter()
-            .map(|k| k.map(str::to_string))
-            .collect(),
-        stale: walk.stale,
-        counts: walk.counts,
-        conflicts: walk.conflicts,
-        sessions: walk.seen_sessions.into_keys().collect(),
-        keys,
-        unpaired,
-        unseen_appends: derived.unseen_appends,
-    }
+    walk_of(ops, config, source, |mut walk, derived| {
+        let p = walk.p;
+        walk.from = p.key_names.iter().map(|&k| from(k).unwrap_or(0)).collect();
+        walk.list_append_conflicts(&derived.conflicts);
+        walk.run();
+        let seeds = if keep_seeds {
+            let names = p.key_names.iter();
+            let seeds = names.zip(walk.seeds());
+            seeds
+                .filter_map(|(k, s)| Some((k.map(str::to_string)?, s?)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let counted = |at: &[usize]| at.iter().filter(|&&i| walk.counted(i)).count() as u64;
+        let (keys, unpaired) = (counted(&p.key_first), counted(&p.unpaired_at));
+        Tally {
+            seeds,
+            ..walk.tally(keys, unpaired, derived.unseen_appends)
+        }
+    })
+}
+
+/// Walk the later ops of keys whose earlier ops were walked before (every earlier op ended
+/// before any later one began), starting from what those left (`seed(key)`), with versions
+/// read op by op (not list-append). What happens at the later ops counts; the keys were counted
+/// before. Also returns the *misfits*: keys whose later ops cannot be judged from the seed alone
+/// (no seed, an op pairing with an earlier one, a judgement that needs an earlier op — see
+/// [`KeySeed`]); their part of the tally is not theirs alone and must be dropped (walk the
+/// others again) and the key walked whole.
+pub(super) fn tally_later<'s>(
+    ops: &[Op],
+    config: &SessionConfig,
+    source: VersionSource,
+    seed: &dyn Fn(&str) -> Option<&'s KeySeed>,
+) -> (Tally, Vec<String>) {
+    walk_of(ops, config, source, |mut walk, derived| {
+        let p = walk.p;
+        let seeds: Vec<Option<&KeySeed>> = p.key_names.iter().map(|k| seed((*k)?)).collect();
+        for (k, s) in seeds.iter().enumerate() {
+            walk.misfit[k] = s.is_none() || !derived.conflicts.is_empty();
+        }
+        for &i in &p.unpaired_at {
+            walk.misfit[p.key_id[i] as usize] = true;
+        }
+        walk.seed(seeds);
+        walk.run();
+        let names = p.key_names.iter().zip(&walk.misfit);
+        let misfits = names
+            .filter(|(_, m)| **m)
+            .map(|(k, _)| k.unwrap_or_default().to_string())
+            .collect();
+        (walk.tally(0, 0, 0), misfits)
+    })
 }
 
 /// Pass 1: every session op's partner (invoke ↔ completion), its key id, the key names.
@@ -363,6 +418,10 @@ struct Walk<'a, 'h> {
     /// Per key id, the position from which its events count (empty: all count; see
     /// [`tally_part`]).
     from: Vec<u64>,
+    /// Per key id, what its earlier ops left ([`tally_later`]; empty: no earlier ops).
+    seeds: Vec<Option<&'a KeySeed>>,
+    /// Per key id: judging one of its ops needed its earlier ops ([`tally_later`]).
+    misfit: Vec<bool>,
 }
 
 impl<'a, 'h> Walk<'a, 'h> {
@@ -406,7 +465,69 @@ impl<'a, 'h> Walk<'a, 'h> {
             counts: Counts::default(),
             conflicts: Conflicts::default(),
             from: Vec::new(),
+            seeds: Vec::new(),
+            misfit: vec![false; p.key_names.len()],
         }
+    }
+
+    /// Start from what each key's earlier ops left: its sessions' bounds and its highest
+    /// reported version (as set by no op of this walk, [`SEED`]).
+    fn seed(&mut self, seeds: Vec<Option<&'a KeySeed>>) {
+        for (k, s) in seeds.iter().enumerate() {
+            let Some(s) = s else { continue };
+            let k = k as u32;
+            for &(sid, [w, r]) in &s.bounds {
+                let st = SessState([w.map(|p| (p, SEED)), r.map(|p| (p, SEED))]);
+                self.sessions.insert((sid, k), st);
+            }
+            if let Some((ver, _)) = s.top {
+                self.by_version.insert((k, ver), SEED);
+            }
+        }
+        self.seeds = seeds;
+    }
+
+    /// What key id `k`'s earlier ops left, in a walk of later ops.
+    fn seed_of(&self, k: usize) -> Option<&'a KeySeed> {
+        self.seeds.get(k).copied().flatten()
+    }
+
+    /// Per key id, what its ops left for a walk of its later ops; `None` for a key with an
+    /// invoke no completion followed (a later op could complete it).
+    fn seeds(&self) -> Vec<Option<KeySeed>> {
+        let p = self.p;
+        let mut out = vec![Some(KeySeed::default()); p.key_names.len()];
+        for (i, op) in p.ops.iter().enumerate() {
+            if p.kinds[i].is_some() && op.op_type == OpType::Invoke && p.partner[i] == NONE {
+                out[p.key_id[i] as usize] = None;
+            }
+        }
+        for (&(sid, k), st) in &self.sessions {
+            if let Some(s) = &mut out[k as usize] {
+                s.bounds
+                    .push((sid, [st.0[0].map(|b| b.0), st.0[1].map(|b| b.0)]));
+            }
+        }
+        for (k, s) in out.iter_mut().enumerate() {
+            if let Some(s) = s {
+                s.max_ack = self.acks[k].newest();
+            }
+        }
+        for (&(k, ver), &j) in &self.by_version {
+            let Some(s) = &mut out[k as usize] else {
+                continue;
+            };
+            if s.top.as_ref().is_some_and(|t| t.0 > ver) {
+                continue;
+            }
+            let kind = p.kinds[j].unwrap_or(Kind::Read);
+            let invoke = (p.partner[j] != NONE).then(|| &p.ops[p.partner[j]]);
+            let value = (kind != Kind::Append)
+                .then(|| value_of(kind, &p.ops[j], invoke).cloned())
+                .flatten();
+            s.top = Some((ver, value));
+        }
+        out
     }
 
     /// Whether what happens at session op `i` counts (see [`tally_part`]).
@@ -501,6 +622,14 @@ impl<'a, 'h> Walk<'a, 'h> {
             return;
         };
         let k = self.p.key_id[i] as usize;
+        // Versions the key's earlier ops acknowledged count too: only none newer is known.
+        if self
+            .seed_of(k)
+            .and_then(|s| s.max_ack)
+            .is_some_and(|m| m > pos.rank())
+        {
+            self.misfit[k] = true;
+        }
         let (newer, first_ack) = self.acks[k].newer_than(pos.rank());
         self.stale.versions_behind.push(newer);
         if newer == 0 {
@@ -550,6 +679,17 @@ impl<'a, 'h> Walk<'a, 'h> {
 
     /// Two ok ops that report the same version of a key with different values conflict.
     fn reported_version(&mut self, i: usize, kind: Kind, k: u32, ver: i64, v: Pos) {
+        // Of the key's earlier ops only the first report of its highest version is known.
+        if let Some((top, seeded)) = self.seed_of(k as usize).and_then(|s| s.top.as_ref()) {
+            let here = (kind != Kind::Append)
+                .then(|| value_of(kind, &self.p.ops[i], self.p.invoke_of(i)))
+                .flatten();
+            let differs = seeded.as_ref().zip(here).is_some_and(|(a, b)| a != b);
+            if ver < *top || (ver == *top && differs) {
+                self.misfit[k as usize] = true;
+                return;
+            }
+        }
         let j = match self.by_version.entry((k, ver)) {
             std::collections::hash_map::Entry::Vacant(e) => {
                 e.insert(i);
@@ -557,6 +697,10 @@ impl<'a, 'h> Walk<'a, 'h> {
             }
             std::collections::hash_map::Entry::Occupied(e) => *e.get(),
         };
+        // The earlier first report agrees or cannot be compared (see above).
+        if j == SEED {
+            return;
+        }
         if !self.counted(i) {
             return;
         }
@@ -657,6 +801,11 @@ impl<'a, 'h> Walk<'a, 'h> {
         (bound, bi): (Pos, usize),
         proc_id: u64,
     ) {
+        if bi == SEED {
+            // Against a bound the key's earlier ops set: their walk says it.
+            self.misfit[k as usize] = true;
+            return;
+        }
         let ops = self.p.ops;
         let op = &ops[i];
         let a = &mut self.acc[rule.guarantee.slot()];
@@ -706,6 +855,27 @@ impl<'a, 'h> Walk<'a, 'h> {
             later_version: v.rank(),
             witness,
         });
+    }
+
+    /// What the walk found, as a part's tally (`keys`, `unpaired` as the caller counts them).
+    fn tally(self, keys: u64, unpaired: u64, unseen_appends: u64) -> Tally {
+        Tally {
+            acc: self.acc,
+            key_names: self
+                .p
+                .key_names
+                .iter()
+                .map(|k| k.map(str::to_string))
+                .collect(),
+            stale: self.stale,
+            counts: self.counts,
+            conflicts: self.conflicts,
+            sessions: self.seen_sessions.into_keys().collect(),
+            keys,
+            unpaired,
+            unseen_appends,
+            seeds: Vec::new(),
+        }
     }
 
     /// The result: per-guarantee results, stale-read statistics, the verdict.

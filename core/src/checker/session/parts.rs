@@ -42,8 +42,22 @@
 //! more later can be added again whole with [`SessionParts::add_rest`]: only what happens at
 //! its later ops counts. Not with list-append versions, derived from all of a key's reads: the
 //! prefix's versions may differ from the whole key's, so that is refused.
+//!
+//! # Later ops without the earlier ones
+//!
+//! When every later op of a key began after every earlier one ended (the key had retired: a
+//! run's final reads), what the walk needs of the earlier ops is small ([`SessionParts::keep_ends`]
+//! keeps it per key, `check::KeySeed`): each session's two bounds (the rules compare against
+//! nothing else), the newest acknowledged version (a read at or above it has no earlier version
+//! newer than it: stale counts only later acks) and the highest reported version with the value
+//! its first reporter showed (a later report of it is compared with that; a higher one is new).
+//! [`SessionParts::add_later`] walks the later ops from there. Whatever it would need beyond that
+//! — a violation against an earlier op (the witness names it), a read older than the newest
+//! ack, a version below the highest reported, a later op pairing with an earlier one — makes the
+//! key a misfit: none of its later ops is folded, and the caller adds it whole with `add_rest`.
+//! So the fold stays the whole check's, field for field.
 
-use super::check::{Counts, Tally, tally_part, verdict};
+use super::check::{Counts, KeySeed, Tally, tally_later, tally_part, verdict};
 use super::*;
 use crate::history::Op;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -190,6 +204,9 @@ pub struct SessionParts {
     conflict_times: Slots,
     /// Latest op time seen in any part.
     seen_ns: u64,
+    /// Per key added, what its ops left for a walk of its later ops ([`Self::add_later`]);
+    /// `None` when not kept.
+    seeds: Option<FxHashMap<String, KeySeed>>,
 }
 
 impl SessionParts {
@@ -209,6 +226,17 @@ impl SessionParts {
             conflict_list: Vec::new(),
             conflict_times: Slots::default(),
             seen_ns: 0,
+            seeds: None,
+        }
+    }
+
+    /// Keep, for every key added from now on, what its ops left (its sessions' bounds, its
+    /// newest acknowledged version, its highest reported version and value: tens of bytes per
+    /// session and key), so that its later ops can be added without them ([`Self::add_later`]).
+    /// Not with list-append versions (derived from all of a key's reads).
+    pub fn keep_ends(&mut self) {
+        if self.source != VersionSource::ListAppend {
+            self.seeds.get_or_insert_with(FxHashMap::default);
         }
     }
 
@@ -220,8 +248,44 @@ impl SessionParts {
     /// Add a part: every op of some keys none of which was in an earlier part (see the module
     /// doc for what the caller guarantees).
     pub fn add(&mut self, ops: &[Op]) {
-        let t = tally_part(ops, &self.config, self.source, &|_| None);
+        let keep = self.seeds.is_some();
+        let mut t = tally_part(ops, &self.config, self.source, &|_| None, keep);
+        if let Some(seeds) = self.seeds.as_mut() {
+            seeds.extend(std::mem::take(&mut t.seeds));
+        }
         self.fold(t, ops);
+    }
+
+    /// Add the later ops of keys added before (with [`Self::keep_ends`]): every op of theirs
+    /// after the ops added, each of which ended before any of these began (the key had retired;
+    /// each key's ops in history order). Judged from what the earlier ops left, as the whole
+    /// check judges them; what happens at them counts, as [`Self::add_rest`] would count it.
+    /// Returns the keys whose later ops could not be judged so (none of theirs was added: see
+    /// `check::KeySeed`), to be added with [`Self::add_rest`] instead. Once, after every part
+    /// holding the keys' earlier ops: every key's end is dropped (and no more kept).
+    pub fn add_later(&mut self, ops: &[Op]) -> FxHashSet<String> {
+        let Some(seeds) = self.seeds.take() else {
+            return ops
+                .iter()
+                .filter_map(|o| o.key.as_deref())
+                .map(str::to_string)
+                .collect();
+        };
+        let (config, source) = (&self.config, self.source);
+        let (_, misfits) = tally_later(ops, config, source, &|k| seeds.get(k));
+        let misfits: FxHashSet<String> = misfits.into_iter().collect();
+        let fit: Vec<Op> = ops
+            .iter()
+            .filter(|o| o.key.as_deref().is_some_and(|k| !misfits.contains(k)))
+            .cloned()
+            .collect();
+        // Keys are independent: without the misfits the same walk finds no misfit.
+        let (t, again) = tally_later(&fit, config, source, &|k| seeds.get(k));
+        debug_assert!(again.is_empty(), "{again:?}");
+        if !fit.is_empty() {
+            self.fold(t, &fit);
+        }
+        misfits
     }
 
     /// Add every op of keys whose ops before `from(key)` (and none after) were added as a part
@@ -239,7 +303,7 @@ impl SessionParts {
                     .to_string(),
             );
         }
-        let t = tally_part(ops, &self.config, self.source, from);
+        let t = tally_part(ops, &self.config, self.source, from, false);
         self.fold(t, ops);
         Ok(())
     }
@@ -378,9 +442,10 @@ mod tests {
         generate_versioned_history,
     };
     use super::*;
-    use crate::history::{History, Name, OpType};
+    use crate::history::{History, Name, OpType, Process};
     use rand::{RngExt, SeedableRng};
     use rand_chacha::ChaCha8Rng;
+    use serde_json::Value;
 
     /// Small caps, so that witness, conflict and top-key lists are cut.
     fn config(source: Option<VersionSource>, mode: SessionMode) -> SessionConfig {
@@ -600,6 +665,185 @@ mod tests {
             invalid > 10 && conflicts > 5 && unseen > 5,
             "{invalid} {conflicts} {unseen}"
         );
+    }
+
+    /// `h` with later ops on every key, all after `h`'s last op: per key one to three ops by
+    /// one of its sessions or a new one — a read of its newest reported version (what a run's
+    /// final read sees), of its newest acknowledged one (older when a read saw a crashed
+    /// write), of an older one, or of the newest with another value, a read of nothing, or a
+    /// write of a newer version.
+    fn with_later_ops(h: &History, rng: &mut ChaCha8Rng) -> History {
+        // Per key: its ok ops' versions (with the value, and whether a write acknowledged it)
+        // and its sessions.
+        type Versions = Vec<(i64, Value, bool)>;
+        let mut keys: Vec<(Name, Versions, Vec<Process>)> = Vec::new();
+        for o in &h.ops {
+            let Some(k) = &o.key else { continue };
+            let i = match keys.iter().position(|x| &x.0 == k) {
+                Some(i) => i,
+                None => {
+                    keys.push((k.clone(), Vec::new(), Vec::new()));
+                    keys.len() - 1
+                }
+            };
+            if !keys[i].2.contains(&o.process) {
+                keys[i].2.push(o.process);
+            }
+            if let (OpType::Ok, Some(v)) = (o.op_type, o.version) {
+                let value = match (o.f.as_str(), &o.value) {
+                    ("cas", Value::Array(a)) if a.len() == 2 => a[1].clone(),
+                    _ => o.value.clone(),
+                };
+                keys[i].1.push((v, value, o.f != "read"));
+            }
+        }
+        let mut ops = h.ops.clone();
+        let mut t = span(h);
+        for (key, mut versions, sessions) in keys {
+            versions.sort_by_key(|v| v.0);
+            let (top, top_value, _) = versions.last().cloned().unwrap_or((0, Value::Null, true));
+            let acked = versions.iter().rev().find(|v| v.2).cloned();
+            for n in 0..rng.random_range(1..=3u64) {
+                let process = if rng.random_bool(0.2) {
+                    Process::Client(900 + n)
+                } else {
+                    sessions[rng.random_range(0..sessions.len())]
+                };
+                let (f, value, version) = match rng.random_range(0..10) {
+                    0 if versions.len() > 1 => {
+                        let (v, x, _) = versions[rng.random_range(0..versions.len() - 1)].clone();
+                        ("read", x, Some(v))
+                    }
+                    4 | 5 if acked.is_some() => {
+                        let (v, x, _) = acked.clone().unwrap_or((0, Value::Null, true));
+                        ("read", x, Some(v))
+                    }
+                    1 if top > 0 => ("read", Value::from(12_345), Some(top)),
+                    2 => ("read", Value::Null, None),
+                    3 => ("write", Value::from(777 + n), Some(top + 1 + n as i64)),
+                    _ => ("read", top_value.clone(), (top > 0).then_some(top)),
+                };
+                for ty in [OpType::Invoke, OpType::Ok] {
+                    t += 10;
+                    let v = if ty == OpType::Invoke && f == "read" {
+                        Value::Null
+                    } else {
+                        value.clone()
+                    };
+                    let mut op = Op::new(ty, process, f, v);
+                    op.key = Some(key.clone());
+                    op.time_ns = t;
+                    if ty == OpType::Ok {
+                        op.version = version;
+                    }
+                    ops.push(op);
+                }
+            }
+        }
+        History::from_ops(ops)
+    }
+
+    #[test]
+    fn later_ops_judged_from_their_keys_ends_give_the_whole_checks_result() {
+        let (mut fit, mut misfit) = (0, 0);
+        for seed in 0..24 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let h = versioned(seed, [0.0, 0.2][seed as usize % 2]);
+            let all = with_later_ops(&h, &mut rng);
+            let cut = h.ops.len() as u64;
+            for source in [
+                None,
+                Some(VersionSource::System),
+                Some(VersionSource::IncreasingValues),
+            ] {
+                let cfg = config(source, SessionMode::Process);
+                let mut sniff = SourceSniff::new(&cfg);
+                all.ops.iter().for_each(|o| sniff.see(o));
+                let choice = sniff.choice();
+                let mut parts = SessionParts::new(cfg.clone(), choice.0);
+                parts.keep_ends();
+                for g in groups(&h, &mut rng) {
+                    parts.add(&ops_of(&h, &g));
+                }
+                let later: Vec<Op> = all.ops[cut as usize..].to_vec();
+                let again = parts.add_later(&later);
+                let keys: Vec<Option<Name>> = again.iter().map(|k| Some(Name::new(k))).collect();
+                parts
+                    .add_rest(&ops_of(&all, &keys), &|_| Some(cut))
+                    .unwrap();
+                let whole = check_sessions(&all, &cfg);
+                let got = parts.finish(choice, span(&all)).unwrap();
+                assert_eq!(json(&got), json(&whole), "seed {seed}, {source:?}");
+                misfit += again.len();
+                fit += 6 - again.len();
+            }
+        }
+        // Both ways were taken, many times.
+        assert!(fit > 50 && misfit > 50, "{fit} fit, {misfit} read again");
+    }
+
+    #[test]
+    fn a_later_op_judged_against_an_earlier_bound_is_read_again_with_its_witness() {
+        // Key a: p1 writes 1 (version 1), p2 reads it, p1's write of 2 crashes, p2 reads 2
+        // (version 2, never acknowledged). Later, p2 reads 1: not stale (1 is the newest
+        // acknowledged version), but older than what p2 read before (monotonic reads). Key b:
+        // the same, and p2's later read is of 2: judged from b's end alone. Key c: p1 writes 1
+        // (version 1); later p1 writes 1 again and the system reports version 1 again: the same
+        // value, no conflict, but not newer than p1's own write (monotonic writes).
+        let mut ops = Vec::new();
+        let mut t = 0;
+        let mut op = |ty, p: u64, f: &str, key: &str, v: Value, version: Option<i64>| {
+            t += 10;
+            let mut o = Op::new(ty, Process::Client(p), f, v);
+            o.key = Some(Name::new(key));
+            o.time_ns = t;
+            o.version = version;
+            ops.push(o);
+        };
+        for key in ["a", "b"] {
+            op(OpType::Invoke, 1, "write", key, Value::from(1), None);
+            op(OpType::Ok, 1, "write", key, Value::from(1), Some(1));
+            op(OpType::Invoke, 2, "read", key, Value::Null, None);
+            op(OpType::Ok, 2, "read", key, Value::from(1), Some(1));
+            op(OpType::Invoke, 1, "write", key, Value::from(2), None);
+            op(OpType::Info, 1, "write", key, Value::from(2), None);
+            op(OpType::Invoke, 2, "read", key, Value::Null, None);
+            op(OpType::Ok, 2, "read", key, Value::from(2), Some(2));
+        }
+        op(OpType::Invoke, 1, "write", "c", Value::from(1), None);
+        op(OpType::Ok, 1, "write", "c", Value::from(1), Some(1));
+        let cut = 18;
+        for (key, v) in [("a", 1), ("b", 2)] {
+            op(OpType::Invoke, 2, "read", key, Value::Null, None);
+            op(OpType::Ok, 2, "read", key, Value::from(v), Some(v));
+        }
+        op(OpType::Invoke, 1, "write", "c", Value::from(1), None);
+        op(OpType::Ok, 1, "write", "c", Value::from(1), Some(1));
+        let h = History::from_ops(ops);
+        let cfg = config(Some(VersionSource::System), SessionMode::Process);
+        let mut parts = SessionParts::new(cfg.clone(), VersionSource::System);
+        parts.keep_ends();
+        parts.add(&h.ops[..cut]);
+        let mut again: Vec<String> = parts.add_later(&h.ops[cut..]).into_iter().collect();
+        again.sort();
+        assert_eq!(again, ["a", "c"]);
+        let keys = [Some(Name::new("a")), Some(Name::new("c"))];
+        parts
+            .add_rest(&ops_of(&h, &keys), &|_| Some(cut as u64))
+            .unwrap();
+        let whole = check_sessions(&h, &cfg);
+        let mr = whole.guarantee(Guarantee::MonotonicReads);
+        assert_eq!(
+            (mr.violations, mr.witnesses[0].later_index),
+            (1, cut as u64 + 1)
+        );
+        let mw = whole.guarantee(Guarantee::MonotonicWrites);
+        assert_eq!(
+            (mw.violations, mw.witnesses[0].later_index),
+            (1, cut as u64 + 5)
+        );
+        let choice = (VersionSource::System, whole.version_source_reason.clone());
+        assert_eq!(json(&parts.finish(choice, span(&h)).unwrap()), json(&whole));
     }
 
     #[test]
