@@ -5,7 +5,6 @@
 use crate::checker::Verdict;
 use crate::checker::linear::WitnessMode;
 use crate::cli::{BenchArgs, EXIT_RUNTIME, EXIT_USAGE, RunArgs};
-use crate::history::History;
 use crate::import::InputFormat;
 use crate::runner::RunError;
 use std::path::Path;
@@ -98,8 +97,13 @@ pub fn run(args: RunArgs) -> i32 {
                     return EXIT_RUNTIME;
                 }
             }
-            let history = History::read_file(&o.run_dir.history_path()).unwrap_or_default();
-            let summary = crate::summary::summarize(&history);
+            // Read as it streams: a long run's history need not fit in memory (an unreadable
+            // file gives the table of what was read).
+            let mut summarizer = crate::summary::Summarizer::default();
+            let _ = crate::report::digest::each_op(&o.run_dir.history_path(), |op| {
+                summarizer.push(&op)
+            });
+            let summary = summarizer.finish();
             if json {
                 let v = serde_json::json!({
                     "run_dir": o.run_dir.path,

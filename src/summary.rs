@@ -1,11 +1,13 @@
 //! Terminal summary of a run: op counts by function and outcome, latencies, verdicts, and the
 //! one-line recovery summary.
 //!
-//! Pure: computed from a `History` and check results, rendered as a small aligned text table;
-//! plus the lines saying how an incomplete run ended and what cleanup left behind.
+//! Pure: computed from a history's ops one at a time ([`Summarizer`]: a history in memory or
+//! its file as it streams, in memory bounded whatever the run's length) and check results,
+//! rendered as a small aligned text table; plus the lines saying how an incomplete run ended
+//! and what cleanup left behind.
 
 use crate::checker::CheckResult;
-use crate::history::{History, OpType};
+use crate::history::{History, Op, OpType};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -26,55 +28,112 @@ pub struct FnSummary {
 
 /// Per-function summary of client ops, keyed by `f`.
 pub fn summarize(history: &History) -> BTreeMap<String, FnSummary> {
-    let mut out: BTreeMap<String, FnSummary> = BTreeMap::new();
-    let mut lat: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    let mut open: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
-    for op in history.ops.iter().filter(|o| o.is_client()) {
-        let p = op.process.client().unwrap_or(0);
-        let s = out.entry(op.f.to_string()).or_default();
-        match op.op_type {
-            OpType::Invoke => {
-                open.insert(p, op.time_ns);
-            }
-            t => {
-                match t {
-                    OpType::Ok => s.ok += 1,
-                    OpType::Fail => s.fail += 1,
-                    _ => s.info += 1,
-                }
-                if let Some(start) = open.remove(&p)
-                    && t == OpType::Ok
-                {
-                    lat.entry(op.f.to_string())
-                        .or_default()
-                        .push(op.time_ns.saturating_sub(start));
-                }
+    let mut s = Summarizer::default();
+    history.ops.iter().for_each(|op| s.push(op));
+    s.finish()
+}
+
+/// Latencies kept exactly up to this many per function; past it they go to a histogram.
+const EXACT_LATENCIES: usize = 1 << 20;
+
+/// One function's ok latencies (ns): every one while few (exact quantiles), then a histogram of
+/// three significant digits (within 0.1 %, a few tens of KiB however many ops).
+#[derive(Default)]
+struct Latencies {
+    exact: Vec<u64>,
+    histogram: Option<hdrhistogram::Histogram<u64>>,
+}
+
+impl Latencies {
+    fn push(&mut self, ns: u64) {
+        if self.histogram.is_none() && self.exact.len() >= EXACT_LATENCIES {
+            // Three significant digits, any range (the histogram grows as values need).
+            if let Ok(mut h) = hdrhistogram::Histogram::new(3) {
+                self.exact.drain(..).for_each(|v| record(&mut h, v));
+                self.histogram = Some(h);
             }
         }
+        match &mut self.histogram {
+            Some(h) => record(h, ns),
+            None => self.exact.push(ns),
+        }
     }
-    // Invokes that never completed count as info.
-    for op in history
-        .ops
-        .iter()
-        .filter(|o| o.is_client() && o.op_type == OpType::Invoke)
-    {
+
+    /// The latency at quantile `q`, in ms (0 when there is none).
+    fn quantile_ms(&mut self, q: f64) -> f64 {
+        let ns = match &self.histogram {
+            Some(h) => h.value_at_quantile(q),
+            None if self.exact.is_empty() => 0,
+            None => {
+                let v = &mut self.exact;
+                let at = ((v.len() - 1) as f64 * q).round() as usize;
+                *v.select_nth_unstable(at).1
+            }
+        };
+        ns as f64 / 1e6
+    }
+}
+
+/// Record `ns`, growing the histogram's range as needed (clamped where it cannot grow).
+fn record(h: &mut hdrhistogram::Histogram<u64>, ns: u64) {
+    if h.record(ns).is_err() {
+        h.saturating_record(ns);
+    }
+}
+
+/// [`summarize`] one op at a time (a history in memory or read from its file as it streams):
+/// counts per function and outcome, ok latencies, invokes never completed counted as info.
+#[derive(Default)]
+pub struct Summarizer {
+    out: BTreeMap<String, FnSummary>,
+    latencies: BTreeMap<String, Latencies>,
+    /// Per client process, its open invoke's function and time.
+    open: std::collections::HashMap<u64, (String, u64)>,
+}
+
+impl Summarizer {
+    /// Take the history's next op (nemesis ops are ignored).
+    pub fn push(&mut self, op: &Op) {
+        if !op.is_client() {
+            return;
+        }
         let p = op.process.client().unwrap_or(0);
-        if open.get(&p) == Some(&op.time_ns) {
-            if let Some(s) = out.get_mut(op.f.as_str()) {
+        let s = self.out.entry(op.f.to_string()).or_default();
+        let t = op.op_type;
+        match t {
+            OpType::Invoke => {
+                self.open.insert(p, (op.f.to_string(), op.time_ns));
+                return;
+            }
+            OpType::Ok => s.ok += 1,
+            OpType::Fail => s.fail += 1,
+            OpType::Info => s.info += 1,
+        }
+        if let Some((_, start)) = self.open.remove(&p)
+            && t == OpType::Ok
+        {
+            self.latencies
+                .entry(op.f.to_string())
+                .or_default()
+                .push(op.time_ns.saturating_sub(start));
+        }
+    }
+
+    /// The summary; invokes that never completed count as info.
+    pub fn finish(mut self) -> BTreeMap<String, FnSummary> {
+        for (f, _) in self.open.into_values() {
+            if let Some(s) = self.out.get_mut(&f) {
                 s.info += 1;
             }
-            open.remove(&p);
         }
-    }
-    for (f, mut v) in lat {
-        v.sort_unstable();
-        let q = |x: f64| v[((v.len() - 1) as f64 * x).round() as usize] as f64 / 1e6;
-        if let Some(s) = out.get_mut(&f) {
-            s.p50_ms = q(0.5);
-            s.p99_ms = q(0.99);
+        for (f, mut l) in self.latencies {
+            if let Some(s) = self.out.get_mut(&f) {
+                s.p50_ms = l.quantile_ms(0.5);
+                s.p99_ms = l.quantile_ms(0.99);
+            }
         }
+        self.out
     }
-    out
 }
 
 /// The one-line recovery summary of a run ("recovery after heal: p50 0.8 s, max 4.1 s over 9
@@ -127,7 +186,7 @@ pub fn render_completion(c: &crate::completion::CompletionRecord) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::{Op, Process};
+    use crate::history::Process;
     use serde_json::Value;
 
     #[test]
@@ -159,6 +218,33 @@ mod tests {
             None,
             "no recovery stored"
         );
+    }
+
+    #[test]
+    fn latency_quantiles_past_the_exact_limit_stay_within_a_tenth_of_a_percent() {
+        // Three times the exact limit, spread from 0.2 ms to ~50 ms with a tail.
+        let n = 3 * EXACT_LATENCIES as u64;
+        let ns =
+            |i: u64| 200_000 + (i * 7_919 % n) * 16 + if i % 100 == 0 { 30_000_000 } else { 0 };
+        let mut l = Latencies::default();
+        let mut all: Vec<u64> = (0..n).map(ns).collect();
+        all.iter().for_each(|&v| l.push(v));
+        assert!(l.histogram.is_some() && l.exact.is_empty());
+        all.sort_unstable();
+        for q in [0.5, 0.99] {
+            let exact = all[((n - 1) as f64 * q).round() as usize] as f64 / 1e6;
+            let got = l.quantile_ms(q);
+            assert!(
+                (got - exact).abs() <= exact * 1e-3,
+                "q {q}: {got} ms, exactly {exact} ms"
+            );
+        }
+        // Below the limit: exact.
+        let mut few = Latencies::default();
+        [5, 1, 4, 2, 3]
+            .iter()
+            .for_each(|&v| few.push(v * 1_000_000));
+        assert_eq!((few.quantile_ms(0.5), few.quantile_ms(0.99)), (3.0, 5.0));
     }
 
     #[test]

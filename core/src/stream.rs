@@ -23,9 +23,9 @@
 //!   nothing more is read. Otherwise (they do not fit that one state, the model has no
 //!   stand-in, a session judgement needs an earlier op, list-append versions) its first result
 //!   is dropped and a second pass over the file gathers that key's ops whole, each late key
-//!   checked once the pass reaches its last op. A pass holds at most [`LATE_HOLD_OPS`] ops: the keys past it wait for
-//!   a third pass, and so on (memory stays bounded; the file is read once more per that many
-//!   late ops).
+//!   checked once the pass reaches its last op. A pass holds at most [`LATE_HOLD_OPS`] ops:
+//!   the keys past it wait for a third pass, and so on (memory stays bounded; the file is read
+//!   once more per that many late ops).
 //! - Anything the whole check would read differently ends the stream with [`Outcome::Whole`] and
 //!   the reason, for the caller to check the history whole: an ill-formed pairing (the whole
 //!   check's error names the lines), a completion whose key is not its invoke's, an op the model
@@ -222,9 +222,8 @@ struct Collector<'a> {
     error: Option<String>,
     /// The session guarantees so far, with the source the first batch came with.
     session: Option<SessionParts>,
-    /// First-pass keys and how they ended, for checking their later ops; `None` when not
-    /// replaying.
-    ends: Option<HashMap<Name, KeyEnd>>,
+    /// First-pass keys and how they ended, for checking their later ops.
+    ends: HashMap<Name, KeyEnd>,
     /// Keys whose later ops were checked after their stand-in and fit it.
     replayed: HashSet<Name>,
     /// Keys whose later ops could not be checked so, or did not fit: read again whole.
@@ -252,7 +251,7 @@ impl<'a> Collector<'a> {
             settled_at: None,
             error: None,
             session: None,
-            ends: Some(HashMap::new()),
+            ends: HashMap::new(),
             replayed: HashSet::new(),
             doubtful: HashSet::new(),
         }
@@ -269,12 +268,9 @@ impl<'a> Collector<'a> {
         let (Some(config), Some(source)) = (&self.plan.session, batch.source) else {
             return;
         };
-        let keep_ends = self.ends.is_some();
         let parts = self.session.get_or_insert_with(|| {
             let mut parts = SessionParts::new(config.clone(), source);
-            if keep_ends {
-                parts.keep_ends();
-            }
+            parts.keep_ends();
             parts
         });
         let Some(late) = &batch.late_from else {
@@ -287,8 +283,8 @@ impl<'a> Collector<'a> {
     }
 
     /// The search of a batch: every key decided, within what is left of the time limit (none
-    /// once the verdict is `settled`), keeping each valid key's end state when `keep_end`.
-    fn search_config(&self, settled: bool, keep_end: bool) -> LinearConfig {
+    /// once the verdict is `settled`), keeping each valid key's end state (for its later ops).
+    fn search_config(&self, settled: bool) -> LinearConfig {
         let left = self
             .config
             .time_limit
@@ -297,7 +293,7 @@ impl<'a> Collector<'a> {
             decide: Decide::AllKeys,
             time_limit: if settled { Some(Duration::ZERO) } else { left },
             keep_linearization: false,
-            keep_end,
+            keep_end: true,
             ..self.config.clone()
         }
     }
@@ -317,7 +313,7 @@ impl<'a> Collector<'a> {
         let orig: Vec<u64> = ops.iter().map(|o| o.index).collect();
         let history = History::from_ops(ops);
         let settled = self.settled_at.is_some_and(|s| Instant::now() >= s);
-        let config = self.search_config(settled, self.ends.is_some());
+        let config = self.search_config(settled);
         let t0 = Instant::now();
         let mut r = match check_linear_with(&self.plan.model, &history, &self.plan.options, config)
         {
@@ -356,13 +352,11 @@ impl<'a> Collector<'a> {
             }
             self.parts.push((batch.pass, p));
         }
-        if batch.pass == 1
-            && let Some(ends) = self.ends.as_mut()
-        {
+        if batch.pass == 1 {
             for (i, (_, p)) in self.parts.iter_mut().enumerate().skip(first_part) {
                 if let Some(k) = p.key.as_deref() {
                     let end = p.end.take();
-                    ends.insert(Name::new(k), KeyEnd { part: i, end });
+                    self.ends.insert(Name::new(k), KeyEnd { part: i, end });
                 }
             }
         }
@@ -377,9 +371,10 @@ impl<'a> Collector<'a> {
     /// checked so: not valid before, no stand-in, a later op completing an earlier invoke) is
     /// *doubtful*: read again whole, as without replaying.
     fn replay(&mut self, later: Vec<Op>) {
-        let Some(ends) = self.ends.as_ref().filter(|_| self.error.is_none()) else {
+        if self.error.is_some() {
             return;
-        };
+        }
+        let ends = &self.ends;
         let mut by_key: Vec<(Name, Vec<Op>)> = Vec::new();
         let mut slot: HashMap<Name, usize> = HashMap::new();
         for op in later {
@@ -425,7 +420,7 @@ impl<'a> Collector<'a> {
         if ops.is_empty() {
             return;
         }
-        let config = self.search_config(false, true);
+        let config = self.search_config(false);
         let t0 = Instant::now();
         let history = History::from_ops(ops);
         let r = check_linear_with(&self.plan.model, &history, &self.plan.options, config);
@@ -440,9 +435,7 @@ impl<'a> Collector<'a> {
             }
         };
         self.search += Duration::from_millis(r.verdict_time_ms).min(t0.elapsed());
-        let Some(ends) = self.ends.as_mut() else {
-            return;
-        };
+        let ends = &mut self.ends;
         let mut fit = HashSet::new();
         for p in r.parts {
             let Some(key) = p.key.as_deref().map(Name::new) else {

@@ -60,6 +60,30 @@ pub fn fuzz_reader(reader: Reader, data: &[u8]) {
         return;
     }
     let _ = reader.read(data);
+    names_report();
+}
+
+/// With `SHAKEDOWN_FUZZ_NAMES` set, every 500,000 inputs: how many names (keys, functions,
+/// nodes: `shakedown_core::history::Name`) the process has interned and the bytes they take.
+/// The table is process-wide and never frees (right for one history, whose names are few), so
+/// a fuzzer reading millions of inputs of random names sees it grow: this tells that growth
+/// apart from an input's own allocations (docs/guide/fuzzing.md).
+fn names_report() {
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static ON: OnceLock<bool> = OnceLock::new();
+    static INPUTS: AtomicU64 = AtomicU64::new(0);
+    if !*ON.get_or_init(|| std::env::var_os("SHAKEDOWN_FUZZ_NAMES").is_some()) {
+        return;
+    }
+    let n = INPUTS.fetch_add(1, Ordering::Relaxed) + 1;
+    if n % 500_000 == 0 {
+        eprintln!(
+            "shakedown-fuzz: {n} inputs, {} names interned, {} MiB for them",
+            ustr::num_entries(),
+            ustr::total_allocated() >> 20
+        );
+    }
 }
 
 /// Read one fuzz input as a run directory (`shakedown::fuzz::read_run_dir`, in a directory of
