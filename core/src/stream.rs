@@ -1492,7 +1492,7 @@ mod tests {
                 continue;
             };
             let of_key = || h.ops.iter().filter(|o| o.key.as_deref() == Some(&key));
-            let last = of_key().last().unwrap().process;
+            let last = of_key().next_back().unwrap().process;
             let top = of_key().filter_map(|o| o.version).max().unwrap_or(0);
             let shown = |o: &&Op| match (o.f.as_str(), &o.value) {
                 ("cas", Value::Array(a)) if a.len() == 2 => &a[1] == value,
