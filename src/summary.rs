@@ -7,7 +7,7 @@
 //! and what cleanup left behind.
 
 use crate::checker::CheckResult;
-use crate::history::{History, Op, OpType};
+use crate::history::{History, Name, Op, OpType};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -85,10 +85,11 @@ fn record(h: &mut hdrhistogram::Histogram<u64>, ns: u64) {
 /// counts per function and outcome, ok latencies, invokes never completed counted as info.
 #[derive(Default)]
 pub struct Summarizer {
-    out: BTreeMap<String, FnSummary>,
-    latencies: BTreeMap<String, Latencies>,
+    /// Per function (interned: an op costs no allocation).
+    out: rustc_hash::FxHashMap<Name, FnSummary>,
+    latencies: rustc_hash::FxHashMap<Name, Latencies>,
     /// Per client process, its open invoke's function and time.
-    open: std::collections::HashMap<u64, (String, u64)>,
+    open: rustc_hash::FxHashMap<u64, (Name, u64)>,
 }
 
 impl Summarizer {
@@ -98,11 +99,11 @@ impl Summarizer {
             return;
         }
         let p = op.process.client().unwrap_or(0);
-        let s = self.out.entry(op.f.to_string()).or_default();
+        let s = self.out.entry(op.f.clone()).or_default();
         let t = op.op_type;
         match t {
             OpType::Invoke => {
-                self.open.insert(p, (op.f.to_string(), op.time_ns));
+                self.open.insert(p, (op.f.clone(), op.time_ns));
                 return;
             }
             OpType::Ok => s.ok += 1,
@@ -113,7 +114,7 @@ impl Summarizer {
             && t == OpType::Ok
         {
             self.latencies
-                .entry(op.f.to_string())
+                .entry(op.f.clone())
                 .or_default()
                 .push(op.time_ns.saturating_sub(start));
         }
@@ -133,6 +134,9 @@ impl Summarizer {
             }
         }
         self.out
+            .into_iter()
+            .map(|(f, s)| (f.to_string(), s))
+            .collect()
     }
 }
 

@@ -272,14 +272,19 @@ impl SessionParts {
                 .collect();
         };
         let (config, source) = (&self.config, self.source);
-        let (_, misfits) = tally_later(ops, config, source, &|k| seeds.get(k));
+        let (t, misfits) = tally_later(ops, config, source, &|k| seeds.get(k));
+        if misfits.is_empty() {
+            self.fold(t, ops);
+            return FxHashSet::default();
+        }
+        // The tally holds the misfits' ops too: walk the others again. Keys are independent:
+        // without the misfits the same walk finds no misfit.
         let misfits: FxHashSet<String> = misfits.into_iter().collect();
         let fit: Vec<Op> = ops
             .iter()
             .filter(|o| o.key.as_deref().is_some_and(|k| !misfits.contains(k)))
             .cloned()
             .collect();
-        // Keys are independent: without the misfits the same walk finds no misfit.
         let (t, again) = tally_later(&fit, config, source, &|k| seeds.get(k));
         debug_assert!(again.is_empty(), "{again:?}");
         if !fit.is_empty() {
