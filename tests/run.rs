@@ -520,7 +520,9 @@ fn kill_controller_during(fault_f: &str, reports: &Path, nemesis: &Path) {
         ops.iter()
             .rev()
             .find(|o| o["process"] == "nemesis")
-            .is_some_and(|o| o["f"] == fault_f && o["value"].is_object())
+            // The completion, not the invoke (whose value is an object too): the fault is in
+            // effect on its targets only once its completion is recorded.
+            .is_some_and(|o| o["f"] == fault_f && o["type"] != "invoke" && o["value"].is_object())
     });
     child.kill().unwrap(); // SIGKILL: no cleanup runs in the controller
     child.wait().unwrap();
