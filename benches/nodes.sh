@@ -1,7 +1,7 @@
 #!/bin/bash
 # nodes.sh: the "100 nodes" bench (docs/guide/benchmarks.md): for each node count N, brings the
-# sandbox up and down timed, then a NATS JetStream run under partitions, kills and pauses on a
-# sandbox of N nodes, and prints one table row per N: up s, down s, the controller's CPU per
+# sandbox up and down timed, then a run of a system (NATS JetStream unless -d names another)
+# under partitions, kills and pauses on a sandbox of N nodes, and prints one table row per N: up s, down s, the controller's CPU per
 # node, the nemesis decision -> fault in effect on every target (each start op's invoke to its
 # completion in history.jsonl, mean and max) and the final heal (the run's `heal` phase).
 #
@@ -9,25 +9,37 @@
 # `phases:` line). Needs root, jq and GNU time; holds /tmp/shakedown-sandbox.lock while a
 # sandbox is up, so it never shares the machine's sandbox use with another test.
 #
-#   benches/nodes.sh [-b BIN] [-t SECONDS] [-n NAME] [-s SUBNET] N...
+#   benches/nodes.sh [-b BIN] [-t SECONDS] [-n NAME] [-s SUBNET] [-d DB] [-w WORKLOAD]
+#                    [-x 'MORE RUN FLAGS'] N...
 #   e.g. sudo benches/nodes.sh -b target/release/shakedown 5 25 100
+#        sudo benches/nodes.sh -d redis -w register -x '--redis-sentinels 5' 5 25 100
 set -euo pipefail
 
 bin=target/release/shakedown
 limit=60
 name=sdbig
 subnet=10.133.0.0/24
-while getopts b:t:n:s: opt; do
+db=nats
+workload=
+extra=
+while getopts b:t:n:s:d:w:x: opt; do
   case $opt in
     b) bin=$OPTARG ;;
     t) limit=$OPTARG ;;
     n) name=$OPTARG ;;
     s) subnet=$OPTARG ;;
+    d) db=$OPTARG ;;
+    w) workload=$OPTARG ;;
+    x) extra=$OPTARG ;;
     *) exit 3 ;;
   esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { echo "usage: $0 [-b BIN] [-t SECONDS] [-n NAME] [-s SUBNET] N..." >&2; exit 3; }
+[ $# -gt 0 ] || { echo "usage: $0 [-b BIN] [-t SECONDS] [-n NAME] [-s SUBNET] [-d DB] [-w WORKLOAD] [-x FLAGS] N..." >&2; exit 3; }
+if [ -z "$workload" ]; then
+  if [ "$db" = nats ]; then workload=log; else workload=register; fi
+fi
+read -r -a more <<< "$extra"
 bin=$(readlink -f "$bin")
 work=$(mktemp -d /tmp/shakedown-nodes.XXXXXX)
 cd "$work"
@@ -40,15 +52,18 @@ for n in "$@"; do
   cd "$work/$n"
   flock /tmp/shakedown-sandbox.lock bash -c '
     set -e
-    bin=$1; n=$2; shift 2
+    bin=$1; n=$2; db=$3; workload=$4; nsb=$5; shift 5
+    sb=("${@:1:$nsb}"); more=("${@:$((nsb + 1))}")
+    set -- "${sb[@]}"
     "$bin" sandbox down "${@:1:4}" > /dev/null
     /usr/bin/time -f %e -o up1.time "$bin" sandbox up "$@" --sandbox-nodes "$n" > up1.out 2>&1
     /usr/bin/time -f %e -o down1.time "$bin" sandbox down "${@:1:4}" > down1.out 2>&1
     "$bin" sandbox up "$@" --sandbox-nodes "$n" > up2.out 2>&1
-    /usr/bin/time -f "cpu %U %S" -o run.time "$bin" run "$@" --sandbox-nodes "$n" --db nats \
-      --workload log --nemesis partition,kill,pause --time-limit "$0" > run.out 2> run.err || true
+    /usr/bin/time -f "cpu %U %S" -o run.time "$bin" run "$@" --sandbox-nodes "$n" --db "$db" \
+      --workload "$workload" --nemesis partition,kill,pause --time-limit "$0" "${more[@]}" \
+      > run.out 2> run.err || true
     "$bin" sandbox down "${@:1:4}" > down2.out 2>&1
-  ' "$limit" "$bin" "$n" "${sandbox[@]}"
+  ' "$limit" "$bin" "$n" "$db" "$workload" "${#sandbox[@]}" "${sandbox[@]}" "${more[@]}"
   dir=$(sed -n 's/^run directory: //p' run.out)
   [ -n "$dir" ] || { echo "$n: no run directory; see $work/$n/run.out and run.err" >&2; continue; }
   # GNU time writes "Command exited with non-zero status N" first when the run is not valid.

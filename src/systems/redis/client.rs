@@ -88,6 +88,8 @@ pub struct RedisClientConfig {
     pub port: u16,
     /// Sentinel port on every node.
     pub sentinel_port: u16,
+    /// The first this many `nodes` run a Sentinel (at least 1).
+    pub sentinels: usize,
     /// The name the Sentinels monitor.
     pub master_name: String,
     /// Index into `nodes` of the primary assumed for routing replica reads before the Sentinels
@@ -110,6 +112,15 @@ pub struct RedisClientConfig {
     pub key_prefix: String,
     /// Seed of the per-read node choice.
     pub seed: u64,
+}
+
+/// The nodes whose Sentinels a client bound to node `own` asks, in order: its own first (when
+/// it is one of the first `sentinels` nodes, which run them), then the others in cluster order.
+fn sentinel_order(own: usize, sentinels: usize) -> Vec<usize> {
+    std::iter::once(own)
+        .filter(|&i| i < sentinels)
+        .chain((0..sentinels).filter(|&i| i != own))
+        .collect()
 }
 
 /// A Redis error in words: the server's reply (`READONLY You can't write…`) or the transport's.
@@ -164,7 +175,11 @@ impl RedisClient {
         if n == 0 {
             return Err(ClientOpenError::Config("no nodes".into()));
         }
-        if cfg.initial_primary >= n || cfg.own >= n || cfg.read_nodes.iter().any(|&i| i >= n) {
+        if cfg.initial_primary >= n
+            || cfg.own >= n
+            || cfg.read_nodes.iter().any(|&i| i >= n)
+            || !(1..=n).contains(&cfg.sentinels)
+        {
             return Err(ClientOpenError::Config(format!(
                 "node index out of range (cluster of {n})"
             )));
@@ -174,9 +189,8 @@ impl RedisClient {
                 "timeout_ms must be positive".into(),
             ));
         }
-        // The own node's Sentinel first, then the others in cluster order.
-        let order = std::iter::once(cfg.own).chain((0..n).filter(|&i| i != cfg.own));
-        let sentinels: Vec<ConnectionAddr> = order
+        let sentinels: Vec<ConnectionAddr> = sentinel_order(cfg.own, cfg.sentinels)
+            .into_iter()
             .map(|i| ConnectionAddr::Tcp(cfg.nodes[i].host.clone(), cfg.sentinel_port))
             .collect();
         let sentinel = Sentinel::build(sentinels)
@@ -547,6 +561,7 @@ mod tests {
                 .collect(),
             port: 6379,
             sentinel_port: 26379,
+            sentinels: 5,
             master_name: "shakedown".into(),
             initial_primary: 0,
             own: 2,
@@ -594,8 +609,21 @@ mod tests {
         cfg.timeout_ms = 0;
         assert!(RedisClient::new(cfg.clone(), false).is_err());
         cfg.timeout_ms = 1;
+        for k in [0, 6] {
+            cfg.sentinels = k;
+            assert!(RedisClient::new(cfg.clone(), false).is_err(), "{k}");
+        }
+        cfg.sentinels = 5;
         cfg.nodes.clear();
         assert!(RedisClient::new(cfg, false).is_err());
+    }
+
+    #[test]
+    fn the_own_sentinel_is_asked_first_and_only_sentinel_nodes_are_asked() {
+        assert_eq!(sentinel_order(2, 5), [2, 0, 1, 3, 4]);
+        assert_eq!(sentinel_order(1, 3), [1, 0, 2]);
+        // A node without a Sentinel asks the Sentinel nodes in cluster order.
+        assert_eq!(sentinel_order(40, 3), [0, 1, 2]);
     }
 
     #[tokio::test]
@@ -607,6 +635,7 @@ mod tests {
             host: "127.0.0.1".into(),
         }];
         cfg.own = 0;
+        cfg.sentinels = 1;
         cfg.port = 1;
         cfg.sentinel_port = 1;
         let mut c = RedisClient::new(cfg, false).unwrap();

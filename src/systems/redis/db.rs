@@ -1,6 +1,7 @@
 //! Redis 7 with Sentinel as a system under test: one `redis-server` per node (the configured
 //! primary, else the first node, is the primary; every other node starts as `replicaof` it) and
-//! one `redis-sentinel` per node monitoring it; readiness, kill -9 / restart and pause / resume
+//! one `redis-sentinel` monitoring it on every node (on the first `--redis-sentinels` nodes when
+//! given); readiness, kill -9 / restart and pause / resume
 //! of `redis-server`, the primaries as the Sentinels see them, and failover by `SENTINEL
 //! FAILOVER`.
 //!
@@ -17,9 +18,10 @@
 //! sandbox they load the clock shim like every program started there.
 //!
 //! Faults: kill and pause act on `redis-server` only; the Sentinels keep running (they are the
-//! failure detector under test). `primaries` asks every node's Sentinel
-//! (`SENTINEL get-master-addr-by-name`) and returns the answer of a majority of all nodes, or
-//! every distinct answer when no majority agrees. `promote` asks the chosen node's Sentinel for
+//! failure detector under test). `primaries` asks every Sentinel
+//! (`SENTINEL get-master-addr-by-name`) and returns the answer of a majority of all Sentinels,
+//! or every distinct answer when no majority agrees. `promote` asks the chosen node's Sentinel
+//! (the first Sentinel when the node runs none) for
 //! `SENTINEL FAILOVER` and waits until it names a new master: Sentinel, not the nemesis, chooses
 //! which replica it promotes (by replica priority and replication offset), so the promoted node
 //! may differ from the Sentinel asked. Does not own the client protocol (`client`).
@@ -51,8 +53,13 @@ pub struct RedisConfig {
     /// Name of the initial primary; `None` = the first node of the cluster.
     pub primary: Option<String>,
     /// Sentinels that must agree the primary is down before a failover; `None` = a majority of
-    /// the nodes.
+    /// the Sentinels.
     pub quorum: Option<u32>,
+    /// Sentinels on the first this many nodes of the cluster; `None` = one on every node.
+    /// Production deployments run three or five whatever the replica count: every Sentinel
+    /// talks to every server and every other Sentinel, so one per node grows as N² (N³ hello
+    /// messages) and does not fit 100 nodes on one machine.
+    pub sentinels: Option<u32>,
     /// `sentinel down-after-milliseconds`: silence after which a Sentinel thinks a server down.
     pub down_after_ms: u64,
     /// `sentinel failover-timeout`.
@@ -81,6 +88,7 @@ impl Default for RedisConfig {
             sentinel_port: 26379,
             primary: None,
             quorum: None,
+            sentinels: None,
             down_after_ms: 2000,
             failover_timeout_ms: 6000,
             wait_replicas: 0,
@@ -93,18 +101,55 @@ impl Default for RedisConfig {
 }
 
 impl RedisConfig {
-    /// The quorum in effect on a cluster of `nodes` nodes: the configured one, else a majority.
-    pub fn effective_quorum(&self, nodes: usize) -> u32 {
-        self.quorum.unwrap_or(nodes as u32 / 2 + 1)
+    /// How many Sentinels a cluster of `nodes` nodes runs (on its first nodes).
+    pub fn sentinel_count(&self, nodes: usize) -> usize {
+        self.sentinels.map_or(nodes, |k| (k as usize).min(nodes))
     }
 
-    /// Refuse a quorum Sentinel could never reach (0, or more Sentinels than nodes); the error
+    /// The nodes that run a Sentinel: the first [`Self::sentinel_count`] of the cluster.
+    pub fn sentinel_nodes<'a>(&self, cluster: &'a [Node]) -> &'a [Node] {
+        &cluster[..self.sentinel_count(cluster.len())]
+    }
+
+    /// Whether `node` of `cluster` runs a Sentinel.
+    pub fn has_sentinel(&self, node: &Node, cluster: &[Node]) -> bool {
+        self.sentinel_nodes(cluster)
+            .iter()
+            .any(|n| n.name == node.name)
+    }
+
+    /// The quorum in effect on a cluster of `nodes` nodes: the configured one, else a majority
+    /// of its Sentinels.
+    pub fn effective_quorum(&self, nodes: usize) -> u32 {
+        self.quorum
+            .unwrap_or(self.sentinel_count(nodes) as u32 / 2 + 1)
+    }
+
+    /// Refuse a quorum Sentinel could never reach (0, or more than the Sentinels); the error
     /// is the reason, for `--redis-quorum`.
     pub fn check_quorum(&self, nodes: usize) -> Result<(), String> {
+        let k = self.sentinel_count(nodes);
+        let where_ = if k == nodes {
+            format!("the {nodes} nodes (one Sentinel per node)")
+        } else {
+            format!("the {k} Sentinels (--redis-sentinels)")
+        };
         match self.quorum {
             Some(0) => Err("the quorum must be at least 1".into()),
-            Some(q) if q as usize > nodes => Err(format!(
-                "quorum {q} needs more Sentinels than the {nodes} nodes (one Sentinel per node)"
+            Some(q) if q as usize > k => {
+                Err(format!("quorum {q} needs more Sentinels than {where_}"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Refuse a Sentinel count a cluster of `nodes` cannot run (0, or more than the nodes);
+    /// the error is the reason, for `--redis-sentinels`.
+    pub fn check_sentinels(&self, nodes: usize) -> Result<(), String> {
+        match self.sentinels {
+            Some(0) => Err("at least one Sentinel is needed to find the primary".into()),
+            Some(k) if k as usize > nodes => Err(format!(
+                "{k} Sentinels need {k} nodes (one per node, on the first ones); the cluster has {nodes}"
             )),
             _ => Ok(()),
         }
@@ -172,13 +217,16 @@ const EXE_PATTERN: &str = "^redis-(server|sentinel|check-rdb)( |$)";
 
 /// Readiness of one node: `$1` = base dir, `$2` = host, `$3` = port, `$4` = Sentinel port,
 /// `$5` = `primary` or `replica`, `$6` = master name, `$7` = the primary's host, `$8` = nodes in
-/// the cluster. Redis answers (a replica's link to the primary is up); the Sentinel names the
-/// primary and sees every replica and every other Sentinel.
+/// the cluster, `$9` = Sentinels in the cluster, `${10}` = `1` when this node runs one. Redis
+/// answers (a replica's link to the primary is up); the node's Sentinel, if it has one, names
+/// the primary and sees every replica and every other Sentinel.
 const READY_SCRIPT: &str = concat!(
     crate::systems::strays::live_sh!(),
     crate::systems::strays::log_tail_sh!(),
     r#"dir="$1"; host="$2"; port="$3"; sport="$4"; role="$5"; name="$6"; primary="$7"; n="$8"
-for which in redis sentinel; do
+k="$9"; mine="${10}"
+servers=redis; [ "$mine" = 1 ] && servers="redis sentinel"
+for which in $servers; do
   pid=$(cat "$dir/$which.pid" 2>/dev/null || true)
   if ! live "$pid" redis; then
     echo "$which is not running;"
@@ -192,12 +240,13 @@ if [ "$role" = replica ]; then
   link=$(timeout 2 redis-cli -h "$host" -p "$port" INFO replication 2>&1 | tr -d '\r' | grep '^master_link_status:')
   [ "$link" = master_link_status:up ] || { echo "replica link to the primary: ${link:-unknown}"; exit 1; }
 fi
+[ "$mine" = 1 ] || exit 0
 got=$(timeout 2 redis-cli -h "$host" -p "$sport" SENTINEL get-master-addr-by-name "$name" 2>&1 | head -n 1)
 [ "$got" = "$primary" ] || { echo "sentinel names primary ${got:-none}, expected $primary" | cut -c1-300; exit 1; }
 info=$(timeout 2 redis-cli -h "$host" -p "$sport" SENTINEL master "$name" 2>&1 | tr -d '\r')
 field() { printf '%s\n' "$info" | awk -v k="$1" 'prev==k {print; exit} {prev=$0}'; }
 others=$(field num-other-sentinels); replicas=$(field num-slaves)
-[ "$others" = $((n-1)) ] || { echo "sentinel sees ${others:-no} other sentinels of $((n-1))"; exit 1; }
+[ "$others" = $((k-1)) ] || { echo "sentinel sees ${others:-no} other sentinels of $((k-1))"; exit 1; }
 [ "$replicas" = $((n-1)) ] || { echo "sentinel sees ${replicas:-no} replicas of $((n-1))"; exit 1; }
 "#
 );
@@ -319,6 +368,7 @@ impl Redis {
         } else {
             "replica"
         };
+        let sentinel = self.cfg.has_sentinel(node, cluster);
         let cmd = Cmd::script(
             READY_SCRIPT,
             [
@@ -330,11 +380,17 @@ impl Redis {
                 MASTER_NAME.to_string(),
                 primary.host.clone(),
                 cluster.len().to_string(),
+                self.cfg.sentinel_count(cluster.len()).to_string(),
+                u8::from(sentinel).to_string(),
             ],
         );
         let how = ready::Readiness {
             server: "redis",
-            what: format!("redis {role} and its sentinel"),
+            what: if sentinel {
+                format!("redis {role} and its sentinel")
+            } else {
+                format!("redis {role}")
+            },
             timeout_ms: self.cfg.ready_timeout_ms,
             interval_ms: 250,
             exited: ready::trimmed,
@@ -352,9 +408,9 @@ fn node_named_by<'a>(cluster: &'a [Node], host: &str) -> Option<&'a Node> {
     cluster.iter().find(|n| n.host == host || n.name == host)
 }
 
-/// The Sentinels' answer: the host a majority of all `nodes` named, else every distinct answer
-/// (in the order first given). Empty when no Sentinel answered.
-pub fn majority_answer(answers: &[String], nodes: usize) -> Vec<String> {
+/// The Sentinels' answer: the host a majority of all `sentinels` named, else every distinct
+/// answer (in the order first given). Empty when no Sentinel answered.
+pub fn majority_answer(answers: &[String], sentinels: usize) -> Vec<String> {
     let mut distinct: Vec<(String, usize)> = Vec::new();
     for a in answers {
         match distinct.iter_mut().find(|(h, _)| h == a) {
@@ -362,7 +418,7 @@ pub fn majority_answer(answers: &[String], nodes: usize) -> Vec<String> {
             None => distinct.push((a.clone(), 1)),
         }
     }
-    if let Some((h, _)) = distinct.iter().find(|(_, n)| *n > nodes / 2) {
+    if let Some((h, _)) = distinct.iter().find(|(_, n)| *n > sentinels / 2) {
         return vec![h.clone()];
     }
     distinct.into_iter().map(|(h, _)| h).collect()
@@ -411,7 +467,8 @@ impl Db for Redis {
                 message: "the configured primary is not among the nodes".into(),
             })?;
         self.cfg
-            .check_quorum(cluster.len())
+            .check_sentinels(cluster.len())
+            .and_then(|()| self.cfg.check_quorum(cluster.len()))
             .map_err(|message| DbError::Other {
                 node: node.name.clone(),
                 message,
@@ -426,14 +483,20 @@ impl Db for Redis {
             &format!("{dir}/redis.conf"),
             0o644,
         )?;
-        remote.upload(
-            self.sentinel_conf(node, primary, cluster.len()).as_bytes(),
-            &format!("{dir}/sentinel.conf"),
-            0o644,
-        )?;
+        let sentinel = self.cfg.has_sentinel(node, cluster);
+        if sentinel {
+            remote.upload(
+                self.sentinel_conf(node, primary, cluster.len()).as_bytes(),
+                &format!("{dir}/sentinel.conf"),
+                0o644,
+            )?;
+        }
         *self.last_primary.lock().unwrap_or_else(|p| p.into_inner()) = None;
         self.start_server(remote, "redis")?;
-        self.start_server(remote, "sentinel")
+        if sentinel {
+            self.start_server(remote, "sentinel")?;
+        }
+        Ok(())
     }
 
     fn teardown(&self, remote: &dyn Remote, _node: &Node) -> Result<(), DbError> {
@@ -502,7 +565,8 @@ impl Primaries for Redis {
     ) -> Result<Vec<String>, DbError> {
         let mut answers = Vec::new();
         let mut errors = Vec::new();
-        for (remote, node) in remotes.iter().zip(nodes) {
+        let sentinels = self.cfg.sentinel_count(nodes.len());
+        for (remote, node) in remotes.iter().zip(nodes).take(sentinels) {
             let cmd = Cmd::script(
                 MASTER_ADDR_SCRIPT,
                 [
@@ -519,7 +583,7 @@ impl Primaries for Redis {
                 Err(e) => errors.push(e.to_string()),
             }
         }
-        let chosen = majority_answer(&answers, nodes.len());
+        let chosen = majority_answer(&answers, sentinels);
         if chosen.is_empty() {
             return Err(DbError::Other {
                 node: nodes.first().map(|n| n.name.clone()).unwrap_or_default(),
@@ -550,15 +614,21 @@ impl Promote for Redis {
             .collect()
     }
 
-    /// `SENTINEL FAILOVER` asked of `node`'s Sentinel; waits (up to the failover timeout) until
-    /// that Sentinel names a new primary, which Sentinel chose.
+    /// `SENTINEL FAILOVER` asked of `node`'s Sentinel (of the first Sentinel's when `node`
+    /// runs none, from `node`); waits (up to the failover timeout) until that Sentinel names a
+    /// new primary, which Sentinel chose.
     fn promote(&self, remote: &dyn Remote, node: &Node, cluster: &[Node]) -> Result<(), DbError> {
         let wait_s = (self.cfg.failover_timeout_ms / 1000).max(5);
+        let asked = if self.cfg.has_sentinel(node, cluster) {
+            node
+        } else {
+            self.cfg.sentinel_nodes(cluster).first().unwrap_or(node)
+        };
         let out = remote.exec(
             &Cmd::script(
                 FAILOVER_SCRIPT,
                 [
-                    node.host.clone(),
+                    asked.host.clone(),
                     self.cfg.sentinel_port.to_string(),
                     MASTER_NAME.to_string(),
                     wait_s.to_string(),
@@ -635,6 +705,43 @@ mod tests {
         c.quorum = Some(5);
         assert!(c.check_quorum(5).is_ok());
         assert_eq!(c.effective_quorum(5), 5);
+    }
+
+    #[test]
+    fn sentinels_run_on_the_first_nodes_and_set_the_default_quorum() {
+        let cluster = nodes(100);
+        let mut c = RedisConfig {
+            sentinels: Some(5),
+            ..Default::default()
+        };
+        assert_eq!(c.sentinel_count(100), 5);
+        let names: Vec<&str> = c
+            .sentinel_nodes(&cluster)
+            .iter()
+            .map(|n| n.name.as_str())
+            .collect();
+        assert_eq!(names, ["n1", "n2", "n3", "n4", "n5"]);
+        assert!(c.has_sentinel(&cluster[4], &cluster));
+        assert!(!c.has_sentinel(&cluster[5], &cluster));
+        // The quorum is a majority of the Sentinels, not of the nodes.
+        assert_eq!(c.effective_quorum(100), 3);
+        let r = Redis::new(c.clone());
+        assert!(
+            r.sentinel_conf(&cluster[0], &cluster[0], 100)
+                .contains("sentinel monitor shakedown 10.87.0.1 6379 3\n")
+        );
+        c.quorum = Some(6);
+        let e = c.check_quorum(100).unwrap_err();
+        assert!(e.contains("quorum 6") && e.contains("5 Sentinels"), "{e}");
+        // More Sentinels than nodes, or none, is refused; by default every node runs one.
+        assert!(c.check_sentinels(5).is_ok());
+        let e = c.check_sentinels(4).unwrap_err();
+        assert!(e.contains("5 Sentinels") && e.contains("has 4"), "{e}");
+        c.sentinels = Some(0);
+        assert!(c.check_sentinels(4).unwrap_err().contains("at least one"));
+        let every = RedisConfig::default();
+        assert_eq!(every.sentinel_count(7), 7);
+        assert!(every.has_sentinel(&cluster[6], &cluster[..7]));
     }
 
     #[test]

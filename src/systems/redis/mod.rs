@@ -1,4 +1,5 @@
 //! Redis with Sentinel as a system under test: its flags (`--redis-dir`, `--redis-quorum`,
+//! `--redis-sentinels`,
 //! `--redis-down-after-ms`, `--redis-failover-timeout-ms`, `--redis-wait`,
 //! `--redis-wait-timeout-ms`), its settings (`RedisConfig`), what it can serve (`validate`) and
 //! its per-thread clients.
@@ -58,9 +59,13 @@ pub struct RedisArgs {
     #[arg(long, default_value = "/tmp/shakedown/redis")]
     pub redis_dir: String,
     /// Sentinels that must agree the primary is down before a failover (default: a majority of
-    /// the nodes).
+    /// the Sentinels).
     #[arg(long)]
     pub redis_quorum: Option<u32>,
+    /// Run Sentinels on the first N nodes only (default: one on every node). Three or five, as
+    /// in production, for big clusters: one Sentinel per node costs N² connections.
+    #[arg(long, value_name = "N")]
+    pub redis_sentinels: Option<u32>,
     /// Sentinel `down-after-milliseconds`.
     #[arg(long, default_value_t = 2000)]
     pub redis_down_after_ms: u64,
@@ -87,6 +92,7 @@ impl SystemArgs for RedisArgs {
         let cfg = RedisConfig {
             base_dir: self.redis_dir,
             quorum: self.redis_quorum,
+            sentinels: self.redis_sentinels,
             down_after_ms: self.redis_down_after_ms,
             failover_timeout_ms: self.redis_failover_timeout_ms,
             wait_replicas: self.redis_wait,
@@ -125,6 +131,9 @@ impl SystemSettings for RedisConfig {
         if let Some(q) = self.quorum {
             parts.push(format!("--redis-quorum {q}"));
         }
+        if let Some(k) = self.sentinels {
+            parts.push(format!("--redis-sentinels {k}"));
+        }
         if self.down_after_ms != d.down_after_ms {
             parts.push(format!("--redis-down-after-ms {}", self.down_after_ms));
         }
@@ -150,6 +159,9 @@ impl SystemSettings for RedisConfig {
 impl System for Redis {
     fn validate(&self, workload: &WorkloadSpec, options: &RunOptions) -> Result<(), ConfigError> {
         SUPPORTS.check(self, workload, options)?;
+        self.cfg
+            .check_sentinels(options.node_count)
+            .map_err(|m| ConfigError::new("--redis-sentinels", m))?;
         self.cfg
             .check_quorum(options.node_count)
             .map_err(|m| ConfigError::new("--redis-quorum", m))?;
@@ -188,6 +200,13 @@ impl System for Redis {
 
     fn config_json(&self, cluster: &[Node]) -> Value {
         let mut v = json!(self.cfg);
+        v["sentinel_nodes"] = json!(
+            self.cfg
+                .sentinel_nodes(cluster)
+                .iter()
+                .map(|n| &n.name)
+                .collect::<Vec<_>>()
+        );
         v["effective_quorum"] = json!(self.cfg.effective_quorum(cluster.len()));
         v["primary_node"] = json!(self.initial_primary(cluster).map(|n| n.name.clone()));
         v["master_name"] = json!(MASTER_NAME);
@@ -224,6 +243,7 @@ impl Redis {
                     .collect(),
                 port: self.cfg.port,
                 sentinel_port: self.cfg.sentinel_port,
+                sentinels: self.cfg.sentinel_count(nodes.len()),
                 master_name: MASTER_NAME.into(),
                 initial_primary,
                 own: ctx.node,
