@@ -28,8 +28,12 @@
 //!   once more per that many late ops).
 //! - Anything the whole check would read differently ends the stream with [`Outcome::Whole`] and
 //!   the reason, for the caller to check the history whole: an ill-formed pairing (the whole
-//!   check's error names the lines), a completion whose key is not its invoke's, an op the model
-//!   cannot read, a file whose later ops change what `--model auto` picks, a malformed line.
+//!   check's error names the lines), a completion whose key is not its invoke's, a file whose
+//!   later ops change what `--model auto` picks, a malformed line.
+//! - An op the model cannot read (a `cas` in a `register` history) ends the search: the rest of
+//!   the file is only read for an earlier such op (each later batch holding an op before it is
+//!   converted, not searched), and the stream ends with [`Outcome::Unreadable`] naming the first
+//!   one at its position in the file, the whole check's error, without holding the history.
 //! - Budgets as the whole check's: `--time-limit` bounds the time spent searching, over all
 //!   batches; verdict-first (no `--all-keys`): once a key is invalid, keys checked after 10 times
 //!   the search time that took (at least 100 ms) are left unknown, "settled", as the whole check
@@ -50,7 +54,7 @@
 //! above `checker` and `import` (it uses both; neither uses it).
 
 use crate::checker::Verdict;
-use crate::checker::compose::{Plan, check_linear_with, linear_config};
+use crate::checker::compose::{Plan, check_linear_with, linear_config, readable};
 use crate::checker::linear::retire::{FastMap, Retirement, Threads};
 use crate::checker::linear::{
     Cause, Decide, LinearConfig, LinearResult, PartSummary, WitnessOp, settled_reason,
@@ -183,6 +187,20 @@ pub enum Outcome {
     Checked(Box<Streamed>),
     /// The stream cannot give the whole check's result: check the history whole. Why, in words.
     Whole(String),
+    /// The model cannot read an op of the file: the reason the whole check gives, naming the
+    /// file's first such op at its position in the file.
+    Unreadable(String),
+}
+
+/// The op a model's conversion error names, at its position in the file: conversion errors
+/// begin `op N (` with N the op's position in the history checked (`Model::convert`), and a
+/// batch's history numbers its ops afresh, `orig` holding their positions in the file. `None`
+/// for an error of another shape (the stream then leaves the history to the whole check).
+fn op_named(reason: &str, orig: &[u64]) -> Option<(u64, String)> {
+    let (num, tail) = reason.strip_prefix("op ")?.split_once(' ')?;
+    let at = *orig.get(num.parse::<usize>().ok()?)?;
+    tail.starts_with('(')
+        .then(|| (at, format!("op {at} {tail}")))
 }
 
 /// The first process id of the stand-ins (see [`Collector::replay`]): ids no history uses,
@@ -224,6 +242,9 @@ struct Collector<'a> {
     first_invalid: Option<(Option<String>, Duration, Option<Duration>)>,
     settled_at: Option<Instant>,
     error: Option<String>,
+    /// The first op found that the model cannot read: its position in the file and the reason
+    /// naming it there. Once set, batches are only scanned for an earlier one.
+    unreadable: Option<(u64, String)>,
     /// The session guarantees so far, with the source the first batch came with.
     session: Option<SessionParts>,
     /// First-pass keys and how they ended, for checking their later ops.
@@ -254,6 +275,7 @@ impl<'a> Collector<'a> {
             first_invalid: None,
             settled_at: None,
             error: None,
+            unreadable: None,
             session: None,
             ends: HashMap::new(),
             replayed: HashSet::new(),
@@ -306,6 +328,12 @@ impl<'a> Collector<'a> {
         if self.error.is_some() || batch.ops.is_empty() {
             return;
         }
+        if self.unreadable.is_some() {
+            if let Err(e) = self.scan_unreadable(batch.ops) {
+                self.error = Some(e);
+            }
+            return;
+        }
         self.check_sessions(&batch);
         if self.error.is_some() {
             return;
@@ -328,7 +356,10 @@ impl<'a> Collector<'a> {
             }
         };
         if let Some(reason) = r.reason.take() {
-            self.error = Some(reason);
+            match op_named(&reason, &orig) {
+                Some(found) => self.unreadable = Some(found),
+                None => self.error = Some(reason),
+            }
             return;
         }
         let searched_before = self.search;
@@ -366,6 +397,30 @@ impl<'a> Collector<'a> {
         }
     }
 
+    /// After an op the model cannot read: whether `ops` (a batch, or late keys' later ops) hold
+    /// an earlier one, converted as the check would (no search), so that the stream names the
+    /// file's first, as the whole check does. `Err`: they cannot be converted on their own (not
+    /// a conversion error), with why.
+    fn scan_unreadable(&mut self, ops: Vec<Op>) -> Result<(), String> {
+        let Some((best, _)) = &self.unreadable else {
+            return Ok(());
+        };
+        if ops.iter().all(|o| o.index >= *best) {
+            return Ok(());
+        }
+        let orig: Vec<u64> = ops.iter().map(|o| o.index).collect();
+        let history = History::from_ops(ops);
+        let Err(reason) = readable(&self.plan.model, &history, &self.plan.options) else {
+            return Ok(());
+        };
+        match op_named(&reason, &orig) {
+            Some(found) if found.0 < *best => self.unreadable = Some(found),
+            Some(_) => {}
+            None => return Err(reason),
+        }
+        Ok(())
+    }
+
     /// Check the later ops of keys the first pass already checked (a run's final reads, a
     /// process back after the idle bound), each key's after the stand-in for the state its
     /// earlier ops' linearization ended in. Every later op was read after the key retired, so
@@ -376,6 +431,16 @@ impl<'a> Collector<'a> {
     /// *doubtful*: read again whole, as without replaying.
     fn replay(&mut self, later: Vec<Op>) {
         if self.error.is_some() {
+            return;
+        }
+        // Only an earlier unreadable op matters now: the later ops are converted on their own
+        // (their keys' earlier ops were, in their batches), else read again with them.
+        if self.unreadable.is_some() {
+            let keys: HashSet<Name> = later.iter().filter_map(|o| o.key.clone()).collect();
+            match self.scan_unreadable(later) {
+                Ok(()) => self.replayed.extend(keys),
+                Err(_) => self.doubtful.extend(keys),
+            }
             return;
         }
         let ends = &self.ends;
@@ -974,6 +1039,11 @@ pub fn check_jsonl<R: BufRead>(
             ));
         }
     }
+    if collector.error.is_none()
+        && let Some((_, reason)) = collector.unreadable.take()
+    {
+        return Outcome::Unreadable(reason);
+    }
     let session = match collector.finish_sessions(first.source.as_ref(), first.span_ns) {
         Ok(s) => s,
         Err(why) => return Outcome::Whole(why),
@@ -1047,7 +1117,7 @@ mod tests {
     fn streamed(bytes: &[u8], sp: &StreamPlan) -> Streamed {
         match stream(bytes, sp) {
             Outcome::Checked(s) => *s,
-            Outcome::Whole(why) => panic!("not streamed: {why}"),
+            other => panic!("not streamed: {other:?}"),
         }
     }
 
@@ -1596,7 +1666,7 @@ mod tests {
     }
 
     #[test]
-    fn a_version_source_the_whole_file_chooses_otherwise_is_left_to_the_whole_check() {
+    fn a_late_list_read_a_register_cannot_read_is_the_whole_checks_error_without_a_whole_read() {
         let mut h = rotating_versioned(9, 0.0, 40_000_000);
         // A list read at the end: the whole check takes list-append versions.
         let t = h.ops.last().unwrap().time_ns;
@@ -1611,12 +1681,48 @@ mod tests {
         }
         let bytes = jsonl(&History::from_ops(h.ops));
         let sp = with_sessions("cas-register");
+        // A register model cannot read a list read either: that is the whole check's error
+        // (before any session guarantee), and the stream gives it without reading the
+        // history whole.
+        let whole = whole(&bytes, &sp.plan).reason.expect("unreadable");
+        assert!(whole.starts_with("op 3000 ("), "{whole}");
+        let got = stream(&bytes, &sp);
         assert!(
-            matches!(stream(&bytes, &sp), Outcome::Whole(w) if w.contains("version source list-append")),
+            matches!(&got, Outcome::Unreadable(r) if *r == whole),
+            "{got:?}"
         );
     }
 
     use serde_json::Value;
+
+    #[test]
+    fn an_op_the_model_cannot_read_is_named_at_its_place_in_the_file_as_the_whole_check_does() {
+        for seed in 0..4 {
+            let h = rotating(seed, 0.05);
+            assert!(h.ops.iter().any(|o| o.f == "cas"), "cas ops");
+            // The `register` model has no cas: the whole check names the file's first one.
+            for h in [h.clone(), with_final_reads(h)] {
+                let bytes = jsonl(&h);
+                let sp = small("register", None);
+                let whole = whole(&bytes, &sp.plan).reason.expect("unreadable");
+                let first = h.ops.iter().find(|o| o.f == "cas").unwrap();
+                assert!(
+                    whole.starts_with(&format!("op {} (", first.index)),
+                    "{whole}"
+                );
+                match stream(&bytes, &sp) {
+                    Outcome::Unreadable(reason) => assert_eq!(reason, whole),
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
+        assert_eq!(
+            op_named("op 2 (process 1): x", &[7, 8, 9]).unwrap(),
+            (9, "op 9 (process 1): x".into())
+        );
+        assert!(op_named("ill-formed history: op 2 (x)", &[7, 8, 9]).is_none());
+        assert!(op_named("op 3 (process 1): x", &[7, 8, 9]).is_none());
+    }
 
     #[test]
     fn what_the_stream_cannot_judge_alike_is_left_to_the_whole_check() {

@@ -40,7 +40,7 @@ pub(super) fn check(run_dir: &RunDir, plan: &Plan) -> Option<Box<StreamedCheck>>
     let open = || std::fs::File::open(&path).map(|f| std::io::BufReader::with_capacity(1 << 20, f));
     let s = match crate::stream::check_jsonl(open, &name, &StreamPlan::new(plan.clone(), None)) {
         Outcome::Checked(s) => s,
-        Outcome::Whole(why) => {
+        Outcome::Whole(why) | Outcome::Unreadable(why) => {
             tracing::info!("{name}: checked whole: {why}");
             return None;
         }

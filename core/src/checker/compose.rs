@@ -86,6 +86,24 @@ impl ModelVisitor for Search<'_> {
     }
 }
 
+struct Readable<'a> {
+    history: &'a History,
+}
+
+impl ModelVisitor for Readable<'_> {
+    type Output = Result<(), String>;
+    fn visit<M: Model>(self, model: M) -> Result<(), String> {
+        super::linear::prepare(&model, self.history).map(|_| ())
+    }
+}
+
+/// Whether the model named `model_name` reads every client op of `history`: the pairing and
+/// conversion its linearizability check starts with, no search. `Err` is the reason that check
+/// would give (an unknown model name too).
+pub fn readable(model_name: &str, history: &History, opts: &ModelOptions) -> Result<(), String> {
+    registry::visit(model_name, opts, Readable { history })?
+}
+
 /// Linearizability of `history` with the model named `model_name` and semantics `opts`, within
 /// `time_limit`, with witnesses as `witness` says, other budgets the checker's defaults. An
 /// unknown model name is an error.

@@ -127,6 +127,8 @@ pub(super) fn check(path: &Path, args: &CheckArgs, settings: &Settings) -> Resul
     let s = match stream::check_jsonl(open, &name, &StreamPlan::new(plan, auto)) {
         Outcome::Checked(s) => s,
         Outcome::Whole(why) => return whole(why, true),
+        // The whole check's error, without reading the history whole for it.
+        Outcome::Unreadable(reason) => return Err(format!("{}: {reason}", path.display())),
     };
     let mut notes = Vec::new();
     if s.held.ops > HOLD_NOTE_OPS {
