@@ -115,7 +115,10 @@ fn a_register_run_without_faults_is_valid_after_servers_and_sentinels_agree() {
         "{test}"
     );
     assert_eq!(test["db"]["config"]["effective_quorum"], 2);
-    assert_eq!(test["db"]["config"]["sentinel_nodes"], json!(["n1", "n2", "n3"]));
+    assert_eq!(
+        test["db"]["config"]["sentinel_nodes"],
+        json!(["n1", "n2", "n3"])
+    );
     assert_eq!(test["db"]["config"]["primary_node"], "n1");
     // Readiness waited for every replica's link and every Sentinel (the logs say so).
     assert!(log(&run_dir, "n1", "redis.log").contains("Ready to accept connections"));
@@ -135,12 +138,20 @@ fn a_register_run_without_faults_is_valid_after_servers_and_sentinels_agree() {
             "{node}: {sentinel}"
         );
         // Each Sentinel met the other two, and no more.
-        assert_eq!(sentinel.matches("+sentinel sentinel").count(), 2, "{node}: {sentinel}");
+        assert_eq!(
+            sentinel.matches("+sentinel sentinel").count(),
+            2,
+            "{node}: {sentinel}"
+        );
     }
     for n in 4..=5 {
         let node = format!("n{n}");
         assert!(
-            !run_dir.join("logs").join(&node).join("sentinel.log").exists(),
+            !run_dir
+                .join("logs")
+                .join(&node)
+                .join("sentinel.log")
+                .exists(),
             "{node} ran a Sentinel"
         );
     }
