@@ -80,12 +80,16 @@ fn heal(nemesis: &Mutex<Nemesis>, bound: Duration) -> Vec<String> {
     errs
 }
 
-/// Every log file the system names for each node into the run's `logs/<node>/`; a log the
-/// server never wrote is not a failure.
+/// Every log file the system names for each node into the run's `logs/<node>/`, nodes in
+/// parallel ([`crate::control::fanout::FAN_OUT`] at a time: one after the other took 18 s at
+/// 100 nodes); a log the server never wrote is not a failure. Errors in node order.
 fn download_logs(stage: &Stage, errs: &mut Vec<String>) {
-    for (r, node) in stage.remotes.iter().zip(&stage.nodes) {
+    use crate::control::fanout;
+    let pairs: Vec<_> = stage.remotes.iter().zip(&stage.nodes).collect();
+    let per_node = fanout::each(&pairs, fanout::FAN_OUT, |(r, node)| {
+        let mut errs = Vec::new();
         let Ok(dir) = stage.run_dir.node_log_dir(&node.name) else {
-            continue;
+            return errs;
         };
         for f in stage.db.log_files(node) {
             let name = std::path::Path::new(&f)
@@ -99,6 +103,17 @@ fn download_logs(stage: &Stage, errs: &mut Vec<String>) {
                 }
                 Err(e) => errs.push(format!("{}: downloading {f}: {e}", node.name)),
             }
+        }
+        errs
+    });
+    for (r, (_, node)) in per_node.into_iter().zip(&pairs) {
+        match r {
+            Ok(e) => errs.extend(e),
+            Err(p) => errs.push(format!(
+                "{}: downloading logs: {}",
+                node.name,
+                fanout::panic_words(p.as_ref())
+            )),
         }
     }
 }

@@ -188,6 +188,15 @@ impl System for Redis {
         Redis::await_ready(self, remote, node, cluster)
     }
 
+    fn await_recovered(
+        &self,
+        remote: &dyn Remote,
+        node: &Node,
+        cluster: &[Node],
+    ) -> Result<(), DbError> {
+        Redis::await_recovered(self, remote, node, cluster)
+    }
+
     fn client(&self, ctx: &ClientCtx) -> Result<Box<dyn Client>, ClientOpenError> {
         if crate::generator::lock::is_lock_kind(&ctx.workload_kind) {
             let redis = self.redis_client(ctx, false)?;
