@@ -65,6 +65,31 @@ fn node_list(v: &Value) -> Option<Vec<String>> {
     if nodes.is_empty() { None } else { Some(nodes) }
 }
 
+/// Most nodes a label names one by one; past it, the first few and how many more.
+const LABEL_NODES: usize = 5;
+
+/// `nodes` for a label, in natural order (n2 before n10): all of them up to [`LABEL_NODES`],
+/// else the first three and "+k" (a 100-node halves partition is "n1 n2 n3 +47 | n51 n52 n53
+/// +47", not 40 characters of its first half).
+fn nodes_label(nodes: &[String]) -> String {
+    let mut sorted: Vec<&String> = nodes.iter().collect();
+    let natural = |n: &String| {
+        let digits = n.len() - n.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+        let (name, num) = n.split_at(n.len() - digits);
+        (name.to_string(), num.parse::<u64>().unwrap_or(0), n.clone())
+    };
+    sorted.sort_by_cached_key(|n| natural(n));
+    if sorted.len() <= LABEL_NODES {
+        return sorted
+            .iter()
+            .map(|n| n.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+    }
+    let head: Vec<&str> = sorted.iter().take(3).map(|n| n.as_str()).collect();
+    format!("{} +{}", head.join(" "), sorted.len() - 3)
+}
+
 /// Describe a grudge (`node → nodes it drops traffic from`) by grouping nodes with identical grudges.
 /// `None` unless the grudge is a clean split (every node drops exactly the nodes outside its group),
 /// e.g. for overlapping "majorities ring" partitions.
@@ -113,7 +138,7 @@ fn describe_grudge(grudge: &serde_json::Map<String, Value>) -> Option<String> {
         _ => Some(
             comps
                 .iter()
-                .map(|c| c.join(" "))
+                .map(|c| nodes_label(c))
                 .collect::<Vec<_>>()
                 .join(" | "),
         ),
@@ -166,7 +191,7 @@ fn fault_label(kind: &str, f: &str, invoke: Option<&Value>, done: &Value) -> Str
     let inv_str = invoke.and_then(|v| v.as_str());
     let nodes = node_list(done)
         .or_else(|| invoke.and_then(node_list))
-        .map(|n| n.join(" "));
+        .map(|n| nodes_label(&n));
     let arg = |key: &str| arg_f64(key, invoke, done);
     let label = match kind {
         "partition" => {
@@ -529,7 +554,7 @@ mod tests {
 
     #[test]
     fn long_labels_are_truncated() {
-        let nodes: Vec<String> = (0..30).map(|i| format!("node{i}")).collect();
+        let nodes: Vec<String> = (0..3).map(|i| format!("a-long-host-name-{i}")).collect();
         let h = sorted(vec![
             nem(1, "kill", json!("all")),
             nem(2, "kill", json!({"nodes": nodes})),
@@ -537,8 +562,45 @@ mod tests {
         let label = &fault_intervals(&h)[0].label;
         assert_eq!(label.chars().count(), 40);
         assert!(
-            label.starts_with("kill node0 node1") && label.ends_with('…'),
+            label.starts_with("kill a-long-host-name-0 a-long") && label.ends_with('…'),
             "{label}"
+        );
+    }
+
+    #[test]
+    fn many_nodes_are_named_by_the_first_three_and_a_count_in_natural_order() {
+        let nodes: Vec<String> = (1..=30).rev().map(|i| format!("n{i}")).collect();
+        let h = sorted(vec![
+            nem(1, "kill", json!("minority")),
+            nem(2, "kill", json!({"nodes": nodes})),
+        ]);
+        assert_eq!(fault_intervals(&h)[0].label, "kill n1 n2 n3 +27");
+        // Up to five are all named (n10 after n9, not after n1).
+        let h = sorted(vec![
+            nem(1, "pause", json!("minority")),
+            nem(2, "pause", json!({"nodes": ["n10", "n9", "n2"]})),
+        ]);
+        assert_eq!(fault_intervals(&h)[0].label, "pause n2 n9 n10");
+        // A halves partition of 100 nodes: each side by its first three and a count.
+        let side = |r: std::ops::RangeInclusive<u32>| -> Vec<String> {
+            r.map(|i| format!("n{i}")).collect()
+        };
+        let mut grudge = serde_json::Map::new();
+        for (mine, other) in [
+            (side(1..=49), side(50..=100)),
+            (side(50..=100), side(1..=49)),
+        ] {
+            for n in mine {
+                grudge.insert(n, json!(other));
+            }
+        }
+        let h = sorted(vec![
+            nem(1, "start-partition", json!("halves")),
+            nem(2, "start-partition", json!({ "grudge": grudge })),
+        ]);
+        assert_eq!(
+            fault_intervals(&h)[0].label,
+            "n1 n2 n3 +46 | n50 n51 n52 +48"
         );
     }
 
