@@ -50,6 +50,7 @@ impl Layout {
                 pidfile: format!("{base_dir}/{name}.pid"),
                 word,
                 sudo: false,
+                alone: false,
             },
             exe_pattern,
             data_owner: None,
@@ -60,6 +61,12 @@ impl Layout {
     /// Its commands run through `sudo` (a server run as root or another user).
     pub fn sudo(mut self) -> Self {
         self.server.sudo = true;
+        self
+    }
+
+    /// Signals reach its server alone, not the server's children.
+    pub fn alone(mut self) -> Self {
+        self.server.alone = true;
         self
     }
 
@@ -280,7 +287,7 @@ mod tests {
         assert!(asked.len() >= 4, "{asked:?}");
         for (cmd, sig) in asked.iter().zip([" CONT", " KILL"]) {
             assert!(
-                cmd.ends_with(&format!("/base/fake.pid fake-server{sig}")),
+                cmd.ends_with(&format!("/base/fake.pid fake-server{sig} children")),
                 "{cmd}"
             );
         }

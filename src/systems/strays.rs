@@ -53,19 +53,20 @@ macro_rules! log_tail_sh {
 pub(crate) use log_tail_sh;
 
 /// Signal a server and its children if its pidfile names a live one: `$1` = pidfile, `$2` = a
-/// word its command line mentions (the `live` check: a reused PID is left alone), `$3` = signal.
-/// Children are listed first (`pgrep -P`: PostgreSQL makes each the leader of its own session,
-/// so a group signal would miss them; MariaDB's state-transfer scripts and rsync), then the
-/// server is signalled before them (a stopped server forks no new ones). With KILL, wait (at most
-/// 10 s) until all of them are gone and remove the pidfile. Every built-in system's but Redis's
-/// (its own script signals `redis-server` alone).
+/// word its command line mentions (the `live` check: a reused PID is left alone), `$3` = signal,
+/// `$4` = `alone` to leave its children be (Redis: a fault is the server's, not its snapshot
+/// child's). Children are listed first (`pgrep -P`: PostgreSQL makes each the leader of its own
+/// session, so a group signal would miss them; MariaDB's state-transfer scripts and rsync), then
+/// the server is signalled before them (a stopped server forks no new ones). With KILL, wait (at
+/// most 10 s) until all of them are gone and remove the pidfile. Every built-in system's.
 pub const SIGNAL_SCRIPT: &str = concat!(
     live_sh!(),
-    r#"pidfile="$1"; word="$2"; sig="$3"
+    r#"pidfile="$1"; word="$2"; sig="$3"; alone="$4"
 pid=$(cat "$pidfile" 2>/dev/null || true)
 [ -n "$pid" ] || exit 0
 live "$pid" "$word" || exit 0
-kids=$(pgrep -P "$pid" 2>/dev/null || true)
+kids=""
+[ "$alone" = alone ] || kids=$(pgrep -P "$pid" 2>/dev/null || true)
 kill -s "$sig" "$pid" 2>/dev/null || true
 for k in $kids; do kill -s "$sig" "$k" 2>/dev/null || true; done
 if [ "$sig" = KILL ]; then
@@ -104,9 +105,11 @@ impl Signal {
     }
 }
 
-/// The command that sends `sig` to the server `pidfile` names (see [`SIGNAL_SCRIPT`]).
-pub fn signal_cmd(pidfile: &str, word: &str, sig: Signal) -> Cmd {
-    Cmd::script(SIGNAL_SCRIPT, [pidfile, word, sig.as_str()])
+/// The command that sends `sig` to the server `pidfile` names, and its children unless `alone`
+/// (see [`SIGNAL_SCRIPT`]).
+pub fn signal_cmd(pidfile: &str, word: &str, sig: Signal, alone: bool) -> Cmd {
+    let children = if alone { "alone" } else { "children" };
+    Cmd::script(SIGNAL_SCRIPT, [pidfile, word, sig.as_str(), children])
 }
 
 /// Prints `running` when the pidfile `$1` names a live process whose command line mentions
@@ -129,12 +132,15 @@ pub struct Server {
     pub word: &'static str,
     /// Whether its commands run through `sudo` (a server run as another user).
     pub sudo: bool,
+    /// Whether signals reach the server alone, not its children.
+    pub alone: bool,
 }
 
 impl Server {
-    /// Send `sig` to the server and its children (see [`SIGNAL_SCRIPT`]).
+    /// Send `sig` to the server and, unless it is [`Server::alone`], its children (see
+    /// [`SIGNAL_SCRIPT`]).
     pub fn signal(&self, remote: &dyn Remote, sig: Signal) -> Result<(), DbError> {
-        remote.exec_ok(&signal_cmd(&self.pidfile, self.word, sig).sudo(self.sudo))?;
+        remote.exec_ok(&signal_cmd(&self.pidfile, self.word, sig, self.alone).sudo(self.sudo))?;
         Ok(())
     }
 
@@ -303,14 +309,15 @@ mod tests {
             .spawn()
             .unwrap();
         std::fs::write(&pidfile, server.id().to_string()).unwrap();
-        let run = |word: &str, sig: &str| {
+        let run_with = |word: &str, sig: &str, children: &str| {
             std::process::Command::new("sh")
                 .arg("-c")
                 .arg(SIGNAL_SCRIPT)
-                .args(["sh", pidfile.to_str().unwrap(), word, sig])
+                .args(["sh", pidfile.to_str().unwrap(), word, sig, children])
                 .status()
                 .unwrap()
         };
+        let run = |word: &str, sig: &str| run_with(word, sig, "children");
         // Let the child start.
         std::thread::sleep(std::time::Duration::from_millis(200));
         let kids = std::process::Command::new("pgrep")
@@ -333,6 +340,23 @@ mod tests {
         };
         assert_eq!(state("sleep 300"), "running");
         assert_eq!(state("no-such-word"), "stopped");
+        // `alone` stops the server and leaves its child running.
+        let state_of = |pid: u32| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| {
+                    s.rsplit(')')
+                        .next()?
+                        .split_whitespace()
+                        .next()
+                        .map(String::from)
+                })
+                .unwrap_or_default()
+        };
+        assert!(run_with("sleep 300", "STOP", "alone").success());
+        assert_eq!(state_of(server.id()), "T");
+        assert_ne!(state_of(kid), "T", "the child was stopped too");
+        assert!(run_with("sleep 300", "CONT", "alone").success());
         assert!(run("no-such-word", "KILL").success());
         assert!(pidfile.exists(), "another process's pidfile was acted on");
         assert!(run("sleep 300", "KILL").success());

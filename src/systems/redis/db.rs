@@ -173,23 +173,6 @@ pub struct Redis {
 /// 127.0.0.1:6379/26379; ours bind node addresses, so the two never meet.
 const PACKAGES: [&str; 2] = ["redis-server", "redis-sentinel"];
 
-/// Signal one server if its pidfile names a live Redis process: `$1` = base dir, `$2` = `redis`
-/// or `sentinel`, `$3` = signal. With KILL, wait until it is gone and drop the pidfile.
-const SIGNAL_SCRIPT: &str = concat!(
-    crate::systems::strays::live_sh!(),
-    r#"dir="$1"; which="$2"; sig="$3"
-pid=$(cat "$dir/$which.pid" 2>/dev/null || true)
-[ -n "$pid" ] || exit 0
-live "$pid" redis || exit 0
-kill -s "$sig" "$pid" 2>/dev/null || true
-if [ "$sig" = KILL ]; then
-  i=0
-  while live "$pid" redis && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
-  rm -f "$dir/$which.pid"
-fi
-"#
-);
-
 /// Remove everything a previous run left: `$1` = base dir.
 const WIPE_SCRIPT: &str = r#"set -e
 rm -rf "$1"
@@ -341,16 +324,12 @@ impl Redis {
         )
     }
 
-    /// Send `sig` to one server (see [`SIGNAL_SCRIPT`]).
+    /// Send `sig` to one server, `redis` or `sentinel`, alone (the shared signal script: not
+    /// its children, such as a snapshot being written).
     fn signal_one(&self, remote: &dyn Remote, which: &str, sig: Signal) -> Result<(), DbError> {
-        remote.exec_ok(
-            &Cmd::script(
-                SIGNAL_SCRIPT,
-                [self.cfg.base_dir.as_str(), which, sig.as_str()],
-            )
-            .sudo(true),
-        )?;
-        Ok(())
+        let mut server = self.layout().server;
+        server.pidfile = format!("{}/{which}.pid", self.cfg.base_dir);
+        server.signal(remote, sig)
     }
 
     fn start_server(&self, remote: &dyn Remote, which: &str) -> Result<(), DbError> {
@@ -570,21 +549,19 @@ impl Db for Redis {
     }
 }
 
-/// Kill, pause and `db-status` act on `redis-server` only: its Sentinel is not the database
-/// (it is the failure detector under test).
+/// Kill, pause and `db-status` act on `redis-server` only, alone (not a snapshot child it
+/// forked): its Sentinel is not the database (it is the failure detector under test).
 impl Lifecycle for Redis {
     fn layout(&self) -> Layout {
-        Layout::new(&self.cfg.base_dir, "redis", "redis", EXE_PATTERN).sudo()
+        Layout::new(&self.cfg.base_dir, "redis", "redis", EXE_PATTERN)
+            .sudo()
+            .alone()
     }
     /// `redis-server` again from its (possibly Sentinel-rewritten) config and its append-only
     /// file; a former primary comes back as a primary until Sentinel turns it into a replica of
     /// the current one.
     fn restart(&self, remote: &dyn Remote, _node: &Node, _cluster: &[Node]) -> Result<(), DbError> {
         self.start_server(remote, "redis")
-    }
-    /// Redis' own [`SIGNAL_SCRIPT`]: the server alone, not its children.
-    fn signal(&self, remote: &dyn Remote, sig: Signal) -> Result<(), DbError> {
-        self.signal_one(remote, "redis", sig)
     }
     /// Both servers, Sentinel after Redis.
     fn end_servers(&self, remote: &dyn Remote) -> Result<(), DbError> {
