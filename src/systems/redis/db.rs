@@ -358,7 +358,7 @@ impl Redis {
         } else {
             "replica"
         };
-        self.await_serving(remote, node, cluster, role, &primary.host)
+        self.await_serving(remote, node, cluster, Some((role, &primary.host)))
     }
 
     /// Block until `node` serves again after faults: whatever its role now (a replica's link
@@ -372,19 +372,20 @@ impl Redis {
         node: &Node,
         cluster: &[Node],
     ) -> Result<(), DbError> {
-        self.await_serving(remote, node, cluster, "any", "any")
+        self.await_serving(remote, node, cluster, None)
     }
 
-    /// [`READY_SCRIPT`] polled on `node` until it passes: `role` and `primary` (its host) as
-    /// expected, or `any`.
+    /// [`READY_SCRIPT`] polled on `node` until it passes: with `expected`, the node's role and
+    /// the primary's host as given; `None`, whichever (the script's `any`).
     fn await_serving(
         &self,
         remote: &dyn Remote,
         node: &Node,
         cluster: &[Node],
-        role: &str,
-        primary: &str,
+        expected: Option<(&str, &str)>,
     ) -> Result<(), DbError> {
+        const ANY: &str = "any";
+        let (role, primary) = expected.unwrap_or((ANY, ANY));
         let sentinel = self.cfg.has_sentinel(node, cluster);
         let cmd = Cmd::script(
             READY_SCRIPT,
@@ -403,12 +404,11 @@ impl Redis {
         );
         let how = ready::Readiness {
             server: "redis",
-            what: match (role, sentinel) {
-                ("any", true) => "redis and its sentinel".to_string(),
-                ("any", false) => "redis".to_string(),
-                (_, true) => format!("redis {role} and its sentinel"),
-                (_, false) => format!("redis {role}"),
-            },
+            what: format!(
+                "redis{}{}",
+                expected.map_or(String::new(), |(role, _)| format!(" {role}")),
+                if sentinel { " and its sentinel" } else { "" }
+            ),
             timeout_ms: self.cfg.ready_timeout_ms,
             interval_ms: 250,
             exited: ready::trimmed,
