@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 mod fault;
+use crate::faults::partition::PartitionSpec;
 pub use fault::FaultSpec;
-use fault::{d_probability, d_rate_kbit, d_ssh_drop_ms};
 
 /// A workload spec (`workloads/*.toml`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -478,32 +478,15 @@ pub fn load_nemesis(arg: &str) -> Result<NemesisSpec, ConfigError> {
             }
             match p {
                 "partition" => {
-                    faults.push(FaultSpec::Partition {
-                        shape: "one".into(),
-                    });
-                    faults.push(FaultSpec::Partition {
-                        shape: "halves".into(),
-                    });
+                    faults.push(FaultSpec::Partition(PartitionSpec::new("one")));
+                    faults.push(FaultSpec::Partition(PartitionSpec::new("halves")));
                 }
-                "kill" => faults.push(FaultSpec::Kill {
-                    targets: crate::faults::Targets::One,
-                }),
-                "pause" => faults.push(FaultSpec::Pause {
-                    targets: crate::faults::Targets::One,
-                }),
-                "loss" => faults.push(FaultSpec::Loss {
-                    targets: crate::faults::Targets::One,
-                    probability: d_probability(),
-                }),
-                "bandwidth" => faults.push(FaultSpec::Bandwidth {
-                    targets: crate::faults::Targets::One,
-                    rate_kbit: d_rate_kbit(),
-                }),
-                "promote" => faults.push(FaultSpec::Promote { node: None }),
-                "ssh-drop" => faults.push(FaultSpec::SshDrop {
-                    targets: crate::faults::Targets::One,
-                    duration_ms: d_ssh_drop_ms(),
-                }),
+                "kill" => faults.push(FaultSpec::Kill(Default::default())),
+                "pause" => faults.push(FaultSpec::Pause(Default::default())),
+                "loss" => faults.push(FaultSpec::Loss(Default::default())),
+                "bandwidth" => faults.push(FaultSpec::Bandwidth(Default::default())),
+                "promote" => faults.push(FaultSpec::Promote(Default::default())),
+                "ssh-drop" => faults.push(FaultSpec::SshDrop(Default::default())),
                 _ => unreachable!("filtered by known; the others have files"),
             }
         }
@@ -641,9 +624,9 @@ mod tests {
         assert_eq!(n.faults.len(), 3);
         assert_eq!(
             n.faults[2],
-            FaultSpec::Kill {
+            FaultSpec::Kill(crate::faults::process::KillSpec {
                 targets: crate::faults::Targets::One
-            }
+            })
         );
     }
 
@@ -939,11 +922,11 @@ mod tests {
             ]
         );
         let p = load_nemesis("packet").unwrap();
-        assert!(p.faults.iter().any(|f| matches!(f, FaultSpec::Loss { .. })));
+        assert!(p.faults.iter().any(|f| matches!(f, FaultSpec::Loss(_))));
         assert!(
             p.faults
                 .iter()
-                .any(|f| matches!(f, FaultSpec::Bandwidth { .. }))
+                .any(|f| matches!(f, FaultSpec::Bandwidth(_)))
         );
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p.toml");

@@ -1,7 +1,11 @@
 //! The fault vocabulary, defined once as pure data that the core (`spec`, `generator`), the
-//! nemesis and the report all read: every nemesis verb ([`verb`]), the table of fault kinds
-//! (nemesis packages: name, the verbs that start and stop each kind, its plot label and colour),
-//! and the keys of partly applied faults.
+//! nemesis and the report all read: every nemesis verb ([`verb`], [`Verb`]: one line each in
+//! `verbs!`), the table of fault kinds ([`KINDS`]: nemesis packages, the verbs that start and
+//! stop each kind, its plot label and colour), and the keys of partly applied faults.
+//!
+//! Each fault's pure definition is one module beside this one (`faults::<name>`): its kind's row
+//! of [`KINDS`], its schedule entry (the `[[faults]]` table) implementing [`def::FaultDef`] (ops,
+//! checks, targets, what it needs from a system) and the parser of its op value.
 //!
 //! Owns the mapping nemesis verb → fault kind used by reports (fault bands, fault timeline) and
 //! the package names accepted by `nemeses/*.toml` `kind = …` and `--nemesis`. Does not own
@@ -36,252 +40,130 @@
 
 pub mod clock;
 pub mod corrupt;
+pub mod def;
 pub mod disk;
 pub mod intervals;
 pub mod membership;
 pub mod packet;
+pub mod partition;
+pub mod process;
+pub mod promote;
 pub mod ssh_drop;
+pub mod stall;
 
-/// Nemesis verbs: the `f` of nemesis ops in histories and of fault-journal records.
-pub mod verb {
-    /// Cut the network along a grudge.
-    pub const START_PARTITION: &str = "start-partition";
-    /// Heal every partition.
-    pub const STOP_PARTITION: &str = "stop-partition";
-    /// SIGKILL the DB on the targets.
-    pub const KILL: &str = "kill";
-    /// Start the DB again where it was killed.
-    pub const START: &str = "start";
-    /// SIGSTOP the DB on the targets.
-    pub const PAUSE: &str = "pause";
-    /// SIGCONT every paused DB.
-    pub const RESUME: &str = "resume";
-    /// Step the targets' clocks once.
-    pub const BUMP_CLOCK: &str = "bump-clock";
-    /// Flip the targets' clocks back and forth for a while.
-    pub const STROBE_CLOCK: &str = "strobe-clock";
-    /// Undo `bump-clock` and `strobe-clock`.
-    pub const RESET_CLOCK: &str = "reset-clock";
-    /// Measure every node's clock offset from the controller (a measurement, no fault).
-    pub const CLOCK_OFFSETS: &str = "clock-offsets";
-    /// Ask every node whether its database runs (a measurement, no fault): the run does it
-    /// after the final heal and settle, so a node that never came back is on record.
-    pub const DB_STATUS: &str = "db-status";
-    /// Journal only: NTP daemons stopped on real hosts before the first clock fault.
-    pub const STOP_NTP: &str = "stop-ntp";
-    /// Journal only: start the NTP daemons again.
-    pub const START_NTP: &str = "start-ntp";
-    /// Drop packets at random on the targets.
-    pub const START_LOSS: &str = "start-loss";
-    /// Remove every loss rule.
-    pub const STOP_LOSS: &str = "stop-loss";
-    /// Limit the targets' egress bandwidth.
-    pub const START_BANDWIDTH: &str = "start-bandwidth";
-    /// Remove the bandwidth limits.
-    pub const STOP_BANDWIDTH: &str = "stop-bandwidth";
-    /// Delay the targets' egress packets.
-    pub const START_DELAY: &str = "start-delay";
-    /// Remove the delays.
-    pub const STOP_DELAY: &str = "stop-delay";
-    /// Fail over: make a replica the primary (one-shot).
-    pub const PROMOTE: &str = "promote";
-    /// Drop SSH on the targets.
-    pub const START_SSH_DROP: &str = "start-ssh-drop";
-    /// Wait until SSH is back on every dropped node.
-    pub const STOP_SSH_DROP: &str = "stop-ssh-drop";
-    /// Stall one client thread before its next protected op (client-side, like a GC pause).
-    pub const START_STALL: &str = "start-stall";
-    /// Wait until the stalled thread runs again.
-    pub const STOP_STALL: &str = "stop-stall";
-    /// SIGKILL the DB on the targets and drop every write it did not fsync (its data directory
-    /// is on the lose-unsynced layer).
-    pub const POWER_LOSS: &str = "power-loss";
-    /// Start the DB again where the power was lost.
-    pub const POWER_ON: &str = "power-on";
-    /// The kernel crashed on the targets: what `power-loss` does (SIGKILL the DB, drop every
-    /// write it did not fsync), told as a single node's crash (`nemeses/os-crash.toml`).
-    pub const OS_CRASH: &str = "os-crash";
-    /// Start the DB again where the OS crashed.
-    pub const REBOOT: &str = "reboot";
-    /// Stop the DB on the targets and flip random bits in one of its data files.
-    pub const BITFLIP: &str = "bitflip";
-    /// Stop the DB on the targets and cut bytes from the tail of one of its data files.
-    pub const TRUNCATE: &str = "truncate";
-    /// Start the DB again where its files were corrupted.
-    pub const START_CORRUPTED: &str = "start-corrupted";
-    /// Make the targets' data directories fail or slow down writes and fsyncs (on the
-    /// lose-unsynced layer).
-    pub const START_DISK_FAULT: &str = "start-disk-fault";
-    /// End every disk fault.
-    pub const STOP_DISK_FAULT: &str = "stop-disk-fault";
-    /// Remove one member from the cluster through another member's admin interface, then stop
-    /// it and wipe its data once the removal shows in the views.
-    pub const SHRINK_CLUSTER: &str = "shrink-cluster";
-    /// Add every removed node back as a fresh member (empty data, joining the cluster).
-    pub const GROW_CLUSTER: &str = "grow-cluster";
+/// Declares every nemesis verb once, one line each: its constant in [`verb`] (the text histories
+/// and journals hold), its [`Verb`] variant, its place in [`Verb::ALL`] and its [`Verb::as_str`].
+macro_rules! verbs {
+    ($( $(#[$doc:meta])* $variant:ident $konst:ident = $text:literal; )*) => {
+        /// Nemesis verbs: the `f` of nemesis ops in histories and of fault-journal records.
+        pub mod verb {
+            $( $(#[$doc])* pub const $konst: &str = $text; )*
+        }
+
+        /// A nemesis verb, typed: what the nemesis dispatches on (`Nemesis::invoke`). Its text
+        /// ([`Verb::as_str`], the [`verb`] constants) is what histories and journals hold; an `f` that
+        /// is no verb parses to `None`, and the nemesis reports it as unknown.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Verb {
+            $( #[doc = concat!("`", $text, "`.")] $variant, )*
+        }
+
+        impl Verb {
+            /// Every verb, in declaration order.
+            pub const ALL: &'static [Verb] = &[$( Verb::$variant, )*];
+
+            /// The verb's text, as histories and journals hold it.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $( Verb::$variant => verb::$konst, )*
+                }
+            }
+        }
+    };
 }
 
-/// A nemesis verb, typed: what the nemesis dispatches on (`Nemesis::invoke`). Its text
-/// ([`Verb::as_str`], the [`verb`] constants) is what histories and journals hold; an `f` that
-/// is no verb parses to `None`, and the nemesis reports it as unknown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Verb {
-    /// [`verb::START_PARTITION`].
-    StartPartition,
-    /// [`verb::STOP_PARTITION`].
-    StopPartition,
-    /// [`verb::KILL`].
-    Kill,
-    /// [`verb::START`].
-    Start,
-    /// [`verb::PAUSE`].
-    Pause,
-    /// [`verb::RESUME`].
-    Resume,
-    /// [`verb::BUMP_CLOCK`].
-    BumpClock,
-    /// [`verb::STROBE_CLOCK`].
-    StrobeClock,
-    /// [`verb::RESET_CLOCK`].
-    ResetClock,
-    /// [`verb::CLOCK_OFFSETS`] (a measurement).
-    ClockOffsets,
-    /// [`verb::DB_STATUS`] (a measurement).
-    DbStatus,
-    /// [`verb::STOP_NTP`] (journal only).
-    StopNtp,
-    /// [`verb::START_NTP`] (journal only).
-    StartNtp,
-    /// [`verb::START_LOSS`].
-    StartLoss,
-    /// [`verb::STOP_LOSS`].
-    StopLoss,
-    /// [`verb::START_BANDWIDTH`].
-    StartBandwidth,
-    /// [`verb::STOP_BANDWIDTH`].
-    StopBandwidth,
-    /// [`verb::START_DELAY`].
-    StartDelay,
-    /// [`verb::STOP_DELAY`].
-    StopDelay,
-    /// [`verb::PROMOTE`].
-    Promote,
-    /// [`verb::START_SSH_DROP`].
-    StartSshDrop,
-    /// [`verb::STOP_SSH_DROP`].
-    StopSshDrop,
-    /// [`verb::START_STALL`].
-    StartStall,
-    /// [`verb::STOP_STALL`].
-    StopStall,
-    /// [`verb::POWER_LOSS`].
-    PowerLoss,
-    /// [`verb::POWER_ON`].
-    PowerOn,
-    /// [`verb::OS_CRASH`].
-    OsCrash,
-    /// [`verb::REBOOT`].
-    Reboot,
-    /// [`verb::BITFLIP`].
-    Bitflip,
-    /// [`verb::TRUNCATE`].
-    Truncate,
-    /// [`verb::START_CORRUPTED`].
-    StartCorrupted,
-    /// [`verb::START_DISK_FAULT`].
-    StartDiskFault,
-    /// [`verb::STOP_DISK_FAULT`].
-    StopDiskFault,
-    /// [`verb::SHRINK_CLUSTER`].
-    ShrinkCluster,
-    /// [`verb::GROW_CLUSTER`].
-    GrowCluster,
+verbs! {
+    /// Cut the network along a grudge.
+    StartPartition START_PARTITION = "start-partition";
+    /// Heal every partition.
+    StopPartition STOP_PARTITION = "stop-partition";
+    /// SIGKILL the DB on the targets.
+    Kill KILL = "kill";
+    /// Start the DB again where it was killed.
+    Start START = "start";
+    /// SIGSTOP the DB on the targets.
+    Pause PAUSE = "pause";
+    /// SIGCONT every paused DB.
+    Resume RESUME = "resume";
+    /// Step the targets' clocks once.
+    BumpClock BUMP_CLOCK = "bump-clock";
+    /// Flip the targets' clocks back and forth for a while.
+    StrobeClock STROBE_CLOCK = "strobe-clock";
+    /// Undo `bump-clock` and `strobe-clock`.
+    ResetClock RESET_CLOCK = "reset-clock";
+    /// Measure every node's clock offset from the controller (a measurement, no fault).
+    ClockOffsets CLOCK_OFFSETS = "clock-offsets";
+    /// Ask every node whether its database runs (a measurement, no fault): the run does it
+    /// after the final heal and settle, so a node that never came back is on record.
+    DbStatus DB_STATUS = "db-status";
+    /// Journal only: NTP daemons stopped on real hosts before the first clock fault.
+    StopNtp STOP_NTP = "stop-ntp";
+    /// Journal only: start the NTP daemons again.
+    StartNtp START_NTP = "start-ntp";
+    /// Drop packets at random on the targets.
+    StartLoss START_LOSS = "start-loss";
+    /// Remove every loss rule.
+    StopLoss STOP_LOSS = "stop-loss";
+    /// Limit the targets' egress bandwidth.
+    StartBandwidth START_BANDWIDTH = "start-bandwidth";
+    /// Remove the bandwidth limits.
+    StopBandwidth STOP_BANDWIDTH = "stop-bandwidth";
+    /// Delay the targets' egress packets.
+    StartDelay START_DELAY = "start-delay";
+    /// Remove the delays.
+    StopDelay STOP_DELAY = "stop-delay";
+    /// Fail over: make a replica the primary (one-shot).
+    Promote PROMOTE = "promote";
+    /// Drop SSH on the targets.
+    StartSshDrop START_SSH_DROP = "start-ssh-drop";
+    /// Wait until SSH is back on every dropped node.
+    StopSshDrop STOP_SSH_DROP = "stop-ssh-drop";
+    /// Stall one client thread before its next protected op (client-side, like a GC pause).
+    StartStall START_STALL = "start-stall";
+    /// Wait until the stalled thread runs again.
+    StopStall STOP_STALL = "stop-stall";
+    /// SIGKILL the DB on the targets and drop every write it did not fsync (its data directory
+    /// is on the lose-unsynced layer).
+    PowerLoss POWER_LOSS = "power-loss";
+    /// Start the DB again where the power was lost.
+    PowerOn POWER_ON = "power-on";
+    /// The kernel crashed on the targets: what `power-loss` does (SIGKILL the DB, drop every
+    /// write it did not fsync), told as a single node's crash (`nemeses/os-crash.toml`).
+    OsCrash OS_CRASH = "os-crash";
+    /// Start the DB again where the OS crashed.
+    Reboot REBOOT = "reboot";
+    /// Stop the DB on the targets and flip random bits in one of its data files.
+    Bitflip BITFLIP = "bitflip";
+    /// Stop the DB on the targets and cut bytes from the tail of one of its data files.
+    Truncate TRUNCATE = "truncate";
+    /// Start the DB again where its files were corrupted.
+    StartCorrupted START_CORRUPTED = "start-corrupted";
+    /// Make the targets' data directories fail or slow down writes and fsyncs (on the
+    /// lose-unsynced layer).
+    StartDiskFault START_DISK_FAULT = "start-disk-fault";
+    /// End every disk fault.
+    StopDiskFault STOP_DISK_FAULT = "stop-disk-fault";
+    /// Remove one member from the cluster through another member's admin interface, then stop
+    /// it and wipe its data once the removal shows in the views.
+    ShrinkCluster SHRINK_CLUSTER = "shrink-cluster";
+    /// Add every removed node back as a fresh member (empty data, joining the cluster).
+    GrowCluster GROW_CLUSTER = "grow-cluster";
 }
 
 impl Verb {
-    /// Every verb.
-    pub const ALL: [Verb; 35] = [
-        Verb::StartPartition,
-        Verb::StopPartition,
-        Verb::Kill,
-        Verb::Start,
-        Verb::Pause,
-        Verb::Resume,
-        Verb::BumpClock,
-        Verb::StrobeClock,
-        Verb::ResetClock,
-        Verb::ClockOffsets,
-        Verb::DbStatus,
-        Verb::StopNtp,
-        Verb::StartNtp,
-        Verb::StartLoss,
-        Verb::StopLoss,
-        Verb::StartBandwidth,
-        Verb::StopBandwidth,
-        Verb::StartDelay,
-        Verb::StopDelay,
-        Verb::Promote,
-        Verb::StartSshDrop,
-        Verb::StopSshDrop,
-        Verb::StartStall,
-        Verb::StopStall,
-        Verb::PowerLoss,
-        Verb::PowerOn,
-        Verb::OsCrash,
-        Verb::Reboot,
-        Verb::Bitflip,
-        Verb::Truncate,
-        Verb::StartCorrupted,
-        Verb::StartDiskFault,
-        Verb::StopDiskFault,
-        Verb::ShrinkCluster,
-        Verb::GrowCluster,
-    ];
-
-    /// The verb's text, as histories and journals hold it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verb::StartPartition => verb::START_PARTITION,
-            Verb::StopPartition => verb::STOP_PARTITION,
-            Verb::Kill => verb::KILL,
-            Verb::Start => verb::START,
-            Verb::Pause => verb::PAUSE,
-            Verb::Resume => verb::RESUME,
-            Verb::BumpClock => verb::BUMP_CLOCK,
-            Verb::StrobeClock => verb::STROBE_CLOCK,
-            Verb::ResetClock => verb::RESET_CLOCK,
-            Verb::ClockOffsets => verb::CLOCK_OFFSETS,
-            Verb::DbStatus => verb::DB_STATUS,
-            Verb::StopNtp => verb::STOP_NTP,
-            Verb::StartNtp => verb::START_NTP,
-            Verb::StartLoss => verb::START_LOSS,
-            Verb::StopLoss => verb::STOP_LOSS,
-            Verb::StartBandwidth => verb::START_BANDWIDTH,
-            Verb::StopBandwidth => verb::STOP_BANDWIDTH,
-            Verb::StartDelay => verb::START_DELAY,
-            Verb::StopDelay => verb::STOP_DELAY,
-            Verb::Promote => verb::PROMOTE,
-            Verb::StartSshDrop => verb::START_SSH_DROP,
-            Verb::StopSshDrop => verb::STOP_SSH_DROP,
-            Verb::StartStall => verb::START_STALL,
-            Verb::StopStall => verb::STOP_STALL,
-            Verb::PowerLoss => verb::POWER_LOSS,
-            Verb::PowerOn => verb::POWER_ON,
-            Verb::OsCrash => verb::OS_CRASH,
-            Verb::Reboot => verb::REBOOT,
-            Verb::Bitflip => verb::BITFLIP,
-            Verb::Truncate => verb::TRUNCATE,
-            Verb::StartCorrupted => verb::START_CORRUPTED,
-            Verb::StartDiskFault => verb::START_DISK_FAULT,
-            Verb::StopDiskFault => verb::STOP_DISK_FAULT,
-            Verb::ShrinkCluster => verb::SHRINK_CLUSTER,
-            Verb::GrowCluster => verb::GROW_CLUSTER,
-        }
-    }
-
     /// The verb an op's `f` names; `None` for anything else.
     pub fn parse(f: &str) -> Option<Verb> {
-        Verb::ALL.into_iter().find(|v| v.as_str() == f)
+        Verb::ALL.iter().copied().find(|v| v.as_str() == f)
     }
 }
 
@@ -471,113 +353,23 @@ pub fn spans_its_op(f: &str) -> bool {
     SPANNING_VERBS.contains(&f)
 }
 
-/// Every fault kind, in display order.
+/// Every fault kind, in display order: each fault's row is defined with it (`faults::<name>`).
 pub const KINDS: [FaultKind; 15] = [
-    FaultKind {
-        name: "partition",
-        start_verbs: &[verb::START_PARTITION],
-        stop_verbs: &[verb::STOP_PARTITION],
-        label: "network partition",
-        color_rgb: (60, 120, 230),
-    },
-    FaultKind {
-        name: "kill",
-        start_verbs: &[verb::KILL],
-        stop_verbs: &[verb::START],
-        label: "process killed",
-        color_rgb: (160, 60, 200),
-    },
-    FaultKind {
-        name: "pause",
-        start_verbs: &[verb::PAUSE],
-        stop_verbs: &[verb::RESUME],
-        label: "process paused",
-        color_rgb: (110, 110, 110),
-    },
-    FaultKind {
-        name: "clock",
-        start_verbs: &[verb::BUMP_CLOCK, verb::STROBE_CLOCK],
-        stop_verbs: &[verb::RESET_CLOCK],
-        label: "clock skew",
-        color_rgb: (0, 150, 150),
-    },
-    FaultKind {
-        name: "loss",
-        start_verbs: &[verb::START_LOSS],
-        stop_verbs: &[verb::STOP_LOSS],
-        label: "packet loss",
-        color_rgb: (200, 60, 140),
-    },
-    FaultKind {
-        name: "bandwidth",
-        start_verbs: &[verb::START_BANDWIDTH],
-        stop_verbs: &[verb::STOP_BANDWIDTH],
-        label: "bandwidth limit",
-        color_rgb: (90, 140, 30),
-    },
-    FaultKind {
-        name: "delay",
-        start_verbs: &[verb::START_DELAY],
-        stop_verbs: &[verb::STOP_DELAY],
-        label: "packet delay",
-        color_rgb: (150, 100, 40),
-    },
-    FaultKind {
-        name: "promote",
-        start_verbs: &[verb::PROMOTE],
-        stop_verbs: &[],
-        label: "failover (promote)",
-        color_rgb: (20, 40, 130),
-    },
-    FaultKind {
-        name: "ssh-drop",
-        start_verbs: &[verb::START_SSH_DROP],
-        stop_verbs: &[verb::STOP_SSH_DROP],
-        label: "SSH dropped",
-        color_rgb: (200, 170, 0),
-    },
-    FaultKind {
-        name: "stall",
-        start_verbs: &[verb::START_STALL],
-        stop_verbs: &[verb::STOP_STALL],
-        label: "client stalled",
-        color_rgb: (230, 90, 40),
-    },
-    FaultKind {
-        name: "power-loss",
-        start_verbs: &[verb::POWER_LOSS],
-        stop_verbs: &[verb::POWER_ON],
-        label: "power lost (unsynced writes dropped)",
-        color_rgb: (120, 20, 20),
-    },
-    FaultKind {
-        name: "os-crash",
-        start_verbs: &[verb::OS_CRASH],
-        stop_verbs: &[verb::REBOOT],
-        label: "OS crashed (unsynced writes dropped)",
-        color_rgb: (190, 30, 90),
-    },
-    FaultKind {
-        name: "corrupt",
-        start_verbs: &[verb::BITFLIP, verb::TRUNCATE],
-        stop_verbs: &[verb::START_CORRUPTED],
-        label: "data file corrupted (DB stopped)",
-        color_rgb: (90, 60, 20),
-    },
-    FaultKind {
-        name: "disk",
-        start_verbs: &[verb::START_DISK_FAULT],
-        stop_verbs: &[verb::STOP_DISK_FAULT],
-        label: "faulty disk (errors or latency)",
-        color_rgb: (200, 120, 60),
-    },
-    FaultKind {
-        name: "membership",
-        start_verbs: &[verb::SHRINK_CLUSTER],
-        stop_verbs: &[verb::GROW_CLUSTER],
-        label: "cluster shrunk (member removed)",
-        color_rgb: (70, 160, 200),
-    },
+    partition::KIND,
+    process::KILL_KIND,
+    process::PAUSE_KIND,
+    clock::KIND,
+    packet::LOSS_KIND,
+    packet::BANDWIDTH_KIND,
+    packet::DELAY_KIND,
+    promote::KIND,
+    ssh_drop::KIND,
+    stall::KIND,
+    process::POWER_LOSS_KIND,
+    process::OS_CRASH_KIND,
+    corrupt::KIND,
+    disk::KIND,
+    membership::KIND,
 ];
 
 /// The kind named `name` (a package name such as `"clock"`).
@@ -663,7 +455,7 @@ mod tests {
 
     #[test]
     fn every_verb_parses_back_and_every_kind_verb_is_one() {
-        for v in Verb::ALL {
+        for &v in Verb::ALL {
             assert_eq!(Verb::parse(v.as_str()), Some(v));
         }
         let mut texts: Vec<&str> = Verb::ALL.iter().map(|v| v.as_str()).collect();

@@ -211,12 +211,7 @@ pub fn plan(cfg: &ChaosConfig) -> String {
         rng: ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_add(1)),
         journal: None,
     });
-    if cfg.nemesis.faults.iter().any(|f| {
-        matches!(
-            f,
-            crate::spec::FaultSpec::Partition { .. } | crate::spec::FaultSpec::Loss { .. }
-        )
-    }) {
+    if super::run::needs_chain(&cfg.nemesis) {
         let _ = nemesis.setup();
         drain(&mut out, &log, &names, "set up the tool's iptables chain");
     }
@@ -270,12 +265,7 @@ pub fn plan(cfg: &ChaosConfig) -> String {
         &names,
         "cleanup, on every exit path (also on abort, Ctrl-C, an error or a panic): heal everything",
     );
-    if cfg.nemesis.faults.iter().any(|f| {
-        matches!(
-            f,
-            crate::spec::FaultSpec::Partition { .. } | crate::spec::FaultSpec::Loss { .. }
-        )
-    }) {
+    if super::run::needs_chain(&cfg.nemesis) {
         let _ = nemesis.teardown();
         drain(&mut out, &log, &names, "remove the tool's iptables chain");
     }

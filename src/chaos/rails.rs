@@ -41,23 +41,7 @@ impl std::fmt::Display for Refusal {
 
 /// The fault as a user wrote it: its kind and the key that says whom it hits.
 pub fn describe(fault: &FaultSpec) -> String {
-    match fault {
-        FaultSpec::Partition { shape } => format!("partition (shape {shape})"),
-        FaultSpec::Kill { targets } => format!("kill (targets {targets})"),
-        FaultSpec::PowerLoss { targets, .. } => format!("power-loss (targets {targets})"),
-        FaultSpec::OsCrash { targets, .. } => format!("os-crash (targets {targets})"),
-        FaultSpec::Pause { targets } => format!("pause (targets {targets})"),
-        FaultSpec::Loss { targets, .. } => format!("loss (targets {targets})"),
-        FaultSpec::Bandwidth { targets, .. } => format!("bandwidth (targets {targets})"),
-        FaultSpec::Delay { targets, .. } => format!("delay (targets {targets})"),
-        FaultSpec::SshDrop { targets, .. } => format!("ssh-drop (targets {targets})"),
-        FaultSpec::Clock { mode, targets, .. } => format!("clock {mode} (targets {targets})"),
-        FaultSpec::Corrupt { mode, targets, .. } => format!("{mode} (targets {targets})"),
-        FaultSpec::Disk { targets, .. } => format!("disk (targets {targets})"),
-        FaultSpec::Promote { .. } => "promote".to_string(),
-        FaultSpec::Stall { .. } => "stall".to_string(),
-        FaultSpec::Membership { .. } => "membership".to_string(),
-    }
+    fault.def().describe()
 }
 
 /// Nodes a fault can hit out of `n` (see the module doc); `None` for faults that hit no node.
@@ -68,9 +52,10 @@ pub fn hit(fault: &FaultSpec, n: usize) -> Option<usize> {
         Targets::Majority => (n / 2 + 1).min(n),
         Targets::All => n,
     };
+    let needs = fault.needs();
     match fault {
-        FaultSpec::Partition { shape } => Some(partition_hit(shape, n)),
-        FaultSpec::Promote { .. } | FaultSpec::Membership { .. } => Some(1.min(n)),
+        FaultSpec::Partition(p) => Some(partition_hit(&p.shape, n)),
+        _ if needs.promote || needs.membership => Some(1.min(n)),
         other => other.targets().map(targeted),
     }
 }
@@ -150,77 +135,19 @@ pub fn check(
             fault: describe(fault),
             why,
         };
-        let primaries = fault.aims_at_primaries();
-        match fault {
-            FaultSpec::Stall { .. } => {
-                out.push(refuse(
-                    "a client stall holds back our own clients, and chaos runs none (the \
-                     system's own traffic is the workload)"
-                        .into(),
-                ));
-                continue;
-            }
-            FaultSpec::PowerLoss { .. } | FaultSpec::OsCrash { .. } => {
-                out.push(refuse(
-                    "a power loss or OS crash drops writes for good and restarts the system; chaos injects \
-                     only faults it can undo"
-                        .into(),
-                ));
-                continue;
-            }
-            FaultSpec::Disk { .. } => {
-                out.push(refuse(
-                    "a disk fault needs the data directory on shakedown's lose-unsynced layer, \
-                     which only `shakedown run` mounts (at the system's setup)"
-                        .into(),
-                ));
-                continue;
-            }
-            FaultSpec::Corrupt { .. } => {
-                out.push(refuse(
-                    "corrupting a data file damages the system's data for good and restarts \
-                     the system; chaos injects only faults it can undo"
-                        .into(),
-                ));
-                continue;
-            }
-            FaultSpec::Kill { .. } => {
-                out.push(refuse(
-                    "chaos never restarts a system (the restart would start it with \
-                     shakedown's own settings, not yours); use pause, partition or loss"
-                        .into(),
-                ));
-                continue;
-            }
-            FaultSpec::Membership { .. } => {
-                out.push(refuse(
-                    "a membership change restarts a member with empty data and shakedown's own \
-                     settings, not yours; chaos injects only faults it can undo"
-                        .into(),
-                ));
-                continue;
-            }
-            FaultSpec::Promote { .. } => {
-                out.push(refuse(
-                    "a failover cannot be undone by heal; chaos injects only faults it can undo"
-                        .into(),
-                ));
-                continue;
-            }
-            FaultSpec::Pause { .. } if !abilities.pause => {
-                out.push(refuse(
-                    "pause needs --db naming the system whose processes to stop and continue"
-                        .into(),
-                ));
-                continue;
-            }
-            _ if primaries && !abilities.primaries => {
-                out.push(refuse(
-                    "`primaries` needs --db naming a system that can tell its leaders".into(),
-                ));
-                continue;
-            }
-            _ => {}
+        let needs_pause = fault.needs().pause;
+        let why = if let Some(why) = fault.def().chaos_refusal() {
+            Some(why)
+        } else if needs_pause && !abilities.pause {
+            Some("pause needs --db naming the system whose processes to stop and continue")
+        } else if fault.aims_at_primaries() && !abilities.primaries {
+            Some("`primaries` needs --db naming a system that can tell its leaders")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            out.push(refuse(why.into()));
+            continue;
         }
         if allow_majority {
             continue;
@@ -253,10 +180,10 @@ mod tests {
         s
     }
 
+    use crate::faults::packet::LossSpec;
+
     fn partition(shape: &str) -> FaultSpec {
-        FaultSpec::Partition {
-            shape: shape.into(),
-        }
+        FaultSpec::Partition(crate::faults::partition::PartitionSpec::new(shape))
     }
 
     #[test]
@@ -280,18 +207,18 @@ mod tests {
             partition("one"),
             partition("halves"),
             FaultSpec::clock("bump", Targets::Minority),
-            FaultSpec::Loss {
+            FaultSpec::Loss(LossSpec {
                 targets: Targets::One,
                 probability: 0.5,
-            },
+            }),
         ]);
         assert_eq!(check(&ok, 5, Abilities::default(), false), vec![]);
         let bad = spec(vec![
             FaultSpec::clock("bump", Targets::Majority),
-            FaultSpec::Loss {
+            FaultSpec::Loss(LossSpec {
                 targets: Targets::All,
                 probability: 0.5,
-            },
+            }),
             partition("majorities-ring"),
         ]);
         let refused = check(&bad, 5, Abilities::default(), false);
@@ -322,17 +249,13 @@ mod tests {
     #[test]
     fn faults_chaos_cannot_serve_are_refused_even_with_allow_majority() {
         let s = spec(vec![
-            FaultSpec::Kill {
-                targets: Targets::One,
-            },
-            FaultSpec::Pause {
-                targets: Targets::One,
-            },
-            FaultSpec::Promote { node: None },
-            FaultSpec::Stall {
+            FaultSpec::Kill(Default::default()),
+            FaultSpec::Pause(Default::default()),
+            FaultSpec::Promote(Default::default()),
+            FaultSpec::Stall(crate::faults::stall::StallSpec {
                 min_ms: 1,
                 max_ms: 2,
-            },
+            }),
             partition("primaries"),
         ]);
         let refused = check(&s, 5, Abilities::default(), true);

@@ -23,7 +23,7 @@ use crate::nemesis::Nemesis;
 use crate::node::Node;
 use crate::progress::{Phase, Progress};
 use crate::runner::{Checked, NemesisClient, RunError};
-use crate::spec::{FaultSpec, NemesisSpec};
+use crate::spec::NemesisSpec;
 use crate::store::{RESULTS_FILE, RunDir, TEST_FILE};
 use futures_util::FutureExt;
 use rand::SeedableRng;
@@ -85,10 +85,8 @@ impl ChaosAbilities {
 }
 
 /// Whether a schedule needs the tool's iptables chain (partitions, packet loss).
-fn needs_chain(spec: &NemesisSpec) -> bool {
-    spec.faults
-        .iter()
-        .any(|f| matches!(f, FaultSpec::Partition { .. } | FaultSpec::Loss { .. }))
+pub(super) fn needs_chain(spec: &NemesisSpec) -> bool {
+    spec.faults.iter().any(|f| f.needs().network)
 }
 
 /// test.json of a chaos run.

@@ -3,10 +3,11 @@
 //! an earlier controller's journal left in effect and heal it node by node), and the helpers
 //! they share for journal records and progress lines.
 //!
-//! Adding a fault: its row in the vocabulary (`faults::KINDS`: name, verbs, label, colour),
-//! a module beside this one implementing [`Fault`] with its state, one line in
-//! `registry::registry`. Does not own
-//! the mechanics faults share (`cluster::Cluster`) nor a spec's parameters (`spec::fault`).
+//! Adding a fault: its pure definition in the core (`faults::<name>`: kind row, schedule entry,
+//! op value; one line in `spec::fault`'s list), then its action here — a module beside this one
+//! implementing [`Fault`] with its state, one line in `registry::registry` (ARCHITECTURE.md,
+//! "Adding a fault"). Does not own the mechanics faults share (`cluster::Cluster`) nor a fault's
+//! parameters and needs (`faults::<name>`).
 //! The client-side stall (`stall`) is served by the runner, not here.
 
 use super::cluster::{Cluster, HealLog};

@@ -394,12 +394,7 @@ fn follow_membership(
     nemesis: Option<&Arc<Mutex<Nemesis>>>,
 ) -> Option<crate::interpreter::Follow> {
     let nemesis = nemesis?;
-    if !cfg
-        .nemesis
-        .faults
-        .iter()
-        .any(|f| matches!(f, crate::spec::FaultSpec::Membership { .. }))
-    {
+    if !cfg.nemesis.faults.iter().any(|f| f.needs().membership) {
         return None;
     }
     let board = crate::members::MemberBoard::new();

@@ -193,7 +193,7 @@ impl Supports {
                     format!(
                         "{}: {name} cannot serve the {} fault: it has no {ability} ability",
                         options.nemesis_name,
-                        fault_name(fault)
+                        fault.name()
                     ),
                 ));
             }
@@ -229,36 +229,37 @@ pub fn unpatched_clocks_refusal(
     )
 }
 
-/// The package name of a fault (`kind = …` in `nemeses/*.toml`).
-fn fault_name(fault: &FaultSpec) -> String {
-    serde_json::to_value(fault)
-        .ok()
-        .and_then(|v| v["kind"].as_str().map(str::to_string))
-        .unwrap_or_else(|| format!("{fault:?}"))
-}
-
 /// The `Db` ability `fault` needs and `db` lacks, if any.
 fn missing_ability(db: &dyn Db, fault: &FaultSpec) -> Option<&'static str> {
-    let targets_primaries = fault.aims_at_primaries();
-    match fault {
-        f if f.needs_kill() && db.as_kill().is_none() => Some("kill and restart"),
-        f if f.needs_data_layer() && db.data_dir().is_none() => {
-            Some("declared data directory (to serve from the lose-unsynced layer)")
-        }
-        FaultSpec::Corrupt { .. } if db.data_dir().is_none() => {
-            Some("declared data directory (whose files are corrupted)")
-        }
-        FaultSpec::Corrupt { files, .. } if files.is_empty() && db.data_files().is_empty() => Some(
+    let n = fault.needs();
+    let lacks = [
+        (n.kill && db.as_kill().is_none(), "kill and restart"),
+        (
+            n.data_layer && db.data_dir().is_none(),
+            "declared data directory (to serve from the lose-unsynced layer)",
+        ),
+        (
+            n.data_dir && db.data_dir().is_none(),
+            "declared data directory (whose files are corrupted)",
+        ),
+        (
+            n.data_files && db.data_files().is_empty(),
             "declared data files (globs of the files to corrupt; or name them with `files = [...]` in the fault)",
         ),
-        FaultSpec::Pause { .. } if db.as_pause().is_none() => Some("pause and resume"),
-        FaultSpec::Promote { .. } if db.as_promote().is_none() => Some("promote (failover)"),
-        FaultSpec::Membership { .. } if db.as_membership().is_none() => {
-            Some("membership changes (remove a member, add it back)")
-        }
-        _ if targets_primaries && db.as_primaries().is_none() => Some("primaries (who leads)"),
-        _ => None,
-    }
+        (n.pause && db.as_pause().is_none(), "pause and resume"),
+        (n.promote && db.as_promote().is_none(), "promote (failover)"),
+        (
+            n.membership && db.as_membership().is_none(),
+            "membership changes (remove a member, add it back)",
+        ),
+        (
+            fault.aims_at_primaries() && db.as_primaries().is_none(),
+            "primaries (who leads)",
+        ),
+    ];
+    lacks
+        .into_iter()
+        .find_map(|(lacking, what)| lacking.then_some(what))
 }
 
 /// One system's settings, behind [`SystemConfig`]: its name, the system it opens, and the flags

@@ -12,6 +12,15 @@ use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 
+/// The `corrupt` kind: its package name, verbs, plot label and colour (a row of `faults::KINDS`).
+pub const KIND: super::FaultKind = super::FaultKind {
+    name: "corrupt",
+    start_verbs: &[super::verb::BITFLIP, super::verb::TRUNCATE],
+    stop_verbs: &[super::verb::START_CORRUPTED],
+    label: "data file corrupted (DB stopped)",
+    color_rgb: (90, 60, 20),
+};
+
 /// Bits flipped in one file when the fault does not say.
 pub const DEFAULT_BITS: u64 = 8;
 /// Most bytes cut from a file's tail when the fault does not say (the number is drawn
@@ -234,6 +243,108 @@ pub fn plan(params: &CorruptParams, files: &[DataFile], rng: &mut ChaCha8Rng) ->
         }
     };
     Some(Plan { file, damage })
+}
+
+/// Corrupt a data file (Jepsen's file nemesis): stop the DB on the targets (SIGKILL), then
+/// flip `bits` random bits in (`mode = "bitflip"`) or cut up to `bytes` from the tail of
+/// (`mode = "truncate"`) one file matching the system's declared data-file globs (or `files`,
+/// relative to its data directory), chosen at random; `start-corrupted` starts the DB again on
+/// the damaged files. The `corrupt` schedule entry.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CorruptSpec {
+    /// `bitflip` or `truncate`.
+    #[serde(default = "d_mode")]
+    pub mode: String,
+    /// Which nodes it hits (`one` by default).
+    #[serde(default)]
+    pub targets: super::Targets,
+    /// Bitflip: bits flipped in the chosen file.
+    #[serde(default = "d_bits")]
+    pub bits: u64,
+    /// Truncate: most bytes cut from the chosen file's tail.
+    #[serde(default = "d_bytes")]
+    pub bytes: u64,
+    /// Globs relative to the data directory; empty: the files the system declares.
+    #[serde(default)]
+    pub files: Vec<String>,
+}
+
+fn d_mode() -> String {
+    "bitflip".into()
+}
+fn d_bits() -> u64 {
+    DEFAULT_BITS
+}
+fn d_bytes() -> u64 {
+    DEFAULT_BYTES
+}
+
+impl CorruptSpec {
+    /// Its parameters (`None` for an unknown mode).
+    pub fn params(&self) -> Option<CorruptParams> {
+        Some(CorruptParams {
+            mode: CorruptMode::parse(&self.mode)?,
+            targets: self.targets,
+            bits: self.bits,
+            bytes: self.bytes,
+            files: self.files.clone(),
+        })
+    }
+}
+
+impl super::def::FaultDef for CorruptSpec {
+    fn kind(&self) -> &'static super::FaultKind {
+        &KIND
+    }
+    fn ops(&self) -> super::def::Ops {
+        use super::def::Ops;
+        match self.params() {
+            Some(p) => Ops::new(
+                p.mode.start_verb(),
+                p.to_value(),
+                Some(super::Verb::StartCorrupted),
+            ),
+            // An unknown mode (refused by `check`) still names a verb.
+            None => Ops::new(
+                super::Verb::Bitflip,
+                json!({}),
+                Some(super::Verb::StartCorrupted),
+            ),
+        }
+    }
+    fn keys(&self) -> &'static [&'static str] {
+        &["mode", "targets", "bits", "bytes", "files"]
+    }
+    fn check(&self) -> Result<(), String> {
+        match CorruptMode::parse(&self.mode) {
+            None => Err(format!(
+                "corrupt mode {:?}: expected \"bitflip\" or \"truncate\"",
+                self.mode
+            )),
+            Some(m) => CorruptParams::from_value(m, &self.ops().value).map(|_| ()),
+        }
+    }
+    fn targets(&self) -> Option<super::Targets> {
+        Some(self.targets)
+    }
+    fn needs(&self) -> super::def::Needs {
+        super::def::Needs {
+            kill: true,
+            data_dir: true,
+            data_files: self.files.is_empty(),
+            ..super::def::Needs::default()
+        }
+    }
+    fn describe(&self) -> String {
+        format!("{} (targets {})", self.mode, self.targets)
+    }
+    fn chaos_refusal(&self) -> Option<&'static str> {
+        Some(
+            "corrupting a data file damages the system's data for good and restarts the \
+             system; chaos injects only faults it can undo",
+        )
+    }
 }
 
 #[cfg(test)]

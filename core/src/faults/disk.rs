@@ -11,6 +11,15 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The `disk` kind: its package name, verbs, plot label and colour (a row of `faults::KINDS`).
+pub const KIND: super::FaultKind = super::FaultKind {
+    name: "disk",
+    start_verbs: &[super::verb::START_DISK_FAULT],
+    stop_verbs: &[super::verb::STOP_DISK_FAULT],
+    label: "faulty disk (errors or latency)",
+    color_rgb: (200, 120, 60),
+};
+
 /// An error a faulty disk returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum DiskErrno {
@@ -147,6 +156,99 @@ impl DiskFault {
             parts.push(format!("fsync +{} ms", self.fsync_delay_ms));
         }
         parts.join(", ")
+    }
+}
+
+/// A faulty disk under the targets' data directories (served from the lose-unsynced layer for
+/// the run): writes and/or fsyncs fail with EIO or ENOSPC (all, or `probability` of them), a
+/// failed fsync may drop the file's unsynced writes, writes and fsyncs may be slowed;
+/// `stop-disk-fault` ends it. The `disk` schedule entry; the fields mean what [`DiskFault`]'s do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiskSpec {
+    /// Which nodes it hits (`one` by default).
+    #[serde(default)]
+    pub targets: super::Targets,
+    /// `EIO` or `ENOSPC` for writes.
+    #[serde(default)]
+    pub write_error: Option<DiskErrno>,
+    /// `EIO` or `ENOSPC` for fsyncs.
+    #[serde(default)]
+    pub fsync_error: Option<DiskErrno>,
+    /// Fraction of the affected operations that fail.
+    #[serde(default = "d_fraction_all")]
+    pub probability: f64,
+    /// A failed fsync drops the file's unsynced writes.
+    #[serde(default)]
+    pub drop_unsynced_on_fsync_error: bool,
+    /// Added latency per write, in ms.
+    #[serde(default)]
+    pub write_delay_ms: u64,
+    /// Added latency per fsync, in ms.
+    #[serde(default)]
+    pub fsync_delay_ms: u64,
+}
+
+fn d_fraction_all() -> f64 {
+    1.0
+}
+
+impl DiskSpec {
+    /// Its effect on the layer; the seed is the nemesis's to draw.
+    pub fn fault(&self) -> DiskFault {
+        DiskFault {
+            write_error: self.write_error,
+            fsync_error: self.fsync_error,
+            probability: self.probability,
+            drop_unsynced_on_fsync_error: self.drop_unsynced_on_fsync_error,
+            write_delay_ms: self.write_delay_ms,
+            fsync_delay_ms: self.fsync_delay_ms,
+            seed: 0,
+        }
+    }
+}
+
+impl super::def::FaultDef for DiskSpec {
+    fn kind(&self) -> &'static super::FaultKind {
+        &KIND
+    }
+    fn ops(&self) -> super::def::Ops {
+        let mut v = serde_json::to_value(self.fault()).unwrap_or_default();
+        v["targets"] = self.targets.as_str().into();
+        super::def::Ops::new(
+            super::Verb::StartDiskFault,
+            v,
+            Some(super::Verb::StopDiskFault),
+        )
+    }
+    fn keys(&self) -> &'static [&'static str] {
+        &[
+            "write_error",
+            "targets",
+            "fsync_error",
+            "probability",
+            "drop_unsynced_on_fsync_error",
+            "write_delay_ms",
+            "fsync_delay_ms",
+        ]
+    }
+    fn check(&self) -> Result<(), String> {
+        self.fault().validate()
+    }
+    fn targets(&self) -> Option<super::Targets> {
+        Some(self.targets)
+    }
+    fn needs(&self) -> super::def::Needs {
+        super::def::Needs {
+            data_layer: true,
+            ..super::def::Needs::default()
+        }
+    }
+    fn chaos_refusal(&self) -> Option<&'static str> {
+        Some(
+            "a disk fault needs the data directory on shakedown's lose-unsynced layer, which \
+             only `shakedown run` mounts (at the system's setup)",
+        )
     }
 }
 

@@ -15,6 +15,15 @@
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// The `membership` kind: its package name, verbs, plot label and colour (a row of `faults::KINDS`).
+pub const KIND: super::FaultKind = super::FaultKind {
+    name: "membership",
+    start_verbs: &[super::verb::SHRINK_CLUSTER],
+    stop_verbs: &[super::verb::GROW_CLUSTER],
+    label: "cluster shrunk (member removed)",
+    color_rgb: (70, 160, 200),
+};
+
 pub mod timeline;
 
 /// Longest wait for a change to show in the views, in ms, by default.
@@ -242,6 +251,59 @@ impl Membership {
             "views": self.views,
             "pending": self.pending,
         })
+    }
+}
+
+/// Membership changes: `shrink-cluster` removes one member through another member's admin
+/// interface (stopped and wiped once the views confirm it), `grow-cluster` adds every removed
+/// node back fresh: the `membership` schedule entry. The fields mean what [`ShrinkParams`]'s do.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MembershipSpec {
+    /// Remove members below a majority of the full cluster.
+    #[serde(default)]
+    pub allow_minority: bool,
+    /// How long a change may take to show in the views, in ms.
+    #[serde(default = "d_confirm_ms")]
+    pub confirm_ms: u64,
+}
+
+fn d_confirm_ms() -> u64 {
+    DEFAULT_CONFIRM_MS
+}
+
+impl super::def::FaultDef for MembershipSpec {
+    fn kind(&self) -> &'static super::FaultKind {
+        &KIND
+    }
+    fn ops(&self) -> super::def::Ops {
+        let p = ShrinkParams {
+            allow_minority: self.allow_minority,
+            confirm_ms: self.confirm_ms,
+        };
+        super::def::Ops::new(
+            super::Verb::ShrinkCluster,
+            p.to_value(),
+            Some(super::Verb::GrowCluster),
+        )
+    }
+    fn keys(&self) -> &'static [&'static str] {
+        &["confirm_ms", "allow_minority"]
+    }
+    fn check(&self) -> Result<(), String> {
+        ShrinkParams::from_value(&self.ops().value).map(|_| ())
+    }
+    fn needs(&self) -> super::def::Needs {
+        super::def::Needs {
+            membership: true,
+            ..super::def::Needs::default()
+        }
+    }
+    fn chaos_refusal(&self) -> Option<&'static str> {
+        Some(
+            "a membership change restarts a member with empty data and shakedown's own \
+             settings, not yours; chaos injects only faults it can undo",
+        )
     }
 }
 

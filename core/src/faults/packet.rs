@@ -7,7 +7,36 @@
 //! Pure: no IO. Does not own the node commands (`nemesis::packet`) or the delayer program
 //! (`netdelay`).
 
+use super::Verb;
+use super::def::{FaultDef, Ops};
 use serde_json::Value;
+
+/// The `loss` kind: its package name, verbs, plot label and colour (a row of `faults::KINDS`).
+pub const LOSS_KIND: super::FaultKind = super::FaultKind {
+    name: "loss",
+    start_verbs: &[super::verb::START_LOSS],
+    stop_verbs: &[super::verb::STOP_LOSS],
+    label: "packet loss",
+    color_rgb: (200, 60, 140),
+};
+
+/// The `bandwidth` kind: its package name, verbs, plot label and colour (a row of `faults::KINDS`).
+pub const BANDWIDTH_KIND: super::FaultKind = super::FaultKind {
+    name: "bandwidth",
+    start_verbs: &[super::verb::START_BANDWIDTH],
+    stop_verbs: &[super::verb::STOP_BANDWIDTH],
+    label: "bandwidth limit",
+    color_rgb: (90, 140, 30),
+};
+
+/// The `delay` kind: its package name, verbs, plot label and colour (a row of `faults::KINDS`).
+pub const DELAY_KIND: super::FaultKind = super::FaultKind {
+    name: "delay",
+    start_verbs: &[super::verb::START_DELAY],
+    stop_verbs: &[super::verb::STOP_DELAY],
+    label: "packet delay",
+    color_rgb: (150, 100, 40),
+};
 
 /// Parameters of `start-loss`: `{"targets": "one", "probability": 0.2}`.
 #[derive(Debug, Clone, PartialEq)]
@@ -213,6 +242,185 @@ impl DelayParams {
             args.push(format!("{}%", (self.duplicate * 1e4).round() / 100.0));
         }
         args
+    }
+}
+
+/// Drop packets from the other nodes at random on the targets (iptables `statistic`): the
+/// `loss` schedule entry.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LossSpec {
+    /// Which nodes it hits (`one` by default).
+    #[serde(default)]
+    pub targets: super::Targets,
+    /// Probability in (0, 1] that a packet is dropped.
+    #[serde(default = "d_probability")]
+    pub probability: f64,
+}
+
+/// Default drop probability of `loss`.
+pub const DEFAULT_PROBABILITY: f64 = 0.2;
+/// Default rate of `bandwidth`, in kbit/s.
+pub const DEFAULT_RATE_KBIT: u64 = 1000;
+/// Default added delay of `delay`, in ms.
+pub const DEFAULT_DELAY_MS: u64 = 50;
+
+fn d_probability() -> f64 {
+    DEFAULT_PROBABILITY
+}
+fn d_rate_kbit() -> u64 {
+    DEFAULT_RATE_KBIT
+}
+fn d_delay_ms() -> u64 {
+    DEFAULT_DELAY_MS
+}
+fn d_backend() -> String {
+    "auto".into()
+}
+
+impl Default for LossSpec {
+    fn default() -> Self {
+        LossSpec {
+            targets: super::Targets::One,
+            probability: DEFAULT_PROBABILITY,
+        }
+    }
+}
+
+impl FaultDef for LossSpec {
+    fn kind(&self) -> &'static super::FaultKind {
+        &LOSS_KIND
+    }
+    fn ops(&self) -> Ops {
+        Ops::new(
+            Verb::StartLoss,
+            serde_json::json!({ "targets": self.targets, "probability": self.probability }),
+            Some(Verb::StopLoss),
+        )
+    }
+    fn keys(&self) -> &'static [&'static str] {
+        &["probability", "targets"]
+    }
+    fn check(&self) -> Result<(), String> {
+        LossParams::from_value(&self.ops().value).map(|_| ())
+    }
+    fn targets(&self) -> Option<super::Targets> {
+        Some(self.targets)
+    }
+    fn needs(&self) -> super::def::Needs {
+        super::def::Needs {
+            network: true,
+            ..super::def::Needs::default()
+        }
+    }
+}
+
+/// Limit the targets' egress bandwidth (tc tbf): the `bandwidth` schedule entry.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BandwidthSpec {
+    /// Which nodes it hits (`one` by default).
+    #[serde(default)]
+    pub targets: super::Targets,
+    /// Rate limit in kbit/s.
+    #[serde(default = "d_rate_kbit")]
+    pub rate_kbit: u64,
+}
+
+impl Default for BandwidthSpec {
+    fn default() -> Self {
+        BandwidthSpec {
+            targets: super::Targets::One,
+            rate_kbit: DEFAULT_RATE_KBIT,
+        }
+    }
+}
+
+impl FaultDef for BandwidthSpec {
+    fn kind(&self) -> &'static super::FaultKind {
+        &BANDWIDTH_KIND
+    }
+    fn ops(&self) -> Ops {
+        Ops::new(
+            Verb::StartBandwidth,
+            serde_json::json!({ "targets": self.targets, "rate_kbit": self.rate_kbit }),
+            Some(Verb::StopBandwidth),
+        )
+    }
+    fn keys(&self) -> &'static [&'static str] {
+        &["rate_kbit", "targets"]
+    }
+    fn check(&self) -> Result<(), String> {
+        BandwidthParams::from_value(&self.ops().value).map(|_| ())
+    }
+    fn targets(&self) -> Option<super::Targets> {
+        Some(self.targets)
+    }
+}
+
+/// Delay the targets' egress packets (tc netem where the kernel has it, else the tool's
+/// NFQUEUE delayer; `backend` chooses): the `delay` schedule entry.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DelaySpec {
+    /// Which nodes it hits (`one` by default).
+    #[serde(default)]
+    pub targets: super::Targets,
+    /// Added delay in ms.
+    #[serde(default = "d_delay_ms")]
+    pub delay_ms: u64,
+    /// Jitter around the delay in ms.
+    #[serde(default)]
+    pub jitter_ms: u64,
+    /// Fraction of packets sent at once, overtaking the held ones (0 <= r < 1).
+    #[serde(default)]
+    pub reorder: f64,
+    /// Fraction of packets sent twice (0 <= d < 1; netem only: the `nfqueue` backend
+    /// refuses it).
+    #[serde(default)]
+    pub duplicate: f64,
+    /// `auto` (netem, else NFQUEUE), `netem` or `nfqueue`.
+    #[serde(default = "d_backend")]
+    pub backend: String,
+}
+
+impl FaultDef for DelaySpec {
+    fn kind(&self) -> &'static super::FaultKind {
+        &DELAY_KIND
+    }
+    fn ops(&self) -> Ops {
+        // Defaults are left out, so the op value is the one runs always recorded.
+        let mut v = serde_json::json!({
+            "targets": self.targets,
+            "delay_ms": self.delay_ms,
+            "jitter_ms": self.jitter_ms,
+        });
+        if self.reorder != 0.0 {
+            v["reorder"] = serde_json::json!(self.reorder);
+        }
+        if self.duplicate != 0.0 {
+            v["duplicate"] = serde_json::json!(self.duplicate);
+        }
+        if self.backend != "auto" {
+            v["backend"] = serde_json::json!(self.backend);
+        }
+        Ops::new(Verb::StartDelay, v, Some(Verb::StopDelay))
+    }
+    fn keys(&self) -> &'static [&'static str] {
+        &[
+            "delay_ms",
+            "targets",
+            "jitter_ms",
+            "reorder",
+            "duplicate",
+            "backend",
+        ]
+    }
+    fn check(&self) -> Result<(), String> {
+        DelayParams::from_value(&self.ops().value).map(|_| ())
+    }
+    fn targets(&self) -> Option<super::Targets> {
+        Some(self.targets)
     }
 }
 

@@ -7,6 +7,15 @@
 use crate::faults::verb::START_SSH_DROP as START;
 use serde_json::Value;
 
+/// The `ssh-drop` kind: its package name, verbs, plot label and colour (a row of `faults::KINDS`).
+pub const KIND: super::FaultKind = super::FaultKind {
+    name: "ssh-drop",
+    start_verbs: &[super::verb::START_SSH_DROP],
+    stop_verbs: &[super::verb::STOP_SSH_DROP],
+    label: "SSH dropped",
+    color_rgb: (200, 170, 0),
+};
+
 /// Default hold: how long sshd stays away, in ms.
 pub const DEFAULT_DURATION_MS: u64 = 5_000;
 /// Longest hold accepted, in ms.
@@ -66,6 +75,55 @@ impl DropParams {
             ));
         }
         Ok(p)
+    }
+}
+
+/// Kill the targets' sshd and every SSH connection to them; sshd comes back after
+/// `duration_ms` (sandbox nodes only: their PID 1 restarts it): the `ssh-drop` schedule entry.
+/// Tests the controller's reconnects; the DB keeps running.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SshDropSpec {
+    /// Which nodes it hits (`one` by default).
+    #[serde(default)]
+    pub targets: super::Targets,
+    /// How long sshd stays away, in ms.
+    #[serde(default = "d_duration_ms")]
+    pub duration_ms: u64,
+}
+
+fn d_duration_ms() -> u64 {
+    DEFAULT_DURATION_MS
+}
+
+impl Default for SshDropSpec {
+    fn default() -> Self {
+        SshDropSpec {
+            targets: super::Targets::One,
+            duration_ms: DEFAULT_DURATION_MS,
+        }
+    }
+}
+
+impl super::def::FaultDef for SshDropSpec {
+    fn kind(&self) -> &'static super::FaultKind {
+        &KIND
+    }
+    fn ops(&self) -> super::def::Ops {
+        super::def::Ops::new(
+            super::Verb::StartSshDrop,
+            serde_json::json!({ "targets": self.targets, "duration_ms": self.duration_ms }),
+            Some(super::Verb::StopSshDrop),
+        )
+    }
+    fn keys(&self) -> &'static [&'static str] {
+        &["targets", "duration_ms"]
+    }
+    fn check(&self) -> Result<(), String> {
+        DropParams::from_value(&self.ops().value).map(|_| ())
+    }
+    fn targets(&self) -> Option<super::Targets> {
+        Some(self.targets)
     }
 }
 

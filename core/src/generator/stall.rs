@@ -16,10 +16,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// Default shortest stall, in ms (above the lock workloads' default 2 s TTL).
-pub const DEFAULT_MIN_MS: u64 = 3000;
-/// Default longest stall, in ms.
-pub const DEFAULT_MAX_MS: u64 = 5000;
+pub use crate::faults::stall::{DEFAULT_MAX_MS, DEFAULT_MIN_MS};
 
 /// A request for one stall, posted by the nemesis.
 #[derive(Debug, Clone, PartialEq, Eq)]

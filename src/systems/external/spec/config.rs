@@ -142,12 +142,14 @@ impl ExternalConfig {
         let has = |k: CommandKind| self.spec.commands.contains_key(&k);
         for fault in &nemesis.faults {
             let verb = fault.ops().start;
-            let needs = match fault {
-                f if f.needs_kill() => Some(CommandKind::Kill),
-                crate::spec::FaultSpec::Pause { .. } => Some(CommandKind::Pause),
-                crate::spec::FaultSpec::Promote { .. } => Some(CommandKind::Promote),
-                _ => None,
-            };
+            let n = fault.needs();
+            let needs = [
+                (n.kill, CommandKind::Kill),
+                (n.pause, CommandKind::Pause),
+                (n.promote, CommandKind::Promote),
+            ]
+            .into_iter()
+            .find_map(|(needed, k)| needed.then_some(k));
             let needs = needs
                 .filter(|k| !has(*k))
                 .or((fault.aims_at_primaries() && !has(CommandKind::Primaries))
@@ -182,21 +184,21 @@ impl ExternalConfig {
         verb: &str,
     ) -> Result<(), ConfigError> {
         let durability = self.spec.durability.as_ref();
-        let missing = match fault {
-            f if f.needs_data_layer() && durability.is_none() => Some(
+        let n = fault.needs();
+        let missing = if n.data_layer && durability.is_none() {
+            Some(
                 "`[durability]` table with the `dir` holding its data (the layer that loses unsynced writes is mounted there)",
-            ),
-            crate::spec::FaultSpec::Corrupt { .. } if durability.is_none() => Some(
+            )
+        } else if n.data_dir && durability.is_none() {
+            Some(
                 "`[durability]` table with the `dir` holding its data (the corrupted files are chosen there)",
-            ),
-            crate::spec::FaultSpec::Corrupt { files, .. }
-                if files.is_empty() && durability.is_some_and(|d| d.files.is_empty()) =>
-            {
-                Some(
-                    "`files` in its `[durability]` table (globs of the files to corrupt; or name them with `files = [...]` in the fault)",
-                )
-            }
-            _ => None,
+            )
+        } else if n.data_files && durability.is_some_and(|d| d.files.is_empty()) {
+            Some(
+                "`files` in its `[durability]` table (globs of the files to corrupt; or name them with `files = [...]` in the fault)",
+            )
+        } else {
+            None
         };
         match missing {
             None => Ok(()),
