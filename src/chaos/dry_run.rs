@@ -109,24 +109,8 @@ fn drain(out: &mut String, log: &Log, names: &[String], heading: &str) {
     }
 }
 
-/// The plan of `cfg`, as text: header, then every command per step.
-pub fn plan(cfg: &ChaosConfig) -> String {
-    let names: Vec<String> = cfg.nodes.iter().map(|n| n.name.clone()).collect();
-    let log: Log = Arc::default();
-    let remotes: Vec<Arc<dyn Remote>> = cfg
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(index, n)| {
-            Arc::new(Recorder {
-                node: n.name.clone(),
-                index,
-                user: cfg.ssh.user.clone(),
-                log: log.clone(),
-            }) as Arc<dyn Remote>
-        })
-        .collect();
-    let db: Arc<dyn crate::db::Abilities> = Arc::new(super::run::ChaosAbilities(cfg.db.clone()));
+/// The dry run's opening lines: what it is, the probe, the nodes, the SSH user, the faults.
+fn header(cfg: &ChaosConfig) -> String {
     let s = &cfg.settings;
     let mut out = String::new();
     let _ = writeln!(
@@ -166,9 +150,19 @@ pub fn plan(cfg: &ChaosConfig) -> String {
         "faults: {} for {} s, a transition every {} s",
         cfg.nemesis_name, s.duration_s, cfg.nemesis.interval_s
     );
+    out
+}
 
-    // What a run's leftovers heal would do, without its journal appends (`heal_leftovers`
-    // records its undos in the old journals; a dry run writes nothing).
+/// What a run's leftovers heal would do, without its journal appends (`heal_leftovers` records
+/// its undos in the old journals; a dry run writes nothing).
+fn plan_leftovers(
+    cfg: &ChaosConfig,
+    remotes: &[Arc<dyn Remote>],
+    db: &Arc<dyn crate::db::Abilities>,
+    log: &Log,
+    names: &[String],
+    out: &mut String,
+) {
     let leftovers = crate::nemesis::leftovers::leftover_journals(
         &cfg.reports_dir,
         &cfg.nodes,
@@ -178,7 +172,7 @@ pub fn plan(cfg: &ChaosConfig) -> String {
         let mut healer = Nemesis::new(NemesisConfig {
             helper_exe: None,
             nodes: cfg.nodes.clone(),
-            remotes: remotes.clone(),
+            remotes: remotes.to_vec(),
             db: db.clone(),
             partition: PartitionConfig::default(),
             rng: ChaCha8Rng::seed_from_u64(0),
@@ -189,9 +183,9 @@ pub fn plan(cfg: &ChaosConfig) -> String {
         for verb in verbs {
             let _ = healer.invoke(&verb, &serde_json::Value::Null);
             drain(
-                &mut out,
-                &log,
-                &names,
+                out,
+                log,
+                names,
                 &format!(
                     "{verb}: undo what {} shows still in effect",
                     journal.display()
@@ -202,6 +196,29 @@ pub fn plan(cfg: &ChaosConfig) -> String {
     if leftovers.is_empty() {
         out.push_str("\n# no earlier run's journal shows a fault left on these nodes\n");
     }
+}
+
+/// The plan of `cfg`, as text: header, then every command per step.
+pub fn plan(cfg: &ChaosConfig) -> String {
+    let names: Vec<String> = cfg.nodes.iter().map(|n| n.name.clone()).collect();
+    let log: Log = Arc::default();
+    let remotes: Vec<Arc<dyn Remote>> = cfg
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(index, n)| {
+            Arc::new(Recorder {
+                node: n.name.clone(),
+                index,
+                user: cfg.ssh.user.clone(),
+                log: log.clone(),
+            }) as Arc<dyn Remote>
+        })
+        .collect();
+    let db: Arc<dyn crate::db::Abilities> = Arc::new(super::run::ChaosAbilities(cfg.db.clone()));
+    let s = &cfg.settings;
+    let mut out = header(cfg);
+    plan_leftovers(cfg, &remotes, &db, &log, &names, &mut out);
     let mut nemesis = Nemesis::new(NemesisConfig {
         helper_exe: None,
         nodes: cfg.nodes.clone(),

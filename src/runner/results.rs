@@ -150,49 +150,8 @@ pub(super) fn write_results_asked(
     crate::store::ensure_writable(&run_dir.path)?;
     let (txn_ask, record) = recorded_check(run_dir)?;
     let what = WhatRan::read(run_dir, &record)?;
-    let size = std::fs::metadata(run_dir.history_path()).map_or(0, |m| m.len());
-    let streamed = what
-        .model
-        .clone()
-        .filter(|m| size > ask.stream_above && crate::stream::streams(m))
-        .map(|m| {
-            plan_of(
-                m,
-                &what,
-                ask.check_time_limit_s,
-                ask.witness,
-                txn_ask.clone(),
-            )
-        })
-        .and_then(|plan| super::streamed::check(run_dir, &plan));
-    let mut reuse = super::live::Reuse::default();
-    let (checked, mut results, linear, read) = match streamed {
-        Some(s) => {
-            let s = *s;
-            let digested = super::streamed::digest(run_dir, &s.results)?;
-            (
-                s.verdict,
-                s.results,
-                Some(s.linear),
-                Read::Digest(Box::new(digested)),
-            )
-        }
-        None => {
-            let history = History::read_file(&run_dir.history_path())?;
-            if let Some(l) = live {
-                reuse = super::live::Reuse::of(l, &history);
-            }
-            let (checked, results, linear) = check_reusing(
-                &history,
-                ask.check_time_limit_s,
-                &what,
-                ask.witness,
-                txn_ask,
-                &mut reuse,
-            );
-            (checked, results, linear, Read::Whole(history))
-        }
-    };
+    let (checked, mut results, linear, read, reuse) =
+        check_history(run_dir, ask, live, &what, txn_ask)?;
     if let Some(by) = record.claimed_by {
         for r in results
             .iter_mut()
@@ -202,23 +161,7 @@ pub(super) fn write_results_asked(
         }
     }
     let completion = run_dir.read_completion();
-    let (client_ops, invokes, end_ns, faults) = match &read {
-        Read::Whole(h) => {
-            let (mut completions, mut invokes, mut end_ns) = (0u64, 0u64, 0u64);
-            for o in &h.ops {
-                end_ns = end_ns.max(o.time_ns);
-                if o.is_client() {
-                    if o.op_type == crate::history::OpType::Invoke {
-                        invokes += 1;
-                    } else {
-                        completions += 1;
-                    }
-                }
-            }
-            (completions, invokes, end_ns, h)
-        }
-        Read::Digest(d) => (d.completions, d.invokes, d.end_ns, &d.sparse),
-    };
+    let (client_ops, invokes, end_ns, faults) = read.totals();
     let judged = crate::completion::judge(checked, &completion, client_ops);
     let mut json = results_json(judged.verdict, &results);
     json["checked"] = serde_json::to_value(checked).unwrap_or_default();
@@ -232,22 +175,7 @@ pub(super) fn write_results_asked(
         // Checked and reported as it streamed (`runner::streamed`), not held whole.
         "streamed": matches!(read, Read::Digest(_)),
     });
-    // At the end of a run: what live checking decided; later (`report`, `heal`): what it left
-    // in live.json.
-    let live_json = live.map(|l| {
-        let mut v = l.to_json();
-        // How many keys found valid live the final check did not search again.
-        v["reused_valid"] = reuse.valid.into();
-        // How many keys found valid live got later ops (final reads) that fitted the
-        // linearization live checking found, so their live ops were not searched again.
-        v["reused_with_later_ops"] = reuse.confirmed.into();
-        v
-    });
-    if let Some(v) = &live_json {
-        // The final record (with whether it stopped the run) for `report` and `heal` later.
-        run_dir.write_json(crate::store::LIVE_FILE, v)?;
-    }
-    if let Some(l) = live_json.or_else(|| run_dir.read_object(crate::store::LIVE_FILE).ok()) {
+    if let Some(l) = live_record(run_dir, live, &reuse)? {
         json[LIVE_KEY] = l;
     }
     if completion.status == crate::completion::RunStatus::StoppedOnAnomaly {
@@ -285,6 +213,126 @@ pub(super) fn write_results_asked(
             "writing plots, the run page and the reports index",
         );
     }
+    write_pages(run_dir, read, linear, &recovery)?;
+    Ok(Checked {
+        verdict: judged.verdict,
+        reason: judged.reason,
+        results,
+        completion,
+    })
+}
+
+/// The run's check: streamed when the history is larger than `ask.stream_above` and its model
+/// streams, else the whole history read (reusing what live checking decided). The verdict,
+/// the checkers' results, the linearizability result, what was read and what was reused.
+fn check_history(
+    run_dir: &RunDir,
+    ask: &Ask,
+    live: Option<&super::live::LiveRecord>,
+    what: &WhatRan,
+    txn_ask: crate::checker::txn::judge::Ask,
+) -> Result<
+    (
+        Verdict,
+        Vec<CheckResult>,
+        Option<crate::checker::linear::LinearResult>,
+        Read,
+        super::live::Reuse,
+    ),
+    RunError,
+> {
+    let size = std::fs::metadata(run_dir.history_path()).map_or(0, |m| m.len());
+    let streamed = what
+        .model
+        .clone()
+        .filter(|m| size > ask.stream_above && crate::stream::streams(m))
+        .map(|m| {
+            plan_of(
+                m,
+                what,
+                ask.check_time_limit_s,
+                ask.witness,
+                txn_ask.clone(),
+            )
+        })
+        .and_then(|plan| super::streamed::check(run_dir, &plan));
+    let mut reuse = super::live::Reuse::default();
+    if let Some(s) = streamed {
+        let s = *s;
+        let digested = super::streamed::digest(run_dir, &s.results)?;
+        let read = Read::Digest(Box::new(digested));
+        return Ok((s.verdict, s.results, Some(s.linear), read, reuse));
+    }
+    let history = History::read_file(&run_dir.history_path())?;
+    if let Some(l) = live {
+        reuse = super::live::Reuse::of(l, &history);
+    }
+    let (checked, results, linear) = check_reusing(
+        &history,
+        ask.check_time_limit_s,
+        what,
+        ask.witness,
+        txn_ask,
+        &mut reuse,
+    );
+    Ok((checked, results, linear, Read::Whole(history), reuse))
+}
+
+impl Read {
+    /// Client completions, client invokes, the last op's time and the history holding the
+    /// nemesis ops (the whole one, or the digest's sparse one).
+    fn totals(&self) -> (u64, u64, u64, &History) {
+        match self {
+            Read::Whole(h) => {
+                let (mut completions, mut invokes, mut end_ns) = (0u64, 0u64, 0u64);
+                for o in &h.ops {
+                    end_ns = end_ns.max(o.time_ns);
+                    if o.is_client() {
+                        if o.op_type == crate::history::OpType::Invoke {
+                            invokes += 1;
+                        } else {
+                            completions += 1;
+                        }
+                    }
+                }
+                (completions, invokes, end_ns, h)
+            }
+            Read::Digest(d) => (d.completions, d.invokes, d.end_ns, &d.sparse),
+        }
+    }
+}
+
+/// At the end of a run: what live checking decided, written to live.json with what the final
+/// check reused; later (`report`, `heal`): what it left in live.json.
+fn live_record(
+    run_dir: &RunDir,
+    live: Option<&super::live::LiveRecord>,
+    reuse: &super::live::Reuse,
+) -> Result<Option<Value>, RunError> {
+    let live_json = live.map(|l| {
+        let mut v = l.to_json();
+        // How many keys found valid live the final check did not search again.
+        v["reused_valid"] = reuse.valid.into();
+        // How many keys found valid live got later ops (final reads) that fitted the
+        // linearization live checking found, so their live ops were not searched again.
+        v["reused_with_later_ops"] = reuse.confirmed.into();
+        v
+    });
+    if let Some(v) = &live_json {
+        // The final record (with whether it stopped the run) for `report` and `heal` later.
+        run_dir.write_json(crate::store::LIVE_FILE, v)?;
+    }
+    Ok(live_json.or_else(|| run_dir.read_object(crate::store::LIVE_FILE).ok()))
+}
+
+/// The witness page (when linearizability found the history invalid), the plots, the run page
+/// and the reports index.
+fn write_pages(
+    run_dir: &RunDir,
+    read: Read,
+    linear: Option<crate::checker::linear::LinearResult>,
+    recovery: &crate::report::recovery::Recovery,
+) -> Result<(), RunError> {
     match read {
         Read::Whole(history) => {
             if let Some(r) = linear.filter(|r| r.verdict == Verdict::Invalid) {
@@ -302,12 +350,7 @@ pub(super) fn write_results_asked(
             write_index(run_dir);
         }
     }
-    Ok(Checked {
-        verdict: judged.verdict,
-        reason: judged.reason,
-        results,
-        completion,
-    })
+    Ok(())
 }
 
 /// Plots, the run page and (inside a reports directory) the reports index, from what the run
