@@ -150,8 +150,13 @@ pub(super) fn write_results_asked(
     crate::store::ensure_writable(&run_dir.path)?;
     let (txn_ask, record) = recorded_check(run_dir)?;
     let what = WhatRan::read(run_dir, &record)?;
-    let (checked, mut results, linear, read, reuse) =
-        check_history(run_dir, ask, live, &what, txn_ask)?;
+    let CheckedHistory {
+        verdict: checked,
+        mut results,
+        linear,
+        read,
+        reuse,
+    } = check_history(run_dir, ask, live, &what, txn_ask)?;
     if let Some(by) = record.claimed_by {
         for r in results
             .iter_mut()
@@ -222,6 +227,20 @@ pub(super) fn write_results_asked(
     })
 }
 
+/// What [`check_history`] found and read.
+struct CheckedHistory {
+    /// The checkers' verdict.
+    verdict: Verdict,
+    /// Each checker's result.
+    results: Vec<CheckResult>,
+    /// The linearizability result, for the witness page.
+    linear: Option<crate::checker::linear::LinearResult>,
+    /// The history read whole, or its digest.
+    read: Read,
+    /// What live checking's decisions spared the check.
+    reuse: super::live::Reuse,
+}
+
 /// The run's check: streamed when the history is larger than `ask.stream_above` and its model
 /// streams, else the whole history read (reusing what live checking decided). The verdict,
 /// the checkers' results, the linearizability result, what was read and what was reused.
@@ -231,16 +250,7 @@ fn check_history(
     live: Option<&super::live::LiveRecord>,
     what: &WhatRan,
     txn_ask: crate::checker::txn::judge::Ask,
-) -> Result<
-    (
-        Verdict,
-        Vec<CheckResult>,
-        Option<crate::checker::linear::LinearResult>,
-        Read,
-        super::live::Reuse,
-    ),
-    RunError,
-> {
+) -> Result<CheckedHistory, RunError> {
     let size = std::fs::metadata(run_dir.history_path()).map_or(0, |m| m.len());
     let streamed = what
         .model
@@ -261,7 +271,13 @@ fn check_history(
         let s = *s;
         let digested = super::streamed::digest(run_dir, &s.results)?;
         let read = Read::Digest(Box::new(digested));
-        return Ok((s.verdict, s.results, Some(s.linear), read, reuse));
+        return Ok(CheckedHistory {
+            verdict: s.verdict,
+            results: s.results,
+            linear: Some(s.linear),
+            read,
+            reuse,
+        });
     }
     let history = History::read_file(&run_dir.history_path())?;
     if let Some(l) = live {
@@ -275,7 +291,13 @@ fn check_history(
         txn_ask,
         &mut reuse,
     );
-    Ok((checked, results, linear, Read::Whole(history), reuse))
+    Ok(CheckedHistory {
+        verdict: checked,
+        results,
+        linear,
+        read: Read::Whole(history),
+        reuse,
+    })
 }
 
 impl Read {
