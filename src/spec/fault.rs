@@ -186,6 +186,28 @@ mod tests {
         }
         let unknown = serde_json::json!({"kind": "flood"});
         assert!(serde_json::from_value::<FaultSpec>(unknown).is_err());
+        // A schedule an older binary recorded in test.json reads back with every value it
+        // recorded (fields added since, such as delay's `reorder`, come in at their defaults).
+        let fixture = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/reports/all-faults/test.json"
+        );
+        let test: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+        let recorded = &test["nemesis"]["spec"]["faults"];
+        let read: Vec<FaultSpec> = serde_json::from_value(recorded.clone()).unwrap();
+        assert_eq!(read.len(), 8);
+        let written = serde_json::to_value(&read).unwrap();
+        for (was, is) in recorded
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(written.as_array().unwrap())
+        {
+            for (key, value) in was.as_object().unwrap() {
+                assert_eq!(&is[key], value, "{key} of {was}");
+            }
+        }
         let stray = serde_json::json!({"kind": "kill", "shape": "one"});
         let e = serde_json::from_value::<FaultSpec>(stray).unwrap_err();
         assert!(e.to_string().contains("unknown field `shape`"), "{e}");
