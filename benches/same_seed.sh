@@ -14,7 +14,7 @@
 #       OLD_BIN NEW_BIN SYSTEM...
 #   e.g. sudo benches/same_seed.sh -x '--nemesis nemeses/rotation.toml' \
 #       /work/wt-old/target/release/shakedown target/release/shakedown etcd redis postgres nats:log
-# SYSTEM is a --db name, or NAME:WORKLOAD for one that does not serve the register workload.
+# The sandbox goes down at the end. SYSTEM is a --db name, or NAME:WORKLOAD for one that does not serve the register workload.
 set -euo pipefail
 
 limit=30
@@ -38,6 +38,8 @@ old=$(readlink -f "$1"); new=$(readlink -f "$2"); shift 2
 read -r -a more <<< "$extra"
 work=$(mktemp -d /tmp/shakedown-same-seed.XXXXXX)
 sandbox=(--sandbox-name "$name" --sandbox-subnet "$subnet")
+# The runs leave their sandbox up for the next; it goes when the script ends, however it ends.
+trap '"$new" sandbox down "${sandbox[@]}" > /dev/null 2>&1 || true' EXIT
 
 # What the seed decides in a run directory: the nemesis ops, and test.json without what differs
 # by the clock or the build.
