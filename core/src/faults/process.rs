@@ -117,26 +117,15 @@ impl FaultDef for PauseSpec {
     }
 }
 
-/// What power loss and an OS crash need and refuse alike: one mechanism under two names.
-fn loses_unsynced() -> Needs {
-    Needs {
-        kill: true,
-        data_layer: true,
-        loses_unsynced: true,
-        ..Needs::default()
-    }
-}
-
-/// Why chaos refuses to lose unsynced writes.
-const LOSES_FOR_GOOD: &str = "a power loss or OS crash drops writes for good and restarts the \
-                              system; chaos injects only faults it can undo";
-
-/// Power failure: SIGKILL the DB on the targets and drop every write it did not fsync (the
-/// run serves its data directory from the lose-unsynced layer); `power-on` starts it again.
-/// `torn` keeps the first half of the last unsynced write (a torn write).
+/// Power failure (`OS_CRASH = false`, [`PowerLossSpec`]): SIGKILL the DB on the targets and drop
+/// every write it did not fsync (the run serves its data directory from the lose-unsynced
+/// layer); `power-on` starts it again. An OS (kernel) crash (`OS_CRASH = true`,
+/// [`OsCrashSpec`]) does the same — the page cache is gone — under its own name, verbs
+/// (`os-crash` / `reboot`) and plot band, one node by default. `torn` keeps the first half of
+/// the last unsynced write (a torn write).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PowerLossSpec {
+pub struct LoseUnsyncedSpec<const OS_CRASH: bool> {
     /// Which nodes it hits (`one` by default).
     #[serde(default)]
     pub targets: Targets,
@@ -145,16 +134,27 @@ pub struct PowerLossSpec {
     pub torn: bool,
 }
 
-impl FaultDef for PowerLossSpec {
+/// The `power-loss` schedule entry.
+pub type PowerLossSpec = LoseUnsyncedSpec<false>;
+/// The `os-crash` schedule entry.
+pub type OsCrashSpec = LoseUnsyncedSpec<true>;
+
+impl<const OS_CRASH: bool> FaultDef for LoseUnsyncedSpec<OS_CRASH> {
     fn kind(&self) -> &'static super::FaultKind {
-        &POWER_LOSS_KIND
+        if OS_CRASH {
+            &OS_CRASH_KIND
+        } else {
+            &POWER_LOSS_KIND
+        }
     }
     fn ops(&self) -> Ops {
-        Ops::new(
-            Verb::PowerLoss,
-            json!({ "targets": self.targets, "torn": self.torn }),
-            Some(Verb::PowerOn),
-        )
+        let (start, stop) = if OS_CRASH {
+            (Verb::OsCrash, Verb::Reboot)
+        } else {
+            (Verb::PowerLoss, Verb::PowerOn)
+        };
+        let value = json!({ "targets": self.targets, "torn": self.torn });
+        Ops::new(start, value, Some(stop))
     }
     fn keys(&self) -> &'static [&'static str] {
         &["targets", "torn"]
@@ -163,48 +163,17 @@ impl FaultDef for PowerLossSpec {
         Some(self.targets)
     }
     fn needs(&self) -> Needs {
-        loses_unsynced()
+        Needs {
+            kill: true,
+            data_layer: true,
+            loses_unsynced: true,
+            ..Needs::default()
+        }
     }
     fn chaos_refusal(&self) -> Option<&'static str> {
-        Some(LOSES_FOR_GOOD)
-    }
-}
-
-/// An OS (kernel) crash: what `power-loss` does — SIGKILL the DB on the targets and drop
-/// every write it did not fsync, the page cache being gone — under its own name, verbs
-/// (`os-crash` / `reboot`) and plot band, one node by default.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OsCrashSpec {
-    /// Which nodes it hits (`one` by default).
-    #[serde(default)]
-    pub targets: Targets,
-    /// Keep half of the last unsynced write.
-    #[serde(default)]
-    pub torn: bool,
-}
-
-impl FaultDef for OsCrashSpec {
-    fn kind(&self) -> &'static super::FaultKind {
-        &OS_CRASH_KIND
-    }
-    fn ops(&self) -> Ops {
-        Ops::new(
-            Verb::OsCrash,
-            json!({ "targets": self.targets, "torn": self.torn }),
-            Some(Verb::Reboot),
+        Some(
+            "a power loss or OS crash drops writes for good and restarts the system; chaos \
+             injects only faults it can undo",
         )
-    }
-    fn keys(&self) -> &'static [&'static str] {
-        &["targets", "torn"]
-    }
-    fn targets(&self) -> Option<Targets> {
-        Some(self.targets)
-    }
-    fn needs(&self) -> Needs {
-        loses_unsynced()
-    }
-    fn chaos_refusal(&self) -> Option<&'static str> {
-        Some(LOSES_FOR_GOOD)
     }
 }
