@@ -59,6 +59,10 @@ pub struct NemesisCycle {
     /// Kinds (indices into `kinds`) not drawn yet in this round: a random schedule gives every
     /// kind a turn before one repeats.
     round: Vec<usize>,
+    /// Per kind, its faults (indices into `faults`) not drawn yet: within a kind too, every
+    /// fault gets a turn before one repeats (the `partition` package's `halves` is not left
+    /// waiting behind `one`).
+    bags: Vec<Vec<usize>>,
 }
 
 /// The faults of a schedule grouped by kind: the fault kind its start verb belongs to
@@ -84,8 +88,9 @@ fn kinds_of(faults: &[FaultOps]) -> Vec<Vec<usize>> {
 /// Forever: wait `interval_ns`, start a random fault, wait `interval_ns` after that op
 /// completed, stop it, wait, start another... The random draw is fair by kind: each round draws
 /// every fault kind of the schedule once, in random order (a kind with several faults, e.g. the
-/// `partition` package's two shapes, then one of them uniformly), so with k kinds the first k
-/// faults started are all different. Waits run from the previous op's completion (as in
+/// `partition` package's two shapes, then one of them not drawn since all were), so with k kinds
+/// the first k faults started are all different, and every fault of a kind starts before one of
+/// them starts again. Waits run from the previous op's completion (as in
 /// Jepsen, where the nemesis thread sleeps between ops). The wait is expressed as the op's
 /// `time_ns`, so the interpreter dispatches it at the right time without ticking. Done at once
 /// when there are no faults. Bound it with [`super::time_limit`]; the final heal undoes a fault
@@ -99,6 +104,7 @@ pub fn nemesis_cycle(schedule: NemesisSchedule) -> NemesisCycle {
         started: 0,
         kinds: kinds_of(&schedule.faults),
         round: Vec::new(),
+        bags: Vec::new(),
         schedule,
     }
 }
@@ -115,8 +121,8 @@ fn nemesis_op(time_ns: u64, f: &str, value: &Value) -> Next {
 
 impl NemesisCycle {
     /// The next fault of a random schedule: a kind not drawn yet in this round (no draw when
-    /// one is left, so a one-kind schedule draws as a uniform choice of its faults), then one of
-    /// its faults uniformly.
+    /// one is left, so a one-kind schedule draws only among its faults), then, uniformly, one of
+    /// its faults not drawn since they were all drawn.
     fn draw(&mut self, rng: &mut ChaCha8Rng) -> usize {
         if self.round.is_empty() {
             self.round = (0..self.kinds.len()).collect();
@@ -126,8 +132,18 @@ impl NemesisCycle {
         } else {
             0
         };
-        let faults = &self.kinds[self.round.remove(j)];
-        faults[rng.random_range(0..faults.len())]
+        let k = self.round.remove(j);
+        if self.bags.len() < self.kinds.len() {
+            self.bags = vec![Vec::new(); self.kinds.len()];
+        }
+        let bag = &mut self.bags[k];
+        if bag.is_empty() {
+            bag.clone_from(&self.kinds[k]);
+        }
+        // A draw even from a bag of one, as before bags: a schedule whose kinds have one fault
+        // each draws the same sequence for a seed as it did.
+        let i = rng.random_range(0..bag.len());
+        bag.remove(i)
     }
 }
 

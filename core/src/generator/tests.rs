@@ -798,7 +798,8 @@ fn nemesis_cycle_alternates_start_and_stop_at_the_interval() {
 #[test]
 fn a_random_schedule_gives_every_kind_a_turn_before_repeating_one() {
     // Three kinds (partition with two shapes, kill with two targets, pause): every round of
-    // three starts draws each kind once, whatever the seed.
+    // three starts draws each kind once, and every two turns of a kind its two faults, whatever
+    // the seed.
     let kind_of = |f: &str| {
         crate::faults::classify_verb(f)
             .map(|(k, _)| k.name)
@@ -809,6 +810,12 @@ fn a_random_schedule_gives_every_kind_a_turn_before_repeating_one() {
         start_f: "pause".to_string(),
         start_value: json!("one"),
         stop_f: Some("resume".to_string()),
+        stop_value: Value::Null,
+    });
+    sched.faults.push(FaultOps {
+        start_f: "start-partition".to_string(),
+        start_value: json!("halves"),
+        stop_f: Some("stop-partition".to_string()),
         stop_value: Value::Null,
     });
     for seed in 0..50 {
@@ -830,6 +837,21 @@ fn a_random_schedule_gives_every_kind_a_turn_before_repeating_one() {
                 ["kill", "partition", "pause"],
                 "seed {seed}: {starts:?}"
             );
+        }
+        // Within a kind too: each two partitions started are the two shapes, each two kills
+        // the two targets.
+        for (f, n) in [("start-partition", 2), ("kill", 2)] {
+            let values: Vec<&Value> = sim
+                .dispatched
+                .iter()
+                .step_by(2)
+                .filter(|i| i.f == f)
+                .map(|i| &i.value)
+                .collect();
+            assert!(values.len() >= 2 * n, "seed {seed}: {values:?}");
+            for pair in values.chunks_exact(n) {
+                assert_ne!(pair[0], pair[1], "seed {seed}: {f} {values:?}");
+            }
         }
     }
 }
