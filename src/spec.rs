@@ -732,7 +732,7 @@ mod tests {
                 "reboot"
             )
         );
-        assert!(n.faults[0].needs_data_layer() && n.faults[0].loses_unsynced());
+        assert!(n.faults[0].needs_data_layer() && n.faults[0].needs().loses_unsynced);
         // Its verbs name their own kind, so plots and the fault table say os-crash.
         let (kind, _) = crate::faults::classify_verb("os-crash").unwrap();
         assert_eq!(kind.name, "os-crash");
@@ -852,7 +852,10 @@ mod tests {
             v
         })
         .unwrap();
-        assert_eq!(Some(back), n.faults[0].disk_fault());
+        let FaultSpec::Disk(disk) = &n.faults[0] else {
+            panic!("a disk fault: {:?}", n.faults[0])
+        };
+        assert_eq!(back, disk.fault());
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("d.toml");
         for (body, needle) in [

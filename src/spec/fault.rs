@@ -108,36 +108,15 @@ impl FaultSpec {
         self.def().targets()
     }
 
-    /// Whether the fault stops the server and starts it again (kill, power loss, OS crash, a
-    /// corrupted file), so only a system that can kill and restart serves it.
-    pub fn needs_kill(&self) -> bool {
-        self.needs().kill
-    }
-
     /// Whether the fault is aimed at the system's primaries (the `primaries` partition, or
     /// `targets = "primaries"`), so only a system that names its primaries can serve it.
     pub fn aims_at_primaries(&self) -> bool {
         self.def().aims_at_primaries()
     }
 
-    /// A disk fault's effect on the layer (`None` for other faults); the seed is the
-    /// nemesis's to draw.
-    pub fn disk_fault(&self) -> Option<crate::faults::disk::DiskFault> {
-        match self {
-            FaultSpec::Disk(d) => Some(d.fault()),
-            _ => None,
-        }
-    }
-
     /// Whether this fault needs the system's data directory on the lose-unsynced layer.
     pub fn needs_data_layer(&self) -> bool {
         self.needs().data_layer
-    }
-
-    /// Whether this fault kills the DB and drops its unsynced writes (`power-loss`,
-    /// `os-crash`): one mechanism under two names.
-    pub fn loses_unsynced(&self) -> bool {
-        self.needs().loses_unsynced
     }
 
     /// Whether this fault steps clocks (the run then measures clock offsets).
@@ -227,11 +206,11 @@ mod tests {
         assert!(kill("primaries").aims_at_primaries());
         assert!(!kill("primaries-or-one").aims_at_primaries());
         assert!(!FaultSpec::Promote(Default::default()).aims_at_primaries());
-        assert!(kill("one").needs_kill());
-        assert!(!partition("primaries").needs_kill());
+        assert!(kill("one").needs().kill);
+        assert!(!partition("primaries").needs().kill);
         let pause = FaultSpec::Pause(faults::process::PauseSpec {
             targets: Targets::Primaries,
         });
-        assert!(pause.aims_at_primaries() && !pause.needs_kill());
+        assert!(pause.aims_at_primaries() && !pause.needs().kill);
     }
 }
