@@ -52,8 +52,13 @@ pub struct ClockSpec {
     pub duration_ms: u64,
 }
 
+/// `mode = "bump"`: one step.
+const BUMP: &str = "bump";
+/// `mode = "strobe"`: flip back and forth.
+const STROBE: &str = "strobe";
+
 fn d_mode() -> String {
-    "bump".into()
+    BUMP.into()
 }
 fn d_min_delta_ms() -> u64 {
     DEFAULT_MIN_DELTA_MS
@@ -93,7 +98,7 @@ impl super::def::FaultDef for ClockSpec {
             "min_delta_ms": self.min_delta_ms,
             "max_delta_ms": self.max_delta_ms,
         });
-        let start = if self.mode == "strobe" {
+        let start = if self.mode == STROBE {
             value["max_period_ms"] = self.max_period_ms.into();
             value["duration_ms"] = self.duration_ms.into();
             Verb::StrobeClock
@@ -114,7 +119,7 @@ impl super::def::FaultDef for ClockSpec {
     }
     fn check(&self) -> Result<(), String> {
         let s = self;
-        if s.mode != "bump" && s.mode != "strobe" {
+        if s.mode != BUMP && s.mode != STROBE {
             return Err(format!(
                 "clock mode {:?}: expected \"bump\" or \"strobe\"",
                 s.mode

@@ -271,7 +271,8 @@ pub struct CorruptSpec {
 }
 
 fn d_mode() -> String {
-    "bitflip".into()
+    // A mode is named as the verb that starts it.
+    CorruptMode::Bitflip.verb().into()
 }
 fn d_bits() -> u64 {
     DEFAULT_BITS

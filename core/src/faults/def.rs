@@ -111,14 +111,14 @@ pub trait FaultDef {
     }
 }
 
-/// `def`'s values checked, the error as (the key it is about, the message): the first of the
+/// `def`'s values checked, the error as (the key it is about, the message): the longest of the
 /// fault's keys the message starts with, else its first key.
 pub fn validate(def: &dyn FaultDef) -> Result<(), (&'static str, String)> {
     def.check().map_err(|m| {
         let named = def
             .keys()
             .iter()
-            .filter(|k| m.starts_with(&format!("{k} ")) || m.starts_with(*k))
+            .filter(|k| m.starts_with(*k))
             .max_by_key(|k| k.len());
         (named.copied().unwrap_or(def.keys()[0]), m)
     })

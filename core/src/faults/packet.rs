@@ -275,7 +275,7 @@ fn d_delay_ms() -> u64 {
     DEFAULT_DELAY_MS
 }
 fn d_backend() -> String {
-    "auto".into()
+    DelayBackend::Auto.name().into()
 }
 
 impl Default for LossSpec {
@@ -401,7 +401,7 @@ impl FaultDef for DelaySpec {
         if self.duplicate != 0.0 {
             v["duplicate"] = serde_json::json!(self.duplicate);
         }
-        if self.backend != "auto" {
+        if self.backend != DelayBackend::Auto.name() {
             v["backend"] = serde_json::json!(self.backend);
         }
         Ops::new(Verb::StartDelay, v, Some(Verb::StopDelay))

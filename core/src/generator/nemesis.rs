@@ -96,15 +96,16 @@ fn kinds_of(faults: &[FaultOps]) -> Vec<Vec<usize>> {
 /// when there are no faults. Bound it with [`super::time_limit`]; the final heal undoes a fault
 /// left active.
 pub fn nemesis_cycle(schedule: NemesisSchedule) -> NemesisCycle {
+    let kinds = kinds_of(&schedule.faults);
     NemesisCycle {
         next_at_ns: None,
         active: None,
         awaiting: false,
         completed_at_ns: None,
         started: 0,
-        kinds: kinds_of(&schedule.faults),
+        bags: vec![Vec::new(); kinds.len()],
+        kinds,
         round: Vec::new(),
-        bags: Vec::new(),
         schedule,
     }
 }
@@ -133,9 +134,6 @@ impl NemesisCycle {
             0
         };
         let k = self.round.remove(j);
-        if self.bags.len() < self.kinds.len() {
-            self.bags = vec![Vec::new(); self.kinds.len()];
-        }
         let bag = &mut self.bags[k];
         if bag.is_empty() {
             bag.clone_from(&self.kinds[k]);
