@@ -7,7 +7,7 @@
 
 mod jsonl;
 pub use crate::name::Name;
-pub use jsonl::{JsonlBlocks, JsonlReader};
+pub use jsonl::{JsonlAhead, JsonlBlocks, JsonlReader};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use std::fmt;
@@ -67,21 +67,81 @@ impl Serialize for Process {
 
 impl<'de> Deserialize<'de> for Process {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        match Value::deserialize(d)? {
-            Value::Number(n) => n
-                .as_u64()
-                .map(Process::Client)
-                .ok_or_else(|| serde::de::Error::custom("process must be a non-negative integer")),
-            Value::String(s) if s == "nemesis" => Ok(Process::Nemesis),
-            Value::String(s) => s.parse().map(Process::Client).map_err(|_| {
+        let other = |v: Value| {
+            serde::de::Error::custom(format!(
+                "process must be an integer or \"nemesis\", got {v}"
+            ))
+        };
+        match Integer::deserialize(d)? {
+            Integer::U(n) => Ok(Process::Client(n)),
+            Integer::I(_) | Integer::Other(Value::Number(_)) => Err(serde::de::Error::custom(
+                "process must be a non-negative integer",
+            )),
+            Integer::Other(Value::String(s)) if s == "nemesis" => Ok(Process::Nemesis),
+            Integer::Other(Value::String(s)) => s.parse().map(Process::Client).map_err(|_| {
                 serde::de::Error::custom(format!(
                     "process must be an integer or \"nemesis\", got {s:?}"
                 ))
             }),
-            other => Err(serde::de::Error::custom(format!(
-                "process must be an integer or \"nemesis\", got {other}"
-            ))),
+            Integer::Null => Err(other(Value::Null)),
+            Integer::Other(v) => Err(other(v)),
         }
+    }
+}
+
+/// A field whose common form is an integer (`process`, `time`), read without building a
+/// [`Value`] for it (the reader's hot path); anything else as the `Value` it is, for the
+/// field's own rules and words.
+enum Integer {
+    U(u64),
+    /// Negative.
+    I(i64),
+    Null,
+    Other(Value),
+}
+
+impl<'de> Deserialize<'de> for Integer {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Integer;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an integer")
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Integer, E> {
+                Ok(Integer::U(n))
+            }
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Integer, E> {
+                Ok(u64::try_from(n).map_or(Integer::I(n), Integer::U))
+            }
+            fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<Integer, E> {
+                Ok(Integer::Other(Value::from(n)))
+            }
+            fn visit_bool<E: serde::de::Error>(self, b: bool) -> Result<Integer, E> {
+                Ok(Integer::Other(Value::Bool(b)))
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Integer, E> {
+                Ok(Integer::Other(Value::String(s.to_string())))
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Integer, E> {
+                Ok(Integer::Null)
+            }
+            fn visit_none<E: serde::de::Error>(self) -> Result<Integer, E> {
+                Ok(Integer::Null)
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Integer, D::Error> {
+                Integer::deserialize(d)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, a: A) -> Result<Integer, A::Error> {
+                let v = Value::deserialize(serde::de::value::SeqAccessDeserializer::new(a))?;
+                Ok(Integer::Other(v))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, a: A) -> Result<Integer, A::Error> {
+                let v = Value::deserialize(serde::de::value::MapAccessDeserializer::new(a))?;
+                Ok(Integer::Other(v))
+            }
+        }
+        d.deserialize_any(V)
     }
 }
 
@@ -137,14 +197,16 @@ fn de_key<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Name>, D::Error> {
 
 /// `time`: nanoseconds, or Jepsen's `-1` (or `null`) for unknown, which reads as 0.
 fn de_time<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    match Option::<Value>::deserialize(d)? {
-        None | Some(Value::Null) => Ok(0),
-        Some(Value::Number(n)) if n.as_i64() == Some(-1) => Ok(0),
-        Some(v) => v.as_u64().ok_or_else(|| {
-            serde::de::Error::custom(format!(
-                "time must be a non-negative integer (ns) or -1 (unknown), got {v}"
-            ))
-        }),
+    let bad = |v: Value| {
+        serde::de::Error::custom(format!(
+            "time must be a non-negative integer (ns) or -1 (unknown), got {v}"
+        ))
+    };
+    match Integer::deserialize(d)? {
+        Integer::U(n) => Ok(n),
+        Integer::Null | Integer::I(-1) => Ok(0),
+        Integer::I(n) => Err(bad(Value::from(n))),
+        Integer::Other(v) => Err(bad(v)),
     }
 }
 
@@ -661,6 +723,57 @@ mod tests {
         assert_eq!(h.ops[1].op_type, OpType::Ok);
         let line = serde_json::to_string(&h.ops[0]).unwrap();
         assert_eq!(line, text.lines().next().unwrap());
+    }
+
+    #[test]
+    fn process_and_time_read_every_form_they_may_take() {
+        let op = |process: &str, time: &str| {
+            let line =
+                format!(r#"{{"type":"invoke","process":{process},"time":{time},"f":"read"}}"#);
+            serde_json::from_str::<Op>(&line).map_err(|e| e.to_string())
+        };
+        let ok = |p: &str, t: &str| op(p, t).map(|o| (o.process, o.time_ns)).unwrap();
+        assert_eq!(ok("7", "5"), (Process::Client(7), 5));
+        assert_eq!(ok("\"7\"", "-1"), (Process::Client(7), 0));
+        assert_eq!(ok("\"nemesis\"", "null"), (Process::Nemesis, 0));
+        let err = |p: &str, t: &str| op(p, t).unwrap_err();
+        for p in ["-3", "1.5"] {
+            assert!(
+                err(p, "1").contains("process must be a non-negative integer"),
+                "{p}"
+            );
+        }
+        assert!(
+            err("\"n1\"", "1").contains(r#"process must be an integer or "nemesis", got "n1""#)
+        );
+        for (p, shown) in [
+            ("null", "null"),
+            ("[1]", "[1]"),
+            ("{\"a\":1}", r#"{"a":1}"#),
+            ("true", "true"),
+        ] {
+            let e = err(p, "1");
+            assert!(
+                e.contains(&format!(
+                    r#"process must be an integer or "nemesis", got {shown}"#
+                )),
+                "{e}"
+            );
+        }
+        for (t, shown) in [
+            ("-2", "-2"),
+            ("1.5", "1.5"),
+            ("\"x\"", "\"x\""),
+            ("[1]", "[1]"),
+        ] {
+            let e = err("1", t);
+            assert!(
+                e.contains(&format!(
+                    "time must be a non-negative integer (ns) or -1 (unknown), got {shown}"
+                )),
+                "{e}"
+            );
+        }
     }
 
     #[test]

@@ -532,14 +532,15 @@ impl ModelSniff {
         if !o.is_client() {
             return;
         }
-        self.append |= o.f == "append";
-        self.send |= o.f == crate::generator::log::SEND;
-        self.acquire |= o.f == crate::generator::lock::ACQUIRE;
+        // What the function alone says, once per function (the reader's hot path).
         if !self.fs.contains(&o.f) {
             self.fs.push(o.f.clone());
+            self.append |= o.f == "append";
+            self.send |= o.f == crate::generator::log::SEND;
+            self.acquire |= o.f == crate::generator::lock::ACQUIRE;
         }
         self.elle_txn = self.elle_txn || is_elle_txn(&o.value);
-        self.set_read |= o.f == "read" && o.value.is_array();
+        self.set_read = self.set_read || (o.value.is_array() && o.f == "read");
     }
 
     /// The client functions seen.

@@ -13,6 +13,30 @@ use std::fmt;
 use std::ops::Deref;
 use ustr::Ustr;
 
+/// Slots of [`RECENT_NAMES`].
+const RECENT_SLOTS: usize = 1024;
+/// Texts longer than this skip [`RECENT_NAMES`].
+const RECENT_LEN: usize = 64;
+
+thread_local! {
+    /// The names this thread made last, by a hash of their text: a history's reader makes the
+    /// same few names on every op (its functions, the keys in play), and the shared table's
+    /// lock was the dearest part of making one (8 % of the streamed check).
+    static RECENT_NAMES: std::cell::RefCell<[Option<Ustr>; RECENT_SLOTS]> =
+        const { std::cell::RefCell::new([None; RECENT_SLOTS]) };
+}
+
+/// `s`'s slot in [`RECENT_NAMES`] (a multiply-rotate hash of its bytes).
+fn recent_slot(s: &str) -> usize {
+    let mut h = s.len() as u64;
+    for chunk in s.as_bytes().chunks(8) {
+        let mut word = [0u8; 8];
+        word[..chunk.len()].copy_from_slice(chunk);
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    (h >> 54) as usize % RECENT_SLOTS
+}
+
 /// An interned string: reads as a `&str` (it derefs to one), compares and hashes in O(1),
 /// orders as its text does.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -21,7 +45,23 @@ pub struct Name(Ustr);
 impl Name {
     /// The name of `s`, interning it on first use.
     pub fn new(s: &str) -> Name {
-        Name(Ustr::from(s))
+        if s.len() > RECENT_LEN {
+            return Name(Ustr::from(s));
+        }
+        let slot = recent_slot(s);
+        RECENT_NAMES
+            .try_with(|recent| {
+                let mut recent = recent.borrow_mut();
+                match recent[slot] {
+                    Some(u) if u.as_str() == s => Name(u),
+                    _ => {
+                        let u = Ustr::from(s);
+                        recent[slot] = Some(u);
+                        Name(u)
+                    }
+                }
+            })
+            .unwrap_or_else(|_| Name(Ustr::from(s)))
     }
 
     /// The text, which lives as long as the process.
@@ -170,6 +210,28 @@ mod tests {
         assert_eq!(v, ["aa-1", "mm-1", "zz-1"].map(Name::new));
         assert_eq!(format!("{a} {a:?}"), "write \"write\"");
         assert_eq!(std::mem::size_of::<Option<Name>>(), 8);
+    }
+
+    #[test]
+    fn names_from_the_recent_cache_are_the_shared_ones() {
+        // Texts that share a slot of the cache, made over and over, and one too long for it:
+        // each is always its own text, and the one name every thread makes of it.
+        let texts: Vec<String> = (0..5000)
+            .map(|i| format!("k{i}"))
+            .chain(["x".repeat(100)])
+            .collect();
+        for round in 0..3 {
+            for t in &texts {
+                let n = Name::new(t);
+                assert_eq!(n.as_str(), t, "round {round}");
+                assert_eq!(n.as_str().as_ptr(), Ustr::from(t).as_str().as_ptr());
+            }
+        }
+        let elsewhere = std::thread::spawn(|| Name::new("k17")).join().unwrap();
+        assert_eq!(
+            elsewhere.as_str().as_ptr(),
+            Name::new("k17").as_str().as_ptr()
+        );
     }
 
     #[test]

@@ -2,10 +2,9 @@
 //! not by the history's length, with the result the whole check ([`crate::checker::linear::check_history`] of the
 //! history read whole) gives.
 //!
-//! How: the history is read op by op ([`JsonlBlocks`], blocks of lines parsed in parallel); each
-//! client op goes to [`Retirement`] (every process its own thread, a process not seen for
-//! [`IDLE_OPS`] ops counted as gone); the
-//! ops of each key it retires are gathered into batches of about [`BATCH_OPS`] ops, and a batch
+//! How: the history is read op by op ([`crate::history::JsonlAhead`], blocks of lines parsed in
+//! parallel, ahead of the reader); each client op goes to [`Retirement`] (every process its own
+//! thread, a process not seen for [`IDLE_OPS`] ops counted as gone); the ops of each key it retires are gathered into batches of about [`BATCH_OPS`] ops, and a batch
 //! is checked (every key of it decided, on the search's own thread pool) on a checker thread
 //! while the reader goes on, at most [`QUEUED_BATCHES`] batches waiting (the reader waits for the
 //! checker past that: memory stays bounded when the search is the slower side). A checked key's
@@ -60,7 +59,7 @@ use crate::checker::linear::{
     Cause, Decide, LinearConfig, LinearResult, PartSummary, WitnessOp, settled_reason,
 };
 use crate::checker::session::{SessionParts, SessionResult, SourceSniff, VersionSource};
-use crate::history::{History, JsonlBlocks, Name, Op, OpType, Process};
+use crate::history::{History, JsonlAhead, Name, Op, OpType, Process};
 use crate::import::{InputFormat, ModelSniff, nemesis_client_ops_of};
 use crate::model::StandIn;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -679,21 +678,21 @@ struct FirstPass {
     span_ns: u64,
 }
 
-/// A JSONL history's ops, read in blocks parsed in parallel, one at a time, each with its
-/// position (`index`) in the file.
-struct Positioned<R> {
-    jsonl: JsonlBlocks<R>,
+/// A JSONL history's ops, read in blocks parsed in parallel ahead of the caller, one at a time,
+/// each with its position (`index`) in the file.
+struct Positioned {
+    jsonl: JsonlAhead,
     ops: std::iter::Flatten<std::vec::IntoIter<Vec<Op>>>,
     position: u64,
 }
 
-impl<R: std::io::Read> Positioned<R> {
-    fn new(reader: R, name: &str) -> Self {
-        Positioned {
-            jsonl: JsonlBlocks::new(reader, name),
+impl Positioned {
+    fn new<R: std::io::Read + Send + 'static>(reader: R, name: &str) -> Result<Self, String> {
+        Ok(Positioned {
+            jsonl: JsonlAhead::new(reader, name).map_err(|e| e.to_string())?,
             ops: Vec::new().into_iter().flatten(),
             position: 0,
-        }
+        })
     }
 
     fn next_op(&mut self) -> Result<Option<Op>, String> {
@@ -782,14 +781,14 @@ fn send(tx: &SyncSender<Msg>, batch: &mut Vec<Op>, of: BatchOf) {
     }
 }
 
-fn first_pass<R: std::io::Read>(
+fn first_pass<R: std::io::Read + Send + 'static>(
     reader: R,
     name: &str,
     sp: &StreamPlan,
     tx: &SyncSender<Msg>,
     failed: &AtomicBool,
 ) -> Result<FirstPass, String> {
-    let mut jsonl = Positioned::new(reader, name);
+    let mut jsonl = Positioned::new(reader, name)?;
     let mut retire = Retirement::with(Threads::Process, Some(sp.idle_ops)).with_grace(sp.grace_ops);
     let mut open: FastMap<Process, OpenInvoke> = FastMap::default();
     let (mut keyless, mut batch) = (Vec::new(), Vec::new());
@@ -880,7 +879,7 @@ struct LatePass {
 /// op is read. Holding is bounded: a key's ops are held from its first op to its last, and when
 /// more than `late_hold_ops` are held, the key taken up last is dropped and put off to the next
 /// pass (never the oldest one held, so every pass finishes at least one key).
-fn late_pass<R: BufRead>(
+fn late_pass<R: BufRead + Send + 'static>(
     reader: R,
     name: &str,
     sp: &StreamPlan,
@@ -894,7 +893,7 @@ fn late_pass<R: BufRead>(
         source: first.source.as_ref().map(|s| s.choice().0),
         late_from: Some(Arc::new(first.late_from.clone())),
     };
-    let mut jsonl = Positioned::new(reader, name);
+    let mut jsonl = Positioned::new(reader, name)?;
     // Held keys by when they were taken up (for putting off the newest), and their ops.
     let mut taken: BTreeMap<u64, Name> = BTreeMap::new();
     let mut hold: HashMap<Name, (u64, Vec<Op>)> = HashMap::new();
@@ -947,7 +946,7 @@ fn late_pass<R: BufRead>(
 
 /// The late keys in `todo`, checked whole in as many more passes over the file as holding at most
 /// [`StreamPlan::late_hold_ops`] ops at once takes: the most one pass held, and the passes.
-fn late_passes<R: BufRead>(
+fn late_passes<R: BufRead + Send + 'static>(
     open: &impl Fn() -> std::io::Result<R>,
     name: &str,
     sp: &StreamPlan,
@@ -975,7 +974,7 @@ fn late_passes<R: BufRead>(
 
 /// Check the JSONL history `open()` reads (`name` in messages) as it streams (see the module
 /// doc); `open` is called again for each pass over keys touched after they retired.
-pub fn check_jsonl<R: BufRead>(
+pub fn check_jsonl<R: BufRead + Send + 'static>(
     open: impl Fn() -> std::io::Result<R>,
     name: &str,
     sp: &StreamPlan,

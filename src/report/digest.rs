@@ -12,7 +12,7 @@
 //! charts or the recovery analysis (it feeds them), nor deciding when a run is long enough to
 //! be digested (`runner::results`).
 
-use crate::history::{History, HistoryError, JsonlBlocks, Op, OpType, Process};
+use crate::history::{History, HistoryError, JsonlAhead, Op, OpType, Process};
 use crate::report::plots::{SampleBuilder, Samples};
 use crate::report::recovery::{Attempts, AttemptsBuilder};
 use serde_json::Value;
@@ -173,8 +173,8 @@ pub fn read(
 }
 
 /// Hand every op of the JSONL history at `path` to `f` in history order, `Op::index` set to
-/// its position, read in parallel blocks (`history::JsonlBlocks`) and never held; returns the
-/// reader's warnings and why the history is cut short, if it is.
+/// its position, read in parallel blocks ahead of `f` (`history::JsonlAhead`) and never held;
+/// returns the reader's warnings and why the history is cut short, if it is.
 pub fn each_op(
     path: &Path,
     mut f: impl FnMut(Op),
@@ -184,7 +184,7 @@ pub fn each_op(
         path: name.clone(),
         source,
     })?;
-    let mut blocks = JsonlBlocks::new(std::io::BufReader::with_capacity(1 << 20, file), &name);
+    let mut blocks = JsonlAhead::new(file, &name)?;
     let mut position = 0u64;
     while let Some(parts) = blocks.next_ops()? {
         for mut op in parts.into_iter().flatten() {

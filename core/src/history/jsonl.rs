@@ -277,6 +277,101 @@ impl<R: std::io::Read> JsonlBlocks<R> {
     }
 }
 
+/// Groups of blocks parsed ahead of the reader by [`JsonlAhead`], besides the one it reads.
+const GROUPS_AHEAD: usize = 1;
+
+/// What the read-ahead thread hands over.
+enum Ahead {
+    Ops(Vec<Vec<Op>>),
+    Failed(HistoryError),
+    End(Result<(Vec<String>, Option<String>), HistoryError>),
+}
+
+/// [`JsonlBlocks`] on a thread of its own, the next group of blocks read and parsed while the
+/// caller works through the last one (the caller's work per op and the parse overlap instead of
+/// taking turns). The same ops, errors, warnings and crash artefacts as [`JsonlBlocks`]; at most
+/// [`GROUPS_AHEAD`] groups wait. Dropping it stops the thread (it ends at its next hand-over).
+pub struct JsonlAhead {
+    rx: Option<std::sync::mpsc::Receiver<Ahead>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    name: String,
+    end: Option<Result<(Vec<String>, Option<String>), HistoryError>>,
+}
+
+impl JsonlAhead {
+    /// Start reading `reader` on a thread; `name` labels errors.
+    pub fn new<R: std::io::Read + Send + 'static>(
+        reader: R,
+        name: &str,
+    ) -> Result<Self, HistoryError> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(GROUPS_AHEAD);
+        let path = name.to_string();
+        let thread = std::thread::Builder::new()
+            .name("history-read".into())
+            .spawn(move || {
+                let mut blocks = JsonlBlocks::new(reader, &path);
+                loop {
+                    let next = match blocks.next_ops() {
+                        Ok(Some(ops)) => Ahead::Ops(ops),
+                        Ok(None) => break,
+                        Err(e) => Ahead::Failed(e),
+                    };
+                    let failed = matches!(next, Ahead::Failed(_));
+                    if tx.send(next).is_err() || failed {
+                        return;
+                    }
+                }
+                let _ = tx.send(Ahead::End(blocks.finish()));
+            })
+            .map_err(|source| HistoryError::Io {
+                path: name.to_string(),
+                source,
+            })?;
+        Ok(JsonlAhead {
+            rx: Some(rx),
+            thread: Some(thread),
+            name: name.to_string(),
+            end: None,
+        })
+    }
+
+    /// As [`JsonlBlocks::next_ops`].
+    pub fn next_ops(&mut self) -> Result<Option<Vec<Vec<Op>>>, HistoryError> {
+        if self.end.is_some() {
+            return Ok(None);
+        }
+        let next = self.rx.as_ref().and_then(|rx| rx.recv().ok());
+        match next {
+            Some(Ahead::Ops(ops)) => Ok(Some(ops)),
+            Some(Ahead::Failed(e)) => Err(e),
+            Some(Ahead::End(end)) => {
+                self.end = Some(end);
+                Ok(None)
+            }
+            // The thread ended without a word: it panicked.
+            None => Err(HistoryError::Io {
+                path: self.name.clone(),
+                source: std::io::Error::other("the thread reading it stopped"),
+            }),
+        }
+    }
+
+    /// After the last op: as [`JsonlBlocks::finish`].
+    pub fn finish(mut self) -> Result<(Vec<String>, Option<String>), HistoryError> {
+        self.end.take().unwrap_or_else(|| Ok((Vec::new(), None)))
+    }
+}
+
+impl Drop for JsonlAhead {
+    fn drop(&mut self) {
+        // Hang up first: a thread waiting to hand over a group then ends.
+        drop(self.rx.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 /// A block parsed: its ops and line count; or the 1-based line (within the block) that is not
 /// an op, and why.
 type Parsed = Result<(Vec<Op>, usize), (usize, String)>;

@@ -15,7 +15,8 @@
 //! Does not own checking what it hands out.
 
 use crate::history::{Name, Op, OpType, Process};
-use std::collections::{BTreeSet, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// A multiply-rotate hasher (FxHash's) for the maps fed every op: their keys are interned names
@@ -63,10 +64,11 @@ struct KeyOps {
     ops: Vec<Op>,
     /// Invokes without their completion yet.
     open: usize,
-    /// Threads that invoked an op on it.
-    threads: BTreeSet<u64>,
-    /// Threads of `threads` that have since invoked an op on another key (or went idle).
-    left: BTreeSet<u64>,
+    /// Some thread invoked an op on it.
+    touched: bool,
+    /// Threads whose last invoke was on it and that have not gone idle since: the key is not
+    /// left while any is.
+    staying: usize,
     /// With a grace: when it looked retired last, it is handed out at this count of pushed ops
     /// unless an op reopens it before.
     due: Option<u64>,
@@ -74,9 +76,21 @@ struct KeyOps {
 
 impl KeyOps {
     fn retired(&self) -> bool {
-        self.open == 0 && !self.threads.is_empty() && self.left.len() == self.threads.len()
+        self.open == 0 && self.touched && self.staying == 0
     }
 }
+
+/// What is known of one thread.
+#[derive(Debug, Clone)]
+struct ThreadAt {
+    /// The key it last invoked an op on (until it goes idle).
+    key: Option<Name>,
+    /// When it was last seen (in pushed ops), for the idle bound.
+    seen: u64,
+}
+
+/// The most ops a new key's buffer is made ready for (the size of the key handed out last).
+const TYPICAL_OPS_MOST: usize = 4096;
 
 /// Which keys are retired (see the module doc): fed client ops in history order, it hands out
 /// each key's ops once it looks retired.
@@ -90,8 +104,11 @@ pub struct Retirement {
     /// Keys waiting out their grace, by due count.
     waiting: VecDeque<(u64, Name)>,
     keys: FastMap<Name, KeyOps>,
-    /// The key each thread last invoked an op on.
-    thread_key: FastMap<u64, Name>,
+    /// Every thread seen (and not gone idle since).
+    thread_at: FastMap<u64, ThreadAt>,
+    /// With the idle bound: one entry per thread in `thread_at`, a time it was seen at; when
+    /// that comes due and the thread was seen since, the entry moves to its newest sighting.
+    sightings: BinaryHeap<Reverse<(u64, u64)>>,
     /// Keys already handed out.
     retired: FastSet<Name>,
     /// Keys handed out that got an op afterwards, and how many such ops.
@@ -100,9 +117,10 @@ pub struct Retirement {
     buffered: usize,
     /// Keyed client ops pushed so far (the clock of the idle bound).
     pushed: u64,
-    /// When each thread was last seen, and the sightings in order (for the idle bound).
-    last_seen: FastMap<u64, u64>,
-    sightings: VecDeque<(u64, u64)>,
+    /// How many ops the key handed out last had: a new key's buffer starts that big.
+    typical: usize,
+    /// Keys that may have become retired with the op being pushed (kept for its allocation).
+    candidates: Vec<Name>,
 }
 
 impl Retirement {
@@ -119,13 +137,14 @@ impl Retirement {
             grace: None,
             waiting: VecDeque::new(),
             keys: FastMap::default(),
-            thread_key: FastMap::default(),
+            thread_at: FastMap::default(),
+            sightings: BinaryHeap::new(),
             retired: FastSet::default(),
             late: FastMap::default(),
             buffered: 0,
             pushed: 0,
-            last_seen: FastMap::default(),
-            sightings: VecDeque::new(),
+            typical: 0,
+            candidates: Vec::new(),
         }
     }
 
@@ -143,7 +162,7 @@ impl Retirement {
         let (Process::Client(p), Some(key)) = (op.process, op.key.clone()) else {
             return Vec::new();
         };
-        if self.retired.contains(&key) {
+        if !self.keys.contains_key(&key) && self.retired.contains(&key) {
             *self.late.entry(key).or_default() += 1;
             return Vec::new();
         }
@@ -152,37 +171,53 @@ impl Retirement {
             Threads::Process => p,
         };
         self.pushed += 1;
-        let mut candidates = Vec::new();
-        let entry = self.keys.entry(key.clone()).or_default();
-        if op.op_type == OpType::Invoke {
+        let mut candidates = std::mem::take(&mut self.candidates);
+        let invoke = op.op_type == OpType::Invoke;
+        let typical = self.typical;
+        let entry = self.keys.entry(key.clone()).or_insert_with(|| KeyOps {
+            ops: Vec::with_capacity(typical),
+            ..KeyOps::default()
+        });
+        entry.due = None;
+        if invoke {
             entry.open += 1;
-            entry.threads.insert(thread);
-            entry.left.remove(&thread);
-            if let Some(prev) = self.thread_key.insert(thread, key.clone())
-                && prev != key
-                && let Some(k) = self.keys.get_mut(&prev)
-            {
-                k.left.insert(thread);
-                candidates.push(prev);
-            }
+            entry.touched = true;
         } else {
             entry.open = entry.open.saturating_sub(1);
             candidates.push(key.clone());
         }
-        if let Some(k) = self.keys.get_mut(&key) {
-            k.ops.push(op);
-            self.buffered += 1;
+        entry.ops.push(op);
+        self.buffered += 1;
+        let pushed = self.pushed;
+        let mut new_thread = false;
+        let at = self.thread_at.entry(thread).or_insert_with(|| {
+            new_thread = true;
+            ThreadAt {
+                key: None,
+                seen: pushed,
+            }
+        });
+        at.seen = pushed;
+        let moved_from = if invoke && at.key != Some(key.clone()) {
+            let prev = at.key.replace(key.clone());
+            if let Some(k) = self.keys.get_mut(&key) {
+                k.staying += 1;
+            }
+            prev
+        } else {
+            None
+        };
+        if let Some(prev) = moved_from {
+            self.leave(prev, &mut candidates);
         }
         if let Some(idle) = self.idle_after {
-            self.last_seen.insert(thread, self.pushed);
-            self.sightings.push_back((self.pushed, thread));
+            if new_thread {
+                self.sightings.push(Reverse((pushed, thread)));
+            }
             self.idle_threads(idle, &mut candidates);
         }
-        if let Some(k) = self.keys.get_mut(&key) {
-            k.due = None;
-        }
         let mut out = Vec::new();
-        for k in candidates {
+        for k in candidates.drain(..) {
             if let Some(grace) = self.grace {
                 if let Some(ops) = self.keys.get_mut(&k).filter(|o| o.retired()) {
                     ops.due = Some(self.pushed + grace);
@@ -192,6 +227,7 @@ impl Retirement {
                 self.hand_out(k, &mut out);
             }
         }
+        self.candidates = candidates;
         while let Some((due, _)) = self.waiting.front()
             && *due <= self.pushed
         {
@@ -205,30 +241,41 @@ impl Retirement {
         out
     }
 
+    /// A thread left `key` (it invoked an op on another, or went idle): a candidate.
+    fn leave(&mut self, key: Name, candidates: &mut Vec<Name>) {
+        if let Some(k) = self.keys.get_mut(&key) {
+            k.staying = k.staying.saturating_sub(1);
+            candidates.push(key);
+        }
+    }
+
     fn hand_out(&mut self, k: Name, out: &mut Vec<(String, Vec<Op>)>) {
         if let Some(ops) = self.keys.remove(&k) {
             self.buffered = self.buffered.saturating_sub(ops.ops.len());
+            self.typical = ops.ops.len().min(TYPICAL_OPS_MOST);
             out.push((k.to_string(), ops.ops));
             self.retired.insert(k);
         }
     }
 
-    /// Threads not seen for more than `idle` ops leave their key: it becomes a candidate.
+    /// Threads not seen for `idle` ops leave their key: it becomes a candidate.
     fn idle_threads(&mut self, idle: u64, candidates: &mut Vec<Name>) {
-        while let Some(&(at, thread)) = self.sightings.front() {
+        while let Some(&Reverse((at, thread))) = self.sightings.peek() {
             if at + idle > self.pushed {
                 break;
             }
-            self.sightings.pop_front();
-            if self.last_seen.get(&thread) != Some(&at) {
+            self.sightings.pop();
+            let Some(t) = self.thread_at.get(&thread).cloned() else {
+                continue;
+            };
+            if t.seen != at {
+                // Seen since: due again `idle` ops after that (not yet: it is newer than `at`).
+                self.sightings.push(Reverse((t.seen, thread)));
                 continue;
             }
-            self.last_seen.remove(&thread);
-            if let Some(key) = self.thread_key.remove(&thread)
-                && let Some(k) = self.keys.get_mut(&key)
-            {
-                k.left.insert(thread);
-                candidates.push(key);
+            self.thread_at.remove(&thread);
+            if let Some(key) = t.key {
+                self.leave(key, candidates);
             }
         }
     }
@@ -251,7 +298,7 @@ impl Retirement {
 
     /// True once `key` was handed out (an op on it now is late).
     pub fn is_retired(&self, key: &Name) -> bool {
-        self.retired.contains(key)
+        !self.keys.contains_key(key) && self.retired.contains(key)
     }
 
     /// Keys seen and not retired yet.
@@ -356,6 +403,27 @@ mod tests {
         assert_eq!(out[0].0, "a");
         assert_eq!(out[0].1.len(), 4, "every op of a, its reopening's too");
         assert_eq!(r.late_ops(), 0);
+    }
+
+    #[test]
+    fn a_busy_process_never_counts_as_idle_however_long_it_stays() {
+        // Process 1 does one op on b and stops; process 0 works on a for many idle windows.
+        let mut r = Retirement::with(Threads::Process, Some(3));
+        assert!(r.push(op(0, OpType::Invoke, 1, "b")).is_empty());
+        assert!(r.push(op(1, OpType::Ok, 1, "b")).is_empty());
+        let mut handed = Vec::new();
+        for i in 0..20 {
+            let t = if i % 2 == 0 {
+                OpType::Invoke
+            } else {
+                OpType::Ok
+            };
+            handed.extend(keys_of(r.push(op(2 + i, t, 0, "a"))));
+        }
+        assert_eq!(handed, ["b"], "b once process 1 was idle; a never");
+        assert_eq!(r.open_keys(), 1);
+        // Process 0 moves on: a is left.
+        assert_eq!(keys_of(r.push(op(22, OpType::Invoke, 0, "c"))), ["a"]);
     }
 
     #[test]
