@@ -787,6 +787,7 @@ fn first_pass<R: std::io::Read + Send + 'static>(
     sp: &StreamPlan,
     tx: &SyncSender<Msg>,
     failed: &AtomicBool,
+    observe: &mut dyn FnMut(&Op),
 ) -> Result<FirstPass, String> {
     let mut jsonl = Positioned::new(reader, name)?;
     let mut retire = Retirement::with(Threads::Process, Some(sp.idle_ops)).with_grace(sp.grace_ops);
@@ -807,6 +808,7 @@ fn first_pass<R: std::io::Read + Send + 'static>(
     let mut later = Later::default();
     while let Some(op) = jsonl.next_op()? {
         events += 1;
+        observe(&op);
         sniff.see(&op);
         span_ns = span_ns.max(op.time_ns);
         if let Some(s) = source.as_mut() {
@@ -979,6 +981,19 @@ pub fn check_jsonl<R: BufRead + Send + 'static>(
     name: &str,
     sp: &StreamPlan,
 ) -> Outcome {
+    check_jsonl_seeing(open, name, sp, &mut |_| {})
+}
+
+/// [`check_jsonl`], handing every op of the file to `observe` as the first pass reads it, in
+/// history order with its position (`index`): what else the caller needs from the history
+/// comes from the same read. Ops seen before the stream ended with [`Outcome::Whole`] or an
+/// unreadable op are only part of the file.
+pub fn check_jsonl_seeing<R: BufRead + Send + 'static>(
+    open: impl Fn() -> std::io::Result<R>,
+    name: &str,
+    sp: &StreamPlan,
+    observe: &mut dyn FnMut(&Op),
+) -> Outcome {
     let failed = AtomicBool::new(false);
     let (tx, rx) = sync_channel::<Msg>(QUEUED_BATCHES);
     let (passes, collector) = std::thread::scope(|s| {
@@ -1005,6 +1020,7 @@ pub fn check_jsonl<R: BufRead + Send + 'static>(
                 sp,
                 &tx,
                 &failed,
+                observe,
             )?;
             // The late keys the checker could not confirm from their end states are read again.
             let mut todo: HashSet<Name> = first.late.keys().cloned().collect();

@@ -43,9 +43,10 @@ pub struct Digest {
     pub attempts: Attempts,
 }
 
-/// The digest built one op at a time.
+/// The digest built one op at a time (the ops results.json names are added after the check,
+/// [`keep_wanted`]).
+#[derive(Default)]
 pub struct DigestBuilder {
-    wanted: HashSet<u64>,
     sparse: Vec<Op>,
     /// Whether the op in `last` is already in `sparse`.
     last_kept: bool,
@@ -61,36 +62,21 @@ pub struct DigestBuilder {
 }
 
 impl DigestBuilder {
-    /// A builder keeping the ops at the positions in `wanted` (see [`wanted_positions`]).
-    pub fn new(wanted: HashSet<u64>) -> DigestBuilder {
-        DigestBuilder::with_samples(wanted, SampleBuilder::default())
-    }
-
-    /// [`DigestBuilder::new`] with the charts' builder given (tests draw small runs dense).
-    pub fn with_samples(wanted: HashSet<u64>, samples: SampleBuilder) -> DigestBuilder {
+    /// A builder.
+    pub fn new() -> DigestBuilder {
         DigestBuilder {
-            wanted,
-            sparse: Vec::new(),
-            last_kept: false,
-            last: None,
-            tail: Vec::new(),
             tail_ok: true,
-            end_ns: 0,
-            events: 0,
-            client_invokes: 0,
-            client_completions: 0,
-            samples,
-            attempts: AttemptsBuilder::default(),
+            ..DigestBuilder::default()
         }
     }
 
-    /// Take the history's next op; `op.index` is its position in the history.
-    pub fn push(&mut self, op: Op) {
+    /// Take the history's next op; `op.index` is its position in the history. Ops it keeps are
+    /// copied (the reader goes on with `op`).
+    pub fn push(&mut self, op: &Op) {
         self.events += 1;
         self.end_ns = self.end_ns.max(op.time_ns);
-        self.samples.push(&op);
-        self.attempts.push(&op);
-        let wanted = self.wanted.contains(&op.index);
+        self.samples.push(op);
+        self.attempts.push(op);
         if op.process == Process::Nemesis {
             // The client op just before a nemesis op: where a workload (or a stretch of it) ended.
             if let Some(prev) = self.last.take()
@@ -102,7 +88,7 @@ impl DigestBuilder {
             self.tail.clear();
             self.tail_ok = true;
             self.sparse.push(op.clone());
-            self.last = Some(op);
+            self.last = Some(op.clone());
             self.last_kept = true;
             return;
         }
@@ -120,11 +106,11 @@ impl DigestBuilder {
                 self.tail = Vec::new();
             }
         }
-        if wanted {
-            self.sparse.push(op.clone());
+        match &mut self.last {
+            Some(last) => last.clone_from(op),
+            None => self.last = Some(op.clone()),
         }
-        self.last = Some(op);
-        self.last_kept = wanted;
+        self.last_kept = false;
     }
 
     /// The digest.
@@ -153,23 +139,34 @@ impl DigestBuilder {
     }
 }
 
-/// Read the JSONL history at `path` once into a [`Digest`], keeping the ops at `wanted`
-/// positions; `each` sees every op too (counts its caller keeps). The reader's warnings (a torn
-/// last line) are the sparse history's.
-pub fn read(
-    path: &Path,
-    wanted: HashSet<u64>,
-    mut each: impl FnMut(&Op),
-) -> Result<Digest, HistoryError> {
-    let mut b = DigestBuilder::new(wanted);
-    let (warnings, cut_short) = each_op(path, |op| {
-        each(&op);
-        b.push(op);
+impl Digest {
+    /// Keep `ops` (of the same history) in the sparse history too, each at its position.
+    pub fn keep(&mut self, ops: Vec<Op>) {
+        let sparse = &mut self.sparse.ops;
+        sparse.extend(ops);
+        sparse.sort_by_key(|o| o.index);
+        sparse.dedup_by_key(|o| o.index);
+    }
+}
+
+/// Keep the ops at `wanted` positions (see [`wanted_positions`]) in `d`'s sparse history,
+/// reading the JSONL history at `path` once more only when some are not there already.
+pub fn keep_wanted(d: &mut Digest, path: &Path, wanted: HashSet<u64>) -> Result<(), HistoryError> {
+    let mut missing = wanted;
+    for o in &d.sparse.ops {
+        missing.remove(&o.index);
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let mut found = Vec::new();
+    each_op(path, |op| {
+        if missing.contains(&op.index) {
+            found.push(op);
+        }
     })?;
-    let mut d = b.finish();
-    d.sparse.warnings = warnings;
-    d.sparse.cut_short = cut_short;
-    Ok(d)
+    d.keep(found);
+    Ok(())
 }
 
 /// Hand every op of the JSONL history at `path` to `f` in history order, `Op::index` set to
@@ -257,11 +254,17 @@ mod tests {
     }
 
     fn digest(ops: Vec<Op>, wanted: &[u64]) -> Digest {
-        let mut b = DigestBuilder::new(wanted.iter().copied().collect());
-        for o in ops {
+        let mut b = DigestBuilder::new();
+        for o in &ops {
             b.push(o);
         }
-        b.finish()
+        let mut d = b.finish();
+        d.keep(
+            ops.into_iter()
+                .filter(|o| wanted.contains(&o.index))
+                .collect(),
+        );
+        d
     }
 
     fn positions(h: &History) -> Vec<u64> {

@@ -265,12 +265,13 @@ fn check_history(
                 txn_ask.clone(),
             )
         })
-        .and_then(|plan| super::streamed::check(run_dir, &plan));
+        .map(|plan| super::streamed::check(run_dir, &plan))
+        .transpose()?
+        .flatten();
     let mut reuse = super::live::Reuse::default();
     if let Some(s) = streamed {
         let s = *s;
-        let digested = super::streamed::digest(run_dir, &s.results)?;
-        let read = Read::Digest(Box::new(digested));
+        let read = Read::Digest(Box::new(s.digested));
         return Ok(CheckedHistory {
             verdict: s.verdict,
             results: s.results,

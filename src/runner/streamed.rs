@@ -1,10 +1,12 @@
 //! The end of a long run: a history too big to hold (over `results::Ask::stream_above` on
 //! disk, `import::STREAM_ABOVE` at the end of a run and in `report`) is checked as it streams
-//! (`core::stream`: memory bounded by the keys still open), then read once more into a digest
+//! (`core::stream`: memory bounded by the keys still open) and, in the same read, digested
 //! (`report::digest`: the charts' samples, recovery's attempts, counts and a sparse history)
-//! from which results.json, the plots and the run page are written, as the whole path writes
-//! them from the history in memory; the linearizability witness page from a third pass that
-//! keeps only the ops of the keys it draws.
+//! into what results.json, the plots and the run page are written from, as the whole path
+//! writes them from the history in memory. The file is read again only for ops the results
+//! name that the digest did not keep (witnesses: an invalid run), for late keys the stream
+//! could not settle from their end states, and for the linearizability witness page (the ops
+//! of the keys it draws).
 //!
 //! Taken when the run recorded a model the stream checks (register, cas-register,
 //! list-append) and every check the run gets can be made as the history streams; otherwise, or
@@ -17,6 +19,7 @@ use crate::checker::compose::Plan;
 use crate::checker::linear::LinearResult;
 use crate::checker::{CheckResult, Verdict};
 use crate::history::{History, Name};
+use crate::report::digest::{DigestBuilder, wanted_positions};
 use crate::report::plots::Samples;
 use crate::report::recovery::{Recovery, Shade};
 use crate::store::RunDir;
@@ -24,25 +27,34 @@ use crate::stream::{Outcome, StreamPlan};
 use crate::systems::external::protocol::{ProtocolErrorKind, count_error};
 use std::collections::BTreeMap;
 
-/// A long run's checks, made as its history streamed.
+/// A long run's checks, made as its history streamed, and its digest, read in the same pass.
 pub(super) struct StreamedCheck {
     pub(super) verdict: Verdict,
     pub(super) results: Vec<CheckResult>,
     pub(super) linear: LinearResult,
+    pub(super) digested: Digested,
 }
 
 /// Check the run's history as it streams with `plan` (a plan whose model the stream checks,
-/// `crate::stream::streams`); `None` = check it whole (the stream found something it cannot
-/// judge as the whole check would).
-pub(super) fn check(run_dir: &RunDir, plan: &Plan) -> Option<Box<StreamedCheck>> {
+/// `crate::stream::streams`), digesting it in the same read; `None` = check it whole (the
+/// stream found something it cannot judge as the whole check would). `Err`: the history could
+/// not be read again for the ops the results name.
+pub(super) fn check(run_dir: &RunDir, plan: &Plan) -> Result<Option<Box<StreamedCheck>>, RunError> {
     let path = run_dir.history_path();
     let name = path.display().to_string();
     let open = || std::fs::File::open(&path).map(|f| std::io::BufReader::with_capacity(1 << 20, f));
-    let s = match crate::stream::check_jsonl(open, &name, &StreamPlan::new(plan.clone(), None)) {
+    let mut digest = DigestBuilder::new();
+    let mut protocol_errors = BTreeMap::new();
+    let mut see = |op: &crate::history::Op| {
+        count_error(&mut protocol_errors, op);
+        digest.push(op);
+    };
+    let sp = StreamPlan::new(plan.clone(), None);
+    let s = match crate::stream::check_jsonl_seeing(open, &name, &sp, &mut see) {
         Outcome::Checked(s) => s,
         Outcome::Whole(why) | Outcome::Unreadable(why) => {
             tracing::info!("{name}: checked whole: {why}");
-            return None;
+            return Ok(None);
         }
     };
     let mut results = vec![crate::checker::compose::linear_check_result(
@@ -57,11 +69,32 @@ pub(super) fn check(run_dir: &RunDir, plan: &Plan) -> Option<Box<StreamedCheck>>
         verdict = verdict.merge(session.verdict);
         results.push(session.check_result());
     }
-    Some(Box::new(StreamedCheck {
+    let mut d = digest.finish();
+    d.sparse.warnings = s.warnings.clone();
+    d.sparse.cut_short = s.cut_short.clone();
+    let named = serde_json::to_value(&results).unwrap_or_default();
+    crate::report::digest::keep_wanted(&mut d, &path, wanted_positions(&named))?;
+    let recovery = crate::report::recovery::analyse_attempts(
+        d.attempts,
+        &d.sparse,
+        d.end_ns,
+        &Default::default(),
+    );
+    let digested = Digested {
+        sparse: d.sparse,
+        samples: d.samples,
+        end_ns: d.end_ns,
+        invokes: d.client_invokes,
+        completions: d.client_completions,
+        recovery,
+        protocol_errors,
+    };
+    Ok(Some(Box::new(StreamedCheck {
         verdict,
         results,
         linear: s.result,
-    }))
+        digested,
+    })))
 }
 
 /// What results.json and the pages need from a long run's history, read once.
@@ -74,31 +107,6 @@ pub(super) struct Digested {
     pub(super) completions: u64,
     pub(super) recovery: Recovery,
     pub(super) protocol_errors: BTreeMap<ProtocolErrorKind, u64>,
-}
-
-/// Read the run's history once into a [`Digested`], keeping the ops `results` name.
-pub(super) fn digest(run_dir: &RunDir, results: &[CheckResult]) -> Result<Digested, RunError> {
-    let named = serde_json::to_value(results).unwrap_or_default();
-    let wanted = crate::report::digest::wanted_positions(&named);
-    let mut protocol_errors = BTreeMap::new();
-    let d = crate::report::digest::read(&run_dir.history_path(), wanted, |op| {
-        count_error(&mut protocol_errors, op)
-    })?;
-    let recovery = crate::report::recovery::analyse_attempts(
-        d.attempts,
-        &d.sparse,
-        d.end_ns,
-        &Default::default(),
-    );
-    Ok(Digested {
-        sparse: d.sparse,
-        samples: d.samples,
-        end_ns: d.end_ns,
-        invokes: d.client_invokes,
-        completions: d.client_completions,
-        recovery,
-        protocol_errors,
-    })
 }
 
 /// Write the linearizability witness page of an invalid `r` (the whole history's positions)
