@@ -280,11 +280,14 @@ impl<R: std::io::Read> JsonlBlocks<R> {
 /// Groups of blocks parsed ahead of the reader by [`JsonlAhead`], besides the one it reads.
 const GROUPS_AHEAD: usize = 1;
 
+/// What a reader leaves at the end: its warnings and why the history is cut short, if it is.
+type Ending = Result<(Vec<String>, Option<String>), HistoryError>;
+
 /// What the read-ahead thread hands over.
 enum Ahead {
     Ops(Vec<Vec<Op>>),
     Failed(HistoryError),
-    End(Result<(Vec<String>, Option<String>), HistoryError>),
+    End(Ending),
 }
 
 /// [`JsonlBlocks`] on a thread of its own, the next group of blocks read and parsed while the
@@ -295,7 +298,7 @@ pub struct JsonlAhead {
     rx: Option<std::sync::mpsc::Receiver<Ahead>>,
     thread: Option<std::thread::JoinHandle<()>>,
     name: String,
-    end: Option<Result<(Vec<String>, Option<String>), HistoryError>>,
+    end: Option<Ending>,
 }
 
 impl JsonlAhead {
@@ -357,7 +360,7 @@ impl JsonlAhead {
     }
 
     /// After the last op: as [`JsonlBlocks::finish`].
-    pub fn finish(mut self) -> Result<(Vec<String>, Option<String>), HistoryError> {
+    pub fn finish(mut self) -> Ending {
         self.end.take().unwrap_or_else(|| Ok((Vec::new(), None)))
     }
 }
