@@ -33,10 +33,13 @@
 //!   the file is only read for an earlier such op (each later batch holding an op before it is
 //!   converted, not searched), and the stream ends with [`Outcome::Unreadable`] naming the first
 //!   one at its position in the file, the whole check's error, without holding the history.
-//! - Budgets as the whole check's: `--time-limit` bounds the time spent searching, over all
-//!   batches; verdict-first (no `--all-keys`): once a key is invalid, keys checked after 10 times
-//!   the search time that took (at least 100 ms) are left unknown, "settled", as the whole check
-//!   leaves the parts it had not decided by then. Which keys those are depends on timing in both.
+//! - Budgets: `--time-limit` bounds the time the search adds to the reading ([`Waits`]: the
+//!   reader waiting for the checker, and the search after the last line; a search that keeps
+//!   up with the reader overlaps it and adds nothing, as the whole check's search of a history
+//!   already read is all added time); verdict-first (no `--all-keys`): once a key is invalid,
+//!   keys checked after 10 times the search time that took (at least 100 ms) are left unknown,
+//!   "settled", as the whole check leaves the parts it had not decided by then. Which keys
+//!   those are depends on timing in both.
 //!
 //! Session guarantees (when the plan asks for them) go along: every batch is also folded into
 //! [`SessionParts`] (`checker::session`), the result the whole check's `check_sessions` gives.
@@ -65,7 +68,8 @@ use crate::model::StandIn;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::BufRead;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Sender, SyncSender, sync_channel};
 use std::time::{Duration, Instant};
 
@@ -234,6 +238,8 @@ struct Batch {
 struct Collector<'a> {
     plan: &'a Plan,
     config: LinearConfig,
+    /// What the search has added to the reading so far (see [`Waits`]).
+    waits: &'a Waits,
     parts: Vec<(u8, PartSummary)>,
     search: Duration,
     witness: Duration,
@@ -264,10 +270,11 @@ struct KeyEnd {
 }
 
 impl<'a> Collector<'a> {
-    fn new(plan: &'a Plan) -> Self {
+    fn new(plan: &'a Plan, waits: &'a Waits) -> Self {
         Collector {
             plan,
             config: linear_config(plan),
+            waits,
             parts: Vec::new(),
             search: Duration::ZERO,
             witness: Duration::ZERO,
@@ -310,10 +317,8 @@ impl<'a> Collector<'a> {
     /// The search of a batch: every key decided, within what is left of the time limit (none
     /// once the verdict is `settled`), keeping each valid key's end state (for its later ops).
     fn search_config(&self, settled: bool) -> LinearConfig {
-        let left = self
-            .config
-            .time_limit
-            .map(|t| t.saturating_sub(self.search));
+        let spent = self.waits.added();
+        let left = self.config.time_limit.map(|t| t.saturating_sub(spent));
         LinearConfig {
             decide: Decide::AllKeys,
             time_limit: if settled { Some(Duration::ZERO) } else { left },
@@ -768,11 +773,49 @@ struct BatchOf {
     late_from: Option<Arc<HashMap<Name, u64>>>,
 }
 
-fn send(tx: &SyncSender<Msg>, batch: &mut Vec<Op>, of: BatchOf) {
+/// What the search adds to the time the stream takes, for `--time-limit`: the time the reader
+/// waited for the checker (a full queue, an answer) and the time since the reading ended. A
+/// search that keeps up with the reader runs while the file is read and adds nothing (on a
+/// shared machine its own wall time grows with the reader beside it: that is not counted).
+#[derive(Default)]
+struct Waits {
+    /// Nanoseconds the reader waited for the checker.
+    reader_waited: AtomicU64,
+    /// When the reader finished its last pass.
+    read_end: OnceLock<Instant>,
+}
+
+impl Waits {
+    fn added(&self) -> Duration {
+        let waited = Duration::from_nanos(self.reader_waited.load(Ordering::Relaxed));
+        waited + self.read_end.get().map_or(Duration::ZERO, Instant::elapsed)
+    }
+}
+
+/// The reader's end of the queue to the checker, counting the reader's waits in [`Waits`].
+struct Queue<'a> {
+    tx: SyncSender<Msg>,
+    waits: &'a Waits,
+}
+
+impl Queue<'_> {
+    fn send(&self, msg: Msg) {
+        let t = Instant::now();
+        // The checker only hangs up after the reader: a failed send loses nothing it needs.
+        let _ = self.tx.send(msg);
+        self.waited_since(t);
+    }
+
+    fn waited_since(&self, t: Instant) {
+        let ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.waits.reader_waited.fetch_add(ns, Ordering::Relaxed);
+    }
+}
+
+fn send(tx: &Queue, batch: &mut Vec<Op>, of: BatchOf) {
     if !batch.is_empty() {
         let ops = std::mem::take(batch);
-        // The checker only hangs up after the reader: a failed send loses nothing it needs.
-        let _ = tx.send(Msg::Batch(Batch {
+        tx.send(Msg::Batch(Batch {
             ops,
             pass: of.pass,
             source: of.source,
@@ -785,7 +828,7 @@ fn first_pass<R: std::io::Read + Send + 'static>(
     reader: R,
     name: &str,
     sp: &StreamPlan,
-    tx: &SyncSender<Msg>,
+    tx: &Queue,
     failed: &AtomicBool,
     observe: &mut dyn FnMut(&Op),
 ) -> Result<FirstPass, String> {
@@ -853,7 +896,7 @@ fn first_pass<R: std::io::Read + Send + 'static>(
     send(tx, &mut batch, of(&source));
     // After every batch that holds a late key's earlier ops.
     if later.ops > 0 {
-        let _ = tx.send(Msg::Later(later.by_key.into_values().flatten().collect()));
+        tx.send(Msg::Later(later.by_key.into_values().flatten().collect()));
     }
     Ok(FirstPass {
         events,
@@ -887,7 +930,7 @@ fn late_pass<R: BufRead + Send + 'static>(
     sp: &StreamPlan,
     first: &FirstPass,
     todo: &HashSet<Name>,
-    tx: &SyncSender<Msg>,
+    tx: &Queue,
 ) -> Result<LatePass, String> {
     let late = &first.late;
     let of = BatchOf {
@@ -954,7 +997,7 @@ fn late_passes<R: BufRead + Send + 'static>(
     sp: &StreamPlan,
     first: &FirstPass,
     mut todo: HashSet<Name>,
-    tx: &SyncSender<Msg>,
+    tx: &Queue,
     failed: &AtomicBool,
 ) -> Result<(Held, usize), String> {
     let (mut held, mut passes) = (Held::default(), 0);
@@ -996,9 +1039,11 @@ pub fn check_jsonl_seeing<R: BufRead + Send + 'static>(
 ) -> Outcome {
     let failed = AtomicBool::new(false);
     let (tx, rx) = sync_channel::<Msg>(QUEUED_BATCHES);
+    let waits = Waits::default();
+    let tx = Queue { tx, waits: &waits };
     let (passes, collector) = std::thread::scope(|s| {
         let checker = s.spawn(|| {
-            let mut c = Collector::new(&sp.plan);
+            let mut c = Collector::new(&sp.plan, &waits);
             for msg in rx {
                 match msg {
                     Msg::Batch(batch) => c.check(batch),
@@ -1027,14 +1072,17 @@ pub fn check_jsonl_seeing<R: BufRead + Send + 'static>(
             let mut replayed = 0;
             if !todo.is_empty() {
                 let (reply, answer) = std::sync::mpsc::channel();
-                let _ = tx.send(Msg::Replayed(reply));
+                let t = Instant::now();
+                tx.send(Msg::Replayed(reply));
                 let confirmed = answer.recv().unwrap_or_default();
+                tx.waited_since(t);
                 todo.retain(|k| !confirmed.contains(k));
                 replayed = first.late.len() - todo.len();
             }
             let (held, passes) = late_passes(&open, name, sp, &first, todo.clone(), &tx, &failed)?;
             Ok::<_, String>((first, (held, passes, replayed, todo)))
         })();
+        let _ = waits.read_end.set(Instant::now());
         drop(tx);
         (passes, checker.join())
     });
@@ -1208,6 +1256,25 @@ mod tests {
                 h.ops.len()
             );
         }
+    }
+
+    #[test]
+    fn the_time_limit_counts_what_the_search_adds_to_the_reading() {
+        let w = Waits::default();
+        assert!(
+            w.added() < Duration::from_millis(50),
+            "nothing waited, still reading"
+        );
+        w.reader_waited.store(2_000_000_000, Ordering::Relaxed);
+        assert!(
+            w.added() >= Duration::from_secs(2),
+            "the reader's waits count"
+        );
+        let _ = w.read_end.set(Instant::now() - Duration::from_secs(3));
+        assert!(
+            w.added() >= Duration::from_secs(5),
+            "and the search after the reading"
+        );
     }
 
     #[test]
