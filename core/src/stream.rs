@@ -4,9 +4,10 @@
 //!
 //! How: the history is read op by op ([`crate::history::JsonlAhead`], blocks of lines parsed in
 //! parallel, ahead of the reader); each client op goes to [`Retirement`] (every process its own
-//! thread, a process not seen for [`IDLE_OPS`] ops counted as gone); the ops of each key it retires are gathered into batches of about [`BATCH_OPS`] ops, and a batch
-//! is checked (every key of it decided, on the search's own thread pool) on a checker thread
-//! while the reader goes on, at most [`QUEUED_BATCHES`] batches waiting (the reader waits for the
+//! thread, a process not seen for [`IDLE_OPS`] ops counted as gone); the ops of each key it
+//! retires are gathered into batches of about [`BATCH_OPS`] ops, and a batch is checked (every
+//! key of it decided, on the search's own thread pool) on a checker thread while the reader
+//! goes on, at most [`QUEUED_BATCHES`] batches waiting (the reader waits for the
 //! checker past that: memory stays bounded when the search is the slower side). A checked key's
 //! ops are dropped; its part summary stays (witness only for invalid keys). At the end of the
 //! file the keys still open are checked, then parts are put back in order of first appearance,
