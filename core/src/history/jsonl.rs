@@ -400,3 +400,67 @@ fn parse_block(b: &[u8]) -> Parsed {
     // The block ends with a newline: the empty piece after it is no line.
     Ok((ops, lines - 1))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::History;
+    use std::io::Cursor;
+
+    /// `n` op lines (about 100 bytes each).
+    fn lines(n: usize) -> Vec<Vec<u8>> {
+        (0..n)
+            .map(|i| {
+                format!(
+                    r#"{{"index":{i},"time":{i},"type":"invoke","process":{},"f":"read","key":"k{}","value":null}}"#,
+                    i % 7,
+                    i % 13
+                )
+                .into_bytes()
+            })
+            .collect()
+    }
+
+    fn joined(lines: &[Vec<u8>]) -> Vec<u8> {
+        lines
+            .iter()
+            .flat_map(|l| l.iter().copied().chain([b'\n']))
+            .collect()
+    }
+
+    fn all(mut r: JsonlAhead) -> Result<(Vec<Op>, Vec<String>, Option<String>), HistoryError> {
+        let mut ops = Vec::new();
+        while let Some(group) = r.next_ops()? {
+            ops.extend(group.into_iter().flatten());
+        }
+        let (warnings, cut_short) = r.finish()?;
+        Ok((ops, warnings, cut_short))
+    }
+
+    #[test]
+    fn reading_ahead_gives_the_line_readers_ops_warnings_and_errors() {
+        // Over two groups of blocks (8 MiB each), then the tail, ending in a torn line.
+        let mut bytes = joined(&lines(200_000));
+        bytes.extend_from_slice(br#"{"type":"ok","proc"#);
+        assert!(bytes.len() > 2 * BLOCKS_AT_ONCE * BLOCK_BYTES as usize);
+        let whole = History::read_jsonl(&bytes[..], "h").unwrap();
+        let (ops, warnings, cut_short) =
+            all(JsonlAhead::new(Cursor::new(bytes), "h").unwrap()).unwrap();
+        assert_eq!(ops.len(), 200_000);
+        assert!(ops == whole.ops, "the same ops in the same order");
+        assert_eq!((warnings, cut_short), (whole.warnings, whole.cut_short));
+        // A line that is not an op, in the second group: the error names its line.
+        let mut bad = lines(200_000);
+        bad[150_000] = b"{not json".to_vec();
+        let e = all(JsonlAhead::new(Cursor::new(joined(&bad)), "h").unwrap()).unwrap_err();
+        assert!(e.to_string().starts_with("h:150001: "), "{e}");
+    }
+
+    #[test]
+    fn a_reader_that_stops_early_stops_the_thread() {
+        let mut r = JsonlAhead::new(Cursor::new(joined(&lines(300_000))), "h").unwrap();
+        assert!(r.next_ops().unwrap().is_some());
+        // Dropping it with groups still to come ends the thread (the test would hang if not).
+        drop(r);
+    }
+}
