@@ -428,7 +428,10 @@ mod tests {
             .collect()
     }
 
-    fn all(mut r: JsonlAhead) -> Result<(Vec<Op>, Vec<String>, Option<String>), HistoryError> {
+    /// The ops read, the warnings and why the history is cut short.
+    type Read = (Vec<Op>, Vec<String>, Option<String>);
+
+    fn all(mut r: JsonlAhead) -> Result<Read, HistoryError> {
         let mut ops = Vec::new();
         while let Some(group) = r.next_ops()? {
             ops.extend(group.into_iter().flatten());
