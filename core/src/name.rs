@@ -26,15 +26,10 @@ thread_local! {
         const { std::cell::RefCell::new([None; RECENT_SLOTS]) };
 }
 
-/// `s`'s slot in [`RECENT_NAMES`] (a multiply-rotate hash of its bytes).
+/// `s`'s slot in [`RECENT_NAMES`] (rustc-hash's hash of its text).
 fn recent_slot(s: &str) -> usize {
-    let mut h = s.len() as u64;
-    for chunk in s.as_bytes().chunks(8) {
-        let mut word = [0u8; 8];
-        word[..chunk.len()].copy_from_slice(chunk);
-        h = (h.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    (h >> 54) as usize % RECENT_SLOTS
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(s) as usize % RECENT_SLOTS
 }
 
 /// An interned string: reads as a `&str` (it derefs to one), compares and hashes in O(1),

@@ -313,18 +313,18 @@ impl JsonlAhead {
             .name("history-read".into())
             .spawn(move || {
                 let mut blocks = JsonlBlocks::new(reader, &path);
-                loop {
-                    let next = match blocks.next_ops() {
-                        Ok(Some(ops)) => Ahead::Ops(ops),
-                        Ok(None) => break,
-                        Err(e) => Ahead::Failed(e),
-                    };
-                    let failed = matches!(next, Ahead::Failed(_));
-                    if tx.send(next).is_err() || failed {
-                        return;
+                let last = loop {
+                    match blocks.next_ops() {
+                        Ok(Some(ops)) => {
+                            if tx.send(Ahead::Ops(ops)).is_err() {
+                                return;
+                            }
+                        }
+                        Ok(None) => break Ahead::End(blocks.finish()),
+                        Err(e) => break Ahead::Failed(e),
                     }
-                }
-                let _ = tx.send(Ahead::End(blocks.finish()));
+                };
+                let _ = tx.send(last);
             })
             .map_err(|source| HistoryError::Io {
                 path: name.to_string(),
@@ -463,7 +463,18 @@ mod tests {
     fn a_reader_that_stops_early_stops_the_thread() {
         let mut r = JsonlAhead::new(Cursor::new(joined(&lines(300_000))), "h").unwrap();
         assert!(r.next_ops().unwrap().is_some());
-        // Dropping it with groups still to come ends the thread (the test would hang if not).
-        drop(r);
+        // Dropping it with groups still to come ends the thread (the drop joins it): a drop
+        // that never returns fails here instead of hanging the suite.
+        let (done, dropped) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            drop(r);
+            let _ = done.send(());
+        });
+        assert!(
+            dropped
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .is_ok(),
+            "dropping the reader did not stop its thread"
+        );
     }
 }

@@ -17,35 +17,13 @@
 use crate::history::{Name, Op, OpType, Process};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
 
-/// A multiply-rotate hasher (FxHash's) for the maps fed every op: their keys are interned names
+/// A `HashMap` with rustc-hash's hasher, for the maps fed every op: their keys are interned names
 /// (hashed once, when interned) and process numbers, which need no defence against collisions
 /// crafted by an attacker, and SipHash was a tenth of the streamed check's time.
-#[derive(Default, Clone, Copy)]
-pub struct FastHasher(u64);
-
-impl Hasher for FastHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-}
-
-/// A `HashMap` with [`FastHasher`].
-pub type FastMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<FastHasher>>;
-/// A `HashSet` with [`FastHasher`].
-pub type FastSet<K> = std::collections::HashSet<K, BuildHasherDefault<FastHasher>>;
+pub type FastMap<K, V> = rustc_hash::FxHashMap<K, V>;
+/// A `HashSet` with rustc-hash's hasher (see [`FastMap`]).
+pub type FastSet<K> = rustc_hash::FxHashSet<K>;
 
 /// How client processes map to the threads whose moves retire keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,21 +151,6 @@ impl Retirement {
         self.pushed += 1;
         let mut candidates = std::mem::take(&mut self.candidates);
         let invoke = op.op_type == OpType::Invoke;
-        let typical = self.typical;
-        let entry = self.keys.entry(key.clone()).or_insert_with(|| KeyOps {
-            ops: Vec::with_capacity(typical),
-            ..KeyOps::default()
-        });
-        entry.due = None;
-        if invoke {
-            entry.open += 1;
-            entry.touched = true;
-        } else {
-            entry.open = entry.open.saturating_sub(1);
-            candidates.push(key.clone());
-        }
-        entry.ops.push(op);
-        self.buffered += 1;
         let pushed = self.pushed;
         let mut new_thread = false;
         let at = self.thread_at.entry(thread).or_insert_with(|| {
@@ -198,15 +161,29 @@ impl Retirement {
             }
         });
         at.seen = pushed;
-        let moved_from = if invoke && at.key != Some(key.clone()) {
-            let prev = at.key.replace(key.clone());
-            if let Some(k) = self.keys.get_mut(&key) {
-                k.staying += 1;
-            }
-            prev
+        // An invoke on another key than the thread's last: it is on this one now.
+        let arrives = invoke && at.key.as_ref() != Some(&key);
+        let moved_from = if arrives {
+            at.key.replace(key.clone())
         } else {
             None
         };
+        let typical = self.typical;
+        let entry = self.keys.entry(key.clone()).or_insert_with(|| KeyOps {
+            ops: Vec::with_capacity(typical),
+            ..KeyOps::default()
+        });
+        entry.due = None;
+        entry.staying += usize::from(arrives);
+        if invoke {
+            entry.open += 1;
+            entry.touched = true;
+        } else {
+            entry.open = entry.open.saturating_sub(1);
+            candidates.push(key.clone());
+        }
+        entry.ops.push(op);
+        self.buffered += 1;
         if let Some(prev) = moved_from {
             self.leave(prev, &mut candidates);
         }
