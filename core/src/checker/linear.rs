@@ -412,13 +412,13 @@ pub fn check_history<M: Model>(
                 first_invalid,
                 settled_reason: &settled_reason,
             };
-            let end = match &searched.0 {
-                Outcome::Valid(order) if config.keep_end => end_of(model, &parts[i], order),
-                _ => None,
+            let ends = match &searched.0 {
+                Outcome::Valid(order) if config.keep_end => ends_of(model, &parts[i], order),
+                _ => Vec::new(),
             };
             let mut summary =
                 summarize_part(&parts[i], searched, &done, &mut undecided, &mut witnesses);
-            summary.end = end;
+            summary.ends = ends;
             summary
         })
         .collect();
@@ -530,12 +530,127 @@ struct Summarize<'a> {
 /// part order).
 /// The stand-in for the state `part`'s ops reach in the order `order` (op ids, as a valid
 /// outcome gives them), when the model has one.
-fn end_of<M: Model>(model: &M, part: &Part<M::Op>, order: &[u32]) -> Option<StandIn> {
-    let mut state = model.init();
-    for &id in order {
-        state = model.step(&state, &part.ops.get(id as usize)?.op)?;
+/// The last ops of a linearization [`ends_of`] puts in other orders (a register key's last
+/// ops overlap by as many as it has threads).
+const END_TAIL: usize = 10;
+/// The most end states [`ends_of`] gives.
+const MAX_ENDS: usize = 8;
+/// The most places (ops placed so far, state) [`ends_of`] looks at per part.
+const END_PLACES: usize = 4_096;
+
+/// Stand-ins for states a valid part can end in, the found linearization's (`order`) first:
+/// then those of the linearizations that differ from it only in the order of its last
+/// [`END_TAIL`] ops (each order respecting real time and the model; a pending op among them —
+/// never returned — may also not take effect), and of those that add an op left pending (it
+/// may take effect after everything else) at the end. Each
+/// is the end of a linearization of the part, so later ops that fit any one of them fit the
+/// part (it need not be every end there is: fewer only means more keys read again). Empty when
+/// the found end has no stand-in.
+fn ends_of<M: Model>(model: &M, part: &Part<M::Op>, order: &[u32]) -> Vec<StandIn> {
+    let op = |id: u32| part.ops.get(id as usize);
+    let (prefix, tail) = order.split_at(order.len().saturating_sub(END_TAIL));
+    let mut before_tail = model.init();
+    for &id in prefix {
+        match op(id).and_then(|o| model.step(&before_tail, &o.op)) {
+            Some(s) => before_tail = s,
+            None => return Vec::new(),
+        }
     }
-    model.stand_in(&state)
+    let mut found = before_tail.clone();
+    for &id in tail {
+        match op(id).and_then(|o| model.step(&found, &o.op)) {
+            Some(s) => found = s,
+            None => return Vec::new(),
+        }
+    }
+    let Some(first) = model.stand_in(&found) else {
+        return Vec::new();
+    };
+    let mut ends = Ends {
+        model,
+        part,
+        tail,
+        pending: left_pending(part, order),
+        out: vec![first],
+        seen: std::collections::HashSet::new(),
+    };
+    ends.orders(&before_tail, 0);
+    ends.out
+}
+
+/// The pending ops of `part` that `order` leaves out.
+fn left_pending<O>(part: &Part<O>, order: &[u32]) -> Vec<u32> {
+    let mut pending: Vec<u32> = (0..part.ops.len() as u32)
+        .filter(|&id| part.ops[id as usize].ret().is_none())
+        .collect();
+    if !pending.is_empty() {
+        let placed: std::collections::HashSet<u32> = order.iter().copied().collect();
+        pending.retain(|id| !placed.contains(id));
+    }
+    pending
+}
+
+/// The search of [`ends_of`].
+struct Ends<'a, M: Model> {
+    model: &'a M,
+    part: &'a Part<M::Op>,
+    tail: &'a [u32],
+    /// Pending ops the linearization left out.
+    pending: Vec<u32>,
+    out: Vec<StandIn>,
+    /// Places already looked at: the tail's ops placed, and the state they left.
+    seen: std::collections::HashSet<(u32, M::State)>,
+}
+
+impl<M: Model> Ends<'_, M> {
+    /// Every order of the tail's ops not in `used` after `state`, each op placed only once
+    /// every tail op that returned before it was invoked is placed; a pending op also left
+    /// out.
+    fn orders(&mut self, state: &M::State, used: u32) {
+        if self.out.len() >= MAX_ENDS
+            || self.seen.len() >= END_PLACES
+            || !self.seen.insert((used, state.clone()))
+        {
+            return;
+        }
+        let (ops, tail) = (&self.part.ops, self.tail);
+        if used.count_ones() as usize == tail.len() {
+            self.keep(state);
+            for i in 0..self.pending.len() {
+                let p = &ops[self.pending[i] as usize];
+                if let Some(s) = self.model.step(state, &p.op) {
+                    self.keep(&s);
+                }
+            }
+            return;
+        }
+        for (i, &id) in tail.iter().enumerate() {
+            let a = &ops[id as usize];
+            let must_wait = tail.iter().enumerate().any(|(j, &other)| {
+                j != i
+                    && used & (1 << j) == 0
+                    && ops[other as usize].ret().is_some_and(|r| r < a.call())
+            });
+            if used & (1 << i) != 0 || must_wait {
+                continue;
+            }
+            if let Some(s) = self.model.step(state, &a.op) {
+                self.orders(&s, used | (1 << i));
+            }
+            if a.ret().is_none() {
+                self.orders(state, used | (1 << i));
+            }
+        }
+    }
+
+    fn keep(&mut self, state: &M::State) {
+        if let Some(e) = self.model.stand_in(state)
+            && !self.out.contains(&e)
+            && self.out.len() < MAX_ENDS
+        {
+            self.out.push(e);
+        }
+    }
 }
 
 fn summarize_part<O>(
@@ -594,7 +709,7 @@ fn summarize_part<O>(
         cache_bytes: stats.cache_bytes,
         witness,
         linearization,
-        end: None,
+        ends: Vec::new(),
     }
 }
 
@@ -683,6 +798,68 @@ mod tests {
             "{}",
             r.explain()
         );
+    }
+
+    #[test]
+    fn a_valid_part_keeps_the_ends_of_linearizations_near_the_found_one() {
+        use OpType::*;
+        let config = LinearConfig {
+            keep_end: true,
+            ..LinearConfig::default()
+        };
+        let values = |h: &History| -> Vec<Value> {
+            let r = check_history(&cas(), h, &config);
+            assert_eq!(r.verdict, Verdict::Valid);
+            let mut v: Vec<Value> = r.parts[0]
+                .ends
+                .iter()
+                .map(|e| match e {
+                    StandIn::Op { f, value } => {
+                        assert_eq!(*f, "write");
+                        value.clone()
+                    }
+                    StandIn::Initial => Value::Null,
+                })
+                .collect();
+            v.sort_by_key(Value::to_string);
+            v
+        };
+        // Writes of 2 and 3 at once after a write of 1: either may be last.
+        let concurrent = History::from_ops(vec![
+            op(Invoke, 0, "write", json!(1)),
+            op(Ok, 0, "write", json!(1)),
+            op(Invoke, 0, "write", json!(2)),
+            op(Invoke, 1, "write", json!(3)),
+            op(Ok, 0, "write", json!(2)),
+            op(Ok, 1, "write", json!(3)),
+        ]);
+        assert_eq!(values(&concurrent), [json!(2), json!(3)]);
+        // One after the other: only the last.
+        let sequential = History::from_ops(vec![
+            op(Invoke, 0, "write", json!(2)),
+            op(Ok, 0, "write", json!(2)),
+            op(Invoke, 1, "write", json!(3)),
+            op(Ok, 1, "write", json!(3)),
+        ]);
+        assert_eq!(values(&sequential), [json!(3)]);
+        // A crashed write of 3 after a write of 2: it took effect, or it did not.
+        let crashed = History::from_ops(vec![
+            op(Invoke, 0, "write", json!(2)),
+            op(Ok, 0, "write", json!(2)),
+            op(Invoke, 1, "write", json!(3)),
+            op(Info, 1, "write", json!(3)),
+        ]);
+        assert_eq!(values(&crashed), [json!(2), json!(3)]);
+        // A read of 2 after both: the write of 3 cannot be last (nor take effect).
+        let read = History::from_ops(vec![
+            op(Invoke, 0, "write", json!(2)),
+            op(Invoke, 1, "write", json!(3)),
+            op(Ok, 0, "write", json!(2)),
+            op(Ok, 1, "write", json!(3)),
+            op(Invoke, 0, "read", Value::Null),
+            op(Ok, 0, "read", json!(2)),
+        ]);
+        assert_eq!(values(&read), [json!(2)]);
     }
 
     #[test]

@@ -98,10 +98,11 @@ pub struct PartSummary {
     /// something, and the pending ops it let take effect). Not serialized.
     #[serde(skip)]
     pub linearization: Option<Vec<u64>>,
-    /// For a valid part checked with `LinearConfig::keep_end`: how to start a history in the
-    /// state its linearization ends in, when the model can say. Not serialized.
+    /// For a valid part checked with `LinearConfig::keep_end`: how to start a history in a
+    /// state one of its linearizations ends in — the found one's first, then others found
+    /// near it (`linear::ends_of`) — when the model can say; empty otherwise. Not serialized.
     #[serde(skip)]
-    pub end: Option<crate::model::StandIn>,
+    pub ends: Vec<crate::model::StandIn>,
 }
 
 /// Result of a linearizability check.
