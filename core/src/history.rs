@@ -7,7 +7,7 @@
 
 mod jsonl;
 pub use crate::name::Name;
-pub use jsonl::{JsonlAhead, JsonlBlocks, JsonlReader};
+pub use jsonl::{JsonlAhead, JsonlBlocks, JsonlReader, LineFilter, plain_key};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use std::fmt;

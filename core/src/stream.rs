@@ -701,6 +701,8 @@ struct Positioned {
     jsonl: JsonlAhead,
     ops: std::iter::Flatten<std::vec::IntoIter<Vec<Op>>>,
     position: u64,
+    /// Read filtered: the reader gives each op its position.
+    filtered: bool,
 }
 
 impl Positioned {
@@ -709,14 +711,43 @@ impl Positioned {
             jsonl: JsonlAhead::new(reader, name).map_err(|e| e.to_string())?,
             ops: Vec::new().into_iter().flatten(),
             position: 0,
+            filtered: false,
+        })
+    }
+
+    /// Only the ops of `keys` (and lines whose key cannot be told without parsing them), at
+    /// their positions: a pass over a file already read whole once.
+    fn of_keys<R: std::io::Read + Send + 'static>(
+        reader: R,
+        name: &str,
+        keys: &HashSet<Name>,
+    ) -> Result<Self, String> {
+        let plain: HashSet<Box<[u8]>> = keys.iter().map(|k| Box::from(k.as_bytes())).collect();
+        // A key JSON writes with escapes is not found as it is written: every line is parsed.
+        let escaped = keys
+            .iter()
+            .any(|k| k.bytes().any(|c| c == b'"' || c == b'\\' || c < 0x20));
+        if escaped {
+            return Self::new(reader, name);
+        }
+        let keep: crate::history::LineFilter = Arc::new(move |line: &[u8]| {
+            crate::history::plain_key(line).is_none_or(|k| plain.contains(k))
+        });
+        Ok(Positioned {
+            jsonl: JsonlAhead::filtered(reader, name, keep).map_err(|e| e.to_string())?,
+            ops: Vec::new().into_iter().flatten(),
+            position: 0,
+            filtered: true,
         })
     }
 
     fn next_op(&mut self) -> Result<Option<Op>, String> {
         loop {
             if let Some(mut op) = self.ops.next() {
-                op.index = self.position;
-                self.position += 1;
+                if !self.filtered {
+                    op.index = self.position;
+                    self.position += 1;
+                }
                 return Ok(Some(op));
             }
             match self.jsonl.next_ops().map_err(|e| e.to_string())? {
@@ -950,7 +981,7 @@ fn late_pass<R: BufRead + Send + 'static>(
         source: first.source.as_ref().map(|s| s.choice().0),
         late_from: Some(Arc::new(first.late_from.clone())),
     };
-    let mut jsonl = Positioned::new(reader, name)?;
+    let mut jsonl = Positioned::of_keys(reader, name, todo)?;
     // Held keys by when they were taken up (for putting off the newest), and their ops.
     let mut taken: BTreeMap<u64, Name> = BTreeMap::new();
     let mut hold: HashMap<Name, (u64, Vec<Op>)> = HashMap::new();

@@ -164,6 +164,32 @@ pub struct JsonlBlocks<R> {
     ops: usize,
     /// The end of the file was reached: the rest is read by `tail`.
     tail: Option<JsonlReader<std::io::Cursor<Vec<u8>>>>,
+    /// Only the lines it may keep are parsed ([`JsonlBlocks::filtered`]).
+    keep: Option<LineFilter>,
+    /// With `keep`: the position of the next op (every op counted, parsed or not).
+    position: u64,
+}
+
+/// Which op lines a filtered read parses (`true`: maybe one the reader wants; a line it is
+/// not sure of must give `true`): the others are counted, not parsed.
+pub type LineFilter = std::sync::Arc<dyn Fn(&[u8]) -> bool + Send + Sync>;
+
+/// The plain string a JSONL op line's `"key"` field names, found without parsing the line;
+/// `None` when that cannot be told so (no such field, the name seen twice, a key that is not a
+/// plain string: a number, an escape).
+pub fn plain_key(line: &[u8]) -> Option<&[u8]> {
+    const FIELD: &[u8] = b"\"key\"";
+    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(FIELD));
+    let at = FINDER.find(line)? + FIELD.len();
+    if FINDER.find(&line[at..]).is_some() {
+        return None;
+    }
+    let rest = line[at..].trim_ascii_start();
+    let rest = rest.strip_prefix(b":")?.trim_ascii_start();
+    let rest = rest.strip_prefix(b"\"")?;
+    let end = rest.iter().position(|&c| c == b'"' || c == b'\\')?;
+    (rest[end] == b'"').then(|| &rest[..end])
 }
 
 impl<R: std::io::Read> JsonlBlocks<R> {
@@ -176,6 +202,18 @@ impl<R: std::io::Read> JsonlBlocks<R> {
             lines: 0,
             ops: 0,
             tail: None,
+            keep: None,
+            position: 0,
+        }
+    }
+
+    /// Read `reader`, parsing only the lines `keep` may want (the last block's are all
+    /// parsed): each op handed out has its position in the file in `index` (the ops skipped
+    /// counted). For a file already read whole once (its errors are known).
+    pub fn filtered(reader: R, name: &str, keep: LineFilter) -> Self {
+        JsonlBlocks {
+            keep: Some(keep),
+            ..JsonlBlocks::new(reader, name)
         }
     }
 
@@ -209,8 +247,12 @@ impl<R: std::io::Read> JsonlBlocks<R> {
         if let Some(tail) = &mut self.tail {
             let mut ops = Vec::new();
             while ops.len() < 1 << 16
-                && let Some((op, _)) = tail.next_op()?
+                && let Some((mut op, _)) = tail.next_op()?
             {
+                if self.keep.is_some() {
+                    op.index = self.position;
+                    self.position += 1;
+                }
                 ops.push(op);
             }
             return Ok((!ops.is_empty()).then(|| vec![ops]));
@@ -234,16 +276,24 @@ impl<R: std::io::Read> JsonlBlocks<R> {
         }
         use rayon::prelude::*;
         let first_line = self.lines;
+        let keep = self.keep.as_ref();
         let parsed: Vec<Parsed> = blocks
             .par_iter()
-            .map(|b| parse_block(b.as_slice()))
+            .map(|b| parse_block(b.as_slice(), keep))
             .collect();
         let mut out = Vec::with_capacity(parsed.len());
         let mut line = first_line;
         for p in parsed {
             match p {
-                Ok((ops, lines)) => {
+                Ok((mut ops, lines, counted)) => {
                     line += lines;
+                    if self.keep.is_some() {
+                        // Positions within the block, made the file's.
+                        for op in &mut ops {
+                            op.index += self.position;
+                        }
+                        self.position += counted as u64;
+                    }
                     out.push(ops);
                 }
                 Err((at, message)) => {
@@ -260,7 +310,10 @@ impl<R: std::io::Read> JsonlBlocks<R> {
         if let Some(tail) = self.tail.as_mut().filter(|t| t.lines == 0) {
             // The tail's lines and ops counted from the file's start.
             tail.lines = self.lines;
-            tail.ops = self.ops;
+            tail.ops = match self.keep {
+                Some(_) => self.position as usize,
+                None => self.ops,
+            };
         }
         if out.is_empty() && self.tail.is_some() {
             return self.next_ops();
@@ -307,12 +360,32 @@ impl JsonlAhead {
         reader: R,
         name: &str,
     ) -> Result<Self, HistoryError> {
+        Self::start(reader, name, None)
+    }
+
+    /// As [`JsonlBlocks::filtered`], on a thread.
+    pub fn filtered<R: std::io::Read + Send + 'static>(
+        reader: R,
+        name: &str,
+        keep: LineFilter,
+    ) -> Result<Self, HistoryError> {
+        Self::start(reader, name, Some(keep))
+    }
+
+    fn start<R: std::io::Read + Send + 'static>(
+        reader: R,
+        name: &str,
+        keep: Option<LineFilter>,
+    ) -> Result<Self, HistoryError> {
         let (tx, rx) = std::sync::mpsc::sync_channel(GROUPS_AHEAD);
         let path = name.to_string();
         let thread = std::thread::Builder::new()
             .name("history-read".into())
             .spawn(move || {
-                let mut blocks = JsonlBlocks::new(reader, &path);
+                let mut blocks = match keep {
+                    Some(keep) => JsonlBlocks::filtered(reader, &path, keep),
+                    None => JsonlBlocks::new(reader, &path),
+                };
                 let last = loop {
                     match blocks.next_ops() {
                         Ok(Some(ops)) => {
@@ -375,21 +448,30 @@ impl Drop for JsonlAhead {
     }
 }
 
-/// A block parsed: its ops and line count; or the 1-based line (within the block) that is not
-/// an op, and why.
-type Parsed = Result<(Vec<Op>, usize), (usize, String)>;
+/// A block parsed: its ops, its line count and its op count (with a filter, the ops it did not
+/// parse too); or the 1-based line (within the block) that is not an op, and why.
+type Parsed = Result<(Vec<Op>, usize, usize), (usize, String)>;
 
-/// Parse a block of whole lines.
-fn parse_block(b: &[u8]) -> Parsed {
+/// Parse a block of whole lines; with `keep`, only the lines it may want, each op's position
+/// within the block in its `index`.
+fn parse_block(b: &[u8], keep: Option<&LineFilter>) -> Parsed {
     let mut ops = Vec::with_capacity(b.len() / 100);
-    let mut lines = 0;
+    let (mut lines, mut counted) = (0, 0u64);
     for line in b.split(|&c| c == b'\n') {
         lines += 1;
         let trimmed = line.trim_ascii();
         if trimmed.is_empty() {
             continue;
         }
+        counted += 1;
+        if keep.is_some_and(|k| !k(trimmed)) {
+            continue;
+        }
         match serde_json::from_slice::<Op>(trimmed) {
+            Ok(mut op) if keep.is_some() => {
+                op.index = counted - 1;
+                ops.push(op);
+            }
             Ok(op) => ops.push(op),
             Err(e) => {
                 let message = format!("expected a JSON op object: {}", json_error_text(&e));
@@ -398,7 +480,7 @@ fn parse_block(b: &[u8]) -> Parsed {
         }
     }
     // The block ends with a newline: the empty piece after it is no line.
-    Ok((ops, lines - 1))
+    Ok((ops, lines - 1, counted as usize))
 }
 
 #[cfg(test)]
@@ -457,6 +539,79 @@ mod tests {
         bad[150_000] = b"{not json".to_vec();
         let e = all(JsonlAhead::new(Cursor::new(joined(&bad)), "h").unwrap()).unwrap_err();
         assert!(e.to_string().starts_with("h:150001: "), "{e}");
+    }
+
+    #[test]
+    fn a_plain_key_is_read_without_parsing_and_anything_else_is_not_guessed() {
+        assert_eq!(
+            plain_key(br#"{"f":"read","key":"k1","value":2}"#),
+            Some(&b"k1"[..])
+        );
+        assert_eq!(plain_key(br#"{"key" : "a b"}"#), Some(&b"a b"[..]));
+        for unsure in [
+            &br#"{"f":"read","value":2}"#[..],
+            br#"{"key":5}"#,
+            br#"{"key":"a\"b"}"#,
+            br#"{"key":"k1","value":{"key":"k2"}}"#,
+            br#"{"value":"key","key":"k1"}"#,
+            br#"{"key":"unterminated"#,
+        ] {
+            assert_eq!(
+                plain_key(unsure),
+                None,
+                "{}",
+                String::from_utf8_lossy(unsure)
+            );
+        }
+    }
+
+    #[test]
+    fn a_filtered_read_gives_the_ops_it_may_want_at_their_positions() {
+        // No "index" fields: positions come from the reader. Blank lines, keys written as
+        // numbers and ops without keys between, over three groups of blocks and the tail.
+        let mut ls = Vec::new();
+        for i in 0..300_000u64 {
+            let key = match i % 101 {
+                0 => String::new(),
+                1 => format!(r#","key":{i}"#),
+                _ => format!(r#","key":"k{}""#, i % 13),
+            };
+            ls.push(
+                format!(
+                    r#"{{"time":{i},"type":"invoke","process":{}{key},"f":"read"}}"#,
+                    i % 7
+                )
+                .into_bytes(),
+            );
+            if i % 1_000 == 0 {
+                ls.push(Vec::new());
+            }
+        }
+        let bytes = joined(&ls);
+        assert!(bytes.len() > 2 * BLOCKS_AT_ONCE * BLOCK_BYTES as usize);
+        let (every, ..) = all(JsonlAhead::new(Cursor::new(bytes.clone()), "h").unwrap()).unwrap();
+        let wanted = |op: &Op| {
+            op.key
+                .as_deref()
+                .is_none_or(|k| k == "k3" || !k.starts_with('k'))
+        };
+        let expected: Vec<(u64, u64)> = every
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| wanted(o))
+            .map(|(i, o)| (i as u64, o.time_ns))
+            .collect();
+        let keep: LineFilter =
+            std::sync::Arc::new(|l: &[u8]| plain_key(l).is_none_or(|k| k == b"k3"));
+        let (got, ..) = all(JsonlAhead::filtered(Cursor::new(bytes), "h", keep).unwrap()).unwrap();
+        // Every op of the last block is parsed (and kept by the caller's own test).
+        let got: Vec<(u64, u64)> = got
+            .iter()
+            .filter(|o| wanted(o))
+            .map(|o| (o.index, o.time_ns))
+            .collect();
+        assert_eq!(got.len(), expected.len());
+        assert!(got == expected, "the same ops at the same positions");
     }
 
     #[test]
