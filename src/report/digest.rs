@@ -1,6 +1,8 @@
 //! A long run's history read once, as it streams, into what its results and pages need besides
 //! the checks, without holding the history: the charts' samples (`plots::SampleBuilder`, dense
-//! past a few hundred thousand ops), recovery's attempts (24 bytes per client op), counts, and
+//! past a few hundred thousand ops), recovery's attempts (24 bytes per client op; with
+//! [`DigestBuilder::spilling_to`], 21 bytes per op in an unlinked file beside the history until
+//! the end, so that a run digested as it goes holds a bounded part of them), counts, and
 //! a **sparse history**: every nemesis op, the client op just before each, the ops after the
 //! last nemesis op while they look like final reads, the ops results.json names (witnesses, by
 //! position) and the last op, each at its position in the whole history (`Op::index`). The
@@ -24,6 +26,8 @@ use std::path::Path;
 const MAX_TAIL: usize = 200_000;
 /// Positions results.json may name that are kept at most.
 const MAX_WANTED: usize = 100_000;
+/// Completed attempts held in memory before they go to the spill file (24 MiB).
+const SPILL_ATTEMPTS: usize = 1 << 20;
 
 /// What one pass over a history leaves (see the module doc).
 pub struct Digest {
@@ -59,6 +63,79 @@ pub struct DigestBuilder {
     client_completions: u64,
     samples: SampleBuilder,
     attempts: AttemptsBuilder,
+    spill: Option<Spill>,
+}
+
+/// Where a [`DigestBuilder`]'s drained attempts wait: a file in `dir`, unlinked once open (it
+/// goes with the process), or memory once the file failed (a full disk loses nothing).
+struct Spill {
+    dir: std::path::PathBuf,
+    /// Completed attempts held before they are drained.
+    every: usize,
+    file: Option<std::fs::File>,
+    /// Drained attempts the file did not take.
+    kept: Vec<u8>,
+    /// The file failed: everything stays in `kept`.
+    failed: bool,
+}
+
+impl Spill {
+    fn put(&mut self, bytes: Vec<u8>) {
+        use std::io::Write;
+        if !self.failed {
+            let file = match self.file.take() {
+                Some(f) => Ok(f),
+                None => unlinked_in(&self.dir),
+            };
+            match file.and_then(|mut f| f.write_all(&bytes).map(|()| f)) {
+                Ok(f) => {
+                    self.file = Some(f);
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        "recovery's attempts stay in memory: {}: {e}",
+                        self.dir.display()
+                    );
+                    self.failed = true;
+                }
+            }
+        }
+        self.kept.extend(bytes);
+    }
+
+    /// Every drained attempt's bytes, in order.
+    fn take(self) -> Vec<u8> {
+        use std::io::{Read, Seek};
+        let mut all = Vec::new();
+        if let Some(mut f) = self.file {
+            let read = f
+                .seek(std::io::SeekFrom::Start(0))
+                .and_then(|_| f.read_to_end(&mut all));
+            if let Err(e) = read {
+                // Written by this process a moment ago: only a failing disk gets here.
+                tracing::warn!("recovery's attempts could not be read back: {e}");
+                all.clear();
+            }
+        }
+        all.extend(self.kept);
+        all
+    }
+}
+
+/// A new file in `dir`, open for reading and writing, its name already removed.
+fn unlinked_in(dir: &Path) -> std::io::Result<std::fs::File> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let path = dir.join(format!(".attempts-{}-{n}.tmp", std::process::id()));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)?;
+    std::fs::remove_file(&path)?;
+    Ok(file)
 }
 
 impl DigestBuilder {
@@ -70,6 +147,21 @@ impl DigestBuilder {
         }
     }
 
+    /// Recovery's attempts past the first million wait in a file in `dir` (unlinked: nothing
+    /// is left there) until [`DigestBuilder::finish`], instead of in memory.
+    pub fn spilling_to(self, dir: &Path) -> DigestBuilder {
+        DigestBuilder {
+            spill: Some(Spill {
+                dir: dir.to_path_buf(),
+                every: SPILL_ATTEMPTS,
+                file: None,
+                kept: Vec::new(),
+                failed: false,
+            }),
+            ..self
+        }
+    }
+
     /// Take the history's next op; `op.index` is its position in the history. Ops it keeps are
     /// copied (the reader goes on with `op`).
     pub fn push(&mut self, op: &Op) {
@@ -77,6 +169,11 @@ impl DigestBuilder {
         self.end_ns = self.end_ns.max(op.time_ns);
         self.samples.push(op);
         self.attempts.push(op);
+        if let Some(spill) = &mut self.spill
+            && self.attempts.held() >= spill.every
+        {
+            spill.put(self.attempts.drain());
+        }
         if op.process == Process::Nemesis {
             // The client op just before a nemesis op: where a workload (or a stretch of it) ended.
             if let Some(prev) = self.last.take()
@@ -134,7 +231,10 @@ impl DigestBuilder {
             client_invokes: self.client_invokes,
             client_completions: self.client_completions,
             samples: self.samples.finish(),
-            attempts: self.attempts.finish(),
+            attempts: match self.spill {
+                Some(spill) => self.attempts.finish_after(&spill.take()),
+                None => self.attempts.finish(),
+            },
         }
     }
 }
@@ -295,6 +395,72 @@ mod tests {
             crate::report::recovery::analyse_attempts(d.attempts, &d.sparse, d.end_ns, &cfg),
             crate::report::recovery::analyse(&whole, &cfg)
         );
+    }
+
+    #[test]
+    fn attempts_waiting_in_a_file_give_the_recovery_they_give_in_memory() {
+        // Clients on five processes, some ops failing, some never completing, faults between.
+        let mut ops = Vec::new();
+        for i in 0..3_000u64 {
+            let p = Process::Client(i % 5);
+            let ty = match i % 10 {
+                0..5 => OpType::Invoke,
+                5..8 => OpType::Ok,
+                8 => OpType::Fail,
+                _ => OpType::Info,
+            };
+            let mut o = op(i, ty, p, "write", Some("k"));
+            o.node = Some(Name::new(&format!("n{}", i % 3)));
+            o.time_ns = i * 10_000_000;
+            ops.push(o);
+            let mut nemesis = |f: &str, v: Value| {
+                let mut n = op(i, OpType::Info, Process::Nemesis, f, None);
+                n.time_ns = i * 10_000_000;
+                n.value = v;
+                ops.push(n);
+            };
+            if i % 1_000 == 500 {
+                nemesis("start-partition", json!("one"));
+                nemesis("start-partition", json!({"grudge": {"n1": ["n2"]}}));
+            }
+            if i % 1_000 == 800 {
+                nemesis("stop-partition", Value::Null);
+                nemesis("stop-partition", json!("healed"));
+            }
+        }
+        for (j, o) in ops.iter_mut().enumerate() {
+            o.index = j as u64;
+        }
+        let recovery = |b: DigestBuilder| {
+            let mut b = b;
+            for o in &ops {
+                b.push(o);
+            }
+            let d = b.finish();
+            let r = crate::report::recovery::analyse_attempts(
+                d.attempts,
+                &d.sparse,
+                d.end_ns,
+                &Default::default(),
+            );
+            serde_json::to_value(r).unwrap()
+        };
+        let whole = recovery(DigestBuilder::new());
+        assert!(
+            whole["faults"].as_array().is_some_and(|f| !f.is_empty()),
+            "{whole}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let gone = dir.path().join("gone");
+        for to in [dir.path(), gone.as_path()] {
+            let mut b = DigestBuilder::new().spilling_to(to);
+            if let Some(s) = &mut b.spill {
+                s.every = 7;
+            }
+            assert_eq!(recovery(b), whole, "spilled to {}", to.display());
+        }
+        // The file was unlinked as soon as it was open.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]

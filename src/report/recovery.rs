@@ -62,8 +62,8 @@ mod attempts;
 mod fault;
 mod outages;
 mod unmeasured;
+pub use attempts::{ATTEMPT_BYTES, Attempts, AttemptsBuilder};
 use attempts::{Attempt, attempts};
-pub use attempts::{Attempts, AttemptsBuilder};
 use fault::{Context, fault_recovery, idle_spans};
 pub use unmeasured::{UNMEASURED_NAMED, Unmeasured};
 

@@ -1,7 +1,9 @@
 //! Client ops as recovery sees them: invokes paired with their completions per process, each
 //! an [`Attempt`] (served or failed, its kind and node as small indices), made one op at a time
-//! ([`AttemptsBuilder`]: from a history in memory or from its file as it streams). Pure. Does not
-//! decide outages (`recovery::outages`) nor recovery (`recovery`, `recovery::fault`).
+//! ([`AttemptsBuilder`]: from a history in memory or from its file as it streams; a long run's
+//! completed attempts can be drained as bytes, [`ATTEMPT_BYTES`] each, for the caller to keep
+//! out of memory until the end). Pure. Does not decide outages (`recovery::outages`) nor
+//! recovery (`recovery`, `recovery::fault`), nor where drained attempts wait (`report::digest`).
 
 use crate::history::{History, Name, Op, OpType, Process};
 use crate::model::CAS_MISMATCH;
@@ -27,10 +29,35 @@ const MAX_IDS: usize = NO_NODE as usize - 1;
 /// The name of the shared id past [`MAX_IDS`].
 const OTHERS: &str = "(other names)";
 
+/// The bytes of one drained [`Attempt`] ([`AttemptsBuilder::drain`]).
+pub const ATTEMPT_BYTES: usize = 21;
+
 impl Attempt {
     /// The index of its node's name, when it named one.
     pub(super) fn node(&self) -> Option<usize> {
         (self.node != NO_NODE).then_some(self.node as usize)
+    }
+
+    /// Appended to `out` as [`ATTEMPT_BYTES`] bytes (little-endian).
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.invoke_ns.to_le_bytes());
+        out.extend_from_slice(&self.complete_ns.to_le_bytes());
+        out.extend_from_slice(&self.f.to_le_bytes());
+        out.extend_from_slice(&self.node.to_le_bytes());
+        out.push(u8::from(self.served));
+    }
+
+    /// What [`Attempt::encode`] wrote (`b`: [`ATTEMPT_BYTES`] bytes).
+    fn decode(b: &[u8]) -> Attempt {
+        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or_default());
+        let u16_at = |i: usize| u16::from_le_bytes(b[i..i + 2].try_into().unwrap_or_default());
+        Attempt {
+            invoke_ns: u64_at(0),
+            complete_ns: u64_at(8),
+            f: u16_at(16),
+            node: u16_at(18),
+            served: b[20] != 0,
+        }
     }
 }
 
@@ -99,6 +126,31 @@ impl AttemptsBuilder {
             node,
             served,
         });
+    }
+
+    /// How many completed attempts it holds (not drained).
+    pub fn held(&self) -> usize {
+        self.out.len()
+    }
+
+    /// The completed attempts it holds, as bytes ([`ATTEMPT_BYTES`] each, in order), no longer
+    /// held: a long run's wait outside memory until [`AttemptsBuilder::finish_after`].
+    pub fn drain(&mut self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(self.out.len() * ATTEMPT_BYTES);
+        for a in self.out.drain(..) {
+            a.encode(&mut bytes);
+        }
+        bytes
+    }
+
+    /// [`AttemptsBuilder::finish`], after the attempts drained earlier (`drained`: the bytes
+    /// of every [`AttemptsBuilder::drain`], in order).
+    pub fn finish_after(self, drained: &[u8]) -> Attempts {
+        let mut rest = self.finish();
+        let mut attempts = Vec::with_capacity(drained.len() / ATTEMPT_BYTES + rest.attempts.len());
+        attempts.extend(drained.chunks_exact(ATTEMPT_BYTES).map(Attempt::decode));
+        attempts.append(&mut rest.attempts);
+        Attempts { attempts, ..rest }
     }
 
     /// The attempts, the invokes never completed last.
@@ -203,5 +255,25 @@ mod tests {
         );
         assert_eq!(a.f_names, ["cas", "read", "write"]);
         assert_eq!(a.node_names, ["n1", "n2"]);
+        // Drained as bytes along the way and given back at the end: the same attempts.
+        let mut b = AttemptsBuilder::default();
+        let mut drained = Vec::new();
+        for (i, o) in h.ops.iter().enumerate() {
+            b.push(o);
+            if i % 2 == 1 {
+                drained.extend(b.drain());
+                assert_eq!(b.held(), 0);
+            }
+        }
+        assert_eq!(drained.len(), ATTEMPT_BYTES);
+        let again = b.finish_after(&drained);
+        let pick = |a: &Attempts| -> Vec<_> {
+            a.attempts
+                .iter()
+                .map(|x| (x.invoke_ns, x.complete_ns, x.served, x.f, x.node()))
+                .collect()
+        };
+        assert_eq!(pick(&again), got);
+        assert_eq!((again.f_names, again.node_names), (a.f_names, a.node_names));
     }
 }
