@@ -99,11 +99,14 @@ pub fn run(args: RunArgs) -> i32 {
             }
             // Read as it streams: a long run's history need not fit in memory (an unreadable
             // file gives the table of what was read).
-            let mut summarizer = crate::summary::Summarizer::default();
-            let _ = crate::report::digest::each_op(&o.run_dir.history_path(), |op| {
-                summarizer.push(&op)
+            // A long run's end folded it from its one read (`runner::streamed`).
+            let summary = o.summary.clone().unwrap_or_else(|| {
+                let mut summarizer = crate::summary::Summarizer::default();
+                let _ = crate::report::digest::each_op(&o.run_dir.history_path(), |op| {
+                    summarizer.push(&op)
+                });
+                summarizer.finish()
             });
-            let summary = summarizer.finish();
             if json {
                 let v = serde_json::json!({
                     "run_dir": o.run_dir.path,

@@ -116,6 +116,11 @@ pub struct StreamPlan {
     /// See [`LATE_HOLD_OPS`]; also the most later ops of late keys the first pass holds for
     /// checking them after their stand-ins.
     pub late_hold_ops: usize,
+    /// The file is still being written while this is false (a run's history read as the run
+    /// writes it): the reader's waits for the checker until then do not count against the
+    /// time limit (a checker at a low priority falls behind a workload that takes the machine,
+    /// and catches up when it ends). `None`: the file is complete.
+    pub written: Option<Arc<AtomicBool>>,
 }
 
 impl StreamPlan {
@@ -131,6 +136,7 @@ impl StreamPlan {
             grace_ops: GRACE_OPS,
             batch_ops: BATCH_OPS,
             late_hold_ops,
+            written: None,
         }
     }
 }
@@ -819,13 +825,16 @@ struct BatchOf {
 /// What the search adds to the time the stream takes, for `--time-limit`: the time the reader
 /// waited for the checker (a full queue, an answer) and the time since the reading ended. A
 /// search that keeps up with the reader runs while the file is read and adds nothing (on a
-/// shared machine its own wall time grows with the reader beside it: that is not counted).
+/// shared machine its own wall time grows with the reader beside it: that is not counted);
+/// nor do the reader's waits while the file is still being written ([`StreamPlan::written`]).
 #[derive(Default)]
 struct Waits {
     /// Nanoseconds the reader waited for the checker.
     reader_waited: AtomicU64,
     /// When the reader finished its last pass.
     read_end: OnceLock<Instant>,
+    /// See [`StreamPlan::written`].
+    written: Option<Arc<AtomicBool>>,
 }
 
 impl Waits {
@@ -850,6 +859,14 @@ impl Queue<'_> {
     }
 
     fn waited_since(&self, t: Instant) {
+        if self
+            .waits
+            .written
+            .as_ref()
+            .is_some_and(|w| !w.load(Ordering::Acquire))
+        {
+            return;
+        }
         let ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.waits.reader_waited.fetch_add(ns, Ordering::Relaxed);
     }
@@ -1082,7 +1099,10 @@ pub fn check_jsonl_seeing<R: BufRead + Send + 'static>(
 ) -> Outcome {
     let failed = AtomicBool::new(false);
     let (tx, rx) = sync_channel::<Msg>(QUEUED_BATCHES);
-    let waits = Waits::default();
+    let waits = Waits {
+        written: sp.written.clone(),
+        ..Waits::default()
+    };
     let tx = Queue { tx, waits: &waits };
     let (passes, collector) = std::thread::scope(|s| {
         let checker = s.spawn(|| {
@@ -1318,6 +1338,19 @@ mod tests {
             w.added() >= Duration::from_secs(5),
             "and the search after the reading"
         );
+        // A file still being written: the reader's waits count only once it is complete.
+        let written = Arc::new(AtomicBool::new(false));
+        let w = Waits {
+            written: Some(written.clone()),
+            ..Waits::default()
+        };
+        let (tx, _rx) = sync_channel(1);
+        let q = Queue { tx, waits: &w };
+        q.waited_since(Instant::now() - Duration::from_secs(4));
+        assert!(w.added() < Duration::from_secs(1), "not while written");
+        written.store(true, Ordering::Release);
+        q.waited_since(Instant::now() - Duration::from_secs(4));
+        assert!(w.added() >= Duration::from_secs(4), "once complete");
     }
 
     #[test]

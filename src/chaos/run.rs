@@ -184,6 +184,7 @@ pub fn write_results(run_dir: &RunDir, progress: Option<&Progress>) -> Result<Ch
         reason,
         results: vec![result],
         completion,
+        summary: None,
     })
 }
 

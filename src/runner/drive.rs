@@ -178,6 +178,8 @@ pub(crate) struct DriveOutcome {
     /// What live checking decided (register and list-append workloads), and whether it
     /// stopped the workload.
     pub live: Option<super::live::LiveRecord>,
+    /// The end's streamed check, made as the history was written (models the stream checks).
+    pub following: Option<super::streamed::Following>,
 }
 
 /// Longest wait, in s, after the final heal and settle for every node to serve again before the
@@ -257,6 +259,7 @@ pub(crate) async fn drive(
     let ctrl_c = stop_when(interrupt, interp.shutdown_handle());
     progress.workload(stats.clone());
     let live = start_live(cfg, run_dir, &progress, start.into_std());
+    let following = start_following(cfg, run_dir);
     // `--stop-on-anomaly`: the first confirmed anomaly stops the workload as Ctrl-C would.
     let on_anomaly = live
         .as_ref()
@@ -318,6 +321,10 @@ pub(crate) async fn drive(
     ctrl_c.abort();
     let written = interp.ops_written();
     let _ = interp.close().await;
+    if let Some(f) = &following {
+        // The history is complete: what is left of its check goes on while the run ends.
+        f.finish();
+    }
     let live = match live {
         Some(l) => tokio::task::spawn_blocking(move || l.join()).await.ok(),
         None => None,
@@ -335,6 +342,7 @@ pub(crate) async fn drive(
         main_phase,
         interrupted,
         live,
+        following,
     })
 }
 
@@ -561,6 +569,17 @@ async fn await_recovery(after: &After<'_>) {
             "not every node recovered before the final reads: {e}"
         ));
     }
+}
+
+/// Start the end's streamed check as the history is written (`streamed::Following`), when the
+/// run's model streams; a run that could not start it checks its history at the end as before.
+fn start_following(cfg: &TestConfig, run_dir: &RunDir) -> Option<super::streamed::Following> {
+    let plan = super::results::stream_plan(run_dir, cfg.check_time_limit_s, cfg.witness)
+        .ok()
+        .flatten()?;
+    super::streamed::Following::start(run_dir, plan)
+        .inspect_err(|e| tracing::warn!("the check as the run goes could not start: {e}"))
+        .ok()
 }
 
 /// Start checking retired keys live, when the workload's keys are checked that way

@@ -319,7 +319,7 @@ struct Tail {
 
 /// Lower the calling thread's CPU priority to nice 19 (Linux: nice is per thread), so live
 /// checking only takes CPU the workload leaves.
-fn lowest_priority() {
+pub(super) fn lowest_priority() {
     // SAFETY: gettid and setpriority have no memory preconditions; a failure leaves the
     // priority as it was.
     unsafe {

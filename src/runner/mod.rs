@@ -38,7 +38,7 @@ pub(crate) use nemesis_client::{Budget, NemesisClient};
 pub use record::RECORDED_SEMANTICS;
 use record::{recorded_check, test_json};
 pub(crate) use results::render_pages;
-use results::write_results_with;
+use results::{AsItWent, write_results_with};
 pub use results::{Checked, WhatRan, check, check_with, results_json, write_results};
 
 /// Errors that end a run early. Messages name the node/command/file.
@@ -120,6 +120,9 @@ pub struct RunOutcome {
     pub error: Option<String>,
     /// How long each phase took.
     pub phases: Vec<(Phase, Duration)>,
+    /// The summary table of the history's ops, when the check already folded it (a long run's
+    /// streamed end); `None`: fold it from the history file (`summary::Summarizer`).
+    pub summary: Option<std::collections::BTreeMap<String, crate::summary::FnSummary>>,
 }
 
 /// Run `f` on every node at once (one thread each), results in node order; a panic in `f` is
@@ -559,6 +562,7 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
         Err(e) => (0, (0, 0, 0), Duration::ZERO, Some(e.to_string())),
     };
     let checked = check_run(&cfg, &run_dir, &progress, live).await?;
+    let summary = checked.summary;
     progress.finish();
     Ok(RunOutcome {
         run_dir,
@@ -572,6 +576,7 @@ pub async fn run(mut cfg: TestConfig, progress: Progress) -> Result<RunOutcome, 
         completion,
         error,
         phases: progress.timings(),
+        summary,
     })
 }
 
@@ -704,7 +709,7 @@ async fn drive_caught(
 
 /// What the workload's end says of the run: its completion record (before cleanup failures),
 /// what it counted — history events, ok/fail/info ops, the main phase's length — or the error
-/// that ended it, and what live checking decided.
+/// that ended it, and what checking during the workload leaves the end.
 #[allow(clippy::type_complexity)]
 fn completion_of(
     result: Result<DriveOutcome, RunError>,
@@ -713,7 +718,7 @@ fn completion_of(
 ) -> (
     CompletionRecord,
     Result<(u64, (u64, u64, u64), Duration), RunError>,
-    Option<live::LiveRecord>,
+    AsItWent,
 ) {
     match result {
         Ok(DriveOutcome {
@@ -722,6 +727,7 @@ fn completion_of(
             main_phase,
             interrupted,
             live,
+            following,
             ..
         }) => {
             let w = main_phase.as_secs_f64();
@@ -734,38 +740,44 @@ fn completion_of(
                 None if interrupted => CompletionRecord::interrupted(w, limit),
                 None => CompletionRecord::completed(w, limit),
             };
-            (c, Ok((events, counts, main_phase)), live)
+            (
+                c,
+                Ok((events, counts, main_phase)),
+                AsItWent { live, following },
+            )
         }
-        Err(e) if !reached_workload => {
-            (CompletionRecord::not_started(&e.to_string()), Err(e), None)
-        }
+        Err(e) if !reached_workload => (
+            CompletionRecord::not_started(&e.to_string()),
+            Err(e),
+            AsItWent::default(),
+        ),
         Err(RunError::Panicked(m)) => (
             CompletionRecord::panicked(&m, limit),
             Err(RunError::Panicked(m)),
-            None,
+            AsItWent::default(),
         ),
         Err(e) => (
             CompletionRecord::failed(&e.to_string(), None, limit),
             Err(e),
-            None,
+            AsItWent::default(),
         ),
     }
 }
 
 /// The check phase: results, witness page, plots and run page from the run directory (with
-/// what live checking decided). Off the runtime's thread: the check can take minutes, and
-/// Ctrl-C (abort) must still be heard meanwhile.
+/// what checking during the workload did). Off the runtime's thread: the check can take
+/// minutes, and Ctrl-C (abort) must still be heard meanwhile.
 async fn check_run(
     cfg: &TestConfig,
     run_dir: &RunDir,
     progress: &Progress,
-    live: Option<live::LiveRecord>,
+    went: AsItWent,
 ) -> Result<Checked, RunError> {
     progress.phase(Phase::Check, check_phase_text(&cfg.workload.kind));
     let (run_dir, progress) = (run_dir.clone(), progress.clone());
     let (limit, witness) = (cfg.check_time_limit_s, cfg.witness);
     tokio::task::spawn_blocking(move || {
-        write_results_with(&run_dir, limit, witness, Some(&progress), live.as_ref())
+        write_results_with(&run_dir, limit, witness, Some(&progress), went)
     })
     .await
     .map_err(|e| RunError::Panicked(join_error_message(e)))?

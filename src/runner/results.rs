@@ -15,6 +15,7 @@ use crate::store::{LINEAR_WITNESS_FILE, RESULTS_FILE, RunDir, TEST_FILE};
 
 pub use crate::store::{LIVE_KEY, STOPPED_EARLY_KEY};
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// What ran, as far as the check needs it: the run's own record in test.json
@@ -96,6 +97,9 @@ pub struct Checked {
     pub results: Vec<CheckResult>,
     /// How the run ended (from its completion record).
     pub completion: CompletionRecord,
+    /// The summary table of the history's ops, when the check already read them all as they
+    /// streamed (`None`: fold it from the file, `summary::Summarizer`).
+    pub summary: Option<BTreeMap<String, crate::summary::FnSummary>>,
 }
 
 /// Check a run directory's history, judge it against its completion record and write
@@ -108,7 +112,23 @@ pub fn write_results(
     check_time_limit_s: f64,
     witness: crate::checker::linear::WitnessMode,
 ) -> Result<Checked, RunError> {
-    write_results_with(run_dir, check_time_limit_s, witness, None, None)
+    write_results_with(
+        run_dir,
+        check_time_limit_s,
+        witness,
+        None,
+        AsItWent::default(),
+    )
+}
+
+/// What checking during the workload leaves the end of a run.
+#[derive(Default)]
+pub(super) struct AsItWent {
+    /// What live checking decided.
+    pub(super) live: Option<super::live::LiveRecord>,
+    /// The streamed check made as the history was written (used when the history is big
+    /// enough to stream at the end).
+    pub(super) following: Option<super::streamed::Following>,
 }
 
 pub(super) fn write_results_with(
@@ -116,14 +136,14 @@ pub(super) fn write_results_with(
     check_time_limit_s: f64,
     witness: crate::checker::linear::WitnessMode,
     progress: Option<&Progress>,
-    live: Option<&super::live::LiveRecord>,
+    went: AsItWent,
 ) -> Result<Checked, RunError> {
     let ask = Ask {
         check_time_limit_s,
         witness,
         stream_above: crate::import::STREAM_ABOVE,
     };
-    write_results_asked(run_dir, &ask, progress, live)
+    write_results_asked(run_dir, &ask, progress, went)
 }
 
 /// How a recorded run is checked.
@@ -145,8 +165,10 @@ pub(super) fn write_results_asked(
     run_dir: &RunDir,
     ask: &Ask,
     progress: Option<&Progress>,
-    live: Option<&super::live::LiveRecord>,
+    went: AsItWent,
 ) -> Result<Checked, RunError> {
+    let AsItWent { live, following } = went;
+    let live = live.as_ref();
     crate::store::ensure_writable(&run_dir.path)?;
     let (txn_ask, record) = recorded_check(run_dir)?;
     let what = WhatRan::read(run_dir, &record)?;
@@ -154,9 +176,9 @@ pub(super) fn write_results_asked(
         verdict: checked,
         mut results,
         linear,
-        read,
+        mut read,
         reuse,
-    } = check_history(run_dir, ask, live, &what, txn_ask)?;
+    } = check_history(run_dir, ask, (live, following), &what, txn_ask)?;
     if let Some(by) = record.claimed_by {
         for r in results
             .iter_mut()
@@ -218,12 +240,17 @@ pub(super) fn write_results_asked(
             "writing plots, the run page and the reports index",
         );
     }
+    let summary = match &mut read {
+        Read::Whole(_) => None,
+        Read::Digest(d) => Some(std::mem::take(&mut d.summary)),
+    };
     write_pages(run_dir, read, linear, &recovery)?;
     Ok(Checked {
         verdict: judged.verdict,
         reason: judged.reason,
         results,
         completion,
+        summary,
     })
 }
 
@@ -242,17 +269,21 @@ struct CheckedHistory {
 }
 
 /// The run's check: streamed when the history is larger than `ask.stream_above` and its model
-/// streams, else the whole history read (reusing what live checking decided). The verdict,
-/// the checkers' results, the linearizability result, what was read and what was reused.
+/// streams (taking the check made as the history was written, when there is one), else the
+/// whole history read (reusing what live checking decided). The verdict, the checkers'
+/// results, the linearizability result, what was read and what was reused.
 fn check_history(
     run_dir: &RunDir,
     ask: &Ask,
-    live: Option<&super::live::LiveRecord>,
+    (live, following): (
+        Option<&super::live::LiveRecord>,
+        Option<super::streamed::Following>,
+    ),
     what: &WhatRan,
     txn_ask: crate::checker::txn::judge::Ask,
 ) -> Result<CheckedHistory, RunError> {
     let size = std::fs::metadata(run_dir.history_path()).map_or(0, |m| m.len());
-    let streamed = what
+    let plan = what
         .model
         .clone()
         .filter(|m| size > ask.stream_above && crate::stream::streams(m))
@@ -264,10 +295,15 @@ fn check_history(
                 ask.witness,
                 txn_ask.clone(),
             )
-        })
-        .map(|plan| super::streamed::check(run_dir, &plan))
-        .transpose()?
-        .flatten();
+        });
+    let streamed = match plan {
+        // A short history: the check made as it was written is not needed (dropped: it stops).
+        None => None,
+        Some(plan) => match following.and_then(super::streamed::Following::join) {
+            Some(followed) => followed?,
+            None => super::streamed::check(run_dir, &plan)?,
+        },
+    };
     let mut reuse = super::live::Reuse::default();
     if let Some(s) = streamed {
         let s = *s;
@@ -439,6 +475,23 @@ pub fn check_with(
 }
 
 /// The composition a run's history is checked with: `model`, what ran, the budgets.
+/// The plan a run directory's history is checked with as it streams, when the run recorded
+/// a model the stream checks (`crate::stream::streams`): what [`write_results_with`] checks a
+/// long history with. `None`: it is checked whole.
+pub(super) fn stream_plan(
+    run_dir: &RunDir,
+    check_time_limit_s: f64,
+    witness: crate::checker::linear::WitnessMode,
+) -> Result<Option<crate::checker::compose::Plan>, RunError> {
+    let (txn_ask, record) = recorded_check(run_dir)?;
+    let what = WhatRan::read(run_dir, &record)?;
+    Ok(what
+        .model
+        .clone()
+        .filter(|m| crate::stream::streams(m))
+        .map(|m| plan_of(m, &what, check_time_limit_s, witness, txn_ask)))
+}
+
 pub(super) fn plan_of(
     model: String,
     what: &WhatRan,

@@ -1,12 +1,18 @@
 //! The end of a long run: a history too big to hold (over `results::Ask::stream_above` on
 //! disk, `import::STREAM_ABOVE` at the end of a run and in `report`) is checked as it streams
 //! (`core::stream`: memory bounded by the keys still open) and, in the same read, digested
-//! (`report::digest`: the charts' samples, recovery's attempts, counts and a sparse history)
-//! into what results.json, the plots and the run page are written from, as the whole path
-//! writes them from the history in memory. The file is read again only for ops the results
-//! name that the digest did not keep (witnesses: an invalid run), for late keys the stream
-//! could not settle from their end states, and for the linearizability witness page (the ops
-//! of the keys it draws).
+//! (`report::digest`: the charts' samples, recovery's attempts, counts, a sparse history and
+//! the summary table) into what results.json, the plots, the run page and the terminal are
+//! written from, as the whole path writes them from the history in memory. The file is read
+//! again only for ops the results name that the digest did not keep (witnesses: an invalid
+//! run), for late keys the stream could not settle from their end states, and for the
+//! linearizability witness page (the ops of the keys it draws).
+//!
+//! A run makes that read while it writes the history ([`Following`], started with the
+//! workload): its end then checks only what is left (the keys still open, the final reads'
+//! late keys) instead of reading the whole history again. `report` and `heal` read the
+//! finished file ([`check`]). Both read the same bytes through the same stream: the same
+//! result.
 //!
 //! Taken when the run recorded a model the stream checks (register, cas-register,
 //! list-append) and every check the run gets can be made as the history streams; otherwise, or
@@ -24,8 +30,13 @@ use crate::report::plots::Samples;
 use crate::report::recovery::{Recovery, Shade};
 use crate::store::RunDir;
 use crate::stream::{Outcome, StreamPlan};
+use crate::summary::{FnSummary, Summarizer};
 use crate::systems::external::protocol::{ProtocolErrorKind, count_error};
 use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 /// A long run's checks, made as its history streamed, and its digest, read in the same pass.
 pub(super) struct StreamedCheck {
@@ -41,16 +52,28 @@ pub(super) struct StreamedCheck {
 /// not be read again for the ops the results name.
 pub(super) fn check(run_dir: &RunDir, plan: &Plan) -> Result<Option<Box<StreamedCheck>>, RunError> {
     let path = run_dir.history_path();
+    let open = || std::fs::File::open(&path).map(|f| BufReader::with_capacity(1 << 20, f));
+    check_opening(run_dir, &StreamPlan::new(plan.clone(), None), open)
+}
+
+/// [`check`], each pass reading what `open` gives.
+fn check_opening<R: BufRead + Send + 'static>(
+    run_dir: &RunDir,
+    sp: &StreamPlan,
+    open: impl Fn() -> std::io::Result<R>,
+) -> Result<Option<Box<StreamedCheck>>, RunError> {
+    let path = run_dir.history_path();
     let name = path.display().to_string();
-    let open = || std::fs::File::open(&path).map(|f| std::io::BufReader::with_capacity(1 << 20, f));
-    let mut digest = DigestBuilder::new();
+    let plan = &sp.plan;
+    let mut digest = DigestBuilder::new().spilling_to(&run_dir.path);
+    let mut summary = Summarizer::default();
     let mut protocol_errors = BTreeMap::new();
     let mut see = |op: &crate::history::Op| {
         count_error(&mut protocol_errors, op);
         digest.push(op);
+        summary.push(op);
     };
-    let sp = StreamPlan::new(plan.clone(), None);
-    let s = match crate::stream::check_jsonl_seeing(open, &name, &sp, &mut see) {
+    let s = match crate::stream::check_jsonl_seeing(open, &name, sp, &mut see) {
         Outcome::Checked(s) => s,
         Outcome::Whole(why) | Outcome::Unreadable(why) => {
             tracing::info!("{name}: checked whole: {why}");
@@ -88,6 +111,7 @@ pub(super) fn check(run_dir: &RunDir, plan: &Plan) -> Result<Option<Box<Streamed
         completions: d.client_completions,
         recovery,
         protocol_errors,
+        summary: summary.finish(),
     };
     Ok(Some(Box::new(StreamedCheck {
         verdict,
@@ -107,6 +131,131 @@ pub(super) struct Digested {
     pub(super) completions: u64,
     pub(super) recovery: Recovery,
     pub(super) protocol_errors: BTreeMap<ProtocolErrorKind, u64>,
+    /// The terminal's summary table (`summary`), folded from the same read.
+    pub(super) summary: BTreeMap<String, FnSummary>,
+}
+
+/// A run's streamed check made while the run writes its history: started with the workload
+/// (`runner::drive`), it reads each line soon after it is written (at the lowest CPU priority,
+/// as live checking), checks each key as it retires and digests every op; once the history is
+/// complete ([`Following::finish`]) only what is left is checked. The same result as
+/// [`check`] of the finished file: the stream reads the same bytes. Dropped unjoined (a short
+/// run, checked whole; a run that failed), it stops at its next read.
+pub(crate) struct Following {
+    written: Arc<AtomicBool>,
+    cancelled: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Followed>>,
+}
+
+/// What the thread of a [`Following`] ends with: as [`check`].
+type Followed = Result<Option<Box<StreamedCheck>>, RunError>;
+
+impl Following {
+    /// Start reading `run_dir`'s history as it is written, to check it with `plan` (one the
+    /// stream checks, `crate::stream::streams`).
+    pub(crate) fn start(run_dir: &RunDir, plan: Plan) -> std::io::Result<Following> {
+        let written = Arc::new(AtomicBool::new(false));
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let sp = StreamPlan {
+            written: Some(written.clone()),
+            ..StreamPlan::new(plan, None)
+        };
+        let (run_dir, tail) = (run_dir.clone(), (written.clone(), cancelled.clone()));
+        let thread = std::thread::Builder::new()
+            .name("end-check".into())
+            .spawn(move || {
+                // The threads it starts (reading ahead, the search) inherit it.
+                super::live::lowest_priority();
+                let path = run_dir.history_path();
+                let first = AtomicBool::new(true);
+                // The first pass follows the writer; later passes (late keys) read the
+                // finished file.
+                let open = || {
+                    let file = std::fs::File::open(&path)?;
+                    let r: Box<dyn Read + Send> = if first.swap(false, Ordering::Relaxed) {
+                        Box::new(Tail {
+                            file,
+                            offset: 0,
+                            written: tail.0.clone(),
+                            cancelled: tail.1.clone(),
+                        })
+                    } else {
+                        Box::new(file)
+                    };
+                    Ok(BufReader::with_capacity(1 << 20, r))
+                };
+                check_opening(&run_dir, &sp, open)
+            })?;
+        Ok(Following {
+            written,
+            cancelled,
+            thread: Some(thread),
+        })
+    }
+
+    /// The history is complete (its writer closed it): check what is left. Returns at once.
+    pub(crate) fn finish(&self) {
+        self.written.store(true, Ordering::Release);
+    }
+
+    /// The check, once [`Following::finish`]ed: as [`check`]'s; `None` if its thread panicked
+    /// (the caller checks the file instead).
+    pub(super) fn join(mut self) -> Option<Followed> {
+        self.finish();
+        let joined = self.thread.take()?.join();
+        if joined.is_err() {
+            tracing::warn!("the check made as the run went panicked: checking the history again");
+        }
+        joined.ok()
+    }
+}
+
+impl Drop for Following {
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            self.cancelled.store(true, Ordering::Relaxed);
+            self.finish();
+        }
+    }
+}
+
+/// How long [`Tail`] waits for its writer before looking again.
+const TAIL_POLL: Duration = Duration::from_millis(200);
+
+/// A history file read as its writer appends to it: up to the zeros the writer pads its file
+/// with ahead of its records (`mapped`), waiting for more while it is being written; once it
+/// is complete, the file as it is (the writer truncated the padding), to its end.
+struct Tail {
+    file: std::fs::File,
+    offset: u64,
+    written: Arc<AtomicBool>,
+    cancelled: Arc<AtomicBool>,
+}
+
+impl Read for Tail {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use std::os::unix::fs::FileExt;
+        loop {
+            if self.cancelled.load(Ordering::Relaxed) {
+                return Err(std::io::Error::other(
+                    "the check made as the run went was not needed",
+                ));
+            }
+            // Before reading: bytes read after the writer finished are final.
+            let complete = self.written.load(Ordering::Acquire);
+            let n = self.file.read_at(buf, self.offset)?;
+            let take = if complete {
+                n
+            } else {
+                buf[..n].iter().position(|&b| b == 0).unwrap_or(n)
+            };
+            if take > 0 || complete {
+                self.offset += take as u64;
+                return Ok(take);
+            }
+            std::thread::sleep(TAIL_POLL);
+        }
+    }
 }
 
 /// Write the linearizability witness page of an invalid `r` (the whole history's positions)
@@ -193,7 +342,7 @@ mod tests {
             witness: crate::checker::linear::WitnessMode::Minimal,
             stream_above,
         };
-        write_results_asked(&RunDir::open(dir), &ask, None, None).unwrap();
+        write_results_asked(&RunDir::open(dir), &ask, None, Default::default()).unwrap();
         serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap()
     }
 
@@ -339,5 +488,120 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_history_checked_as_it_is_written_ends_as_the_finished_file_checks() {
+        use super::super::results::{AsItWent, stream_plan};
+        use std::io::Write;
+        for (name, model) in [
+            ("all-faults", "cas-register"),
+            ("serializable-isolate", "cas-register"),
+        ] {
+            let (after, went) = (fixture(name, model), fixture(name, model));
+            let path = went.path().join("history.jsonl");
+            let bytes = std::fs::read(&path).unwrap();
+            std::fs::remove_file(&path).unwrap();
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .unwrap();
+            // The run's own sink: its file padded with zeros ahead of the records.
+            let mut sink = crate::mapped::HistoryFile::new(file).unwrap();
+            let run_dir = RunDir::open(went.path());
+            let plan = stream_plan(&run_dir, 30.0, crate::checker::linear::WitnessMode::Minimal)
+                .unwrap()
+                .expect("a model the stream checks");
+            let following = super::Following::start(&run_dir, plan).unwrap();
+            // Written in pieces that cut lines, with pauses longer than the reader's.
+            for piece in bytes.chunks(bytes.len() / 7 + 1) {
+                sink.write_all(piece).unwrap();
+                sink.flush().unwrap();
+                std::thread::sleep(super::TAIL_POLL + std::time::Duration::from_millis(50));
+            }
+            drop(sink);
+            assert_eq!(
+                std::fs::read(&path).unwrap(),
+                bytes,
+                "{name}: the sink's file"
+            );
+            following.finish();
+            let ask = Ask {
+                check_time_limit_s: 30.0,
+                witness: crate::checker::linear::WitnessMode::Minimal,
+                stream_above: 0,
+            };
+            let checked = write_results_asked(
+                &run_dir,
+                &ask,
+                None,
+                AsItWent {
+                    live: None,
+                    following: Some(following),
+                },
+            )
+            .unwrap();
+            let read = |d: &Path| -> Value {
+                serde_json::from_str(&std::fs::read_to_string(d.join("results.json")).unwrap())
+                    .unwrap()
+            };
+            let mut w = read(went.path());
+            let mut a = end(after.path(), 0);
+            assert_eq!(
+                w["history"]["streamed"], true,
+                "{name}: streamed as written"
+            );
+            timeless(&mut w);
+            timeless(&mut a);
+            if let Some(at) = first_difference(&a, &w, String::new()) {
+                panic!("{name}: results.json differs at {at}");
+            }
+            // The terminal's table, folded from the same read: the file's.
+            let mut folded = crate::summary::Summarizer::default();
+            crate::report::digest::each_op(&path, |op| folded.push(&op)).unwrap();
+            let table = |t| serde_json::to_value(t).unwrap();
+            assert_eq!(
+                table(checked.summary.expect("folded as it streamed")),
+                table(folded.finish()),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_tail_waits_at_the_writers_padding_until_the_file_is_complete() {
+        use std::io::Read;
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h");
+        std::fs::write(&path, b"{}\n{\0\0\0").unwrap();
+        let (written, cancelled) = (Arc::new(AtomicBool::new(false)), Arc::default());
+        let mut tail = super::Tail {
+            file: std::fs::File::open(&path).unwrap(),
+            offset: 0,
+            written: written.clone(),
+            cancelled: Arc::clone(&cancelled),
+        };
+        let mut buf = [0u8; 64];
+        assert_eq!(tail.read(&mut buf).unwrap(), 4, "up to the padding");
+        // Nothing more is written: it waits, until told the file is not needed.
+        let c = Arc::clone(&cancelled);
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            c.store(true, Ordering::Relaxed);
+        });
+        let waited = std::time::Instant::now();
+        assert!(tail.read(&mut buf).is_err(), "cancelled");
+        assert!(waited.elapsed() >= std::time::Duration::from_millis(400));
+        t.join().unwrap();
+        // Once complete, the file is read as it is, to its end.
+        cancelled.store(false, Ordering::Relaxed);
+        written.store(true, Ordering::Release);
+        assert_eq!(tail.read(&mut buf).unwrap(), 3);
+        assert_eq!(&buf[..3], b"\0\0\0");
+        assert_eq!(tail.read(&mut buf).unwrap(), 0);
     }
 }
