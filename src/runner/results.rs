@@ -297,8 +297,12 @@ fn check_history(
             )
         });
     let streamed = match plan {
-        // A short history: the check made as it was written is not needed (dropped: it stops).
-        None => None,
+        // A short history: the check made as it was written is not needed (dropped now: it
+        // stops at its next read, instead of finishing beside the whole check).
+        None => {
+            drop(following);
+            None
+        }
         Some(plan) => match following.and_then(super::streamed::Following::join) {
             Some(followed) => followed?,
             None => super::streamed::check(run_dir, &plan)?,

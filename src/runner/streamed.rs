@@ -171,6 +171,9 @@ impl Following {
                 // The first pass follows the writer; later passes (late keys) read the
                 // finished file.
                 let open = || {
+                    if tail.1.load(Ordering::Relaxed) {
+                        return Err(std::io::Error::other(NOT_NEEDED));
+                    }
                     let file = std::fs::File::open(&path)?;
                     let r: Box<dyn Read + Send> = if first.swap(false, Ordering::Relaxed) {
                         Box::new(Tail {
@@ -219,6 +222,9 @@ impl Drop for Following {
     }
 }
 
+/// Why a dropped [`Following`] stops reading.
+const NOT_NEEDED: &str = "the check made as the run went was not needed";
+
 /// How long [`Tail`] waits for its writer before looking again.
 const TAIL_POLL: Duration = Duration::from_millis(200);
 
@@ -237,9 +243,7 @@ impl Read for Tail {
         use std::os::unix::fs::FileExt;
         loop {
             if self.cancelled.load(Ordering::Relaxed) {
-                return Err(std::io::Error::other(
-                    "the check made as the run went was not needed",
-                ));
+                return Err(std::io::Error::other(NOT_NEEDED));
             }
             // Before reading: bytes read after the writer finished are final.
             let complete = self.written.load(Ordering::Acquire);
