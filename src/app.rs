@@ -81,7 +81,7 @@ pub fn run(args: RunArgs) -> i32 {
             eprintln!("error: {e}");
             run_error_code(&e)
         }
-        Ok(o) => {
+        Ok(mut o) => {
             if let Some(e) = &o.error {
                 eprintln!("error: {e}");
             }
@@ -100,7 +100,7 @@ pub fn run(args: RunArgs) -> i32 {
             // Read as it streams: a long run's history need not fit in memory (an unreadable
             // file gives the table of what was read).
             // A long run's end folded it from its one read (`runner::streamed`).
-            let summary = o.summary.clone().unwrap_or_else(|| {
+            let summary = o.summary.take().unwrap_or_else(|| {
                 let mut summarizer = crate::summary::Summarizer::default();
                 let _ = crate::report::digest::each_op(&o.run_dir.history_path(), |op| {
                     summarizer.push(&op)

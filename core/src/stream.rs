@@ -480,25 +480,28 @@ impl<'a> Collector<'a> {
             }
             // Several ends: one stand-in each, all concurrent and done before the later ops,
             // so that they start from whichever is linearized last: any of the ends. The
-            // initial state has no op to stand beside the others: then the first end alone.
+            // initial state has no op to stand beside the others: then the first end alone
+            // (no op at all when it is the initial state).
             let several = ends.iter().all(|e| matches!(e, StandIn::Op { .. }));
             let ends = if several { ends } else { &ends[..1] };
-            let mut placed = 0;
+            let writes: Vec<(&'static str, &serde_json::Value)> = ends
+                .iter()
+                .filter_map(|e| match e {
+                    StandIn::Op { f, value } => Some((*f, value)),
+                    StandIn::Initial => None,
+                })
+                .collect();
             for ty in [OpType::Invoke, OpType::Ok] {
-                for (j, end) in ends.iter().enumerate() {
-                    if let StandIn::Op { f, value } = end {
-                        let mut op =
-                            Op::new(ty, Process::Client(fresh + j as u64), *f, value.clone());
-                        op.key = Some(key.clone());
-                        op.time_ns = seg[0].time_ns;
-                        ops.push(op);
-                        placed += usize::from(ty == OpType::Ok);
-                    }
+                for (j, &(f, value)) in writes.iter().enumerate() {
+                    let mut op = Op::new(ty, Process::Client(fresh + j as u64), f, value.clone());
+                    op.key = Some(key.clone());
+                    op.time_ns = seg[0].time_ns;
+                    ops.push(op);
                 }
             }
-            fresh += ends.len() as u64;
-            if placed > 0 {
-                stand_ins.insert(key.clone(), placed);
+            fresh += writes.len() as u64;
+            if !writes.is_empty() {
+                stand_ins.insert(key.clone(), writes.len());
             }
             ops.extend(seg);
         }

@@ -114,7 +114,10 @@ impl Spill {
                 .and_then(|_| f.read_to_end(&mut all));
             if let Err(e) = read {
                 // Written by this process a moment ago: only a failing disk gets here.
-                tracing::warn!("recovery's attempts could not be read back: {e}");
+                tracing::warn!(
+                    "recovery's attempts could not be read back ({e}): its figures miss them; \
+                     `shakedown report` of the run directory reads the history again"
+                );
                 all.clear();
             }
         }

@@ -283,19 +283,9 @@ fn check_history(
     txn_ask: crate::checker::txn::judge::Ask,
 ) -> Result<CheckedHistory, RunError> {
     let size = std::fs::metadata(run_dir.history_path()).map_or(0, |m| m.len());
-    let plan = what
-        .model
-        .clone()
-        .filter(|m| size > ask.stream_above && crate::stream::streams(m))
-        .map(|m| {
-            plan_of(
-                m,
-                what,
-                ask.check_time_limit_s,
-                ask.witness,
-                txn_ask.clone(),
-            )
-        });
+    let plan = (size > ask.stream_above)
+        .then(|| streaming_plan(what, ask.check_time_limit_s, ask.witness, txn_ask.clone()))
+        .flatten();
     let streamed = match plan {
         // A short history: the check made as it was written is not needed (dropped now: it
         // stops at its next read, instead of finishing beside the whole check).
@@ -489,11 +479,18 @@ pub(super) fn stream_plan(
 ) -> Result<Option<crate::checker::compose::Plan>, RunError> {
     let (txn_ask, record) = recorded_check(run_dir)?;
     let what = WhatRan::read(run_dir, &record)?;
-    Ok(what
-        .model
-        .clone()
-        .filter(|m| crate::stream::streams(m))
-        .map(|m| plan_of(m, &what, check_time_limit_s, witness, txn_ask)))
+    Ok(streaming_plan(&what, check_time_limit_s, witness, txn_ask))
+}
+
+/// The plan `what` ran is checked with as it streams, when its model streams.
+fn streaming_plan(
+    what: &WhatRan,
+    check_time_limit_s: f64,
+    witness: crate::checker::linear::WitnessMode,
+    txn_ask: crate::checker::txn::judge::Ask,
+) -> Option<crate::checker::compose::Plan> {
+    let model = what.model.clone().filter(|m| crate::stream::streams(m))?;
+    Some(plan_of(model, what, check_time_limit_s, witness, txn_ask))
 }
 
 pub(super) fn plan_of(

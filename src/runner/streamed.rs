@@ -312,7 +312,7 @@ pub(super) fn render_pages(run_dir: &RunDir, d: Digested, shades: Vec<Shade>) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::results::{Ask, write_results_asked};
+    use super::super::results::{AsItWent, Ask, Checked, write_results_asked};
     use crate::store::RunDir;
     use serde_json::Value;
     use std::path::Path;
@@ -338,6 +338,12 @@ mod tests {
     }
 
     fn end(dir: &Path, stream_above: u64) -> Value {
+        end_went(dir, stream_above, Default::default()).0
+    }
+
+    /// The end of the run in `dir` with what checking during the workload left (`went`):
+    /// results.json and what the run prints from.
+    fn end_went(dir: &Path, stream_above: u64, went: AsItWent) -> (Value, Checked) {
         let ask = Ask {
             check_time_limit_s: 30.0,
             // Witnesses minimized within the time limit, not within a budget drawn from how
@@ -346,8 +352,9 @@ mod tests {
             witness: crate::checker::linear::WitnessMode::Minimal,
             stream_above,
         };
-        write_results_asked(&RunDir::open(dir), &ask, None, Default::default()).unwrap();
-        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap()
+        let checked = write_results_asked(&RunDir::open(dir), &ask, None, went).unwrap();
+        let results = std::fs::read_to_string(dir.join("results.json")).unwrap();
+        (serde_json::from_str(&results).unwrap(), checked)
     }
 
     /// `v` without the times a check measures (they differ from one check to the next).
@@ -496,7 +503,7 @@ mod tests {
 
     #[test]
     fn a_history_checked_as_it_is_written_ends_as_the_finished_file_checks() {
-        use super::super::results::{AsItWent, stream_plan};
+        use super::super::results::stream_plan;
         use std::io::Write;
         for (name, model) in [
             ("all-faults", "cas-register"),
@@ -532,26 +539,14 @@ mod tests {
                 "{name}: the sink's file"
             );
             following.finish();
-            let ask = Ask {
-                check_time_limit_s: 30.0,
-                witness: crate::checker::linear::WitnessMode::Minimal,
-                stream_above: 0,
-            };
-            let checked = write_results_asked(
-                &run_dir,
-                &ask,
-                None,
+            let (mut w, checked) = end_went(
+                went.path(),
+                0,
                 AsItWent {
                     live: None,
                     following: Some(following),
                 },
-            )
-            .unwrap();
-            let read = |d: &Path| -> Value {
-                serde_json::from_str(&std::fs::read_to_string(d.join("results.json")).unwrap())
-                    .unwrap()
-            };
-            let mut w = read(went.path());
+            );
             let mut a = end(after.path(), 0);
             assert_eq!(
                 w["history"]["streamed"], true,

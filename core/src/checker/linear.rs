@@ -525,11 +525,6 @@ struct Summarize<'a> {
     settled_reason: &'a dyn Fn(usize) -> String,
 }
 
-/// The summary of `part` from its outcome, statistics and search time; counts an unknown
-/// part's cause in `undecided` and takes an invalid part's witness from `witnesses` (built in
-/// part order).
-/// The stand-in for the state `part`'s ops reach in the order `order` (op ids, as a valid
-/// outcome gives them), when the model has one.
 /// The last ops of a linearization [`ends_of`] puts in other orders (a register key's last
 /// ops overlap by as many as it has threads).
 const END_TAIL: usize = 10;
@@ -547,23 +542,17 @@ const END_PLACES: usize = 4_096;
 /// part (it need not be every end there is: fewer only means more keys read again). Empty when
 /// the found end has no stand-in.
 fn ends_of<M: Model>(model: &M, part: &Part<M::Op>, order: &[u32]) -> Vec<StandIn> {
-    let op = |id: u32| part.ops.get(id as usize);
+    // The state after `ids` from `from`, in that order (op ids, as a valid outcome gives them).
+    let replay = |from: M::State, ids: &[u32]| {
+        ids.iter().try_fold(from, |s, &id| {
+            model.step(&s, &part.ops.get(id as usize)?.op)
+        })
+    };
     let (prefix, tail) = order.split_at(order.len().saturating_sub(END_TAIL));
-    let mut before_tail = model.init();
-    for &id in prefix {
-        match op(id).and_then(|o| model.step(&before_tail, &o.op)) {
-            Some(s) => before_tail = s,
-            None => return Vec::new(),
-        }
-    }
-    let mut found = before_tail.clone();
-    for &id in tail {
-        match op(id).and_then(|o| model.step(&found, &o.op)) {
-            Some(s) => found = s,
-            None => return Vec::new(),
-        }
-    }
-    let Some(first) = model.stand_in(&found) else {
+    let Some(before_tail) = replay(model.init(), prefix) else {
+        return Vec::new();
+    };
+    let Some(first) = replay(before_tail.clone(), tail).and_then(|s| model.stand_in(&s)) else {
         return Vec::new();
     };
     let mut ends = Ends {
@@ -653,6 +642,9 @@ impl<M: Model> Ends<'_, M> {
     }
 }
 
+/// The summary of `part` from its outcome, statistics and search time; counts an unknown
+/// part's cause in `undecided` and takes an invalid part's witness from `witnesses` (built in
+/// part order).
 fn summarize_part<O>(
     part: &Part<O>,
     (outcome, stats, took): (Outcome, Stats, Duration),

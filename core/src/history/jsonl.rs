@@ -160,14 +160,12 @@ pub struct JsonlBlocks<R> {
     carry: Vec<u8>,
     /// Lines handed out before the next block.
     lines: usize,
-    /// Ops handed out so far.
-    ops: usize,
+    /// The position of the next op (ops handed out so far; with `keep`, those not parsed too).
+    position: u64,
     /// The end of the file was reached: the rest is read by `tail`.
     tail: Option<JsonlReader<std::io::Cursor<Vec<u8>>>>,
     /// Only the lines it may keep are parsed ([`JsonlBlocks::filtered`]).
     keep: Option<LineFilter>,
-    /// With `keep`: the position of the next op (every op counted, parsed or not).
-    position: u64,
 }
 
 /// Which op lines a filtered read parses (`true`: maybe one the reader wants; a line it is
@@ -200,10 +198,9 @@ impl<R: std::io::Read> JsonlBlocks<R> {
             name: name.to_string(),
             carry: Vec::new(),
             lines: 0,
-            ops: 0,
+            position: 0,
             tail: None,
             keep: None,
-            position: 0,
         }
     }
 
@@ -251,8 +248,8 @@ impl<R: std::io::Read> JsonlBlocks<R> {
             {
                 if self.keep.is_some() {
                     op.index = self.position;
-                    self.position += 1;
                 }
+                self.position += 1;
                 ops.push(op);
             }
             return Ok((!ops.is_empty()).then(|| vec![ops]));
@@ -292,8 +289,8 @@ impl<R: std::io::Read> JsonlBlocks<R> {
                         for op in &mut ops {
                             op.index += self.position;
                         }
-                        self.position += counted as u64;
                     }
+                    self.position += counted as u64;
                     out.push(ops);
                 }
                 Err((at, message)) => {
@@ -306,14 +303,10 @@ impl<R: std::io::Read> JsonlBlocks<R> {
             }
         }
         self.lines = line;
-        self.ops += out.iter().map(Vec::len).sum::<usize>();
         if let Some(tail) = self.tail.as_mut().filter(|t| t.lines == 0) {
             // The tail's lines and ops counted from the file's start.
             tail.lines = self.lines;
-            tail.ops = match self.keep {
-                Some(_) => self.position as usize,
-                None => self.ops,
-            };
+            tail.ops = self.position as usize;
         }
         if out.is_empty() && self.tail.is_some() {
             return self.next_ops();
@@ -455,7 +448,7 @@ type Parsed = Result<(Vec<Op>, usize, usize), (usize, String)>;
 /// Parse a block of whole lines; with `keep`, only the lines it may want, each op's position
 /// within the block in its `index`.
 fn parse_block(b: &[u8], keep: Option<&LineFilter>) -> Parsed {
-    let mut ops = Vec::with_capacity(b.len() / 100);
+    let mut ops = Vec::with_capacity(if keep.is_some() { 0 } else { b.len() / 100 });
     let (mut lines, mut counted) = (0, 0u64);
     for line in b.split(|&c| c == b'\n') {
         lines += 1;
